@@ -1,0 +1,151 @@
+"""The fast span buffer behind :class:`packing_theory.packer.Packer`.
+
+Selection needs two queries over the buffered spans, each with ties broken
+by buffer order: the *largest span of length <= remaining* and the *shortest
+span*. A linear scan costs O(n) per selection; this buffer answers both in
+O(log n) without scanning:
+
+* spans of length ``<= R`` (the only ones that can ever fit) live in one
+  heap of buffer sequence numbers per length, and a Python ``int`` bitmask
+  records which lengths are non-empty. "Largest non-empty length <= r" is
+  ``(mask & low[r]).bit_length() - 1`` and "shortest" is the lowest set bit:
+  word-parallel operations on an ``R``-bit integer, done in C.
+* spans longer than ``R`` (selectable only by the shortest fallback, when the
+  mask is empty) live in one heap keyed by ``(length, sequence)``.
+
+Buffer order is a sequence number assigned on append; a ``continue`` suffix
+keeps its span's number (it stays in place), a ``requeue-bos`` remainder gets
+a new one (it goes to the end). Memory is O(number of buffered spans + R).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .spans import BufferedSpan
+
+__all__ = ["FastBuffer"]
+
+# A buffered span record: (occurrence, source, start, length, bos_inserted).
+Record = tuple[int, int, int, int, bool]
+
+
+class FastBuffer:
+    """Spans in buffer order with O(log n) largest-fit and shortest queries.
+
+    >>> buf = FastBuffer(capacity=8)
+    >>> for occ, length in enumerate([5, 3, 9, 3]):
+    ...     _ = buf.append((occ, occ, 0, length, False))
+    >>> buf.take(4)          # largest fit <= 4: the first of the two 3s
+    (1, (1, 1, 0, 3, False), False)
+    >>> buf.take(2)          # nothing fits: shortest, earliest (the other 3)
+    (3, (3, 3, 0, 3, False), True)
+    >>> [span.length for span in buf.snapshot()]
+    [5, 9]
+    """
+
+    __slots__ = ("_R", "_buckets", "_long", "_low", "_mask", "_next", "_spans")
+
+    def __init__(self, capacity: int) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
+            raise ValueError(f"capacity must be an int >= 2, got {capacity!r}")
+        self._R = capacity
+        # _low[r] has bits 0..r set: the lengths that fit in r free positions.
+        self._low = [(2 << r) - 1 for r in range(capacity + 1)]
+        self._mask = 0
+        self._buckets: list[list[int]] = [[] for _ in range(capacity + 1)]
+        self._long: list[tuple[int, int]] = []
+        self._spans: dict[int, Record] = {}
+        self._next = 0
+
+    def __len__(self) -> int:
+        """Number of buffered spans. O(1)."""
+        return len(self._spans)
+
+    def append(self, record: Record) -> int:
+        """Append a span at the end of the buffer; return its sequence number. O(log n)."""
+        seq = self._next
+        self._next = seq + 1
+        self._insert(seq, record)
+        return seq
+
+    def _insert(self, seq: int, record: Record) -> None:
+        self._spans[seq] = record
+        length = record[3]
+        if length <= self._R:
+            bucket = self._buckets[length]
+            if not bucket:
+                self._mask |= 1 << length
+            heapq.heappush(bucket, seq)
+        else:
+            heapq.heappush(self._long, (length, seq))
+
+    def replace(self, seq: int, record: Record) -> None:
+        """Put ``record`` back at the buffer position of ``seq`` (a kept suffix). O(log n).
+
+        Raises:
+            KeyError: ``seq`` is currently buffered.
+        """
+        if seq in self._spans or not 0 <= seq < self._next:
+            raise KeyError(f"seq {seq} is buffered or was never issued")
+        self._insert(seq, record)
+
+    def take(self, remaining: int) -> tuple[int, Record, bool]:
+        """Remove and return the selected span for ``remaining`` free positions. O(log n).
+
+        Returns ``(seq, record, crop)``: the largest span with length
+        ``<= remaining`` (earliest on ties, ``crop=False``), otherwise the
+        shortest span (earliest on ties, ``crop=True``).
+
+        Raises:
+            IndexError: the buffer is empty.
+        """
+        mask = self._mask
+        if remaining > self._R:
+            remaining = self._R
+        fit = mask & self._low[remaining] if remaining > 0 else 0
+        if fit:
+            length = fit.bit_length() - 1
+            crop = False
+        elif mask:
+            length = (mask & -mask).bit_length() - 1
+            crop = True
+        else:
+            if not self._long:
+                raise IndexError("take from an empty buffer")
+            seq = heapq.heappop(self._long)[1]
+            return seq, self._spans.pop(seq), True
+        bucket = self._buckets[length]
+        seq = heapq.heappop(bucket)
+        if not bucket:
+            self._mask = mask ^ (1 << length)
+        return seq, self._spans.pop(seq), crop
+
+    def snapshot(self) -> tuple[BufferedSpan, ...]:
+        """The buffered spans in buffer order. O(n log n)."""
+        return tuple(BufferedSpan(*self._spans[s]) for s in sorted(self._spans))
+
+    def _check(self) -> None:
+        """Assert the internal invariants (used by tests after every mutation)."""
+        seen: set[int] = set()
+        for length, bucket in enumerate(self._buckets):
+            assert bool(bucket) == bool(self._mask >> length & 1), f"mask bit {length} wrong"
+            assert bucket == sorted(bucket) or _is_heap(bucket), f"bucket {length} not a heap"
+            for seq in bucket:
+                assert seq in self._spans and self._spans[seq][3] == length, (seq, length)
+                assert seq not in seen
+                seen.add(seq)
+        assert _is_heap(self._long), "long heap broken"
+        for length, seq in self._long:
+            assert length > self._R and self._spans[seq][3] == length, (seq, length)
+            assert seq not in seen
+            seen.add(seq)
+        assert seen == set(self._spans), "spans and indexes disagree"
+        assert self._mask >> (self._R + 1) == 0, "mask has bits above capacity"
+        assert all(0 <= s < self._next for s in seen)
+        for rec in self._spans.values():
+            assert rec[3] >= 1, f"empty span {rec}"
+
+
+def _is_heap(h: list[int] | list[tuple[int, int]]) -> bool:
+    return all(not h[(i - 1) // 2] > h[i] for i in range(1, len(h)))  # type: ignore[operator]

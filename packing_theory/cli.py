@@ -1,0 +1,58 @@
+"""The ``packing-theory`` command line.
+
+Each subcommand lives in :mod:`packing_theory.commands` as a module with
+``register(subparsers)`` and ``run(args) -> int``; this module only dispatches.
+Errors in user input (``ValueError``, ``TypeError``, ``OSError``) end the
+program with status 2 and one line on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+COMMANDS: dict[str, str] = {
+    "replay": "packing_theory.commands.replay",
+    "check": "packing_theory.commands.check",
+    "bounds": "packing_theory.commands.bounds",
+    "audit": "packing_theory.commands.audit",
+}
+"""Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="packing-theory",
+        description="Replay, check and audit streaming sequence packers.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMANDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"packing-theory {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,339 @@
+"""Composable policies of the streaming packer family and the replay configuration.
+
+The family (``../shared/design.md`` §2, seed 000 §3–§4) is one selection rule
+— the largest buffered span that fits the remaining row, ties to the earliest
+in buffer order; otherwise the shortest span, ties to the earliest, cropped to
+fill the row — combined with:
+
+===================  ==========================================================
+policy               what happens
+===================  ==========================================================
+``discard``          a crop's suffix is dropped (autoresearch 228791f,
+                     nanochat master)
+``continue``         the suffix stays at the same buffer position as one active
+                     span without a BOS (autoresearch PR #372)
+``requeue-bos``      ``[BOS] + suffix`` is appended at the end of the buffer
+                     when the suffix has more than one token, else dropped
+                     (nanochat PR #544)
+``segment-first``    arrival transform: a document longer than ``R`` is split
+                     into BOS-prefixed chunks of at most ``R - 1`` text tokens
+                     before buffering; then ``discard`` (seed 000 §4)
+``random-span``      like ``discard``, but a crop emits BOS plus a uniformly
+                     chosen contiguous text span of the same length, drawn from
+                     an independent RNG (seed 000 §4)
+===================  ==========================================================
+
+The functions here are shared by the fast engine (:mod:`packing_theory.packer`)
+and the reference engine (:mod:`packing_theory.reference`): the refill model,
+the arrival transform and the crop outcome. The selection rule itself is *not*
+shared: each engine implements it independently so that the differential tests
+compare two implementations.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Union
+
+import numpy as np
+
+from .lengths import validate_lengths
+
+__all__ = [
+    "EXHAUSTED_MODES",
+    "POLICIES",
+    "RANDOM_SPAN_SEED",
+    "CropOutcome",
+    "ExhaustedMode",
+    "PackerConfig",
+    "Policy",
+    "crop_outcome",
+    "refill_batches",
+    "segment",
+]
+
+Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span"]
+POLICIES: tuple[Policy, ...] = ("discard", "continue", "requeue-bos", "segment-first", "random-span")
+
+ExhaustedMode = Literal["stop", "drain"]
+EXHAUSTED_MODES: tuple[ExhaustedMode, ...] = ("stop", "drain")
+
+RANDOM_SPAN_SEED = 314159265
+"""Default seed of the ``random-span`` RNG (the seed named in seed 000 §4)."""
+
+LengthsInput = Union[Sequence[int], "np.ndarray[tuple[int], np.dtype[np.integer]]", Iterable[int]]
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class PackerConfig:
+    """Everything that determines a replay, validated on construction.
+
+    Args:
+        capacity: row capacity ``R`` (tokens per row, BOS-inclusive; ``R >= 2``).
+            autoresearch uses ``T + 1 = 2049``.
+        min_buffer: minimum occupancy ``B >= 1``: before every selection the
+            buffer is refilled while it holds fewer than ``B`` spans.
+        refill: refill batch size, or a sequence of batch sizes used in order
+            from the start of every corpus pass and cycled within a pass. A batch
+            never crosses a pass boundary (the loaders restart their document
+            batches at every epoch), so the last batch of a pass may be shorter.
+        policy: one of :data:`POLICIES`.
+        seed: seed of the independent ``random-span`` RNG (ignored otherwise).
+        passes: number of corpus passes; the buffer persists across passes.
+        rows: stop after this many complete rows.
+        targets: stop after the row holding target ``targets - 1``
+            (``ceil(targets / (R - 1))`` rows); exclusive with ``rows``.
+        exhausted: what to do when the stream cannot refill the buffer to ``B``:
+            ``"stop"`` ends the replay at that selection boundary (an incomplete
+            row is reported as ``partial_row_tokens``); ``"drain"`` announces an
+            :class:`~packing_theory.spans.Exhausted` event and keeps selecting
+            with fewer than ``B`` spans until the buffer is empty — outside the
+            proposition's hypotheses, and flagged as such.
+    """
+
+    capacity: int = 2049
+    min_buffer: int = 1000
+    refill: int | tuple[int, ...] = 128
+    policy: Policy = "discard"
+    seed: int = RANDOM_SPAN_SEED
+    passes: int = 1
+    rows: int | None = None
+    targets: int | None = None
+    exhausted: ExhaustedMode = "stop"
+
+    def __post_init__(self) -> None:
+        _check_int("capacity", self.capacity, 2)
+        _check_int("min_buffer", self.min_buffer, 1)
+        _check_int("passes", self.passes, 1)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
+        refill = self.refill
+        if isinstance(refill, (int, np.integer)) and not isinstance(refill, bool):
+            _check_int("refill", refill, 1)
+        elif isinstance(refill, (list, tuple, np.ndarray)):
+            sizes = tuple(_check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
+            if not sizes:
+                raise ValueError("refill must be a positive int or a non-empty sequence, got []")
+            object.__setattr__(self, "refill", sizes)
+        else:
+            raise TypeError(
+                f"refill must be an int or a sequence of ints, got {type(refill).__name__} {refill!r}"
+            )
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
+        if self.exhausted not in EXHAUSTED_MODES:
+            raise ValueError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
+        if self.rows is not None:
+            _check_int("rows", self.rows, 0)
+        if self.targets is not None:
+            _check_int("targets", self.targets, 0)
+            if self.rows is not None:
+                raise ValueError(
+                    f"rows and targets are exclusive budgets, got rows={self.rows} targets={self.targets}"
+                )
+
+    @property
+    def row_budget(self) -> int | None:
+        """Rows to emit, from ``rows`` or ``targets``; ``None`` = until the stream ends."""
+        if self.rows is not None:
+            return self.rows
+        if self.targets is not None:
+            return -(-self.targets // (self.capacity - 1))
+        return None
+
+    @property
+    def batch_sizes(self) -> tuple[int, ...]:
+        """The refill batch sizes as a tuple (a constant refill gives a 1-tuple)."""
+        return self.refill if isinstance(self.refill, tuple) else (int(self.refill),)
+
+
+# --------------------------------------------------------------------------- arrivals
+
+
+def _validated(values: Iterable[int], offset: int = 0) -> Iterator[int]:
+    """Yield lengths as Python ints, raising on the first invalid one."""
+    for i, value in enumerate(values, offset):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
+        if value < 1:
+            raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
+        yield int(value)
+
+
+def as_length_list(lengths: object) -> list[int] | None:
+    """Validate an in-memory length collection and return it as a list.
+
+    Returns ``None`` for a one-shot iterator (validated lazily while streaming).
+
+    Raises:
+        TypeError: wrong dtype (float, bool, object) or type.
+        ValueError: wrong shape, empty, or a non-positive length.
+    """
+    if isinstance(lengths, np.ndarray):
+        out: list[int] = validate_lengths(lengths).tolist()
+        return out
+    if isinstance(lengths, (str, bytes)):
+        raise TypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
+    if isinstance(lengths, Sequence):
+        out = list(_validated(lengths))
+        if not out:
+            raise ValueError("lengths is empty: a replay needs at least one document")
+        return out
+    if isinstance(lengths, Iterable):
+        return None
+    raise TypeError(f"lengths must be a sequence, array or iterable of ints, got {type(lengths).__name__}")
+
+
+def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple[int, int, int]]]:
+    """Yield refill batches of ``(source, pass_index, length)`` arrivals.
+
+    Batch sizes follow ``config.refill`` from the start of each pass, cycling,
+    and are truncated at the end of a pass. A one-shot iterator is streamed
+    lazily (memory O(batch)) and allows only ``passes == 1``.
+
+    Raises:
+        ValueError: empty stream, a non-positive length, or ``passes > 1`` with
+            a one-shot iterator.
+        TypeError: a non-integer length or a wrong container type.
+    """
+    sizes = config.batch_sizes
+    materialised = as_length_list(lengths)
+    if materialised is None:
+        if config.passes != 1:
+            raise ValueError(
+                f"passes={config.passes} needs a re-iterable lengths sequence, got a one-shot iterator"
+            )
+        return _stream_batches(iter(lengths), sizes)  # type: ignore[call-overload]
+    return _list_batches(materialised, sizes, config.passes)
+
+
+def _list_batches(
+    values: list[int], sizes: tuple[int, ...], passes: int
+) -> Iterator[list[tuple[int, int, int]]]:
+    n = len(values)
+    for p in range(passes):
+        i = 0
+        k = 0
+        while i < n:
+            j = min(n, i + sizes[k % len(sizes)])
+            yield [(s, p, values[s]) for s in range(i, j)]
+            i = j
+            k += 1
+
+
+def _stream_batches(values: Iterator[object], sizes: tuple[int, ...]) -> Iterator[list[tuple[int, int, int]]]:
+    checked = _validated(values)  # type: ignore[arg-type]
+    source = 0
+    k = 0
+    while True:
+        batch: list[tuple[int, int, int]] = []
+        for length in checked:
+            batch.append((source, 0, length))
+            source += 1
+            if len(batch) == sizes[k % len(sizes)]:
+                break
+        if not batch:
+            if source == 0:
+                raise ValueError("lengths is empty: a replay needs at least one document")
+            return
+        yield batch
+        k += 1
+
+
+def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
+    """Split a document for ``segment-first``: ``(start, length, bos_inserted)`` chunks.
+
+    A document of ``L <= R`` is one chunk. Longer documents become chunks of one
+    BOS plus at most ``R - 1`` text tokens; the first keeps the source's own BOS,
+    the others get an added one. Text is neither overlapped nor duplicated.
+
+    >>> segment(5, 4)
+    [(0, 4, False), (4, 2, True)]
+    >>> segment(4, 4)
+    [(0, 4, False)]
+    """
+    if length <= capacity:
+        return [(0, length, False)]
+    text = capacity - 1
+    chunks = [(0, capacity, False)]
+    s = capacity
+    while s < length:
+        n = min(text, length - s)
+        chunks.append((s, n + 1, True))
+        s += n
+    return chunks
+
+
+# --------------------------------------------------------------------------- crops
+
+
+class CropOutcome(NamedTuple):
+    """What a crop of ``m`` tokens from a span produces.
+
+    Attributes:
+        start, bos_inserted: the placement's source start and BOS flag.
+        discards: ``(start, length)`` source intervals dropped.
+        keep: for ``continue``: the suffix span ``(start, length, bos)`` that stays in place.
+        requeue: for ``requeue-bos``: the span ``(start, length, bos)`` appended at the end.
+    """
+
+    start: int
+    bos_inserted: bool
+    discards: tuple[tuple[int, int], ...]
+    keep: tuple[int, int, bool] | None
+    requeue: tuple[int, int, bool] | None
+
+
+def crop_outcome(
+    policy: Policy,
+    start: int,
+    length: int,
+    bos_inserted: bool,
+    m: int,
+    rng: random.Random | None,
+) -> CropOutcome:
+    """The result of cropping ``m`` tokens (``1 <= m < length``) from a buffered span.
+
+    The span holds ``length`` tokens: an optional BOS marker then source offsets
+    from ``start``. The first ``m`` tokens fill the row; the leftover starts at
+    source offset ``start + m - bos_inserted``.
+
+    ``random-span`` applies only to whole original spans (its buffer holds no
+    others): with ``m >= 2`` it draws ``a = 1 + rng.randrange(L - m + 1)`` and
+    emits BOS plus source offsets ``[a, a + m - 1)``; ``a == 1`` is the prefix.
+    A BOS-only crop (``m == 1``) draws nothing.
+
+    >>> crop_outcome("discard", 0, 10, False, 4, None)
+    CropOutcome(start=0, bos_inserted=False, discards=((4, 6),), keep=None, requeue=None)
+    >>> crop_outcome("requeue-bos", 0, 10, False, 8, None).requeue
+    (8, 3, True)
+    >>> crop_outcome("requeue-bos", 0, 10, False, 9, None).discards
+    ((9, 1),)
+    """
+    rest = start + m - (1 if bos_inserted else 0)
+    left = length - m
+    if policy == "continue":
+        return CropOutcome(start, bos_inserted, (), (rest, left, False), None)
+    if policy == "requeue-bos":
+        if left > 1:
+            return CropOutcome(start, bos_inserted, (), None, (rest, left + 1, True))
+        return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
+    if policy == "random-span" and m >= 2:
+        if rng is None:
+            raise ValueError("random-span crops need an rng, got None")
+        a = 1 + rng.randrange(length - m + 1)
+        if a > 1:
+            tail = a + m - 1
+            discards = ((1, a - 1),) if tail == length else ((1, a - 1), (tail, length - tail))
+            return CropOutcome(a, True, discards, None, None)
+    return CropOutcome(start, bos_inserted, ((rest, left),), None, None)

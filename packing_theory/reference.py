@@ -1,0 +1,137 @@
+"""The naive reference packer: the loaders' loop, transcribed.
+
+This is the oracle the fast engine is tested against. It follows the shape of
+autoresearch's ``make_dataloader`` (commit 228791f) and nanochat's BOS
+best-fit loader line for line — a Python list as the document buffer, a
+``while len(buffer) < B`` refill before every selection, a linear scan for
+the largest span that fits with a strict ``>`` (so the earliest of equal
+lengths wins), ``min`` over indices for the shortest span (``min`` returns
+the first minimum) and ``list.pop`` — written here in our own words over
+span records instead of token lists. The continuation semantics follow PR
+#372 (the suffix replaces the span at the same index) and PR #544 (``[BOS] +
+leftover`` appended when the leftover has more than one token).
+
+It shares with the fast engine only the refill model, the arrival transform
+and the crop outcome (:mod:`packing_theory.policies`) — never the selection.
+
+Complexity: O(B) per selection (the scan) plus O(B) per ``pop``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
+from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
+
+__all__ = ["ReferencePacker"]
+
+
+class ReferencePacker:
+    """Naive linear-scan packer with the same event stream as :class:`~packing_theory.packer.Packer`.
+
+    >>> ref = ReferencePacker(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+    >>> [(p.occurrence, p.length, p.crop) for p in ref.events([5, 3, 9, 4]) if type(p) is Placement]
+    [(0, 5, False), (1, 3, False), (3, 4, False), (2, 4, True)]
+    """
+
+    def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
+        if config is None:
+            config = PackerConfig(**kwargs)
+        elif kwargs:
+            raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+        self.config = config
+
+    def events(self, lengths: LengthsInput) -> Iterator[Event]:
+        """Replay ``lengths`` and yield the event stream (ends with a Horizon)."""
+        cfg = self.config
+        row_capacity = cfg.capacity
+        buffer_size = cfg.min_buffer
+        rng = random.Random(cfg.seed) if cfg.policy == "random-span" else None
+        batches = refill_batches(lengths, cfg)
+        # doc_buffer entries: [occurrence, source, start, length, bos_inserted]
+        doc_buffer: list[list[Any]] = []
+        next_occurrence = 0
+        pending: list[Event] = []
+
+        def refill_buffer() -> bool:
+            nonlocal next_occurrence
+            batch = next(batches, None)
+            if batch is None:
+                return False
+            for source, pass_index, length in batch:
+                occ = next_occurrence
+                next_occurrence += 1
+                pending.append(Arrival(occ, source, pass_index, length))
+                if cfg.policy == "segment-first" and length > row_capacity:
+                    chunks = segment(length, row_capacity)
+                    pending.append(BosAdded(occ, source, len(chunks) - 1))
+                    for start, n, bos in chunks:
+                        doc_buffer.append([occ, source, start, n, bos])
+                else:
+                    doc_buffer.append([occ, source, 0, length, False])
+            return True
+
+        row_idx = 0
+        stop_reason = "rows"
+        pos = 0
+        exhausted = False
+        announced = False
+        budget = cfg.row_budget
+        while budget is None or row_idx < budget:
+            pos = 0
+            while pos < row_capacity:
+                # Ensure the buffer has documents.
+                while len(doc_buffer) < buffer_size and not exhausted:
+                    if not refill_buffer():
+                        exhausted = True
+                yield from pending
+                pending.clear()
+                if len(doc_buffer) < buffer_size:
+                    if cfg.exhausted == "stop":
+                        stop_reason = "exhausted"
+                        break
+                    if not announced:
+                        announced = True
+                        yield Exhausted(row_idx, pos, len(doc_buffer))
+                    if not doc_buffer:
+                        stop_reason = "drained"
+                        break
+
+                remaining = row_capacity - pos
+
+                # Find the largest span that fits entirely.
+                best_idx = -1
+                best_len = 0
+                for i, doc in enumerate(doc_buffer):
+                    doc_len = doc[3]
+                    if doc_len <= remaining and doc_len > best_len:
+                        best_idx = i
+                        best_len = doc_len
+
+                if best_idx >= 0:
+                    occ, source, start, n, bos = doc_buffer.pop(best_idx)
+                    yield Placement(row_idx, pos, occ, source, start, n, bos, False)
+                    pos += n
+                else:
+                    # Nothing fits: crop the shortest span to fill the row.
+                    shortest_idx = min(range(len(doc_buffer)), key=lambda i: doc_buffer[i][3])
+                    occ, source, start, n, bos = doc_buffer.pop(shortest_idx)
+                    out = crop_outcome(cfg.policy, start, n, bos, remaining, rng)
+                    yield Placement(row_idx, pos, occ, source, out.start, remaining, out.bos_inserted, True)
+                    for d_start, d_len in out.discards:
+                        yield Discard(occ, source, d_start, d_len)
+                    if out.keep is not None:
+                        doc_buffer.insert(shortest_idx, [occ, source, *out.keep])
+                    elif out.requeue is not None:
+                        yield BosAdded(occ, source, 1)
+                        doc_buffer.append([occ, source, *out.requeue])
+                    pos += remaining
+            else:
+                row_idx += 1
+                continue
+            break
+        partial = pos if stop_reason != "rows" else 0
+        yield Horizon(row_idx, partial, stop_reason, tuple(BufferedSpan(*d) for d in doc_buffer))

@@ -1,0 +1,165 @@
+"""Streaming aggregate of a replay: the quantities of ``packing-theory replay --json``.
+
+:class:`SummaryAccumulator` consumes the event stream of any packer one event
+at a time, in O(1) per event and one byte of memory per occurrence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .policies import PackerConfig
+from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
+
+__all__ = ["ReplaySummary", "SummaryAccumulator", "summarize"]
+
+_STARTED = 1
+_LONG = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySummary:
+    """Token mass, source and timing aggregates of one replay.
+
+    The mass identity ``consumed_tokens + added_bos_tokens == emitted_tokens
+    + discarded_tokens + buffered_tokens`` holds for every replay
+    (:meth:`identity_holds`).
+
+    Attributes:
+        rows: complete rows emitted.
+        targets: prediction targets in complete rows, ``rows * (R - 1)``.
+        emitted_tokens: all row positions filled, including a partial last row.
+        discarded_tokens: source tokens dropped by crops.
+        buffered_tokens: tokens still buffered at the horizon.
+        consumed_sources: occurrences that entered the buffer (an occurrence
+            in a later pass counts again).
+        consumed_tokens: their BOS-inclusive original lengths.
+        added_bos_tokens: BOS markers created by the packer (requeue, segmentation).
+        crop_events: crop selections.
+        crop_bos_only: crops that emitted exactly one token.
+        sources_started: occurrences with at least one emitted token.
+        first_over_capacity_target: target index of the first emitted token of
+            an occurrence with original length ``> R`` (``None`` if none).
+        stop_reason: see :class:`~packing_theory.spans.Horizon`.
+        partial_row_tokens: tokens in an incomplete last row.
+        exhausted_at_row: row where the stream first failed to refill to B, or ``None``.
+    """
+
+    rows: int
+    targets: int
+    emitted_tokens: int
+    discarded_tokens: int
+    buffered_tokens: int
+    consumed_sources: int
+    consumed_tokens: int
+    added_bos_tokens: int
+    crop_events: int
+    crop_bos_only: int
+    sources_started: int
+    first_over_capacity_target: int | None
+    stop_reason: str
+    partial_row_tokens: int
+    exhausted_at_row: int | None
+
+    def identity_holds(self) -> bool:
+        """``consumed + added BOS == emitted + discarded + buffered``."""
+        return (
+            self.consumed_tokens + self.added_bos_tokens
+            == self.emitted_tokens + self.discarded_tokens + self.buffered_tokens
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (field order preserved)."""
+        return asdict(self)
+
+
+class SummaryAccumulator:
+    """Feed events with :meth:`feed`; read :meth:`result` after the Horizon.
+
+    >>> from packing_theory import Packer
+    >>> acc = SummaryAccumulator(capacity=8)
+    >>> for ev in Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]):
+    ...     acc.feed(ev)
+    >>> s = acc.result()
+    >>> (s.rows, s.emitted_tokens, s.discarded_tokens, s.sources_started, s.identity_holds())
+    (2, 16, 5, 4, True)
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._flags = bytearray()
+        self.emitted = 0
+        self.discarded = 0
+        self.consumed_sources = 0
+        self.consumed_tokens = 0
+        self.added_bos = 0
+        self.crops = 0
+        self.crop_bos_only = 0
+        self.started = 0
+        self.first_long_target: int | None = None
+        self.exhausted_at_row: int | None = None
+        self.horizon: Horizon | None = None
+
+    def feed(self, ev: Event) -> None:
+        """Account one event. O(1) amortised."""
+        if isinstance(ev, Placement):
+            self.emitted += ev.length
+            if ev.crop:
+                self.crops += 1
+                if ev.length == 1:
+                    self.crop_bos_only += 1
+            flags = self._flags[ev.occurrence]
+            if not flags & _STARTED:
+                self._flags[ev.occurrence] = flags | _STARTED
+                self.started += 1
+                if flags & _LONG and self.first_long_target is None:
+                    self.first_long_target = ev.first_target(self.capacity)
+        elif isinstance(ev, Arrival):
+            while len(self._flags) <= ev.occurrence:
+                self._flags.append(0)
+            if ev.length > self.capacity:
+                self._flags[ev.occurrence] = _LONG
+            self.consumed_sources += 1
+            self.consumed_tokens += ev.length
+        elif isinstance(ev, Discard):
+            self.discarded += ev.length
+        elif isinstance(ev, BosAdded):
+            self.added_bos += ev.markers
+        elif isinstance(ev, Exhausted):
+            self.exhausted_at_row = ev.row
+        elif isinstance(ev, Horizon):
+            self.horizon = ev
+
+    def result(self) -> ReplaySummary:
+        """The summary; requires the Horizon event to have been fed."""
+        h = self.horizon
+        if h is None:
+            raise ValueError("result() needs the Horizon event: feed the whole event stream first")
+        return ReplaySummary(
+            rows=h.rows,
+            targets=h.rows * (self.capacity - 1),
+            emitted_tokens=self.emitted,
+            discarded_tokens=self.discarded,
+            buffered_tokens=sum(span.length for span in h.buffered),
+            consumed_sources=self.consumed_sources,
+            consumed_tokens=self.consumed_tokens,
+            added_bos_tokens=self.added_bos,
+            crop_events=self.crops,
+            crop_bos_only=self.crop_bos_only,
+            sources_started=self.started,
+            first_over_capacity_target=self.first_long_target,
+            stop_reason=h.stop_reason,
+            partial_row_tokens=h.partial_row_tokens,
+            exhausted_at_row=self.exhausted_at_row,
+        )
+
+
+def summarize(events: Iterable[Event], config: PackerConfig | int) -> ReplaySummary:
+    """Summarise a whole event stream (``config`` or the capacity ``R``)."""
+    capacity = config if isinstance(config, int) else config.capacity
+    acc = SummaryAccumulator(capacity)
+    for ev in events:
+        acc.feed(ev)
+    return acc.result()
