@@ -69,6 +69,28 @@ class FastBuffer:
         self._insert(seq, record)
         return seq
 
+    def extend(self, records: list[Record]) -> None:
+        """Append several spans at the end, in order. O(k log n) for k records."""
+        spans = self._spans
+        buckets = self._buckets
+        long = self._long
+        R = self._R
+        mask = self._mask
+        seq = self._next
+        for record in records:
+            spans[seq] = record
+            length = record[3]
+            if length <= R:
+                bucket = buckets[length]
+                if not bucket:
+                    mask |= 1 << length
+                heapq.heappush(bucket, seq)
+            else:
+                heapq.heappush(long, (length, seq))
+            seq += 1
+        self._mask = mask
+        self._next = seq
+
     def _insert(self, seq: int, record: Record) -> None:
         self._spans[seq] = record
         length = record[3]

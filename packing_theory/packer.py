@@ -66,6 +66,8 @@ class Packer:
         batches = refill_batches(lengths, cfg)
         buf = FastBuffer(R)
         take = buf.take
+        spans = buf._spans  # len(spans) is the buffer size, read without a method call
+        new = tuple.__new__
         occurrence = 0
         row = 0
         pos = 0
@@ -73,36 +75,37 @@ class Packer:
         announced = False
         stop_reason = "rows"
         while budget is None or row < budget:
-            if len(buf) < B:
-                while not stream_done and len(buf) < B:
+            if len(spans) < B:
+                while not stream_done and len(spans) < B:
                     batch = next(batches, None)
                     if batch is None:
                         stream_done = True
                         break
+                    records = []
                     for source, pass_index, length in batch:
-                        yield Arrival(occurrence, source, pass_index, length)
+                        yield new(Arrival, (occurrence, source, pass_index, length))
                         if splitting and length > R:
                             chunks = segment(length, R)
                             yield BosAdded(occurrence, source, len(chunks) - 1)
-                            for start, n, bos in chunks:
-                                buf.append((occurrence, source, start, n, bos))
+                            records += [(occurrence, source, start, n, bos) for start, n, bos in chunks]
                         else:
-                            buf.append((occurrence, source, 0, length, False))
+                            records.append((occurrence, source, 0, length, False))
                         occurrence += 1
-                if len(buf) < B:
+                    buf.extend(records)
+                if len(spans) < B:
                     if not drain:
                         stop_reason = "exhausted"
                         break
                     if not announced:
                         announced = True
-                        yield Exhausted(row, pos, len(buf))
-                    if not buf:
+                        yield Exhausted(row, pos, len(spans))
+                    if not spans:
                         stop_reason = "drained"
                         break
             remaining = R - pos
             seq, (occ, src, start, n, bos), crop = take(remaining)
             if not crop:
-                yield Placement(row, pos, occ, src, start, n, bos, False)
+                yield new(Placement, (row, pos, occ, src, start, n, bos, False))
                 pos += n
                 if pos == R:
                     row += 1

@@ -20,7 +20,7 @@ Complexity: O(B) per selection (the scan) plus O(B) per ``pop``.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
@@ -43,6 +43,12 @@ class ReferencePacker:
         elif kwargs:
             raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
         self.config = config
+
+    def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
+        """Rows of token ids, as :meth:`packing_theory.packer.Packer.token_rows`."""
+        from .packer import _token_rows
+
+        return _token_rows(self, documents)
 
     def events(self, lengths: LengthsInput) -> Iterator[Event]:
         """Replay ``lengths`` and yield the event stream (ends with a Horizon)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_mass_identity_and_row_layout(case: tuple[list[int], dict[str, Any]]) ->
         assert [p.row for p in row] == [row_index] * len(row)
         offsets = [p.offset for p in row]
         assert offsets[0] == 0
-        assert all(a.offset + a.length == b.offset for a, b in zip(row, row[1:]))
+        assert all(a.offset + a.length == b.offset for a, b in itertools.pairwise(row))
         assert row[-1].offset + row[-1].length == R
         assert all(p.crop is False for p in row[:-1])
     assert s.emitted_tokens == s.rows * R + s.partial_row_tokens
@@ -113,7 +114,7 @@ def test_token_rows_match_placements(case: tuple[list[int], dict[str, Any]]) -> 
     token_rows = list(pt.Packer(config).token_rows(docs))
     place_rows = pt.replay(lengths, config=config).rows()
     assert len(token_rows) == len(place_rows)
-    for tokens, row in zip(token_rows, place_rows):
+    for tokens, row in zip(token_rows, place_rows, strict=True):
         expected: list[int] = []
         for p in row:
             doc = docs[p.source]
