@@ -13,14 +13,20 @@ token ids.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
 
 from .buffer import FastBuffer
 from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
 from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
+
+if TYPE_CHECKING:
+    from .reference import ReferencePacker
 
 __all__ = ["Engine", "Packer", "Replay", "make_packer", "replay"]
 
@@ -49,6 +55,11 @@ class Packer:
         elif kwargs:
             raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
         self.config = config
+
+    @property
+    def capacity(self) -> int:
+        """Row capacity ``R`` (the :class:`~packing_theory.spans.EventSource` protocol)."""
+        return self.config.capacity
 
     def events(self, lengths: LengthsInput) -> Iterator[Event]:
         """Replay ``lengths`` (BOS-inclusive source lengths) and yield the event stream.
@@ -130,6 +141,28 @@ class Packer:
             if isinstance(ev, Placement):
                 yield ev
 
+    def rows(
+        self, data: Iterable[int] | Iterable[Sequence[int]]
+    ) -> Iterator[list[int]] | Iterator[list[Placement]]:
+        """Rows of token ids when ``data`` holds token lists, rows of placements when it holds lengths.
+
+        >>> packer = Packer(capacity=4, min_buffer=1, refill=1)
+        >>> next(packer.rows([[0, 11, 12], [0, 21], [0, 31, 32, 33]]))
+        [0, 11, 12, 0]
+        >>> [p.length for p in next(packer.rows([3, 2, 4]))]
+        [3, 1]
+        """
+        if isinstance(data, np.ndarray):
+            return self.placement_rows(data)
+        it = iter(data)
+        first = next(it, None)
+        if first is None:
+            raise ValueError("data is empty: a replay needs at least one document")
+        rest = itertools.chain([first], it)
+        if isinstance(first, (int, np.integer)) and not isinstance(first, bool):
+            return self.placement_rows(rest)  # type: ignore[arg-type]
+        return self.token_rows(rest)  # type: ignore[arg-type]
+
     def placement_rows(self, lengths: LengthsInput) -> Iterator[list[Placement]]:
         """Yield each complete row as its list of placements (an audit's view)."""
         return _group_rows(self.events(lengths), self.config.capacity)
@@ -161,7 +194,7 @@ def _group_rows(events: Iterable[Event], capacity: int) -> Iterator[list[Placeme
                 filled = 0
 
 
-def _token_rows(packer: Packer | Any, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
+def _token_rows(packer: Packer | ReferencePacker, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
     held: dict[int, Sequence[int]] = {}
     left: dict[int, int] = {}
     docs_iter = iter(documents)
@@ -201,7 +234,9 @@ def _release(held: dict[int, Sequence[int]], left: dict[int, int], occurrence: i
         del held[occurrence]
 
 
-def make_packer(engine: Engine = "fast", config: PackerConfig | None = None, **kwargs: Any) -> Any:
+def make_packer(
+    engine: Engine = "fast", config: PackerConfig | None = None, **kwargs: Any
+) -> Packer | ReferencePacker:
     """Build the ``"fast"`` :class:`Packer` or the ``"reference"`` packer with the same config."""
     if engine == "fast":
         return Packer(config, **kwargs)

@@ -44,6 +44,11 @@ class ReferencePacker:
             raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
         self.config = config
 
+    @property
+    def capacity(self) -> int:
+        """Row capacity ``R`` (the :class:`~packing_theory.spans.EventSource` protocol)."""
+        return self.config.capacity
+
     def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
         """Rows of token ids, as :meth:`packing_theory.packer.Packer.token_rows`."""
         from .packer import _token_rows

@@ -31,7 +31,8 @@ field by field, and cheap enough to create per selection.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "STOP_REASONS",
@@ -40,6 +41,7 @@ __all__ = [
     "BufferedSpan",
     "Discard",
     "Event",
+    "EventSource",
     "Exhausted",
     "Horizon",
     "Placement",
@@ -160,3 +162,22 @@ class Horizon(NamedTuple):
 
 Event = Arrival | BosAdded | Placement | Discard | Exhausted | Horizon
 """Any event of the placement stream."""
+
+
+@runtime_checkable
+class EventSource(Protocol):
+    """What every packer provides, streaming or offline, so consumers plug in unchanged.
+
+    A peer packer (offline best-fit-decreasing, concatenate-and-chunk, ...)
+    implements ``capacity`` and ``events``; the audit ledger, the invariant
+    monitor and the trainer adapter need nothing else.
+    """
+
+    @property
+    def capacity(self) -> int:
+        """Row capacity ``R``."""
+        ...
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Replay BOS-inclusive ``lengths`` and yield events ending with a :class:`Horizon`."""
+        ...
