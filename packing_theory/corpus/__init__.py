@@ -1,0 +1,75 @@
+"""Length streams for replays: ``.npy`` arrays, token shards, text, per-rank streams, a default corpus.
+
+=================================  ===========================================================
+input                              functions
+=================================  ===========================================================
+``.npy`` length arrays             :func:`load_lengths`, :func:`validate_lengths`
+token shards (seed 002 §10)        :func:`read_shard`, :func:`write_shard`, :class:`Shard`,
+                                   :func:`lengths_from_shards`
+text + any tokenizer callable      :func:`lengths_from_texts`, :func:`documents_from_texts`,
+                                   :func:`iter_parquet_texts`, :func:`iter_text_files`
+per-rank streams (nanochat DDP)    :func:`rank_row_groups`, :func:`rank_stream`,
+                                   :func:`rank_stream_from_parquet`, :class:`RankStream`
+calibrated default corpus          :func:`default_lengths`, :func:`default_corpus_fit`
+=================================  ===========================================================
+
+Every length is BOS-inclusive (``>= 1``); every loader raises ``ValueError``
+for an empty input, naming the input.
+"""
+
+from ..lengths import load_lengths, validate_lengths
+from .default import (
+    BODY_COMPONENTS,
+    CENSUS,
+    LENGTH_FLOOR,
+    PUBLISHED_REPLAY,
+    CorpusFit,
+    FitRow,
+    LogLogistic,
+    default_corpus_fit,
+    default_lengths,
+    startup_targets,
+)
+from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
+from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
+from .text import (
+    Tokenizer,
+    documents_from_texts,
+    iter_parquet_texts,
+    iter_text_files,
+    lengths_from_texts,
+    parquet_columns,
+    tokenize_batches,
+)
+
+__all__ = [
+    "BODY_COMPONENTS",
+    "CENSUS",
+    "HEADER",
+    "LENGTH_FLOOR",
+    "MAX_VOCAB",
+    "PUBLISHED_REPLAY",
+    "CorpusFit",
+    "FitRow",
+    "LogLogistic",
+    "RankStream",
+    "Shard",
+    "Tokenizer",
+    "default_corpus_fit",
+    "default_lengths",
+    "documents_from_texts",
+    "iter_parquet_texts",
+    "iter_text_files",
+    "lengths_from_shards",
+    "lengths_from_texts",
+    "load_lengths",
+    "parquet_columns",
+    "rank_row_groups",
+    "rank_stream",
+    "rank_stream_from_parquet",
+    "read_shard",
+    "startup_targets",
+    "tokenize_batches",
+    "validate_lengths",
+    "write_shard",
+]
