@@ -1,0 +1,302 @@
+"""``packing-theory audit``: the four quantities of seed 000 §6, side by side for several policies.
+
+``packing-theory audit --demo`` audits the calibrated default corpus at
+autoresearch's settings (R = 2049, B = 1000, refill 128, 243,968 rows) under
+``discard``, ``continue`` and ``segment-first``, with the 20-permutation
+startup-delay spread and an evaluation stream at 20,971,520 targets, and
+writes ``audit.json``, ``audit.md`` and PNG plots to ``./audit-report/``.
+
+``packing-theory audit --lengths F.npy`` (or ``--shards`` / ``--text``) audits
+your own corpus with ``--policy discard,continue,...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audit import (
+    AUTORESEARCH_EVAL_TARGETS,
+    AUTORESEARCH_ROWS,
+    DEFAULT_EVAL_PREFIXES,
+    AuditResult,
+    run_audit,
+)
+from ..policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
+from ._common import emit_json, parse_refill
+
+__all__ = [
+    "DEMO_EVAL_DOCUMENTS",
+    "DEMO_EVAL_SEED",
+    "DEMO_POLICIES",
+    "demo_inputs",
+    "load_corpus",
+    "parse_policies",
+    "register",
+    "run",
+]
+
+DEMO_POLICIES: tuple[str, ...] = ("discard", "continue", "segment-first")
+"""The policies the demo compares."""
+
+DEMO_EVAL_SEED = 1
+"""Seed of the demo's evaluation stream (a separate draw from the default generator)."""
+
+DEMO_EVAL_DOCUMENTS = 50_000
+"""Documents in the demo's evaluation stream (a prefix of ``default_lengths(DEMO_EVAL_SEED)``)."""
+
+
+def parse_policies(values: Sequence[str] | None) -> list[str]:
+    """``["discard,continue", "segment-first"]`` -> the policy list, validated.
+
+    >>> parse_policies(["discard,continue", "segment-first"])
+    ['discard', 'continue', 'segment-first']
+    >>> parse_policies(["nope"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --policy must name policies among discard, continue, ...; got 'nope'
+    """
+    if not values:
+        return ["discard"]
+    out: list[str] = []
+    for value in values:
+        for name in value.split(","):
+            name = name.strip()
+            if name not in POLICIES:
+                raise ValueError(f"--policy must name policies among {', '.join(POLICIES)}; got {name!r}")
+            if name in out:
+                raise ValueError(f"--policy names {name!r} twice")
+            out.append(name)
+    return out
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p.replace("_", "")) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") from None
+
+
+def register(sub: Any) -> None:
+    """Add the ``audit`` subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "audit", help="audit mass, started sources, exposure and the evaluation population",
+        description="Audit which sources a packer trains on: token mass emitted/discarded/buffered, "
+                    "sources started, positions exposed and the finite evaluation population "
+                    "(seed 000 §6). Writes audit.json, audit.md and PNG plots.",
+    )
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--demo", action="store_true",
+                     help="full-size calibrated default corpus, autoresearch settings, "
+                          "discard vs continue vs segment-first")
+    src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
+    src.add_argument("--shards", nargs="+", metavar="SHARD", help="token shard files (seed 002 format)")
+    src.add_argument("--text", nargs="+", metavar="FILE",
+                     help="plain text files (one document per file, or per line with --per-line) "
+                          "or .parquet files (column --text-column)")
+    parser.add_argument("--per-line", action="store_true", help="--text: one document per non-blank line")
+    parser.add_argument("--text-column", default="text", help="--text parquet column (default text)")
+    parser.add_argument("--tokenizer", default="bytes",
+                        help="--text tokenizer: bytes (UTF-8 bytes, default), chars, whitespace, "
+                             "or module:callable returning token ids")
+    parser.add_argument("--policy", action="append", metavar="P[,P...]",
+                        help=f"policies side by side (repeatable; among {', '.join(POLICIES)}; "
+                             "default discard; the demo uses discard,continue,segment-first)")
+    parser.add_argument("--capacity", type=int, default=2049, metavar="R",
+                        help="row capacity R (default 2049)")
+    parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
+                        help="minimum buffer occupancy B (default 1000)")
+    parser.add_argument("--refill", type=parse_refill, default=128, metavar="N[,N...]",
+                        help="refill batch size or sequence of sizes (default 128)")
+    parser.add_argument("--seed", type=int, default=RANDOM_SPAN_SEED, help="random-span RNG seed")
+    parser.add_argument("--passes", type=int, default=1, help="corpus passes, persistent buffer (default 1)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--rows", type=int, default=None,
+                        help=f"row budget (default {AUTORESEARCH_ROWS:,}, autoresearch)")
+    budget.add_argument("--targets", type=int, default=None, help="target budget instead of --rows")
+    parser.add_argument("--drain", action="store_true",
+                        help="when the stream cannot refill to B, keep selecting (outside the theorem)")
+    parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
+                        help="fast engine (default) or the naive reference")
+    parser.add_argument("--permutations", type=int, default=20,
+                        help="startup-delay permutations per policy (default 20, as the paper; 0 skips)")
+    parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
+    parser.add_argument("--eval-lengths", metavar="FILE.npy", help="evaluation stream lengths (.npy)")
+    parser.add_argument("--eval-shards", nargs="+", metavar="SHARD", help="evaluation stream token shards")
+    parser.add_argument("--eval-targets", type=int, default=AUTORESEARCH_EVAL_TARGETS,
+                        help=f"evaluation budget in targets (default {AUTORESEARCH_EVAL_TARGETS:,})")
+    parser.add_argument("--eval-prefixes", type=_int_list,
+                        default=DEFAULT_EVAL_PREFIXES, metavar="T[,T...]",
+                        help="shorter evaluation budgets also checked (default 2097152,10485760)")
+    parser.add_argument("--out", default="audit-report", metavar="DIR",
+                        help="report directory (default ./audit-report)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
+    parser.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
+    parser.set_defaults(run=run)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
+    if spec == "bytes":
+        return lambda text: text.encode("utf-8")
+    if spec == "chars":
+        return lambda text: [ord(ch) for ch in text]
+    if spec == "whitespace":
+        return lambda text: [0] * len(text.split())
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValueError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
+    return fn  # type: ignore[no-any-return]
+
+
+def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
+    """The training lengths named by ``--lengths`` / ``--shards`` / ``--text`` and a label."""
+    from ..corpus import (
+        iter_parquet_texts,
+        iter_text_files,
+        lengths_from_shards,
+        lengths_from_texts,
+        load_lengths,
+    )
+
+    if args.lengths:
+        return load_lengths(args.lengths), Path(args.lengths).name
+    if args.shards:
+        return lengths_from_shards(args.shards), f"{len(args.shards)} shard(s)"
+    if args.text:
+        parquet = [p for p in args.text if str(p).endswith(".parquet")]
+        if parquet and len(parquet) != len(args.text):
+            raise ValueError("--text mixes .parquet and plain text files; give one kind")
+        texts = (iter_parquet_texts(args.text, args.text_column) if parquet
+                 else iter_text_files(args.text, per_line=args.per_line))
+        return lengths_from_texts(texts, _tokenizer(args.tokenizer)), f"{len(args.text)} text file(s)"
+    raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
+
+
+def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int,
+                                             tuple[int, ...]]:
+    """The demo's corpus, evaluation stream, row budget, eval targets and eval prefixes.
+
+    ``scale < 1`` takes a prefix of both streams and scales every budget (for
+    quick checks and tests); ``scale = 1`` is the full-size demo.
+    """
+    if not 0 < scale <= 1:
+        raise ValueError(f"--scale must be in (0, 1], got {scale}")
+    from ..corpus import default_lengths
+
+    train = default_lengths(seed=0)
+    evals = default_lengths(seed=DEMO_EVAL_SEED)[:DEMO_EVAL_DOCUMENTS]
+    rows = AUTORESEARCH_ROWS
+    eval_targets = AUTORESEARCH_EVAL_TARGETS
+    prefixes = DEFAULT_EVAL_PREFIXES
+    if scale < 1:
+        train = train[: max(1, int(train.size * scale))]
+        evals = evals[: max(1, int(evals.size * scale))]
+        rows = max(1, int(rows * scale))
+        eval_targets = max(2048, int(eval_targets * scale) // 2048 * 2048)
+        prefixes = tuple(p for p in (max(1, int(p * scale)) for p in prefixes) if p <= eval_targets)
+    return train, evals, rows, eval_targets, prefixes
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the audit, write the report; exit status 0 (2 on bad input, via the CLI)."""
+    from ..report import (
+        PAPER_5_1,
+        matplotlib_available,
+        progress_bar,
+        render_markdown,
+        report_dict,
+        write_json,
+        write_plots,
+    )
+
+    t_start = time.perf_counter()
+    plots = not args.no_plots
+    if plots and not matplotlib_available():
+        raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
+                         "(or pass --no-plots)")
+    if args.demo:
+        policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
+        train, evals, rows, eval_targets, prefixes = demo_inputs(args.scale)
+        label = "default (calibrated synthetic, seed 0)"
+        eval_label = f"default seed {DEMO_EVAL_SEED}, first {evals.size:,} documents"
+        reference = PAPER_5_1 if args.scale == 1 else None
+        if args.rows is not None or args.targets is not None:
+            rows = args.rows
+    else:
+        policies = parse_policies(args.policy)
+        train, label = load_corpus(args)
+        evals = None
+        eval_label = ""
+        if args.eval_lengths or args.eval_shards:
+            from ..corpus import lengths_from_shards, load_lengths
+
+            if args.eval_lengths:
+                evals, eval_label = load_lengths(args.eval_lengths), Path(args.eval_lengths).name
+            else:
+                evals, eval_label = lengths_from_shards(args.eval_shards), f"{len(args.eval_shards)} shard(s)"
+        rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
+        eval_targets = args.eval_targets
+        prefixes = tuple(args.eval_prefixes)
+        if args.eval_prefixes is DEFAULT_EVAL_PREFIXES:  # defaults beyond a smaller budget are dropped
+            prefixes = tuple(p for p in prefixes if p <= eval_targets)
+        reference = None
+    config = PackerConfig(
+        capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill, seed=args.seed,
+        passes=args.passes, rows=rows, targets=args.targets if rows is None else None,
+        exhausted="drain" if args.drain else "stop",
+    )
+    t_loaded = time.perf_counter()
+
+    def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
+        return progress_bar(desc, total, enabled=False if args.no_progress else None)
+
+    result: AuditResult = run_audit(
+        train, config, policies=policies, permutations=args.permutations,
+        permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
+        eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
+        progress=bar,
+    )
+    result.seconds["inputs"] = t_loaded - t_start
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out!r} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    t_plots = time.perf_counter()
+    pngs = write_plots(result, out) if plots else []
+    if plots:
+        result.seconds["plots"] = time.perf_counter() - t_plots
+    write_json(result, out / "audit.json", reference=reference)
+    markdown = render_markdown(result, reference=reference, plots=[p.name for p in pngs])
+    (out / "audit.md").write_text(markdown, encoding="utf-8")
+    total = time.perf_counter() - t_start
+    if args.json:
+        emit_json(report_dict(result, reference=reference))
+    print(f"audit: {', '.join(policies)} on {result.corpus.documents:,} sources in {total:.1f} s; "
+          f"wrote {out}/audit.md, {out}/audit.json and {len(pngs)} PNG plot(s)", file=sys.stderr)
+    failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
+    if failing:
+        print(f"audit: mass identity FAILS for {', '.join(failing)}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,498 @@
+"""Audit reports: versioned JSON, a one-screen Markdown summary, PNG plots, a progress bar.
+
+:func:`write_report` writes all three for an :class:`~packing_theory.audit.AuditResult`.
+The JSON schema is identified by ``"schema": "packing-theory/audit"`` and
+``"version": 1``; its top-level keys (:data:`TOP_LEVEL_KEYS`) and the
+per-policy keys (:data:`POLICY_KEYS`) only change with a version bump.
+
+Plots need matplotlib (the ``plots`` extra), imported only when plotting;
+the progress bar uses tqdm (the ``progress`` extra) only when standard error
+is a terminal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .audit import AuditResult, EvalPopulation, StartupSpread
+
+__all__ = [
+    "PAPER_5_1",
+    "PLOT_FILES",
+    "POLICY_KEYS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TOP_LEVEL_KEYS",
+    "ProgressBar",
+    "ReportFiles",
+    "matplotlib_available",
+    "progress_bar",
+    "render_markdown",
+    "report_dict",
+    "write_json",
+    "write_plots",
+    "write_report",
+]
+
+SCHEMA = "packing-theory/audit"
+SCHEMA_VERSION = 1
+
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "schema", "version", "generator", "corpus", "settings", "strata", "policies", "startup",
+    "evaluation", "reference", "seconds",
+)
+"""Top-level keys of a version-1 report, in order."""
+
+POLICY_KEYS: tuple[str, ...] = (
+    "policy", "capacity", "min_buffer", "rows", "targets", "stop_reason", "partial_row_tokens",
+    "exhausted_at_row", "mass", "crops", "sources", "over_capacity_emitted_fraction",
+    "first_over_capacity_target", "protected", "strata", "exposure", "coverage", "series",
+)
+"""Keys of each entry of ``"policies"`` (see :meth:`packing_theory.audit.Aggregates.to_dict`)."""
+
+PLOT_FILES: tuple[str, ...] = (
+    "retention_by_stratum.png", "exposure_profile.png", "startup_delay.png", "buffered_mass.png",
+)
+"""The PNG files :func:`write_plots` writes."""
+
+PAPER_5_1: dict[str, Any] = {
+    "source": "seed 000 §5.1 (ClimbMix, autoresearch settings R=2049, B=1000, refill 128, 243,968 rows)",
+    "discard": {
+        "arrived_sources": 836_864, "arrived_tokens": 623_932_921, "emitted_tokens": 499_890_432,
+        "discarded_tokens": 96_750_834, "buffered_tokens": 27_291_655, "crop_events": 225_735,
+        "median_crop_prefix": 14, "crop_bos_only": 15_711, "protected_members": 999,
+        "protected_tokens": 27_244_798, "protected_share_of_arrived": 0.0437,
+        "protected_share_of_buffered": 0.9983, "over_capacity_emitted_fraction": 0.1176,
+        "retention": {"33–128": 0.207, "513–1024": 0.996, "1025–2049": 1.0, ">16384": 0.0},
+        "never_started_over_16384": 785,
+        "startup_delay_range": [12_990_000, 14_840_000], "startup_permutations": 20,
+    },
+    "continue": {"discarded_tokens": 0, "buffered_tokens": 25_129_596, "protected_tokens": 25_049_286},
+    "segment-first": {
+        "arrived_sources": 702_208, "discarded_tokens": 23_430_384, "buffered_tokens": 302_148,
+        "added_bos": 52_544, "over_capacity_emitted_fraction": 0.2573,
+    },
+    "evaluation": {
+        "targets": 20_971_520, "protected_tokens": 5_892_120, "protected_share_of_arrived": 0.2086,
+        "first_over_capacity_target": 13_895_680,
+        "zero_over_capacity_inclusion_prefixes": [2_097_152, 10_485_760],
+    },
+}
+"""The paper's §5.1 figures, for the side-by-side column of the demo report."""
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The version-1 JSON document of ``result`` (keys :data:`TOP_LEVEL_KEYS`).
+
+    >>> from packing_theory.audit import run_audit
+    >>> res = run_audit([3, 9, 2, 4, 12, 1] * 20, policies=["discard"], permutations=2,
+    ...                 config=__import__("packing_theory").PackerConfig(capacity=8, min_buffer=3, refill=2))
+    >>> doc = report_dict(res)
+    >>> doc["schema"], doc["version"], tuple(doc) == TOP_LEVEL_KEYS
+    ('packing-theory/audit', 1, True)
+    """
+    from . import __version__
+    from .audit import stratum_labels
+
+    cfg = result.config
+    evaluation: dict[str, Any] | None = None
+    if result.eval_corpus is not None:
+        evaluation = {"corpus": result.eval_corpus.to_dict(),
+                      "populations": [e.to_dict() for e in result.evaluation]}
+    doc = {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generator": {"name": "packing_theory", "version": __version__},
+        "corpus": result.corpus.to_dict(),
+        "settings": {"capacity": cfg.capacity, "min_buffer": cfg.min_buffer,
+                     "refill": list(cfg.batch_sizes), "passes": cfg.passes, "rows": cfg.row_budget,
+                     "targets": (cfg.row_budget * (cfg.capacity - 1) if cfg.row_budget is not None else None),
+                     "exhausted": cfg.exhausted, "random_span_seed": cfg.seed,
+                     "policies": [a.policy for a in result.policies]},
+        "strata": {"boundaries": list(result.boundaries), "labels": stratum_labels(result.boundaries),
+                   "convention": "BOS-inclusive original length L; stratum k holds "
+                                 "boundaries[k-1] < L <= boundaries[k]; the last holds L > boundaries[-1]"},
+        "policies": [a.to_dict() for a in result.policies],
+        "startup": [s.to_dict() for s in result.startup],
+        "evaluation": evaluation,
+        "reference": dict(reference) if reference is not None else None,
+        "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+    }
+    out: dict[str, Any] = _plain(doc)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Tuples to lists and numpy scalars to Python numbers, recursively (JSON round-trips exactly)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (int, float, str, bool)):
+        return value.item()
+    return value
+
+
+def write_json(result: AuditResult, path: str | os.PathLike[str], *,
+               reference: Mapping[str, Any] | None = None) -> Path:
+    """Write :func:`report_dict` as indented JSON; return the path."""
+    out = Path(path)
+    out.write_text(json.dumps(report_dict(result, reference=reference), indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _n(v: int | float | None) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    return f"{v:,}"
+
+
+def _pct(v: float | None, digits: int = 1) -> str:
+    return "—" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def _mt(v: int | float | None) -> str:
+    return "—" if v is None else f"{v / 1e6:.2f} M"
+
+
+def _spread(s: StartupSpread | None) -> str:
+    if s is None or s.minimum is None:
+        return "—"
+    missing = sum(d is None for d in s.delays)
+    extra = f", {missing} none" if missing else ""
+    return f"{_mt(s.minimum)}–{_mt(s.maximum)} (n={s.permutations}{extra})"
+
+
+def _eval_line(e: EvalPopulation) -> str:
+    parts = []
+    for p in e.prefixes:
+        z = ", ".join(p.zero_inclusion) or "none"
+        parts.append(f"{_mt(p.targets)}: {z}")
+    z = ", ".join(e.zero_inclusion) or "none"
+    parts.append(f"**{_mt(e.targets)}: {z}**")
+    return (f"| {e.policy} | {'; '.join(parts)} | {_mt(e.first_over_capacity_target)} | "
+            f"{_n(e.protected_tokens)} ({_pct(e.protected_share_of_arrived)}) |")
+
+
+def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
+                    plots: Sequence[str] = ()) -> str:
+    """A one-screen Markdown summary: mass partition, sources, strata, startup, evaluation verdict.
+
+    With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures.
+    """
+    aggs = list(result.policies)
+    startup = {s.policy: s for s in result.startup}
+    ref = reference
+    cfg = result.config
+    c = result.corpus
+    lines = ["# Source-inclusion audit", ""]
+    budget = (f"{cfg.row_budget:,} rows = {cfg.row_budget * (cfg.capacity - 1):,} targets"
+              if cfg.row_budget is not None else "until the stream ends")
+    refill = ",".join(map(str, cfg.batch_sizes))
+    name = f": {c.label}" if c.label else ""
+    lines.append(f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
+                 f"({c.over_capacity_documents:,} longer than R). R = {cfg.capacity:,}, "
+                 f"B = {cfg.min_buffer:,}, refill {refill}, passes {cfg.passes}, budget {budget}.")
+    lines.append("")
+    head = "| quantity | " + " | ".join(a.policy for a in aggs) + " |" + (" paper §5.1 |" if ref else "")
+    lines += [head, "|---|" + "---:|" * len(aggs) + ("---|" if ref else "")]
+
+    def ref_cell(*keys: tuple[str, str], fmt: Callable[[Any], str] = _n) -> str:
+        if not ref:
+            return ""
+        vals = []
+        for pol, key in keys:
+            v = ref.get(pol, {}).get(key)
+            if v is not None:
+                vals.append(f"{fmt(v)} ({pol})" if len(keys) > 1 else fmt(v))
+        return " " + ("; ".join(vals) or "—") + " |"
+
+    def row(label: str, cells: list[str], refcell: str = "") -> None:
+        lines.append(f"| {label} | " + " | ".join(cells) + " |" + ((refcell or " |") if ref else ""))
+
+    row("arrived tokens", [_n(a.mass.arrived_tokens) for a in aggs], ref_cell(("discard", "arrived_tokens")))
+    row("+ added BOS", [_n(a.mass.added_bos) for a in aggs], ref_cell(("segment-first", "added_bos")))
+    row("emitted tokens", [_n(a.mass.emitted_tokens) for a in aggs], ref_cell(("discard", "emitted_tokens")))
+    row("discarded tokens", [_n(a.mass.discarded_tokens) for a in aggs],
+        ref_cell(("discard", "discarded_tokens"), ("continue", "discarded_tokens"),
+                 ("segment-first", "discarded_tokens")))
+    row("buffered tokens", [_n(a.mass.buffered_tokens) for a in aggs],
+        ref_cell(("discard", "buffered_tokens"), ("continue", "buffered_tokens"),
+                 ("segment-first", "buffered_tokens")))
+    row("mass identity", ["holds" if a.mass.identity_holds and not a.conservation_violations else "**FAILS**"
+                          for a in aggs], " exact |")
+    row("crop events", [_n(a.crop_events) for a in aggs], ref_cell(("discard", "crop_events")))
+    row("median retained prefix", [_n(a.median_crop_prefix) for a in aggs],
+        ref_cell(("discard", "median_crop_prefix")))
+    row("crops emitting only BOS", [_n(a.crop_bos_only) for a in aggs],
+        ref_cell(("discard", "crop_bos_only")))
+    row("sources arrived", [_n(a.arrived_sources) for a in aggs],
+        ref_cell(("discard", "arrived_sources"), ("segment-first", "arrived_sources")))
+    row("sources started", [_n(a.started_sources) for a in aggs])
+    row("sources never started", [_n(a.never_started_sources) for a in aggs])
+    row("protected set (B−1 largest long)",
+        [f"{_n(a.protected.members)}: {_n(a.protected.tokens)}" for a in aggs],
+        ref_cell(("discard", "protected_tokens"), ("continue", "protected_tokens")))
+    row("protected / arrived mass", [_pct(a.protected.share_of_arrived, 2) for a in aggs],
+        ref_cell(("discard", "protected_share_of_arrived"), fmt=lambda v: _pct(v, 2)))
+    row("protected / buffered mass", [_pct(a.protected.share_of_buffered, 2) for a in aggs],
+        ref_cell(("discard", "protected_share_of_buffered"), fmt=lambda v: _pct(v, 2)))
+    row("protected members started", [_n(a.protected.started_members) for a in aggs], " 0 (theorem) |")
+    row("emitted from sources > R", [_pct(a.over_capacity_emitted_fraction, 2) for a in aggs],
+        ref_cell(("discard", "over_capacity_emitted_fraction"),
+                 ("segment-first", "over_capacity_emitted_fraction"), fmt=lambda v: _pct(v, 2)))
+    row("startup delay (first target of a source > R)", [_mt(a.first_over_capacity_target) for a in aggs],
+        " 13.90 M (dev stream) |")
+    row("startup delay over permutations", [_spread(startup.get(a.policy)) for a in aggs],
+        " 12.99–14.84 M (n=20) |")
+    lines.append("")
+    lines.append("Protected members started = 0 is the proposition of seed 000 §3 for `discard` and "
+                 "`continue`; `segment-first` splits long sources before buffering and is outside it.")
+    lines.append("")
+    # strata
+    lines.append("## Retention of loaded source tokens by original length (never-started sources)")
+    lines.append("")
+    lines.append("Strata: BOS-inclusive length, boundaries " + ", ".join(map(str, result.boundaries))
+                 + " (seed 000 §5.1), each `lo–hi` inclusive.")
+    lines.append("")
+    lines.append("| stratum | arrived | " + " | ".join(a.policy for a in aggs) + " |"
+                 + (" paper (discard) |" if ref else ""))
+    lines.append("|---|---:|" + "---:|" * len(aggs) + ("---:|" if ref else ""))
+    ret_ref = (ref or {}).get("discard", {}).get("retention", {})
+    for s, row0 in enumerate(aggs[0].strata):
+        cells = [f"{_pct(a.strata[s].retention)} ({_n(a.strata[s].never_started_sources)})" for a in aggs]
+        extra = f" {_pct(ret_ref[row0.label])} |" if row0.label in ret_ref else (" |" if ref else "")
+        lines.append(f"| {row0.label} | {_n(row0.arrived_sources)} | " + " | ".join(cells) + " |"
+                     + (extra if ref else ""))
+    lines.append("")
+    # evaluation
+    if result.evaluation and result.eval_corpus is not None:
+        ec = result.eval_corpus
+        lines.append("## Evaluation population (support statement, seed 000 §3)")
+        lines.append("")
+        ename = f": {ec.label}" if ec.label else ""
+        lines.append(f"Evaluation stream{ename} — {ec.documents:,} sources, {ec.tokens:,} tokens; "
+                     "strata present in it with **zero** scored sources, by target budget:")
+        lines.append("")
+        lines.append("| policy | zero-inclusion strata | first source > R | protected mass (of arrived) |")
+        lines.append("|---|---|---:|---:|")
+        for e in result.evaluation:
+            lines.append(_eval_line(e))
+        if ref:
+            ev = ref.get("evaluation", {})
+            first = _mt(ev.get("first_over_capacity_target"))
+            share = _pct(ev.get("protected_share_of_arrived"))
+            lines.append(f"| paper | no source > R in 2.10 M or 10.49 M | {first}"
+                         f" | {_n(ev.get('protected_tokens'))} ({share}) |")
+        lines.append("")
+        lines.append(f"Verdict ({result.evaluation[0].policy}): {result.evaluation[0].verdict}.")
+        lines.append("")
+    if plots:
+        lines.append("Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots))
+        lines.append("")
+    total = sum(result.seconds.values())
+    lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
+                 "Full figures: `audit.json` (schema packing-theory/audit v1).")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def matplotlib_available() -> bool:
+    """Whether matplotlib can be imported (the ``plots`` extra)."""
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        return False
+    return True
+
+
+def _pyplot() -> Any:
+    try:
+        mpl = importlib.import_module("matplotlib")
+    except ImportError as exc:
+        raise ImportError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
+                          "(or pass --no-plots)") from exc
+    mpl.use("Agg")
+    return importlib.import_module("matplotlib.pyplot")
+
+
+def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Path]:
+    """Write the four PNGs of :data:`PLOT_FILES` into ``outdir``; return their paths.
+
+    Raises:
+        ImportError: matplotlib is not installed (the message names the extra).
+    """
+    plt = _pyplot()
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    aggs = list(result.policies)
+    labels = list(aggs[0].exposure.labels)
+    paths: list[Path] = []
+
+    # 1. retention by stratum
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(aggs)
+    for i, a in enumerate(aggs):
+        vals = [s.retention if s.retention is not None else 0.0 for s in a.strata]
+        ax.bar([x + i * width for x in range(len(labels))], vals, width, label=a.policy)
+    ax.set_xticks([x + width * (len(aggs) - 1) / 2 for x in range(len(labels))], labels, rotation=30)
+    ax.set_ylabel("emitted / loaded source tokens")
+    ax.set_xlabel("original BOS-inclusive length")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Retention of loaded token mass by original-length stratum")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out / PLOT_FILES[0])
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    # 2. exposure profile
+    fig, axes = plt.subplots(1, len(aggs), figsize=(4.2 * len(aggs), 3.8), squeeze=False, sharey=True)
+    for ax, a in zip(axes[0], aggs, strict=True):
+        K = a.exposure.bins
+        xs = [(k + 0.5) / K for k in range(K)]
+        for s, lab in enumerate(labels):
+            ys = a.exposure.fraction(s)
+            if all(y is None for y in ys):
+                continue
+            ax.plot(xs, [float("nan") if y is None else y for y in ys], label=lab)
+        ax.set_title(a.policy)
+        ax.set_xlabel("relative position within source")
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("fraction of positions emitted")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), title="length")
+    fig.suptitle("Exposure profile by original-length stratum (prefix bias)")
+    fig.tight_layout()
+    paths.append(out / PLOT_FILES[1])
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    # 3. startup delay distribution
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    spreads = {s.policy: s for s in result.startup}
+    for i, a in enumerate(aggs):
+        spread = spreads.get(a.policy)
+        if spread is not None:
+            ys = [d / 1e6 for d in spread.delays if d is not None]
+            ax.scatter([i] * len(ys), ys, alpha=0.6, label="permutations" if i == 0 else None)
+        if a.first_over_capacity_target is not None:
+            ax.scatter([i], [a.first_over_capacity_target / 1e6], marker="_", s=600, color="black",
+                       label="given order" if i == 0 else None)
+    ax.set_xticks(range(len(aggs)), [a.policy for a in aggs])
+    ax.set_ylabel("first target of a source > R (M targets)")
+    ax.set_title("Startup delay over random permutations of the length multiset")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out / PLOT_FILES[2])
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    # 4. buffered mass over time
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for a in aggs:
+        xs = [p.targets / 1e6 for p in a.series]
+        line = ax.plot(xs, [p.buffered_tokens / 1e6 for p in a.series], label=f"{a.policy}: buffered")
+        ax.plot(xs, [p.protected_tokens / 1e6 for p in a.series], linestyle="--", color=line[0].get_color(),
+                label=f"{a.policy}: protected set")
+    ax.set_xlabel("targets emitted (M)")
+    ax.set_ylabel("tokens (M)")
+    ax.set_title("Buffered mass and protected-set mass over the replay")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(out / PLOT_FILES[3])
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+    return paths
+
+
+# --------------------------------------------------------------------------- all files
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """Paths written by :func:`write_report` (``plots`` empty when skipped)."""
+
+    json: Path
+    markdown: Path
+    plots: tuple[Path, ...]
+
+
+def write_report(
+    result: AuditResult,
+    outdir: str | os.PathLike[str],
+    *,
+    plots: bool = True,
+    reference: Mapping[str, Any] | None = None,
+) -> ReportFiles:
+    """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``.
+
+    Raises:
+        ImportError: ``plots=True`` without matplotlib.
+        OSError: ``outdir`` cannot be created or written.
+    """
+    out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"report directory {os.fspath(out)!r} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    pngs = tuple(write_plots(result, out)) if plots else ()
+    j = write_json(result, out / "audit.json", reference=reference)
+    md = out / "audit.md"
+    text = render_markdown(result, reference=reference, plots=[p.name for p in pngs])
+    md.write_text(text, encoding="utf-8")
+    return ReportFiles(j, md, pngs)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class ProgressBar:
+    """A row-count progress callback around a tqdm bar; call it with absolute rows, then :meth:`close`."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+        self._last = 0
+
+    def __call__(self, rows: int) -> None:
+        """Advance the bar to ``rows``."""
+        if rows > self._last:
+            self._bar.update(rows - self._last)
+            self._last = rows
+
+    def close(self) -> None:
+        """Close the bar."""
+        self._bar.close()
+
+
+def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None) -> ProgressBar | None:
+    """A :class:`ProgressBar` on standard error, or ``None``.
+
+    By default (``enabled=None``) a bar is shown only when standard error is a
+    terminal and tqdm is installed; ``enabled=False`` never shows one.
+
+    >>> progress_bar("audit", 10, enabled=False) is None
+    True
+    """
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        return None
+    try:
+        tqdm = importlib.import_module("tqdm")
+    except ImportError:
+        return None
+    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit="row", file=sys.stderr, leave=False))

@@ -1,0 +1,409 @@
+"""The audit ledger against a naive recomputation from the whole event list."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import packing_theory as pt
+from packing_theory.audit import (
+    STRATA_BOUNDARIES,
+    Aggregates,
+    Ledger,
+    audit_events,
+    audit_lengths,
+    evaluation_population,
+    run_audit,
+    startup_delays,
+    stratum_index,
+    stratum_labels,
+)
+from packing_theory.policies import POLICIES
+
+SMALL_BOUNDS = (2, 4, 8, 16, 32)
+
+
+@st.composite
+def cases(draw: st.DrawFn, policies: tuple[str, ...] = POLICIES) -> tuple[list[int], dict[str, Any]]:
+    """Small streams with ties and lengths at 1, 2, R, R+1; small B and refill."""
+    R = draw(st.integers(2, 12))
+    special = st.sampled_from([1, 2, R - 1, R, R + 1, 2 * R, 3 * R])
+    length = st.one_of(special, st.integers(1, 4 * R))
+    pool = draw(st.lists(length, min_size=1, max_size=4))
+    lengths = draw(st.lists(st.one_of(st.sampled_from(pool), length), min_size=1, max_size=60))
+    kwargs: dict[str, Any] = dict(
+        capacity=R,
+        min_buffer=draw(st.integers(1, 6)),
+        refill=draw(st.one_of(st.integers(1, 4), st.lists(st.integers(1, 4), min_size=1, max_size=3))),
+        policy=draw(st.sampled_from(policies)),
+        passes=draw(st.integers(1, 2)),
+        exhausted=draw(st.sampled_from(["stop", "drain"])),
+        seed=draw(st.integers(0, 2**32)),
+    )
+    if draw(st.booleans()):
+        kwargs["rows"] = draw(st.integers(0, 25))
+    return lengths, kwargs
+
+
+def naive(events: list[pt.Event], R: int, B: int, bounds: tuple[int, ...], bins: int) -> dict[str, Any]:
+    """Every aggregate recomputed from the full event list, position by position."""
+    arrivals = [e for e in events if isinstance(e, pt.Arrival)]
+    placements = [e for e in events if isinstance(e, pt.Placement)]
+    discards = [e for e in events if isinstance(e, pt.Discard)]
+    horizon = events[-1]
+    assert isinstance(horizon, pt.Horizon)
+    L = {a.occurrence: a.length for a in arrivals}
+    added: dict[int, int] = defaultdict(int)
+    for e in events:
+        if isinstance(e, pt.BosAdded):
+            added[e.occurrence] += e.markers
+    emitted_pos: dict[int, set[int]] = defaultdict(set)
+    marker_emitted = 0
+    targets = [0] * (len(bounds) + 1)
+    first_target: dict[int, int] = {}
+
+    def stratum(n: int) -> int:
+        return sum(n > b for b in bounds)
+
+    for p in placements:
+        is_added = p.bos_inserted and added[p.occurrence] > 0
+        marker_emitted += is_added
+        text_start = p.start
+        pos = list(range(text_start, text_start + p.length - p.bos_inserted))
+        if p.bos_inserted and not is_added:
+            pos.append(0)  # random-span: the source's own BOS moved in front
+        for o in pos:
+            assert o not in emitted_pos[p.occurrence], "a source position emitted twice"
+        emitted_pos[p.occurrence].update(pos)
+        targets[stratum(L[p.occurrence])] += p.length - (p.offset == 0)
+        if (p.offset > 0 or p.length > 1) and p.occurrence not in first_target:
+            first_target[p.occurrence] = p.first_target(R)
+    disc: dict[int, int] = defaultdict(int)
+    for d in discards:
+        disc[d.occurrence] += d.length
+    buf_src: dict[int, int] = defaultdict(int)
+    buffered_markers = 0
+    for s in horizon.buffered:
+        m = int(s.bos_inserted and added[s.occurrence] > 0)
+        buffered_markers += m
+        buf_src[s.occurrence] += s.length - m
+    S = len(bounds) + 1
+    per = {k: [0] * S for k in ("arrived", "started", "full", "arr_tok", "em", "dc", "bf")}
+    expo = np.zeros((S, bins), dtype=np.int64)
+    posn = np.zeros((S, bins), dtype=np.int64)
+    cov: dict[int, list[float]] = defaultdict(list)
+    for occ, n in L.items():
+        s = stratum(n)
+        em = len(emitted_pos[occ])
+        per["arrived"][s] += 1
+        per["started"][s] += occ in emitted_pos and bool(emitted_pos[occ] or any(
+            p.occurrence == occ for p in placements))
+        per["full"][s] += em == n
+        per["arr_tok"][s] += n
+        per["em"][s] += em
+        per["dc"][s] += disc[occ]
+        per["bf"][s] += buf_src[occ]
+        cov[s].append(em / n)
+        for o in range(n):
+            k = o * bins // n
+            posn[s, k] += 1
+            expo[s, k] += o in emitted_pos[occ]
+    longs = sorted(((n, occ) for occ, n in L.items() if n > R), reverse=True)[: max(B - 1, 0)]
+    started_occ = {p.occurrence for p in placements}
+    crops = [p.length for p in placements if p.crop]
+    long_first = [first_target[o] for o in first_target if L[o] > R]
+    emitted_tokens = sum(p.length for p in placements)
+    return {
+        "arrived_tokens": sum(L.values()),
+        "added_bos": sum(added.values()),
+        "emitted_tokens": emitted_tokens,
+        "emitted_added_bos": marker_emitted,
+        "discarded_tokens": sum(d.length for d in discards),
+        "buffered_tokens": sum(s.length for s in horizon.buffered),
+        "buffered_added_bos": buffered_markers,
+        "crop_events": len(crops),
+        "crop_bos_only": sum(c == 1 for c in crops),
+        "median_crop_prefix": float(statistics.median(crops)) if crops else None,
+        "arrived_sources": len(L),
+        "started_sources": len(started_occ),
+        "fully_emitted_sources": sum(len(emitted_pos[o]) == n for o, n in L.items()),
+        "distinct_sources_started": len({p.source for p in placements}),
+        "over_capacity_emitted_fraction": (sum(p.length for p in placements if L[p.occurrence] > R)
+                                           / emitted_tokens if emitted_tokens else None),
+        "first_over_capacity_target": min(long_first) if long_first else None,
+        "protected_members": len(longs),
+        "protected_tokens": sum(n for n, _ in longs),
+        "protected_started": sum(o in started_occ for _, o in longs),
+        "per": per,
+        "targets": targets,
+        "exposure": expo,
+        "positions": posn,
+        "coverage": cov,
+        "first_target": first_target,
+        "started_occ": started_occ,
+        "emitted_pos": emitted_pos,
+    }
+
+
+def check_against_naive(agg: Aggregates, events: list[pt.Event], R: int, B: int,
+                        bounds: tuple[int, ...], bins: int) -> None:
+    ref = naive(events, R, B, bounds, bins)
+    m = agg.mass
+    for key in ("arrived_tokens", "added_bos", "emitted_tokens", "emitted_added_bos", "discarded_tokens",
+                "buffered_tokens", "buffered_added_bos"):
+        assert getattr(m, key) == ref[key], key
+    assert m.identity_holds
+    assert agg.conservation_violations == 0
+    for key in ("crop_events", "crop_bos_only", "median_crop_prefix", "arrived_sources", "started_sources",
+                "fully_emitted_sources", "distinct_sources_started", "first_over_capacity_target"):
+        assert getattr(agg, key) == ref[key], key
+    if ref["over_capacity_emitted_fraction"] is None:
+        assert agg.over_capacity_emitted_fraction is None
+    else:
+        assert agg.over_capacity_emitted_fraction == pytest.approx(ref["over_capacity_emitted_fraction"])
+    assert agg.protected.members == ref["protected_members"]
+    assert agg.protected.tokens == ref["protected_tokens"]
+    assert agg.protected.started_members == ref["protected_started"]
+    per = ref["per"]
+    for s, row in enumerate(agg.strata):
+        assert row.arrived_sources == per["arrived"][s]
+        assert row.started_sources == per["started"][s]
+        assert row.fully_emitted_sources == per["full"][s]
+        assert row.arrived_tokens == per["arr_tok"][s]
+        assert row.emitted_tokens == per["em"][s]
+        assert row.discarded_tokens == per["dc"][s]
+        assert row.buffered_tokens == per["bf"][s]
+        assert row.targets == ref["targets"][s]
+        assert row.arrived_tokens == row.emitted_tokens + row.discarded_tokens + row.buffered_tokens
+        cov = ref["coverage"][s]
+        assert agg.coverage[s].sources == len(cov)
+        if cov:
+            assert agg.coverage[s].mean == pytest.approx(statistics.fmean(cov))
+            assert agg.coverage[s].median == pytest.approx(statistics.median(cov))
+    assert np.array_equal(np.array(agg.exposure.emitted), ref["exposure"])
+    assert np.array_equal(np.array(agg.exposure.positions), ref["positions"])
+    h = events[-1]
+    assert isinstance(h, pt.Horizon)
+    assert (agg.rows, agg.stop_reason) == (h.rows, h.stop_reason)
+    assert agg.partial_row_tokens == h.partial_row_tokens
+    assert agg.series[-1].buffered_tokens == m.buffered_tokens
+    assert all(a.targets <= b.targets for a, b in itertools.pairwise(agg.series))
+
+
+@given(cases(), st.sampled_from(["fast", "reference"]), st.integers(1, 7))
+def test_aggregates_equal_naive_recomputation(case: tuple[list[int], dict[str, Any]], engine: str,
+                                              chunk: int) -> None:
+    lengths, kwargs = case
+    rep = pt.replay(lengths, engine=engine, **kwargs)  # type: ignore[arg-type]
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    led = Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk)
+    led.consume(rep.events)
+    agg = led.result()
+    note(repr(agg))
+    check_against_naive(agg, rep.events, R, B, SMALL_BOUNDS, 4)
+    ref_first = naive(rep.events, R, B, SMALL_BOUNDS, 4)["first_target"]
+    assert {o: int(t) for o, t in enumerate(led.first_targets()) if t >= 0} == ref_first
+    # the ledger agrees with the engine's own SummaryAccumulator where they overlap
+    s = rep.summary()
+    assert (agg.mass.emitted_tokens, agg.mass.discarded_tokens, agg.mass.buffered_tokens) == (
+        s.emitted_tokens, s.discarded_tokens, s.buffered_tokens)
+    assert (agg.crop_events, agg.crop_bos_only, agg.started_sources) == (
+        s.crop_events, s.crop_bos_only, s.sources_started)
+    assert agg.first_over_capacity_target == s.first_over_capacity_target
+    assert agg.exhausted_at_row == s.exhausted_at_row
+
+
+@given(cases())
+def test_feed_one_by_one_equals_consume_and_detail_records(case: tuple[list[int], dict[str, Any]]) -> None:
+    lengths, kwargs = case
+    rep = pt.replay(lengths, **kwargs)
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    a = Ledger(R, B, detail=True, chunk=3)
+    for ev in rep.events:
+        a.feed(ev)
+    b = Ledger(R, B, chunk=3)
+    b.consume(iter(rep.events))
+    assert a.result() == b.result()
+    c = Ledger(R, B)  # another chunk size changes only the sampling of the time series
+    c.consume(rep.events)
+    assert replace(c.result(), series=()) == replace(a.result(), series=())
+    # detail records: intervals are the occurrence's placements, mass per source conserved
+    by_occ: dict[int, list[pt.Placement]] = defaultdict(list)
+    for p in rep.placements:
+        by_occ[p.occurrence].append(p)
+    firsts = a.first_targets()
+    for rec in a.records():
+        assert [(i.start, i.length, i.row, i.offset, i.bos_inserted) for i in rec.intervals] == [
+            (p.start, p.length, p.row, p.offset, p.bos_inserted) for p in by_occ[rec.occurrence]]
+        assert rec.emitted + rec.discarded + rec.buffered == rec.length
+        positions = sorted(o for i in rec.intervals for r in i.source_positions for o in r)
+        assert len(positions) == rec.emitted == len(set(positions))
+        assert (rec.first_target if rec.first_target is not None else -1) == firsts[rec.occurrence]
+    if rep.arrivals:
+        src = rep.arrivals[0].source
+        assert {r.source for r in a.by_source(src)} == {src}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_mass_identity_every_policy(policy: str, engine: str) -> None:
+    rng = np.random.default_rng(11)
+    lengths = np.maximum(1, rng.lognormal(3.0, 1.2, 3000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=40, refill=16, policy=policy, rows=600)  # type: ignore[arg-type]
+    agg = audit_lengths(lengths, cfg, engine=engine)  # type: ignore[arg-type]
+    assert agg.mass.identity_holds
+    assert agg.conservation_violations == 0
+    assert sum(s.arrived_tokens for s in agg.strata) == agg.mass.arrived_tokens
+    assert agg.mass.emitted_tokens - agg.mass.emitted_added_bos == sum(s.emitted_tokens for s in agg.strata)
+    if policy in ("discard", "continue"):
+        assert agg.protected.started_members == 0  # the proposition (seed 000 §3)
+        assert agg.protected.buffered_tokens == agg.protected.tokens
+    if policy == "continue":
+        assert agg.mass.discarded_tokens == 0
+
+
+def test_exposure_shows_prefix_bias_for_discard() -> None:
+    rng = np.random.default_rng(3)
+    lengths = np.maximum(1, rng.lognormal(3.5, 1.0, 4000)).astype(np.int64)
+    base = dict(capacity=64, min_buffer=30, refill=8, rows=800)
+    d = audit_lengths(lengths, policy="discard", **base)
+    c = audit_lengths(lengths, policy="continue", **base)
+    s = int(stratum_index([100])[0])  # 33–128: longer than R = 64, cropped often
+    fd = [f for f in d.exposure.fraction(s) if f is not None]
+    assert fd[0] > fd[-1]  # prefixes kept, suffixes dropped
+    fc = [f for f in c.exposure.fraction(s) if f is not None]
+    assert max(fc) - min(fc) < max(fd) - min(fd)
+
+
+def test_constructed_eval_population_flags_zero_inclusion() -> None:
+    # R = 8, B = 3: at most 2 long sources protected; four lengths-40 sources arrive early
+    lengths = [40, 40, 3, 3, 3, 40, 40] + [4, 3, 5, 2] * 10 + [10_000]
+    ev = evaluation_population(lengths, capacity=8, min_buffer=3, refill=1, targets=35, prefixes=(7,),
+                               boundaries=(8, 64, 1000))
+    assert ev.labels == ("1–8", "9–64", "65–1000", ">1000")
+    assert ev.population == (43, 4, 0, 1)
+    assert ev.included[0] > 0
+    # the protected pair of length-40 sources never start; the 10,000 source never even arrives
+    assert ev.arrived[3] == 0
+    assert ">1000" in ev.zero_inclusion
+    assert "65–1000" not in ev.zero_inclusion  # absent from the population: nothing to flag
+    assert ev.prefixes[0].targets == 7 and set(ev.zero_inclusion) <= set(ev.prefixes[0].zero_inclusion)
+    assert set(ev.included_sources.tolist()) <= set(range(len(lengths)))
+    assert "zero inclusion" in ev.verdict
+    # every population stratum scored: no flag
+    ok = evaluation_population([3, 5, 2, 7] * 20, capacity=8, min_buffer=2, refill=2, targets=70,
+                               prefixes=(), boundaries=(4,))
+    assert ok.zero_inclusion == () and "every length stratum" in ok.verdict
+    # an explicit larger population flags strata the stream never holds
+    wider = evaluation_population([3, 5, 2, 7] * 20, capacity=8, min_buffer=2, refill=2, targets=70,
+                                  prefixes=(), boundaries=(4, 8), population=[3, 5, 9])
+    assert wider.zero_inclusion == (">8",)
+
+
+def test_startup_delays_match_full_replays() -> None:
+    rng = np.random.default_rng(5)
+    lengths = np.maximum(1, rng.lognormal(2.5, 1.1, 1500)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=32, min_buffer=25, refill=8, rows=2000)
+    spread = startup_delays(lengths, cfg, permutations=5, seed=9)
+    perm_rng = np.random.default_rng(9)
+    for delay in spread.delays:
+        perm = perm_rng.permutation(lengths)
+        assert delay == audit_lengths(perm, cfg).first_over_capacity_target
+    assert spread.minimum is not None and spread.minimum <= (spread.median or 0) <= (spread.maximum or 0)
+    assert spread.to_dict()["permutations"] == 5
+
+
+def test_strata_convention() -> None:
+    assert stratum_labels() == ["1–32", "33–128", "129–512", "513–1024", "1025–2049", "2050–4096",
+                                "4097–8192", "8193–16384", ">16384"]
+    assert STRATA_BOUNDARIES == (32, 128, 512, 1024, 2049, 4096, 8192, 16384)
+    assert stratum_index([32, 33, 2049, 2050, 16384, 16385]).tolist() == [0, 1, 4, 5, 7, 8]
+    with pytest.raises(ValueError, match="strictly increasing"):
+        stratum_labels((5, 5))
+    with pytest.raises(ValueError, match=r"boundaries\[0\]"):
+        stratum_labels((0, 5))
+
+
+def test_inconsistent_streams_raise() -> None:
+    R = 8
+    with pytest.raises(ValueError, match="before its Arrival"):
+        audit_events([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())], R, 2)
+    with pytest.raises(ValueError, match="arrived twice"):
+        audit_events([pt.Arrival(0, 0, 0, 3), pt.Arrival(0, 0, 0, 3), pt.Horizon(0, 0, "drained", ())], R, 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        audit_events([pt.Arrival(0, 0, 0, 30), pt.Placement(0, 4, 0, 0, 0, 9, False, True),
+                      pt.Horizon(0, 0, "drained", ())], R, 2)
+    with pytest.raises(ValueError, match="reaches source offset"):
+        audit_events([pt.Arrival(0, 0, 0, 3), pt.Placement(0, 0, 0, 0, 2, 4, False, False),
+                      pt.Horizon(0, 0, "drained", ())], R, 2)
+    with pytest.raises(ValueError, match="without a Horizon"):
+        audit_events([pt.Arrival(0, 0, 0, 3)], R, 2)
+    with pytest.raises(TypeError, match="events must be"):
+        audit_events([("not", "an", "event")], R, 2)  # type: ignore[list-item]
+    led = Ledger(R, 2)
+    led.feed(pt.Horizon(0, 0, "drained", ()))
+    with pytest.raises(ValueError, match="after the Horizon"):
+        led.feed(pt.Arrival(0, 0, 0, 3))
+    with pytest.raises(ValueError, match="detail=True"):
+        led.record(0)
+    with pytest.raises(ValueError, match="needs the Horizon"):
+        Ledger(R, 2).result()
+
+
+def test_bad_arguments_name_the_parameter() -> None:
+    with pytest.raises(ValueError, match="capacity must be >= 2, got 1"):
+        Ledger(1, 2)
+    with pytest.raises(TypeError, match="min_buffer must be an int"):
+        Ledger(8, 2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="permutations must be >= 1"):
+        startup_delays([3, 4], capacity=8, min_buffer=1, permutations=0)
+    with pytest.raises(ValueError, match="targets must be >= 1"):
+        evaluation_population([3, 4], capacity=8, min_buffer=1, targets=0)
+    with pytest.raises(ValueError, match=r"prefixes\[0\]"):
+        evaluation_population([3, 4], capacity=8, min_buffer=1, targets=10, prefixes=(11,))
+    with pytest.raises(ValueError, match="empty"):
+        run_audit(np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match="policy must be one of"):
+        run_audit([3, 4], policies=["nope"])
+    with pytest.raises(ValueError, match="must not repeat"):
+        run_audit([3, 4], policies=["discard", "discard"])
+
+
+@settings(max_examples=25)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=200), st.sampled_from(POLICIES))
+def test_run_audit_side_by_side(lengths: list[int], policy: str) -> None:
+    cfg = pt.PackerConfig(capacity=16, min_buffer=4, refill=3, rows=30)
+    res = run_audit(lengths, cfg, policies=["discard", policy] if policy != "discard" else ["discard"],
+                    permutations=2, eval_lengths=lengths, eval_targets=45, eval_prefixes=(15,))
+    assert res.policies[0].policy == "discard"
+    assert all(a.mass.identity_holds for a in res.policies)
+    assert len(res.startup) == len(res.policies) == len(res.evaluation)
+    assert res.corpus.documents == len(lengths) and res.corpus.tokens == sum(lengths)
+    assert res.policy("discard") is res.policies[0]
+    with pytest.raises(KeyError):
+        res.policy("nope")
+
+
+@given(cases(policies=("discard", "continue")))
+def test_protected_set_matches_the_invariant_module(case: tuple[list[int], dict[str, Any]]) -> None:
+    invariant = pytest.importorskip("packing_theory.invariant")
+    lengths, kwargs = case
+    rep = pt.replay(lengths, **kwargs)
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    led = Ledger(R, B, chunk=2)
+    led.consume(rep.events)
+    agg = led.result()
+    arrived = [a.length for a in rep.arrivals]
+    keys = invariant.protected_keys(arrived, R, B)
+    assert sorted(led.protected_occurrences().tolist()) == sorted(occ for _, occ in keys)
+    assert agg.protected.tokens == sum(n for n, _ in keys)
+    if agg.exhausted_at_row is None:  # draining below B is outside the proposition
+        assert agg.protected.started_members == 0

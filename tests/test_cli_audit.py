@@ -1,0 +1,131 @@
+"""``packing-theory audit``: small files, a scaled-down demo and the error paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from packing_theory.cli import main
+from packing_theory.report import matplotlib_available
+
+SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "300", "--permutations", "3"]
+
+
+@pytest.fixture()
+def lengths_file(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(4)
+    path = tmp_path / "lengths.npy"
+    np.save(path, np.maximum(1, rng.lognormal(2.6, 1.2, 2500)).astype(np.int32))
+    return path
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("packing-theory audit: error: ")
+    return err
+
+
+def test_audit_lengths_two_policies(lengths_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:
+    out = tmp_path / "rep"
+    status = main(["audit", "--lengths", str(lengths_file), "--policy", "discard,continue",
+                   "--policy", "segment-first", "--eval-lengths", str(lengths_file), "--eval-targets",
+                   str(31 * 40), "--eval-prefixes", "310", "--out", str(out), "--no-plots", "--json", *SMALL])
+    assert status == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [p["policy"] for p in doc["policies"]] == ["discard", "continue", "segment-first"]
+    assert all(p["mass"]["identity_holds"] for p in doc["policies"])
+    assert doc["evaluation"]["populations"][0]["prefixes"][0]["targets"] == 310
+    assert json.loads((out / "audit.json").read_text())["schema"] == "packing-theory/audit"
+    assert "## Retention" in (out / "audit.md").read_text()
+    assert "wrote" in captured.err
+
+
+@pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) is not installed")
+def test_scaled_down_demo_writes_everything(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["audit", "--demo", "--scale", "0.01", "--permutations", "2", "--out", str(out)]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"audit.json", "audit.md", "retention_by_stratum.png", "exposure_profile.png",
+            "startup_delay.png", "buffered_mass.png"} <= names
+    md = (out / "audit.md").read_text()
+    for needle in ("discarded tokens", "sources never started", "protected / buffered mass",
+                   "startup delay", "## Retention", "## Evaluation population", "Verdict"):
+        assert needle in md
+    doc = json.loads((out / "audit.json").read_text())
+    assert [p["policy"] for p in doc["policies"]] == ["discard", "continue", "segment-first"]
+
+
+def test_shards_input(tmp_path: Path) -> None:
+    from packing_theory.corpus import write_shard
+
+    shard = tmp_path / "s.bin"
+    rng = np.random.default_rng(2)
+    write_shard(shard, [[1] * int(n) for n in rng.integers(1, 60, 400)], vocab=8)
+    assert main(["audit", "--shards", str(shard), "--out", str(tmp_path / "r"), "--no-plots", *SMALL]) == 0
+
+
+def test_text_input(tmp_path: Path) -> None:
+    f = tmp_path / "docs.txt"
+    f.write_text("\n".join("word " * (i % 37 + 1) for i in range(300)))
+    assert main(["audit", "--text", str(f), "--per-line", "--tokenizer", "whitespace", "--out",
+                 str(tmp_path / "r"), "--no-plots", *SMALL]) == 0
+    doc = json.loads((tmp_path / "r" / "audit.json").read_text())
+    assert doc["corpus"]["documents"] == 300
+
+
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "--lengths", str(tmp_path / "nope.npy"), "--no-plots"]) == 2
+    assert "nope.npy" in one_line_error(capsys)
+
+
+def test_empty_array(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.npy"
+    np.save(path, np.zeros(0, dtype=np.int64))
+    assert main(["audit", "--lengths", str(path), "--no-plots"]) == 2
+    assert "empty" in one_line_error(capsys)
+
+
+def test_float_array(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "f.npy"
+    np.save(path, np.array([1.5, 2.0]))
+    assert main(["audit", "--lengths", str(path), "--no-plots"]) == 2
+    assert "integer dtype" in one_line_error(capsys)
+
+
+def test_bad_policy(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "--lengths", str(lengths_file), "--policy", "discard,bogus", "--no-plots"]) == 2
+    assert "'bogus'" in one_line_error(capsys)
+
+
+def test_corrupt_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\x00" * 7)
+    assert main(["audit", "--shards", str(bad), "--no-plots"]) == 2
+    assert "bad.bin" in one_line_error(capsys)
+
+
+def test_unknown_parquet_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"body": ["a b", "c"]}), path)
+    assert main(["audit", "--text", str(path), "--text-column", "text", "--no-plots"]) == 2
+    assert "no column 'text'" in one_line_error(capsys)
+
+
+def test_no_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "--no-plots"]) == 2
+    assert "--demo" in one_line_error(capsys)
+
+
+def test_bad_tokenizer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "d.txt"
+    f.write_text("hello")
+    assert main(["audit", "--text", str(f), "--tokenizer", "nosuchmodule_xyz:enc", "--no-plots"]) == 2
+    assert "--tokenizer" in one_line_error(capsys)
