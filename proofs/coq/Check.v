@@ -1,0 +1,40 @@
+(** * Check: every main theorem depends on no assumption.
+
+    proofs/check.sh compiles this file and requires one
+    "Closed under the global context" line per [Print Assumptions]
+    command below. *)
+
+From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec.
+
+(* Definitions *)
+Print Assumptions protected_set_spec.
+(* Key lemma *)
+Print Assumptions key_lemma.
+(* Main theorem *)
+Print Assumptions protected_invariant.
+Print Assumptions protected_span_unique.
+(* Corollaries *)
+Print Assumptions mass_bound.
+Print Assumptions mass_bound_uniform.
+Print Assumptions unstarted_below_threshold.
+Print Assumptions startup.
+Print Assumptions repeated_corpus.
+Print Assumptions earliest_pass.
+Print Assumptions earliest_pass_ceil.
+Print Assumptions ceil_div_spec.
+Print Assumptions earliest_pass_r789.
+Print Assumptions earliest_pass_r196.
+Print Assumptions earliest_pass_r39.
+Print Assumptions earliest_pass_r9.
+Print Assumptions earliest_pass_r1.
+(* Executable rule and refinement *)
+Print Assumptions best_fit_some.
+Print Assumptions best_fit_none.
+Print Assumptions shortest_some.
+Print Assumptions shortest_lexmin.
+Print Assumptions refill_post.
+Print Assumptions exec_arrive_refines.
+Print Assumptions exec_select_refines.
+Print Assumptions run_reachable.
+Print Assumptions run_started_trace.
+Print Assumptions run_protected.

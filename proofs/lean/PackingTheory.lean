@@ -1,0 +1,6 @@
+import PackingTheory.Defs
+import PackingTheory.Semantics
+import PackingTheory.KeyLemma
+import PackingTheory.Invariant
+import PackingTheory.Corollaries
+import PackingTheory.Exec
