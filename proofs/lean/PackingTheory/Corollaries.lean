@@ -305,7 +305,7 @@ theorem earliest_pass (R B : Nat) (c : List Nat) (p l : Nat) (st : State) (i : N
 
 theorem ceil_div_spec (b r p : Nat) (hr : 0 < r) : b ≤ p * r ↔ ceilDiv b r ≤ p := by
   unfold ceilDiv
-  have hdm : r * ((b + r - 1) / r) + (b + r - 1) % r = b + r - 1 := Nat.div_add_mod (b + r - 1) r
+  have hdm : (b + r - 1) % r + r * ((b + r - 1) / r) = b + r - 1 := Nat.mod_add_div (b + r - 1) r
   have hmb : (b + r - 1) % r < r := Nat.mod_lt (b + r - 1) hr
   have e2 : p * r = r * p := Nat.mul_comm p r
   constructor

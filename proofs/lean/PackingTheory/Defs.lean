@@ -139,6 +139,7 @@ theorem mem_seqN (s n x : Nat) : x ∈ seqN s n ↔ s ≤ x ∧ x < s + n := by
       cases h
     · intro h
       obtain ⟨h1, h2⟩ := h
+      exfalso
       omega
   | succ n ih =>
     simp only [seqN, List.mem_cons, ih]
@@ -411,12 +412,14 @@ theorem incr_ids_unique (b : Buffer) (x y : Span) (h : incrIds b) (hx : x ∈ b)
       | inr hy =>
         have := h1 y hy
         rw [← hx] at this
+        exfalso
         omega
     | inr hx =>
       cases hy with
       | inl hy =>
         have := h1 x hx
         rw [← hy] at this
+        exfalso
         omega
       | inr hy => exact ih h2 hx hy
 

@@ -187,7 +187,7 @@ theorem best_fit_some (rem : Nat) (b : Buffer) :
             have := hnone t ht
             omega
         · intro j t hj
-          exact absurd hj (Nat.not_lt_zero j)
+          exact absurd hj (by omega)
       · rw [if_neg hc] at h1
         cases h1
     · obtain ⟨H1, H2, H3, H4⟩ := ih k' u hE
@@ -212,7 +212,7 @@ theorem best_fit_some (rem : Nat) (b : Buffer) :
             have := H3 t ht htr
             omega
         · intro j t hj
-          exact absurd hj (Nat.not_lt_zero j)
+          exact absurd hj (by omega)
       · rw [if_neg hc] at h1
         have e := Option.some.inj h1
         have ek : k' + 1 = k := congrArg Prod.fst e
@@ -287,7 +287,7 @@ theorem shortest_some (b : Buffer) :
           omega
         | inr ht => cases ht
       · intro j t hj
-        exact absurd hj (Nat.not_lt_zero j)
+        exact absurd hj (by omega)
     · obtain ⟨H1, H2, H3⟩ := ih k' u hE
       rw [hE] at h0
       have h1 : (if u.cur < x.cur then some (k' + 1, u) else some (0, x)) = some (k, s) := h0
@@ -330,7 +330,7 @@ theorem shortest_some (b : Buffer) :
             have := H2 t ht
             omega
         · intro j t hj
-          exact absurd hj (Nat.not_lt_zero j)
+          exact absurd hj (by omega)
 
 /-- With ids increasing in buffer order, "shortest, ties earliest" is the
 minimum by (current length, occurrence id). -/
@@ -494,12 +494,12 @@ theorem refill_loop_succ (B : Nat) (batches arr : List Nat) (f : Nat) (st : XSta
 theorem run_from_succ (pol : Policy) (R B : Nat) (batches arr : List Nat) (f : Nat)
     (st : XState) (acc : List Event) :
     runFrom pol R B batches arr (f + 1) st acc =
-      (if (refill B batches arr st).buf.length < B then
-        ⟨refill B batches arr st, acc.reverse, .exhausted⟩
+      ((if (refill B batches arr st).buf.length < B then
+        (⟨refill B batches arr st, acc.reverse, .exhausted⟩ : Result)
       else
         (select pol R (refill B batches arr st)).elim
-          ⟨refill B batches arr st, acc.reverse, .noSpan⟩
-          (fun p => runFrom pol R B batches arr f p.1 (p.2 :: acc))) := rfl
+          (⟨refill B batches arr st, acc.reverse, .noSpan⟩ : Result)
+          (fun p => runFrom pol R B batches arr f p.1 (p.2 :: acc))) : Result) := rfl
 
 /-! ## Refill postcondition -/
 
@@ -822,7 +822,9 @@ theorem run_started_trace (pol : Policy) (R B : Nat) (batches arr : List Nat) (f
 theorem mem_map_reverse (l : List Event) (p : Nat) (h : p ∈ List.map Event.occ l) :
     p ∈ List.map Event.occ l.reverse := by
   induction l with
-  | nil => cases h
+  | nil =>
+    have h' : p ∈ ([] : List Nat) := h
+    cases h'
   | cons e l ih =>
     rw [List.reverse_cons, List.map_append, List.mem_append]
     have h0 : p ∈ e.occ :: List.map Event.occ l := h

@@ -32,6 +32,7 @@ theorem prot_ok_init (R B : Nat) (len : Nat → Nat) : protOk R B len init := by
   intro p hp
   obtain ⟨h, _, _⟩ := hp
   have h' : p < 0 := h
+  exfalso
   omega
 
 /-- Shared step of the two selection cases: the selected span is not protected. -/

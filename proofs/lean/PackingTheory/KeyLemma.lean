@@ -28,7 +28,8 @@ theorem key_lemma (R B : Nat) (len : Nat → Nat) (st : State) (s : Span)
   have hin' : s ∈ b := hin
   have hB' : B ≤ b.length := hB
   obtain ⟨_, horig, _⟩ := hb' s hin'
-  cases hsel with
+  have hsel' : fits R s ∨ lexmin b s := hsel
+  cases hsel' with
   | inl hfit =>
     obtain ⟨c, hc, hsc⟩ := hfit
     omega
