@@ -29,3 +29,8 @@ nitpicky = False
 suppress_warnings = ["autodoc.import_object"]
 html_theme = "alabaster"
 exclude_patterns = ["_build"]
+
+# Docstring examples (``>>>`` blocks pulled in by autodoc) run under
+# ``pytest --doctest-modules``; the doctest builder runs the pages' own
+# ``.. doctest::`` directives.
+doctest_test_doctest_blocks = ""
