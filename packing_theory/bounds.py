@@ -39,6 +39,9 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from ._checks import check_int
+from .lengths import validate_lengths
+
 __all__ = [
     "PAPER_CAPACITY",
     "PAPER_COUNTS",
@@ -71,35 +74,6 @@ PAPER_TOKENS = 631_241_817
 """Their BOS-inclusive tokens."""
 
 
-def _int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    out = int(value)
-    if out < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {out}")
-    return out
-
-
-def _lengths_array(lengths: object, name: str = "lengths") -> np.ndarray[Any, np.dtype[np.int64]]:
-    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, (np.ndarray, Iterable)):
-        raise TypeError(f"{name} must be a sequence or array of ints, got {type(lengths).__name__}")
-    if isinstance(lengths, np.ndarray):
-        arr = lengths
-    else:
-        values = list(lengths)
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
-        arr = np.asarray(values, dtype=np.int64)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    bad = arr < 1
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ValueError(f"{name}[{i}] must be a positive length, got {arr[i]}")
-    return arr.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------- startup
@@ -117,9 +91,9 @@ def startup_bound(lengths: Iterable[int], capacity: int, min_buffer: int) -> int
     >>> startup_bound([5, 1], capacity=4, min_buffer=3) is None
     True
     """
-    capacity = _int("capacity", capacity, 1)
-    min_buffer = _int("min_buffer", min_buffer, 1)
-    arr = _lengths_array(lengths)
+    capacity = check_int("capacity", capacity, 1)
+    min_buffer = check_int("min_buffer", min_buffer, 1)
+    arr = validate_lengths(lengths, allow_empty=True)
     positions = np.flatnonzero(arr > capacity)
     if positions.size < min_buffer:
         return None
@@ -139,7 +113,7 @@ def expected_startup_index(min_buffer: int, q: float) -> float:
     Raises:
         ValueError: ``q`` outside ``(0, 1]``.
     """
-    min_buffer = _int("min_buffer", min_buffer, 1)
+    min_buffer = check_int("min_buffer", min_buffer, 1)
     if isinstance(q, bool) or not isinstance(q, numbers.Real):
         raise TypeError(f"q must be a real number, got {type(q).__name__} {q!r}")
     if not 0 < q <= 1:
@@ -167,10 +141,10 @@ def mass_lower_bound(long_lengths: Iterable[int], min_buffer: int, *, capacity: 
     >>> mass_lower_bound([9, 2, 3], min_buffer=3, capacity=4)
     9
     """
-    min_buffer = _int("min_buffer", min_buffer, 1)
-    arr = _lengths_array(long_lengths, "long_lengths")
+    min_buffer = check_int("min_buffer", min_buffer, 1)
+    arr = validate_lengths(long_lengths, "long_lengths", allow_empty=True)
     if capacity is not None:
-        capacity = _int("capacity", capacity, 1)
+        capacity = check_int("capacity", capacity, 1)
         arr = arr[arr > capacity]
     k = min(min_buffer - 1, int(arr.size))
     if k <= 0:
@@ -195,8 +169,8 @@ def earliest_pass(sources_per_pass: int, min_buffer: int) -> int:
     Raises:
         ValueError: ``sources_per_pass < 1`` or ``min_buffer < 1``.
     """
-    r = _int("sources_per_pass", sources_per_pass, 1)
-    b = _int("min_buffer", min_buffer, 1)
+    r = check_int("sources_per_pass", sources_per_pass, 1)
+    b = check_int("min_buffer", min_buffer, 1)
     return -(-b // r)
 
 
@@ -224,8 +198,8 @@ def default_thresholds(lengths: Iterable[int], capacity: int) -> list[int]:
     >>> default_thresholds([3000, 70000, 290219], capacity=2049)
     [4096, 8192, 16384, 32768, 65536, 131072, 262144, 290219]
     """
-    capacity = _int("capacity", capacity, 1)
-    arr = _lengths_array(lengths)
+    capacity = check_int("capacity", capacity, 1)
+    arr = validate_lengths(lengths, allow_empty=True)
     top = int(arr.max()) if arr.size else 0
     out: list[int] = []
     t = 1 << capacity.bit_length()
@@ -243,8 +217,8 @@ def counts_from_lengths(lengths: Iterable[int], thresholds: Iterable[int]) -> di
     >>> counts_from_lengths([5, 9, 9, 20], [6, 9, 21])
     {6: 3, 9: 3, 21: 0}
     """
-    arr = np.sort(_lengths_array(lengths))
-    ts = [_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds)]
+    arr = np.sort(validate_lengths(lengths, allow_empty=True))
+    ts = [check_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds)]
     return {t: int(arr.size - np.searchsorted(arr, t, side="left")) for t in ts}
 
 
@@ -276,24 +250,26 @@ def repeated_corpus_table(
         ValueError: neither or both sources given, a threshold ``<= capacity``,
             a negative count, or a count that grows with the threshold.
     """
-    min_buffer = _int("min_buffer", min_buffer, 1)
-    capacity = _int("capacity", capacity, 1)
+    min_buffer = check_int("min_buffer", min_buffer, 1)
+    capacity = check_int("capacity", capacity, 1)
     if (counts is None) == (lengths is None):
         raise ValueError("give exactly one of counts= or lengths=")
     if counts is not None:
         if not isinstance(counts, Mapping):
             raise TypeError(f"counts must be a mapping threshold -> count, got {type(counts).__name__}")
-        table = {_int("counts threshold", t, 1): _int(f"counts[{t}]", r, 0) for t, r in counts.items()}
+        table = {
+            check_int("counts threshold", t, 1): check_int(f"counts[{t}]", r, 0) for t, r in counts.items()
+        }
         ts = sorted(table) if thresholds is None else sorted(
-            _int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
+            check_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
         missing = [t for t in ts if t not in table]
         if missing:
             raise ValueError(f"thresholds {missing} have no count in counts")
     else:
         assert lengths is not None
-        arr = _lengths_array(lengths)
+        arr = validate_lengths(lengths, allow_empty=True)
         ts = default_thresholds(arr, capacity) if thresholds is None else sorted(
-            _int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
+            check_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
         table = counts_from_lengths(arr, ts)
     low = [t for t in ts if t <= capacity]
     if low:
@@ -442,20 +418,20 @@ def check_histogram(
     for i, pair in enumerate(pairs):
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise TypeError(f"histogram[{i}] must be a (length, count) pair, got {pair!r}")
-        length = _int(f"histogram length at {i}", pair[0], 1)
-        count = _int(f"histogram[{length}]", pair[1], 0)
+        length = check_int(f"histogram length at {i}", pair[0], 1)
+        count = check_int(f"histogram[{length}]", pair[1], 0)
         if length in hist:
             raise ValueError(f"histogram repeats length {length}")
         hist[length] = count
     if total_sources is not None:
-        total_sources = _int("total_sources", total_sources, 0)
+        total_sources = check_int("total_sources", total_sources, 0)
     if total_tokens is not None:
-        total_tokens = _int("total_tokens", total_tokens, 0)
-    min_buffer = _int("min_buffer", min_buffer, 1)
-    capacity = _int("capacity", capacity, 1)
+        total_tokens = check_int("total_tokens", total_tokens, 0)
+    min_buffer = check_int("min_buffer", min_buffer, 1)
+    capacity = check_int("capacity", capacity, 1)
     present = sorted(n for n, c in hist.items() if c)
     ts = default_thresholds(present, capacity) if thresholds is None else sorted(
-        _int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
+        check_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
     counts = {t: sum(c for n, c in hist.items() if n >= t) for t in ts}
     table = repeated_corpus_table(counts=counts, min_buffer=min_buffer, capacity=capacity) if ts else []
     return HistogramCheck(

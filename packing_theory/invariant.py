@@ -57,11 +57,11 @@ as ``"removed"`` at the next checked selection if it is still in ``K``.
 from __future__ import annotations
 
 import heapq
-import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
+from ._checks import check_int
 from .policies import POLICIES, PackerConfig, Policy, segment
 from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 
@@ -92,14 +92,6 @@ full-state findings (no span, a span that is not the whole untouched original,
 more than one span)."""
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    out = int(value)
-    if out < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {out}")
-    return out
-
 
 # --------------------------------------------------------------------------- the protected set
 
@@ -129,8 +121,8 @@ class ProtectedSet:
     __slots__ = ("_heap", "_last", "_limit", "_mass", "_members", "capacity", "long_arrivals", "min_buffer")
 
     def __init__(self, capacity: int, min_buffer: int) -> None:
-        self.capacity = _check_int("capacity", capacity, 1)
-        self.min_buffer = _check_int("min_buffer", min_buffer, 1)
+        self.capacity = check_int("capacity", capacity, 1)
+        self.min_buffer = check_int("min_buffer", min_buffer, 1)
         self._limit = self.min_buffer - 1
         self._heap: list[tuple[int, int]] = []
         self._members: dict[int, int] = {}
@@ -223,7 +215,7 @@ class ProtectedSet:
 def _long_keys(lengths: Iterable[int], capacity: int) -> list[tuple[int, int]]:
     keys = []
     for i, n in enumerate(lengths):
-        n = _check_int(f"lengths[{i}]", n, 1)
+        n = check_int(f"lengths[{i}]", n, 1)
         if n > capacity:
             keys.append((n, i))
     return keys
@@ -240,8 +232,8 @@ def protected_keys(lengths: Iterable[int], capacity: int, min_buffer: int) -> li
     >>> protected_keys([9, 2], capacity=4, min_buffer=1)
     []
     """
-    capacity = _check_int("capacity", capacity, 1)
-    min_buffer = _check_int("min_buffer", min_buffer, 1)
+    capacity = check_int("capacity", capacity, 1)
+    min_buffer = check_int("min_buffer", min_buffer, 1)
     keys = sorted(_long_keys(lengths, capacity), reverse=True)
     return keys[: min_buffer - 1]
 
@@ -463,7 +455,7 @@ class BufferTracker:
     __slots__ = ("_by_occ", "_next", "_pending", "_spans", "capacity", "horizon", "mass", "policy")
 
     def __init__(self, capacity: int, policy: Policy = "discard") -> None:
-        self.capacity = _check_int("capacity", capacity, 2)
+        self.capacity = check_int("capacity", capacity, 2)
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
         self.policy: Policy = policy
@@ -629,13 +621,13 @@ class InvariantMonitor:
         snapshot: Callable[[], Iterable[BufferedSpan]] | None = None,
         max_recorded: int = 100,
     ) -> None:
-        self.capacity = _check_int("capacity", capacity, 2)
-        self.min_buffer = _check_int("min_buffer", min_buffer, 1)
+        self.capacity = check_int("capacity", capacity, 2)
+        self.min_buffer = check_int("min_buffer", min_buffer, 1)
         if not (on_violation in ("record", "raise") or callable(on_violation)):
             raise ValueError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
         if not isinstance(segmented, bool):
             raise TypeError(f"segmented must be a bool, got {type(segmented).__name__} {segmented!r}")
-        self.max_recorded = _check_int("max_recorded", max_recorded, 0)
+        self.max_recorded = check_int("max_recorded", max_recorded, 0)
         self._raise = on_violation == "raise"
         self._handler: ViolationHandler | None = on_violation if callable(on_violation) else None
         self.segmented = segmented
@@ -709,8 +701,8 @@ class InvariantMonitor:
             ValueError: a non-increasing occurrence id or a length < 1.
             TypeError: non-integer arguments.
         """
-        occurrence = _check_int("occurrence", occurrence, 0)
-        length = _check_int("length", length, 1)
+        occurrence = check_int("occurrence", occurrence, 0)
+        length = check_int("length", length, 1)
         self._arrival(occurrence, length)
         return occurrence in self._members
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
 import os
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -10,26 +12,37 @@ import numpy.typing as npt
 __all__ = ["load_lengths", "validate_lengths"]
 
 
-def validate_lengths(array: object, name: str = "lengths") -> npt.NDArray[np.int64]:
-    """Return ``array`` as a 1-D ``int64`` array of positive lengths.
+def validate_lengths(
+    array: object, name: str = "lengths", *, allow_empty: bool = False
+) -> npt.NDArray[np.int64]:
+    """Return ``array`` (a numpy array or a sequence of ints) as a 1-D ``int64`` array of lengths >= 1.
 
     Raises:
-        TypeError: not an integer array (float, bool, object dtype).
-        ValueError: not 1-D, empty, or holding a length < 1.
+        TypeError: not an integer array (float, bool, object dtype), or an
+            element of a sequence that is not an int.
+        ValueError: not 1-D, empty (unless ``allow_empty``), or holding a length < 1.
 
     >>> validate_lengths(np.array([3, 1], dtype=np.uint16)).tolist()
     [3, 1]
+    >>> validate_lengths([4, 2], "long_lengths").tolist()
+    [4, 2]
     >>> validate_lengths(np.array([2.0]))
     Traceback (most recent call last):
     TypeError: lengths must have an integer dtype, got float64
     """
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array, got {type(array).__name__}")
+        if isinstance(array, (str, bytes)) or not isinstance(array, Iterable):
+            raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(array).__name__}")
+        values = list(array)
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
+        array = np.asarray(values, dtype=np.int64)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"{name} must have an integer dtype, got {array.dtype}")
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
-    if array.size == 0:
+    if array.size == 0 and not allow_empty:
         raise ValueError(f"{name} is empty: a replay needs at least one document")
     bad = array < 1
     if bad.any():

@@ -39,6 +39,7 @@ from typing import Literal, NamedTuple, Union
 
 import numpy as np
 
+from ._checks import check_int
 from .lengths import validate_lengths
 
 __all__ = [
@@ -65,13 +66,6 @@ RANDOM_SPAN_SEED = 314159265
 
 LengthsInput = Union[Sequence[int], "np.ndarray[tuple[int], np.dtype[np.integer]]", Iterable[int]]
 
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,16 +106,16 @@ class PackerConfig:
     exhausted: ExhaustedMode = "stop"
 
     def __post_init__(self) -> None:
-        _check_int("capacity", self.capacity, 2)
-        _check_int("min_buffer", self.min_buffer, 1)
-        _check_int("passes", self.passes, 1)
+        check_int("capacity", self.capacity, 2)
+        check_int("min_buffer", self.min_buffer, 1)
+        check_int("passes", self.passes, 1)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
         refill = self.refill
         if isinstance(refill, (int, np.integer)) and not isinstance(refill, bool):
-            _check_int("refill", refill, 1)
+            check_int("refill", refill, 1)
         elif isinstance(refill, (list, tuple, np.ndarray)):
-            sizes = tuple(_check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
+            sizes = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
             if not sizes:
                 raise ValueError("refill must be a positive int or a non-empty sequence, got []")
             object.__setattr__(self, "refill", sizes)
@@ -134,9 +128,9 @@ class PackerConfig:
         if self.exhausted not in EXHAUSTED_MODES:
             raise ValueError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
         if self.rows is not None:
-            _check_int("rows", self.rows, 0)
+            check_int("rows", self.rows, 0)
         if self.targets is not None:
-            _check_int("targets", self.targets, 0)
+            check_int("targets", self.targets, 0)
             if self.rows is not None:
                 raise ValueError(
                     f"rows and targets are exclusive budgets, got rows={self.rows} targets={self.targets}"

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from ._checks import check_int
 from .policies import EXHAUSTED_MODES, POLICIES, PackerConfig, Policy
 
 __all__ = [
@@ -39,13 +40,6 @@ __all__ = [
     "replay_cases",
 ]
 
-
-def _int_arg(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidArgument(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise InvalidArgument(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _fraction(name: str, value: object) -> float:
@@ -83,9 +77,11 @@ def lengths(
     Shrinks towards ``min_value`` (a short document); among long draws towards
     ``R + 1``; among tie-pool draws towards the pool's first value.
     """
-    capacity = _int_arg("capacity", capacity, 2)
-    min_value = _int_arg("min_value", min_value, 1)
-    max_value = 4 * capacity if max_value is None else _int_arg("max_value", max_value, 1)
+    capacity = check_int("capacity", capacity, 2, error=InvalidArgument)
+    min_value = check_int("min_value", min_value, 1, error=InvalidArgument)
+    if max_value is None:
+        max_value = 4 * capacity
+    max_value = check_int("max_value", max_value, 1, error=InvalidArgument)
     if max_value < min_value:
         raise InvalidArgument(f"max_value={max_value} must be >= min_value={min_value}")
     tail = _fraction("tail", tail)
@@ -95,7 +91,7 @@ def lengths(
         raise InvalidArgument(f"tail={tail} < 1 needs min_value <= capacity, got min_value={min_value}")
     pool: list[int] = []
     if tie_pool is not None:
-        pool = [_int_arg(f"tie_pool[{i}]", v, 1) for i, v in enumerate(tie_pool)]
+        pool = [check_int(f"tie_pool[{i}]", v, 1, error=InvalidArgument) for i, v in enumerate(tie_pool)]
         if not pool:
             raise InvalidArgument("tie_pool must be non-empty when given")
         bad = [v for v in pool if not min_value <= v <= max_value]
@@ -146,8 +142,8 @@ def arrival_streams(
 
     Shrinks towards ``min_size`` documents of length ``min_value``.
     """
-    min_size = _int_arg("min_size", min_size, 0)
-    max_size = _int_arg("max_size", max_size, 0)
+    min_size = check_int("min_size", min_size, 0, error=InvalidArgument)
+    max_size = check_int("max_size", max_size, 0, error=InvalidArgument)
     if max_size < min_size:
         raise InvalidArgument(f"max_size={max_size} must be >= min_size={min_size}")
     if not isinstance(ties, bool):
@@ -171,9 +167,9 @@ def refill_batches(
 
     Shrinks towards the constant ``min_batch``.
     """
-    min_batch = _int_arg("min_batch", min_batch, 1)
-    max_batch = _int_arg("max_batch", max_batch, 1)
-    max_sizes = _int_arg("max_sizes", max_sizes, 1)
+    min_batch = check_int("min_batch", min_batch, 1, error=InvalidArgument)
+    max_batch = check_int("max_batch", max_batch, 1, error=InvalidArgument)
+    max_sizes = check_int("max_sizes", max_sizes, 1, error=InvalidArgument)
     if max_batch < min_batch:
         raise InvalidArgument(f"max_batch={max_batch} must be >= min_batch={min_batch}")
     size = st.integers(min_batch, max_batch)
@@ -185,7 +181,7 @@ def refill_batches(
 
 def passes(*, max_passes: int = 3) -> st.SearchStrategy[int]:
     """Number of corpus passes (the buffer persists across them). Shrinks towards 1."""
-    max_passes = _int_arg("max_passes", max_passes, 1)
+    max_passes = check_int("max_passes", max_passes, 1, error=InvalidArgument)
     return st.integers(1, max_passes)
 
 
@@ -222,11 +218,11 @@ def packer_configs(
     first listed policy, one pass, ``"stop"`` and no budget.
     """
     if capacity is not None:
-        capacity = _int_arg("capacity", capacity, 2)
-    max_capacity = _int_arg("max_capacity", max_capacity, 2)
-    max_min_buffer = _int_arg("max_min_buffer", max_min_buffer, 1)
+        capacity = check_int("capacity", capacity, 2, error=InvalidArgument)
+    max_capacity = check_int("max_capacity", max_capacity, 2, error=InvalidArgument)
+    max_min_buffer = check_int("max_min_buffer", max_min_buffer, 1, error=InvalidArgument)
     pols = _policies_arg(policies)
-    max_passes = _int_arg("max_passes", max_passes, 1)
+    max_passes = check_int("max_passes", max_passes, 1, error=InvalidArgument)
     modes = [m for m in EXHAUSTED_MODES if m in exhausted]
     if isinstance(exhausted, str) or not modes or len(modes) != len(set(exhausted)):
         raise InvalidArgument(f"exhausted must be a non-empty subset of {EXHAUSTED_MODES}, got {exhausted!r}")
@@ -272,7 +268,7 @@ def replay_cases(
 
     Shrinks towards one document of length 1 under the smallest config.
     """
-    max_docs = _int_arg("max_docs", max_docs, 1)
+    max_docs = check_int("max_docs", max_docs, 1, error=InvalidArgument)
     configs = packer_configs(max_capacity=max_capacity, max_min_buffer=max_min_buffer, policies=policies,
                              max_passes=max_passes, exhausted=exhausted, budgets=budgets)
     _fraction("tail", tail)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 
-__all__ = ["add_stream_options", "config_from_args", "emit_json", "parse_refill"]
+__all__ = ["add_stream_options", "config_from_args", "emit_json", "parse_int_list", "parse_refill"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -22,28 +22,56 @@ def parse_refill(text: str) -> int | tuple[int, ...]:
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
-def add_stream_options(parser: argparse.ArgumentParser, *, lengths_required: bool = True) -> None:
-    """Add ``--lengths --capacity --min-buffer --refill --policy --seed --passes --rows --targets``."""
-    parser.add_argument("--lengths", required=lengths_required, metavar="FILE.npy",
-                        help="1-D integer .npy array of BOS-inclusive document lengths")
+def parse_int_list(text: str) -> tuple[int, ...]:
+    """``"2097152,10_485_760"`` -> ``(2097152, 10485760)`` (an argparse type)."""
+    try:
+        return tuple(int(p.replace("_", "")) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") from None
+
+
+def add_stream_options(
+    parser: argparse.ArgumentParser,
+    *,
+    lengths: bool = True,
+    policies: str = "one",
+    rows_help: str = "stop after this many rows",
+    engine: bool = False,
+) -> None:
+    """Add the replay options shared by ``replay``, ``check`` and ``audit``.
+
+    ``--capacity --min-buffer --refill --policy --seed --passes --rows --targets
+    --drain``, plus ``--lengths`` (required) when ``lengths`` is true and
+    ``--engine`` when ``engine`` is true. ``policies="many"`` makes
+    ``--policy`` repeatable and comma-separated (a list, default ``None``).
+    """
+    if lengths:
+        parser.add_argument("--lengths", required=True, metavar="FILE.npy",
+                            help="1-D integer .npy array of BOS-inclusive document lengths")
     parser.add_argument("--capacity", type=int, default=2049, metavar="R",
                         help="row capacity R (default 2049)")
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
                         help="minimum buffer occupancy B (default 1000)")
     parser.add_argument("--refill", type=parse_refill, default=128, metavar="N[,N...]",
                         help="refill batch size or sequence of sizes (default 128)")
-    parser.add_argument("--policy", default="discard", choices=POLICIES,
-                        help="continuation semantics / arrival transform (default discard)")
+    if policies == "many":
+        parser.add_argument("--policy", action="append", metavar="P[,P...]",
+                            help=f"policies side by side (repeatable; among {', '.join(POLICIES)})")
+    else:
+        parser.add_argument("--policy", default="discard", choices=POLICIES,
+                            help="continuation semantics / arrival transform (default discard)")
     parser.add_argument("--seed", type=int, default=RANDOM_SPAN_SEED,
                         help=f"random-span RNG seed (default {RANDOM_SPAN_SEED})")
     parser.add_argument("--passes", type=int, default=1, help="corpus passes, persistent buffer (default 1)")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--rows", type=int, default=None, help="stop after this many rows")
+    budget.add_argument("--rows", type=int, default=None, help=rows_help)
     budget.add_argument("--targets", type=int, default=None, help="stop after this many targets")
     parser.add_argument("--drain", action="store_true",
                         help="when the stream cannot refill to B, keep selecting until empty "
                              "(outside the theorem) instead of stopping")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    if engine:
+        parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
+                            help="fast engine (default) or the naive reference")
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig:

@@ -30,8 +30,8 @@ from ..audit import (
     AuditResult,
     run_audit,
 )
-from ..policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
-from ._common import emit_json, parse_refill
+from ..policies import POLICIES, PackerConfig
+from ._common import add_stream_options, emit_json, parse_int_list
 
 __all__ = [
     "DEMO_EVAL_DOCUMENTS",
@@ -77,13 +77,6 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     return out
 
 
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p.replace("_", "")) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") from None
-
-
 def register(sub: Any) -> None:
     """Add the ``audit`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -106,25 +99,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--tokenizer", default="bytes",
                         help="--text tokenizer: bytes (UTF-8 bytes, default), chars, whitespace, "
                              "or module:callable returning token ids")
-    parser.add_argument("--policy", action="append", metavar="P[,P...]",
-                        help=f"policies side by side (repeatable; among {', '.join(POLICIES)}; "
-                             "default discard; the demo uses discard,continue,segment-first)")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R",
-                        help="row capacity R (default 2049)")
-    parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
-                        help="minimum buffer occupancy B (default 1000)")
-    parser.add_argument("--refill", type=parse_refill, default=128, metavar="N[,N...]",
-                        help="refill batch size or sequence of sizes (default 128)")
-    parser.add_argument("--seed", type=int, default=RANDOM_SPAN_SEED, help="random-span RNG seed")
-    parser.add_argument("--passes", type=int, default=1, help="corpus passes, persistent buffer (default 1)")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--rows", type=int, default=None,
-                        help=f"row budget (default {AUTORESEARCH_ROWS:,}, autoresearch)")
-    budget.add_argument("--targets", type=int, default=None, help="target budget instead of --rows")
-    parser.add_argument("--drain", action="store_true",
-                        help="when the stream cannot refill to B, keep selecting (outside the theorem)")
-    parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
-                        help="fast engine (default) or the naive reference")
+    add_stream_options(parser, lengths=False, policies="many", engine=True,
+                       rows_help=f"row budget (default {AUTORESEARCH_ROWS:,}, autoresearch)")
     parser.add_argument("--permutations", type=int, default=20,
                         help="startup-delay permutations per policy (default 20, as the paper; 0 skips)")
     parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
@@ -132,7 +108,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--eval-shards", nargs="+", metavar="SHARD", help="evaluation stream token shards")
     parser.add_argument("--eval-targets", type=int, default=AUTORESEARCH_EVAL_TARGETS,
                         help=f"evaluation budget in targets (default {AUTORESEARCH_EVAL_TARGETS:,})")
-    parser.add_argument("--eval-prefixes", type=_int_list,
+    parser.add_argument("--eval-prefixes", type=parse_int_list,
                         default=DEFAULT_EVAL_PREFIXES, metavar="T[,T...]",
                         help="shorter evaluation budgets also checked (default 2097152,10485760)")
     parser.add_argument("--out", default="audit-report", metavar="DIR",

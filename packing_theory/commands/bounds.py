@@ -14,16 +14,9 @@ from ..bounds import (
     startup_bound,
 )
 from ..lengths import load_lengths
-from ._common import emit_json
+from ._common import emit_json, parse_int_list
 
 __all__ = ["register", "run"]
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(p.replace("_", "")) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") from None
 
 
 def register(sub: Any) -> None:
@@ -39,7 +32,7 @@ def register(sub: Any) -> None:
                         help="sources per pass at each threshold, e.g. 16384=789,32768=196")
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B", help="B (default 1000)")
     parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="R (default 2049)")
-    parser.add_argument("--thresholds", type=_int_list, default=None, metavar="T[,T...]",
+    parser.add_argument("--thresholds", type=parse_int_list, default=None, metavar="T[,T...]",
                         help="thresholds for the table (default: the --counts keys, or powers of two "
                              "above R up to the maximum length plus the maximum)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")

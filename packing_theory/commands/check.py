@@ -23,9 +23,8 @@ def register(sub: Any) -> None:
                     "the stream ends) are outside the proposition and only counted. Exit status: 0 "
                     "when the invariant holds, 1 on a violation, 2 on bad input.",
     )
-    add_stream_options(parser)
-    parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
-                        help="fast engine (default) or the naive reference")
+    add_stream_options(parser, engine=True)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--originals", action="store_true",
                         help="with --policy segment-first, protect the original occurrences (the "
                              "proposition's hypotheses fail; violations are expected) instead of the "

@@ -20,9 +20,8 @@ def register(sub: Any) -> None:
         "replay", help="replay a packer on a length stream and print the mass/source summary",
         description="Replay a streaming packer on BOS-inclusive document lengths.",
     )
-    add_stream_options(parser)
-    parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
-                        help="fast engine (default) or the naive reference")
+    add_stream_options(parser, engine=True)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
 
