@@ -4,7 +4,7 @@ Seed 000 §6 asks a practical audit to record four quantities *separately*:
 
 1. **token mass** — emitted, discarded and still buffered (:class:`MassPartition`);
 2. **sources** — which original source occurrences have started at all
-   (:attr:`Aggregates.started_sources`, :class:`ProtectedSet`);
+   (:attr:`Aggregates.started_sources`, :class:`ProtectedMass`);
 3. **exposure** — which positions within each source were emitted
    (:class:`ExposureProfile`, :class:`CoverageRow`);
 4. **the finite evaluation population** — which sources and length strata a
@@ -66,7 +66,7 @@ __all__ = [
     "ExposureProfile",
     "Ledger",
     "MassPartition",
-    "ProtectedSet",
+    "ProtectedMass",
     "SeriesSample",
     "SourceRecord",
     "StartupSpread",
@@ -214,7 +214,7 @@ class StratumRow:
 
 
 @dataclass(frozen=True, slots=True)
-class ProtectedSet:
+class ProtectedMass:
     """The protected set K of seed 000 §3 at the horizon.
 
     K is the ``min(B-1, N_L)`` largest keys ``(L, arrival)`` among the ``N_L``
@@ -345,7 +345,7 @@ class Aggregates:
     conservation_violations: int
     over_capacity_emitted_fraction: float | None
     first_over_capacity_target: int | None
-    protected: ProtectedSet
+    protected: ProtectedMass
     strata: tuple[StratumRow, ...]
     exposure: ExposureProfile
     coverage: tuple[CoverageRow, ...]
@@ -626,6 +626,40 @@ class Ledger:
         else:
             raise TypeError(f"events must be packing_theory.spans events, got {type(ev).__name__} {ev!r}")
 
+    def _check(self) -> None:
+        """Assert the ledger's internal invariants over the events accounted so far.
+
+        Pending (not yet flushed) events are not included; tests call this
+        after every event and after the Horizon.
+        """
+        n, cap = self._n, self._cap
+        assert 0 <= n <= cap
+        for name in ("_length", "_source", "_pass", "_stratum", "_arrived", "_started",
+                     "_emitted", "_discarded", "_added", "_first"):
+            assert getattr(self, name).size == cap, name
+        arrived, started = self._arrived[:n], self._started[:n]
+        assert not (started & ~arrived).any(), "a started occurrence never arrived"
+        emitted_any = (self._emitted[:n] > 0) | (self._added[:n] > 0)
+        assert not ((self._emitted[:n] > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
+        assert not (started & ~emitted_any).any(), "a started occurrence with nothing emitted"
+        assert int(self._length[:n][arrived].sum()) == self._arrived_tokens
+        assert (self._length[:n][arrived] >= 1).all()
+        assert int(self._added[:n].sum()) == self._added_bos
+        assert int(self._emitted[:n].sum()) + self._emitted_added == self._emitted_tokens
+        assert int(self._discarded[:n].sum()) == self._discarded_tokens
+        assert (self._emitted[:n] + self._discarded[:n] <= self._length[:n]).all(), "source tokens overspent"
+        assert (self._first[:n][~started] == _NO_TARGET).all()
+        assert int(self._crop_hist.sum()) <= self._emitted_tokens
+        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
+        assert self._prot_len.size == self._prot_occ.size == expected_protected
+        assert (self._prot_len > self.capacity).all()
+        assert (self._length[self._prot_occ] == self._prot_len).all()
+        assert self._arrived_tokens + self._added_bos >= self._emitted_tokens + self._discarded_tokens
+        if self._horizon is not None:
+            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
+            assert (self._arrived_tokens + self._added_bos
+                    == self._emitted_tokens + self._discarded_tokens + self._buffered_tokens)
+
     # ------------------------------------------------------------------ chunk accounting
 
     def _grow(self, n: int) -> None:
@@ -857,7 +891,7 @@ class Ledger:
         prot_occ = self._prot_occ
         prot_tokens = int(self._prot_len.sum())
         buffered_tokens = self._buffered_tokens
-        protected = ProtectedSet(
+        protected = ProtectedMass(
             members=int(prot_occ.size),
             long_arrivals=self._long_arrivals,
             tokens=prot_tokens,

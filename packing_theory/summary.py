@@ -132,6 +132,18 @@ class SummaryAccumulator:
         elif isinstance(ev, Horizon):
             self.horizon = ev
 
+    def _check(self) -> None:
+        """Assert the accumulator's internal invariants (tests call it after every event)."""
+        assert len(self._flags) == self.consumed_sources, "occurrences must arrive in order 0, 1, ..."
+        assert self.started == sum(1 for f in self._flags if f & _STARTED)
+        assert 0 <= self.crop_bos_only <= self.crops
+        assert self.emitted >= self.crops
+        assert self.consumed_tokens + self.added_bos >= self.emitted + self.discarded
+        if self.first_long_target is not None:
+            assert any(f & _LONG and f & _STARTED for f in self._flags)
+        if self.horizon is not None:
+            assert self.result().identity_holds()
+
     def result(self) -> ReplaySummary:
         """The summary; requires the Horizon event to have been fed."""
         h = self.horizon
