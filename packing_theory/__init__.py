@@ -12,7 +12,10 @@ audits that stream.
 (3, 1, 'exhausted', 9)
 """
 
+from .audit import Ledger, audit_events, audit_lengths, run_audit
+from .bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
 from .buffer import FastBuffer
+from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
 from .packer import Engine, Packer, Replay, make_packer, replay
 from .policies import POLICIES, PackerConfig, Policy
 from .reference import ReferencePacker
@@ -43,16 +46,28 @@ __all__ = [
     "Exhausted",
     "FastBuffer",
     "Horizon",
+    "InvariantMonitor",
+    "InvariantViolation",
+    "Ledger",
+    "MonitoredBuffer",
     "Packer",
     "PackerConfig",
     "Placement",
     "Policy",
+    "ProtectedSet",
     "ReferencePacker",
     "Replay",
     "ReplaySummary",
     "SummaryAccumulator",
     "__version__",
+    "audit_events",
+    "audit_lengths",
+    "earliest_pass",
     "make_packer",
+    "mass_lower_bound",
+    "repeated_corpus_table",
     "replay",
+    "run_audit",
+    "startup_bound",
     "summarize",
 ]
