@@ -816,6 +816,8 @@ class Ledger:
 
     def _finish(self, h: Horizon) -> None:
         self._horizon = h
+        if self._exhausted_at_row is None and h.stop_reason == "exhausted":
+            self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         buffered = np.zeros(self._n, dtype=np.int64)
         if h.buffered:
             spans = np.array([(s.occurrence, s.start, s.length, s.bos_inserted) for s in h.buffered],
@@ -1217,9 +1219,9 @@ class EvalPopulation:
         labels: stratum labels.
         population: sources per stratum in the intended population (the
             whole evaluation stream unless another population was given).
-        arrived: evaluation sources that entered the buffer within the budget.
-        included: sources with at least one scored target within the budget.
-        target_counts: scored targets per stratum.
+        arrived: distinct evaluation sources that entered the buffer within the budget.
+        included: distinct sources with at least one scored target within the budget.
+        target_counts: scored targets per stratum, counted up to the budget.
         zero_inclusion: labels of strata present in the population with no
             included source: reweighting the observed losses cannot identify
             their loss (the support statement of seed 000 §3).
@@ -1312,19 +1314,41 @@ def evaluation_population(
     pop = arr if population is None else validate_lengths(np.asarray(population), name="population")
     cfg = replace(config, rows=None, targets=int(targets))
     ledger = Ledger.from_config(cfg, boundaries=boundaries)
-    ledger.consume(make_packer(engine, cfg).events(arr))
+    bounds_arr = np.asarray(ledger.boundaries, dtype=np.int64)
+    R = cfg.capacity
+    scored = [0] * (len(ledger.boundaries) + 1)
+    stratum_of: dict[int, int] = {}
+
+    def clipped(events: Iterable[Event]) -> Iterator[Event]:
+        # Scored targets per stratum, cut at the budget: the last row may hold
+        # targets beyond it (rows are whole, the budget need not be).
+        for ev in events:
+            if isinstance(ev, Arrival):
+                stratum_of[ev.occurrence] = int(np.searchsorted(bounds_arr, ev.length, side="left"))
+            elif isinstance(ev, Placement):
+                first = ev.row * (R - 1) + max(ev.offset - 1, 0)
+                n = ev.length - (1 if ev.offset == 0 else 0)
+                scored[stratum_of[ev.occurrence]] += max(0, min(first + n, targets) - first)
+            yield ev
+
+    ledger.consume(clipped(make_packer(engine, cfg).events(arr)))
     agg = ledger.result()
     cols = ledger.arrays()
     arrived = cols["arrived"]
     strat = cols["stratum"][arrived]
     first = cols["first_target"][arrived]
+    src = cols["source"][arrived]
     S = ledger.n_strata
     labels = tuple(stratum_labels(ledger.boundaries))
     pop_counts = tuple(int(v) for v in np.bincount(stratum_index(pop, ledger.boundaries), minlength=S))
 
+    def per_stratum(sel: npt.NDArray[np.bool_]) -> tuple[int, ...]:
+        # distinct original sources (a source repeated over passes counts once)
+        _, idx = np.unique(src[sel], return_index=True)
+        return tuple(int(v) for v in np.bincount(strat[sel][idx], minlength=S))
+
     def included_within(limit: int) -> tuple[int, ...]:
-        sel = (first >= 0) & (first < limit)
-        return tuple(int(v) for v in np.bincount(strat[sel], minlength=S))
+        return per_stratum((first >= 0) & (first < limit))
 
     def zero(inc: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(labels[s] for s in range(S) if pop_counts[s] > 0 and inc[s] == 0)
@@ -1332,18 +1356,19 @@ def evaluation_population(
     inc = included_within(int(targets))
     pre = tuple(EvalPrefix(int(p), included_within(int(p)), zero(included_within(int(p))))
                 for p in sorted(prefixes))
-    sources = np.unique(cols["source"][arrived][(first >= 0) & (first < targets)])
+    sources = np.unique(src[(first >= 0) & (first < targets)])
+    first_long = agg.first_over_capacity_target
     return EvalPopulation(
         policy=cfg.policy,
         targets=int(targets),
         labels=labels,
         population=pop_counts,
-        arrived=tuple(int(v) for v in np.bincount(strat, minlength=S)),
+        arrived=per_stratum(np.ones(src.size, dtype=np.bool_)),
         included=inc,
-        target_counts=tuple(s.targets for s in agg.strata),
+        target_counts=tuple(scored),
         zero_inclusion=zero(inc),
         prefixes=pre,
-        first_over_capacity_target=agg.first_over_capacity_target,
+        first_over_capacity_target=first_long if first_long is not None and first_long < targets else None,
         protected_tokens=agg.protected.tokens,
         protected_share_of_arrived=agg.protected.share_of_arrived,
         included_sources=sources,

@@ -50,8 +50,6 @@ class FastBuffer:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
             raise ValueError(f"capacity must be an int >= 2, got {capacity!r}")
         self._R = capacity
-        # _low[r] has bits 0..r set: the lengths that fit in r free positions.
-        self._low = [(2 << r) - 1 for r in range(capacity + 1)]
         self._mask = 0
         self._buckets: list[list[int]] = [[] for _ in range(capacity + 1)]
         self._long: list[tuple[int, int]] = []
@@ -125,7 +123,7 @@ class FastBuffer:
         mask = self._mask
         if remaining > self._R:
             remaining = self._R
-        fit = mask & self._low[remaining] if remaining > 0 else 0
+        fit = mask & ((2 << remaining) - 1) if remaining > 0 else 0  # lengths 0..remaining
         if fit:
             length = fit.bit_length() - 1
             crop = False

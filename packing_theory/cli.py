@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -24,9 +25,16 @@ COMMANDS: dict[str, str] = {
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on standard error (status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every available subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="packing-theory",
         description="Replay, check and audit streaming sequence packers.",
     )

@@ -757,14 +757,15 @@ class InvariantMonitor:
             InvariantViolation: in ``on_violation="raise"`` mode.
         """
         if type(ev) is Placement:
-            self.buffered_mass -= ev.length
             occ = ev.occurrence
             if self._outside or self._tainted or occ in self._members:
+                # reported with the buffer as it was at this selection boundary
                 self._select(occ, ev, None, ev.row, ev.offset)
             else:  # the common case, inlined: a checked selection of an unprotected span
                 self.selections += 1
                 self.selections_checked += 1
                 self._last_selected = occ
+            self.buffered_mass -= ev.length
             if self.tracker is not None:
                 self.tracker.feed(ev)
             return

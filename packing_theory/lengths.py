@@ -48,6 +48,11 @@ def validate_lengths(
     if bad.any():
         i = int(np.argmax(bad))
         raise ValueError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
+    if array.dtype.kind == "u" and array.dtype.itemsize >= 8:
+        too_big = array > np.iinfo(np.int64).max
+        if too_big.any():
+            i = int(np.argmax(too_big))
+            raise ValueError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
     return array.astype(np.int64, copy=False)
 
 

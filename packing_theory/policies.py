@@ -106,14 +106,16 @@ class PackerConfig:
     exhausted: ExhaustedMode = "stop"
 
     def __post_init__(self) -> None:
-        check_int("capacity", self.capacity, 2)
-        check_int("min_buffer", self.min_buffer, 1)
-        check_int("passes", self.passes, 1)
+        # numpy integers are accepted and stored as Python ints
+        object.__setattr__(self, "capacity", check_int("capacity", self.capacity, 2))
+        object.__setattr__(self, "min_buffer", check_int("min_buffer", self.min_buffer, 1))
+        object.__setattr__(self, "passes", check_int("passes", self.passes, 1))
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
         refill = self.refill
         if isinstance(refill, (int, np.integer)) and not isinstance(refill, bool):
-            check_int("refill", refill, 1)
+            object.__setattr__(self, "refill", check_int("refill", refill, 1))
         elif isinstance(refill, (list, tuple, np.ndarray)):
             sizes = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
             if not sizes:
@@ -128,9 +130,9 @@ class PackerConfig:
         if self.exhausted not in EXHAUSTED_MODES:
             raise ValueError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
         if self.rows is not None:
-            check_int("rows", self.rows, 0)
+            object.__setattr__(self, "rows", check_int("rows", self.rows, 0))
         if self.targets is not None:
-            check_int("targets", self.targets, 0)
+            object.__setattr__(self, "targets", check_int("targets", self.targets, 0))
             if self.rows is not None:
                 raise ValueError(
                     f"rows and targets are exclusive budgets, got rows={self.rows} targets={self.targets}"

@@ -44,7 +44,8 @@ class ReplaySummary:
             an occurrence with original length ``> R`` (``None`` if none).
         stop_reason: see :class:`~packing_theory.spans.Horizon`.
         partial_row_tokens: tokens in an incomplete last row.
-        exhausted_at_row: row where the stream first failed to refill to B, or ``None``.
+        exhausted_at_row: row where the stream first failed to refill to B
+            (in ``stop`` mode: the row the replay ended in), or ``None``.
     """
 
     rows: int
@@ -164,7 +165,11 @@ class SummaryAccumulator:
             first_over_capacity_target=self.first_long_target,
             stop_reason=h.stop_reason,
             partial_row_tokens=h.partial_row_tokens,
-            exhausted_at_row=self.exhausted_at_row,
+            exhausted_at_row=(
+                self.exhausted_at_row
+                if self.exhausted_at_row is not None or h.stop_reason != "exhausted"
+                else h.rows  # stop mode: the replay ended at the failed refill
+            ),
         )
 
 

@@ -106,7 +106,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
     parser.add_argument("--eval-lengths", metavar="FILE.npy", help="evaluation stream lengths (.npy)")
     parser.add_argument("--eval-shards", nargs="+", metavar="SHARD", help="evaluation stream token shards")
-    parser.add_argument("--eval-targets", type=int, default=AUTORESEARCH_EVAL_TARGETS,
+    parser.add_argument("--eval-targets", type=int, default=None,
                         help=f"evaluation budget in targets (default {AUTORESEARCH_EVAL_TARGETS:,})")
     parser.add_argument("--eval-prefixes", type=parse_int_list,
                         default=DEFAULT_EVAL_PREFIXES, metavar="T[,T...]",
@@ -125,7 +125,7 @@ def register(sub: Any) -> None:
 
 def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
     if spec == "bytes":
-        return lambda text: text.encode("utf-8")
+        return lambda text: list(text.encode("utf-8"))
     if spec == "chars":
         return lambda text: [ord(ch) for ch in text]
     if spec == "whitespace":
@@ -196,7 +196,11 @@ def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the audit, write the report; exit status 0 (2 on bad input, via the CLI)."""
+    """Run the audit and write the report.
+
+    Exit status 0; 1 when the mass identity fails for a policy (the report is still
+    written, so the failure can be read); 2 on bad input (via the CLI).
+    """
     from ..report import (
         PAPER_5_1,
         matplotlib_available,
@@ -220,6 +224,15 @@ def run(args: argparse.Namespace) -> int:
         reference = PAPER_5_1 if args.scale == 1 else None
         if args.rows is not None or args.targets is not None:
             rows = args.rows
+        if args.eval_lengths or args.eval_shards:
+            raise ValueError("--demo brings its own evaluation stream; drop --eval-lengths/--eval-shards "
+                             "or drop --demo")
+        if args.eval_targets is not None:
+            eval_targets = args.eval_targets
+        if args.eval_prefixes is not DEFAULT_EVAL_PREFIXES:
+            prefixes = tuple(args.eval_prefixes)
+        else:  # the demo's default prefixes beyond a smaller budget are dropped
+            prefixes = tuple(p for p in prefixes if p <= eval_targets)
     else:
         policies = parse_policies(args.policy)
         train, label = load_corpus(args)
@@ -233,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 evals, eval_label = lengths_from_shards(args.eval_shards), f"{len(args.eval_shards)} shard(s)"
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
-        eval_targets = args.eval_targets
+        eval_targets = AUTORESEARCH_EVAL_TARGETS if args.eval_targets is None else args.eval_targets
         prefixes = tuple(args.eval_prefixes)
         if args.eval_prefixes is DEFAULT_EVAL_PREFIXES:  # defaults beyond a smaller budget are dropped
             prefixes = tuple(p for p in prefixes if p <= eval_targets)

@@ -19,6 +19,13 @@ from ._common import emit_json, parse_int_list
 __all__ = ["register", "run"]
 
 
+def _counts(text: str) -> dict[int, int]:
+    try:
+        return parse_counts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def register(sub: Any) -> None:
     """Add the ``bounds`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -28,7 +35,7 @@ def register(sub: Any) -> None:
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of lengths")
-    source.add_argument("--counts", type=parse_counts, metavar="T=R[,T=R...]",
+    source.add_argument("--counts", type=_counts, metavar="T=R[,T=R...]",
                         help="sources per pass at each threshold, e.g. 16384=789,32768=196")
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B", help="B (default 1000)")
     parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="R (default 2049)")
