@@ -13,7 +13,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-MIN_CHECKS=27
+MIN_CHECKS=31
 
 fail() { echo "check.sh: FAIL: $*" >&2; exit 1; }
 

@@ -4,10 +4,15 @@
     "Closed under the global context" line per [Print Assumptions]
     command below. *)
 
-From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec.
+From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec TopKeys.
 
 (* Definitions *)
 Print Assumptions protected_set_spec.
+(* The sort-free protected set is the set of the min(B-1, N_L) largest keys *)
+Print Assumptions protected_set_length.
+Print Assumptions protected_top.
+Print Assumptions protected_upward_closed.
+Print Assumptions top_keys_unique.
 (* Key lemma *)
 Print Assumptions key_lemma.
 (* Main theorem *)

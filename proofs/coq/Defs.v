@@ -73,7 +73,9 @@ Definition larger_keys (n p : nat) : list nat :=
     occurrence [p] is protected iff it has arrived, it is long, and fewer
     than [B - 1] long arrivals have a strictly larger key.  Keys are
     pairwise distinct, so this is exactly the set of the
-    [min (B - 1) N_L] largest keys among long arrivals. *)
+    [min (B - 1) N_L] largest keys among long arrivals (proved in
+    TopKeys.v: [protected_set_length], [protected_top],
+    [top_keys_unique]). *)
 Definition protected (n p : nat) : Prop :=
   p < n /\ long (len p) /\ length (larger_keys n p) < B - 1.
 

@@ -4,3 +4,4 @@ import PackingTheory.KeyLemma
 import PackingTheory.Invariant
 import PackingTheory.Corollaries
 import PackingTheory.Exec
+import PackingTheory.TopKeys

@@ -102,7 +102,9 @@ def largerKeys (R : Nat) (len : Nat → Nat) (n p : Nat) : List Nat :=
 
 /-- The protected set, defined without sorting: after `n` arrivals `p` is
 protected iff it has arrived, it is long, and fewer than `B - 1` long arrivals
-have a strictly larger key. (`protected` is a Lean keyword, hence the name.) -/
+have a strictly larger key. (`protected` is a Lean keyword, hence the name.)
+`TopKeys.lean` proves that this is the set of the `min (B - 1) N_L` largest
+keys among the long arrivals. -/
 def isProtected (R B : Nat) (len : Nat → Nat) (n p : Nat) : Prop :=
   p < n ∧ isLong R (len p) ∧ (largerKeys R len n p).length < B - 1
 
