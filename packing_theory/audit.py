@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ._checks import check_int
 from .packer import Engine, make_packer
 from .policies import POLICIES, LengthsInput, PackerConfig
 from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
@@ -491,10 +492,7 @@ class Ledger:
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-            if value < lo:
-                raise ValueError(f"{name} must be >= {lo}, got {value}")
+            check_int(name, value, lo)
         self.capacity = int(capacity)
         self.min_buffer = int(min_buffer)
         self.policy = str(policy)
@@ -1154,10 +1152,7 @@ def startup_delays(
         config = PackerConfig(**kwargs)
     elif kwargs:
         raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
-    if isinstance(permutations, bool) or not isinstance(permutations, (int, np.integer)):
-        raise TypeError(f"permutations must be an int, got {type(permutations).__name__} {permutations!r}")
-    if permutations < 1:
-        raise ValueError(f"permutations must be >= 1, got {permutations}")
+    check_int("permutations", permutations, 1)
     from .lengths import validate_lengths
 
     base = validate_lengths(np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths))
@@ -1300,10 +1295,7 @@ def evaluation_population(
         config = PackerConfig(**kwargs)
     elif kwargs:
         raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
-    if isinstance(targets, bool) or not isinstance(targets, (int, np.integer)):
-        raise TypeError(f"targets must be an int, got {type(targets).__name__} {targets!r}")
-    if targets < 1:
-        raise ValueError(f"targets must be >= 1, got {targets}")
+    targets = check_int("targets", targets, 1)
     for i, p in enumerate(prefixes):
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 < p <= targets:
             raise ValueError(f"prefixes[{i}] must be an int in 1..targets={targets}, got {p!r}")

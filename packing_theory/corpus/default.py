@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
 from ..lengths import validate_lengths
 
 __all__ = [
@@ -326,11 +327,7 @@ def default_lengths(seed: int = 0) -> npt.NDArray[np.int64]:
     >>> a.size, int(a.sum()), int(a.max()), [int((a >= t).sum()) for t in (16384, 32768, 65536, 131072)]
     (846848, 631241817, 290219, [789, 196, 39, 9])
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    lengths, _ = _generate(int(seed), BODY_COMPONENTS)
+    lengths, _ = _generate(check_int("seed", seed, 0), BODY_COMPONENTS)
     return lengths
 
 

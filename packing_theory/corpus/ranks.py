@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
 from ..lengths import validate_lengths
 from ..policies import PackerConfig
 from .text import (
@@ -62,11 +63,7 @@ def rank_row_groups(n_row_groups: int, rank: int, world_size: int) -> range:
         TypeError: a non-int argument.
     """
     r, w = _check_rank(rank, world_size)
-    if isinstance(n_row_groups, bool) or not isinstance(n_row_groups, (int, np.integer)):
-        raise TypeError(f"n_row_groups must be an int, got {type(n_row_groups).__name__} {n_row_groups!r}")
-    if n_row_groups < 0:
-        raise ValueError(f"n_row_groups must be >= 0, got {n_row_groups}")
-    return range(r, int(n_row_groups), w)
+    return range(r, check_int("n_row_groups", n_row_groups, 0), w)
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
+
 __all__ = [
     "Tokenizer",
     "documents_from_texts",
@@ -45,11 +47,7 @@ PathLike = str | os.PathLike[str]
 
 
 def _check_batch_size(batch_size: object) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-        raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__} {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return int(batch_size)
+    return check_int("batch_size", batch_size, 1)
 
 
 def _as_paths(paths: PathLike | Iterable[PathLike], name: str = "paths") -> list[str]:
