@@ -50,7 +50,7 @@ import numpy.typing as npt
 from ._checks import check_int
 from .packer import Engine, make_packer
 from .policies import POLICIES, LengthsInput, PackerConfig
-from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
+from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",
@@ -149,10 +149,12 @@ def stratum_index(lengths: npt.ArrayLike, boundaries: Sequence[int] = STRATA_BOU
 class MassPartition:
     """Token mass of one replay.
 
-    ``arrived_tokens + added_bos == emitted_tokens + discarded_tokens + buffered_tokens``
-    (:attr:`identity_holds`). ``emitted_tokens`` counts row positions, including
+    ``arrived_tokens + added_bos == emitted_tokens + discarded_tokens +
+    filtered_tokens + buffered_tokens`` (:attr:`identity_holds`).
+    ``emitted_tokens`` counts row positions holding source tokens, including
     added BOS markers (``emitted_added_bos``); source tokens alone are
-    ``emitted_tokens - emitted_added_bos``.
+    ``emitted_tokens - emitted_added_bos``. ``padding_tokens`` and
+    ``repeated_tokens`` fill row positions too but are never emitted mass.
     """
 
     arrived_tokens: int
@@ -162,13 +164,16 @@ class MassPartition:
     discarded_tokens: int
     buffered_tokens: int
     buffered_added_bos: int
+    filtered_tokens: int = 0
+    padding_tokens: int = 0
+    repeated_tokens: int = 0
 
     @property
     def identity_holds(self) -> bool:
         """The mass identity of :mod:`packing_theory.spans`."""
         return (
             self.arrived_tokens + self.added_bos
-            == self.emitted_tokens + self.discarded_tokens + self.buffered_tokens
+            == self.emitted_tokens + self.discarded_tokens + self.filtered_tokens + self.buffered_tokens
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,7 +186,7 @@ class StratumRow:
     """Sources and source-token mass of one original-length stratum.
 
     Token counts are *source* tokens (added BOS markers excluded), so
-    ``arrived_tokens == emitted_tokens + discarded_tokens + buffered_tokens``.
+    ``arrived_tokens == emitted_tokens + discarded_tokens + filtered_tokens + buffered_tokens``.
     ``targets`` counts prediction targets held by the stratum's row positions
     (markers included; row position 0 is input only).
     """
@@ -197,6 +202,8 @@ class StratumRow:
     discarded_tokens: int
     buffered_tokens: int
     targets: int
+    filtered_sources: int = 0
+    filtered_tokens: int = 0
 
     @property
     def never_started_sources(self) -> int:
@@ -351,6 +358,7 @@ class Aggregates:
     exposure: ExposureProfile
     coverage: tuple[CoverageRow, ...]
     series: tuple[SeriesSample, ...] = field(repr=False)
+    filtered_sources: int = 0
 
     @property
     def never_started_sources(self) -> int:
@@ -374,6 +382,7 @@ class Aggregates:
             "sources": {"arrived": self.arrived_sources, "started": self.started_sources,
                         "never_started": self.never_started_sources,
                         "fully_emitted": self.fully_emitted_sources,
+                        "filtered": self.filtered_sources,
                         "distinct_started": self.distinct_sources_started,
                         "conservation_violations": self.conservation_violations},
             "over_capacity_emitted_fraction": self.over_capacity_emitted_fraction,
@@ -426,6 +435,7 @@ class SourceRecord:
         buffered: source tokens still buffered at the horizon.
         added_bos: BOS markers the packer created for it.
         first_target: target index of its first emitted target, or ``None``.
+        filtered: source tokens removed before packing (the whole length, or 0).
     """
 
     occurrence: int
@@ -437,6 +447,7 @@ class SourceRecord:
     buffered: int
     added_bos: int
     first_target: int | None
+    filtered: int = 0
 
     @property
     def started(self) -> bool:
@@ -451,7 +462,7 @@ class SourceRecord:
     @property
     def coverage(self) -> float:
         """Emitted share of the source's positions."""
-        return self.emitted / self.length
+        return self.emitted / self.length if self.length else 0.0
 
 
 # --------------------------------------------------------------------------- the ledger
@@ -513,6 +524,7 @@ class Ledger:
         self._started = np.zeros(0, dtype=np.bool_)
         self._emitted = np.zeros(0, dtype=np.int64)
         self._discarded = np.zeros(0, dtype=np.int64)
+        self._filtered = np.zeros(0, dtype=np.int64)
         self._added = np.zeros(0, dtype=np.int32)
         self._first = np.zeros(0, dtype=np.int64)
         # pending events
@@ -526,6 +538,10 @@ class Ledger:
         self._emitted_tokens = 0
         self._emitted_added = 0
         self._discarded_tokens = 0
+        self._filtered_tokens = 0
+        self._filtered_sources = 0
+        self._padding_tokens = 0
+        self._repeated_tokens = 0
         self._long_emitted = 0
         self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
         self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
@@ -609,6 +625,17 @@ class Ledger:
     def _other(self, ev: Event) -> None:
         if isinstance(ev, BosAdded):
             self._ba.append(ev)
+        elif isinstance(ev, Padding):
+            if ev.length < 0:
+                raise ValueError(f"inconsistent event stream: negative Padding length in {ev!r}")
+            self._padding_tokens += ev.length
+        elif isinstance(ev, Repeat):
+            if ev.length < 1:
+                raise ValueError(f"inconsistent event stream: Repeat length < 1 in {ev!r}")
+            self._repeated_tokens += ev.length
+        elif isinstance(ev, Filtered):
+            self._flush()
+            self._filter(ev)
         elif isinstance(ev, Placement):
             self._pl.append(Placement(*ev))
         elif isinstance(ev, Arrival):
@@ -624,6 +651,20 @@ class Ledger:
         else:
             raise TypeError(f"events must be packing_theory.spans events, got {type(ev).__name__} {ev!r}")
 
+    def _filter(self, ev: Filtered) -> None:
+        occ = np.asarray([ev.occurrence], dtype=np.int64)
+        self._known(occ, "Filtered")
+        o = ev.occurrence
+        if self._filtered[o] or self._started[o] or self._discarded[o]:
+            raise ValueError(f"inconsistent event stream: occurrence {o} filtered after it was "
+                             "filtered, placed or discarded")
+        if ev.length != self._length[o]:
+            raise ValueError(f"inconsistent event stream: Filtered length {ev.length} of occurrence {o} "
+                             f"differs from its arrival length {int(self._length[o])}")
+        self._filtered[o] = ev.length
+        self._filtered_tokens += ev.length
+        self._filtered_sources += 1
+
     def _check(self) -> None:
         """Assert the ledger's internal invariants over the events accounted so far.
 
@@ -633,7 +674,7 @@ class Ledger:
         n, cap = self._n, self._cap
         assert 0 <= n <= cap
         for name in ("_length", "_source", "_pass", "_stratum", "_arrived", "_started",
-                     "_emitted", "_discarded", "_added", "_first"):
+                     "_emitted", "_discarded", "_filtered", "_added", "_first"):
             assert getattr(self, name).size == cap, name
         arrived, started = self._arrived[:n], self._started[:n]
         assert not (started & ~arrived).any(), "a started occurrence never arrived"
@@ -641,22 +682,28 @@ class Ledger:
         assert not ((self._emitted[:n] > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
         assert not (started & ~emitted_any).any(), "a started occurrence with nothing emitted"
         assert int(self._length[:n][arrived].sum()) == self._arrived_tokens
-        assert (self._length[:n][arrived] >= 1).all()
+        assert (self._length[:n][arrived] >= 0).all()
         assert int(self._added[:n].sum()) == self._added_bos
         assert int(self._emitted[:n].sum()) + self._emitted_added == self._emitted_tokens
         assert int(self._discarded[:n].sum()) == self._discarded_tokens
-        assert (self._emitted[:n] + self._discarded[:n] <= self._length[:n]).all(), "source tokens overspent"
+        assert int(self._filtered[:n].sum()) == self._filtered_tokens
+        spent = self._emitted[:n] + self._discarded[:n] + self._filtered[:n]
+        assert (spent <= self._length[:n]).all(), "source tokens overspent"
+        assert not ((self._filtered[:n] > 0) & started).any(), "a filtered occurrence started"
         assert (self._first[:n][~started] == _NO_TARGET).all()
         assert int(self._crop_hist.sum()) <= self._emitted_tokens
         expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
         assert self._prot_len.size == self._prot_occ.size == expected_protected
         assert (self._prot_len > self.capacity).all()
         assert (self._length[self._prot_occ] == self._prot_len).all()
-        assert self._arrived_tokens + self._added_bos >= self._emitted_tokens + self._discarded_tokens
+        assert (self._arrived_tokens + self._added_bos
+                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
+        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
         if self._horizon is not None:
             assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
             assert (self._arrived_tokens + self._added_bos
-                    == self._emitted_tokens + self._discarded_tokens + self._buffered_tokens)
+                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
+                    + self._buffered_tokens)
 
     # ------------------------------------------------------------------ chunk accounting
 
@@ -665,7 +712,7 @@ class Ledger:
             return
         cap = max(n, 2 * self._cap, 1024)
         for name in ("_length", "_source", "_pass", "_stratum", "_arrived", "_started",
-                     "_emitted", "_discarded", "_added", "_first"):
+                     "_emitted", "_discarded", "_filtered", "_added", "_first"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
             new[: old.size] = old
@@ -704,10 +751,10 @@ class Ledger:
         occ, length = a[:, 0], a[:, 3]
         if (occ < 0).any():
             raise ValueError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
-        if (length < 1).any():
-            i = int(np.argmax(length < 1))
+        if (length < 0).any():
+            i = int(np.argmax(length < 0))
             raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
-                             f"has length {int(length[i])} < 1")
+                             f"has negative length {int(length[i])}")
         top = int(occ.max()) + 1
         self._grow(top)
         self._n = max(self._n, top)
@@ -739,6 +786,9 @@ class Ledger:
         bos, crop = p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_)
         R = self.capacity
         self._known(occ, "Placement")
+        if self._filtered[occ].any():
+            o = int(occ[np.argmax(self._filtered[occ] > 0)])
+            raise ValueError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
         if (ln < 1).any() or (off < 0).any() or (off + ln > R).any() or (start < 0).any():
             i = int(np.argmax((ln < 1) | (off < 0) | (off + ln > R) | (start < 0)))
             raise ValueError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
@@ -805,7 +855,8 @@ class Ledger:
         if self._flushes % self._series_stride:
             return
         R = self.capacity
-        buffered = self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
+        buffered = (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
+                    - self._filtered_tokens)
         self._series.append(SeriesSample(self._emitted_tokens // R * (R - 1), buffered,
                                          int(self._prot_len.sum())))
         if len(self._series) >= _MAX_SERIES:
@@ -851,9 +902,11 @@ class Ledger:
         strat = self._stratum[:n][arrived].astype(np.int64)
         em = self._emitted[:n][arrived]
         dc = self._discarded[:n][arrived]
+        ft = self._filtered[:n][arrived]
         bf = self._buffered[arrived]
         started = self._started[:n][arrived]
-        full = em == L
+        filtered = ft > 0
+        full = (em == L) & (L > 0)
         labels = stratum_labels(self.boundaries)
 
         def by(w: npt.NDArray[Any]) -> list[int]:
@@ -862,11 +915,13 @@ class Ledger:
         counts = np.bincount(strat, minlength=S)
         arrived_tok, em_tok, dc_tok, bf_tok = by(L), by(em), by(dc), by(bf)
         st_cnt, full_cnt = by(started.astype(np.int64)), by(full.astype(np.int64))
+        ft_cnt, ft_tok = by(filtered.astype(np.int64)), by(ft)
         los = [1, *(b + 1 for b in self.boundaries)]
         his: list[int | None] = [*self.boundaries, None]
         strata = tuple(
             StratumRow(labels[s], los[s], his[s], int(counts[s]), st_cnt[s], full_cnt[s], arrived_tok[s],
-                       em_tok[s], dc_tok[s], bf_tok[s], int(self._targets_by_stratum[s]))
+                       em_tok[s], dc_tok[s], bf_tok[s], int(self._targets_by_stratum[s]),
+                       ft_cnt[s], ft_tok[s])
             for s in range(S))
         # exposure denominators over unique lengths
         uniq, ucnt = _value_counts(L)
@@ -879,7 +934,7 @@ class Ledger:
         expo = self._expo.reshape(S, K)
         exposure = ExposureProfile(K, tuple(labels), tuple(tuple(int(v) for v in r) for r in expo),
                                    tuple(tuple(int(v) for v in r) for r in positions))
-        cov = em / L if L.size else np.zeros(0)
+        cov = np.divide(em, L, out=np.zeros(L.size), where=L > 0)
         coverage = []
         for s in range(S):
             c = cov[strat == s]
@@ -905,7 +960,8 @@ class Ledger:
         hist = self._crop_hist
         crops = int(hist.sum())
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
-                             self._discarded_tokens, buffered_tokens, self._buffered_added)
+                             self._discarded_tokens, buffered_tokens, self._buffered_added,
+                             self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
         self._result = Aggregates(
             policy=self.policy,
             capacity=R,
@@ -924,7 +980,7 @@ class Ledger:
             started_sources=int(started.sum()),
             fully_emitted_sources=int(full.sum()),
             distinct_sources_started=_count_distinct(self._source[:n][arrived][started]),
-            conservation_violations=int((em + dc + bf != L).sum()),
+            conservation_violations=int((em + dc + ft + bf != L).sum()),
             over_capacity_emitted_fraction=(self._long_emitted / self._emitted_tokens
                                             if self._emitted_tokens else None),
             first_over_capacity_target=int(long_first.min()) if long_first.size else None,
@@ -933,6 +989,7 @@ class Ledger:
             exposure=exposure,
             coverage=tuple(coverage),
             series=tuple(self._series),
+            filtered_sources=self._filtered_sources,
         )
         return self._result
 
@@ -952,7 +1009,7 @@ class Ledger:
         """Per-occurrence columns (available in both modes; index = occurrence id).
 
         Keys: ``arrived, source, pass_index, length, stratum, started, emitted,
-        discarded, buffered, added_bos, first_target`` (``emitted``, ``discarded``
+        discarded, filtered, buffered, added_bos, first_target`` (``emitted``, ``discarded``
         and ``buffered`` count source tokens; ``buffered`` needs the Horizon).
         """
         n = self._n
@@ -965,6 +1022,7 @@ class Ledger:
             "started": self._started[:n].copy(),
             "emitted": self._emitted[:n].copy(),
             "discarded": self._discarded[:n].copy(),
+            "filtered": self._filtered[:n].copy(),
             "buffered": self._buffered.copy() if self._horizon is not None else np.zeros(n, np.int64),
             "added_bos": self._added[:n].astype(np.int64),
             "first_target": self.first_targets(),
@@ -1007,6 +1065,7 @@ class Ledger:
             buffered=int(self._buffered[occurrence]),
             added_bos=int(self._added[occurrence]),
             first_target=first if first >= 0 else None,
+            filtered=int(self._filtered[occurrence]),
         )
 
     def records(self) -> Iterator[SourceRecord]:

@@ -23,7 +23,19 @@ import numpy as np
 
 from .buffer import FastBuffer
 from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
-from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
+from .spans import (
+    Arrival,
+    BosAdded,
+    Discard,
+    Event,
+    Exhausted,
+    Filtered,
+    Horizon,
+    Padding,
+    Placement,
+    Repeat,
+    fill_length,
+)
 
 if TYPE_CHECKING:
     from .reference import ReferencePacker
@@ -181,20 +193,42 @@ class Packer:
         return _token_rows(self, documents)
 
 
+RowEvent = Placement | Padding | Repeat
+"""The events that fill row positions."""
+
+
 def _group_rows(events: Iterable[Event], capacity: int) -> Iterator[list[Placement]]:
-    current: list[Placement] = []
+    """Group the row-filling events into complete rows.
+
+    The events of one row must be contiguous in the stream (every packer
+    completes a row before it starts the next, whatever the row's index).
+    Rows of the streaming family hold only placements; peers' rows may also
+    hold :class:`~packing_theory.spans.Padding` and
+    :class:`~packing_theory.spans.Repeat` events.
+    """
+    current: list[Any] = []
     filled = 0
     for ev in events:
-        if isinstance(ev, Placement):
+        n = fill_length(ev)
+        if n:
             current.append(ev)
-            filled += ev.length
+            filled += n
             if filled == capacity:
                 yield current
                 current = []
                 filled = 0
 
 
-def _token_rows(packer: Packer | ReferencePacker, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
+def _token_rows(
+    packer: Any, documents: Iterable[Sequence[int]], pad_id: int = 0
+) -> Iterator[list[int]]:
+    """Rows of token ids from any event source (``packer.events`` and ``packer.capacity``).
+
+    Documents are held while they still have unemitted tokens; a packer that
+    emits :class:`~packing_theory.spans.Repeat` events (``repeats_tokens =
+    True``) has its documents held to the end. Padding positions get ``pad_id``.
+    """
+    keep_all = bool(getattr(packer, "repeats_tokens", False))
     held: dict[int, Sequence[int]] = {}
     left: dict[int, int] = {}
     docs_iter = iter(documents)
@@ -206,23 +240,33 @@ def _token_rows(packer: Packer | ReferencePacker, documents: Iterable[Sequence[i
             yield len(doc)
 
     row: list[int] = []
-    capacity: int = packer.config.capacity
+    capacity: int = packer.capacity
+    release = (lambda *_: None) if keep_all else _release
     for ev in packer.events(lengths()):
-        if isinstance(ev, Placement):
+        t = type(ev)
+        if t is Placement:
             doc = held[ev.occurrence]
             if ev.bos_inserted:
                 row.append(doc[0])
                 row.extend(doc[ev.start : ev.start + ev.length - 1])
             else:
                 row.extend(doc[ev.start : ev.start + ev.length])
-            _release(held, left, ev.occurrence, ev.length)
-            if len(row) == capacity:
-                yield row
-                row = []
-        elif isinstance(ev, Discard):
-            _release(held, left, ev.occurrence, ev.length)
-        elif isinstance(ev, BosAdded):
+            release(held, left, ev.occurrence, ev.length)
+        elif t is Discard:
+            release(held, left, ev.occurrence, ev.length)
+        elif t is BosAdded:
             left[ev.occurrence] += ev.markers
+        elif t is Padding:
+            row.extend([pad_id] * ev.length)
+        elif t is Repeat:
+            row.extend(held[ev.occurrence][ev.start : ev.start + ev.length])
+        elif t is Filtered:
+            release(held, left, ev.occurrence, ev.length)
+        else:
+            continue
+        if len(row) == capacity:
+            yield row
+            row = []
 
 
 def _release(held: dict[int, Sequence[int]], left: dict[int, int], occurrence: int, n: int) -> None:

@@ -20,10 +20,37 @@ A source occurrence of BOS-inclusive length ``L`` has *source offsets*
   for ``random-span`` crops, the source's own BOS moved in front of a text
   span that does not start at offset 1.
 
-Mass identity (checked by tests for every policy)::
+Mass identity (checked by tests for every policy and every peer)::
 
     sum(Arrival.length) + sum(BosAdded.markers)
-        == sum(Placement.length) + sum(Discard.length) + sum(Horizon buffered lengths)
+        == sum(Placement.length) + sum(Discard.length) + sum(Filtered.length)
+           + sum(Horizon buffered lengths)
+
+Row identity: every complete row is filled exactly by its placements, its
+padding and its repeated tokens::
+
+    Horizon.rows * R + Horizon.partial_row_tokens
+        == sum(Placement.length) + sum(Padding.length) + sum(Repeat.length)
+
+Padding and repeated tokens are never counted as emitted source tokens.
+
+What offline packers add
+------------------------
+The streaming family only ever emits :class:`Placement`, :class:`Discard`
+and :class:`BosAdded`. Offline and concatenating packers (the peers of
+:mod:`packing_theory.peers`) also need
+
+* :class:`Filtered` — an arrived document removed before packing (too long,
+  empty, over a cap); its tokens never reach a row;
+* :class:`Padding` — row positions that hold no source token (a bin that is
+  not full, right padding to the sequence length);
+* :class:`Repeat` — row positions that show source tokens a placement has
+  already emitted (Megatron-style samples of ``L + 1`` tokens overlapping by
+  one token).
+
+Rows may be emitted in any order (bin order, a shuffled sample index); a
+row is complete when its placements, padding and repeats fill ``R``
+positions. Consumers never assume that row indices increase.
 
 All types are :class:`typing.NamedTuple`: immutable, hashable, comparable
 field by field, and cheap enough to create per selection.
@@ -43,8 +70,12 @@ __all__ = [
     "Event",
     "EventSource",
     "Exhausted",
+    "Filtered",
     "Horizon",
+    "Padding",
     "Placement",
+    "Repeat",
+    "fill_length",
 ]
 
 
@@ -55,7 +86,8 @@ class Arrival(NamedTuple):
         occurrence: unique 0-based arrival index of this occurrence.
         source: original source id (index in the corpus); equal across passes.
         pass_index: 0-based corpus pass in which the occurrence arrived.
-        length: BOS-inclusive original length ``L >= 1``.
+        length: BOS-inclusive original length ``L >= 1`` (``L = 0`` only for an
+            empty document that a peer packer then reports as :class:`Filtered`).
     """
 
     occurrence: int
@@ -115,6 +147,48 @@ class Discard(NamedTuple):
     length: int
 
 
+class Filtered(NamedTuple):
+    """An arrived occurrence was removed before packing; none of its ``length`` tokens reach a row.
+
+    Follows the occurrence's :class:`Arrival`. ``reason`` is a short
+    machine-readable tag (``"over-capacity"``, ``"empty"``, ``"max-packs"``, ...).
+    """
+
+    occurrence: int
+    source: int
+    length: int
+    reason: str
+
+
+class Padding(NamedTuple):
+    """Row positions ``[offset, offset + length)`` of ``row`` hold no source token.
+
+    Right padding to the sequence length, or the unused end of a bin that a
+    packer emits short. Padding is never emitted source mass.
+    """
+
+    row: int
+    offset: int
+    length: int
+
+
+class Repeat(NamedTuple):
+    """Row positions that show source tokens a :class:`Placement` has already emitted.
+
+    Positions ``[offset, offset + length)`` of ``row`` hold source offsets
+    ``[start, start + length)`` of ``occurrence`` again (Megatron's samples of
+    ``L + 1`` tokens overlap by one). The tokens are counted once, by their
+    placement; a repeat changes neither the mass identity nor exposure.
+    """
+
+    row: int
+    offset: int
+    occurrence: int
+    source: int
+    start: int
+    length: int
+
+
 class BufferedSpan(NamedTuple):
     """A span still buffered at the horizon, in buffer order.
 
@@ -160,8 +234,20 @@ class Horizon(NamedTuple):
     buffered: tuple[BufferedSpan, ...]
 
 
-Event = Arrival | BosAdded | Placement | Discard | Exhausted | Horizon
+Event = Arrival | BosAdded | Placement | Discard | Filtered | Padding | Repeat | Exhausted | Horizon
 """Any event of the placement stream."""
+
+
+def fill_length(ev: object) -> int:
+    """Row positions an event fills: the length of a Placement, Padding or Repeat, else 0.
+
+    >>> fill_length(Padding(0, 5, 3)), fill_length(Discard(0, 0, 1, 4))
+    (3, 0)
+    """
+    t = type(ev)
+    if t is Placement or t is Padding or t is Repeat:
+        return ev.length  # type: ignore[attr-defined, no-any-return]
+    return 0
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .policies import PackerConfig
-from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Horizon, Placement
+from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
 
 __all__ = ["ReplaySummary", "SummaryAccumulator", "summarize"]
 
@@ -24,8 +24,9 @@ class ReplaySummary:
     """Token mass, source and timing aggregates of one replay.
 
     The mass identity ``consumed_tokens + added_bos_tokens == emitted_tokens
-    + discarded_tokens + buffered_tokens`` holds for every replay
-    (:meth:`identity_holds`).
+    + discarded_tokens + filtered_tokens + buffered_tokens`` holds for every
+    replay (:meth:`identity_holds`); padding and repeated tokens fill rows but
+    are never emitted source mass.
 
     Attributes:
         rows: complete rows emitted.
@@ -46,6 +47,10 @@ class ReplaySummary:
         partial_row_tokens: tokens in an incomplete last row.
         exhausted_at_row: row where the stream first failed to refill to B
             (in ``stop`` mode: the row the replay ended in), or ``None``.
+        padding_tokens: row positions holding no source token (peers).
+        repeated_tokens: row positions showing an already emitted token again (peers).
+        filtered_sources: occurrences removed before packing (peers).
+        filtered_tokens: their tokens.
     """
 
     rows: int
@@ -63,17 +68,31 @@ class ReplaySummary:
     stop_reason: str
     partial_row_tokens: int
     exhausted_at_row: int | None
+    padding_tokens: int = 0
+    repeated_tokens: int = 0
+    filtered_sources: int = 0
+    filtered_tokens: int = 0
+
+    @property
+    def sources_never_started(self) -> int:
+        """Consumed occurrences with no emitted token (filtered ones included)."""
+        return self.consumed_sources - self.sources_started
 
     def identity_holds(self) -> bool:
-        """``consumed + added BOS == emitted + discarded + buffered``."""
+        """``consumed + added BOS == emitted + discarded + filtered + buffered``."""
         return (
             self.consumed_tokens + self.added_bos_tokens
-            == self.emitted_tokens + self.discarded_tokens + self.buffered_tokens
+            == self.emitted_tokens + self.discarded_tokens + self.filtered_tokens + self.buffered_tokens
         )
 
+    def row_identity_holds(self, capacity: int) -> bool:
+        """``rows * R + partial_row_tokens == emitted + padding + repeated`` (every row position is one)."""
+        return (self.rows * capacity + self.partial_row_tokens
+                == self.emitted_tokens + self.padding_tokens + self.repeated_tokens)
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (field order preserved)."""
-        return asdict(self)
+        """A JSON-ready dict (field order preserved, plus ``sources_never_started``)."""
+        return {**asdict(self), "sources_never_started": self.sources_never_started}
 
 
 class SummaryAccumulator:
@@ -101,6 +120,10 @@ class SummaryAccumulator:
         self.started = 0
         self.first_long_target: int | None = None
         self.exhausted_at_row: int | None = None
+        self.padding = 0
+        self.repeated = 0
+        self.filtered_sources = 0
+        self.filtered = 0
         self.horizon: Horizon | None = None
 
     def feed(self, ev: Event) -> None:
@@ -128,8 +151,16 @@ class SummaryAccumulator:
             self.discarded += ev.length
         elif isinstance(ev, BosAdded):
             self.added_bos += ev.markers
+        elif isinstance(ev, Padding):
+            self.padding += ev.length
+        elif isinstance(ev, Repeat):
+            self.repeated += ev.length
+        elif isinstance(ev, Filtered):
+            self.filtered_sources += 1
+            self.filtered += ev.length
         elif isinstance(ev, Exhausted):
-            self.exhausted_at_row = ev.row
+            if self.exhausted_at_row is None:
+                self.exhausted_at_row = ev.row
         elif isinstance(ev, Horizon):
             self.horizon = ev
 
@@ -139,11 +170,14 @@ class SummaryAccumulator:
         assert self.started == sum(1 for f in self._flags if f & _STARTED)
         assert 0 <= self.crop_bos_only <= self.crops
         assert self.emitted >= self.crops
-        assert self.consumed_tokens + self.added_bos >= self.emitted + self.discarded
+        assert self.consumed_tokens + self.added_bos >= self.emitted + self.discarded + self.filtered
+        assert 0 <= self.filtered_sources <= self.consumed_sources
+        assert self.padding >= 0 and self.repeated >= 0
         if self.first_long_target is not None:
             assert any(f & _LONG and f & _STARTED for f in self._flags)
         if self.horizon is not None:
             assert self.result().identity_holds()
+            assert self.result().row_identity_holds(self.capacity)
 
     def result(self) -> ReplaySummary:
         """The summary; requires the Horizon event to have been fed."""
@@ -170,6 +204,10 @@ class SummaryAccumulator:
                 if self.exhausted_at_row is not None or h.stop_reason != "exhausted"
                 else h.rows  # stop mode: the replay ended at the failed refill
             ),
+            padding_tokens=self.padding,
+            repeated_tokens=self.repeated,
+            filtered_sources=self.filtered_sources,
+            filtered_tokens=self.filtered,
         )
 
 

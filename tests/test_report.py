@@ -45,9 +45,10 @@ def test_json_schema_keys_are_stable(result: AuditResult) -> None:
     assert [tuple(p) for p in doc["policies"]] == [POLICY_KEYS] * 3
     p0 = doc["policies"][0]
     assert set(p0["mass"]) == {"arrived_tokens", "added_bos", "emitted_tokens", "emitted_added_bos",
-                               "discarded_tokens", "buffered_tokens", "buffered_added_bos", "identity_holds"}
+                               "discarded_tokens", "buffered_tokens", "buffered_added_bos", "identity_holds",
+                               "filtered_tokens", "padding_tokens", "repeated_tokens"}
     assert set(p0["sources"]) == {"arrived", "started", "never_started", "fully_emitted", "distinct_started",
-                                  "conservation_violations"}
+                                  "conservation_violations", "filtered"}
     assert set(p0["protected"]) == {"members", "long_arrivals", "tokens", "started_members",
                                     "buffered_tokens", "share_of_arrived", "share_of_buffered"}
     assert len(p0["strata"]) == len(doc["strata"]["labels"]) == 9
