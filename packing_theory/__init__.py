@@ -27,8 +27,11 @@ from .spans import (
     Event,
     EventSource,
     Exhausted,
+    Filtered,
     Horizon,
+    Padding,
     Placement,
+    Repeat,
 )
 from .summary import ReplaySummary, SummaryAccumulator, summarize
 
@@ -45,6 +48,7 @@ __all__ = [
     "EventSource",
     "Exhausted",
     "FastBuffer",
+    "Filtered",
     "Horizon",
     "InvariantMonitor",
     "InvariantViolation",
@@ -52,10 +56,12 @@ __all__ = [
     "MonitoredBuffer",
     "Packer",
     "PackerConfig",
+    "Padding",
     "Placement",
     "Policy",
     "ProtectedSet",
     "ReferencePacker",
+    "Repeat",
     "Replay",
     "ReplaySummary",
     "SummaryAccumulator",
