@@ -17,8 +17,8 @@ from pathlib import Path
 
 from packing_theory import Packer, PackerConfig
 from packing_theory.audit import Ledger, evaluation_population, run_audit
+from packing_theory.audit.report import matplotlib_available, write_report
 from packing_theory.corpus import default_lengths
-from packing_theory.report import matplotlib_available, write_report
 
 # A tenth of the calibrated default corpus and of autoresearch's row budget.
 lengths = default_lengths(seed=0)[:84_685]

@@ -2,8 +2,20 @@
 
 The library replays streaming packers exactly (:class:`Packer`, with the naive
 :class:`ReferencePacker` as its oracle), turns every packer into one stream of
-placement events (:mod:`packing_theory.spans`), and summarises, checks and
+placement events (:mod:`packing_theory.engine.events`), and summarises, checks and
 audits that stream.
+
+Layout (arrows point down; see the architecture page of the docs)::
+
+    cli/                     the packing-theory command
+    audit/ evaluation/ adapters/     consumers of the event stream
+    invariant/               the protected set, the monitor, bounds, strategies
+    peers/ corpus/           other packers; arrival streams
+    engine/                  events, policies, buffer, Packer, ReferencePacker
+    _checks, lengths         foundation
+
+Every name below is re-exported here, so notebooks need only
+``import packing_theory as pt``.
 
 >>> import packing_theory as pt
 >>> rep = pt.replay([5, 3, 9, 4], capacity=8, min_buffer=2, refill=2)
@@ -12,30 +24,41 @@ audits that stream.
 (3, 1, 'exhausted', 9)
 """
 
+from . import _aliases
+from ._version import __version__
 from .audit import Ledger, audit_events, audit_lengths, run_audit
-from .bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
-from .buffer import FastBuffer
-from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
-from .packer import Engine, Packer, Replay, make_packer, replay
-from .policies import POLICIES, PackerConfig, Policy
-from .reference import ReferencePacker
-from .spans import (
+from .engine import (
+    POLICIES,
     Arrival,
     BosAdded,
     BufferedSpan,
     Discard,
+    Engine,
     Event,
     EventSource,
     Exhausted,
+    FastBuffer,
     Filtered,
     Horizon,
+    Packer,
+    PackerConfig,
     Padding,
     Placement,
+    Policy,
+    ReferencePacker,
     Repeat,
+    Replay,
+    ReplaySummary,
+    SummaryAccumulator,
+    make_packer,
+    replay,
+    summarize,
 )
-from .summary import ReplaySummary, SummaryAccumulator, summarize
+from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
+from .invariant.bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
 
-__version__ = "0.1.0"
+_aliases.install()
+
 
 __all__ = [
     "POLICIES",

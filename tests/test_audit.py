@@ -26,7 +26,7 @@ from packing_theory.audit import (
     stratum_index,
     stratum_labels,
 )
-from packing_theory.policies import POLICIES
+from packing_theory.engine.policies import POLICIES
 
 SMALL_BOUNDS = (2, 4, 8, 16, 32)
 

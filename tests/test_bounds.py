@@ -12,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import packing_theory as pt
-from packing_theory import strategies as pst
-from packing_theory.bounds import (
+from packing_theory.engine.events import Arrival, Exhausted, Placement
+from packing_theory.invariant import InvariantMonitor
+from packing_theory.invariant import strategies as pst
+from packing_theory.invariant.bounds import (
     PAPER_COUNTS,
     PAPER_SOURCES,
     PAPER_THRESHOLDS,
@@ -30,8 +32,6 @@ from packing_theory.bounds import (
     repeated_corpus_table,
     startup_bound,
 )
-from packing_theory.invariant import InvariantMonitor
-from packing_theory.spans import Arrival, Exhausted, Placement
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = Path("/work/shared/seeds/000_f52003914094d358.txt")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from packing_theory.buffer import FastBuffer
+from packing_theory.engine.buffer import FastBuffer
 
 R = 9
 

@@ -9,7 +9,7 @@ from hypothesis import given
 
 import packing_theory as pt
 from packing_theory.audit import Ledger
-from packing_theory.strategies import replay_cases
+from packing_theory.invariant.strategies import replay_cases
 
 
 @given(replay_cases())

@@ -10,7 +10,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import packing_theory as pt
-from packing_theory.policies import POLICIES
+from packing_theory.engine.policies import POLICIES
 
 
 @st.composite

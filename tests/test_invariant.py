@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import packing_theory as pt
-from packing_theory import strategies as pst
+from packing_theory.engine.events import Arrival, BufferedSpan, Exhausted, Horizon, Placement
 from packing_theory.invariant import (
     BufferTracker,
     InvariantMonitor,
@@ -27,7 +27,7 @@ from packing_theory.invariant import (
     protected_violations,
     summarize_buffer,
 )
-from packing_theory.spans import Arrival, BufferedSpan, Exhausted, Horizon, Placement
+from packing_theory.invariant import strategies as pst
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from packing_theory import Ledger, SummaryAccumulator
-from packing_theory.packer import _group_rows, _token_rows
-from packing_theory.spans import (
+from packing_theory.engine.events import (
     Arrival,
     Discard,
     Event,
@@ -24,6 +23,7 @@ from packing_theory.spans import (
     Repeat,
     fill_length,
 )
+from packing_theory.engine.rows import group_rows, token_rows
 
 R = 5
 
@@ -127,7 +127,7 @@ def test_ledger_rejects_inconsistent_peer_events(events: list[Event], message: s
 
 
 def test_group_rows_uses_every_filling_event() -> None:
-    rows = list(_group_rows(toy_stream(), R))
+    rows = list(group_rows(toy_stream(), R))
     assert [sum(fill_length(e) for e in row) for row in rows] == [R, R, R]
     assert [type(e).__name__ for e in rows[2]] == ["Repeat", "Placement", "Padding"]
 
@@ -143,5 +143,5 @@ class _Toy:
 
 def test_token_rows_fill_padding_and_repeats() -> None:
     docs = [[100, 1, 2], [], [200, 11, 12, 13, 14, 15, 16], [300, 21]]
-    rows = list(_token_rows(_Toy(), docs, pad_id=-1))
+    rows = list(token_rows(_Toy(), docs, pad_id=-1))
     assert rows == [[100, 1, 2, -1, -1], [200, 11, 12, 13, 14], [14, 300, 21, -1, -1]]

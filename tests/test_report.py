@@ -11,7 +11,7 @@ import pytest
 
 import packing_theory as pt
 from packing_theory.audit import AuditResult, run_audit
-from packing_theory.report import (
+from packing_theory.audit.report import (
     PAPER_5_1,
     PLOT_FILES,
     POLICY_KEYS,

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis.errors import InvalidArgument
 
 import packing_theory as pt
-from packing_theory import strategies as pst
+from packing_theory.invariant import strategies as pst
 
 QUICK = settings(database=None, derandomize=True, max_examples=500, suppress_health_check=list(HealthCheck))
 

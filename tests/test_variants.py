@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 import packing_theory as pt
-from packing_theory import strategies as pst
+from packing_theory.engine.events import Exhausted, Placement
+from packing_theory.engine.summary import summarize
+from packing_theory.engine.variants import VARIANTS, VariantConfig, VariantPacker, variant
 from packing_theory.invariant import InvariantMonitor, protected_violations
-from packing_theory.spans import Exhausted, Placement
-from packing_theory.summary import summarize
-from packing_theory.variants import VARIANTS, VariantConfig, VariantPacker, variant
+from packing_theory.invariant import strategies as pst
 
 VIOLATING = ("requeue-bos", "oldest-first", "latest-tie", "epoch-flush", "epoch-drain")
 HOLDING = ("split-suffix", "continue-at-end")

@@ -214,8 +214,8 @@ def _replay_metrics(lengths: npt.NDArray[np.int64], policy: str = "discard") -> 
 
     Complexity: one full replay (~5-8 s for the default corpus) plus O(events).
     """
-    from ..packer import Packer
-    from ..spans import Arrival, BosAdded, Discard, Horizon, Placement
+    from ..engine.events import Arrival, BosAdded, Discard, Horizon, Placement
+    from ..engine.packer import Packer
 
     R = int(AUTORESEARCH["capacity"])
     packer = Packer(policy=policy, **AUTORESEARCH)  # type: ignore[arg-type]
@@ -283,8 +283,8 @@ def startup_targets(lengths: npt.NDArray[np.int64], permutations: int, seed: int
     ``argsort(Generator(PCG64([seed, k])).random(n))``; ``None`` marks a
     permutation in which no over-capacity source starts within the budget.
     """
-    from ..packer import Packer
-    from ..spans import Placement
+    from ..engine.events import Placement
+    from ..engine.packer import Packer
 
     arr = validate_lengths(lengths)
     R = int(AUTORESEARCH["capacity"])

@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.policies import PackerConfig
 from ..lengths import validate_lengths
-from ..policies import PackerConfig
 from .text import (
     PathLike,
     Tokenizer,

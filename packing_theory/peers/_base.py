@@ -3,11 +3,11 @@
 A peer is a packer from a training framework (TRL, OLMo-core, Megatron, ...)
 or a method described in a paper, transcribed from its source in our own
 words. It turns a length stream into the library's event stream
-(:mod:`packing_theory.spans`) so that the audit, the monitor, the reports and
+(:mod:`packing_theory.engine.events`) so that the audit, the monitor, the reports and
 the trainer adapter consume it unchanged.
 
 Row model: every emitted row has ``capacity`` positions; positions a peer
-leaves empty are :class:`~packing_theory.spans.Padding` (whether the
+leaves empty are :class:`~packing_theory.engine.events.Padding` (whether the
 framework materialises pad tokens or a collator pads later is documented per
 peer). :class:`RowEmitter` numbers rows and pads them.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
-from ..spans import Event, Padding, Placement, Repeat
+from ..engine.events import Event, Padding, Placement, Repeat
 
 __all__ = ["PeerPacker", "Piece", "RowEmitter"]
 
@@ -82,7 +82,7 @@ class RowEmitter:
 
 
 class PeerPacker(abc.ABC):
-    """Base of every peer packer (an :class:`~packing_theory.spans.EventSource`).
+    """Base of every peer packer (an :class:`~packing_theory.engine.events.EventSource`).
 
     Subclasses set the class attributes and implement :meth:`events`.
 
@@ -92,7 +92,7 @@ class PeerPacker(abc.ABC):
         reference: the transcribed source: repository, commit and file(s).
         in_family: whether seed 000 §3's proposition applies (never for peers).
         family_note: why the proposition does not apply (seed 000 §5.10 style).
-        repeats_tokens: the peer emits :class:`~packing_theory.spans.Repeat` events.
+        repeats_tokens: the peer emits :class:`~packing_theory.engine.events.Repeat` events.
     """
 
     name: ClassVar[str]

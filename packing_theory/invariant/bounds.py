@@ -39,8 +39,8 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._checks import check_int
-from .lengths import validate_lengths
+from .._checks import check_int
+from ..lengths import validate_lengths
 
 __all__ = [
     "PAPER_CAPACITY",

@@ -23,8 +23,8 @@ policy               what happens
                      an independent RNG (seed 000 §4)
 ===================  ==========================================================
 
-The functions here are shared by the fast engine (:mod:`packing_theory.packer`)
-and the reference engine (:mod:`packing_theory.reference`): the refill model,
+The functions here are shared by the fast engine (:mod:`packing_theory.engine.packer`)
+and the reference engine (:mod:`packing_theory.engine.reference`): the refill model,
 the arrival transform and the crop outcome. The selection rule itself is *not*
 shared: each engine implements it independently so that the differential tests
 compare two implementations.
@@ -39,8 +39,8 @@ from typing import Literal, NamedTuple, Union
 
 import numpy as np
 
-from ._checks import check_int
-from .lengths import validate_lengths
+from .._checks import check_int
+from ..lengths import validate_lengths
 
 __all__ = [
     "EXHAUSTED_MODES",
@@ -90,7 +90,7 @@ class PackerConfig:
         exhausted: what to do when the stream cannot refill the buffer to ``B``:
             ``"stop"`` ends the replay at that selection boundary (an incomplete
             row is reported as ``partial_row_tokens``); ``"drain"`` announces an
-            :class:`~packing_theory.spans.Exhausted` event and keeps selecting
+            :class:`~packing_theory.engine.events.Exhausted` event and keeps selecting
             with fewer than ``B`` spans until the buffer is empty — outside the
             proposition's hypotheses, and flagged as such.
     """

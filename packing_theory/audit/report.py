@@ -12,16 +12,18 @@ is a terminal.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .audit import AuditResult, EvalPopulation, StartupSpread
+from .plots import PLOT_FILES, matplotlib_available, write_plots
+from .population import EvalPopulation
+from .progress import ProgressBar, progress_bar
+from .run import AuditResult
+from .startup import StartupSpread
 
 __all__ = [
     "PAPER_5_1",
@@ -57,10 +59,6 @@ POLICY_KEYS: tuple[str, ...] = (
 )
 """Keys of each entry of ``"policies"`` (see :meth:`packing_theory.audit.Aggregates.to_dict`)."""
 
-PLOT_FILES: tuple[str, ...] = (
-    "retention_by_stratum.png", "exposure_profile.png", "startup_delay.png", "buffered_mass.png",
-)
-"""The PNG files :func:`write_plots` writes."""
 
 PAPER_5_1: dict[str, Any] = {
     "source": "seed 000 §5.1 (ClimbMix, autoresearch settings R=2049, B=1000, refill 128, 243,968 rows)",
@@ -101,8 +99,8 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
     >>> doc["schema"], doc["version"], tuple(doc) == TOP_LEVEL_KEYS
     ('packing-theory/audit', 1, True)
     """
-    from . import __version__
-    from .audit import stratum_labels
+    from .._version import __version__
+    from .strata import stratum_labels
 
     cfg = result.config
     evaluation: dict[str, Any] | None = None
@@ -311,117 +309,6 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- plots
-
-
-def matplotlib_available() -> bool:
-    """Whether matplotlib can be imported (the ``plots`` extra)."""
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        return False
-    return True
-
-
-def _pyplot() -> Any:
-    try:
-        mpl = importlib.import_module("matplotlib")
-    except ImportError as exc:
-        raise ImportError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
-                          "(or pass --no-plots)") from exc
-    mpl.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
-
-
-def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Path]:
-    """Write the four PNGs of :data:`PLOT_FILES` into ``outdir``; return their paths.
-
-    Raises:
-        ImportError: matplotlib is not installed (the message names the extra).
-    """
-    plt = _pyplot()
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    aggs = list(result.policies)
-    labels = list(aggs[0].exposure.labels)
-    paths: list[Path] = []
-
-    # 1. retention by stratum
-    fig, ax = plt.subplots(figsize=(9, 4))
-    width = 0.8 / len(aggs)
-    for i, a in enumerate(aggs):
-        vals = [s.retention if s.retention is not None else 0.0 for s in a.strata]
-        ax.bar([x + i * width for x in range(len(labels))], vals, width, label=a.policy)
-    ax.set_xticks([x + width * (len(aggs) - 1) / 2 for x in range(len(labels))], labels, rotation=30)
-    ax.set_ylabel("emitted / loaded source tokens")
-    ax.set_xlabel("original BOS-inclusive length")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("Retention of loaded token mass by original-length stratum")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[0])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
-
-    # 2. exposure profile
-    fig, axes = plt.subplots(1, len(aggs), figsize=(4.2 * len(aggs), 3.8), squeeze=False, sharey=True)
-    for ax, a in zip(axes[0], aggs, strict=True):
-        K = a.exposure.bins
-        xs = [(k + 0.5) / K for k in range(K)]
-        for s, lab in enumerate(labels):
-            ys = a.exposure.fraction(s)
-            if all(y is None for y in ys):
-                continue
-            ax.plot(xs, [float("nan") if y is None else y for y in ys], label=lab)
-        ax.set_title(a.policy)
-        ax.set_xlabel("relative position within source")
-        ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("fraction of positions emitted")
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), title="length")
-    fig.suptitle("Exposure profile by original-length stratum (prefix bias)")
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[1])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
-
-    # 3. startup delay distribution
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    spreads = {s.policy: s for s in result.startup}
-    for i, a in enumerate(aggs):
-        spread = spreads.get(a.policy)
-        if spread is not None:
-            ys = [d / 1e6 for d in spread.delays if d is not None]
-            ax.scatter([i] * len(ys), ys, alpha=0.6, label="permutations" if i == 0 else None)
-        if a.first_over_capacity_target is not None:
-            ax.scatter([i], [a.first_over_capacity_target / 1e6], marker="_", s=600, color="black",
-                       label="given order" if i == 0 else None)
-    ax.set_xticks(range(len(aggs)), [a.policy for a in aggs])
-    ax.set_ylabel("first target of a source > R (M targets)")
-    ax.set_title("Startup delay over random permutations of the length multiset")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[2])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
-
-    # 4. buffered mass over time
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    for a in aggs:
-        xs = [p.targets / 1e6 for p in a.series]
-        line = ax.plot(xs, [p.buffered_tokens / 1e6 for p in a.series], label=f"{a.policy}: buffered")
-        ax.plot(xs, [p.protected_tokens / 1e6 for p in a.series], linestyle="--", color=line[0].get_color(),
-                label=f"{a.policy}: protected set")
-    ax.set_xlabel("targets emitted (M)")
-    ax.set_ylabel("tokens (M)")
-    ax.set_title("Buffered mass and protected-set mass over the replay")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[3])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
-    return paths
-
-
 # --------------------------------------------------------------------------- all files
 
 
@@ -457,42 +344,3 @@ def write_report(
     text = render_markdown(result, reference=reference, plots=[p.name for p in pngs])
     md.write_text(text, encoding="utf-8")
     return ReportFiles(j, md, pngs)
-
-
-# --------------------------------------------------------------------------- progress
-
-
-class ProgressBar:
-    """A row-count progress callback around a tqdm bar; call it with absolute rows, then :meth:`close`."""
-
-    def __init__(self, bar: Any) -> None:
-        self._bar = bar
-        self._last = 0
-
-    def __call__(self, rows: int) -> None:
-        """Advance the bar to ``rows``."""
-        if rows > self._last:
-            self._bar.update(rows - self._last)
-            self._last = rows
-
-    def close(self) -> None:
-        """Close the bar."""
-        self._bar.close()
-
-
-def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None) -> ProgressBar | None:
-    """A :class:`ProgressBar` on standard error, or ``None``.
-
-    By default (``enabled=None``) a bar is shown only when standard error is a
-    terminal and tqdm is installed; ``enabled=False`` never shows one.
-
-    >>> progress_bar("audit", 10, enabled=False) is None
-    True
-    """
-    if enabled is False or (enabled is None and not sys.stderr.isatty()):
-        return None
-    try:
-        tqdm = importlib.import_module("tqdm")
-    except ImportError:
-        return None
-    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit="row", file=sys.stderr, leave=False))

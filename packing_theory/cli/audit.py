@@ -30,7 +30,7 @@ from ..audit import (
     AuditResult,
     run_audit,
 )
-from ..policies import POLICIES, PackerConfig
+from ..engine.policies import POLICIES, PackerConfig
 from ._common import add_stream_options, emit_json, parse_int_list
 
 __all__ = [
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     Exit status 0; 1 when the mass identity fails for a policy (the report is still
     written, so the failure can be read); 2 on bad input (via the CLI).
     """
-    from ..report import (
+    from ..audit.report import (
         PAPER_5_1,
         matplotlib_available,
         progress_bar,

@@ -10,8 +10,19 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .events import (
+    Arrival,
+    BosAdded,
+    Discard,
+    Event,
+    Exhausted,
+    Filtered,
+    Horizon,
+    Padding,
+    Placement,
+    Repeat,
+)
 from .policies import PackerConfig
-from .spans import Arrival, BosAdded, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
 
 __all__ = ["ReplaySummary", "SummaryAccumulator", "summarize"]
 
@@ -43,7 +54,7 @@ class ReplaySummary:
         sources_started: occurrences with at least one emitted token.
         first_over_capacity_target: target index of the first emitted token of
             an occurrence with original length ``> R`` (``None`` if none).
-        stop_reason: see :class:`~packing_theory.spans.Horizon`.
+        stop_reason: see :class:`~packing_theory.engine.events.Horizon`.
         partial_row_tokens: tokens in an incomplete last row.
         exhausted_at_row: row where the stream first failed to refill to B
             (in ``stop`` mode: the row the replay ended in), or ``None``.

@@ -1,4 +1,4 @@
-"""The fast span buffer behind :class:`packing_theory.packer.Packer`.
+"""The fast span buffer behind :class:`packing_theory.engine.packer.Packer`.
 
 Selection needs two queries over the buffered spans, each with ties broken
 by buffer order: the *largest span of length <= remaining* and the *shortest
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 
-from .spans import BufferedSpan
+from .events import BufferedSpan
 
 __all__ = ["FastBuffer"]
 

@@ -6,9 +6,9 @@ import argparse
 import time
 from typing import Any
 
+from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
 from ..lengths import load_lengths
-from ..packer import make_packer
 from ._common import add_stream_options, config_from_args, emit_json
 
 __all__ = ["register", "run"]

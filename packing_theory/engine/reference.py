@@ -12,7 +12,7 @@ span records instead of token lists. The continuation semantics follow PR
 leftover`` appended when the leftover has more than one token).
 
 It shares with the fast engine only the refill model, the arrival transform
-and the crop outcome (:mod:`packing_theory.policies`) — never the selection.
+and the crop outcome (:mod:`packing_theory.engine.policies`) — never the selection.
 
 Complexity: O(B) per selection (the scan) plus O(B) per ``pop``.
 """
@@ -23,14 +23,15 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from .events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
-from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
+from .rows import token_rows
 
 __all__ = ["ReferencePacker"]
 
 
 class ReferencePacker:
-    """Naive linear-scan packer with the same event stream as :class:`~packing_theory.packer.Packer`.
+    """Naive linear-scan packer with the same event stream as :class:`~packing_theory.engine.packer.Packer`.
 
     >>> ref = ReferencePacker(capacity=8, min_buffer=2, refill=2, exhausted="drain")
     >>> [(p.occurrence, p.length, p.crop) for p in ref.events([5, 3, 9, 4]) if type(p) is Placement]
@@ -46,14 +47,12 @@ class ReferencePacker:
 
     @property
     def capacity(self) -> int:
-        """Row capacity ``R`` (the :class:`~packing_theory.spans.EventSource` protocol)."""
+        """Row capacity ``R`` (the :class:`~packing_theory.engine.events.EventSource` protocol)."""
         return self.config.capacity
 
     def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
-        """Rows of token ids, as :meth:`packing_theory.packer.Packer.token_rows`."""
-        from .packer import _token_rows
-
-        return _token_rows(self, documents)
+        """Rows of token ids, as :meth:`packing_theory.engine.packer.Packer.token_rows`."""
+        return token_rows(self, documents)
 
     def events(self, lengths: LengthsInput) -> Iterator[Event]:
         """Replay ``lengths`` and yield the event stream (ends with a Horizon)."""

@@ -3,7 +3,7 @@
 Seed 000 §3 names the hypotheses the proof uses: shortest fallback with
 earliest-arrival ties, one active span per occurrence, no pre-segmentation, no
 flush, no age-based eviction. :class:`VariantPacker` is a naive list-based
-packer (the shape of :class:`~packing_theory.reference.ReferencePacker`) with
+packer (the shape of :class:`~packing_theory.engine.reference.ReferencePacker`) with
 one knob per hypothesis. It emits the same event stream types, so the
 :class:`~packing_theory.invariant.InvariantMonitor` consumes it unchanged; with
 all knobs at their defaults it emits exactly the reference engine's events
@@ -21,10 +21,10 @@ knob                   values (default first)
 ``tie_break``          ``earliest``; ``latest`` (equal lengths: the latest in buffer
                        order, for both the fitting rule and the fallback)
 ``flush``              ``none``; ``discard`` (at each pass boundary drop every buffered
-                       span, announced by :class:`~packing_theory.spans.Discard`
+                       span, announced by :class:`~packing_theory.engine.events.Discard`
                        events); ``drain`` (at each pass boundary keep selecting until
                        the buffer is empty, announced by an
-                       :class:`~packing_theory.spans.Exhausted` event: those selections
+                       :class:`~packing_theory.engine.events.Exhausted` event: those selections
                        have fewer than ``B`` spans)
 =====================  =================================================================
 
@@ -40,8 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from .events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from .policies import EXHAUSTED_MODES, ExhaustedMode, LengthsInput, PackerConfig, crop_outcome, refill_batches
-from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 
 __all__ = [
     "CONTINUATIONS",
@@ -74,7 +74,7 @@ class VariantConfig:
 
     The stream fields (``capacity``, ``min_buffer``, ``refill``, ``passes``,
     ``rows``, ``exhausted``) mean what they mean in
-    :class:`~packing_theory.policies.PackerConfig` and are validated by it.
+    :class:`~packing_theory.engine.policies.PackerConfig` and are validated by it.
     """
 
     capacity: int = 2049

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ..policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
+from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 
 __all__ = ["add_stream_options", "config_from_args", "emit_json", "parse_int_list", "parse_refill"]
 

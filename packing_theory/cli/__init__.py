@@ -1,7 +1,8 @@
 """The ``packing-theory`` command line.
 
-Each subcommand lives in :mod:`packing_theory.commands` as a module with
-``register(subparsers)`` and ``run(args) -> int``; this module only dispatches.
+Each subcommand is a module of this package with ``register(subparsers)``
+and ``run(args) -> int``; this module only dispatches. The CLI is the top
+layer: it may import everything, nothing imports it.
 Errors in user input (``ValueError``, ``TypeError``, ``OSError``) end the
 program with status 2 and one line on standard error.
 """
@@ -17,10 +18,10 @@ from typing import NoReturn
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: dict[str, str] = {
-    "replay": "packing_theory.commands.replay",
-    "check": "packing_theory.commands.check",
-    "bounds": "packing_theory.commands.bounds",
-    "audit": "packing_theory.commands.audit",
+    "replay": "packing_theory.cli.replay",
+    "check": "packing_theory.cli.check",
+    "bounds": "packing_theory.cli.bounds",
+    "audit": "packing_theory.cli.audit",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 
@@ -60,7 +61,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"packing-theory {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..bounds import (
+from ..invariant.bounds import (
     expected_startup_index,
     format_pass_table,
     mass_lower_bound,

@@ -10,7 +10,7 @@ documents, one refill size, one pass*, with lengths moving towards
 Typical use, with the :class:`~packing_theory.invariant.InvariantMonitor`::
 
     from hypothesis import given
-    from packing_theory import strategies as pst
+    from packing_theory.invariant import strategies as pst
 
     @given(pst.replay_cases(policies=("discard", "continue")))
     def test_my_loader(case):
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ._checks import check_int
-from .policies import EXHAUSTED_MODES, POLICIES, PackerConfig, Policy
+from .._checks import check_int
+from ..engine.policies import EXHAUSTED_MODES, POLICIES, PackerConfig, Policy
 
 __all__ = [
     "arrival_streams",
@@ -204,7 +204,7 @@ def packer_configs(
     exhausted: Sequence[str] = EXHAUSTED_MODES,
     budgets: bool = True,
 ) -> st.SearchStrategy[PackerConfig]:
-    """Valid :class:`~packing_theory.policies.PackerConfig` values.
+    """Valid :class:`~packing_theory.engine.policies.PackerConfig` values.
 
     Args:
         capacity: a fixed ``R``; otherwise drawn from ``2 .. max_capacity``.

@@ -1,0 +1,5 @@
+"""The package version (a foundation module, so that any layer may read it)."""
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,85 @@
+"""The source-inclusion audit: what a packer's event stream did to every source (seed 000 §5.1, §6).
+
+Seed 000 §6 asks a practical audit to record four quantities separately:
+token mass emitted / discarded / buffered, sources started, positions exposed
+within each source, and the finite evaluation population.
+
+=================  ===========================================================
+module             job
+=================  ===========================================================
+``strata``         length strata (the one stratum lookup)
+``results``        the reported value types (:class:`Aggregates` and its parts)
+``ledger``         :class:`Ledger`: per-source accounting of any event stream
+``startup``        startup delay over permutations
+``population``     the finite evaluation population and its support statement
+``run``            :func:`run_audit`: one corpus, several policies side by side
+``report``         versioned JSON and the one-screen Markdown report
+``plots``          PNG plots (matplotlib, optional)
+``progress``       a progress bar (tqdm, optional)
+=================  ===========================================================
+
+Imports: the engine, the invariant layer and the foundation; never the CLI.
+
+>>> from packing_theory import Packer
+>>> led = Ledger(capacity=8, min_buffer=2)
+>>> led.consume(Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]))
+>>> agg = led.result()
+>>> agg.mass.emitted_tokens, agg.mass.discarded_tokens, agg.mass.identity_holds
+(16, 5, True)
+"""
+
+from __future__ import annotations
+
+from .ledger import Ledger, audit_events, audit_lengths
+from .population import (
+    AUTORESEARCH_EVAL_TARGETS,
+    DEFAULT_EVAL_PREFIXES,
+    EvalPopulation,
+    EvalPrefix,
+    evaluation_population,
+)
+from .results import (
+    Aggregates,
+    CoverageRow,
+    EmittedInterval,
+    ExposureProfile,
+    MassPartition,
+    ProtectedMass,
+    SeriesSample,
+    SourceRecord,
+    StratumRow,
+)
+from .run import AUTORESEARCH_ROWS, AuditResult, CorpusSummary, corpus_summary, run_audit
+from .startup import StartupSpread, startup_delays
+from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
+
+__all__ = [
+    "AUTORESEARCH_EVAL_TARGETS",
+    "AUTORESEARCH_ROWS",
+    "DEFAULT_EVAL_PREFIXES",
+    "EVALUATION_BOUNDARIES",
+    "STRATA_BOUNDARIES",
+    "Aggregates",
+    "AuditResult",
+    "CorpusSummary",
+    "CoverageRow",
+    "EmittedInterval",
+    "EvalPopulation",
+    "EvalPrefix",
+    "ExposureProfile",
+    "Ledger",
+    "MassPartition",
+    "ProtectedMass",
+    "SeriesSample",
+    "SourceRecord",
+    "StartupSpread",
+    "StratumRow",
+    "audit_events",
+    "audit_lengths",
+    "corpus_summary",
+    "evaluation_population",
+    "run_audit",
+    "startup_delays",
+    "stratum_index",
+    "stratum_labels",
+]

@@ -1,0 +1,84 @@
+"""The engine: an arrival stream in, the placement event stream out.
+
+=================  ===========================================================
+module             job
+=================  ===========================================================
+``events``         the event types every packer emits (the one interface)
+``policies``       :class:`PackerConfig`, the policies and the rules both
+                   engines share (refill batches, segmentation, crop outcomes)
+``buffer``         :class:`FastBuffer`, O(log n) largest-fit / shortest queries
+``packer``         :class:`Packer`, the fast engine
+``reference``      :class:`ReferencePacker`, the loaders' loop transcribed (the oracle)
+``rows``           rows of placements (an audit's view) and of token ids (a trainer's)
+``replay``         :func:`make_packer`, :func:`replay` and the in-memory :class:`Replay`
+``summary``        :class:`SummaryAccumulator`, the replay's mass and source summary
+``variants``       out-of-family variants for the invariant's counterexamples
+=================  ===========================================================
+
+Imports: the foundation (``packing_theory._checks``, ``packing_theory.lengths``)
+only. Nothing in the engine imports a consumer (invariant, audit, evaluation,
+adapters, cli).
+"""
+
+from __future__ import annotations
+
+from .buffer import FastBuffer
+from .events import (
+    STOP_REASONS,
+    Arrival,
+    BosAdded,
+    BufferedSpan,
+    Discard,
+    Event,
+    EventSource,
+    Exhausted,
+    Filtered,
+    Horizon,
+    Padding,
+    Placement,
+    Repeat,
+    fill_length,
+)
+from .packer import Packer
+from .policies import EXHAUSTED_MODES, POLICIES, RANDOM_SPAN_SEED, ExhaustedMode, PackerConfig, Policy
+from .reference import ReferencePacker
+from .replay import ENGINES, Engine, Replay, make_packer, replay
+from .rows import RowEvent, group_rows, token_rows
+from .summary import ReplaySummary, SummaryAccumulator, summarize
+
+__all__ = [
+    "ENGINES",
+    "EXHAUSTED_MODES",
+    "POLICIES",
+    "RANDOM_SPAN_SEED",
+    "STOP_REASONS",
+    "Arrival",
+    "BosAdded",
+    "BufferedSpan",
+    "Discard",
+    "Engine",
+    "Event",
+    "EventSource",
+    "Exhausted",
+    "ExhaustedMode",
+    "FastBuffer",
+    "Filtered",
+    "Horizon",
+    "Packer",
+    "PackerConfig",
+    "Padding",
+    "Placement",
+    "Policy",
+    "ReferencePacker",
+    "Repeat",
+    "Replay",
+    "ReplaySummary",
+    "RowEvent",
+    "SummaryAccumulator",
+    "fill_length",
+    "group_rows",
+    "make_packer",
+    "replay",
+    "summarize",
+    "token_rows",
+]

@@ -1,0 +1,423 @@
+"""The :class:`InvariantMonitor`: the protected-set invariant checked on every selection.
+
+Statement
+---------
+A source occurrence is *long* when its original BOS-inclusive length exceeds
+the row capacity ``R``. Order long occurrences by the key ``(L_i, i)`` (length,
+then arrival index). After any prefix of arrivals, the *protected set* ``K`` is
+the ``min(B - 1, N_L)`` largest keys among the ``N_L`` long occurrences arrived
+so far.
+
+**Proposition.** For the ``discard`` and ``continue`` loaders, at every
+selection boundary with at least ``B`` buffered spans, every member of ``K`` is
+buffered, unchanged and unstarted.
+
+The proof establishes the per-step form this module checks: *no selection made
+with at least* ``B`` *buffered spans takes a member of* ``K``. Membership of an
+occurrence in ``K`` is an interval of time — it enters (if at all) on its own
+arrival and leaves for good when ``B - 1`` larger keys have arrived — so
+checking each selection against the current ``K`` is O(1) and, together with
+"no other event removes a member of ``K``", equivalent to the statement at
+every boundary.
+
+What is here
+------------
+* :class:`ProtectedSet` — ``K`` maintained incrementally: a bounded min-heap of
+  the ``B - 1`` largest long keys plus a membership dict; O(log B) per long
+  arrival, O(1) membership.
+* :func:`protected_keys` / :func:`protected_set` — the naive specification of
+  ``K`` (sort everything), the oracle for :class:`ProtectedSet`.
+* :func:`protected_violations` / :func:`protected_invariant_holds` — the
+  full-state predicate over a buffer snapshot (a sequence of
+  :class:`~packing_theory.engine.events.BufferedSpan`).
+* :class:`InvariantMonitor` — consumes the event stream of any packer
+  (:meth:`~InvariantMonitor.feed`, :meth:`~InvariantMonitor.observe`) or
+  low-level callbacks from a loader (:meth:`~InvariantMonitor.on_arrival`,
+  :meth:`~InvariantMonitor.on_select`, :meth:`~InvariantMonitor.on_remove`),
+  and records or raises :class:`Violation` reports.
+* :class:`MonitoredBuffer` — a thin list wrapper for loaders whose buffer is a
+  Python list of token lists or ``(tokens, start)`` spans.
+* :class:`BufferTracker` — rebuilds the buffer from the event stream of an
+  engine policy, for snapshot summaries and full-state checks.
+
+Selections made with fewer than ``B`` buffered spans (after an
+:class:`~packing_theory.engine.events.Exhausted` event in drain mode, or when a loader
+reports ``buffered < B``) are outside the proposition: they are counted in
+``selections_outside`` and never reported. A member of ``K`` started or removed
+there (or removed by a non-selection event such as an epoch flush) is reported
+as ``"removed"`` at the next checked selection if it is still in ``K``.
+
+>>> from packing_theory import replay
+>>> mon = InvariantMonitor(capacity=4, min_buffer=3)
+>>> rep = replay([9, 2, 7, 8, 1, 3, 5], capacity=4, min_buffer=3, refill=1, on_event=mon.feed)
+>>> sorted(mon.protected), mon.selections_checked, mon.violation_count
+([0, 3], 5, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .._checks import check_int
+from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
+from ..engine.policies import PackerConfig, Policy
+from .protected import (
+    InvariantViolation,
+    ProtectedSet,
+    Violation,
+    ViolationKind,
+    protected_violations,
+    summarize_buffer,
+)
+from .tracker import BufferTracker
+
+__all__ = ["InvariantMonitor", "MonitorReport", "ViolationHandler"]
+
+ViolationHandler = Callable[[Violation], None]
+"""A callback receiving each :class:`~packing_theory.invariant.protected.Violation`."""
+
+
+
+@dataclass
+class MonitorReport:
+    """What a monitor saw (``packing-theory check --json`` prints this)."""
+
+    selections: int
+    selections_checked: int
+    selections_outside: int
+    arrivals: int
+    long_arrivals: int
+    protected_size: int
+    protected_mass: int
+    violations: int
+    first_violation: dict[str, Any] | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+class InvariantMonitor:
+    """Check the protected-set invariant on every selection of a running loader.
+
+    Args:
+        capacity: row capacity ``R``.
+        min_buffer: minimum buffer occupancy ``B``.
+        on_violation: ``"record"`` (default: keep the reports in
+            :attr:`violations`), ``"raise"`` (raise :class:`InvariantViolation`
+            at the first one) or a callable receiving each :class:`Violation`
+            (it is also recorded).
+        segmented: arrivals are split into spans of length ``<= R`` before
+            buffering (``segment-first``): no span is long, ``K`` stays empty and
+            the proposition is vacuous. With ``False`` on a segment-first stream
+            the monitor checks the *original* occurrences instead, for which the
+            proposition does not hold (a long original's first chunk is served).
+        track_buffer: an engine policy: rebuild the buffer from the events with
+            a :class:`BufferTracker` so that reports carry a buffer summary
+            (costs about one more dict operation per event).
+        snapshot: a callable returning the current buffer as
+            :class:`~packing_theory.engine.events.BufferedSpan` values; called only when
+            a violation is reported, for its summary.
+        max_recorded: keep at most this many reports (all are counted).
+
+    Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
+    ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
+    :meth:`on_select` (with ``buffered=len(buffer)``), :meth:`on_remove`; or wrap
+    the buffer list in a :class:`MonitoredBuffer`.
+
+    Complexity: O(1) per event except long arrivals that enter ``K`` (O(log B));
+    memory O(B).
+
+    >>> mon = InvariantMonitor(capacity=2, min_buffer=2)
+    >>> for occ, n in enumerate([3, 3]):
+    ...     _ = mon.on_arrival(occ, n)
+    >>> mon.on_select(1, buffered=2)          # the protected one: (3, 1) > (3, 0)
+    False
+    >>> mon.first_violation.kind, mon.first_violation.occurrence
+    ('selected', 1)
+    """
+
+    def __init__(
+        self,
+        capacity: int = 2049,
+        min_buffer: int = 1000,
+        *,
+        on_violation: Literal["record", "raise"] | ViolationHandler = "record",
+        segmented: bool = False,
+        track_buffer: Policy | None = None,
+        snapshot: Callable[[], Iterable[BufferedSpan]] | None = None,
+        max_recorded: int = 100,
+    ) -> None:
+        self.capacity = check_int("capacity", capacity, 2)
+        self.min_buffer = check_int("min_buffer", min_buffer, 1)
+        if not (on_violation in ("record", "raise") or callable(on_violation)):
+            raise ValueError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
+        if not isinstance(segmented, bool):
+            raise TypeError(f"segmented must be a bool, got {type(segmented).__name__} {segmented!r}")
+        self.max_recorded = check_int("max_recorded", max_recorded, 0)
+        self._raise = on_violation == "raise"
+        self._handler: ViolationHandler | None = on_violation if callable(on_violation) else None
+        self.segmented = segmented
+        self.protected = ProtectedSet(self.capacity, self.min_buffer)
+        self._members = self.protected._members
+        self.tracker = BufferTracker(self.capacity, track_buffer) if track_buffer is not None else None
+        self._snapshot = snapshot
+        # arrivals longer than this enter the protected-set computation
+        self._long_cut = self.capacity if not segmented else 1 << 62
+        self.selections = 0
+        self.selections_checked = 0
+        self.selections_outside = 0
+        self.arrivals = 0
+        self.buffered_mass = 0
+        self.violation_count = 0
+        self.violations: list[Violation] = []
+        self.horizon: Horizon | None = None
+        self._outside = False
+        self._last_selected = -1
+        self._tainted: dict[int, Event | None] = {}
+        self._reported: set[int] = set()
+
+    @classmethod
+    def for_config(
+        cls, config: PackerConfig, *, track_buffer: bool = False, **kwargs: Any
+    ) -> InvariantMonitor:
+        """A monitor matching a :class:`~packing_theory.engine.policies.PackerConfig`.
+
+        ``segment-first`` sets ``segmented=True`` unless overridden.
+        """
+        kwargs.setdefault("segmented", config.policy == "segment-first")
+        return cls(config.capacity, config.min_buffer,
+                   track_buffer=config.policy if track_buffer else None, **kwargs)
+
+    # -- results -----------------------------------------------------------
+
+    @property
+    def ok(self) -> bool:
+        """No violation so far."""
+        return self.violation_count == 0
+
+    @property
+    def first_violation(self) -> Violation | None:
+        """The first recorded violation, or ``None``."""
+        return self.violations[0] if self.violations else None
+
+    def report(self) -> MonitorReport:
+        """Counts and the first violation."""
+        first = self.first_violation
+        return MonitorReport(
+            selections=self.selections,
+            selections_checked=self.selections_checked,
+            selections_outside=self.selections_outside,
+            arrivals=self.arrivals,
+            long_arrivals=self.protected.long_arrivals,
+            protected_size=len(self.protected),
+            protected_mass=self.protected.mass,
+            violations=self.violation_count,
+            first_violation=None if first is None else first.to_dict(),
+        )
+
+    # -- low-level embedding API --------------------------------------------
+
+    def on_arrival(self, occurrence: int, length: int) -> bool:
+        """An original occurrence entered the buffer; return whether it joined ``K``.
+
+        Occurrence ids must increase with arrival order. O(log B) when it joins
+        ``K``, else O(1).
+
+        Raises:
+            ValueError: a non-increasing occurrence id or a length < 1.
+            TypeError: non-integer arguments.
+        """
+        occurrence = check_int("occurrence", occurrence, 0)
+        length = check_int("length", length, 1)
+        self._arrival(occurrence, length)
+        return occurrence in self._members
+
+    def _arrival(self, occurrence: int, length: int) -> None:
+        self.arrivals += 1
+        self.buffered_mass += length
+        self._outside = False
+        evicted = self.protected.add(occurrence, length if length > self._long_cut else 0)
+        if evicted is not None and self._tainted:
+            self._tainted.pop(evicted, None)
+
+    def on_select(
+        self,
+        occurrence: int,
+        *,
+        buffered: int | None = None,
+        row: int | None = None,
+        offset: int | None = None,
+    ) -> bool:
+        """The loader selected a span of ``occurrence``; return ``False`` on a violation.
+
+        Args:
+            occurrence: the selected span's occurrence.
+            buffered: spans buffered just before the selection; below ``B`` the
+                selection is outside the proposition (counted, not checked).
+                ``None``: assume the loader refilled to ``B``.
+            row, offset: optional coordinates for the report.
+
+        O(1).
+        """
+        return self._select(occurrence, None, buffered, row, offset)
+
+    def on_remove(self, occurrence: int) -> None:
+        """A span of ``occurrence`` was dropped or changed outside a selection (flush, eviction).
+
+        A member of ``K`` removed this way is reported at the next checked
+        selection if it is still in ``K``. O(1).
+        """
+        if occurrence in self._members and occurrence != self._last_selected:
+            self._tainted[occurrence] = None
+
+    def on_exhausted(self) -> None:
+        """The loader could not refill to ``B``: the next selections (until an arrival) are outside."""
+        self._outside = True
+
+    # -- event stream API ----------------------------------------------------
+
+    def feed(self, ev: Event) -> None:
+        """Consume one event of the placement stream. O(1) (O(log B) for a long arrival).
+
+        Raises:
+            InvariantViolation: in ``on_violation="raise"`` mode.
+        """
+        if type(ev) is Placement:
+            occ = ev.occurrence
+            if self._outside or self._tainted or occ in self._members:
+                # reported with the buffer as it was at this selection boundary
+                self._select(occ, ev, None, ev.row, ev.offset)
+            else:  # the common case, inlined: a checked selection of an unprotected span
+                self.selections += 1
+                self.selections_checked += 1
+                self._last_selected = occ
+            self.buffered_mass -= ev.length
+            if self.tracker is not None:
+                self.tracker.feed(ev)
+            return
+        if type(ev) is Arrival:
+            length = ev.length
+            self.arrivals += 1
+            self.buffered_mass += length
+            self._outside = False
+            ps = self.protected
+            if length <= self._long_cut:  # the common case, inlined: a short arrival
+                occ = ev.occurrence
+                if occ <= ps._last:
+                    ps.add(occ, 0)  # raises
+                ps._last = occ
+            else:
+                evicted = ps.add(ev.occurrence, length)
+                if evicted is not None and self._tainted:
+                    self._tainted.pop(evicted, None)
+        elif type(ev) is Discard:
+            self.buffered_mass -= ev.length
+            occ = ev.occurrence
+            if occ in self._members and occ != self._last_selected:
+                self._tainted[occ] = ev
+        elif type(ev) is BosAdded:
+            self.buffered_mass += ev.markers
+        elif type(ev) is Exhausted:
+            self._outside = True
+        elif type(ev) is Horizon:
+            self._finish(ev)
+        if self.tracker is not None:
+            self.tracker.feed(ev)
+
+    def observe(self, events: Iterable[Event]) -> Iterator[Event]:
+        """Pass events through unchanged while feeding them to the monitor.
+
+        >>> from packing_theory import Packer
+        >>> mon = InvariantMonitor(capacity=8, min_buffer=2)
+        >>> n = sum(1 for _ in mon.observe(Packer(capacity=8, min_buffer=2, refill=1).events([9, 3, 12, 5])))
+        >>> mon.selections, mon.ok
+        (3, True)
+        """
+        feed = self.feed
+        for ev in events:
+            feed(ev)
+            yield ev
+
+    def run(self, events: Iterable[Event]) -> MonitorReport:
+        """Consume a whole event stream and return :meth:`report`."""
+        feed = self.feed
+        for ev in events:
+            feed(ev)
+        return self.report()
+
+    # -- internals -------------------------------------------------------------
+
+    def _select(self, occ: int, ev: Placement | None, buffered: int | None,
+                row: int | None, offset: int | None) -> bool:
+        index = self.selections
+        self.selections = index + 1
+        self._last_selected = occ
+        if self._outside or (buffered is not None and buffered < self.min_buffer):
+            self.selections_outside += 1
+            if occ in self._members:
+                self._tainted[occ] = ev
+            return True
+        self.selections_checked += 1
+        ok = True
+        if self._tainted:
+            for victim, cause in list(self._tainted.items()):
+                self._report("removed", victim, index, row, offset, cause, buffered,
+                             "started or dropped outside a checked selection and still protected")
+            self._tainted.clear()
+            ok = False
+        if occ in self._members:
+            self._report("selected", occ, index, row, offset, ev, buffered,
+                         "the loader selected it" if ev is None else
+                         ("a crop selection" if ev.crop else "a whole selection"))
+            ok = False
+        return ok
+
+    def _finish(self, ev: Horizon) -> None:
+        self.horizon = ev
+        if self._outside or ev.stop_reason != "rows":
+            return  # the stream could not refill to B: not a boundary the proposition covers
+        for victim, cause in list(self._tainted.items()):
+            self._report("removed", victim, None, ev.rows, ev.partial_row_tokens, cause, len(ev.buffered),
+                         "started or dropped outside a checked selection; still protected at the horizon")
+        self._tainted.clear()
+        for v in protected_violations(ev.buffered, self.protected, capacity=self.capacity):
+            if v.occurrence not in self._reported:
+                self._record(v)
+
+    def _report(self, kind: ViolationKind, occ: int, selection: int | None, row: int | None,
+                offset: int | None, ev: Event | None, buffered: int | None, detail: str) -> None:
+        ps = self.protected
+        summary = None
+        if self.tracker is not None:  # the buffer just before this event
+            summary = summarize_buffer(self.tracker.snapshot(), self.capacity)
+            if buffered is None:
+                buffered = summary.spans
+        elif self._snapshot is not None:  # whatever the source reports now
+            summary = summarize_buffer(self._snapshot(), self.capacity)
+        v = Violation(kind, occ, ps.length_of(occ), ps.rank(occ), len(ps), ps.min_key, selection, row,
+                      offset, ev, buffered, self.buffered_mass, summary, detail)
+        self._record(v)
+
+    def _record(self, v: Violation) -> None:
+        self.violation_count += 1
+        self._reported.add(v.occurrence)
+        if len(self.violations) < self.max_recorded:
+            self.violations.append(v)
+        if self._handler is not None:
+            self._handler(v)
+        if self._raise:
+            raise InvariantViolation(v)
+
+    def _check(self) -> None:
+        """Assert the internal invariants."""
+        self.protected._check()
+        assert self.selections == self.selections_checked + self.selections_outside
+        assert self.violation_count >= len(self.violations)
+        assert len(self.violations) <= self.max_recorded
+        assert all(occ in self._members for occ in self._tainted), "tainted occurrence left K"
+        assert self.arrivals >= len(self.protected)
+        if self.tracker is not None:
+            self.tracker._check()

@@ -1,0 +1,174 @@
+"""The layout shows the system: layers import downwards only, no cycles, small modules, old paths work."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import sys
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+import packing_theory as pt
+
+ROOT = Path(pt.__file__).parent
+API_0_1 = json.loads((Path(__file__).parent / "data" / "public_api_0.1.json").read_text())
+
+# Layers, top to bottom. A module may import its own layer and any layer below it.
+LAYERS: list[set[str]] = [
+    {"cli"},
+    {"audit", "evaluation", "adapters"},
+    {"invariant"},
+    {"peers", "corpus"},
+    {"engine"},
+    {"_checks", "lengths", "_aliases", "_version"},
+]
+LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+MAX_LINES = 600
+OVERSIZE_ALLOWED: dict[str, str] = {
+    "audit/ledger.py": "one class, the Ledger: its feeding, chunk accounting and result are one concept; "
+                       "the result types, strata, startup and population live in their own modules",
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(["packing_theory", *parts])] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Intra-package modules imported by ``name`` (relative and absolute, any depth)."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            candidates = [target] + [f"{target}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names]
+        else:
+            continue
+        for c in candidates:
+            if c.startswith("packing_theory"):
+                while c not in MODULES and "." in c:
+                    c = c.rsplit(".", 1)[0]
+                if c in MODULES and c != name:
+                    found.add(c)
+    return found
+
+
+def _top(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_subpackage_is_in_a_layer() -> None:
+    tops = {_top(m) for m in MODULES} - {None}
+    assert tops <= set(LEVEL), f"modules outside the layer table: {tops - set(LEVEL)}"
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if _top(m) is not None))
+def test_imports_point_down(name: str) -> None:
+    mine = LEVEL[_top(name)]  # type: ignore[index]
+    for target in _imports(name, MODULES[name]):
+        top = _top(target)
+        if top is None:  # the package root re-exports everything: nothing inside may import it
+            pytest.fail(f"{name} imports the package root {target}")
+        assert LEVEL[top] >= mine, f"{name} (layer {mine}) imports {target} (layer {LEVEL[top]}): upward"
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` as a closed path, or ``None`` (depth-first search)."""
+    state: dict[str, int] = defaultdict(int)
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state[n] == 1:
+                return [*stack[stack.index(n):], n]
+            if state[n] == 0 and (found := visit(n)) is not None:
+                return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if state[m] == 0 and (found := visit(m)) is not None:
+            return found
+    return None
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: _imports(m, p) for m, p in MODULES.items()}
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_cycle_detector_finds_a_planted_cycle() -> None:
+    graph = {m: _imports(m, p) for m, p in MODULES.items()}
+    graph["packing_theory.engine.events"] |= {"packing_theory.audit.ledger"}
+    cycle = find_cycle(graph)
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert "packing_theory.engine.events" in cycle and "packing_theory.audit.ledger" in cycle
+
+
+def test_import_scanner_sees_relative_imports() -> None:
+    found = _imports("packing_theory.audit.ledger", MODULES["packing_theory.audit.ledger"])
+    assert {"packing_theory.engine.events", "packing_theory.audit.results", "packing_theory._checks"} <= found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_size(name: str) -> None:
+    path = MODULES[name]
+    rel = str(path.relative_to(ROOT))
+    n = len(path.read_text().splitlines())
+    if rel in OVERSIZE_ALLOWED:
+        return
+    assert n <= MAX_LINES, f"{rel} has {n} lines > {MAX_LINES}; split it or justify it in OVERSIZE_ALLOWED"
+
+
+@pytest.mark.parametrize("module", sorted(API_0_1))
+def test_release_0_1_names_still_import(module: str) -> None:
+    """Every name in a 0.1 module's ``__all__`` imports from its 0.1 path, as the same object."""
+    aliased = module in pt._aliases.ALIASES
+    if aliased:
+        sys.modules.pop(module, None)  # import afresh, so that the warning is emitted here
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mod = importlib.import_module(module)
+    for name in API_0_1[module]:
+        assert hasattr(mod, name), f"{module}.{name} no longer imports"
+    if aliased:
+        assert any(issubclass(w.category, DeprecationWarning) and module in str(w.message) for w in caught)
+        homes = [importlib.import_module(h) for h in pt._aliases.ALIASES[module]]
+        for name in API_0_1[module]:
+            owners = [h for h in homes if name in getattr(h, "__all__", ())]
+            assert owners, f"{module}.{name} has no new home"
+            assert getattr(mod, name) is getattr(owners[0], name)
+
+
+def test_top_level_names_unchanged() -> None:
+    assert set(API_0_1["packing_theory"]) <= set(pt.__all__)
+    for name in pt.__all__:
+        assert hasattr(pt, name)
