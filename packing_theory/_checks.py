@@ -1,17 +1,39 @@
-"""Argument checks shared by the library (private)."""
+"""Argument checks shared by the library (private).
+
+One definition of "an integer": a Python ``int`` or a numpy integer, never a
+``bool``. Every parameter check in the library goes through these helpers so
+that the same value is accepted (or refused with the same message) everywhere.
+"""
 
 from __future__ import annotations
 
 import numbers
 
-__all__ = ["check_int"]
+__all__ = ["check_bool", "check_int", "is_int"]
 
 
-def check_int(name: str, value: object, minimum: int, *, error: type[Exception] | None = None) -> int:
-    """Return ``value`` as an ``int`` after checking it is an integer ``>= minimum``.
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (``int`` or a numpy integer) and not a ``bool``.
 
-    Raises ``TypeError`` (not an integer, or a bool) or ``ValueError`` (too
-    small), both naming the parameter and the value; ``error`` replaces both
+    >>> import numpy as np
+    >>> is_int(3), is_int(np.int64(3)), is_int(True), is_int(3.0)
+    (True, True, False, False)
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(
+    name: str,
+    value: object,
+    minimum: int,
+    *,
+    maximum: int | None = None,
+    error: type[Exception] | None = None,
+) -> int:
+    """Return ``value`` as an ``int`` after checking it is an integer in ``[minimum, maximum]``.
+
+    Raises ``TypeError`` (not an integer, or a bool) or ``ValueError`` (out of
+    range), both naming the parameter and the value; ``error`` replaces both
     (hypothesis strategies raise ``InvalidArgument``).
 
     >>> check_int("min_buffer", 3, 1)
@@ -19,10 +41,27 @@ def check_int(name: str, value: object, minimum: int, *, error: type[Exception] 
     >>> check_int("min_buffer", 0, 1)
     Traceback (most recent call last):
     ValueError: min_buffer must be >= 1, got 0
+    >>> check_int("flags", 2**32, 0, maximum=2**32 - 1)
+    Traceback (most recent call last):
+    ValueError: flags must be <= 4294967295, got 4294967296
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise (error or TypeError)(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    out = int(value)
+    out: int = int(value)  # type: ignore[call-overload]
     if out < minimum:
         raise (error or ValueError)(f"{name} must be >= {minimum}, got {out}")
+    if maximum is not None and out > maximum:
+        raise (error or ValueError)(f"{name} must be <= {maximum}, got {out}")
     return out
+
+
+def check_bool(name: str, value: object, *, error: type[Exception] | None = None) -> bool:
+    """Return ``value`` after checking it is a ``bool`` (``TypeError`` naming the parameter otherwise).
+
+    >>> check_bool("ties", 1)
+    Traceback (most recent call last):
+    TypeError: ties must be a bool, got int 1
+    """
+    if not isinstance(value, bool):
+        raise (error or TypeError)(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value

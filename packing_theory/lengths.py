@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
+
+from ._checks import is_int
 
 __all__ = ["load_lengths", "validate_lengths"]
 
@@ -35,7 +36,7 @@ def validate_lengths(
             raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(array).__name__}")
         values = list(array)
         for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            if not is_int(v):
                 raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
         array = np.asarray(values, dtype=np.int64)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):

@@ -86,10 +86,24 @@ def test_replace_rejects_buffered_or_unknown_seq() -> None:
         buf.replace(5, (0, 0, 0, 3, False))
 
 
-@pytest.mark.parametrize("bad", [1, 0, -3, True, 2.5])
-def test_bad_capacity(bad: object) -> None:
-    with pytest.raises(ValueError, match="capacity"):
+@pytest.mark.parametrize(("bad", "error"), [(1, ValueError), (0, ValueError), (-3, ValueError),
+                                            (True, TypeError), (2.5, TypeError)])
+def test_bad_capacity(bad: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="capacity"):
         FastBuffer(bad)  # type: ignore[arg-type]
+
+
+def test_numpy_capacity_is_accepted_as_everywhere_else() -> None:
+    import numpy as np
+
+    from packing_theory import PackerConfig
+
+    # the same value PackerConfig accepts must not be refused by the buffer it drives
+    assert PackerConfig(capacity=np.int64(8)).capacity == 8
+    buf = FastBuffer(np.int64(8))  # type: ignore[arg-type]
+    buf.append((0, 0, 0, 8, False))
+    assert buf.take(8)[2] is False
+    buf._check()
 
 
 def test_check_detects_corruption() -> None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,8 +51,9 @@ from ..engine.events import (
     Padding,
     Placement,
     Repeat,
+    first_target,
 )
-from ..engine.policies import LengthsInput, PackerConfig
+from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from .results import (
     Aggregates,
@@ -65,7 +66,7 @@ from .results import (
     SourceRecord,
     StratumRow,
 )
-from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_labels
+from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 
 __all__ = ["Ledger", "audit_events", "audit_lengths"]
 
@@ -119,7 +120,6 @@ class Ledger:
         self.policy = str(policy)
         self.detail = bool(detail)
         self.boundaries = check_boundaries(boundaries)
-        self._b = np.asarray(self.boundaries, dtype=np.int64)
         self.n_strata = len(self.boundaries) + 1
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
@@ -376,7 +376,7 @@ class Ledger:
         self._length[occ] = length
         self._source[occ] = a[:, 1]
         self._pass[occ] = a[:, 2]
-        self._stratum[occ] = np.searchsorted(self._b, length, side="left")
+        self._stratum[occ] = stratum_index(length, self.boundaries)
         self._arrived_tokens += int(length.sum())
         long_mask = length > self.capacity
         if long_mask.any() and self.min_buffer > 1:
@@ -415,7 +415,7 @@ class Ledger:
         np.add.at(self._emitted, occ, src_n)
         self._started[occ] = True
         has_target = (off > 0) | (ln > 1)
-        first = row * (R - 1) + np.maximum(off - 1, 0)
+        first = first_target(row, off, R)
         np.minimum.at(self._first, occ[has_target], first[has_target])
         self._emitted_tokens += int(ln.sum())
         self._emitted_added += int(added.sum())
@@ -437,14 +437,13 @@ class Ledger:
             self._detail_pl.append(np.column_stack([p, added.astype(np.int64)]))
 
     def _expose(self, a: Int64Array, b: Int64Array, L: Int64Array, strat: Int64Array) -> None:
-        K = self.bins
-        k = np.arange(K + 1, dtype=np.int64)
-        edges = (k[None, :] * L[:, None] + K - 1) // K  # ceil(k L / K), shape (n, K+1)
+        nb = self.bins
+        edges = _bin_edges(L, nb)
         lo, hi = edges[:, :-1], edges[:, 1:]
         cnt = np.minimum(b[:, None], hi) - np.maximum(a[:, None], lo)
         np.maximum(cnt, 0, out=cnt)
-        idx = strat[:, None] * K + k[None, :-1]
-        self._expo += np.bincount(idx.ravel(), weights=cnt.ravel(), minlength=self.n_strata * K
+        idx = strat[:, None] * nb + np.arange(nb, dtype=np.int64)[None, :]
+        self._expo += np.bincount(idx.ravel(), weights=cnt.ravel(), minlength=self.n_strata * nb
                                   ).astype(np.int64)
 
     def _flush_discards(self) -> None:
@@ -505,72 +504,20 @@ class Ledger:
         h = self._horizon
         if h is None:
             raise ValueError("result() needs the Horizon event: feed the whole event stream first")
-        R, S, K = self.capacity, self.n_strata, self.bins
-        n = self._n
+        R, n = self.capacity, self._n
         arrived = self._arrived[:n]
-        L = self._length[:n][arrived]
-        strat = self._stratum[:n][arrived].astype(np.int64)
-        em = self._emitted[:n][arrived]
-        dc = self._discarded[:n][arrived]
-        ft = self._filtered[:n][arrived]
-        bf = self._buffered[arrived]
-        started = self._started[:n][arrived]
-        filtered = ft > 0
-        full = (em == L) & (L > 0)
-        labels = stratum_labels(self.boundaries)
-
-        def by(w: npt.NDArray[Any]) -> list[int]:
-            return [int(v) for v in np.bincount(strat, weights=w, minlength=S).round()]
-
-        counts = np.bincount(strat, minlength=S)
-        arrived_tok, em_tok, dc_tok, bf_tok = by(L), by(em), by(dc), by(bf)
-        st_cnt, full_cnt = by(started.astype(np.int64)), by(full.astype(np.int64))
-        ft_cnt, ft_tok = by(filtered.astype(np.int64)), by(ft)
-        los = [1, *(b + 1 for b in self.boundaries)]
-        his: list[int | None] = [*self.boundaries, None]
-        strata = tuple(
-            StratumRow(labels[s], los[s], his[s], int(counts[s]), st_cnt[s], full_cnt[s], arrived_tok[s],
-                       em_tok[s], dc_tok[s], bf_tok[s], int(self._targets_by_stratum[s]),
-                       ft_cnt[s], ft_tok[s])
-            for s in range(S))
-        # exposure denominators over unique lengths
-        uniq, ucnt = _value_counts(L)
-        kk = np.arange(K + 1, dtype=np.int64)
-        edges = (kk[None, :] * uniq[:, None] + K - 1) // K
-        sizes = (edges[:, 1:] - edges[:, :-1]) * ucnt[:, None]
-        ustrat = np.searchsorted(self._b, uniq, side="left")
-        positions = np.zeros((S, K), dtype=np.int64)
-        np.add.at(positions, ustrat, sizes)
-        expo = self._expo.reshape(S, K)
-        exposure = ExposureProfile(K, tuple(labels), tuple(tuple(int(v) for v in r) for r in expo),
-                                   tuple(tuple(int(v) for v in r) for r in positions))
-        cov = np.divide(em, L, out=np.zeros(L.size), where=L > 0)
-        coverage = []
-        for s in range(S):
-            c = cov[strat == s]
-            coverage.append(CoverageRow(labels[s], int(c.size),
-                                        float(c.mean()) if c.size else None,
-                                        float(np.median(c)) if c.size else None,
-                                        int((c == 0).sum()), int((c == 1).sum())))
-        # protected set
-        prot_occ = self._prot_occ
-        prot_tokens = int(self._prot_len.sum())
-        buffered_tokens = self._buffered_tokens
-        protected = ProtectedMass(
-            members=int(prot_occ.size),
-            long_arrivals=self._long_arrivals,
-            tokens=prot_tokens,
-            started_members=int(self._started[prot_occ].sum()),
-            buffered_tokens=int(self._buffered[prot_occ].sum()),
-            share_of_arrived=prot_tokens / self._arrived_tokens if self._arrived_tokens else None,
-            share_of_buffered=(int(self._buffered[prot_occ].sum()) / buffered_tokens
-                               if buffered_tokens else None),
+        cols = _Columns(
+            L=self._length[:n][arrived], strat=self._stratum[:n][arrived].astype(np.int64),
+            emitted=self._emitted[:n][arrived], discarded=self._discarded[:n][arrived],
+            filtered=self._filtered[:n][arrived], buffered=self._buffered[arrived],
+            started=self._started[:n][arrived],
         )
+        full = (cols.emitted == cols.L) & (cols.L > 0)
+        labels = stratum_labels(self.boundaries)
         long_first = self._first[:n][arrived & (self._length[:n] > R) & (self._first[:n] != _NO_TARGET)]
         hist = self._crop_hist
-        crops = int(hist.sum())
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
-                             self._discarded_tokens, buffered_tokens, self._buffered_added,
+                             self._discarded_tokens, self._buffered_tokens, self._buffered_added,
                              self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
         self._result = Aggregates(
             policy=self.policy,
@@ -583,25 +530,40 @@ class Ledger:
             partial_row_tokens=h.partial_row_tokens,
             exhausted_at_row=self._exhausted_at_row,
             mass=mass,
-            crop_events=crops,
+            crop_events=int(hist.sum()),
             crop_bos_only=int(hist[1]),
             median_crop_prefix=_hist_median(hist),
             arrived_sources=int(arrived.sum()),
-            started_sources=int(started.sum()),
+            started_sources=int(cols.started.sum()),
             fully_emitted_sources=int(full.sum()),
-            distinct_sources_started=_count_distinct(self._source[:n][arrived][started]),
-            conservation_violations=int((em + dc + ft + bf != L).sum()),
+            distinct_sources_started=_count_distinct(self._source[:n][arrived][cols.started]),
+            conservation_violations=int(
+                (cols.emitted + cols.discarded + cols.filtered + cols.buffered != cols.L).sum()),
             over_capacity_emitted_fraction=(self._long_emitted / self._emitted_tokens
                                             if self._emitted_tokens else None),
             first_over_capacity_target=int(long_first.min()) if long_first.size else None,
-            protected=protected,
-            strata=strata,
-            exposure=exposure,
-            coverage=tuple(coverage),
+            protected=self._protected_mass(),
+            strata=_stratum_rows(labels, self.boundaries, cols, full, self._targets_by_stratum),
+            exposure=_exposure_profile(labels, self.boundaries, cols.L, self._expo, self.bins),
+            coverage=_coverage_rows(labels, cols),
             series=tuple(self._series),
             filtered_sources=self._filtered_sources,
         )
         return self._result
+
+    def _protected_mass(self) -> ProtectedMass:
+        prot_occ = self._prot_occ
+        prot_tokens = int(self._prot_len.sum())
+        buffered = int(self._buffered[prot_occ].sum())
+        return ProtectedMass(
+            members=int(prot_occ.size),
+            long_arrivals=self._long_arrivals,
+            tokens=prot_tokens,
+            started_members=int(self._started[prot_occ].sum()),
+            buffered_tokens=buffered,
+            share_of_arrived=prot_tokens / self._arrived_tokens if self._arrived_tokens else None,
+            share_of_buffered=buffered / self._buffered_tokens if self._buffered_tokens else None,
+        )
 
     # ------------------------------------------------------------------ per-source views
 
@@ -656,8 +618,7 @@ class Ledger:
     def record(self, occurrence: int) -> SourceRecord:
         """The ledger line of one occurrence (``detail=True`` only). O(its placements)."""
         pl, bounds, _ = self._detail_index()
-        if isinstance(occurrence, bool) or not isinstance(occurrence, (int, np.integer)):
-            raise TypeError(f"occurrence must be an int, got {type(occurrence).__name__} {occurrence!r}")
+        check_int("occurrence", occurrence, 0)
         if not (0 <= occurrence < self._n) or not self._arrived[occurrence]:
             raise ValueError(f"occurrence {occurrence} never arrived")
         rows = pl[bounds[occurrence]: bounds[occurrence + 1]]
@@ -718,6 +679,69 @@ def _hist_median(hist: Int64Array) -> float | None:
     return (lo + hi) / 2
 
 
+class _Columns(NamedTuple):
+    """Per-occurrence columns of the arrived occurrences (what the aggregates are computed from)."""
+
+    L: Int64Array
+    strat: Int64Array
+    emitted: Int64Array
+    discarded: Int64Array
+    filtered: Int64Array
+    buffered: Int64Array
+    started: npt.NDArray[np.bool_]
+
+
+def _bin_edges(L: Int64Array, bins: int) -> Int64Array:
+    """Relative-position bin edges ``ceil(k L / bins)``, ``k = 0..bins``: shape ``(n, bins + 1)``."""
+    k = np.arange(bins + 1, dtype=np.int64)
+    return (k[None, :] * L[:, None] + bins - 1) // bins
+
+
+def _stratum_rows(labels: list[str], boundaries: tuple[int, ...], c: _Columns, full: npt.NDArray[np.bool_],
+                  targets_by_stratum: Int64Array) -> tuple[StratumRow, ...]:
+    S = len(labels)
+
+    def by(w: npt.NDArray[Any]) -> list[int]:
+        return [int(v) for v in np.bincount(c.strat, weights=w, minlength=S).round()]
+
+    counts = np.bincount(c.strat, minlength=S)
+    arrived_tok, em_tok, dc_tok, bf_tok, ft_tok = by(c.L), by(c.emitted), by(c.discarded), by(c.buffered), \
+        by(c.filtered)
+    st_cnt, full_cnt, ft_cnt = by(c.started.astype(np.int64)), by(full.astype(np.int64)), \
+        by((c.filtered > 0).astype(np.int64))
+    los = [1, *(b + 1 for b in boundaries)]
+    his: list[int | None] = [*boundaries, None]
+    return tuple(
+        StratumRow(labels[s], los[s], his[s], int(counts[s]), st_cnt[s], full_cnt[s], arrived_tok[s],
+                   em_tok[s], dc_tok[s], bf_tok[s], int(targets_by_stratum[s]), ft_cnt[s], ft_tok[s])
+        for s in range(S))
+
+
+def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], L: Int64Array, expo: Int64Array,
+                      bins: int) -> ExposureProfile:
+    """The emitted counts ``expo`` against all positions of the arrived lengths (over unique lengths)."""
+    S = len(labels)
+    uniq, ucnt = _value_counts(L)
+    edges = _bin_edges(uniq, bins)
+    sizes = (edges[:, 1:] - edges[:, :-1]) * ucnt[:, None]
+    positions = np.zeros((S, bins), dtype=np.int64)
+    np.add.at(positions, stratum_index(uniq, boundaries), sizes)
+    emitted = expo.reshape(S, bins)
+    return ExposureProfile(bins, tuple(labels), tuple(tuple(int(v) for v in r) for r in emitted),
+                           tuple(tuple(int(v) for v in r) for r in positions))
+
+
+def _coverage_rows(labels: list[str], c: _Columns) -> tuple[CoverageRow, ...]:
+    cov = np.divide(c.emitted, c.L, out=np.zeros(c.L.size), where=c.L > 0)
+    rows = []
+    for s in range(len(labels)):
+        x = cov[c.strat == s]
+        rows.append(CoverageRow(labels[s], int(x.size), float(x.mean()) if x.size else None,
+                                float(np.median(x)) if x.size else None,
+                                int((x == 0).sum()), int((x == 1).sum())))
+    return tuple(rows)
+
+
 # --------------------------------------------------------------------------- convenience
 
 
@@ -748,10 +772,7 @@ def audit_lengths(
     >>> agg.mass.discarded_tokens, agg.mass.identity_holds, agg.stop_reason
     (0, True, 'exhausted')
     """
-    if config is None:
-        config = PackerConfig(**kwargs)
-    elif kwargs:
-        raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+    config = resolve_config(config, kwargs, PackerConfig)
     ledger = Ledger.from_config(config, **(ledger_kwargs or {}))
     ledger.consume(make_packer(engine, config).events(lengths), progress=progress)
     return ledger.result()

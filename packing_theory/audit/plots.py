@@ -44,11 +44,19 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
     plt = _pyplot()
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for name, draw in zip(PLOT_FILES, (_retention, _exposure, _startup, _buffered), strict=True):
+        fig = draw(plt, result)
+        fig.tight_layout()
+        paths.append(out / name)
+        fig.savefig(paths[-1], dpi=100)
+        plt.close(fig)
+    return paths
+
+
+def _retention(plt: Any, result: AuditResult) -> Any:
     aggs = list(result.policies)
     labels = list(aggs[0].exposure.labels)
-    paths: list[Path] = []
-
-    # 1. retention by stratum
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / len(aggs)
     for i, a in enumerate(aggs):
@@ -60,16 +68,16 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
     ax.set_ylim(0, 1.05)
     ax.set_title("Retention of loaded token mass by original-length stratum")
     ax.legend()
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[0])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
+    return fig
 
-    # 2. exposure profile
+
+def _exposure(plt: Any, result: AuditResult) -> Any:
+    aggs = list(result.policies)
+    labels = list(aggs[0].exposure.labels)
     fig, axes = plt.subplots(1, len(aggs), figsize=(4.2 * len(aggs), 3.8), squeeze=False, sharey=True)
     for ax, a in zip(axes[0], aggs, strict=True):
-        K = a.exposure.bins
-        xs = [(k + 0.5) / K for k in range(K)]
+        nb = a.exposure.bins
+        xs = [(k + 0.5) / nb for k in range(nb)]
         for s, lab in enumerate(labels):
             ys = a.exposure.fraction(s)
             if all(y is None for y in ys):
@@ -81,12 +89,11 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
     axes[0][0].set_ylabel("fraction of positions emitted")
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), title="length")
     fig.suptitle("Exposure profile by original-length stratum (prefix bias)")
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[1])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
+    return fig
 
-    # 3. startup delay distribution
+
+def _startup(plt: Any, result: AuditResult) -> Any:
+    aggs = list(result.policies)
     fig, ax = plt.subplots(figsize=(7, 3.6))
     spreads = {s.policy: s for s in result.startup}
     for i, a in enumerate(aggs):
@@ -101,14 +108,12 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
     ax.set_ylabel("first target of a source > R (M targets)")
     ax.set_title("Startup delay over random permutations of the length multiset")
     ax.legend()
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[2])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
+    return fig
 
-    # 4. buffered mass over time
+
+def _buffered(plt: Any, result: AuditResult) -> Any:
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    for a in aggs:
+    for a in result.policies:
         xs = [p.targets / 1e6 for p in a.series]
         line = ax.plot(xs, [p.buffered_tokens / 1e6 for p in a.series], label=f"{a.policy}: buffered")
         ax.plot(xs, [p.protected_tokens / 1e6 for p in a.series], linestyle="--", color=line[0].get_color(),
@@ -117,8 +122,4 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
     ax.set_ylabel("tokens (M)")
     ax.set_title("Buffered mass and protected-set mass over the replay")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / PLOT_FILES[3])
-    fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
-    return paths
+    return fig

@@ -17,9 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.events import Arrival, Event, Placement
-from ..engine.policies import LengthsInput, PackerConfig
+from ..engine.events import Event, Placement
+from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
+from ..lengths import validate_lengths
 from .ledger import Ledger
 from .strata import STRATA_BOUNDARIES, stratum_index, stratum_labels
 
@@ -140,39 +141,17 @@ def evaluation_population(
     >>> ev.prefixes[0].included
     (2, 0)
     """
-    if config is None:
-        config = PackerConfig(**kwargs)
-    elif kwargs:
-        raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+    config = resolve_config(config, kwargs, PackerConfig)
     targets = check_int("targets", targets, 1)
     for i, p in enumerate(prefixes):
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 < p <= targets:
-            raise ValueError(f"prefixes[{i}] must be an int in 1..targets={targets}, got {p!r}")
-    from ..lengths import validate_lengths
-
+        check_int(f"prefixes[{i}]", p, 1, maximum=targets)
     arr = lengths if isinstance(lengths, np.ndarray) else np.asarray(list(lengths))
     arr = validate_lengths(arr, name="evaluation lengths")
     pop = arr if population is None else validate_lengths(np.asarray(population), name="population")
     cfg = replace(config, rows=None, targets=int(targets))
     ledger = Ledger.from_config(cfg, boundaries=boundaries)
-    bounds_arr = np.asarray(ledger.boundaries, dtype=np.int64)
-    R = cfg.capacity
-    scored = [0] * (len(ledger.boundaries) + 1)
-    stratum_of: dict[int, int] = {}
-
-    def clipped(events: Iterable[Event]) -> Iterator[Event]:
-        # Scored targets per stratum, cut at the budget: the last row may hold
-        # targets beyond it (rows are whole, the budget need not be).
-        for ev in events:
-            if isinstance(ev, Arrival):
-                stratum_of[ev.occurrence] = int(np.searchsorted(bounds_arr, ev.length, side="left"))
-            elif isinstance(ev, Placement):
-                first = ev.row * (R - 1) + max(ev.offset - 1, 0)
-                n = ev.length - (1 if ev.offset == 0 else 0)
-                scored[stratum_of[ev.occurrence]] += max(0, min(first + n, targets) - first)
-            yield ev
-
-    ledger.consume(clipped(make_packer(engine, cfg).events(arr)))
+    scored: dict[int, int] = {}
+    ledger.consume(_count_scored(make_packer(engine, cfg).events(arr), cfg.capacity, targets, scored))
     agg = ledger.result()
     cols = ledger.arrays()
     arrived = cols["arrived"]
@@ -182,14 +161,12 @@ def evaluation_population(
     S = ledger.n_strata
     labels = tuple(stratum_labels(ledger.boundaries))
     pop_counts = tuple(int(v) for v in np.bincount(stratum_index(pop, ledger.boundaries), minlength=S))
-
-    def per_stratum(sel: npt.NDArray[np.bool_]) -> tuple[int, ...]:
-        # distinct original sources (a source repeated over passes counts once)
-        _, idx = np.unique(src[sel], return_index=True)
-        return tuple(int(v) for v in np.bincount(strat[sel][idx], minlength=S))
+    occ = np.fromiter(scored, np.int64, len(scored))
+    weights = np.fromiter(scored.values(), np.int64, len(scored))
+    target_counts = np.bincount(cols["stratum"][occ], weights=weights, minlength=S).astype(np.int64)
 
     def included_within(limit: int) -> tuple[int, ...]:
-        return per_stratum((first >= 0) & (first < limit))
+        return _distinct_by_stratum(src, strat, (first >= 0) & (first < limit), S)
 
     def zero(inc: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(labels[s] for s in range(S) if pop_counts[s] > 0 and inc[s] == 0)
@@ -204,9 +181,9 @@ def evaluation_population(
         targets=int(targets),
         labels=labels,
         population=pop_counts,
-        arrived=per_stratum(np.ones(src.size, dtype=np.bool_)),
+        arrived=_distinct_by_stratum(src, strat, np.ones(src.size, dtype=np.bool_), S),
         included=inc,
-        target_counts=tuple(scored),
+        target_counts=tuple(int(v) for v in target_counts),
         zero_inclusion=zero(inc),
         prefixes=pre,
         first_over_capacity_target=first_long if first_long is not None and first_long < targets else None,
@@ -214,3 +191,27 @@ def evaluation_population(
         protected_share_of_arrived=agg.protected.share_of_arrived,
         included_sources=sources,
     )
+
+
+def _count_scored(events: Iterable[Event], capacity: int, targets: int, scored: dict[int, int]
+                  ) -> Iterator[Event]:
+    """Pass events through, adding each occurrence's scored targets below ``targets`` to ``scored``.
+
+    The budget cuts the last row: rows are whole, the budget need not be.
+    """
+    for ev in events:
+        if type(ev) is Placement:
+            first = ev.first_target(capacity)
+            n = ev.length - (1 if ev.offset == 0 else 0)
+            k = min(first + n, targets) - first
+            if k > 0:
+                scored[ev.occurrence] = scored.get(ev.occurrence, 0) + k
+        yield ev
+
+
+def _distinct_by_stratum(src: Int64Array, strat: Int64Array, sel: npt.NDArray[np.bool_], strata: int
+                         ) -> tuple[int, ...]:
+    """Distinct original sources per stratum among ``sel`` (a source repeated over passes counts once)."""
+    _, idx = np.unique(src[sel], return_index=True)
+    return tuple(int(v) for v in np.bincount(strat[sel][idx], minlength=strata))
+

@@ -193,22 +193,35 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
 
     With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures.
     """
-    aggs = list(result.policies)
-    startup = {s.policy: s for s in result.startup}
-    ref = reference
-    cfg = result.config
-    c = result.corpus
-    lines = ["# Source-inclusion audit", ""]
+    lines = ["# Source-inclusion audit", "", _md_corpus_line(result), ""]
+    lines += _md_main_table(result, reference)
+    lines += _md_strata_table(result, reference)
+    lines += _md_evaluation(result, reference)
+    if plots:
+        lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
+    total = sum(result.seconds.values())
+    lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
+                 "Full figures: `audit.json` (schema packing-theory/audit v1).")
+    return "\n".join(lines) + "\n"
+
+
+def _md_corpus_line(result: AuditResult) -> str:
+    cfg, c = result.config, result.corpus
     budget = (f"{cfg.row_budget:,} rows = {cfg.row_budget * (cfg.capacity - 1):,} targets"
               if cfg.row_budget is not None else "until the stream ends")
     refill = ",".join(map(str, cfg.batch_sizes))
     name = f": {c.label}" if c.label else ""
-    lines.append(f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
-                 f"({c.over_capacity_documents:,} longer than R). R = {cfg.capacity:,}, "
-                 f"B = {cfg.min_buffer:,}, refill {refill}, passes {cfg.passes}, budget {budget}.")
-    lines.append("")
+    return (f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
+            f"({c.over_capacity_documents:,} longer than R). R = {cfg.capacity:,}, "
+            f"B = {cfg.min_buffer:,}, refill {refill}, passes {cfg.passes}, budget {budget}.")
+
+
+def _md_main_table(result: AuditResult, ref: Mapping[str, Any] | None) -> list[str]:
+    """The quantities side by side, one column per policy, the paper's figures last (with ``ref``)."""
+    aggs = list(result.policies)
+    startup = {s.policy: s for s in result.startup}
     head = "| quantity | " + " | ".join(a.policy for a in aggs) + " |" + (" paper §5.1 |" if ref else "")
-    lines += [head, "|---|" + "---:|" * len(aggs) + ("---|" if ref else "")]
+    lines = [head, "|---|" + "---:|" * len(aggs) + ("---|" if ref else "")]
 
     def ref_cell(*keys: tuple[str, str], fmt: Callable[[Any], str] = _n) -> str:
         if not ref:
@@ -223,15 +236,17 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     def row(label: str, cells: list[str], refcell: str = "") -> None:
         lines.append(f"| {label} | " + " | ".join(cells) + " |" + ((refcell or " |") if ref else ""))
 
+    def pct2(v: float | None) -> str:
+        return _pct(v, 2)
+
+    three = ("discard", "continue", "segment-first")
     row("arrived tokens", [_n(a.mass.arrived_tokens) for a in aggs], ref_cell(("discard", "arrived_tokens")))
     row("+ added BOS", [_n(a.mass.added_bos) for a in aggs], ref_cell(("segment-first", "added_bos")))
     row("emitted tokens", [_n(a.mass.emitted_tokens) for a in aggs], ref_cell(("discard", "emitted_tokens")))
     row("discarded tokens", [_n(a.mass.discarded_tokens) for a in aggs],
-        ref_cell(("discard", "discarded_tokens"), ("continue", "discarded_tokens"),
-                 ("segment-first", "discarded_tokens")))
+        ref_cell(*((p, "discarded_tokens") for p in three)))
     row("buffered tokens", [_n(a.mass.buffered_tokens) for a in aggs],
-        ref_cell(("discard", "buffered_tokens"), ("continue", "buffered_tokens"),
-                 ("segment-first", "buffered_tokens")))
+        ref_cell(*((p, "buffered_tokens") for p in three)))
     row("mass identity", ["holds" if a.mass.identity_holds and not a.conservation_violations else "**FAILS**"
                           for a in aggs], " exact |")
     row("crop events", [_n(a.crop_events) for a in aggs], ref_cell(("discard", "crop_events")))
@@ -246,67 +261,58 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     row("protected set (B−1 largest long)",
         [f"{_n(a.protected.members)}: {_n(a.protected.tokens)}" for a in aggs],
         ref_cell(("discard", "protected_tokens"), ("continue", "protected_tokens")))
-    row("protected / arrived mass", [_pct(a.protected.share_of_arrived, 2) for a in aggs],
-        ref_cell(("discard", "protected_share_of_arrived"), fmt=lambda v: _pct(v, 2)))
-    row("protected / buffered mass", [_pct(a.protected.share_of_buffered, 2) for a in aggs],
-        ref_cell(("discard", "protected_share_of_buffered"), fmt=lambda v: _pct(v, 2)))
+    row("protected / arrived mass", [pct2(a.protected.share_of_arrived) for a in aggs],
+        ref_cell(("discard", "protected_share_of_arrived"), fmt=pct2))
+    row("protected / buffered mass", [pct2(a.protected.share_of_buffered) for a in aggs],
+        ref_cell(("discard", "protected_share_of_buffered"), fmt=pct2))
     row("protected members started", [_n(a.protected.started_members) for a in aggs], " 0 (theorem) |")
-    row("emitted from sources > R", [_pct(a.over_capacity_emitted_fraction, 2) for a in aggs],
+    row("emitted from sources > R", [pct2(a.over_capacity_emitted_fraction) for a in aggs],
         ref_cell(("discard", "over_capacity_emitted_fraction"),
-                 ("segment-first", "over_capacity_emitted_fraction"), fmt=lambda v: _pct(v, 2)))
+                 ("segment-first", "over_capacity_emitted_fraction"), fmt=pct2))
     row("startup delay (first target of a source > R)", [_mt(a.first_over_capacity_target) for a in aggs],
         " 13.90 M (dev stream) |")
     row("startup delay over permutations", [_spread(startup.get(a.policy)) for a in aggs],
         " 12.99–14.84 M (n=20) |")
-    lines.append("")
-    lines.append("Protected members started = 0 is the proposition of seed 000 §3 for `discard` and "
-                 "`continue`; `segment-first` splits long sources before buffering and is outside it.")
-    lines.append("")
-    # strata
-    lines.append("## Retention of loaded source tokens by original length (never-started sources)")
-    lines.append("")
-    lines.append("Strata: BOS-inclusive length, boundaries " + ", ".join(map(str, result.boundaries))
-                 + " (seed 000 §5.1), each `lo–hi` inclusive.")
-    lines.append("")
-    lines.append("| stratum | arrived | " + " | ".join(a.policy for a in aggs) + " |"
-                 + (" paper (discard) |" if ref else ""))
-    lines.append("|---|---:|" + "---:|" * len(aggs) + ("---:|" if ref else ""))
+    note = ("Protected members started = 0 is the proposition of seed 000 §3 for `discard` and "
+            "`continue`; `segment-first` splits long sources before buffering and is outside it.")
+    return [*lines, "", note, ""]
+
+
+def _md_strata_table(result: AuditResult, ref: Mapping[str, Any] | None) -> list[str]:
+    aggs = list(result.policies)
+    lines = ["## Retention of loaded source tokens by original length (never-started sources)", "",
+             "Strata: BOS-inclusive length, boundaries " + ", ".join(map(str, result.boundaries))
+             + " (seed 000 §5.1), each `lo–hi` inclusive.", "",
+             "| stratum | arrived | " + " | ".join(a.policy for a in aggs) + " |"
+             + (" paper (discard) |" if ref else ""),
+             "|---|---:|" + "---:|" * len(aggs) + ("---:|" if ref else "")]
     ret_ref = (ref or {}).get("discard", {}).get("retention", {})
     for s, row0 in enumerate(aggs[0].strata):
         cells = [f"{_pct(a.strata[s].retention)} ({_n(a.strata[s].never_started_sources)})" for a in aggs]
         extra = f" {_pct(ret_ref[row0.label])} |" if row0.label in ret_ref else (" |" if ref else "")
         lines.append(f"| {row0.label} | {_n(row0.arrived_sources)} | " + " | ".join(cells) + " |"
                      + (extra if ref else ""))
-    lines.append("")
-    # evaluation
-    if result.evaluation and result.eval_corpus is not None:
-        ec = result.eval_corpus
-        lines.append("## Evaluation population (support statement, seed 000 §3)")
-        lines.append("")
-        ename = f": {ec.label}" if ec.label else ""
-        lines.append(f"Evaluation stream{ename} — {ec.documents:,} sources, {ec.tokens:,} tokens; "
-                     "strata present in it with **zero** scored sources, by target budget:")
-        lines.append("")
-        lines.append("| policy | zero-inclusion strata | first source > R | protected mass (of arrived) |")
-        lines.append("|---|---|---:|---:|")
-        for e in result.evaluation:
-            lines.append(_eval_line(e))
-        if ref:
-            ev = ref.get("evaluation", {})
-            first = _mt(ev.get("first_over_capacity_target"))
-            share = _pct(ev.get("protected_share_of_arrived"))
-            lines.append(f"| paper | no source > R in 2.10 M or 10.49 M | {first}"
-                         f" | {_n(ev.get('protected_tokens'))} ({share}) |")
-        lines.append("")
-        lines.append(f"Verdict ({result.evaluation[0].policy}): {result.evaluation[0].verdict}.")
-        lines.append("")
-    if plots:
-        lines.append("Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots))
-        lines.append("")
-    total = sum(result.seconds.values())
-    lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
-                 "Full figures: `audit.json` (schema packing-theory/audit v1).")
-    return "\n".join(lines) + "\n"
+    return [*lines, ""]
+
+
+def _md_evaluation(result: AuditResult, ref: Mapping[str, Any] | None) -> list[str]:
+    if not result.evaluation or result.eval_corpus is None:
+        return []
+    ec = result.eval_corpus
+    ename = f": {ec.label}" if ec.label else ""
+    lines = ["## Evaluation population (support statement, seed 000 §3)", "",
+             f"Evaluation stream{ename} — {ec.documents:,} sources, {ec.tokens:,} tokens; "
+             "strata present in it with **zero** scored sources, by target budget:", "",
+             "| policy | zero-inclusion strata | first source > R | protected mass (of arrived) |",
+             "|---|---|---:|---:|"]
+    lines += [_eval_line(e) for e in result.evaluation]
+    if ref:
+        ev = ref.get("evaluation", {})
+        first = _mt(ev.get("first_over_capacity_target"))
+        share = _pct(ev.get("protected_share_of_arrived"))
+        lines.append(f"| paper | no source > R in 2.10 M or 10.49 M | {first}"
+                     f" | {_n(ev.get('protected_tokens'))} ({share}) |")
+    return [*lines, "", f"Verdict ({result.evaluation[0].policy}): {result.evaluation[0].verdict}.", ""]
 
 
 # --------------------------------------------------------------------------- all files

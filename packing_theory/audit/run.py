@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
 from ..lengths import validate_lengths
@@ -132,8 +133,7 @@ def run_audit(
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {name!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"policies must not repeat, got {names}")
-    if isinstance(permutations, bool) or not isinstance(permutations, (int, np.integer)) or permutations < 0:
-        raise ValueError(f"permutations must be an int >= 0, got {permutations!r}")
+    permutations = check_int("permutations", permutations, 0)
     seconds: dict[str, float] = {}
     aggs: list[Aggregates] = []
     spreads: list[StartupSpread] = []

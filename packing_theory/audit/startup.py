@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.events import Placement
-from ..engine.policies import LengthsInput, PackerConfig
+from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 
 __all__ = ["StartupSpread", "startup_delays"]
@@ -85,10 +85,7 @@ def startup_delays(
     >>> s.permutations, len(s.delays), s.minimum is not None
     (4, 4, True)
     """
-    if config is None:
-        config = PackerConfig(**kwargs)
-    elif kwargs:
-        raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+    config = resolve_config(config, kwargs, PackerConfig)
     check_int("permutations", permutations, 1)
     from ..lengths import validate_lengths
 

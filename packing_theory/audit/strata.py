@@ -17,6 +17,8 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
+
 __all__ = [
     "EVALUATION_BOUNDARIES", "STRATA_BOUNDARIES", "check_boundaries", "stratum_index", "stratum_labels",
 ]
@@ -34,8 +36,7 @@ def check_boundaries(boundaries: Sequence[int]) -> tuple[int, ...]:
     if not b:
         raise ValueError("boundaries must be a non-empty increasing sequence of positive ints, got ()")
     for i, v in enumerate(b):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"boundaries[{i}] must be a positive int, got {v!r}")
+        check_int(f"boundaries[{i}]", v, 1)
     if any(x >= y for x, y in pairwise(b)):
         raise ValueError(f"boundaries must be strictly increasing, got {b}")
     return tuple(int(v) for v in b)

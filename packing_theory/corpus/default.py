@@ -435,8 +435,7 @@ def default_corpus_fit(
     (True, 631241817.0)
     """
     arr = default_lengths() if lengths is None else validate_lengths(lengths)
-    if isinstance(permutations, bool) or not isinstance(permutations, (int, np.integer)) or permutations < 0:
-        raise ValueError(f"permutations must be an int >= 0, got {permutations!r}")
+    permutations = check_int("permutations", permutations, 0)
     c = CENSUS
     rows = [
         FitRow("sources", c.sources, float(arr.size), "exact"),

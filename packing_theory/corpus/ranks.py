@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
+from .._checks import check_int, is_int
 from ..engine.policies import PackerConfig
 from ..lengths import validate_lengths
 from .text import (
@@ -45,7 +45,7 @@ __all__ = ["RankStream", "rank_row_groups", "rank_stream", "rank_stream_from_par
 
 def _check_rank(rank: object, world_size: object) -> tuple[int, int]:
     for name, value in (("rank", rank), ("world_size", world_size)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if not is_int(value):
             raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     assert isinstance(rank, (int, np.integer)) and isinstance(world_size, (int, np.integer))
     if world_size < 1:

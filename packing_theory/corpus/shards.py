@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int, is_int
+
 __all__ = [
     "HEADER",
     "MAX_VOCAB",
@@ -100,7 +102,7 @@ class Shard:
             IndexError: ``i`` out of range.
             TypeError: ``i`` is not an int.
         """
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        if not is_int(i):
             raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
         n = self.n_docs
         j = int(i) + n if i < 0 else int(i)
@@ -244,12 +246,8 @@ def write_shard(
             range, or more than 2**32 - 1 tokens (naming the document index).
         TypeError: a non-integer ``vocab`` or document.
     """
-    if isinstance(vocab, bool) or not isinstance(vocab, (int, np.integer)):
-        raise TypeError(f"vocab must be an int, got {type(vocab).__name__} {vocab!r}")
-    if not 1 <= vocab <= MAX_VOCAB:
-        raise ValueError(f"vocab must be in 1..{MAX_VOCAB} (ids are uint16), got {vocab}")
-    if isinstance(flags, bool) or not isinstance(flags, (int, np.integer)) or not 0 <= flags <= _U32:
-        raise ValueError(f"flags must be an int in 0..{_U32}, got {flags!r}")
+    vocab = check_int("vocab", vocab, 1, maximum=MAX_VOCAB)  # ids are uint16
+    flags = check_int("flags", flags, 0, maximum=_U32)
     arrays: list[npt.NDArray[np.uint16]] = []
     lengths: list[int] = []
     for i, doc in enumerate(docs):

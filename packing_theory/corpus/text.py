@@ -156,10 +156,7 @@ def documents_from_texts(
         TypeError: a non-int ``bos_id``; see :func:`tokenize_batches`.
     """
     if bos_id is not None:
-        if isinstance(bos_id, bool) or not isinstance(bos_id, (int, np.integer)):
-            raise TypeError(f"bos_id must be an int or None, got {type(bos_id).__name__} {bos_id!r}")
-        if bos_id < 0:
-            raise ValueError(f"bos_id must be >= 0, got {bos_id}")
+        bos_id = check_int("bos_id", bos_id, 0)
     return _documents(texts, tokenizer, bos_id, batched, batch_size)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 
+from .._checks import check_int
 from .events import BufferedSpan
 
 __all__ = ["FastBuffer"]
@@ -47,9 +48,7 @@ class FastBuffer:
     __slots__ = ("_R", "_buckets", "_long", "_low", "_mask", "_next", "_spans")
 
     def __init__(self, capacity: int) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
-            raise ValueError(f"capacity must be an int >= 2, got {capacity!r}")
-        self._R = capacity
+        self._R = capacity = check_int("capacity", capacity, 2)
         self._mask = 0
         self._buckets: list[list[int]] = [[] for _ in range(capacity + 1)]
         self._long: list[tuple[int, int]] = []

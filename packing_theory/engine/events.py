@@ -59,7 +59,10 @@ field by field, and cheap enough to create per selection.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "STOP_REASONS",
@@ -76,7 +79,32 @@ __all__ = [
     "Placement",
     "Repeat",
     "fill_length",
+    "first_target",
 ]
+
+
+Int64Array = npt.NDArray[np.int64]
+
+
+@overload
+def first_target(row: int, offset: int, capacity: int) -> int: ...
+@overload
+def first_target(row: Int64Array, offset: Int64Array, capacity: int) -> Int64Array: ...
+def first_target(row: Any, offset: Any, capacity: int) -> Any:
+    """Target index of row position ``offset`` of ``row``: ``row * (R - 1) + max(offset - 1, 0)``.
+
+    Position 0 of a row is input only, position ``p >= 1`` holds target
+    ``row * (R - 1) + p - 1``; a token at position 0 is credited with the
+    row's first target. Works on ints and, elementwise, on numpy arrays.
+
+    >>> first_target(2, 0, 5), first_target(2, 3, 5)
+    (8, 10)
+    >>> first_target(np.array([2, 2]), np.array([0, 3]), 5).tolist()
+    [8, 10]
+    """
+    if isinstance(offset, np.ndarray):
+        return row * (capacity - 1) + np.maximum(offset - 1, 0)
+    return row * (capacity - 1) + max(offset - 1, 0)
 
 
 class Arrival(NamedTuple):
@@ -134,8 +162,8 @@ class Placement(NamedTuple):
         return self.start + self.length - (1 if self.bos_inserted else 0)
 
     def first_target(self, capacity: int) -> int:
-        """Target index ``row*(R-1) + max(offset-1, 0)`` of the first placed token."""
-        return self.row * (capacity - 1) + max(self.offset - 1, 0)
+        """Target index of the first placed token (:func:`first_target`)."""
+        return first_target(self.row, self.offset, capacity)
 
 
 class Discard(NamedTuple):

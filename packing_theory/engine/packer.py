@@ -20,17 +20,17 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import is_int
 from .buffer import FastBuffer
 from .events import (
     Arrival,
     BosAdded,
-    Discard,
     Event,
     Exhausted,
     Horizon,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
+from .policies import LengthsInput, PackerConfig, apply_crop, refill_batches, resolve_config, segment
 from .rows import group_rows, token_rows
 
 __all__ = ["Packer"]
@@ -53,10 +53,7 @@ class Packer:
     """
 
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            config = PackerConfig(**kwargs)
-        elif kwargs:
-            raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+        config = resolve_config(config, kwargs, PackerConfig)
         self.config = config
 
     @property
@@ -80,7 +77,7 @@ class Packer:
         batches = refill_batches(lengths, cfg)
         buf = FastBuffer(R)
         take = buf.take
-        spans = buf._spans  # len(spans) is the buffer size, read without a method call
+        size = 0  # spans in buf, counted here so that the hot loop needs no method call
         new = tuple.__new__
         occurrence = 0
         row = 0
@@ -89,8 +86,8 @@ class Packer:
         announced = False
         stop_reason = "rows"
         while budget is None or row < budget:
-            if len(spans) < B:
-                while not stream_done and len(spans) < B:
+            if size < B:
+                while not stream_done and size < B:
                     batch = next(batches, None)
                     if batch is None:
                         stream_done = True
@@ -106,18 +103,20 @@ class Packer:
                             records.append((occurrence, source, 0, length, False))
                         occurrence += 1
                     buf.extend(records)
-                if len(spans) < B:
+                    size += len(records)
+                if size < B:
                     if not drain:
                         stop_reason = "exhausted"
                         break
                     if not announced:
                         announced = True
-                        yield Exhausted(row, pos, len(spans))
-                    if not spans:
+                        yield Exhausted(row, pos, size)
+                    if not size:
                         stop_reason = "drained"
                         break
             remaining = R - pos
             seq, (occ, src, start, n, bos), crop = take(remaining)
+            size -= 1
             if not crop:
                 yield new(Placement, (row, pos, occ, src, start, n, bos, False))
                 pos += n
@@ -125,15 +124,15 @@ class Packer:
                     row += 1
                     pos = 0
                 continue
-            out = crop_outcome(policy, start, n, bos, remaining, rng)
-            yield Placement(row, pos, occ, src, out.start, remaining, out.bos_inserted, True)
-            for d_start, d_len in out.discards:
-                yield Discard(occ, src, d_start, d_len)
-            if out.keep is not None:
-                buf.replace(seq, (occ, src, *out.keep))
-            elif out.requeue is not None:
-                yield BosAdded(occ, src, 1)
-                buf.append((occ, src, *out.requeue))
+            crop_events, keep, requeue = apply_crop(policy, row, pos, occ, src, (start, n, bos), remaining,
+                                                    rng)
+            yield from crop_events
+            if keep is not None:
+                buf.replace(seq, (occ, src, *keep))
+                size += 1
+            elif requeue is not None:
+                buf.append((occ, src, *requeue))
+                size += 1
             row += 1
             pos = 0
         yield Horizon(row, pos, stop_reason, buf.snapshot())
@@ -162,7 +161,7 @@ class Packer:
         if first is None:
             raise ValueError("data is empty: a replay needs at least one document")
         rest = itertools.chain([first], it)
-        if isinstance(first, (int, np.integer)) and not isinstance(first, bool):
+        if is_int(first):
             return self.placement_rows(rest)  # type: ignore[arg-type]
         return self.token_rows(rest)  # type: ignore[arg-type]
 

@@ -33,14 +33,15 @@ compare two implementations.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Union
+from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, is_int
 from ..lengths import validate_lengths
+from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
     "EXHAUSTED_MODES",
@@ -50,8 +51,10 @@ __all__ = [
     "ExhaustedMode",
     "PackerConfig",
     "Policy",
+    "apply_crop",
     "crop_outcome",
     "refill_batches",
+    "resolve_config",
     "segment",
 ]
 
@@ -110,11 +113,11 @@ class PackerConfig:
         object.__setattr__(self, "capacity", check_int("capacity", self.capacity, 2))
         object.__setattr__(self, "min_buffer", check_int("min_buffer", self.min_buffer, 1))
         object.__setattr__(self, "passes", check_int("passes", self.passes, 1))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+        if not is_int(self.seed):
             raise TypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
         refill = self.refill
-        if isinstance(refill, (int, np.integer)) and not isinstance(refill, bool):
+        if is_int(refill):
             object.__setattr__(self, "refill", check_int("refill", refill, 1))
         elif isinstance(refill, (list, tuple, np.ndarray)):
             sizes = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
@@ -153,13 +156,35 @@ class PackerConfig:
         return self.refill if isinstance(self.refill, tuple) else (int(self.refill),)
 
 
+C = TypeVar("C")
+
+
+def resolve_config(config: C | None, kwargs: dict[str, Any], factory: Callable[..., C]) -> C:
+    """``config`` itself, or ``factory(**kwargs)`` when it is ``None``: one way to take either.
+
+    Every engine and audit entry point accepts a config object *or* its fields
+    as keyword arguments, never both.
+
+    >>> resolve_config(None, {"capacity": 8}, PackerConfig).capacity
+    8
+    >>> resolve_config(PackerConfig(), {"capacity": 8}, PackerConfig)
+    Traceback (most recent call last):
+    TypeError: pass either config or keyword arguments, not both (got ['capacity'])
+    """
+    if config is None:
+        return factory(**kwargs)
+    if kwargs:
+        raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+    return config
+
+
 # --------------------------------------------------------------------------- arrivals
 
 
 def _validated(values: Iterable[int], offset: int = 0) -> Iterator[int]:
     """Yield lengths as Python ints, raising on the first invalid one."""
     for i, value in enumerate(values, offset):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if not is_int(value):
             raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
         if value < 1:
             raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
@@ -333,3 +358,46 @@ def crop_outcome(
             discards = ((1, a - 1),) if tail == length else ((1, a - 1), (tail, length - tail))
             return CropOutcome(a, True, discards, None, None)
     return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
+
+
+Span = tuple[int, int, bool]
+"""A buffered span's ``(start, length, bos_inserted)``."""
+
+
+def apply_crop(
+    policy: Policy,
+    row: int,
+    offset: int,
+    occurrence: int,
+    source: int,
+    span: Span,
+    m: int,
+    rng: random.Random | None,
+) -> tuple[tuple[Event, ...], Span | None, Span | None]:
+    """Crop ``m`` tokens of a buffered span into ``row`` at ``offset``: the events and the leftover.
+
+    The one place where a crop becomes events, shared by both engines and
+    the variants: the crop :class:`~packing_theory.engine.events.Placement`,
+    its :class:`~packing_theory.engine.events.Discard` events, and for
+    ``requeue-bos`` the :class:`~packing_theory.engine.events.BosAdded` of
+    the requeued marker. Returns ``(events, keep, requeue)``: the span a
+    ``continue`` crop keeps in place, or the span ``requeue-bos`` appends at
+    the end of the buffer (each engine applies them to its own buffer).
+
+    >>> events, keep, requeue = apply_crop("continue", 3, 2, 7, 7, (0, 9, False), 2, None)
+    >>> [type(e).__name__ for e in events], events[0].length, keep, requeue
+    (['Placement'], 2, (2, 7, False), None)
+    >>> events, keep, requeue = apply_crop("requeue-bos", 3, 2, 7, 7, (0, 9, False), 2, None)
+    >>> [type(e).__name__ for e in events], keep, requeue
+    (['Placement', 'BosAdded'], None, (2, 8, True))
+    """
+    start, n, bos = span
+    out = crop_outcome(policy, start, n, bos, m, rng)
+    placed = Placement(row, offset, occurrence, source, out.start, m, out.bos_inserted, True)
+    events: tuple[Event, ...] = (placed,)
+    if out.discards:
+        events += tuple(Discard(occurrence, source, a, k) for a, k in out.discards)
+    if out.requeue is not None:
+        events += (BosAdded(occurrence, source, 1),)
+    return events, out.keep, out.requeue
+

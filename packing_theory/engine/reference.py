@@ -12,7 +12,8 @@ span records instead of token lists. The continuation semantics follow PR
 leftover`` appended when the leftover has more than one token).
 
 It shares with the fast engine only the refill model, the arrival transform
-and the crop outcome (:mod:`packing_theory.engine.policies`) — never the selection.
+and the crop outcome (:func:`~packing_theory.engine.policies.apply_crop`) —
+never the selection.
 
 Complexity: O(B) per selection (the scan) plus O(B) per ``pop``.
 """
@@ -23,8 +24,8 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
+from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
+from .policies import LengthsInput, PackerConfig, apply_crop, refill_batches, resolve_config, segment
 from .rows import token_rows
 
 __all__ = ["ReferencePacker"]
@@ -39,10 +40,7 @@ class ReferencePacker:
     """
 
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            config = PackerConfig(**kwargs)
-        elif kwargs:
-            raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+        config = resolve_config(config, kwargs, PackerConfig)
         self.config = config
 
     @property
@@ -111,33 +109,22 @@ class ReferencePacker:
                         break
 
                 remaining = row_capacity - pos
-
-                # Find the largest span that fits entirely.
-                best_idx = -1
-                best_len = 0
-                for i, doc in enumerate(doc_buffer):
-                    doc_len = doc[3]
-                    if doc_len <= remaining and doc_len > best_len:
-                        best_idx = i
-                        best_len = doc_len
-
+                best_idx = _largest_fit(doc_buffer, remaining)
                 if best_idx >= 0:
                     occ, source, start, n, bos = doc_buffer.pop(best_idx)
                     yield Placement(row_idx, pos, occ, source, start, n, bos, False)
                     pos += n
                 else:
                     # Nothing fits: crop the shortest span to fill the row.
-                    shortest_idx = min(range(len(doc_buffer)), key=lambda i: doc_buffer[i][3])
+                    shortest_idx = _shortest(doc_buffer)
                     occ, source, start, n, bos = doc_buffer.pop(shortest_idx)
-                    out = crop_outcome(cfg.policy, start, n, bos, remaining, rng)
-                    yield Placement(row_idx, pos, occ, source, out.start, remaining, out.bos_inserted, True)
-                    for d_start, d_len in out.discards:
-                        yield Discard(occ, source, d_start, d_len)
-                    if out.keep is not None:
-                        doc_buffer.insert(shortest_idx, [occ, source, *out.keep])
-                    elif out.requeue is not None:
-                        yield BosAdded(occ, source, 1)
-                        doc_buffer.append([occ, source, *out.requeue])
+                    crop_events, keep, requeue = apply_crop(cfg.policy, row_idx, pos, occ, source,
+                                                            (start, n, bos), remaining, rng)
+                    yield from crop_events
+                    if keep is not None:
+                        doc_buffer.insert(shortest_idx, [occ, source, *keep])
+                    elif requeue is not None:
+                        doc_buffer.append([occ, source, *requeue])
                     pos += remaining
             else:
                 row_idx += 1
@@ -145,3 +132,24 @@ class ReferencePacker:
             break
         partial = pos if stop_reason != "rows" else 0
         yield Horizon(row_idx, partial, stop_reason, tuple(BufferedSpan(*d) for d in doc_buffer))
+
+
+def _largest_fit(doc_buffer: list[list[Any]], remaining: int) -> int:
+    """Index of the largest span with length <= ``remaining`` (the first of equals), or -1.
+
+    The loaders' scan: a strict ``>`` keeps the earliest of equal lengths.
+    """
+    best_idx = -1
+    best_len = 0
+    for i, doc in enumerate(doc_buffer):
+        doc_len = doc[3]
+        if doc_len <= remaining and doc_len > best_len:
+            best_idx = i
+            best_len = doc_len
+    return best_idx
+
+
+def _shortest(doc_buffer: list[list[Any]]) -> int:
+    """Index of the shortest span; ``min`` returns the first of equal lengths."""
+    return min(range(len(doc_buffer)), key=lambda i: doc_buffer[i][3])
+

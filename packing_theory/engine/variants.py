@@ -40,8 +40,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from .events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from .policies import EXHAUSTED_MODES, ExhaustedMode, LengthsInput, PackerConfig, crop_outcome, refill_batches
+from .events import Arrival, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
+from .policies import (
+    EXHAUSTED_MODES,
+    ExhaustedMode,
+    LengthsInput,
+    PackerConfig,
+    apply_crop,
+    refill_batches,
+    resolve_config,
+)
 
 __all__ = [
     "CONTINUATIONS",
@@ -154,10 +162,7 @@ class VariantPacker:
     """
 
     def __init__(self, config: VariantConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            config = VariantConfig(**kwargs)
-        elif kwargs:
-            raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+        config = resolve_config(config, kwargs, VariantConfig)
         self.config = config
         self._buffer: list[list[Any]] = []
 
@@ -263,15 +268,12 @@ class VariantPacker:
               n: int, bos: bool, m: int) -> Iterator[Event]:
         mode = self.config.continuation
         if mode in ("discard", "continue", "requeue-bos"):
-            out = crop_outcome(mode, start, n, bos, m, None)
-            yield Placement(row, pos, occ, src, out.start, m, out.bos_inserted, True)
-            for d_start, d_len in out.discards:
-                yield Discard(occ, src, d_start, d_len)
-            if out.keep is not None:
-                buf.insert(idx, [occ, src, *out.keep])
-            elif out.requeue is not None:
-                yield BosAdded(occ, src, 1)
-                buf.append([occ, src, *out.requeue])
+            crop_events, keep, requeue = apply_crop(mode, row, pos, occ, src, (start, n, bos), m, None)
+            yield from crop_events
+            if keep is not None:
+                buf.insert(idx, [occ, src, *keep])
+            elif requeue is not None:
+                buf.append([occ, src, *requeue])
             return
         yield Placement(row, pos, occ, src, start, m, bos, True)
         rest = start + m - (1 if bos else 0)

@@ -60,7 +60,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .._checks import check_int
+from .._checks import check_bool, check_int
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from ..engine.policies import PackerConfig, Policy
 from .protected import (
@@ -154,14 +154,13 @@ class InvariantMonitor:
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
         if not (on_violation in ("record", "raise") or callable(on_violation)):
             raise ValueError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
-        if not isinstance(segmented, bool):
-            raise TypeError(f"segmented must be a bool, got {type(segmented).__name__} {segmented!r}")
+        check_bool("segmented", segmented)
         self.max_recorded = check_int("max_recorded", max_recorded, 0)
         self._raise = on_violation == "raise"
         self._handler: ViolationHandler | None = on_violation if callable(on_violation) else None
         self.segmented = segmented
         self.protected = ProtectedSet(self.capacity, self.min_buffer)
-        self._members = self.protected._members
+        self._members = self.protected.members  # a read-only live view: `in` without a method call
         self.tracker = BufferTracker(self.capacity, track_buffer) if track_buffer is not None else None
         self._snapshot = snapshot
         # arrivals longer than this enter the protected-set computation
@@ -303,16 +302,9 @@ class InvariantMonitor:
             self.arrivals += 1
             self.buffered_mass += length
             self._outside = False
-            ps = self.protected
-            if length <= self._long_cut:  # the common case, inlined: a short arrival
-                occ = ev.occurrence
-                if occ <= ps._last:
-                    ps.add(occ, 0)  # raises
-                ps._last = occ
-            else:
-                evicted = ps.add(ev.occurrence, length)
-                if evicted is not None and self._tainted:
-                    self._tainted.pop(evicted, None)
+            evicted = self.protected.add(ev.occurrence, length if length > self._long_cut else 0)
+            if evicted is not None and self._tainted:
+                self._tainted.pop(evicted, None)
         elif type(ev) is Discard:
             self.buffered_mass -= ev.length
             occ = ev.occurrence

@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from .._checks import check_int
@@ -78,7 +79,8 @@ class ProtectedSet:
     (True, False, 18, 4)
     """
 
-    __slots__ = ("_heap", "_last", "_limit", "_mass", "_members", "capacity", "long_arrivals", "min_buffer")
+    __slots__ = ("_heap", "_last", "_limit", "_mass", "_members", "capacity", "long_arrivals", "members",
+                 "min_buffer")
 
     def __init__(self, capacity: int, min_buffer: int) -> None:
         self.capacity = check_int("capacity", capacity, 1)
@@ -86,6 +88,8 @@ class ProtectedSet:
         self._limit = self.min_buffer - 1
         self._heap: list[tuple[int, int]] = []
         self._members: dict[int, int] = {}
+        self.members: Mapping[int, int] = MappingProxyType(self._members)
+        """``occurrence -> original length`` of every member: a read-only live view (``in`` is O(1))."""
         self._mass = 0
         self._last = -1
         self.long_arrivals = 0

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from .._checks import check_int
+from .._checks import check_bool, check_int
 from ..engine.policies import EXHAUSTED_MODES, POLICIES, PackerConfig, Policy
 
 __all__ = [
@@ -146,8 +146,7 @@ def arrival_streams(
     max_size = check_int("max_size", max_size, 0, error=InvalidArgument)
     if max_size < min_size:
         raise InvalidArgument(f"max_size={max_size} must be >= min_size={min_size}")
-    if not isinstance(ties, bool):
-        raise InvalidArgument(f"ties must be a bool, got {ties!r}")
+    check_bool("ties", ties, error=InvalidArgument)
     element = lengths(capacity=capacity, min_value=min_value, max_value=max_value, tail=tail)
     if not ties:
         return st.lists(element, min_size=min_size, max_size=max_size)
@@ -226,8 +225,7 @@ def packer_configs(
     modes = [m for m in EXHAUSTED_MODES if m in exhausted]
     if isinstance(exhausted, str) or not modes or len(modes) != len(set(exhausted)):
         raise InvalidArgument(f"exhausted must be a non-empty subset of {EXHAUSTED_MODES}, got {exhausted!r}")
-    if not isinstance(budgets, bool):
-        raise InvalidArgument(f"budgets must be a bool, got {budgets!r}")
+    check_bool("budgets", budgets, error=InvalidArgument)
 
     @st.composite
     def build(draw: st.DrawFn) -> PackerConfig:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .._checks import check_int
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Horizon, Placement
-from ..engine.policies import POLICIES, Policy, segment
+from ..engine.policies import POLICIES, Policy, crop_outcome, segment
 
 __all__ = ["BufferTracker"]
 
@@ -96,13 +96,14 @@ class BufferTracker:
             seq = self._find(ev.occurrence, ev.start)
             span = self._remove(seq)
             if ev.crop:
-                m = ev.length
-                rest = span.start + m - (1 if span.bos_inserted else 0)
-                left = span.length - m
-                if self.policy == "continue":
-                    self._put(seq, BufferedSpan(span.occurrence, span.source, rest, left, False))
-                elif self.policy == "requeue-bos":
-                    self._pending = BufferedSpan(span.occurrence, span.source, rest, left + 1, True)
+                # the engines' own crop rule; random-span and segment-first crops leave the buffer
+                # as a discard does (random-span's draw only changes what was emitted)
+                rule: Policy = self.policy if self.policy in ("continue", "requeue-bos") else "discard"
+                out = crop_outcome(rule, span.start, span.length, span.bos_inserted, ev.length, None)
+                if out.keep is not None:
+                    self._put(seq, BufferedSpan(span.occurrence, span.source, *out.keep))
+                elif out.requeue is not None:
+                    self._pending = BufferedSpan(span.occurrence, span.source, *out.requeue)
         elif type(ev) is BosAdded:
             pending = self._pending
             if pending is not None and pending.occurrence == ev.occurrence:
