@@ -30,8 +30,9 @@ from .events import (
     Horizon,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, apply_crop, refill_batches, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, resolve_config, segment
 from .rows import group_rows, token_rows
+from .state import EngineState, PackerRun, config_fingerprint
 
 __all__ = ["Packer"]
 
@@ -61,11 +62,23 @@ class Packer:
         """Row capacity ``R`` (the :class:`~packing_theory.engine.events.EventSource` protocol)."""
         return self.config.capacity
 
-    def events(self, lengths: LengthsInput) -> Iterator[Event]:
+    def events(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> Iterator[Event]:
         """Replay ``lengths`` (BOS-inclusive source lengths) and yield the event stream.
 
         The stream ends with one :class:`~packing_theory.engine.events.Horizon`.
+        With ``resume`` (an :class:`~packing_theory.engine.state.EngineState`
+        captured by :meth:`run`), the replay continues from that row boundary:
+        the events are exactly those the uninterrupted replay yields after it.
+        A streamed iterator must then start at ``resume.cursor.position``.
         """
+        return self._events(lengths, resume, None)
+
+    def run(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> PackerRun:
+        """:meth:`events` as a :class:`~packing_theory.engine.state.PackerRun` that can capture its state."""
+        return PackerRun(lambda run: self._events(lengths, resume, run))
+
+    def _events(self, lengths: LengthsInput, resume: EngineState | None, run: PackerRun | None
+                ) -> Iterator[Event]:
         cfg = self.config
         R = cfg.capacity
         B = cfg.min_buffer
@@ -74,7 +87,6 @@ class Packer:
         drain = cfg.exhausted == "drain"
         splitting = policy == "segment-first"
         rng = random.Random(cfg.seed) if policy == "random-span" else None
-        batches = refill_batches(lengths, cfg)
         buf = FastBuffer(R)
         take = buf.take
         size = 0  # spans in buf, counted here so that the hot loop needs no method call
@@ -82,13 +94,25 @@ class Packer:
         occurrence = 0
         row = 0
         pos = 0
-        stream_done = False
         announced = False
+        if resume is not None:
+            resume.check_config(cfg)
+            buf.extend([tuple(s) for s in resume.buffer])  # type: ignore[misc]
+            size = len(resume.buffer)
+            occurrence, row, announced = resume.next_occurrence, resume.row, resume.announced
+            if rng is not None and resume.rng_state is not None:
+                rng.setstate(resume.rng_state)
+        cursor = RefillCursor(lengths, cfg, None if resume is None else resume.cursor)
+        next_batch = cursor.next_batch
+        stream_done = cursor.done
         stop_reason = "rows"
         while budget is None or row < budget:
+            if run is not None and pos == 0 and run._wants():
+                run._capture(EngineState(config_fingerprint(cfg), row, occurrence, cursor.state(),
+                                         buf.snapshot(), None if rng is None else rng.getstate(), announced))
             if size < B:
                 while not stream_done and size < B:
-                    batch = next(batches, None)
+                    batch = next_batch()
                     if batch is None:
                         stream_done = True
                         break
@@ -135,6 +159,9 @@ class Packer:
                 size += 1
             row += 1
             pos = 0
+        if run is not None and pos == 0 and run._wants():
+            run._capture(EngineState(config_fingerprint(cfg), row, occurrence, cursor.state(),
+                                     buf.snapshot(), None if rng is None else rng.getstate(), announced))
         yield Horizon(row, pos, stop_reason, buf.snapshot())
 
     def placements(self, lengths: LengthsInput) -> Iterator[Placement]:

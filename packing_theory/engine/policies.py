@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int, is_int
 from ..lengths import validate_lengths
@@ -48,9 +49,11 @@ __all__ = [
     "POLICIES",
     "RANDOM_SPAN_SEED",
     "CropOutcome",
+    "CursorState",
     "ExhaustedMode",
     "PackerConfig",
     "Policy",
+    "RefillCursor",
     "apply_crop",
     "crop_outcome",
     "refill_batches",
@@ -200,14 +203,22 @@ def as_length_list(lengths: object) -> list[int] | None:
         TypeError: wrong dtype (float, bool, object) or type.
         ValueError: wrong shape, empty, or a non-positive length.
     """
+    arr = _as_length_array(lengths)
+    return None if arr is None else [int(v) for v in arr.tolist()]
+
+
+def _as_length_array(lengths: object) -> npt.NDArray[np.int64] | None:
+    """An in-memory length collection as a validated ``int64`` array; ``None`` for a one-shot iterator."""
     if isinstance(lengths, np.ndarray):
-        out: list[int] = validate_lengths(lengths).tolist()
-        return out
+        return validate_lengths(lengths)
     if isinstance(lengths, (str, bytes)):
         raise TypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
+    if isinstance(lengths, (dict, set, frozenset)):
+        raise TypeError(f"lengths must be an ordered sequence of ints, got an unordered "
+                        f"{type(lengths).__name__}")
     if isinstance(lengths, Sequence):
-        out = list(_validated(lengths))
-        if not out:
+        out = np.fromiter(_validated(lengths), np.int64, len(lengths))
+        if not out.size:
             raise ValueError("lengths is empty: a replay needs at least one document")
         return out
     if isinstance(lengths, Iterable):
@@ -215,60 +226,118 @@ def as_length_list(lengths: object) -> list[int] | None:
     raise TypeError(f"lengths must be a sequence, array or iterable of ints, got {type(lengths).__name__}")
 
 
-def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple[int, int, int]]]:
-    """Yield refill batches of ``(source, pass_index, length)`` arrivals.
+class CursorState(NamedTuple):
+    """Where a :class:`RefillCursor` stands: enough to continue the arrival stream exactly.
+
+    Attributes:
+        pass_index: the corpus pass the next arrival belongs to.
+        position: documents of that pass already taken (for a streamed
+            iterator: documents taken in total, which is also the next source id).
+        batch_index: refill batches already taken in that pass (it selects the
+            next batch size of a batch-size sequence).
+        done: the stream is exhausted.
+    """
+
+    pass_index: int
+    position: int
+    batch_index: int
+    done: bool
+
+
+class RefillCursor:
+    """The refill model: refill batches of ``(source, pass_index, length)`` arrivals, resumable.
 
     Batch sizes follow ``config.refill`` from the start of each pass, cycling,
-    and are truncated at the end of a pass. A one-shot iterator is streamed
-    lazily (memory O(batch)) and allows only ``passes == 1``.
+    and are truncated at the end of a pass (the loaders restart their document
+    batches at every epoch). An in-memory sequence or array is held once as an
+    ``int64`` array (8 bytes per document) and may be read for several passes;
+    a one-shot iterator is streamed lazily (memory O(batch)) and allows only
+    ``passes == 1``.
+
+    ``state`` continues from a :class:`CursorState`. A streamed iterator cannot
+    be rewound: resuming one means passing an iterator that starts at
+    ``state.position``.
+
+    >>> cur = RefillCursor([5, 3, 9, 4, 7], PackerConfig(refill=(2, 1), passes=2))
+    >>> [len(cur.next_batch() or []) for _ in range(4)], cur.state()
+    ([2, 1, 2, 2], CursorState(pass_index=1, position=2, batch_index=1, done=False))
+
+    Raises:
+        ValueError: an empty stream, a non-positive length, or ``passes > 1``
+            with a one-shot iterator.
+        TypeError: a non-integer length or a wrong container type.
+    """
+
+    __slots__ = ("_array", "_iter", "_passes", "_sizes", "batch_index", "done", "pass_index", "position")
+
+    def __init__(self, lengths: object, config: PackerConfig, state: CursorState | None = None) -> None:
+        self._sizes = config.batch_sizes
+        self._passes = config.passes
+        self._array = _as_length_array(lengths)
+        self._iter: Iterator[int] | None = None
+        if self._array is None:
+            if config.passes != 1:
+                raise ValueError(
+                    f"passes={config.passes} needs a re-iterable lengths sequence, got a one-shot iterator"
+                )
+            start = 0 if state is None else state.position
+            self._iter = _validated(lengths, start)  # type: ignore[arg-type]
+        self.pass_index, self.position, self.batch_index, self.done = state or (0, 0, 0, False)
+        if state is not None:
+            check_int("state.position", state.position, 0)
+            if not 0 <= state.pass_index <= self._passes:
+                raise ValueError(f"state.pass_index must be in 0..{self._passes}, got {state.pass_index}")
+            if self._array is not None and state.position > self._array.size:
+                raise ValueError(f"state.position {state.position} is past the {self._array.size} documents")
+
+    def state(self) -> CursorState:
+        """The cursor's position (O(1))."""
+        return CursorState(self.pass_index, self.position, self.batch_index, self.done)
+
+    def next_batch(self) -> list[tuple[int, int, int]] | None:
+        """The next refill batch, or ``None`` when the stream is exhausted. O(batch)."""
+        if self.done:
+            return None
+        size = self._sizes[self.batch_index % len(self._sizes)]
+        if self._array is not None:
+            return self._array_batch(self._array, size)
+        assert self._iter is not None
+        first = self.position
+        batch = [(first + j, 0, n) for j, n in zip(range(size), self._iter, strict=False)]
+        if not batch:
+            self.done = True
+            if first == 0:
+                raise ValueError("lengths is empty: a replay needs at least one document")
+            return None
+        self.position += len(batch)
+        self.batch_index += 1
+        return batch
+
+    def _array_batch(self, arr: npt.NDArray[np.int64], size: int) -> list[tuple[int, int, int]]:
+        i = self.position
+        j = min(arr.size, i + size)
+        p = self.pass_index
+        batch = [(s, p, n) for s, n in enumerate(arr[i:j].tolist(), i)]
+        self.position = j
+        self.batch_index += 1
+        if j == arr.size:  # the pass ends: the next batch starts the next pass afresh
+            self.pass_index += 1
+            self.position = 0
+            self.batch_index = 0
+            self.done = self.pass_index >= self._passes
+        return batch
+
+
+def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple[int, int, int]]]:
+    """Yield refill batches of ``(source, pass_index, length)`` arrivals (a :class:`RefillCursor` run).
 
     Raises:
         ValueError: empty stream, a non-positive length, or ``passes > 1`` with
             a one-shot iterator.
         TypeError: a non-integer length or a wrong container type.
     """
-    sizes = config.batch_sizes
-    materialised = as_length_list(lengths)
-    if materialised is None:
-        if config.passes != 1:
-            raise ValueError(
-                f"passes={config.passes} needs a re-iterable lengths sequence, got a one-shot iterator"
-            )
-        return _stream_batches(iter(lengths), sizes)  # type: ignore[call-overload]
-    return _list_batches(materialised, sizes, config.passes)
-
-
-def _list_batches(
-    values: list[int], sizes: tuple[int, ...], passes: int
-) -> Iterator[list[tuple[int, int, int]]]:
-    n = len(values)
-    for p in range(passes):
-        i = 0
-        k = 0
-        while i < n:
-            j = min(n, i + sizes[k % len(sizes)])
-            yield [(s, p, values[s]) for s in range(i, j)]
-            i = j
-            k += 1
-
-
-def _stream_batches(values: Iterator[object], sizes: tuple[int, ...]) -> Iterator[list[tuple[int, int, int]]]:
-    checked = _validated(values)  # type: ignore[arg-type]
-    source = 0
-    k = 0
-    while True:
-        batch: list[tuple[int, int, int]] = []
-        for length in checked:
-            batch.append((source, 0, length))
-            source += 1
-            if len(batch) == sizes[k % len(sizes)]:
-                break
-        if not batch:
-            if source == 0:
-                raise ValueError("lengths is empty: a replay needs at least one document")
-            return
-        yield batch
-        k += 1
+    cursor = RefillCursor(lengths, config)
+    return iter(cursor.next_batch, None)
 
 
 def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:

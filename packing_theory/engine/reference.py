@@ -25,8 +25,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
-from .policies import LengthsInput, PackerConfig, apply_crop, refill_batches, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, resolve_config, segment
 from .rows import token_rows
+from .state import EngineState, PackerRun, config_fingerprint
 
 __all__ = ["ReferencePacker"]
 
@@ -52,21 +53,44 @@ class ReferencePacker:
         """Rows of token ids, as :meth:`packing_theory.engine.packer.Packer.token_rows`."""
         return token_rows(self, documents)
 
-    def events(self, lengths: LengthsInput) -> Iterator[Event]:
-        """Replay ``lengths`` and yield the event stream (ends with a Horizon)."""
+    def events(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> Iterator[Event]:
+        """Replay ``lengths``: the event stream, ending with a Horizon (``resume`` as in ``Packer``)."""
+        return self._events(lengths, resume, None)
+
+    def run(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> PackerRun:
+        """:meth:`events` as a :class:`~packing_theory.engine.state.PackerRun` that can capture its state."""
+        return PackerRun(lambda run: self._events(lengths, resume, run))
+
+    def _events(self, lengths: LengthsInput, resume: EngineState | None, run: PackerRun | None
+                ) -> Iterator[Event]:
         cfg = self.config
         row_capacity = cfg.capacity
         buffer_size = cfg.min_buffer
         rng = random.Random(cfg.seed) if cfg.policy == "random-span" else None
-        batches = refill_batches(lengths, cfg)
         # doc_buffer entries: [occurrence, source, start, length, bos_inserted]
         doc_buffer: list[list[Any]] = []
         next_occurrence = 0
+        row_idx = 0
+        announced = False
+        if resume is not None:
+            resume.check_config(cfg)
+            doc_buffer = [list(span) for span in resume.buffer]
+            next_occurrence, row_idx, announced = resume.next_occurrence, resume.row, resume.announced
+            if rng is not None and resume.rng_state is not None:
+                rng.setstate(resume.rng_state)
+        cursor = RefillCursor(lengths, cfg, None if resume is None else resume.cursor)
         pending: list[Event] = []
+
+        def capture() -> None:
+            if run is not None and run._wants():
+                run._capture(EngineState(
+                    config_fingerprint(cfg), row_idx, next_occurrence, cursor.state(),
+                    tuple(BufferedSpan(*d) for d in doc_buffer), None if rng is None else rng.getstate(),
+                    announced))
 
         def refill_buffer() -> bool:
             nonlocal next_occurrence
-            batch = next(batches, None)
+            batch = cursor.next_batch()
             if batch is None:
                 return False
             for source, pass_index, length in batch:
@@ -82,13 +106,12 @@ class ReferencePacker:
                     doc_buffer.append([occ, source, 0, length, False])
             return True
 
-        row_idx = 0
         stop_reason = "rows"
         pos = 0
-        exhausted = False
-        announced = False
+        exhausted = cursor.done
         budget = cfg.row_budget
         while budget is None or row_idx < budget:
+            capture()
             pos = 0
             while pos < row_capacity:
                 # Ensure the buffer has documents.
@@ -131,6 +154,8 @@ class ReferencePacker:
                 continue
             break
         partial = pos if stop_reason != "rows" else 0
+        if stop_reason == "rows":
+            capture()
         yield Horizon(row_idx, partial, stop_reason, tuple(BufferedSpan(*d) for d in doc_buffer))
 
 

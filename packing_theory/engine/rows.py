@@ -55,14 +55,75 @@ def token_rows(
 ) -> Iterator[list[int]]:
     """Rows of token ids from any event source (``packer.events`` and ``packer.capacity``).
 
-    Documents are held while they still have unemitted tokens; a packer that
-    emits :class:`~packing_theory.engine.events.Repeat` events (``repeats_tokens =
-    True``) has its documents held to the end. Padding positions get ``pad_id``.
+    ``documents`` are BOS-inclusive token lists (``doc[0]`` is the BOS; an
+    added BOS marker repeats it). Two ways to pass them:
+
+    * a sequence (a list, a memory-mapped shard view, anything indexable):
+      read by source id, so a packer configured for several passes (the
+      loaders' epochs, with the buffer persisting across them) works;
+    * a one-shot iterator: streamed, with only the documents that still have
+      unemitted tokens held in memory (``passes`` must be 1). A packer that
+      emits :class:`~packing_theory.engine.events.Repeat` events
+      (``repeats_tokens = True``) has its documents held to the end.
+
+    Padding positions get ``pad_id``.
     """
+    if isinstance(documents, Sequence) and not isinstance(documents, (str, bytes)):
+        return _rows_by_source(packer, documents, pad_id)
+    return _rows_streamed(packer, iter(documents), pad_id)
+
+
+def _fill(row: list[int], ev: Any, doc: Sequence[int], pad_id: int) -> None:
+    """Append the token ids of one row-filling event to ``row``."""
+    t = type(ev)
+    if t is Placement:
+        if ev.bos_inserted:
+            row.append(doc[0])
+            row.extend(doc[ev.start : ev.start + ev.length - 1])
+        else:
+            row.extend(doc[ev.start : ev.start + ev.length])
+    elif t is Repeat:
+        row.extend(doc[ev.start : ev.start + ev.length])
+    else:  # Padding
+        row.extend([pad_id] * ev.length)
+
+
+class _DocumentLengths(Sequence[int]):
+    """The lengths of an indexable document collection, read lazily."""
+
+    def __init__(self, documents: Sequence[Sequence[int]]) -> None:
+        self._docs = documents
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [len(d) for d in self._docs[i]]
+        return len(self._docs[i])
+
+
+def _rows_by_source(packer: Any, documents: Sequence[Sequence[int]], pad_id: int) -> Iterator[list[int]]:
+    capacity: int = packer.capacity
+    row: list[int] = []
+    no_doc: Sequence[int] = ()
+    for ev in packer.events(_DocumentLengths(documents)):
+        t = type(ev)
+        if t is Placement or t is Repeat:
+            _fill(row, ev, documents[ev.source], pad_id)
+        elif t is Padding:
+            _fill(row, ev, no_doc, pad_id)
+        else:
+            continue
+        if len(row) == capacity:
+            yield row
+            row = []
+
+
+def _rows_streamed(packer: Any, docs_iter: Iterator[Sequence[int]], pad_id: int) -> Iterator[list[int]]:
     keep_all = bool(getattr(packer, "repeats_tokens", False))
     held: dict[int, Sequence[int]] = {}
     left: dict[int, int] = {}
-    docs_iter = iter(documents)
 
     def lengths() -> Iterator[int]:
         for occurrence, doc in enumerate(docs_iter):
@@ -73,26 +134,21 @@ def token_rows(
     row: list[int] = []
     capacity: int = packer.capacity
     release = (lambda *_: None) if keep_all else _release
+    no_doc: Sequence[int] = ()
     for ev in packer.events(lengths()):
         t = type(ev)
-        if t is Placement:
-            doc = held[ev.occurrence]
-            if ev.bos_inserted:
-                row.append(doc[0])
-                row.extend(doc[ev.start : ev.start + ev.length - 1])
-            else:
-                row.extend(doc[ev.start : ev.start + ev.length])
+        if t is Placement or t is Repeat:
+            _fill(row, ev, held[ev.occurrence], pad_id)
+            if t is Placement:
+                release(held, left, ev.occurrence, ev.length)
+        elif t is Padding:
+            _fill(row, ev, no_doc, pad_id)
+        elif t is Discard or t is Filtered:
             release(held, left, ev.occurrence, ev.length)
-        elif t is Discard:
-            release(held, left, ev.occurrence, ev.length)
+            continue
         elif t is BosAdded:
             left[ev.occurrence] += ev.markers
-        elif t is Padding:
-            row.extend([pad_id] * ev.length)
-        elif t is Repeat:
-            row.extend(held[ev.occurrence][ev.start : ev.start + ev.length])
-        elif t is Filtered:
-            release(held, left, ev.occurrence, ev.length)
+            continue
         else:
             continue
         if len(row) == capacity:
