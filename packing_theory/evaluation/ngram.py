@@ -95,6 +95,8 @@ class NGramModel:
             r = np.asarray(row)
             if r.ndim != 1:
                 raise ValueError(f"rows[{i}] must be 1-D, got shape {r.shape}")
+            if r.size == 0:
+                continue  # no target; an empty list has no integer dtype to check
             if r.size != width or len(block) == _CHUNK_ROWS:
                 if block:
                     yield self._ids(np.stack(block), "rows")

@@ -102,12 +102,12 @@ def as_document(doc: npt.ArrayLike, name: str = "document") -> Int64Array:
     ValueError: document[1] must be a token id >= 0, got -1
     """
     arr = np.asarray(doc)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} is empty: a source holds at least its BOS token")
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
     if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and (arr > np.iinfo(np.int64).max).any():
         raise ValueError(f"{name} holds a token id that does not fit int64")
     out = arr.astype(np.int64, copy=True)
@@ -332,10 +332,10 @@ class WindowSpec:
         check_int("natural_targets", self.natural_targets, 1)
         check_int("context", self.context, 1)
         check_int("stride", self.stride, 1)
-        if self.natural_targets > self.context:
+        if "natural-tail" in kinds and self.natural_targets > self.context:
             raise ValueError(f"natural_targets must be <= context, "
                              f"got {self.natural_targets} > {self.context}")
-        if self.stride > self.context:
+        if "census" in kinds and self.stride > self.context:
             raise ValueError(f"stride must be <= context, got {self.stride} > {self.context}")
 
     def describe(self) -> str:
