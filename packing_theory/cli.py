@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "check": "packing_theory.commands.check",
     "bounds": "packing_theory.commands.bounds",
     "audit": "packing_theory.commands.audit",
+    "evaluate": "packing_theory.commands.evaluate",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

@@ -36,7 +36,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -135,17 +135,31 @@ class PlantedProcess:
 class LazyDocuments(Sequence[Int32Array]):
     """A read-only sequence of documents generated on access from ``lengths`` (O(1) memory).
 
-    >>> docs = LazyDocuments(PlantedProcess(vocab_size=16, words=4), [3, 5], stream=1)
+    Document ``j`` is ``process.document(lengths[j], stream=stream, index=j)``,
+    unless ``copies`` maps ``j`` to another ``(stream, index)``: then it is
+    that document (an exact duplicate, e.g. of a training document).
+
+    >>> proc = PlantedProcess(vocab_size=16, words=4)
+    >>> docs = LazyDocuments(proc, [3, 5, 4], stream=1, copies={2: (0, 9)})
     >>> len(docs), [d.size for d in docs]
-    (2, [3, 5])
+    (3, [3, 5, 4])
+    >>> bool((docs[2] == proc.document(4, stream=0, index=9)).all())
+    True
     """
 
-    def __init__(self, process: PlantedProcess, lengths: npt.ArrayLike, *, stream: int = 0) -> None:
+    def __init__(self, process: PlantedProcess, lengths: npt.ArrayLike, *, stream: int = 0,
+                 copies: Mapping[int, tuple[int, int]] | None = None) -> None:
         self.process = process
         self.lengths = np.asarray(lengths, dtype=np.int64)
         if self.lengths.ndim != 1:
             raise ValueError(f"lengths must be 1-D, got shape {self.lengths.shape}")
         self.stream = check_int("stream", stream, 0)
+        self.copies = dict(copies or {})
+        for j, (s, i) in self.copies.items():
+            if not 0 <= j < self.lengths.size:
+                raise ValueError(f"copies names document {j} outside 0..{self.lengths.size - 1}")
+            check_int("copies stream", s, 0)
+            check_int("copies index", i, 0)
 
     def __len__(self) -> int:
         return int(self.lengths.size)
@@ -163,7 +177,8 @@ class LazyDocuments(Sequence[Int32Array]):
         j = int(i) + n if i < 0 else int(i)
         if not 0 <= j < n:
             raise IndexError(f"document index {i} out of range for {n} documents")
-        return self.process.document(int(self.lengths[j]), stream=self.stream, index=j)
+        s, k = self.copies.get(j, (self.stream, j))
+        return self.process.document(int(self.lengths[j]), stream=s, index=k)
 
     def __iter__(self) -> Iterator[Int32Array]:
         for j in range(len(self)):
