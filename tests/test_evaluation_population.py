@@ -168,3 +168,13 @@ def test_support_statement_needs_refining_strata() -> None:
     pop = sample_population(docs_with_lengths([3, 30]), per_stratum=None, boundaries=(10,))
     with pytest.raises(ValueError, match=r"boundaries \[10\] are not among"):
         support_statement(pop, training=agg)
+
+
+def test_population_fingerprint_follows_the_chosen_tokens() -> None:
+    docs = docs_with_lengths([10, 300, 3000, 40])
+    a = sample_population(docs, per_stratum=None)
+    assert a.fingerprint() == sample_population(docs, per_stratum=None).fingerprint()
+    assert a.to_dict()["sources_sha256"] == a.fingerprint()
+    docs[2] = docs[2].copy()
+    docs[2][1500] += 1
+    assert sample_population(docs, per_stratum=None).fingerprint() != a.fingerprint()

@@ -3,7 +3,8 @@
 Job: batch and right-pad windows, call an :class:`~packing_theory.evaluation.protocol.NllFn`,
 keep per-window, per-position-bin sufficient statistics (:class:`WindowScores`),
 fingerprint the inputs, and turn sums into CE, perplexity and BPB (:class:`Metrics`).
-Imports: numpy and the evaluation package's windows and protocol modules.
+Imports: numpy, the foundation's ``check_int`` and this package's windows
+and protocol modules.
 
 Conventions (seed 000 §4 and §8; the same arithmetic as nanochat's
 ``evaluate_bpb`` in ``nanochat/loss_eval.py``, karpathy/nanochat at 2085e66):

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,15 +184,24 @@ class Population:
             out.extend(source_windows(doc, sp, source=s))
         return tuple(out)
 
+    def fingerprint(self) -> str:
+        """SHA-256 of the population: each source's candidate index, length and token ids, in order."""
+        h = hashlib.sha256()
+        for i, d in zip(self.indices.tolist(), self.documents, strict=True):
+            h.update(np.asarray([i, d.size], dtype="<i8").tobytes())
+            h.update(d.astype("<i8", copy=False).tobytes())
+        return h.hexdigest()
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (sources per stratum and how they were chosen)."""
+        """A JSON-ready summary (sources per stratum, how they were chosen, the fingerprint)."""
         return {"boundaries": list(self.boundaries), "labels": list(self.labels),
                 "candidates": self.candidates, "offered": list(self.offered),
                 "excluded_training": list(self.excluded_training),
                 "excluded_internal": list(self.excluded_internal), "eligible": list(self.eligible),
                 "sampled": list(self.sampled), "census_strata": list(self.census_strata),
                 "per_stratum": self.per_stratum, "seed": self.seed, "hash_kind": self.hash_kind,
-                "sources": self.n_sources, "tokens": int(self.lengths.sum())}
+                "sources": self.n_sources, "tokens": int(self.lengths.sum()),
+                "sources_sha256": self.fingerprint()}
 
     def _check(self) -> None:
         """Assert the internal invariants (counts, order, strata, lengths)."""
@@ -310,10 +319,6 @@ def sample_population(
 # --------------------------------------------------------------------------- support statement
 
 
-def _upper_bounds(his: Iterable[int | None]) -> list[float]:
-    return [float("inf") if h is None else float(h) for h in his]
-
-
 def _bounds_from_labels(labels: Sequence[str]) -> list[int | None]:
     """Upper bounds of strata labelled ``lo–hi`` ... ``>b`` (as :func:`stratum_labels` writes them)."""
     out: list[int | None] = []
@@ -331,16 +336,20 @@ def _bounds_from_labels(labels: Sequence[str]) -> list[int | None]:
 
 def _merge(counts: Sequence[int], his: Sequence[int | None], bounds: tuple[int, ...],
            what: str) -> tuple[int, ...]:
-    """Add per-stratum ``counts`` with upper bounds ``his`` into the strata of ``bounds``."""
+    """Add per-stratum ``counts`` with upper bounds ``his`` (``None``: unbounded) into ``bounds``' strata.
+
+    A finer stratum lies in the evaluation stratum of its upper bound (found
+    with :func:`~packing_theory.audit.stratum_index`); the unbounded one in the last.
+    """
     theirs = {int(h) for h in his if h is not None}
     missing = [b for b in bounds if b not in theirs]
     if missing:
         raise ValueError(f"{what} strata cannot be mapped onto the evaluation strata: boundaries "
                          f"{missing} are not among its boundaries {sorted(theirs)}")
-    out = np.zeros(len(bounds) + 1, dtype=np.int64)
-    for c, h in zip(counts, _upper_bounds(his), strict=True):
-        k = len(bounds) if h == float("inf") else int(np.searchsorted(np.asarray(bounds), h, side="left"))
-        out[k] += int(c)
+    last = len(bounds)
+    where = stratum_index([h if h is not None else bounds[-1] + 1 for h in his], bounds)
+    out = np.zeros(last + 1, dtype=np.int64)
+    np.add.at(out, where, np.asarray(counts, dtype=np.int64))
     return tuple(int(v) for v in out)
 
 

@@ -1,9 +1,8 @@
 """Evaluation reports: versioned JSON with fingerprints, Markdown tables, interval and position plots.
 
 Job: render an :class:`~packing_theory.evaluation.pipeline.EvaluationRun`.
-Imports: the audit layer's report helpers (:func:`packing_theory.report.matplotlib_available`)
-and this package. Plots need matplotlib (the ``plots`` extra), imported
-only when plotting.
+Imports: this package only (and matplotlib, the ``plots`` extra, imported
+only when plotting).
 
 The JSON document has ``"schema": "packing-theory/evaluate"`` and
 ``"version": 1``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
