@@ -12,8 +12,7 @@ import pytest
 
 from packing_theory.cli import main
 from packing_theory.corpus import write_shard
-from packing_theory.evaluation.report import TOP_LEVEL_KEYS
-from packing_theory.report import matplotlib_available
+from packing_theory.evaluation.report import TOP_LEVEL_KEYS, plots_available
 
 SMALL_DEMO = ["--demo", "--train-rows", "150", "--eval-candidates", "4000", "--per-stratum", "6",
               "--census-limit", "60", "--replicates", "300"]
@@ -63,7 +62,7 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
         assert needle in md
 
 
-@pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) is not installed")
+@pytest.mark.skipif(not plots_available(), reason="matplotlib (the plots extra) is not installed")
 def test_demo_writes_plots(tmp_path: Path) -> None:
     out = tmp_path / "p"
     argv = ["evaluate", *SMALL_DEMO, "--policy", "discard,continue,segment-first", "--out", str(out)]

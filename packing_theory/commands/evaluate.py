@@ -201,13 +201,12 @@ def run(args: argparse.Namespace) -> int:
     Exit status 0; 2 on bad input or a failed accounting check (a
     ``ValueError`` naming the first mismatch, via the CLI).
     """
-    from ..evaluation.report import render_markdown, report_dict, write_json, write_plots
-    from ..report import matplotlib_available
+    from ..evaluation.report import plots_available, render_markdown, report_dict, write_json, write_plots
     from ._common import emit_json
 
     t0 = time.perf_counter()
     plots = not args.no_plots
-    if plots and not matplotlib_available():
+    if plots and not plots_available():
         raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
                          "(or pass --no-plots)")
     out = Path(args.out)

@@ -11,6 +11,7 @@ The JSON document has ``"schema": "packing-theory/evaluate"`` and
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -20,8 +21,8 @@ from .bootstrap import ContrastResult
 from .metrics import LN2
 from .pipeline import EvaluationRun
 
-__all__ = ["PLOT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "render_markdown", "report_dict",
-           "write_json", "write_plots"]
+__all__ = ["PLOT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "plots_available", "render_markdown",
+           "report_dict", "write_json", "write_plots"]
 
 SCHEMA = "packing-theory/evaluate"
 SCHEMA_VERSION = 1
@@ -196,6 +197,11 @@ def _positions_table(run: EvaluationRun) -> list[str]:
 
 
 # --------------------------------------------------------------------------- plots
+
+
+def plots_available() -> bool:
+    """Whether matplotlib can be imported (the ``plots`` extra), without importing it."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _pyplot() -> Any:
