@@ -168,7 +168,8 @@ def test_out_must_be_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_evaluate_is_registered_and_importing_it_pulls_no_heavy_dependency() -> None:
     import subprocess
 
-    code = ("import sys, packing_theory.cli, packing_theory.evaluation, packing_theory.commands.evaluate;"
+    code = ("import importlib, sys, packing_theory.cli, packing_theory.evaluation;"
+            "importlib.import_module(packing_theory.cli.COMMANDS['evaluate']);"
             "packing_theory.cli.build_parser().parse_args(['evaluate', '--demo']);"
             "print(','.join(m for m in ('torch', 'scipy', 'matplotlib', 'hypothesis') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
