@@ -208,3 +208,5 @@ def test_compare_rejects_bad_input() -> None:
     s = {"a": score(w, q, tb, spec=spec), "b": score(w, q, tb, spec=spec)}
     with pytest.raises(ValueError, match="needs at least 2"):
         compare(small, s, baseline="a", family=[Contrast("b", ">50", "beginning")])
+    with pytest.raises(ValueError, match="1–50 has 1 source"):
+        compare(small, s, baseline="a", family=[Contrast("b", "1–50", "tail")])

@@ -333,13 +333,13 @@ def compare(
         wanted = [(i, c) for i, c in enumerate(fam) if c.stratum == label]
         paired = [k for k in kinds if idx.size and (sums[(baseline, k)][1][idx] > 0).all()]
         for _, c in wanted:
+            if idx.size < 2:
+                raise ValueError(f"contrast {c.name!r}: stratum {label} has {idx.size} source(s); "
+                                 f"a bootstrap interval needs at least 2")
             for k in (c.kind, c.minus):
                 if k is not None and k not in paired:
                     raise ValueError(f"contrast {c.name!r}: not every source of stratum {label} has "
                                      f"{k} windows with bytes (a paired contrast needs all of them)")
-            if idx.size < 2:
-                raise ValueError(f"contrast {c.name!r}: stratum {label} has {idx.size} source(s); "
-                                 f"a bootstrap interval needs at least 2")
         explo: list[Contrast] = []
         if exploratory and idx.size >= 2:
             declared = {(c.model, c.baseline or baseline, c.kind, c.minus) for _, c in wanted}
