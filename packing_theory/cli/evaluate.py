@@ -1,0 +1,232 @@
+"""``packing-theory evaluate``: seed 000's evaluation protocol for two or more models.
+
+``packing-theory evaluate --demo`` packs the default corpus (with planted
+token ids) under ``discard`` and ``segment-first``, fits a trigram model on
+each packed stream, and compares them by stratum and position with a
+paired-source bootstrap and a whole-source census; it writes
+``evaluate.json``, ``evaluate.md`` and PNG interval plots to
+``./evaluate-report/``.
+
+``packing-theory evaluate --sources eval.bin --token-bytes tb.npy
+--model base=mypkg.models:base_nll --model new=mypkg.models:new_nll``
+evaluates your own models: each ``module:attribute`` names an object that
+keeps the :class:`~packing_theory.evaluation.NllFn` contract.
+
+Self-contained: everything this command needs beyond the library is in this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["parse_models", "register", "resolve_model", "run"]
+
+
+def parse_models(values: list[str] | None) -> dict[str, str]:
+    """``["a=m:f", "b=m:g"]`` -> ``{"a": "m:f", "b": "m:g"}``, validated.
+
+    >>> parse_models(["base=pkg.mod:fn", "new=pkg.mod:obj"])
+    {'base': 'pkg.mod:fn', 'new': 'pkg.mod:obj'}
+    >>> parse_models(["oops"])
+    Traceback (most recent call last):
+    ValueError: --model must be NAME=module:attribute, got 'oops'
+    """
+    out: dict[str, str] = {}
+    for v in values or []:
+        name, sep, target = v.partition("=")
+        if not sep or not name or ":" not in target:
+            raise ValueError(f"--model must be NAME=module:attribute, got {v!r}")
+        if name in out:
+            raise ValueError(f"--model names {name!r} twice")
+        out[name] = target
+    return out
+
+
+def resolve_model(spec: str) -> Any:
+    """Import ``module:attribute`` and return it if it is callable (an NllFn)."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--model {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"--model {spec!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"--model {spec!r}: {module_name}.{attr} is not callable (an NllFn is "
+                         f"nll_fn(input_ids, segment_ids) -> nll)")
+    return obj
+
+
+def register(sub: Any) -> None:
+    """Add the ``evaluate`` subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "evaluate", help="compare models by length stratum and position (seed 000's evaluation protocol)",
+        description="Score two or more models on beginning, tail and natural-tail windows of a stratified "
+                    "source sample (and optionally a whole-source census), with seed 000's BPB conventions, "
+                    "position bins and a paired-source bootstrap with Bonferroni-adjusted intervals. Writes "
+                    "evaluate.json, evaluate.md and PNG plots.",
+    )
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--demo", action="store_true",
+                     help="n-gram models fitted on the default corpus packed by discard and segment-first")
+    src.add_argument("--sources", nargs="+", metavar="SHARD",
+                     help="evaluation token shards (seed 002 format)")
+    parser.add_argument("--model", action="append", metavar="NAME=module:attribute",
+                        help="a model (repeat; at least two): an object keeping the NllFn contract")
+    parser.add_argument("--baseline", help="the reference model (default: the first --model or demo policy)")
+    parser.add_argument("--token-bytes", metavar="FILE.npy",
+                        help="byte length of every token id (.npy, special tokens 0)")
+    parser.add_argument("--exclude-shards", nargs="+", metavar="SHARD",
+                        help="training shards: evaluation documents equal to one of theirs are excluded")
+    parser.add_argument("--policy", metavar="P,P[,...]", help="--demo: policies whose models are compared "
+                                                                 "(default discard,segment-first)")
+    parser.add_argument("--kinds", default="beginning,tail,natural-tail", metavar="K[,K...]",
+                        help="window kinds (default beginning,tail,natural-tail)")
+    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="window capacity R (2049)")
+    parser.add_argument("--context", type=int, default=2048, metavar="C",
+                        help="natural-tail and census context (2048)")
+    parser.add_argument("--stride", type=int, default=512, metavar="S", help="census stride (512)")
+    parser.add_argument("--natural-targets", type=int, default=512, metavar="K",
+                        help="targets of a natural tail (512)")
+    parser.add_argument("--per-stratum", type=int, default=None, metavar="N",
+                        help="sources per stratum at most (default 256; demo 64)")
+    parser.add_argument("--sample-seed", type=int, default=147018, help="sampling RNG seed (147018)")
+    parser.add_argument("--census", action="store_true", help="also run a whole-source census")
+    parser.add_argument("--census-limit", type=int, default=None, metavar="N",
+                        help="census over the first N candidates only (default all; demo 1000)")
+    parser.add_argument("--family-strata", default="4097–8192,8193–16384", metavar="S[,S...]",
+                        help="strata of the declared tail − beginning family (default 4097–8192,8193–16384)")
+    parser.add_argument("--replicates", type=int, default=10_000, help="bootstrap replicates (10000)")
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="bootstrap seed (0)")
+    parser.add_argument("--level", type=float, default=0.95, help="familywise level (0.95)")
+    parser.add_argument("--batch-size", type=int, default=16, help="windows per model call (16)")
+    parser.add_argument("--train-rows", type=int, default=None,
+                        help="--demo: training rows per policy (3000)")
+    parser.add_argument("--eval-candidates", type=int, default=None,
+                        help="--demo: evaluation candidates (20000)")
+    parser.add_argument("--out", default="evaluate-report", metavar="DIR", help="report directory")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
+    parser.set_defaults(run=run)
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    from ..evaluation import KINDS
+
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    for k in kinds:
+        if k not in KINDS or k == "census":
+            raise ValueError(f"--kinds must name window kinds among beginning, tail, natural-tail "
+                             f"(use --census for a census); got {k!r}")
+    return kinds
+
+
+def _demo(args: argparse.Namespace, say: Any) -> Any:
+    from ..evaluation.demo import DEMO_POLICIES, DemoConfig, run_demo
+
+    if args.model or args.token_bytes or args.exclude_shards:
+        raise ValueError("--demo brings its own models, token bytes and training data; drop --model, "
+                         "--token-bytes and --exclude-shards or drop --demo")
+    policies = tuple(p.strip() for p in args.policy.split(",")) if args.policy else DEMO_POLICIES
+    kw: dict[str, Any] = {"policies": policies, "capacity": args.capacity, "context": args.context,
+                          "stride": args.stride, "natural_targets": args.natural_targets,
+                          "sample_seed": args.sample_seed, "replicates": args.replicates,
+                          "bootstrap_seed": args.bootstrap_seed}
+    for opt, key in (("per_stratum", "per_stratum"), ("census_limit", "census_candidates"),
+                     ("train_rows", "train_rows"), ("eval_candidates", "eval_candidates")):
+        if getattr(args, opt) is not None:
+            kw[key] = getattr(args, opt)
+    if args.baseline is not None and args.baseline != policies[0]:
+        raise ValueError(f"--demo: the baseline is the first policy ({policies[0]!r}); reorder --policy")
+    return run_demo(DemoConfig(**kw), progress=say)
+
+
+def _own(args: argparse.Namespace, say: Any) -> Any:
+    from ..corpus import read_shard
+    from ..evaluation import WindowSpec, sample_population, token_hash
+    from ..evaluation.pipeline import default_family, evaluate_models
+
+    if not args.sources:
+        raise ValueError("give --demo, or --sources SHARD... with --token-bytes and two or more --model")
+    specs = parse_models(args.model)
+    if len(specs) < 2:
+        raise ValueError(f"give at least two --model NAME=module:attribute (got {len(specs)})")
+    if not args.token_bytes:
+        raise ValueError("--token-bytes FILE.npy is required with --sources")
+    try:
+        tb = np.load(args.token_bytes, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"--token-bytes {args.token_bytes!r} is not a readable .npy array: {exc}") from exc
+    models = {name: resolve_model(target) for name, target in specs.items()}
+    baseline = args.baseline or next(iter(specs))
+    docs: list[Any] = []
+    for path in args.sources:
+        docs.extend(read_shard(path, check_ids=True).documents())
+    exclude: set[str] = set()
+    for path in args.exclude_shards or []:
+        exclude.update(token_hash(d) for d in read_shard(path).documents())
+    per = 256 if args.per_stratum is None else args.per_stratum
+    say(f"population: {len(docs):,} candidates, at most {per} per stratum")
+    pop = sample_population(docs, per_stratum=per, seed=args.sample_seed, exclude=exclude)
+    census_pop = None
+    if args.census:
+        limit = len(docs) if args.census_limit is None else args.census_limit
+        census_pop = sample_population(docs[:limit], per_stratum=None, seed=args.sample_seed, exclude=exclude)
+    spec = WindowSpec(kinds=_kinds(args.kinds), capacity=args.capacity, natural_targets=args.natural_targets,
+                      context=args.context, stride=args.stride)
+    strata = [s.strip() for s in args.family_strata.split(",") if s.strip()]
+    family = default_family(pop, list(models), baseline, strata) if {"tail", "beginning"} <= set(spec.kinds) \
+        else ()
+    return evaluate_models(pop, models, tb, baseline=baseline, spec=spec, family=family,
+                           replicates=args.replicates, bootstrap_seed=args.bootstrap_seed, level=args.level,
+                           census_population=census_pop,
+                           census_spec=WindowSpec(kinds=("census",), context=args.context,
+                                                  stride=args.stride),
+                           batch_size=args.batch_size, progress=say)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evaluation and write the report.
+
+    Exit status 0; 2 on bad input or a failed accounting check (a
+    ``ValueError`` naming the first mismatch, via the CLI).
+    """
+    from ..evaluation.report import plots_available, render_markdown, report_dict, write_json, write_plots
+    from ._common import emit_json
+
+    t0 = time.perf_counter()
+    plots = not args.no_plots
+    if plots and not plots_available():
+        raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
+                         "(or pass --no-plots)")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out!r} exists and is not a directory")
+
+    def say(msg: str) -> None:
+        if sys.stderr.isatty():
+            print(f"evaluate: {msg}", file=sys.stderr)
+
+    result = _demo(args, say) if args.demo else _own(args, say)
+    out.mkdir(parents=True, exist_ok=True)
+    pngs = write_plots(result, out) if plots else []
+    write_json(result, out / "evaluate.json")
+    (out / "evaluate.md").write_text(render_markdown(result, plots=[p.name for p in pngs]), encoding="utf-8")
+    if args.json:
+        emit_json(report_dict(result))
+    total = time.perf_counter() - t0
+    n_windows = next(iter(result.scores.values())).n_windows
+    print(f"evaluate: {', '.join(result.models)} on {result.population.n_sources:,} sources "
+          f"({n_windows:,} windows) in {total:.1f} s; "
+          f"wrote {out}/evaluate.md, {out}/evaluate.json and {len(pngs)} PNG plot(s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,150 @@
+"""Seed 000's evaluation protocol for any model: windows, census, BPB, paired bootstrap.
+
+Job: score a model — any callable that keeps the :class:`NllFn` contract —
+on source windows of a stratified population, with seed 000's conventions
+(§4 "Evaluation populations" and "Uncertainty target", §5.5–5.8, §8), and
+compare models with paired-source bootstrap intervals that say what they
+are about. What this package may import: numpy, the engine
+(:class:`~packing_theory.Packer` and its config), the corpus layer and the
+audit layer (stratum lookup, :class:`~packing_theory.audit.Ledger` results,
+:func:`~packing_theory.audit.evaluation_population`). Never the CLI, never
+torch: the torch ``nll_fn`` lives in ``packing_theory.adapters.torch``.
+
+=====================  =================================================================
+module                 job
+=====================  =================================================================
+:mod:`.windows`        beginning, tail, natural-tail and census windows; padding
+:mod:`.protocol`       :class:`NllFn`, the model interface
+:mod:`.metrics`        :func:`score`; CE, perplexity, BPB, position bins, fingerprints
+:mod:`.population`     strata, seeded sampling, duplicate exclusion, support statement
+:mod:`.results`        tables by stratum, exact accounting, whole-source census
+:mod:`.bootstrap`      paired-source bootstrap, Bonferroni percentile intervals
+:mod:`.ngram`          :class:`NGramModel`, the numpy reference model
+:mod:`.synthetic`      token ids with a planted position effect for length-only corpora
+:mod:`.demo`           the ``evaluate --demo`` pipeline
+:mod:`.report`         JSON, Markdown and interval plots
+=====================  =================================================================
+
+>>> import numpy as np
+>>> from packing_theory import evaluation as ev
+>>> docs = [np.r_[0, np.arange(1, L) % 7 + 1] for L in (40, 90, 300, 700)]
+>>> pop = ev.sample_population(docs, per_stratum=None, boundaries=(64, 512))
+>>> spec = ev.WindowSpec(kinds=("beginning", "tail"), capacity=65)
+>>> windows = pop.windows(spec)
+>>> model = ev.NGramModel(vocab_size=8, order=2).fit([d for d in docs])
+>>> s = ev.score(windows, model, np.r_[0, np.ones(7, dtype=int)], spec=spec, model="bigram")
+>>> summary = ev.summarize(pop, {"bigram": s}, np.r_[0, np.ones(7, dtype=int)])
+>>> [a.ok for a in summary.accounting]
+[True, True]
+"""
+
+from .bootstrap import (
+    BOOTSTRAP_TARGET,
+    Comparison,
+    Contrast,
+    ContrastResult,
+    Interval,
+    bonferroni_quantiles,
+    compare,
+    interaction_family,
+    percentile_interval,
+)
+from .metrics import (
+    POSITION_BINS,
+    Fingerprint,
+    Metrics,
+    WindowScores,
+    bin_labels,
+    fingerprint,
+    score,
+    validate_token_bytes,
+)
+from .ngram import NGramModel
+from .population import (
+    DEFAULT_PER_STRATUM,
+    DEFAULT_SAMPLE_SEED,
+    EVAL_BOUNDARIES,
+    Population,
+    SupportStatement,
+    normalise_text,
+    sample_population,
+    support_statement,
+    text_hash,
+    token_hash,
+)
+from .protocol import NllFn
+from .results import (
+    CENSUS_TARGET,
+    WINDOW_TARGET,
+    Accounting,
+    CensusSummary,
+    EvaluationSummary,
+    account,
+    census_summary,
+    summarize,
+)
+from .synthetic import LazyDocuments, PlantedProcess
+from .windows import (
+    KINDS,
+    Window,
+    WindowSpec,
+    beginning_window,
+    census_windows,
+    check_census,
+    natural_tail_window,
+    pad_batch,
+    source_windows,
+    tail_window,
+)
+
+__all__ = [
+    "BOOTSTRAP_TARGET",
+    "CENSUS_TARGET",
+    "DEFAULT_PER_STRATUM",
+    "DEFAULT_SAMPLE_SEED",
+    "EVAL_BOUNDARIES",
+    "KINDS",
+    "POSITION_BINS",
+    "WINDOW_TARGET",
+    "Accounting",
+    "CensusSummary",
+    "Comparison",
+    "Contrast",
+    "ContrastResult",
+    "EvaluationSummary",
+    "Fingerprint",
+    "Interval",
+    "LazyDocuments",
+    "Metrics",
+    "NGramModel",
+    "NllFn",
+    "PlantedProcess",
+    "Population",
+    "SupportStatement",
+    "Window",
+    "WindowScores",
+    "WindowSpec",
+    "account",
+    "beginning_window",
+    "bin_labels",
+    "bonferroni_quantiles",
+    "census_summary",
+    "census_windows",
+    "check_census",
+    "compare",
+    "fingerprint",
+    "interaction_family",
+    "natural_tail_window",
+    "normalise_text",
+    "pad_batch",
+    "percentile_interval",
+    "sample_population",
+    "score",
+    "source_windows",
+    "summarize",
+    "support_statement",
+    "tail_window",
+    "text_hash",
+    "token_hash",
+    "validate_token_bytes",
+]

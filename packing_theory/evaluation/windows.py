@@ -1,0 +1,435 @@
+"""Evaluation windows cut from tokenised sources (seed 000 §4, §5.5, §5.7, §5.8).
+
+Job: turn one BOS-inclusive source (token ids, ``doc[0]`` is its BOS) into
+the windows a model scores, and pad a batch of windows for a model call.
+Imports: numpy only (no engine, corpus or audit module is needed here).
+
+Coordinates
+-----------
+A window holds ``n`` tokens ``tokens[0 .. n-1]``. As in a packed row, position
+0 is input only and *target* ``j`` (``0 <= j < n - 1``) is ``tokens[j + 1]``,
+predicted from ``tokens[: j + 1]``. Only targets ``j >= first_target`` are
+scored; the ones before are context. Scored targets are contiguous in the
+source: target ``j`` is source position ``source_offset + j``.
+
+================  =====================================================  =======================
+kind              tokens                                                 scored targets
+================  =====================================================  =======================
+``beginning``     ``doc[: min(L, R)]``                                   all ``min(L, R) - 1``
+``tail``          ``[BOS] + doc[L - (R - 1):]`` (``L > R`` only)         all ``R - 1``
+``natural-tail``  ``doc[max(0, L - 1 - C): L]`` (``L > R`` only)         the last ``K``
+``census``        sliding, document-local, stride ``S``, context ``C``   each target once
+================  =====================================================  =======================
+
+``R`` is the row capacity (2049 in seed 000, so a window has 2048 targets),
+``C`` the input context (2048) and ``K`` the natural-tail target count (512,
+seed 000 §5.7). The tail window's BOS is *synthetic*: the model sees an
+artificial reset before the source's final ``R - 1`` text tokens. The
+natural tail has no synthetic BOS: its first scored target has ``C - K + 1``
+preceding real tokens (1,537 for ``C = 2048, K = 512``) and its last has ``C``.
+
+Census windows (:func:`census_windows`): window 0 holds ``doc[: min(L, C + 1)]``
+and scores all its targets; window ``k >= 1`` scores source positions
+``[C + 1 + (k - 1) S, min(C + 1 + k S, L))`` with the ``C + 1`` tokens that
+end at the last one, so every scored target sees at least ``C + 1 - S``
+preceding tokens of its own source (1,537 at ``C = 2048, S = 512``) and every
+target ``1 .. L - 1`` of the source is scored exactly once
+(:func:`check_census`).
+
+>>> doc = np.arange(10)                       # BOS 0, text tokens 1..9
+>>> w = beginning_window(doc, capacity=4)
+>>> w.tokens.tolist(), w.scored_positions
+([0, 1, 2, 3], range(1, 4))
+>>> tail_window(doc, capacity=4).tokens.tolist()
+[0, 7, 8, 9]
+>>> for c in census_windows(doc, context=4, stride=2):
+...     print(c.tokens.tolist(), c.scored_positions)
+[0, 1, 2, 3, 4] range(1, 5)
+[2, 3, 4, 5, 6] range(5, 7)
+[4, 5, 6, 7, 8] range(7, 9)
+[5, 6, 7, 8, 9] range(9, 10)
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_int
+
+__all__ = [
+    "KINDS",
+    "TAIL_KINDS",
+    "Int64Array",
+    "Window",
+    "WindowKind",
+    "WindowSpec",
+    "as_document",
+    "beginning_window",
+    "census_windows",
+    "check_census",
+    "natural_tail_window",
+    "pad_batch",
+    "scored_range",
+    "source_windows",
+    "tail_window",
+]
+
+Int64Array = npt.NDArray[np.int64]
+
+WindowKind = Literal["beginning", "tail", "natural-tail", "census"]
+"""The four window kinds."""
+
+KINDS: tuple[str, ...] = ("beginning", "tail", "natural-tail", "census")
+"""Every window kind, in report order."""
+
+TAIL_KINDS: tuple[str, ...] = ("tail", "natural-tail")
+"""Kinds cut only from over-context sources (``L > R``)."""
+
+
+def as_document(doc: npt.ArrayLike, name: str = "document") -> Int64Array:
+    """``doc`` as a read-only 1-D ``int64`` array of token ids ``>= 0`` with at least one token.
+
+    >>> as_document([0, 5, 6]).tolist()
+    [0, 5, 6]
+    >>> as_document([0, -1])
+    Traceback (most recent call last):
+    ValueError: document[1] must be a token id >= 0, got -1
+    """
+    arr = np.asarray(doc)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: a source holds at least its BOS token")
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and (arr > np.iinfo(np.int64).max).any():
+        raise ValueError(f"{name} holds a token id that does not fit int64")
+    out = arr.astype(np.int64, copy=True)
+    bad = out < 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name}[{i}] must be a token id >= 0, got {out[i]}")
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Window:
+    """One scored window (see the module doc for coordinates).
+
+    Attributes:
+        source: the source's index in its population.
+        kind: one of :data:`KINDS`.
+        tokens: ``n >= 2`` token ids (read-only ``int64``).
+        first_target: index of the first scored target (``0 <= first_target < n - 1``).
+        source_offset: source position of target 0 (``tokens[1]``).
+        synthetic_bos: ``tokens[0]`` is a BOS that does not precede ``tokens[1]`` in the source.
+    """
+
+    source: int
+    kind: str
+    tokens: Int64Array
+    first_target: int
+    source_offset: int
+    synthetic_bos: bool = False
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens in the window (inputs and targets)."""
+        return int(self.tokens.size)
+
+    @property
+    def n_targets(self) -> int:
+        """Scored targets."""
+        return int(self.tokens.size) - 1 - self.first_target
+
+    @property
+    def scored_positions(self) -> range:
+        """Source positions of the scored targets."""
+        start = self.source_offset + self.first_target
+        return range(start, start + self.n_targets)
+
+    def targets(self) -> Int64Array:
+        """Token ids of the scored targets."""
+        out: Int64Array = self.tokens[1 + self.first_target :]
+        return out
+
+    def _check(self) -> None:
+        """Assert the window's internal invariants."""
+        assert self.kind in KINDS, self.kind
+        assert self.tokens.ndim == 1 and self.tokens.dtype == np.int64 and self.tokens.size >= 2
+        assert 0 <= self.first_target < self.tokens.size - 1
+        assert self.source_offset >= 1 and self.source >= 0
+        assert not self.tokens.flags.writeable
+        assert self.synthetic_bos == (self.kind == "tail")
+
+
+def _window(source: int, kind: str, tokens: Int64Array, first_target: int, offset: int,
+            synthetic: bool = False) -> Window:
+    t = np.ascontiguousarray(tokens, dtype=np.int64)
+    if t.flags.writeable:
+        t = t.copy()
+        t.flags.writeable = False
+    return Window(int(source), kind, t, int(first_target), int(offset), synthetic)
+
+
+def beginning_window(doc: npt.ArrayLike, capacity: int = 2049, *, source: int = 0) -> Window:
+    """The source's first ``min(L, R)`` tokens; every target scored.
+
+    Raises:
+        ValueError: a source of one token (no target), or ``capacity < 2``.
+    """
+    R = check_int("capacity", capacity, 2)
+    d = as_document(doc)
+    if d.size < 2:
+        raise ValueError("a beginning window needs a source of at least 2 tokens (BOS and one target)")
+    return _window(source, "beginning", d[:R], 0, 1)
+
+
+def tail_window(doc: npt.ArrayLike, capacity: int = 2049, *, source: int = 0,
+                bos: int | None = None) -> Window:
+    """A synthetic BOS followed by the source's final ``R - 1`` text tokens (``L > R`` only).
+
+    ``bos`` defaults to the source's own BOS id ``doc[0]``.
+
+    Raises:
+        ValueError: ``L <= R`` (the beginning window already holds the whole source).
+    """
+    R = check_int("capacity", capacity, 2)
+    d = as_document(doc)
+    L = int(d.size)
+    if L <= R:
+        raise ValueError(f"a tail window needs an over-context source (L > capacity={R}), got L={L}")
+    b = int(d[0]) if bos is None else check_int("bos", bos, 0)
+    tokens = np.concatenate([np.asarray([b], dtype=np.int64), d[L - (R - 1) :]])
+    return _window(source, "tail", tokens, 0, L - (R - 1), synthetic=True)
+
+
+def natural_tail_window(doc: npt.ArrayLike, targets: int = 512, context: int = 2048, *,
+                        source: int = 0) -> Window:
+    """The last ``targets`` targets with up to ``context`` preceding real tokens, no synthetic BOS.
+
+    The window is ``doc[max(0, L - 1 - context): L]``; its last ``targets``
+    targets are scored.
+
+    Raises:
+        ValueError: ``targets > context``, or the source has fewer than ``targets`` targets.
+    """
+    K = check_int("targets", targets, 1)
+    C = check_int("context", context, 1)
+    if K > C:
+        raise ValueError(f"targets must be <= context, got targets={K}, context={C}")
+    d = as_document(doc)
+    L = int(d.size)
+    if L - 1 < K:
+        raise ValueError(f"a natural tail of {K} targets needs a source of at least {K + 1} tokens, "
+                         f"got L={L}")
+    start = max(0, L - 1 - C)
+    n = L - start
+    return _window(source, "natural-tail", d[start:], n - 1 - K, start + 1)
+
+
+def census_windows(doc: npt.ArrayLike, context: int = 2048, stride: int = 512, *,
+                   source: int = 0) -> list[Window]:
+    """Document-local sliding windows that score every target ``1 .. L - 1`` exactly once.
+
+    A one-token source has no target and yields no window. Complexity:
+    O(L / stride) windows of at most ``context + 1`` tokens (views of one copy).
+
+    Raises:
+        ValueError: ``stride > context`` or a value below 1.
+    """
+    C = check_int("context", context, 1)
+    S = check_int("stride", stride, 1)
+    if S > C:
+        raise ValueError(f"stride must be <= context, got stride={S}, context={C}")
+    d = as_document(doc)
+    L = int(d.size)
+    if L < 2:
+        return []
+    out = [_window(source, "census", d[: C + 1], 0, 1)]
+    a = C + 1
+    while a < L:
+        b = min(a + S, L)
+        lo = b - C - 1
+        out.append(_window(source, "census", d[lo:b], a - lo - 1, lo + 1))
+        a = b
+    return out
+
+
+def check_census(windows: Iterable[Window], lengths: npt.ArrayLike) -> None:
+    """Check that ``windows`` score every target of every source exactly once.
+
+    ``lengths[s]`` is the BOS-inclusive length of source ``s``. O(windows log windows).
+
+    Raises:
+        ValueError: naming the first source with a target scored twice or never.
+
+    >>> check_census(census_windows(np.arange(7), context=3, stride=2), [7])
+    >>> check_census(census_windows(np.arange(7), context=3, stride=2)[:-1], [7])
+    Traceback (most recent call last):
+    ValueError: census: source 0 has targets 6..6 never scored
+    """
+    L = np.asarray(lengths, dtype=np.int64)
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for w in windows:
+        r = w.scored_positions
+        if not 0 <= w.source < L.size:
+            raise ValueError(f"census: window of source {w.source} outside the {L.size} sources")
+        spans.setdefault(w.source, []).append((r.start, r.stop))
+    for s in range(L.size):
+        nxt = 1
+        for a, b in sorted(spans.get(s, [])):
+            if a < nxt:
+                raise ValueError(f"census: source {s} has targets {a}..{min(b, nxt) - 1} scored twice")
+            if a > nxt:
+                raise ValueError(f"census: source {s} has targets {nxt}..{a - 1} never scored")
+            nxt = b
+        if nxt < L[s]:
+            raise ValueError(f"census: source {s} has targets {nxt}..{int(L[s]) - 1} never scored")
+        if nxt > L[s]:
+            raise ValueError(f"census: source {s} has targets past its length {int(L[s])}")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSpec:
+    """Which windows to cut from each source, and their sizes.
+
+    Attributes:
+        kinds: window kinds (a subset of :data:`KINDS`, in this order in the result).
+        capacity: ``R`` of beginning and tail windows (2049).
+        natural_targets: ``K`` of natural tails (512).
+        context: ``C`` of natural tails and census windows (2048).
+        stride: ``S`` of census windows (512).
+
+    >>> WindowSpec(kinds=("beginning", "tail")).describe()
+    'beginning, tail windows; R=2049'
+    """
+
+    kinds: tuple[str, ...] = ("beginning", "tail")
+    capacity: int = 2049
+    natural_targets: int = 512
+    context: int = 2048
+    stride: int = 512
+
+    def __post_init__(self) -> None:
+        kinds = tuple(self.kinds)
+        if isinstance(self.kinds, str) or not kinds:
+            raise ValueError(f"kinds must be a non-empty sequence of {', '.join(KINDS)}; got {self.kinds!r}")
+        for k in kinds:
+            if k not in KINDS:
+                raise ValueError(f"kinds must name window kinds among {', '.join(KINDS)}; got {k!r}")
+        if len(set(kinds)) != len(kinds):
+            raise ValueError(f"kinds must not repeat, got {kinds}")
+        object.__setattr__(self, "kinds", kinds)
+        check_int("capacity", self.capacity, 2)
+        check_int("natural_targets", self.natural_targets, 1)
+        check_int("context", self.context, 1)
+        check_int("stride", self.stride, 1)
+        if "natural-tail" in kinds and self.natural_targets > self.context:
+            raise ValueError(f"natural_targets must be <= context, "
+                             f"got {self.natural_targets} > {self.context}")
+        if "census" in kinds and self.stride > self.context:
+            raise ValueError(f"stride must be <= context, got {self.stride} > {self.context}")
+
+    def describe(self) -> str:
+        """One line naming the kinds and the sizes that matter for them."""
+        parts = [f"R={self.capacity}"] if {"beginning", "tail", "natural-tail"} & set(self.kinds) else []
+        if "natural-tail" in self.kinds:
+            parts.append(f"K={self.natural_targets}")
+        if {"natural-tail", "census"} & set(self.kinds):
+            parts.append(f"C={self.context}")
+        if "census" in self.kinds:
+            parts.append(f"S={self.stride}")
+        return f"{', '.join(self.kinds)} windows; {', '.join(parts)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"kinds": list(self.kinds), "capacity": self.capacity, "natural_targets": self.natural_targets,
+                "context": self.context, "stride": self.stride}
+
+
+def scored_range(length: int, kind: str, spec: WindowSpec) -> range | None:
+    """Source positions a window of ``kind`` scores for a source of ``length`` tokens (``None``: no window).
+
+    Written from the definitions, independently of the window builders, so
+    that accounting can compare the two. Census returns all targets ``1 .. L - 1``.
+
+    >>> spec = WindowSpec(kinds=KINDS, capacity=5, natural_targets=2, context=3, stride=1)
+    >>> [scored_range(9, k, spec) for k in KINDS]
+    [range(1, 5), range(5, 9), range(7, 9), range(1, 9)]
+    >>> scored_range(5, "tail", spec) is None
+    True
+    """
+    R = spec.capacity
+    if length < 2:
+        return None
+    if kind == "beginning":
+        return range(1, min(length, R))
+    if kind == "census":
+        return range(1, length)
+    if kind not in TAIL_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if length <= R:
+        return None
+    if kind == "tail":
+        return range(length - (R - 1), length)
+    return range(length - spec.natural_targets, length)
+
+
+def source_windows(doc: npt.ArrayLike, spec: WindowSpec, *, source: int = 0) -> list[Window]:
+    """Every window ``spec`` asks for from one source, kinds in ``spec.kinds`` order.
+
+    Tail kinds apply to over-context sources (``L > R``) only; a source of one
+    token yields no window.
+    """
+    d = as_document(doc)
+    L = int(d.size)
+    out: list[Window] = []
+    if L < 2:
+        return out
+    for kind in spec.kinds:
+        if kind == "beginning":
+            out.append(beginning_window(d, spec.capacity, source=source))
+        elif kind == "census":
+            out.extend(census_windows(d, spec.context, spec.stride, source=source))
+        elif spec.capacity < L:
+            if kind == "tail":
+                out.append(tail_window(d, spec.capacity, source=source))
+            else:
+                out.append(natural_tail_window(d, spec.natural_targets, spec.context, source=source))
+    return out
+
+
+def pad_batch(windows: Sequence[Window], *, pad_id: int = 0,
+              width: int | None = None) -> tuple[Int64Array, npt.NDArray[np.int32]]:
+    """Right-pad windows into ``input_ids`` (``int64``, ``(b, W)``) and ``segment_ids`` (``int32``).
+
+    ``segment_ids`` is 1 on each window's tokens and 0 on padding (seed 004's
+    segment identifiers, one document per row). ``W`` is ``width`` or the
+    longest window.
+
+    >>> ids, seg = pad_batch([beginning_window([0, 5, 6]), beginning_window([0, 7])], pad_id=9)
+    >>> ids.tolist(), seg.tolist()
+    ([[0, 5, 6], [0, 7, 9]], [[1, 1, 1], [1, 1, 0]])
+    """
+    if not windows:
+        raise ValueError("pad_batch needs at least one window")
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral) or pad_id < 0:
+        raise ValueError(f"pad_id must be a token id >= 0, got {pad_id!r}")
+    longest = max(w.n_tokens for w in windows)
+    W = longest if width is None else check_int("width", width, 2)
+    if longest > W:
+        raise ValueError(f"width={W} is shorter than the longest window ({longest} tokens)")
+    ids = np.full((len(windows), W), int(pad_id), dtype=np.int64)
+    seg = np.zeros((len(windows), W), dtype=np.int32)
+    for i, w in enumerate(windows):
+        ids[i, : w.n_tokens] = w.tokens
+        seg[i, : w.n_tokens] = 1
+    return ids, seg
