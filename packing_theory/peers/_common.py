@@ -6,7 +6,9 @@ Filtered prologue, and row emission with left padding.
 
 from __future__ import annotations
 
+import bisect
 import numbers
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -15,7 +17,7 @@ import numpy as np
 from ..spans import Arrival, Event, Filtered, Padding, Placement, Repeat
 from ._base import Piece
 
-__all__ = ["arrivals", "as_length_list", "check_choice", "emit_row"]
+__all__ = ["arrivals", "as_length_list", "best_fit", "check_choice", "emit_row"]
 
 
 def as_length_list(lengths: Any, *, allow_empty: bool, who: str) -> list[int]:
@@ -91,3 +93,45 @@ def emit_row(row: int, pieces: Iterable[Piece], capacity: int, *, left_pad: bool
     if pad and not left_pad:
         out.append(Padding(row, pos, pad))
     return out
+
+
+def best_fit(sizes: Sequence[int], order: Iterable[int], capacity: int) -> list[list[int]]:
+    """Best fit in the given ``order``: bins (lists of indices into ``sizes``) in creation order.
+
+    Each size (``1..capacity``) goes to the bin with the smallest remaining
+    space that holds it; among bins with that space, the one that reached it
+    first (FIFO, as TRL's and OLMo-core's ``space -> deque`` tables); a new
+    bin when none fits. Both frameworks search a segment tree over the present
+    space values for the leftmost (smallest) one ``>= size``; a sorted list of
+    the present values gives the same answer.
+
+    >>> best_fit([3, 3, 1, 1], [0, 1, 2, 3], 4)
+    [[0, 2], [1, 3]]
+
+    Complexity: O(log S + S) per item, ``S <= capacity`` distinct spaces
+    (a C-level ``list`` insert/delete).
+    """
+    bins: list[list[int]] = []
+    spaces: list[int] = []  # sorted distinct remaining spaces in 1..capacity-1 held by some bin
+    by_space: dict[int, deque[int]] = {}
+    for idx in order:
+        n = sizes[idx]
+        k = bisect.bisect_left(spaces, n)
+        if k < len(spaces):
+            space = spaces[k]
+            queue = by_space[space]
+            b = queue.popleft()
+            if not queue:
+                del spaces[k]
+        else:
+            space = capacity
+            b = len(bins)
+            bins.append([])
+        bins[b].append(idx)
+        left = space - n
+        if left > 0:
+            queue = by_space.setdefault(left, deque())
+            if not queue:
+                bisect.insort(spaces, left)
+            queue.append(b)
+    return bins

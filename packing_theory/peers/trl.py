@@ -46,15 +46,13 @@ shortest-span crop, rows in bin order (seed 000 §5.10).
 
 from __future__ import annotations
 
-import bisect
-from collections import deque
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from .._checks import check_int
 from ..spans import Discard, Event, Horizon
 from ._base import PeerPacker, Piece
-from ._common import arrivals, as_length_list, check_choice, emit_row
+from ._common import arrivals, as_length_list, best_fit, check_choice, emit_row
 
 __all__ = ["PEERS", "TRL_VERSIONS", "TrlBfd", "TrlBfdSplit", "TrlPacker", "TrlWrapped", "best_fit_decreasing"]
 
@@ -71,41 +69,13 @@ _FAMILY = ("finite-window best-fit-decreasing (TRL pack_dataset): no minimum-occ
 def best_fit_decreasing(sizes: list[int], capacity: int) -> list[list[int]]:
     """Bins (lists of indices into ``sizes``) by stable longest-first best fit with FIFO ties.
 
-    Every size must be in ``1..capacity``. A size goes to the bin with the
-    smallest remaining space that holds it; among bins with that space, the
-    one that reached it first; else a new bin. Bins are in creation order.
-
     >>> best_fit_decreasing([4, 2, 3, 1], 4)
     [[0], [2, 3], [1]]
 
-    Complexity: O(n log n) for the sort plus O(log S + S) per item, ``S`` the
-    number of distinct remaining spaces (at most ``capacity``).
+    Complexity: O(n log n) for the sort plus :func:`~packing_theory.peers._common.best_fit`.
     """
     order = sorted(range(len(sizes)), key=sizes.__getitem__, reverse=True)  # stable: ties keep index order
-    bins: list[list[int]] = []
-    spaces: list[int] = []  # sorted distinct remaining spaces in 1..capacity-1 with at least one bin
-    by_space: dict[int, deque[int]] = {}
-    for idx in order:
-        n = sizes[idx]
-        k = bisect.bisect_left(spaces, n)
-        if k < len(spaces):
-            space = spaces[k]
-            queue = by_space[space]
-            b = queue.popleft()
-            if not queue:
-                del spaces[k]
-        else:
-            space = capacity
-            b = len(bins)
-            bins.append([])
-        bins[b].append(idx)
-        left = space - n
-        if left > 0:
-            queue = by_space.setdefault(left, deque())
-            if not queue:
-                bisect.insort(spaces, left)
-            queue.append(b)
-    return bins
+    return best_fit(sizes, order, capacity)
 
 
 class TrlPacker(PeerPacker):
