@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "check": "packing_theory.commands.check",
     "bounds": "packing_theory.commands.bounds",
     "audit": "packing_theory.commands.audit",
+    "policies": "packing_theory.commands.policies",
+    "compare": "packing_theory.commands.compare",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

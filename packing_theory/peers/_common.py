@@ -35,7 +35,8 @@ def as_length_list(lengths: Any, *, allow_empty: bool, who: str) -> list[int]:
         values = [int(v) for v in lengths.tolist()]
     else:
         if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
-            raise TypeError(f"lengths must be a sequence of ints or a numpy array, got {type(lengths).__name__}")
+            raise TypeError(f"lengths must be a sequence of ints or a numpy array, "
+                            f"got {type(lengths).__name__}")
         values = []
         for i, v in enumerate(lengths):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):

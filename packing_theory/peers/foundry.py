@@ -47,7 +47,8 @@ from ._common import arrivals, as_length_list, check_choice, emit_row
 __all__ = ["PEERS", "FoundryBinPack", "FoundryConcat", "FoundryConcatNoWrap", "FoundryConcatWrap",
            "first_fit_bin_packing"]
 
-_REF_CONCAT = "mosaicml/llm-foundry llmfoundry/data/data.py ConcatTokensDataset.__iter__ at 8c8dd48f7216 (0.22.0)"
+_REF_CONCAT = ("mosaicml/llm-foundry llmfoundry/data/data.py ConcatTokensDataset.__iter__ "
+               "at 8c8dd48f7216 (0.22.0)")
 _REF_BINPACK = ("mosaicml/llm-foundry llmfoundry/data/packing.py BinPackCollator._first_fit_bin_packing and "
                 "finetuning/collator.py (truncation to max_seq_len) at 8c8dd48f7216 (0.22.0)")
 
@@ -194,11 +195,13 @@ class FoundryBinPack(PeerPacker):
                  drop_last: bool = False) -> None:
         super().__init__(capacity)
         self.batch_size = check_int("batch_size", batch_size, 1)
-        if isinstance(packing_ratio, bool) or not isinstance(packing_ratio, (int, float)) or packing_ratio < 1:
+        if (isinstance(packing_ratio, bool) or not isinstance(packing_ratio, (int, float))
+                or packing_ratio < 1):
             raise ValueError(f"packing_ratio must be a number >= 1, got {packing_ratio!r}")
         self.packing_ratio = float(packing_ratio)
-        self.max_leftover_bins_to_keep = (None if max_leftover_bins_to_keep is None else
-                                          check_int("max_leftover_bins_to_keep", max_leftover_bins_to_keep, 0))
+        keep = max_leftover_bins_to_keep
+        self.max_leftover_bins_to_keep = (None if keep is None
+                                          else check_int("max_leftover_bins_to_keep", keep, 0))
         self.padding_side = check_choice("padding_side", padding_side, ("right", "left"))
         if not isinstance(drop_last, bool):
             raise TypeError(f"drop_last must be a bool, got {type(drop_last).__name__} {drop_last!r}")

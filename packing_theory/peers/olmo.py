@@ -93,8 +93,8 @@ class OlmoPacker(PeerPacker):
                  source_group_size: int = 1) -> None:
         super().__init__(capacity)
         if capacity & (capacity - 1):
-            raise ValueError(f"capacity (OLMo-core sequence_length) must be a power of two: its InstancePacker "
-                             f"segment tree asserts it; got {capacity}")
+            raise ValueError(f"capacity (OLMo-core sequence_length) must be a power of two: its "
+                             f"InstancePacker segment tree asserts it; got {capacity}")
         self.documents_per_file = (None if documents_per_file is None
                                    else check_int("documents_per_file", documents_per_file, 1))
         self.source_group_size = check_int("source_group_size", source_group_size, 1)

@@ -22,6 +22,10 @@ What the framework does, per ``datasets.map`` batch (the *window*, default
     concatenate every token of the batch and cut every ``seq_length`` tokens,
     across document boundaries; the last row of each batch is short.
 
+A map batch holding only empty rows makes ``_pack_bfd`` fail (pyarrow cannot
+``take`` an empty, untyped index list); the bfd peers raise ``ValueError``
+there too. ``wrapped`` emits no row for such a batch.
+
 Rows are not padded in the dataset: a bin's unused space is
 :class:`~packing_theory.spans.Padding` here; TRL's collator either pads a
 batch to its longest row or (``padding_free``, on by default for ``bfd``)
@@ -97,7 +101,8 @@ class TrlPacker(PeerPacker):
         "collator concatenates rows, position_ids restart at 0 per sequence and cu_seq_lens follow them; "
         "otherwise rows are right-padded per batch and attention is not masked between sequences")
 
-    def __init__(self, capacity: int, *, window: int | None = 1000, framework_version: str = "1.16.0") -> None:
+    def __init__(self, capacity: int, *, window: int | None = 1000,
+                 framework_version: str = "1.16.0") -> None:
         super().__init__(capacity)
         self.window = None if window is None else check_int("window", window, 1)
         self.framework_version = check_choice("framework_version", framework_version, TRL_VERSIONS)
@@ -129,6 +134,10 @@ class TrlPacker(PeerPacker):
                             yield Discard(occ, occ, L, n - L)
                     else:
                         pieces.extend(Piece(occ, occ, s, min(L, n - s), crop=n > L) for s in range(0, n, L))
+                if not pieces:
+                    raise ValueError(
+                        f"lengths[{lo}:{hi}] (one map batch, window={self.window}) holds only empty rows: "
+                        f"TRL's _pack_bfd fails on such a batch (pyarrow 'take' of an empty index list)")
                 bins = best_fit_decreasing([p.length for p in pieces], L)
                 rows = [[pieces[i] for i in b] for b in bins]
             for r in rows:
@@ -170,7 +179,7 @@ class TrlBfd(TrlPacker):
 
 
 class TrlBfdSplit(TrlPacker):
-    """``pack_dataset(strategy="bfd_split")``: split rows longer than ``seq_length``, then best-fit decreasing.
+    """``pack_dataset(strategy="bfd_split")``: split rows over ``seq_length``, then best-fit decreasing.
 
     >>> [(p.row, p.occurrence, p.start, p.length) for p in TrlBfdSplit(4).events([5, 2, 3, 1])
     ...  if type(p).__name__ == "Placement"]
