@@ -51,12 +51,19 @@ def test_check_on_a_peer_is_not_applicable(lengths_file: Path, capsys: pytest.Ca
     (["--policy", "olmo-truncate"], "power of two"),
     (["--policy", "trl-bfd", "--framework-version", "0.1"], "framework_version"),
     (["--policy", "trl-bfd", "--rows", "3"], "--rows/--targets"),
-    (["--policy", "nope-nope"], "nope-nope"),
 ])
 def test_bad_peer_options(argv: list[str], message: str, lengths_file: Path,
                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "--lengths", str(lengths_file), "--capacity", "2049", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_unknown_policy_is_a_usage_error(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", "--lengths", str(lengths_file), "--policy", "nope-nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nope-nope'" in err and "trl-bfd" in err
 
 
 def test_peer_options_reach_the_constructor(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

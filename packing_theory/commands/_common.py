@@ -59,7 +59,9 @@ def add_stream_options(
                             help=f"policies side by side (repeatable; streaming: {', '.join(POLICIES)}; "
                                  "or a peer FRAMEWORK-STRATEGY, see `packing-theory policies`)")
     else:
-        parser.add_argument("--policy", default="discard", metavar="POLICY",
+        from ._peers import policy_name
+
+        parser.add_argument("--policy", default="discard", metavar="POLICY", type=policy_name,
                             help=f"streaming policy ({', '.join(POLICIES)}; default discard) or a peer "
                                  "FRAMEWORK-STRATEGY such as trl-bfd (see `packing-theory policies`)")
     parser.add_argument("--seed", type=int, default=None,

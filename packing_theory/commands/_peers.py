@@ -26,6 +26,7 @@ __all__ = [
     "peer_from_args",
     "peer_knobs",
     "peer_options",
+    "policy_name",
 ]
 
 
@@ -37,6 +38,14 @@ def is_peer(name: str) -> bool:
 def all_policy_names() -> list[str]:
     """Streaming policies, then every registered peer policy."""
     return [*POLICIES, *peer_policies()]
+
+
+def policy_name(text: str) -> str:
+    """An argparse ``type``: a streaming or peer policy name, else "invalid choice" (usage error)."""
+    names = all_policy_names()
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(names)})")
+    return text
 
 
 def parse_value(text: str) -> Any:
