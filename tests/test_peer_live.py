@@ -48,7 +48,10 @@ def _available(policy: str) -> tuple[bool, str]:
             except ModuleNotFoundError:
                 found = False
             if found and prefix.startswith("foundry"):
-                found = importlib.util.find_spec("llmfoundry") is not None
+                try:  # located on sys.path, never imported (the harness stubs the package)
+                    harness.foundry_root()
+                except ImportError:
+                    found = False
             return found, reason
     return False, "no live runner"
 
