@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "bounds": "packing_theory.cli.bounds",
     "audit": "packing_theory.cli.audit",
     "evaluate": "packing_theory.cli.evaluate",
+    "policies": "packing_theory.cli.policies",
+    "compare": "packing_theory.cli.compare",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

@@ -56,12 +56,17 @@ def add_stream_options(
                         help="refill batch size or sequence of sizes (default 128)")
     if policies == "many":
         parser.add_argument("--policy", action="append", metavar="P[,P...]",
-                            help=f"policies side by side (repeatable; among {', '.join(POLICIES)})")
+                            help=f"policies side by side (repeatable; streaming: {', '.join(POLICIES)}; "
+                                 "or a peer FRAMEWORK-STRATEGY, see `packing-theory policies`)")
     else:
-        parser.add_argument("--policy", default="discard", choices=POLICIES,
-                            help="continuation semantics / arrival transform (default discard)")
-    parser.add_argument("--seed", type=int, default=RANDOM_SPAN_SEED,
-                        help=f"random-span RNG seed (default {RANDOM_SPAN_SEED})")
+        from ._peers import policy_name
+
+        parser.add_argument("--policy", default="discard", metavar="POLICY", type=policy_name,
+                            help=f"streaming policy ({', '.join(POLICIES)}; default discard) or a peer "
+                                 "FRAMEWORK-STRATEGY such as trl-bfd (see `packing-theory policies`)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help=f"random-span RNG seed (default {RANDOM_SPAN_SEED}); "
+                             "for a peer, its seed option")
     parser.add_argument("--passes", type=int, default=1, help="corpus passes, persistent buffer (default 1)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--rows", type=int, default=None, help=rows_help)
@@ -72,6 +77,9 @@ def add_stream_options(
     if engine:
         parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
                             help="fast engine (default) or the naive reference")
+    from ._peers import add_peer_options
+
+    add_peer_options(parser)
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig:
@@ -81,7 +89,7 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig
         min_buffer=args.min_buffer,
         refill=args.refill,
         policy=args.policy,
-        seed=args.seed,
+        seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
         passes=args.passes,
         rows=args.rows,
         targets=args.targets,

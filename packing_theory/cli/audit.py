@@ -27,10 +27,13 @@ from ..audit import (
     AUTORESEARCH_EVAL_TARGETS,
     AUTORESEARCH_ROWS,
     DEFAULT_EVAL_PREFIXES,
+    STRATA_BOUNDARIES,
     AuditResult,
+    audit_events,
+    corpus_summary,
     run_audit,
 )
-from ..engine.policies import POLICIES, PackerConfig
+from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ._common import add_stream_options, emit_json, parse_int_list
 
 __all__ = [
@@ -65,16 +68,41 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     """
     if not values:
         return ["discard"]
+    from ._peers import all_policy_names
+
+    known = all_policy_names()
     out: list[str] = []
     for value in values:
         for name in value.split(","):
             name = name.strip()
-            if name not in POLICIES:
-                raise ValueError(f"--policy must name policies among {', '.join(POLICIES)}; got {name!r}")
+            if name not in known:
+                raise ValueError(f"--policy must name policies among {', '.join(known)}; got {name!r}")
             if name in out:
                 raise ValueError(f"--policy names {name!r} twice")
             out.append(name)
     return out
+
+
+def _add_peers(result: AuditResult, args: argparse.Namespace, names: list[str],
+               train: npt.NDArray[np.int64], order: list[str]) -> AuditResult:
+    """Audit the peer policies (whole corpus, ``--capacity`` = their sequence length) into ``result``.
+
+    Peers get no startup spread or evaluation population: those replay the
+    streaming engine.
+    """
+    from dataclasses import replace
+
+    from ._peers import peer_from_args
+
+    aggs = list(result.policies)
+    for name in names:
+        t0 = time.perf_counter()
+        peer = peer_from_args(args, name, args.capacity)
+        aggs.append(audit_events(peer.events(train), capacity=peer.capacity, min_buffer=args.min_buffer,
+                                 policy=name, boundaries=result.boundaries))
+        result.seconds[f"replay:{name}"] = time.perf_counter() - t0
+    aggs.sort(key=lambda a: order.index(a.policy))
+    return replace(result, policies=tuple(aggs))
 
 
 def register(sub: Any) -> None:
@@ -252,7 +280,8 @@ def run(args: argparse.Namespace) -> int:
             prefixes = tuple(p for p in prefixes if p <= eval_targets)
         reference = None
     config = PackerConfig(
-        capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill, seed=args.seed,
+        capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
+        seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
         passes=args.passes, rows=rows, targets=args.targets if rows is None else None,
         exhausted="drain" if args.drain else "stop",
     )
@@ -261,12 +290,20 @@ def run(args: argparse.Namespace) -> int:
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
         return progress_bar(desc, total, enabled=False if args.no_progress else None)
 
-    result: AuditResult = run_audit(
-        train, config, policies=policies, permutations=args.permutations,
-        permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
-        eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
-        progress=bar,
-    )
+    from ._peers import is_peer
+
+    streaming = [p for p in policies if not is_peer(p)]
+    if streaming:
+        result: AuditResult = run_audit(
+            train, config, policies=streaming, permutations=args.permutations,
+            permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
+            eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
+            progress=bar,
+        )
+    else:
+        result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
+                             (), (), (), None, {})
+    result = _add_peers(result, args, [p for p in policies if is_peer(p)], train, policies)
     result.seconds["inputs"] = t_loaded - t_start
     out = Path(args.out)
     if out.exists() and not out.is_dir():

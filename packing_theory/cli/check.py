@@ -21,7 +21,9 @@ def register(sub: Any) -> None:
         description="Replay a streaming packer and check the protected-set invariant (seed 000 §3) at "
                     "every selection. Selections made with fewer than B buffered spans (--drain after "
                     "the stream ends) are outside the proposition and only counted. Exit status: 0 "
-                    "when the invariant holds, 1 on a violation, 2 on bad input.",
+                    "when the invariant holds, 1 on a violation, 2 on bad input. A peer policy "
+                    "(FRAMEWORK-STRATEGY) is outside the proposition's family: check says so and why "
+                    "(exit 0).",
     )
     add_stream_options(parser, engine=True)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -34,8 +36,28 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def _not_applicable(args: argparse.Namespace) -> int:
+    """A peer policy: the proposition does not apply; say why (exit 0), never a verdict."""
+    from ._peers import peer_from_args
+
+    peer = peer_from_args(args, args.policy, args.capacity)  # validates the options
+    payload = {"policy": args.policy, "framework": peer.framework, "in_family": peer.in_family,
+               "verdict": "outside the family: not applicable", "reason": peer.family_note,
+               "reference": peer.reference}
+    if args.json:
+        emit_json(payload)
+    else:
+        print(f"{args.policy}: outside the family: not applicable")
+        print(f"reason: {peer.family_note}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay under the monitor and print the result; 0 if no violation, else 1."""
+    from ._peers import is_peer
+
+    if is_peer(args.policy):
+        return _not_applicable(args)
     config = config_from_args(args)
     lengths = load_lengths(args.lengths)
     segmented = config.policy == "segment-first" and not args.originals

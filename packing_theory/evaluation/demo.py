@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import POLICIES, Packer, PackerConfig
 from ..audit import Aggregates, audit_lengths, evaluation_population
+from ..engine import POLICIES, Packer, PackerConfig
 from .ngram import NGramModel
 from .pipeline import EvaluationRun, default_family, evaluate_models
 from .population import DEFAULT_SAMPLE_SEED, sample_population, token_hash

@@ -1,0 +1,363 @@
+"""Every packer side by side on one corpus: ``packing-theory compare``.
+
+:func:`compare_packers` replays one corpus once with each chosen packer —
+streaming policies of seed 000's family and peer packers
+(:mod:`packing_theory.peers`) alike — feeds each event stream to a
+:class:`~packing_theory.audit.Ledger`, and reports per packer:
+
+* utilization (emitted source tokens / row positions), padding, repeated
+  positions, tokens truncated or dropped, tokens filtered, tokens still
+  buffered at the end;
+* sources filtered, sources never started (counted over arrived occurrences)
+  and, per length stratum, never-started sources and the emitted share of
+  the stratum's tokens (the exposure profile by stratum);
+* what the trainer gets (document masks, position ids, ``cu_seqlens``), as
+  each packer documents it;
+* the invariant verdict: a family member with its theorem, a shrunk
+  counterexample found now by a small exhaustive search (an out-of-family
+  streaming variant), or "outside the family: not applicable" with the peer's
+  reason.
+
+The budget is one pass over the corpus: every packer runs until its input is
+exhausted (streaming policies in ``stop`` mode: what is still buffered then
+is never started). The packer set is :func:`default_packers`: the streaming
+policies plus every registered peer, so a peer module added to
+:data:`~packing_theory.peers.PEER_MODULES` appears without any change here.
+
+Row widths: streaming rows hold ``capacity`` tokens (``T + 1``); a peer is
+built with ``seq_length`` (default ``capacity - 1``, the framework's sequence
+length) unless its framework needs another value (OLMo-core: the largest
+power of two ``<= seq_length``); each column states its row width.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.policies import POLICIES, PackerConfig
+from ..engine.replay import make_packer
+from ..invariant import InvariantMonitor
+from ..lengths import validate_lengths
+from ..peers import peer_policies
+from .ledger import Ledger
+from .results import Aggregates
+from .strata import STRATA_BOUNDARIES
+
+__all__ = [
+    "STREAMING_TRAINER_VIEW",
+    "Comparison",
+    "PackerColumn",
+    "compare_packers",
+    "default_packers",
+    "render_markdown",
+    "shrunk_counterexample",
+    "streaming_verdict",
+    "write_plots",
+]
+
+STREAMING_TRAINER_VIEW = (
+    "rows of R tokens starting with a BOS; autoresearch/nanochat train with plain causal attention "
+    "across documents: no document mask, position ids 0..R-2 per row, no cu_seqlens; no padding")
+"""What a trainer gets from the streaming family's rows."""
+
+_FAMILY_THEOREM = ("family member: seed 000 §3 — at every selection the min(B-1, N_L) largest long "
+                   "occurrences are buffered, unchanged and unstarted")
+
+
+def default_packers() -> list[str]:
+    """The streaming policies, then every registered peer policy (part A's and others')."""
+    return [*POLICIES, *peer_policies()]
+
+
+@dataclass(frozen=True, slots=True)
+class PackerColumn:
+    """One packer's numbers in a :class:`Comparison` (see the module doc)."""
+
+    policy: str
+    kind: str
+    framework: str
+    row_width: int
+    options: dict[str, Any]
+    rows: int
+    row_positions: int
+    emitted_tokens: int
+    padding_tokens: int
+    repeated_tokens: int
+    discarded_tokens: int
+    filtered_tokens: int
+    buffered_tokens: int
+    arrived_sources: int
+    filtered_sources: int
+    started_sources: int
+    never_started_sources: int
+    never_started_by_stratum: tuple[int, ...]
+    retention_by_stratum: tuple[float | None, ...]
+    identity_holds: bool
+    trainer_view: str
+    in_family: bool
+    verdict: str
+    seconds: float
+
+    @property
+    def utilization(self) -> float | None:
+        """Emitted source tokens per row position (padding and repeats lower it)."""
+        return self.emitted_tokens / self.row_positions if self.row_positions else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with ``utilization``."""
+        return {**asdict(self), "utilization": self.utilization}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The result of :func:`compare_packers`."""
+
+    documents: int
+    tokens: int
+    capacity: int
+    seq_length: int
+    min_buffer: int
+    corpus_label: str
+    labels: tuple[str, ...]
+    columns: tuple[PackerColumn, ...]
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 1)."""
+        return {"schema": "packing-theory/compare", "version": 1, "corpus": self.corpus_label,
+                "documents": self.documents, "tokens": self.tokens, "capacity": self.capacity,
+                "seq_length": self.seq_length, "min_buffer": self.min_buffer,
+                "budget": "one pass over the corpus", "strata": list(self.labels),
+                "packers": [c.to_dict() for c in self.columns], "notes": list(self.notes),
+                "seconds": self.seconds}
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def shrunk_counterexample(policy: str, *, max_documents: int = 3) -> dict[str, Any] | None:
+    """The smallest stream on which ``policy`` violates the protected-set invariant, or ``None``.
+
+    An exhaustive search in increasing size (so the first hit is shrunk by
+    construction): ``R`` in 2..4, ``B`` in 1..2, refill 1, one or two passes,
+    up to ``max_documents`` documents of lengths ``1..2R+1``, ordered by
+    (documents, total length). The monitor checks the *original* occurrences
+    (``segmented=False``). Complexity: a few thousand tiny replays (< 1 s).
+
+    >>> cx = shrunk_counterexample("requeue-bos")
+    >>> cx["capacity"], cx["min_buffer"], cx["passes"], cx["lengths"]
+    (2, 2, 1, [1, 3, 3])
+    >>> shrunk_counterexample("discard") is None
+    True
+    """
+    cases = []
+    for n in range(1, max_documents + 1):
+        for R in (2, 3, 4):
+            for lengths in itertools.product(range(1, 2 * R + 2), repeat=n):
+                for B in (1, 2):
+                    for passes in (1, 2):
+                        cases.append((n * passes, sum(lengths) * passes, R, B, passes, list(lengths)))
+    cases.sort(key=lambda c: (c[0], c[1], c[2], c[3]))
+    for _, _, R, B, passes, stream in cases:
+        config = PackerConfig(capacity=R, min_buffer=B, refill=1, passes=passes, policy=policy,  # type: ignore[arg-type]
+                              exhausted="stop")
+        monitor = InvariantMonitor.for_config(config, segmented=False)
+        monitor.run(make_packer("fast", config).events(stream))
+        if not monitor.ok:
+            v = monitor.first_violation
+            return {"capacity": R, "min_buffer": B, "refill": 1, "passes": passes, "lengths": stream,
+                    "violation": v.describe() if v is not None else ""}
+    return None
+
+
+def streaming_verdict(policy: str) -> tuple[bool, str]:
+    """(in the family, the verdict sentence) for a streaming policy."""
+    if policy in ("discard", "continue"):
+        return True, _FAMILY_THEOREM
+    if policy == "random-span":
+        return False, ("outside the family as stated (a crop emits a random span), but every start "
+                       "decision equals discard's (seed 000 §4), so the protected set never starts either")
+    cx = shrunk_counterexample(policy)
+    if cx is None:
+        return False, "outside the family; no counterexample within the small exhaustive search"
+    return False, (f"outside the family; shrunk counterexample: R={cx['capacity']}, B={cx['min_buffer']}, "
+                   f"refill 1, {cx['passes']} pass(es) of {cx['lengths']}: {cx['violation']}")
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+def _peer_capacity(name: str, seq_length: int) -> int:
+    if name.startswith("olmo-"):
+        return 1 << (seq_length.bit_length() - 1)  # OLMo-core needs a power of two
+    return seq_length
+
+
+def compare_packers(
+    lengths: npt.ArrayLike,
+    packers: Sequence[str] | None = None,
+    *,
+    capacity: int = 2049,
+    seq_length: int | None = None,
+    min_buffer: int = 1000,
+    refill: int = 128,
+    peer_options: Mapping[str, Mapping[str, Any]] | None = None,
+    boundaries: Sequence[int] = STRATA_BOUNDARIES,
+    corpus_label: str = "",
+) -> Comparison:
+    """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
+
+    Args:
+        lengths: BOS-inclusive document lengths.
+        packers: policy names (default :func:`default_packers`).
+        capacity: streaming row capacity ``R``.
+        seq_length: the peers' sequence length (default ``capacity - 1``).
+        min_buffer, refill: the streaming family's ``B`` and refill batch.
+        peer_options: per peer, constructor options (``{"trl-bfd": {"window": 500}}``).
+
+    Raises:
+        ValueError: an unknown packer name, bad lengths, or a peer's bad option.
+
+    >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
+    ...                       refill=2)
+    >>> [(c.policy, c.never_started_sources, c.discarded_tokens) for c in cmp.columns]
+    [('discard', 1, 42), ('trl-bfd', 0, 20)]
+    """
+    arr = validate_lengths(np.asarray(lengths))
+    names = list(packers) if packers is not None else default_packers()
+    table = peer_policies()
+    for n in names:
+        if n not in POLICIES and n not in table:
+            raise ValueError(f"packers must be among {', '.join(default_packers())}; got {n!r}")
+    L = capacity - 1 if seq_length is None else seq_length
+    t_all = time.perf_counter()
+    cols: list[PackerColumn] = []
+    labels: tuple[str, ...] = ()
+    for name in names:
+        t0 = time.perf_counter()
+        if name in table:
+            cls = table[name]
+            opts = dict((peer_options or {}).get(name, {}))
+            peer = cls(_peer_capacity(name, L), **opts)
+            width = peer.capacity
+            events = peer.events(arr)
+            kind, framework = "peer", cls.framework
+            trainer = str(getattr(cls, "trainer_view", "not documented by this peer"))
+            in_family, verdict = cls.in_family, f"outside the family: not applicable — {cls.family_note}"
+        else:
+            config = PackerConfig(capacity=capacity, min_buffer=min_buffer, refill=refill,
+                                  policy=name, exhausted="stop")  # type: ignore[arg-type]
+            width, opts = capacity, {"min_buffer": min_buffer, "refill": refill}
+            events = make_packer("fast", config).events(arr)
+            kind, framework, trainer = "streaming", "seed 000 family", STREAMING_TRAINER_VIEW
+            in_family, verdict = streaming_verdict(name)
+        ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
+        ledger.consume(events)
+        agg: Aggregates = ledger.result()
+        labels = tuple(s.label for s in agg.strata)
+        m = agg.mass
+        cols.append(PackerColumn(
+            policy=name, kind=kind, framework=framework, row_width=width, options=opts, rows=agg.rows,
+            row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
+            padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
+            discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
+            buffered_tokens=m.buffered_tokens, arrived_sources=agg.arrived_sources,
+            filtered_sources=agg.filtered_sources, started_sources=agg.started_sources,
+            never_started_sources=agg.never_started_sources,
+            never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
+            retention_by_stratum=tuple(s.retention for s in agg.strata),
+            identity_holds=m.identity_holds and agg.conservation_violations == 0,
+            trainer_view=trainer, in_family=in_family, verdict=verdict,
+            seconds=time.perf_counter() - t0,
+        ))
+    return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
+                      tuple(cols), time.perf_counter() - t_all)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _n(v: int) -> str:
+    return f"{v:,}"
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def render_markdown(cmp: Comparison) -> str:
+    """A one-screen Markdown table (one row per packer) plus the verdicts and trainer views."""
+    lines = [
+        f"# Packer comparison — {cmp.corpus_label or 'corpus'}",
+        "",
+        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens; budget: one pass over the corpus. "
+        f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
+        f"(OLMo-core at the largest power of two below it).",
+        "",
+        "| packer | row width | rows | utilization | padding | dropped tokens | filtered sources "
+        "| never started | never started > R | family |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in cmp.columns:
+        long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
+                      if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
+        lines.append(
+            f"| {c.policy} | {c.row_width} | {_n(c.rows)} | {_pct(c.utilization)} | {_n(c.padding_tokens)} "
+            f"| {_n(c.discarded_tokens)} | {_n(c.filtered_sources)} | {_n(c.never_started_sources)} "
+            f"| {_n(long_ns)} | {'member' if c.in_family else 'outside'} |")
+    lines += ["", "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
+              "Never started = arrived occurrences with no emitted token (filtered ones included); "
+              "still-buffered tokens at the end: "
+              + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
+              + ".", "", "## Verdicts", ""]
+    lines += [f"- **{c.policy}**: {c.verdict}" for c in cmp.columns]
+    lines += ["", "## What the trainer gets", ""]
+    lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
+    lines += ["", f"Computed in {cmp.seconds:.1f} s."]
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(cmp: Comparison, outdir: str) -> list[str]:
+    """Two PNGs: never-started sources and emitted share by stratum, per packer (needs matplotlib)."""
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    x = np.arange(len(cmp.labels))
+    fig, ax = plt.subplots(figsize=(11, 5))
+    for c in cmp.columns:
+        ys = [r if r is not None else np.nan for r in c.retention_by_stratum]
+        ax.plot(x, ys, marker="o", label=c.policy)
+    ax.set_xticks(x, cmp.labels, rotation=30)
+    ax.set_ylabel("emitted share of the stratum's tokens")
+    ax.set_title("Exposure by length stratum (one pass)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    p = os.path.join(outdir, "compare_retention.png")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    fig, ax = plt.subplots(figsize=(11, 5))
+    names = [c.policy for c in cmp.columns]
+    ax.barh(names, [c.never_started_sources for c in cmp.columns], color="tab:red")
+    ax.set_xscale("symlog")
+    ax.set_xlabel("sources never started (one pass)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    p = os.path.join(outdir, "compare_never_started.png")
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    paths.append(p)
+    return paths

@@ -1,0 +1,253 @@
+"""LLM Foundry: ``ConcatTokensDataset`` (wrap / no_wrap) and ``BinPackCollator``.
+
+Transcribed (our own code) from mosaicml/llm-foundry@8c8dd48f7216 (= the
+0.22.0 release): ``llmfoundry/data/data.py`` (``ConcatTokensDataset.__iter__``)
+and ``llmfoundry/data/packing.py`` (``BinPackCollator``,
+``_first_fit_bin_packing``); the base finetuning collator's truncation to
+``max_seq_len`` is in ``llmfoundry/data/finetuning/collator.py``.
+
+``foundry-concat-wrap`` / ``foundry-concat-no_wrap``
+    stream order; append each document's tokens to a buffer (a document's
+    length here includes any ``bos_text`` / ``eos_text`` tokens); while the
+    buffer holds ``max_length`` tokens, emit its first ``max_length``; with
+    ``wrap`` keep the rest, with ``no_wrap`` empty the buffer (the rest of
+    the straddling document is discarded). The final partial buffer is never
+    emitted, in both modes: its tokens are discarded at the end.
+``foundry-binpack``
+    the dataloader hands the collator ``int(batch_size * packing_ratio)``
+    examples at a time (the last batch shorter unless ``drop_last``); the
+    base collator truncates an example to ``max_seq_len`` (the tail is
+    discarded); the examples are sorted longest first (stable); each goes
+    into the first bin — leftover bins of earlier batches first — whose size
+    stays ``<= max_seq_len`` (a bin that receives an example moves to the end
+    of the bin list), or into a new bin, except that once the remaining
+    examples are just enough to reach ``batch_size`` bins each gets its own
+    bin; the ``batch_size`` largest bins (stable) are emitted, padded to
+    ``max_seq_len`` on ``padding_side``; the other bins are kept as leftovers
+    for the next batch, at most ``max_leftover_bins_to_keep`` of them (the
+    largest): the rest are silently discarded. Leftovers still held when the
+    data ends are reported as buffered at the horizon.
+
+Outside seed 000's family: concatenate-and-chunk has no buffer of whole
+documents and no best fit; the collator's first-fit-decreasing works on one
+collate batch plus leftovers, with no minimum-occupancy refill and no
+shortest-span crop, so the proposition does not apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from .._checks import check_int
+from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
+from ._base import PeerPacker, Piece
+from ._common import arrivals, as_length_list, check_choice, emit_row
+
+__all__ = ["PEERS", "FoundryBinPack", "FoundryConcat", "FoundryConcatNoWrap", "FoundryConcatWrap",
+           "first_fit_bin_packing"]
+
+_REF_CONCAT = ("mosaicml/llm-foundry llmfoundry/data/data.py ConcatTokensDataset.__iter__ "
+               "at 8c8dd48f7216 (0.22.0)")
+_REF_BINPACK = ("mosaicml/llm-foundry llmfoundry/data/packing.py BinPackCollator._first_fit_bin_packing and "
+                "finetuning/collator.py (truncation to max_seq_len) at 8c8dd48f7216 (0.22.0)")
+
+
+class FoundryConcat(PeerPacker):
+    """``ConcatTokensDataset`` with ``max_length = capacity`` (``no_wrap`` is a class attribute)."""
+
+    framework: ClassVar[str] = "LLM Foundry"
+    reference: ClassVar[str] = _REF_CONCAT
+    family_note: ClassVar[str] = (
+        "concatenate-and-chunk (LLM Foundry ConcatTokensDataset): no buffer of whole documents, no best "
+        "fit and no shortest-span crop, so seed 000's proposition does not apply")
+    trainer_view: ClassVar[str] = (
+        "rows of exactly max_length tokens cut across documents; no document mask, position ids 0..L-1 "
+        "per row (documents are separated only by the bos_text/eos_text tokens); no padding")
+    no_wrap: ClassVar[bool]
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Stream the documents into rows; the final partial buffer is discarded."""
+        values = as_length_list(lengths, allow_empty=True, who="LLM Foundry")
+        L = self.capacity
+        row = 0
+        buf: list[Piece] = []
+        used = 0
+        for occ, n in enumerate(values):
+            yield from arrivals([n], occ)
+            start = 0
+            while start < n:
+                take = min(n - start, L - used)
+                buf.append(Piece(occ, occ, start, take, crop=take < n))
+                start += take
+                used += take
+                if used == L:
+                    yield from emit_row(row, buf, L)
+                    row += 1
+                    buf, used = [], 0
+                    if self.no_wrap and start < n:
+                        yield Discard(occ, occ, start, n - start)
+                        break
+        for p in buf:
+            yield Discard(p.occurrence, p.source, p.start, p.length)
+        yield Horizon(row, 0, "drained", ())
+
+
+class FoundryConcatWrap(FoundryConcat):
+    """``no_wrap=False``: the rest of a cut document starts the next row.
+
+    >>> [(e.row, e.occurrence, e.start, e.length) for e in FoundryConcatWrap(4).events([3, 3, 3])
+    ...  if type(e).__name__ == "Placement"]
+    [(0, 0, 0, 3), (0, 1, 0, 1), (1, 1, 1, 2), (1, 2, 0, 2)]
+    """
+
+    name: ClassVar[str] = "foundry-concat-wrap"
+    no_wrap: ClassVar[bool] = False
+
+
+class FoundryConcatNoWrap(FoundryConcat):
+    """``no_wrap=True``: the rest of a cut document is discarded.
+
+    >>> [(type(e).__name__, e.occurrence, e.start, e.length) for e in FoundryConcatNoWrap(4).events([3, 3])
+    ...  if type(e).__name__ in ("Placement", "Discard")]
+    [('Placement', 0, 0, 3), ('Placement', 1, 0, 1), ('Discard', 1, 1, 2)]
+    """
+
+    name: ClassVar[str] = "foundry-concat-no_wrap"
+    no_wrap: ClassVar[bool] = True
+
+
+Bin = tuple[int, list[Piece]]
+
+
+def first_fit_bin_packing(sizes: list[int], items: list[Piece], num_bins: int, max_bin_size: int,
+                          existing: list[Bin]) -> tuple[list[Bin], list[Bin]]:
+    """``BinPackCollator._first_fit_bin_packing``: (the ``num_bins`` largest bins, the other bins).
+
+    ``existing`` (leftover bins, largest first) is consumed. Both results are
+    sorted by size, largest first, stable.
+
+    >>> pieces = [Piece(i, i, 0, n) for i, n in enumerate([3, 1, 2, 2])]
+    >>> out, rest = first_fit_bin_packing([3, 1, 2, 2], pieces, 2, 4, [])
+    >>> [[p.occurrence for p in b] for _, b in out], [[p.occurrence for p in b] for _, b in rest]
+    ([[2, 3], [0, 1]], [])
+
+    Complexity: O(n * bins) per call (a linear first-fit scan, as the framework).
+    """
+    bins = existing
+    order = sorted(range(len(sizes)), key=sizes.__getitem__, reverse=True)
+    n = len(sizes)
+    if n < max(0, num_bins - len(bins)):
+        for i in order:
+            bins.append((sizes[i], [items[i]]))
+    else:
+        for k, i in enumerate(order):
+            size = sizes[i]
+            if n - k == max(0, num_bins - len(bins)):
+                bins.append((size, [items[i]]))
+                continue
+            for b in range(len(bins)):
+                if bins[b][0] + size <= max_bin_size:
+                    total, content = bins.pop(b)
+                    bins.append((total + size, [*content, items[i]]))
+                    break
+            else:
+                bins.append((size, [items[i]]))
+    ranked = sorted(bins, key=lambda x: x[0], reverse=True)
+    return ranked[:num_bins], ranked[num_bins:]
+
+
+class FoundryBinPack(PeerPacker):
+    """``BinPackCollator`` over finetuning examples, ``max_seq_len = capacity``.
+
+    Args:
+        capacity: ``max_seq_len``.
+        batch_size: ``device_batch_size``, the bins emitted per collate call.
+        packing_ratio: examples per collate call = ``int(batch_size * packing_ratio)``
+            (LLM Foundry has no default: ``None`` disables packing, ``"auto"``
+            profiles; 2.0 here).
+        max_leftover_bins_to_keep: leftover bins kept between calls (``None`` = all).
+        padding_side: ``"right"`` (the tokenizer default) or ``"left"``.
+        drop_last: the dataloader drops the final incomplete collate batch
+            (its examples are filtered, reason ``"drop_last"``).
+
+    >>> evs = list(FoundryBinPack(4, batch_size=1, packing_ratio=2.0).events([3, 2, 2, 1]))
+    >>> [(e.row, e.occurrence, e.length) for e in evs if type(e).__name__ == "Placement"]
+    [(0, 0, 3), (1, 1, 2), (1, 2, 2)]
+    >>> evs[-1].buffered  # the leftover bin of the last call is still held by the collator
+    (BufferedSpan(occurrence=3, source=3, start=0, length=1, bos_inserted=False),)
+    """
+
+    name: ClassVar[str] = "foundry-binpack"
+    framework: ClassVar[str] = "LLM Foundry"
+    reference: ClassVar[str] = _REF_BINPACK
+    family_note: ClassVar[str] = (
+        "per-collate-batch first-fit decreasing into leftover bins (LLM Foundry BinPackCollator): no "
+        "minimum-occupancy refill and no shortest-span crop, leftover bins beyond "
+        "max_leftover_bins_to_keep are discarded, so seed 000's proposition does not apply")
+    trainer_view: ClassVar[str] = (
+        "rows padded to max_seq_len (input_ids pad_token_id, labels -100, attention_mask 0) with a "
+        "sequence_id per example (-1 on padding) for document masking; position ids follow the model "
+        "config; the first label of every appended example is masked")
+
+    def __init__(self, capacity: int, *, batch_size: int = 8, packing_ratio: float = 2.0,
+                 max_leftover_bins_to_keep: int | None = None, padding_side: str = "right",
+                 drop_last: bool = False) -> None:
+        super().__init__(capacity)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        if (isinstance(packing_ratio, bool) or not isinstance(packing_ratio, (int, float))
+                or packing_ratio < 1):
+            raise ValueError(f"packing_ratio must be a number >= 1, got {packing_ratio!r}")
+        self.packing_ratio = float(packing_ratio)
+        keep = max_leftover_bins_to_keep
+        self.max_leftover_bins_to_keep = (None if keep is None
+                                          else check_int("max_leftover_bins_to_keep", keep, 0))
+        self.padding_side = check_choice("padding_side", padding_side, ("right", "left"))
+        if not isinstance(drop_last, bool):
+            raise TypeError(f"drop_last must be a bool, got {type(drop_last).__name__} {drop_last!r}")
+        self.drop_last = drop_last
+
+    @property
+    def examples_per_call(self) -> int:
+        """``int(batch_size * packing_ratio)``, the dataloader's batch size."""
+        return int(self.batch_size * self.packing_ratio)
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Collate batches in stream order; the final leftovers are buffered at the horizon."""
+        values = as_length_list(lengths, allow_empty=False, who="foundry-binpack")
+        L = self.capacity
+        per = self.examples_per_call
+        left = self.padding_side == "left"
+        leftovers: list[Bin] = []
+        row = 0
+        for lo in range(0, len(values), per):
+            batch = values[lo : lo + per]
+            yield from arrivals(batch, lo)
+            if self.drop_last and len(batch) < per:
+                for k, n in enumerate(batch):
+                    yield Filtered(lo + k, lo + k, n, "drop_last")
+                break
+            items: list[Piece] = []
+            for k, n in enumerate(batch):
+                occ = lo + k
+                items.append(Piece(occ, occ, 0, min(n, L), crop=n > L))
+                if n > L:
+                    yield Discard(occ, occ, L, n - L)
+            out, rest = first_fit_bin_packing([p.length for p in items], items, self.batch_size, L, leftovers)
+            for _, content in out:
+                yield from emit_row(row, content, L, left_pad=left)
+                row += 1
+            keep = self.max_leftover_bins_to_keep
+            leftovers = rest if keep is None else rest[:keep]
+            for _, content in ([] if keep is None else rest[keep:]):
+                for p in content:
+                    yield Discard(p.occurrence, p.source, p.start, p.length)
+        held = tuple(BufferedSpan(p.occurrence, p.source, p.start, p.length, False)
+                     for _, content in leftovers for p in content)
+        yield Horizon(row, 0, "exhausted" if held else "drained", held)
+
+
+PEERS: dict[str, type[PeerPacker]] = {
+    cls.name: cls for cls in (FoundryConcatWrap, FoundryConcatNoWrap, FoundryBinPack)
+}
+"""Policy name -> packer class."""

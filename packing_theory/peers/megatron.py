@@ -1,0 +1,252 @@
+"""Megatron Core ``GPTDataset``: a shuffled document index cut into overlapping samples.
+
+Transcribed (our own code) from ``megatron/core/datasets/gpt_dataset.py``
+(``_build_document_sample_shuffle_indices``, ``_get_num_epochs``,
+``_build_document_index``, ``_build_shuffle_index``,
+``_query_document_sample_shuffle_indices``) and ``helpers.cpp``
+(``build_sample_idx``) at NVIDIA/Megatron-LM@d98e8a64ddf3 (core 0.20.0); the
+same logic ships in the megatron-core 0.16.1 wheel whose compiled helper the
+differential tests run. Seed 000 §5.10 pins 29515183a63c; that commit is not
+in the stored mirror, and these functions are unchanged from 0.16.1 to
+d98e8a64ddf3, so both version names select this behaviour.
+
+What the framework does (training split, ``add_extra_token_to_sequence=True``):
+
+1. ``num_epochs`` is the smallest ``E`` with ``E * tokens_per_epoch >=
+   num_samples * sequence_length + 1`` (1 when ``num_samples`` is ``None``);
+2. the *document index* holds every document ``E`` times and is shuffled
+   with ``numpy.random.RandomState(random_seed)``; when ``E > 1`` and the
+   final epoch contributes fewer than ``int(0.80 * samples_per_epoch)``
+   samples, the first ``E - 1`` epochs are shuffled together and the final
+   epoch separately (``separate_final_epoch``);
+3. the documents are concatenated in that order and sample ``s`` is the
+   ``sequence_length + 1`` tokens starting at ``s * sequence_length``:
+   consecutive samples share one token (the last label of one is the first
+   input of the next: a :class:`~packing_theory.engine.events.Repeat` here, on
+   whichever of the two rows comes later);
+4. there are ``(E * tokens_per_epoch - 1) // sequence_length`` samples: the
+   last partial sample is dropped, so the tokens after the last sample —
+   and whole documents there — are never shown
+   (:class:`~packing_theory.engine.events.Discard`);
+5. the *shuffle index* (same RNG, continued) permutes the samples (twice,
+   separately, with a separate final epoch); dataset index ``i`` is sample
+   ``shuffle_index[i]`` and is row ``i`` here.
+
+Rows hold ``sequence_length + 1`` tokens: the peer's ``capacity`` is
+``sequence_length + 1`` (the constructor takes ``sequence_length``, the
+framework's own number). There is no padding in training samples. Over-long
+documents are never truncated; they span several samples.
+
+Outside seed 000's family: no buffer, no best fit, no crop — contiguous
+samples of a shuffled, repeated document index (seed 000 §5.10).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._checks import check_int
+from ..engine.events import Discard, Event, Horizon
+from ._base import PeerPacker, Piece
+from ._common import arrivals, as_length_list, check_choice, emit_row
+
+__all__ = ["MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
+
+MEGATRON_VERSIONS: tuple[str, ...] = ("0.16.1", "29515183a63c")
+"""Supported ``framework_version`` values (same behaviour; see the module doc)."""
+
+SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
+"""The final epoch is shuffled separately below this fraction of an epoch's samples."""
+
+
+class MegatronIndex:
+    """The three indices of a ``GPTDataset`` (see :func:`megatron_index`).
+
+    Attributes:
+        document_index: document ids in concatenation order (``int32``).
+        num_samples_total: samples in the sample index (``E * tpe - 1) // L``).
+        shuffle_index: dataset index -> sample.
+        num_epochs: ``E``.
+        separate_final_epoch: whether the final epoch was shuffled separately.
+    """
+
+    def __init__(self, document_index: np.ndarray, num_samples_total: int, shuffle_index: np.ndarray,
+                 num_epochs: int, separate_final_epoch: bool) -> None:
+        self.document_index = document_index
+        self.num_samples_total = num_samples_total
+        self.shuffle_index = shuffle_index
+        self.num_epochs = num_epochs
+        self.separate_final_epoch = separate_final_epoch
+
+
+def megatron_index(sizes: list[int], sequence_length: int, seed: int,
+                   num_samples: int | None) -> MegatronIndex:
+    """Document, sample-count and shuffle indices as ``GPTDataset`` builds them.
+
+    >>> ix = megatron_index([5, 3, 9, 2], 4, 1234, None)
+    >>> ix.num_epochs, ix.num_samples_total, sorted(ix.shuffle_index.tolist())
+    (1, 4, [0, 1, 2, 3])
+    """
+    L = sequence_length
+    n = len(sizes)
+    tpe = sum(sizes)
+    if tpe <= 1:
+        raise ValueError(f"lengths must hold more than 1 token in total (Megatron's build_sample_idx "
+                         f"asserts tokens_per_epoch > 1); got {tpe}")
+    epochs = 1
+    if num_samples is not None:
+        requested = num_samples * L + 1
+        total = tpe
+        while total < requested:
+            epochs += 1
+            total += tpe
+    separate = False
+    sans = 0
+    if epochs > 1:
+        sans = ((epochs - 1) * tpe - 1) // L
+        from_final = (num_samples or 0) - sans
+        per_epoch = (tpe - 1) // L
+        separate = from_final < int(SEPARATE_FINAL_EPOCH_THRESHOLD * per_epoch)
+    rng = np.random.RandomState(seed)
+
+    def doc_index(e: int) -> np.ndarray:
+        idx = np.tile(np.arange(n, dtype=np.int32), e)
+        rng.shuffle(idx)
+        return idx
+
+    if separate:
+        first = doc_index(epochs - 1)
+        document_index = np.concatenate((first, doc_index(1)))
+    else:
+        document_index = doc_index(epochs)
+    total_samples = (epochs * tpe - 1) // L
+    dtype = np.uint32 if total_samples < np.iinfo(np.uint32).max - 1 else np.int64
+    head = sans if separate else total_samples
+    shuffle = np.arange(0, head, dtype=dtype)
+    rng.shuffle(shuffle)
+    if head != total_samples:
+        tail = np.arange(head, total_samples, dtype=dtype)
+        rng.shuffle(tail)
+        shuffle = np.concatenate((shuffle, tail))
+    return MegatronIndex(document_index, total_samples, shuffle, epochs, separate)
+
+
+class MegatronGPT(PeerPacker):
+    """``GPTDataset`` samples as rows of ``sequence_length + 1`` tokens.
+
+    Args:
+        capacity: the framework's ``sequence_length`` ``L >= 2``; rows hold
+            ``L + 1`` tokens (:attr:`capacity` is ``L + 1``).
+        seed: ``random_seed`` of the dataset config (Megatron-LM's ``--seed``
+            default 1234).
+        num_samples: samples requested (train iterations x global batch size);
+            ``None`` = one epoch.
+        framework_version: one of :data:`MEGATRON_VERSIONS`.
+
+    >>> evs = list(MegatronGPT(4).events([5, 3, 9, 2]))
+    >>> [(e.row, e.source, e.start, e.length) for e in evs if type(e).__name__ == "Placement"][:3]
+    [(0, 0, 4, 1), (0, 1, 0, 3), (0, 2, 0, 1)]
+    >>> [(e.source, e.start, e.length) for e in evs if type(e).__name__ == "Discard"]  # never shown
+    [(3, 0, 2)]
+    """
+
+    name: ClassVar[str] = "megatron-gpt"
+    framework: ClassVar[str] = "Megatron Core"
+    reference: ClassVar[str] = (
+        "NVIDIA/Megatron-LM megatron/core/datasets/gpt_dataset.py and helpers.cpp build_sample_idx at "
+        "d98e8a64ddf3 (core 0.20.0), identical in the megatron-core 0.16.1 wheel; seed 000 §5.10 pins "
+        "29515183a63c")
+    family_note: ClassVar[str] = (
+        "contiguous samples of a shuffled, repeated document index (Megatron GPTDataset): no buffer, no "
+        "best fit and no crop; long documents span several samples and the last partial sample is dropped, "
+        "so seed 000's proposition does not apply (§5.10)")
+    trainer_view: ClassVar[str] = (
+        "samples of sequence_length + 1 tokens, tokens = sample[:-1], labels = sample[1:]; by default "
+        "position ids run 0..L-1 and attention is causal across documents (reset_position_ids and "
+        "reset_attention_mask at EOD tokens are opt-in; eod_mask_loss masks EOD labels); no padding")
+    repeats_tokens: ClassVar[bool] = True
+
+    def __init__(self, capacity: int, *, seed: int = 1234, num_samples: int | None = None,
+                 framework_version: str = "0.16.1") -> None:
+        check_int("capacity", capacity, 2)
+        super().__init__(capacity + 1)
+        self.sequence_length = int(capacity)
+        self.seed = check_int("seed", seed, 0)
+        self.num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)
+        self.framework_version = check_choice("framework_version", framework_version, MEGATRON_VERSIONS)
+
+    def index(self, lengths: Any) -> MegatronIndex:
+        """The framework's indices for ``lengths``."""
+        return megatron_index(as_length_list(lengths, allow_empty=True, who="Megatron"),
+                              self.sequence_length, self.seed, self.num_samples)
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Samples in dataset order (the shuffle index), then the never-shown tail as discards.
+
+        Occurrence ``p * n + d`` is the ``p``-th appearance of document ``d`` in
+        the document index (``n`` documents); all arrive before the first row.
+        """
+        sizes = as_length_list(lengths, allow_empty=True, who="Megatron")
+        L = self.sequence_length
+        ix = megatron_index(sizes, L, self.seed, self.num_samples)
+        docs = ix.document_index.tolist()
+        n_docs = len(sizes)
+        occ_len = [sizes[d] for d in docs]
+        # occurrence id = pass * n_docs + document (pass = the k-th appearance in the document index),
+        # so that one epoch's occurrences are the input positions
+        seen = [0] * n_docs
+        occ_of = []
+        for d in docs:
+            occ_of.append(seen[d] * n_docs + d)
+            seen[d] += 1
+        every = [sizes[o % n_docs] for o in range(len(docs))]
+        yield from arrivals(every, 0, pass_index=[o // n_docs for o in range(len(docs))],
+                            sources=[o % n_docs for o in range(len(docs))])
+        starts = list(itertools.accumulate(occ_len, initial=0))  # flat start of each occurrence
+        total = ix.num_samples_total
+        order = ix.shuffle_index.tolist()
+        when = [0] * total  # dataset index at which each sample is emitted
+        for i, s in enumerate(order):
+            when[s] = i
+        for i, s in enumerate(order):
+            lo, hi = s * L, s * L + L + 1
+            first_repeat = s >= 1 and when[s - 1] < i
+            last_repeat = s + 1 < total and when[s + 1] < i
+            pieces: list[Piece] = []
+            j = bisect.bisect_right(starts, lo) - 1
+            pos = lo
+            while pos < hi:
+                while starts[j + 1] <= pos:  # skip empty documents and finished ones
+                    j += 1
+                end = min(hi, starts[j + 1])
+                a, b = pos, end
+                off = starts[j]
+                whole = occ_len[j]
+                if first_repeat and a == lo:
+                    pieces.append(Piece(occ_of[j], docs[j], a - off, 1, repeat=True))
+                    a += 1
+                tail = last_repeat and b == hi
+                if tail:
+                    b -= 1
+                if b > a:
+                    pieces.append(Piece(occ_of[j], docs[j], a - off, b - a, crop=(b - a) < whole))
+                if tail:
+                    pieces.append(Piece(occ_of[j], docs[j], b - off, 1, repeat=True))
+                pos = end
+            yield from emit_row(i, pieces, L + 1)
+        covered = total * L + 1 if total else 0
+        j = bisect.bisect_right(starts, covered) - 1
+        for k in range(max(j, 0), len(occ_len)):
+            a = max(covered, starts[k])
+            if starts[k + 1] > a:
+                yield Discard(occ_of[k], docs[k], a - starts[k], starts[k + 1] - a)
+        yield Horizon(total, 0, "drained", ())
+
+
+PEERS: dict[str, type[PeerPacker]] = {MegatronGPT.name: MegatronGPT}
+"""Policy name -> packer class."""

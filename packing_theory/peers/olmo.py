@@ -1,0 +1,149 @@
+"""OLMo-core packed FSL dataset: optimized best-fit decreasing (OBFD) per source file.
+
+Transcribed (our own code) from ``src/olmo_core/data/utils.py``
+(``iter_document_indices_with_max_sequence_length``, ``SegmentTree``,
+``InstancePacker``, ``pack_documents_into_instances``) and
+``src/olmo_core/data/numpy_dataset.py`` (``NumpyPackedFSLDataset``) at
+allenai/OLMo-core@fa6c5014c9f6 (v2.5.0); the 3.0.0 wheel's packer is the same.
+
+What the framework does, for each group of ``source_group_size`` consecutive
+source files (default 1: every ``.npy`` file on its own):
+
+1. find the documents (EOS-terminated runs of tokens, so every document has at
+   least one token); a document longer than ``sequence_length`` is cut to its
+   first ``sequence_length`` tokens (``olmo-truncate``: the rest is
+   discarded) or into fragments of ``sequence_length`` tokens, the last one
+   shorter (``olmo-fragment``);
+2. order the documents by ``np.argsort(-length)`` — numpy's default
+   (introsort, *not* stable) argsort of an ``int64`` array: the tie order is
+   whatever numpy returns, and this peer calls the same function on the same
+   array to get the same order (it may differ between numpy versions and CPUs);
+3. place each into the instance with the smallest remaining capacity that
+   holds it (a segment tree over capacities ``1..sequence_length``, which
+   asserts that ``sequence_length`` is a power of two), instances with equal
+   capacity first-in first-out; a new instance when none fits;
+4. emit the group's instances in creation order, documents in insertion
+   order, right-padded with ``pad_token_id`` to ``sequence_length``
+   (``label_mask`` is False on the padding). The data loader then shuffles
+   instances globally; rows here are in dataset order.
+
+Options: ``documents_per_file`` (how the length stream is cut into source
+files; ``None`` = one file) and ``source_group_size``.
+
+Outside seed 000's family: an offline best-fit-decreasing packer over a whole
+source file — no minimum-occupancy streaming buffer, no shortest-span crop,
+truncation before placement — so the proposition does not apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._checks import check_int
+from ..engine.events import Discard, Event, Horizon
+from ._base import PeerPacker, Piece
+from ._common import arrivals, as_length_list, best_fit, emit_row
+
+__all__ = ["PEERS", "OlmoFragment", "OlmoPacker", "OlmoTruncate", "olmo_order"]
+
+
+def olmo_order(lengths: list[int]) -> list[int]:
+    """``InstancePacker.pack_documents``'s order: ``np.argsort(-1 * lengths.astype(int64))``.
+
+    >>> olmo_order([2, 5, 3])
+    [1, 2, 0]
+    """
+    arr = np.asarray(lengths, dtype=np.uint64).astype(np.int64)
+    return [int(i) for i in np.argsort(-1 * arr).tolist()]
+
+
+class OlmoPacker(PeerPacker):
+    """Base of the two OLMo-core policies (``long_doc_strategy`` is a class attribute).
+
+    Args:
+        capacity: ``sequence_length``, a power of two.
+        documents_per_file: documents per source ``.npy`` file (``None``: the
+            whole stream is one file).
+        source_group_size: consecutive files packed together (OLMo-core's default 1).
+
+    Raises:
+        ValueError: ``capacity`` is not a power of two (OLMo-core's segment
+            tree asserts it), or a bad option.
+    """
+
+    framework: ClassVar[str] = "OLMo-core"
+    reference: ClassVar[str] = (
+        "allenai/OLMo-core src/olmo_core/data/utils.py (InstancePacker, SegmentTree, "
+        "iter_document_indices_with_max_sequence_length) and numpy_dataset.py (NumpyPackedFSLDataset) "
+        "at fa6c5014c9f6 (v2.5.0); same packer in the 3.0.0 wheel")
+    family_note: ClassVar[str] = (
+        "offline best-fit decreasing over a whole source file (OLMo-core OBFD): no minimum-occupancy "
+        "streaming buffer and no shortest-span crop, documents truncated or fragmented before placement, "
+        "so seed 000's proposition does not apply")
+    trainer_view: ClassVar[str] = (
+        "instances right-padded to sequence_length with pad_token_id; label_mask False on padding; "
+        "doc_lens (with generate_doc_lengths) give the document boundaries for intra-document masking "
+        "and cu_seqlens; position ids restart per document only when doc_lens are used")
+    long_doc_strategy: ClassVar[str]
+
+    def __init__(self, capacity: int, *, documents_per_file: int | None = None,
+                 source_group_size: int = 1) -> None:
+        super().__init__(capacity)
+        if capacity & (capacity - 1):
+            raise ValueError(f"capacity (OLMo-core sequence_length) must be a power of two: its "
+                             f"InstancePacker segment tree asserts it; got {capacity}")
+        self.documents_per_file = (None if documents_per_file is None
+                                   else check_int("documents_per_file", documents_per_file, 1))
+        self.source_group_size = check_int("source_group_size", source_group_size, 1)
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Pack ``lengths`` (documents of >= 1 token) group by group."""
+        values = as_length_list(lengths, allow_empty=False, who="OLMo-core")
+        L = self.capacity
+        per_group = (len(values) if self.documents_per_file is None
+                     else self.documents_per_file * self.source_group_size)
+        row = 0
+        for lo in range(0, len(values), max(per_group, 1)):
+            group = values[lo : lo + per_group]
+            yield from arrivals(group, lo)
+            docs: list[Piece] = []
+            for k, n in enumerate(group):
+                occ = lo + k
+                if n <= L:
+                    docs.append(Piece(occ, occ, 0, n))
+                elif self.long_doc_strategy == "truncate":
+                    docs.append(Piece(occ, occ, 0, L, crop=True))
+                    yield Discard(occ, occ, L, n - L)
+                else:
+                    docs.extend(Piece(occ, occ, s, min(L, n - s), crop=True) for s in range(0, n, L))
+            sizes = [p.length for p in docs]
+            for b in best_fit(sizes, olmo_order(sizes), L):
+                yield from emit_row(row, [docs[i] for i in b], L)
+                row += 1
+        yield Horizon(row, 0, "drained", ())
+
+
+class OlmoTruncate(OlmoPacker):
+    """``long_doc_strategy="truncate"``: keep the first ``sequence_length`` tokens of a long document.
+
+    >>> [(p.row, p.occurrence, p.start, p.length) for p in OlmoTruncate(4).events([5, 2, 3, 1])
+    ...  if type(p).__name__ == "Placement"]
+    [(0, 0, 0, 4), (1, 2, 0, 3), (1, 3, 0, 1), (2, 1, 0, 2)]
+    """
+
+    name: ClassVar[str] = "olmo-truncate"
+    long_doc_strategy: ClassVar[str] = "truncate"
+
+
+class OlmoFragment(OlmoPacker):
+    """``long_doc_strategy="fragment"``: cut a long document into ``sequence_length`` fragments."""
+
+    name: ClassVar[str] = "olmo-fragment"
+    long_doc_strategy: ClassVar[str] = "fragment"
+
+
+PEERS: dict[str, type[PeerPacker]] = {cls.name: cls for cls in (OlmoTruncate, OlmoFragment)}
+"""Policy name -> packer class."""

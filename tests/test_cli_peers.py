@@ -1,0 +1,132 @@
+"""The command line with peer policies: replay --json, check, audit, policies, compare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from packing_theory.cli import main
+from packing_theory.peers import peer_policies
+
+KEYS = ("rows", "emitted_tokens", "discarded_tokens", "padding_tokens", "filtered_sources",
+        "sources_started", "sources_never_started", "consumed_sources", "consumed_tokens", "identity_holds")
+
+
+@pytest.fixture
+def lengths_file(tmp_path: Path) -> Path:
+    path = tmp_path / "l.npy"
+    np.save(path, np.array([5, 3, 9, 2, 700, 20, 1, 40, 33, 16, 17, 15] * 3, dtype=np.int64))
+    return path
+
+
+@pytest.mark.parametrize("name", list(peer_policies()))
+def test_replay_json_every_peer(name: str, lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["replay", "--lengths", str(lengths_file), "--policy", name, "--capacity", "16", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(k in out for k in KEYS)
+    assert out["identity_holds"] is True and out["row_identity_holds"] is True
+    assert out["consumed_tokens"] == int(np.load(lengths_file).sum()) * (out["consumed_sources"] // 36)
+    assert out["sources_never_started"] == out["consumed_sources"] - out["sources_started"]
+
+
+def test_check_on_a_peer_is_not_applicable(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--lengths", str(lengths_file), "--policy", "trl-bfd", "--capacity", "16",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "outside the family: not applicable" and "best-fit" in out["reason"]
+    argv = ["check", "--lengths", str(lengths_file), "--policy", "megatron-gpt", "--capacity", "16"]
+    assert main(argv) == 0
+    assert "outside the family: not applicable" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--policy", "trl-bfd", "--seed", "3"], "--seed: policy 'trl-bfd' takes no option 'seed'"),
+    (["--policy", "trl-bfd", "--epochs", "2"], "takes no option 'epochs'"),
+    (["--policy", "megatron-gpt", "--peer-option", "windows=3"], "takes no option 'windows'"),
+    (["--policy", "trl-bfd", "--peer-option", "window"], "must be KEY=VALUE"),
+    (["--policy", "olmo-truncate"], "power of two"),
+    (["--policy", "trl-bfd", "--framework-version", "0.1"], "framework_version"),
+    (["--policy", "trl-bfd", "--rows", "3"], "--rows/--targets"),
+])
+def test_bad_peer_options(argv: list[str], message: str, lengths_file: Path,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--lengths", str(lengths_file), "--capacity", "2049", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_policy_is_a_usage_error(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", "--lengths", str(lengths_file), "--policy", "nope-nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nope-nope'" in err and "trl-bfd" in err
+
+
+def test_peer_options_reach_the_constructor(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["replay", "--lengths", str(lengths_file), "--capacity", "16", "--json"]
+    main([*base, "--policy", "trl-bfd", "--window", "1"])
+    one = json.loads(capsys.readouterr().out)
+    main([*base, "--policy", "trl-bfd", "--peer-option", "window=none"])
+    whole = json.loads(capsys.readouterr().out)
+    assert one["rows"] > whole["rows"]  # per-document windows cannot pack documents together
+    main([*base, "--policy", "megatron-gpt", "--seed", "7"])
+    main([*base, "--policy", "megatron-gpt", "--seed", "8"])
+    a, b = capsys.readouterr().out.split("}\n{")
+    assert json.loads(a + "}")["sources_started"] >= 1 and json.loads("{" + b)["sources_started"] >= 1
+
+
+def test_policies_lists_every_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["policies", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    names = [row["policy"] for row in table]
+    assert names[:2] == ["discard", "continue"] and set(peer_policies()) <= set(names)
+    trl = next(r for r in table if r["policy"] == "trl-bfd")
+    assert trl["knobs"]["window"] == 1000 and trl["in_family"] is False
+
+
+def test_audit_accepts_peers(lengths_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    assert main(["audit", "--lengths", str(lengths_file), "--policy", "discard,trl-bfd,megatron-gpt",
+                 "--capacity", "16", "--min-buffer", "4", "--refill", "2", "--permutations", "2",
+                 "--no-plots", "--no-progress", "--out", str(out)]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    assert [p["policy"] for p in report["policies"]] == ["discard", "trl-bfd", "megatron-gpt"]
+    assert all(p["mass"]["identity_holds"] for p in report["policies"])
+
+
+def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cmp"
+    assert main(["compare", "--lengths", str(lengths_file), "--capacity", "17", "--min-buffer", "4",
+                 "--refill", "2", "--no-plots", "--out", str(out),
+                 "--peer-option", "trl-bfd:window=2"]) == 0
+    report = json.loads((out / "compare.json").read_text())
+    names = [c["policy"] for c in report["packers"]]
+    assert set(peer_policies()) <= set(names) and "discard" in names
+    by = {c["policy"]: c for c in report["packers"]}
+    assert by["trl-bfd"]["options"] == {"window": 2}
+    assert by["discard"]["in_family"] and by["discard"]["verdict"].startswith("family member")
+    assert "shrunk counterexample" in by["requeue-bos"]["verdict"]
+    assert by["trl-bfd"]["verdict"].startswith("outside the family: not applicable")
+    assert by["olmo-truncate"]["row_width"] == 16  # the largest power of two <= 17 - 1
+    assert all(c["identity_holds"] for c in report["packers"])
+    md = (out / "compare.md").read_text()
+    assert "| trl-bfd |" in md and "never started" in md
+
+
+def test_compare_demo_prefix(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert main(["compare", "--demo", "--documents", "3000",
+                 "--policy", "discard,trl-bfd,foundry-concat-wrap",
+                 "--no-plots", "--out", str(out), "--json"]) == 0
+    report = json.loads((out / "compare.json").read_text())
+    assert report["documents"] == 3000 and len(report["packers"]) == 3
+
+
+def test_compare_rejects_bad_peer_option(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--lengths", str(lengths_file), "--policy", "discard",
+                 "--peer-option", "trl-bfd:window=2"]) == 2
+    assert "not compared" in capsys.readouterr().err
