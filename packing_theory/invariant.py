@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from ._checks import check_int
-from .policies import POLICIES, PackerConfig, Policy, segment
+from .policies import CONTINUING_POLICIES, POLICIES, PackerConfig, Policy, segment
 from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 
 __all__ = [
@@ -518,7 +518,7 @@ class BufferTracker:
                 m = ev.length
                 rest = span.start + m - (1 if span.bos_inserted else 0)
                 left = span.length - m
-                if self.policy == "continue":
+                if self.policy in CONTINUING_POLICIES:
                     self._put(seq, BufferedSpan(span.occurrence, span.source, rest, left, False))
                 elif self.policy == "requeue-bos":
                     self._pending = BufferedSpan(span.occurrence, span.source, rest, left + 1, True)

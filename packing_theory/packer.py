@@ -13,6 +13,7 @@ token ids.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .buffer import FastBuffer
-from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
+from .policies import LengthsInput, PackerConfig, crop_outcome, overdue, refill_batches, segment
 from .spans import (
     Arrival,
     BosAdded,
@@ -88,6 +89,12 @@ class Packer:
         rng = random.Random(cfg.seed) if policy == "random-span" else None
         batches = refill_batches(lengths, cfg)
         buf = FastBuffer(R)
+        # bounded-wait (issue 13): arrival-ordered queue of (arrival row, seq); see below
+        waiting: collections.deque[tuple[int, int]] | None = (
+            collections.deque() if cfg.wait_threshold is not None else None
+        )
+        max_wait = cfg.wait_threshold or 0
+        synced = 0
         take = buf.take
         spans = buf._spans  # len(spans) is the buffer size, read without a method call
         new = tuple.__new__
@@ -126,7 +133,27 @@ class Packer:
                         stop_reason = "drained"
                         break
             remaining = R - pos
-            seq, (occ, src, start, n, bos), crop = take(remaining)
+            # ---- bounded-wait (issue 13): forced start at a row start ------------------
+            # waiting: (arrival row, seq) of every arrival, in arrival order; entries whose
+            # span has started (removed, or a continuation with start > 0) are dropped lazily.
+            if waiting is not None:
+                if synced < buf._next:  # the spans appended since the last selection arrived now
+                    waiting.extend((row, s) for s in range(synced, buf._next))
+                    synced = buf._next
+                if pos == 0:
+                    while waiting and (waiting[0][1] not in spans or spans[waiting[0][1]][2] != 0):
+                        waiting.popleft()
+                    if waiting and overdue(row, waiting[0][0], max_wait):
+                        seq = waiting.popleft()[1]
+                        occ, src, start, n, bos = buf.remove(seq)
+                        crop = n > remaining
+                    else:
+                        seq, (occ, src, start, n, bos), crop = take(remaining)
+                else:
+                    seq, (occ, src, start, n, bos), crop = take(remaining)
+            else:
+                seq, (occ, src, start, n, bos), crop = take(remaining)
+            # ---- end bounded-wait --------------------------------------------------------
             if not crop:
                 yield new(Placement, (row, pos, occ, src, start, n, bos, False))
                 pos += n

@@ -23,7 +23,7 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .policies import LengthsInput, PackerConfig, crop_outcome, refill_batches, segment
+from .policies import LengthsInput, PackerConfig, crop_outcome, overdue, refill_batches, segment
 from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 
 __all__ = ["ReferencePacker"]
@@ -61,11 +61,13 @@ class ReferencePacker:
         row_capacity = cfg.capacity
         buffer_size = cfg.min_buffer
         rng = random.Random(cfg.seed) if cfg.policy == "random-span" else None
+        max_wait = cfg.wait_threshold or 0  # bounded-wait's A
         batches = refill_batches(lengths, cfg)
         # doc_buffer entries: [occurrence, source, start, length, bos_inserted]
         doc_buffer: list[list[Any]] = []
         next_occurrence = 0
         pending: list[Event] = []
+        arrival_row: dict[int, int] = {}  # bounded-wait: occurrence -> row of its refill
 
         def refill_buffer() -> bool:
             nonlocal next_occurrence
@@ -76,6 +78,7 @@ class ReferencePacker:
                 occ = next_occurrence
                 next_occurrence += 1
                 pending.append(Arrival(occ, source, pass_index, length))
+                arrival_row[occ] = row_idx
                 if cfg.policy == "segment-first" and length > row_capacity:
                     chunks = segment(length, row_capacity)
                     pending.append(BosAdded(occ, source, len(chunks) - 1))
@@ -122,6 +125,20 @@ class ReferencePacker:
                         best_idx = i
                         best_len = doc_len
 
+                # ---- bounded-wait (issue 13): forced start at a row start ----------------
+                # At a row start, scan for the oldest unstarted span (buffer order is arrival
+                # order; a started span is a continuation with start > 0); if it is overdue it
+                # replaces the choice: taken whole if it fits, else cropped to fill the row.
+                forced_idx = -1
+                if cfg.policy == "bounded-wait" and pos == 0:
+                    for i, doc in enumerate(doc_buffer):
+                        if doc[2] == 0:
+                            if overdue(row_idx, arrival_row[doc[0]], max_wait):
+                                forced_idx = i
+                                best_idx = i if doc[3] <= remaining else -1
+                            break
+                # ---- end bounded-wait ----------------------------------------------------
+
                 if best_idx >= 0:
                     occ, source, start, n, bos = doc_buffer.pop(best_idx)
                     yield Placement(row_idx, pos, occ, source, start, n, bos, False)
@@ -129,6 +146,8 @@ class ReferencePacker:
                 else:
                     # Nothing fits: crop the shortest span to fill the row.
                     shortest_idx = min(range(len(doc_buffer)), key=lambda i: doc_buffer[i][3])
+                    if forced_idx >= 0:  # bounded-wait: the overdue span is cropped instead
+                        shortest_idx = forced_idx
                     occ, source, start, n, bos = doc_buffer.pop(shortest_idx)
                     out = crop_outcome(cfg.policy, start, n, bos, remaining, rng)
                     yield Placement(row_idx, pos, occ, source, out.start, remaining, out.bos_inserted, True)
