@@ -66,6 +66,7 @@ from .policies import CONTINUING_POLICIES, POLICIES, PackerConfig, Policy, segme
 from .spans import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 
 __all__ = [
+    "OUTSIDE_FAMILY",
     "VIOLATION_KINDS",
     "BufferSummary",
     "BufferTracker",
@@ -82,6 +83,19 @@ __all__ = [
     "protected_violations",
     "summarize_buffer",
 ]
+
+OUTSIDE_FAMILY: dict[str, str] = {
+    "bounded-wait": (
+        "not applicable: bounded-wait forces the oldest overdue unstarted span to start at a row start "
+        "(age-based service), outside the hypotheses of seed 000 §3 by design; its own theorem "
+        "(start delay <= A + B + b - 2 rows, full rows, no discard) is checked by "
+        "packing_theory.wait_bound.StartDelayMonitor instead"
+    ),
+}
+"""Policies to which the protected-set proposition does not apply by design, with the reason.
+
+:meth:`InvariantMonitor.for_config` builds a monitor that checks nothing for
+them and says why (``report().applicable`` is ``False``)."""
 
 ViolationKind = Literal["selected", "removed", "missing", "changed", "duplicated"]
 VIOLATION_KINDS: tuple[ViolationKind, ...] = ("selected", "removed", "missing", "changed", "duplicated")
@@ -564,6 +578,8 @@ class MonitorReport:
     protected_mass: int
     violations: int
     first_violation: dict[str, Any] | None = field(default=None)
+    applicable: bool = True
+    not_applicable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -592,6 +608,10 @@ class InvariantMonitor:
             :class:`~packing_theory.spans.BufferedSpan` values; called only when
             a violation is reported, for its summary.
         max_recorded: keep at most this many reports (all are counted).
+        not_applicable: a reason why the proposition does not apply to the
+            monitored packer (see :data:`OUTSIDE_FAMILY`); the monitor then
+            checks nothing, counts every selection as outside and reports
+            ``applicable=False`` with the reason.
 
     Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
     ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
@@ -620,6 +640,7 @@ class InvariantMonitor:
         track_buffer: Policy | None = None,
         snapshot: Callable[[], Iterable[BufferedSpan]] | None = None,
         max_recorded: int = 100,
+        not_applicable: str | None = None,
     ) -> None:
         self.capacity = check_int("capacity", capacity, 2)
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
@@ -649,6 +670,9 @@ class InvariantMonitor:
         self._last_selected = -1
         self._tainted: dict[int, Event | None] = {}
         self._reported: set[int] = set()
+        self.not_applicable = not_applicable
+        if not_applicable is not None:  # nothing to check: an instance-level feed shadows the method
+            self.feed = self._feed_not_applicable  # type: ignore[method-assign]
 
     @classmethod
     def for_config(
@@ -656,9 +680,12 @@ class InvariantMonitor:
     ) -> InvariantMonitor:
         """A monitor matching a :class:`~packing_theory.policies.PackerConfig`.
 
-        ``segment-first`` sets ``segmented=True`` unless overridden.
+        ``segment-first`` sets ``segmented=True`` unless overridden; a policy of
+        :data:`OUTSIDE_FAMILY` (``bounded-wait``) gets a monitor that reports
+        the proposition as not applicable.
         """
         kwargs.setdefault("segmented", config.policy == "segment-first")
+        kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
         return cls(config.capacity, config.min_buffer,
                    track_buffer=config.policy if track_buffer else None, **kwargs)
 
@@ -687,6 +714,8 @@ class InvariantMonitor:
             protected_mass=self.protected.mass,
             violations=self.violation_count,
             first_violation=None if first is None else first.to_dict(),
+            applicable=self.not_applicable is None,
+            not_applicable=self.not_applicable,
         )
 
     # -- low-level embedding API --------------------------------------------
@@ -798,6 +827,17 @@ class InvariantMonitor:
         if self.tracker is not None:
             self.tracker.feed(ev)
 
+    def _feed_not_applicable(self, ev: Event) -> None:
+        """:meth:`feed` when the proposition does not apply: count, check nothing."""
+        t = type(ev)
+        if t is Placement:
+            self.selections += 1
+            self.selections_outside += 1
+        elif t is Arrival:
+            self.arrivals += 1
+        elif t is Horizon:
+            self.horizon = ev  # type: ignore[assignment]
+
     def observe(self, events: Iterable[Event]) -> Iterator[Event]:
         """Pass events through unchanged while feeding them to the monitor.
 
@@ -826,6 +866,9 @@ class InvariantMonitor:
         index = self.selections
         self.selections = index + 1
         self._last_selected = occ
+        if self.not_applicable is not None:
+            self.selections_outside += 1
+            return True
         if self._outside or (buffered is not None and buffered < self.min_buffer):
             self.selections_outside += 1
             if occ in self._members:
