@@ -92,6 +92,7 @@ class PackerCosts:
     unstarted_wait_max: int | None
     long_occurrences: int
     long_started: int
+    long_never_started: int
     fragments_per_long_mean: float | None
     fragments_per_long_max: int | None
     targets: int
@@ -107,6 +108,7 @@ COST_COLUMNS: tuple[tuple[str, str], ...] = (
     ("utilization", "utilization"),
     ("discarded_tokens", "discarded tokens"),
     ("never_started_sources", "sources never started"),
+    ("long_never_started", "long occurrences never started"),
     ("start_delay_max", "max start delay (rows)"),
     ("start_delay_p99", "p99 start delay (rows)"),
     ("unstarted_wait_max", "oldest unstarted wait (rows, censored)"),
@@ -275,6 +277,7 @@ class CostAccumulator:
             unstarted_wait_max=self.rows - self._arow[waiting[0]] if waiting else None,
             long_occurrences=long_n,
             long_started=long_started,
+            long_never_started=long_n - long_started,
             fragments_per_long_mean=frag_sum / long_started if long_started else None,
             fragments_per_long_max=frag_max if long_started else None,
             targets=self.targets,

@@ -104,8 +104,14 @@ POLICIES: tuple[Policy, ...] = (
 CONTINUING_POLICIES: tuple[Policy, ...] = ("continue", "bounded-wait")
 """Policies whose crop keeps the suffix in place as one active span (no BOS)."""
 
-DEFAULT_MAX_WAIT = 1024
-"""Default wait threshold ``A`` (rows) of ``bounded-wait`` (see ``docs/bounded_wait.rst``)."""
+DEFAULT_MAX_WAIT = 16
+"""Default wait threshold ``A`` (rows) of ``bounded-wait``.
+
+Chosen by ``benchmarks/bench_bounded_wait.py`` (``benchmarks/results/bounded_wait.md``):
+among the thresholds whose proved bound ``A + B + b - 2`` is at most 1% of
+autoresearch's budget at R = 2049, B = 1000, refill 128, the one with the
+smallest share of targets without their document's preceding context on the
+default corpus; the bound is then 1,142 rows."""
 
 ExhaustedMode = Literal["stop", "drain"]
 EXHAUSTED_MODES: tuple[ExhaustedMode, ...] = ("stop", "drain")
@@ -223,8 +229,8 @@ class PackerConfig:
 
         See :func:`start_delay_bound`.
 
-        >>> PackerConfig(policy="bounded-wait", max_wait=64).start_delay_bound  # 64 + 1000 + 128 - 2
-        1190
+        >>> PackerConfig(policy="bounded-wait").start_delay_bound  # 16 + 1000 + 128 - 2
+        1142
         """
         A = self.wait_threshold
         if A is None:

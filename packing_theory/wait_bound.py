@@ -88,20 +88,19 @@ class StartDelayViolation(NamedTuple):
 class StartDelayReport:
     """What a :class:`StartDelayMonitor` saw (``packing-theory check --json`` prints it).
 
-    Attributes:
-        bound: the bound ``D`` checked (``None``: delays measured only).
-        rows: complete rows; ``partial_row_tokens``: tokens of an incomplete last row.
-        arrivals, started: occurrences arrived / with at least one placement.
-        max_start_delay_rows: the largest start row minus arrival row (``None``
-            if nothing started).
-        unstarted: arrived occurrences without a placement at the end.
-        max_unstarted_wait_rows: the largest ``rows - arrival row`` among them
-            (a censored delay: they have not started yet), or ``None``.
-        discarded_tokens, filtered_tokens, padding_tokens, repeated_tokens: totals
-            of the corresponding events.
-        rows_full: every complete row holds ``R`` placed tokens, laid out left
-            to right, one row after the other.
-        violations: count; ``first_violation``: the first one as a dict.
+    Fields: ``bound`` — the bound ``D`` checked (``None``: delays measured
+    only); ``rows`` and ``partial_row_tokens`` — complete rows and the tokens
+    of an incomplete last row; ``arrivals`` and ``started`` — occurrences
+    arrived and with at least one placement; ``max_start_delay_rows`` — the
+    largest start row minus arrival row (``None`` if nothing started);
+    ``unstarted`` — arrived occurrences without a placement at the end;
+    ``max_unstarted_wait_rows`` — the largest ``rows - arrival row`` among them
+    (a censored delay: they have not started yet), or ``None``;
+    ``discarded_tokens``, ``filtered_tokens``, ``padding_tokens``,
+    ``repeated_tokens`` — totals of the corresponding events; ``rows_full`` —
+    every complete row holds ``R`` placed tokens, laid out left to right, one
+    row after the other; ``violations`` — the count; ``first_violation`` — the
+    first one as a dict.
     """
 
     bound: int | None

@@ -58,7 +58,8 @@ def test_peer_like_stream_with_padding_repeats_and_filtered() -> None:
     assert c.utilization == pytest.approx(6 / 8)
     assert (c.padding_tokens, c.repeated_tokens, c.filtered_tokens) == (1, 1, 9)
     assert (c.arrived_sources, c.never_started_sources, c.never_started_occurrences) == (2, 1, 1)
-    assert c.long_occurrences == 1 and c.long_started == 0 and c.fragments_per_long_mean is None
+    assert c.long_occurrences == c.long_never_started == 1 and c.long_started == 0
+    assert c.fragments_per_long_mean is None
     assert c.start_delay_max == 1  # occurrence 2 arrived before any row completed, started in row 1
 
 

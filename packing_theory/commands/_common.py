@@ -70,7 +70,7 @@ def add_stream_options(
     budget.add_argument("--targets", type=int, default=None, help="stop after this many targets")
     parser.add_argument("--max-wait", type=int, default=None, metavar="A",
                         help="bounded-wait: force the oldest unstarted span at a row start once it has "
-                             "waited more than A rows (default 1024); only with --policy bounded-wait")
+                             "waited more than A rows (default 16); only with --policy bounded-wait")
     parser.add_argument("--drain", action="store_true",
                         help="when the stream cannot refill to B, keep selecting until empty "
                              "(outside the theorem) instead of stopping")
