@@ -464,11 +464,12 @@ theorem wok_arrive (st : WState) (k : Nat) (hok : WOk R B A bmax len st)
   · show (st.arows ++ repeatN st.row k).length = st.narr + k
     rw [List.length_append, length_repeatN, hal]
   · intro i j hij hj
+    have hjk : j < st.narr + k := hj
     show nthD (st.arows ++ repeatN st.row k) i ≤ nthD (st.arows ++ repeatN st.row k) j
     by_cases hj' : j < st.narr
     · rw [hold i (by omega), hold j hj']
       exact hok.arows_mono i j hij hj'
-    · rw [hnew j (by omega) hj]
+    · rw [hnew j (by omega) hjk]
       by_cases hi' : i < st.narr
       · rw [hold i hi']
         exact hok.arows_row i hi'
