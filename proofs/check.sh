@@ -8,12 +8,13 @@
 #  3. scans every source file under proofs/ (this script excepted) for the
 #     keywords that introduce unfinished proofs or assumptions;
 #  4. if ocamlfind/ocamlopt are present, builds the OCaml extraction and
-#     compares the driver output on two hand-checked streams.
+#     compares the driver output on three hand-checked streams (discard,
+#     continue, and the bounded-wait stream on which the bound is attained).
 # Exits non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-MIN_CHECKS=31
+MIN_CHECKS=45
 
 fail() { echo "check.sh: FAIL: $*" >&2; exit 1; }
 
@@ -63,6 +64,14 @@ if command -v ocamlfind >/dev/null 2>&1 && command -v ocamlopt >/dev/null 2>&1; 
                         'case 1' '0 0 0 0 3 0' '0 3 2 0 1 1' '1 0 2 1 1 0' '1 1 3 0 3 1' '2 0 3 3 1 0' \
                         'arrived 4' 'protected 1' 'end exhausted')"
   [ "$got" = "$want" ] || { echo "$got" >&2; fail "extracted driver output differs from the hand-checked trace"; }
+  # bounded-wait, R=4 B=3 A=1, batches of 2: occurrence 5 arrives in row 0 and
+  # starts in row 4 = A + B + 2 - 2, the proved bound (BoundedWaitExec.v)
+  got="$(printf '1\nbounded-wait 4 3 -1 1\n1 2\n6 12 13 1 1 13 13\n' | "$work/extraction/driver.exe")"
+  want="$(printf '%s\n' 'case 0' '0 0 2 0 1 0' '0 1 3 0 1 0' '0 2 0 0 2 1' '1 0 0 2 4 1' '2 0 1 0 4 1' \
+                        '3 0 4 0 4 1' '4 0 5 0 4 1' '5 0 0 6 4 1' '6 0 0 10 2 0' '6 2 1 4 2 1' \
+                        '7 0 1 6 4 1' '8 0 1 10 3 0' 'arrived 6' 'arows 0 0 0 0 0 0' 'bound 4' \
+                        'protected 4 5' 'end exhausted')"
+  [ "$got" = "$want" ] || { echo "$got" >&2; fail "extracted bounded-wait driver output differs from the hand-checked trace"; }
   echo "== extraction smoke test passed"
 else
   echo "== ocamlfind/ocamlopt not found: extraction smoke test not run"

@@ -9,7 +9,9 @@ from typing import Any
 
 from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 
-__all__ = ["add_stream_options", "config_from_args", "emit_json", "parse_int_list", "parse_refill"]
+__all__ = [
+    "add_stream_options", "check_max_wait", "config_from_args", "emit_json", "parse_int_list", "parse_refill",
+]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -41,7 +43,7 @@ def add_stream_options(
     """Add the replay options shared by ``replay``, ``check`` and ``audit``.
 
     ``--capacity --min-buffer --refill --policy --seed --passes --rows --targets
-    --drain``, plus ``--lengths`` (required) when ``lengths`` is true and
+    --max-wait --drain``, plus ``--lengths`` (required) when ``lengths`` is true and
     ``--engine`` when ``engine`` is true. ``policies="many"`` makes
     ``--policy`` repeatable and comma-separated (a list, default ``None``).
     """
@@ -71,6 +73,9 @@ def add_stream_options(
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--rows", type=int, default=None, help=rows_help)
     budget.add_argument("--targets", type=int, default=None, help="stop after this many targets")
+    parser.add_argument("--max-wait", type=int, default=None, metavar="A",
+                        help="bounded-wait: force the oldest unstarted span at a row start once it has "
+                             "waited more than A rows (default 16); only with --policy bounded-wait")
     parser.add_argument("--drain", action="store_true",
                         help="when the stream cannot refill to B, keep selecting until empty "
                              "(outside the theorem) instead of stopping")
@@ -82,8 +87,25 @@ def add_stream_options(
     add_peer_options(parser)
 
 
+def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] | str | None) -> None:
+    """Refuse ``--max-wait`` unless ``bounded-wait`` is among the policies (it would be ignored).
+
+    >>> check_max_wait(3, ["continue"])
+    Traceback (most recent call last):
+    ValueError: --max-wait 3 only applies to --policy bounded-wait, got continue
+    """
+    if max_wait is None:
+        return
+    names = [policies] if isinstance(policies, str) else list(policies or ["discard"])
+    if "bounded-wait" not in names:
+        raise ValueError(
+            f"--max-wait {max_wait} only applies to --policy bounded-wait, got {', '.join(names)}"
+        )
+
+
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig:
     """Build and validate a :class:`PackerConfig` from parsed options."""
+    check_max_wait(getattr(args, "max_wait", None), overrides.get("policy", args.policy))
     fields: dict[str, Any] = dict(
         capacity=args.capacity,
         min_buffer=args.min_buffer,
@@ -94,6 +116,7 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig
         rows=args.rows,
         targets=args.targets,
         exhausted="drain" if args.drain else "stop",
+        max_wait=getattr(args, "max_wait", None),
     )
     fields.update(overrides)
     return PackerConfig(**fields)

@@ -34,7 +34,7 @@ from ..audit import (
     run_audit,
 )
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
-from ._common import add_stream_options, emit_json, parse_int_list
+from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 
 __all__ = [
     "DEMO_EVAL_DOCUMENTS",
@@ -279,11 +279,12 @@ def run(args: argparse.Namespace) -> int:
         if args.eval_prefixes is DEFAULT_EVAL_PREFIXES:  # defaults beyond a smaller budget are dropped
             prefixes = tuple(p for p in prefixes if p <= eval_targets)
         reference = None
+    check_max_wait(args.max_wait, policies)
     config = PackerConfig(
         capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
         seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
         passes=args.passes, rows=rows, targets=args.targets if rows is None else None,
-        exhausted="drain" if args.drain else "stop",
+        exhausted="drain" if args.drain else "stop", max_wait=args.max_wait,
     )
     t_loaded = time.perf_counter()
 

@@ -6,8 +6,14 @@ import argparse
 import time
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
+from ..invariant.monitor import OUTSIDE_FAMILY
+from ..invariant.wait_bound import StartDelayMonitor
 from ..lengths import load_lengths
 from ._common import add_stream_options, config_from_args, emit_json
 
@@ -20,10 +26,12 @@ def register(sub: Any) -> None:
         "check", help="replay with the protected-set monitor on every selection; exit 1 on a violation",
         description="Replay a streaming packer and check the protected-set invariant (seed 000 §3) at "
                     "every selection. Selections made with fewer than B buffered spans (--drain after "
-                    "the stream ends) are outside the proposition and only counted. Exit status: 0 "
-                    "when the invariant holds, 1 on a violation, 2 on bad input. A peer policy "
-                    "(FRAMEWORK-STRATEGY) is outside the proposition's family: check says so and why "
-                    "(exit 0).",
+                    "the stream ends) are outside the proposition and only counted. For bounded-wait "
+                    "the proposition does not apply (age-based starts, by design) and the policy's own "
+                    "theorem is checked instead: every start within A + B + max refill - 2 rows of "
+                    "the arrival, full rows, no discarded token. A peer policy (FRAMEWORK-STRATEGY) is "
+                    "outside the proposition's family: check says so and why (exit 0). Exit status: 0 "
+                    "when the checked statement holds, 1 on a violation, 2 on bad input.",
     )
     add_stream_options(parser, engine=True)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -60,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return _not_applicable(args)
     config = config_from_args(args)
     lengths = load_lengths(args.lengths)
+    if config.policy in OUTSIDE_FAMILY:
+        return _run_outside_family(args, config, lengths)
     segmented = config.policy == "segment-first" and not args.originals
     monitor = InvariantMonitor.for_config(config, track_buffer=not args.no_buffer_summary,
                                           segmented=segmented)
@@ -88,3 +98,45 @@ def run(args: argparse.Namespace) -> int:
             print("note: segment-first buffers no span longer than R, so the protected set is empty "
                   "(use --originals to check the original occurrences)")
     return 0 if monitor.ok else 1
+
+
+def _run_outside_family(args: argparse.Namespace, config: PackerConfig,
+                        lengths: npt.NDArray[np.int64]) -> int:
+    """``bounded-wait``: the protected set does not apply; check the start-delay theorem instead."""
+    monitor = InvariantMonitor.for_config(config)
+    delays = StartDelayMonitor.for_config(config)
+    t0 = time.perf_counter()
+    for ev in make_packer(args.engine, config).events(lengths):
+        monitor.feed(ev)
+        delays.feed(ev)
+    elapsed = time.perf_counter() - t0
+    report = delays.report()
+    payload: dict[str, Any] = {
+        "policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
+        "max_wait": config.wait_threshold, "documents": int(lengths.size), "passes": config.passes,
+        "in_hypotheses": False,
+        "protected_set": {"applicable": False, "reason": monitor.not_applicable},
+        "selections": monitor.selections,
+        "start_delay_bound_rows": config.start_delay_bound,
+        "max_start_delay_rows": report.max_start_delay_rows,
+        "bounded_wait": report.to_dict(),
+        "violations": report.violations,
+        "first_violation": report.first_violation,
+        "stop_reason": monitor.horizon.stop_reason if monitor.horizon is not None else None,
+        "seconds": round(elapsed, 3),
+    }
+    if args.json:
+        emit_json(payload)
+    else:
+        print(f"{'policy':<24}  {config.policy} (A = {config.wait_threshold})")
+        print(f"{'protected_set':<24}  {monitor.not_applicable}")
+        for key in ("documents", "selections", "start_delay_bound_rows", "max_start_delay_rows"):
+            print(f"{key:<24}  {payload[key]}")
+        for key in ("max_unstarted_wait_rows", "discarded_tokens", "rows", "rows_full"):
+            print(f"{key:<24}  {getattr(report, key)}")
+        print(f"{'violations':<24}  {report.violations}")
+        first = delays.violations[0] if delays.violations else None
+        print(f"{'first_violation':<24}  {first.describe() if first is not None else None}")
+        print(f"{'stop_reason':<24}  {payload['stop_reason']}")
+        print(f"{'seconds':<24}  {payload['seconds']}")
+    return 0 if report.ok else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..engine.policies import POLICIES, RANDOM_SPAN_SEED
+from ..engine.policies import DEFAULT_MAX_WAIT, POLICIES, RANDOM_SPAN_SEED
 from ..peers import peer_policies
 from ._common import emit_json
 from ._peers import peer_knobs
@@ -22,6 +22,8 @@ _STREAMING_NOTES = {
     "segment-first": "outside the family for the original occurrences (pre-segmentation); the segmented "
                      "spans hold it vacuously (none is long)",
     "random-span": "outside the family as stated (crops a random span), same start decisions as discard",
+    "bounded-wait": "outside the family by design (age-based forced starts); its own proved theorem: every "
+                    "start within A + B + max refill - 2 rows of the arrival, full rows, no discarded token",
 }
 
 
@@ -32,6 +34,8 @@ def policy_table() -> list[dict[str, Any]]:
         knobs = dict(_STREAMING_KNOBS)
         if name == "random-span":
             knobs["seed"] = RANDOM_SPAN_SEED
+        if name == "bounded-wait":
+            knobs["max_wait"] = DEFAULT_MAX_WAIT
         out.append({"policy": name, "kind": "streaming", "framework": "seed 000 family",
                     "knobs": knobs, "in_family": name in ("discard", "continue"),
                     "family": _STREAMING_NOTES[name], "reference": "seed 000 §2-§4"})

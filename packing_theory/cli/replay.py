@@ -8,6 +8,7 @@ from typing import Any
 
 from ..engine.replay import make_packer
 from ..engine.summary import SummaryAccumulator
+from ..invariant.wait_bound import StartDelayMonitor
 from ..lengths import load_lengths
 from ._common import add_stream_options, config_from_args, emit_json
 
@@ -19,7 +20,9 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "replay", help="replay a packer on a length stream and print the mass/source summary",
         description="Replay a streaming packer, or a peer packer (--policy FRAMEWORK-STRATEGY, "
-                    "--capacity = the framework's sequence length), on BOS-inclusive document lengths.",
+                    "--capacity = the framework's sequence length), on BOS-inclusive document lengths. "
+                    "With --policy bounded-wait the summary also reports max_start_delay_rows (measured) "
+                    "and start_delay_bound_rows (proved, A + B + max refill - 2).",
     )
     add_stream_options(parser, engine=True)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -58,14 +61,23 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     lengths = load_lengths(args.lengths)
     acc = SummaryAccumulator(config.capacity)
+    # bounded-wait: measure start delays next to the proved bound (issue 13)
+    delays = StartDelayMonitor.for_config(config) if config.policy == "bounded-wait" else None
     t0 = time.perf_counter()
     for ev in make_packer(args.engine, config).events(lengths):
         acc.feed(ev)
+        if delays is not None:
+            delays.feed(ev)
     elapsed = time.perf_counter() - t0
     summary = acc.result()
     payload = {"policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
                "documents": int(lengths.size), "passes": config.passes, **summary.to_dict(),
-               "identity_holds": summary.identity_holds(), "seconds": round(elapsed, 3)}
+               "identity_holds": summary.identity_holds()}
+    if delays is not None:
+        payload.update(max_wait=config.wait_threshold, max_start_delay_rows=delays.max_start_delay,
+                       start_delay_bound_rows=config.start_delay_bound,
+                       max_unstarted_wait_rows=delays.report().max_unstarted_wait_rows)
+    payload["seconds"] = round(elapsed, 3)
     _print(args, payload)
     return 0
 

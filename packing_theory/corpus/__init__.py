@@ -11,6 +11,8 @@ text + any tokenizer callable      :func:`lengths_from_texts`, :func:`documents_
 per-rank streams (nanochat DDP)    :func:`rank_row_groups`, :func:`rank_stream`,
                                    :func:`rank_stream_from_parquet`, :class:`RankStream`
 calibrated default corpus          :func:`default_lengths`, :func:`default_corpus_fit`
+local natural-language text        :func:`load_local_text`, :class:`LocalTextCorpus`,
+(stdlib docs, system docs)         :func:`train_byte_bpe`, :func:`bpe_lengths`
 =================================  ===========================================================
 
 Every length is BOS-inclusive (``>= 1``); every loader raises ``ValueError``
@@ -30,6 +32,7 @@ from .default import (
     default_lengths,
     startup_targets,
 )
+from .local_text import LocalDocument, LocalTextCorpus, bpe_lengths, load_local_text, train_byte_bpe
 from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
 from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
 from .text import (
@@ -51,10 +54,13 @@ __all__ = [
     "PUBLISHED_REPLAY",
     "CorpusFit",
     "FitRow",
+    "LocalDocument",
+    "LocalTextCorpus",
     "LogLogistic",
     "RankStream",
     "Shard",
     "Tokenizer",
+    "bpe_lengths",
     "default_corpus_fit",
     "default_lengths",
     "documents_from_texts",
@@ -63,6 +69,7 @@ __all__ = [
     "lengths_from_shards",
     "lengths_from_texts",
     "load_lengths",
+    "load_local_text",
     "parquet_columns",
     "rank_row_groups",
     "rank_stream",
@@ -70,6 +77,7 @@ __all__ = [
     "read_shard",
     "startup_targets",
     "tokenize_batches",
+    "train_byte_bpe",
     "validate_lengths",
     "write_shard",
 ]

@@ -16,6 +16,14 @@ O(log n) without scanning:
 Buffer order is a sequence number assigned on append; a ``continue`` suffix
 keeps its span's number (it stays in place), a ``requeue-bos`` remainder gets
 a new one (it goes to the end). Memory is O(number of buffered spans + R).
+
+:meth:`FastBuffer.remove` takes out one given span (the ``bounded-wait``
+forced start). A span of length ``<= R`` leaves its bucket at once; a long
+span's heap entry is left behind as a *stale* entry (its sequence number is no
+longer buffered, or buffered with a different length — a span's length only
+ever shrinks, so a stale entry can never become valid again) and is skipped
+when it reaches the top; the heap is rebuilt when stale entries outnumber
+valid ones, so memory stays O(number of buffered spans + R).
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ class FastBuffer:
     [5, 9]
     """
 
-    __slots__ = ("_R", "_buckets", "_long", "_low", "_mask", "_next", "_spans")
+    __slots__ = ("_R", "_buckets", "_long", "_low", "_mask", "_next", "_spans", "_stale")
 
     def __init__(self, capacity: int) -> None:
         self._R = capacity = check_int("capacity", capacity, 2)
@@ -54,6 +62,7 @@ class FastBuffer:
         self._long: list[tuple[int, int]] = []
         self._spans: dict[int, Record] = {}
         self._next = 0
+        self._stale = 0  # entries of _long whose span was removed by remove()
 
     def __len__(self) -> int:
         """Number of buffered spans. O(1)."""
@@ -130,19 +139,67 @@ class FastBuffer:
             length = (mask & -mask).bit_length() - 1
             crop = True
         else:
-            if not self._long:
-                raise IndexError("take from an empty buffer")
-            seq = heapq.heappop(self._long)[1]
-            return seq, self._spans.pop(seq), True
+            long = self._long
+            spans = self._spans
+            while long:
+                length, seq = heapq.heappop(long)
+                record = spans.get(seq)
+                if record is not None and record[3] == length:
+                    return seq, spans.pop(seq), True
+                self._stale -= 1  # a stale entry left by remove()
+            raise IndexError("take from an empty buffer")
         bucket = self._buckets[length]
         seq = heapq.heappop(bucket)
         if not bucket:
             self._mask = mask ^ (1 << length)
         return seq, self._spans.pop(seq), crop
 
+    def remove(self, seq: int) -> Record:
+        """Remove and return the span with sequence number ``seq`` (the ``bounded-wait`` forced start).
+
+        O(k log k) for a span of length ``<= R`` in a bucket of ``k`` spans of
+        that length; amortised O(log n) for a longer span (lazy deletion).
+
+        Raises:
+            KeyError: ``seq`` is not buffered.
+        """
+        record = self._spans.pop(seq)
+        length = record[3]
+        if length <= self._R:
+            bucket = self._buckets[length]
+            if bucket[0] == seq:
+                heapq.heappop(bucket)
+            else:
+                bucket.remove(seq)
+                heapq.heapify(bucket)
+            if not bucket:
+                self._mask ^= 1 << length
+        else:
+            self._stale += 1
+            if 2 * self._stale > len(self._long):
+                spans = self._spans
+                self._long = [e for e in self._long if e[1] in spans and spans[e[1]][3] == e[0]]
+                heapq.heapify(self._long)
+                self._stale = 0
+        return record
+
+    @property
+    def issued(self) -> int:
+        """Sequence numbers issued so far (the next append gets this one). O(1)."""
+        return self._next
+
+    def unstarted(self, seq: int) -> bool:
+        """Whether ``seq`` is buffered and starts at source offset 0 (nothing of it emitted). O(1)."""
+        record = self._spans.get(seq)
+        return record is not None and record[2] == 0
+
+    def ordered(self) -> list[tuple[int, Record]]:
+        """``(seq, record)`` of the buffered spans in buffer order. O(n log n)."""
+        return sorted(self._spans.items())
+
     def snapshot(self) -> tuple[BufferedSpan, ...]:
         """The buffered spans in buffer order. O(n log n)."""
-        return tuple(BufferedSpan(*self._spans[s]) for s in sorted(self._spans))
+        return tuple(BufferedSpan(*rec) for _, rec in self.ordered())
 
     def _check(self) -> None:
         """Assert the internal invariants (used by tests after every mutation)."""
@@ -155,10 +212,15 @@ class FastBuffer:
                 assert seq not in seen
                 seen.add(seq)
         assert _is_heap(self._long), "long heap broken"
+        stale = 0
         for length, seq in self._long:
-            assert length > self._R and self._spans[seq][3] == length, (seq, length)
+            assert length > self._R, (seq, length)
+            if seq not in self._spans or self._spans[seq][3] != length:
+                stale += 1  # left behind by remove(); skipped by take()
+                continue
             assert seq not in seen
             seen.add(seq)
+        assert stale == self._stale, f"stale count {self._stale}, found {stale}"
         assert seen == set(self._spans), "spans and indexes disagree"
         assert self._mask >> (self._R + 1) == 0, "mask has bits above capacity"
         assert all(0 <= s < self._next for s in seen)

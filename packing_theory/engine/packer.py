@@ -13,6 +13,7 @@ token ids.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,12 +26,13 @@ from .buffer import FastBuffer
 from .events import (
     Arrival,
     BosAdded,
+    BufferedSpan,
     Event,
     Exhausted,
     Horizon,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, overdue, resolve_config, segment
 from .rows import group_rows, token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 
@@ -95,10 +97,21 @@ class Packer:
         row = 0
         pos = 0
         announced = False
+        # bounded-wait (issue 13): (arrival row, seq) of every appended span in arrival order;
+        # entries whose span has started (taken, or kept as a continuation with start > 0)
+        # are dropped lazily when they reach the front
+        waiting: collections.deque[tuple[int, int]] | None = (
+            collections.deque() if cfg.wait_threshold is not None else None
+        )
+        max_wait = cfg.wait_threshold or 0
+        synced = 0  # sequence numbers below this are in `waiting` already
         if resume is not None:
             resume.check_config(cfg)
             buf.extend([tuple(s) for s in resume.buffer])  # type: ignore[misc]
             size = len(resume.buffer)
+            if waiting is not None:
+                waiting.extend(zip(resume.arrival_rows or (), range(size), strict=True))
+                synced = size
             occurrence, row, announced = resume.next_occurrence, resume.row, resume.announced
             if rng is not None and resume.rng_state is not None:
                 rng.setstate(resume.rng_state)
@@ -108,8 +121,7 @@ class Packer:
         stop_reason = "rows"
         while budget is None or row < budget:
             if run is not None and pos == 0 and run._wants():
-                run._capture(EngineState(config_fingerprint(cfg), row, occurrence, cursor.state(),
-                                         buf.snapshot(), None if rng is None else rng.getstate(), announced))
+                run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
             if size < B:
                 while not stream_done and size < B:
                     batch = next_batch()
@@ -139,7 +151,26 @@ class Packer:
                         stop_reason = "drained"
                         break
             remaining = R - pos
-            seq, (occ, src, start, n, bos), crop = take(remaining)
+            # ---- bounded-wait (issue 13): forced start at a row start ------------------
+            if waiting is not None:
+                if synced < buf.issued:  # the spans appended since the last selection arrived now
+                    waiting.extend((row, q) for q in range(synced, buf.issued))
+                    synced = buf.issued
+                forced = None
+                if pos == 0:
+                    while waiting and not buf.unstarted(waiting[0][1]):
+                        waiting.popleft()
+                    if waiting and overdue(row, waiting[0][0], max_wait):
+                        forced = waiting.popleft()[1]
+                if forced is not None:
+                    seq = forced
+                    occ, src, start, n, bos = buf.remove(seq)
+                    crop = n > remaining
+                else:
+                    seq, (occ, src, start, n, bos), crop = take(remaining)
+            else:
+                seq, (occ, src, start, n, bos), crop = take(remaining)
+            # ---- end bounded-wait --------------------------------------------------------
             size -= 1
             if not crop:
                 yield new(Placement, (row, pos, occ, src, start, n, bos, False))
@@ -160,8 +191,7 @@ class Packer:
             row += 1
             pos = 0
         if run is not None and pos == 0 and run._wants():
-            run._capture(EngineState(config_fingerprint(cfg), row, occurrence, cursor.state(),
-                                     buf.snapshot(), None if rng is None else rng.getstate(), announced))
+            run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
         yield Horizon(row, pos, stop_reason, buf.snapshot())
 
     def placements(self, lengths: LengthsInput) -> Iterator[Placement]:
@@ -208,3 +238,19 @@ class Packer:
         [[0, 11, 12, 0], [0, 31, 32, 33]]
         """
         return token_rows(self, documents)
+
+
+def _state(cfg: PackerConfig, row: int, occurrence: int, cursor: RefillCursor, buf: FastBuffer,
+           rng: random.Random | None, announced: bool, waiting: collections.deque[tuple[int, int]] | None,
+           synced: int) -> EngineState:
+    """The fast engine's state at a row boundary (see :class:`~packing_theory.engine.state.EngineState`)."""
+    ordered = buf.ordered()
+    arrival_rows = None
+    if waiting is not None:  # bounded-wait: the arrival row of every unstarted buffered span
+        rows = dict((q, r) for r, q in waiting)
+        rows.update((q, row) for q in range(synced, buf.issued))
+        arrival_rows = tuple(rows.get(q, -1) if rec[2] == 0 else -1 for q, rec in ordered)
+    return EngineState(config_fingerprint(cfg), row, occurrence, cursor.state(),
+                       tuple(BufferedSpan(*rec) for _, rec in ordered),
+                       None if rng is None else rng.getstate(), announced, arrival_rows)
+

@@ -21,13 +21,50 @@ policy               what happens
 ``random-span``      like ``discard``, but a crop emits BOS plus a uniformly
                      chosen contiguous text span of the same length, drawn from
                      an independent RNG (seed 000 §4)
+``bounded-wait``     ``continue``, plus a forced start: at a row start, when the
+                     oldest unstarted buffered span has waited more than
+                     ``max_wait`` rows, it is placed first (cropped with
+                     continuation if longer than ``R``); every occurrence starts
+                     within :func:`start_delay_bound` rows of its arrival
+                     (issue 13, ``proofs/coq/BoundedWait.v``)
 ===================  ==========================================================
 
 The functions here are shared by the fast engine (:mod:`packing_theory.engine.packer`)
 and the reference engine (:mod:`packing_theory.engine.reference`): the refill model,
-the arrival transform and the crop outcome. The selection rule itself is *not*
-shared: each engine implements it independently so that the differential tests
-compare two implementations.
+the arrival transform, the crop outcome, and for ``bounded-wait`` the meaning
+of "waited" (:func:`overdue`) and the proved bound (:func:`start_delay_bound`).
+The selection rule itself is *not* shared: each engine implements it (and the
+forced start) independently so that the differential tests compare two
+implementations.
+
+The ``bounded-wait`` rule, exactly
+----------------------------------
+* The *arrival row* of an occurrence is the index of the row being filled when
+  the refill that brought it ran (refills run before a selection, so this is
+  also the row of the next placement). Its *wait* at row ``r`` is
+  ``r - arrival_row``: the number of row boundaries crossed since it arrived.
+* The check runs once per row, at the row start (``offset == 0``), after the
+  refill and before any other selection of that row. It looks at one span:
+  the *oldest unstarted* buffered span (the earliest in buffer order whose
+  first token has not been emitted; buffer order is arrival order). If its
+  wait exceeds ``A = max_wait`` (:func:`overdue`), that span is placed first in
+  the row: whole when it fits (``L <= R``), otherwise its first ``R`` tokens
+  fill the row and the suffix stays in place as under ``continue``.
+* Several overdue spans: one forced start per row, oldest first (the oldest
+  unstarted is overdue whenever any unstarted span is, since arrival rows grow
+  with arrival order). The rest of the row is filled by the ordinary rule.
+* Refill is unchanged (while fewer than ``B`` spans are buffered, append the
+  next batch); spans that arrive in a row's refill have waited 0 rows there.
+
+Why this rule: the proof (``proofs/coq/BoundedWait.v``) counts, for an
+unstarted occurrence ``i`` with arrival row ``a``, the unstarted spans at or
+before it in buffer order (at most ``B - 1 + b`` when it arrives, ``b`` the
+largest refill batch, because a batch is only appended below ``B`` spans; at
+most ``B + b - 2`` once a row boundary has passed) plus the forced row starts
+since row ``a + A``. Each forced row start serves one of those spans, so the
+sum never grows and ``i`` starts by row ``a + A + B + b - 2``. Checking only at
+row starts keeps the rule a "first in the row" rule (no row holds two forced
+spans, best fit fills the rest); checking only the oldest keeps it O(1).
 """
 
 from __future__ import annotations
@@ -45,6 +82,8 @@ from ..lengths import validate_lengths
 from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
+    "CONTINUING_POLICIES",
+    "DEFAULT_MAX_WAIT",
     "EXHAUSTED_MODES",
     "POLICIES",
     "RANDOM_SPAN_SEED",
@@ -56,13 +95,29 @@ __all__ = [
     "RefillCursor",
     "apply_crop",
     "crop_outcome",
+    "overdue",
     "refill_batches",
     "resolve_config",
     "segment",
+    "start_delay_bound",
 ]
 
-Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span"]
-POLICIES: tuple[Policy, ...] = ("discard", "continue", "requeue-bos", "segment-first", "random-span")
+Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait"]
+POLICIES: tuple[Policy, ...] = (
+    "discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait",
+)
+
+CONTINUING_POLICIES: tuple[Policy, ...] = ("continue", "bounded-wait")
+"""Policies whose crop keeps the suffix in place as one active span (no BOS)."""
+
+DEFAULT_MAX_WAIT = 16
+"""Default wait threshold ``A`` (rows) of ``bounded-wait``.
+
+Chosen by ``benchmarks/bench_bounded_wait.py`` (``benchmarks/results/bounded_wait.md``):
+among the thresholds whose proved bound ``A + B + b - 2`` is at most 1% of
+autoresearch's budget at R = 2049, B = 1000, refill 128, the one with the
+smallest share of targets without their document's preceding context on the
+default corpus; the bound is then 1,142 rows."""
 
 ExhaustedMode = Literal["stop", "drain"]
 EXHAUSTED_MODES: tuple[ExhaustedMode, ...] = ("stop", "drain")
@@ -110,6 +165,7 @@ class PackerConfig:
     rows: int | None = None
     targets: int | None = None
     exhausted: ExhaustedMode = "stop"
+    max_wait: int | None = None
 
     def __post_init__(self) -> None:
         # numpy integers are accepted and stored as Python ints
@@ -135,6 +191,8 @@ class PackerConfig:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
         if self.exhausted not in EXHAUSTED_MODES:
             raise ValueError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
+        if self.max_wait is not None:
+            object.__setattr__(self, "max_wait", check_int("max_wait", self.max_wait, 0))
         if self.rows is not None:
             object.__setattr__(self, "rows", check_int("rows", self.rows, 0))
         if self.targets is not None:
@@ -157,6 +215,76 @@ class PackerConfig:
     def batch_sizes(self) -> tuple[int, ...]:
         """The refill batch sizes as a tuple (a constant refill gives a 1-tuple)."""
         return self.refill if isinstance(self.refill, tuple) else (int(self.refill),)
+
+    @property
+    def wait_threshold(self) -> int | None:
+        """``A`` for ``bounded-wait`` (``max_wait``, or :data:`DEFAULT_MAX_WAIT`); ``None`` otherwise.
+
+        >>> PackerConfig(policy="bounded-wait").wait_threshold == DEFAULT_MAX_WAIT
+        True
+        >>> PackerConfig(policy="continue", max_wait=5).wait_threshold is None
+        True
+        """
+        if self.policy != "bounded-wait":
+            return None
+        return DEFAULT_MAX_WAIT if self.max_wait is None else self.max_wait
+
+    @property
+    def start_delay_bound(self) -> int | None:
+        """The proved start-delay bound in rows for ``bounded-wait``; ``None`` for other policies.
+
+        See :func:`start_delay_bound`.
+
+        >>> PackerConfig(policy="bounded-wait").start_delay_bound  # 16 + 1000 + 128 - 2
+        1142
+        """
+        A = self.wait_threshold
+        if A is None:
+            return None
+        return start_delay_bound(A, self.min_buffer, self.batch_sizes)
+
+
+def start_delay_bound(max_wait: int, min_buffer: int, refill: int | Sequence[int]) -> int:
+    """The proved bound ``A + B + b - 2`` on a ``bounded-wait`` start delay, in rows.
+
+    ``b`` is the largest refill batch size. Every occurrence that arrives in
+    row ``a`` has its first token placed in a row ``<= a + A + B + b - 2``
+    while the replay lasts (``BoundedWait.v``: ``bw_start_bound``,
+    ``bw_unstarted_bound``; ``BoundedWaitExec.v``: ``bw_run_start_bound``).
+    The bound is attained whenever ``B + b >= 3``
+    (``tests/test_bounded_wait.py::test_bound_is_attained``); for ``B = b = 1``
+    every occurrence starts in its arrival row.
+
+    >>> start_delay_bound(0, 1, 1), start_delay_bound(16, 1000, 128), start_delay_bound(3, 4, (2, 5))
+    (0, 1142, 10)
+
+    Raises:
+        ValueError, TypeError: a negative ``max_wait``, ``min_buffer < 1`` or a
+            refill size ``< 1`` (naming the parameter).
+    """
+    A = check_int("max_wait", max_wait, 0)
+    B = check_int("min_buffer", min_buffer, 1)
+    if isinstance(refill, Sequence):
+        sizes = [check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill)]
+        if not sizes:
+            raise ValueError("refill must be a positive int or a non-empty sequence, got []")
+        b = max(sizes)
+    else:
+        b = check_int("refill", refill, 1)
+    return A + B + b - 2
+
+
+def overdue(row: int, arrival_row: int, max_wait: int) -> bool:
+    """Whether a span that arrived in ``arrival_row`` has waited more than ``max_wait`` rows at ``row``.
+
+    The wait is ``row - arrival_row``, the row boundaries crossed since the
+    arrival; ``bounded-wait`` forces the oldest unstarted span at a row start
+    when it is overdue.
+
+    >>> overdue(10, 5, 5), overdue(11, 5, 5)
+    (False, True)
+    """
+    return row - arrival_row > max_wait
 
 
 C = TypeVar("C")
@@ -412,7 +540,7 @@ def crop_outcome(
     """
     rest = start + m - (1 if bos_inserted else 0)
     left = length - m
-    if policy == "continue":
+    if policy in CONTINUING_POLICIES:
         return CropOutcome(start, bos_inserted, (), (rest, left, False), None)
     if policy == "requeue-bos":
         if left > 1:

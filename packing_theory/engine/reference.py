@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
-from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, overdue, resolve_config, segment
 from .rows import token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 
@@ -67,14 +67,19 @@ class ReferencePacker:
         row_capacity = cfg.capacity
         buffer_size = cfg.min_buffer
         rng = random.Random(cfg.seed) if cfg.policy == "random-span" else None
+        max_wait = cfg.wait_threshold or 0  # bounded-wait's A
         # doc_buffer entries: [occurrence, source, start, length, bos_inserted]
         doc_buffer: list[list[Any]] = []
         next_occurrence = 0
         row_idx = 0
         announced = False
+        arrival_row: dict[int, int] = {}  # bounded-wait: occurrence -> row of its refill
         if resume is not None:
             resume.check_config(cfg)
             doc_buffer = [list(span) for span in resume.buffer]
+            if resume.arrival_rows is not None:
+                arrival_row.update((span.occurrence, r) for span, r in zip(resume.buffer, resume.arrival_rows,
+                                                                           strict=True) if r >= 0)
             next_occurrence, row_idx, announced = resume.next_occurrence, resume.row, resume.announced
             if rng is not None and resume.rng_state is not None:
                 rng.setstate(resume.rng_state)
@@ -86,7 +91,9 @@ class ReferencePacker:
                 run._capture(EngineState(
                     config_fingerprint(cfg), row_idx, next_occurrence, cursor.state(),
                     tuple(BufferedSpan(*d) for d in doc_buffer), None if rng is None else rng.getstate(),
-                    announced))
+                    announced,
+                    None if cfg.wait_threshold is None
+                    else tuple(arrival_row[d[0]] if d[2] == 0 else -1 for d in doc_buffer)))
 
         def refill_buffer() -> bool:
             nonlocal next_occurrence
@@ -97,6 +104,7 @@ class ReferencePacker:
                 occ = next_occurrence
                 next_occurrence += 1
                 pending.append(Arrival(occ, source, pass_index, length))
+                arrival_row[occ] = row_idx
                 if cfg.policy == "segment-first" and length > row_capacity:
                     chunks = segment(length, row_capacity)
                     pending.append(BosAdded(occ, source, len(chunks) - 1))
@@ -133,6 +141,21 @@ class ReferencePacker:
 
                 remaining = row_capacity - pos
                 best_idx = _largest_fit(doc_buffer, remaining)
+
+                # ---- bounded-wait (issue 13): forced start at a row start ----------------
+                # At a row start, scan for the oldest unstarted span (buffer order is arrival
+                # order; a started span is a continuation with start > 0); if it is overdue it
+                # replaces the choice: taken whole if it fits, else cropped to fill the row.
+                forced_idx = -1
+                if cfg.policy == "bounded-wait" and pos == 0:
+                    for i, doc in enumerate(doc_buffer):
+                        if doc[2] == 0:
+                            if overdue(row_idx, arrival_row[doc[0]], max_wait):
+                                forced_idx = i
+                                best_idx = i if doc[3] <= remaining else -1
+                            break
+                # ---- end bounded-wait ----------------------------------------------------
+
                 if best_idx >= 0:
                     occ, source, start, n, bos = doc_buffer.pop(best_idx)
                     yield Placement(row_idx, pos, occ, source, start, n, bos, False)
@@ -140,6 +163,8 @@ class ReferencePacker:
                 else:
                     # Nothing fits: crop the shortest span to fill the row.
                     shortest_idx = _shortest(doc_buffer)
+                    if forced_idx >= 0:  # bounded-wait: the overdue span is cropped instead
+                        shortest_idx = forced_idx
                     occ, source, start, n, bos = doc_buffer.pop(shortest_idx)
                     crop_events, keep, requeue = apply_crop(cfg.policy, row_idx, pos, occ, source,
                                                             (start, n, bos), remaining, rng)

@@ -65,6 +65,9 @@ class EngineState:
         buffer: the buffered spans, in buffer order.
         rng_state: the ``random-span`` RNG's ``getstate()`` (``None`` for other policies).
         announced: an :class:`~packing_theory.engine.events.Exhausted` event was emitted.
+        arrival_rows: ``bounded-wait`` only: per buffered span (aligned with
+            :attr:`buffer`), the row in which its occurrence arrived, ``-1`` for a
+            started span (a continuation); ``None`` for other policies.
     """
 
     config: dict[str, Any]
@@ -74,6 +77,7 @@ class EngineState:
     buffer: tuple[BufferedSpan, ...]
     rng_state: tuple[Any, ...] | None
     announced: bool
+    arrival_rows: tuple[int, ...] | None = None
 
     def check_config(self, config: PackerConfig) -> None:
         """Raise ``ValueError`` naming the first field where ``config`` differs from the saved run's."""
@@ -96,6 +100,7 @@ class EngineState:
             "format": STATE_FORMAT, "version": _STATE_VERSION, "config": self.config, "row": self.row,
             "next_occurrence": self.next_occurrence, "cursor": list(self.cursor),
             "buffer": [list(s) for s in self.buffer], "rng_state": rng, "announced": self.announced,
+            "arrival_rows": None if self.arrival_rows is None else list(self.arrival_rows),
         }, separators=(",", ":"))
 
     def to_bytes(self) -> bytes:
@@ -131,7 +136,12 @@ class EngineState:
                 buffer=tuple(_span(*span) for span in doc["buffer"]),
                 rng_state=None if rng is None else (rng[0], tuple(rng[1]), rng[2]),
                 announced=bool(doc["announced"]),
+                arrival_rows=(None if doc.get("arrival_rows") is None
+                              else tuple(check_int("arrival_rows", r, -1) for r in doc["arrival_rows"])),
             )
+            if state.arrival_rows is not None and len(state.arrival_rows) != len(state.buffer):
+                raise ValueError(f"arrival_rows has {len(state.arrival_rows)} entries for "
+                                 f"{len(state.buffer)} buffered spans")
         except (KeyError, IndexError, TypeError) as exc:
             raise ValueError(f"malformed engine state: {exc!r}") from exc
         return state

@@ -10,6 +10,8 @@ module             job
 ``monitor``        :class:`InvariantMonitor`: the invariant checked on every
                    selection, from events or from a loader's callbacks
 ``embedding``      :class:`MonitoredBuffer`: a list buffer another loader embeds
+``wait_bound``     :class:`StartDelayMonitor`: the bounded-wait theorem as an
+                   executable predicate (the policy outside the family by design)
 ``bounds``         the startup, mass and repeated-corpus corollaries
 ``strategies``     public hypothesis strategies (needs hypothesis; not imported here)
 =================  ===========================================================
@@ -32,7 +34,7 @@ Imports: the engine and the foundation only.
 from __future__ import annotations
 
 from .embedding import MonitoredBuffer
-from .monitor import InvariantMonitor, MonitorReport
+from .monitor import OUTSIDE_FAMILY, InvariantMonitor, MonitorReport
 from .protected import (
     VIOLATION_KINDS,
     BufferSummary,
@@ -49,6 +51,7 @@ from .protected import (
 from .tracker import BufferTracker
 
 __all__ = [
+    "OUTSIDE_FAMILY",
     "VIOLATION_KINDS",
     "BufferSummary",
     "BufferTracker",

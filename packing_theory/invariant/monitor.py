@@ -73,7 +73,20 @@ from .protected import (
 )
 from .tracker import BufferTracker
 
-__all__ = ["InvariantMonitor", "MonitorReport", "ViolationHandler"]
+__all__ = ["OUTSIDE_FAMILY", "InvariantMonitor", "MonitorReport", "ViolationHandler"]
+
+OUTSIDE_FAMILY: dict[str, str] = {
+    "bounded-wait": (
+        "not applicable: bounded-wait forces the oldest overdue unstarted span to start at a row start "
+        "(age-based service), outside the hypotheses of seed 000 §3 by design; its own theorem "
+        "(start delay <= A + B + b - 2 rows, full rows, no discard) is checked by "
+        "packing_theory.invariant.wait_bound.StartDelayMonitor instead"
+    ),
+}
+"""Policies to which the protected-set proposition does not apply by design, with the reason.
+
+:meth:`InvariantMonitor.for_config` builds a monitor that checks nothing for
+them and says why (``report().applicable`` is ``False``)."""
 
 ViolationHandler = Callable[[Violation], None]
 """A callback receiving each :class:`~packing_theory.invariant.protected.Violation`."""
@@ -93,6 +106,8 @@ class MonitorReport:
     protected_mass: int
     violations: int
     first_violation: dict[str, Any] | None = field(default=None)
+    applicable: bool = True
+    not_applicable: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -121,6 +136,10 @@ class InvariantMonitor:
             :class:`~packing_theory.engine.events.BufferedSpan` values; called only when
             a violation is reported, for its summary.
         max_recorded: keep at most this many reports (all are counted).
+        not_applicable: a reason why the proposition does not apply to the
+            monitored packer (see :data:`OUTSIDE_FAMILY`); the monitor then
+            checks nothing, counts every selection as outside and reports
+            ``applicable=False`` with the reason.
 
     Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
     ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
@@ -149,6 +168,7 @@ class InvariantMonitor:
         track_buffer: Policy | None = None,
         snapshot: Callable[[], Iterable[BufferedSpan]] | None = None,
         max_recorded: int = 100,
+        not_applicable: str | None = None,
     ) -> None:
         self.capacity = check_int("capacity", capacity, 2)
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
@@ -177,6 +197,9 @@ class InvariantMonitor:
         self._last_selected = -1
         self._tainted: dict[int, Event | None] = {}
         self._reported: set[int] = set()
+        self.not_applicable = not_applicable
+        if not_applicable is not None:  # nothing to check: an instance-level feed shadows the method
+            self.feed = self._feed_not_applicable  # type: ignore[method-assign]
 
     @classmethod
     def for_config(
@@ -184,9 +207,12 @@ class InvariantMonitor:
     ) -> InvariantMonitor:
         """A monitor matching a :class:`~packing_theory.engine.policies.PackerConfig`.
 
-        ``segment-first`` sets ``segmented=True`` unless overridden.
+        ``segment-first`` sets ``segmented=True`` unless overridden; a policy of
+        :data:`OUTSIDE_FAMILY` (``bounded-wait``) gets a monitor that reports
+        the proposition as not applicable.
         """
         kwargs.setdefault("segmented", config.policy == "segment-first")
+        kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
         return cls(config.capacity, config.min_buffer,
                    track_buffer=config.policy if track_buffer else None, **kwargs)
 
@@ -215,6 +241,8 @@ class InvariantMonitor:
             protected_mass=self.protected.mass,
             violations=self.violation_count,
             first_violation=None if first is None else first.to_dict(),
+            applicable=self.not_applicable is None,
+            not_applicable=self.not_applicable,
         )
 
     # -- low-level embedding API --------------------------------------------
@@ -319,6 +347,17 @@ class InvariantMonitor:
         if self.tracker is not None:
             self.tracker.feed(ev)
 
+    def _feed_not_applicable(self, ev: Event) -> None:
+        """:meth:`feed` when the proposition does not apply: count, check nothing."""
+        t = type(ev)
+        if t is Placement:
+            self.selections += 1
+            self.selections_outside += 1
+        elif t is Arrival:
+            self.arrivals += 1
+        elif t is Horizon:
+            self.horizon = ev  # type: ignore[assignment]
+
     def observe(self, events: Iterable[Event]) -> Iterator[Event]:
         """Pass events through unchanged while feeding them to the monitor.
 
@@ -347,6 +386,9 @@ class InvariantMonitor:
         index = self.selections
         self.selections = index + 1
         self._last_selected = occ
+        if self.not_applicable is not None:
+            self.selections_outside += 1
+            return True
         if self._outside or (buffered is not None and buffered < self.min_buffer):
             self.selections_outside += 1
             if occ in self._members:

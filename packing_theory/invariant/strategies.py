@@ -213,8 +213,11 @@ def packer_configs(
         exhausted: end-of-stream modes to draw from.
         budgets: also draw ``rows`` / ``targets`` budgets (else run to the end).
 
+    ``bounded-wait`` configurations get a small wait threshold ``A`` in ``0 .. 8``
+    so that forced starts happen on short streams.
+
     Shrinks towards ``R = 2`` (or the fixed capacity), ``B = 1``, refill 1, the
-    first listed policy, one pass, ``"stop"`` and no budget.
+    first listed policy, one pass, ``"stop"``, no budget and ``A = 0``.
     """
     if capacity is not None:
         capacity = check_int("capacity", capacity, 2, error=InvalidArgument)
@@ -233,16 +236,18 @@ def packer_configs(
         kind = draw(st.sampled_from(["none", "rows", "targets"])) if budgets else "none"
         rows = draw(st.integers(0, 30)) if kind == "rows" else None
         targets = draw(st.integers(0, 30 * R)) if kind == "targets" else None
+        policy = draw(st.sampled_from(pols))
         return PackerConfig(
             capacity=R,
             min_buffer=draw(st.integers(1, max_min_buffer)),
             refill=draw(refill_batches(max_batch=4)),
-            policy=draw(st.sampled_from(pols)),
+            policy=policy,
             seed=draw(st.integers(0, 2**32)),
             passes=draw(passes(max_passes=max_passes)),
             rows=rows,
             targets=targets,
             exhausted=draw(st.sampled_from(modes)),
+            max_wait=draw(st.integers(0, 8)) if policy == "bounded-wait" else None,
         )
 
     return build()

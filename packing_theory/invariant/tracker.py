@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .._checks import check_int
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Horizon, Placement
-from ..engine.policies import POLICIES, Policy, crop_outcome, segment
+from ..engine.policies import CONTINUING_POLICIES, POLICIES, Policy, crop_outcome, segment
 
 __all__ = ["BufferTracker"]
 
@@ -98,7 +98,8 @@ class BufferTracker:
             if ev.crop:
                 # the engines' own crop rule; random-span and segment-first crops leave the buffer
                 # as a discard does (random-span's draw only changes what was emitted)
-                rule: Policy = self.policy if self.policy in ("continue", "requeue-bos") else "discard"
+                keeps = self.policy in CONTINUING_POLICIES or self.policy == "requeue-bos"
+                rule: Policy = self.policy if keeps else "discard"
                 out = crop_outcome(rule, span.start, span.length, span.bos_inserted, ev.length, None)
                 if out.keep is not None:
                     self._put(seq, BufferedSpan(span.occurrence, span.source, *out.keep))

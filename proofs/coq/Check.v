@@ -4,7 +4,8 @@
     "Closed under the global context" line per [Print Assumptions]
     command below. *)
 
-From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec TopKeys.
+From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec TopKeys
+  BoundedWait BoundedWaitExec.
 
 (* Definitions *)
 Print Assumptions protected_set_spec.
@@ -43,3 +44,19 @@ Print Assumptions exec_select_refines.
 Print Assumptions run_reachable.
 Print Assumptions run_started_trace.
 Print Assumptions run_protected.
+(* Bounded-wait policy: the relation and its start-delay bound (BoundedWait.v) *)
+Print Assumptions bw_invariant.
+Print Assumptions bw_start_bound.
+Print Assumptions bw_unstarted_bound.
+Print Assumptions bw_conservation.
+Print Assumptions bw_rows_full.
+Print Assumptions bw_arows_prefix.
+(* Bounded-wait executable rule and refinement (BoundedWaitExec.v) *)
+Print Assumptions bw_pick_spec.
+Print Assumptions bw_exec_select_refines.
+Print Assumptions bw_run_reachable.
+Print Assumptions bw_run_start_bound.
+Print Assumptions bw_run_unstarted_bound.
+Print Assumptions bw_run_conservation.
+Print Assumptions bw_run_rows_full.
+Print Assumptions bw_bound_attained_example.

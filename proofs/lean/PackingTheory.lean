@@ -5,3 +5,5 @@ import PackingTheory.Invariant
 import PackingTheory.Corollaries
 import PackingTheory.Exec
 import PackingTheory.TopKeys
+import PackingTheory.BoundedWait
+import PackingTheory.BoundedWaitExec

@@ -1,0 +1,344 @@
+"""What a packer's choices cost, read off its event stream (issue 13).
+
+:class:`CostAccumulator` consumes the event stream of *any* packer — the
+streaming family, ``bounded-wait``, or an offline peer with padding, filtered
+documents and repeated tokens — and :meth:`~CostAccumulator.result` returns a
+:class:`PackerCosts`: the quantities a comparison of packers needs, each with
+a precise definition below. :func:`packer_costs` is the one-call form, and
+:func:`costs_table` renders several results as a Markdown table (the
+``compare`` report calls both for every packer).
+
+Definitions
+-----------
+*Row positions* are ``rows * R + partial_row_tokens`` (complete rows plus an
+incomplete last row). *Rows so far* at an event is the number of rows the
+stream has completed before it (rows fill in stream order; for the streaming
+engines this is the index of the row being filled).
+
+* ``utilization`` — placed positions (placements, inserted BOS included) over
+  row positions; padding and repeated tokens are the rest.
+* ``discarded_tokens`` / ``filtered_tokens`` — totals of
+  :class:`~packing_theory.engine.events.Discard` / :class:`~packing_theory.engine.events.Filtered`.
+* ``never_started_occurrences`` — arrived occurrences with no placement by the
+  horizon; ``never_started_sources`` — distinct source ids none of whose
+  arrived occurrences has a placement.
+* *start delay* of a started occurrence — rows so far at its first placement
+  minus rows so far at its arrival (the ``bounded-wait`` theorem's quantity);
+  ``start_delay_max`` / ``_p50`` / ``_p99`` over started occurrences
+  (nearest-rank quantiles). ``unstarted_wait_max`` — rows so far at the horizon
+  minus the arrival row of the oldest never-started occurrence: a censored
+  delay (it has not started yet), reported separately, never mixed in.
+* *fragments* of a long occurrence (original length ``> R``) — its number of
+  placements; ``fragments_per_long_mean`` / ``_max`` over long occurrences
+  with at least one placement (``segment-first`` chunks count, a
+  ``discard`` crop is one fragment).
+* *targets* — placed positions that are prediction targets, i.e. not position
+  0 of a row (seed 000: position 0 is input only). A target is *without its
+  document's preceding context* when its placement does not begin at the
+  document's first token (``start > 0``: a continuation, a ``requeue-bos``
+  remainder, a ``segment-first`` chunk after the first, a ``random-span``
+  window): the tokens of the document before the placement are not in the
+  row. ``share_without_context`` is their share of all targets.
+
+>>> from packing_theory import Packer
+>>> c = packer_costs(Packer(capacity=4, min_buffer=2, refill=1, policy="continue",
+...                         exhausted="drain").events([9, 1, 2, 3, 3]), 4, label="continue")
+>>> c.utilization, c.discarded_tokens, c.fragments_per_long_max, c.start_delay_max
+(1.0, 0, 3, 2)
+"""
+
+from __future__ import annotations
+
+import collections
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from .._checks import check_int
+from ..engine.events import (
+    Arrival,
+    BosAdded,
+    Discard,
+    Event,
+    Exhausted,
+    Filtered,
+    Horizon,
+    Padding,
+    Placement,
+    Repeat,
+)
+
+__all__ = [
+    "COST_COLUMNS",
+    "CostAccumulator",
+    "PackerCosts",
+    "costs_table",
+    "nearest_rank",
+    "packer_costs",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PackerCosts:
+    """The costs of one replay (see the module doc for every definition)."""
+
+    label: str
+    capacity: int
+    rows: int
+    partial_row_tokens: int
+    utilization: float | None
+    padding_tokens: int
+    repeated_tokens: int
+    discarded_tokens: int
+    filtered_tokens: int
+    arrived_occurrences: int
+    started_occurrences: int
+    never_started_occurrences: int
+    arrived_sources: int
+    never_started_sources: int
+    start_delay_max: int | None
+    start_delay_p50: int | None
+    start_delay_p99: int | None
+    unstarted_wait_max: int | None
+    long_occurrences: int
+    long_started: int
+    long_never_started: int
+    fragments_per_long_mean: float | None
+    fragments_per_long_max: int | None
+    targets: int
+    targets_without_context: int
+    share_without_context: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+COST_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("utilization", "utilization"),
+    ("discarded_tokens", "discarded tokens"),
+    ("never_started_sources", "sources never started"),
+    ("long_never_started", "long occurrences never started"),
+    ("start_delay_max", "max start delay (rows)"),
+    ("start_delay_p99", "p99 start delay (rows)"),
+    ("unstarted_wait_max", "oldest unstarted wait (rows, censored)"),
+    ("fragments_per_long_mean", "fragments per long source (mean)"),
+    ("share_without_context", "targets without preceding context"),
+)
+"""The default columns of :func:`costs_table`: (field, header)."""
+
+
+def nearest_rank(counts: dict[int, int], q: float) -> int | None:
+    """The nearest-rank ``q``-quantile of a histogram ``{value: count}`` (``None`` if empty).
+
+    >>> nearest_rank({0: 98, 5: 1, 9: 1}, 0.99), nearest_rank({0: 98, 5: 1, 9: 1}, 0.5)
+    (5, 0)
+    """
+    if not 0 < q <= 1:
+        raise ValueError(f"q must be in (0, 1], got {q!r}")
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    rank = -(-q * total // 1)  # ceil(q * total)
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return value
+    return max(counts)  # pragma: no cover - unreachable
+
+
+class CostAccumulator:
+    """Consume an event stream, one event at a time, and compute :class:`PackerCosts`.
+
+    Args:
+        capacity: row capacity ``R`` (long = original length ``> R``).
+        label: a name for the result (policy or packer).
+
+    Occurrence ids must be ``0, 1, 2, ...`` in arrival order.
+
+    Complexity: O(1) per event; memory about 20 bytes per occurrence plus one
+    dict entry per distinct source.
+    """
+
+    def __init__(self, capacity: int, label: str = "") -> None:
+        self.capacity = check_int("capacity", capacity, 1)
+        self.label = str(label)
+        self._arow = array("q")
+        self._frag = array("q")  # placements per occurrence
+        self._long = bytearray()
+        self._source: array[int] = array("q")
+        self._waiting: collections.deque[int] = collections.deque()
+        self.rows = 0
+        self.fill = 0
+        self.placed = 0
+        self.padding = 0
+        self.repeated = 0
+        self.discarded = 0
+        self.filtered = 0
+        self.started = 0
+        self.delays: collections.Counter[int] = collections.Counter()
+        self.targets = 0
+        self.targets_without_context = 0
+        self.horizon: Horizon | None = None
+
+    def feed(self, ev: Event) -> None:
+        """Consume one event. O(1).
+
+        Raises:
+            ValueError: an arrival whose occurrence id is not the next one, or
+                a placement of an occurrence that has not arrived.
+        """
+        t = type(ev)
+        if t is Placement:
+            occ = ev.occurrence  # type: ignore[union-attr]
+            n = ev.length  # type: ignore[union-attr]
+            if occ >= len(self._frag):
+                raise ValueError(f"placement of occurrence {occ}, which has not arrived")
+            if self._frag[occ] == 0:
+                self.started += 1
+                self.delays[self.rows - self._arow[occ]] += 1
+            self._frag[occ] += 1
+            targets = n - 1 if ev.offset == 0 else n  # type: ignore[union-attr]
+            self.targets += targets
+            if ev.start > 0:  # type: ignore[union-attr]
+                self.targets_without_context += targets
+            self.placed += n
+            self._advance(n)
+        elif t is Arrival:
+            occ = ev.occurrence  # type: ignore[union-attr]
+            if occ != len(self._arow):
+                raise ValueError(
+                    f"arrival of occurrence {occ}, expected {len(self._arow)} (ids must be dense)"
+                )
+            self._arow.append(self.rows)
+            self._frag.append(0)
+            self._long.append(1 if ev.length > self.capacity else 0)  # type: ignore[union-attr]
+            self._source.append(ev.source)  # type: ignore[union-attr]
+            self._waiting.append(occ)
+        elif t is Discard:
+            self.discarded += ev.length  # type: ignore[union-attr]
+        elif t is Padding:
+            self.padding += ev.length  # type: ignore[union-attr]
+            self._advance(ev.length)  # type: ignore[union-attr]
+        elif t is Repeat:
+            self.repeated += ev.length  # type: ignore[union-attr]
+            self._advance(ev.length)  # type: ignore[union-attr]
+        elif t is Filtered:
+            self.filtered += ev.length  # type: ignore[union-attr]
+        elif t is Horizon:
+            self.horizon = ev  # type: ignore[assignment]
+        elif t is BosAdded or t is Exhausted:
+            pass
+
+    def consume(self, events: Iterable[Event]) -> None:
+        """Feed every event of ``events``."""
+        feed = self.feed
+        for ev in events:
+            feed(ev)
+
+    def _advance(self, n: int) -> None:
+        self.fill += n
+        while self.fill >= self.capacity:
+            self.fill -= self.capacity
+            self.rows += 1
+
+    def result(self) -> PackerCosts:
+        """The costs of the events consumed so far. O(occurrences)."""
+        frag = self._frag
+        arrived = len(frag)
+        waiting = self._waiting
+        while waiting and frag[waiting[0]]:
+            waiting.popleft()
+        started_sources: set[int] = set()
+        sources: set[int] = set()
+        long_n = long_started = frag_sum = frag_max = 0
+        for occ in range(arrived):
+            src = self._source[occ]
+            sources.add(src)
+            f = frag[occ]
+            if f:
+                started_sources.add(src)
+            if self._long[occ]:
+                long_n += 1
+                if f:
+                    long_started += 1
+                    frag_sum += f
+                    frag_max = max(frag_max, f)
+        positions = self.rows * self.capacity + self.fill
+        return PackerCosts(
+            label=self.label,
+            capacity=self.capacity,
+            rows=self.rows,
+            partial_row_tokens=self.fill,
+            utilization=self.placed / positions if positions else None,
+            padding_tokens=self.padding,
+            repeated_tokens=self.repeated,
+            discarded_tokens=self.discarded,
+            filtered_tokens=self.filtered,
+            arrived_occurrences=arrived,
+            started_occurrences=self.started,
+            never_started_occurrences=arrived - self.started,
+            arrived_sources=len(sources),
+            never_started_sources=len(sources - started_sources),
+            start_delay_max=max(self.delays) if self.delays else None,
+            start_delay_p50=nearest_rank(self.delays, 0.5),
+            start_delay_p99=nearest_rank(self.delays, 0.99),
+            unstarted_wait_max=self.rows - self._arow[waiting[0]] if waiting else None,
+            long_occurrences=long_n,
+            long_started=long_started,
+            long_never_started=long_n - long_started,
+            fragments_per_long_mean=frag_sum / long_started if long_started else None,
+            fragments_per_long_max=frag_max if long_started else None,
+            targets=self.targets,
+            targets_without_context=self.targets_without_context,
+            share_without_context=self.targets_without_context / self.targets if self.targets else None,
+        )
+
+    def _check(self) -> None:
+        """Assert the internal invariants (used by tests)."""
+        n = len(self._arow)
+        assert len(self._frag) == len(self._long) == len(self._source) == n
+        assert self.started == sum(1 for f in self._frag if f) == sum(self.delays.values())
+        assert 0 <= self.fill < self.capacity
+        assert self.targets_without_context <= self.targets <= self.placed
+        assert all(a <= self.rows for a in self._arow)
+
+
+def packer_costs(events: Iterable[Event], capacity: int, *, label: str = "") -> PackerCosts:
+    """Consume a whole event stream and return its :class:`PackerCosts`."""
+    acc = CostAccumulator(capacity, label)
+    acc.consume(events)
+    return acc.result()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4f}" if value < 1 else f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def costs_table(costs: Sequence[PackerCosts], columns: Sequence[tuple[str, str]] = COST_COLUMNS) -> str:
+    """A Markdown table, one row per result, one column per ``(field, header)``.
+
+    >>> from packing_theory import Packer
+    >>> c = packer_costs(Packer(capacity=4, min_buffer=2, refill=1).events([9, 1, 2]), 4, label="discard")
+    >>> print(costs_table([c], [("discarded_tokens", "discarded")]))
+    | packer | discarded |
+    |---|---:|
+    | discard | 0 |
+    """
+    names = {f.name for f in fields(PackerCosts)}
+    bad = [name for name, _ in columns if name not in names]
+    if bad:
+        raise ValueError(f"columns name unknown PackerCosts fields: {bad}")
+    lines = ["| packer | " + " | ".join(h for _, h in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for c in costs:
+        lines.append(f"| {c.label} | " + " | ".join(_cell(getattr(c, name)) for name, _ in columns) + " |")
+    return "\n".join(lines)

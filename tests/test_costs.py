@@ -1,0 +1,120 @@
+"""packing_theory.audit.costs: per-packer costs from the event stream only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+import packing_theory as pt
+from packing_theory.audit.costs import COST_COLUMNS, CostAccumulator, costs_table, nearest_rank, packer_costs
+from packing_theory.invariant import strategies as pst
+from packing_theory.invariant.wait_bound import StartDelayMonitor
+
+
+def test_hand_checked_continue_stream() -> None:
+    """R=4, B=2, refill 1, continue, drained: [9, 1, 2, 3, 3].
+
+    rows: 0 = occ1[0:1] occ2[0:2] occ3[0:1]; 1 = occ3[1:3] occ4[0:2]; 2 = occ4[2:3] occ0[0:3];
+    3 = occ0[3:7]; partial 4 = occ0[7:9]. Targets: 3 + 3 + 3 + 3 + 1 = 13, of which the
+    continuations (start > 0) hold 1 + 0 + 3 + 1 = 5.
+    """
+    events = list(pt.Packer(capacity=4, min_buffer=2, refill=1, policy="continue",
+                            exhausted="drain").events([9, 1, 2, 3, 3]))
+    acc = CostAccumulator(4, "continue")
+    for ev in events:
+        acc.feed(ev)
+        acc._check()
+    c = acc.result()
+    assert (c.rows, c.partial_row_tokens, c.utilization) == (4, 2, 1.0)
+    assert (c.targets, c.targets_without_context) == (13, 5)
+    assert c.share_without_context == pytest.approx(5 / 13)
+    assert (c.arrived_occurrences, c.started_occurrences, c.never_started_occurrences) == (5, 5, 0)
+    assert (c.long_occurrences, c.long_started, c.fragments_per_long_max) == (1, 1, 3)
+    assert c.fragments_per_long_mean == 3.0
+    # occurrence 0 arrived in row 0 and started in row 2; occurrence 4 arrived in row 1, started there
+    assert (c.start_delay_max, c.start_delay_p50, c.start_delay_p99) == (2, 0, 2)
+    assert c.unstarted_wait_max is None and c.discarded_tokens == 0
+
+
+def test_discard_stream_never_started_and_censored_wait() -> None:
+    events = pt.Packer(capacity=4, min_buffer=2, refill=1, policy="discard").events([9, 3, 3, 3, 3, 3])
+    c = packer_costs(events, 4, label="discard")
+    assert c.never_started_occurrences == 1 and c.never_started_sources == 1
+    assert c.unstarted_wait_max is not None and c.unstarted_wait_max >= 1
+    assert c.discarded_tokens > 0 and c.share_without_context == 0.0
+
+
+def test_peer_like_stream_with_padding_repeats_and_filtered() -> None:
+    events: list[pt.Event] = [
+        pt.Arrival(0, 0, 0, 3), pt.Arrival(1, 1, 0, 9), pt.Filtered(1, 1, 9, "too long"),
+        pt.Arrival(2, 0, 1, 3),
+        pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Padding(0, 3, 1),
+        pt.Placement(1, 0, 2, 0, 0, 3, False, False), pt.Repeat(1, 3, 2, 0, 2, 1),
+        pt.Horizon(2, 0, "exhausted", ()),
+    ]
+    c = packer_costs(events, 4, label="peer")
+    assert c.utilization == pytest.approx(6 / 8)
+    assert (c.padding_tokens, c.repeated_tokens, c.filtered_tokens) == (1, 1, 9)
+    assert (c.arrived_sources, c.never_started_sources, c.never_started_occurrences) == (2, 1, 1)
+    assert c.long_occurrences == c.long_never_started == 1 and c.long_started == 0
+    assert c.fragments_per_long_mean is None
+    assert c.start_delay_max == 1  # occurrence 2 arrived before any row completed, started in row 1
+
+
+@given(pst.replay_cases())
+def test_costs_agree_with_the_summary(case: tuple[list[int], pt.PackerConfig]) -> None:
+    lengths, config = case
+    rep = pt.replay(lengths, config=config)
+    s = rep.summary()
+    c = packer_costs(rep.events, config.capacity, label=config.policy)
+    R = config.capacity
+    assert c.discarded_tokens == s.discarded_tokens and c.rows == s.rows
+    assert c.started_occurrences == s.sources_started
+    assert c.never_started_occurrences == s.consumed_sources - s.sources_started
+    assert c.targets == c.rows * (R - 1) + max(c.partial_row_tokens - 1, 0)
+    if c.rows or c.partial_row_tokens:
+        assert c.utilization == 1.0
+    if config.policy == "discard":
+        assert c.share_without_context == 0.0 or c.targets == 0
+        assert c.fragments_per_long_max in (None, 1)
+    if config.policy == "bounded-wait":
+        mon = StartDelayMonitor.for_config(config)
+        mon.run(rep.events)
+        assert c.start_delay_max == mon.max_start_delay
+        assert c.start_delay_max is None or c.start_delay_max <= config.start_delay_bound
+
+
+def test_table_and_errors() -> None:
+    c = packer_costs(pt.Packer(capacity=4, min_buffer=2, refill=1).events([9, 1, 2, 3]), 4, label="d")
+    table = costs_table([c])
+    assert table.splitlines()[0].count("|") == len(COST_COLUMNS) + 2 and "| d |" in table
+    with pytest.raises(ValueError, match="unknown"):
+        costs_table([c], [("nope", "x")])
+    with pytest.raises(ValueError, match="q must be"):
+        nearest_rank({1: 1}, 0)
+    assert nearest_rank({}, 0.5) is None
+    acc = CostAccumulator(4)
+    with pytest.raises(ValueError, match="dense"):
+        acc.feed(pt.Arrival(2, 2, 0, 3))
+    with pytest.raises(ValueError, match="not arrived"):
+        acc.feed(pt.Placement(0, 0, 0, 0, 0, 2, False, False))
+    assert acc.result().utilization is None and acc.result().to_dict()["label"] == ""
+    acc.started = 3
+    with pytest.raises(AssertionError):
+        acc._check()
+
+
+def test_costs_of_each_policy_differ_as_expected() -> None:
+    lengths: list[Any] = [5000, 40, 900, 3000, 70, 2100, 30, 800, 60, 4100, 50, 10, 20] * 40
+    kw = dict(capacity=512, min_buffer=12, refill=4)
+    out = {}
+    for policy in ("discard", "continue", "segment-first", "bounded-wait"):
+        extra = {"max_wait": 2} if policy == "bounded-wait" else {}
+        out[policy] = packer_costs(pt.Packer(policy=policy, **kw, **extra).events(lengths), 512, label=policy)
+    assert out["discard"].discarded_tokens > 0 and out["bounded-wait"].discarded_tokens == 0
+    assert out["continue"].never_started_occurrences > out["bounded-wait"].never_started_occurrences
+    assert out["segment-first"].fragments_per_long_mean is not None
+    assert out["bounded-wait"].start_delay_max is not None
+    assert out["bounded-wait"].start_delay_max <= 2 + 12 + 4 - 2
