@@ -1,0 +1,129 @@
+"""Helpers shared by the offline peers (torchtune, Axolotl, NeMo, the paper methods).
+
+Offline packers read their whole dataset before they pack it, so these peers
+first materialise the length stream (:func:`peer_lengths`), emit one
+:class:`~packing_theory.spans.Arrival` per document, then the rows.
+:class:`EventLog` collects the events of one replay and checks the mass
+identity before it hands them out.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_int
+from ..spans import Arrival, Discard, Event, Filtered, Horizon, Placement
+from ._base import Piece, RowEmitter
+
+__all__ = ["EventLog", "check_choice", "check_optional_int", "peer_lengths"]
+
+
+def peer_lengths(lengths: Any, name: str = "lengths") -> list[int]:
+    """Materialise a length stream as a list of ints ``>= 0``.
+
+    Peers accept empty documents (length 0) because some frameworks take
+    them; each peer says what it does with one.
+
+    >>> peer_lengths([3, 0, 2])
+    [3, 0, 2]
+    >>> peer_lengths([3, -1])
+    Traceback (most recent call last):
+    ValueError: lengths[1] must be a length >= 0, got -1
+    """
+    if isinstance(lengths, np.ndarray):
+        if lengths.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {lengths.shape}")
+        if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
+            raise TypeError(f"{name} must have an integer dtype, got {lengths.dtype}")
+        values: Iterable[Any] = lengths.tolist()
+    elif isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+        raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(lengths).__name__}")
+    else:
+        values = lengths
+    out: list[int] = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
+        if v < 0:
+            raise ValueError(f"{name}[{i}] must be a length >= 0, got {v}")
+        out.append(int(v))
+    return out
+
+
+def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise a ValueError naming both.
+
+    >>> check_choice("version", "0.6.1", ["0.6.1"])
+    '0.6.1'
+    >>> check_choice("version", "9", ["0.6.1"])
+    Traceback (most recent call last):
+    ValueError: version must be one of '0.6.1'; got '9'
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+    return value
+
+
+def check_optional_int(name: str, value: object, minimum: int) -> int | None:
+    """``None`` or an int ``>= minimum`` (see :func:`~packing_theory._checks.check_int`)."""
+    return None if value is None else check_int(name, value, minimum)
+
+
+class EventLog:
+    """The events of one offline replay, with running mass totals.
+
+    Rows are added with :meth:`row`; :meth:`finish` appends the Horizon and
+    asserts the mass and row identities (an internal error, never bad input).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.emitter = RowEmitter(capacity)
+        self.events: list[Event] = []
+        self.arrived = 0
+        self.accounted = 0
+        self.filled = 0
+
+    def arrival(self, occurrence: int, source: int, pass_index: int, length: int) -> None:
+        """Record an Arrival."""
+        self.events.append(Arrival(occurrence, source, pass_index, length))
+        self.arrived += length
+
+    def filtered(self, occurrence: int, source: int, length: int, reason: str) -> None:
+        """Record a Filtered event."""
+        self.events.append(Filtered(occurrence, source, length, reason))
+        self.accounted += length
+
+    def discard(self, occurrence: int, source: int, start: int, length: int) -> None:
+        """Record a Discard (nothing for an empty range)."""
+        if length > 0:
+            self.events.append(Discard(occurrence, source, start, length))
+            self.accounted += length
+
+    def row(self, pieces: Sequence[Piece]) -> None:
+        """Record one row: its pieces, then padding to the capacity."""
+        evs = self.emitter.row(pieces)
+        self.events.extend(evs)
+        for ev in evs:
+            if type(ev) is Placement:
+                self.accounted += ev.length
+        self.filled += self.emitter.capacity
+
+    @property
+    def rows(self) -> int:
+        """Rows recorded so far."""
+        return self.emitter.rows
+
+    def finish(self, stop_reason: str) -> list[Event]:
+        """Append the Horizon and return the events."""
+        self._check()
+        self.events.append(Horizon(self.emitter.rows, 0, stop_reason, ()))
+        return self.events
+
+    def _check(self) -> None:
+        """Assert the mass identity (every arrived token emitted, discarded or filtered)."""
+        assert self.arrived == self.accounted, (self.arrived, self.accounted)
+        assert self.filled == self.emitter.rows * self.emitter.capacity

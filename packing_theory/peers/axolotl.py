@@ -1,0 +1,349 @@
+"""Axolotl sample packing: the long-sequence filter, then ``MultipackBatchSampler``.
+
+Transcribed (in our own code) from axolotl 0.19.0 (the newest release served
+here; its ``multipack.py`` matches axolotl-ai-cloud/axolotl@067b021c8b87 up
+to efficiency statistics): ``src/axolotl/utils/data/utils.py``
+(``handle_long_seq_in_dataset``), ``src/axolotl/utils/trainer.py``
+(``filter_sequences_by_length``), ``src/axolotl/utils/samplers/multipack.py``
+(``pack_group``, ``pack_parallel``, ``allocate_sequentially``,
+``MultipackBatchSampler``) and ``src/axolotl/core/trainers/base.py``
+(``_create_multipack_sampler``: ``drop_last=True``, the bin capacity).
+
+1. **Filter** (``excess_length_strategy``): ``"drop"`` (default) keeps a row iff
+   ``min_sample_len <= length <= sequence_len`` (``min_sample_len`` unset
+   means 2, so single-token rows go too); every other row is
+   :class:`~packing_theory.spans.Filtered` (reason ``"over-capacity"``,
+   ``"too-short"`` or ``"empty"``). ``"truncate"`` filters rows shorter than
+   ``min_sample_len`` and cuts longer ones to ``sequence_len`` (the tail is a
+   :class:`~packing_theory.spans.Discard`). ``"raise"`` raises on a long row.
+2. **Sampler order**: each time the sampler is iterated it yields an order of
+   the kept rows (a *draw*). ``seed=None`` is a ``SequentialSampler``
+   (identity order); an int seed draws ``numpy.random.Generator(PCG64([seed,
+   d]))`` permutations — our own reproducible stand-in for torch's
+   ``RandomSampler`` (torch's permutation stream is not reproduced); pass
+   ``orders`` to replay recorded draws.
+3. **Bins**: first-fit *in sampler order* (no sort, despite the function's
+   docstring) within groups of ``group_size`` rows, a bin holding at most
+   ``bin_size`` rows; ``sequential=True`` is next-fit with no row cap.
+4. **Batches** of ``batch_size`` bins; ``drop_last`` drops an incomplete final
+   batch; every epoch is truncated to the minimum batch count over
+   ``len()``'s estimate draws (4 of them, or 1 when ``world_size >= 4`` from
+   0.13.0 on) and over ranks. The sampler is iterated once when the trainer
+   builds it (``len()``: draw 0, then the estimate draws), then once per epoch
+   after ``set_epoch``. Rows of dropped batches are Discards.
+
+Row model: one event row per bin. With ``multipack_real_batches=False`` (the
+default) axolotl uses ``batch_size = 1`` and bins of ``micro_batch_size *
+sequence_len`` tokens that the collator flattens into one row; with ``True``
+a batch holds ``micro_batch_size`` bins of ``sequence_len``. Rows are padded
+to the bin capacity here; the collator pads a batch only to its longest row
+(rounded up to ``pad_to_multiple_of``), so Padding events overstate the pad
+tokens the model sees but equal the unused bin capacity. Position ids restart
+at 0 for every row of a bin (``V2BatchSamplerDataCollatorForSeq2Seq``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from .._checks import check_int
+from ..spans import Event
+from ._base import PeerPacker, Piece
+from ._offline import EventLog, check_choice, check_optional_int, peer_lengths
+
+__all__ = ["PEERS", "AxolotlMultipack"]
+
+VERSIONS = ("0.19.0", "0.13.0", "0.12.2", "f5dec2b5eb66")
+"""Supported releases. ``0.12.2`` estimates the batch count with 4 draws at any
+world size and its ``truncate`` did not truncate (rejected here);
+``f5dec2b5eb66`` (seed 000 §5.10's pin) is replayed as 0.19.0 — see the docs."""
+
+STRATEGIES = ("drop", "truncate", "raise")
+
+
+class _Bin(NamedTuple):
+    rows: list[int]  # kept-row indices, in bin order
+
+
+def first_fit_groups(lengths: Sequence[int], capacity: int, group_size: int, bin_size: int) -> list[list[int]]:
+    """``pack_parallel``: first fit in the given order per group of ``group_size`` rows.
+
+    Returns bins of positions into ``lengths``. A row longer than the capacity
+    opens a bin of its own (negative remaining space), as the framework does.
+
+    >>> first_fit_groups([5, 3, 4, 2, 2], 8, 100, 200)
+    [[0, 1], [2, 3, 4]]
+    >>> first_fit_groups([1, 1, 1], 8, 100, 2)
+    [[0, 1], [2]]
+
+    Complexity: O(N * bins) like the framework (numba there, Python here).
+    """
+    out: list[list[int]] = []
+    for g in range(0, len(lengths), group_size):
+        space: list[int] = []
+        bins: list[list[int]] = []
+        for k in range(g, min(g + group_size, len(lengths))):
+            size = lengths[k]
+            for b, free in enumerate(space):
+                if free >= size and len(bins[b]) < bin_size:
+                    space[b] = free - size
+                    bins[b].append(k)
+                    break
+            else:
+                space.append(capacity - size)
+                bins.append([k])
+        out.extend(bins)
+    return out
+
+
+def next_fit(lengths: Sequence[int], capacity: int) -> list[list[int]]:
+    """``allocate_sequentially``: next fit, no row cap.
+
+    >>> next_fit([5, 3, 4, 2, 2], 8)
+    [[0, 1], [2, 3, 4]]
+    """
+    bins: list[list[int]] = []
+    cur: list[int] = []
+    free = capacity
+    for k, size in enumerate(lengths):
+        if size <= free:
+            cur.append(k)
+            free -= size
+        else:
+            if cur:
+                bins.append(cur)
+            cur = [k]
+            free = capacity - size
+    if cur:
+        bins.append(cur)
+    return bins
+
+
+class AxolotlMultipack(PeerPacker):
+    """``axolotl-multipack``: Axolotl's long-row filter and multipack sampler.
+
+    Args:
+        capacity: ``sequence_len``.
+        excess_length_strategy: ``"drop"`` | ``"truncate"`` | ``"raise"``.
+        min_sample_len: rows shorter than this are filtered (``None`` = 2).
+        micro_batch_size: rows per device step.
+        multipack_real_batches: bins of ``sequence_len`` and ``micro_batch_size``
+            bins per batch, instead of one bin of ``micro_batch_size * sequence_len``.
+        bin_size: at most this many rows per bin (``sample_packing_bin_size``).
+        group_size: rows per packing group (``sample_packing_group_size``).
+        sequential: next-fit instead of first-fit (``sample_packing_sequentially``).
+        drop_last: drop an incomplete final batch (the trainer always passes True).
+        epochs: passes over the dataset (each a new draw, after ``set_epoch``).
+        seed: ``None`` = sequential order; an int = our permutation stream.
+        orders: explicit draws (each an order of the kept rows), replacing ``seed``.
+        world_size: ranks (sets the number of estimate draws).
+        num_count_samples: the sampler's estimate draws (default 4).
+        version: one of :data:`VERSIONS`.
+
+    >>> p = AxolotlMultipack(8)
+    >>> [(type(e).__name__, e.occurrence) for e in p.events([9, 5, 1, 3]) if hasattr(e, "reason")]
+    [('Filtered', 0), ('Filtered', 2)]
+    >>> [[e.source for e in row] for row in p.bins([9, 5, 1, 3])]
+    [[1, 3]]
+    """
+
+    name: ClassVar[str] = "axolotl-multipack"
+    framework: ClassVar[str] = "Axolotl"
+    reference: ClassVar[str] = (
+        "axolotl-ai-cloud/axolotl 0.19.0 (@067b021c8b87) src/axolotl/utils/samplers/multipack.py, "
+        "src/axolotl/utils/data/utils.py, src/axolotl/utils/trainer.py, src/axolotl/core/trainers/base.py"
+    )
+    family_note: ClassVar[str] = (
+        "packs a finite sampler index list per epoch (first fit in sampler order, no B-span "
+        "buffer); over-capacity rows are filtered before packing by default; drop_last and the "
+        "cross-rank minimum drop whole bins"
+    )
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        excess_length_strategy: str = "drop",
+        min_sample_len: int | None = None,
+        micro_batch_size: int = 1,
+        multipack_real_batches: bool = False,
+        bin_size: int = 200,
+        group_size: int = 100_000,
+        sequential: bool = False,
+        drop_last: bool = True,
+        epochs: int = 1,
+        seed: int | None = None,
+        orders: Sequence[Sequence[int]] | None = None,
+        world_size: int = 1,
+        num_count_samples: int = 4,
+        version: str = "0.19.0",
+    ) -> None:
+        super().__init__(capacity)
+        self.sequence_len = self._capacity
+        self.excess_length_strategy = check_choice("excess_length_strategy", excess_length_strategy, STRATEGIES)
+        self.version = check_choice("version", version, VERSIONS)
+        if self.version == "0.12.2" and self.excess_length_strategy != "drop":
+            raise ValueError(
+                f"excess_length_strategy={excess_length_strategy!r} is not replayable for version='0.12.2': "
+                "its 'truncate' ran the truncation inside datasets.filter, which discards the change, so "
+                "over-long rows stayed whole (rows longer than sequence_len); and it had no 'raise'"
+            )
+        self.min_sample_len = check_optional_int("min_sample_len", min_sample_len, 0)
+        self.micro_batch_size = check_int("micro_batch_size", micro_batch_size, 1)
+        for flag, value in (("multipack_real_batches", multipack_real_batches), ("sequential", sequential),
+                            ("drop_last", drop_last)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
+        self.multipack_real_batches = multipack_real_batches
+        self.bin_size = check_int("bin_size", bin_size, 1)
+        self.group_size = check_int("group_size", group_size, 1)
+        self.sequential = sequential
+        self.drop_last = drop_last
+        self.epochs = check_int("epochs", epochs, 1)
+        self.seed = check_optional_int("seed", seed, 0)
+        self.world_size = check_int("world_size", world_size, 1)
+        self.num_count_samples = check_int("num_count_samples", num_count_samples, 1)
+        self.orders = None if orders is None else [list(o) for o in orders]
+        if self.orders is not None and len(self.orders) < self.draws_needed:
+            raise ValueError(
+                f"orders must hold at least {self.draws_needed} draws (1 + {self.estimate_draws} estimates "
+                f"+ {self.epochs} epochs), got {len(self.orders)}"
+            )
+        if multipack_real_batches:
+            self.batch_size, self.bin_capacity = self.micro_batch_size, self.sequence_len
+        else:
+            self.batch_size, self.bin_capacity = 1, self.micro_batch_size * self.sequence_len
+
+    @property
+    def capacity(self) -> int:
+        """Row capacity: the bin capacity (``sequence_len``, times ``micro_batch_size`` unless real batches)."""
+        return self.bin_capacity
+
+    @property
+    def estimate_draws(self) -> int:
+        """Draws ``len()`` takes the minimum over."""
+        if self.version != "0.12.2" and self.world_size >= self.num_count_samples:
+            return 1
+        return self.num_count_samples
+
+    @property
+    def draws_needed(self) -> int:
+        """Sampler iterations the trainer makes: draw 0, the estimates, one per epoch."""
+        return 1 + self.estimate_draws + self.epochs
+
+    # -- stages -------------------------------------------------------------------------
+    def keep(self, lengths: Sequence[int]) -> tuple[list[int], list[tuple[int, str]]]:
+        """The filter: (kept row ids, [(filtered row id, reason)])."""
+        L = self.sequence_len
+        low = self.min_sample_len or 2
+        kept: list[int] = []
+        gone: list[tuple[int, str]] = []
+        for i, n in enumerate(lengths):
+            if n > L and self.excess_length_strategy == "raise":
+                raise ValueError(
+                    f"lengths[{i}] = {n} > capacity (sequence_len) {L} with excess_length_strategy='raise'"
+                )
+            if n < low:
+                gone.append((i, "empty" if n == 0 else "too-short"))
+            elif n > L and self.excess_length_strategy == "drop":
+                gone.append((i, "over-capacity"))
+            else:
+                kept.append(i)
+        return kept, gone
+
+    def draw(self, d: int, k: int) -> list[int]:
+        """The ``d``-th sampler order over ``k`` kept rows."""
+        if self.orders is not None:
+            order = self.orders[d]
+            if sorted(order) != list(range(k)):
+                raise ValueError(f"orders[{d}] must be a permutation of range({k}), got {order[:10]}...")
+            return list(order)
+        if self.seed is None:
+            return list(range(k))
+        return [int(x) for x in np.random.Generator(np.random.PCG64([self.seed, d])).permutation(k)]
+
+    def _batches(self, sizes: Sequence[int], order: Sequence[int]) -> list[list[list[int]]]:
+        lens = [sizes[i] for i in order]
+        if self.sequential:
+            bins = next_fit(lens, self.bin_capacity)
+        else:
+            bins = first_fit_groups(lens, self.bin_capacity, self.group_size, self.bin_size)
+        mapped = [[order[b] for b in bin_] for bin_ in bins]
+        batches = [mapped[i : i + self.batch_size] for i in range(0, len(mapped), self.batch_size)]
+        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
+            batches.pop()
+        return batches
+
+    def plan(self, lengths: Sequence[int]) -> tuple[list[int], list[tuple[int, str]], list[list[list[list[int]]]], int]:
+        """(kept, filtered, per-epoch full batch lists of bins of kept positions, batches kept per epoch)."""
+        kept, gone = self.keep(lengths)
+        sizes = [min(lengths[i], self.sequence_len) for i in kept]
+        k = len(kept)
+        # draw 0: len() builds the batches once; then the estimate draws give the minimum
+        counts = [len(self._batches(sizes, self.draw(d, k))) for d in range(1, 1 + self.estimate_draws)]
+        limit = min(counts)
+        epochs = [self._batches(sizes, self.draw(1 + self.estimate_draws + e, k)) for e in range(self.epochs)]
+        return kept, gone, epochs, limit
+
+    def bins(self, lengths: Any) -> list[list[Piece]]:
+        """The emitted rows as pieces (every epoch, batch by batch)."""
+        return [row for row in self._rows(peer_lengths(lengths))[0]]
+
+    def _rows(self, ls: list[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]], list[tuple[int, str]], int]:
+        kept, gone, epochs, limit = self.plan(ls)
+        n = len(ls)
+        rows: list[list[Piece]] = []
+        dropped: list[tuple[int, int, int]] = []  # occurrence, source, length
+        for e, batches in enumerate(epochs):
+            for b, batch in enumerate(batches):
+                for bin_ in batch:
+                    pieces = [Piece(e * n + kept[j], kept[j], 0, min(ls[kept[j]], self.sequence_len),
+                                    crop=ls[kept[j]] > self.sequence_len) for j in bin_]
+                    if not limit or b < limit:  # the framework tests `if self._len_across_ranks:`
+                        rows.append(pieces)
+                    else:
+                        dropped.extend((p.occurrence, p.source, p.length) for p in pieces)
+            in_batches = {j for batch in batches for bin_ in batch for j in bin_}
+            dropped.extend((e * n + kept[j], kept[j], min(ls[kept[j]], self.sequence_len))
+                           for j in range(len(kept)) if j not in in_batches)
+        return rows, dropped, gone, limit
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Filter, pack and batch ``lengths`` for every epoch; yield the events."""
+        ls = peer_lengths(lengths)
+        n = len(ls)
+        rows, dropped, gone, _ = self._rows(ls)
+        log = EventLog(self.bin_capacity)
+        for e in range(self.epochs):
+            for i, length in enumerate(ls):
+                log.arrival(e * n + i, i, e, length)
+            for i, reason in gone:
+                log.filtered(e * n + i, i, ls[i], reason)
+        for pieces in rows:
+            log.row(pieces)
+        for e in range(self.epochs):
+            for i in range(n):
+                if ls[i] > self.sequence_len and self.excess_length_strategy == "truncate" and ls[i] >= (
+                        self.min_sample_len or 2):
+                    log.discard(e * n + i, i, self.sequence_len, ls[i] - self.sequence_len)
+        for occ, src, length in dropped:
+            log.discard(occ, src, 0, length)
+        yield from log.finish("drained")
+
+    def trainer_rows(self, documents: Sequence[Sequence[int]]) -> list[dict[str, list[int]]]:
+        """Per emitted bin: its rows' ``tokens`` concatenated and ``position_ids`` restarting per row."""
+        out = []
+        for pieces in self.bins([len(d) for d in documents]):
+            tokens: list[int] = []
+            pos: list[int] = []
+            for p in pieces:
+                tokens.extend(documents[p.source][: p.length])
+                pos.extend(range(p.length))
+            out.append({"tokens": tokens, "position_ids": pos, "sources": [p.source for p in pieces]})
+        return out
+
+
+PEERS: dict[str, type[PeerPacker]] = {AxolotlMultipack.name: AxolotlMultipack}
