@@ -31,8 +31,11 @@ from packing_theory.peers.torchtune import TorchtuneNextFit, TorchtuneSplit
 
 DATA = Path(__file__).parent / "data" / "peer_golden"
 FIXTURES = sorted(p for p in DATA.glob("*.json") if p.name.startswith(("torchtune-", "axolotl-", "nemo-")))
-NEMO = {"first_fit": NemoFirstFit, "first_fit_decreasing": NemoFirstFitDecreasing,
-        "first_fit_shuffle": NemoFirstFitShuffle}
+NEMO = {
+    "first_fit": NemoFirstFit,
+    "first_fit_decreasing": NemoFirstFitDecreasing,
+    "first_fit_shuffle": NemoFirstFitShuffle,
+}
 
 
 def digest(parts: Iterable[Sequence[int] | str]) -> str:
@@ -69,7 +72,9 @@ def check_mass(peer: Any, lengths: Sequence[int], ledger: bool) -> None:
         assert agg.mass.identity_holds and agg.conservation_violations == 0
 
 
-def rows_by_source(peer: Any, lengths: Sequence[int], docs: Sequence[Sequence[int]], pad: int) -> list[list[int]]:
+def rows_by_source(
+    peer: Any, lengths: Sequence[int], docs: Sequence[Sequence[int]], pad: int
+) -> list[list[int]]:
     """Token rows from the events, looking tokens up by *source* (an epoch repeats the dataset)."""
     rows: list[list[int]] = []
     row: list[int] = []
@@ -109,7 +114,7 @@ def axolotl_case(cfg: dict[str, Any], lengths: list[int], docs: list[list[int]])
         assert list(_token_rows(peer, docs, pad_id=-1)) == rows
     flat = [b for epoch in schedule for batch in epoch for b in batch]
     assert len(rows) == len(flat)
-    for row, pieces in zip(rows, flat):
+    for row, pieces in zip(rows, flat, strict=False):
         want = [t for p in pieces for t in docs[p.source][: p.length]]
         assert row == want + [-1] * (peer.capacity - len(want))
     if not kept:
@@ -154,7 +159,7 @@ def test_peer_matches_framework(path: Path) -> None:
     cfg, base = meta["config"], meta["token_base"]
     case = CASES[meta["framework"]]
     raised = agreed = 0
-    for k, (lengths, want) in enumerate(zip(meta["streams"], meta["digests"])):
+    for k, (lengths, want) in enumerate(zip(meta["streams"], meta["digests"], strict=False)):
         docs = documents(lengths, base)
         if want == "ValueError":
             with pytest.raises(ValueError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -103,7 +104,9 @@ def load_path(name: str, path: Path) -> types.ModuleType:
     return mod
 
 
-def load_functions(path: Path, names: Sequence[str], namespace: dict[str, Any]) -> dict[str, Callable[..., Any]]:
+def load_functions(
+    path: Path, names: Sequence[str], namespace: dict[str, Any]
+) -> dict[str, Callable[..., Any]]:
     """Execute only the named top-level function definitions of a file (its imports are heavy)."""
     tree = ast.parse(path.read_text())
     body = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in names]
@@ -137,22 +140,44 @@ def run_torchtune(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
 
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            pd = packed.PackedDataset(ds, max_seq_len=cfg["L"], padding_idx=cfg["padding_idx"],
-                                      max_packs=cfg["max_packs"], split_across_pack=cfg["split_across_pack"])
+            pd = packed.PackedDataset(
+                ds,
+                max_seq_len=cfg["L"],
+                padding_idx=cfg["padding_idx"],
+                max_packs=cfg["max_packs"],
+                split_across_pack=cfg["split_across_pack"],
+            )
     except ValueError:
         return "ValueError"
     parts: list[Any] = []
     for pack in pd.packs:
-        parts += ["pack", pack["tokens"].tolist(), pack["labels"].tolist(), pack["input_pos"].tolist(),
-                  pack["seq_lens"].tolist()]
+        parts += [
+            "pack",
+            pack["tokens"].tolist(),
+            pack["labels"].tolist(),
+            pack["input_pos"].tolist(),
+            pack["seq_lens"].tolist(),
+        ]
     return digest(parts)
 
 
 # ----------------------------------------------------------------------------- axolotl
 def axolotl_configs() -> list[dict[str, Any]]:
-    base = {"excess_length_strategy": "drop", "min_sample_len": None, "micro_batch_size": 1,
-            "multipack_real_batches": False, "bin_size": 200, "group_size": 100_000, "sequential": False,
-            "drop_last": True, "epochs": 1, "seed": None, "world_size": 1, "version": "0.19.0", "L": 16}
+    base = {
+        "excess_length_strategy": "drop",
+        "min_sample_len": None,
+        "micro_batch_size": 1,
+        "multipack_real_batches": False,
+        "bin_size": 200,
+        "group_size": 100_000,
+        "sequential": False,
+        "drop_last": True,
+        "epochs": 1,
+        "seed": None,
+        "world_size": 1,
+        "version": "0.19.0",
+        "L": 16,
+    }
     variants = [
         {},
         {"L": 8, "seed": 3, "epochs": 2},
@@ -162,7 +187,13 @@ def axolotl_configs() -> list[dict[str, Any]]:
         {"multipack_real_batches": True, "micro_batch_size": 3, "seed": 7, "epochs": 2},
         {"micro_batch_size": 2, "drop_last": False, "seed": 1},
         {"multipack_real_batches": True, "micro_batch_size": 2, "world_size": 4, "seed": 2, "L": 32},
-        {"version": "0.12.2", "world_size": 4, "seed": 2, "multipack_real_batches": True, "micro_batch_size": 2},
+        {
+            "version": "0.12.2",
+            "world_size": 4,
+            "seed": 2,
+            "multipack_real_batches": True,
+            "micro_batch_size": 2,
+        },
     ]
     return [{**base, **v} for v in variants]
 
@@ -187,12 +218,17 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
         if version == "0.12.2":
             base = root / "axolotl-0.12.2-src/axolotl-0.12.2/src/axolotl"
             fns = load_functions(base / "utils/trainer.py", ["drop_long_seq"], {})
-            fns["filter_sequences_by_length"] = lambda sample, sequence_len, min_sequence_len, raise_on_drop: (
-                fns["drop_long_seq"](sample, sequence_len=sequence_len, min_sequence_len=min_sequence_len))
+            def filter_0122(sample: Any, sequence_len: int, min_sequence_len: int, raise_on_drop: Any) -> Any:
+                drop = fns["drop_long_seq"]
+                return drop(sample, sequence_len=sequence_len, min_sequence_len=min_sequence_len)
+
+            fns["filter_sequences_by_length"] = filter_0122
         else:
             base = root / "axolotl-0.19.0-py3-none-any/axolotl"
             fns = load_functions(base / "utils/trainer.py", ["filter_sequences_by_length"], {})
-            fns.update(load_functions(base / "utils/data/utils.py", ["keep_min_len", "truncate_long_seq"], {}))
+            fns.update(
+                load_functions(base / "utils/data/utils.py", ["keep_min_len", "truncate_long_seq"], {})
+            )
         load_path(key, base / "utils/samplers/multipack.py")
         sys.modules[key].__dict__["_filters"] = fns
         # gc.collect() after every batch generation changes nothing in the packing; skip it for speed
@@ -204,8 +240,10 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
     # handle_long_seq_in_dataset, on one batch holding the whole dataset
     rows = list(range(len(ids)))
     if cfg["excess_length_strategy"] == "truncate":
-        keep = fns["keep_min_len"]({"input_ids": [ids[r] for r in rows]}, min_sequence_len=cfg["min_sample_len"])
-        rows = [r for r, k in zip(rows, keep) if k]
+        keep = fns["keep_min_len"](
+            {"input_ids": [ids[r] for r in rows]}, min_sequence_len=cfg["min_sample_len"]
+        )
+        rows = [r for r, k in zip(rows, keep, strict=False) if k]
         sample = {"input_ids": [list(ids[r]) for r in rows]}
         sample = fns["truncate_long_seq"](sample, sequence_len=L)
         data = sample["input_ids"]
@@ -213,9 +251,13 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
         if not rows:
             keep = []
         else:
-            keep = fns["filter_sequences_by_length"]({"input_ids": [ids[r] for r in rows]}, sequence_len=L,
-                                                     min_sequence_len=cfg["min_sample_len"], raise_on_drop=False)
-        rows = [r for r, k in zip(rows, keep) if k]
+            keep = fns["filter_sequences_by_length"](
+                {"input_ids": [ids[r] for r in rows]},
+                sequence_len=L,
+                min_sequence_len=cfg["min_sample_len"],
+                raise_on_drop=False,
+            )
+        rows = [r for r, k in zip(rows, keep, strict=False) if k]
         data = [ids[r] for r in rows]
     k = len(rows)
     if k == 0:
@@ -241,9 +283,16 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
 
     os.environ["WORLD_SIZE"] = str(cfg["world_size"])
     sampler = mp.MultipackBatchSampler(
-        Replay(), batch_size=batch_size, batch_max_len=cap, lengths=np.array([len(x) for x in data]),
-        bin_size=cfg["bin_size"], drop_last=cfg["drop_last"], sequential=cfg["sequential"],
-        group_size=cfg["group_size"], num_processes=1)
+        Replay(),
+        batch_size=batch_size,
+        batch_max_len=cap,
+        lengths=np.array([len(x) for x in data]),
+        bin_size=cfg["bin_size"],
+        drop_last=cfg["drop_last"],
+        sequential=cfg["sequential"],
+        group_size=cfg["group_size"],
+        num_processes=1,
+    )
     try:
         len(sampler)
     except IndexError:  # 0.12.2: drop_last leaving no batch indexes batches[-1] of an empty list
@@ -300,14 +349,17 @@ def run_nemo(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
         starts = list(item["seq_start_id"])
         bounds = [*starts, len(ids)]
         inputs: list[int] = []
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             inputs += ids[a : b - 1]
         parts += ["pack", ids, starts, inputs + [cfg["pad_id"]] * (P - len(inputs))]
     return digest(parts)
 
 
-RUNNERS = {"torchtune": (torchtune_configs, run_torchtune), "axolotl": (axolotl_configs, run_axolotl),
-           "nemo": (nemo_configs, run_nemo)}
+RUNNERS = {
+    "torchtune": (torchtune_configs, run_torchtune),
+    "axolotl": (axolotl_configs, run_axolotl),
+    "nemo": (nemo_configs, run_nemo),
+}
 
 
 def config_name(framework: str, version: str, c: int) -> str:
@@ -341,7 +393,14 @@ def main(argv: list[str]) -> int:
             results = [run(root, cfg, s) for s in ss]
             versions = {"torchtune": "0.6.1", "axolotl": cfg.get("version", "0.19.0"), "nemo": "3.0.0"}
             name = config_name(framework, versions[framework], c)
-            fixture = {"framework": framework, "version": versions[framework], "config": cfg, "token_base": TOKEN_BASE, "streams": ss, "digests": results}
+            fixture = {
+                "framework": framework,
+                "version": versions[framework],
+                "config": cfg,
+                "token_base": TOKEN_BASE,
+                "streams": ss,
+                "digests": results,
+            }
             (out / f"{name}.json").write_text(json.dumps(fixture, separators=(",", ":")) + "\n")
             errors = sum(r == "ValueError" for r in results)
             print(f"{name}: {len(ss)} streams, {errors} raised")

@@ -68,7 +68,9 @@ class _Bin(NamedTuple):
     rows: list[int]  # kept-row indices, in bin order
 
 
-def first_fit_groups(lengths: Sequence[int], capacity: int, group_size: int, bin_size: int) -> list[list[int]]:
+def first_fit_groups(
+    lengths: Sequence[int], capacity: int, group_size: int, bin_size: int
+) -> list[list[int]]:
     """``pack_parallel``: first fit in the given order per group of ``group_size`` rows.
 
     Returns bins of positions into ``lengths``. A row longer than the capacity
@@ -183,7 +185,9 @@ class AxolotlMultipack(PeerPacker):
     ) -> None:
         super().__init__(capacity)
         self.sequence_len = self._capacity
-        self.excess_length_strategy = check_choice("excess_length_strategy", excess_length_strategy, STRATEGIES)
+        self.excess_length_strategy = check_choice(
+            "excess_length_strategy", excess_length_strategy, STRATEGIES
+        )
         self.version = check_choice("version", version, VERSIONS)
         if self.version == "0.12.2" and self.excess_length_strategy != "drop":
             raise ValueError(
@@ -193,8 +197,11 @@ class AxolotlMultipack(PeerPacker):
             )
         self.min_sample_len = check_optional_int("min_sample_len", min_sample_len, 0)
         self.micro_batch_size = check_int("micro_batch_size", micro_batch_size, 1)
-        for flag, value in (("multipack_real_batches", multipack_real_batches), ("sequential", sequential),
-                            ("drop_last", drop_last)):
+        for flag, value in (
+            ("multipack_real_batches", multipack_real_batches),
+            ("sequential", sequential),
+            ("drop_last", drop_last),
+        ):
             if not isinstance(value, bool):
                 raise TypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
         self.multipack_real_batches = multipack_real_batches
@@ -219,7 +226,7 @@ class AxolotlMultipack(PeerPacker):
 
     @property
     def capacity(self) -> int:
-        """Row capacity: the bin capacity (``sequence_len``, times ``micro_batch_size`` unless real batches)."""
+        """Row capacity: the bin capacity (``sequence_len``, times ``micro_batch_size`` unless real)."""
         return self.bin_capacity
 
     @property
@@ -275,9 +282,17 @@ class AxolotlMultipack(PeerPacker):
         batches = [mapped[i : i + self.batch_size] for i in range(0, len(mapped), self.batch_size)]
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
+            if not batches and not self.sequential and self.version == "0.12.2":
+                raise ValueError(
+                    "axolotl 0.12.2's MultipackBatchSampler fails (IndexError) when drop_last leaves no "
+                    f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use version='0.19.0' "
+                    "or more data"
+                )
         return batches
 
-    def plan(self, lengths: Sequence[int]) -> tuple[list[int], list[tuple[int, str]], list[list[list[list[int]]]], int]:
+    def plan(
+        self, lengths: Sequence[int]
+    ) -> tuple[list[int], list[tuple[int, str]], list[list[list[list[int]]]], int]:
         """(kept, filtered, per-epoch full batch lists of bins of kept positions, batches kept per epoch)."""
         kept, gone = self.keep(lengths)
         sizes = [min(lengths[i], self.sequence_len) for i in kept]
@@ -288,34 +303,49 @@ class AxolotlMultipack(PeerPacker):
         epochs = [self._batches(sizes, self.draw(1 + self.estimate_draws + e, k)) for e in range(self.epochs)]
         return kept, gone, epochs, limit
 
+    def schedule(self, lengths: Any) -> list[list[list[list[Piece]]]]:
+        """The emitted rows, per epoch, per batch, per bin (after ``drop_last`` and the cross-rank limit)."""
+        ls = peer_lengths(lengths)
+        kept, _, epochs, limit = self.plan(ls)
+        n = len(ls)
+        L = self.sequence_len
+        return [
+            [
+                [
+                    [
+                        Piece(e * n + kept[j], kept[j], 0, min(ls[kept[j]], L), crop=ls[kept[j]] > L)
+                        for j in bin_
+                    ]
+                    for bin_ in batch
+                ]
+                for b, batch in enumerate(batches)
+                if not limit or b < limit  # the framework: `if limit:`
+            ]
+            for e, batches in enumerate(epochs)
+        ]
+
     def bins(self, lengths: Any) -> list[list[Piece]]:
         """The emitted rows as pieces (every epoch, batch by batch)."""
-        return [row for row in self._rows(peer_lengths(lengths))[0]]
+        return [bin_ for epoch in self.schedule(lengths) for batch in epoch for bin_ in batch]
 
-    def _rows(self, ls: list[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]], list[tuple[int, str]], int]:
-        kept, gone, epochs, limit = self.plan(ls)
+    def _rows(
+        self, ls: list[int]
+    ) -> tuple[list[list[Piece]], list[tuple[int, int, int]], list[tuple[int, str]]]:
+        kept, gone, _, _ = self.plan(ls)
+        rows = self.bins(ls)
         n = len(ls)
-        rows: list[list[Piece]] = []
-        dropped: list[tuple[int, int, int]] = []  # occurrence, source, length
-        for e, batches in enumerate(epochs):
-            for b, batch in enumerate(batches):
-                for bin_ in batch:
-                    pieces = [Piece(e * n + kept[j], kept[j], 0, min(ls[kept[j]], self.sequence_len),
-                                    crop=ls[kept[j]] > self.sequence_len) for j in bin_]
-                    if not limit or b < limit:  # the framework tests `if self._len_across_ranks:`
-                        rows.append(pieces)
-                    else:
-                        dropped.extend((p.occurrence, p.source, p.length) for p in pieces)
-            in_batches = {j for batch in batches for bin_ in batch for j in bin_}
-            dropped.extend((e * n + kept[j], kept[j], min(ls[kept[j]], self.sequence_len))
-                           for j in range(len(kept)) if j not in in_batches)
-        return rows, dropped, gone, limit
+        L = self.sequence_len
+        shown = {p.occurrence for row in rows for p in row}
+        dropped = [
+            (e * n + i, i, min(ls[i], L)) for e in range(self.epochs) for i in kept if e * n + i not in shown
+        ]
+        return rows, dropped, gone
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Filter, pack and batch ``lengths`` for every epoch; yield the events."""
         ls = peer_lengths(lengths)
         n = len(ls)
-        rows, dropped, gone, _ = self._rows(ls)
+        rows, dropped, gone = self._rows(ls)
         log = EventLog(self.bin_capacity)
         for e in range(self.epochs):
             for i, length in enumerate(ls):
@@ -326,8 +356,11 @@ class AxolotlMultipack(PeerPacker):
             log.row(pieces)
         for e in range(self.epochs):
             for i in range(n):
-                if ls[i] > self.sequence_len and self.excess_length_strategy == "truncate" and ls[i] >= (
-                        self.min_sample_len or 2):
+                if (
+                    ls[i] > self.sequence_len
+                    and self.excess_length_strategy == "truncate"
+                    and ls[i] >= (self.min_sample_len or 2)
+                ):
                     log.discard(e * n + i, i, self.sequence_len, ls[i] - self.sequence_len)
         for occ, src, length in dropped:
             log.discard(occ, src, 0, length)

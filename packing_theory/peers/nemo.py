@@ -44,7 +44,14 @@ from ..spans import Event
 from ._base import PeerPacker, Piece
 from ._offline import EventLog, check_choice, peer_lengths
 
-__all__ = ["PEERS", "NemoFirstFit", "NemoFirstFitDecreasing", "NemoFirstFitShuffle", "NemoPacker", "first_fit"]
+__all__ = [
+    "PEERS",
+    "NemoFirstFit",
+    "NemoFirstFitDecreasing",
+    "NemoFirstFitShuffle",
+    "NemoPacker",
+    "first_fit",
+]
 
 VERSIONS = ("3.0.0",)
 
@@ -87,7 +94,9 @@ class NemoPacker(PeerPacker):
 
     name: ClassVar[str] = "nemo"
     framework: ClassVar[str] = "NeMo"
-    reference: ClassVar[str] = "NVIDIA/NeMo nemo-toolkit 3.0.0 (= @8cfedd720346) nemo/utils/sequence_packing_utils.py"
+    reference: ClassVar[str] = (
+        "NVIDIA/NeMo nemo-toolkit 3.0.0 (= @8cfedd720346) nemo/utils/sequence_packing_utils.py"
+    )
     family_note: ClassVar[str] = (
         "offline first-fit over a length histogram of the whole dataset (no B-span buffer, "
         "no crop); examples are assigned to bins by length only and drawn at random per length"
@@ -170,10 +179,15 @@ class NemoPacker(PeerPacker):
                 inputs.extend(doc[:-1])
                 cu.append(cu[-1] + len(doc) - 1)
                 pos.extend(range(len(doc) - 1))
-            out.append({
-                "input_ids": ids, "seq_start_id": starts, "cu_seqlens": cu, "position_ids": pos,
-                "inputs": inputs + [self.pad_id] * (self.capacity - len(inputs)),
-            })
+            out.append(
+                {
+                    "input_ids": ids,
+                    "seq_start_id": starts,
+                    "cu_seqlens": cu,
+                    "position_ids": pos,
+                    "inputs": inputs + [self.pad_id] * (self.capacity - len(inputs)),
+                }
+            )
         return out
 
 

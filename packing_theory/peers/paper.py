@@ -115,7 +115,10 @@ class FewerTruncations(PeerPacker):
         L = self.capacity
         items = [_Item(d, k, min(L, n - k)) for d, n in enumerate(ls) for k in range(0, n, L)]
         bins = best_fit_decreasing([it.length for it in items], L)
-        return [[Piece(items[i].source, items[i].source, items[i].start, items[i].length) for i in b] for b in bins]
+        return [
+            [Piece(items[i].source, items[i].source, items[i].start, items[i].length) for i in b]
+            for b in bins
+        ]
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Segment and pack ``lengths``; yield the events."""
@@ -180,8 +183,12 @@ class Seamless(PeerPacker):
     row being dropped. Empty texts are :class:`~packing_theory.spans.Filtered`.
 
     >>> p = Seamless(10, extra=2)
-    >>> [[(e.source, e.start, e.length, e.repeat) for e in row] for row in p.rows_of([25, 6, 6])]
-    [[(0, 0, 10, False)], [(0, 8, 2, True), (0, 10, 8, False)], [(0, 15, 3, True), (0, 18, 7, False)], [(1, 0, 6, False), (2, 0, 4, False)]]
+    >>> for row in p.rows_of([25, 6, 6]):
+    ...     print([(e.source, e.start, e.length, e.repeat) for e in row])
+    [(0, 0, 10, False)]
+    [(0, 8, 2, True), (0, 10, 8, False)]
+    [(0, 15, 3, True), (0, 18, 7, False)]
+    [(1, 0, 6, False), (2, 0, 4, False)]
     >>> sum(e.length for e in p.events([25, 6, 6]) if type(e).__name__ == "Discard")  # the bin's 12 > 10
     2
     """
@@ -198,9 +205,15 @@ class Seamless(PeerPacker):
     )
     repeats_tokens: ClassVar[bool] = True
 
-    def __init__(self, capacity: int, *, repetition: float = 0.3, extra: int = 50, padding: bool = False) -> None:
+    def __init__(
+        self, capacity: int, *, repetition: float = 0.3, extra: int = 50, padding: bool = False
+    ) -> None:
         super().__init__(capacity)
-        if isinstance(repetition, bool) or not isinstance(repetition, (int, float)) or not 0 <= repetition < 1:
+        if (
+            isinstance(repetition, bool)
+            or not isinstance(repetition, (int, float))
+            or not 0 <= repetition < 1
+        ):
             raise ValueError(f"repetition must be a number in [0, 1), got {repetition!r}")
         self.repetition = float(repetition)
         self.extra = check_int("extra", extra, 0)
@@ -282,7 +295,7 @@ class Seamless(PeerPacker):
             row.append(Piece(it.source, it.source, it.start, take, crop=take < it.length))
             room -= take
             if take < it.length:
-                return row, [_Item(it.source, it.start + take, it.length - take), *items[k + 1:]]
+                return row, [_Item(it.source, it.start + take, it.length - take), *items[k + 1 :]]
         return row, []
 
     def rows_of(self, lengths: Any) -> list[list[Piece]]:

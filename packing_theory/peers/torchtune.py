@@ -177,12 +177,14 @@ class TorchtunePacker(PeerPacker):
             pad = L - len(tokens)
             seq_lens = [e.length for e in pack] + ([pad] if pad > 0 else [])
             last = pos[-1]
-            out.append({
-                "tokens": tokens + [self.padding_idx] * pad,
-                "labels": tokens + [-100] * pad,
-                "input_pos": pos + [min(last + 1 + j, L - 1) for j in range(pad)],
-                "seq_lens": seq_lens,
-            })
+            out.append(
+                {
+                    "tokens": tokens + [self.padding_idx] * pad,
+                    "labels": tokens + [-100] * pad,
+                    "input_pos": pos + [min(last + 1 + j, L - 1) for j in range(pad)],
+                    "seq_lens": seq_lens,
+                }
+            )
         return out
 
 
