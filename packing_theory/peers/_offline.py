@@ -19,7 +19,7 @@ from .._checks import check_int
 from ..spans import Arrival, Discard, Event, Filtered, Horizon, Placement
 from ._base import Piece, RowEmitter
 
-__all__ = ["EventLog", "check_choice", "check_optional_int", "peer_lengths"]
+__all__ = ["EventLog", "FirstFitTree", "check_choice", "check_optional_int", "first_fit", "peer_lengths"]
 
 
 def peer_lengths(lengths: Any, name: str = "lengths") -> list[int]:
@@ -127,3 +127,82 @@ class EventLog:
         """Assert the mass identity (every arrived token emitted, discarded or filtered)."""
         assert self.arrived == self.accounted, (self.arrived, self.accounted)
         assert self.filled == self.emitter.rows * self.emitter.capacity
+
+
+_CLOSED = -(1 << 62)
+
+
+class FirstFitTree:
+    """A max segment tree over bins' free space: the leftmost bin with room in O(log n).
+
+    Bins are numbered in opening order; a bin that must take no more items
+    (a per-bin item cap) is closed with :meth:`close`.
+
+    >>> t = FirstFitTree(4)
+    >>> t.open(0, 5); t.open(1, 9); t.leftmost(6), t.leftmost(5), t.leftmost(10)
+    (1, 0, -1)
+    """
+
+    def __init__(self, n: int) -> None:
+        size = 1
+        while size < max(n, 1):
+            size *= 2
+        self.size = size
+        self.tree = [_CLOSED] * (2 * size)
+
+    def open(self, b: int, free: int) -> None:
+        """Set bin ``b``'s free space (opening it, or updating it)."""
+        t = self.tree
+        i = b + self.size
+        t[i] = free
+        i //= 2
+        while i:
+            a, c = t[2 * i], t[2 * i + 1]
+            t[i] = a if a >= c else c
+            i //= 2
+
+    def close(self, b: int) -> None:
+        """Bin ``b`` takes nothing more."""
+        self.open(b, _CLOSED)
+
+    def leftmost(self, need: int) -> int:
+        """The first bin whose free space is ``>= need``, or -1."""
+        t = self.tree
+        if t[1] < need:
+            return -1
+        i = 1
+        while i < self.size:
+            i = 2 * i if t[2 * i] >= need else 2 * i + 1
+        return i - self.size
+
+
+def first_fit(sizes: Sequence[int], capacity: int, max_items: int | None = None) -> list[list[int]]:
+    """First fit in the given order: bins of item positions; a bin holds at most ``max_items`` items.
+
+    An item that fits no open bin opens a new one (even when larger than the
+    capacity: its bin then has negative free space).
+
+    >>> first_fit([5, 3, 4, 2, 2], 8)
+    [[0, 1], [2, 3, 4]]
+    >>> first_fit([1, 1, 1], 8, max_items=2)
+    [[0, 1], [2]]
+
+    Complexity: O(N log N) (:class:`FirstFitTree`).
+    """
+    tree = FirstFitTree(len(sizes))
+    bins: list[list[int]] = []
+    free: list[int] = []
+    for k, size in enumerate(sizes):
+        b = tree.leftmost(size)
+        if b < 0:
+            b = len(bins)
+            bins.append([k])
+            free.append(capacity - size)
+        else:
+            bins[b].append(k)
+            free[b] -= size
+        if max_items is not None and len(bins[b]) >= max_items:
+            tree.close(b)
+        else:
+            tree.open(b, free[b])
+    return bins

@@ -52,7 +52,7 @@ import numpy as np
 from .._checks import check_int
 from ..spans import Event
 from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, check_optional_int, peer_lengths
+from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
@@ -81,23 +81,12 @@ def first_fit_groups(
     >>> first_fit_groups([1, 1, 1], 8, 100, 2)
     [[0, 1], [2]]
 
-    Complexity: O(N * bins) like the framework (numba there, Python here).
+    Complexity: O(N log N) (the framework scans all bins, O(N * bins), in numba).
     """
     out: list[list[int]] = []
     for g in range(0, len(lengths), group_size):
-        space: list[int] = []
-        bins: list[list[int]] = []
-        for k in range(g, min(g + group_size, len(lengths))):
-            size = lengths[k]
-            for b, free in enumerate(space):
-                if free >= size and len(bins[b]) < bin_size:
-                    space[b] = free - size
-                    bins[b].append(k)
-                    break
-            else:
-                space.append(capacity - size)
-                bins.append([k])
-        out.extend(bins)
+        group = lengths[g : g + group_size]
+        out.extend([[g + k for k in bin_] for bin_ in first_fit(group, capacity, bin_size)])
     return out
 
 
@@ -297,16 +286,25 @@ class AxolotlMultipack(PeerPacker):
         kept, gone = self.keep(lengths)
         sizes = [min(lengths[i], self.sequence_len) for i in kept]
         k = len(kept)
+        same = self.orders is None and self.seed is None  # every draw is the identity order
+        first = self._batches(sizes, self.draw(1, k)) if same else None
+
+        def batches(d: int) -> list[list[list[int]]]:
+            return first if first is not None else self._batches(sizes, self.draw(d, k))
+
         # draw 0: len() builds the batches once; then the estimate draws give the minimum
-        counts = [len(self._batches(sizes, self.draw(d, k))) for d in range(1, 1 + self.estimate_draws)]
-        limit = min(counts)
-        epochs = [self._batches(sizes, self.draw(1 + self.estimate_draws + e, k)) for e in range(self.epochs)]
+        limit = min(len(batches(d)) for d in range(1, 1 + self.estimate_draws))
+        epochs = [batches(1 + self.estimate_draws + e) for e in range(self.epochs)]
         return kept, gone, epochs, limit
 
-    def schedule(self, lengths: Any) -> list[list[list[list[Piece]]]]:
-        """The emitted rows, per epoch, per batch, per bin (after ``drop_last`` and the cross-rank limit)."""
+    def schedule(self, lengths: Any, _plan: Any = None) -> list[list[list[list[Piece]]]]:
+        """The emitted rows, per epoch, per batch, per bin (after ``drop_last`` and the cross-rank limit).
+
+        Complexity: O(N log N) per sampler draw (one draw when ``seed`` and
+        ``orders`` are unset, else ``estimate_draws + epochs``; draw 0 is never packed).
+        """
         ls = peer_lengths(lengths)
-        kept, _, epochs, limit = self.plan(ls)
+        kept, _, epochs, limit = self.plan(ls) if _plan is None else _plan
         n = len(ls)
         L = self.sequence_len
         return [
@@ -331,8 +329,9 @@ class AxolotlMultipack(PeerPacker):
     def _rows(
         self, ls: list[int]
     ) -> tuple[list[list[Piece]], list[tuple[int, int, int]], list[tuple[int, str]]]:
-        kept, gone, _, _ = self.plan(ls)
-        rows = self.bins(ls)
+        plan = self.plan(ls)
+        kept, gone = plan[0], plan[1]
+        rows = [bin_ for epoch in self.schedule(ls, plan) for batch in epoch for bin_ in batch]
         n = len(ls)
         L = self.sequence_len
         shown = {p.occurrence for row in rows for p in row}

@@ -42,7 +42,7 @@ import numpy as np
 from .._checks import check_int
 from ..spans import Event
 from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, peer_lengths
+from ._offline import EventLog, check_choice, first_fit, peer_lengths
 
 __all__ = [
     "PEERS",
@@ -56,26 +56,15 @@ __all__ = [
 VERSIONS = ("3.0.0",)
 
 
-def first_fit(seqlens: Sequence[int], pack_size: int) -> list[list[int]]:
+def nemo_first_fit(seqlens: Sequence[int], pack_size: int) -> list[list[int]]:
     """NeMo's ``first_fit``: bins of ``seq_len`` values, first bin with room.
 
-    >>> first_fit([5, 3, 4, 2, 2], 8)
+    >>> nemo_first_fit([5, 3, 4, 2, 2], 8)
     [[5, 3], [4, 2, 2]]
 
-    Complexity: O(N * bins).
+    Complexity: O(N log N) (NeMo's own loop re-sums every bin: O(N * bins * items)).
     """
-    bins: list[list[int]] = []
-    used: list[int] = []
-    for s in seqlens:
-        for b, u in enumerate(used):
-            if u + s <= pack_size:
-                bins[b].append(s)
-                used[b] = u + s
-                break
-        else:
-            bins.append([s])
-            used.append(s)
-    return bins
+    return [[seqlens[k] for k in bin_] for bin_ in first_fit(seqlens, pack_size)]
 
 
 class NemoPacker(PeerPacker):
@@ -133,7 +122,7 @@ class NemoPacker(PeerPacker):
         elif self.algorithm == "first_fit_shuffle":
             all_lens = all_lens[:]
             rs.shuffle(all_lens)
-        bins = first_fit(all_lens, P)
+        bins = nemo_first_fit(all_lens, P)
         pools: dict[int, list[int]] = {}
         for s in range(P + 1):
             docs = by_len.get(s)

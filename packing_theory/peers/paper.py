@@ -28,7 +28,7 @@ from sortedcontainers import SortedList  # type: ignore[import-untyped]
 from .._checks import check_int
 from ..spans import Event
 from ._base import PeerPacker, Piece
-from ._offline import EventLog, peer_lengths
+from ._offline import EventLog, first_fit, peer_lengths
 
 __all__ = ["PEERS", "FewerTruncations", "Seamless", "best_fit_decreasing", "seamless_windows"]
 
@@ -249,18 +249,7 @@ class Seamless(PeerPacker):
                 short.append(_Item(d, rest, n - rest))
         cap = L if self.padding else L + self.extra
         order = sorted(range(len(short)), key=lambda i: -short[i].length)
-        space: list[int] = []
-        bins: list[list[_Item]] = []
-        for i in order:
-            it = short[i]
-            for b, free in enumerate(space):
-                if free >= it.length:
-                    space[b] = free - it.length
-                    bins[b].append(it)
-                    break
-            else:
-                space.append(cap - it.length)
-                bins.append([it])
+        bins = [[short[order[k]] for k in b] for b in first_fit([short[i].length for i in order], cap)]
         stream: list[_Item] = []
         for bin_ in bins:
             total = sum(it.length for it in bin_)
