@@ -105,7 +105,7 @@ def torchtune_case(cfg: dict[str, Any], lengths: list[int], docs: list[list[int]
 
 
 def axolotl_case(cfg: dict[str, Any], lengths: list[int], docs: list[list[int]]) -> tuple[Any, str]:
-    opts = {k: v for k, v in cfg.items() if k != "L"}
+    opts = {("framework_version" if k == "version" else k): v for k, v in cfg.items() if k != "L"}
     peer = AxolotlMultipack(cfg["L"], **opts)
     kept, _ = peer.keep(lengths)
     schedule = peer.schedule(lengths)

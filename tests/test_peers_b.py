@@ -153,7 +153,7 @@ def test_torchtune_rejects_over_long_sample_without_split() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"version": "0.5.0"}, ValueError, "version must be one of '0.6.1'"),
+        ({"framework_version": "0.5.0"}, ValueError, "framework_version must be one of '0.6.1'"),
         ({"max_packs": -1}, ValueError, "max_packs must be >= 0"),
         ({"max_packs": 1.5}, TypeError, "max_packs must be an int"),
         ({"padding_idx": "0"}, TypeError, "padding_idx must be an int"),
@@ -197,7 +197,10 @@ def test_axolotl_drop_last_and_cross_rank_limit_discard_bins() -> None:
     assert [(e.occurrence, e.length) for e in kinds(ev, Discard)] == [(1, 5)]
     # from 0.13.0 on, world_size >= 4 makes it one estimate draw; 0.12.2 always takes 4
     r = AxolotlMultipack(8, world_size=4)
-    assert (r.estimate_draws, AxolotlMultipack(8, world_size=4, version="0.12.2").estimate_draws) == (1, 4)
+    assert (
+        r.estimate_draws,
+        AxolotlMultipack(8, world_size=4, framework_version="0.12.2").estimate_draws,
+    ) == (1, 4)
 
 
 def test_axolotl_first_fit_is_in_sampler_order_not_sorted() -> None:
@@ -219,8 +222,8 @@ def test_axolotl_bin_capacity_and_epochs() -> None:
     ("kwargs", "error", "match"),
     [
         ({"excess_length_strategy": "pad"}, ValueError, "excess_length_strategy must be one of"),
-        ({"version": "0.9.0"}, ValueError, "version must be one of"),
-        ({"version": "0.12.2", "excess_length_strategy": "truncate"}, ValueError, "not replayable"),
+        ({"framework_version": "0.9.0"}, ValueError, "framework_version must be one of"),
+        ({"framework_version": "0.12.2", "excess_length_strategy": "truncate"}, ValueError, "not replayable"),
         ({"bin_size": 0}, ValueError, "bin_size must be >= 1"),
         ({"orders": [[0]]}, ValueError, "orders must hold at least 6 draws"),
         ({"sequential": 1}, TypeError, "sequential must be a bool"),
@@ -257,6 +260,17 @@ def test_nemo_inputs_view_and_stored_packs() -> None:
     assert rows[0]["cu_seqlens"][-1] == 6 and len(rows[0]["inputs"]) == 8
 
 
+def test_nemo_max_seq_length_cuts_before_packing() -> None:
+    p = NemoFirstFit(8, max_seq_length=6)
+    ev = list(p.events([20, 3]))
+    assert sorted((e.occurrence, e.start, e.length) for e in kinds(ev, Discard)) == [
+        (0, 5, 1),
+        (0, 6, 14),
+        (1, 2, 1),
+    ]
+    assert [len(r["input_ids"]) for r in p.trainer_rows(docs_of([20, 3]))] == [9]
+
+
 def test_nemo_shuffle_depends_on_seed_only() -> None:
     ls = [5, 5, 3, 3, 2, 9, 7, 4, 4, 4]
     a = [[(q.source, q.length) for q in r] for r in NemoFirstFitShuffle(8, seed=0).assignment(ls)]
@@ -272,8 +286,10 @@ def test_nemo_errors() -> None:
         NemoFirstFit(8).assignment([3, 10])
     with pytest.raises(ValueError, match="no non-empty example"):
         NemoFirstFit(8).assignment([0, 0])
-    with pytest.raises(ValueError, match="version must be one of"):
-        NemoFirstFit(8, version="2.0.0")
+    with pytest.raises(ValueError, match="framework_version must be one of"):
+        NemoFirstFit(8, framework_version="2.0.0")
+    with pytest.raises(ValueError, match="max_seq_length must be >= 1"):
+        NemoFirstFit(8, max_seq_length=0)
     with pytest.raises(ValueError, match="seed must be < 2\\*\\*32"):
         NemoFirstFit(8, seed=2**32)
 

@@ -218,6 +218,7 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
         if version == "0.12.2":
             base = root / "axolotl-0.12.2-src/axolotl-0.12.2/src/axolotl"
             fns = load_functions(base / "utils/trainer.py", ["drop_long_seq"], {})
+
             def filter_0122(sample: Any, sequence_len: int, min_sequence_len: int, raise_on_drop: Any) -> Any:
                 drop = fns["drop_long_seq"]
                 return drop(sample, sequence_len=sequence_len, min_sequence_len=min_sequence_len)

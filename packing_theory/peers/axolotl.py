@@ -132,7 +132,7 @@ class AxolotlMultipack(PeerPacker):
         orders: explicit draws (each an order of the kept rows), replacing ``seed``.
         world_size: ranks (sets the number of estimate draws).
         num_count_samples: the sampler's estimate draws (default 4).
-        version: one of :data:`VERSIONS`.
+        framework_version: one of :data:`VERSIONS`.
 
     >>> p = AxolotlMultipack(8)
     >>> [(type(e).__name__, e.occurrence) for e in p.events([9, 5, 1, 3]) if hasattr(e, "reason")]
@@ -153,6 +153,12 @@ class AxolotlMultipack(PeerPacker):
         "cross-rank minimum drop whole bins"
     )
 
+    trainer_view: ClassVar[str] = (
+        "one row per bin (micro_batch_size*sequence_len tokens unless multipack_real_batches); the V2 "
+        "collator concatenates the bin's rows, position_ids restart at 0 per row, attention_mask numbers "
+        "the rows 1, 2, ...; padding only to the batch's longest row"
+    )
+
     def __init__(
         self,
         capacity: int,
@@ -170,19 +176,20 @@ class AxolotlMultipack(PeerPacker):
         orders: Sequence[Sequence[int]] | None = None,
         world_size: int = 1,
         num_count_samples: int = 4,
-        version: str = "0.19.0",
+        framework_version: str = "0.19.0",
     ) -> None:
         super().__init__(capacity)
         self.sequence_len = self._capacity
         self.excess_length_strategy = check_choice(
             "excess_length_strategy", excess_length_strategy, STRATEGIES
         )
-        self.version = check_choice("version", version, VERSIONS)
+        self.version = check_choice("framework_version", framework_version, VERSIONS)
         if self.version == "0.12.2" and self.excess_length_strategy != "drop":
             raise ValueError(
-                f"excess_length_strategy={excess_length_strategy!r} is not replayable for version='0.12.2': "
-                "its 'truncate' ran the truncation inside datasets.filter, which discards the change, so "
-                "over-long rows stayed whole (rows longer than sequence_len); and it had no 'raise'"
+                f"excess_length_strategy={excess_length_strategy!r} is not replayable for "
+                "framework_version='0.12.2': its 'truncate' ran the truncation inside datasets.filter, "
+                "which discards the change, so over-long rows stayed whole (rows longer than "
+                "sequence_len); and it had no 'raise'"
             )
         self.min_sample_len = check_optional_int("min_sample_len", min_sample_len, 0)
         self.micro_batch_size = check_int("micro_batch_size", micro_batch_size, 1)
@@ -274,8 +281,8 @@ class AxolotlMultipack(PeerPacker):
             if not batches and not self.sequential and self.version == "0.12.2":
                 raise ValueError(
                     "axolotl 0.12.2's MultipackBatchSampler fails (IndexError) when drop_last leaves no "
-                    f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use version='0.19.0' "
-                    "or more data"
+                    f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use "
+                    "framework_version='0.19.0' or more data"
                 )
         return batches
 

@@ -42,7 +42,7 @@ import numpy as np
 from .._checks import check_int
 from ..spans import Event
 from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, first_fit, peer_lengths
+from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
 
 __all__ = [
     "PEERS",
@@ -74,7 +74,11 @@ class NemoPacker(PeerPacker):
         capacity: ``pack_size`` (``packed_sequence_size``), in input positions.
         seed: numpy global RNG seed before packing (default 0).
         pad_id: the padding token of the trainer's rows (only for :meth:`trainer_rows`).
-        version: nemo-toolkit release transcribed (only ``"3.0.0"``).
+        max_seq_length: cut longer examples to their first ``max_seq_length`` tokens before
+            packing (the tail is a Discard), standing in for the truncation NeMo's SFT dataset
+            applies upstream; ``None`` (default): no cut, and an example with
+            ``len - 1 > pack_size`` raises.
+        framework_version: nemo-toolkit release transcribed (only ``"3.0.0"``).
 
     >>> p = NemoFirstFitDecreasing(8)
     >>> [[(e.source, e.length) for e in row] for row in p.assignment([6, 3, 5, 3])]
@@ -91,18 +95,32 @@ class NemoPacker(PeerPacker):
         "no crop); examples are assigned to bins by length only and drawn at random per length"
     )
     algorithm: ClassVar[str] = "first_fit"
+    trainer_view: ClassVar[str] = (
+        "packs of whole examples (input_ids, seq_start_id); the trainer's inputs are each example minus "
+        "its last token (sum <= pack_size), labels minus its first, cu_seqlens per example, "
+        "position_ids restarting at 0 per example"
+    )
 
-    def __init__(self, capacity: int, *, seed: int = 0, pad_id: int = 0, version: str = "3.0.0") -> None:
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        seed: int = 0,
+        pad_id: int = 0,
+        max_seq_length: int | None = None,
+        framework_version: str = "3.0.0",
+    ) -> None:
         super().__init__(capacity)
+        self.max_seq_length = check_optional_int("max_seq_length", max_seq_length, 1)
         self.seed = check_int("seed", seed, 0)
         if self.seed >= 2**32:
             raise ValueError(f"seed must be < 2**32 (numpy's legacy seeding), got {self.seed}")
         self.pad_id = check_int("pad_id", pad_id, -(2**62))
-        self.version = check_choice("version", version, VERSIONS)
+        self.version = check_choice("framework_version", framework_version, VERSIONS)
 
     def assignment(self, lengths: Any) -> list[list[Piece]]:
         """The packs: per bin, one Piece ``(d, d, 0, n_d - 1)`` per example (length may be 0)."""
-        ls = peer_lengths(lengths)
+        ls = self._cut(peer_lengths(lengths))
         P = self.capacity
         by_len: dict[int, list[int]] = {}
         for d, n in enumerate(ls):
@@ -131,6 +149,10 @@ class NemoPacker(PeerPacker):
                 pools[s] = [docs[int(k)] for k in perm]
         return [[Piece(d, d, 0, s) for s in bin_ for d in (pools[s].pop(),)] for bin_ in bins]
 
+    def _cut(self, ls: list[int]) -> list[int]:
+        m = self.max_seq_length
+        return ls if m is None else [min(n, m) for n in ls]
+
     def events(self, lengths: Any) -> Iterator[Event]:
         """Pack ``lengths`` (example lengths, 0 allowed) and yield the events (input-row view)."""
         ls = peer_lengths(lengths)
@@ -138,6 +160,8 @@ class NemoPacker(PeerPacker):
         log = EventLog(self.capacity)
         for d, n in enumerate(ls):
             log.arrival(d, d, 0, n)
+        for d, (n, kept) in enumerate(zip(ls, self._cut(ls), strict=True)):
+            log.discard(d, d, kept, n - kept)
         for d, n in enumerate(ls):
             if n == 0:
                 log.filtered(d, d, 0, "empty")
@@ -155,6 +179,8 @@ class NemoPacker(PeerPacker):
         ``position_ids`` restart at 0 per example.
         """
         out = []
+        m = self.max_seq_length
+        documents = [d if m is None else d[:m] for d in documents]
         for pack in self.assignment([len(d) for d in documents]):
             ids: list[int] = []
             starts: list[int] = []

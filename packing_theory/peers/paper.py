@@ -106,6 +106,11 @@ class FewerTruncations(PeerPacker):
         "(best-fit-decreasing); no buffer of B spans, no crop at selection time"
     )
 
+    trainer_view: ClassVar[str] = (
+        "rows of L tokens right-padded, each holding whole chunks; attention masking and position ids "
+        "are the trainer's choice (the method does not fix them)"
+    )
+
     def __init__(self, capacity: int) -> None:
         super().__init__(capacity)
 
@@ -204,6 +209,10 @@ class Seamless(PeerPacker):
         "oversized bins, truncating overflow); no buffer of B spans"
     )
     repeats_tokens: ClassVar[bool] = True
+    trainer_view: ClassVar[str] = (
+        "rows of exactly L tokens (padding only with padding=True), labels = tokens with -100 on padding; "
+        "the authors' code gives plain causal attention across the packed texts of a row"
+    )
 
     def __init__(
         self, capacity: int, *, repetition: float = 0.3, extra: int = 50, padding: bool = False

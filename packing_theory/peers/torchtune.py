@@ -64,7 +64,7 @@ class TorchtunePacker(PeerPacker):
         capacity: ``max_seq_len``.
         padding_idx: the token id of padding (default 0).
         max_packs: stop after this many packs (``None``: pack everything).
-        version: torchtune release transcribed (only ``"0.6.1"``).
+        framework_version: torchtune release transcribed (only ``"0.6.1"``).
 
     Complexity: O(N + rows) time and memory for N samples (offline: the
     whole length stream is read first).
@@ -85,6 +85,11 @@ class TorchtunePacker(PeerPacker):
         "cut at the pack boundary (split); max_packs drops the rest"
     )
     default_split: ClassVar[bool] = False
+    trainer_view: ClassVar[str] = (
+        "packs padded to max_seq_len (tokens padding_idx, labels -100); input_pos = offset in the sample "
+        "mod max_seq_len (a split continuation does not restart at 0), continuing over the padding clamped "
+        "to max_seq_len-1; seq_lens per sample piece plus the padding length as one more entry"
+    )
 
     def __init__(
         self,
@@ -92,13 +97,13 @@ class TorchtunePacker(PeerPacker):
         *,
         padding_idx: int = 0,
         max_packs: int | None = None,
-        version: str = "0.6.1",
+        framework_version: str = "0.6.1",
     ) -> None:
         super().__init__(capacity)
         self.padding_idx = check_int("padding_idx", padding_idx, -(2**62))
         self.max_packs = check_optional_int("max_packs", max_packs, 0)
         self.split_across_pack = self.default_split
-        self.version = check_choice("version", version, VERSIONS)
+        self.version = check_choice("framework_version", framework_version, VERSIONS)
 
     # -- the framework's loop ---------------------------------------------------------
     def _plan(self, lengths: Sequence[int]) -> _Plan:
