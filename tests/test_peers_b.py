@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from packing_theory import Ledger, SummaryAccumulator
 from packing_theory.packer import _token_rows
 from packing_theory.peers import make_peer, peer_policies
-from packing_theory.peers._offline import EventLog, peer_lengths
+from packing_theory.peers._offline import EventLog, FirstFitTree, first_fit, peer_lengths
 from packing_theory.peers.axolotl import AxolotlMultipack
 from packing_theory.peers.nemo import NemoFirstFit, NemoFirstFitShuffle
 from packing_theory.peers.paper import FewerTruncations, Seamless, best_fit_decreasing, seamless_windows
@@ -108,6 +108,37 @@ def test_mass_identity_and_token_rows(lengths: list[int], L: int, name: str) -> 
     assert isinstance(events[-1], Horizon) and sum(isinstance(e, Horizon) for e in events) == 1
     docs = docs_of(lengths)
     assert list(_token_rows(peer, docs, pad_id=-7)) == brute_rows(events, docs, peer.capacity, -7)
+
+
+@given(
+    sizes=st.lists(st.integers(0, 12), max_size=80),
+    capacity=st.integers(1, 16),
+    cap=st.one_of(st.none(), st.integers(1, 4)),
+)
+def test_first_fit_tree_matches_linear_scan(sizes: list[int], capacity: int, cap: int | None) -> None:
+    free: list[int] = []
+    want: list[list[int]] = []
+    for k, size in enumerate(sizes):  # the frameworks' loop: scan every bin
+        for b in range(len(want)):
+            if free[b] >= size and (cap is None or len(want[b]) < cap):
+                want[b].append(k)
+                free[b] -= size
+                break
+        else:
+            want.append([k])
+            free.append(capacity - size)
+    trees: list[FirstFitTree] = []
+    assert first_fit(sizes, capacity, cap, _tree=trees) == want
+    trees[0]._check()
+
+
+def test_first_fit_tree_check_detects_corruption() -> None:
+    t = FirstFitTree(4)
+    t.open(2, 7)
+    t._check()
+    t.tree[1] = 0
+    with pytest.raises(AssertionError):
+        t._check()
 
 
 def test_event_log_check_catches_lost_mass() -> None:

@@ -165,6 +165,12 @@ class FirstFitTree:
         """Bin ``b`` takes nothing more."""
         self.open(b, _CLOSED)
 
+    def _check(self) -> None:
+        """Assert that every inner node holds the maximum of its children."""
+        t = self.tree
+        for i in range(1, self.size):
+            assert t[i] == max(t[2 * i], t[2 * i + 1]), i
+
     def leftmost(self, need: int) -> int:
         """The first bin whose free space is ``>= need``, or -1."""
         t = self.tree
@@ -176,7 +182,13 @@ class FirstFitTree:
         return i - self.size
 
 
-def first_fit(sizes: Sequence[int], capacity: int, max_items: int | None = None) -> list[list[int]]:
+def first_fit(
+    sizes: Sequence[int],
+    capacity: int,
+    max_items: int | None = None,
+    *,
+    _tree: list[FirstFitTree] | None = None,
+) -> list[list[int]]:
     """First fit in the given order: bins of item positions; a bin holds at most ``max_items`` items.
 
     An item that fits no open bin opens a new one (even when larger than the
@@ -190,6 +202,8 @@ def first_fit(sizes: Sequence[int], capacity: int, max_items: int | None = None)
     Complexity: O(N log N) (:class:`FirstFitTree`).
     """
     tree = FirstFitTree(len(sizes))
+    if _tree is not None:
+        _tree.append(tree)
     bins: list[list[int]] = []
     free: list[int] = []
     for k, size in enumerate(sizes):
