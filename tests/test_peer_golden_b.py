@@ -3,7 +3,7 @@
 ``tests/data/peer_golden/{torchtune,axolotl,nemo}-*.json`` were written by
 ``tools/peer_golden_b.py``, which ran torchtune 0.6.1 ``PackedDataset``, axolotl
 0.19.0 / 0.12.2 ``MultipackBatchSampler`` (with the long-row filter) and NeMo
-3.0.0 ``sequence_packing_utils`` on 1,000 generated length streams per
+3.0.0 / 2.0.0 ``sequence_packing_utils`` on 1,000 generated length streams per
 configuration. Each stream's digest covers every row the framework emitted
 (document ids, token ids, position ids, ``seq_lens`` / ``seq_start_id``) or
 records that it raised. Here every stream is replayed with our peer: the
@@ -132,7 +132,9 @@ def axolotl_case(cfg: dict[str, Any], lengths: list[int], docs: list[list[int]])
 
 
 def nemo_case(cfg: dict[str, Any], lengths: list[int], docs: list[list[int]]) -> tuple[Any, str]:
-    peer = NEMO[cfg["algorithm"]](cfg["L"], seed=cfg["seed"], pad_id=cfg["pad_id"])
+    peer = NEMO[cfg["algorithm"]](
+        cfg["L"], seed=cfg["seed"], pad_id=cfg["pad_id"], framework_version=cfg.get("version", "3.0.0")
+    )
     rows = peer.trainer_rows(docs)
     assert list(_token_rows(peer, docs, pad_id=cfg["pad_id"])) == [r["inputs"] for r in rows]
     parts: list[Any] = []
@@ -147,7 +149,7 @@ CASES = {"torchtune": torchtune_case, "axolotl": axolotl_case, "nemo": nemo_case
 def test_fixtures_present() -> None:
     names = {p.name.split("-")[0] for p in FIXTURES}
     assert names == {"torchtune", "axolotl", "nemo"}
-    assert len(FIXTURES) == 11 + 9 + 9
+    assert len(FIXTURES) == 11 + 9 + 12
     for path in FIXTURES:
         meta = json.loads(path.read_text())
         assert len(meta["streams"]) == len(meta["digests"]) >= 1000

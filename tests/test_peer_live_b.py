@@ -59,7 +59,7 @@ def test_live_framework_agrees(framework: str) -> None:
     rng = random.Random(f"live-{framework}")
     checked = 0
     for c, cfg in enumerate(configs()):
-        if framework == "axolotl" and cfg["version"] != "0.19.0":
+        if cfg.get("version", "default") not in ("default", "0.19.0"):  # the newest release only
             continue
         cfg = dict(cfg)
         cfg["L"] = rng.choice([4, 8, 12, 16, 32])

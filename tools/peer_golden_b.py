@@ -316,23 +316,30 @@ def run_axolotl(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
 
 # ----------------------------------------------------------------------------- NeMo
 def nemo_configs() -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for algo in ("first_fit", "first_fit_decreasing", "first_fit_shuffle"):
         for L, seed in ((8, 0), (16, 1), (64, 2)):
             out.append({"algorithm": algo, "L": L, "seed": seed, "pad_id": 0})
+    for algo in ("first_fit", "first_fit_decreasing", "first_fit_shuffle"):
+        out.append({"algorithm": algo, "L": 16, "seed": 3, "pad_id": 0, "version": "2.0.0"})
     return out
 
 
 def run_nemo(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
-    if "nemo_spu" not in sys.modules:
+    version = cfg.get("version", "3.0.0")
+    key = f"nemo_spu_{version}".replace(".", "_")
+    if key not in sys.modules:
         import logging
 
         stub("nemo")
         stub("nemo.utils", logging=logging.getLogger("nemo"))
-        load_path("nemo_spu", root / "nemo_toolkit-3.0.0-py3-none-any/nemo/utils/sequence_packing_utils.py")
-    spu = sys.modules["nemo_spu"]
+        load_path(key, root / f"nemo_toolkit-{version}-py3-none-any/nemo/utils/sequence_packing_utils.py")
+    spu = sys.modules[key]
     P = cfg["L"]
-    dataset = [{"input_ids": document(d, n), "loss_mask": [True] * n} for d, n in enumerate(lengths)]
+    dataset = [
+        {"input_ids": document(d, n), "loss_mask": [True] * n, "answer_start_idx": 0}
+        for d, n in enumerate(lengths)
+    ]
     import contextlib
     import io
 
@@ -340,8 +347,12 @@ def run_nemo(root: Path, cfg: dict[str, Any], lengths: list[int]) -> str:
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             sequences, hist = spu.create_hist(dataset, P)
-            assignments, _ = spu.create_packing_strategy(hist, P, cfg["algorithm"])
-            out = spu.fill_packing_strategy(assignments, sequences, P, cfg["pad_id"])
+            if version == "2.0.0":
+                assignments = spu.create_packing_strategy(hist, P, cfg["algorithm"])
+                out = spu.fill_packing_strategy(assignments, sequences, P)
+            else:
+                assignments, _ = spu.create_packing_strategy(hist, P, cfg["algorithm"])
+                out = spu.fill_packing_strategy(assignments, sequences, P, cfg["pad_id"])
     except (ValueError, KeyError, IndexError, ZeroDivisionError):
         return "ValueError"
     parts: list[Any] = []
@@ -386,13 +397,21 @@ def main(argv: list[str]) -> int:
                 for s in ss[::40]:  # a few streams hold an over-long sample: the framework raises
                     s.append(L + 1)
             elif framework == "nemo":
-                ss = streams(rng, L, count, max_len=L + 1)
+                # NeMo 2.0.0's histogram stops one length short: keep most of its streams packable
+                ss = streams(rng, L, count, max_len=L + 1 if cfg.get("version", "3.0.0") != "2.0.0" else L)
                 for s in ss[::50]:
                     s.append(L + 2)
+                if cfg.get("version") == "2.0.0":
+                    for s in ss[1::20]:  # seq_len == pack_size: packable in 3.0.0, not in 2.0.0
+                        s.append(L + 1)
             else:
                 ss = streams(rng, L, count)
             results = [run(root, cfg, s) for s in ss]
-            versions = {"torchtune": "0.6.1", "axolotl": cfg.get("version", "0.19.0"), "nemo": "3.0.0"}
+            versions = {
+                "torchtune": "0.6.1",
+                "axolotl": cfg.get("version", "0.19.0"),
+                "nemo": cfg.get("version", "3.0.0"),
+            }
             name = config_name(framework, versions[framework], c)
             fixture = {
                 "framework": framework,

@@ -53,7 +53,9 @@ __all__ = [
     "first_fit",
 ]
 
-VERSIONS = ("3.0.0",)
+VERSIONS = ("3.0.0", "2.0.0")
+"""Supported releases: in 2.0.0 the histogram has ``truncate_seq_len`` slots (3.0.0: one more), so
+an example filling exactly ``pack_size`` input positions makes 2.0.0 fail (``IndexError``)."""
 
 
 def nemo_first_fit(seqlens: Sequence[int], pack_size: int) -> list[list[int]]:
@@ -78,7 +80,7 @@ class NemoPacker(PeerPacker):
             packing (the tail is a Discard), standing in for the truncation NeMo's SFT dataset
             applies upstream; ``None`` (default): no cut, and an example with
             ``len - 1 > pack_size`` raises.
-        framework_version: nemo-toolkit release transcribed (only ``"3.0.0"``).
+        framework_version: nemo-toolkit release transcribed (:data:`VERSIONS`).
 
     >>> p = NemoFirstFitDecreasing(8)
     >>> [[(e.source, e.length) for e in row] for row in p.assignment([6, 3, 5, 3])]
@@ -123,11 +125,19 @@ class NemoPacker(PeerPacker):
         ls = self._cut(peer_lengths(lengths))
         P = self.capacity
         by_len: dict[int, list[int]] = {}
+        hist = (self.max_seq_length if self.max_seq_length is not None else P) + (
+            1 if self.version != "2.0.0" else 0
+        )  # create_hist's slots: seq_len < hist
         for d, n in enumerate(ls):
             if n - 1 > P:
                 raise ValueError(
                     f"lengths[{d}] = {n}: seq_len {n - 1} > capacity (pack_size) {P}; NeMo's "
                     "fill_packing_strategy has no slot for it (the framework fails with KeyError)"
+                )
+            if n - 1 >= hist:
+                raise ValueError(
+                    f"lengths[{d}] = {n}: seq_len {n - 1} has no slot in NeMo {self.version}'s histogram "
+                    f"of {hist} lengths (the framework fails with IndexError)"
                 )
             if n > 0:
                 by_len.setdefault(n - 1, []).append(d)

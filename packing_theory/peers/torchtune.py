@@ -41,7 +41,8 @@ from ._offline import EventLog, check_choice, check_optional_int, peer_lengths
 
 __all__ = ["PEERS", "TorchtuneNextFit", "TorchtunePacker", "TorchtuneSplit"]
 
-VERSIONS = ("0.6.1",)
+VERSIONS = ("0.6.1", "0.5.0", "0.4.0", "0.3.1")
+"""Supported releases: ``torchtune/datasets/_packed.py`` is byte-identical in all four."""
 
 
 class _Entry(NamedTuple):
@@ -64,7 +65,7 @@ class TorchtunePacker(PeerPacker):
         capacity: ``max_seq_len``.
         padding_idx: the token id of padding (default 0).
         max_packs: stop after this many packs (``None``: pack everything).
-        framework_version: torchtune release transcribed (only ``"0.6.1"``).
+        framework_version: torchtune release transcribed (:data:`VERSIONS`; one behaviour).
 
     Complexity: O(N + rows) time and memory for N samples (offline: the
     whole length stream is read first).
