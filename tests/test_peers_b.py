@@ -318,7 +318,11 @@ def test_nemo_errors() -> None:
     with pytest.raises(ValueError, match="no non-empty example"):
         NemoFirstFit(8).assignment([0, 0])
     with pytest.raises(ValueError, match="framework_version must be one of"):
-        NemoFirstFit(8, framework_version="2.0.0")
+        NemoFirstFit(8, framework_version="1.23.0")
+    # 2.0.0's histogram has no slot for seq_len == pack_size; 3.0.0 packs it
+    with pytest.raises(ValueError, match=r"seq_len 8 has no slot in NeMo 2.0.0's histogram of 8 lengths"):
+        NemoFirstFit(8, framework_version="2.0.0").assignment([9])
+    assert len(NemoFirstFit(8).assignment([9])) == 1
     with pytest.raises(ValueError, match="max_seq_length must be >= 1"):
         NemoFirstFit(8, max_seq_length=0)
     with pytest.raises(ValueError, match="seed must be < 2\\*\\*32"):
