@@ -184,7 +184,7 @@ def test_torchtune_rejects_over_long_sample_without_split() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"framework_version": "0.5.0"}, ValueError, "framework_version must be one of '0.6.1'"),
+        ({"framework_version": "0.2.0"}, ValueError, "framework_version must be one of '0.6.1', '0.5.0'"),
         ({"max_packs": -1}, ValueError, "max_packs must be >= 0"),
         ({"max_packs": 1.5}, TypeError, "max_packs must be an int"),
         ({"padding_idx": "0"}, TypeError, "padding_idx must be an int"),
