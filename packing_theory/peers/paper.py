@@ -185,7 +185,8 @@ class Seamless(PeerPacker):
     order) and uses first fit; a bin holding more than ``L`` tokens keeps its
     first ``L`` (the rest is discarded); bins of at most ``L`` tokens are
     concatenated in bin order and cut into rows of ``L``, the final partial
-    row being dropped. Empty texts are :class:`~packing_theory.spans.Filtered`.
+    row being dropped. Empty texts are :class:`~packing_theory.spans.Filtered` (with
+    ``padding=True`` a bin holding only empty texts is still an all-padding row).
 
     >>> p = Seamless(10, extra=2)
     >>> for row in p.rows_of([25, 6, 6]):
@@ -236,9 +237,7 @@ class Seamless(PeerPacker):
         dropped: list[tuple[int, int, int]] = []  # source, start, length
         short: list[_Item] = []
         for d, n in enumerate(ls):
-            if n == 0:
-                continue
-            if n < L:
+            if n < L:  # an empty text too: it joins a bin (an all-empty bin is an all-padding row)
                 short.append(_Item(d, 0, n))
                 continue
             starts, rest = seamless_windows(n, L, self.repetition)
@@ -262,12 +261,13 @@ class Seamless(PeerPacker):
         stream: list[_Item] = []
         for bin_ in bins:
             total = sum(it.length for it in bin_)
+            tokens = [it for it in bin_ if it.length]
             if total > L or self.padding:
-                row, left = self._cut(bin_, L)
+                row, left = self._cut(tokens, L)
                 rows.append(row)
                 dropped.extend((it.source, it.start, it.length) for it in left)
             else:
-                stream.extend(bin_)
+                stream.extend(tokens)
         pos = 0
         total = sum(it.length for it in stream)
         while total >= L:
