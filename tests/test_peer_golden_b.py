@@ -1,6 +1,6 @@
 """Our torchtune, Axolotl and NeMo peers against digests of the frameworks' own output.
 
-``tests/data/peer_golden/{torchtune,axolotl,nemo}-*.json`` were written by
+``tests/data/peer_golden/part_b/{torchtune,axolotl,nemo}-*.json`` were written by
 ``tools/peer_golden_b.py``, which ran torchtune 0.6.1 ``PackedDataset``, axolotl
 0.19.0 / 0.12.2 ``MultipackBatchSampler`` (with the long-row filter) and NeMo
 3.0.0 / 2.0.0 ``sequence_packing_utils`` on 1,000 generated length streams per
@@ -29,7 +29,7 @@ from packing_theory.peers.axolotl import AxolotlMultipack
 from packing_theory.peers.nemo import NemoFirstFit, NemoFirstFitDecreasing, NemoFirstFitShuffle
 from packing_theory.peers.torchtune import TorchtuneNextFit, TorchtuneSplit
 
-DATA = Path(__file__).parent / "data" / "peer_golden"
+DATA = Path(__file__).parent / "data" / "peer_golden" / "part_b"  # part A's goldens sit one level up
 FIXTURES = sorted(p for p in DATA.glob("*.json") if p.name.startswith(("torchtune-", "axolotl-", "nemo-")))
 NEMO = {
     "first_fit": NemoFirstFit,

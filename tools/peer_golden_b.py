@@ -9,7 +9,7 @@ distributed helpers, constants).
 
 Usage::
 
-    python tools/peer_golden_b.py WHEELS_DIR OUT_DIR [--streams 1000]
+    python tools/peer_golden_b.py WHEELS_DIR tests/data/peer_golden/part_b [--streams 1000]
 
 For every configuration it generates ``--streams`` length streams (heavy
 ties; lengths 0, 1, L-1, L, L+1, 3L; several sizes), runs the framework on
