@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from packing_theory.cli import main
-from packing_theory.peers import peer_policies
+from packing_theory.engine.policies import POLICIES
+from packing_theory.peers import make_peer, peer_policies
 
 KEYS = ("rows", "emitted_tokens", "discarded_tokens", "padding_tokens", "filtered_sources",
         "sources_started", "sources_never_started", "consumed_sources", "consumed_tokens", "identity_holds")
@@ -25,6 +26,13 @@ def lengths_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", list(peer_policies()))
 def test_replay_json_every_peer(name: str, lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["replay", "--lengths", str(lengths_file), "--policy", name, "--capacity", "16", "--json"]
+    try:  # some frameworks refuse a document longer than the sequence length (their own rule)
+        list(make_peer(name, 16).events(np.load(lengths_file)))
+    except ValueError as exc:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(exc) in err and "700" in err
+        return
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert all(k in out for k in KEYS)
@@ -105,7 +113,15 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
                  "--peer-option", "trl-bfd:window=2"]) == 0
     report = json.loads((out / "compare.json").read_text())
     names = [c["policy"] for c in report["packers"]]
-    assert set(peer_policies()) <= set(names) and "discard" in names
+    refused = {r["packer"]: r["reason"] for r in report["refused"]}
+    # every peer is either a column or refused by its framework's rule, with the framework's message
+    assert set(peer_policies()) == set(names) - set(POLICIES) | set(refused) and "discard" in names
+    assert not set(names) & set(refused)
+    for name, reason in refused.items():
+        with pytest.raises(ValueError) as exc:
+            list(make_peer(name, 16).events(np.load(lengths_file)))
+        assert reason == str(exc.value)
+    assert "bounded-wait" in names and by_costs(report, "bounded-wait")["discarded_tokens"] == 0
     by = {c["policy"]: c for c in report["packers"]}
     assert by["trl-bfd"]["options"] == {"window": 2}
     assert by["discard"]["in_family"] and by["discard"]["verdict"].startswith("family member")
@@ -115,6 +131,13 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
     assert all(c["identity_holds"] for c in report["packers"])
     md = (out / "compare.md").read_text()
     assert "| trl-bfd |" in md and "never started" in md
+    assert "## Costs" in md and "## Refused by the framework's own rule" in md
+
+
+def by_costs(report: dict[str, object], name: str) -> dict[str, object]:
+    packers = report["packers"]
+    assert isinstance(packers, list)
+    return next(c["costs"] for c in packers if c["policy"] == name)
 
 
 def test_compare_demo_prefix(tmp_path: Path) -> None:

@@ -16,7 +16,15 @@ streaming policies of seed 000's family and peer packers
 * the invariant verdict: a family member with its theorem, a shrunk
   counterexample found now by a small exhaustive search (an out-of-family
   streaming variant), or "outside the family: not applicable" with the peer's
-  reason.
+  reason;
+* the costs of :mod:`packing_theory.audit.costs` (start delays, fragments per
+  long source, targets without their document's preceding context), the
+  table that places ``bounded-wait`` among the others.
+
+A framework that refuses the corpus by its own rule (torchtune without
+``split_across_pack`` on a document longer than the sequence length, NeMo on
+an example longer than the pack) is listed under :attr:`Comparison.refused`
+with the framework's message instead of a column.
 
 The budget is one pass over the corpus: every packer runs until its input is
 exhausted (streaming policies in ``stop`` mode: what is still buffered then
@@ -34,18 +42,20 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.events import Event
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
 from ..lengths import validate_lengths
 from ..peers import peer_policies
+from .costs import COST_COLUMNS, CostAccumulator, PackerCosts, costs_table
 from .ledger import Ledger
 from .results import Aggregates
 from .strata import STRATA_BOUNDARIES
@@ -104,6 +114,7 @@ class PackerColumn:
     in_family: bool
     verdict: str
     seconds: float
+    costs: PackerCosts | None = None
 
     @property
     def utilization(self) -> float | None:
@@ -112,7 +123,7 @@ class PackerColumn:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``utilization``."""
-        return {**asdict(self), "utilization": self.utilization}
+        return {**asdict(self), "utilization": self.utilization}  # costs: asdict recurses
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +140,8 @@ class Comparison:
     columns: tuple[PackerColumn, ...]
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    refused: tuple[tuple[str, str], ...] = field(default=())
+    """``(packer, the framework's message)`` for packers that refused this corpus."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 1)."""
@@ -137,6 +150,7 @@ class Comparison:
                 "seq_length": self.seq_length, "min_buffer": self.min_buffer,
                 "budget": "one pass over the corpus", "strata": list(self.labels),
                 "packers": [c.to_dict() for c in self.columns], "notes": list(self.notes),
+                "refused": [{"packer": n, "reason": r} for n, r in self.refused],
                 "seconds": self.seconds}
 
 
@@ -240,6 +254,7 @@ def compare_packers(
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
     cols: list[PackerColumn] = []
+    refused: list[tuple[str, str]] = []
     labels: tuple[str, ...] = ()
     for name in names:
         t0 = time.perf_counter()
@@ -260,7 +275,14 @@ def compare_packers(
             kind, framework, trainer = "streaming", "seed 000 family", STREAMING_TRAINER_VIEW
             in_family, verdict = streaming_verdict(name)
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
-        ledger.consume(events)
+        costs = CostAccumulator(width, name)
+        try:
+            ledger.consume(_tee(events, costs))
+        except ValueError as exc:
+            if kind != "peer":
+                raise
+            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
+            continue
         agg: Aggregates = ledger.result()
         labels = tuple(s.label for s in agg.strata)
         m = agg.mass
@@ -276,10 +298,17 @@ def compare_packers(
             retention_by_stratum=tuple(s.retention for s in agg.strata),
             identity_holds=m.identity_holds and agg.conservation_violations == 0,
             trainer_view=trainer, in_family=in_family, verdict=verdict,
-            seconds=time.perf_counter() - t0,
+            seconds=time.perf_counter() - t0, costs=costs.result(),
         ))
     return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
-                      tuple(cols), time.perf_counter() - t_all)
+                      tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
+
+
+def _tee(events: Iterable[Event], costs: CostAccumulator) -> Iterator[Event]:
+    feed = costs.feed
+    for ev in events:
+        feed(ev)
+        yield ev
 
 
 # --------------------------------------------------------------------------- rendering
@@ -319,6 +348,14 @@ def render_markdown(cmp: Comparison) -> str:
               + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
               + ".", "", "## Verdicts", ""]
     lines += [f"- **{c.policy}**: {c.verdict}" for c in cmp.columns]
+    if cmp.refused:
+        lines += ["", "## Refused by the framework's own rule", ""]
+        lines += [f"- **{n}**: {r}" for n, r in cmp.refused]
+    costs = [c.costs for c in cmp.columns if c.costs is not None]
+    if costs:
+        shown = [c for c in COST_COLUMNS if c[0] not in ("utilization", "discarded_tokens")]
+        lines += ["", "## Costs (start delays in rows; see `packing_theory.audit.costs`)", "",
+                  costs_table(costs, shown)]
     lines += ["", "## What the trainer gets", ""]
     lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
     lines += ["", f"Computed in {cmp.seconds:.1f} s."]
@@ -360,4 +397,21 @@ def write_plots(cmp: Comparison, outdir: str) -> list[str]:
     fig.savefig(p, dpi=110)
     plt.close(fig)
     paths.append(p)
+    with_costs = [c for c in cmp.columns if c.costs is not None and c.costs.start_delay_max is not None]
+    if with_costs:
+        fig, ax = plt.subplots(figsize=(11, 5))
+        y = np.arange(len(with_costs))
+        delays = [c.costs for c in with_costs if c.costs is not None]
+        ax.barh(y - 0.2, [d.start_delay_max or 0 for d in delays], 0.4, label="max")
+        ax.barh(y + 0.2, [d.start_delay_p99 or 0 for d in delays], 0.4, label="p99")
+        ax.set_yticks(y, [c.policy for c in with_costs])
+        ax.set_xscale("symlog")
+        ax.set_xlabel("start delay (rows from arrival to first placed token)")
+        ax.invert_yaxis()
+        ax.legend()
+        fig.tight_layout()
+        p = os.path.join(outdir, "compare_start_delay.png")
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
     return paths

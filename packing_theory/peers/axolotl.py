@@ -1,0 +1,388 @@
+"""Axolotl sample packing: the long-sequence filter, then ``MultipackBatchSampler``.
+
+Transcribed (in our own code) from axolotl 0.19.0 (the newest release served
+here; its ``multipack.py`` matches axolotl-ai-cloud/axolotl@067b021c8b87 up
+to efficiency statistics): ``src/axolotl/utils/data/utils.py``
+(``handle_long_seq_in_dataset``), ``src/axolotl/utils/trainer.py``
+(``filter_sequences_by_length``), ``src/axolotl/utils/samplers/multipack.py``
+(``pack_group``, ``pack_parallel``, ``allocate_sequentially``,
+``MultipackBatchSampler``) and ``src/axolotl/core/trainers/base.py``
+(``_create_multipack_sampler``: ``drop_last=True``, the bin capacity).
+
+1. **Filter** (``excess_length_strategy``): ``"drop"`` (default) keeps a row iff
+   ``min_sample_len <= length <= sequence_len`` (``min_sample_len`` unset
+   means 2, so single-token rows go too); every other row is
+   :class:`~packing_theory.engine.events.Filtered` (reason ``"over-capacity"``,
+   ``"too-short"`` or ``"empty"``). ``"truncate"`` filters rows shorter than
+   ``min_sample_len`` and cuts longer ones to ``sequence_len`` (the tail is a
+   :class:`~packing_theory.engine.events.Discard`). ``"raise"`` raises on a long row.
+2. **Sampler order**: each time the sampler is iterated it yields an order of
+   the kept rows (a *draw*). ``seed=None`` is a ``SequentialSampler``
+   (identity order); an int seed draws ``numpy.random.Generator(PCG64([seed,
+   d]))`` permutations — our own reproducible stand-in for torch's
+   ``RandomSampler`` (torch's permutation stream is not reproduced); pass
+   ``orders`` to replay recorded draws.
+3. **Bins**: first-fit *in sampler order* (no sort, despite the function's
+   docstring) within groups of ``group_size`` rows, a bin holding at most
+   ``bin_size`` rows; ``sequential=True`` is next-fit with no row cap.
+4. **Batches** of ``batch_size`` bins; ``drop_last`` drops an incomplete final
+   batch; every epoch is truncated to the minimum batch count over
+   ``len()``'s estimate draws (4 of them, or 1 when ``world_size >= 4`` from
+   0.13.0 on) and over ranks. The sampler is iterated once when the trainer
+   builds it (``len()``: draw 0, then the estimate draws), then once per epoch
+   after ``set_epoch``. Rows of dropped batches are Discards.
+
+Row model: one event row per bin. With ``multipack_real_batches=False`` (the
+default) axolotl uses ``batch_size = 1`` and bins of ``micro_batch_size *
+sequence_len`` tokens that the collator flattens into one row; with ``True``
+a batch holds ``micro_batch_size`` bins of ``sequence_len``. Rows are padded
+to the bin capacity here; the collator pads a batch only to its longest row
+(rounded up to ``pad_to_multiple_of``), so Padding events overstate the pad
+tokens the model sees but equal the unused bin capacity. Position ids restart
+at 0 for every row of a bin (``V2BatchSamplerDataCollatorForSeq2Seq``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from .._checks import check_int
+from ..engine.events import Event
+from ._base import PeerPacker, Piece
+from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
+
+__all__ = ["PEERS", "AxolotlMultipack"]
+
+VERSIONS = ("0.19.0", "0.13.0", "0.12.2", "f5dec2b5eb66")
+"""Supported releases. ``0.12.2`` estimates the batch count with 4 draws at any
+world size and its ``truncate`` did not truncate (rejected here);
+``f5dec2b5eb66`` (seed 000 §5.10's pin) is replayed as 0.19.0 — see the docs."""
+
+STRATEGIES = ("drop", "truncate", "raise")
+
+
+class _Bin(NamedTuple):
+    rows: list[int]  # kept-row indices, in bin order
+
+
+def first_fit_groups(
+    lengths: Sequence[int], capacity: int, group_size: int, bin_size: int
+) -> list[list[int]]:
+    """``pack_parallel``: first fit in the given order per group of ``group_size`` rows.
+
+    Returns bins of positions into ``lengths``. A row longer than the capacity
+    opens a bin of its own (negative remaining space), as the framework does.
+
+    >>> first_fit_groups([5, 3, 4, 2, 2], 8, 100, 200)
+    [[0, 1], [2, 3, 4]]
+    >>> first_fit_groups([1, 1, 1], 8, 100, 2)
+    [[0, 1], [2]]
+
+    Complexity: O(N log N) (the framework scans all bins, O(N * bins), in numba).
+    """
+    out: list[list[int]] = []
+    for g in range(0, len(lengths), group_size):
+        group = lengths[g : g + group_size]
+        out.extend([[g + k for k in bin_] for bin_ in first_fit(group, capacity, bin_size)])
+    return out
+
+
+def next_fit(lengths: Sequence[int], capacity: int) -> list[list[int]]:
+    """``allocate_sequentially``: next fit, no row cap.
+
+    >>> next_fit([5, 3, 4, 2, 2], 8)
+    [[0, 1], [2, 3, 4]]
+    """
+    bins: list[list[int]] = []
+    cur: list[int] = []
+    free = capacity
+    for k, size in enumerate(lengths):
+        if size <= free:
+            cur.append(k)
+            free -= size
+        else:
+            if cur:
+                bins.append(cur)
+            cur = [k]
+            free = capacity - size
+    if cur:
+        bins.append(cur)
+    return bins
+
+
+class AxolotlMultipack(PeerPacker):
+    """``axolotl-multipack``: Axolotl's long-row filter and multipack sampler.
+
+    Args:
+        capacity: ``sequence_len``.
+        excess_length_strategy: ``"drop"`` | ``"truncate"`` | ``"raise"``.
+        min_sample_len: rows shorter than this are filtered (``None`` = 2).
+        micro_batch_size: rows per device step.
+        multipack_real_batches: bins of ``sequence_len`` and ``micro_batch_size``
+            bins per batch, instead of one bin of ``micro_batch_size * sequence_len``.
+        bin_size: at most this many rows per bin (``sample_packing_bin_size``).
+        group_size: rows per packing group (``sample_packing_group_size``).
+        sequential: next-fit instead of first-fit (``sample_packing_sequentially``).
+        drop_last: drop an incomplete final batch (the trainer always passes True).
+        epochs: passes over the dataset (each a new draw, after ``set_epoch``).
+        seed: ``None`` = sequential order; an int = our permutation stream.
+        orders: explicit draws (each an order of the kept rows), replacing ``seed``.
+        world_size: ranks (sets the number of estimate draws).
+        num_count_samples: the sampler's estimate draws (default 4).
+        framework_version: one of :data:`VERSIONS`.
+
+    >>> p = AxolotlMultipack(8)
+    >>> [(type(e).__name__, e.occurrence) for e in p.events([9, 5, 1, 3]) if hasattr(e, "reason")]
+    [('Filtered', 0), ('Filtered', 2)]
+    >>> [[e.source for e in row] for row in p.bins([9, 5, 1, 3])]
+    [[1, 3]]
+    """
+
+    name: ClassVar[str] = "axolotl-multipack"
+    framework: ClassVar[str] = "Axolotl"
+    reference: ClassVar[str] = (
+        "axolotl-ai-cloud/axolotl 0.19.0 (@067b021c8b87) src/axolotl/utils/samplers/multipack.py, "
+        "src/axolotl/utils/data/utils.py, src/axolotl/utils/trainer.py, src/axolotl/core/trainers/base.py"
+    )
+    family_note: ClassVar[str] = (
+        "packs a finite sampler index list per epoch (first fit in sampler order, no B-span "
+        "buffer); over-capacity rows are filtered before packing by default; drop_last and the "
+        "cross-rank minimum drop whole bins"
+    )
+
+    trainer_view: ClassVar[str] = (
+        "one row per bin (micro_batch_size*sequence_len tokens unless multipack_real_batches); the V2 "
+        "collator concatenates the bin's rows, position_ids restart at 0 per row, attention_mask numbers "
+        "the rows 1, 2, ...; padding only to the batch's longest row"
+    )
+
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        excess_length_strategy: str = "drop",
+        min_sample_len: int | None = None,
+        micro_batch_size: int = 1,
+        multipack_real_batches: bool = False,
+        bin_size: int = 200,
+        group_size: int = 100_000,
+        sequential: bool = False,
+        drop_last: bool = True,
+        epochs: int = 1,
+        seed: int | None = None,
+        orders: Sequence[Sequence[int]] | None = None,
+        world_size: int = 1,
+        num_count_samples: int = 4,
+        framework_version: str = "0.19.0",
+    ) -> None:
+        super().__init__(capacity)
+        self.sequence_len = self._capacity
+        self.excess_length_strategy = check_choice(
+            "excess_length_strategy", excess_length_strategy, STRATEGIES
+        )
+        self.version = check_choice("framework_version", framework_version, VERSIONS)
+        if self.version == "0.12.2" and self.excess_length_strategy != "drop":
+            raise ValueError(
+                f"excess_length_strategy={excess_length_strategy!r} is not replayable for "
+                "framework_version='0.12.2': its 'truncate' ran the truncation inside datasets.filter, "
+                "which discards the change, so over-long rows stayed whole (rows longer than "
+                "sequence_len); and it had no 'raise'"
+            )
+        self.min_sample_len = check_optional_int("min_sample_len", min_sample_len, 0)
+        self.micro_batch_size = check_int("micro_batch_size", micro_batch_size, 1)
+        for flag, value in (
+            ("multipack_real_batches", multipack_real_batches),
+            ("sequential", sequential),
+            ("drop_last", drop_last),
+        ):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
+        self.multipack_real_batches = multipack_real_batches
+        self.bin_size = check_int("bin_size", bin_size, 1)
+        self.group_size = check_int("group_size", group_size, 1)
+        self.sequential = sequential
+        self.drop_last = drop_last
+        self.epochs = check_int("epochs", epochs, 1)
+        self.seed = check_optional_int("seed", seed, 0)
+        self.world_size = check_int("world_size", world_size, 1)
+        self.num_count_samples = check_int("num_count_samples", num_count_samples, 1)
+        self.orders = None if orders is None else [list(o) for o in orders]
+        if self.orders is not None and len(self.orders) < self.draws_needed:
+            raise ValueError(
+                f"orders must hold at least {self.draws_needed} draws (1 + {self.estimate_draws} estimates "
+                f"+ {self.epochs} epochs), got {len(self.orders)}"
+            )
+        if multipack_real_batches:
+            self.batch_size, self.bin_capacity = self.micro_batch_size, self.sequence_len
+        else:
+            self.batch_size, self.bin_capacity = 1, self.micro_batch_size * self.sequence_len
+
+    @property
+    def capacity(self) -> int:
+        """Row capacity: the bin capacity (``sequence_len``, times ``micro_batch_size`` unless real)."""
+        return self.bin_capacity
+
+    @property
+    def estimate_draws(self) -> int:
+        """Draws ``len()`` takes the minimum over."""
+        if self.version != "0.12.2" and self.world_size >= self.num_count_samples:
+            return 1
+        return self.num_count_samples
+
+    @property
+    def draws_needed(self) -> int:
+        """Sampler iterations the trainer makes: draw 0, the estimates, one per epoch."""
+        return 1 + self.estimate_draws + self.epochs
+
+    # -- stages -------------------------------------------------------------------------
+    def keep(self, lengths: Sequence[int]) -> tuple[list[int], list[tuple[int, str]]]:
+        """The filter: (kept row ids, [(filtered row id, reason)])."""
+        L = self.sequence_len
+        low = self.min_sample_len or 2
+        kept: list[int] = []
+        gone: list[tuple[int, str]] = []
+        for i, n in enumerate(lengths):
+            if n > L and self.excess_length_strategy == "raise":
+                raise ValueError(
+                    f"lengths[{i}] = {n} > capacity (sequence_len) {L} with excess_length_strategy='raise'"
+                )
+            if n < low:
+                gone.append((i, "empty" if n == 0 else "too-short"))
+            elif n > L and self.excess_length_strategy == "drop":
+                gone.append((i, "over-capacity"))
+            else:
+                kept.append(i)
+        return kept, gone
+
+    def draw(self, d: int, k: int) -> list[int]:
+        """The ``d``-th sampler order over ``k`` kept rows."""
+        if self.orders is not None:
+            order = self.orders[d]
+            if sorted(order) != list(range(k)):
+                raise ValueError(f"orders[{d}] must be a permutation of range({k}), got {order[:10]}...")
+            return list(order)
+        if self.seed is None:
+            return list(range(k))
+        return [int(x) for x in np.random.Generator(np.random.PCG64([self.seed, d])).permutation(k)]
+
+    def _batches(self, sizes: Sequence[int], order: Sequence[int]) -> list[list[list[int]]]:
+        lens = [sizes[i] for i in order]
+        if self.sequential:
+            bins = next_fit(lens, self.bin_capacity)
+        else:
+            bins = first_fit_groups(lens, self.bin_capacity, self.group_size, self.bin_size)
+        mapped = [[order[b] for b in bin_] for bin_ in bins]
+        batches = [mapped[i : i + self.batch_size] for i in range(0, len(mapped), self.batch_size)]
+        if self.drop_last and batches and len(batches[-1]) < self.batch_size:
+            batches.pop()
+            if not batches and not self.sequential and self.version == "0.12.2":
+                raise ValueError(
+                    "axolotl 0.12.2's MultipackBatchSampler fails (IndexError) when drop_last leaves no "
+                    f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use "
+                    "framework_version='0.19.0' or more data"
+                )
+        return batches
+
+    def plan(
+        self, lengths: Sequence[int]
+    ) -> tuple[list[int], list[tuple[int, str]], list[list[list[list[int]]]], int]:
+        """(kept, filtered, per-epoch full batch lists of bins of kept positions, batches kept per epoch)."""
+        kept, gone = self.keep(lengths)
+        sizes = [min(lengths[i], self.sequence_len) for i in kept]
+        k = len(kept)
+        same = self.orders is None and self.seed is None  # every draw is the identity order
+        first = self._batches(sizes, self.draw(1, k)) if same else None
+
+        def batches(d: int) -> list[list[list[int]]]:
+            return first if first is not None else self._batches(sizes, self.draw(d, k))
+
+        # draw 0: len() builds the batches once; then the estimate draws give the minimum
+        limit = min(len(batches(d)) for d in range(1, 1 + self.estimate_draws))
+        epochs = [batches(1 + self.estimate_draws + e) for e in range(self.epochs)]
+        return kept, gone, epochs, limit
+
+    def schedule(self, lengths: Any, _plan: Any = None) -> list[list[list[list[Piece]]]]:
+        """The emitted rows, per epoch, per batch, per bin (after ``drop_last`` and the cross-rank limit).
+
+        Complexity: O(N log N) per sampler draw (one draw when ``seed`` and
+        ``orders`` are unset, else ``estimate_draws + epochs``; draw 0 is never packed).
+        """
+        ls = peer_lengths(lengths)
+        kept, _, epochs, limit = self.plan(ls) if _plan is None else _plan
+        n = len(ls)
+        L = self.sequence_len
+        return [
+            [
+                [
+                    [
+                        Piece(e * n + kept[j], kept[j], 0, min(ls[kept[j]], L), crop=ls[kept[j]] > L)
+                        for j in bin_
+                    ]
+                    for bin_ in batch
+                ]
+                for b, batch in enumerate(batches)
+                if not limit or b < limit  # the framework: `if limit:`
+            ]
+            for e, batches in enumerate(epochs)
+        ]
+
+    def bins(self, lengths: Any) -> list[list[Piece]]:
+        """The emitted rows as pieces (every epoch, batch by batch)."""
+        return [bin_ for epoch in self.schedule(lengths) for batch in epoch for bin_ in batch]
+
+    def _rows(
+        self, ls: list[int]
+    ) -> tuple[list[list[Piece]], list[tuple[int, int, int]], list[tuple[int, str]]]:
+        plan = self.plan(ls)
+        kept, gone = plan[0], plan[1]
+        rows = [bin_ for epoch in self.schedule(ls, plan) for batch in epoch for bin_ in batch]
+        n = len(ls)
+        L = self.sequence_len
+        shown = {p.occurrence for row in rows for p in row}
+        dropped = [
+            (e * n + i, i, min(ls[i], L)) for e in range(self.epochs) for i in kept if e * n + i not in shown
+        ]
+        return rows, dropped, gone
+
+    def events(self, lengths: Any) -> Iterator[Event]:
+        """Filter, pack and batch ``lengths`` for every epoch; yield the events."""
+        ls = peer_lengths(lengths)
+        n = len(ls)
+        rows, dropped, gone = self._rows(ls)
+        log = EventLog(self.bin_capacity)
+        for e in range(self.epochs):
+            for i, length in enumerate(ls):
+                log.arrival(e * n + i, i, e, length)
+            for i, reason in gone:
+                log.filtered(e * n + i, i, ls[i], reason)
+        for pieces in rows:
+            log.row(pieces)
+        for e in range(self.epochs):
+            for i in range(n):
+                if (
+                    ls[i] > self.sequence_len
+                    and self.excess_length_strategy == "truncate"
+                    and ls[i] >= (self.min_sample_len or 2)
+                ):
+                    log.discard(e * n + i, i, self.sequence_len, ls[i] - self.sequence_len)
+        for occ, src, length in dropped:
+            log.discard(occ, src, 0, length)
+        yield from log.finish("drained")
+
+    def trainer_rows(self, documents: Sequence[Sequence[int]]) -> list[dict[str, list[int]]]:
+        """Per emitted bin: its rows' ``tokens`` concatenated and ``position_ids`` restarting per row."""
+        out = []
+        for pieces in self.bins([len(d) for d in documents]):
+            tokens: list[int] = []
+            pos: list[int] = []
+            for p in pieces:
+                tokens.extend(documents[p.source][: p.length])
+                pos.extend(range(p.length))
+            out.append({"tokens": tokens, "position_ids": pos, "sources": [p.source for p in pieces]})
+        return out
+
+
+PEERS: dict[str, type[PeerPacker]] = {AxolotlMultipack.name: AxolotlMultipack}
