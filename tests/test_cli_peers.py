@@ -123,6 +123,7 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
         assert reason == str(exc.value)
     assert "bounded-wait" in names and by_costs(report, "bounded-wait")["discarded_tokens"] == 0
     by = {c["policy"]: c for c in report["packers"]}
+    assert "its own theorem" in by["bounded-wait"]["verdict"] and not by["bounded-wait"]["in_family"]
     assert by["trl-bfd"]["options"] == {"window": 2}
     assert by["discard"]["in_family"] and by["discard"]["verdict"].startswith("family member")
     assert "shrunk counterexample" in by["requeue-bos"]["verdict"]

@@ -52,7 +52,7 @@ import numpy.typing as npt
 from ..engine.events import Event
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import make_packer
-from ..invariant import InvariantMonitor
+from ..invariant import OUTSIDE_FAMILY, InvariantMonitor
 from ..lengths import validate_lengths
 from ..peers import peer_policies
 from .costs import COST_COLUMNS, CostAccumulator, PackerCosts, costs_table
@@ -199,6 +199,8 @@ def streaming_verdict(policy: str) -> tuple[bool, str]:
     if policy == "random-span":
         return False, ("outside the family as stated (a crop emits a random span), but every start "
                        "decision equals discard's (seed 000 §4), so the protected set never starts either")
+    if policy in OUTSIDE_FAMILY:  # outside by design, with its own theorem
+        return False, f"outside the family: {OUTSIDE_FAMILY[policy]}"
     cx = shrunk_counterexample(policy)
     if cx is None:
         return False, "outside the family; no counterexample within the small exhaustive search"
