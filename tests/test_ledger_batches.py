@@ -1,0 +1,139 @@
+"""The ledger on batches equals the ledger on single events; the compact table's block reduction and spills."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_audit import SMALL_BOUNDS, cases, check_against_naive
+from test_batches import _peer_events
+
+import packing_theory as pt
+from packing_theory.audit import Ledger, audit_lengths
+from packing_theory.audit import table as table_module
+from packing_theory.engine.batches import EventBatch, batched
+from packing_theory.engine.compiled import CompiledPacker, compiled_available
+
+
+def _ledger(R: int, B: int, chunk: int, **kw: Any) -> Ledger:
+    return Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk, **kw)
+
+
+@given(cases(), st.sampled_from(["fast", "reference"]), st.integers(1, 7), st.integers(1, 50))
+def test_batches_equal_single_events(case: tuple[list[int], dict[str, Any]], engine: str, chunk: int,
+                                     size: int) -> None:
+    lengths, kwargs = case
+    events = pt.replay(lengths, engine=engine, **kwargs).events  # type: ignore[arg-type]
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    single = _ledger(R, B, chunk)
+    single.consume(events)
+    batch = _ledger(R, B, chunk)
+    for b in batched(events, size):
+        batch.feed(b)
+        batch._check()
+    assert batch.result() == single.result()  # the time series included
+    assert np.array_equal(batch.first_targets(), single.first_targets())
+    for key, col in single.arrays().items():
+        assert np.array_equal(batch.arrays()[key], col), key
+    check_against_naive(batch.result(), events, R, B, SMALL_BOUNDS, 4)
+
+
+@pytest.mark.skipif(not compiled_available(), reason='numba not installed: pip install "packing-theory[fast]"')
+@settings(max_examples=60)
+@given(cases(), st.integers(1, 7))
+def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any]], chunk: int) -> None:
+    lengths, kwargs = case
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    single = _ledger(R, B, chunk)
+    single.consume(pt.Packer(**kwargs).events(lengths))
+    compiled = _ledger(R, B, chunk)
+    compiled.consume(CompiledPacker(**kwargs).batches(lengths, size=16))
+    assert compiled.result() == single.result()
+
+
+@pytest.mark.parametrize("policy", pt.POLICIES)
+def test_block_reduction_is_bit_identical(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    lengths = np.maximum(1, rng.lognormal(3.0, 1.2, 3000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=40, refill=16, policy=policy, passes=2)  # type: ignore[arg-type]
+    whole = audit_lengths(lengths, cfg)
+    monkeypatch.setattr(table_module, "BLOCK", 37)
+    blocked = audit_lengths(lengths, cfg)
+    assert blocked == whole
+    assert blocked.coverage == whole.coverage  # floats equal to the bit: same values, same order
+
+
+def test_peer_batches_filtered_and_series() -> None:
+    events = _peer_events()
+    a = Ledger(6, 1, chunk=2)
+    a.consume(events)
+    for size in (1, 2, 3, 100):
+        b = Ledger(6, 1, chunk=2)
+        b.consume(batched(events, size))
+        b._check()
+        assert b.result() == a.result()
+    assert a.result().filtered_sources == 2
+
+
+def test_mixed_events_and_batches_same_aggregates() -> None:
+    rng = np.random.default_rng(4)
+    lengths = np.maximum(1, rng.lognormal(2.5, 1.0, 500)).astype(np.int64)
+    events = pt.replay(lengths, capacity=16, min_buffer=8, refill=4, policy="requeue-bos").events
+    a = Ledger(16, 8, chunk=5)
+    a.consume(events)
+    b = Ledger(16, 8, chunk=5)
+    b.consume([*events[:101], EventBatch.from_events(events[101:700]), *events[700:]])
+    b._check()
+    assert replace(b.result(), series=()) == replace(a.result(), series=())
+
+
+def test_spill_and_save(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    lengths = np.maximum(1, rng.lognormal(2.5, 1.1, 400)).astype(np.int64)
+    events = pt.replay(lengths, capacity=16, min_buffer=6, refill=3, policy="segment-first").events
+    mem = Ledger(16, 6, detail=True, chunk=7)
+    mem.consume(events)
+    disk = Ledger(16, 6, detail=True, chunk=7, spill=tmp_path / "detail")
+    disk.consume(batched(events, 50))
+    assert (tmp_path / "detail.npz").exists() and not list(tmp_path.glob("*.raw"))
+    assert not disk._detail_pl and not disk._detail_dc
+    assert list(disk.records()) == list(mem.records())
+    assert disk.result() == mem.result()
+    out = mem.save(tmp_path / "columns")
+    with np.load(out) as z:
+        for key, col in mem.arrays().items():
+            assert np.array_equal(z[key], col), key
+        assert z["placements"].shape[1] == 9
+    with pytest.raises(ValueError, match="needs detail=True"):
+        Ledger(16, 6, spill=tmp_path / "x.npz")
+
+
+def test_table_widens_to_64_bits_and_totals_stay_exact() -> None:
+    big = 2**40 + 7
+    events = [pt.Arrival(0, 0, 0, 5), pt.Arrival(1, 1, 0, big), pt.Placement(0, 0, 0, 0, 0, 5, False, False),
+              pt.Placement(1, 0, 1, 1, 0, 5, False, True), pt.Discard(1, 1, 5, big - 5),
+              pt.Horizon(2, 0, "drained", ())]
+    for stream in (events, [EventBatch.from_events(events)]):
+        led = Ledger(5, 1)
+        led.consume(stream)
+        led._check()
+        agg = led.result()
+        assert led._t.length.dtype == np.int64
+        assert agg.mass.arrived_tokens == big + 5 and agg.mass.discarded_tokens == big - 5
+        assert agg.mass.identity_holds and agg.conservation_violations == 0
+
+
+def test_compact_table_bytes_per_occurrence() -> None:
+    """A one-pass discard stream stores 21 bytes per occurrence (no source, pass or marker column)."""
+    rng = np.random.default_rng(6)
+    lengths = np.maximum(1, rng.lognormal(3.0, 1.0, 5000)).astype(np.int64)
+    led = Ledger(64, 20)
+    led.consume(pt.Packer(capacity=64, min_buffer=20, refill=8).events(lengths))
+    t = led._t
+    assert t.source is None and t.pass_index is None and t.added is None
+    assert t.nbytes() == 21 * t.cap
