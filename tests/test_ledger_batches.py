@@ -1,4 +1,4 @@
-"""The ledger on batches equals the ledger on single events; the compact table's block reduction and spills."""
+"""The ledger on batches equals the ledger on single events; the compact table, spills, parallel audits."""
 
 from __future__ import annotations
 
@@ -43,7 +43,10 @@ def test_batches_equal_single_events(case: tuple[list[int], dict[str, Any]], eng
     check_against_naive(batch.result(), events, R, B, SMALL_BOUNDS, 4)
 
 
-@pytest.mark.skipif(not compiled_available(), reason='numba not installed: pip install "packing-theory[fast]"')
+NO_NUMBA = 'numba not installed: pip install "packing-theory[fast]"'
+
+
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
 @settings(max_examples=60)
 @given(cases(), st.integers(1, 7))
 def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any]], chunk: int) -> None:
@@ -137,3 +140,31 @@ def test_compact_table_bytes_per_occurrence() -> None:
     t = led._t
     assert t.source is None and t.pass_index is None and t.added is None
     assert t.nbytes() == 21 * t.cap
+
+
+@pytest.mark.parametrize("engine", ["fast", "compiled"])
+def test_parallel_audit_equals_sequential(engine: str) -> None:
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    from packing_theory.audit import run_audit
+
+    if engine == "compiled" and not compiled_available():
+        pytest.skip(NO_NUMBA)
+    rng = np.random.default_rng(12)
+    lengths = np.maximum(1, rng.lognormal(2.8, 1.2, 3000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=32, min_buffer=20, refill=8, rows=1500)
+    kw: dict[str, Any] = dict(policies=["discard", "continue", "random-span"], permutations=5,
+                              permutation_seed=3, eval_lengths=lengths[:800], eval_targets=2000,
+                              eval_prefixes=(500,), engine=engine)
+    seq = run_audit(lengths, cfg, **kw)
+    done: list[int] = []
+    with ProcessPoolExecutor(max_workers=2) as ex:
+        par = run_audit(lengths, cfg, progress=lambda desc, total: done.append, executor=ex, **kw)
+    with ThreadPoolExecutor(max_workers=3) as ex:
+        thr = run_audit(lengths, cfg, executor=ex, **kw)
+    for other in (par, thr):
+        assert replace(other, seconds={}) == replace(seq, seconds={})
+        assert set(other.seconds) == set(seq.seconds)
+    assert done and done[-1] == 3 * (1 + 5 + 1)
+    with pytest.raises(TypeError, match=r"executor must be a concurrent\.futures\.Executor"):
+        run_audit(lengths, cfg, executor=object())  # type: ignore[arg-type]
