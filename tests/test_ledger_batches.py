@@ -165,6 +165,60 @@ def test_parallel_audit_equals_sequential(engine: str) -> None:
     for other in (par, thr):
         assert replace(other, seconds={}) == replace(seq, seconds={})
         assert set(other.seconds) == set(seq.seconds)
-    assert done and done[-1] == 3 * (1 + 5 + 1)
+    assert done and done[-1] == 5 + 3 * 2  # a task per permutation, per replay, per evaluation
     with pytest.raises(TypeError, match=r"executor must be a concurrent\.futures\.Executor"):
         run_audit(lengths, cfg, executor=object())  # type: ignore[arg-type]
+
+
+@given(cases(), st.integers(1, 40), st.booleans())
+def test_stream_ledger_equals_ledger_and_summary(case: tuple[list[int], dict[str, Any]], size: int,
+                                                 as_batches: bool) -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    lengths, kwargs = case
+    events = pt.replay(lengths, **kwargs).events
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    led = _ledger(R, B, 8)
+    led.consume(events)
+    agg = led.result()
+    sl = StreamLedger(R, B, boundaries=SMALL_BOUNDS, chunk=size)
+    for item in (batched(events, size) if as_batches else events):
+        sl.feed(item)
+        sl._check()
+    r = sl.result()
+    assert r.summary == pt.summarize(events, R)
+    assert r.strata == agg.strata
+    assert (r.protected_members, r.protected_tokens, r.protected_started) == (
+        agg.protected.members, agg.protected.tokens, agg.protected.started_members)
+    assert r.median_crop_prefix == agg.median_crop_prefix
+
+
+def test_stream_ledger_memory_is_bounded_by_the_buffer() -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    rng = np.random.default_rng(9)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=30, refill=8, policy="continue")
+    peaks = []
+    for n in (2_000, 20_000):
+        lengths = np.maximum(1, rng.lognormal(3.0, 1.2, n)).astype(np.int64)
+        sl = StreamLedger(64, 30)
+        sl.consume(batched(pt.Packer(cfg).events(lengths), 1000))
+        peaks.append(sl.result().live_peak)
+    assert max(peaks) <= 30 + 8 + 1000  # B + a refill batch + one batch of arrivals
+
+
+def test_stream_ledger_peer_events_and_errors() -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    events = _peer_events()
+    for size in (1, 4, 100):
+        sl = StreamLedger(6, 1, chunk=size)
+        sl.consume(events)
+        r = sl.result()
+        assert r.summary == pt.summarize(events, 6)
+        assert sum(s.filtered_sources for s in r.strata) == 2
+    bad = StreamLedger(6, 1)
+    with pytest.raises(ValueError, match="holds no tokens"):
+        bad.consume([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())])
+    with pytest.raises(ValueError, match="needs the Horizon"):
+        StreamLedger(6, 1).result()

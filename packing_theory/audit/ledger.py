@@ -172,6 +172,7 @@ class Ledger:
         self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
         self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
         self._expo = np.zeros(self.n_strata * self.bins, dtype=np.int64)
+        self._whole_hist = np.zeros(self.capacity + 1, dtype=np.int64)  # whole-document placements by L
         self._long_arrivals = 0
         self._prot_len = np.zeros(0, dtype=np.int64)
         self._prot_occ = np.zeros(0, dtype=np.int64)
@@ -480,7 +481,16 @@ class Ledger:
         strat = stratum_index(L, self.boundaries)
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
                                                 ).astype(np.int64)
-        # exposure: text interval [start, stop) plus the moved own BOS at offset 0
+        if self.detail:
+            self._keep_detail("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
+                                                            ).astype(np.int64))
+        # exposure: whole documents by a length histogram (folded in at the end), the others by
+        # their text interval [start, stop) plus the moved own BOS at offset 0
+        whole = (start == 0) & (stop == L) & ~bos
+        if whole.any():
+            self._whole_hist += np.bincount(L[whole], minlength=R + 1)
+            keep = ~whole
+            start, stop, L, strat, own = start[keep], stop[keep], L[keep], strat[keep], own[keep]
         a = start
         if own.any():
             a = np.concatenate([a, np.zeros(int(own.sum()), dtype=np.int64)])
@@ -488,9 +498,6 @@ class Ledger:
             L = np.concatenate([L, L[own]])
             strat = np.concatenate([strat, strat[own]])
         self._expose(a, stop, L, strat)
-        if self.detail:
-            self._keep_detail("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
-                                                            ).astype(np.int64))
 
     def _expose(self, a: Int64Array, b: Int64Array, L: Int64Array, strat: Int64Array) -> None:
         nb = self.bins
@@ -683,8 +690,9 @@ class Ledger:
             first_over_capacity_target=agg.first_long,
             protected=self._protected_mass(),
             strata=strata,
-            exposure=_exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts, self._expo,
-                                       self.bins),
+            exposure=_exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts,
+                                       self._expo + _whole_exposure(self._whole_hist, self.boundaries,
+                                                                    self.bins).ravel(), self.bins),
             coverage=tuple(CoverageRow(labels[s], *agg.coverage[s]) for s in range(self.n_strata)),
             series=tuple(self._series),
             filtered_sources=self._filtered_sources,
@@ -843,6 +851,16 @@ def _bin_edges(L: Int64Array, bins: int) -> Int64Array:
     """Relative-position bin edges ``ceil(k L / bins)``, ``k = 0..bins``: shape ``(n, bins + 1)``."""
     k = np.arange(bins + 1, dtype=np.int64)
     return (k[None, :] * L[:, None] + bins - 1) // bins
+
+
+def _whole_exposure(hist: Int64Array, boundaries: tuple[int, ...], bins: int) -> Int64Array:
+    """Exposure ``(strata, bins)`` of whole-document placements counted by length in ``hist``."""
+    uniq = np.flatnonzero(hist).astype(np.int64)
+    out = np.zeros((len(boundaries) + 1, bins), dtype=np.int64)
+    if uniq.size:
+        edges = _bin_edges(uniq, bins)
+        np.add.at(out, stratum_index(uniq, boundaries), (edges[:, 1:] - edges[:, :-1]) * hist[uniq, None])
+    return out
 
 
 def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], uniq: Int64Array, ucnt: Int64Array,

@@ -23,7 +23,7 @@ from .population import (
     evaluation_population,
 )
 from .results import Aggregates
-from .startup import StartupSpread, permutation_states, startup_delay, startup_delays
+from .startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 
 Int64Array = npt.NDArray[np.int64]
@@ -125,8 +125,8 @@ def run_audit(
             replay when sequential, finished tasks with an executor.
         executor: any :class:`concurrent.futures.Executor` (a
             ``ProcessPoolExecutor``, or a Dask ``distributed`` client's executor):
-            every policy replay, every startup permutation and every evaluation
-            replay becomes one task. Tasks are pure functions of their
+            every policy replay, every startup permutation (replayed under
+            every policy) and every evaluation replay becomes one task. Tasks are pure functions of their
             arguments (permutation ``i`` carries the generator state saved
             before its draw), so the result equals the sequential one whatever
             the executor; ``seconds`` then holds the tasks' own wall times, summed
@@ -183,6 +183,12 @@ def _sequential(arr: Int64Array, configs: list[PackerConfig], permutations: int,
     aggs: list[Aggregates] = []
     spreads: list[StartupSpread] = []
     evals: list[EvalPopulation] = []
+    if permutations:  # each permutation drawn once and replayed under every policy
+        t0 = time.perf_counter()
+        delays = startup_delays_many(arr, configs, permutations, seed, engine)
+        share = (time.perf_counter() - t0) / len(configs)
+        for j, cfg in enumerate(configs):
+            spreads.append(StartupSpread(cfg.policy, permutations, int(seed), tuple(d[j] for d in delays)))
     for cfg in configs:
         name = cfg.policy
         t0 = time.perf_counter()
@@ -193,9 +199,7 @@ def _sequential(arr: Int64Array, configs: list[PackerConfig], permutations: int,
             cb.close()
         seconds[f"replay:{name}"] = time.perf_counter() - t0
         if permutations:
-            t0 = time.perf_counter()
-            spreads.append(startup_delays(arr, cfg, permutations=int(permutations), seed=seed, engine=engine))
-            seconds[f"startup:{name}"] = time.perf_counter() - t0
+            seconds[f"startup:{name}"] = share
         if ev_arr is not None:
             t0 = time.perf_counter()
             evals.append(evaluation_population(ev_arr, cfg, targets=eval_targets, prefixes=eval_prefixes,
@@ -216,12 +220,12 @@ def _parallel(arr: Int64Array, configs: list[PackerConfig], permutations: int, s
               boundaries: Sequence[int], progress: Any, executor: Executor) -> _Parts:
     states = permutation_states(arr.size, permutations, seed) if permutations else []
     jobs: list[tuple[str, str, Future[tuple[Any, float]]]] = []
+    for state in states:  # one task per permutation, replayed under every policy
+        jobs.append(("startup", "*", executor.submit(_timed, startup_delay_all, arr, configs, state, engine)))
     for cfg in configs:
         name = cfg.policy
         jobs.append(("replay", name, executor.submit(_timed, audit_lengths, arr, cfg, engine=engine,
                                                      ledger_kwargs={"boundaries": tuple(boundaries)})))
-        for state in states:
-            jobs.append(("startup", name, executor.submit(_timed, startup_delay, arr, cfg, state, engine)))
         if ev_arr is not None:
             jobs.append(("evaluation", name, executor.submit(
                 _timed, evaluation_population, ev_arr, cfg, targets=eval_targets,
@@ -238,12 +242,16 @@ def _parallel(arr: Int64Array, configs: list[PackerConfig], permutations: int, s
     delays: dict[str, list[int | None]] = {cfg.policy: [] for cfg in configs}
     for stage, label, future in jobs:  # submission order: deterministic whatever finished first
         value, spent = future.result()
+        if stage == "startup":
+            for cfg, delay in zip(configs, value, strict=True):
+                delays[cfg.policy].append(delay)
+                key = f"startup:{cfg.policy}"
+                seconds[key] = seconds.get(key, 0.0) + spent / len(configs)
+            continue
         key = f"{stage}:{label}"
         seconds[key] = seconds.get(key, 0.0) + spent
         if stage == "replay":
             aggs.append(value)
-        elif stage == "startup":
-            delays[label].append(value)
         else:
             evals.append(value)
     spreads = [StartupSpread(cfg.policy, permutations, int(seed), tuple(delays[cfg.policy]))

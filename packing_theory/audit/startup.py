@@ -8,7 +8,7 @@ placement, and reports the spread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +21,8 @@ from ..engine.events import Placement, first_target
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 
-__all__ = ["StartupSpread", "permutation_states", "startup_delay", "startup_delays"]
+__all__ = ["StartupSpread", "permutation_states", "startup_delay", "startup_delay_all", "startup_delays",
+           "startup_delays_many"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -97,13 +98,21 @@ def startup_delays(
     from ..lengths import validate_lengths
 
     base = validate_lengths(np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths))
-    states = permutation_states(base.size, permutations, seed)
     if executor is None:
-        delays = [startup_delay(base, config, state, engine) for state in states]
+        delays = [d[0] for d in startup_delays_many(base, [config], permutations, seed, engine)]
     else:
-        futures = [executor.submit(startup_delay, base, config, state, engine) for state in states]
+        futures = [executor.submit(startup_delay, base, config, state, engine)
+                   for state in permutation_states(base.size, permutations, seed)]
         delays = [f.result() for f in futures]
     return StartupSpread(config.policy, int(permutations), int(seed), tuple(delays))
+
+
+def startup_delays_many(base: Int64Array, configs: Sequence[PackerConfig], permutations: int, seed: int,
+                        engine: Engine = "fast") -> list[list[int | None]]:
+    """Per permutation, the startup delay under each of ``configs`` (each permutation drawn once)."""
+    rng = np.random.default_rng(seed)
+    return [[_delay(perm, cfg, engine) for cfg in configs]
+            for perm in (rng.permutation(base) for _ in range(permutations))]
 
 
 def permutation_states(n: int, permutations: int, seed: int) -> list[Mapping[str, Any]]:
@@ -122,13 +131,24 @@ def permutation_states(n: int, permutations: int, seed: int) -> list[Mapping[str
 def startup_delay(base: Int64Array, config: PackerConfig, state: Mapping[str, Any], engine: Engine = "fast"
                   ) -> int | None:
     """First over-capacity target of one permutation (``state``: a saved ``PCG64`` state), or ``None``."""
+    return startup_delay_all(base, [config], state, engine)[0]
+
+
+def startup_delay_all(base: Int64Array, configs: Sequence[PackerConfig], state: Mapping[str, Any],
+                      engine: Engine = "fast") -> list[int | None]:
+    """:func:`startup_delay` under each of ``configs``, drawing the permutation once (an executor task)."""
     gen = np.random.Generator(np.random.PCG64())
     gen.bit_generator.state = state
     perm = gen.permutation(base)
+    return [_delay(perm, cfg, engine) for cfg in configs]
+
+
+def _delay(perm: Int64Array, config: PackerConfig, engine: Engine) -> int | None:
     R = config.capacity
     packer = make_packer(engine, config)
     if engine == "compiled":
-        batches: Any = packer.batches(perm)  # type: ignore[union-attr]
+        # small batches: the search stops at the first long placement, a short prefix of the stream
+        batches: Any = packer.batches(perm, size=8192)  # type: ignore[union-attr]
         try:
             for b in batches:
                 p = b.placement

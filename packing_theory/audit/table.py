@@ -235,7 +235,12 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
     counts = np.concatenate(cnt_parts) if cnt_parts else np.zeros(0, np.int64)
     uniq, inv = np.unique(lengths, return_inverse=True)
     length_counts = np.bincount(inv.ravel(), weights=counts, minlength=uniq.size).round().astype(np.int64)
-    coverage = [_coverage(t, s, sums["counts"][s], buf_occ, buf_amt, boundaries, block) for s in range(S)]
+    if t.n <= block and t.n:  # one block: the columns are at hand, one pass for every stratum
+        c = _block_columns(t, 0, t.n, buf_occ, buf_amt, boundaries)
+        cov_all = np.divide(c["emitted"], c["L"], out=np.zeros(c["L"].size), where=c["L"] > 0)
+        coverage = [_summarise(cov_all[c["strat"] == s]) for s in range(S)]
+    else:
+        coverage = [_coverage(t, s, sums["counts"][s], boundaries, block) for s in range(S)]
     return TableAggregates(
         arrived_n, started_n, full_n, distinct, violations,
         FIRST_ORIGIN - first_long if first_long else None,
@@ -245,8 +250,8 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
     )
 
 
-def _coverage(t: SourceTable, s: int, count: int, buf_occ: Int64Array, buf_amt: Int64Array,
-              boundaries: tuple[int, ...], block: int) -> tuple[int, float | None, float | None, int, int]:
+def _coverage(t: SourceTable, s: int, count: int, boundaries: tuple[int, ...], block: int
+              ) -> tuple[int, float | None, float | None, int, int]:
     """(sources, mean, median, zero, full) of per-source coverage in stratum ``s``, in occurrence order."""
     x = np.empty(count, dtype=np.float64)
     pos = 0
@@ -263,6 +268,10 @@ def _coverage(t: SourceTable, s: int, count: int, buf_occ: Int64Array, buf_amt: 
         cov = np.divide(em, L, out=np.zeros(L.size), where=L > 0)
         x[pos : pos + cov.size] = cov
         pos += cov.size
+    return _summarise(x)
+
+
+def _summarise(x: npt.NDArray[np.float64]) -> tuple[int, float | None, float | None, int, int]:
     if not x.size:
         return 0, None, None, 0, 0
     zero, full = int((x == 0).sum()), int((x == 1).sum())
