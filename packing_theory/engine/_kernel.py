@@ -362,7 +362,7 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
         st[N_KINDS] += 1
 
     def crop(slot, m):
-        """A crop of ``m`` tokens from ``slot``: the rules of ``policies.crop_outcome``, one branch per policy."""
+        """A crop of ``m`` tokens from ``slot`` (``policies.crop_outcome``), one branch per policy."""
         occ = sl[F_OCC, slot]
         src = sl[F_SRC, slot]
         start = sl[F_START, slot]
