@@ -32,7 +32,8 @@ def differences(a: Any, b: Any, path: str = "$") -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: lengths {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in differences(x, y, f"{path}[{i}]")]
     if type(a) is not type(b) or a != b:
         return [f"{path}: {a!r} != {b!r}"]
     return []

@@ -47,7 +47,7 @@ ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
 FIRST_ORIGIN = 1 << 62
 """``first_inv = FIRST_ORIGIN - first_target``; targets are below ``2**62``."""
 
-BLOCK = 1 << 22
+BLOCK = 1 << 20
 """Occurrences reduced per block by :func:`table_aggregates`."""
 
 _NARROW = np.int32
@@ -193,9 +193,12 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
         for s, v in enumerate(np.bincount(strat, weights=values, minlength=S).round().tolist()):
             col[s] += int(v)
 
+    single: dict[str, Any] | None = None
     for a in range(0, t.n, block):
         b = min(t.n, a + block)
         c = _block_columns(t, a, b, buf_occ, buf_amt, boundaries)
+        if b - a == t.n:
+            single = c
         L, strat, em, started = c["L"], c["strat"], c["emitted"], c["started"]
         full = (em == L) & (L > 0)
         arrived_n += int(L.size)
@@ -235,8 +238,8 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
     counts = np.concatenate(cnt_parts) if cnt_parts else np.zeros(0, np.int64)
     uniq, inv = np.unique(lengths, return_inverse=True)
     length_counts = np.bincount(inv.ravel(), weights=counts, minlength=uniq.size).round().astype(np.int64)
-    if t.n <= block and t.n:  # one block: the columns are at hand, one pass for every stratum
-        c = _block_columns(t, 0, t.n, buf_occ, buf_amt, boundaries)
+    if single is not None:  # one block: the columns are at hand, one pass for every stratum
+        c = single
         cov_all = np.divide(c["emitted"], c["L"], out=np.zeros(c["L"].size), where=c["L"] > 0)
         coverage = [_summarise(cov_all[c["strat"] == s]) for s in range(S)]
     else:

@@ -27,6 +27,7 @@ from .default import (
     FitRow,
     LogLogistic,
     default_corpus_fit,
+    default_length_chunks,
     default_lengths,
     startup_targets,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "Shard",
     "Tokenizer",
     "default_corpus_fit",
+    "default_length_chunks",
     "default_lengths",
     "documents_from_texts",
     "iter_parquet_texts",
