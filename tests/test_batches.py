@@ -119,3 +119,11 @@ def test_group_rows_and_token_rows_on_batches(case: tuple[list[int], dict[str, A
     events = pt.replay(lengths, config=config).events
     assert list(group_rows(batched(events, size), config.capacity)) == list(
         group_rows(events, config.capacity))
+
+
+def test_compiled_engine_without_numba_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from packing_theory.engine import compiled
+
+    monkeypatch.setattr(compiled, "compiled_available", lambda: False)
+    with pytest.raises(ImportError, match=r'pip install "packing-theory\[fast\]"'):
+        list(compiled.CompiledPacker(capacity=4).batches([1, 2]))
