@@ -23,7 +23,7 @@ sources over several passes.
 >>> sl.consume(Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]))
 >>> r = sl.result()
 >>> r.summary.sources_started, [s.arrived_sources for s in r.strata][:2], r.live_peak <= 4
-(4, [2, 1], True)
+(4, [4, 0], True)
 """
 
 from __future__ import annotations
