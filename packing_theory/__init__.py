@@ -26,20 +26,23 @@ Every name below is re-exported here, so notebooks need only
 
 from . import _aliases
 from ._version import __version__
-from .audit import Ledger, audit_events, audit_lengths, run_audit
+from .audit import Ledger, StreamLedger, audit_events, audit_lengths, run_audit
 from .engine import (
     POLICIES,
     Arrival,
     BosAdded,
     BufferedSpan,
+    CompiledPacker,
     Discard,
     Engine,
     Event,
+    EventBatch,
     EventSource,
     Exhausted,
     FastBuffer,
     Filtered,
     Horizon,
+    LengthChunks,
     Packer,
     PackerConfig,
     Padding,
@@ -65,9 +68,11 @@ __all__ = [
     "Arrival",
     "BosAdded",
     "BufferedSpan",
+    "CompiledPacker",
     "Discard",
     "Engine",
     "Event",
+    "EventBatch",
     "EventSource",
     "Exhausted",
     "FastBuffer",
@@ -76,6 +81,7 @@ __all__ = [
     "InvariantMonitor",
     "InvariantViolation",
     "Ledger",
+    "LengthChunks",
     "MonitoredBuffer",
     "Packer",
     "PackerConfig",
@@ -87,6 +93,7 @@ __all__ = [
     "Repeat",
     "Replay",
     "ReplaySummary",
+    "StreamLedger",
     "SummaryAccumulator",
     "__version__",
     "audit_events",

@@ -28,7 +28,8 @@ def test_import_does_not_pull_optional_dependencies() -> None:
     code = (
         "import sys, packing_theory, packing_theory.cli;"
         "packing_theory.cli.build_parser();"
-        "bad = [m for m in ('torch', 'hypothesis', 'matplotlib', 'tqdm', 'pyarrow') if m in sys.modules];"
+        "bad = [m for m in ('torch', 'hypothesis', 'matplotlib', 'tqdm', 'pyarrow', 'numba')"
+        " if m in sys.modules];"
         "print(','.join(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

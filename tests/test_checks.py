@@ -9,6 +9,7 @@ from hypothesis import given
 
 import packing_theory as pt
 from packing_theory.audit import Ledger
+from packing_theory.audit.table import STARTED
 from packing_theory.invariant.strategies import replay_cases
 
 
@@ -36,9 +37,10 @@ def _fed_ledger() -> Ledger:
     "corrupt",
     [
         lambda lg: setattr(lg, "_emitted_tokens", lg._emitted_tokens + 1),
-        lambda lg: lg._started.__setitem__(slice(0, lg._cap), True),
+        lambda lg: lg._t.flags.__setitem__(slice(0, lg._t.cap), lg._t.flags[: lg._t.cap] | STARTED),
         lambda lg: setattr(lg, "_long_arrivals", lg._long_arrivals + 5),
-        lambda lg: lg._discarded.__setitem__(0, 10**6),
+        lambda lg: lg._t.discarded.__setitem__(0, 10**6),
+        lambda lg: lg._t.first_inv.__setitem__(lg._t.n, 5),  # a first target past the arrived ids
     ],
 )
 def test_ledger_check_detects_corruption(corrupt: Any) -> None:

@@ -67,7 +67,7 @@ def test_passes_need_reiterable_input() -> None:
 
 
 def test_unknown_engine() -> None:
-    with pytest.raises(ValueError, match=r"engine must be 'fast' or 'reference', got 'slow'"):
+    with pytest.raises(ValueError, match=r"engine must be one of fast, compiled, reference; got 'slow'"):
         pt.replay([1], engine="slow")  # type: ignore[arg-type]
 
 

@@ -10,6 +10,8 @@ module             job
 ``strata``         length strata (the one stratum lookup)
 ``results``        the reported value types (:class:`Aggregates` and its parts)
 ``ledger``         :class:`Ledger`: per-source accounting of any event stream
+``table``          the ledger's compact per-occurrence columns and their reduction
+``stream``         :class:`StreamLedger`: the summary in O(B + strata) memory
 ``startup``        startup delay over permutations
 ``population``     the finite evaluation population and its support statement
 ``run``            :func:`run_audit`: one corpus, several policies side by side
@@ -52,6 +54,7 @@ from .results import (
 from .run import AUTORESEARCH_ROWS, AuditResult, CorpusSummary, corpus_summary, run_audit
 from .startup import StartupSpread, startup_delays
 from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
+from .stream import StreamLedger, StreamResult
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",
@@ -74,6 +77,8 @@ __all__ = [
     "SourceRecord",
     "StartupSpread",
     "StratumRow",
+    "StreamLedger",
+    "StreamResult",
     "audit_events",
     "audit_lengths",
     "corpus_summary",

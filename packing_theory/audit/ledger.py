@@ -11,11 +11,14 @@ Seed 000 §6 asks a practical audit to record four quantities *separately*:
    budgeted evaluation score can contain at all (:class:`EvalPopulation`).
 
 :class:`Ledger` consumes the event stream of *any* packer
-(:mod:`packing_theory.engine.events`): it never looks at a packer's internals. In the
-default aggregate mode it keeps a few compact numpy arrays sized by
-occurrences (about 50 bytes per occurrence) and bounded chunk buffers;
-``detail=True`` additionally keeps every placement and discard so that
-:meth:`Ledger.record` can return one source's emitted intervals.
+(:mod:`packing_theory.engine.events`), one event or one
+:class:`~packing_theory.engine.batches.EventBatch` at a time: it never looks at
+a packer's internals. Per-occurrence state lives in the compact
+:class:`~packing_theory.audit.table.SourceTable` (21 bytes per occurrence for
+a one-pass ``discard`` stream); the aggregates are kept incrementally or
+reduced in blocks at the end. ``detail=True`` additionally keeps every
+placement and discard so that :meth:`Ledger.record` can return one source's
+emitted intervals — in memory, or spilled to disk with ``spill=PATH``.
 
 Length strata are those of :mod:`packing_theory.audit.strata`.
 
@@ -32,19 +35,28 @@ Length strata are those of :mod:`packing_theory.audit.strata`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.batches import (
+    ARRIVAL,
+    DISCARD,
+    FILTERED,
+    PLACEMENT,
+    EventBatch,
+    EventItem,
+)
 from ..engine.events import (
     Arrival,
     BosAdded,
     Discard,
-    Event,
     Exhausted,
     Filtered,
     Horizon,
@@ -67,13 +79,14 @@ from .results import (
     StratumRow,
 )
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
+from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable, table_aggregates
+from .table import FILTERED as F_FILTERED
 
 __all__ = ["Ledger", "audit_events", "audit_lengths"]
 
 Int64Array = npt.NDArray[np.int64]
 
 _CHUNK = 8192
-_NO_TARGET = np.iinfo(np.int64).max
 _MAX_SERIES = 1024
 
 # --------------------------------------------------------------------------- the ledger
@@ -90,15 +103,24 @@ class Ledger:
         boundaries: length-stratum boundaries (default :data:`STRATA_BOUNDARIES`).
         exposure_bins: relative-position bins of the exposure profile.
         chunk: events buffered per event kind before numpy accounting.
+        spill: with ``detail=True``, a path: the detail rows are written to
+            ``PATH`` (an ``.npz`` file, completed at the Horizon) instead of being
+            held in memory; :meth:`record` reads them back on request.
 
     Feed events with :meth:`feed` (one at a time, e.g. inside a loader) or
-    :meth:`consume` (a whole iterable, faster); then call :meth:`result`.
+    :meth:`consume` (a whole iterable, faster); either also takes
+    :class:`~packing_theory.engine.batches.EventBatch` values, which are
+    accounted column by column with the same result (the time series is
+    sampled at the same points for a stream of only events or only batches).
+    Then call :meth:`result`.
 
-    Complexity: amortised O(1) Python work per event (events are buffered in
-    chunks of 8,192 and accounted with numpy), O(B log B) per chunk for the
-    protected set, O(bins) numpy work per placement for the exposure profile.
-    Memory: about 50 bytes per occurrence plus O(chunk + B); ``detail=True``
-    adds O(placements + discards).
+    Complexity: amortised O(1) Python work per event (events are accounted in
+    chunks of 8,192 with numpy; a batch costs O(1) Python work per chunk),
+    O(B log B) per chunk for the protected set, O(bins) numpy work per
+    placement for the exposure profile. Memory: 21 bytes per occurrence for a
+    one-pass stream without added BOS markers (see
+    :mod:`packing_theory.audit.table`), plus O(chunk + B + R);
+    ``detail=True`` adds O(placements + discards) unless spilled.
     """
 
     def __init__(
@@ -111,38 +133,32 @@ class Ledger:
         boundaries: Sequence[int] = STRATA_BOUNDARIES,
         exposure_bins: int = 20,
         chunk: int = _CHUNK,
+        spill: str | os.PathLike[str] | None = None,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
             check_int(name, value, lo)
+        if spill is not None and not detail:
+            raise ValueError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
         self.capacity = int(capacity)
         self.min_buffer = int(min_buffer)
         self.policy = str(policy)
         self.detail = bool(detail)
+        self.spill = None if spill is None else Path(spill)
+        if self.spill is not None and self.spill.suffix != ".npz":
+            self.spill = self.spill.with_name(self.spill.name + ".npz")
         self.boundaries = check_boundaries(boundaries)
         self.n_strata = len(self.boundaries) + 1
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
-        # per-occurrence arrays (grown by doubling)
-        self._cap = 0
-        self._n = 0
-        self._length = np.zeros(0, dtype=np.int64)
-        self._source = np.zeros(0, dtype=np.int64)
-        self._pass = np.zeros(0, dtype=np.int32)
-        self._stratum = np.zeros(0, dtype=np.int8)
-        self._arrived = np.zeros(0, dtype=np.bool_)
-        self._started = np.zeros(0, dtype=np.bool_)
-        self._emitted = np.zeros(0, dtype=np.int64)
-        self._discarded = np.zeros(0, dtype=np.int64)
-        self._filtered = np.zeros(0, dtype=np.int64)
-        self._added = np.zeros(0, dtype=np.int32)
-        self._first = np.zeros(0, dtype=np.int64)
-        # pending events
+        self._t = SourceTable()
+        # pending single events
         self._pl: list[Placement] = []
         self._ar: list[Arrival] = []
         self._dc: list[Discard] = []
         self._ba: list[BosAdded] = []
-        # running totals
+        self._carry = [0, 0, 0]  # arrivals, placements, discards accounted since the last sample (batches)
+        # running totals (Python ints: exact however large)
         self._arrived_tokens = 0
         self._added_bos = 0
         self._emitted_tokens = 0
@@ -156,6 +172,7 @@ class Ledger:
         self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
         self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
         self._expo = np.zeros(self.n_strata * self.bins, dtype=np.int64)
+        self._whole_hist = np.zeros(self.capacity + 1, dtype=np.int64)  # whole-document placements by L
         self._long_arrivals = 0
         self._prot_len = np.zeros(0, dtype=np.int64)
         self._prot_occ = np.zeros(0, dtype=np.int64)
@@ -164,22 +181,29 @@ class Ledger:
         self._flushes = 0
         self._exhausted_at_row: int | None = None
         self._horizon: Horizon | None = None
-        self._buffered = np.zeros(0, dtype=np.int64)
+        self._buf_occ = np.zeros(0, dtype=np.int64)  # occurrences buffered at the horizon (sorted)
+        self._buf_amt = np.zeros(0, dtype=np.int64)  # their buffered source tokens
         self._buffered_tokens = 0
         self._buffered_added = 0
         self._result: Aggregates | None = None
         self._detail_pl: list[Int64Array] = []
         self._detail_dc: list[Int64Array] = []
+        self._detail_cache: tuple[Int64Array, Int64Array] | None = None
+        self._spill_files: dict[str, Any] = {}
 
     @classmethod
     def from_config(cls, config: PackerConfig, **kwargs: Any) -> Ledger:
         """A ledger for replays of ``config`` (capacity, B and policy label taken from it)."""
         return cls(config.capacity, config.min_buffer, policy=kwargs.pop("policy", config.policy), **kwargs)
 
+    @property
+    def _n(self) -> int:
+        return self._t.n
+
     # ------------------------------------------------------------------ feeding
 
-    def feed(self, ev: Event) -> None:
-        """Account one event. Amortised O(1)."""
+    def feed(self, ev: EventItem) -> None:
+        """Account one event (amortised O(1)) or one batch (O(its events) numpy work)."""
         if self._horizon is not None:
             raise ValueError(f"event after the Horizon: {ev!r}")
         t = type(ev)
@@ -198,10 +222,10 @@ class Ledger:
         else:
             self._other(ev)
 
-    def consume(self, events: Iterable[Event], *, progress: Callable[[int], None] | None = None) -> None:
-        """Account a whole event stream (faster than calling :meth:`feed` per event).
+    def consume(self, events: Iterable[EventItem], *, progress: Callable[[int], None] | None = None) -> None:
+        """Account a whole event stream of events and/or batches (faster than :meth:`feed` per event).
 
-        ``progress`` is called with the number of complete rows after every chunk.
+        ``progress`` is called with the number of complete rows after every chunk or batch.
         """
         if self._horizon is not None:
             raise ValueError("this ledger already saw a Horizon event")
@@ -227,12 +251,14 @@ class Ledger:
                     self._flush()
             else:
                 self._other(ev)
+                if t is EventBatch and progress is not None:
+                    progress(self._emitted_tokens // R)
                 if self._horizon is not None:
                     break
         if progress is not None and self._horizon is not None:
             progress(self._horizon.rows)
 
-    def _other(self, ev: Event) -> None:
+    def _other(self, ev: EventItem) -> None:
         if isinstance(ev, BosAdded):
             self._ba.append(ev)
         elif isinstance(ev, Padding):
@@ -245,7 +271,9 @@ class Ledger:
             self._repeated_tokens += ev.length
         elif isinstance(ev, Filtered):
             self._flush()
-            self._filter(ev)
+            self._filter(ev.occurrence, ev.length)
+        elif type(ev) is EventBatch:
+            self._batch(ev)
         elif isinstance(ev, Placement):
             self._pl.append(Placement(*ev))
         elif isinstance(ev, Arrival):
@@ -261,171 +289,208 @@ class Ledger:
         else:
             raise TypeError(f"events must be packing_theory events, got {type(ev).__name__} {ev!r}")
 
-    def _filter(self, ev: Filtered) -> None:
-        occ = np.asarray([ev.occurrence], dtype=np.int64)
-        self._known(occ, "Filtered")
-        o = ev.occurrence
-        if self._filtered[o] or self._started[o] or self._discarded[o]:
+    def _filter(self, o: int, length: int) -> None:
+        t = self._t
+        self._known(np.asarray([o], dtype=np.int64), "Filtered")
+        if t.flags[o] & (F_FILTERED | STARTED) or t.discarded[o]:
             raise ValueError(f"inconsistent event stream: occurrence {o} filtered after it was "
                              "filtered, placed or discarded")
-        if ev.length != self._length[o]:
-            raise ValueError(f"inconsistent event stream: Filtered length {ev.length} of occurrence {o} "
-                             f"differs from its arrival length {int(self._length[o])}")
-        self._filtered[o] = ev.length
-        self._filtered_tokens += ev.length
+        if length != t.length[o]:
+            raise ValueError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
+                             f"differs from its arrival length {int(t.length[o])}")
+        t.flags[o] |= F_FILTERED
+        self._filtered_tokens += length
         self._filtered_sources += 1
 
-    def _check(self) -> None:
-        """Assert the ledger's internal invariants over the events accounted so far.
+    # ------------------------------------------------------------------ batches
 
-        Pending (not yet flushed) events are not included; tests call this
-        after every event and after the Horizon.
-        """
-        n, cap = self._n, self._cap
-        assert 0 <= n <= cap
-        for name in ("_length", "_source", "_pass", "_stratum", "_arrived", "_started",
-                     "_emitted", "_discarded", "_filtered", "_added", "_first"):
-            assert getattr(self, name).size == cap, name
-        arrived, started = self._arrived[:n], self._started[:n]
-        assert not (started & ~arrived).any(), "a started occurrence never arrived"
-        emitted_any = (self._emitted[:n] > 0) | (self._added[:n] > 0)
-        assert not ((self._emitted[:n] > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
-        assert not (started & ~emitted_any).any(), "a started occurrence with nothing emitted"
-        assert int(self._length[:n][arrived].sum()) == self._arrived_tokens
-        assert (self._length[:n][arrived] >= 0).all()
-        assert int(self._added[:n].sum()) == self._added_bos
-        assert int(self._emitted[:n].sum()) + self._emitted_added == self._emitted_tokens
-        assert int(self._discarded[:n].sum()) == self._discarded_tokens
-        assert int(self._filtered[:n].sum()) == self._filtered_tokens
-        spent = self._emitted[:n] + self._discarded[:n] + self._filtered[:n]
-        assert (spent <= self._length[:n]).all(), "source tokens overspent"
-        assert not ((self._filtered[:n] > 0) & started).any(), "a filtered occurrence started"
-        assert (self._first[:n][~started] == _NO_TARGET).all()
-        assert int(self._crop_hist.sum()) <= self._emitted_tokens
-        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
-        assert self._prot_len.size == self._prot_occ.size == expected_protected
-        assert (self._prot_len > self.capacity).all()
-        assert (self._length[self._prot_occ] == self._prot_len).all()
-        assert (self._arrived_tokens + self._added_bos
-                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
-        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
-        if self._horizon is not None:
-            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
-            assert (self._arrived_tokens + self._added_bos
-                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
-                    + self._buffered_tokens)
+    def _batch(self, b: EventBatch) -> None:
+        """Account a batch in the segments where the single-event path would flush (same series)."""
+        if self._pl or self._ar or self._dc or self._ba:
+            self._carry = [len(self._ar), len(self._pl), len(self._dc)]
+            self._flush(sample=False)
+        kinds = b.kinds
+        pos = {k: np.flatnonzero(kinds == k) for k in (ARRIVAL, PLACEMENT, DISCARD)}
+        filt = np.flatnonzero(kinds == FILTERED)
+        ba_pos = np.flatnonzero(kinds == 1)
+        end = int(kinds.size) - (1 if b.horizon is not None else 0)
+        p = 0
+        fi = 0
+        while p < end:
+            stops = []
+            for j, k in enumerate((ARRIVAL, PLACEMENT, DISCARD)):
+                at = int(np.searchsorted(pos[k], p)) + self._chunk - self._carry[j] - 1
+                stops.append(int(pos[k][at]) if at < pos[k].size else end)
+            trigger = min(stops)
+            nf = int(filt[fi]) if fi < filt.size else end
+            if nf < trigger:  # a Filtered event: flush what precedes it, then filter it
+                self._segment(b, p, nf, pos, ba_pos)
+                self._sample()
+                self._carry = [0, 0, 0]
+                i = int(np.searchsorted(filt, nf))
+                self._filter(int(b.filtered.occurrence[i]), int(b.filtered.length[i]))
+                fi += 1
+                p = nf + 1
+            elif trigger < end:
+                self._segment(b, p, trigger + 1, pos, ba_pos)
+                self._sample()
+                self._carry = [0, 0, 0]
+                p = trigger + 1
+            else:
+                carry = [self._carry[j] + int(np.searchsorted(pos[k], end) - np.searchsorted(pos[k], p))
+                         for j, k in enumerate((ARRIVAL, PLACEMENT, DISCARD))]
+                self._segment(b, p, end, pos, ba_pos)
+                self._carry = carry
+                p = end
+        self._padding_tokens += int(b.padding.length.sum())
+        self._repeated_tokens += int(b.repeat.length.sum())
+        if (b.padding.length < 0).any() or (b.repeat.length < 1).any():
+            raise ValueError("inconsistent event stream: negative Padding or Repeat length < 1 in a batch")
+        if b.exhausted.row.size and self._exhausted_at_row is None:
+            self._exhausted_at_row = int(b.exhausted.row[0])
+        if b.horizon is not None:
+            self._sample()
+            self._carry = [0, 0, 0]
+            self._finish(b.horizon)
+
+    def _segment(self, b: EventBatch, p: int, q: int, pos: dict[int, Int64Array], ba_pos: Int64Array) -> None:
+        """Account events ``[p, q)`` of a batch (arrivals, markers, placements, discards)."""
+        if q <= p:
+            return
+
+        def rows(positions: Int64Array) -> slice:
+            lo, hi = np.searchsorted(positions, [p, q])
+            return slice(int(lo), int(hi))
+
+        r = rows(pos[ARRIVAL])
+        if r.stop > r.start:
+            a = b.arrival
+            self._account_arrivals(a.occurrence[r], a.source[r], a.pass_index[r], a.length[r])
+        r = rows(ba_pos)
+        if r.stop > r.start:
+            self._account_markers(b.bos_added.occurrence[r], b.bos_added.markers[r])
+        r = rows(pos[PLACEMENT])
+        if r.stop > r.start:
+            c = b.placement
+            self._account_placements(c.row[r], c.offset[r], c.occurrence[r], c.source[r], c.start[r],
+                                     c.length[r], c.bos_inserted[r], c.crop[r])
+        r = rows(pos[DISCARD])
+        if r.stop > r.start:
+            d = b.discard
+            self._account_discards(d.occurrence[r], d.source[r], d.start[r], d.length[r])
 
     # ------------------------------------------------------------------ chunk accounting
 
-    def _grow(self, n: int) -> None:
-        if n <= self._cap:
-            return
-        cap = max(n, 2 * self._cap, 1024)
-        for name in ("_length", "_source", "_pass", "_stratum", "_arrived", "_started",
-                     "_emitted", "_discarded", "_filtered", "_added", "_first"):
-            old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype)
-            new[: old.size] = old
-            setattr(self, name, new)
-        self._first[self._cap:] = _NO_TARGET
-        self._cap = cap
-
-    def _flush(self) -> None:
+    def _flush(self, sample: bool = True) -> None:
         if self._ar:
-            self._flush_arrivals()
+            a = np.fromiter(chain.from_iterable(self._ar), np.int64, 4 * len(self._ar)).reshape(-1, 4)
+            self._ar.clear()
+            self._account_arrivals(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
         if self._ba:
             ba = np.fromiter(chain.from_iterable(self._ba), np.int64, 3 * len(self._ba)).reshape(-1, 3)
             self._ba.clear()
-            occ = ba[:, 0]
-            self._known(occ, "BosAdded")
-            np.add.at(self._added, occ, ba[:, 2].astype(np.int32))
-            self._added_bos += int(ba[:, 2].sum())
+            self._account_markers(ba[:, 0], ba[:, 2])
         if self._pl:
-            self._flush_placements()
+            p = np.fromiter(chain.from_iterable(self._pl), np.int64, 8 * len(self._pl)).reshape(-1, 8)
+            self._pl.clear()
+            self._account_placements(p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 4], p[:, 5],
+                                     p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_))
         if self._dc:
-            self._flush_discards()
-        self._sample()
+            d = np.fromiter(chain.from_iterable(self._dc), np.int64, 4 * len(self._dc)).reshape(-1, 4)
+            self._dc.clear()
+            self._account_discards(d[:, 0], d[:, 1], d[:, 2], d[:, 3])
+        if sample:
+            self._sample()
 
     def _known(self, occ: Int64Array, what: str) -> None:
-        bad = (occ < 0) | (occ >= self._n)
+        bad = (occ < 0) | (occ >= self._t.n)
         if not bad.any():
-            bad = ~self._arrived[occ]
+            bad = (self._t.flags[occ] & ARRIVED) == 0
         if bad.any():
             o = int(occ[np.argmax(bad)])
             raise ValueError(f"inconsistent event stream: {what} for occurrence {o} before its Arrival")
 
-    def _flush_arrivals(self) -> None:
-        n = len(self._ar)
-        a = np.fromiter(chain.from_iterable(self._ar), np.int64, 4 * n).reshape(-1, 4)
-        self._ar.clear()
-        occ, length = a[:, 0], a[:, 3]
+    def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
+                          length: Int64Array) -> None:
         if (occ < 0).any():
             raise ValueError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
         if (length < 0).any():
             i = int(np.argmax(length < 0))
             raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
+        t = self._t
         top = int(occ.max()) + 1
-        self._grow(top)
-        self._n = max(self._n, top)
+        t.grow(top)
         srt = np.sort(occ)
-        if self._arrived[occ].any() or (srt[1:] == srt[:-1]).any():
-            dup = next(int(o) for i, o in enumerate(occ) if self._arrived[o] or o in occ[:i])
+        if (t.flags[occ] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
+            dup = next(int(o) for i, o in enumerate(occ) if t.flags[o] & ARRIVED or o in occ[:i])
             raise ValueError(f"inconsistent event stream: occurrence {dup} arrived twice")
-        self._arrived[occ] = True
-        self._length[occ] = length
-        self._source[occ] = a[:, 1]
-        self._pass[occ] = a[:, 2]
-        self._stratum[occ] = stratum_index(length, self.boundaries)
+        t.n = max(t.n, top)
+        t.widen(int(length.max()))
+        t.flags[occ] |= ARRIVED
+        t.length[occ] = length
+        t.set_sources(occ, src)
+        t.set_passes(occ, pas)
         self._arrived_tokens += int(length.sum())
         long_mask = length > self.capacity
-        if long_mask.any() and self.min_buffer > 1:
+        if long_mask.any():
             self._long_arrivals += int(long_mask.sum())
-            lens = np.concatenate([self._prot_len, length[long_mask]])
-            occs = np.concatenate([self._prot_occ, occ[long_mask]])
-            keep = np.lexsort((occs, lens))[-(self.min_buffer - 1):]
-            self._prot_len, self._prot_occ = lens[keep], occs[keep]
-        elif long_mask.any():
-            self._long_arrivals += int(long_mask.sum())
+            if self.min_buffer > 1:
+                lens = np.concatenate([self._prot_len, length[long_mask]])
+                occs = np.concatenate([self._prot_occ, occ[long_mask]])
+                keep = np.lexsort((occs, lens))[-(self.min_buffer - 1):]
+                self._prot_len, self._prot_occ = lens[keep], occs[keep]
 
-    def _flush_placements(self) -> None:
-        n = len(self._pl)
-        p = np.fromiter(chain.from_iterable(self._pl), np.int64, 8 * n).reshape(-1, 8)
-        self._pl.clear()
-        row, off, occ, start, ln = p[:, 0], p[:, 1], p[:, 2], p[:, 4], p[:, 5]
-        bos, crop = p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_)
+    def _account_markers(self, occ: Int64Array, markers: Int64Array) -> None:
+        self._known(occ, "BosAdded")
+        self._t.add_markers(occ, markers)
+        self._added_bos += int(markers.sum())
+
+    def _account_placements(self, row: Int64Array, off: Int64Array, occ: Int64Array, src: Int64Array,
+                            start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_],
+                            crop: npt.NDArray[np.bool_]) -> None:
         R = self.capacity
+        t = self._t
         self._known(occ, "Placement")
-        if self._filtered[occ].any():
-            o = int(occ[np.argmax(self._filtered[occ] > 0)])
+        fl = t.flags[occ]
+        if (fl & F_FILTERED).any():
+            o = int(occ[np.argmax((fl & F_FILTERED) != 0)])
             raise ValueError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
         if (ln < 1).any() or (off < 0).any() or (off + ln > R).any() or (start < 0).any():
             i = int(np.argmax((ln < 1) | (off < 0) | (off + ln > R) | (start < 0)))
             raise ValueError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
                              f"{int(off[i])}, length {int(ln[i])}) does not fit a row of capacity {R}")
-        L = self._length[occ]
-        added = bos & (self._added[occ] > 0)
+        L = t.length[occ].astype(np.int64)
+        added = bos & ((fl & ADDED) != 0)
         own = bos & ~added
         stop = start + ln - bos
         if (stop > L).any():
             i = int(np.argmax(stop > L))
             raise ValueError(f"inconsistent event stream: placement of occurrence {int(occ[i])} "
                              f"reaches source offset {int(stop[i])} > length {int(L[i])}")
-        src_n = ln - added
-        np.add.at(self._emitted, occ, src_n)
-        self._started[occ] = True
+        np.add.at(t.emitted, occ, (ln - added).astype(t.emitted.dtype))
+        t.flags[occ] = fl | STARTED
         has_target = (off > 0) | (ln > 1)
         first = first_target(row, off, R)
-        np.minimum.at(self._first, occ[has_target], first[has_target])
+        np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
         self._emitted_tokens += int(ln.sum())
         self._emitted_added += int(added.sum())
         self._long_emitted += int(ln[L > R].sum())
         if crop.any():
             self._crop_hist += np.bincount(ln[crop], minlength=R + 1)
-        strat = self._stratum[occ].astype(np.int64)
+        strat = stratum_index(L, self.boundaries)
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
                                                 ).astype(np.int64)
-        # exposure: text interval [start, stop) plus the moved own BOS at offset 0
+        if self.detail:
+            self._keep_detail("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
+                                                            ).astype(np.int64))
+        # exposure: whole documents by a length histogram (folded in at the end), the others by
+        # their text interval [start, stop) plus the moved own BOS at offset 0
+        whole = (start == 0) & (stop == L) & ~bos
+        if whole.any():
+            self._whole_hist += np.bincount(L[whole], minlength=R + 1)
+            keep = ~whole
+            start, stop, L, strat, own = start[keep], stop[keep], L[keep], strat[keep], own[keep]
         a = start
         if own.any():
             a = np.concatenate([a, np.zeros(int(own.sum()), dtype=np.int64)])
@@ -433,8 +498,6 @@ class Ledger:
             L = np.concatenate([L, L[own]])
             strat = np.concatenate([strat, strat[own]])
         self._expose(a, stop, L, strat)
-        if self.detail:
-            self._detail_pl.append(np.column_stack([p, added.astype(np.int64)]))
 
     def _expose(self, a: Int64Array, b: Int64Array, L: Int64Array, strat: Int64Array) -> None:
         nb = self.bins
@@ -446,18 +509,28 @@ class Ledger:
         self._expo += np.bincount(idx.ravel(), weights=cnt.ravel(), minlength=self.n_strata * nb
                                   ).astype(np.int64)
 
-    def _flush_discards(self) -> None:
-        n = len(self._dc)
-        d = np.fromiter(chain.from_iterable(self._dc), np.int64, 4 * n).reshape(-1, 4)
-        self._dc.clear()
-        occ, ln = d[:, 0], d[:, 3]
+    def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
         self._known(occ, "Discard")
         if (ln < 0).any():
             raise ValueError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
-        np.add.at(self._discarded, occ, ln)
+        t = self._t
+        np.add.at(t.discarded, occ, ln.astype(t.discarded.dtype))
         self._discarded_tokens += int(ln.sum())
         if self.detail:
-            self._detail_dc.append(d)
+            self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
+
+    def _keep_detail(self, kind: str, rows: Int64Array) -> None:
+        if self.spill is None:
+            (self._detail_pl if kind == "placements" else self._detail_dc).append(rows)
+            return
+        f = self._spill_files.get(kind)
+        if f is None:
+            f = self._spill_files[kind] = open(self._spill_raw(kind), "wb")  # noqa: SIM115 - closed at the Horizon
+        rows.tofile(f)
+
+    def _spill_raw(self, kind: str) -> Path:
+        assert self.spill is not None
+        return self.spill.with_name(f"{self.spill.name}.{kind}.raw")
 
     def _sample(self) -> None:
         self._flushes += 1
@@ -476,19 +549,93 @@ class Ledger:
         self._horizon = h
         if self._exhausted_at_row is None and h.stop_reason == "exhausted":
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
-        buffered = np.zeros(self._n, dtype=np.int64)
         if h.buffered:
             spans = np.array([(s.occurrence, s.start, s.length, s.bos_inserted) for s in h.buffered],
                              dtype=np.int64)
             occ, ln, bos = spans[:, 0], spans[:, 2], spans[:, 3].astype(np.bool_)
             self._known(occ, "buffered span")
-            added = bos & (self._added[occ] > 0)
-            np.add.at(buffered, occ, ln - added)
+            added = bos & ((self._t.flags[occ] & ADDED) != 0)
+            self._buf_occ, inv = np.unique(occ, return_inverse=True)
+            self._buf_amt = np.bincount(inv.ravel(), weights=ln - added).round().astype(np.int64)
             self._buffered_tokens = int(ln.sum())
             self._buffered_added = int(added.sum())
-        self._buffered = buffered
         R = self.capacity
         self._series.append(SeriesSample(h.rows * (R - 1), self._buffered_tokens, int(self._prot_len.sum())))
+        if self.spill is not None:
+            self._write_spill()
+
+    def _write_spill(self) -> None:
+        assert self.spill is not None
+        widths = {"placements": 9, "discards": 4}
+        arrays: dict[str, Any] = {}
+        for f in self._spill_files.values():
+            f.close()
+        for kind, w in widths.items():
+            raw = self._spill_raw(kind)
+            if raw.exists() and raw.stat().st_size:
+                arrays[kind] = np.memmap(raw, dtype=np.int64, mode="r").reshape(-1, w)
+            else:
+                arrays[kind] = np.zeros((0, w), dtype=np.int64)
+        np.savez(self.spill, **arrays)
+        for kind in widths:
+            self._spill_raw(kind).unlink(missing_ok=True)
+        self._spill_files.clear()
+
+    # ------------------------------------------------------------------ invariants
+
+    def _check(self) -> None:
+        """Assert the ledger's internal invariants over the events accounted so far.
+
+        Pending (not yet flushed) events are not included; tests call this
+        after every event and after the Horizon.
+        """
+        t = self._t
+        n, cap = t.n, t.cap
+        assert 0 <= n <= cap
+        for name in SourceTable._FIXED + SourceTable._LAZY:
+            col = getattr(t, name)
+            assert col is None or col.size == cap, name
+        fl = t.flags[:n]
+        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
+        emitted = t.emitted[:n].astype(np.int64)
+        length = t.length[:n].astype(np.int64)
+        added = np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64)
+        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
+        assert not (started & ~arrived).any(), "a started occurrence never arrived"
+        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
+        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
+        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
+        assert int(length[arrived].sum()) == self._arrived_tokens
+        assert (length[arrived] >= 0).all()
+        assert int(added.sum()) == self._added_bos
+        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
+        assert int(emitted.sum()) + self._emitted_added == self._emitted_tokens
+        assert int(t.discarded[:n].astype(np.int64).sum()) == self._discarded_tokens
+        assert int(filtered.sum()) == self._filtered_tokens
+        assert int(((fl & F_FILTERED) != 0).sum()) == self._filtered_sources
+        spent = emitted + t.discarded[:n] + filtered
+        assert (spent <= length).all(), "source tokens overspent"
+        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
+        assert (t.first_inv[:n][~started] == 0).all()
+        assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
+        if t.pass_index is not None:
+            assert (t.pass_index[:n] >= 0).all()
+        assert int(self._crop_hist.sum()) <= self._emitted_tokens
+        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
+        assert self._prot_len.size == self._prot_occ.size == expected_protected
+        assert (self._prot_len > self.capacity).all()
+        assert (t.length[self._prot_occ] == self._prot_len).all()
+        assert (self._arrived_tokens + self._added_bos
+                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
+        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
+        assert all(0 <= c < self._chunk for c in self._carry)
+        if self._horizon is not None:
+            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
+            assert (self._arrived_tokens + self._added_bos
+                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
+                    + self._buffered_tokens)
+            assert int(self._buf_amt.sum()) + self._buffered_added == self._buffered_tokens
+            assert (np.diff(self._buf_occ) > 0).all()
 
     # ------------------------------------------------------------------ results
 
@@ -504,21 +651,21 @@ class Ledger:
         h = self._horizon
         if h is None:
             raise ValueError("result() needs the Horizon event: feed the whole event stream first")
-        R, n = self.capacity, self._n
-        arrived = self._arrived[:n]
-        cols = _Columns(
-            L=self._length[:n][arrived], strat=self._stratum[:n][arrived].astype(np.int64),
-            emitted=self._emitted[:n][arrived], discarded=self._discarded[:n][arrived],
-            filtered=self._filtered[:n][arrived], buffered=self._buffered[arrived],
-            started=self._started[:n][arrived],
-        )
-        full = (cols.emitted == cols.L) & (cols.L > 0)
+        R = self.capacity
+        agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
-        long_first = self._first[:n][arrived & (self._length[:n] > R) & (self._first[:n] != _NO_TARGET)]
         hist = self._crop_hist
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
                              self._discarded_tokens, self._buffered_tokens, self._buffered_added,
                              self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
+        los = [1, *(b + 1 for b in self.boundaries)]
+        his: list[int | None] = [*self.boundaries, None]
+        strata = tuple(
+            StratumRow(labels[s], los[s], his[s], agg.counts[s], agg.started_by[s], agg.full_by[s],
+                       agg.arrived_tokens[s], agg.emitted_tokens[s], agg.discarded_tokens[s],
+                       agg.buffered_tokens[s], int(self._targets_by_stratum[s]), agg.filtered_sources[s],
+                       agg.filtered_tokens[s])
+            for s in range(self.n_strata))
         self._result = Aggregates(
             policy=self.policy,
             capacity=R,
@@ -533,33 +680,42 @@ class Ledger:
             crop_events=int(hist.sum()),
             crop_bos_only=int(hist[1]),
             median_crop_prefix=_hist_median(hist),
-            arrived_sources=int(arrived.sum()),
-            started_sources=int(cols.started.sum()),
-            fully_emitted_sources=int(full.sum()),
-            distinct_sources_started=_count_distinct(self._source[:n][arrived][cols.started]),
-            conservation_violations=int(
-                (cols.emitted + cols.discarded + cols.filtered + cols.buffered != cols.L).sum()),
+            arrived_sources=agg.arrived,
+            started_sources=agg.started,
+            fully_emitted_sources=agg.full,
+            distinct_sources_started=agg.distinct_started,
+            conservation_violations=agg.conservation_violations,
             over_capacity_emitted_fraction=(self._long_emitted / self._emitted_tokens
                                             if self._emitted_tokens else None),
-            first_over_capacity_target=int(long_first.min()) if long_first.size else None,
+            first_over_capacity_target=agg.first_long,
             protected=self._protected_mass(),
-            strata=_stratum_rows(labels, self.boundaries, cols, full, self._targets_by_stratum),
-            exposure=_exposure_profile(labels, self.boundaries, cols.L, self._expo, self.bins),
-            coverage=_coverage_rows(labels, cols),
+            strata=strata,
+            exposure=_exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts,
+                                       self._expo + _whole_exposure(self._whole_hist, self.boundaries,
+                                                                    self.bins).ravel(), self.bins),
+            coverage=tuple(CoverageRow(labels[s], *agg.coverage[s]) for s in range(self.n_strata)),
             series=tuple(self._series),
             filtered_sources=self._filtered_sources,
         )
         return self._result
 
+    def _buffered_of(self, occ: Int64Array) -> Int64Array:
+        """Source tokens buffered at the horizon for each of ``occ``."""
+        i = np.searchsorted(self._buf_occ, occ)
+        i = np.minimum(i, max(self._buf_occ.size - 1, 0))
+        hit = (self._buf_occ.size > 0) & (self._buf_occ[i] == occ) if self._buf_occ.size else np.zeros(
+            occ.size, np.bool_)
+        return np.where(hit, self._buf_amt[i] if self._buf_amt.size else 0, 0).astype(np.int64)
+
     def _protected_mass(self) -> ProtectedMass:
         prot_occ = self._prot_occ
         prot_tokens = int(self._prot_len.sum())
-        buffered = int(self._buffered[prot_occ].sum())
+        buffered = int(self._buffered_of(prot_occ).sum())
         return ProtectedMass(
             members=int(prot_occ.size),
             long_arrivals=self._long_arrivals,
             tokens=prot_tokens,
-            started_members=int(self._started[prot_occ].sum()),
+            started_members=int(((self._t.flags[prot_occ] & STARTED) != 0).sum()),
             buffered_tokens=buffered,
             share_of_arrived=prot_tokens / self._arrived_tokens if self._arrived_tokens else None,
             share_of_buffered=buffered / self._buffered_tokens if self._buffered_tokens else None,
@@ -573,100 +729,112 @@ class Ledger:
 
     def first_targets(self) -> Int64Array:
         """Per occurrence: target index of its first emitted target, ``-1`` if none. O(occurrences)."""
-        first = self._first[: self._n].copy()
-        first[first == _NO_TARGET] = -1
-        return first
+        inv = self._t.first_inv[: self._n]
+        return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
 
     def arrays(self) -> dict[str, npt.NDArray[Any]]:
-        """Per-occurrence columns (available in both modes; index = occurrence id).
+        """Per-occurrence columns (available in both modes; index = occurrence id). O(occurrences) memory.
 
         Keys: ``arrived, source, pass_index, length, stratum, started, emitted,
         discarded, filtered, buffered, added_bos, first_target`` (``emitted``, ``discarded``
         and ``buffered`` count source tokens; ``buffered`` needs the Horizon).
         """
-        n = self._n
+        t, n = self._t, self._n
+        fl = t.flags[:n]
+        length = t.length[:n].astype(np.int64)
+        buffered = np.zeros(n, np.int64)
+        buffered[self._buf_occ] = self._buf_amt
         return {
-            "arrived": self._arrived[:n].copy(),
-            "source": self._source[:n].copy(),
-            "pass_index": self._pass[:n].astype(np.int64),
-            "length": self._length[:n].copy(),
-            "stratum": self._stratum[:n].astype(np.int64),
-            "started": self._started[:n].copy(),
-            "emitted": self._emitted[:n].copy(),
-            "discarded": self._discarded[:n].copy(),
-            "filtered": self._filtered[:n].copy(),
-            "buffered": self._buffered.copy() if self._horizon is not None else np.zeros(n, np.int64),
-            "added_bos": self._added[:n].astype(np.int64),
+            "arrived": (fl & ARRIVED) != 0,
+            "source": t.sources(0, n).copy(),
+            "pass_index": (np.zeros(n, np.int64) if t.pass_index is None
+                           else t.pass_index[:n].astype(np.int64)),
+            "length": length,
+            "stratum": stratum_index(length, self.boundaries),
+            "started": (fl & STARTED) != 0,
+            "emitted": t.emitted[:n].astype(np.int64),
+            "discarded": t.discarded[:n].astype(np.int64),
+            "filtered": np.where((fl & F_FILTERED) != 0, length, 0),
+            "buffered": buffered,
+            "added_bos": np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64),
             "first_target": self.first_targets(),
         }
 
-    def _detail_index(self) -> tuple[Int64Array, Int64Array, Int64Array]:
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`arrays` (and, with ``detail=True``, the detail rows) to an ``.npz`` file.
+
+        Returns the path written (``.npz`` appended when missing).
+
+        Per-source detail lives on disk from then on; load it with :func:`numpy.load`.
+        """
+        out = Path(path)
+        if out.suffix != ".npz":
+            out = out.with_name(out.name + ".npz")
+        extra: dict[str, Any] = {}
+        if self.detail and self._horizon is not None:
+            pl, dc = self._detail_rows()
+            extra = {"placements": pl, "discards": dc}
+        np.savez(out, **{**self.arrays(), **extra})
+        return out
+
+    def _detail_rows(self) -> tuple[Int64Array, Int64Array]:
+        if self.spill is not None:
+            with np.load(self.spill) as z:
+                return z["placements"], z["discards"]
+        pl = np.concatenate(self._detail_pl) if self._detail_pl else np.zeros((0, 9), np.int64)
+        dc = np.concatenate(self._detail_dc) if self._detail_dc else np.zeros((0, 4), np.int64)
+        return pl, dc
+
+    def _detail_index(self) -> tuple[Int64Array, Int64Array]:
         if not self.detail:
             raise ValueError("per-source records need Ledger(detail=True)")
         if self._horizon is None:
             raise ValueError("per-source records need the Horizon event: feed the whole stream first")
-        cache = getattr(self, "_detail_cache", None)
-        if cache is None:
-            pl = (np.concatenate(self._detail_pl) if self._detail_pl else np.zeros((0, 9), np.int64))
+        if self._detail_cache is None:
+            pl, _ = self._detail_rows()
             order = np.argsort(pl[:, 2], kind="stable")
             pl = pl[order]
             bounds = np.searchsorted(pl[:, 2], np.arange(self._n + 1))
-            cache = (pl, bounds, np.zeros(0, np.int64))
-            self._detail_cache = cache
-        return cache
+            self._detail_cache = (pl, bounds)
+        return self._detail_cache
 
     def record(self, occurrence: int) -> SourceRecord:
         """The ledger line of one occurrence (``detail=True`` only). O(its placements)."""
-        pl, bounds, _ = self._detail_index()
+        pl, bounds = self._detail_index()
         check_int("occurrence", occurrence, 0)
-        if not (0 <= occurrence < self._n) or not self._arrived[occurrence]:
+        t = self._t
+        if not (0 <= occurrence < self._n) or not t.flags[occurrence] & ARRIVED:
             raise ValueError(f"occurrence {occurrence} never arrived")
         rows = pl[bounds[occurrence]: bounds[occurrence + 1]]
         intervals = tuple(EmittedInterval(int(r[4]), int(r[5]), int(r[0]), int(r[1]), bool(r[6]), bool(r[8]))
                           for r in rows)
-        first = int(self._first[occurrence])
-        first = -1 if first == _NO_TARGET else first
+        inv = int(t.first_inv[occurrence])
+        occ = np.asarray([occurrence], dtype=np.int64)
         return SourceRecord(
             occurrence=int(occurrence),
-            source=int(self._source[occurrence]),
-            pass_index=int(self._pass[occurrence]),
-            length=int(self._length[occurrence]),
+            source=int(t.sources(occurrence, occurrence + 1)[0]),
+            pass_index=0 if t.pass_index is None else int(t.pass_index[occurrence]),
+            length=int(t.length[occurrence]),
             intervals=intervals,
-            discarded=int(self._discarded[occurrence]),
-            buffered=int(self._buffered[occurrence]),
-            added_bos=int(self._added[occurrence]),
-            first_target=first if first >= 0 else None,
-            filtered=int(self._filtered[occurrence]),
+            discarded=int(t.discarded[occurrence]),
+            buffered=int(self._buffered_of(occ)[0]),
+            added_bos=0 if t.added is None else int(t.added[occurrence]),
+            first_target=FIRST_ORIGIN - inv if inv > 0 else None,
+            filtered=int(t.length[occurrence]) if t.flags[occurrence] & F_FILTERED else 0,
         )
 
     def records(self) -> Iterator[SourceRecord]:
         """Every arrived occurrence's :class:`SourceRecord`, in arrival-id order (``detail=True``)."""
         self._detail_index()
-        for occ in np.flatnonzero(self._arrived[: self._n]):
+        for occ in np.flatnonzero(self._t.flags[: self._n] & ARRIVED):
             yield self.record(int(occ))
 
     def by_source(self, source: int) -> list[SourceRecord]:
         """All occurrences (one per pass) of an original source id (``detail=True``). O(occurrences)."""
         self._detail_index()
-        occs = np.flatnonzero(self._arrived[: self._n] & (self._source[: self._n] == source))
+        n = self._n
+        occs = np.flatnonzero(((self._t.flags[:n] & ARRIVED) != 0) & (self._t.sources(0, n) == source))
         return [self.record(int(o)) for o in occs]
-
-
-def _count_distinct(values: Int64Array) -> int:
-    if values.size == 0:
-        return 0
-    if int(values.min()) >= 0 and int(values.max()) < 64 * values.size + 1_000_000:
-        return int(np.count_nonzero(np.bincount(values)))
-    return int(np.unique(values).size)
-
-
-def _value_counts(values: Int64Array) -> tuple[Int64Array, Int64Array]:
-    if values.size and int(values.max()) < 64 * values.size + 1_000_000:
-        counts = np.bincount(values)
-        uniq = np.flatnonzero(counts)
-        return uniq.astype(np.int64), counts[uniq].astype(np.int64)
-    u, c = np.unique(values, return_counts=True)
-    return u.astype(np.int64), c.astype(np.int64)
 
 
 def _hist_median(hist: Int64Array) -> float | None:
@@ -679,49 +847,26 @@ def _hist_median(hist: Int64Array) -> float | None:
     return (lo + hi) / 2
 
 
-class _Columns(NamedTuple):
-    """Per-occurrence columns of the arrived occurrences (what the aggregates are computed from)."""
-
-    L: Int64Array
-    strat: Int64Array
-    emitted: Int64Array
-    discarded: Int64Array
-    filtered: Int64Array
-    buffered: Int64Array
-    started: npt.NDArray[np.bool_]
-
-
 def _bin_edges(L: Int64Array, bins: int) -> Int64Array:
     """Relative-position bin edges ``ceil(k L / bins)``, ``k = 0..bins``: shape ``(n, bins + 1)``."""
     k = np.arange(bins + 1, dtype=np.int64)
     return (k[None, :] * L[:, None] + bins - 1) // bins
 
 
-def _stratum_rows(labels: list[str], boundaries: tuple[int, ...], c: _Columns, full: npt.NDArray[np.bool_],
-                  targets_by_stratum: Int64Array) -> tuple[StratumRow, ...]:
+def _whole_exposure(hist: Int64Array, boundaries: tuple[int, ...], bins: int) -> Int64Array:
+    """Exposure ``(strata, bins)`` of whole-document placements counted by length in ``hist``."""
+    uniq = np.flatnonzero(hist).astype(np.int64)
+    out = np.zeros((len(boundaries) + 1, bins), dtype=np.int64)
+    if uniq.size:
+        edges = _bin_edges(uniq, bins)
+        np.add.at(out, stratum_index(uniq, boundaries), (edges[:, 1:] - edges[:, :-1]) * hist[uniq, None])
+    return out
+
+
+def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], uniq: Int64Array, ucnt: Int64Array,
+                      expo: Int64Array, bins: int) -> ExposureProfile:
+    """The emitted counts ``expo`` against all positions of the arrived lengths (``uniq`` with counts)."""
     S = len(labels)
-
-    def by(w: npt.NDArray[Any]) -> list[int]:
-        return [int(v) for v in np.bincount(c.strat, weights=w, minlength=S).round()]
-
-    counts = np.bincount(c.strat, minlength=S)
-    arrived_tok, em_tok, dc_tok, bf_tok, ft_tok = by(c.L), by(c.emitted), by(c.discarded), by(c.buffered), \
-        by(c.filtered)
-    st_cnt, full_cnt, ft_cnt = by(c.started.astype(np.int64)), by(full.astype(np.int64)), \
-        by((c.filtered > 0).astype(np.int64))
-    los = [1, *(b + 1 for b in boundaries)]
-    his: list[int | None] = [*boundaries, None]
-    return tuple(
-        StratumRow(labels[s], los[s], his[s], int(counts[s]), st_cnt[s], full_cnt[s], arrived_tok[s],
-                   em_tok[s], dc_tok[s], bf_tok[s], int(targets_by_stratum[s]), ft_cnt[s], ft_tok[s])
-        for s in range(S))
-
-
-def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], L: Int64Array, expo: Int64Array,
-                      bins: int) -> ExposureProfile:
-    """The emitted counts ``expo`` against all positions of the arrived lengths (over unique lengths)."""
-    S = len(labels)
-    uniq, ucnt = _value_counts(L)
     edges = _bin_edges(uniq, bins)
     sizes = (edges[:, 1:] - edges[:, :-1]) * ucnt[:, None]
     positions = np.zeros((S, bins), dtype=np.int64)
@@ -731,23 +876,12 @@ def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], L: Int64Ar
                            tuple(tuple(int(v) for v in r) for r in positions))
 
 
-def _coverage_rows(labels: list[str], c: _Columns) -> tuple[CoverageRow, ...]:
-    cov = np.divide(c.emitted, c.L, out=np.zeros(c.L.size), where=c.L > 0)
-    rows = []
-    for s in range(len(labels)):
-        x = cov[c.strat == s]
-        rows.append(CoverageRow(labels[s], int(x.size), float(x.mean()) if x.size else None,
-                                float(np.median(x)) if x.size else None,
-                                int((x == 0).sum()), int((x == 1).sum())))
-    return tuple(rows)
-
-
 # --------------------------------------------------------------------------- convenience
 
 
-def audit_events(events: Iterable[Event], capacity: int = 2049, min_buffer: int = 1000, **kwargs: Any
+def audit_events(events: Iterable[EventItem], capacity: int = 2049, min_buffer: int = 1000, **kwargs: Any
                  ) -> Aggregates:
-    """Aggregate a whole event stream of any packer (``kwargs`` go to :class:`Ledger`)."""
+    """Aggregate a whole stream of events and/or batches of any packer (``kwargs`` go to :class:`Ledger`)."""
     ledger = Ledger(capacity, min_buffer, **kwargs)
     ledger.consume(events)
     if not ledger.finished:
@@ -767,6 +901,7 @@ def audit_lengths(
     """Replay ``lengths`` with one packer configuration and aggregate it.
 
     Keyword arguments are :class:`~packing_theory.engine.policies.PackerConfig` fields.
+    The ``compiled`` engine feeds the ledger batches; the others, single events.
 
     >>> agg = audit_lengths([5, 3, 9, 4, 12, 2], capacity=8, min_buffer=2, refill=2, policy="continue")
     >>> agg.mass.discarded_tokens, agg.mass.identity_holds, agg.stop_reason
@@ -774,5 +909,8 @@ def audit_lengths(
     """
     config = resolve_config(config, kwargs, PackerConfig)
     ledger = Ledger.from_config(config, **(ledger_kwargs or {}))
-    ledger.consume(make_packer(engine, config).events(lengths), progress=progress)
+    packer = make_packer(engine, config)
+    stream: Iterable[EventItem] = (packer.batches(lengths) if engine == "compiled"  # type: ignore[union-attr]
+                                   else packer.events(lengths))
+    ledger.consume(stream, progress=progress)
     return ledger.result()

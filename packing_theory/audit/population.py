@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.events import Event, Placement
+from ..engine.batches import EventBatch, EventItem
+from ..engine.events import Placement, first_target
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..lengths import validate_lengths
@@ -150,8 +151,11 @@ def evaluation_population(
     pop = arr if population is None else validate_lengths(np.asarray(population), name="population")
     cfg = replace(config, rows=None, targets=int(targets))
     ledger = Ledger.from_config(cfg, boundaries=boundaries)
-    scored: dict[int, int] = {}
-    ledger.consume(_count_scored(make_packer(engine, cfg).events(arr), cfg.capacity, targets, scored))
+    scored: list[tuple[Int64Array, Int64Array]] = []
+    packer = make_packer(engine, cfg)
+    stream: Iterable[EventItem] = (packer.batches(arr) if engine == "compiled"  # type: ignore[union-attr]
+                                   else packer.events(arr))
+    ledger.consume(_count_scored(stream, cfg.capacity, targets, scored))
     agg = ledger.result()
     cols = ledger.arrays()
     arrived = cols["arrived"]
@@ -161,9 +165,9 @@ def evaluation_population(
     S = ledger.n_strata
     labels = tuple(stratum_labels(ledger.boundaries))
     pop_counts = tuple(int(v) for v in np.bincount(stratum_index(pop, ledger.boundaries), minlength=S))
-    occ = np.fromiter(scored, np.int64, len(scored))
-    weights = np.fromiter(scored.values(), np.int64, len(scored))
-    target_counts = np.bincount(cols["stratum"][occ], weights=weights, minlength=S).astype(np.int64)
+    occ = np.concatenate([np.asarray(o, dtype=np.int64) for o, _ in scored])
+    weights = np.concatenate([np.asarray(k, dtype=np.int64) for _, k in scored])
+    target_counts = np.bincount(cols["stratum"][occ], weights=weights, minlength=S).round().astype(np.int64)
 
     def included_within(limit: int) -> tuple[int, ...]:
         return _distinct_by_stratum(src, strat, (first >= 0) & (first < limit), S)
@@ -193,19 +197,29 @@ def evaluation_population(
     )
 
 
-def _count_scored(events: Iterable[Event], capacity: int, targets: int, scored: dict[int, int]
-                  ) -> Iterator[Event]:
-    """Pass events through, adding each occurrence's scored targets below ``targets`` to ``scored``.
+def _count_scored(events: Iterable[EventItem], capacity: int, targets: int,
+                  scored: list[tuple[Int64Array, Int64Array]]) -> Iterator[EventItem]:
+    """Pass events and batches through; append (occurrences, targets scored below ``targets``) to ``scored``.
 
     The budget cuts the last row: rows are whole, the budget need not be.
     """
+    occ: list[int] = []
+    cnt: list[int] = []
+    scored.append((occ, cnt))  # type: ignore[arg-type]  # filled below; converted by the caller
     for ev in events:
         if type(ev) is Placement:
             first = ev.first_target(capacity)
             n = ev.length - (1 if ev.offset == 0 else 0)
             k = min(first + n, targets) - first
             if k > 0:
-                scored[ev.occurrence] = scored.get(ev.occurrence, 0) + k
+                occ.append(ev.occurrence)
+                cnt.append(k)
+        elif type(ev) is EventBatch:
+            p = ev.placement
+            firsts = first_target(p.row, p.offset, capacity)
+            ks = np.minimum(firsts + p.length - (p.offset == 0), targets) - firsts
+            sel = ks > 0
+            scored.append((p.occurrence[sel], ks[sel]))
         yield ev
 
 

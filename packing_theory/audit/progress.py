@@ -26,7 +26,8 @@ class ProgressBar:
         self._bar.close()
 
 
-def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None) -> ProgressBar | None:
+def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None,
+                 unit: str = "row") -> ProgressBar | None:
     """A :class:`ProgressBar` on standard error, or ``None``.
 
     By default (``enabled=None``) a bar is shown only when standard error is a
@@ -41,4 +42,4 @@ def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None) -
         tqdm = importlib.import_module("tqdm")
     except ImportError:
         return None
-    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit="row", file=sys.stderr, leave=False))
+    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False))

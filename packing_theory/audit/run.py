@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -22,8 +23,10 @@ from .population import (
     evaluation_population,
 )
 from .results import Aggregates
-from .startup import StartupSpread, startup_delays
+from .startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+
+Int64Array = npt.NDArray[np.int64]
 
 __all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "corpus_summary", "run_audit"]
 
@@ -103,6 +106,7 @@ def run_audit(
     corpus_label: str = "",
     eval_label: str = "",
     progress: Callable[[str, int | None], Callable[[int], None] | None] | None = None,
+    executor: Executor | None = None,
 ) -> AuditResult:
     """Audit ``lengths`` under each policy of ``policies`` with the rest of ``config``.
 
@@ -115,8 +119,18 @@ def run_audit(
         permutations: startup-delay permutations per policy (0 to skip).
         eval_lengths: an evaluation stream; when given, its population is
             audited with each policy at ``eval_targets`` and ``eval_prefixes``.
-        progress: a factory ``(description, total rows) -> callback(rows)``
-            (see :func:`packing_theory.audit.report.progress_bar`).
+        engine: ``"fast"``, ``"compiled"`` (batches; the ``fast`` extra) or ``"reference"``.
+        progress: a factory ``(description, total) -> callback(done)``
+            (see :func:`packing_theory.audit.report.progress_bar`): rows of each
+            replay when sequential, finished tasks with an executor.
+        executor: any :class:`concurrent.futures.Executor` (a
+            ``ProcessPoolExecutor``, or a Dask ``distributed`` client's executor):
+            every policy replay, every startup permutation (replayed under
+            every policy) and every evaluation replay becomes one task. Tasks are pure functions of their
+            arguments (permutation ``i`` carries the generator state saved
+            before its draw), so the result equals the sequential one whatever
+            the executor; ``seconds`` then holds the tasks' own wall times, summed
+            per stage. ``None`` (default) runs everything in this process.
 
     Complexity: one replay per policy (O(events)), the permutation prefixes,
     and one evaluation replay per policy.
@@ -133,32 +147,19 @@ def run_audit(
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {name!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"policies must not repeat, got {names}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
     permutations = check_int("permutations", permutations, 0)
-    seconds: dict[str, float] = {}
-    aggs: list[Aggregates] = []
-    spreads: list[StartupSpread] = []
-    evals: list[EvalPopulation] = []
     ev_arr = None if eval_lengths is None else validate_lengths(np.asarray(eval_lengths),
                                                                 name="evaluation lengths")
-    for name in names:
-        cfg = replace(config, policy=name)  # type: ignore[arg-type]
-        t0 = time.perf_counter()
-        cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
-        aggs.append(audit_lengths(arr, cfg, engine=engine, progress=cb,
-                                  ledger_kwargs={"boundaries": boundaries}))
-        if cb is not None and hasattr(cb, "close"):
-            cb.close()
-        seconds[f"replay:{name}"] = time.perf_counter() - t0
-        if permutations:
-            t0 = time.perf_counter()
-            spreads.append(startup_delays(arr, cfg, permutations=int(permutations), seed=permutation_seed,
-                                          engine=engine))
-            seconds[f"startup:{name}"] = time.perf_counter() - t0
-        if ev_arr is not None:
-            t0 = time.perf_counter()
-            evals.append(evaluation_population(ev_arr, cfg, targets=eval_targets, prefixes=eval_prefixes,
-                                               boundaries=boundaries, engine=engine))
-            seconds[f"evaluation:{name}"] = time.perf_counter() - t0
+    configs = [replace(config, policy=name) for name in names]  # type: ignore[arg-type]
+    if executor is None:
+        aggs, spreads, evals, seconds = _sequential(arr, configs, permutations, permutation_seed, ev_arr,
+                                                    eval_targets, eval_prefixes, engine, boundaries, progress)
+    else:
+        aggs, spreads, evals, seconds = _parallel(arr, configs, permutations, permutation_seed, ev_arr,
+                                                  eval_targets, eval_prefixes, engine, boundaries, progress,
+                                                  executor)
     return AuditResult(
         corpus=corpus_summary(arr, config.capacity, label=corpus_label, boundaries=boundaries),
         config=config,
@@ -170,3 +171,89 @@ def run_audit(
                      if ev_arr is not None else None),
         seconds=seconds,
     )
+
+
+_Parts = tuple[list[Aggregates], list[StartupSpread], list[EvalPopulation], dict[str, float]]
+
+
+def _sequential(arr: Int64Array, configs: list[PackerConfig], permutations: int, seed: int,
+                ev_arr: Int64Array | None, eval_targets: int, eval_prefixes: Sequence[int], engine: Engine,
+                boundaries: Sequence[int], progress: Any) -> _Parts:
+    seconds: dict[str, float] = {}
+    aggs: list[Aggregates] = []
+    spreads: list[StartupSpread] = []
+    evals: list[EvalPopulation] = []
+    if permutations:  # each permutation drawn once and replayed under every policy
+        t0 = time.perf_counter()
+        delays = startup_delays_many(arr, configs, permutations, seed, engine)
+        share = (time.perf_counter() - t0) / len(configs)
+        for j, cfg in enumerate(configs):
+            spreads.append(StartupSpread(cfg.policy, permutations, int(seed), tuple(d[j] for d in delays)))
+    for cfg in configs:
+        name = cfg.policy
+        t0 = time.perf_counter()
+        cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
+        aggs.append(audit_lengths(arr, cfg, engine=engine, progress=cb,
+                                  ledger_kwargs={"boundaries": boundaries}))
+        if cb is not None and hasattr(cb, "close"):
+            cb.close()
+        seconds[f"replay:{name}"] = time.perf_counter() - t0
+        if permutations:
+            seconds[f"startup:{name}"] = share
+        if ev_arr is not None:
+            t0 = time.perf_counter()
+            evals.append(evaluation_population(ev_arr, cfg, targets=eval_targets, prefixes=eval_prefixes,
+                                               boundaries=boundaries, engine=engine))
+            seconds[f"evaluation:{name}"] = time.perf_counter() - t0
+    return aggs, spreads, evals, seconds
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and its wall time (runs inside a worker)."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def _parallel(arr: Int64Array, configs: list[PackerConfig], permutations: int, seed: int,
+              ev_arr: Int64Array | None, eval_targets: int, eval_prefixes: Sequence[int], engine: Engine,
+              boundaries: Sequence[int], progress: Any, executor: Executor) -> _Parts:
+    states = permutation_states(arr.size, permutations, seed) if permutations else []
+    jobs: list[tuple[str, str, Future[tuple[Any, float]]]] = []
+    for state in states:  # one task per permutation, replayed under every policy
+        jobs.append(("startup", "*", executor.submit(_timed, startup_delay_all, arr, configs, state, engine)))
+    for cfg in configs:
+        name = cfg.policy
+        jobs.append(("replay", name, executor.submit(_timed, audit_lengths, arr, cfg, engine=engine,
+                                                     ledger_kwargs={"boundaries": tuple(boundaries)})))
+        if ev_arr is not None:
+            jobs.append(("evaluation", name, executor.submit(
+                _timed, evaluation_population, ev_arr, cfg, targets=eval_targets,
+                prefixes=tuple(eval_prefixes), boundaries=tuple(boundaries), engine=engine)))
+    cb = progress("audit tasks", len(jobs)) if progress is not None else None
+    if cb is not None:
+        for done, _ in enumerate(as_completed([f for _, _, f in jobs]), 1):
+            cb(done)
+        if hasattr(cb, "close"):
+            cb.close()
+    seconds: dict[str, float] = {}
+    aggs: list[Aggregates] = []
+    evals: list[EvalPopulation] = []
+    delays: dict[str, list[int | None]] = {cfg.policy: [] for cfg in configs}
+    for stage, label, future in jobs:  # submission order: deterministic whatever finished first
+        value, spent = future.result()
+        if stage == "startup":
+            for cfg, delay in zip(configs, value, strict=True):
+                delays[cfg.policy].append(delay)
+                key = f"startup:{cfg.policy}"
+                seconds[key] = seconds.get(key, 0.0) + spent / len(configs)
+            continue
+        key = f"{stage}:{label}"
+        seconds[key] = seconds.get(key, 0.0) + spent
+        if stage == "replay":
+            aggs.append(value)
+        else:
+            evals.append(value)
+    spreads = [StartupSpread(cfg.policy, permutations, int(seed), tuple(delays[cfg.policy]))
+               for cfg in configs] if permutations else []
+    return aggs, spreads, evals, seconds

@@ -8,7 +8,8 @@ placement, and reports the spread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +17,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.events import Placement
+from ..engine.events import Placement, first_target
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 
-__all__ = ["StartupSpread", "startup_delays"]
+__all__ = ["StartupSpread", "permutation_states", "startup_delay", "startup_delay_all", "startup_delays",
+           "startup_delays_many"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -74,12 +76,18 @@ def startup_delays(
     permutations: int = 20,
     seed: int = 0,
     engine: Engine = "fast",
+    executor: Executor | None = None,
     **kwargs: Any,
 ) -> StartupSpread:
     """Startup delay over ``permutations`` random orders of the same lengths (seed 000 §5.1 used 20).
 
     Each replay stops at its first placement of a long occurrence (original
     length ``> R``), so the cost is that of the replay prefix, not the budget.
+    Permutation ``i`` is the ``i``-th ``permutation`` draw of
+    ``numpy.random.default_rng(seed)``; with an ``executor`` (any
+    :class:`concurrent.futures.Executor`) the replays run there, each from the
+    generator state saved before its draw, so the delays do not depend on the
+    executor or on the completion order.
 
     >>> s = startup_delays([3, 9, 2, 4, 10, 1] * 5, capacity=8, min_buffer=3, refill=2, permutations=4)
     >>> s.permutations, len(s.delays), s.minimum is not None
@@ -90,26 +98,78 @@ def startup_delays(
     from ..lengths import validate_lengths
 
     base = validate_lengths(np.asarray(list(lengths) if not isinstance(lengths, np.ndarray) else lengths))
+    if executor is None:
+        delays = [d[0] for d in startup_delays_many(base, [config], permutations, seed, engine)]
+    else:
+        futures = [executor.submit(startup_delay, base, config, state, engine)
+                   for state in permutation_states(base.size, permutations, seed)]
+        delays = [f.result() for f in futures]
+    return StartupSpread(config.policy, int(permutations), int(seed), tuple(delays))
+
+
+def startup_delays_many(base: Int64Array, configs: Sequence[PackerConfig], permutations: int, seed: int,
+                        engine: Engine = "fast") -> list[list[int | None]]:
+    """Per permutation, the startup delay under each of ``configs`` (each permutation drawn once)."""
     rng = np.random.default_rng(seed)
+    return [[_delay(perm, cfg, engine) for cfg in configs]
+            for perm in (rng.permutation(base) for _ in range(permutations))]
+
+
+def permutation_states(n: int, permutations: int, seed: int) -> list[Mapping[str, Any]]:
+    """The generator state before each of ``permutations`` draws of ``default_rng(seed).permutation(n)``.
+
+    O(permutations * n): each draw is made (and dropped) to reach the next state.
+    """
+    rng = np.random.default_rng(seed)
+    states = []
+    for _ in range(permutations):
+        states.append(rng.bit_generator.state)
+        rng.permutation(n)  # a permutation of n consumes what a permutation of an n-array does
+    return states
+
+
+def startup_delay(base: Int64Array, config: PackerConfig, state: Mapping[str, Any], engine: Engine = "fast"
+                  ) -> int | None:
+    """First over-capacity target of one permutation (``state``: a saved ``PCG64`` state), or ``None``."""
+    return startup_delay_all(base, [config], state, engine)[0]
+
+
+def startup_delay_all(base: Int64Array, configs: Sequence[PackerConfig], state: Mapping[str, Any],
+                      engine: Engine = "fast") -> list[int | None]:
+    """:func:`startup_delay` under each of ``configs``, drawing the permutation once (an executor task)."""
+    gen = np.random.Generator(np.random.PCG64())
+    gen.bit_generator.state = state
+    perm = gen.permutation(base)
+    return [_delay(perm, cfg, engine) for cfg in configs]
+
+
+def _delay(perm: Int64Array, config: PackerConfig, engine: Engine) -> int | None:
     R = config.capacity
     packer = make_packer(engine, config)
-    delays: list[int | None] = []
-    for _ in range(permutations):
-        perm = rng.permutation(base)
-        delay: int | None = None
-        # one pass: stream the permutation lazily, so only the replayed prefix is converted
-        gen = packer.events(_lazy_ints(perm) if config.passes == 1 else perm)
+    if engine == "compiled":
+        # small batches: the search stops at the first long placement, a short prefix of the stream
+        batches: Any = packer.batches(perm, size=8192)  # type: ignore[union-attr]
         try:
-            for ev in gen:
-                if type(ev) is Placement and perm[ev.source] > R:
-                    delay = ev.first_target(R)
-                    break
+            for b in batches:
+                p = b.placement
+                hit = np.flatnonzero(perm[p.source] > R)
+                if hit.size:
+                    i = int(hit[0])
+                    return int(first_target(int(p.row[i]), int(p.offset[i]), R))
         finally:
-            close = getattr(gen, "close", None)
-            if close is not None:
-                close()
-        delays.append(delay)
-    return StartupSpread(config.policy, int(permutations), int(seed), tuple(delays))
+            batches.close()
+        return None
+    # one pass: stream the permutation lazily, so only the replayed prefix is converted
+    events = packer.events(_lazy_ints(perm) if config.passes == 1 else perm)
+    try:
+        for ev in events:
+            if type(ev) is Placement and perm[ev.source] > R:
+                return ev.first_target(R)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+    return None
 
 
 def _lazy_ints(arr: Int64Array, chunk: int = 16384) -> Iterator[int]:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
+from ..engine.replay import ENGINES
 
 __all__ = [
     "add_stream_options", "check_max_wait", "config_from_args", "emit_json", "parse_int_list", "parse_refill",
@@ -80,8 +81,9 @@ def add_stream_options(
                         help="when the stream cannot refill to B, keep selecting until empty "
                              "(outside the theorem) instead of stopping")
     if engine:
-        parser.add_argument("--engine", choices=("fast", "reference"), default="fast",
-                            help="fast engine (default) or the naive reference")
+        parser.add_argument("--engine", choices=ENGINES, default="fast",
+                            help="fast engine (default, pure Python), compiled (numba: pip install "
+                                 "'packing-theory[fast]') or the naive reference")
     from ._peers import add_peer_options
 
     add_peer_options(parser)

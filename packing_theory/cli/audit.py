@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +145,9 @@ def register(sub: Any) -> None:
                         help="report directory (default ./audit-report)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="run the policy replays, startup permutations and evaluation replays in N "
+                             "processes (default 1: in this process; 0: one per CPU); the report is the same")
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
@@ -289,18 +294,27 @@ def run(args: argparse.Namespace) -> int:
     t_loaded = time.perf_counter()
 
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
-        return progress_bar(desc, total, enabled=False if args.no_progress else None)
+        return progress_bar(desc, total, enabled=False if args.no_progress else None,
+                            unit="task" if desc.endswith("tasks") else "row")
 
     from ._peers import is_peer
 
+    if args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}")
     streaming = [p for p in policies if not is_peer(p)]
     if streaming:
-        result: AuditResult = run_audit(
-            train, config, policies=streaming, permutations=args.permutations,
-            permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
-            eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
-            progress=bar,
-        )
+        workers = args.workers or os.cpu_count() or 1
+        executor = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+        try:
+            result: AuditResult = run_audit(
+                train, config, policies=streaming, permutations=args.permutations,
+                permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
+                eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
+                progress=bar, executor=executor,
+            )
+        finally:
+            if executor is not None:
+                executor.shutdown()
     else:
         result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
                              (), (), (), None, {})

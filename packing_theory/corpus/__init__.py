@@ -29,6 +29,7 @@ from .default import (
     FitRow,
     LogLogistic,
     default_corpus_fit,
+    default_length_chunks,
     default_lengths,
     startup_targets,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Tokenizer",
     "bpe_lengths",
     "default_corpus_fit",
+    "default_length_chunks",
     "default_lengths",
     "documents_from_texts",
     "iter_parquet_texts",

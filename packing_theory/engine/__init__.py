@@ -4,11 +4,13 @@
 module             job
 =================  ===========================================================
 ``events``         the event types every packer emits (the one interface)
+``batches``        :class:`EventBatch`: the same stream in numpy columns
 ``policies``       :class:`PackerConfig`, the policies and the rules both
                    engines share (refill batches, segmentation, crop outcomes)
 ``buffer``         :class:`FastBuffer`, O(log n) largest-fit / shortest queries
 ``packer``         :class:`Packer`, the fast engine
 ``reference``      :class:`ReferencePacker`, the loaders' loop transcribed (the oracle)
+``compiled``       :class:`CompiledPacker`, the numba engine (optional ``fast`` extra)
 ``rows``           rows of placements (an audit's view) and of token ids (a trainer's)
 ``replay``         :func:`make_packer`, :func:`replay` and the in-memory :class:`Replay`
 ``summary``        :class:`SummaryAccumulator`, the replay's mass and source summary
@@ -22,7 +24,9 @@ adapters, cli).
 
 from __future__ import annotations
 
+from .batches import EventBatch, EventItem, LengthChunks, batched, unbatched
 from .buffer import FastBuffer
+from .compiled import CompiledPacker
 from .events import (
     STOP_REASONS,
     Arrival,
@@ -55,15 +59,19 @@ __all__ = [
     "Arrival",
     "BosAdded",
     "BufferedSpan",
+    "CompiledPacker",
     "Discard",
     "Engine",
     "Event",
+    "EventBatch",
+    "EventItem",
     "EventSource",
     "Exhausted",
     "ExhaustedMode",
     "FastBuffer",
     "Filtered",
     "Horizon",
+    "LengthChunks",
     "Packer",
     "PackerConfig",
     "Padding",
@@ -75,10 +83,12 @@ __all__ = [
     "ReplaySummary",
     "RowEvent",
     "SummaryAccumulator",
+    "batched",
     "fill_length",
     "group_rows",
     "make_packer",
     "replay",
     "summarize",
     "token_rows",
+    "unbatched",
 ]

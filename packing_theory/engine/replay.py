@@ -1,9 +1,10 @@
 """Choosing an engine and keeping a whole replay in memory (notebooks, tests).
 
-:func:`make_packer` builds the fast :class:`~packing_theory.engine.packer.Packer`
-or the naive :class:`~packing_theory.engine.reference.ReferencePacker` from one
-configuration; :func:`replay` runs it and keeps every event in a
-:class:`Replay`.
+:func:`make_packer` builds the fast :class:`~packing_theory.engine.packer.Packer`,
+the naive :class:`~packing_theory.engine.reference.ReferencePacker` or the
+numba :class:`~packing_theory.engine.compiled.CompiledPacker` (the ``fast``
+extra) from one configuration; :func:`replay` runs it and keeps every event in
+a :class:`Replay`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .compiled import CompiledPacker
 from .events import Arrival, Event, Horizon, Placement
 from .packer import Packer
 from .policies import LengthsInput, PackerConfig
@@ -21,19 +23,27 @@ from .summary import ReplaySummary, summarize
 
 __all__ = ["ENGINES", "Engine", "Replay", "make_packer", "replay"]
 
-Engine = Literal["fast", "reference"]
-ENGINES: tuple[Engine, ...] = ("fast", "reference")
+Engine = Literal["fast", "compiled", "reference"]
+ENGINES: tuple[Engine, ...] = ("fast", "compiled", "reference")
+"""``fast`` (pure Python, the default), ``compiled`` (numba, emits batches), ``reference`` (the oracle)."""
 
 
 def make_packer(
     engine: Engine = "fast", config: PackerConfig | None = None, **kwargs: Any
-) -> Packer | ReferencePacker:
-    """Build the ``"fast"`` :class:`Packer` or the ``"reference"`` packer with the same config."""
+) -> Packer | ReferencePacker | CompiledPacker:
+    """Build the ``"fast"`` :class:`Packer`, the ``"compiled"`` or the ``"reference"`` packer.
+
+    >>> make_packer("nope")
+    Traceback (most recent call last):
+    ValueError: engine must be one of fast, compiled, reference; got 'nope'
+    """
     if engine == "fast":
         return Packer(config, **kwargs)
     if engine == "reference":
         return ReferencePacker(config, **kwargs)
-    raise ValueError(f"engine must be 'fast' or 'reference', got {engine!r}")
+    if engine == "compiled":
+        return CompiledPacker(config, **kwargs)
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from .batches import EventItem, unbatched
 from .events import (
     BosAdded,
     Discard,
-    Event,
     Filtered,
     Padding,
     Placement,
@@ -28,18 +28,19 @@ RowEvent = Placement | Padding | Repeat
 """The events that fill row positions."""
 
 
-def group_rows(events: Iterable[Event], capacity: int) -> Iterator[list[Placement]]:
+def group_rows(events: Iterable[EventItem], capacity: int) -> Iterator[list[Placement]]:
     """Group the row-filling events into complete rows.
 
     The events of one row must be contiguous in the stream (every packer
     completes a row before it starts the next, whatever the row's index).
     Rows of the streaming family hold only placements; peers' rows may also
     hold :class:`~packing_theory.engine.events.Padding` and
-    :class:`~packing_theory.engine.events.Repeat` events.
+    :class:`~packing_theory.engine.events.Repeat` events. Batches are read
+    event by event (:func:`~packing_theory.engine.batches.unbatched`).
     """
     current: list[Any] = []
     filled = 0
-    for ev in events:
+    for ev in unbatched(events):
         n = fill_length(ev)
         if n:
             current.append(ev)
@@ -107,7 +108,8 @@ def _rows_by_source(packer: Any, documents: Sequence[Sequence[int]], pad_id: int
     capacity: int = packer.capacity
     row: list[int] = []
     no_doc: Sequence[int] = ()
-    for ev in packer.events(_DocumentLengths(documents)):
+    stream: Iterator[Any] = unbatched(packer.events(_DocumentLengths(documents)))
+    for ev in stream:
         t = type(ev)
         if t is Placement or t is Repeat:
             _fill(row, ev, documents[ev.source], pad_id)
@@ -135,7 +137,8 @@ def _rows_streamed(packer: Any, docs_iter: Iterator[Sequence[int]], pad_id: int)
     capacity: int = packer.capacity
     release = (lambda *_: None) if keep_all else _release
     no_doc: Sequence[int] = ()
-    for ev in packer.events(lengths()):
+    stream: Iterator[Any] = unbatched(packer.events(lengths()))
+    for ev in stream:
         t = type(ev)
         if t is Placement or t is Repeat:
             _fill(row, ev, held[ev.occurrence], pad_id)

@@ -61,6 +61,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._checks import check_bool, check_int
+from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from ..engine.policies import PackerConfig, Policy
 from .protected import (
@@ -306,8 +307,12 @@ class InvariantMonitor:
 
     # -- event stream API ----------------------------------------------------
 
-    def feed(self, ev: Event) -> None:
+    def feed(self, ev: EventItem) -> None:
         """Consume one event of the placement stream. O(1) (O(log B) for a long arrival).
+
+        An :class:`~packing_theory.engine.batches.EventBatch` is consumed event
+        by event in stream order (the check depends on the interleaving of
+        arrivals and selections).
 
         Raises:
             InvariantViolation: in ``on_violation="raise"`` mode.
@@ -344,11 +349,20 @@ class InvariantMonitor:
             self._outside = True
         elif type(ev) is Horizon:
             self._finish(ev)
+        elif type(ev) is EventBatch:
+            feed = self.feed
+            for e in ev.events():
+                feed(e)
+            return
         if self.tracker is not None:
             self.tracker.feed(ev)
 
-    def _feed_not_applicable(self, ev: Event) -> None:
+    def _feed_not_applicable(self, ev: EventItem) -> None:
         """:meth:`feed` when the proposition does not apply: count, check nothing."""
+        if type(ev) is EventBatch:
+            for e in ev.events():
+                self._feed_not_applicable(e)
+            return
         t = type(ev)
         if t is Placement:
             self.selections += 1
@@ -358,8 +372,8 @@ class InvariantMonitor:
         elif t is Horizon:
             self.horizon = ev  # type: ignore[assignment]
 
-    def observe(self, events: Iterable[Event]) -> Iterator[Event]:
-        """Pass events through unchanged while feeding them to the monitor.
+    def observe(self, events: Iterable[EventItem]) -> Iterator[EventItem]:
+        """Pass events (or batches) through unchanged while feeding them to the monitor.
 
         >>> from packing_theory import Packer
         >>> mon = InvariantMonitor(capacity=8, min_buffer=2)
@@ -372,7 +386,7 @@ class InvariantMonitor:
             feed(ev)
             yield ev
 
-    def run(self, events: Iterable[Event]) -> MonitorReport:
+    def run(self, events: Iterable[EventItem]) -> MonitorReport:
         """Consume a whole event stream and return :meth:`report`."""
         feed = self.feed
         for ev in events:

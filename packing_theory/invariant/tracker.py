@@ -11,7 +11,8 @@ predicate.
 from __future__ import annotations
 
 from .._checks import check_int
-from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Horizon, Placement
+from ..engine.batches import EventBatch, EventItem
+from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Horizon, Placement
 from ..engine.policies import CONTINUING_POLICIES, POLICIES, Policy, crop_outcome, segment
 
 __all__ = ["BufferTracker"]
@@ -78,8 +79,8 @@ class BufferTracker:
         self.mass -= span.length
         return span
 
-    def feed(self, ev: Event) -> None:
-        """Apply one event. O(1) amortised.
+    def feed(self, ev: EventItem) -> None:
+        """Apply one event (or each event of a batch, in order). O(1) amortised per event.
 
         Raises:
             ValueError: a placement of a span that is not buffered.
@@ -114,6 +115,9 @@ class BufferTracker:
             self._pending = None
         elif type(ev) is Horizon:
             self.horizon = ev
+        elif type(ev) is EventBatch:
+            for e in ev.events():
+                self.feed(e)
 
     def snapshot(self) -> tuple[BufferedSpan, ...]:
         """The buffered spans in buffer order. O(n log n)."""

@@ -1,0 +1,141 @@
+"""Differential tests: the compiled (numba) engine against the fast engine, event for event.
+
+Skipped, with the reason shown, when numba is not installed (``pip install "packing-theory[fast]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_engines import packer_cases
+from test_loader_golden import FIXTURES, _digests, _rows
+
+import packing_theory as pt
+from packing_theory.engine.batches import LengthChunks, batched
+from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+
+pytestmark = pytest.mark.skipif(not compiled_available(),
+                                reason='numba not installed: pip install "packing-theory[fast]"')
+
+
+def typed(events: list[pt.Event]) -> list[tuple[str, tuple[Any, ...]]]:
+    """Events with their type names: NamedTuples of different types compare equal as tuples."""
+    return [(type(e).__name__, tuple(e)) for e in events]
+
+
+@given(packer_cases(COMPILED_POLICIES), st.sampled_from([4, 5, 64, 65_536]))
+def test_compiled_equals_fast(case: tuple[list[int], dict[str, Any]], size: int) -> None:
+    lengths, kwargs = case
+    fast = pt.replay(lengths, engine="fast", **kwargs).events
+    batches = list(CompiledPacker(**kwargs).batches(lengths, size=size))
+    for b in batches:
+        b._check()
+        assert len(b) <= size + 1
+    events = [e for b in batches for e in b.events()]
+    assert typed(events) == typed(fast)
+    # the compiled batches equal the fast events batched at the same boundaries
+    cuts = np.cumsum([len(b) for b in batches])[:-1].tolist()
+    starts = [0, *cuts]
+    ends = [*cuts, len(fast)]
+    assert batches == [next(batched(fast[a:b], max(1, b - a))) for a, b in zip(starts, ends, strict=True)]
+
+
+@settings(max_examples=50)
+@given(packer_cases(COMPILED_POLICIES), st.integers(1, 7))
+def test_compiled_small_input_chunks_and_iterators(case: tuple[list[int], dict[str, Any]], step: int) -> None:
+    lengths, kwargs = case
+    fast = typed(pt.replay(lengths, engine="fast", **kwargs).events)
+    packer = CompiledPacker(**kwargs)
+    got = [e for b in packer.batches(lengths, size=8, input_chunk=step) for e in b.events()]
+    assert typed(got) == fast
+    if kwargs["passes"] == 1:
+        assert typed(list(packer.events(iter(lengths)))) == fast
+        chunks = LengthChunks(np.array(lengths[i : i + step]) for i in range(0, len(lengths), step))
+        assert typed(list(packer.events(chunks))) == fast
+
+
+@pytest.mark.parametrize("policy", COMPILED_POLICIES)
+def test_every_policy_at_scale(policy: str) -> None:
+    rng = np.random.default_rng(2024)
+    lengths = np.maximum(1, rng.lognormal(5.5, 1.3, 20_000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=2049, min_buffer=300, refill=(128, 128, 60), policy=policy,  # type: ignore[arg-type]
+                          passes=2, exhausted="drain")
+    fast = typed(list(pt.Packer(cfg).events(lengths)))
+    assert typed(list(CompiledPacker(cfg).events(lengths))) == fast
+
+
+def test_random_span_draws_equal_python() -> None:
+    """The kernel's MT19937 + randrange reproduce CPython's draws (every bit width up to 62)."""
+    from packing_theory.engine import _kernel
+
+    st_arr = np.zeros(_kernel.ST_SIZE, dtype=np.int64)
+    for seed in (0, 1, 314159265, 2**40 + 3):
+        state = random.Random(seed).getstate()[1]
+        mt = np.array(state[:624], dtype=np.int64)
+        st_arr[_kernel.MTI] = state[624]
+        rng = random.Random(seed)
+        ns = [2, 3, 5, 1000, 2**31 - 1, 2**32, 2**32 + 1, 2**45 + 17, 2**61 + 5] * 80
+        assert [int(_kernel.randbelow(mt, st_arr, n)) for n in ns] == [rng.randrange(n) for n in ns]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_compiled_engine_matches_loader(path: Path) -> None:
+    meta = json.loads(path.read_text())
+    rows = _rows(meta, "compiled", meta["n_rows"])
+    assert len(rows) == meta["n_rows"]
+    assert _digests(rows, meta["block"]) == meta["row_block_sha256"]
+
+
+@pytest.mark.parametrize(
+    ("lengths", "exc", "pattern"),
+    [
+        ([], ValueError, r"lengths is empty"),
+        (np.array([], dtype=np.int64), ValueError, r"lengths is empty"),
+        ([3, 0, 2], ValueError, r"lengths\[1\] must be a positive BOS-inclusive length, got 0"),
+        ([3, 2.5], TypeError, r"lengths\[1\] must be an int, got float"),
+        (np.array([1.0, 2.0]), TypeError, r"integer dtype, got float64"),
+        (("iter", []), ValueError, r"lengths is empty"),
+        (("iter", [4, 0]), ValueError, r"lengths\[1\] must be a positive"),
+        (("iter", [4, True]), TypeError, r"lengths\[1\] must be an int, got bool"),
+        (("chunks", [[4, 2], [5, -1]]), ValueError, r"lengths\[3\] must be a positive"),
+        (("chunks", [[4.0]]), TypeError, r"integer dtype, got float64"),
+    ],
+)
+def test_compiled_length_errors(lengths: object, exc: type[Exception], pattern: str) -> None:
+    if isinstance(lengths, tuple):
+        kind, values = lengths
+        lengths = iter(values) if kind == "iter" else LengthChunks(np.array(v) for v in values)
+    with pytest.raises(exc, match=pattern):
+        pt.replay(lengths, engine="compiled", capacity=4, min_buffer=1)  # type: ignore[arg-type]
+
+
+def test_compiled_argument_errors() -> None:
+    with pytest.raises(ValueError, match="size must be an int >= 4"):
+        CompiledPacker(capacity=4).batches([1], size=2)
+    with pytest.raises(ValueError, match=r"passes=2 needs a re-iterable"):
+        list(CompiledPacker(capacity=4, passes=2).events(iter([1, 2])))
+
+
+def test_token_rows_and_slot_growth() -> None:
+    sizes = [3, 40, 2, 7, 9, 1, 25] * 40
+    docs = [[0] + [1000 * (i + 1) + p for p in range(1, n)] for i, n in enumerate(sizes)]
+    cfg = pt.PackerConfig(capacity=8, min_buffer=5, refill=3, policy="segment-first")
+    assert list(CompiledPacker(cfg).token_rows(docs)) == list(pt.Packer(cfg).token_rows(docs))
+    # one huge document needs more span slots than the initial table holds
+    cfg = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="segment-first")
+    lengths = [5, 10_000, 3, 2]
+    assert typed(list(CompiledPacker(cfg).events(lengths))) == typed(list(pt.Packer(cfg).events(lengths)))
+
+
+def test_compiled_refuses_a_policy_it_does_not_implement() -> None:
+    assert set(pt.POLICIES) - set(COMPILED_POLICIES) == {"bounded-wait"}
+    with pytest.raises(ValueError, match="got policy 'bounded-wait' \\(use engine='fast'\\)"):
+        CompiledPacker(capacity=8, min_buffer=2, policy="bounded-wait")
+

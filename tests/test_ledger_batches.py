@@ -1,0 +1,225 @@
+"""The ledger on batches equals the ledger on single events; the compact table, spills, parallel audits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_audit import SMALL_BOUNDS, cases, check_against_naive
+from test_batches import _peer_events
+
+import packing_theory as pt
+from packing_theory.audit import Ledger, audit_lengths
+from packing_theory.audit import table as table_module
+from packing_theory.engine.batches import EventBatch, batched
+from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+
+
+def _ledger(R: int, B: int, chunk: int, **kw: Any) -> Ledger:
+    return Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk, **kw)
+
+
+@given(cases(), st.sampled_from(["fast", "reference"]), st.integers(1, 7), st.integers(1, 50))
+def test_batches_equal_single_events(case: tuple[list[int], dict[str, Any]], engine: str, chunk: int,
+                                     size: int) -> None:
+    lengths, kwargs = case
+    events = pt.replay(lengths, engine=engine, **kwargs).events  # type: ignore[arg-type]
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    single = _ledger(R, B, chunk)
+    single.consume(events)
+    batch = _ledger(R, B, chunk)
+    for b in batched(events, size):
+        batch.feed(b)
+        batch._check()
+    assert batch.result() == single.result()  # the time series included
+    assert np.array_equal(batch.first_targets(), single.first_targets())
+    for key, col in single.arrays().items():
+        assert np.array_equal(batch.arrays()[key], col), key
+    check_against_naive(batch.result(), events, R, B, SMALL_BOUNDS, 4)
+
+
+NO_NUMBA = 'numba not installed: pip install "packing-theory[fast]"'
+
+
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
+@settings(max_examples=60)
+@given(cases(), st.integers(1, 7))
+def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any]], chunk: int) -> None:
+    lengths, kwargs = case
+    assume(kwargs["policy"] in COMPILED_POLICIES)
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    single = _ledger(R, B, chunk)
+    single.consume(pt.Packer(**kwargs).events(lengths))
+    compiled = _ledger(R, B, chunk)
+    compiled.consume(CompiledPacker(**kwargs).batches(lengths, size=16))
+    assert compiled.result() == single.result()
+
+
+@pytest.mark.parametrize("policy", pt.POLICIES)
+def test_block_reduction_is_bit_identical(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    lengths = np.maximum(1, rng.lognormal(3.0, 1.2, 3000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=40, refill=16, policy=policy, passes=2)  # type: ignore[arg-type]
+    whole = audit_lengths(lengths, cfg)
+    monkeypatch.setattr(table_module, "BLOCK", 37)
+    blocked = audit_lengths(lengths, cfg)
+    assert blocked == whole
+    assert blocked.coverage == whole.coverage  # floats equal to the bit: same values, same order
+
+
+def test_peer_batches_filtered_and_series() -> None:
+    events = _peer_events()
+    a = Ledger(6, 1, chunk=2)
+    a.consume(events)
+    for size in (1, 2, 3, 100):
+        b = Ledger(6, 1, chunk=2)
+        b.consume(batched(events, size))
+        b._check()
+        assert b.result() == a.result()
+    assert a.result().filtered_sources == 2
+
+
+def test_mixed_events_and_batches_same_aggregates() -> None:
+    rng = np.random.default_rng(4)
+    lengths = np.maximum(1, rng.lognormal(2.5, 1.0, 500)).astype(np.int64)
+    events = pt.replay(lengths, capacity=16, min_buffer=8, refill=4, policy="requeue-bos").events
+    a = Ledger(16, 8, chunk=5)
+    a.consume(events)
+    b = Ledger(16, 8, chunk=5)
+    b.consume([*events[:101], EventBatch.from_events(events[101:700]), *events[700:]])
+    b._check()
+    assert replace(b.result(), series=()) == replace(a.result(), series=())
+
+
+def test_spill_and_save(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    lengths = np.maximum(1, rng.lognormal(2.5, 1.1, 400)).astype(np.int64)
+    events = pt.replay(lengths, capacity=16, min_buffer=6, refill=3, policy="segment-first").events
+    mem = Ledger(16, 6, detail=True, chunk=7)
+    mem.consume(events)
+    disk = Ledger(16, 6, detail=True, chunk=7, spill=tmp_path / "detail")
+    disk.consume(batched(events, 50))
+    assert (tmp_path / "detail.npz").exists() and not list(tmp_path.glob("*.raw"))
+    assert not disk._detail_pl and not disk._detail_dc
+    assert list(disk.records()) == list(mem.records())
+    assert disk.result() == mem.result()
+    out = mem.save(tmp_path / "columns")
+    with np.load(out) as z:
+        for key, col in mem.arrays().items():
+            assert np.array_equal(z[key], col), key
+        assert z["placements"].shape[1] == 9
+    with pytest.raises(ValueError, match="needs detail=True"):
+        Ledger(16, 6, spill=tmp_path / "x.npz")
+
+
+def test_table_widens_to_64_bits_and_totals_stay_exact() -> None:
+    big = 2**40 + 7
+    events = [pt.Arrival(0, 0, 0, 5), pt.Arrival(1, 1, 0, big), pt.Placement(0, 0, 0, 0, 0, 5, False, False),
+              pt.Placement(1, 0, 1, 1, 0, 5, False, True), pt.Discard(1, 1, 5, big - 5),
+              pt.Horizon(2, 0, "drained", ())]
+    for stream in (events, [EventBatch.from_events(events)]):
+        led = Ledger(5, 1)
+        led.consume(stream)
+        led._check()
+        agg = led.result()
+        assert led._t.length.dtype == np.int64
+        assert agg.mass.arrived_tokens == big + 5 and agg.mass.discarded_tokens == big - 5
+        assert agg.mass.identity_holds and agg.conservation_violations == 0
+
+
+def test_compact_table_bytes_per_occurrence() -> None:
+    """A one-pass discard stream stores 21 bytes per occurrence (no source, pass or marker column)."""
+    rng = np.random.default_rng(6)
+    lengths = np.maximum(1, rng.lognormal(3.0, 1.0, 5000)).astype(np.int64)
+    led = Ledger(64, 20)
+    led.consume(pt.Packer(capacity=64, min_buffer=20, refill=8).events(lengths))
+    t = led._t
+    assert t.source is None and t.pass_index is None and t.added is None
+    assert t.nbytes() == 21 * t.cap
+
+
+@pytest.mark.parametrize("engine", ["fast", "compiled"])
+def test_parallel_audit_equals_sequential(engine: str) -> None:
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    from packing_theory.audit import run_audit
+
+    if engine == "compiled" and not compiled_available():
+        pytest.skip(NO_NUMBA)
+    rng = np.random.default_rng(12)
+    lengths = np.maximum(1, rng.lognormal(2.8, 1.2, 3000)).astype(np.int64)
+    cfg = pt.PackerConfig(capacity=32, min_buffer=20, refill=8, rows=1500)
+    kw: dict[str, Any] = dict(policies=["discard", "continue", "random-span"], permutations=5,
+                              permutation_seed=3, eval_lengths=lengths[:800], eval_targets=2000,
+                              eval_prefixes=(500,), engine=engine)
+    seq = run_audit(lengths, cfg, **kw)
+    done: list[int] = []
+    with ProcessPoolExecutor(max_workers=2) as ex:
+        par = run_audit(lengths, cfg, progress=lambda desc, total: done.append, executor=ex, **kw)
+    with ThreadPoolExecutor(max_workers=3) as ex:
+        thr = run_audit(lengths, cfg, executor=ex, **kw)
+    for other in (par, thr):
+        assert replace(other, seconds={}) == replace(seq, seconds={})
+        assert set(other.seconds) == set(seq.seconds)
+    assert done and done[-1] == 5 + 3 * 2  # a task per permutation, per replay, per evaluation
+    with pytest.raises(TypeError, match=r"executor must be a concurrent\.futures\.Executor"):
+        run_audit(lengths, cfg, executor=object())  # type: ignore[arg-type]
+
+
+@given(cases(), st.integers(1, 40), st.booleans())
+def test_stream_ledger_equals_ledger_and_summary(case: tuple[list[int], dict[str, Any]], size: int,
+                                                 as_batches: bool) -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    lengths, kwargs = case
+    events = pt.replay(lengths, **kwargs).events
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    led = _ledger(R, B, 8)
+    led.consume(events)
+    agg = led.result()
+    sl = StreamLedger(R, B, boundaries=SMALL_BOUNDS, chunk=size)
+    for item in (batched(events, size) if as_batches else events):
+        sl.feed(item)
+        sl._check()
+    r = sl.result()
+    assert r.summary == pt.summarize(events, R)
+    assert r.strata == agg.strata
+    assert (r.protected_members, r.protected_tokens, r.protected_started) == (
+        agg.protected.members, agg.protected.tokens, agg.protected.started_members)
+    assert r.median_crop_prefix == agg.median_crop_prefix
+
+
+def test_stream_ledger_memory_is_bounded_by_the_buffer() -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    rng = np.random.default_rng(9)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=30, refill=8, policy="continue")
+    peaks = []
+    for n in (2_000, 20_000):
+        lengths = np.maximum(1, rng.lognormal(3.0, 1.2, n)).astype(np.int64)
+        sl = StreamLedger(64, 30)
+        sl.consume(batched(pt.Packer(cfg).events(lengths), 1000))
+        peaks.append(sl.result().live_peak)
+    assert max(peaks) <= 30 + 8 + 1000  # B + a refill batch + one batch of arrivals
+
+
+def test_stream_ledger_peer_events_and_errors() -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    events = _peer_events()
+    for size in (1, 4, 100):
+        sl = StreamLedger(6, 1, chunk=size)
+        sl.consume(events)
+        r = sl.result()
+        assert r.summary == pt.summarize(events, 6)
+        assert sum(s.filtered_sources for s in r.strata) == 2
+    bad = StreamLedger(6, 1)
+    with pytest.raises(ValueError, match="holds no tokens"):
+        bad.consume([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())])
+    with pytest.raises(ValueError, match="needs the Horizon"):
+        StreamLedger(6, 1).result()
