@@ -13,4 +13,9 @@ settings.register_profile(
     "thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", max_examples=30, deadline=None)
+# tools/mutation.py: few, derandomised examples, so that a mutant's verdict does not depend on a draw
+settings.register_profile(
+    "mutation", max_examples=20, deadline=None, derandomize=True, database=None,
+    suppress_health_check=list(HealthCheck),
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
