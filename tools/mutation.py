@@ -58,14 +58,15 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("engine.policies", "packing_theory/engine/policies.py",
-           ("tests/test_weak_spots.py", "tests/test_engines.py", "tests/test_errors.py",
-            "tests/test_review_regressions.py")),
+           ("tests/test_weak_spots.py", "tests/test_mutants.py", "tests/test_engines.py",
+            "tests/test_errors.py", "tests/test_review_regressions.py")),
     Target("invariant.monitor", "packing_theory/invariant/monitor.py",
-           ("tests/test_weak_spots.py", "tests/test_invariant.py")),
+           ("tests/test_weak_spots.py", "tests/test_mutants.py", "tests/test_invariant.py")),
     Target("audit.population", "packing_theory/audit/population.py",
-           ("tests/test_weak_spots.py", "tests/test_audit.py")),
+           ("tests/test_weak_spots.py", "tests/test_mutants.py", "tests/test_audit.py")),
     Target("audit.ledger", "packing_theory/audit/ledger.py",
-           ("tests/test_weak_spots.py", "tests/test_audit.py", "tests/test_peer_events.py")),
+           ("tests/test_weak_spots.py", "tests/test_mutants.py", "tests/test_audit.py",
+            "tests/test_peer_events.py")),
 )
 """The scoped targets: the modules holding the five weak spots of issue 9."""
 
@@ -179,13 +180,23 @@ only_mutate = [{json.dumps(target.module)}]
 pytest_add_cli_args_test_selection = [{tests}]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "addopts="]
 use_git_change_detection = false
-timeout_multiplier = 10.0
-timeout_constant = 5.0
+timeout_multiplier = 2.0
+timeout_constant = 3.0
 """
 
 
+def _mutmut(work: Path, names: list[str]) -> int:
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation", "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(CHILDREN), *names]
+    return subprocess.run(cmd, cwd=work, env=env, check=False, stdout=subprocess.DEVNULL).returncode
+
+
 def run(names: list[str]) -> int:
-    """mutmut over each named target (all by default), each in its own persistent work directory."""
+    """mutmut over each named target (all by default), each in its own persistent work directory.
+
+    First the mutants without a verdict (new, or in functions that changed), then
+    the earlier survivors again, against the current tests.
+    """
     chosen = [t for t in TARGETS if not names or t.name in names]
     unknown = sorted(set(names) - {t.name for t in TARGETS})
     if unknown:
@@ -197,12 +208,14 @@ def run(names: list[str]) -> int:
         work.mkdir(parents=True, exist_ok=True)
         _copy_tree(work)
         (work / "pyproject.toml").write_text(_pyproject(target))
-        env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation", "PYTHONDONTWRITEBYTECODE": "1"}
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(CHILDREN)],
-                              cwd=work, env=env, check=False, stdout=subprocess.DEVNULL)
-        print(f"{target.name}: mutmut exited {proc.returncode} after {time.perf_counter() - t0:.0f} s")
-        status = status or proc.returncode
+        code = _mutmut(work, [])
+        verdicts = collect().get(target.module, {})
+        survivors = [name for name, s in verdicts.items() if s in ("survived", "no tests")]
+        if code == 0 and survivors:
+            code = _mutmut(work, survivors)
+        print(f"{target.name}: mutmut exited {code} after {time.perf_counter() - t0:.0f} s")
+        status = status or code
     return status
 
 
