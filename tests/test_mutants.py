@@ -13,7 +13,15 @@ import random
 import pytest
 
 import packing_theory as pt
+from packing_theory.engine.events import Arrival, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from packing_theory.engine.policies import CropOutcome, PackerConfig, crop_outcome, refill_batches
+from packing_theory.invariant import (
+    BufferSummary,
+    InvariantMonitor,
+    InvariantViolation,
+    MonitorReport,
+    Violation,
+)
 
 # ------------------------------------------------------------------- engine/policies.py
 
@@ -160,3 +168,159 @@ def test_evaluation_population_counts_every_piece_of_a_continued_document() -> N
                                prefixes=(), boundaries=(3,))
     assert ev.target_counts == (1, 4)  # document 1: 1 target; document 0: 3 + 1
     assert ev.included == (1, 1)
+
+
+# ------------------------------------------------------------------- invariant/monitor.py
+# Reports are compared field by field with Violation values written out by hand.
+
+_LOADER = "the loader selected it"
+_OUTSIDE = "started or dropped outside a checked selection and still protected"
+_AT_HORIZON = "started or dropped outside a checked selection; still protected at the horizon"
+
+
+def _monitor_with_k(**kwargs: object) -> InvariantMonitor:
+    """R = 4, B = 3; arrivals 0 (L=9), 1 (4), 2 (7), 3 (5): K = {0, 2}, protected mass 16, buffered 25."""
+    mon = InvariantMonitor(4, 3, **kwargs)  # type: ignore[arg-type]
+    assert [mon.on_arrival(o, n) for o, n in enumerate([9, 4, 7, 5])] == [True, False, True, False]
+    return mon
+
+
+def test_monitor_embedding_api_reports_by_hand() -> None:
+    """report__mutmut_*, on_arrival__mutmut_25, _arrival__mutmut_3/4/5, on_select__mutmut_3/4,
+    _select__mutmut_42/47-52/64-66, _report__mutmut_20-24/28-31/45, _record__mutmut_1/5."""
+    mon = _monitor_with_k(max_recorded=1)
+    assert mon.on_select(1, buffered=4) is True
+    assert mon.on_select(3, buffered=2, row=0, offset=3) is True  # 2 < B spans: outside, not checked
+    assert mon.on_select(0, buffered=3, row=1, offset=0) is False  # B spans: checked; 0 is in K
+    assert mon.on_select(2, buffered=3) is False
+    first = Violation("selected", 0, 9, 1, 2, (7, 2), 2, 1, 0, None, 3, 25, None, _LOADER)
+    assert mon.violations == [first]  # max_recorded=1: the second is counted, not kept
+    assert mon.violation_count == 2 and not mon.ok
+    assert mon.report() == MonitorReport(selections=4, selections_checked=3, selections_outside=1,
+                                         arrivals=4, long_arrivals=3, protected_size=2, protected_mass=16,
+                                         violations=2, first_violation=first.to_dict())
+    mon._check()
+
+
+def test_monitor_on_arrival_validates_and_answers() -> None:
+    """on_arrival__mutmut_2/8/9 (parameter names); _arrival__mutmut_14: segmented arrivals stay out of K."""
+    mon = InvariantMonitor(4, 3)
+    with pytest.raises(ValueError, match=r"^occurrence must be >= 0, got -1$"):
+        mon.on_arrival(-1, 5)
+    with pytest.raises(ValueError, match=r"^length must be >= 1, got 0$"):
+        mon.on_arrival(0, 0)
+    assert mon.on_arrival(0, 4) is False  # L = R is not long
+    seg = InvariantMonitor(4, 3, segmented=True)
+    assert seg.on_arrival(0, 9) is False and len(seg.protected) == 0
+    assert seg.on_select(0, buffered=3) is True
+
+
+def test_monitor_removed_member_reported_at_the_next_checked_selection() -> None:
+    """on_remove__mutmut_1/4, _arrival__mutmut_21 (untainted member evicted), _select__mutmut_24-29/40/41."""
+    mon = InvariantMonitor(4, 3)
+    assert mon.on_arrival(0, 9) and mon.on_arrival(1, 8)  # K = {0, 1}
+    mon.on_remove(7)  # not a member: ignored
+    mon.on_remove(1)
+    assert mon.on_arrival(2, 10)  # evicts 1 (smallest key (8, 1)): no report for it any more
+    mon.on_remove(2)
+    assert mon.on_arrival(3, 11)  # evicts 0, which was never removed; 2 is still in K
+    mon._check()
+    assert mon.on_select(0, buffered=3, row=2, offset=1) is False
+    want = Violation("removed", 2, 10, 2, 2, (10, 2), 0, 2, 1, None, 3, 38, None, _OUTSIDE)
+    assert mon.violations == [want]
+    mon._check()
+
+
+def test_monitor_selected_then_removed_is_reported_once() -> None:
+    """_select__mutmut_5: the span just selected may be dropped without a second report."""
+    mon = _monitor_with_k()
+    assert mon.on_select(2, buffered=3) is False
+    mon.on_remove(2)
+    assert mon.on_select(1, buffered=3) is True
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("selected", 2)]
+
+
+def test_monitor_on_exhausted_makes_selections_outside_until_an_arrival() -> None:
+    """on_exhausted__mutmut_1/2 (no test reached it)."""
+    mon = _monitor_with_k()
+    mon.on_exhausted()
+    assert mon.on_select(0) is True  # outside: not checked, but 0 is now tainted
+    assert (mon.selections_outside, mon.selections_checked) == (1, 0)
+    assert mon.on_arrival(4, 2) is False  # an arrival ends the exhausted state
+    assert mon.on_select(1, buffered=3) is False
+    assert mon.violations == [Violation("removed", 0, 9, 1, 2, (7, 2), 1, None, None, None, 3, 27, None,
+                                        _OUTSIDE)]
+
+
+def test_monitor_feed_reports_carry_the_tracked_buffer_and_the_cause() -> None:
+    """_select__mutmut_14 (the cause), _report__mutmut_4-10 (buffer summary from the tracker)."""
+    R = 4
+    crop = Placement(0, 0, 0, 0, 0, 4, False, True)
+    later = Placement(1, 0, 1, 1, 0, 3, False, False)
+    events: list[Event] = [Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 3), Exhausted(0, 0, 2), crop,
+                           Discard(0, 0, 4, 5), Arrival(2, 2, 0, 2), later,
+                           Horizon(1, 3, "exhausted", (BufferedSpan(2, 2, 0, 2, False),))]
+    mon = InvariantMonitor(R, 2, track_buffer="discard")
+    for ev in events:
+        mon.feed(ev)
+        mon._check()
+    # just before `later`: occurrences 1 (3 tokens) and 2 (2 tokens) are buffered, whole
+    summary = BufferSummary(spans=2, mass=5, long_spans=0, untouched=2, shortest=(2, 2), longest=(3, 1))
+    want = Violation("removed", 0, 9, 1, 1, (9, 0), 1, 1, 0, crop, 2, 5, summary, _OUTSIDE)
+    assert mon.violations == [want]
+
+
+def test_monitor_snapshot_summarises_the_reported_buffer() -> None:
+    """_report__mutmut_12-16: a loader's snapshot callable gives the report's buffer summary."""
+    spans = (BufferedSpan(0, 0, 0, 9, False), BufferedSpan(2, 2, 3, 4, False),
+             BufferedSpan(4, 4, 0, 1, False))
+    mon = _monitor_with_k(snapshot=lambda: spans)
+    mon.on_select(0, buffered=3)
+    want = BufferSummary(spans=3, mass=14, long_spans=1, untouched=2, shortest=(1, 4), longest=(9, 0))
+    assert mon.violations[0].buffer == want
+    assert mon.violations[0].buffered_spans == 3  # as the loader said, not recounted
+
+
+def test_monitor_handler_and_raise_modes() -> None:
+    seen: list[Violation] = []
+    mon = _monitor_with_k(on_violation=seen.append)
+    mon.on_select(0, buffered=3)
+    mon.on_select(2, buffered=3)
+    assert seen == mon.violations and [v.occurrence for v in seen] == [0, 2]
+    mon = _monitor_with_k(on_violation="raise")
+    with pytest.raises(InvariantViolation) as info:
+        mon.on_select(2, buffered=3)
+    assert info.value.violation == Violation("selected", 2, 7, 2, 2, (7, 2), 0, None, None, None, 3, 25, None,
+                                             _LOADER)
+
+
+def test_monitor_horizon_reports_by_hand() -> None:
+    """_finish__mutmut_12/13/24/25 (removed at the horizon), _28/_31 (the missing member's buffer summary)."""
+    discard = Discard(2, 2, 0, 7)
+    events: list[Event] = [Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+                           Placement(0, 0, 1, 1, 0, 4, False, False), discard,
+                           Horizon(1, 0, "rows", (BufferedSpan(0, 0, 0, 9, False),))]
+    mon = InvariantMonitor(4, 3)
+    for ev in events:
+        mon.feed(ev)
+    # buffered mass: 9 + 4 + 7 arrived, 4 placed, 7 discarded
+    assert mon.violations == [Violation("removed", 2, 7, 2, 2, (7, 2), None, 1, 0, discard, 1, 9, None,
+                                        _AT_HORIZON)]
+    events[4] = Arrival(3, 3, 0, 2)  # no discard: 2 is simply missing from the Horizon's buffer
+    mon = InvariantMonitor(4, 3)
+    for ev in events:
+        mon.feed(ev)
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("missing", 2)]
+    assert mon.violations[0].buffer == BufferSummary(1, 9, 1, 1, (9, 0), (9, 0))
+
+
+def test_monitor_selected_member_missing_at_the_horizon_is_reported_once() -> None:
+    events: list[Event] = [Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+                           Placement(0, 0, 2, 2, 0, 4, False, True), Discard(2, 2, 4, 3),
+                           Horizon(1, 0, "rows", (BufferedSpan(0, 0, 0, 9, False),
+                                                  BufferedSpan(1, 1, 0, 4, False)))]
+    mon = InvariantMonitor(4, 3)
+    for ev in events:
+        mon.feed(ev)
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("selected", 2)]
+    assert mon.violation_count == 1
