@@ -13,7 +13,16 @@ import random
 import pytest
 
 import packing_theory as pt
-from packing_theory.engine.events import Arrival, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
+from packing_theory.engine.events import (
+    Arrival,
+    BosAdded,
+    BufferedSpan,
+    Discard,
+    Event,
+    Exhausted,
+    Horizon,
+    Placement,
+)
 from packing_theory.engine.policies import CropOutcome, PackerConfig, crop_outcome, refill_batches
 from packing_theory.invariant import (
     BufferSummary,
@@ -324,3 +333,33 @@ def test_monitor_selected_member_missing_at_the_horizon_is_reported_once() -> No
         mon.feed(ev)
     assert [(v.kind, v.occurrence) for v in mon.violations] == [("selected", 2)]
     assert mon.violation_count == 1
+
+
+def test_monitor_details_say_whole_or_crop() -> None:
+    """_select__mutmut_68 .. _72: a whole and a crop selection of a member, through ``feed``.
+
+    ``segmented=False`` on a segment-first stream checks original occurrences, whose first chunk
+    fits a row whole (the proposition does not cover segment-first).
+    """
+    whole = Placement(0, 0, 0, 0, 0, 4, False, False)
+    crop = Placement(1, 0, 2, 2, 0, 4, False, True)
+    events: list[Event] = [Arrival(0, 0, 0, 9), BosAdded(0, 0, 2), Arrival(1, 1, 0, 3), whole,
+                           Arrival(2, 2, 0, 10), crop]
+    mon = InvariantMonitor(4, 2)
+    for ev in events:
+        mon.feed(ev)
+    # buffered mass at the reports: 9 + 2 markers + 3 = 14; then 14 - 4 + 10 = 20
+    assert mon.violations == [
+        Violation("selected", 0, 9, 1, 1, (9, 0), 0, 0, 0, whole, None, 14, None, "a whole selection"),
+        Violation("selected", 2, 10, 1, 1, (10, 2), 1, 1, 0, crop, None, 20, None, "a crop selection"),
+    ]
+
+
+def test_monitor_initial_state() -> None:
+    """__init____mutmut_60, _96, _98: public attributes and a selection before any arrival is checked."""
+    mon = InvariantMonitor(4, 3, segmented=True)
+    assert mon.segmented is True and mon.horizon is None and mon.ok
+    assert InvariantMonitor(4, 3).segmented is False
+    fresh = InvariantMonitor(4, 3)
+    assert fresh.on_select(5, buffered=3) is True
+    assert (fresh.selections_checked, fresh.selections_outside) == (1, 0)

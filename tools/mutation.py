@@ -246,8 +246,10 @@ def run(names: list[str]) -> int:
         t0 = time.perf_counter()
         code = _mutmut(work, _pending(target))
         verdicts = {n: s for n, s in collect().get(target.module, {}).items() if _in_scope(target, n)}
-        survivors = [name for name, s in verdicts.items() if s in ("survived", "no tests")]
+        # survivors, and timeouts (confirmed as kills by a failing test, or not)
+        survivors = [name for name, s in verdicts.items() if s in ("survived", "no tests", "timeout")]
         if code == 0 and survivors:
+            _copy_tree(work)  # tests written while the first pass ran
             code = _mutmut(work, survivors)
         print(f"{target.name}: mutmut exited {code} after {time.perf_counter() - t0:.0f} s")
         status = status or code
@@ -272,35 +274,42 @@ def collect() -> dict[str, dict[str, str]]:
 
 
 def report(markdown: bool) -> int:
-    """Print killed / total per module and subpackage, and the survivors."""
+    """Print killed / checked per module and subpackage (timeouts shown apart), and the survivors."""
     results = collect()
     if not results:
         print("no mutmut results yet: run `python tools/mutation.py run` first")
         return 1
-    per_pkg: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    per_pkg: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     lines = []
     survivors = []
+    scope = {t.module: t for t in TARGETS}
     for module, statuses in sorted(results.items()):
-        killed = sum(s in ("killed", "timeout") for s in statuses.values())
-        checked = sum(s != "not checked" and s != "skipped" for s in statuses.values())
+        judged = {n: s for n, s in statuses.items()
+                  if _in_scope(scope[module], n) and s not in ("not checked", "skipped")}
+        failed = sum(s == "killed" for s in judged.values())
+        timeout = sum(s == "timeout" for s in judged.values())
         pkg = module.split("/")[1]
-        per_pkg[pkg][0] += killed
-        per_pkg[pkg][1] += checked
-        lines.append((module, killed, checked, len(statuses)))
-        survivors += [(name, s) for name, s in sorted(statuses.items())
-                      if s not in ("killed", "timeout", "not checked", "skipped")]
+        for i, v in enumerate((failed, timeout, len(judged))):
+            per_pkg[pkg][i] += v
+        lines.append((module, failed, timeout, len(judged), len(statuses)))
+        survivors += [(n, s) for n, s in sorted(judged.items()) if s not in ("killed", "timeout")]
+
+    def score(f: int, t: int, c: int) -> str:
+        return f"{(f + t) / c:.1%}" if c else "-"
+
     if markdown:
-        print("| module | killed | checked | generated | score |\n|---|---:|---:|---:|---:|")
-        for module, k, c, n in lines:
-            score = f"{k / c:.1%}" if c else "-"
-            print(f"| `{module}` | {k} | {c} | {n} | {score} |")
-        for pkg, (k, c) in sorted(per_pkg.items()):
-            print(f"| **{pkg}** | {k} | {c} | | {k / c:.1%} |" if c else f"| **{pkg}** | 0 | 0 | | - |")
+        print("| module | killed by a test | timeout | checked | generated | score |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for module, f, t, c, n in lines:
+            print(f"| `{module}` | {f} | {t} | {c} | {n} | {score(f, t, c)} |")
+        for pkg, (f, t, c) in sorted(per_pkg.items()):
+            print(f"| **{pkg}** | {f} | {t} | {c} | | {score(f, t, c)} |")
     else:
-        for module, k, c, n in lines:
-            print(f"{module:45s} killed {k:5d} / {c:5d} checked ({n} generated)")
-        for pkg, (k, c) in sorted(per_pkg.items()):
-            print(f"{pkg:45s} killed {k:5d} / {c:5d} checked" + (f"  ({k / c:.1%})" if c else ""))
+        for module, f, t, c, n in lines:
+            print(f"{module:40s} killed {f:5d} + timeout {t:4d} / {c:5d} checked ({n} generated)"
+                  f"  {score(f, t, c)}")
+        for pkg, (f, t, c) in sorted(per_pkg.items()):
+            print(f"{pkg:40s} killed {f:5d} + timeout {t:4d} / {c:5d} checked  {score(f, t, c)}")
     print(f"\nsurvivors ({len(survivors)}):")
     for name, s in survivors:
         print(f"  {name}  [{s}]")
