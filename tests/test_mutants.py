@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 import packing_theory as pt
@@ -363,3 +364,89 @@ def test_monitor_initial_state() -> None:
     fresh = InvariantMonitor(4, 3)
     assert fresh.on_select(5, buffered=3) is True
     assert (fresh.selections_checked, fresh.selections_outside) == (1, 0)
+
+
+# ------------------------------------------------------------------- audit/ledger.py (scoped functions)
+
+
+def test_ledger_series_thinning_rule_by_hand() -> None:
+    """xǁLedgerǁ_sample__mutmut_3, _23: which flushes the thinned series keeps.
+
+    The rule: sample every flush until 1,024 samples are held, then keep every other sample
+    and sample every 2nd flush, and so on. 3,000 arrivals that never start (B = 5,000) make
+    flush k hold exactly k buffered tokens. Written out: flushes 1-1024 are sampled; thinning
+    keeps 1, 3, ..., 1023; flushes 1026, 1028, ..., 2048 are sampled; thinning keeps
+    1, 5, ..., 1021 and 1026, 1030, ..., 2046; then flushes 2052, 2056, ..., 3000. The flush
+    before the Horizon (3,001) is not a multiple of 4; the Horizon adds its own sample.
+    """
+    from packing_theory.audit import Ledger
+
+    led = Ledger(3, 5000, chunk=1)
+    led.consume(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000))
+    kept = [s.buffered_tokens for s in led.result().series]
+    want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
+    assert kept == want
+
+
+def test_ledger_errors_name_the_event() -> None:
+    """xǁLedgerǁ_flush__mutmut_21/24/25/26, xǁLedgerǁ_finish__mutmut_24/27/28: exact messages."""
+    from packing_theory.audit import Ledger
+
+    led = Ledger(4, 2)
+    led.feed(Arrival(0, 0, 0, 3))
+    led.feed(BosAdded(5, 5, 1))
+    with pytest.raises(ValueError, match=(r"^inconsistent event stream: BosAdded for occurrence 5 "
+                                          r"before its Arrival$")):
+        led.feed(Horizon(0, 0, "exhausted", ()))
+    led = Ledger(4, 2)
+    led.feed(Arrival(0, 0, 0, 3))
+    with pytest.raises(ValueError, match=(r"^inconsistent event stream: buffered span for occurrence 7 "
+                                          r"before its Arrival$")):
+        led.feed(Horizon(0, 0, "exhausted", (BufferedSpan(7, 7, 0, 2, False),)))
+
+
+def test_ledger_buffered_own_bos_is_source_mass() -> None:
+    """xǁLedgerǁ_finish__mutmut_31: a buffered span whose BOS is the source's own (no BosAdded).
+
+    Occurrence 0 (L = 6): offsets 1-3 placed; the rest buffered as its own BOS + offsets 4, 5.
+    Every source token is accounted once: no marker was added.
+    """
+    from packing_theory.audit import Ledger
+
+    led = Ledger(4, 2)
+    led.consume([Arrival(0, 0, 0, 6), Placement(0, 0, 0, 0, 1, 3, False, False),
+                 Horizon(0, 3, "exhausted", (BufferedSpan(0, 0, 4, 3, True),))])
+    agg = led.result()
+    assert agg.conservation_violations == 0
+    assert (agg.mass.buffered_tokens, agg.mass.buffered_added_bos) == (3, 0)
+    assert led.arrays()["buffered"].tolist() == [3]
+
+
+def test_ledger_columns_are_int64() -> None:
+    """xǁLedgerǁ_finish__mutmut_10, _12: the per-occurrence buffered column is an int64 array."""
+    from packing_theory.audit import Ledger
+
+    led = Ledger(4, 3)
+    led.consume(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]))
+    cols = led.arrays()
+    assert cols["buffered"].dtype == np.int64
+    assert cols["buffered"].tolist() == [9, 0, 0, 8, 0]
+
+
+def test_ledger_protected_mass_by_hand() -> None:
+    """xǁLedgerǁ_protected_mass__mutmut_7/12/23/24/25/27.
+
+    R = 4, B = 3, one refill of [9, 2, 7, 8, 1], one row: 2 (occ 1) and 1 (occ 4) fit, then 7 (occ 2)
+    is cropped to 1 token. K = the 2 largest long keys = {0 (L=9), 3 (L=8)}: 17 tokens, both
+    buffered whole, and they are the whole buffer (17 of 27 arrived tokens).
+    """
+    from packing_theory.audit import Ledger, ProtectedMass
+
+    led = Ledger(4, 3)
+    led.consume(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]))
+    assert led.result().protected == ProtectedMass(members=2, long_arrivals=3, tokens=17, started_members=0,
+                                                   buffered_tokens=17, share_of_arrived=17 / 27,
+                                                   share_of_buffered=1.0)
+    empty = Ledger(4, 3)
+    empty.consume([Horizon(0, 0, "exhausted", ())])
+    assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)
