@@ -450,3 +450,58 @@ def test_ledger_protected_mass_by_hand() -> None:
     empty = Ledger(4, 3)
     empty.consume([Horizon(0, 0, "exhausted", ())])
     assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)
+
+
+def test_monitor_defaults_and_argument_errors() -> None:
+    """__init____mutmut_1/2/6 (defaults), _18/24/25 and _43/49/50 (parameter names in messages)."""
+    mon = InvariantMonitor()
+    assert (mon.capacity, mon.min_buffer, mon.max_recorded) == (2049, 1000, 100)
+    with pytest.raises(ValueError, match=r"^min_buffer must be >= 1, got 0$"):
+        InvariantMonitor(4, 0)
+    with pytest.raises(ValueError, match=r"^max_recorded must be >= 0, got -1$"):
+        InvariantMonitor(4, 3, max_recorded=-1)
+
+
+def test_monitor_for_config_tracks_only_on_request() -> None:
+    """for_config__mutmut_1, _19."""
+    cfg = PackerConfig(capacity=4, min_buffer=3, policy="continue")
+    assert InvariantMonitor.for_config(cfg).tracker is None
+    tracked = InvariantMonitor.for_config(cfg, track_buffer=True)
+    assert tracked.tracker is not None and tracked.tracker.policy == "continue"
+
+
+def test_monitor_remove_before_any_selection() -> None:
+    """__init____mutmut_100: before the first selection no occurrence counts as just selected."""
+    mon = InvariantMonitor(4, 2)
+    mon.on_arrival(0, 2)
+    assert mon.on_arrival(1, 9)  # K = {1}
+    mon.on_remove(1)
+    assert mon.on_select(0, buffered=2) is False
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("removed", 1)]
+
+
+def test_monitor_feed_evictions_clear_only_the_evicted_taint() -> None:
+    """feed__mutmut_32 (arrival count), _47 .. _50 (tainted and untainted members evicted from K).
+
+    R = 4, B = 3 (|K| <= 2): 0 (L=5) and 1 (6) join K; 1 is discarded outside a selection
+    (tainted); 2 (7) evicts the untainted 0; 3 (8) evicts the tainted 1, so nothing is left to
+    report when 4 (L=2) is selected.
+    """
+    events: list[Event] = [Arrival(0, 0, 0, 5), Arrival(1, 1, 0, 6), Discard(1, 1, 0, 6),
+                           Arrival(2, 2, 0, 7), Arrival(3, 3, 0, 8), Arrival(4, 4, 0, 2),
+                           Placement(0, 0, 4, 4, 0, 2, False, False)]
+    mon = InvariantMonitor(4, 3)
+    for ev in events:
+        mon.feed(ev)
+        mon._check()
+    assert mon.ok and sorted(mon.protected) == [2, 3]
+    # 5 + 6 + 7 + 8 + 2 arrived, 6 discarded, 2 placed
+    assert (mon.arrivals, mon.selections_checked, mon.buffered_mass) == (5, 1, 20)
+
+
+def test_monitor_check_names_a_stale_taint() -> None:
+    """_check__mutmut_7/8/9: the internal-invariant check says what is wrong."""
+    mon = _monitor_with_k()
+    mon._tainted[1] = None  # corrupt on purpose: 1 is not in K
+    with pytest.raises(AssertionError, match=r"^tainted occurrence left K$"):
+        mon._check()
