@@ -10,11 +10,11 @@ fails.
 
 Weak spots (the planted bug in brackets):
 
-* the segment-first chunk size [``text = capacity`` instead of ``capacity - 1``];
+* the segment-first chunk size [``text = max(1, capacity - 2)`` instead of ``capacity - 1``];
 * the random-span window range [``randrange(length - m)``: the last window is never drawn];
 * the sampled buffered-mass series of the ledger [``+ added_bos`` dropped];
 * the monitor's end-of-stream check [the full-state check at the Horizon skipped];
-* the evaluation population's clipping at the budget [``k = n``: no clipping].
+* the evaluation population's clipping at the budget [the budget cut one target early].
 """
 
 from __future__ import annotations

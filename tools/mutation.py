@@ -100,7 +100,7 @@ class Planted:
 
 PLANTED: tuple[Planted, ...] = (
     Planted("segment-first chunk size", "packing_theory/engine/policies.py",
-            "    text = capacity - 1\n", "    text = capacity\n",
+            "    text = capacity - 1\n", "    text = max(1, capacity - 2)\n",
             ("tests/test_weak_spots.py", "tests/test_engines.py")),
     Planted("random-span window range", "packing_theory/engine/policies.py",
             "a = 1 + rng.randrange(length - m + 1)", "a = 1 + rng.randrange(length - m)",
@@ -114,7 +114,7 @@ PLANTED: tuple[Planted, ...] = (
             "        for v in ():\n",
             ("tests/test_weak_spots.py", "tests/test_invariant.py")),
     Planted("evaluation population clipping", "packing_theory/audit/population.py",
-            "k = min(first + n, targets) - first", "k = n",
+            "k = min(first + n, targets) - first", "k = min(first + n, targets - 1) - first",
             ("tests/test_weak_spots.py", "tests/test_audit.py")),
 )
 
