@@ -268,7 +268,8 @@ class Violation:
         min_protected_key: the smallest key of ``K`` then.
         selection: 0-based index (among all selections) of the selection at
             which it was found; ``None`` for full-state findings.
-        row, offset: row coordinates of that selection, when known.
+        row: row of that selection, when known.
+        offset: row position of that selection, when known.
         event: the event that exposed it (the :class:`Placement` that took the
             member, or the event that removed it), when known.
         buffered_spans: spans buffered at that boundary, when known.
