@@ -6,6 +6,8 @@ input                              functions
 ``.npy`` length arrays             :func:`load_lengths`, :func:`validate_lengths`
 token shards (seed 002 §10)        :func:`read_shard`, :func:`write_shard`, :class:`Shard`,
                                    :func:`lengths_from_shards`
+token documents for a trainer      :class:`TokenDocuments` (in memory), :class:`ShardDocuments`
+                                   (shards, ``(shard_index, token_offset)`` cursor)
 text + any tokenizer callable      :func:`lengths_from_texts`, :func:`documents_from_texts`,
                                    :func:`iter_parquet_texts`, :func:`iter_text_files`
 per-rank streams (nanochat DDP)    :func:`rank_row_groups`, :func:`rank_stream`,
@@ -18,6 +20,7 @@ for an empty input, naming the input.
 """
 
 from ..lengths import load_lengths, validate_lengths
+from .cursor import ShardDocuments
 from .default import (
     BODY_COMPONENTS,
     CENSUS,
@@ -30,6 +33,7 @@ from .default import (
     default_lengths,
     startup_targets,
 )
+from .documents import DocumentStore, TokenDocuments, lengths_fingerprint
 from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
 from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
 from .text import (
@@ -50,16 +54,20 @@ __all__ = [
     "MAX_VOCAB",
     "PUBLISHED_REPLAY",
     "CorpusFit",
+    "DocumentStore",
     "FitRow",
     "LogLogistic",
     "RankStream",
     "Shard",
+    "ShardDocuments",
+    "TokenDocuments",
     "Tokenizer",
     "default_corpus_fit",
     "default_lengths",
     "documents_from_texts",
     "iter_parquet_texts",
     "iter_text_files",
+    "lengths_fingerprint",
     "lengths_from_shards",
     "lengths_from_texts",
     "load_lengths",
