@@ -61,9 +61,18 @@ def rows_of(s: PackedStream) -> list[list[int]]:
     seed=st.integers(0, 50),
     embed=st.sampled_from(["none", "ledger", "both"]),
     batch_rows=st.integers(1, 3),
+    light=st.booleans(),
 )
 def test_resume_at_a_random_row(
-    policy: str, data: st.DataObject, R: int, B: int, passes: int, seed: int, embed: str, batch_rows: int
+    policy: str,
+    data: st.DataObject,
+    R: int,
+    B: int,
+    passes: int,
+    seed: int,
+    embed: str,
+    batch_rows: int,
+    light: bool,
 ) -> None:
     lengths = data.draw(
         pst.arrival_streams(capacity=R, min_size=1, max_size=30, max_value=3 * R), label="lengths"
@@ -84,7 +93,7 @@ def test_resume_at_a_random_row(
         batch = first.next_batch(min(batch_rows, k - len(head)))
         assert batch is not None
         head += batch.input_ids.tolist()
-    saved = first.state()
+    saved = first.state(light=light)
     text = saved.to_json()
     assert LoaderState.from_json(text) == saved and LoaderState.from_bytes(saved.to_bytes()) == saved
     # the interrupted run itself continues unchanged after handing out its state

@@ -223,6 +223,7 @@ class PackedStream:
         self._engine_state: EngineState | None = None
         self._state_rows = -1
         self._run: Any = None
+        self._boundary_events = 0
         if resume is None:
             self._it: Iterator[Event] = self._start(None)
         else:
@@ -337,6 +338,7 @@ class PackedStream:
                 filled = 0
                 got += 1
                 self.rows += 1
+                self._boundary_events = self._pulled - (1 if self._pending is not None else 0)
         self._filled = filled
         if filled and collect:  # an incomplete last row is never a training row
             pieces = [p for p in pieces if p[0] < got]
@@ -415,13 +417,17 @@ class PackedStream:
         assert self._engine_state is not None and self._engine_state.row == self.rows
         return self._engine_state
 
-    def state(self) -> LoaderState:
+    def state(self, *, light: bool = False) -> LoaderState:
         """The :class:`LoaderState` at the current row boundary (JSON-serialisable).
 
         For a streaming engine this pulls the engine up to the boundary
-        (a crop's trailing events); the rows that follow are unchanged.
+        (a crop's trailing events) and copies its buffer, O(B); the rows that
+        follow are unchanged. ``light=True`` records only the counters, O(1):
+        resuming from it replays the packer up to the saved row (O(rows)), and
+        checks the replay against the event count only.
         """
-        engine = self._capture()
+        light = light and self._boundary_events >= 0  # unknown right after a direct resume: take a full state
+        engine = None if light else self._capture()
         cursor = None
         if engine is not None:
             position = engine.cursor.position
@@ -432,7 +438,7 @@ class PackedStream:
                 "shard_index": shard,
                 "token_offset": offset,
             }
-        events = self._pulled - (1 if self._pending is not None else 0)
+        events = self._boundary_events if light else self._pulled - (1 if self._pending is not None else 0)
         return LoaderState(
             policy=self.spec.descriptor,
             rows=self.rows,
@@ -450,6 +456,7 @@ class PackedStream:
             if self.monitor is None
             else {**(self._monitor_settings or {}), "report": _jsonable(self.monitor.report().to_dict())},
             ended=self.ended,
+            extra={"light": True} if light else {},
         )
 
     def _resume(self, state: LoaderState) -> None:
@@ -473,12 +480,14 @@ class PackedStream:
                     f"these documents, the state says ({state.cursor['shard_index']}, "
                     f"{state.cursor['token_offset']})"
                 )
+        light = bool(state.extra.get("light"))
         direct = self.spec.kind == "engine" and self.ledger is None and self.monitor is None
-        if direct and state.engine is not None and not state.ended:
+        if direct and state.engine is not None and not state.ended and not light:
             self._it = self._start(state.engine)
             self.rows, self.batches, self.epoch = state.rows, state.batches, state.epoch
             self.last_source = state.last_source
             self._pulled = state.events  # event counts stay absolute across resumes
+            self._boundary_events = -1
             return
         # replay from the start to the saved boundary, feeding the ledger and the monitor
         self._it = self._start(None)
@@ -491,6 +500,14 @@ class PackedStream:
             raise ValueError(
                 f"cannot resume: the replay ends after {self.rows} rows, the state is at row {state.rows}"
             )
+        if light:
+            if self._boundary_events != state.events and not state.ended:
+                raise ValueError(
+                    f"cannot resume: the replay consumed {self._boundary_events} events up to row "
+                    f"{state.rows}, the state says {state.events}"
+                )
+            self.batches = state.batches
+            return
         replayed = self._capture()
         if self.spec.kind == "engine" and replayed != state.engine:
             raise ValueError(
