@@ -329,14 +329,15 @@ class PackedIterableDataset(IterableDataset[dict[str, Any]]):
 
     def state_dict(self) -> dict[str, Any]:
         """Where the iteration stands: ``{"chunk": light LoaderState JSON, "skip": rows into the chunk}``."""
-        if self._chunk_state is None:
-            raise ValueError("state_dict() before iterating: nothing to resume")
+        if self._chunk_state is None:  # nothing yielded yet: the start
+            return {"chunk": None, "skip": 0}
         return {"chunk": self._chunk_state.to_json(), "skip": self._in_chunk}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue the next iteration where :meth:`state_dict` was taken."""
         try:
-            self._resume = (LoaderState.from_json(state["chunk"]), int(state["skip"]))
+            chunk, skip = state["chunk"], int(state["skip"])
+            self._resume = None if chunk is None else (LoaderState.from_json(chunk), skip)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a PackedIterableDataset state: {exc!r}") from exc
 
