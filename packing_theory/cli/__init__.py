@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "check": "packing_theory.cli.check",
     "bounds": "packing_theory.cli.bounds",
     "audit": "packing_theory.cli.audit",
+    "verify-shards": "packing_theory.cli.verify_shards",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

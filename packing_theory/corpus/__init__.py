@@ -8,6 +8,7 @@ token shards (seed 002 §10)        :func:`read_shard`, :func:`write_shard`, :cl
                                    :func:`lengths_from_shards`
 token documents for a trainer      :class:`TokenDocuments` (in memory), :class:`ShardDocuments`
                                    (shards, ``(shard_index, token_offset)`` cursor)
+shard manifest and verifier        :func:`write_shards`, :func:`read_manifest`, :func:`verify_shards`
 text + any tokenizer callable      :func:`lengths_from_texts`, :func:`documents_from_texts`,
                                    :func:`iter_parquet_texts`, :func:`iter_text_files`
 per-rank streams (nanochat DDP)    :func:`rank_row_groups`, :func:`rank_stream`,
@@ -34,6 +35,7 @@ from .default import (
     startup_targets,
 )
 from .documents import DocumentStore, TokenDocuments, lengths_fingerprint
+from .manifest import MANIFEST_FORMAT, read_manifest, write_shards
 from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
 from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
 from .text import (
@@ -45,12 +47,14 @@ from .text import (
     parquet_columns,
     tokenize_batches,
 )
+from .verify import VerifyReport, verify_shards
 
 __all__ = [
     "BODY_COMPONENTS",
     "CENSUS",
     "HEADER",
     "LENGTH_FLOOR",
+    "MANIFEST_FORMAT",
     "MAX_VOCAB",
     "PUBLISHED_REPLAY",
     "CorpusFit",
@@ -62,6 +66,7 @@ __all__ = [
     "ShardDocuments",
     "TokenDocuments",
     "Tokenizer",
+    "VerifyReport",
     "default_corpus_fit",
     "default_lengths",
     "documents_from_texts",
@@ -75,9 +80,12 @@ __all__ = [
     "rank_row_groups",
     "rank_stream",
     "rank_stream_from_parquet",
+    "read_manifest",
     "read_shard",
     "startup_targets",
     "tokenize_batches",
     "validate_lengths",
+    "verify_shards",
     "write_shard",
+    "write_shards",
 ]
