@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 from adapter_peers import TEST_PEERS
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
@@ -160,8 +160,20 @@ options_strategy = st.builds(
 )
 
 
+@pytest.fixture(params=["vectorised", "per-run"])
+def run_mode(request: Any, monkeypatch: Any) -> str:
+    """Both ways of expanding pieces to positions (fancy indexing, slice by slice) must agree."""
+    import packing_theory.adapters.records as records_module
+    import packing_theory.corpus.documents as documents_module
+
+    long_run = 1 << 30 if request.param == "vectorised" else 1
+    monkeypatch.setattr(records_module, "LONG_RUN", long_run)
+    monkeypatch.setattr(documents_module, "LONG_RUN", long_run)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("policy", ALL_POLICIES)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     lengths=st.data(),
     R=st.integers(2, 10),
@@ -180,6 +192,7 @@ def test_records_match_brute_force(
     passes: int,
     seed: int,
     opts: RecordOptions,
+    run_mode: str,
 ) -> None:
     ls = lengths.draw(
         pst.arrival_streams(capacity=R, min_size=1, max_size=25, max_value=3 * R), label="lengths"

@@ -68,7 +68,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_bool, check_int, is_int
-from ..corpus.documents import DocumentStore, run_index
+from ..corpus.documents import LONG_RUN, DocumentStore, run_index
 from ..engine.events import Padding, Placement, Repeat
 
 __all__ = [
@@ -297,7 +297,7 @@ class PackedBatch:
         got = self._cache.get("segment_ids")
         if got is None:
             _, seg, _ = self._segments()
-            got = np.repeat(seg.astype(np.int32), self.pieces[:, _LEN]).reshape(self.input_ids.shape)
+            got = _expand(seg, self.pieces[:, _LEN], np.int32).reshape(self.input_ids.shape)
             self._cache["segment_ids"] = got
         return got
 
@@ -308,39 +308,41 @@ class PackedBatch:
         if got is None:
             new, _, seq_start = self._segments()
             p = self.pieces
-            base = seq_start
+            # the position of each piece's first token
+            first_pos = p[:, _ROW] * self.capacity + p[:, _OFF] - seq_start
             if self.options.continue_positions:
-                cont = ((p[:, _KIND] != KIND_PADDING) & (p[:, _BOS] == 0) & (p[:, _START] > 0)).astype(
-                    np.int64
-                )
+                real = p[:, _KIND] != KIND_PADDING
+                cont = (real & (p[:, _BOS] == 0) & (p[:, _START] > 0)).astype(np.int64)
                 first = np.maximum.accumulate(np.where(new, np.arange(p.shape[0]), -1))
-                base = seq_start - (p[first, _START] * cont[first])
-            n = self.input_ids.size
-            got = (np.arange(n, dtype=np.int64) - np.repeat(base, p[:, _LEN])).reshape(self.input_ids.shape)
+                first_pos = first_pos + p[first, _START] * cont[first]
+            got = _ramps(first_pos, p[:, _LEN]).reshape(self.input_ids.shape)
             self._cache["position_ids"] = got
         return got
+
+    def _unpredicted(self, flat: npt.NDArray[Any], value: int) -> None:
+        """Write ``value`` at every position whose prediction mask is 0 (``flat`` is row-major)."""
+        new, _, _ = self._segments()
+        p = self.pieces
+        R = self.capacity
+        pad = p[:, _KIND] == KIND_PADDING
+        starts = new & ~pad
+        if self.options.predict_continuation_start:
+            starts &= ~((p[:, _BOS] == 0) & (p[:, _START] > 0))
+        flat[p[starts, _ROW] * R + p[starts, _OFF]] = value
+        if pad.any():
+            flat[run_index(p[pad, _ROW] * R + p[pad, _OFF], p[pad, _LEN])] = value
+        flat[:: R] = value  # row position 0 is input only
+        if self.options.exclude_ids:
+            flat[np.isin(self.input_ids.ravel(), self.options.exclude_ids)] = value
 
     @property
     def mask(self) -> npt.NDArray[np.int8]:
         """``(n_rows, R)`` prediction mask ``m`` (``int8`` 0/1); ``m[:, 0] == 0``."""
         got = self._cache.get("mask")
         if got is None:
-            new, _, _ = self._segments()
-            p = self.pieces
-            R = self.capacity
-            flat_mask = np.ones(self.input_ids.size, dtype=np.int8)
-            pad = p[:, _KIND] == KIND_PADDING
-            if pad.any():
-                flat_mask[np.repeat(pad, p[:, _LEN])] = 0
-            starts = new & ~pad
-            if self.options.predict_continuation_start:
-                cont = (p[:, _BOS] == 0) & (p[:, _START] > 0)
-                starts &= ~cont
-            flat_mask[p[starts, _ROW] * R + p[starts, _OFF]] = 0
-            got = flat_mask.reshape(self.input_ids.shape)
-            got[:, 0] = 0
-            if self.options.exclude_ids:
-                got[np.isin(self.input_ids, self.options.exclude_ids)] = 0
+            got = np.ones(self.input_ids.size, dtype=np.int8)
+            self._unpredicted(got, 0)
+            got = got.reshape(self.input_ids.shape)
             self._cache["mask"] = got
         return got
 
@@ -349,7 +351,9 @@ class PackedBatch:
         """``(n_rows, R)`` Hugging Face labels: ``input_ids`` where ``m == 1``, else ``ignore_index``."""
         got = self._cache.get("labels")
         if got is None:
-            got = np.where(self.mask.astype(bool), self.input_ids, self.options.ignore_index)
+            got = self.input_ids.ravel().copy()
+            self._unpredicted(got, self.options.ignore_index)
+            got = got.reshape(self.input_ids.shape)
             self._cache["labels"] = got
         return got
 
@@ -529,6 +533,35 @@ def cu_seqlens_from_segments(segment_ids: npt.ArrayLike) -> npt.NDArray[np.int32
     change = np.ones(c.shape, dtype=bool)
     change[:, 1:] = c[:, 1:] != c[:, :-1]
     out: npt.NDArray[np.int32] = np.r_[np.flatnonzero(change.ravel()), c.size].astype(np.int32)
+    return out
+
+
+def _expand(values: Int64Array, length: Int64Array, dtype: Any) -> npt.NDArray[Any]:
+    """``np.repeat(values, length)`` in ``dtype``; slice fills when the runs are long (same result)."""
+    total = int(length.sum())
+    if length.size == 0 or total < LONG_RUN * length.size:
+        return np.repeat(values.astype(dtype), length)
+    out = np.empty(total, dtype=dtype)
+    pos = 0
+    for v, n in zip(values.tolist(), length.tolist(), strict=True):
+        out[pos : pos + n] = v
+        pos += n
+    return out
+
+
+def _ramps(first: Int64Array, length: Int64Array) -> Int64Array:
+    """Concatenated ramps ``first[k], first[k] + 1, ..., first[k] + length[k] - 1`` (``int64``)."""
+    total = int(length.sum())
+    if length.size == 0 or total < LONG_RUN * length.size:
+        ends = np.cumsum(length)
+        out: Int64Array = np.arange(total, dtype=np.int64) + np.repeat(first - (ends - length), length)
+        return out
+    top = np.arange(int((first + length).max()), dtype=np.int64)
+    out = np.empty(total, dtype=np.int64)
+    pos = 0
+    for f, n in zip(first.tolist(), length.tolist(), strict=True):
+        out[pos : pos + n] = top[f : f + n]
+        pos += n
     return out
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
-from .documents import _boundary, run_index
+from .documents import _boundary, copy_runs, run_index
 from .shards import PathLike, Shard, read_shard
 
 __all__ = ["ShardDocuments"]
@@ -123,14 +123,14 @@ class ShardDocuments(Sequence[npt.NDArray[np.uint16]]):
         first = int(shard[0]) if shard.size else 0
         if shard.size and (shard == first).all():  # the common case: one shard
             base = self._offsets[first][doc - self.doc_starts[first]] + start
-            return self.shards[first].ids[run_index(base, length)].astype(np.int64)
+            return copy_runs(self.shards[first].ids, base, length)
         out = np.empty(int(length.sum()), dtype=np.int64)
-        dest = run_index(np.cumsum(length) - length, length)  # position of every token in `out`
-        owner = np.repeat(shard, length)
+        ends = np.cumsum(length)
         for k in np.unique(shard).tolist():
-            sel = shard == k
+            sel = np.flatnonzero(shard == k)
             base = self._offsets[k][doc[sel] - self.doc_starts[k]] + start[sel]
-            out[dest[owner == k]] = self.shards[k].ids[run_index(base, length[sel])]
+            part = length[sel]
+            out[run_index(ends[sel] - part, part)] = copy_runs(self.shards[k].ids, base, part)
         return out
 
     def locate(self, position: int) -> tuple[int, int]:

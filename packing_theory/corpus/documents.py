@@ -38,7 +38,10 @@ import numpy.typing as npt
 
 from .._checks import check_int, is_int
 
-__all__ = ["DocumentStore", "TokenDocuments", "lengths_fingerprint", "run_index"]
+__all__ = ["LONG_RUN", "DocumentStore", "TokenDocuments", "copy_runs", "lengths_fingerprint", "run_index"]
+
+LONG_RUN = 32
+"""Mean run length from which :func:`copy_runs` copies run by run (slices) instead of by fancy indexing."""
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -66,6 +69,28 @@ def run_index(base: Int64Array, length: Int64Array) -> Int64Array:
     total = int(length.sum())
     ends = np.cumsum(length)
     out: Int64Array = np.arange(total, dtype=np.int64) + np.repeat(base - (ends - length), length)
+    return out
+
+
+def copy_runs(source: npt.NDArray[Any], base: Int64Array, length: Int64Array) -> Int64Array:
+    """``source[base[k] : base[k] + length[k]]`` for every ``k``, concatenated, as ``int64``. O(total length).
+
+    Long runs (a packed row holds a few documents of hundreds of tokens) are
+    copied slice by slice, which is memcpy speed plus O(1) Python work per run;
+    short runs use one fancy-indexed read (:func:`run_index`), which has no
+    per-run cost. Both give the same result.
+
+    >>> copy_runs(np.arange(100, 110), np.array([2, 7]), np.array([3, 1])).tolist()
+    [102, 103, 104, 107]
+    """
+    total = int(length.sum())
+    if length.size == 0 or total < LONG_RUN * length.size:
+        return source[run_index(base, length)].astype(np.int64, copy=False)
+    out = np.empty(total, dtype=np.int64)
+    pos = 0
+    for b, n in zip(base.tolist(), length.tolist(), strict=True):
+        out[pos : pos + n] = source[b : b + n]
+        pos += n
     return out
 
 
@@ -213,8 +238,7 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         O(total length). Runs are not bounds-checked against their document
         (callers pass runs taken from placements).
         """
-        out: Int64Array = self.tokens[run_index(self.offsets[doc] + start, length)]
-        return out
+        return copy_runs(self.tokens, self.offsets[doc] + start, length)
 
     def locate(self, position: int) -> tuple[int, int]:
         """``(0, offsets[position])``; ``(1, 0)`` for ``position == len(self)`` (past the end).
