@@ -382,6 +382,8 @@ class AuditedLoader:
         self._cpu = torch.empty(2 * B * T, dtype=torch.long, pin_memory=use_cuda)
         self._cpu_inputs = self._cpu[: B * T].view(B, T)
         self._cpu_targets = self._cpu[B * T :].view(B, T)
+        self._np_inputs = self._cpu_inputs.numpy()
+        self._np_targets = self._cpu_targets.numpy()
         self._dev = (
             self._cpu
             if self.device.type == "cpu"
@@ -407,9 +409,10 @@ class AuditedLoader:
         batch = self.stream.next_batch()
         if batch is None:
             raise StopIteration
-        rows = torch.from_numpy(batch.input_ids)
-        self._cpu_inputs.copy_(rows[:, :-1])
-        self._cpu_targets.copy_(rows[:, 1:])
+        rows = batch.input_ids
+        # numpy copies into the (pinned) staging buffer: no intra-op thread pool for two memcpys
+        np.copyto(self._np_inputs, rows[:, :-1])
+        np.copyto(self._np_targets, rows[:, 1:])
         if self._dev is not self._cpu:
             self._dev.copy_(self._cpu, non_blocking=self._use_cuda)
 
