@@ -332,6 +332,13 @@ def train_one(
         point: dict[str, Any] = {"step": step, "train_loss": float(loss.detach()), "targets": int(count)}
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             point.update(evaluate(torch, model, val, T, token_bytes, device))
+            if not args.quick:
+                print(
+                    f"  {policy} step {step + 1}: train {point['train_loss']:.3f} "
+                    f"val {point['val_loss']:.3f} "
+                    f"({time.perf_counter() - t0:.0f} s)",
+                    flush=True,
+                )
         curve.append(point)
     seconds = time.perf_counter() - t0
     audit = stream.audit()
@@ -409,6 +416,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output directory")
     parser.add_argument("--policies", default="discard,continue,segment-first,trl-bfd")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads on CPU (default: torch's choice; 1 on a loaded machine)",
+    )
+    parser.add_argument("--steps", type=int, default=None, help="training steps per policy")
     args = parser.parse_args(argv)
     try:
         import tokenizers  # noqa: F401
@@ -423,8 +437,14 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     args.T, args.dim, args.layers, args.heads = (32, 32, 1, 2) if quick else (128, 96, 3, 4)
     args.batch, args.buffer, args.refill = (8, 16, 8) if quick else (16, 64, 16)
-    args.steps, args.eval_every, args.lr = (12, 6, 3e-3) if quick else (600, 100, 3e-3)
+    args.eval_every, args.lr = (6, 3e-3) if quick else (100, 3e-3)
     vocab_size = 300 if quick else 512
+    if args.steps is not None:
+        args.steps = max(1, args.steps)
+    else:
+        args.steps = 12 if quick else 600
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     out = args.out or (
         Path(__file__).parent / "output" / ("tiny_training_quick" if quick else "tiny_training")
     )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from adapter_peers import TEST_PEERS
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
@@ -44,7 +44,9 @@ def stream(store: Any, policy: str, R: int, B: int, passes: int, seed: int, **kw
             exhausted="drain",
             **kw,
         )
-    return PackedStream(store, policy=PEERS[policy](R), passes=passes, min_buffer=B, **kw)
+    if policy in TEST_PEERS:
+        return PackedStream(store, policy=PEERS[policy](R), passes=passes, min_buffer=B, **kw)
+    return PackedStream(store, policy=policy, capacity=R, passes=passes, min_buffer=B, **kw)
 
 
 def rows_of(s: PackedStream) -> list[list[int]]:
@@ -83,8 +85,13 @@ def test_resume_at_a_random_row(
         kw["ledger"] = True
     if embed == "both":
         kw["monitor"] = "record"
-    full = stream(store, policy, R, B, passes, seed, **kw)
-    expected = rows_of(full)
+    try:
+        full = stream(store, policy, R, B, passes, seed, **kw)
+        expected = rows_of(full)
+    except ValueError:  # an input a peer's own contract rejects is not a test case
+        if policy in POLICIES:
+            raise
+        assume(False)
     full_audit = full.finish().to_dict() if embed != "none" else None
     k = data.draw(st.integers(0, len(expected)), label="stop after row")
     first = stream(store, policy, R, B, passes, seed, **kw)

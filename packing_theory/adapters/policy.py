@@ -99,6 +99,10 @@ def make_policy(
             also applies to peers.
         peer_options: keyword options of the peer's constructor.
 
+    A peer is built so that its rows hold ``capacity`` tokens even when its
+    constructor takes the framework's own length (Megatron's
+    ``sequence_length`` is ``R - 1``).
+
     Raises:
         ValueError: an unknown name (listing the known ones), a missing
             capacity, or options for the wrong kind of packer.
@@ -138,6 +142,11 @@ def make_policy(
             )
         options = dict(peer_options or {})
         peer = make_peer(policy, capacity, **options)
+        if peer.capacity != capacity:  # the constructor takes the framework's own number (Megatron: R - 1)
+            peer = make_peer(policy, 2 * capacity - peer.capacity, **options)
+            if peer.capacity != capacity:
+                raise ValueError(f"peer {policy!r} cannot build rows of capacity {capacity} "
+                                 f"(its rows hold {peer.capacity} tokens)")
         descriptor = {
             "kind": "peer",
             "name": policy,
