@@ -478,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "seed": args.seed,
         "quick": quick,
+        "command": "python examples/tiny_training.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "torch_threads": torch.get_num_threads(),
         "corpus": corpus,
         "torch": torch.__version__,
         "packing_theory": pt.__version__,

@@ -174,13 +174,10 @@ options_strategy = st.builds(
 
 @pytest.fixture(params=["vectorised", "per-run"])
 def run_mode(request: Any, monkeypatch: Any) -> str:
-    """Both ways of expanding pieces to positions (fancy indexing, slice by slice) must agree."""
-    import packing_theory.adapters.records as records_module
+    """Both ways of gathering token runs (fancy indexing, slice by slice) must agree."""
     import packing_theory.corpus.documents as documents_module
 
-    long_run = 1 << 30 if request.param == "vectorised" else 1
-    monkeypatch.setattr(records_module, "LONG_RUN", long_run)
-    monkeypatch.setattr(documents_module, "LONG_RUN", long_run)
+    monkeypatch.setattr(documents_module, "LONG_RUN", 1 << 30 if request.param == "vectorised" else 1)
     return str(request.param)
 
 

@@ -18,6 +18,7 @@ from .records import (
     cu_seqlens_from_segments,
     doc_mask_from_segments,
     pack_rows,
+    pieces_from_events,
     pieces_from_rows,
 )
 from .state import LOADER_STATE_FORMAT, LoaderState
@@ -47,6 +48,7 @@ __all__ = [
     "masked_nll_sum",
     "objective",
     "pack_rows",
+    "pieces_from_events",
     "pieces_from_rows",
     "policy_names",
     "token_byte_lengths",

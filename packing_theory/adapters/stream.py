@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
@@ -58,7 +59,7 @@ from ..engine.policies import RANDOM_SPAN_SEED
 from ..engine.state import EngineState
 from ..invariant.monitor import InvariantMonitor, MonitorReport
 from .policy import PolicySpec, make_policy
-from .records import PackedBatch, RecordOptions
+from .records import PackedBatch, RecordOptions, pieces_from_events
 from .state import LoaderState
 
 __all__ = ["MonitorSpec", "PackedStream", "RemainderTracker"]
@@ -269,63 +270,43 @@ class PackedStream:
 
     # ------------------------------------------------------------------ the event loop
 
-    def _next_event(self) -> Event | None:
-        pending = self._pending
-        if pending is not None:
-            self._pending = None
-            return pending
-        ev = next(self._it, None)
-        if ev is not None:
-            self._pulled += 1
-        return ev
+    def _take(self, n: int, collect: bool) -> tuple[list[Any], int, bool]:
+        """Consume events until ``n`` more rows are complete (or the stream ends).
 
-    def _take(self, n: int, collect: bool) -> tuple[list[tuple[int, ...]], int]:
-        """Consume events until ``n`` more rows are complete (or the stream ends)."""
-        pieces: list[tuple[int, ...]] = []
-        add = pieces.append
+        Returns the row events of the complete rows (when ``collect``), the
+        number of rows, and whether any event was a Padding or a Repeat. The
+        hot loop of the adapter: one type test and one append per event.
+        """
+        evs: list[Any] = []
+        add = evs.append
         R = self.capacity
-        ledger = self.ledger.feed if self.ledger is not None else None
-        monitor = self.monitor.feed if self.monitor is not None else None
-        tracker = self._tracker.feed if self._tracker is not None else None
+        feeds = [f.feed for f in (self.ledger, self.monitor, self._tracker) if f is not None]
         filled = self._filled
         got = 0
-        while got < n:
-            ev: Any = self._next_event()
-            if ev is None:
-                break
-            if ledger is not None:
-                ledger(ev)
-            if monitor is not None:
-                monitor(ev)
-            if tracker is not None:
-                tracker(ev)
+        kept = 0
+        mixed = False
+        last_arrival: Any = None
+        pending = self._pending
+        self._pending = None
+        base = self._pulled - (1 if pending is not None else 0)
+        k = 0
+        it: Iterator[Any] = self._it if pending is None else itertools.chain((pending,), self._it)
+        for ev in it:
+            k += 1
+            for feed in feeds:
+                feed(ev)
             t = type(ev)
             if t is Placement:
                 if collect:
-                    add(
-                        (
-                            got,
-                            ev.offset,
-                            0,
-                            ev.occurrence,
-                            ev.source,
-                            ev.start,
-                            ev.length,
-                            int(ev.bos_inserted),
-                        )
-                    )
+                    add(ev)
                 filled += ev.length
             elif t is Arrival:
-                self.epoch = ev.pass_index + 1
-                self.last_source = ev.source
+                last_arrival = ev
                 continue
-            elif t is Padding:
+            elif t is Padding or t is Repeat:
                 if collect:
-                    add((got, ev.offset, 2, -1, -1, 0, ev.length, 0))
-                filled += ev.length
-            elif t is Repeat:
-                if collect:
-                    add((got, ev.offset, 1, ev.occurrence, ev.source, ev.start, ev.length, 0))
+                    add(ev)
+                mixed = True
                 filled += ev.length
             elif t is Horizon:
                 self.horizon = ev
@@ -337,12 +318,19 @@ class PackedStream:
                     raise ValueError(f"the packer overfilled a row ({filled} > capacity {R}) at {ev!r}")
                 filled = 0
                 got += 1
-                self.rows += 1
-                self._boundary_events = self._pulled - (1 if self._pending is not None else 0)
+                kept = len(evs)
+                self._boundary_events = base + k
+                if got == n:
+                    break
+        self._pulled = base + k
         self._filled = filled
-        if filled and collect:  # an incomplete last row is never a training row
-            pieces = [p for p in pieces if p[0] < got]
-        return pieces, got
+        self.rows += got
+        if last_arrival is not None:
+            self.epoch = last_arrival.pass_index + 1
+            self.last_source = last_arrival.source
+        if len(evs) > kept:  # an incomplete last row is never a training row
+            del evs[kept:]
+        return evs, got, mixed
 
     @property
     def ended(self) -> bool:
@@ -370,16 +358,16 @@ class PackedStream:
             n = min(n, self.max_rows - self.rows)
         if n <= 0 or self.ended:
             return None
-        pieces, got = self._take(n, True)
+        evs, got, mixed = self._take(n, True)
         if got == 0 or (got < n and self.drop_last):
             return None
         self.batches += 1
-        table = np.array(pieces, dtype=np.int64).reshape(-1, 8)
+        table = pieces_from_events(evs, self.capacity, mixed=mixed)
         return PackedBatch.build(table, got, self.documents, self.capacity, self.options)
 
     def skip_rows(self, n: int) -> int:
         """Consume ``n`` rows without building records (the monitor and ledger see them); return the count."""
-        _, got = self._take(check_int("n", n, 0), False)
+        _, got, _ = self._take(check_int("n", n, 0), False)
         return got
 
     # ------------------------------------------------------------------ state
