@@ -46,8 +46,9 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
-from ..corpus.documents import DocumentStore, TokenDocuments
+from ..corpus.documents import DocumentStore
 from ..engine.policies import RANDOM_SPAN_SEED
+from .dropin import Documents, encoder, loader_state, nanochat_state, resolve_documents
 from .parquet import autoresearch_files, nanochat_files, parquet_documents
 from .records import Layout, PackedBatch, PackedRecord, RecordOptions
 from .state import LoaderState
@@ -81,8 +82,6 @@ __all__ = [
 
 INFINITE_PASSES = (1 << 31) - 1
 """``passes`` used for ``passes=None``: the public loaders cycle through their data forever."""
-
-Documents = DocumentStore | Sequence[Sequence[int]] | Mapping[str, Any] | None
 
 
 def default_device() -> torch.device:
@@ -345,23 +344,6 @@ class PackedIterableDataset(IterableDataset[dict[str, Any]]):
 # --------------------------------------------------------------------------- the drop-in loaders
 
 
-def _store(documents: Documents, split: str, default: Callable[[], DocumentStore]) -> DocumentStore:
-    if documents is None:
-        return default()
-    if isinstance(documents, Mapping):
-        if split not in documents:
-            raise ValueError(f"documents has no entry for split {split!r} (keys {sorted(documents)})")
-        return _store(documents[split], split, default)
-    if isinstance(documents, DocumentStore):
-        return documents
-    return TokenDocuments.from_lists(documents)
-
-
-def _encoder(tokenizer: Any, **kwargs: Any) -> Callable[[list[str]], Sequence[Sequence[int]]]:
-    bos = tokenizer.get_bos_token_id()
-    return lambda texts: tokenizer.encode(texts, prepend=bos, **kwargs)
-
-
 class AuditedLoader:
     """A drop-in loader: an iterator of the public loader's yields, plus the audit and exact resume.
 
@@ -508,14 +490,14 @@ def make_dataloader(
     """
     if split not in ("train", "val"):
         raise ValueError(f"split must be 'train' or 'val', got {split!r}")
-    store = _store(
+    store = resolve_documents(
         documents,
         split,
         lambda: parquet_documents(
-            autoresearch_files(split), _encoder(tokenizer), batch_size=tokenizer_batch_size
+            autoresearch_files(split), encoder(tokenizer), batch_size=tokenizer_batch_size
         ),
     )
-    state = _loader_state(resume)
+    state = loader_state(resume)
     stream = _stream(
         store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options
     )
@@ -525,24 +507,7 @@ def make_dataloader(
 class _Nanochat(AuditedLoader):
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]]:
         self._next_rows()
-        return self.inputs, self.targets, self.nanochat_state()
-
-    def nanochat_state(self) -> dict[str, Any]:
-        """nanochat's ``{"pq_idx", "rg_idx", "epoch"}`` plus our light state (exact resume by replay)."""
-        s = self.stream
-        pq_idx = rg_idx = 0
-        docs = s.documents
-        if s.last_source >= 0:
-            if getattr(docs, "row_groups", None) is not None:
-                pq_idx, rg_idx = docs.row_group_of(s.last_source)  # type: ignore[attr-defined]
-            else:
-                pq_idx = docs.locate(s.last_source)[0]
-        return {
-            "pq_idx": pq_idx,
-            "rg_idx": rg_idx,
-            "epoch": s.epoch,
-            "packing_theory": s.state(light=True).to_json(),
-        }
+        return self.inputs, self.targets, nanochat_state(self.stream)
 
 
 def tokenizing_distributed_data_loader_with_state_bos_bestfit(
@@ -583,13 +548,13 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
     def default() -> DocumentStore:
         return parquet_documents(
             nanochat_files(split),
-            _encoder(tokenizer, num_threads=tokenizer_threads),
+            encoder(tokenizer, num_threads=tokenizer_threads),
             batch_size=tokenizer_batch_size,
             rank=rank,
             world_size=world,
         )
 
-    store = _store(documents, split, default)
+    store = resolve_documents(documents, split, default)
     state = None
     if resume_state_dict is not None:
         if "packing_theory" not in resume_state_dict:
@@ -598,7 +563,7 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
                 "loader, which resumes approximately (at a row group); this loader resumes exactly "
                 "from the state dicts it yields"
             )
-        state = _loader_state(resume_state_dict)
+        state = loader_state(resume_state_dict)
     stream = _stream(
         store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options
     )
@@ -609,11 +574,3 @@ def tokenizing_distributed_data_loader_bos_bestfit(*args: Any, **kwargs: Any) ->
     """nanochat's helper without the state dict: yields ``(inputs, targets)``."""
     for inputs, targets, _ in tokenizing_distributed_data_loader_with_state_bos_bestfit(*args, **kwargs):
         yield inputs, targets
-
-
-def _loader_state(resume: Mapping[str, Any] | LoaderState | None) -> LoaderState | None:
-    if resume is None or isinstance(resume, LoaderState):
-        return resume
-    if isinstance(resume, Mapping) and "packing_theory" in resume:
-        return LoaderState.from_json(resume["packing_theory"])
-    raise ValueError(f"resume must be a LoaderState or a state dict this loader produced, got {resume!r}")
