@@ -22,7 +22,8 @@ from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
 
 PEERS = {**TEST_PEERS, **peer_policies()}
-ALL_POLICIES = [*POLICIES, *TEST_PEERS, *sorted(peer_policies())]
+FAMILY = [*POLICIES, *TEST_PEERS]
+INSTALLED_PEERS = sorted(peer_policies())  # the frameworks' peers: fewer examples each, there are many
 
 
 def docs_for(lengths: list[int]) -> TokenDocuments:
@@ -53,19 +54,53 @@ def rows_of(s: PackedStream) -> list[list[int]]:
     return [row for b in s for row in b.input_ids.tolist()]
 
 
-@pytest.mark.parametrize("policy", ALL_POLICIES)
+RESUME_CASES = {
+    "data": st.data(),
+    "R": st.integers(2, 9),
+    "B": st.integers(1, 4),
+    "passes": st.integers(1, 2),
+    "seed": st.integers(0, 50),
+    "embed": st.sampled_from(["none", "ledger", "both"]),
+    "batch_rows": st.integers(1, 3),
+    "light": st.booleans(),
+}
+
+
+@pytest.mark.parametrize("policy", FAMILY)
 @settings(max_examples=25, deadline=None)
-@given(
-    data=st.data(),
-    R=st.integers(2, 9),
-    B=st.integers(1, 4),
-    passes=st.integers(1, 2),
-    seed=st.integers(0, 50),
-    embed=st.sampled_from(["none", "ledger", "both"]),
-    batch_rows=st.integers(1, 3),
-    light=st.booleans(),
-)
+@given(**RESUME_CASES)
 def test_resume_at_a_random_row(
+    policy: str,
+    data: st.DataObject,
+    R: int,
+    B: int,
+    passes: int,
+    seed: int,
+    embed: str,
+    batch_rows: int,
+    light: bool,
+) -> None:
+    resume_case(policy, data, R, B, passes, seed, embed, batch_rows, light)
+
+
+@pytest.mark.parametrize("policy", INSTALLED_PEERS)
+@settings(max_examples=8, deadline=None)
+@given(**RESUME_CASES)
+def test_resume_at_a_random_row_installed_peers(
+    policy: str,
+    data: st.DataObject,
+    R: int,
+    B: int,
+    passes: int,
+    seed: int,
+    embed: str,
+    batch_rows: int,
+    light: bool,
+) -> None:
+    resume_case(policy, data, R, B, passes, seed, embed, batch_rows, light)
+
+
+def resume_case(
     policy: str,
     data: st.DataObject,
     R: int,

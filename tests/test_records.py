@@ -28,7 +28,8 @@ from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
 
 PEERS = {**TEST_PEERS, **peer_policies()}
-ALL_POLICIES = [*POLICIES, *TEST_PEERS, *sorted(peer_policies())]
+FAMILY = [*POLICIES, *TEST_PEERS]
+INSTALLED_PEERS = sorted(peer_policies())  # the frameworks' peers: fewer examples each, there are many
 
 
 def synthetic_docs(lengths: list[int]) -> list[list[int]]:
@@ -181,17 +182,21 @@ def run_mode(request: Any, monkeypatch: Any) -> str:
     return str(request.param)
 
 
-@pytest.mark.parametrize("policy", ALL_POLICIES)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    lengths=st.data(),
-    R=st.integers(2, 10),
-    B=st.integers(1, 5),
-    refill=st.integers(1, 3),
-    passes=st.integers(1, 2),
-    seed=st.integers(0, 99),
-    opts=options_strategy,
-)
+RECORD_CASES = {
+    "lengths": st.data(),
+    "R": st.integers(2, 10),
+    "B": st.integers(1, 5),
+    "refill": st.integers(1, 3),
+    "passes": st.integers(1, 2),
+    "seed": st.integers(0, 99),
+    "opts": options_strategy,
+}
+_FIXTURE_OK = [HealthCheck.function_scoped_fixture]
+
+
+@pytest.mark.parametrize("policy", FAMILY)
+@settings(max_examples=40, deadline=None, suppress_health_check=_FIXTURE_OK)
+@given(**RECORD_CASES)
 def test_records_match_brute_force(
     policy: str,
     lengths: st.DataObject,
@@ -202,6 +207,36 @@ def test_records_match_brute_force(
     seed: int,
     opts: RecordOptions,
     run_mode: str,
+) -> None:
+    records_case(policy, lengths, R, B, refill, passes, seed, opts)
+
+
+@pytest.mark.parametrize("policy", INSTALLED_PEERS)
+@settings(max_examples=12, deadline=None, suppress_health_check=_FIXTURE_OK)
+@given(**RECORD_CASES)
+def test_records_match_brute_force_installed_peers(
+    policy: str,
+    lengths: st.DataObject,
+    R: int,
+    B: int,
+    refill: int,
+    passes: int,
+    seed: int,
+    opts: RecordOptions,
+    run_mode: str,
+) -> None:
+    records_case(policy, lengths, R, B, refill, passes, seed, opts)
+
+
+def records_case(
+    policy: str,
+    lengths: st.DataObject,
+    R: int,
+    B: int,
+    refill: int,
+    passes: int,
+    seed: int,
+    opts: RecordOptions,
 ) -> None:
     ls = lengths.draw(
         pst.arrival_streams(capacity=R, min_size=1, max_size=25, max_value=3 * R), label="lengths"
