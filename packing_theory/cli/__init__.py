@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "evaluate": "packing_theory.cli.evaluate",
     "policies": "packing_theory.cli.policies",
     "compare": "packing_theory.cli.compare",
+    "verify-shards": "packing_theory.cli.verify_shards",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

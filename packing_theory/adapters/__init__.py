@@ -1,0 +1,55 @@
+"""The trainer side: packed records, loss helpers, audited loaders with exact resume (numpy only).
+
+Nothing here imports torch; :mod:`packing_theory.adapters.torch` is the one
+module that does (import it explicitly).
+"""
+
+from .loss import TokenLoss, bits_per_byte, masked_nll_sum, objective, token_byte_lengths
+from .policy import PeerPasses, PolicySpec, make_policy, policy_names
+from .records import (
+    KIND_PADDING,
+    KIND_PLACEMENT,
+    KIND_REPEAT,
+    PIECE_FIELDS,
+    Layout,
+    PackedBatch,
+    PackedRecord,
+    RecordOptions,
+    cu_seqlens_from_segments,
+    doc_mask_from_segments,
+    pack_rows,
+    pieces_from_events,
+    pieces_from_rows,
+)
+from .state import LOADER_STATE_FORMAT, LoaderState
+from .stream import MonitorSpec, PackedStream, RemainderTracker
+
+__all__ = [
+    "KIND_PADDING",
+    "KIND_PLACEMENT",
+    "KIND_REPEAT",
+    "LOADER_STATE_FORMAT",
+    "PIECE_FIELDS",
+    "Layout",
+    "LoaderState",
+    "MonitorSpec",
+    "PackedBatch",
+    "PackedRecord",
+    "PackedStream",
+    "PeerPasses",
+    "PolicySpec",
+    "RecordOptions",
+    "RemainderTracker",
+    "TokenLoss",
+    "bits_per_byte",
+    "cu_seqlens_from_segments",
+    "doc_mask_from_segments",
+    "make_policy",
+    "masked_nll_sum",
+    "objective",
+    "pack_rows",
+    "pieces_from_events",
+    "pieces_from_rows",
+    "policy_names",
+    "token_byte_lengths",
+]
