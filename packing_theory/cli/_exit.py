@@ -83,7 +83,7 @@ class UsageError(ValueError):
     """Bad usage or input found anywhere (always status 2, wherever it is raised)."""
 
 
-class Terminated(BaseException):  # noqa: N818 - named like KeyboardInterrupt, its sibling
+class Terminated(BaseException):
     """Raised in the main thread on SIGTERM or SIGHUP while a command runs (status 3).
 
     A ``BaseException`` so that ``except Exception`` blocks do not swallow it and
@@ -220,7 +220,7 @@ def run_command(
             return int(code)
         print(f"packing-theory {name}: internal error: exit status {exc.code!r} outside 0-3", file=err)
         return int(ExitCode.FAILED)
-    except BaseException as exc:  # noqa: BLE001 - the contract: every failure is one line and a status
+    except BaseException as exc:  # the contract: every failure becomes one line and a status
         code, line = classify(exc)
         if isinstance(exc, BrokenPipeError):
             _silence_stdout()
