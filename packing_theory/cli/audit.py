@@ -30,6 +30,7 @@ from ..audit import (
     AuditResult,
     run_audit,
 )
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import POLICIES, PackerConfig
 from ._common import add_stream_options, emit_json, parse_int_list
 
@@ -123,20 +124,19 @@ def register(sub: Any) -> None:
 # --------------------------------------------------------------------------- inputs
 
 
-def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
-    if spec == "bytes":
-        return lambda text: list(text.encode("utf-8"))
-    if spec == "chars":
-        return lambda text: [ord(ch) for ch in text]
-    if spec == "whitespace":
-        return lambda text: [0] * len(text.split())
+def _tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
+    """A built-in tokenizer name (counted in chunks, never materialised) or an imported callable."""
+    for name in BUILTIN_TOKENIZERS:
+        if spec == name:
+            return name
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} "
+                         f"({type(exc).__name__}: {exc})") from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ValueError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
@@ -144,14 +144,13 @@ def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
 
 
 def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
-    """The training lengths named by ``--lengths`` / ``--shards`` / ``--text`` and a label."""
-    from ..corpus import (
-        iter_parquet_texts,
-        iter_text_files,
-        lengths_from_shards,
-        lengths_from_texts,
-        load_lengths,
-    )
+    """The training lengths named by ``--lengths`` / ``--shards`` / ``--text`` and a label.
+
+    Plain text with a built-in ``--tokenizer`` is counted in chunks (a very long
+    line costs O(1 MiB), not the line and its token list).
+    """
+    from ..corpus import iter_parquet_texts, lengths_from_shards, lengths_from_texts, load_lengths
+    from ..corpus.text import lengths_from_text_files
 
     if args.lengths:
         return load_lengths(args.lengths), Path(args.lengths).name
@@ -161,9 +160,11 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
         parquet = [p for p in args.text if str(p).endswith(".parquet")]
         if parquet and len(parquet) != len(args.text):
             raise ValueError("--text mixes .parquet and plain text files; give one kind")
-        texts = (iter_parquet_texts(args.text, args.text_column) if parquet
-                 else iter_text_files(args.text, per_line=args.per_line))
-        return lengths_from_texts(texts, _tokenizer(args.tokenizer)), f"{len(args.text)} text file(s)"
+        tokenizer = _tokenizer(args.tokenizer)
+        label = f"{len(args.text)} text file(s)"
+        if parquet:
+            return lengths_from_texts(iter_parquet_texts(args.text, args.text_column), tokenizer), label
+        return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line), label
     raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
 

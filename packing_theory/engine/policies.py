@@ -40,7 +40,7 @@ from typing import Any, Literal, NamedTuple, TypeVar, Union
 import numpy as np
 
 from .._checks import check_int, is_int
-from ..lengths import validate_lengths
+from ..lengths import INT64_MAX, reject_unordered, validate_lengths
 from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
@@ -188,6 +188,8 @@ def _validated(values: Iterable[int], offset: int = 0) -> Iterator[int]:
             raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
         if value < 1:
             raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
+        if value > INT64_MAX:
+            raise ValueError(f"lengths[{i}] must be a length that fits a signed 64-bit int, got {value}")
         yield int(value)
 
 
@@ -195,14 +197,18 @@ def as_length_list(lengths: object) -> list[int] | None:
     """Validate an in-memory length collection and return it as a list.
 
     Returns ``None`` for a one-shot iterator (validated lazily while streaming).
+    :func:`refill_batches` does not call this for a numpy array (it slices the
+    array batch by batch instead of converting it whole).
 
     Raises:
-        TypeError: wrong dtype (float, bool, object) or type.
+        TypeError: wrong dtype (float, bool, object) or type; a mapping or a
+            set (no arrival order).
         ValueError: wrong shape, empty, or a non-positive length.
     """
     if isinstance(lengths, np.ndarray):
         out: list[int] = validate_lengths(lengths).tolist()
         return out
+    reject_unordered("lengths", lengths)
     if isinstance(lengths, (str, bytes)):
         raise TypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
     if isinstance(lengths, Sequence):
@@ -220,14 +226,19 @@ def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple
 
     Batch sizes follow ``config.refill`` from the start of each pass, cycling,
     and are truncated at the end of a pass. A one-shot iterator is streamed
-    lazily (memory O(batch)) and allows only ``passes == 1``.
+    lazily (memory O(batch)) and allows only ``passes == 1``. A numpy array is
+    validated once and sliced batch by batch (memory O(batch) beyond the
+    array itself, never a Python list of the whole corpus).
 
     Raises:
         ValueError: empty stream, a non-positive length, or ``passes > 1`` with
             a one-shot iterator.
-        TypeError: a non-integer length or a wrong container type.
+        TypeError: a non-integer length or a wrong container type (a mapping
+            or a set has no arrival order).
     """
     sizes = config.batch_sizes
+    if isinstance(lengths, np.ndarray):
+        return _array_batches(validate_lengths(lengths), sizes, config.passes)
     materialised = as_length_list(lengths)
     if materialised is None:
         if config.passes != 1:
@@ -248,6 +259,20 @@ def _list_batches(
         while i < n:
             j = min(n, i + sizes[k % len(sizes)])
             yield [(s, p, values[s]) for s in range(i, j)]
+            i = j
+            k += 1
+
+
+def _array_batches(
+    values: np.ndarray[tuple[int], np.dtype[np.int64]], sizes: tuple[int, ...], passes: int
+) -> Iterator[list[tuple[int, int, int]]]:
+    n = int(values.size)
+    for p in range(passes):
+        i = 0
+        k = 0
+        while i < n:
+            j = min(n, i + sizes[k % len(sizes)])
+            yield list(zip(range(i, j), [p] * (j - i), values[i:j].tolist(), strict=False))
             i = j
             k += 1
 

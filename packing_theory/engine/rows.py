@@ -8,8 +8,11 @@ the events that fill positions (:class:`~packing_theory.engine.events.Placement`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
+
+import numpy as np
 
 from .events import (
     BosAdded,
@@ -58,6 +61,11 @@ def token_rows(
     Documents are held while they still have unemitted tokens; a packer that
     emits :class:`~packing_theory.engine.events.Repeat` events (``repeats_tokens =
     True``) has its documents held to the end. Padding positions get ``pad_id``.
+
+    Raises:
+        TypeError: a document that is not a sequence of token ids or a 1-D
+            array (a ``str`` or ``bytes`` is text, not tokens; a mapping or a
+            set has no token order).
     """
     keep_all = bool(getattr(packer, "repeats_tokens", False))
     held: dict[int, Sequence[int]] = {}
@@ -66,6 +74,7 @@ def token_rows(
 
     def lengths() -> Iterator[int]:
         for occurrence, doc in enumerate(docs_iter):
+            _check_document(occurrence, doc)
             held[occurrence] = doc
             left[occurrence] = len(doc)
             yield len(doc)
@@ -98,6 +107,16 @@ def token_rows(
         if len(row) == capacity:
             yield row
             row = []
+
+
+def _check_document(index: int, doc: object) -> None:
+    if isinstance(doc, np.ndarray):
+        if doc.ndim != 1:
+            raise TypeError(f"documents[{index}] must be a 1-D array of token ids, got shape {doc.shape}")
+        return
+    if isinstance(doc, (str, bytes, bytearray, Mapping, AbstractSet)) or not isinstance(doc, Sequence):
+        raise TypeError(f"documents[{index}] must be a sequence of token ids, got {type(doc).__name__}"
+                        + (" (text, not tokens: tokenize it first)" if isinstance(doc, (str, bytes)) else ""))
 
 
 def _release(held: dict[int, Sequence[int]], left: dict[int, int], occurrence: int, n: int) -> None:
