@@ -55,6 +55,7 @@ from ..engine.events import (
 )
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
+from ..lengths import INT64_MAX, exact_sum
 from .results import (
     Aggregates,
     CoverageRow,
@@ -68,7 +69,11 @@ from .results import (
 )
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 
-__all__ = ["Ledger", "audit_events", "audit_lengths"]
+__all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths"]
+
+MAX_EXACT_TOKENS = 1 << 53
+"""Arrived tokens a :class:`Ledger` accounts exactly (per-source columns are int64 and
+per-stratum sums float64, exact up to 2**53); past it the ledger refuses with one line."""
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -99,6 +104,11 @@ class Ledger:
     protected set, O(bins) numpy work per placement for the exposure profile.
     Memory: about 50 bytes per occurrence plus O(chunk + B); ``detail=True``
     adds O(placements + discards).
+
+    Exactness: every total is exact or refused. Arrivals whose tokens sum past
+    :data:`MAX_EXACT_TOKENS` (or past ``2**63 / (exposure_bins + 1)`` for very
+    many bins) raise ``ValueError`` naming the occurrence, instead of a
+    wrapped-around count.
     """
 
     def __init__(
@@ -123,6 +133,8 @@ class Ledger:
         self.n_strata = len(self.boundaries) + 1
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
+        self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
+        """Arrived tokens this ledger accounts exactly (see the class docstring)."""
         # per-occurrence arrays (grown by doubling)
         self._cap = 0
         self._n = 0
@@ -365,6 +377,18 @@ class Ledger:
             i = int(np.argmax(length < 0))
             raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
+        total = self._arrived_tokens + exact_sum(length)
+        if total > self.max_tokens:
+            running, i = self._arrived_tokens, 0
+            for n in length.tolist():  # the refusal path: find the first arrival past the range
+                running += n
+                if running > self.max_tokens:
+                    break
+                i += 1
+            raise ValueError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
+                             f"{int(occ[i])} (length {int(length[i])}) hold more than {self.max_tokens:,} "
+                             "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
+                             "tokens")
         top = int(occ.max()) + 1
         self._grow(top)
         self._n = max(self._n, top)
@@ -377,7 +401,7 @@ class Ledger:
         self._source[occ] = a[:, 1]
         self._pass[occ] = a[:, 2]
         self._stratum[occ] = stratum_index(length, self.boundaries)
-        self._arrived_tokens += int(length.sum())
+        self._arrived_tokens = total
         long_mask = length > self.capacity
         if long_mask.any() and self.min_buffer > 1:
             self._long_arrivals += int(long_mask.sum())

@@ -45,6 +45,7 @@ from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
     "EXHAUSTED_MODES",
+    "MAX_SEGMENTS",
     "POLICIES",
     "RANDOM_SPAN_SEED",
     "CropOutcome",
@@ -296,6 +297,11 @@ def _stream_batches(values: Iterator[object], sizes: tuple[int, ...]) -> Iterato
         k += 1
 
 
+MAX_SEGMENTS = 1 << 20
+"""The most chunks ``segment-first`` splits one document into (a longer document is refused:
+its chunks would all be buffered at once)."""
+
+
 def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
     """Split a document for ``segment-first``: ``(start, length, bos_inserted)`` chunks.
 
@@ -307,10 +313,18 @@ def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
     [(0, 4, False), (4, 2, True)]
     >>> segment(4, 4)
     [(0, 4, False)]
+
+    Raises:
+        ValueError: more than :data:`MAX_SEGMENTS` chunks.
     """
     if length <= capacity:
         return [(0, length, False)]
     text = capacity - 1
+    pieces = 1 + -(-(length - capacity) // text)
+    if pieces > MAX_SEGMENTS:
+        raise ValueError(f"segment-first would split a document of length {length} into {pieces:,} chunks "
+                         f"of at most R - 1 = {text} text tokens (more than {MAX_SEGMENTS:,}); raise the "
+                         "capacity or choose another policy")
     chunks = [(0, capacity, False)]
     s = capacity
     while s < length:
