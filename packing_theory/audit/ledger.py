@@ -165,7 +165,7 @@ class Ledger:
         self._padding_tokens = 0
         self._repeated_tokens = 0
         self._long_emitted = 0
-        self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self._crop_counts: dict[int, int] = {}  # crop length -> crops (sparse: O(distinct), not O(R))
         self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
         self._expo = np.zeros(self.n_strata * self.bins, dtype=np.int64)
         self._long_arrivals = 0
@@ -313,7 +313,8 @@ class Ledger:
         assert (spent <= self._length[:n]).all(), "source tokens overspent"
         assert not ((self._filtered[:n] > 0) & started).any(), "a filtered occurrence started"
         assert (self._first[:n][~started] == _NO_TARGET).all()
-        assert int(self._crop_hist.sum()) <= self._emitted_tokens
+        assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
+        assert all(1 <= k < self.capacity and v >= 1 for k, v in self._crop_counts.items())
         expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
         assert self._prot_len.size == self._prot_occ.size == expected_protected
         assert (self._prot_len > self.capacity).all()
@@ -445,7 +446,9 @@ class Ledger:
         self._emitted_added += int(added.sum())
         self._long_emitted += int(ln[L > R].sum())
         if crop.any():
-            self._crop_hist += np.bincount(ln[crop], minlength=R + 1)
+            counts = self._crop_counts
+            for k, v in zip(*(a.tolist() for a in np.unique(ln[crop], return_counts=True)), strict=True):
+                counts[k] = counts.get(k, 0) + v
         strat = self._stratum[occ].astype(np.int64)
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
                                                 ).astype(np.int64)
@@ -539,7 +542,7 @@ class Ledger:
         full = (cols.emitted == cols.L) & (cols.L > 0)
         labels = stratum_labels(self.boundaries)
         long_first = self._first[:n][arrived & (self._length[:n] > R) & (self._first[:n] != _NO_TARGET)]
-        hist = self._crop_hist
+        crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
                              self._discarded_tokens, self._buffered_tokens, self._buffered_added,
                              self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
@@ -554,9 +557,9 @@ class Ledger:
             partial_row_tokens=h.partial_row_tokens,
             exhausted_at_row=self._exhausted_at_row,
             mass=mass,
-            crop_events=int(hist.sum()),
-            crop_bos_only=int(hist[1]),
-            median_crop_prefix=_hist_median(hist),
+            crop_events=sum(crops.values()),
+            crop_bos_only=crops.get(1, 0),
+            median_crop_prefix=_counts_median(crops),
             arrived_sources=int(arrived.sum()),
             started_sources=int(cols.started.sum()),
             fully_emitted_sources=int(full.sum()),
@@ -693,13 +696,19 @@ def _value_counts(values: Int64Array) -> tuple[Int64Array, Int64Array]:
     return u.astype(np.int64), c.astype(np.int64)
 
 
-def _hist_median(hist: Int64Array) -> float | None:
-    total = int(hist.sum())
+def _counts_median(counts: dict[int, int]) -> float | None:
+    """Median of a sparse histogram ``value -> count`` (the mean of the two middle values).
+
+    >>> _counts_median({3: 1, 10: 2}), _counts_median({2: 1, 4: 1}), _counts_median({})
+    (10.0, 3.0, None)
+    """
+    total = sum(counts.values())
     if total == 0:
         return None
-    c = np.cumsum(hist)
-    lo = int(np.searchsorted(c, (total - 1) // 2, side="right"))
-    hi = int(np.searchsorted(c, total // 2, side="right"))
+    keys = sorted(counts)
+    cum = np.cumsum([counts[k] for k in keys])
+    lo = keys[int(np.searchsorted(cum, (total - 1) // 2, side="right"))]
+    hi = keys[int(np.searchsorted(cum, total // 2, side="right"))]
     return (lo + hi) / 2
 
 
