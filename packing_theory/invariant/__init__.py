@@ -10,6 +10,8 @@ module             job
 ``monitor``        :class:`InvariantMonitor`: the invariant checked on every
                    selection, from events or from a loader's callbacks
 ``embedding``      :class:`MonitoredBuffer`: a list buffer another loader embeds
+``misuse``         :class:`Misuse`, :class:`MonitorMisuse`: refused calls of the
+                   embedding API (recorded apart from violations)
 ``bounds``         the startup, mass and repeated-corpus corollaries
 ``strategies``     public hypothesis strategies (needs hypothesis; not imported here)
 =================  ===========================================================
@@ -32,6 +34,7 @@ Imports: the engine and the foundation only.
 from __future__ import annotations
 
 from .embedding import MonitoredBuffer
+from .misuse import Misuse, MonitorMisuse, MonitorTypeError
 from .monitor import InvariantMonitor, MonitorReport
 from .protected import (
     VIOLATION_KINDS,
@@ -54,7 +57,10 @@ __all__ = [
     "BufferTracker",
     "InvariantMonitor",
     "InvariantViolation",
+    "Misuse",
+    "MonitorMisuse",
     "MonitorReport",
+    "MonitorTypeError",
     "MonitoredBuffer",
     "ProtectedSet",
     "Violation",

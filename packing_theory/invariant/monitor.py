@@ -40,6 +40,17 @@ What is here
 * :class:`BufferTracker` — rebuilds the buffer from the event stream of an
   engine policy, for snapshot summaries and full-state checks.
 
+Misuse
+------
+The low-level API refuses calls that cannot describe a real loader — an
+occurrence that never arrived, a ``None`` or other non-integer occurrence,
+an arrival out of order, a change to a protected span outside a selection,
+something that is not an event — without changing any state. With
+``on_violation="raise"`` it raises :class:`MonitorMisuse` (a ``ValueError``;
+:class:`MonitorTypeError` for wrong types); otherwise the call is recorded
+as a :class:`Misuse` in :attr:`InvariantMonitor.misuses`, counted separately
+from invariant violations (and :attr:`InvariantMonitor.ok` is false).
+
 Selections made with fewer than ``B`` buffered spans (after an
 :class:`~packing_theory.engine.events.Exhausted` event in drain mode, or when a loader
 reports ``buffered < B``) are outside the proposition: they are counted in
@@ -56,13 +67,15 @@ as ``"removed"`` at the next checked selection if it is still in ``K``.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .._checks import check_bool, check_int
+from .._checks import check_bool, check_int, is_int
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from ..engine.policies import PackerConfig, Policy
+from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
     InvariantViolation,
     ProtectedSet,
@@ -93,6 +106,8 @@ class MonitorReport:
     protected_mass: int
     violations: int
     first_violation: dict[str, Any] | None = field(default=None)
+    misuses: int = 0
+    first_misuse: dict[str, Any] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -120,7 +135,8 @@ class InvariantMonitor:
         snapshot: a callable returning the current buffer as
             :class:`~packing_theory.engine.events.BufferedSpan` values; called only when
             a violation is reported, for its summary.
-        max_recorded: keep at most this many reports (all are counted).
+        max_recorded: keep at most this many reports (all are counted), and
+            at most this many :class:`Misuse` records.
 
     Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
     ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
@@ -177,6 +193,10 @@ class InvariantMonitor:
         self._last_selected = -1
         self._tainted: dict[int, Event | None] = {}
         self._reported: set[int] = set()
+        self.misuse_count = 0
+        self.misuses: list[Misuse] = []
+        self._last_arrival = -1  # every arrived id is <= this ...
+        self._gaps: list[tuple[int, int]] = []  # ... except these closed ranges of ids that never arrived
 
     @classmethod
     def for_config(
@@ -194,8 +214,13 @@ class InvariantMonitor:
 
     @property
     def ok(self) -> bool:
-        """No violation so far."""
-        return self.violation_count == 0
+        """No violation and no misuse so far."""
+        return self.violation_count == 0 and self.misuse_count == 0
+
+    @property
+    def first_misuse(self) -> Misuse | None:
+        """The first recorded misuse, or ``None``."""
+        return self.misuses[0] if self.misuses else None
 
     @property
     def first_violation(self) -> Violation | None:
@@ -215,22 +240,81 @@ class InvariantMonitor:
             protected_mass=self.protected.mass,
             violations=self.violation_count,
             first_violation=None if first is None else first.to_dict(),
+            misuses=self.misuse_count,
+            first_misuse=None if self.first_misuse is None else self.first_misuse.to_dict(),
         )
+
+    # -- misuse ------------------------------------------------------------------
+
+    def _misuse(self, kind: MisuseKind, call: str, detail: str) -> None:
+        """Raise (``"raise"`` mode) or record a refused call. The caller changes no state."""
+        m = Misuse(kind, call, detail)
+        if self._raise:
+            raise (MonitorTypeError if kind == "wrong-type" else MonitorMisuse)(m)
+        self.misuse_count += 1
+        if len(self.misuses) < self.max_recorded:
+            self.misuses.append(m)
+
+    def _int_arg(self, call: str, name: str, value: object, minimum: int) -> bool:
+        """Whether ``value`` is an int ``>= minimum``; a misuse otherwise."""
+        if not is_int(value):
+            self._misuse("wrong-type", call, f"{name} must be an int, got {type(value).__name__} {value!r}")
+            return False
+        if value < minimum:  # type: ignore[operator]
+            self._misuse("bad-value", call, f"{name} must be >= {minimum}, got {value}")
+            return False
+        return True
+
+    def _arrived(self, occurrence: int) -> bool:
+        """Whether ``occurrence`` arrived. O(1), O(log gaps) when arrival ids skipped values."""
+        if not 0 <= occurrence <= self._last_arrival:
+            return False
+        gaps = self._gaps
+        if not gaps:
+            return True
+        i = bisect_right(gaps, (occurrence, self._last_arrival + 1)) - 1
+        return i < 0 or not gaps[i][0] <= occurrence <= gaps[i][1]
+
+    def _known(self, call: str, occurrence: object) -> bool:
+        """Whether ``occurrence`` is an int that arrived; a misuse otherwise."""
+        if not self._int_arg(call, "occurrence", occurrence, 0):
+            return False
+        if not self._arrived(occurrence):  # type: ignore[arg-type]
+            self._misuse("unknown-occurrence", call, f"occurrence {occurrence} never arrived "
+                         f"(arrivals so far: {self.arrivals}, last id {self._last_arrival})")
+            return False
+        return True
+
+    def _accept_arrival(self, call: str, occurrence: int, length: int) -> bool:
+        """Validate an arrival before any state changes; record its id."""
+        if occurrence <= self._last_arrival:
+            self._misuse("out-of-order", call, f"occurrence must increase with arrival order, got "
+                         f"{occurrence} after {self._last_arrival}")
+            return False
+        if occurrence > self._last_arrival + 1:
+            self._gaps.append((self._last_arrival + 1, occurrence - 1))
+        self._last_arrival = occurrence
+        return True
 
     # -- low-level embedding API --------------------------------------------
 
     def on_arrival(self, occurrence: int, length: int) -> bool:
         """An original occurrence entered the buffer; return whether it joined ``K``.
 
-        Occurrence ids must increase with arrival order. O(log B) when it joins
-        ``K``, else O(1).
+        Occurrence ids must increase with arrival order (they may skip values).
+        O(log B) when it joins ``K``, else O(1). A refused arrival changes nothing.
 
         Raises:
-            ValueError: a non-increasing occurrence id or a length < 1.
-            TypeError: non-integer arguments.
+            MonitorMisuse: a non-increasing occurrence id or a length < 1
+                (``"raise"`` mode; recorded otherwise, returning ``False``).
+            MonitorTypeError: non-integer arguments (likewise).
         """
-        occurrence = check_int("occurrence", occurrence, 0)
-        length = check_int("length", length, 1)
+        if not (self._int_arg("on_arrival", "occurrence", occurrence, 0)
+                and self._int_arg("on_arrival", "length", length, 1)):
+            return False
+        occurrence, length = int(occurrence), int(length)
+        if not self._accept_arrival("on_arrival", occurrence, length):
+            return False
         self._arrival(occurrence, length)
         return occurrence in self._members
 
@@ -259,18 +343,45 @@ class InvariantMonitor:
                 ``None``: assume the loader refilled to ``B``.
             row, offset: optional coordinates for the report.
 
-        O(1).
+        O(1). A refused call (an occurrence that never arrived, ``None``, a
+        negative ``buffered``...) changes nothing and returns ``False``.
         """
-        return self._select(occurrence, None, buffered, row, offset)
+        if not self._known("on_select", occurrence):
+            return False
+        for name, value in (("buffered", buffered), ("row", row), ("offset", offset)):
+            if value is not None and not self._int_arg("on_select", name, value, 0):
+                return False
+        return self._select(int(occurrence), None, buffered, row, offset)
 
     def on_remove(self, occurrence: int) -> None:
-        """A span of ``occurrence`` was dropped or changed outside a selection (flush, eviction).
+        """A span of ``occurrence`` was dropped outside a selection (flush, eviction).
 
         A member of ``K`` removed this way is reported at the next checked
-        selection if it is still in ``K``. O(1).
+        selection if it is still in ``K``. O(1). An occurrence that never
+        arrived is a misuse.
         """
+        if not self._known("on_remove", occurrence):
+            return
         if occurrence in self._members and occurrence != self._last_selected:
-            self._tainted[occurrence] = None
+            self._tainted[int(occurrence)] = None
+
+    def on_change(self, occurrence: int, old_length: int, new_length: int) -> bool:
+        """The loader changed a buffered span of ``occurrence`` in place, outside a selection.
+
+        Changing the length of a *protected* span this way bypasses the
+        selection the proposition is about: it is a misuse
+        (``changed-protected``) — raised in ``"raise"`` mode, recorded
+        otherwise — and the method returns ``False``. Any other change returns
+        ``True``. O(1).
+        """
+        if not self._known("on_change", occurrence):
+            return False
+        if occurrence in self._members and old_length != new_length:
+            self._misuse("changed-protected", "on_change", f"protected occurrence {occurrence} (L="
+                         f"{self.protected.length_of(int(occurrence))}) changed from {old_length} to "
+                         f"{new_length} tokens outside a selection; pop() it and keep() the rest instead")
+            return False
+        return True
 
     def on_exhausted(self) -> None:
         """The loader could not refill to ``B``: the next selections (until an arrival) are outside."""
@@ -281,11 +392,21 @@ class InvariantMonitor:
     def feed(self, ev: Event) -> None:
         """Consume one event of the placement stream. O(1) (O(log B) for a long arrival).
 
+        Something that is not an event, a placement of an occurrence that
+        never arrived, an arrival out of order and any event after the
+        Horizon are misuses (nothing is counted).
+
         Raises:
             InvariantViolation: in ``on_violation="raise"`` mode.
+            MonitorMisuse: a misuse, in ``on_violation="raise"`` mode.
         """
+        if self.horizon is not None:
+            self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+            return
         if type(ev) is Placement:
             occ = ev.occurrence
+            if (occ > self._last_arrival or occ < 0 or self._gaps) and not self._known("feed", occ):
+                return
             if self._outside or self._tainted or occ in self._members:
                 # reported with the buffer as it was at this selection boundary
                 self._select(occ, ev, None, ev.row, ev.offset)
@@ -299,6 +420,8 @@ class InvariantMonitor:
             return
         if type(ev) is Arrival:
             length = ev.length
+            if not self._accept_arrival("feed", ev.occurrence, length):
+                return
             self.arrivals += 1
             self.buffered_mass += length
             self._outside = False
@@ -316,6 +439,10 @@ class InvariantMonitor:
             self._outside = True
         elif type(ev) is Horizon:
             self._finish(ev)
+        elif not isinstance(ev, Event):
+            self._misuse("not-an-event", "feed", f"expected a packing_theory event, got "
+                         f"{type(ev).__name__} {ev!r}"[:300])
+            return
         if self.tracker is not None:
             self.tracker.feed(ev)
 
@@ -411,5 +538,12 @@ class InvariantMonitor:
         assert len(self.violations) <= self.max_recorded
         assert all(occ in self._members for occ in self._tainted), "tainted occurrence left K"
         assert self.arrivals >= len(self.protected)
+        assert self.misuse_count >= len(self.misuses) and len(self.misuses) <= self.max_recorded
+        assert all(m.kind in MISUSE_KINDS for m in self.misuses)
+        missing = sum(hi - lo + 1 for lo, hi in self._gaps)
+        assert self.arrivals == self._last_arrival + 1 - missing, "arrival count and arrived ids disagree"
+        gaps = self._gaps
+        assert all(lo <= hi and (i == 0 or gaps[i - 1][1] < lo) for i, (lo, hi) in enumerate(gaps))
+        assert all(self._arrived(o) for o in self.protected.members), "a protected occurrence never arrived"
         if self.tracker is not None:
             self.tracker._check()
