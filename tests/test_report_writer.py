@@ -117,7 +117,8 @@ def test_bad_out_is_refused_before_computing(kind: str, lengths_file: Path, tmp_
     monkeypatch.setattr(cli_audit, "run_audit", no_audit)
     f = tmp_path / "plain-file"
     f.write_text("x")
-    out = {"file": f, "below-a-file": f / "sub", "lock-symlink": tmp_path / "d", "report-dir": tmp_path / "e"}[kind]
+    out = {"file": f, "below-a-file": f / "sub", "lock-symlink": tmp_path / "d",
+           "report-dir": tmp_path / "e"}[kind]
     if kind == "lock-symlink":
         out.mkdir()
         (out / LOCK_NAME).symlink_to(f)
@@ -333,8 +334,8 @@ def test_a_kill_during_the_swap_is_completed_by_the_next_open(tmp_path: Path, mo
 
 def _audit_process(lengths: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "packing_theory.cli", "audit", "--lengths", str(lengths), "--out", str(out),
-            "--capacity", "64", "--min-buffer", "40", "--refill", "16", "--rows", "1500", "--permutations", "1",
-            "--no-progress", *extra]
+            "--capacity", "64", "--min-buffer", "40", "--refill", "16", "--rows", "1500",
+            "--permutations", "1", "--no-progress", *extra]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
