@@ -137,8 +137,9 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
             version = fmt.read_magic(fh)
             reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
             shape, _fortran, dtype = reader(fh)
-        except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
-            raise ValueError(f"lengths file {name!r} is not a readable .npy array: {exc}") from exc
+        except Exception as exc:  # numpy's header parser raises ValueError, SyntaxError, TokenError, ...
+            raise ValueError(f"lengths file {name!r} is not a readable .npy array: "
+                             f"{type(exc).__name__}: {exc}") from exc
         offset = fh.tell()
         size = os.fstat(fh.fileno()).st_size
     if dtype.hasobject or dtype.kind not in "iub":
