@@ -197,6 +197,8 @@ class InvariantMonitor:
         self.misuses: list[Misuse] = []
         self._last_arrival = -1  # every arrived id is <= this ...
         self._gaps: list[tuple[int, int]] = []  # ... except these closed ranges of ids that never arrived
+        self._fast_max = -1  # feed(): placements of 0.._fast_max need no check (-1: with gaps, after the end)
+        self._next_arrival: int | None = 0  # feed(): the arrival id that needs no check (None: after the end)
 
     @classmethod
     def for_config(
@@ -287,6 +289,9 @@ class InvariantMonitor:
 
     def _accept_arrival(self, call: str, occurrence: int, length: int) -> bool:
         """Validate an arrival before any state changes; record its id."""
+        if self.horizon is not None:
+            self._misuse("after-horizon", call, f"arrival of occurrence {occurrence} after the Horizon")
+            return False
         if occurrence <= self._last_arrival:
             self._misuse("out-of-order", call, f"occurrence must increase with arrival order, got "
                          f"{occurrence} after {self._last_arrival}")
@@ -294,6 +299,8 @@ class InvariantMonitor:
         if occurrence > self._last_arrival + 1:
             self._gaps.append((self._last_arrival + 1, occurrence - 1))
         self._last_arrival = occurrence
+        self._next_arrival = occurrence + 1
+        self._fast_max = -1 if self._gaps else occurrence
         return True
 
     # -- low-level embedding API --------------------------------------------
@@ -400,13 +407,14 @@ class InvariantMonitor:
             InvariantViolation: in ``on_violation="raise"`` mode.
             MonitorMisuse: a misuse, in ``on_violation="raise"`` mode.
         """
-        if self.horizon is not None:
-            self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
-            return
         if type(ev) is Placement:
             occ = ev.occurrence
-            if (occ > self._last_arrival or occ < 0 or self._gaps) and not self._known("feed", occ):
-                return
+            if not 0 <= occ <= self._fast_max:  # rare: an id past the last arrival, gaps, or the end
+                if self.horizon is not None:
+                    self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+                    return
+                if not self._known("feed", occ):
+                    return
             if self._outside or self._tainted or occ in self._members:
                 # reported with the buffer as it was at this selection boundary
                 self._select(occ, ev, None, ev.row, ev.offset)
@@ -420,7 +428,13 @@ class InvariantMonitor:
             return
         if type(ev) is Arrival:
             length = ev.length
-            if not self._accept_arrival("feed", ev.occurrence, length):
+            occ = ev.occurrence
+            if occ == self._next_arrival:  # the common case, inlined: the next id in order
+                self._last_arrival = occ
+                self._next_arrival = occ + 1
+                if not self._gaps:
+                    self._fast_max = occ
+            elif not self._accept_arrival("feed", occ, length):
                 return
             self.arrivals += 1
             self.buffered_mass += length
@@ -428,6 +442,9 @@ class InvariantMonitor:
             evicted = self.protected.add(ev.occurrence, length if length > self._long_cut else 0)
             if evicted is not None and self._tainted:
                 self._tainted.pop(evicted, None)
+        elif self.horizon is not None:
+            self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+            return
         elif type(ev) is Discard:
             self.buffered_mass -= ev.length
             occ = ev.occurrence
@@ -496,6 +513,8 @@ class InvariantMonitor:
 
     def _finish(self, ev: Horizon) -> None:
         self.horizon = ev
+        self._fast_max = -1
+        self._next_arrival = None
         if self._outside or ev.stop_reason != "rows":
             return  # the stream could not refill to B: not a boundary the proposition covers
         for victim, cause in list(self._tainted.items()):
@@ -540,9 +559,14 @@ class InvariantMonitor:
         assert self.arrivals >= len(self.protected)
         assert self.misuse_count >= len(self.misuses) and len(self.misuses) <= self.max_recorded
         assert all(m.kind in MISUSE_KINDS for m in self.misuses)
-        missing = sum(hi - lo + 1 for lo, hi in self._gaps)
-        assert self.arrivals == self._last_arrival + 1 - missing, "arrival count and arrived ids disagree"
         gaps = self._gaps
+        missing = sum(hi - lo + 1 for lo, hi in gaps)
+        assert self.arrivals == self._last_arrival + 1 - missing, "arrival count and arrived ids disagree"
+        if self.horizon is None:
+            assert self._next_arrival == self._last_arrival + 1
+            assert self._fast_max == (-1 if gaps else self._last_arrival)
+        else:
+            assert self._next_arrival is None and self._fast_max == -1
         assert all(lo <= hi and (i == 0 or gaps[i - 1][1] < lo) for i, (lo, hi) in enumerate(gaps))
         assert all(self._arrived(o) for o in self.protected.members), "a protected occurrence never arrived"
         if self.tracker is not None:
