@@ -20,14 +20,21 @@ MIB = 2**20
 
 
 def peak_rss(argv: list[str]) -> tuple[int, int, str]:
-    """Run ``packing_theory.cli.main(argv)`` in a fresh interpreter: (status, peak RSS bytes, stderr)."""
+    """Run ``packing_theory.cli.main(argv)`` in a fresh interpreter: (status, peak RSS bytes, stderr).
+
+    The peak is ``VmHWM`` of the child (``ru_maxrss`` of a child includes its parent's peak on Linux).
+    """
     code = textwrap.dedent(f"""
         import json, resource, sys
         from packing_theory.cli import main
         status = main({argv!r})
         sys.stdout.flush()
-        print(json.dumps([status, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]),
-              file=sys.stderr)
+        try:  # this image's own peak: ru_maxrss would also count the parent's (kept across exec)
+            hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0]
+            peak = int(hwm.split()[1]) * 1024
+        except (OSError, IndexError):
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps([status, peak]), file=sys.stderr)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     *lines, last = proc.stderr.strip().splitlines()
