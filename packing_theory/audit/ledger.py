@@ -314,7 +314,7 @@ class Ledger:
         assert not ((self._filtered[:n] > 0) & started).any(), "a filtered occurrence started"
         assert (self._first[:n][~started] == _NO_TARGET).all()
         assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
-        assert all(1 <= k < self.capacity and v >= 1 for k, v in self._crop_counts.items())
+        assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
         expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
         assert self._prot_len.size == self._prot_occ.size == expected_protected
         assert (self._prot_len > self.capacity).all()
