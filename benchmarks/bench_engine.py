@@ -15,7 +15,7 @@ Method
   checked equal.
 * Memory: ``tracemalloc`` peak of a separate streamed run (lengths come from a
   generator, events are dropped as they arrive) at N, 2N and 4N documents for
-  the fast engine: O(B + R), flat in N.
+  the fast engine: O(B + refill batch), flat in N.
 
 Run: ``python benchmarks/bench_engine.py [--docs 200000] [--repeat 1]``; results
 go to ``benchmarks/results/engine.{json,md}``.

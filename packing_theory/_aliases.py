@@ -33,7 +33,7 @@ _CLI = ("audit", "bounds", "check", "replay", "_common")
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "packing_theory.spans": ("packing_theory.engine.events",),
-    "packing_theory.policies": ("packing_theory.engine.policies",),
+    "packing_theory.policies": ("packing_theory.engine.policies", "packing_theory.engine.refill"),
     "packing_theory.buffer": ("packing_theory.engine.buffer",),
     "packing_theory.packer": ("packing_theory.engine.packer", "packing_theory.engine.replay"),
     "packing_theory.reference": ("packing_theory.engine.reference",),

@@ -1,16 +1,70 @@
-"""Loading and validating BOS-inclusive length arrays (``.npy``)."""
+"""Loading and validating BOS-inclusive length arrays (``.npy``), and exact token totals.
+
+Lengths are held as ``int64``; a length must fit a signed 64-bit integer.
+Token *totals* can exceed that: :func:`exact_sum` returns a Python ``int``
+that is exact for any input, using numpy's fast sum only when it cannot
+overflow.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
 
 from ._checks import is_int
 
-__all__ = ["load_lengths", "validate_lengths"]
+__all__ = ["INT64_MAX", "exact_sum", "load_lengths", "reject_unordered", "validate_lengths"]
+
+INT64_MAX = (1 << 63) - 1
+"""The largest length (and the largest int64 total) representable in an ``int64`` array."""
+
+
+def exact_sum(values: npt.NDArray[np.integer] | Iterable[int]) -> int:
+    """The exact sum of integers as a Python ``int``, whatever their size.
+
+    For an integer numpy array the sum is taken in numpy when
+    ``max|v| * n`` fits ``int64`` (no overflow is possible), otherwise in
+    chunks small enough not to overflow; other iterables are summed as Python ints.
+    O(n).
+
+    >>> big = np.array([2**62, 2**62, 2**62], dtype=np.int64)
+    >>> int(big.sum()) < 0, exact_sum(big) == 3 * 2**62
+    (True, True)
+    """
+    if not isinstance(values, np.ndarray):
+        return sum(int(v) for v in values)
+    arr = values.ravel()
+    if arr.size == 0:
+        return 0
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8:
+        top = int(arr.max())
+    else:
+        top = max(abs(int(arr.min())), abs(int(arr.max())))
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and top > INT64_MAX:
+        return sum(int(v) for v in arr.tolist())
+    if top * arr.size <= INT64_MAX:
+        return int(arr.sum(dtype=np.int64))
+    step = max(1, INT64_MAX // max(top, 1))
+    if step < 64:  # lengths near 2**63: Python ints, element by element
+        return sum(arr.tolist())
+    return sum(int(arr[i : i + step].sum(dtype=np.int64)) for i in range(0, arr.size, step))
+
+
+def reject_unordered(name: str, value: object) -> None:
+    """Raise ``TypeError`` when ``value`` is a mapping or a set: it has no arrival order to replay.
+
+    >>> reject_unordered("lengths", {3, 4})
+    Traceback (most recent call last):
+    TypeError: lengths must be an ordered sequence of ints (a list, tuple, array or iterator), got set: \
+a mapping or set has no arrival order
+    """
+    if isinstance(value, (Mapping, AbstractSet)):
+        raise TypeError(f"{name} must be an ordered sequence of ints (a list, tuple, array or iterator), "
+                        f"got {type(value).__name__}: a mapping or set has no arrival order")
 
 
 def validate_lengths(
@@ -30,14 +84,22 @@ def validate_lengths(
     >>> validate_lengths(np.array([2.0]))
     Traceback (most recent call last):
     TypeError: lengths must have an integer dtype, got float64
+    >>> validate_lengths({3: 1, 4: 1})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: lengths must be an ordered sequence of ints ..., got dict: a mapping or set has no ...
     """
     if not isinstance(array, np.ndarray):
+        reject_unordered(name, array)
         if isinstance(array, (str, bytes)) or not isinstance(array, Iterable):
             raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(array).__name__}")
         values = list(array)
         for i, v in enumerate(values):
             if not is_int(v):
                 raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
+            if not 1 <= v <= INT64_MAX:
+                what = ("a positive BOS-inclusive length" if v < 1
+                        else "a length that fits a signed 64-bit int")
+                raise ValueError(f"{name}[{i}] must be {what}, got {v}")
         array = np.asarray(values, dtype=np.int64)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"{name} must have an integer dtype, got {array.dtype}")
@@ -57,14 +119,56 @@ def validate_lengths(
     return array.astype(np.int64, copy=False)
 
 
+def _check_npy_header(path: str | os.PathLike[str]) -> None:
+    """Check a ``.npy`` file's header against its size and dtype *before* anything is allocated.
+
+    A header may claim any shape: the data it implies must be exactly the bytes
+    the file holds after the header, and the dtype must be an integer type.
+    O(1) time and memory.
+    """
+    name = os.fspath(path)
+    fmt = np.lib.format
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+        if head[:4] == b"PK\x03\x04":
+            raise ValueError(f"lengths file {name!r} holds an archive (.npz), not one array")
+        fh.seek(0)
+        try:
+            version = fmt.read_magic(fh)
+            reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _fortran, dtype = reader(fh)
+        except Exception as exc:  # numpy's header parser raises ValueError, SyntaxError, TokenError, ...
+            raise ValueError(f"lengths file {name!r} is not a readable .npy array: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        offset = fh.tell()
+        size = os.fstat(fh.fileno()).st_size
+    if dtype.hasobject or dtype.kind not in "iub":
+        raise TypeError(f"lengths file {name!r} must have an integer dtype, got {dtype}")
+    count = 1
+    for n in shape:
+        count *= int(n)
+    claimed = count * dtype.itemsize
+    held = size - offset
+    if claimed != held:
+        what = "truncated, or a false header" if held < claimed else f"{held - claimed} trailing bytes"
+        raise ValueError(f"lengths file {name!r}: the .npy header claims shape {tuple(shape)} of {dtype} = "
+                         f"{claimed:,} bytes, the file holds {held:,} bytes after the header ({what})")
+
+
 def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     """Load and validate a ``.npy`` file of BOS-inclusive lengths.
 
+    The header's shape and dtype are checked against the file size before
+    the array is read, so a false header is refused without allocating what
+    it claims. Memory: the array (8 bytes per document as ``int64``).
+
     Raises:
         FileNotFoundError: no such file.
-        ValueError: not a readable ``.npy`` array, or invalid lengths.
+        ValueError: not a readable ``.npy`` array, a header that disagrees
+            with the file size, or invalid lengths.
         TypeError: a non-integer dtype.
     """
+    _check_npy_header(path)
     try:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:

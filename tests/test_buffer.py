@@ -109,6 +109,67 @@ def test_numpy_capacity_is_accepted_as_everywhere_else() -> None:
 def test_check_detects_corruption() -> None:
     buf = FastBuffer(4)
     buf.append((0, 0, 0, 3, False))
-    buf._mask = 0  # corrupt the index
+    buf._lens.clear()  # corrupt the index
     with pytest.raises(AssertionError):
         buf._check()
+
+
+class SmallDistinctMachine(BufferMachine):
+    """The same model with the sorted-list threshold at 3 distinct lengths: the SortedList path."""
+
+    def __init__(self) -> None:
+        import packing_theory.engine.buffer as mod
+
+        self._saved = mod.SMALL_DISTINCT
+        mod.SMALL_DISTINCT = 3
+        super().__init__()
+
+    def teardown(self) -> None:
+        import packing_theory.engine.buffer as mod
+
+        mod.SMALL_DISTINCT = self._saved
+
+
+TestSmallDistinctMachine = SmallDistinctMachine.TestCase
+
+
+def test_memory_does_not_grow_with_capacity() -> None:
+    """Before the sparse index a buffer held an R+1 bucket list: ~64 MB at R = 10**6."""
+    import tracemalloc
+
+    for capacity in (2049, 10**6, 10**18):
+        tracemalloc.start()
+        buf = FastBuffer(capacity)
+        for occ, n in enumerate([5, 70_000, 3, 999_999, 5]):
+            buf.append((occ, occ, 0, n, False))
+        assert buf.take(capacity)[1][3] == max(n for n in [5, 70_000, 3, 999_999, 5] if n <= capacity)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        buf._check()
+        assert peak < 64 * 1024, (capacity, peak)
+
+
+def test_huge_capacity_replay_matches_the_reference() -> None:
+    """R = 10**12: the engines agree, and the fast one no longer needs O(R) memory to start."""
+    import numpy as np
+
+    import packing_theory as pt
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 5 * 10**12, 400).tolist()
+    for policy in ("discard", "continue", "requeue-bos"):
+        cfg = pt.PackerConfig(capacity=10**12, min_buffer=7, refill=3, policy=policy, exhausted="drain")
+        assert list(pt.Packer(cfg).events(lengths)) == list(pt.ReferencePacker(cfg).events(lengths))
+
+
+def test_distinct_lengths_switch_to_a_sorted_list_and_keep_the_answers() -> None:
+    from packing_theory.engine.buffer import SMALL_DISTINCT
+
+    buf = FastBuffer(10**9)
+    for occ in range(SMALL_DISTINCT + 10):
+        buf.append((occ, occ, 0, 2 * occ + 1, False))
+    assert buf._big
+    buf._check()
+    assert buf.take(10)[1][3] == 9  # largest fit
+    assert buf.take(0)[1][3] == 1  # nothing fits: shortest, cropped
+    buf._check()

@@ -230,7 +230,7 @@ def test_monitor_rejects_bad_arguments() -> None:
         InvariantMonitor(4, 2, segmented=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="policy must be one of"):
         InvariantMonitor(4, 2, track_buffer="shuffle")  # type: ignore[arg-type]
-    mon = InvariantMonitor(4, 2)
+    mon = InvariantMonitor(4, 2, on_violation="raise")
     with pytest.raises(ValueError, match="length must be >= 1, got 0"):
         mon.on_arrival(0, 0)
     mon.on_arrival(3, 5)
@@ -238,6 +238,15 @@ def test_monitor_rejects_bad_arguments() -> None:
         mon.on_arrival(2, 5)
     with pytest.raises(ValueError, match="occurrence must increase"):
         mon.feed(Arrival(1, 1, 0, 1))
+    # in record mode the same calls are recorded as misuses and change nothing
+    rec = InvariantMonitor(4, 2)
+    assert rec.on_arrival(0, 0) is False
+    rec.on_arrival(3, 5)
+    rec.on_arrival(2, 5)
+    rec.feed(Arrival(1, 1, 0, 1))
+    assert [m.kind for m in rec.misuses] == ["bad-value", "out-of-order", "out-of-order"]
+    assert rec.arrivals == 1 and rec.buffered_mass == 5 and not rec.ok and rec.violation_count == 0
+    rec._check()
 
 
 def test_report_and_observe_pass_through() -> None:
@@ -266,8 +275,9 @@ def test_monitored_buffer_token_lists_and_spans() -> None:
     buf.keep(0, first[3:])
     assert buf.occurrence_at(0) == 0 and buf[0] == [3, 4, 5]
     buf[0] = [4, 5]
-    buf.requeue([0, 5])
-    assert buf.occurrence_at(2) == 0
+    with pytest.raises(ValueError, match="would duplicate its span"):  # a second continuation of one pop
+        buf.requeue([0, 5])
+    assert len(buf) == 2 and buf.occurrence_at(0) == 0
     buf._check()
     buf.pop(1)  # the protected (tokens, start) span
     assert mon.violation_count == 1 and mon.first_violation is not None

@@ -24,7 +24,8 @@ from packing_theory.engine.events import (
     Horizon,
     Placement,
 )
-from packing_theory.engine.policies import CropOutcome, PackerConfig, crop_outcome, refill_batches
+from packing_theory.engine.policies import CropOutcome, PackerConfig, crop_outcome
+from packing_theory.engine.refill import refill_batches
 from packing_theory.invariant import (
     BufferSummary,
     InvariantMonitor,
@@ -214,11 +215,18 @@ def test_monitor_embedding_api_reports_by_hand() -> None:
 
 def test_monitor_on_arrival_validates_and_answers() -> None:
     """on_arrival__mutmut_2/8/9 (parameter names); _arrival__mutmut_14: segmented arrivals stay out of K."""
-    mon = InvariantMonitor(4, 3)
-    with pytest.raises(ValueError, match=r"^occurrence must be >= 0, got -1$"):
-        mon.on_arrival(-1, 5)
-    with pytest.raises(ValueError, match=r"^length must be >= 1, got 0$"):
-        mon.on_arrival(0, 0)
+    strict = InvariantMonitor(4, 3, on_violation="raise")
+    with pytest.raises(ValueError, match=r"^on_arrival: occurrence must be >= 0, got -1 \(bad-value\)$"):
+        strict.on_arrival(-1, 5)
+    with pytest.raises(ValueError, match=r"^on_arrival: length must be >= 1, got 0 \(bad-value\)$"):
+        strict.on_arrival(0, 0)
+    mon = InvariantMonitor(4, 3)  # record mode: the refused calls are recorded as misuse, nothing counted
+    assert mon.on_arrival(-1, 5) is False and mon.on_arrival(0, 0) is False
+    assert [m.detail for m in mon.misuses] == [
+        "occurrence must be >= 0, got -1",
+        "length must be >= 1, got 0",
+    ]
+    assert mon.arrivals == 0
     assert mon.on_arrival(0, 4) is False  # L = R is not long
     seg = InvariantMonitor(4, 3, segmented=True)
     assert seg.on_arrival(0, 9) is False and len(seg.protected) == 0
@@ -362,7 +370,10 @@ def test_monitor_initial_state() -> None:
     assert mon.segmented is True and mon.horizon is None and mon.ok
     assert InvariantMonitor(4, 3).segmented is False
     fresh = InvariantMonitor(4, 3)
-    assert fresh.on_select(5, buffered=3) is True
+    assert fresh.on_select(5, buffered=3) is False  # an occurrence that never arrived: a misuse, not counted
+    assert fresh.misuse_count == 1 and fresh.selections == 0
+    fresh.on_arrival(5, 2)
+    assert fresh.on_select(5, buffered=3) is True  # the first selection is checked (not "outside")
     assert (fresh.selections_checked, fresh.selections_outside) == (1, 0)
 
 

@@ -41,7 +41,8 @@ def result() -> AuditResult:
 def test_json_schema_keys_are_stable(result: AuditResult) -> None:
     doc = report_dict(result)
     assert tuple(doc) == TOP_LEVEL_KEYS
-    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 1)
+    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 2)
+    assert doc["run"] is None  # a document built outside a ReportWriter has no run
     assert [tuple(p) for p in doc["policies"]] == [POLICY_KEYS] * 3
     p0 = doc["policies"][0]
     assert set(p0["mass"]) == {"arrived_tokens", "added_bos", "emitted_tokens", "emitted_added_bos",
@@ -104,7 +105,7 @@ def test_missing_matplotlib_gives_a_clear_message(result: AuditResult, tmp_path:
 def test_write_report_refuses_a_file_as_directory(result: AuditResult, tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(NotADirectoryError, match="not a directory"):
+    with pytest.raises(ValueError, match="exists and is not a directory"):
         write_report(result, f, plots=False)
 
 

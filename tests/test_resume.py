@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import packing_theory as pt
 from packing_theory.engine.events import Event, fill_length
-from packing_theory.engine.policies import POLICIES, CursorState, RefillCursor
+from packing_theory.engine.policies import POLICIES
+from packing_theory.engine.refill import CursorState, RefillCursor
 from packing_theory.engine.state import EngineState
 from packing_theory.invariant import strategies as pst
 

@@ -67,6 +67,7 @@ from ..engine.events import (
 )
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
+from ..lengths import INT64_MAX, exact_sum
 from .results import (
     Aggregates,
     CoverageRow,
@@ -82,7 +83,11 @@ from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_
 from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable, table_aggregates
 from .table import FILTERED as F_FILTERED
 
-__all__ = ["Ledger", "audit_events", "audit_lengths"]
+__all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median"]
+
+MAX_EXACT_TOKENS = 1 << 53
+"""Arrived tokens a :class:`Ledger` accounts exactly (per-source columns are int64 and
+per-stratum sums float64, exact up to 2**53); past it the ledger refuses with one line."""
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -121,6 +126,11 @@ class Ledger:
     one-pass stream without added BOS markers (see
     :mod:`packing_theory.audit.table`), plus O(chunk + B + R);
     ``detail=True`` adds O(placements + discards) unless spilled.
+
+    Exactness: every total is exact or refused. Arrivals whose tokens sum past
+    :data:`MAX_EXACT_TOKENS` (or past ``2**63 / (exposure_bins + 1)`` for very
+    many bins) raise ``ValueError`` naming the occurrence, instead of a
+    wrapped-around count.
     """
 
     def __init__(
@@ -151,6 +161,8 @@ class Ledger:
         self.n_strata = len(self.boundaries) + 1
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
+        self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
+        """Arrived tokens this ledger accounts exactly (see the class docstring)."""
         self._t = SourceTable()
         # pending single events
         self._pl: list[Placement] = []
@@ -169,10 +181,10 @@ class Ledger:
         self._padding_tokens = 0
         self._repeated_tokens = 0
         self._long_emitted = 0
-        self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self._crop_counts: dict[int, int] = {}  # crop length -> crops (sparse: O(distinct), not O(R))
         self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
         self._expo = np.zeros(self.n_strata * self.bins, dtype=np.int64)
-        self._whole_hist = np.zeros(self.capacity + 1, dtype=np.int64)  # whole-document placements by L
+        self._whole_counts: dict[int, int] = {}  # whole-document placements by L (O(distinct), not O(R))
         self._long_arrivals = 0
         self._prot_len = np.zeros(0, dtype=np.int64)
         self._prot_occ = np.zeros(0, dtype=np.int64)
@@ -418,6 +430,18 @@ class Ledger:
             i = int(np.argmax(length < 0))
             raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
+        total = self._arrived_tokens + exact_sum(length)
+        if total > self.max_tokens:
+            running, i = self._arrived_tokens, 0
+            for n in length.tolist():  # the refusal path: find the first arrival past the range
+                running += n
+                if running > self.max_tokens:
+                    break
+                i += 1
+            raise ValueError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
+                             f"{int(occ[i])} (length {int(length[i])}) hold more than {self.max_tokens:,} "
+                             "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
+                             "tokens")
         t = self._t
         top = int(occ.max()) + 1
         t.grow(top)
@@ -431,7 +455,7 @@ class Ledger:
         t.length[occ] = length
         t.set_sources(occ, src)
         t.set_passes(occ, pas)
-        self._arrived_tokens += int(length.sum())
+        self._arrived_tokens = total
         long_mask = length > self.capacity
         if long_mask.any():
             self._long_arrivals += int(long_mask.sum())
@@ -477,7 +501,9 @@ class Ledger:
         self._emitted_added += int(added.sum())
         self._long_emitted += int(ln[L > R].sum())
         if crop.any():
-            self._crop_hist += np.bincount(ln[crop], minlength=R + 1)
+            counts = self._crop_counts
+            for k, v in zip(*(a.tolist() for a in np.unique(ln[crop], return_counts=True)), strict=True):
+                counts[k] = counts.get(k, 0) + v
         strat = stratum_index(L, self.boundaries)
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
                                                 ).astype(np.int64)
@@ -488,7 +514,9 @@ class Ledger:
         # their text interval [start, stop) plus the moved own BOS at offset 0
         whole = (start == 0) & (stop == L) & ~bos
         if whole.any():
-            self._whole_hist += np.bincount(L[whole], minlength=R + 1)
+            counts = self._whole_counts
+            for k, v in zip(*(a.tolist() for a in np.unique(L[whole], return_counts=True)), strict=True):
+                counts[k] = counts.get(k, 0) + v
             keep = ~whole
             start, stop, L, strat, own = start[keep], stop[keep], L[keep], strat[keep], own[keep]
         a = start
@@ -620,7 +648,8 @@ class Ledger:
         assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
         if t.pass_index is not None:
             assert (t.pass_index[:n] >= 0).all()
-        assert int(self._crop_hist.sum()) <= self._emitted_tokens
+        assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
+        assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
         expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
         assert self._prot_len.size == self._prot_occ.size == expected_protected
         assert (self._prot_len > self.capacity).all()
@@ -654,7 +683,7 @@ class Ledger:
         R = self.capacity
         agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
-        hist = self._crop_hist
+        crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
                              self._discarded_tokens, self._buffered_tokens, self._buffered_added,
                              self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
@@ -677,9 +706,9 @@ class Ledger:
             partial_row_tokens=h.partial_row_tokens,
             exhausted_at_row=self._exhausted_at_row,
             mass=mass,
-            crop_events=int(hist.sum()),
-            crop_bos_only=int(hist[1]),
-            median_crop_prefix=_hist_median(hist),
+            crop_events=sum(crops.values()),
+            crop_bos_only=crops.get(1, 0),
+            median_crop_prefix=counts_median(crops),
             arrived_sources=agg.arrived,
             started_sources=agg.started,
             fully_emitted_sources=agg.full,
@@ -691,7 +720,7 @@ class Ledger:
             protected=self._protected_mass(),
             strata=strata,
             exposure=_exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts,
-                                       self._expo + _whole_exposure(self._whole_hist, self.boundaries,
+                                       self._expo + _whole_exposure(self._whole_counts, self.boundaries,
                                                                     self.bins).ravel(), self.bins),
             coverage=tuple(CoverageRow(labels[s], *agg.coverage[s]) for s in range(self.n_strata)),
             series=tuple(self._series),
@@ -837,13 +866,19 @@ class Ledger:
         return [self.record(int(o)) for o in occs]
 
 
-def _hist_median(hist: Int64Array) -> float | None:
-    total = int(hist.sum())
+def counts_median(counts: dict[int, int]) -> float | None:
+    """Median of a sparse histogram ``value -> count`` (the mean of the two middle values).
+
+    >>> counts_median({3: 1, 10: 2}), counts_median({2: 1, 4: 1}), counts_median({})
+    (10.0, 3.0, None)
+    """
+    total = sum(counts.values())
     if total == 0:
         return None
-    c = np.cumsum(hist)
-    lo = int(np.searchsorted(c, (total - 1) // 2, side="right"))
-    hi = int(np.searchsorted(c, total // 2, side="right"))
+    keys = sorted(counts)
+    cum = np.cumsum([counts[k] for k in keys])
+    lo = keys[int(np.searchsorted(cum, (total - 1) // 2, side="right"))]
+    hi = keys[int(np.searchsorted(cum, total // 2, side="right"))]
     return (lo + hi) / 2
 
 
@@ -853,13 +888,14 @@ def _bin_edges(L: Int64Array, bins: int) -> Int64Array:
     return (k[None, :] * L[:, None] + bins - 1) // bins
 
 
-def _whole_exposure(hist: Int64Array, boundaries: tuple[int, ...], bins: int) -> Int64Array:
-    """Exposure ``(strata, bins)`` of whole-document placements counted by length in ``hist``."""
-    uniq = np.flatnonzero(hist).astype(np.int64)
+def _whole_exposure(counts: dict[int, int], boundaries: tuple[int, ...], bins: int) -> Int64Array:
+    """Exposure ``(strata, bins)`` of whole-document placements counted by length in ``counts``."""
     out = np.zeros((len(boundaries) + 1, bins), dtype=np.int64)
-    if uniq.size:
+    if counts:
+        uniq = np.fromiter(sorted(counts), np.int64, len(counts))
+        n = np.fromiter((counts[int(k)] for k in uniq), np.int64, len(counts))
         edges = _bin_edges(uniq, bins)
-        np.add.at(out, stratum_index(uniq, boundaries), (edges[:, 1:] - edges[:, :-1]) * hist[uniq, None])
+        np.add.at(out, stratum_index(uniq, boundaries), (edges[:, 1:] - edges[:, :-1]) * n[:, None])
     return out
 
 

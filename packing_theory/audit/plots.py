@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,11 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
-def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Path]:
+def write_plots(result: AuditResult, outdir: str | os.PathLike[str], *,
+                metadata: Mapping[str, str] | None = None) -> list[Path]:
     """Write the four PNGs of :data:`PLOT_FILES` into ``outdir``; return their paths.
+
+    ``metadata`` becomes PNG text chunks (the run id and config hash of a report).
 
     Raises:
         ImportError: matplotlib is not installed (the message names the extra).
@@ -49,7 +53,7 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str]) -> list[Pat
         fig = draw(plt, result)
         fig.tight_layout()
         paths.append(out / name)
-        fig.savefig(paths[-1], dpi=100)
+        fig.savefig(paths[-1], dpi=100, metadata=dict(metadata or {}))
         plt.close(fig)
     return paths
 

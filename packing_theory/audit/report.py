@@ -24,11 +24,13 @@ from .population import EvalPopulation
 from .progress import ProgressBar, progress_bar
 from .run import AuditResult
 from .startup import StartupSpread
+from .writer import PNG_CONFIG_KEY, PNG_RUN_KEY, ReportWriter
 
 __all__ = [
     "PAPER_5_1",
     "PLOT_FILES",
     "POLICY_KEYS",
+    "REPORT_FILES",
     "SCHEMA",
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
@@ -38,19 +40,29 @@ __all__ = [
     "progress_bar",
     "render_markdown",
     "report_dict",
+    "run_info",
     "write_json",
     "write_plots",
     "write_report",
+    "write_report_files",
 ]
 
 SCHEMA = "packing-theory/audit"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
-    "schema", "version", "generator", "corpus", "settings", "strata", "policies", "startup",
+    "schema", "version", "generator", "run", "corpus", "settings", "strata", "policies", "startup",
     "evaluation", "reference", "seconds",
 )
-"""Top-level keys of a version-1 report, in order."""
+"""Top-level keys of a version-2 report, in order."""
+
+REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES)
+"""Every file an audit report directory may hold."""
+
+
+def run_info(writer: ReportWriter) -> dict[str, str]:
+    """The ``"run"`` entry for the files ``writer`` writes: run id, config hash, tool."""
+    return {"id": writer.run_id, "config_hash": writer.config_hash, "tool": writer.tool}
 
 POLICY_KEYS: tuple[str, ...] = (
     "policy", "capacity", "min_buffer", "rows", "targets", "stop_reason", "partial_row_tokens",
@@ -89,15 +101,16 @@ PAPER_5_1: dict[str, Any] = {
 # --------------------------------------------------------------------------- JSON
 
 
-def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The version-1 JSON document of ``result`` (keys :data:`TOP_LEVEL_KEYS`).
+def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
+                run: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The version-2 JSON document of ``result`` (keys :data:`TOP_LEVEL_KEYS`); ``run`` from :func:`run_info`.
 
     >>> from packing_theory.audit import run_audit
     >>> res = run_audit([3, 9, 2, 4, 12, 1] * 20, policies=["discard"], permutations=2,
     ...                 config=__import__("packing_theory").PackerConfig(capacity=8, min_buffer=3, refill=2))
     >>> doc = report_dict(res)
     >>> doc["schema"], doc["version"], tuple(doc) == TOP_LEVEL_KEYS
-    ('packing-theory/audit', 1, True)
+    ('packing-theory/audit', 2, True)
     """
     from .._version import __version__
     from .strata import stratum_labels
@@ -111,6 +124,7 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "generator": {"name": "packing_theory", "version": __version__},
+        "run": dict(run) if run is not None else None,
         "corpus": result.corpus.to_dict(),
         "settings": {"capacity": cfg.capacity, "min_buffer": cfg.min_buffer,
                      "refill": list(cfg.batch_sizes), "passes": cfg.passes, "rows": cfg.row_budget,
@@ -143,7 +157,11 @@ def _plain(value: Any) -> Any:
 
 def write_json(result: AuditResult, path: str | os.PathLike[str], *,
                reference: Mapping[str, Any] | None = None) -> Path:
-    """Write :func:`report_dict` as indented JSON; return the path."""
+    """Write :func:`report_dict` as indented JSON to one file; return the path.
+
+    A plain single-file write (no run id, no lock): for a report directory use
+    :func:`write_report`.
+    """
     out = Path(path)
     out.write_text(json.dumps(report_dict(result, reference=reference), indent=2) + "\n", encoding="utf-8")
     return out
@@ -188,10 +206,11 @@ def _eval_line(e: EvalPopulation) -> str:
 
 
 def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
-                    plots: Sequence[str] = ()) -> str:
+                    plots: Sequence[str] = (), run: Mapping[str, str] | None = None) -> str:
     """A one-screen Markdown summary: mass partition, sources, strata, startup, evaluation verdict.
 
-    With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures.
+    With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures;
+    with ``run`` (:func:`run_info`) the last line names the run and the config hash.
     """
     lines = ["# Source-inclusion audit", "", _md_corpus_line(result), ""]
     lines += _md_main_table(result, reference)
@@ -201,7 +220,9 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
         lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
     total = sum(result.seconds.values())
     lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
-                 "Full figures: `audit.json` (schema packing-theory/audit v1).")
+                 f"Full figures: `audit.json` (schema packing-theory/audit v{SCHEMA_VERSION}).")
+    if run is not None:
+        lines += ["", f"Run `{run['id']}`, config `{run['config_hash']}`."]
     return "\n".join(lines) + "\n"
 
 
@@ -333,20 +354,43 @@ def write_report(
     *,
     plots: bool = True,
     reference: Mapping[str, Any] | None = None,
+    force: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
-    """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``.
+    """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``, as one unit.
+
+    Goes through :class:`~packing_theory.audit.writer.ReportWriter`: locked,
+    staged and swapped in together, the previous run's stale plots removed;
+    ``force`` replaces report-named files this tool did not write. ``config``
+    (default: the result's settings) is hashed into every file.
+    A command that must validate ``outdir`` *before* computing opens a writer
+    itself and calls :func:`write_report_files`.
 
     Raises:
         ImportError: ``plots=True`` without matplotlib.
+        ReportError: see :meth:`~packing_theory.audit.writer.ReportWriter.open`.
         OSError: ``outdir`` cannot be created or written.
     """
-    out = Path(outdir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"report directory {os.fspath(out)!r} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    pngs = tuple(write_plots(result, out)) if plots else ()
-    j = write_json(result, out / "audit.json", reference=reference)
-    md = out / "audit.md"
-    text = render_markdown(result, reference=reference, plots=[p.name for p in pngs])
-    md.write_text(text, encoding="utf-8")
+    if config is None:
+        config = {"settings": report_dict(result)["settings"]}
+    with ReportWriter(outdir, names=REPORT_FILES, config=config, tool="packing_theory.audit.write_report",
+                      force=force) as writer:
+        files = write_report_files(writer, result, plots=plots, reference=reference)
+        writer.commit()
+    root = Path(os.path.realpath(outdir))
+    return ReportFiles(root / files.json.name, root / files.markdown.name,
+                       tuple(root / p.name for p in files.plots))
+
+
+def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
+                       reference: Mapping[str, Any] | None = None) -> ReportFiles:
+    """Stage the report's files in an open ``writer`` (the caller commits). Returns the staged paths."""
+    run = run_info(writer)
+    pngs: tuple[Path, ...] = ()
+    if plots:
+        meta = {PNG_RUN_KEY: writer.run_id, PNG_CONFIG_KEY: writer.config_hash}
+        pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=meta))
+    j = writer.write_json("audit.json", report_dict(result, reference=reference, run=run))
+    md = writer.write_text("audit.md", render_markdown(result, reference=reference,
+                                                       plots=[p.name for p in pngs], run=run))
     return ReportFiles(j, md, pngs)

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
-from ..lengths import validate_lengths
+from ..lengths import exact_sum, validate_lengths
 from .ledger import audit_lengths
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
@@ -58,12 +58,16 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
     (2, 1)
     """
 
-    arr = validate_lengths(np.asarray(lengths))
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
     s = stratum_index(arr, boundaries)
     S = len(boundaries) + 1
-    return CorpusSummary(label, int(arr.size), int(arr.sum()), int((arr > capacity).sum()), int(arr.max()),
-                         tuple(int(v) for v in np.bincount(s, minlength=S)),
-                         tuple(int(v) for v in np.bincount(s, weights=arr, minlength=S).round()))
+    total = exact_sum(arr)
+    if total < 2**53:  # float64 weights are exact
+        by_stratum = tuple(int(v) for v in np.bincount(s, weights=arr, minlength=S).round())
+    else:
+        by_stratum = tuple(exact_sum(arr[s == k]) for k in range(S))
+    return CorpusSummary(label, int(arr.size), total, int((arr > capacity).sum()), int(arr.max()),
+                         tuple(int(v) for v in np.bincount(s, minlength=S)), by_stratum)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
+from .ledger import counts_median
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 
@@ -121,7 +122,7 @@ class StreamLedger:
                                  "filtered"), 0)
         self._first_long: int | None = None
         self._exhausted_at: int | None = None
-        self._crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self._crop_counts: dict[int, int] = {}  # crop length -> crops (O(distinct), not O(R))
         self._prot_len = np.zeros(0, dtype=np.int64)
         self._prot_occ = np.zeros(0, dtype=np.int64)
         self._prot_started = np.zeros(0, dtype=np.bool_)
@@ -227,7 +228,10 @@ class StreamLedger:
             t["crops"] += int(p.crop.sum())
             t["bos_only"] += int((p.crop & (p.length == 1)).sum())
             if p.crop.any():
-                self._crop_hist += np.bincount(p.length[p.crop], minlength=R + 1)
+                counts = self._crop_counts
+                for k, v in zip(*(a.tolist() for a in np.unique(p.length[p.crop], return_counts=True)),
+                                strict=True):
+                    counts[k] = counts.get(k, 0) + v
         d = b.discard
         if d.occurrence.size:
             i = self._idx(d.occurrence, "Discard")
@@ -332,12 +336,6 @@ class StreamLedger:
                        int(self._buffered_by[s]), int(c["targets"][s]), int(c["filtered_sources"][s]),
                        int(c["filtered_tokens"][s]))
             for s in range(self._S))
-        hist = self._crop_hist
-        total = int(hist.sum())
-        median: float | None = None
-        if total:
-            cum = np.cumsum(hist)
-            median = (int(np.searchsorted(cum, (total - 1) // 2, side="right"))
-                      + int(np.searchsorted(cum, total // 2, side="right"))) / 2
+        median = counts_median(self._crop_counts)
         return StreamResult(summary, strata, int(self._prot_occ.size), int(self._prot_len.sum()),
                             int(self._prot_started.sum()), median, self.live_peak)

@@ -3,17 +3,22 @@
 Each subcommand is a module of this package with ``register(subparsers)``
 and ``run(args) -> int``; this module only dispatches. The CLI is the top
 layer: it may import everything, nothing imports it.
-Errors in user input (``ValueError``, ``TypeError``, ``OSError``) end the
-program with status 2 and one line on standard error.
+
+:func:`main` runs every command under the exit-code contract of
+:mod:`packing_theory.cli._exit` (0 found nothing, 1 found something, 2 bad
+usage or input, 3 could not measure), adds ``--debug`` and the contract's
+``--help`` epilog to every subcommand, and never raises ``SystemExit``: it
+returns the status.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
+
+from ._exit import EPILOG, ExitCode, run_command
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -42,8 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="packing-theory",
         description="Replay, check and audit streaming sequence packers.",
+        epilog=EPILOG,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an internal error (exit status 3)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_OneLineParser)
     for module_name in COMMANDS.values():
         try:
             module = importlib.import_module(module_name)
@@ -52,16 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for command in sub.choices.values():  # the contract, by construction, for every subcommand
+        command.epilog = f"{command.epilog}\n\n{EPILOG}" if command.epilog else EPILOG
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="print the traceback of an internal error (exit status 3)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; return the exit status (never raises ``SystemExit``).
+
+    Parsing errors are status 2 and ``--help`` is status 0 (argparse prints
+    them); the command itself runs under :func:`~packing_theory.cli._exit.run_command`.
+    """
     try:
-        status: int = args.run(args)
-    except (ValueError, TypeError, OSError) as exc:
-        print(f"packing-theory {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    return status
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed on one line
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
+    return run_command(args.command, lambda: args.run(args), debug=bool(args.debug))

@@ -17,8 +17,9 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ..audit import (
     corpus_summary,
     run_audit,
 )
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 
@@ -42,9 +44,14 @@ __all__ = [
     "DEMO_EVAL_DOCUMENTS",
     "DEMO_EVAL_SEED",
     "DEMO_POLICIES",
+    "AuditPlan",
+    "config_document",
     "demo_inputs",
     "load_corpus",
+    "load_inputs",
+    "packer_config",
     "parse_policies",
+    "plan_audit",
     "register",
     "run",
 ]
@@ -66,19 +73,20 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     ['discard', 'continue', 'segment-first']
     >>> parse_policies(["nope"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --policy must name policies among discard, continue, ...; got 'nope'
+    ValueError: --policy got 'nope', not a policy: see packing-theory policies (discard, continue, ...)
     """
-    if not values:
-        return ["discard"]
     from ._peers import all_policy_names
 
     known = all_policy_names()
+    if not values:
+        return ["discard"]
     out: list[str] = []
     for value in values:
         for name in value.split(","):
             name = name.strip()
             if name not in known:
-                raise ValueError(f"--policy must name policies among {', '.join(known)}; got {name!r}")
+                raise ValueError(f"--policy got {name!r}, not a policy: see packing-theory policies "
+                                 f"({', '.join(known)})")
             if name in out:
                 raise ValueError(f"--policy names {name!r} twice")
             out.append(name)
@@ -142,8 +150,12 @@ def register(sub: Any) -> None:
                         default=DEFAULT_EVAL_PREFIXES, metavar="T[,T...]",
                         help="shorter evaluation budgets also checked (default 2097152,10485760)")
     parser.add_argument("--out", default="audit-report", metavar="DIR",
-                        help="report directory (default ./audit-report)")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+                        help="report directory (default ./audit-report), checked and locked before the "
+                             "audit runs; the report's files are swapped in together")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="skip the PNG plots (the previous run's plots are removed)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="run the policy replays, startup permutations and evaluation replays in N "
@@ -156,20 +168,19 @@ def register(sub: Any) -> None:
 # --------------------------------------------------------------------------- inputs
 
 
-def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
-    if spec == "bytes":
-        return lambda text: list(text.encode("utf-8"))
-    if spec == "chars":
-        return lambda text: [ord(ch) for ch in text]
-    if spec == "whitespace":
-        return lambda text: [0] * len(text.split())
+def _tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
+    """A built-in tokenizer name (counted in chunks, never materialised) or an imported callable."""
+    for name in BUILTIN_TOKENIZERS:
+        if spec == name:
+            return name
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} "
+                         f"({type(exc).__name__}: {exc})") from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ValueError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
@@ -177,14 +188,13 @@ def _tokenizer(spec: str) -> Callable[[str], Sequence[int]]:
 
 
 def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
-    """The training lengths named by ``--lengths`` / ``--shards`` / ``--text`` and a label."""
-    from ..corpus import (
-        iter_parquet_texts,
-        iter_text_files,
-        lengths_from_shards,
-        lengths_from_texts,
-        load_lengths,
-    )
+    """The training lengths named by ``--lengths`` / ``--shards`` / ``--text`` and a label.
+
+    Plain text with a built-in ``--tokenizer`` is counted in chunks (a very long
+    line costs O(1 MiB), not the line and its token list).
+    """
+    from ..corpus import iter_parquet_texts, lengths_from_shards, lengths_from_texts, load_lengths
+    from ..corpus.text import lengths_from_text_files
 
     if args.lengths:
         return load_lengths(args.lengths), Path(args.lengths).name
@@ -194,9 +204,11 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
         parquet = [p for p in args.text if str(p).endswith(".parquet")]
         if parquet and len(parquet) != len(args.text):
             raise ValueError("--text mixes .parquet and plain text files; give one kind")
-        texts = (iter_parquet_texts(args.text, args.text_column) if parquet
-                 else iter_text_files(args.text, per_line=args.per_line))
-        return lengths_from_texts(texts, _tokenizer(args.tokenizer)), f"{len(args.text)} text file(s)"
+        tokenizer = _tokenizer(args.tokenizer)
+        label = f"{len(args.text)} text file(s)"
+        if parquet:
+            return lengths_from_texts(iter_parquet_texts(args.text, args.text_column), tokenizer), label
+        return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line), label
     raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
 
@@ -207,135 +219,193 @@ def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[
     ``scale < 1`` takes a prefix of both streams and scales every budget (for
     quick checks and tests); ``scale = 1`` is the full-size demo.
     """
-    if not 0 < scale <= 1:
-        raise ValueError(f"--scale must be in (0, 1], got {scale}")
+    rows, eval_targets, prefixes = _demo_budgets(scale)
     from ..corpus import default_lengths
 
     train = default_lengths(seed=0)
     evals = default_lengths(seed=DEMO_EVAL_SEED)[:DEMO_EVAL_DOCUMENTS]
+    if scale < 1:
+        train = train[: max(1, int(train.size * scale))]
+        evals = evals[: max(1, int(evals.size * scale))]
+    return train, evals, rows, eval_targets, prefixes
+
+
+def _demo_budgets(scale: float) -> tuple[int, int, tuple[int, ...]]:
+    """The demo's row budget, eval targets and eval prefixes at ``scale`` (no data generated)."""
+    if not 0 < scale <= 1:
+        raise ValueError(f"--scale must be in (0, 1], got {scale}")
     rows = AUTORESEARCH_ROWS
     eval_targets = AUTORESEARCH_EVAL_TARGETS
     prefixes = DEFAULT_EVAL_PREFIXES
     if scale < 1:
-        train = train[: max(1, int(train.size * scale))]
-        evals = evals[: max(1, int(evals.size * scale))]
         rows = max(1, int(rows * scale))
         eval_targets = max(2048, int(eval_targets * scale) // 2048 * 2048)
         prefixes = tuple(p for p in (max(1, int(p * scale)) for p in prefixes) if p <= eval_targets)
-    return train, evals, rows, eval_targets, prefixes
+    return rows, eval_targets, prefixes
 
 
 # --------------------------------------------------------------------------- run
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the audit and write the report.
+@dataclass(frozen=True)
+class AuditPlan:
+    """What an ``audit`` invocation will do, from its options alone (no file is read)."""
 
-    Exit status 0; 1 when the mass identity fails for a policy (the report is still
-    written, so the failure can be read); 2 on bad input (via the CLI).
-    """
-    from ..audit.report import (
-        PAPER_5_1,
-        matplotlib_available,
-        progress_bar,
-        render_markdown,
-        report_dict,
-        write_json,
-        write_plots,
-    )
+    policies: list[str]
+    rows: int | None
+    eval_targets: int
+    prefixes: tuple[int, ...]
+    reference: Mapping[str, Any] | None
+    plots: bool
 
-    t_start = time.perf_counter()
+
+def plan_audit(args: argparse.Namespace) -> AuditPlan:
+    """Validate the options and fix the budgets (the demo's or the user's) before anything runs."""
+    from ..audit.report import PAPER_5_1, matplotlib_available
+
     plots = not args.no_plots
     if plots and not matplotlib_available():
         raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
                          "(or pass --no-plots)")
     if args.demo:
-        policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
-        train, evals, rows, eval_targets, prefixes = demo_inputs(args.scale)
-        label = "default (calibrated synthetic, seed 0)"
-        eval_label = f"default seed {DEMO_EVAL_SEED}, first {evals.size:,} documents"
-        reference = PAPER_5_1 if args.scale == 1 else None
-        if args.rows is not None or args.targets is not None:
-            rows = args.rows
         if args.eval_lengths or args.eval_shards:
             raise ValueError("--demo brings its own evaluation stream; drop --eval-lengths/--eval-shards "
                              "or drop --demo")
-        if args.eval_targets is not None:
-            eval_targets = args.eval_targets
-        if args.eval_prefixes is not DEFAULT_EVAL_PREFIXES:
-            prefixes = tuple(args.eval_prefixes)
-        else:  # the demo's default prefixes beyond a smaller budget are dropped
-            prefixes = tuple(p for p in prefixes if p <= eval_targets)
+        policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
+        rows: int | None
+        rows, eval_targets, prefixes = _demo_budgets(args.scale)
+        if args.rows is not None or args.targets is not None:
+            rows = args.rows
+        reference = PAPER_5_1 if args.scale == 1 else None
     else:
+        if not (args.lengths or args.shards or args.text):
+            raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
         policies = parse_policies(args.policy)
-        train, label = load_corpus(args)
-        evals = None
-        eval_label = ""
-        if args.eval_lengths or args.eval_shards:
-            from ..corpus import lengths_from_shards, load_lengths
-
-            if args.eval_lengths:
-                evals, eval_label = load_lengths(args.eval_lengths), Path(args.eval_lengths).name
-            else:
-                evals, eval_label = lengths_from_shards(args.eval_shards), f"{len(args.eval_shards)} shard(s)"
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
-        eval_targets = AUTORESEARCH_EVAL_TARGETS if args.eval_targets is None else args.eval_targets
+        eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None
+    if args.eval_targets is not None:
+        eval_targets = args.eval_targets
+    if args.eval_prefixes is not DEFAULT_EVAL_PREFIXES:
         prefixes = tuple(args.eval_prefixes)
-        if args.eval_prefixes is DEFAULT_EVAL_PREFIXES:  # defaults beyond a smaller budget are dropped
-            prefixes = tuple(p for p in prefixes if p <= eval_targets)
-        reference = None
-    check_max_wait(args.max_wait, policies)
-    config = PackerConfig(
+    else:  # the default prefixes beyond a smaller budget are dropped
+        prefixes = tuple(p for p in prefixes if p <= eval_targets)
+    return AuditPlan(policies, rows, eval_targets, prefixes, reference, plots)
+
+
+def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
+    """The loader settings of an ``audit`` invocation (validated)."""
+    check_max_wait(args.max_wait, plan.policies)
+    rows = plan.rows
+    return PackerConfig(
         capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
         seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
         passes=args.passes, rows=rows, targets=args.targets if rows is None else None,
         exhausted="drain" if args.drain else "stop", max_wait=args.max_wait,
     )
-    t_loaded = time.perf_counter()
+
+
+def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig) -> dict[str, Any]:
+    """Everything that determines the report, for its config hash (inputs named, not read)."""
+    inputs: dict[str, Any] = {"demo": bool(args.demo), "scale": args.scale}
+    for key in ("lengths", "shards", "text", "eval_lengths", "eval_shards"):
+        value = getattr(args, key)
+        if value:
+            inputs[key] = value
+    if args.text:
+        inputs.update(per_line=args.per_line, text_column=args.text_column, tokenizer=args.tokenizer)
+    return {"command": "audit", "inputs": inputs, "policies": plan.policies,
+            "capacity": config.capacity, "min_buffer": config.min_buffer, "refill": list(config.batch_sizes),
+            "seed": config.seed, "passes": config.passes, "rows": config.rows, "targets": config.targets,
+            "exhausted": config.exhausted, "max_wait": config.max_wait, "engine": args.engine,
+            "peer_options": {k: v for k, v in vars(args).items() if k in _PEER_KNOBS and v is not None},
+            "permutations": args.permutations,
+            "permutation_seed": args.permutation_seed, "eval_targets": plan.eval_targets,
+            "eval_prefixes": list(plan.prefixes), "plots": plan.plots}
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
+                                                   str, str]:
+    """The training and evaluation lengths with their labels."""
+    if args.demo:
+        train, evals, *_ = demo_inputs(args.scale)
+        return (train, evals, "default (calibrated synthetic, seed 0)",
+                f"default seed {DEMO_EVAL_SEED}, first {evals.size:,} documents")
+    train, label = load_corpus(args)
+    if args.eval_lengths:
+        from ..corpus import load_lengths
+
+        return train, load_lengths(args.eval_lengths), label, Path(args.eval_lengths).name
+    if args.eval_shards:
+        from ..corpus import lengths_from_shards
+
+        return train, lengths_from_shards(args.eval_shards), label, f"{len(args.eval_shards)} shard(s)"
+    return train, None, label, ""
+
+
+_PEER_KNOBS = ("window", "epochs", "framework_version", "peer_option")
+
+
+def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64],
+           evals: npt.NDArray[np.int64] | None, label: str, eval_label: str) -> AuditResult:
+    """The streaming policies through :func:`run_audit` (in ``--workers`` processes), then the peers."""
+    from ..audit.report import progress_bar
+    from ._peers import is_peer
 
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
         return progress_bar(desc, total, enabled=False if args.no_progress else None,
                             unit="task" if desc.endswith("tasks") else "row")
 
-    from ._peers import is_peer
-
-    if args.workers < 0:
-        raise ValueError(f"--workers must be >= 0, got {args.workers}")
-    streaming = [p for p in policies if not is_peer(p)]
-    if streaming:
+    streaming = [p for p in plan.policies if not is_peer(p)]
+    if not streaming:
+        result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
+                             (), (), (), None, {})
+    else:
         workers = args.workers or os.cpu_count() or 1
         executor = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
         try:
-            result: AuditResult = run_audit(
+            result = run_audit(
                 train, config, policies=streaming, permutations=args.permutations,
-                permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=eval_targets,
-                eval_prefixes=prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
+                permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=plan.eval_targets,
+                eval_prefixes=plan.prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
                 progress=bar, executor=executor,
             )
         finally:
             if executor is not None:
                 executor.shutdown()
-    else:
-        result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
-                             (), (), (), None, {})
-    result = _add_peers(result, args, [p for p in policies if is_peer(p)], train, policies)
-    result.seconds["inputs"] = t_loaded - t_start
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out!r} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    t_plots = time.perf_counter()
-    pngs = write_plots(result, out) if plots else []
-    if plots:
-        result.seconds["plots"] = time.perf_counter() - t_plots
-    write_json(result, out / "audit.json", reference=reference)
-    markdown = render_markdown(result, reference=reference, plots=[p.name for p in pngs])
-    (out / "audit.md").write_text(markdown, encoding="utf-8")
-    total = time.perf_counter() - t_start
+    return _add_peers(result, args, [p for p in plan.policies if is_peer(p)], train, plan.policies)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the audit and write the report.
+
+    The options and ``--out`` are checked before anything is computed; the
+    report is written as one unit (:class:`~packing_theory.audit.writer.ReportWriter`).
+    Exit status 0; 1 when the mass identity fails for a policy (the report is
+    still written, so the failure can be read).
+    """
+    from ..audit.report import REPORT_FILES, report_dict, run_info, write_report_files
+    from ..audit.writer import ReportWriter
+
+    t_start = time.perf_counter()
+    plan = plan_audit(args)
+    config = packer_config(args, plan)
+    if args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
+                      tool="packing-theory audit", force=args.force) as writer:
+        train, evals, label, eval_label = load_inputs(args)
+        t_loaded = time.perf_counter()
+
+        result = _audit(args, plan, config, train, evals, label, eval_label)
+        result.seconds["inputs"] = t_loaded - t_start
+        files = write_report_files(writer, result, plots=plan.plots, reference=plan.reference)
+        writer.commit()
     if args.json:
-        emit_json(report_dict(result, reference=reference))
-    print(f"audit: {', '.join(policies)} on {result.corpus.documents:,} sources in {total:.1f} s; "
-          f"wrote {out}/audit.md, {out}/audit.json and {len(pngs)} PNG plot(s)", file=sys.stderr)
+        emit_json(report_dict(result, reference=plan.reference, run=run_info(writer)))
+    out = args.out
+    print(f"audit: {', '.join(plan.policies)} on {result.corpus.documents:,} sources in "
+          f"{time.perf_counter() - t_start:.1f} s; wrote {out}/audit.md, {out}/audit.json and "
+          f"{len(files.plots)} PNG plot(s) (run {writer.run_id})", file=sys.stderr)
     failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
     if failing:
         print(f"audit: mass identity FAILS for {', '.join(failing)}", file=sys.stderr)

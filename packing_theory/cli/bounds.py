@@ -13,7 +13,7 @@ from ..invariant.bounds import (
     repeated_corpus_table,
     startup_bound,
 )
-from ..lengths import load_lengths
+from ..lengths import exact_sum, load_lengths
 from ._common import emit_json, parse_int_list
 
 __all__ = ["register", "run"]
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         q = n_long / n
         payload.update({
             "documents": n,
-            "tokens": int(lengths.sum()),
+            "tokens": exact_sum(lengths),
             "long_documents": n_long,
             "long_fraction": q,
             "startup_arrival": startup_bound(lengths, R, B),

@@ -50,6 +50,7 @@ MAX_VOCAB = 1 << 16
 """Ids are stored as ``uint16``, so a shard's vocabulary is at most 65,536."""
 
 _U32 = (1 << 32) - 1
+_CHUNK = 1 << 20  # offsets checked / differenced per step (O(chunk) working memory)
 PathLike = str | os.PathLike[str]
 
 
@@ -90,9 +91,21 @@ class Shard:
     def __len__(self) -> int:
         return self.n_docs
 
-    def lengths(self) -> npt.NDArray[np.int64]:
-        """BOS-inclusive document lengths, ``np.diff(offsets)`` as ``int64``. O(documents)."""
-        out: npt.NDArray[np.int64] = np.diff(self.offsets.astype(np.int64)).astype(np.int64, copy=False)
+    def lengths(self, out: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+        """BOS-inclusive document lengths, ``np.diff(offsets)`` as ``int64``. O(documents).
+
+        Computed in chunks: memory is the result (8 bytes per document, or
+        ``out``, an ``int64`` array of ``n_docs`` entries to fill) plus O(chunk).
+        """
+        n = self.n_docs
+        if out is None:
+            out = np.empty(n, dtype=np.int64)
+        elif out.shape != (n,) or out.dtype != np.int64:
+            raise ValueError(f"out must be an int64 array of shape ({n},), got {out.dtype} {out.shape}")
+        for lo in range(0, n, _CHUNK):
+            hi = min(n, lo + _CHUNK)
+            np.subtract(self.offsets[lo + 1 : hi + 1], self.offsets[lo:hi], out=out[lo:hi], dtype=np.int64,
+                        casting="unsafe")
         return out
 
     def document(self, i: int) -> npt.NDArray[np.uint16]:
@@ -132,26 +145,34 @@ class Shard:
 
 
 def _check_offsets(name: str, offsets: npt.NDArray[np.uint32], n_tokens: int) -> None:
+    """Structural checks of the offsets, in chunks (O(chunk) memory, stops at the first bad entry).
+
+    A header may claim millions of documents over a file that is mostly holes
+    (a sparse file of the claimed size): the first chunk refuses it, before
+    anything of the claimed size is allocated.
+    """
     if offsets.size == 0:
         raise ValueError(f"shard {name!r}: offsets is empty (needs n_docs + 1 entries)")
     first = int(offsets[0])
     if first != 0:
         raise ValueError(f"shard {name!r}: offsets[0]={first} (must be 0)")
-    diffs = np.diff(offsets.astype(np.int64))
-    bad = diffs < 0
-    if bad.any():
-        i = int(np.argmax(bad)) + 1
-        raise ValueError(
-            f"shard {name!r}: offsets[{i}]={int(offsets[i])} < offsets[{i - 1}]={int(offsets[i - 1])} "
-            "(must be non-decreasing)"
-        )
-    empty = diffs == 0
-    if empty.any():
-        i = int(np.argmax(empty))
-        raise ValueError(
-            f"shard {name!r}: document {i} is empty (offsets[{i}] == offsets[{i + 1}] == "
-            f"{int(offsets[i])}); every document holds at least its BOS token"
-        )
+    for lo in range(0, int(offsets.size) - 1, _CHUNK):
+        part = offsets[lo : lo + _CHUNK + 1].astype(np.int64)
+        diffs = np.diff(part)
+        bad = diffs < 0
+        if bad.any():
+            i = lo + int(np.argmax(bad)) + 1
+            raise ValueError(
+                f"shard {name!r}: offsets[{i}]={int(offsets[i])} < offsets[{i - 1}]={int(offsets[i - 1])} "
+                "(must be non-decreasing)"
+            )
+        empty = diffs == 0
+        if empty.any():
+            i = lo + int(np.argmax(empty))
+            raise ValueError(
+                f"shard {name!r}: document {i} is empty (offsets[{i}] == offsets[{i + 1}] == "
+                f"{int(offsets[i])}); every document holds at least its BOS token"
+            )
     last = int(offsets[-1])
     if last != n_tokens:
         raise ValueError(
@@ -281,7 +302,9 @@ def lengths_from_shards(
 ) -> npt.NDArray[np.int64]:
     """Concatenated BOS-inclusive document lengths of the shards in ``paths`` (in order).
 
-    Complexity: O(documents) (plus O(tokens) with ``check_ids=True``).
+    Complexity: O(documents) (plus O(tokens) with ``check_ids=True``); memory
+    the result (8 bytes per document) plus O(chunk): every shard is checked
+    before the result is allocated, and the files are memory-mapped.
 
     Raises:
         ValueError: no paths, a corrupt shard (see :func:`read_shard`), or no
@@ -296,10 +319,14 @@ def lengths_from_shards(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    parts = [read_shard(p, check_ids=check_ids).lengths() for p in paths]
-    if not parts:
+    shards = [read_shard(p, check_ids=check_ids) for p in paths]  # every file checked before allocating
+    if not shards:
         raise ValueError("paths is empty: give at least one shard file")
-    out = np.concatenate(parts)
+    out = np.empty(sum(s.n_docs for s in shards), dtype=np.int64)
+    at = 0
+    for shard in shards:
+        shard.lengths(out[at : at + shard.n_docs])
+        at += shard.n_docs
     if out.size == 0:
         raise ValueError(
             f"shards {[_name(p) for p in paths]!r} are empty (n_docs=0): a replay needs at least one document"

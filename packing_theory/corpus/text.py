@@ -1,10 +1,25 @@
 """Text inputs: parquet columns or plain files, through any tokenizer callable.
 
-A *tokenizer* is any callable ``str -> Sequence[int]`` (``batched=False``, the
-default) or ``list[str] -> Sequence[Sequence[int]]`` (``batched=True``, e.g.
-nanochat's ``tokenizer.encode`` on a list or a Hugging Face fast tokenizer's
-batch call). It is called on batches of ``batch_size`` texts (128, like the
-loaders) in the batched form.
+A *tokenizer* is any callable ``str -> tokens`` (``batched=False``, the
+default) or ``list[str] -> batch`` (``batched=True``, e.g. nanochat's
+``tokenizer.encode`` on a list or a Hugging Face fast tokenizer's batch call).
+It is called on batches of ``batch_size`` texts (128, like the loaders) in the
+batched form. What a tokenizer may return (anything else is a ``TypeError``
+naming the tokenizer and the text index):
+
+* for one text: a sequence of token ids (``list``, ``tuple``...), a 1-D numpy
+  integer array, or a mapping with an ``"input_ids"`` entry holding one of
+  those (a Hugging Face ``BatchEncoding``);
+* for a batch: a sequence of the above, a 2-D numpy array (one row per
+  text), or a mapping whose ``"input_ids"`` holds one of those.
+
+A ``str``, ``bytes``, a set, a mapping without ``"input_ids"``, or a
+sequence of sequences where ids are expected is refused: its ``len`` is not a
+token count. A tokenizer that raises is reported as a ``ValueError`` naming
+it and the text index. The built-in tokenizers ``"bytes"``, ``"chars"`` and
+``"whitespace"`` may be passed by name to :func:`lengths_from_texts` and
+:func:`lengths_from_text_files`, which then count tokens in chunks
+(:mod:`packing_theory.corpus.textcount`) instead of materialising them.
 
 Lengths are BOS-inclusive. With ``bos=True`` (the default) the tokenizer is
 assumed *not* to prepend BOS and one is counted per document; with ``bos=False``
@@ -21,23 +36,28 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import islice
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
+from .._checks import check_int, is_int
+from .textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
 
 __all__ = [
     "Tokenizer",
     "documents_from_texts",
     "iter_parquet_texts",
     "iter_text_files",
+    "lengths_from_text_files",
     "lengths_from_texts",
     "parquet_columns",
     "tokenize_batches",
+    "tokenizer_name",
 ]
 
 Tokenizer = Callable[[Any], Any]
@@ -59,23 +79,96 @@ def _as_paths(paths: PathLike | Iterable[PathLike], name: str = "paths") -> list
     return out
 
 
+def tokenizer_name(tokenizer: object) -> str:
+    """A short name for error messages: ``module.qualname`` of a function, else the type's name.
+
+    >>> tokenizer_name(len)
+    'builtins.len'
+    """
+    qual = getattr(tokenizer, "__qualname__", None)
+    if isinstance(qual, str):
+        module = getattr(tokenizer, "__module__", None)
+        return f"{module}.{qual}" if isinstance(module, str) else qual
+    return f"{type(tokenizer).__module__}.{type(tokenizer).__qualname__} instance"
+
+
+_ACCEPTED = ("a sequence of token ids, a 1-D numpy integer array, or a mapping with 'input_ids' "
+             "(a Hugging Face BatchEncoding)")
+
+
+def _input_ids(value: Any, name: str, where: str) -> Any:
+    """``value["input_ids"]`` for a mapping; ``value`` otherwise (refusing sets and strings)."""
+    if isinstance(value, Mapping):
+        if "input_ids" not in value:
+            keys = sorted(map(str, value))[:8]
+            raise TypeError(f"tokenizer {name} returned a mapping without 'input_ids' (keys {keys}) "
+                            f"for {where}; expected {_ACCEPTED}")
+        return value["input_ids"]
+    return value
+
+
+def _token_ids(value: Any, name: str, where: str) -> Sequence[int] | npt.NDArray[Any]:
+    """The token ids of one text, validated as one of the accepted forms (O(1))."""
+    ids = _input_ids(value, name, where)
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1 or not (np.issubdtype(ids.dtype, np.integer) and ids.dtype != np.bool_):
+            raise TypeError(f"tokenizer {name} returned a {ids.ndim}-D {ids.dtype} array of shape "
+                            f"{ids.shape} for {where}; expected {_ACCEPTED}")
+        return ids
+    if isinstance(ids, (str, bytes, bytearray, AbstractSet, Mapping)) or not isinstance(ids, Sequence):
+        raise TypeError(f"tokenizer {name} returned {type(ids).__name__} for {where}; expected {_ACCEPTED}")
+    if len(ids) and not is_int(ids[0]):
+        raise TypeError(f"tokenizer {name} returned a sequence of {type(ids[0]).__name__} for {where} "
+                        f"(token ids must be ints); expected {_ACCEPTED}")
+    return ids
+
+
+def _batch_ids(value: Any, name: str, where: str) -> list[Any]:
+    """The per-text results of one batched call, as a list."""
+    ids = _input_ids(value, name, where)
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 2:
+            raise TypeError(f"batched tokenizer {name} returned a {ids.ndim}-D array of shape {ids.shape} "
+                            f"for {where}; expected one row per text")
+        return list(ids)
+    if isinstance(ids, (str, bytes, bytearray, AbstractSet, Mapping)) or not isinstance(ids, Sequence):
+        raise TypeError(f"batched tokenizer {name} returned {type(ids).__name__} for {where}; expected a "
+                        f"sequence with one result per text, a 2-D array or a mapping with 'input_ids'")
+    return list(ids)
+
+
+def _call(tokenizer: Tokenizer, arg: Any, name: str, where: str) -> Any:
+    try:
+        return tokenizer(arg)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # a user's tokenizer may raise anything: name it and the text
+        detail = " ".join(str(exc).split())[:200]
+        raise ValueError(f"tokenizer {name} raised {type(exc).__name__} on {where}: {detail}") from exc
+
+
 def tokenize_batches(
     texts: Iterable[str],
     tokenizer: Tokenizer,
     *,
     batched: bool = False,
     batch_size: int = 128,
-) -> Iterator[list[Sequence[int]]]:
-    """Yield the token lists of ``texts`` in batches of at most ``batch_size``.
+) -> Iterator[list[Sequence[int] | npt.NDArray[Any]]]:
+    """Yield the token ids of ``texts`` in batches of at most ``batch_size``.
+
+    Each item is a sequence of ids or a 1-D array (a mapping's ``"input_ids"``
+    is unwrapped); see the module docstring for the accepted tokenizer outputs.
 
     Raises:
         TypeError: a text that is not a ``str``, a non-callable tokenizer, or a
-            tokenizer result that is not a sequence.
-        ValueError: a batched tokenizer returning the wrong number of results.
+            tokenizer result of another form (naming the tokenizer and the text).
+        ValueError: a tokenizer that raised, or a batched tokenizer returning
+            the wrong number of results (naming the tokenizer and the texts).
     """
     if not callable(tokenizer):
         raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
     size = _check_batch_size(batch_size)
+    name = tokenizer_name(tokenizer)
     it = iter(texts)
     index = 0
     while True:
@@ -86,27 +179,37 @@ def tokenize_batches(
             if not isinstance(text, str):
                 raise TypeError(f"texts[{index + j}] must be a str, got {type(text).__name__}")
         if batched:
-            result = list(tokenizer(chunk))
+            where = f"texts[{index}:{index + len(chunk)}]"
+            result = _batch_ids(_call(tokenizer, chunk, name, where), name, where)
             if len(result) != len(chunk):
                 raise ValueError(
-                    f"batched tokenizer returned {len(result)} token lists for {len(chunk)} texts "
-                    f"(texts[{index}:{index + len(chunk)}])"
+                    f"batched tokenizer {name} returned {len(result)} token lists for {len(chunk)} texts "
+                    f"({where})"
                 )
         else:
-            result = [tokenizer(text) for text in chunk]
-        for j, tokens in enumerate(result):
-            if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
-                raise TypeError(
-                    f"tokenizer returned {type(tokens).__name__} for texts[{index + j}], "
-                    "expected a sequence of token ids"
-                )
-        yield result
+            result = [_call(tokenizer, text, name, f"texts[{index + j}]") for j, text in enumerate(chunk)]
+        yield [_token_ids(tokens, name, f"texts[{index + j}]") for j, tokens in enumerate(result)]
         index += len(chunk)
+
+
+def _finish_lengths(counts: Iterable[int], bos: bool, what: str) -> npt.NDArray[np.int64]:
+    extra = 1 if bos else 0
+    out: array[int] = array("q")
+    for n in counts:
+        if n + extra < 1:
+            raise ValueError(
+                f"{what}[{len(out)}] tokenized to 0 tokens with bos=False: a BOS-inclusive "
+                "document holds at least one token (pass bos=True if the tokenizer adds none)"
+            )
+        out.append(n + extra)
+    if not out:
+        raise ValueError(f"{what} is empty: a replay needs at least one document")
+    return np.frombuffer(out, dtype=np.int64).copy()
 
 
 def lengths_from_texts(
     texts: Iterable[str],
-    tokenizer: Tokenizer,
+    tokenizer: Tokenizer | BuiltinTokenizer,
     *,
     bos: bool = True,
     batched: bool = False,
@@ -115,27 +218,75 @@ def lengths_from_texts(
     """BOS-inclusive token lengths of ``texts`` (``int64``).
 
     ``bos=True`` adds one BOS per document (the tokenizer does not prepend it).
-    Complexity: one tokenizer call per text (or per batch); memory O(documents).
+    ``tokenizer`` is a callable (see the module docstring for what it may
+    return) or the name of a built-in tokenizer (``"bytes"``, ``"chars"``,
+    ``"whitespace"``), which is counted without building token lists.
+    Complexity: one tokenizer call per text (or per batch); memory 8 bytes per
+    document plus one text's tokens at a time.
 
     Raises:
-        ValueError: no texts ("empty"), or a zero-length document (only
-            possible with ``bos=False``), naming the text index.
+        ValueError: no texts ("empty"), a zero-length document (only
+            possible with ``bos=False``), or a tokenizer that raised, naming
+            the text index.
         TypeError: see :func:`tokenize_batches`.
     """
-    extra = 1 if bos else 0
-    out: list[int] = []
-    for batch in tokenize_batches(texts, tokenizer, batched=batched, batch_size=batch_size):
-        for tokens in batch:
-            n = len(tokens) + extra
-            if n < 1:
-                raise ValueError(
-                    f"texts[{len(out)}] tokenized to 0 tokens with bos=False: a BOS-inclusive "
-                    "document holds at least one token (pass bos=True if the tokenizer adds none)"
-                )
-            out.append(n)
-    if not out:
-        raise ValueError("texts is empty: a replay needs at least one document")
-    return np.asarray(out, dtype=np.int64)
+    if isinstance(tokenizer, str):
+        unit = tokenizer
+
+        def counts_by_name() -> Iterator[int]:
+            for i, text in enumerate(texts):
+                if not isinstance(text, str):
+                    raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+                yield count_text(text, unit)
+
+        if unit not in BUILTIN_TOKENIZERS:
+            raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                             f"got {unit!r}")
+        return _finish_lengths(counts_by_name(), bos, "texts")
+    counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
+                                                          batch_size=batch_size) for tokens in batch)
+    return _finish_lengths(counts, bos, "texts")
+
+
+def lengths_from_text_files(
+    paths: PathLike | Iterable[PathLike],
+    tokenizer: Tokenizer | BuiltinTokenizer,
+    *,
+    per_line: bool = False,
+    encoding: str = "utf-8",
+    bos: bool = True,
+    batched: bool = False,
+    batch_size: int = 128,
+) -> npt.NDArray[np.int64]:
+    """BOS-inclusive token lengths of plain text files (one document per file, or per non-blank line).
+
+    With a built-in tokenizer name the files are counted in chunks: memory
+    O(1 MiB) plus 8 bytes per document, however long a line is. A callable
+    tokenizer receives each document whole (:func:`iter_text_files`).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.txt")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("one two\\n\\nthree\\n")
+    >>> lengths_from_text_files(path, "whitespace", per_line=True).tolist()
+    [3, 2]
+
+    Raises:
+        FileNotFoundError: a missing file.
+        ValueError: no paths, invalid text, no documents, or see :func:`lengths_from_texts`.
+    """
+    if isinstance(tokenizer, str):
+        if tokenizer not in BUILTIN_TOKENIZERS:
+            raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                             f"got {tokenizer!r}")
+        files = _as_paths(paths)
+        for name in files:
+            if not os.path.isfile(name):
+                raise FileNotFoundError(f"text file {name!r} does not exist")
+        counts = count_text_files(files, tokenizer, per_line=per_line, encoding=encoding)
+        return _finish_lengths(counts, bos, "texts")
+    return lengths_from_texts(iter_text_files(paths, per_line=per_line, encoding=encoding), tokenizer,
+                              bos=bos, batched=batched, batch_size=batch_size)
 
 
 def documents_from_texts(

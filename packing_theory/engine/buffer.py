@@ -3,19 +3,25 @@
 Selection needs two queries over the buffered spans, each with ties broken
 by buffer order: the *largest span of length <= remaining* and the *shortest
 span*. A linear scan costs O(n) per selection; this buffer answers both in
-O(log n) without scanning:
+O(log n) without scanning, in memory proportional to what is buffered —
+never to the row capacity ``R``:
 
-* spans of length ``<= R`` (the only ones that can ever fit) live in one
-  heap of buffer sequence numbers per length, and a Python ``int`` bitmask
-  records which lengths are non-empty. "Largest non-empty length <= r" is
-  ``(mask & low[r]).bit_length() - 1`` and "shortest" is the lowest set bit:
-  word-parallel operations on an ``R``-bit integer, done in C.
-* spans longer than ``R`` (selectable only by the shortest fallback, when the
-  mask is empty) live in one heap keyed by ``(length, sequence)``.
+* spans of length ``<= R`` (the only ones that can ever fit) live in one heap
+  of buffer sequence numbers per distinct length (a dict), and the distinct
+  lengths present are kept sorted. "Largest length <= r" is a binary search
+  (``bisect``, in C) and "shortest" is the first entry. While few distinct
+  lengths are buffered (at most :data:`SMALL_DISTINCT`, the common case:
+  ``B = 1000`` spans hold at most 1,000 lengths) they are a plain sorted list
+  whose inserts and deletes are one short ``memmove``; beyond that they move
+  to a ``sortedcontainers.SortedList`` (O(log n) inserts and deletes).
+* spans longer than ``R`` (selectable only by the shortest fallback, when no
+  span of length ``<= R`` is buffered) live in one heap keyed by
+  ``(length, sequence)``.
 
 Buffer order is a sequence number assigned on append; a ``continue`` suffix
 keeps its span's number (it stays in place), a ``requeue-bos`` remainder gets
-a new one (it goes to the end). Memory is O(number of buffered spans + R).
+a new one (it goes to the end). Memory is O(number of buffered spans),
+whatever ``R``: a replay with ``R = 10**8`` costs what one with ``R = 2049`` does.
 
 :meth:`FastBuffer.remove` takes out one given span (the ``bounded-wait``
 forced start). A span of length ``<= R`` leaves its bucket at once; a long
@@ -23,20 +29,27 @@ span's heap entry is left behind as a *stale* entry (its sequence number is no
 longer buffered, or buffered with a different length — a span's length only
 ever shrinks, so a stale entry can never become valid again) and is skipped
 when it reaches the top; the heap is rebuilt when stale entries outnumber
-valid ones, so memory stays O(number of buffered spans + R).
+valid ones, so memory stays O(number of buffered spans).
 """
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right, insort
+from typing import Any
+
+from sortedcontainers import SortedList  # type: ignore[import-untyped]
 
 from .._checks import check_int
 from .events import BufferedSpan
 
-__all__ = ["FastBuffer"]
+__all__ = ["SMALL_DISTINCT", "FastBuffer"]
 
 # A buffered span record: (occurrence, source, start, length, bos_inserted).
 Record = tuple[int, int, int, int, bool]
+
+SMALL_DISTINCT = 4096
+"""Distinct buffered lengths (``<= R``) held in a plain sorted list; beyond, a ``SortedList``."""
 
 
 class FastBuffer:
@@ -51,14 +64,17 @@ class FastBuffer:
     (3, (3, 3, 0, 3, False), True)
     >>> [span.length for span in buf.snapshot()]
     [5, 9]
+
+    Memory: O(n) for ``n`` buffered spans, independent of ``capacity``.
     """
 
-    __slots__ = ("_R", "_buckets", "_long", "_low", "_mask", "_next", "_spans", "_stale")
+    __slots__ = ("_R", "_big", "_buckets", "_lens", "_long", "_next", "_spans", "_stale")
 
     def __init__(self, capacity: int) -> None:
-        self._R = capacity = check_int("capacity", capacity, 2)
-        self._mask = 0
-        self._buckets: list[list[int]] = [[] for _ in range(capacity + 1)]
+        self._R = check_int("capacity", capacity, 2)
+        self._lens: Any = []  # sorted distinct lengths <= R with a non-empty bucket
+        self._big = False  # _lens is a SortedList
+        self._buckets: dict[int, list[int]] = {}
         self._long: list[tuple[int, int]] = []
         self._spans: dict[int, Record] = {}
         self._next = 0
@@ -81,30 +97,42 @@ class FastBuffer:
         buckets = self._buckets
         long = self._long
         R = self._R
-        mask = self._mask
         seq = self._next
         for record in records:
             spans[seq] = record
             length = record[3]
             if length <= R:
-                bucket = buckets[length]
-                if not bucket:
-                    mask |= 1 << length
-                heapq.heappush(bucket, seq)
+                bucket = buckets.get(length)
+                if bucket is None:
+                    buckets[length] = [seq]
+                    self._new_length(length)
+                else:
+                    heapq.heappush(bucket, seq)
             else:
                 heapq.heappush(long, (length, seq))
             seq += 1
-        self._mask = mask
         self._next = seq
+
+    def _new_length(self, length: int) -> None:
+        lens = self._lens
+        if self._big:
+            lens.add(length)
+            return
+        insort(lens, length)
+        if len(lens) > SMALL_DISTINCT:
+            self._lens = SortedList(lens)
+            self._big = True
 
     def _insert(self, seq: int, record: Record) -> None:
         self._spans[seq] = record
         length = record[3]
         if length <= self._R:
-            bucket = self._buckets[length]
-            if not bucket:
-                self._mask |= 1 << length
-            heapq.heappush(bucket, seq)
+            bucket = self._buckets.get(length)
+            if bucket is None:
+                self._buckets[length] = [seq]
+                self._new_length(length)
+            else:
+                heapq.heappush(bucket, seq)
         else:
             heapq.heappush(self._long, (length, seq))
 
@@ -128,37 +156,36 @@ class FastBuffer:
         Raises:
             IndexError: the buffer is empty.
         """
-        mask = self._mask
-        if remaining > self._R:
-            remaining = self._R
-        fit = mask & ((2 << remaining) - 1) if remaining > 0 else 0  # lengths 0..remaining
-        if fit:
-            length = fit.bit_length() - 1
-            crop = False
-        elif mask:
-            length = (mask & -mask).bit_length() - 1
-            crop = True
-        else:
-            long = self._long
-            spans = self._spans
-            while long:
-                length, seq = heapq.heappop(long)
-                record = spans.get(seq)
-                if record is not None and record[3] == length:
-                    return seq, spans.pop(seq), True
-                self._stale -= 1  # a stale entry left by remove()
-            raise IndexError("take from an empty buffer")
-        bucket = self._buckets[length]
-        seq = heapq.heappop(bucket)
-        if not bucket:
-            self._mask = mask ^ (1 << length)
-        return seq, self._spans.pop(seq), crop
+        lens = self._lens
+        if lens:
+            i = (lens.bisect_right(remaining) if self._big else bisect_right(lens, remaining)) - 1
+            if i >= 0:
+                crop = False
+            else:
+                i = 0
+                crop = True
+            length = lens[i]
+            bucket = self._buckets[length]
+            seq = heapq.heappop(bucket)
+            if not bucket:
+                del self._buckets[length]
+                del lens[i]
+            return seq, self._spans.pop(seq), crop
+        long = self._long
+        spans = self._spans
+        while long:
+            length, seq = heapq.heappop(long)
+            record = spans.get(seq)
+            if record is not None and record[3] == length:
+                return seq, spans.pop(seq), True
+            self._stale -= 1  # a stale entry left by remove()
+        raise IndexError("take from an empty buffer")
 
     def remove(self, seq: int) -> Record:
         """Remove and return the span with sequence number ``seq`` (the ``bounded-wait`` forced start).
 
-        O(k log k) for a span of length ``<= R`` in a bucket of ``k`` spans of
-        that length; amortised O(log n) for a longer span (lazy deletion).
+        O(k) for a span of length ``<= R`` in a bucket of ``k`` spans of that
+        length; amortised O(log n) for a longer span (lazy deletion).
 
         Raises:
             KeyError: ``seq`` is not buffered.
@@ -173,7 +200,8 @@ class FastBuffer:
                 bucket.remove(seq)
                 heapq.heapify(bucket)
             if not bucket:
-                self._mask ^= 1 << length
+                del self._buckets[length]
+                self._lens.remove(length)
         else:
             self._stale += 1
             if 2 * self._stale > len(self._long):
@@ -204,9 +232,15 @@ class FastBuffer:
     def _check(self) -> None:
         """Assert the internal invariants (used by tests after every mutation)."""
         seen: set[int] = set()
-        for length, bucket in enumerate(self._buckets):
-            assert bool(bucket) == bool(self._mask >> length & 1), f"mask bit {length} wrong"
-            assert bucket == sorted(bucket) or _is_heap(bucket), f"bucket {length} not a heap"
+        lens = list(self._lens)
+        assert lens == sorted(set(lens)), "distinct lengths not sorted or repeated"
+        assert set(lens) == set(self._buckets), "lengths and buckets disagree"
+        assert self._big == isinstance(self._lens, SortedList)
+        assert self._big or len(lens) <= SMALL_DISTINCT
+        for length, bucket in self._buckets.items():
+            assert bucket, f"empty bucket {length} kept"
+            assert 1 <= length <= self._R, f"bucket length {length} outside 1..R"
+            assert _is_heap(bucket), f"bucket {length} not a heap"
             for seq in bucket:
                 assert seq in self._spans and self._spans[seq][3] == length, (seq, length)
                 assert seq not in seen
@@ -222,7 +256,6 @@ class FastBuffer:
             seen.add(seq)
         assert stale == self._stale, f"stale count {self._stale}, found {stale}"
         assert seen == set(self._spans), "spans and indexes disagree"
-        assert self._mask >> (self._R + 1) == 0, "mask has bits above capacity"
         assert all(0 <= s < self._next for s in seen)
         for rec in self._spans.values():
             assert rec[3] >= 1, f"empty span {rec}"

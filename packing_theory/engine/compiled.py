@@ -62,7 +62,8 @@ from .batches import (
     unbatched,
 )
 from .events import BufferedSpan, Event, Horizon, Placement
-from .policies import POLICIES, PackerConfig, Policy, as_length_list, resolve_config
+from .policies import POLICIES, PackerConfig, Policy, resolve_config
+from .refill import as_length_list
 from .rows import group_rows, token_rows
 
 __all__ = [

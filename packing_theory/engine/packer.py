@@ -32,7 +32,8 @@ from .events import (
     Horizon,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, overdue, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, apply_crop, overdue, resolve_config, segment
+from .refill import RefillCursor
 from .rows import group_rows, token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 
@@ -51,8 +52,10 @@ class Packer:
     [(0, 0, 0, 5, False), (0, 5, 1, 3, False), (1, 0, 3, 4, False), (1, 4, 2, 4, True)]
 
     Complexity: O(log B) per selection and O(1) per arrival (amortised); memory
-    O(B + R + refill batch) for a streamed input, plus O(corpus) when the
-    lengths are an in-memory sequence (they are held anyway).
+    O(B + refill batch) for a streamed input, whatever ``R`` (the buffer
+    indexes only the lengths it holds), plus O(corpus) when the lengths are an
+    in-memory sequence (they are held anyway; a numpy array is sliced per
+    batch, never converted to a list).
     """
 
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:

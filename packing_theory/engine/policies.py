@@ -70,33 +70,29 @@ spans, best fit fills the rest); checking only the oldest keeps it O(1).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 import numpy as np
-import numpy.typing as npt
 
 from .._checks import check_int, is_int
-from ..lengths import validate_lengths
 from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
     "CONTINUING_POLICIES",
     "DEFAULT_MAX_WAIT",
     "EXHAUSTED_MODES",
+    "MAX_SEGMENTS",
     "POLICIES",
     "RANDOM_SPAN_SEED",
     "CropOutcome",
-    "CursorState",
     "ExhaustedMode",
     "PackerConfig",
     "Policy",
-    "RefillCursor",
     "apply_crop",
     "crop_outcome",
     "overdue",
-    "refill_batches",
     "resolve_config",
     "segment",
     "start_delay_bound",
@@ -309,163 +305,9 @@ def resolve_config(config: C | None, kwargs: dict[str, Any], factory: Callable[.
     return config
 
 
-# --------------------------------------------------------------------------- arrivals
-
-
-def _validated(values: Iterable[int], offset: int = 0) -> Iterator[int]:
-    """Yield lengths as Python ints, raising on the first invalid one."""
-    for i, value in enumerate(values, offset):
-        if not is_int(value):
-            raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
-        if value < 1:
-            raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
-        yield int(value)
-
-
-def as_length_list(lengths: object) -> list[int] | None:
-    """Validate an in-memory length collection and return it as a list.
-
-    Returns ``None`` for a one-shot iterator (validated lazily while streaming).
-
-    Raises:
-        TypeError: wrong dtype (float, bool, object) or type.
-        ValueError: wrong shape, empty, or a non-positive length.
-    """
-    arr = _as_length_array(lengths)
-    return None if arr is None else [int(v) for v in arr.tolist()]
-
-
-def _as_length_array(lengths: object) -> npt.NDArray[np.int64] | None:
-    """An in-memory length collection as a validated ``int64`` array; ``None`` for a one-shot iterator."""
-    if isinstance(lengths, np.ndarray):
-        return validate_lengths(lengths)
-    if isinstance(lengths, (str, bytes)):
-        raise TypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
-    if isinstance(lengths, (dict, set, frozenset)):
-        raise TypeError(f"lengths must be an ordered sequence of ints, got an unordered "
-                        f"{type(lengths).__name__}")
-    if isinstance(lengths, Sequence):
-        out = np.fromiter(_validated(lengths), np.int64, len(lengths))
-        if not out.size:
-            raise ValueError("lengths is empty: a replay needs at least one document")
-        return out
-    if isinstance(lengths, Iterable):
-        return None
-    raise TypeError(f"lengths must be a sequence, array or iterable of ints, got {type(lengths).__name__}")
-
-
-class CursorState(NamedTuple):
-    """Where a :class:`RefillCursor` stands: enough to continue the arrival stream exactly.
-
-    Attributes:
-        pass_index: the corpus pass the next arrival belongs to.
-        position: documents of that pass already taken (for a streamed
-            iterator: documents taken in total, which is also the next source id).
-        batch_index: refill batches already taken in that pass (it selects the
-            next batch size of a batch-size sequence).
-        done: the stream is exhausted.
-    """
-
-    pass_index: int
-    position: int
-    batch_index: int
-    done: bool
-
-
-class RefillCursor:
-    """The refill model: refill batches of ``(source, pass_index, length)`` arrivals, resumable.
-
-    Batch sizes follow ``config.refill`` from the start of each pass, cycling,
-    and are truncated at the end of a pass (the loaders restart their document
-    batches at every epoch). An in-memory sequence or array is held once as an
-    ``int64`` array (8 bytes per document) and may be read for several passes;
-    a one-shot iterator is streamed lazily (memory O(batch)) and allows only
-    ``passes == 1``.
-
-    ``state`` continues from a :class:`CursorState`. A streamed iterator cannot
-    be rewound: resuming one means passing an iterator that starts at
-    ``state.position``.
-
-    >>> cur = RefillCursor([5, 3, 9, 4, 7], PackerConfig(refill=(2, 1), passes=2))
-    >>> [len(cur.next_batch() or []) for _ in range(4)], cur.state()
-    ([2, 1, 2, 2], CursorState(pass_index=1, position=2, batch_index=1, done=False))
-
-    Raises:
-        ValueError: an empty stream, a non-positive length, or ``passes > 1``
-            with a one-shot iterator.
-        TypeError: a non-integer length or a wrong container type.
-    """
-
-    __slots__ = ("_array", "_iter", "_passes", "_sizes", "batch_index", "done", "pass_index", "position")
-
-    def __init__(self, lengths: object, config: PackerConfig, state: CursorState | None = None) -> None:
-        self._sizes = config.batch_sizes
-        self._passes = config.passes
-        self._array = _as_length_array(lengths)
-        self._iter: Iterator[int] | None = None
-        if self._array is None:
-            if config.passes != 1:
-                raise ValueError(
-                    f"passes={config.passes} needs a re-iterable lengths sequence, got a one-shot iterator"
-                )
-            start = 0 if state is None else state.position
-            self._iter = _validated(lengths, start)  # type: ignore[arg-type]
-        self.pass_index, self.position, self.batch_index, self.done = state or (0, 0, 0, False)
-        if state is not None:
-            check_int("state.position", state.position, 0)
-            if not 0 <= state.pass_index <= self._passes:
-                raise ValueError(f"state.pass_index must be in 0..{self._passes}, got {state.pass_index}")
-            if self._array is not None and state.position > self._array.size:
-                raise ValueError(f"state.position {state.position} is past the {self._array.size} documents")
-
-    def state(self) -> CursorState:
-        """The cursor's position (O(1))."""
-        return CursorState(self.pass_index, self.position, self.batch_index, self.done)
-
-    def next_batch(self) -> list[tuple[int, int, int]] | None:
-        """The next refill batch, or ``None`` when the stream is exhausted. O(batch)."""
-        if self.done:
-            return None
-        size = self._sizes[self.batch_index % len(self._sizes)]
-        if self._array is not None:
-            return self._array_batch(self._array, size)
-        assert self._iter is not None
-        first = self.position
-        batch = [(first + j, 0, n) for j, n in zip(range(size), self._iter, strict=False)]
-        if not batch:
-            self.done = True
-            if first == 0:
-                raise ValueError("lengths is empty: a replay needs at least one document")
-            return None
-        self.position += len(batch)
-        self.batch_index += 1
-        return batch
-
-    def _array_batch(self, arr: npt.NDArray[np.int64], size: int) -> list[tuple[int, int, int]]:
-        i = self.position
-        j = min(arr.size, i + size)
-        p = self.pass_index
-        batch = [(s, p, n) for s, n in enumerate(arr[i:j].tolist(), i)]
-        self.position = j
-        self.batch_index += 1
-        if j == arr.size:  # the pass ends: the next batch starts the next pass afresh
-            self.pass_index += 1
-            self.position = 0
-            self.batch_index = 0
-            self.done = self.pass_index >= self._passes
-        return batch
-
-
-def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple[int, int, int]]]:
-    """Yield refill batches of ``(source, pass_index, length)`` arrivals (a :class:`RefillCursor` run).
-
-    Raises:
-        ValueError: empty stream, a non-positive length, or ``passes > 1`` with
-            a one-shot iterator.
-        TypeError: a non-integer length or a wrong container type.
-    """
-    cursor = RefillCursor(lengths, config)
-    return iter(cursor.next_batch, None)
+MAX_SEGMENTS = 1 << 20
+"""The most chunks ``segment-first`` splits one document into (a longer document is refused:
+its chunks would all be buffered at once)."""
 
 
 def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
@@ -479,10 +321,18 @@ def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
     [(0, 4, False), (4, 2, True)]
     >>> segment(4, 4)
     [(0, 4, False)]
+
+    Raises:
+        ValueError: more than :data:`MAX_SEGMENTS` chunks.
     """
     if length <= capacity:
         return [(0, length, False)]
     text = capacity - 1
+    pieces = 1 + -(-(length - capacity) // text)
+    if pieces > MAX_SEGMENTS:
+        raise ValueError(f"segment-first would split a document of length {length} into {pieces:,} chunks "
+                         f"of at most R - 1 = {text} text tokens (more than {MAX_SEGMENTS:,}); raise the "
+                         "capacity or choose another policy")
     chunks = [(0, capacity, False)]
     s = capacity
     while s < length:

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
-from .policies import LengthsInput, PackerConfig, RefillCursor, apply_crop, overdue, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, apply_crop, overdue, resolve_config, segment
+from .refill import RefillCursor
 from .rows import token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 

@@ -8,8 +8,11 @@ the events that fill positions (:class:`~packing_theory.engine.events.Placement`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
+
+import numpy as np
 
 from .batches import EventItem, unbatched
 from .events import (
@@ -68,6 +71,11 @@ def token_rows(
       (``repeats_tokens = True``) has its documents held to the end.
 
     Padding positions get ``pad_id``.
+
+    Raises:
+        TypeError: a document that is not a sequence of token ids or a 1-D
+            array (a ``str`` or ``bytes`` is text, not tokens; a mapping or a
+            set has no token order).
     """
     if isinstance(documents, Sequence) and not isinstance(documents, (str, bytes)):
         return _rows_by_source(packer, documents, pad_id)
@@ -100,8 +108,10 @@ class _DocumentLengths(Sequence[int]):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [len(d) for d in self._docs[i]]
-        return len(self._docs[i])
+            return [self[j] for j in range(*i.indices(len(self._docs)))]
+        doc = self._docs[i]
+        _check_document(i, doc)
+        return len(doc)
 
 
 def _rows_by_source(packer: Any, documents: Sequence[Sequence[int]], pad_id: int) -> Iterator[list[int]]:
@@ -129,6 +139,7 @@ def _rows_streamed(packer: Any, docs_iter: Iterator[Sequence[int]], pad_id: int)
 
     def lengths() -> Iterator[int]:
         for occurrence, doc in enumerate(docs_iter):
+            _check_document(occurrence, doc)
             held[occurrence] = doc
             left[occurrence] = len(doc)
             yield len(doc)
@@ -157,6 +168,16 @@ def _rows_streamed(packer: Any, docs_iter: Iterator[Sequence[int]], pad_id: int)
         if len(row) == capacity:
             yield row
             row = []
+
+
+def _check_document(index: int, doc: object) -> None:
+    if isinstance(doc, np.ndarray):
+        if doc.ndim != 1:
+            raise TypeError(f"documents[{index}] must be a 1-D array of token ids, got shape {doc.shape}")
+        return
+    if isinstance(doc, (str, bytes, bytearray, Mapping, AbstractSet)) or not isinstance(doc, Sequence):
+        raise TypeError(f"documents[{index}] must be a sequence of token ids, got {type(doc).__name__}"
+                        + (" (text, not tokens: tokenize it first)" if isinstance(doc, (str, bytes)) else ""))
 
 
 def _release(held: dict[int, Sequence[int]], left: dict[int, int], occurrence: int, n: int) -> None:

@@ -27,7 +27,8 @@ from typing import Any
 
 from .._checks import check_int
 from .events import BufferedSpan, Event
-from .policies import CursorState, PackerConfig
+from .policies import PackerConfig
+from .refill import CursorState
 
 __all__ = ["STATE_FORMAT", "EngineState", "PackerRun", "config_fingerprint"]
 

@@ -47,9 +47,9 @@ from .policies import (
     LengthsInput,
     PackerConfig,
     apply_crop,
-    refill_batches,
     resolve_config,
 )
+from .refill import refill_batches
 
 __all__ = [
     "CONTINUATIONS",

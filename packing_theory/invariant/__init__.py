@@ -12,6 +12,8 @@ module             job
 ``embedding``      :class:`MonitoredBuffer`: a list buffer another loader embeds
 ``wait_bound``     :class:`StartDelayMonitor`: the bounded-wait theorem as an
                    executable predicate (the policy outside the family by design)
+``misuse``         :class:`Misuse`, :class:`MonitorMisuse`: refused calls of the
+                   embedding API (recorded apart from violations)
 ``bounds``         the startup, mass and repeated-corpus corollaries
 ``strategies``     public hypothesis strategies (needs hypothesis; not imported here)
 =================  ===========================================================
@@ -34,6 +36,7 @@ Imports: the engine and the foundation only.
 from __future__ import annotations
 
 from .embedding import MonitoredBuffer
+from .misuse import Misuse, MonitorMisuse, MonitorTypeError
 from .monitor import OUTSIDE_FAMILY, InvariantMonitor, MonitorReport
 from .protected import (
     VIOLATION_KINDS,
@@ -57,7 +60,10 @@ __all__ = [
     "BufferTracker",
     "InvariantMonitor",
     "InvariantViolation",
+    "Misuse",
+    "MonitorMisuse",
     "MonitorReport",
+    "MonitorTypeError",
     "MonitoredBuffer",
     "ProtectedSet",
     "Violation",

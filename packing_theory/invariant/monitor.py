@@ -40,6 +40,17 @@ What is here
 * :class:`BufferTracker` — rebuilds the buffer from the event stream of an
   engine policy, for snapshot summaries and full-state checks.
 
+Misuse
+------
+The low-level API refuses calls that cannot describe a real loader — an
+occurrence that never arrived, a ``None`` or other non-integer occurrence,
+an arrival out of order, a change to a protected span outside a selection,
+something that is not an event — without changing any state. With
+``on_violation="raise"`` it raises :class:`MonitorMisuse` (a ``ValueError``;
+:class:`MonitorTypeError` for wrong types); otherwise the call is recorded
+as a :class:`Misuse` in :attr:`InvariantMonitor.misuses`, counted separately
+from invariant violations (and :attr:`InvariantMonitor.ok` is false).
+
 Selections made with fewer than ``B`` buffered spans (after an
 :class:`~packing_theory.engine.events.Exhausted` event in drain mode, or when a loader
 reports ``buffered < B``) are outside the proposition: they are counted in
@@ -56,14 +67,16 @@ as ``"removed"`` at the next checked selection if it is still in ``K``.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .._checks import check_bool, check_int
+from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from ..engine.policies import PackerConfig, Policy
+from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
     InvariantViolation,
     ProtectedSet,
@@ -109,6 +122,8 @@ class MonitorReport:
     first_violation: dict[str, Any] | None = field(default=None)
     applicable: bool = True
     not_applicable: str | None = None
+    misuses: int = 0
+    first_misuse: dict[str, Any] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -141,6 +156,8 @@ class InvariantMonitor:
             monitored packer (see :data:`OUTSIDE_FAMILY`); the monitor then
             checks nothing, counts every selection as outside and reports
             ``applicable=False`` with the reason.
+        max_recorded: keep at most this many reports (all are counted), and
+            at most this many :class:`Misuse` records.
 
     Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
     ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
@@ -201,6 +218,12 @@ class InvariantMonitor:
         self.not_applicable = not_applicable
         if not_applicable is not None:  # nothing to check: an instance-level feed shadows the method
             self.feed = self._feed_not_applicable  # type: ignore[method-assign]
+        self.misuse_count = 0
+        self.misuses: list[Misuse] = []
+        self._last_arrival = -1  # every arrived id is <= this ...
+        self._gaps: list[tuple[int, int]] = []  # ... except these closed ranges of ids that never arrived
+        self._fast_max = -1  # feed(): placements of 0.._fast_max need no check (-1: with gaps, after the end)
+        self._next_arrival: int | None = 0  # feed(): the arrival id that needs no check (None: after the end)
 
     @classmethod
     def for_config(
@@ -221,8 +244,13 @@ class InvariantMonitor:
 
     @property
     def ok(self) -> bool:
-        """No violation so far."""
-        return self.violation_count == 0
+        """No violation and no misuse so far."""
+        return self.violation_count == 0 and self.misuse_count == 0
+
+    @property
+    def first_misuse(self) -> Misuse | None:
+        """The first recorded misuse, or ``None``."""
+        return self.misuses[0] if self.misuses else None
 
     @property
     def first_violation(self) -> Violation | None:
@@ -244,22 +272,86 @@ class InvariantMonitor:
             first_violation=None if first is None else first.to_dict(),
             applicable=self.not_applicable is None,
             not_applicable=self.not_applicable,
+            misuses=self.misuse_count,
+            first_misuse=None if self.first_misuse is None else self.first_misuse.to_dict(),
         )
+
+    # -- misuse ------------------------------------------------------------------
+
+    def _misuse(self, kind: MisuseKind, call: str, detail: str) -> None:
+        """Raise (``"raise"`` mode) or record a refused call. The caller changes no state."""
+        m = Misuse(kind, call, detail)
+        if self._raise:
+            raise (MonitorTypeError if kind == "wrong-type" else MonitorMisuse)(m)
+        self.misuse_count += 1
+        if len(self.misuses) < self.max_recorded:
+            self.misuses.append(m)
+
+    def _int_arg(self, call: str, name: str, value: object, minimum: int) -> bool:
+        """Whether ``value`` is an int ``>= minimum``; a misuse otherwise."""
+        if not is_int(value):
+            self._misuse("wrong-type", call, f"{name} must be an int, got {type(value).__name__} {value!r}")
+            return False
+        if value < minimum:  # type: ignore[operator]
+            self._misuse("bad-value", call, f"{name} must be >= {minimum}, got {value}")
+            return False
+        return True
+
+    def _arrived(self, occurrence: int) -> bool:
+        """Whether ``occurrence`` arrived. O(1), O(log gaps) when arrival ids skipped values."""
+        if not 0 <= occurrence <= self._last_arrival:
+            return False
+        gaps = self._gaps
+        if not gaps:
+            return True
+        i = bisect_right(gaps, (occurrence, self._last_arrival + 1)) - 1
+        return i < 0 or not gaps[i][0] <= occurrence <= gaps[i][1]
+
+    def _known(self, call: str, occurrence: object) -> bool:
+        """Whether ``occurrence`` is an int that arrived; a misuse otherwise."""
+        if not self._int_arg(call, "occurrence", occurrence, 0):
+            return False
+        if not self._arrived(occurrence):  # type: ignore[arg-type]
+            self._misuse("unknown-occurrence", call, f"occurrence {occurrence} never arrived "
+                         f"(arrivals so far: {self.arrivals}, last id {self._last_arrival})")
+            return False
+        return True
+
+    def _accept_arrival(self, call: str, occurrence: int, length: int) -> bool:
+        """Validate an arrival before any state changes; record its id."""
+        if self.horizon is not None:
+            self._misuse("after-horizon", call, f"arrival of occurrence {occurrence} after the Horizon")
+            return False
+        if occurrence <= self._last_arrival:
+            self._misuse("out-of-order", call, f"occurrence must increase with arrival order, got "
+                         f"{occurrence} after {self._last_arrival}")
+            return False
+        if occurrence > self._last_arrival + 1:
+            self._gaps.append((self._last_arrival + 1, occurrence - 1))
+        self._last_arrival = occurrence
+        self._next_arrival = occurrence + 1
+        self._fast_max = -1 if self._gaps else occurrence
+        return True
 
     # -- low-level embedding API --------------------------------------------
 
     def on_arrival(self, occurrence: int, length: int) -> bool:
         """An original occurrence entered the buffer; return whether it joined ``K``.
 
-        Occurrence ids must increase with arrival order. O(log B) when it joins
-        ``K``, else O(1).
+        Occurrence ids must increase with arrival order (they may skip values).
+        O(log B) when it joins ``K``, else O(1). A refused arrival changes nothing.
 
         Raises:
-            ValueError: a non-increasing occurrence id or a length < 1.
-            TypeError: non-integer arguments.
+            MonitorMisuse: a non-increasing occurrence id or a length < 1
+                (``"raise"`` mode; recorded otherwise, returning ``False``).
+            MonitorTypeError: non-integer arguments (likewise).
         """
-        occurrence = check_int("occurrence", occurrence, 0)
-        length = check_int("length", length, 1)
+        if not (self._int_arg("on_arrival", "occurrence", occurrence, 0)
+                and self._int_arg("on_arrival", "length", length, 1)):
+            return False
+        occurrence, length = int(occurrence), int(length)
+        if not self._accept_arrival("on_arrival", occurrence, length):
+            return False
         self._arrival(occurrence, length)
         return occurrence in self._members
 
@@ -288,18 +380,45 @@ class InvariantMonitor:
                 ``None``: assume the loader refilled to ``B``.
             row, offset: optional coordinates for the report.
 
-        O(1).
+        O(1). A refused call (an occurrence that never arrived, ``None``, a
+        negative ``buffered``...) changes nothing and returns ``False``.
         """
-        return self._select(occurrence, None, buffered, row, offset)
+        if not self._known("on_select", occurrence):
+            return False
+        for name, value in (("buffered", buffered), ("row", row), ("offset", offset)):
+            if value is not None and not self._int_arg("on_select", name, value, 0):
+                return False
+        return self._select(int(occurrence), None, buffered, row, offset)
 
     def on_remove(self, occurrence: int) -> None:
-        """A span of ``occurrence`` was dropped or changed outside a selection (flush, eviction).
+        """A span of ``occurrence`` was dropped outside a selection (flush, eviction).
 
         A member of ``K`` removed this way is reported at the next checked
-        selection if it is still in ``K``. O(1).
+        selection if it is still in ``K``. O(1). An occurrence that never
+        arrived is a misuse.
         """
+        if not self._known("on_remove", occurrence):
+            return
         if occurrence in self._members and occurrence != self._last_selected:
-            self._tainted[occurrence] = None
+            self._tainted[int(occurrence)] = None
+
+    def on_change(self, occurrence: int, old_length: int, new_length: int) -> bool:
+        """The loader changed a buffered span of ``occurrence`` in place, outside a selection.
+
+        Changing the length of a *protected* span this way bypasses the
+        selection the proposition is about: it is a misuse
+        (``changed-protected``) — raised in ``"raise"`` mode, recorded
+        otherwise — and the method returns ``False``. Any other change returns
+        ``True``. O(1).
+        """
+        if not self._known("on_change", occurrence):
+            return False
+        if occurrence in self._members and old_length != new_length:
+            self._misuse("changed-protected", "on_change", f"protected occurrence {occurrence} (L="
+                         f"{self.protected.length_of(int(occurrence))}) changed from {old_length} to "
+                         f"{new_length} tokens outside a selection; pop() it and keep() the rest instead")
+            return False
+        return True
 
     def on_exhausted(self) -> None:
         """The loader could not refill to ``B``: the next selections (until an arrival) are outside."""
@@ -313,12 +432,22 @@ class InvariantMonitor:
         An :class:`~packing_theory.engine.batches.EventBatch` is consumed event
         by event in stream order (the check depends on the interleaving of
         arrivals and selections).
+        Something that is not an event, a placement of an occurrence that
+        never arrived, an arrival out of order and any event after the
+        Horizon are misuses (nothing is counted).
 
         Raises:
             InvariantViolation: in ``on_violation="raise"`` mode.
+            MonitorMisuse: a misuse, in ``on_violation="raise"`` mode.
         """
         if type(ev) is Placement:
             occ = ev.occurrence
+            if not 0 <= occ <= self._fast_max:  # rare: an id past the last arrival, gaps, or the end
+                if self.horizon is not None:
+                    self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+                    return
+                if not self._known("feed", occ):
+                    return
             if self._outside or self._tainted or occ in self._members:
                 # reported with the buffer as it was at this selection boundary
                 self._select(occ, ev, None, ev.row, ev.offset)
@@ -332,12 +461,23 @@ class InvariantMonitor:
             return
         if type(ev) is Arrival:
             length = ev.length
+            occ = ev.occurrence
+            if occ == self._next_arrival:  # the common case, inlined: the next id in order
+                self._last_arrival = occ
+                self._next_arrival = occ + 1
+                if not self._gaps:
+                    self._fast_max = occ
+            elif not self._accept_arrival("feed", occ, length):
+                return
             self.arrivals += 1
             self.buffered_mass += length
             self._outside = False
             evicted = self.protected.add(ev.occurrence, length if length > self._long_cut else 0)
             if evicted is not None and self._tainted:
                 self._tainted.pop(evicted, None)
+        elif self.horizon is not None:
+            self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+            return
         elif type(ev) is Discard:
             self.buffered_mass -= ev.length
             occ = ev.occurrence
@@ -353,6 +493,10 @@ class InvariantMonitor:
             feed = self.feed
             for e in ev.events():
                 feed(e)
+            return  # each event already reached the tracker
+        elif not isinstance(ev, Event):
+            self._misuse("not-an-event", "feed", f"expected a packing_theory event, got "
+                         f"{type(ev).__name__} {ev!r}"[:300])
             return
         if self.tracker is not None:
             self.tracker.feed(ev)
@@ -368,6 +512,14 @@ class InvariantMonitor:
             self.selections += 1
             self.selections_outside += 1
         elif t is Arrival:
+            occ = ev.occurrence  # type: ignore[union-attr]
+            if occ == self._next_arrival:  # feed()'s arrival bookkeeping: misuse is still refused
+                self._last_arrival = occ
+                self._next_arrival = occ + 1
+                if not self._gaps:
+                    self._fast_max = occ
+            elif not self._accept_arrival("feed", occ, ev.length):  # type: ignore[union-attr]
+                return
             self.arrivals += 1
         elif t is Horizon:
             self.horizon = ev  # type: ignore[assignment]
@@ -425,6 +577,8 @@ class InvariantMonitor:
 
     def _finish(self, ev: Horizon) -> None:
         self.horizon = ev
+        self._fast_max = -1
+        self._next_arrival = None
         if self._outside or ev.stop_reason != "rows":
             return  # the stream could not refill to B: not a boundary the proposition covers
         for victim, cause in list(self._tainted.items()):
@@ -467,5 +621,17 @@ class InvariantMonitor:
         assert len(self.violations) <= self.max_recorded
         assert all(occ in self._members for occ in self._tainted), "tainted occurrence left K"
         assert self.arrivals >= len(self.protected)
+        assert self.misuse_count >= len(self.misuses) and len(self.misuses) <= self.max_recorded
+        assert all(m.kind in MISUSE_KINDS for m in self.misuses)
+        gaps = self._gaps
+        missing = sum(hi - lo + 1 for lo, hi in gaps)
+        assert self.arrivals == self._last_arrival + 1 - missing, "arrival count and arrived ids disagree"
+        if self.horizon is None:
+            assert self._next_arrival == self._last_arrival + 1
+            assert self._fast_max == (-1 if gaps else self._last_arrival)
+        else:
+            assert self._next_arrival is None and self._fast_max == -1
+        assert all(lo <= hi and (i == 0 or gaps[i - 1][1] < lo) for i, (lo, hi) in enumerate(gaps))
+        assert all(self._arrived(o) for o in self.protected.members), "a protected occurrence never arrived"
         if self.tracker is not None:
             self.tracker._check()

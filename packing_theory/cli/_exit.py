@@ -1,0 +1,235 @@
+"""The exit-code contract of every ``packing-theory`` command, in one place.
+
+=====  ========================================================================
+code   meaning
+=====  ========================================================================
+0      the command ran and found nothing (no violation, the identities hold,
+       nothing corrupt)
+1      the command ran and found something: an invariant violation, a broken
+       mass identity, a corrupt shard found by a verifier
+2      bad usage or bad input: one line on standard error naming the parameter
+       or the file and the value
+3      the command could not measure: an internal error, out of memory, an
+       interrupt (SIGINT, SIGTERM, SIGHUP) or an environment failure (disk full,
+       I/O error); one line, the traceback only with ``--debug``
+=====  ========================================================================
+
+Every command is run through :func:`run_command` by
+:func:`packing_theory.cli.main`, so a new subcommand gets the contract by
+construction: its ``run(args)`` returns 0 or 1 and raises for everything else.
+
+How an exception maps to a status (:func:`classify`):
+
+* ``ValueError`` / ``TypeError`` (and ``ImportError`` for a missing optional
+  dependency) raised *by packing_theory code* — the library's convention for
+  bad input, always naming the parameter and the value — are status 2. The
+  same exceptions raised inside a third-party library (numpy, the standard
+  library, a plugin) mean that an input reached code that did not validate
+  it: status 3, reported as an internal error.
+* ``OSError`` is status 2 (a missing file, a permission, a directory where a
+  file was expected...) except for environment failures — no space left, a
+  quota, an I/O error, no memory — which are status 3.
+* ``MemoryError``, ``KeyboardInterrupt``, :class:`Terminated` and every other
+  exception are status 3.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import IntEnum
+from types import FrameType, TracebackType
+from typing import TextIO
+
+__all__ = [
+    "EPILOG",
+    "ExitCode",
+    "Terminated",
+    "UsageError",
+    "classify",
+    "one_line",
+    "run_command",
+    "signals_as_exceptions",
+]
+
+
+class ExitCode(IntEnum):
+    """The four exit statuses of every command."""
+
+    OK = 0
+    """Ran and found nothing."""
+    FOUND = 1
+    """Ran and found something (violation, broken identity, corrupt shard)."""
+    USAGE = 2
+    """Bad usage or bad input."""
+    FAILED = 3
+    """Could not measure (internal error, out of memory, interrupted)."""
+
+
+EPILOG = (
+    "Exit status: 0 = ran and found nothing; 1 = ran and found something (a violation, a broken "
+    "identity, a corrupt shard); 2 = bad usage or bad input (one line naming the parameter or file); "
+    "3 = could not measure (internal error, out of memory, interrupted; --debug prints the traceback)."
+)
+"""The ``--help`` epilog every subcommand carries."""
+
+
+class UsageError(ValueError):
+    """Bad usage or input found anywhere (always status 2, wherever it is raised)."""
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM or SIGHUP while a command runs (status 3).
+
+    A ``BaseException`` so that ``except Exception`` blocks do not swallow it and
+    ``finally`` blocks (removing a report's staging directory, releasing a lock) run.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ENVIRONMENT_ERRNOS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "ENOMEM", "EPIPE") if hasattr(errno, name)
+)
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut at ``limit`` characters.
+
+    >>> one_line("a\\n  b\\tc")
+    'a b c'
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _raised_by_us(exc: BaseException) -> bool:
+    """Whether the innermost Python frame that raised ``exc`` belongs to packing_theory."""
+    tb = exc.__traceback__
+    last: TracebackType | None = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None:
+        return True  # raised directly in the command function's frame: never left our code
+    filename = os.path.abspath(last.tb_frame.f_code.co_filename)
+    return filename.startswith(_PACKAGE_DIR + os.sep)
+
+
+def classify(exc: BaseException) -> tuple[ExitCode, str]:
+    """The exit status for ``exc`` and the one-line message (without the command prefix).
+
+    >>> classify(ValueError("--capacity must be >= 2, got 1"))
+    (<ExitCode.USAGE: 2>, 'error: --capacity must be >= 2, got 1')
+    >>> classify(MemoryError())[0]
+    <ExitCode.FAILED: 3>
+    >>> classify(KeyError("x"))
+    (<ExitCode.FAILED: 3>, "internal error: KeyError: 'x' (a bug; --debug prints the traceback)")
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.FAILED, "interrupted (SIGINT); nothing more was measured"
+    if isinstance(exc, Terminated):
+        return ExitCode.FAILED, f"interrupted ({exc}); nothing more was measured"
+    if isinstance(exc, MemoryError):
+        detail = one_line(str(exc))
+        return ExitCode.FAILED, ("out of memory" + (f" ({detail})" if detail else "")
+                                 + "; use a smaller input or budget, or a machine with more memory")
+    if isinstance(exc, UsageError):
+        return ExitCode.USAGE, "error: " + one_line(str(exc))
+    if isinstance(exc, OSError):
+        message = one_line(str(exc)) or type(exc).__name__
+        if isinstance(exc, BrokenPipeError) or exc.errno in _ENVIRONMENT_ERRNOS:
+            return ExitCode.FAILED, f"could not complete: {message}"
+        return ExitCode.USAGE, "error: " + message
+    if isinstance(exc, (ValueError, TypeError, ImportError)) and _raised_by_us(exc):
+        return ExitCode.USAGE, "error: " + (one_line(str(exc)) or type(exc).__name__)
+    detail = one_line(str(exc))
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return ExitCode.FAILED, f"internal error: {what} (a bug; --debug prints the traceback)"
+
+
+@contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
+
+    Outside the main thread (where handlers cannot be installed) nothing changes.
+    The previous handlers are restored on exit.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signum)
+
+    previous: dict[int, object] = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so that the final flush is quiet."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def run_command(
+    name: str,
+    func: Callable[[], int],
+    *,
+    debug: bool = False,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run ``func`` (a command body returning 0 or 1) under the exit-code contract.
+
+    Returns the status. Every exception becomes one line on ``stderr``
+    (``packing-theory NAME: ...``) and the status of :func:`classify`; with
+    ``debug`` the traceback is printed first. A status outside 0–3 returned
+    by ``func`` is itself an internal error (3).
+    """
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        with signals_as_exceptions():
+            status = func()
+    except SystemExit as exc:  # a library called sys.exit(): keep a contract status, else it is a bug
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.FAILED)
+        if code in tuple(ExitCode):
+            return int(code)
+        print(f"packing-theory {name}: internal error: exit status {exc.code!r} outside 0-3", file=err)
+        return int(ExitCode.FAILED)
+    except BaseException as exc:  # the contract: every failure becomes one line and a status
+        code, line = classify(exc)
+        if isinstance(exc, BrokenPipeError):
+            _silence_stdout()
+        if debug:
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=err)
+        print(f"packing-theory {name}: {line}", file=err)
+        return int(code)
+    if not isinstance(status, int) or isinstance(status, bool) or status not in tuple(ExitCode):
+        print(f"packing-theory {name}: internal error: the command returned {status!r}, not a status 0-3",
+              file=err)
+        return int(ExitCode.FAILED)
+    return int(status)

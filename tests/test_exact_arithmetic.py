@@ -1,0 +1,141 @@
+"""Exact token totals, or a clear refusal: lengths near 2**63 and totals past it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import packing_theory as pt
+from packing_theory.audit import Ledger, corpus_summary
+from packing_theory.audit.ledger import MAX_EXACT_TOKENS
+from packing_theory.cli import main
+from packing_theory.engine.events import Arrival
+from packing_theory.engine.policies import MAX_SEGMENTS, segment
+from packing_theory.engine.summary import SummaryAccumulator
+from packing_theory.invariant import InvariantMonitor
+from packing_theory.lengths import INT64_MAX, exact_sum, load_lengths, validate_lengths
+
+HUGE = [2**62, 2**62, 5, 3000, INT64_MAX, 2**62 - 7]
+HUGE_TOTAL = sum(HUGE)  # > 2**64
+
+
+@pytest.fixture()
+def huge_file(tmp_path: Path) -> Path:
+    path = tmp_path / "huge.npy"
+    np.save(path, np.array(HUGE, dtype=np.int64))
+    return path
+
+
+@given(st.lists(st.integers(-(2**63), INT64_MAX), max_size=40))
+def test_exact_sum_of_int64_arrays(values: list[int]) -> None:
+    assert exact_sum(np.array(values, dtype=np.int64)) == sum(values)
+    assert exact_sum(values) == sum(values)
+
+
+def test_exact_sum_of_uint64_beyond_int64() -> None:
+    arr = np.array([2**64 - 1, 2**64 - 1], dtype=np.uint64)
+    assert exact_sum(arr) == 2 * (2**64 - 1)
+    assert exact_sum(np.zeros(0, dtype=np.int64)) == 0
+
+
+def test_bounds_prints_the_exact_total(huge_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix: tokens -4611686018427384906."""
+    assert main(["bounds", "--lengths", str(huge_file), "--min-buffer", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens"] == HUGE_TOTAL
+    assert out["mass_lower_bound"] == INT64_MAX  # the B - 1 = 1 largest long length
+
+
+@pytest.mark.parametrize("policy", ["discard", "continue", "requeue-bos", "random-span"])
+def test_replay_totals_are_exact(huge_file: Path, policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["replay", "--lengths", str(huge_file), "--min-buffer", "2", "--policy", policy, "--rows", "50"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consumed_tokens"] == HUGE_TOTAL
+    assert out["identity_holds"] is True
+    assert (out["consumed_tokens"] + out["added_bos_tokens"] == out["emitted_tokens"]
+            + out["discarded_tokens"] + out["buffered_tokens"])
+
+
+def test_summary_accumulator_counts_past_int64() -> None:
+    acc = SummaryAccumulator(capacity=2049)
+    for ev in pt.Packer(capacity=2049, min_buffer=2, refill=1, rows=40).events(HUGE * 3):
+        acc.feed(ev)
+        acc._check()
+    s = acc.result()
+    assert s.consumed_tokens == 3 * HUGE_TOTAL and s.identity_holds()
+
+
+def test_monitor_mass_is_exact() -> None:
+    mon = InvariantMonitor(capacity=2049, min_buffer=3)
+    mon.run(pt.Packer(capacity=2049, min_buffer=3, refill=1).events(HUGE))
+    mon._check()
+    assert mon.protected.mass == INT64_MAX + 2**62  # the two largest long keys
+
+
+def test_ledger_refuses_totals_past_its_exact_range() -> None:
+    """Before the fix the ledger summed int64 and reported negative arrived tokens."""
+    led = Ledger(capacity=2049, min_buffer=2)
+    with pytest.raises(ValueError, match=r"beyond the ledger's exact range: arrivals up to occurrence 0 "):
+        led.consume(pt.Packer(capacity=2049, min_buffer=2, refill=1).events(HUGE))
+
+
+def test_ledger_is_exact_up_to_its_range() -> None:
+    big = MAX_EXACT_TOKENS // 4
+    led = Ledger(capacity=2049, min_buffer=2)
+    led.consume(pt.Packer(capacity=2049, min_buffer=2, refill=1, rows=30).events([big, 7, big, 9]))
+    led._check()
+    agg = led.result()
+    assert agg.mass.arrived_tokens == 2 * big + 16 and agg.mass.identity_holds
+    assert sum(r.arrived_tokens for r in agg.strata) == 2 * big + 16
+
+
+def test_ledger_refuses_at_the_arrival_flush() -> None:
+    led = Ledger(capacity=8, min_buffer=2)
+    led.feed(Arrival(0, 0, 0, MAX_EXACT_TOKENS))
+    led.feed(Arrival(1, 1, 0, 1))
+    with pytest.raises(ValueError, match=r"occurrence 1 \(length 1\) hold more than 9,007,199,254,740,992"):
+        led._flush()
+
+
+def test_audit_refuses_on_one_line(huge_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                   ) -> None:
+    """Before the fix: negative arrived tokens in the report."""
+    status = main(["audit", "--lengths", str(huge_file), "--min-buffer", "2", "--no-plots", "--permutations",
+                   "0", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1 and "exact range" in err
+    assert not (tmp_path / "o" / "audit.json").exists()
+
+
+def test_corpus_summary_is_exact() -> None:
+    s = corpus_summary(np.array(HUGE, dtype=np.int64), capacity=2049, boundaries=(4096,))
+    assert s.tokens == HUGE_TOTAL
+    assert s.strata_tokens == (3005, HUGE_TOTAL - 3005)
+
+
+def test_lengths_past_int64_are_refused_by_the_readers(tmp_path: Path) -> None:
+    path = tmp_path / "u.npy"
+    np.save(path, np.array([3, 2**63], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"does not fit a signed 64-bit length"):
+        load_lengths(path)
+    with pytest.raises(ValueError, match=r"fits a signed 64-bit int"):
+        validate_lengths([1, 2**64])
+
+
+def test_segment_first_refuses_a_document_of_too_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import packing_theory.engine.policies as policies
+
+    assert MAX_SEGMENTS == 2**20
+    monkeypatch.setattr(policies, "MAX_SEGMENTS", 10)
+    assert len(segment(4 + 3 * 9, 4)) == 10
+    with pytest.raises(ValueError, match=r"segment-first would split a document of length 34 into 11 chunks"):
+        segment(4 + 3 * 10, 4)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="segment-first would split"):
+        pt.replay([2**62], capacity=2049, min_buffer=1, policy="segment-first")

@@ -1,0 +1,405 @@
+"""Reports written safely: validated first, locked, staged and swapped in as one unit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from packing_theory.audit.plots import PLOT_FILES
+from packing_theory.audit.report import REPORT_FILES, matplotlib_available
+from packing_theory.audit.writer import (
+    LOCK_NAME,
+    MANIFEST_NAME,
+    PNG_CONFIG_KEY,
+    PNG_RUN_KEY,
+    ReportBusy,
+    ReportError,
+    ReportWriter,
+    png_text,
+    recover,
+    verify_report,
+)
+from packing_theory.cli import main
+
+needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (plots extra) missing")
+SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "200", "--permutations", "2",
+         "--no-progress"]
+
+
+@pytest.fixture()
+def lengths_file(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(4)
+    path = tmp_path / "lengths.npy"
+    np.save(path, np.maximum(1, rng.lognormal(2.6, 1.2, 2000)).astype(np.int64))
+    return path
+
+
+def audit(lengths: Path, out: Path, *extra: str) -> int:
+    return main(["audit", "--lengths", str(lengths), "--out", str(out), *SMALL, *extra])
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def run_ids(out: Path) -> set[str]:
+    """The run id of every report file in ``out`` (JSON entry, Markdown line, PNG text chunk)."""
+    ids = {json.loads((out / "audit.json").read_text())["run"]["id"]}
+    md = (out / "audit.md").read_text()
+    ids.add(md.rsplit("Run `", 1)[1].split("`", 1)[0])
+    ids |= {png_text(out / name)[PNG_RUN_KEY] for name in PLOT_FILES if (out / name).exists()}
+    return ids
+
+
+# --------------------------------------------------------------------------- one unit
+
+
+@needs_plots
+def test_every_file_carries_the_run_id_and_config_hash(lengths_file: Path, tmp_path: Path) -> None:
+    """Before the fix no file said which run wrote it."""
+    out = tmp_path / "rep"
+    assert audit(lengths_file, out) == 0
+    doc = json.loads((out / "audit.json").read_text())
+    run = doc["run"]
+    assert doc["version"] == 2 and run["tool"] == "packing-theory audit"
+    assert run_ids(out) == {run["id"]}
+    assert run["config_hash"] in (out / "audit.md").read_text()
+    assert {png_text(out / n)[PNG_CONFIG_KEY] for n in PLOT_FILES} == {run["config_hash"]}
+    check = verify_report(out, names=REPORT_FILES)
+    assert check.ok, check.problems
+    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES)
+    assert not [e for e in os.listdir(out) if e.startswith(".packing-theory-staging")]
+
+
+def test_same_options_same_config_hash(lengths_file: Path, tmp_path: Path) -> None:
+    hashes = []
+    for k in range(2):
+        assert audit(lengths_file, tmp_path / f"r{k}", "--no-plots") == 0
+        hashes.append(json.loads((tmp_path / f"r{k}" / "audit.json").read_text())["run"])
+    assert hashes[0]["config_hash"] == hashes[1]["config_hash"] and hashes[0]["id"] != hashes[1]["id"]
+    assert audit(lengths_file, tmp_path / "r2", "--no-plots", "--seed", "7") == 0
+    assert json.loads((tmp_path / "r2" / "audit.json").read_text())["run"]["config_hash"] != hashes[0][
+        "config_hash"]
+
+
+def test_json_on_stdout_is_the_same_run(lengths_file: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rep"
+    assert audit(lengths_file, out, "--no-plots", "--json") == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["run"] == json.loads((out / "audit.json").read_text())["run"]
+
+
+# --------------------------------------------------------------------------- --out checked first
+
+
+@pytest.mark.parametrize("kind", ["file", "below-a-file", "lock-symlink", "report-dir"])
+def test_bad_out_is_refused_before_computing(kind: str, lengths_file: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix a bad --out was reported only after the whole computation."""
+    import packing_theory.cli.audit as cli_audit
+
+    def no_audit(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the audit ran before --out was checked")
+
+    monkeypatch.setattr(cli_audit, "run_audit", no_audit)
+    f = tmp_path / "plain-file"
+    f.write_text("x")
+    out = {"file": f, "below-a-file": f / "sub", "lock-symlink": tmp_path / "d",
+           "report-dir": tmp_path / "e"}[kind]
+    if kind == "lock-symlink":
+        out.mkdir()
+        (out / LOCK_NAME).symlink_to(f)
+    if kind == "report-dir":
+        (out / "audit.md").mkdir(parents=True)
+    assert audit(lengths_file, out, "--no-plots") == 2
+    line = one_line(capsys)
+    assert str(out) in line or str(f) in line
+    assert f.read_text() == "x"
+
+
+def test_a_failed_run_into_a_new_directory_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "new"
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.array([3, 0, 2]))
+    assert main(["audit", "--lengths", str(bad), "--out", str(out), "--no-plots"]) == 2
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- ownership, stale files, links
+
+
+def test_files_this_tool_did_not_write_are_refused_without_force(lengths_file: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix an existing audit.md was replaced without a word."""
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "audit.md").write_text("my notes\n")
+    assert audit(lengths_file, out, "--no-plots") == 2
+    assert "audit.md exists and is not written by packing-theory; pass --force" in one_line(capsys)
+    assert (out / "audit.md").read_text() == "my notes\n"
+    assert audit(lengths_file, out, "--no-plots", "--force") == 0
+    assert verify_report(out).ok
+
+
+def test_an_edited_report_is_not_overwritten(lengths_file: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rep"
+    assert audit(lengths_file, out, "--no-plots") == 0
+    assert audit(lengths_file, out, "--no-plots") == 0  # our own files: replaced freely
+    capsys.readouterr()
+    with open(out / "audit.md", "a") as fh:
+        fh.write("my comment\n")
+    assert audit(lengths_file, out, "--no-plots") == 2
+    assert "audit.md exists and is changed since packing-theory wrote it" in one_line(capsys)
+    assert "my comment" in (out / "audit.md").read_text()
+
+
+@needs_plots
+def test_stale_plots_are_removed(lengths_file: Path, tmp_path: Path) -> None:
+    """Before the fix the previous run's PNGs survived a --no-plots run."""
+    out = tmp_path / "rep"
+    assert audit(lengths_file, out) == 0
+    assert all((out / n).exists() for n in PLOT_FILES)
+    assert audit(lengths_file, out, "--no-plots") == 0
+    assert not any((out / n).exists() for n in PLOT_FILES)
+    check = verify_report(out, names=REPORT_FILES)
+    assert check.ok and set(check.files) == {"audit.json", "audit.md"}
+
+
+def test_a_symlinked_report_file_is_never_followed(lengths_file: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix the symlink's target was overwritten."""
+    out = tmp_path / "rep"
+    out.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("do not touch\n")
+    (out / "audit.json").symlink_to(target)
+    capsys.readouterr()
+    assert audit(lengths_file, out, "--no-plots") == 2
+    assert "audit.json exists and is a symlink" in one_line(capsys)
+    assert audit(lengths_file, out, "--no-plots", "--force") == 0
+    assert target.read_text() == "do not touch\n"
+    assert not (out / "audit.json").is_symlink() and verify_report(out).ok
+
+
+def test_unrelated_files_are_left_alone(lengths_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "README.txt").write_text("mine\n")
+    assert audit(lengths_file, out, "--no-plots") == 0
+    assert (out / "README.txt").read_text() == "mine\n"
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+def test_a_held_lock_fails_fast(lengths_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    import packing_theory.cli.audit as cli_audit
+
+    out = tmp_path / "rep"
+    with ReportWriter(out, names=REPORT_FILES, config={}) as holder:
+        monkeypatch.setattr(cli_audit, "run_audit", lambda *a, **k: pytest.fail("ran while locked"))
+        t0 = time.perf_counter()
+        assert audit(lengths_file, out, "--no-plots") == 2
+        assert time.perf_counter() - t0 < 5
+        line = one_line(capsys)
+        assert "is being written by another run" in line and holder.run_id in line
+        with pytest.raises(ReportBusy):
+            ReportWriter(out, names=REPORT_FILES, config={}).open()
+
+
+def test_writer_api(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    with pytest.raises(ValueError, match="plain names"):
+        ReportWriter(out, names=["../x"], config={})
+    w = ReportWriter(out, names=["a.md", "b.json"], config={"x": 1}, tool="test")
+    with pytest.raises(ValueError, match="open"):
+        w.path("a.md")
+    with w:
+        with pytest.raises(ValueError, match="not a file of this report"):
+            w.write_text("c.md", "no")
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.write_json("b.json", {"run": {"id": w.run_id}})
+        assert not (out / "a.md").exists()  # staged, not visible before the commit
+        paths = w.commit()
+    assert sorted(p.name for p in paths) == ["a.md", "b.json"]
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    assert manifest["run_id"] == w.run_id and manifest["tool"] == "test" and set(manifest["files"]) == {
+        "a.md", "b.json"}
+    with ReportWriter(out, names=["a.md", "b.json"], config={"x": 1}) as w2:
+        w2.write_text("a.md", f"run {w2.run_id}\n")
+        w2.commit()
+    assert not (out / "b.json").exists()  # ours, not rewritten: stale, removed
+    assert verify_report(out, names=["a.md", "b.json"]).ok
+
+
+def test_an_uncommitted_run_changes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    before = (out / "a.md").read_text()
+    with pytest.raises(RuntimeError), ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", "half\n")
+        raise RuntimeError("the computation failed")
+    assert (out / "a.md").read_text() == before and verify_report(out).ok
+
+
+def test_a_file_slipped_in_during_the_run_is_not_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", "new\n")
+        (out / "a.md").write_text("someone else's\n")
+        with pytest.raises(ReportError, match="created or changed by something else during this run"):
+            w.commit()
+    assert (out / "a.md").read_text() == "someone else's\n"
+
+
+# --------------------------------------------------------------------------- interrupts inside the commit
+
+
+def test_an_interrupt_during_the_swap_is_delivered_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    out = tmp_path / "w"
+    names = ["a.md", "b.md", "c.md"]
+    real_replace = os.replace
+    calls = []
+
+    def replace_then_interrupt(src: Any, dst: Any) -> None:
+        calls.append(dst)
+        real_replace(src, dst)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # lands between the first and the second rename
+
+    with ReportWriter(out, names=names, config={}) as w:
+        for n in names:
+            w.write_text(n, f"run {w.run_id}\n")
+        monkeypatch.setattr(os, "replace", replace_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            w.commit()
+        monkeypatch.undo()
+    check = verify_report(out, names=names)
+    assert check.ok and check.run_id == w.run_id and len(calls) == 4  # 3 files + the manifest
+
+
+def test_a_kill_during_the_swap_is_completed_by_the_next_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """A SIGKILL between two renames (simulated): the journal lets the next run finish the swap."""
+    out = tmp_path / "w"
+    names = ["a.md", "b.md"]
+    with ReportWriter(out, names=names, config={}) as old:
+        for n in names:
+            old.write_text(n, f"run {old.run_id}\n")
+        old.commit()
+    real_replace = os.replace
+
+    class Killed(BaseException):
+        pass
+
+    def die_after_first(src: Any, dst: Any) -> None:
+        real_replace(src, dst)
+        raise Killed
+
+    w = ReportWriter(out, names=names, config={})
+    w.open()
+    for n in names:
+        w.write_text(n, f"run {w.run_id}\n")
+    monkeypatch.setattr(os, "replace", die_after_first)
+    with pytest.raises(Killed):
+        w.commit()
+    monkeypatch.undo()
+    w._unlock()  # the process died: the kernel releases the lock, nothing else is cleaned up
+    assert not verify_report(out, names=names).ok  # mixed until recovered
+    assert recover(out) == [f"completed the interrupted commit of run {w.run_id}"]
+    check = verify_report(out, names=names)
+    assert check.ok and check.run_id == w.run_id
+
+
+# --------------------------------------------------------------------------- real processes and signals
+
+
+def _audit_process(lengths: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "packing_theory.cli", "audit", "--lengths", str(lengths), "--out", str(out),
+            "--capacity", "64", "--min-buffer", "40", "--refill", "16", "--rows", "1500",
+            "--permutations", "1", "--no-progress", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture()
+def bigger_lengths(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(9)
+    path = tmp_path / "bigger.npy"
+    np.save(path, np.maximum(1, rng.lognormal(3.0, 1.3, 30_000)).astype(np.int64))
+    return path
+
+
+@needs_plots
+def test_concurrent_audits_never_mix(bigger_lengths: Path, tmp_path: Path) -> None:
+    """Two real processes into one --out: one writes, the other fails fast; the report is one run."""
+    out = tmp_path / "rep"
+    first = _audit_process(bigger_lengths, out)
+    time.sleep(1.5)  # usually past start-up: the first holds the lock (either order is checked below)
+    t0 = time.perf_counter()
+    second = _audit_process(bigger_lengths, out)
+    _, err2 = second.communicate(timeout=300)
+    waited = time.perf_counter() - t0
+    _, err1 = first.communicate(timeout=300)
+    codes = sorted((first.returncode, second.returncode))
+    assert codes in ([0, 2], [0, 0]), (err1, err2)
+    if codes == [0, 2]:  # the usual case: one refused while the other ran
+        err = err2 if second.returncode == 2 else err1
+        assert "is being written by another run" in err and len(err.strip().splitlines()) == 1
+        if second.returncode == 2:
+            assert waited < 60  # it failed fast, it did not wait for the lock
+    check = verify_report(out, names=REPORT_FILES)
+    assert check.ok, check.problems
+    assert run_ids(out) == {check.run_id}
+
+
+@needs_plots
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger_lengths: Path,
+                                                                tmp_path: Path) -> None:
+    """Interrupts at spread-out moments, real processes: never a mixed or truncated report."""
+    out = tmp_path / "rep"
+    base = _audit_process(bigger_lengths, out)
+    assert base.wait(timeout=300) == 0
+    t0 = time.perf_counter()
+    full = _audit_process(bigger_lengths, out)
+    assert full.wait(timeout=300) == 0
+    duration = time.perf_counter() - t0
+    outcomes = []
+    for fraction in (0.45, 0.7, 0.95):  # mid-computation, plotting, around the swap
+        old = verify_report(out, names=REPORT_FILES)
+        assert old.ok
+        proc = _audit_process(bigger_lengths, out)
+        time.sleep(duration * fraction)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
+        if sig != signal.SIGKILL:
+            # 3: interrupted inside main(); 0 or killed by the signal: it landed after main() returned
+            assert proc.returncode in (0, 3, -sig), err
+            assert "Traceback" not in err
+        if sig == signal.SIGKILL and not verify_report(out, names=REPORT_FILES).ok:
+            recover(out)  # killed inside the swap: the next run would complete it
+        new = verify_report(out, names=REPORT_FILES)
+        assert new.ok, new.problems
+        assert run_ids(out) == {new.run_id}
+        for name in ("audit.json",):
+            json.loads((out / name).read_text())  # never truncated
+        outcomes.append("old" if new.run_id == old.run_id else "new")
+    assert set(outcomes) <= {"old", "new"}
