@@ -1,6 +1,8 @@
 """Compare two ``audit.json`` reports, ignoring timings: exit 0 when identical, 1 with the differences.
 
-Timings are the report's ``"seconds"`` block (wall times by stage); everything
+Timings are the report's ``"seconds"`` block (wall times by stage); the
+``"run"`` block is run metadata (a new id for every run, and the hash of the
+options, which name the engine and the worker count being compared); everything
 else — every count, every float, the series, the startup delays — must be
 equal exactly.
 
@@ -14,15 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-IGNORED = ("seconds",)
+IGNORED = ("$.seconds", "$.run")
 
 
 def differences(a: Any, b: Any, path: str = "$") -> list[str]:
-    """Paths where two JSON values differ (``IGNORED`` top-level keys skipped)."""
+    """Paths where two JSON values differ (the ``IGNORED`` paths skipped)."""
     if isinstance(a, dict) and isinstance(b, dict):
         out: list[str] = []
         for key in sorted(set(a) | set(b)):
-            if path == "$" and key in IGNORED:
+            if f"{path}.{key}" in IGNORED:
                 continue
             if key not in a or key not in b:
                 out.append(f"{path}.{key}: only in {'second' if key not in a else 'first'}")

@@ -339,14 +339,6 @@ def test_default_corpus_deterministic_and_seeded() -> None:
         default_lengths(1.0)  # type: ignore[arg-type]
 
 
-def test_default_corpus_fast() -> None:
-    import time
-
-    t = time.perf_counter()
-    default_lengths(3)
-    assert time.perf_counter() - t < 2.0
-
-
 @pytest.mark.slow
 def test_default_corpus_soft_fit() -> None:
     fit = default_corpus_fit(replay=True, permutations=2)

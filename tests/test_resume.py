@@ -117,7 +117,7 @@ def test_cursor_passes_and_batches() -> None:
     assert cur.state() == CursorState(2, 0, 0, True)
     with pytest.raises(ValueError, match="one-shot iterator"):
         RefillCursor(iter([1, 2]), pt.PackerConfig(passes=2))
-    with pytest.raises(TypeError, match="unordered set"):
+    with pytest.raises(TypeError, match="got set: a mapping or set has no arrival order"):
         RefillCursor({3, 4}, pt.PackerConfig())
     with pytest.raises(ValueError, match="past the 3 documents"):
         RefillCursor([5, 3, 9], pt.PackerConfig(), CursorState(0, 4, 0, False))
