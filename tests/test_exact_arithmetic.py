@@ -103,11 +103,13 @@ def test_ledger_refuses_at_the_arrival_flush() -> None:
         led._flush()
 
 
-def test_audit_refuses_on_one_line(huge_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                   ) -> None:
-    """Before the fix: negative arrived tokens in the report."""
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_audit_refuses_on_one_line(huge_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   workers: str) -> None:
+    """Before the fix: negative arrived tokens in the report; with --workers 2, a refusal raised in a
+    worker process was reported as an internal error (exit 3) instead of bad input (exit 2)."""
     status = main(["audit", "--lengths", str(huge_file), "--min-buffer", "2", "--no-plots", "--permutations",
-                   "0", "--out", str(tmp_path / "o")])
+                   "0", "--out", str(tmp_path / "o"), "--workers", workers])
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1 and "exact range" in err
     assert not (tmp_path / "o" / "audit.json").exists()

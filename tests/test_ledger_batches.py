@@ -223,3 +223,18 @@ def test_stream_ledger_peer_events_and_errors() -> None:
         bad.consume([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())])
     with pytest.raises(ValueError, match="needs the Horizon"):
         StreamLedger(6, 1).result()
+
+
+def test_stream_ledger_refuses_totals_it_cannot_hold_exactly() -> None:
+    """Review finding: lengths near 2**62 wrapped negative in the streaming summary (the Ledger refused)."""
+    from packing_theory.audit.ledger import MAX_EXACT_TOKENS
+    from packing_theory.audit.stream import StreamLedger
+
+    for lengths in ([2**62, 2**62, 5], [MAX_EXACT_TOKENS + 1, 5]):
+        sl = StreamLedger(32, 1)
+        with pytest.raises(ValueError, match="exact range: arrivals up to occurrence 0 "):
+            sl.consume(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2))
+    ok = StreamLedger(32, 1)  # just inside the range: exact
+    lengths = [MAX_EXACT_TOKENS - 5, 5]
+    ok.consume(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2))
+    assert ok.result().summary.consumed_tokens == MAX_EXACT_TOKENS

@@ -430,18 +430,7 @@ class Ledger:
             i = int(np.argmax(length < 0))
             raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
-        total = self._arrived_tokens + exact_sum(length)
-        if total > self.max_tokens:
-            running, i = self._arrived_tokens, 0
-            for n in length.tolist():  # the refusal path: find the first arrival past the range
-                running += n
-                if running > self.max_tokens:
-                    break
-                i += 1
-            raise ValueError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
-                             f"{int(occ[i])} (length {int(length[i])}) hold more than {self.max_tokens:,} "
-                             "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
-                             "tokens")
+        total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
         t = self._t
         top = int(occ.max()) + 1
         t.grow(top)
@@ -864,6 +853,28 @@ class Ledger:
         n = self._n
         occs = np.flatnonzero(((self._t.flags[:n] & ARRIVED) != 0) & (self._t.sources(0, n) == source))
         return [self.record(int(o)) for o in occs]
+
+
+def exact_total(before: int, occ: Int64Array, length: Int64Array, limit: int) -> int:
+    """``before`` plus the arrived ``length`` (exact), or a ``ValueError`` past ``limit``.
+
+    The ledgers keep per-stratum sums in float64 and per-source counts in
+    int64; both are exact only below :data:`MAX_EXACT_TOKENS`. The error names
+    the first arrival that crosses ``limit``. O(n), in numpy unless refused.
+    """
+    total = before + exact_sum(length)
+    if total <= limit:
+        return total
+    running, i = before, 0
+    for n in length.tolist():  # the refusal path: find the first arrival past the range
+        running += n
+        if running > limit:
+            break
+        i += 1
+    raise ValueError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
+                     f"{int(occ[i])} (length {int(length[i])}) hold more than {limit:,} "
+                     "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
+                     "tokens")
 
 
 def counts_median(counts: dict[int, int]) -> float | None:

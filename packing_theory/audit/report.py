@@ -130,6 +130,8 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
                      "refill": list(cfg.batch_sizes), "passes": cfg.passes, "rows": cfg.row_budget,
                      "targets": (cfg.row_budget * (cfg.capacity - 1) if cfg.row_budget is not None else None),
                      "exhausted": cfg.exhausted, "random_span_seed": cfg.seed,
+                     "max_wait": (cfg.max_wait if any(a.policy == "bounded-wait" for a in result.policies)
+                                  else None),
                      "policies": [a.policy for a in result.policies]},
         "strata": {"boundaries": list(result.boundaries), "labels": stratum_labels(result.boundaries),
                    "convention": "BOS-inclusive original length L; stratum k holds "

@@ -154,6 +154,7 @@ def run_audit(
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
     permutations = check_int("permutations", permutations, 0)
+    permutation_seed = check_int("permutation_seed", permutation_seed, 0)
     ev_arr = None if eval_lengths is None else validate_lengths(np.asarray(eval_lengths),
                                                                 name="evaluation lengths")
     configs = [replace(config, policy=name) for name in names]  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
-from .ledger import counts_median
+from .ledger import MAX_EXACT_TOKENS, counts_median, exact_total
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 
@@ -111,6 +111,7 @@ class StreamLedger:
         self._emit = np.zeros(0, dtype=np.int64)
         self._flags = np.zeros(0, dtype=np.uint8)
         self._next_occ = 0
+        self._arrived_exact = 0  # arrived tokens as a Python int: refused past MAX_EXACT_TOKENS
         self.live_peak = 0
         # per stratum
         self._counts = {k: np.zeros(S, dtype=np.int64) for k in (
@@ -173,6 +174,7 @@ class StreamLedger:
             occ, L = a.occurrence, a.length
             if (np.diff(occ) <= 0).any() or int(occ[0]) < self._next_occ:
                 raise ValueError("StreamLedger needs occurrence ids that increase with arrival order")
+            self._arrived_exact = exact_total(self._arrived_exact, occ, L, MAX_EXACT_TOKENS)
             self._next_occ = int(occ[-1]) + 1
             strat = stratum_index(L, self.boundaries)
             c["arrived"] += np.bincount(strat, minlength=S)

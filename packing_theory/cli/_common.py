@@ -98,6 +98,8 @@ def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] |
     """
     if max_wait is None:
         return
+    if max_wait < 0:
+        raise ValueError(f"--max-wait must be >= 0 (rows), got {max_wait}")
     names = [policies] if isinstance(policies, str) else list(policies or ["discard"])
     if "bounded-wait" not in names:
         raise ValueError(

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import sys
 import traceback
@@ -111,8 +112,29 @@ def one_line(text: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _remote_frame(exc: BaseException) -> str | None:
+    """The innermost file of a traceback re-raised from a worker process, if ``exc`` came from one.
+
+    ``concurrent.futures`` re-raises a worker's exception in the parent with a
+    ``_RemoteTraceback`` (the worker's formatted traceback) as its cause; the
+    parent's own frames then end in the futures machinery, not where it was raised.
+    """
+    cause = exc.__cause__
+    text = getattr(cause, "tb", None)
+    if type(cause).__name__ != "_RemoteTraceback" or not isinstance(text, str):
+        return None
+    files = re.findall(r'File "([^"]+)", line \d+', text)
+    return files[-1] if files else None
+
+
 def _raised_by_us(exc: BaseException) -> bool:
-    """Whether the innermost Python frame that raised ``exc`` belongs to packing_theory."""
+    """Whether the innermost Python frame that raised ``exc`` belongs to packing_theory.
+
+    For an exception raised in a worker process the worker's own traceback decides.
+    """
+    remote = _remote_frame(exc)
+    if remote is not None:
+        return "packing_theory" in os.path.normpath(remote).split(os.sep)[:-1]
     tb = exc.__traceback__
     last: TracebackType | None = None
     while tb is not None:

@@ -284,6 +284,11 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
         eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None
     if args.eval_targets is not None:
+        if args.eval_targets < 1:
+            raise ValueError(f"--eval-targets must be >= 1, got {args.eval_targets}")
+        if not (args.demo or args.eval_lengths or args.eval_shards):
+            raise ValueError(f"--eval-targets {args.eval_targets} needs an evaluation stream: "
+                             "give --eval-lengths or --eval-shards (or --demo)")
         eval_targets = args.eval_targets
     if args.eval_prefixes is not DEFAULT_EVAL_PREFIXES:
         prefixes = tuple(args.eval_prefixes)
@@ -295,6 +300,8 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
 def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
     """The loader settings of an ``audit`` invocation (validated)."""
     check_max_wait(args.max_wait, plan.policies)
+    if args.permutation_seed < 0:
+        raise ValueError(f"--permutation-seed must be >= 0, got {args.permutation_seed}")
     rows = plan.rows
     return PackerConfig(
         capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
@@ -371,7 +378,7 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
             )
         finally:
             if executor is not None:
-                executor.shutdown()
+                executor.shutdown(cancel_futures=True)  # an error: do not wait for the rest
     return _add_peers(result, args, [p for p in plan.policies if is_peer(p)], train, plan.policies)
 
 

@@ -2,7 +2,7 @@
 
 Seed 002 §10 makes a resume position "one integer pair": the shard and the
 token offset inside it. A replay's refill cursor counts *documents taken*
-(:class:`~packing_theory.engine.policies.CursorState` ``.position``). With
+(:class:`~packing_theory.engine.refill.CursorState` ``.position``). With
 document-boundary shards the two are the same information:
 
 * ``locate(position)`` — the shard holding document ``position`` (in reading

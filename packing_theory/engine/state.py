@@ -7,7 +7,7 @@ at the boundary before row ``k`` is everything the selection loop carries:
 
 * the buffered spans, in buffer order (a ``continue`` suffix, a requeued
   ``[BOS] + leftover``, a ``segment-first`` chunk are spans like any other);
-* the refill cursor (:class:`~packing_theory.engine.policies.CursorState`):
+* the refill cursor (:class:`~packing_theory.engine.refill.CursorState`):
   pass, position in the pass, refill batches taken;
 * the row counter, the next occurrence id, whether the stream ran dry
   (and whether that was announced);

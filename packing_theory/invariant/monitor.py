@@ -475,6 +475,11 @@ class InvariantMonitor:
             evicted = self.protected.add(ev.occurrence, length if length > self._long_cut else 0)
             if evicted is not None and self._tainted:
                 self._tainted.pop(evicted, None)
+        elif type(ev) is EventBatch:  # before the Horizon check: each event is judged on its own
+            feed = self.feed
+            for e in ev.events():
+                feed(e)
+            return  # each event already reached the tracker
         elif self.horizon is not None:
             self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
             return
@@ -489,11 +494,6 @@ class InvariantMonitor:
             self._outside = True
         elif type(ev) is Horizon:
             self._finish(ev)
-        elif type(ev) is EventBatch:
-            feed = self.feed
-            for e in ev.events():
-                feed(e)
-            return  # each event already reached the tracker
         elif not isinstance(ev, Event):
             self._misuse("not-an-event", "feed", f"expected a packing_theory event, got "
                          f"{type(ev).__name__} {ev!r}"[:300])
@@ -502,15 +502,24 @@ class InvariantMonitor:
             self.tracker.feed(ev)
 
     def _feed_not_applicable(self, ev: EventItem) -> None:
-        """:meth:`feed` when the proposition does not apply: count, check nothing."""
+        """:meth:`feed` when the proposition does not apply: count, check nothing but misuse."""
         if type(ev) is EventBatch:
             for e in ev.events():
                 self._feed_not_applicable(e)
             return
         t = type(ev)
+        if t is not Arrival and self.horizon is not None:
+            self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
+            return
         if t is Placement:
+            occ = ev.occurrence  # type: ignore[union-attr]
+            if not 0 <= occ <= self._fast_max and not self._known("feed", occ):
+                return
             self.selections += 1
             self.selections_outside += 1
+        elif not isinstance(ev, Event):
+            self._misuse("not-an-event", "feed", f"expected a packing_theory event, got "
+                         f"{type(ev).__name__} {ev!r}"[:300])
         elif t is Arrival:
             occ = ev.occurrence  # type: ignore[union-attr]
             if occ == self._next_arrival:  # feed()'s arrival bookkeeping: misuse is still refused
@@ -523,6 +532,8 @@ class InvariantMonitor:
             self.arrivals += 1
         elif t is Horizon:
             self.horizon = ev  # type: ignore[assignment]
+            self._fast_max = -1
+            self._next_arrival = None
 
     def observe(self, events: Iterable[EventItem]) -> Iterator[EventItem]:
         """Pass events (or batches) through unchanged while feeding them to the monitor.

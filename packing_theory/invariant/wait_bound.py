@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Arrival, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
 from ..engine.policies import PackerConfig
 
@@ -241,12 +242,13 @@ class StartDelayMonitor:
 
     # -- the stream --------------------------------------------------------
 
-    def feed(self, ev: Event) -> None:
-        """Consume one event. O(1) amortised.
+    def feed(self, ev: Event | EventBatch) -> None:
+        """Consume one event or a columnar batch of them. O(1) amortised per event.
 
         Raises:
             ValueError: an arrival whose occurrence id is not the next one.
             AssertionError: a finding in ``on_violation="raise"`` mode.
+            TypeError: ``ev`` is not an event.
         """
         t = type(ev)
         if t is Placement:
@@ -279,6 +281,12 @@ class StartDelayMonitor:
             self.exhausted = True
         elif t is Horizon:
             self._finish(ev)  # type: ignore[arg-type]
+        elif t is EventBatch:
+            for e in ev.events():  # type: ignore[union-attr]
+                self.feed(e)
+        elif not isinstance(ev, Event):
+            raise TypeError(f"ev must be a packing_theory event or EventBatch, got "
+                            f"{type(ev).__name__} {ev!r}"[:300])
 
     def observe(self, events: Iterable[Event]) -> Iterator[Event]:
         """Pass events through unchanged while feeding them to the monitor."""
