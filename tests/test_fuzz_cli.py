@@ -95,19 +95,21 @@ def assert_audit_identity(out: str) -> None:
 
 REPLAY = ["--capacity", "64", "--min-buffer", "8", "--refill", "4", "--rows", "60"]
 AUDIT = ["--capacity", "64", "--min-buffer", "8", "--refill", "4", "--rows", "60", "--permutations", "1",
-         "--eval-targets", "630", "--no-plots", "--no-progress", "--json"]
+         "--no-plots", "--no-progress", "--json"]
+EVAL = ("--eval-targets", "630")  # only with an evaluation stream: alone it is refused (exit 2)
 
 
 def drive(kind: str, path: str, workdir: str, extra: tuple[str, ...] = ()) -> None:
     """Run the commands that read ``path`` (a ``--lengths`` file or a shard) and check the contract."""
     runs: list[list[str]]
+    audit_extra = (*extra, *EVAL) if any(a.startswith("--eval-") for a in extra) else extra
     if kind == "lengths":
         runs = [["replay", "--lengths", path, *REPLAY, "--json", *extra],
                 ["check", "--lengths", path, *REPLAY, "--json", *extra],
                 ["bounds", "--lengths", path, "--json"],
-                ["audit", "--lengths", path, "--out", os.path.join(workdir, "o"), *AUDIT, *extra]]
+                ["audit", "--lengths", path, "--out", os.path.join(workdir, "o"), *AUDIT, *audit_extra]]
     else:
-        runs = [["audit", f"--{kind}", path, "--out", os.path.join(workdir, "o"), *AUDIT, *extra]]
+        runs = [["audit", f"--{kind}", path, "--out", os.path.join(workdir, "o"), *AUDIT, *audit_extra]]
     for argv in runs:
         status, out, err = run_cli(argv)
         assert_contract(status, err, argv)
