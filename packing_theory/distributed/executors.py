@@ -57,6 +57,7 @@ __all__ = [
     "TaskRunner",
     "import_distributed",
     "is_dask_client",
+    "open_executor",
     "open_runner",
     "parse_executor_spec",
     "worker_identity",
@@ -204,7 +205,7 @@ class TaskRunner:
     def _run_inprocess(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], on_result: OnResult,
                        accept: Accept | None, label: str) -> list[TaskRecord]:
         records: list[TaskRecord] = []
-        failures: list[str] = []
+        failures: list[tuple[str, BaseException]] = []
         for i, args in enumerate(items):
             for attempt in range(1, self.retries + 2):
                 try:
@@ -240,7 +241,7 @@ class TaskRunner:
                   accept: Accept | None, label: str) -> list[TaskRecord]:
         attempts = [0] * len(items)
         done: dict[int, TaskRecord] = {}
-        failures: list[str] = []
+        failures: list[tuple[str, BaseException]] = []
         pending = list(range(len(items)))
         while pending:
             pool = self._pool()
@@ -287,7 +288,7 @@ class TaskRunner:
         attempts = [0] * len(items)
         extra = [0] * len(items)  # attempts under earlier keys (a rejected result gets a new key)
         done: dict[int, TaskRecord] = {}
-        failures: list[str] = []
+        failures: list[tuple[str, BaseException]] = []
 
         def submit(i: int) -> Any:
             attempts[i] += 1
@@ -338,15 +339,17 @@ def _dask_attempts(client: Any, key: str) -> int:
     return max(starts, 1)
 
 
-def _failure(label: str, i: int, attempts: int, exc: BaseException) -> str:
+def _failure(label: str, i: int, attempts: int, exc: BaseException) -> tuple[str, BaseException]:
     detail = " ".join(str(exc).split())[:300]
-    return f"{label} {i} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}"
+    return f"{label} {i} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
 
 
-def _raise_failures(failures: list[str]) -> None:
+def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
+    """Raise :class:`TaskFailed` for the first failure (its exception as the cause), if any."""
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise TaskFailed(failures[0] + more)
+        message, cause = failures[0]
+        raise TaskFailed(message + more) from cause
 
 
 @contextlib.contextmanager
@@ -354,9 +357,9 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
     """A :class:`TaskRunner` for ``executor``, closed (owned pools and clients) on exit.
 
     Args:
-        executor: ``None`` or ``"local"`` (``workers=1``: in this process;
-            ``workers > 1``: a ``ProcessPoolExecutor`` of that size; ``workers=0``:
-            one process per CPU), ``"dask://HOST:PORT"`` (a ``dask.distributed``
+        executor: an open :class:`TaskRunner` (used as is), ``None`` or ``"local"``
+            (``workers=1``: in this process; ``workers > 1``: a ``ProcessPoolExecutor``
+            of that size; ``workers=0``: one process per CPU), ``"dask://HOST:PORT"`` (a ``dask.distributed``
             client connected for the block), a ``dask.distributed.Client``, or any
             :class:`concurrent.futures.Executor`.
         workers: local pool size (``>= 0``).
@@ -367,6 +370,9 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         TypeError: an executor of another type.
         ImportError: a Dask executor without dask installed (naming the extra).
     """
+    if isinstance(executor, TaskRunner):  # already open: the caller closes it
+        yield executor
+        return
     workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
     retries = check_int("retries", retries, 0)
     client = None
@@ -396,3 +402,33 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         runner.close()
         if client is not None:
             client.close()
+
+
+@contextlib.contextmanager
+def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) -> Iterator[Executor | None]:
+    """A :class:`concurrent.futures.Executor` for :func:`packing_theory.audit.run_audit`, shut down on exit.
+
+    ``"local"``: ``None`` for ``workers=1`` (in this process), else a
+    ``ProcessPoolExecutor`` (``workers=0``: one per CPU); ``"dask://HOST:PORT"``:
+    the connected client's ``get_executor(pure=False, retries=retries)``.
+
+    Raises:
+        ValueError: a malformed spec or ``workers < 0``.
+        ImportError: a Dask spec without dask installed.
+    """
+    address = parse_executor_spec(spec)
+    workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
+    if address == "local":
+        pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+        try:
+            yield pool
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return
+    distributed = import_distributed()
+    client = distributed.Client(address, set_as_default=False)
+    try:
+        yield client.get_executor(pure=False, retries=check_int("retries", retries, 0))
+    finally:
+        client.close()
