@@ -12,6 +12,7 @@ of the concatenated ``--text`` plain-text lengths.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,8 +56,12 @@ def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
                          "(drop it or drop --world-size)")
 
 
-def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64]) -> Any:
-    """What :func:`~packing_theory.distributed.ranks.audit_ranks` reads for this invocation."""
+def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64],
+                tokenizer: Callable[[str], Any]) -> Any:
+    """What :func:`~packing_theory.distributed.ranks.audit_ranks` reads for this invocation.
+
+    ``tokenizer`` turns the ``--tokenizer`` spec into a tokenizer (parquet inputs only).
+    """
     from ..distributed.ranks import ParquetSource
 
     if args.shards:
@@ -64,9 +69,7 @@ def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64]) -> Any:
 
         return [lengths_from_shards([p]) for p in args.shards]
     if args.text and all(str(p).endswith(".parquet") for p in args.text):
-        from .audit import _tokenizer
-
-        return ParquetSource(tuple(args.text), _tokenizer(args.tokenizer), args.text_column)
+        return ParquetSource(tuple(args.text), tokenizer(args.tokenizer), args.text_column)
     return train
 
 

@@ -383,9 +383,9 @@ def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
     from ..distributed.ranks import audit_ranks
 
     t0 = time.perf_counter()
-    summaries = audit_ranks(rank_source(args, train), args.world_size, config, policies=plan.policies,
-                            row_group_size=args.row_group_size, engine=args.engine, executor=args.executor,
-                            workers=args.workers)
+    summaries = audit_ranks(rank_source(args, train, _tokenizer), args.world_size, config,
+                            policies=plan.policies, row_group_size=args.row_group_size, engine=args.engine,
+                            executor=args.executor, workers=args.workers)
     doc, lines = rank_section(summaries)
     print(f"audit: {args.world_size} ranks x {len(summaries)} policies in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)

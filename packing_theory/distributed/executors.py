@@ -301,7 +301,7 @@ class TaskRunner:
             future = submit(i)
             index[future.key] = i
             futures.append(future)
-        queue = distributed.as_completed(futures)
+        queue = distributed.as_completed(futures, loop=client.loop)
         for future in queue:
             i = index[future.key]
             tries = _dask_attempts(client, future.key)

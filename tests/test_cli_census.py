@@ -1,0 +1,100 @@
+"""``packing-theory census`` and ``audit --world-size``: outputs equal the library's, exit codes 0 / 2 / 3."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distributed_helpers import make_parquet, make_shards, make_texts
+
+from packing_theory.cli import main
+from packing_theory.corpus import default_lengths, iter_parquet_texts, lengths_from_shards, lengths_from_texts
+from packing_theory.corpus.text import lengths_from_text_files
+from packing_theory.distributed import audit_ranks
+from packing_theory.engine.policies import PackerConfig
+
+
+def test_census_outputs_equal_the_serial_functions(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    texts = make_texts(str(tmp_path))
+    assert main(["census", "--text", *texts, "--per-line", "--tokenizer", "whitespace",
+                 "--out", str(tmp_path / "t"), "--workers", "2"]) == 0
+    assert np.array_equal(np.load(tmp_path / "t" / "lengths.npy"),
+                          lengths_from_text_files(texts, "whitespace", per_line=True))
+    assert "reused 0, computed 4" in capsys.readouterr().err
+    assert main(["census", "--text", *texts, "--per-line", "--tokenizer", "whitespace",
+                 "--out", str(tmp_path / "t")]) == 0
+    assert "reused 4, computed 0" in capsys.readouterr().err
+    shards = make_shards(str(tmp_path))
+    assert main(["census", "--shards", *shards, "--out", str(tmp_path / "s"), "--hashes", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert np.array_equal(np.load(tmp_path / "s" / "lengths.npy"), lengths_from_shards(shards))
+    assert doc["n_docs"] == 900 and [s["n_docs"] for s in doc["shards"]] == [300, 300, 300]
+    files = make_parquet(str(tmp_path))
+    assert main(["census", "--parquet", *files, "--out", str(tmp_path / "p")]) == 0
+    assert np.array_equal(np.load(tmp_path / "p" / "lengths.npy"),
+                          lengths_from_texts(iter_parquet_texts(files), "bytes"))
+
+
+def test_census_usage_errors_are_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = make_texts(str(tmp_path), n=1)
+    cases = [
+        (["--text", *texts, "--executor", "dask:/x"], "--executor must be local or dask://HOST:PORT, got"),
+        (["--text", *texts, "--executor", "spark"], "got 'spark'"),
+        (["--text", *texts, "--workers", "-1"], "--workers must be >= 0, got -1"),
+        (["--text", str(tmp_path / "missing.txt")], "missing.txt"),
+        (["--parquet", *texts, "--per-line"], "--per-line applies to --text only"),
+        (["--text", *texts, "--tokenizer", "nomodule:fn"], "--tokenizer 'nomodule:fn'"),
+        ([], "one of the arguments --text --parquet --shards is required"),
+    ]
+    for extra, message in cases:
+        assert main(["census", *extra, "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\x00" * 7)
+    assert main(["census", "--shards", str(bad), "--out", str(tmp_path / "o"), "--retries", "0"]) == 2
+    assert "shorter than the 16-byte header" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "distributed", None)  # dask absent
+    assert main(["census", "--text", *texts, "--executor", "dask://127.0.0.1:8786"]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install "packing-theory[distributed]"' in err and len(err.strip().splitlines()) == 1
+    np.save(tmp_path / "l.npy", np.array([3, 4, 5]))
+    assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--no-plots", "--executor",
+                 "dask://127.0.0.1:8786", "--out", str(tmp_path / "a")]) == 2
+    assert 'pip install "packing-theory[distributed]"' in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()  # refused before anything ran
+
+
+def test_audit_world_size_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(tmp_path / "l.npy", default_lengths(seed=0)[:3000])
+    base = ["audit", "--lengths", str(tmp_path / "l.npy"), "--no-plots", "--out", str(tmp_path / "a")]
+    for extra, message in [(["--world-size", "0"], "--world-size must be >= 1, got 0"),
+                           (["--world-size", "-3"], "--world-size must be >= 1, got -3"),
+                           (["--world-size", "2", "--policy", "discard,trl-bfd"],
+                            "--world-size applies to streaming policies only; got peer policy 'trl-bfd'"),
+                           (["--world-size", "2", "--row-group-size", "0"], "--row-group-size must be >= 1"),
+                           (["--executor", "dask://h"], "--executor must be local or dask://HOST:PORT")]:
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "a").exists()
+
+
+def test_audit_world_size_section_equals_the_library(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    lengths = default_lengths(seed=0)[:5000]
+    np.save(tmp_path / "l.npy", lengths)
+    assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--policy", "discard,continue",
+                 "--rows", "300", "--min-buffer", "100", "--permutations", "0", "--no-plots", "--no-progress",
+                 "--world-size", "3", "--row-group-size", "128", "--out", str(tmp_path / "a")]) == 0
+    doc = json.loads((tmp_path / "a" / "audit.json").read_text())
+    cfg = PackerConfig(min_buffer=100, rows=300)
+    expected = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=128)
+    assert doc["ranks"] == {s.policy: s.to_dict() for s in expected}
+    md = (tmp_path / "a" / "audit.md").read_text()
+    assert "## Per-rank audit: continue, world size 3" in md and md.rstrip().endswith("`.")
