@@ -13,7 +13,8 @@ the union:
 * **the cross-rank minimum row count** ``min_rows``: DDP ranks step in
   lockstep, so training stops when the first rank runs out; and what is
   started when every rank is truncated to ``min_rows`` rows (each rank keeps
-  the row at which every started occurrence got its first token).
+  how many occurrences got their first token in each row: O(rows) memory,
+  not O(documents)).
 
 >>> a = RankSummary.from_counts(rank=0, world_size=2, policy="discard", documents=4, tokens=40, rows=3,
 ...                             start_rows=[0, 0, 2], distinct_started=3)
@@ -55,7 +56,8 @@ class RankSummary:
         protected_members, protected_started: size of the protected set K at the horizon and its
             started members (0 for ``discard`` / ``continue`` by the proposition).
         emitted_tokens, discarded_tokens, buffered_tokens, identity_holds: the mass partition.
-        start_rows: sorted row of the first token of every started occurrence (``started`` entries).
+        starts_per_row: ``starts_per_row[i]`` occurrences got their first token in row ``i``
+            (``rows + 1`` entries; the last is the partial row after the horizon).
     """
 
     rank: int
@@ -64,7 +66,7 @@ class RankSummary:
     documents: int
     tokens: int
     rows: int
-    start_rows: Int64Array
+    starts_per_row: Int64Array
     distinct_started: int
     settings: tuple[tuple[str, Any], ...] = ()
     row_groups: int = 0
@@ -81,18 +83,23 @@ class RankSummary:
     def from_counts(cls, *, rank: int, world_size: int, policy: str, documents: int, tokens: int,
                     rows: int, start_rows: Sequence[int] | Int64Array, distinct_started: int,
                     **kwargs: Any) -> RankSummary:
-        """Build one from plain values (``start_rows`` sorted here; ``arrived`` defaults to ``documents``)."""
-        rows_arr = np.sort(np.asarray(start_rows, dtype=np.int64))
+        """Build one from plain values: ``start_rows`` lists the first row of each started occurrence
+        (any order); ``arrived`` defaults to ``documents``. O(started + rows)."""
+        first = np.asarray(start_rows, dtype=np.int64)
+        if first.size and (int(first.min()) < 0 or int(first.max()) > rows):
+            raise ValueError(f"start_rows must lie in 0..rows={rows}, got "
+                             f"{int(first.min())}..{int(first.max())}")
         kwargs.setdefault("arrived", documents)
         out = cls(rank=rank, world_size=world_size, policy=policy, documents=documents, tokens=tokens,
-                  rows=rows, start_rows=rows_arr, distinct_started=distinct_started, **kwargs)
+                  rows=rows, starts_per_row=np.bincount(first, minlength=rows + 1).astype(np.int64),
+                  distinct_started=distinct_started, **kwargs)
         out._check()
         return out
 
     @property
     def started(self) -> int:
         """Occurrences started."""
-        return int(self.start_rows.size)
+        return int(self.starts_per_row.sum())
 
     @property
     def never_started(self) -> int:
@@ -100,16 +107,15 @@ class RankSummary:
         return self.documents - self.distinct_started
 
     def started_within(self, rows: int) -> int:
-        """Occurrences whose first token lies in rows ``0 .. rows - 1``. O(log started)."""
-        return int(np.searchsorted(self.start_rows, check_int("rows", rows, 0), side="left"))
+        """Occurrences whose first token lies in rows ``0 .. rows - 1``. O(rows)."""
+        return int(self.starts_per_row[: check_int("rows", rows, 0)].sum())
 
     def _check(self) -> None:
         """Assert the summary's invariants."""
         assert 0 <= self.rank < self.world_size
-        assert self.start_rows.dtype == np.int64 and self.start_rows.ndim == 1
-        assert (np.diff(self.start_rows) >= 0).all(), "start_rows must be sorted"
-        assert self.start_rows.size == 0 or int(self.start_rows[0]) >= 0
-        assert self.start_rows.size == 0 or int(self.start_rows[-1]) <= self.rows, "a start past the rows"
+        assert self.starts_per_row.dtype == np.int64 and self.starts_per_row.ndim == 1
+        assert self.starts_per_row.size == self.rows + 1, "one count per row and one for the partial row"
+        assert (self.starts_per_row >= 0).all()
         assert 0 <= self.distinct_started <= min(self.documents, self.started)
         assert self.started <= self.arrived
         assert 0 <= self.protected_started <= self.protected_members
@@ -119,7 +125,7 @@ class RankSummary:
         return (self.rank, self.world_size, self.policy, self.settings, self.documents, self.tokens,
                 self.row_groups, self.rows, self.stop_reason, self.arrived, self.distinct_started,
                 self.protected_members, self.protected_started, self.emitted_tokens, self.discarded_tokens,
-                self.buffered_tokens, self.identity_holds, self.start_rows.tobytes())
+                self.buffered_tokens, self.identity_holds, self.starts_per_row.tobytes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RankSummary) and self._key() == other._key()
@@ -128,7 +134,7 @@ class RankSummary:
         return hash(self._key())
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``start_rows`` summarised, not listed)."""
+        """A JSON-ready dict (``starts_per_row`` summarised, not listed)."""
         return {"rank": self.rank, "documents": self.documents, "tokens": self.tokens,
                 "row_groups": self.row_groups, "rows": self.rows, "stop_reason": self.stop_reason,
                 "arrived": self.arrived, "started": self.started, "distinct_started": self.distinct_started,
@@ -144,7 +150,7 @@ class RanksSummary:
 
     Construct with :meth:`of` or :meth:`empty`; combine with :meth:`merge`
     (associative and commutative; :meth:`empty` is the identity). Memory: 8
-    bytes per started occurrence over the ranks held.
+    bytes per row over the ranks held.
     """
 
     world_size: int

@@ -99,17 +99,17 @@ def _replay_one(stream: RankStream, config: PackerConfig, engine: Engine,
                 settings: tuple[tuple[str, Any], ...]) -> RankSummary:
     cfg = replace(config, refill=stream.refill)
     ledger = Ledger.from_config(cfg)
-    first_row: dict[int, int] = {}
+    first_row = np.full(int(stream.lengths.size) * cfg.passes, -1, dtype=np.int64)  # 8 bytes per occurrence
 
     def watched() -> Any:
         for ev in make_packer(engine, cfg).events(stream.lengths):
-            if type(ev) is Placement and ev.occurrence not in first_row:
+            if type(ev) is Placement and first_row[ev.occurrence] < 0:
                 first_row[ev.occurrence] = ev.row
             yield ev
 
     ledger.consume(watched())
     agg = ledger.result()
-    start_rows = np.sort(np.fromiter(first_row.values(), dtype=np.int64, count=len(first_row)))
+    start_rows = first_row[first_row >= 0]
     if start_rows.size != agg.started_sources:
         raise ValueError(f"rank {stream.rank}: {start_rows.size} occurrences placed, the ledger counts "
                          f"{agg.started_sources} started")
