@@ -14,11 +14,15 @@ from hypothesis import strategies as st
 from packing_theory.audit import Ledger
 from packing_theory.corpus import default_lengths, rank_stream, rank_stream_from_parquet
 from packing_theory.distributed import (
+    CensusOptions,
     ParquetSource,
     RanksSummary,
     RankSummary,
+    RowGroups,
     audit_ranks,
+    census_row_groups,
     length_row_groups,
+    run_census,
 )
 from packing_theory.engine.policies import PackerConfig
 from packing_theory.engine.replay import make_packer
@@ -155,3 +159,18 @@ def test_audit_ranks_refuses_bad_input() -> None:
         audit_ranks(np.array([3, 4]), 2, row_group_size=2)
     with pytest.raises(ValueError, match=r"ParquetSource\.paths is empty"):
         ParquetSource(())
+
+
+def test_census_row_groups_replay_like_the_parquet_files(tmp_path: Path) -> None:
+    files = make_parquet(str(tmp_path), rows=130, row_group_size=20)
+    run_census(files, CensusOptions("parquet", "whitespace"), tmp_path / "c")
+    groups = census_row_groups(tmp_path / "c")
+    assert [len(f) for f in groups] == [7, 7] and [g.size for g in groups[0]] == [20] * 6 + [10]
+    cfg = PackerConfig(capacity=129, min_buffer=8, exhausted="drain")
+    from_census = audit_ranks(RowGroups(groups), 3, cfg)
+    from_parquet = audit_ranks(ParquetSource(tuple(files), "whitespace"), 3, cfg)
+    assert from_census == from_parquet
+    with pytest.raises(ValueError, match="is not complete"):
+        census_row_groups(tmp_path)
+    with pytest.raises(ValueError, match=r"RowGroups\.files is empty"):
+        RowGroups([])

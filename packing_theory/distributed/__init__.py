@@ -25,6 +25,7 @@ from .census import (
     CensusOptions,
     CensusResult,
     ShardResult,
+    census_row_groups,
     census_shard,
     run_census,
     verify_census,
@@ -39,7 +40,7 @@ from .executors import (
     parse_executor_spec,
 )
 from .merge import RanksSummary, RankSummary
-from .ranks import NANOCHAT_ROW_GROUP_SIZE, ParquetSource, audit_ranks, length_row_groups
+from .ranks import NANOCHAT_ROW_GROUP_SIZE, ParquetSource, RowGroups, audit_ranks, length_row_groups
 
 __all__ = [
     "CENSUS_FILES",
@@ -51,11 +52,13 @@ __all__ = [
     "ParquetSource",
     "RankSummary",
     "RanksSummary",
+    "RowGroups",
     "ShardResult",
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
     "audit_ranks",
+    "census_row_groups",
     "census_shard",
     "import_distributed",
     "length_row_groups",

@@ -64,6 +64,7 @@ __all__ = [
     "CensusResult",
     "InputKind",
     "ShardResult",
+    "census_row_groups",
     "census_shard",
     "check_shard_result",
     "load_part",
@@ -435,27 +436,29 @@ def run_census(
     with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force) as writer:
         parts = os.path.join(os.fspath(out), PARTS)
         os.makedirs(parts, exist_ok=True)
-        digests = [file_sha256(p) for p in paths]
-        results: dict[int, ShardResult] = {}
-        for i, digest in enumerate(digests):
-            found = load_part(parts, digest, options)
-            if found is not None:
-                results[i] = found
-        reused = sorted(results)
-        todo = [i for i in range(len(paths)) if i not in results]
-        t_tasks = time.perf_counter()
-
-        def accept(j: int, value: Any) -> None:
-            check_shard_result(value, digests[todo[j]], options)
-
-        def on_result(j: int, value: Any) -> None:
-            write_part(parts, value, options, paths[todo[j]])
-            results[todo[j]] = value
-            if progress is not None:
-                progress(len(results), len(paths))
-
         with open_runner(executor, workers=workers, retries=retries) as runner:
             spec = runner.spec
+            hashed: dict[int, str] = {}  # the inputs are hashed in parallel too (1 GB/s per core)
+            runner.run(file_sha256, [(p,) for p in paths], on_result=hashed.__setitem__, label="hash")
+            digests = [hashed[i] for i in range(len(paths))]
+            results: dict[int, ShardResult] = {}
+            for i, digest in enumerate(digests):
+                found = load_part(parts, digest, options)
+                if found is not None:
+                    results[i] = found
+            reused = sorted(results)
+            todo = [i for i in range(len(paths)) if i not in results]
+            t_tasks = time.perf_counter()
+
+            def accept(j: int, value: Any) -> None:
+                check_shard_result(value, digests[todo[j]], options)
+
+            def on_result(j: int, value: Any) -> None:
+                write_part(parts, value, options, paths[todo[j]])
+                results[todo[j]] = value
+                if progress is not None:
+                    progress(len(results), len(paths))
+
             records = runner.run(census_shard, [(paths[i], options) for i in todo], on_result=on_result,
                                  accept=accept, label="census")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}
@@ -512,6 +515,38 @@ def _write_outputs(writer: ReportWriter, ordered: list[ShardResult], options: Ce
         for name in ("doc_bytes", "doc_hashes"):
             arr = np.concatenate([getattr(r, name) for r in ordered])
             writer.write_bytes(f"{name}.npy", _npy_bytes(arr))
+
+
+def census_row_groups(out: str | os.PathLike[str], row_group_size: int = 1024) -> list[list[Int64Array]]:
+    """The lengths of a census directory cut into row groups, per input: ``groups[f][g]``.
+
+    Parquet inputs get their recorded row groups; text and shard inputs blocks of
+    ``row_group_size`` documents. Pass the result to
+    :func:`~packing_theory.distributed.ranks.audit_ranks` (or
+    :func:`~packing_theory.corpus.rank_stream`): tokenize once with the
+    census, replay the ranks from lengths. O(documents); memory the lengths.
+
+    Raises:
+        ValueError: a directory that is not one complete census (see :func:`verify_census`).
+    """
+    size = check_int("row_group_size", row_group_size, 1)
+    problems = verify_census(out)
+    if problems:
+        raise ValueError(f"census directory {os.fspath(out)!r} is not complete: {problems[0]}")
+    with open(os.path.join(os.fspath(out), "census.json"), encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), allow_pickle=False)
+    groups: list[list[Int64Array]] = []
+    at = 0
+    for shard in manifest["shards"]:
+        n = int(shard["n_docs"])
+        sizes = shard.get("row_groups") or [min(size, n - i) for i in range(0, n, size)]
+        file_groups = []
+        for g in sizes:
+            file_groups.append(lengths[at : at + g])
+            at += g
+        groups.append(file_groups)
+    return groups
 
 
 def verify_census(out: str | os.PathLike[str]) -> list[str]:

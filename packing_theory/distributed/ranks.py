@@ -12,6 +12,9 @@ Row groups by input:
 
 * **parquet** (:class:`ParquetSource`): the files' real row groups; each
   rank's task reads and tokenizes only its own row groups;
+* **row groups given** (:class:`RowGroups`, e.g. from
+  :func:`~packing_theory.distributed.census.census_row_groups`: a census's
+  recorded parquet row groups): used as they are;
 * **lengths** (an ``.npy`` array, the default corpus, or one array per
   seed-002 shard): a row group is a block of ``row_group_size`` consecutive
   documents of each file (the last one shorter). *Assumption*: 1024 documents,
@@ -52,7 +55,8 @@ from ..lengths import validate_lengths
 from .executors import open_runner
 from .merge import RanksSummary, RankSummary
 
-__all__ = ["NANOCHAT_ROW_GROUP_SIZE", "ParquetSource", "audit_rank", "audit_ranks", "length_row_groups"]
+__all__ = ["NANOCHAT_ROW_GROUP_SIZE", "ParquetSource", "RowGroups", "audit_rank", "audit_ranks",
+           "length_row_groups"]
 
 NANOCHAT_ROW_GROUP_SIZE = 1024
 """Documents per row group that nanochat's repackaging writes (the default for lengths inputs)."""
@@ -75,6 +79,17 @@ class ParquetSource:
     def __post_init__(self) -> None:
         if not self.paths:
             raise ValueError("ParquetSource.paths is empty: give at least one parquet file")
+
+
+@dataclass(frozen=True, eq=False)
+class RowGroups:
+    """Lengths already cut into row groups: ``files[f][g]`` holds row group ``g`` of file ``f``."""
+
+    files: Sequence[Sequence[npt.NDArray[np.integer]]]
+
+    def __post_init__(self) -> None:
+        if not self.files:
+            raise ValueError("RowGroups.files is empty: give at least one file")
 
 
 def length_row_groups(lengths: npt.ArrayLike,
@@ -139,7 +154,7 @@ def audit_rank(source: RankStream | ParquetSource, rank: int, world_size: int,
 
 
 def audit_ranks(
-    source: npt.ArrayLike | Sequence[npt.ArrayLike] | ParquetSource,
+    source: npt.ArrayLike | Sequence[npt.ArrayLike] | ParquetSource | RowGroups,
     world_size: int,
     config: PackerConfig | None = None,
     *,
@@ -155,7 +170,7 @@ def audit_ranks(
 
     Args:
         source: one lengths array (one file), a list of arrays (one per file,
-            e.g. per seed-002 shard), or a :class:`ParquetSource`.
+            e.g. per seed-002 shard), a :class:`RowGroups`, or a :class:`ParquetSource`.
         world_size: ``W >= 1``.
         config: the loader settings (default :class:`PackerConfig`); ``refill`` is
             replaced by each rank's batch sequence.
@@ -179,14 +194,14 @@ def audit_ranks(
     if not names or len(set(names)) != len(names):
         raise ValueError(f"policies must name distinct policies, got {names}")
     configs = [replace(config, policy=name) for name in names]  # type: ignore[arg-type]
-    parquet = isinstance(source, ParquetSource)
-    settings = _settings(config, None if parquet else check_int("row_group_size", row_group_size, 1), engine)
+    given = isinstance(source, (ParquetSource, RowGroups))
+    settings = _settings(config, None if given else check_int("row_group_size", row_group_size, 1), engine)
     if isinstance(source, ParquetSource):
         tasks: list[tuple[Any, ...]] = [(source, r, world_size, configs, engine, settings)
                                         for r in range(world_size)]
     else:
-        files = _files(source)
-        groups = [length_row_groups(f, row_group_size) for f in files]
+        groups = ([list(f) for f in source.files] if isinstance(source, RowGroups)
+                  else [length_row_groups(f, row_group_size) for f in _files(source)])
         tasks = [(rank_stream(groups, r, world_size, batch_size=batch_size), r, world_size, configs, engine,
                   settings) for r in range(world_size)]
     out = {name: RanksSummary.empty(world_size, name, settings) for name in names}
