@@ -96,5 +96,8 @@ def test_audit_world_size_section_equals_the_library(tmp_path: Path, capsys: pyt
     cfg = PackerConfig(min_buffer=100, rows=300)
     expected = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=128)
     assert doc["ranks"] == {s.policy: s.to_dict() for s in expected}
+    tasks = doc["execution"]["ranks"]["tasks"]
+    assert doc["execution"]["ranks"]["executor"] == "local" and [t["rank"] for t in tasks] == [0, 1, 2]
+    assert all(t["attempts"] == 1 and "/pid " in t["worker"] for t in tasks)
     md = (tmp_path / "a" / "audit.md").read_text()
     assert "## Per-rank audit: continue, world size 3" in md and md.rstrip().endswith("`.")

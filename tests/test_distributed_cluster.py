@@ -102,9 +102,11 @@ def test_rank_audits_on_the_cluster_equal_serial(client: Any, tmp_path: Path) ->
     lengths = default_lengths(seed=0)[:8000]
     cfg = PackerConfig(min_buffer=50, rows=500, exhausted="drain")
     serial = audit_ranks(lengths, 4, cfg, policies=["discard", "continue"], row_group_size=512)
+    execution: dict[str, Any] = {}
     with open_runner(client) as runner:
         remote = audit_ranks(lengths, 4, cfg, policies=["discard", "continue"], row_group_size=512,
-                             executor=runner)
+                             executor=runner, execution=execution)
+    assert {t["worker"] for t in execution["tasks"]} <= set(client.scheduler_info()["workers"])
     assert remote == serial and all(s.complete for s in remote)
     assert [s.to_dict() for s in remote] == [s.to_dict() for s in serial]
     files = make_parquet(str(tmp_path), rows=120, row_group_size=20)

@@ -380,16 +380,26 @@ def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
     """With ``--world-size``: the per-rank section (JSON, Markdown) and the policies failing on a rank."""
     if args.world_size is None:
         return None, [], []
+    from ..distributed.executors import TaskFailed
     from ..distributed.ranks import audit_ranks
+    from ._exit import UsageError
 
     t0 = time.perf_counter()
-    summaries = audit_ranks(rank_source(args, train, _tokenizer), args.world_size, config,
-                            policies=plan.policies, row_group_size=args.row_group_size, engine=args.engine,
-                            executor=args.executor, workers=args.workers)
+    execution: dict[str, Any] = {}
+    try:
+        summaries = audit_ranks(rank_source(args, train, _tokenizer), args.world_size, config,
+                                policies=plan.policies, row_group_size=args.row_group_size,
+                                engine=args.engine, executor=args.executor, workers=args.workers,
+                                execution=execution)
+    except TaskFailed as exc:  # bad input met inside a rank's task is still bad input (status 2)
+        if isinstance(exc.__cause__, (ValueError, TypeError, OSError)):
+            raise UsageError(str(exc)) from exc
+        raise
     doc, lines = rank_section(summaries)
     print(f"audit: {args.world_size} ranks x {len(summaries)} policies in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)
-    return {"ranks": doc}, lines, [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
+    failing = [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
+    return {"ranks": doc, "execution": {"ranks": execution}}, lines, failing
 
 
 def run(args: argparse.Namespace) -> int:

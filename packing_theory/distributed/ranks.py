@@ -165,6 +165,7 @@ def audit_ranks(
     executor: object = None,
     workers: int = 1,
     retries: int = 1,
+    execution: dict[str, Any] | None = None,
 ) -> tuple[RanksSummary, ...]:
     """Replay every rank of a ``world_size``-rank nanochat run; one merged summary per policy.
 
@@ -179,6 +180,8 @@ def audit_ranks(
         batch_size: tokenizer batch size (nanochat: 128).
         executor, workers, retries: see :func:`~packing_theory.distributed.executors.open_runner`
             (``None``: in this process).
+        execution: a dict to fill with who ran what: ``{"executor": spec, "tasks": [{"rank",
+            "worker", "attempts"}, ...]}`` (kept out of the summaries, which are equal whatever ran them).
 
     Complexity: one task per rank, each one replay per policy (O(that rank's events)).
 
@@ -215,7 +218,9 @@ def audit_ranks(
             s._check()
 
     with open_runner(executor, workers=workers, retries=retries) as runner:
-        runner.run(audit_rank, tasks, on_result=results.__setitem__, accept=accept, label="rank")
+        records = runner.run(audit_rank, tasks, on_result=results.__setitem__, accept=accept, label="rank")
+    if execution is not None:
+        execution.update(executor=runner.spec, tasks=[{"rank": r.index, **r.to_dict()} for r in records])
     for r in sorted(results):
         for summary in results[r]:
             out[summary.policy] = out[summary.policy].merge(RanksSummary.of(summary))
