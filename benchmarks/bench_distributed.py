@@ -22,7 +22,10 @@ Method
 * **Per-rank audits**: ``audit_ranks`` of the first ``--rank-docs`` documents
   of the default corpus, ``W = 4``, ``discard``, R = 2049, B = 1000, fast
   engine, to exhaustion (drain), row groups of 1,024; the same three executors;
-  results checked equal. Events/s = (arrivals + placements + discards) / wall s.
+  results checked equal; and, when numba is installed, serially with the
+  compiled engine (``serial_compiled``; its JIT warm-up falls in the first of
+  the repeats, the best is reported). The JSON's ``events_lower_bound_per_s``
+  counts arrivals plus first placements per wall second (a lower bound on events/s).
 * **Calibration**: 4 pure-Python CPU burns serially and in a 2-process pool,
   before and after the runs: the speedup the machine offered at the time (2.0
   = two free cores; other jobs share this machine).
@@ -160,6 +163,15 @@ def rank_runs(docs: int, client: Any, repeats: int) -> dict[str, Any]:
                       "started_any": s.started_any, "events_lower_bound_per_s": round(events / wall)}
     for name in ("local2", "dask2"):
         rows[name]["speedup"] = round(rows["serial"]["wall_s"] / rows[name]["wall_s"], 2)
+    from packing_theory.engine.compiled import compiled_available
+
+    if compiled_available():  # the same ranks with the numba engine's column batches, in this process
+        wall, out = best(lambda: audit_ranks(lengths, 4, cfg, engine="compiled"), repeats)
+        (s,) = out
+        assert [r.to_dict() for r in s.ranks] == [r.to_dict() for r in ref[0].ranks]
+        rows["serial_compiled"] = {"wall_s": round(wall, 3), "documents": s.documents, "min_rows": s.min_rows,
+                                   "started_any": s.started_any,
+                                   "speedup": round(rows["serial"]["wall_s"] / wall, 2)}
     return rows
 
 
@@ -187,7 +199,9 @@ def markdown(doc: dict[str, Any]) -> str:
     lines += [f"## Per-rank audits (W = 4, discard, {rr['serial']['documents']:,} documents, fast engine)",
               "",
               "| executor | wall s | min rows | started on any rank | speedup |", "|---|---:|---:|---:|---:|"]
-    for name in ("serial", "local2", "dask2"):
+    for name in ("serial", "local2", "dask2", "serial_compiled"):
+        if name not in rr:
+            continue
         r = rr[name]
         lines.append(f"| {name} | {r['wall_s']} | {r['min_rows']:,} | {r['started_any']:,} | "
                      f"{r.get('speedup', 1.0)}x |")

@@ -174,3 +174,18 @@ def test_census_row_groups_replay_like_the_parquet_files(tmp_path: Path) -> None
         census_row_groups(tmp_path)
     with pytest.raises(ValueError, match=r"RowGroups\.files is empty"):
         RowGroups([])
+
+
+def test_compiled_engine_batches_give_the_same_ranks() -> None:
+    from packing_theory.engine.compiled import compiled_available
+
+    if not compiled_available():
+        pytest.skip("the compiled engine needs numba: pip install 'packing-theory[fast]'")
+    lengths = default_lengths(seed=0)[:20000]
+    cfg = PackerConfig(min_buffer=100, rows=900, exhausted="drain")
+    fast = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=512)
+    compiled = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=512,
+                           engine="compiled")
+    assert [s.to_dict()["ranks"] for s in fast] == [s.to_dict()["ranks"] for s in compiled]
+    for a, b in zip(fast, compiled, strict=True):
+        assert [r.starts_per_row.tolist() for r in a.ranks] == [r.starts_per_row.tolist() for r in b.ranks]
