@@ -1,6 +1,6 @@
 """``packing-theory census``: document lengths of many input shards, in parallel and resumable.
 
-``packing-theory census --parquet data/*.parquet --out census/ --workers 2``
+``packing-theory census --parquet data/*.parquet --out census/`` (one process per CPU)
 writes ``census/lengths.npy`` and ``census/census.json`` (per-input documents,
 tokens and SHA-256s, the tokenizer's identity, which worker computed each
 part); ``--hashes`` adds per-document byte lengths and text hashes. A rerun
@@ -49,8 +49,8 @@ def register(sub: Any) -> None:
                         help="output directory (default ./census); checked and locked before anything runs")
     parser.add_argument("--executor", default="local", metavar="SPEC",
                         help="local (default) or dask://HOST:PORT (a running Dask scheduler)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="local processes (default 1: in this process; 0: one per CPU)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="--executor local: N processes (default 0: one per CPU; 1: in this process)")
     parser.add_argument("--retries", type=int, default=1, metavar="N",
                         help="extra attempts per task (default 1)")
     parser.add_argument("--force", action="store_true",
