@@ -101,3 +101,15 @@ def test_audit_world_size_section_equals_the_library(tmp_path: Path, capsys: pyt
     assert all(t["attempts"] == 1 and "/pid " in t["worker"] for t in tasks)
     md = (tmp_path / "a" / "audit.md").read_text()
     assert "## Per-rank audit: continue, world size 3" in md and md.rstrip().endswith("`.")
+
+
+def test_dask_is_imported_only_when_asked_for() -> None:
+    import subprocess
+
+    code = ("import sys, packing_theory, packing_theory.distributed, packing_theory.cli;"
+            "packing_theory.cli.build_parser();"
+            "from packing_theory.distributed import open_runner;"
+            "runner = open_runner('local', workers=1).__enter__();"
+            "print(','.join(m for m in ('dask', 'distributed') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
