@@ -33,7 +33,7 @@ Method
   serial / parallel of the best times. The machine is a shared 2-core
   container: absolute times are provisional, ratios are from the same run.
 
-Run: ``python benchmarks/bench_distributed.py [--files 8] [--lines 1500] [--repeats 3] [--write]``
+Run: ``python benchmarks/bench_distributed.py [--files 8] [--lines 1500] [--repeats 5] [--write]``
 (``--write`` writes ``benchmarks/results/distributed.json`` and ``.md``).
 """
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--lines", type=int, default=1500)
     parser.add_argument("--rank-docs", type=int, default=200_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     from distributed import Client, LocalCluster
