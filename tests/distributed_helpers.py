@@ -8,7 +8,14 @@ import numpy as np
 
 from packing_theory.corpus import default_lengths, write_shard
 
-__all__ = ["KillOnce", "make_parquet", "make_shards", "make_texts", "strip_run_fields"]
+__all__ = ["KillOnce", "kill_on_shard1", "make_parquet", "make_shards", "make_texts", "strip_run_fields"]
+
+
+def kill_on_shard1(text: str) -> list[int]:
+    """A tokenizer whose process dies on every document of shard 1 (a task that never completes)."""
+    if "shard1 " in text:
+        os._exit(19)
+    return [len(w) for w in text.split()]
 
 
 class KillOnce:

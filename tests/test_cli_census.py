@@ -113,3 +113,15 @@ def test_dask_is_imported_only_when_asked_for() -> None:
             "print(','.join(m for m in ('dask', 'distributed') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_task_that_never_completes_is_status_3_and_keeps_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    texts = make_texts(str(tmp_path))
+    out = tmp_path / "o"
+    args = ["census", "--text", *texts, "--per-line", "--out", str(out), "--workers", "2"]
+    assert main([*args, "--tokenizer", "distributed_helpers:kill_on_shard1"]) == 3
+    err = capsys.readouterr().err
+    assert "could not complete: census 1 failed after 2 attempt(s): BrokenProcessPool" in err
+    assert "more)" not in err  # the tasks in flight beside it were rerun alone and completed
+    assert len(list((out / "parts").glob("*.json"))) == 3 and not (out / "census.json").exists()

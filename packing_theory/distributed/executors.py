@@ -11,8 +11,9 @@ runner                failure handling
 in-process            a task that raises, or whose result fails ``accept``, is rerun up
                       to ``retries`` times
 local processes       the same; a worker process that dies (``BrokenProcessPool``)
-                      breaks the pool: the tasks in flight are resubmitted once on a
-                      fresh pool
+                      breaks the pool and fails every task in flight: those rerun one
+                      at a time on a fresh pool, so the task that breaks a pool alone
+                      is the one that fails (after one such rerun) and the others complete
 any ``Executor``      the same on the given executor; when it breaks, the rest runs on a
                       fresh ``ProcessPoolExecutor`` owned by the runner
 ``dask.distributed``  ``client.submit(..., pure=False, retries=retries)``: the scheduler
@@ -42,8 +43,9 @@ import os
 import secrets
 import socket
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -239,42 +241,63 @@ class TaskRunner:
 
     def _run_pool(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], on_result: OnResult,
                   accept: Accept | None, label: str) -> list[TaskRecord]:
+        """Tasks on a pool, at most ``workers`` in flight on an owned pool (all at once on a given one).
+
+        A pool that breaks fails every task in flight, not only the one whose
+        process died: those tasks become *suspects* and rerun one at a time on a
+        fresh pool, so the culprit is the one that breaks a pool alone (it fails
+        after ``max(retries, 1)`` such reruns) and the others complete.
+        """
         attempts = [0] * len(items)
         done: dict[int, TaskRecord] = {}
         failures: list[tuple[str, BaseException]] = []
-        pending = list(range(len(items)))
-        while pending:
+        queue = deque(range(len(items)))
+        suspects: deque[int] = deque()
+        while queue or suspects:
             pool = self._pool()
-            futures: dict[Future[tuple[Any, str]], int] = {}
-            for i in pending:
-                attempts[i] += 1
-                futures[pool.submit(_invoke, fn, items[i])] = i
-            pending = []
-            broken = False
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    value, where = future.result()
-                    if accept is not None:
-                        accept(i, value)
-                except (BrokenProcessPool, BrokenExecutor) as exc:
-                    broken = True  # the pool is gone: resubmit on a fresh one (once per task)
-                    if attempts[i] <= max(self.retries, 1):
-                        pending.append(i)
-                    else:
-                        failures.append(_failure(label, i, attempts[i], exc))
-                    continue
-                except Exception as exc:  # a task may raise anything; retried, then reported
-                    if attempts[i] <= self.retries:
-                        pending.append(i)
-                    else:
-                        failures.append(_failure(label, i, attempts[i], exc))
-                    continue
-                on_result(i, value)
-                done[i] = TaskRecord(i, where, attempts[i])
-            if broken:
-                self._replace_pool()
-            pending.sort()
+            alone = bool(suspects)
+            window = 1 if alone else (self.workers if pool is self._owned else len(items))
+            source = suspects if alone else queue
+            in_flight: dict[Future[tuple[Any, str]], int] = {}
+            broken: list[tuple[int, BaseException]] = []
+            while (source or in_flight) and not broken:
+                while source and len(in_flight) < window:
+                    i = source.popleft()
+                    attempts[i] += 1
+                    in_flight[pool.submit(_invoke, fn, items[i])] = i
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = in_flight.pop(future)
+                    try:
+                        value, where = future.result()
+                        if accept is not None:
+                            accept(i, value)
+                    except (BrokenProcessPool, BrokenExecutor) as exc:
+                        broken.append((i, exc))
+                        continue
+                    except Exception as exc:  # a task may raise anything; retried, then reported
+                        if attempts[i] <= self.retries:
+                            queue.append(i)
+                        else:
+                            failures.append(_failure(label, i, attempts[i], exc))
+                        continue
+                    on_result(i, value)
+                    done[i] = TaskRecord(i, where, attempts[i])
+                if alone and not broken:
+                    break  # one suspect cleared: take the next one alone
+            if not broken:
+                continue
+            for future, i in in_flight.items():  # the rest of the broken pool's tasks
+                wait([future])
+                broken.append((i, future.exception() or BrokenProcessPool("pool broken")))
+            self._replace_pool()
+            for i, error in sorted(broken, key=lambda pair: pair[0]):
+                if not alone:
+                    suspects.append(i)  # in flight when a process died: rerun alone to find the culprit
+                elif attempts[i] <= max(self.retries, 1):
+                    suspects.append(i)
+                else:
+                    failures.append(_failure(label, i, attempts[i], error))
         _raise_failures(failures)
         return [done[i] for i in sorted(done)]
 
