@@ -447,7 +447,7 @@ def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) ->
             yield pool
         finally:
             if pool is not None:
-                pool.shutdown()
+                pool.shutdown(cancel_futures=True)  # after an error, do not wait for the rest
         return
     distributed = import_distributed()
     client = distributed.Client(address, set_as_default=False)
