@@ -125,3 +125,25 @@ def test_a_task_that_never_completes_is_status_3_and_keeps_the_rest(
     assert "could not complete: census 1 failed after 2 attempt(s): BrokenProcessPool" in err
     assert "more)" not in err  # the tasks in flight beside it were rerun alone and completed
     assert len(list((out / "parts").glob("*.json"))) == 3 and not (out / "census.json").exists()
+
+
+def test_audit_world_size_reads_parquet_row_groups_and_shard_files(tmp_path: Path) -> None:
+    from packing_theory.distributed import ParquetSource
+
+    files = make_parquet(str(tmp_path), rows=150, row_group_size=25)
+    common = ["--policy", "discard", "--capacity", "257", "--min-buffer", "8", "--drain", "--rows", "40",
+              "--permutations", "0", "--no-plots", "--no-progress", "--world-size", "2"]
+    assert main(["audit", "--text", *files, "--tokenizer", "whitespace", *common,
+                 "--out", str(tmp_path / "p")]) == 0
+    cfg = PackerConfig(capacity=257, min_buffer=8, exhausted="drain", rows=40)
+    (expected,) = audit_ranks(ParquetSource(tuple(files), "whitespace"), 2, cfg)
+    doc = json.loads((tmp_path / "p" / "audit.json").read_text())
+    assert doc["ranks"]["discard"] == expected.to_dict()
+    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 6]
+    shards = make_shards(str(tmp_path), n=3, docs=100)
+    assert main(["audit", "--shards", *shards, *common, "--row-group-size", "30",
+                 "--out", str(tmp_path / "s")]) == 0
+    (by_shard,) = audit_ranks([lengths_from_shards([p]) for p in shards], 2, cfg, row_group_size=30)
+    doc = json.loads((tmp_path / "s" / "audit.json").read_text())
+    assert doc["ranks"]["discard"] == by_shard.to_dict()
+    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 6]  # 4 groups per shard
