@@ -46,7 +46,6 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,6 +252,25 @@ class TaskRunner:
         failures: list[tuple[str, BaseException]] = []
         queue = deque(range(len(items)))
         suspects: deque[int] = deque()
+
+        def settle(i: int, future: Future[tuple[Any, str]], broken: list[tuple[int, BaseException]]) -> None:
+            """Deliver a finished task's result, or requeue / fail / mark it broken."""
+            try:
+                value, where = future.result()
+                if accept is not None:
+                    accept(i, value)
+            except BrokenExecutor as exc:  # BrokenProcessPool included
+                broken.append((i, exc))
+                return
+            except Exception as exc:  # a task may raise anything; retried, then reported
+                if attempts[i] <= self.retries:
+                    queue.append(i)
+                else:
+                    failures.append(_failure(label, i, attempts[i], exc))
+                return
+            on_result(i, value)
+            done[i] = TaskRecord(i, where, attempts[i])
+
         while queue or suspects:
             pool = self._pool()
             alone = bool(suspects)
@@ -260,36 +278,31 @@ class TaskRunner:
             source = suspects if alone else queue
             in_flight: dict[Future[tuple[Any, str]], int] = {}
             broken: list[tuple[int, BaseException]] = []
-            while (source or in_flight) and not broken:
+            refused = False  # the pool broke between two submissions
+            while (source or in_flight) and not broken and not refused:
                 while source and len(in_flight) < window:
                     i = source.popleft()
+                    try:
+                        future = pool.submit(_invoke, fn, items[i])
+                    except BrokenExecutor:
+                        source.appendleft(i)  # never ran: not an attempt
+                        refused = True
+                        break
                     attempts[i] += 1
-                    in_flight[pool.submit(_invoke, fn, items[i])] = i
+                    in_flight[future] = i
+                if not in_flight:
+                    break
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in finished:
                     i = in_flight.pop(future)
-                    try:
-                        value, where = future.result()
-                        if accept is not None:
-                            accept(i, value)
-                    except (BrokenProcessPool, BrokenExecutor) as exc:
-                        broken.append((i, exc))
-                        continue
-                    except Exception as exc:  # a task may raise anything; retried, then reported
-                        if attempts[i] <= self.retries:
-                            queue.append(i)
-                        else:
-                            failures.append(_failure(label, i, attempts[i], exc))
-                        continue
-                    on_result(i, value)
-                    done[i] = TaskRecord(i, where, attempts[i])
+                    settle(i, future, broken)
                 if alone and not broken:
                     break  # one suspect cleared: take the next one alone
-            if not broken:
+            if not broken and not refused:
                 continue
             for future, i in in_flight.items():  # the rest of the broken pool's tasks
                 wait([future])
-                broken.append((i, future.exception() or BrokenProcessPool("pool broken")))
+                settle(i, future, broken)
             self._replace_pool()
             for i, error in sorted(broken, key=lambda pair: pair[0]):
                 if not alone:
