@@ -18,9 +18,10 @@ Row groups by input:
 * **lengths** (an ``.npy`` array, the default corpus, or one array per
   seed-002 shard): a row group is a block of ``row_group_size`` consecutive
   documents of each file (the last one shorter). *Assumption*: 1024 documents,
-  the row-group size nanochat's dataset repackaging writes (its
-  ``repackage_data_reference.py`` writes parquet with ``row_group_size=1024``);
-  pass the real size when you know it.
+  the row-group size nanochat's dataset repackaging writes
+  (``dev/repackage_data_reference.py`` in karpathy/nanochat, read at commit
+  ``03880dbc``: ``row_group_size = 1024``, "HF uses 1000 but we use multiple
+  of 2"); pass the real size when you know it.
 
 The row budget (``rows`` / ``targets`` of the config) applies to every rank
 (each rank emits the same number of rows per step). One task per rank; the
