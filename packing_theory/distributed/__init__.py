@@ -8,6 +8,8 @@ module                       what it owns
                              :class:`TaskRunner` (retries, result checks, who ran what)
 :mod:`.census`               :func:`run_census`: resumable lengths / byte lengths / text hashes
                              of text, parquet and seed-002 shard inputs, one task per input
+:mod:`.parts`                one input's census (the task), the checks before a result is
+                             accepted, and its part on disk
 :mod:`.ranks`                :func:`audit_ranks`: every DDP rank's stream replayed as nanochat's
                              loader reads it
 :mod:`.merge`                :class:`RankSummary`, :class:`RanksSummary` (an associative,
