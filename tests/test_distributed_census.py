@@ -208,3 +208,19 @@ def test_runner_and_spec_errors_name_the_value(tmp_path: Path, texts: list[str])
     with pytest.raises(ValueError, match="hold no documents"):
         run_census([str(empty)], CensusOptions("text", per_line=True), tmp_path / "out2")
     assert os.path.isdir(tmp_path / "out2" / "parts")  # its (empty) part is kept for a rerun
+
+
+def test_verify_census_and_row_groups_of_plain_inputs(tmp_path: Path, texts: list[str]) -> None:
+    from packing_theory.distributed import census_row_groups
+
+    out = tmp_path / "out"
+    res = run_census(texts, CensusOptions("text", "whitespace", per_line=True), out)
+    groups = census_row_groups(out, row_group_size=50)
+    assert [[g.size for g in f] for f in groups] == [[50, 50, 20]] * 4
+    assert np.array_equal(np.concatenate([g for f in groups for g in f]), res.lengths)
+    assert verify_census(out) == []
+    arr = np.load(out / "lengths.npy")
+    arr[0] += 1
+    np.save(out / "lengths.npy", arr)
+    problems = verify_census(out)
+    assert problems and "lengths.npy: content differs from the manifest" in problems[0]
