@@ -22,6 +22,7 @@ from packing_theory.distributed import (
     audit_ranks,
     census_row_groups,
     length_row_groups,
+    open_runner,
     run_census,
 )
 from packing_theory.engine.policies import PackerConfig
@@ -189,3 +190,16 @@ def test_compiled_engine_batches_give_the_same_ranks() -> None:
     assert [s.to_dict()["ranks"] for s in fast] == [s.to_dict()["ranks"] for s in compiled]
     for a, b in zip(fast, compiled, strict=True):
         assert [r.starts_per_row.tolist() for r in a.ranks] == [r.starts_per_row.tolist() for r in b.ranks]
+
+
+def test_rank_streams_are_built_when_their_task_is_submitted() -> None:
+    from packing_theory.distributed.executors import LazyItems
+
+    built: list[int] = []
+    items = LazyItems(3, lambda i: (built.append(i) or i, 2))
+    got: dict[int, int] = {}
+    with open_runner("local", workers=1) as runner:
+        runner.run(pow, items, on_result=got.__setitem__)
+    assert got == {0: 0, 1: 1, 2: 4} and built == [0, 1, 2]
+    with pytest.raises(IndexError, match="task index 3 out of range for 3 tasks"):
+        items[3]

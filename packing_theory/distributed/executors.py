@@ -53,6 +53,7 @@ from .._checks import check_int
 
 __all__ = [
     "DASK_INSTALL_HINT",
+    "LazyItems",
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
@@ -69,6 +70,32 @@ DASK_INSTALL_HINT = 'pip install "packing-theory[distributed]"'
 
 Accept = Callable[[int, Any], None]
 OnResult = Callable[[int, Any], None]
+
+
+class LazyItems:
+    """Task arguments built on demand: ``make(i)`` is called when task ``i`` is submitted (again on a retry).
+
+    A pool keeps at most ``workers`` tasks in flight, so only their arguments
+    exist at once (e.g. one rank's stream each instead of every rank's).
+    """
+
+    def __init__(self, n: int, make: Callable[[int], tuple[Any, ...]]) -> None:
+        self.n = check_int("n", n, 0)
+        self.make = make
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        if not 0 <= i < self.n:
+            raise IndexError(f"task index {i} out of range for {self.n} tasks")
+        return self.make(i)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self.make(i) for i in range(self.n))
+
+
+Items = Sequence[tuple[Any, ...]] | LazyItems
 
 
 class TaskFailed(RuntimeError):
@@ -181,7 +208,7 @@ class TaskRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def run(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], *,
+    def run(self, fn: Callable[..., Any], items: Items, *,
             on_result: OnResult, accept: Accept | None = None, label: str = "task") -> list[TaskRecord]:
         """Run ``fn(*items[i])`` for every ``i``; call ``on_result(i, value)`` for each accepted result.
 
@@ -203,7 +230,7 @@ class TaskRunner:
 
     # ------------------------------------------------------------------ in this process
 
-    def _run_inprocess(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], on_result: OnResult,
+    def _run_inprocess(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
                        accept: Accept | None, label: str) -> list[TaskRecord]:
         records: list[TaskRecord] = []
         failures: list[tuple[str, BaseException]] = []
@@ -238,7 +265,7 @@ class TaskRunner:
             self._owned = None
         self.fresh_pools += 1
 
-    def _run_pool(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], on_result: OnResult,
+    def _run_pool(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
                   accept: Accept | None, label: str) -> list[TaskRecord]:
         """Tasks on a pool, at most ``workers`` in flight on an owned pool (all at once on a given one).
 
@@ -316,7 +343,7 @@ class TaskRunner:
 
     # ------------------------------------------------------------------ dask
 
-    def _run_dask(self, fn: Callable[..., Any], items: Sequence[tuple[Any, ...]], on_result: OnResult,
+    def _run_dask(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
                   accept: Accept | None, label: str) -> list[TaskRecord]:
         distributed = import_distributed()
         client = self._target

@@ -54,7 +54,7 @@ from ..engine.events import Placement
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..lengths import validate_lengths
-from .executors import open_runner
+from .executors import LazyItems, open_runner
 from .merge import RanksSummary, RankSummary
 
 __all__ = ["NANOCHAT_ROW_GROUP_SIZE", "ParquetSource", "RowGroups", "audit_rank", "audit_ranks",
@@ -211,13 +211,18 @@ def audit_ranks(
     given = isinstance(source, (ParquetSource, RowGroups))
     settings = _settings(config, None if given else check_int("row_group_size", row_group_size, 1), engine)
     if isinstance(source, ParquetSource):
-        tasks: list[tuple[Any, ...]] = [(source, r, world_size, configs, engine, settings)
-                                        for r in range(world_size)]
+        tasks: list[tuple[Any, ...]] | LazyItems = [(source, r, world_size, configs, engine, settings)
+                                                    for r in range(world_size)]
     else:
         groups = ([list(f) for f in source.files] if isinstance(source, RowGroups)
                   else [length_row_groups(f, row_group_size) for f in _files(source)])
-        tasks = [(rank_stream(groups, r, world_size, batch_size=batch_size), r, world_size, configs, engine,
-                  settings) for r in range(world_size)]
+        rank_stream(groups, world_size - 1, world_size, batch_size=batch_size)  # refuse an empty rank now
+
+        def make(r: int) -> tuple[Any, ...]:  # built when submitted: one rank's stream per task in flight
+            return (rank_stream(groups, r, world_size, batch_size=batch_size), r, world_size, configs,
+                    engine, settings)
+
+        tasks = LazyItems(world_size, make)
     out = {name: RanksSummary.empty(world_size, name, settings) for name in names}
     results: dict[int, tuple[RankSummary, ...]] = {}
 
