@@ -158,8 +158,9 @@ def register(sub: Any) -> None:
                         help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="run the policy replays, startup permutations and evaluation replays in N "
-                             "processes (default 1: in this process; 0: one per CPU); the report is the same")
+                        help="run the policy replays, startup permutations, evaluation replays and "
+                             "--world-size ranks in N processes (default 1: in this process; 0: one per "
+                             "CPU); the report is the same")
     add_rank_options(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
