@@ -2,7 +2,8 @@
 
 Timings are the report's ``"seconds"`` block (wall times by stage); the
 ``"run"`` block is run metadata (a new id for every run, and the hash of the
-options, which name the engine and the worker count being compared); everything
+options, which name the engine and the worker count being compared) and the
+``"execution"`` block is which executor and worker ran each task; everything
 else — every count, every float, the series, the startup delays — must be
 equal exactly.
 
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-IGNORED = ("$.seconds", "$.run")
+IGNORED = ("$.seconds", "$.run", "$.execution")
 
 
 def differences(a: Any, b: Any, path: str = "$") -> list[str]:

@@ -8,6 +8,7 @@ audits that stream.
 Layout (arrows point down; see the architecture page of the docs)::
 
     cli/                     the packing-theory command
+    distributed/             census and per-rank audits on local processes or Dask
     audit/ evaluation/ adapters/     consumers of the event stream
     invariant/               the protected set, the monitor, bounds, strategies
     peers/ corpus/           other packers; arrival streams

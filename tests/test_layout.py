@@ -20,6 +20,7 @@ API_0_1 = json.loads((Path(__file__).parent / "data" / "public_api_0.1.json").re
 # Layers, top to bottom. A module may import its own layer and any layer below it.
 LAYERS: list[set[str]] = [
     {"cli"},
+    {"distributed"},
     {"audit", "evaluation", "adapters"},
     {"invariant"},
     {"peers", "corpus"},

@@ -208,7 +208,8 @@ def _eval_line(e: EvalPopulation) -> str:
 
 
 def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
-                    plots: Sequence[str] = (), run: Mapping[str, str] | None = None) -> str:
+                    plots: Sequence[str] = (), run: Mapping[str, str] | None = None,
+                    extra: Sequence[str] = ()) -> str:
     """A one-screen Markdown summary: mass partition, sources, strata, startup, evaluation verdict.
 
     With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures;
@@ -218,6 +219,7 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     lines += _md_main_table(result, reference)
     lines += _md_strata_table(result, reference)
     lines += _md_evaluation(result, reference)
+    lines += list(extra)
     if plots:
         lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
     total = sum(result.seconds.values())
@@ -385,14 +387,21 @@ def write_report(
 
 
 def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
-                       reference: Mapping[str, Any] | None = None) -> ReportFiles:
-    """Stage the report's files in an open ``writer`` (the caller commits). Returns the staged paths."""
+                       reference: Mapping[str, Any] | None = None, sections: Mapping[str, Any] | None = None,
+                       markdown: Sequence[str] = ()) -> ReportFiles:
+    """Stage the report's files in an open ``writer`` (the caller commits). Returns the staged paths.
+
+    ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
+    lines go before the Markdown's closing lines.
+    """
     run = run_info(writer)
     pngs: tuple[Path, ...] = ()
     if plots:
         meta = {PNG_RUN_KEY: writer.run_id, PNG_CONFIG_KEY: writer.config_hash}
         pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=meta))
-    j = writer.write_json("audit.json", report_dict(result, reference=reference, run=run))
+    doc = report_dict(result, reference=reference, run=run)
+    doc.update(sections or {})
+    j = writer.write_json("audit.json", doc)
     md = writer.write_text("audit.md", render_markdown(result, reference=reference,
-                                                       plots=[p.name for p in pngs], run=run))
+                                                       plots=[p.name for p in pngs], run=run, extra=markdown))
     return ReportFiles(j, md, pngs)

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "policies": "packing_theory.cli.policies",
     "compare": "packing_theory.cli.compare",
     "verify-shards": "packing_theory.cli.verify_shards",
+    "census": "packing_theory.cli.census",
 }
 """Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
 

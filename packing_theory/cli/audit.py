@@ -18,7 +18,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from ..audit import (
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
+from ._ranks import add_rank_options, check_rank_options, rank_section, rank_source
 
 __all__ = [
     "DEMO_EVAL_DOCUMENTS",
@@ -158,8 +158,10 @@ def register(sub: Any) -> None:
                         help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="run the policy replays, startup permutations and evaluation replays in N "
-                             "processes (default 1: in this process; 0: one per CPU); the report is the same")
+                        help="run the policy replays, startup permutations, evaluation replays and "
+                             "--world-size ranks in N processes (default 1: in this process; 0: one per "
+                             "CPU); the report is the same")
+    add_rank_options(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
@@ -327,7 +329,9 @@ def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerCon
             "peer_options": {k: v for k, v in vars(args).items() if k in _PEER_KNOBS and v is not None},
             "permutations": args.permutations,
             "permutation_seed": args.permutation_seed, "eval_targets": plan.eval_targets,
-            "eval_prefixes": list(plan.prefixes), "plots": plan.plots}
+            "eval_prefixes": list(plan.prefixes), "plots": plan.plots,
+            **({"world_size": args.world_size, "row_group_size": args.row_group_size}
+               if args.world_size is not None else {})}
 
 
 def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
@@ -367,19 +371,43 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
         result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
                              (), (), (), None, {})
     else:
-        workers = args.workers or os.cpu_count() or 1
-        executor = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
-        try:
+        from ..distributed.executors import open_executor
+
+        with open_executor(args.executor, workers=args.workers or os.cpu_count() or 1) as executor:
             result = run_audit(
                 train, config, policies=streaming, permutations=args.permutations,
                 permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=plan.eval_targets,
                 eval_prefixes=plan.prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
                 progress=bar, executor=executor,
             )
-        finally:
-            if executor is not None:
-                executor.shutdown(cancel_futures=True)  # an error: do not wait for the rest
     return _add_peers(result, args, [p for p in plan.policies if is_peer(p)], train, plan.policies)
+
+
+def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64]
+           ) -> tuple[dict[str, Any] | None, list[str], list[str]]:
+    """With ``--world-size``: the per-rank section (JSON, Markdown) and the policies failing on a rank."""
+    if args.world_size is None:
+        return None, [], []
+    from ..distributed.executors import TaskFailed
+    from ..distributed.ranks import audit_ranks
+    from ._exit import UsageError
+
+    t0 = time.perf_counter()
+    execution: dict[str, Any] = {}
+    try:
+        summaries = audit_ranks(rank_source(args, train, _tokenizer), args.world_size, config,
+                                policies=plan.policies, row_group_size=args.row_group_size,
+                                engine=args.engine, executor=args.executor, workers=args.workers,
+                                execution=execution)
+    except TaskFailed as exc:  # bad input met inside a rank's task is still bad input (status 2)
+        if isinstance(exc.__cause__, (ValueError, TypeError, OSError)):
+            raise UsageError(str(exc)) from exc
+        raise
+    doc, lines = rank_section(summaries)
+    print(f"audit: {args.world_size} ranks x {len(summaries)} policies in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
+    failing = [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
+    return {"ranks": doc, "execution": {"ranks": execution}}, lines, failing
 
 
 def run(args: argparse.Namespace) -> int:
@@ -398,6 +426,7 @@ def run(args: argparse.Namespace) -> int:
     config = packer_config(args, plan)
     if args.workers < 0:
         raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    check_rank_options(args, plan.policies)
     with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
                       tool="packing-theory audit", force=args.force) as writer:
         train, evals, label, eval_label = load_inputs(args)
@@ -405,7 +434,9 @@ def run(args: argparse.Namespace) -> int:
 
         result = _audit(args, plan, config, train, evals, label, eval_label)
         result.seconds["inputs"] = t_loaded - t_start
-        files = write_report_files(writer, result, plots=plan.plots, reference=plan.reference)
+        sections, md_lines, rank_failing = _ranks(args, plan, config, train)
+        files = write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
+                                   sections=sections, markdown=md_lines)
         writer.commit()
     if args.json:
         emit_json(report_dict(result, reference=plan.reference, run=run_info(writer)))
@@ -414,6 +445,7 @@ def run(args: argparse.Namespace) -> int:
           f"{time.perf_counter() - t_start:.1f} s; wrote {out}/audit.md, {out}/audit.json and "
           f"{len(files.plots)} PNG plot(s) (run {writer.run_id})", file=sys.stderr)
     failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
+    failing += rank_failing
     if failing:
         print(f"audit: mass identity FAILS for {', '.join(failing)}", file=sys.stderr)
         return 1

@@ -1,0 +1,95 @@
+"""``audit --world-size W``: the per-rank section of the audit report (options, source, rendering).
+
+Every streaming policy is replayed once per rank, on the rank's own stream
+(nanochat's row-group rule, :mod:`packing_theory.distributed.ranks`), through
+``--executor`` / ``--workers``; the merged result becomes the ``ranks``
+section of ``audit.json`` and a table in ``audit.md``. Row groups: the real
+ones for ``--text`` parquet files; blocks of ``--row-group-size`` documents
+of each ``--shards`` file, of the ``--lengths`` array, of the demo corpus and
+of the concatenated ``--text`` plain-text lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..distributed.ranks import NANOCHAT_ROW_GROUP_SIZE
+
+__all__ = ["add_rank_options", "check_rank_options", "rank_section", "rank_source"]
+
+
+def add_rank_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--world-size``, ``--row-group-size`` and ``--executor``."""
+    parser.add_argument("--world-size", type=int, default=None, metavar="W",
+                        help="also audit each of W DDP ranks as nanochat's loader feeds them (rank r reads "
+                             "row groups r, r+W, ...); streaming policies only")
+    parser.add_argument("--row-group-size", type=int, default=NANOCHAT_ROW_GROUP_SIZE, metavar="N",
+                        help=f"documents per row group of a lengths / shard / plain-text input for "
+                             f"--world-size (default {NANOCHAT_ROW_GROUP_SIZE}, nanochat's repackaging); "
+                             "parquet files use their real row groups")
+    parser.add_argument("--executor", default="local", metavar="SPEC",
+                        help="where the replays run: local (default; --workers processes) or "
+                             "dask://HOST:PORT (pip install 'packing-theory[distributed]')")
+
+
+def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
+    """Refuse bad ``--world-size`` / ``--row-group-size`` / ``--executor`` values before anything runs."""
+    from ..distributed.executors import import_distributed, parse_executor_spec
+    from ._peers import is_peer
+
+    if parse_executor_spec(args.executor) != "local":
+        import_distributed()
+    if args.row_group_size < 1:
+        raise ValueError(f"--row-group-size must be >= 1, got {args.row_group_size}")
+    if args.world_size is None:
+        return
+    if args.world_size < 1:
+        raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
+    peers = [p for p in policies if is_peer(p)]
+    if peers:
+        raise ValueError(f"--world-size applies to streaming policies only; got peer policy {peers[0]!r} "
+                         "(drop it or drop --world-size)")
+
+
+def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64],
+                tokenizer: Callable[[str], Any]) -> Any:
+    """What :func:`~packing_theory.distributed.ranks.audit_ranks` reads for this invocation.
+
+    ``tokenizer`` turns the ``--tokenizer`` spec into a tokenizer (parquet inputs only).
+    """
+    from ..distributed.ranks import ParquetSource
+
+    if args.shards:
+        from ..corpus import lengths_from_shards
+
+        return [lengths_from_shards([p]) for p in args.shards]
+    if args.text and all(str(p).endswith(".parquet") for p in args.text):
+        return ParquetSource(tuple(args.text), tokenizer(args.tokenizer), args.text_column)
+    return train
+
+
+def rank_section(summaries: Any) -> tuple[dict[str, Any], list[str]]:
+    """The ``ranks`` JSON section and its Markdown lines."""
+    doc = {s.policy: s.to_dict() for s in summaries}
+    lines: list[str] = []
+    for s in summaries:
+        g = s.to_dict()["global"]
+        lines += [f"## Per-rank audit: {s.policy}, world size {s.world_size}", "",
+                  f"Sources started on any rank: {g['started_any_rank']:,} of {g['documents']:,}; never "
+                  f"started anywhere: {g['never_started_anywhere']:,}. Ranks step in lockstep, so training "
+                  f"stops at the fewest rows of any rank, {g['min_rows']:,}: "
+                  f"{g['started_at_min_rows']:,} occurrences are started by then.", "",
+                  "| rank | documents | rows | started | never started | started by min rows | K size | "
+                  "mass identity |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in s.to_dict()["ranks"]:
+            identity = "holds" if r["mass"]["identity_holds"] else "FAILS"
+            lines.append(f"| {r['rank']} | {r['documents']:,} | {r['rows']:,} | {r['distinct_started']:,} | "
+                         f"{r['never_started']:,} | {r['started_at_min_rows']:,} | "
+                         f"{r['protected_members']:,} | {identity} |")
+        lines.append("")
+    return doc, lines

@@ -1,0 +1,108 @@
+"""``packing-theory census``: document lengths of many input shards, in parallel and resumable.
+
+``packing-theory census --parquet data/*.parquet --out census/`` (one process per CPU)
+writes ``census/lengths.npy`` and ``census/census.json`` (per-input documents,
+tokens and SHA-256s, the tokenizer's identity, which worker computed each
+part); ``--hashes`` adds per-document byte lengths and text hashes. A rerun
+into the same ``--out`` reuses every verified part in ``census/parts/`` and
+recomputes only the rest ("reused k, computed m"). ``--executor
+dask://HOST:PORT`` sends the tasks to a Dask scheduler (``pip install
+"packing-theory[distributed]"``).
+
+Exit status: 0 done; 2 bad usage or input (one line naming the option or the
+file); 3 a task could not be completed on any attempt (the finished parts are
+kept: rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._exit import UsageError
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``census`` subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "census", help="lengths (and hashes) of many text / parquet / shard files, parallel and resumable",
+        description="Count the BOS-inclusive token length of every document, one task per input file, "
+                    "locally or on a Dask cluster; write lengths.npy and census.json to --out; a rerun "
+                    "reuses the verified per-file parts in --out/parts and recomputes the rest.",
+    )
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--text", nargs="+", metavar="FILE",
+                     help="plain text files (one document per file, or per line with --per-line)")
+    src.add_argument("--parquet", nargs="+", metavar="FILE", help="parquet files (column --text-column)")
+    src.add_argument("--shards", nargs="+", metavar="SHARD", help="seed-002 token shards")
+    parser.add_argument("--tokenizer", default="bytes",
+                        help="bytes (UTF-8 bytes, default), chars, whitespace, or module:callable "
+                             "returning token ids (as audit --text)")
+    parser.add_argument("--per-line", action="store_true", help="--text: one document per non-blank line")
+    parser.add_argument("--text-column", default="text", help="--parquet column (default text)")
+    parser.add_argument("--hashes", action="store_true",
+                        help="also write doc_bytes.npy and doc_hashes.npy (64-bit BLAKE2b of each document)")
+    parser.add_argument("--out", default="census", metavar="DIR",
+                        help="output directory (default ./census); checked and locked before anything runs")
+    parser.add_argument("--executor", default="local", metavar="SPEC",
+                        help="local (default) or dask://HOST:PORT (a running Dask scheduler)")
+    parser.add_argument("--workers", type=int, default=0, metavar="N",
+                        help="--executor local: N processes (default 0: one per CPU; 1: in this process)")
+    parser.add_argument("--retries", type=int, default=1, metavar="N",
+                        help="extra attempts per task (default 1)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace census-named files in --out that packing-theory did not write")
+    parser.add_argument("--json", action="store_true", help="also print census.json on standard output")
+    parser.set_defaults(run=run)
+
+
+def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
+    from ..distributed.census import CensusOptions
+    from .audit import _tokenizer
+
+    if args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    if args.retries < 0:
+        raise ValueError(f"--retries must be >= 0, got {args.retries}")
+    if args.text:
+        kind, paths = "text", list(args.text)
+    elif args.parquet:
+        kind, paths = "parquet", list(args.parquet)
+    else:
+        kind, paths = "shards", list(args.shards)
+    if args.per_line and kind != "text":
+        raise ValueError("--per-line applies to --text only")
+    tokenizer = _tokenizer(args.tokenizer) if kind != "shards" else "bytes"
+    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=args.text_column,  # type: ignore[arg-type]
+                                hashes=args.hashes)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the census; print "reused k, computed m"; return the exit status."""
+    from ..distributed.census import run_census
+    from ..distributed.executors import TaskFailed, import_distributed, parse_executor_spec
+    from ._common import emit_json
+
+    if parse_executor_spec(args.executor) != "local":
+        import_distributed()  # refuse before anything runs: the ImportError names the extra
+    paths, options = _options(args)
+    try:
+        result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
+                            retries=args.retries, force=args.force, tool="packing-theory census")
+    except TaskFailed as exc:
+        cause = exc.__cause__
+        if isinstance(cause, (ValueError, TypeError, FileNotFoundError, UnicodeDecodeError)):
+            raise UsageError(str(exc)) from exc  # bad input found by a worker: status 2
+        print(f"packing-theory census: could not complete: {exc}; finished parts are kept in "
+              f"{args.out}/parts, rerun to resume", file=sys.stderr)
+        return 3
+    m = result.manifest
+    if args.json:
+        emit_json(m)
+    print(f"census: {m['n_docs']:,} documents, {m['n_tokens']:,} tokens from {m['n_inputs']} input(s) "
+          f"({result.summary_line}; executor {m['execution']['executor']}); wrote {args.out}/lengths.npy "
+          f"and {args.out}/census.json", file=sys.stderr)
+    return 0

@@ -1,0 +1,497 @@
+"""Where tasks run: in this process, in local processes, on any executor, or on a Dask cluster.
+
+A *task* is a picklable function and its arguments; a :class:`TaskRunner`
+runs a list of them and hands every result to the caller **as it completes**
+(so a census can write each shard's part before the next one finishes), after
+the caller's ``accept`` check. What each runner does when something breaks:
+
+====================  ==================================================================
+runner                failure handling
+====================  ==================================================================
+in-process            a task that raises, or whose result fails ``accept``, is rerun up
+                      to ``retries`` times
+local processes       the same; a worker process that dies (``BrokenProcessPool``)
+                      breaks the pool and fails every task in flight: those rerun one
+                      at a time on a fresh pool, so the task that breaks a pool alone
+                      is the one that fails (after one such rerun) and the others complete
+any ``Executor``      the same on the given executor; when it breaks, the rest runs on a
+                      fresh ``ProcessPoolExecutor`` owned by the runner
+``dask.distributed``  ``client.submit(..., pure=False, retries=retries)``: the scheduler
+                      reruns a task whose worker died, and ``retries`` reruns a task that
+                      raised; attempts are read back from the scheduler's story of the key
+====================  ==================================================================
+
+Every task's :class:`TaskRecord` names the worker that produced the accepted
+result (``tcp://host:port`` on Dask, ``host/pid N`` for processes) and the
+attempts it took. ``dask`` is imported only when a Dask executor is asked for;
+without it the error names ``pip install "packing-theory[distributed]"``.
+
+>>> parse_executor_spec("local"), parse_executor_spec("dask://10.0.0.5:8786")
+('local', 'tcp://10.0.0.5:8786')
+>>> with open_runner("local", workers=1) as runner:
+...     out = {}
+...     records = runner.run(pow, [(2, 3), (3, 2)], on_result=lambda i, v: out.__setitem__(i, v))
+>>> out, [r.attempts for r in records]
+({0: 8, 1: 9}, [1, 1])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import secrets
+import socket
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from .._checks import check_int
+
+__all__ = [
+    "DASK_INSTALL_HINT",
+    "LazyItems",
+    "TaskFailed",
+    "TaskRecord",
+    "TaskRunner",
+    "import_distributed",
+    "is_dask_client",
+    "open_executor",
+    "open_runner",
+    "parse_executor_spec",
+    "worker_identity",
+]
+
+DASK_INSTALL_HINT = 'pip install "packing-theory[distributed]"'
+"""What to install for the Dask executor (named in the ImportError)."""
+
+Accept = Callable[[int, Any], None]
+OnResult = Callable[[int, Any], None]
+
+
+class LazyItems:
+    """Task arguments built on demand: ``make(i)`` is called when task ``i`` is submitted (again on a retry).
+
+    A pool keeps at most ``workers`` tasks in flight, so only their arguments
+    exist at once (e.g. one rank's stream each instead of every rank's).
+    """
+
+    def __init__(self, n: int, make: Callable[[int], tuple[Any, ...]]) -> None:
+        self.n = check_int("n", n, 0)
+        self.make = make
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        if not 0 <= i < self.n:
+            raise IndexError(f"task index {i} out of range for {self.n} tasks")
+        return self.make(i)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return (self.make(i) for i in range(self.n))
+
+
+Items = Sequence[tuple[Any, ...]] | LazyItems
+
+
+class TaskFailed(RuntimeError):
+    """A task failed on every attempt (names the task, its attempts and the last error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """Who ran task ``index``: the accepted result came from ``worker`` on attempt ``attempts``."""
+
+    index: int
+    worker: str
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"worker": self.worker, "attempts": self.attempts}
+
+
+def import_distributed() -> Any:
+    """The ``distributed`` module, or an ``ImportError`` naming the extra to install."""
+    try:
+        return importlib.import_module("distributed")
+    except ImportError as exc:
+        raise ImportError(f"the dask executor needs dask.distributed: {DASK_INSTALL_HINT}") from exc
+
+
+def is_dask_client(obj: object) -> bool:
+    """Whether ``obj`` is a ``dask.distributed.Client`` (checked without importing dask)."""
+    return any(c.__module__.startswith("distributed.") and c.__name__ == "Client" for c in type(obj).__mro__)
+
+
+def parse_executor_spec(spec: str) -> str:
+    """``"local"`` -> ``"local"``; ``"dask://HOST:PORT"`` -> ``"tcp://HOST:PORT"`` (the scheduler address).
+
+    Raises:
+        ValueError: anything else, naming ``--executor`` and the value.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"executor must be a str, got {type(spec).__name__} {spec!r}")
+    if spec == "local":
+        return spec
+    bad = ValueError(f"--executor must be local or dask://HOST:PORT, got {spec!r}")
+    if not spec.startswith("dask://"):
+        raise bad
+    host, sep, port = spec[len("dask://"):].rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
+        raise bad
+    return f"tcp://{host}:{int(port)}"
+
+
+def worker_identity() -> str:
+    """Where this code runs: the Dask worker's address inside a Dask task, else ``host/pid N``."""
+    if "distributed" in sys.modules:  # never import dask just to ask
+        with contextlib.suppress(ImportError, ValueError, AttributeError):
+            from distributed import get_worker
+
+            return str(get_worker().address)
+    return f"{socket.gethostname()}/pid {os.getpid()}"
+
+
+def _invoke(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, str]:
+    """Run one task and say where it ran (executes inside the worker)."""
+    return fn(*args), worker_identity()
+
+
+class TaskRunner:
+    """Run tasks on one executor with retries and result checks (see the module docstring).
+
+    Args:
+        kind: ``"inprocess"``, ``"processes"``, ``"executor"`` or ``"dask"``.
+        target: the executor (``None`` in-process or for an owned pool) or the Dask client.
+        workers: pool size for an owned process pool.
+        retries: extra attempts per task (a task runs at most ``1 + retries`` times).
+        spec: how the executor was named, recorded in manifests.
+
+    Use :func:`open_runner` to build one; :meth:`close` shuts down what it owns.
+    """
+
+    def __init__(self, kind: str, target: Any, *, workers: int, retries: int, spec: str) -> None:
+        if kind not in ("inprocess", "processes", "executor", "dask"):
+            raise ValueError(f"kind must be inprocess, processes, executor or dask, got {kind!r}")
+        self.kind = kind
+        self.spec = spec
+        self.workers = check_int("workers", workers, 1)
+        self.retries = check_int("retries", retries, 0)
+        self._target = target
+        self._owned: ProcessPoolExecutor | None = None
+        self.fresh_pools = 0
+        """Pools started after one broke (for the record)."""
+        self._check()
+
+    def _check(self) -> None:
+        """Assert the runner's invariants."""
+        assert self.kind in ("inprocess", "processes", "executor", "dask")
+        assert self.workers >= 1 and self.retries >= 0 and self.fresh_pools >= 0
+        assert (self._target is None) == (self.kind in ("inprocess", "processes"))
+        assert self.kind != "dask" or is_dask_client(self._target)
+        assert self._owned is None or self.kind in ("processes", "executor")
+
+    def close(self) -> None:
+        """Shut down the process pool this runner owns (a given executor or client is left running)."""
+        if self._owned is not None:
+            self._owned.shutdown(wait=True, cancel_futures=True)
+            self._owned = None
+
+    def __enter__(self) -> TaskRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, fn: Callable[..., Any], items: Items, *,
+            on_result: OnResult, accept: Accept | None = None, label: str = "task") -> list[TaskRecord]:
+        """Run ``fn(*items[i])`` for every ``i``; call ``on_result(i, value)`` for each accepted result.
+
+        ``accept(i, value)`` raising ``ValueError`` rejects a result (it counts
+        as a failed attempt). Results are delivered in completion order; the
+        records come back in task order. Every task runs to the end before a
+        failure is raised, so the others' results are delivered.
+
+        Raises:
+            TaskFailed: some task failed on every attempt (the first such task is named).
+        """
+        if not items:
+            return []
+        if self.kind == "inprocess":
+            return self._run_inprocess(fn, items, on_result, accept, label)
+        if self.kind == "dask":
+            return self._run_dask(fn, items, on_result, accept, label)
+        return self._run_pool(fn, items, on_result, accept, label)
+
+    # ------------------------------------------------------------------ in this process
+
+    def _run_inprocess(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
+                       accept: Accept | None, label: str) -> list[TaskRecord]:
+        records: list[TaskRecord] = []
+        failures: list[tuple[str, BaseException]] = []
+        for i, args in enumerate(items):
+            for attempt in range(1, self.retries + 2):
+                try:
+                    value, where = _invoke(fn, args)
+                    if accept is not None:
+                        accept(i, value)
+                except Exception as exc:  # a task may raise anything; retried, then reported
+                    if attempt > self.retries:
+                        failures.append(_failure(label, i, attempt, exc))
+                    continue
+                on_result(i, value)
+                records.append(TaskRecord(i, where, attempt))
+                break
+        _raise_failures(failures)
+        return records
+
+    # ------------------------------------------------------------------ process pools and executors
+
+    def _pool(self) -> Executor:
+        if self.kind == "executor" and self._owned is None and self.fresh_pools == 0:
+            return self._target  # type: ignore[no-any-return]
+        if self._owned is None:
+            self._owned = ProcessPoolExecutor(max_workers=self.workers)
+        return self._owned
+
+    def _replace_pool(self) -> None:
+        if self._owned is not None:
+            self._owned.shutdown(wait=False, cancel_futures=True)
+            self._owned = None
+        self.fresh_pools += 1
+
+    def _run_pool(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
+                  accept: Accept | None, label: str) -> list[TaskRecord]:
+        """Tasks on a pool, at most ``workers`` in flight on an owned pool (all at once on a given one).
+
+        A pool that breaks fails every task in flight, not only the one whose
+        process died: those tasks become *suspects* and rerun one at a time on a
+        fresh pool, so the culprit is the one that breaks a pool alone (it fails
+        after ``max(retries, 1)`` such reruns) and the others complete.
+        """
+        attempts = [0] * len(items)
+        done: dict[int, TaskRecord] = {}
+        failures: list[tuple[str, BaseException]] = []
+        queue = deque(range(len(items)))
+        suspects: deque[int] = deque()
+
+        def settle(i: int, future: Future[tuple[Any, str]], broken: list[tuple[int, BaseException]]) -> None:
+            """Deliver a finished task's result, or requeue / fail / mark it broken."""
+            try:
+                value, where = future.result()
+                if accept is not None:
+                    accept(i, value)
+            except BrokenExecutor as exc:  # BrokenProcessPool included
+                broken.append((i, exc))
+                return
+            except Exception as exc:  # a task may raise anything; retried, then reported
+                if attempts[i] <= self.retries:
+                    queue.append(i)
+                else:
+                    failures.append(_failure(label, i, attempts[i], exc))
+                return
+            on_result(i, value)
+            done[i] = TaskRecord(i, where, attempts[i])
+
+        while queue or suspects:
+            pool = self._pool()
+            alone = bool(suspects)
+            window = 1 if alone else (self.workers if pool is self._owned else len(items))
+            source = suspects if alone else queue
+            in_flight: dict[Future[tuple[Any, str]], int] = {}
+            broken: list[tuple[int, BaseException]] = []
+            refused = False  # the pool broke between two submissions
+            while (source or in_flight) and not broken and not refused:
+                while source and len(in_flight) < window:
+                    i = source.popleft()
+                    try:
+                        future = pool.submit(_invoke, fn, items[i])
+                    except BrokenExecutor:
+                        source.appendleft(i)  # never ran: not an attempt
+                        refused = True
+                        break
+                    attempts[i] += 1
+                    in_flight[future] = i
+                if not in_flight:
+                    break
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = in_flight.pop(future)
+                    settle(i, future, broken)
+                if alone and not broken:
+                    break  # one suspect cleared: take the next one alone
+            if not broken and not refused:
+                continue
+            for future, i in in_flight.items():  # the rest of the broken pool's tasks
+                wait([future])
+                settle(i, future, broken)
+            self._replace_pool()
+            for i, error in sorted(broken, key=lambda pair: pair[0]):
+                if not alone:
+                    suspects.append(i)  # in flight when a process died: rerun alone to find the culprit
+                elif attempts[i] <= max(self.retries, 1):
+                    suspects.append(i)
+                else:
+                    failures.append(_failure(label, i, attempts[i], error))
+        _raise_failures(failures)
+        return [done[i] for i in sorted(done)]
+
+    # ------------------------------------------------------------------ dask
+
+    def _run_dask(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
+                  accept: Accept | None, label: str) -> list[TaskRecord]:
+        distributed = import_distributed()
+        client = self._target
+        token = secrets.token_hex(4)
+        attempts = [0] * len(items)
+        extra = [0] * len(items)  # attempts under earlier keys (a rejected result gets a new key)
+        done: dict[int, TaskRecord] = {}
+        failures: list[tuple[str, BaseException]] = []
+
+        def submit(i: int) -> Any:
+            attempts[i] += 1
+            key = f"packing-theory-{label}-{token}-{i}-{attempts[i]}"
+            return client.submit(_invoke, fn, items[i], pure=False, retries=self.retries, key=key)
+
+        index: dict[str, int] = {}
+        futures = []
+        for i in range(len(items)):
+            future = submit(i)
+            index[future.key] = i
+            futures.append(future)
+        queue = distributed.as_completed(futures, loop=client.loop)
+        for future in queue:
+            i = index[future.key]
+            tries = _dask_attempts(client, future.key)
+            try:  # the scheduler already reran it: after a worker died, and `retries` times after an error
+                value, where = future.result()
+            except Exception as exc:  # KilledWorker, or the task's own error
+                failures.append(_failure(label, i, extra[i] + tries, exc))
+                continue
+            try:
+                if accept is not None:
+                    accept(i, value)
+            except ValueError as exc:  # a result that fails its check: resubmitted under a new key
+                extra[i] += tries
+                if attempts[i] <= self.retries:
+                    again = submit(i)
+                    index[again.key] = i
+                    queue.add(again)
+                else:
+                    failures.append(_failure(label, i, extra[i], exc))
+                continue
+            on_result(i, value)
+            done[i] = TaskRecord(i, where, extra[i] + tries)
+        _raise_failures(failures)
+        return [done[i] for i in sorted(done)]
+
+
+def _dask_attempts(client: Any, key: str) -> int:
+    """How often the scheduler started ``key`` (its story's transitions to ``processing``); at least 1."""
+    try:
+        story = client.story(key)
+    except Exception:  # an older scheduler without stories: count what we know
+        return 1
+    starts = sum(1 for entry in story if len(entry) >= 4 and entry[0] == "scheduler" and entry[1] == key
+                 and entry[3] == "processing")
+    return max(starts, 1)
+
+
+def _failure(label: str, i: int, attempts: int, exc: BaseException) -> tuple[str, BaseException]:
+    detail = " ".join(str(exc).split())[:300]
+    return f"{label} {i} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
+
+
+def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
+    """Raise :class:`TaskFailed` for the first failure (its exception as the cause), if any."""
+    if failures:
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        message, cause = failures[0]
+        raise TaskFailed(message + more) from cause
+
+
+@contextlib.contextmanager
+def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 1) -> Iterator[TaskRunner]:
+    """A :class:`TaskRunner` for ``executor``, closed (owned pools and clients) on exit.
+
+    Args:
+        executor: an open :class:`TaskRunner` (used as is), ``None`` or ``"local"``
+            (``workers=1``: in this process; ``workers > 1``: a ``ProcessPoolExecutor``
+            of that size; ``workers=0``: one process per CPU), ``"dask://HOST:PORT"`` (a ``dask.distributed``
+            client connected for the block), a ``dask.distributed.Client``, or any
+            :class:`concurrent.futures.Executor`.
+        workers: local pool size (``>= 0``).
+        retries: extra attempts per task.
+
+    Raises:
+        ValueError: a malformed executor string, ``workers < 0``.
+        TypeError: an executor of another type.
+        ImportError: a Dask executor without dask installed (naming the extra).
+    """
+    if isinstance(executor, TaskRunner):  # already open: the caller closes it
+        yield executor
+        return
+    workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
+    retries = check_int("retries", retries, 0)
+    client = None
+    if executor is None or isinstance(executor, str):
+        spec = "local" if executor is None else executor
+        address = parse_executor_spec(spec)
+        if address == "local":
+            kind = "inprocess" if workers == 1 else "processes"
+            runner = TaskRunner(kind, None, workers=workers, retries=retries,
+                                spec="local" if workers == 1 else f"local, {workers} processes")
+        else:
+            distributed = import_distributed()
+            client = distributed.Client(address, set_as_default=False)
+            runner = TaskRunner("dask", client, workers=workers, retries=retries, spec=spec)
+    elif is_dask_client(executor):
+        runner = TaskRunner("dask", executor, workers=workers, retries=retries,
+                            spec=f"dask {getattr(executor.scheduler, 'address', '?')}")  # type: ignore[attr-defined]
+    elif isinstance(executor, Executor):
+        runner = TaskRunner("executor", executor, workers=workers, retries=retries,
+                            spec=type(executor).__name__)
+    else:
+        raise TypeError(f"executor must be 'local', 'dask://HOST:PORT', a dask.distributed.Client or a "
+                        f"concurrent.futures.Executor, got {type(executor).__name__}")
+    try:
+        yield runner
+    finally:
+        runner.close()
+        if client is not None:
+            client.close()
+
+
+@contextlib.contextmanager
+def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) -> Iterator[Executor | None]:
+    """A :class:`concurrent.futures.Executor` for :func:`packing_theory.audit.run_audit`, shut down on exit.
+
+    ``"local"``: ``None`` for ``workers=1`` (in this process), else a
+    ``ProcessPoolExecutor`` (``workers=0``: one per CPU); ``"dask://HOST:PORT"``:
+    the connected client's ``get_executor(pure=False, retries=retries)``.
+
+    Raises:
+        ValueError: a malformed spec or ``workers < 0``.
+        ImportError: a Dask spec without dask installed.
+    """
+    address = parse_executor_spec(spec)
+    workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
+    if address == "local":
+        pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+        try:
+            yield pool
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)  # after an error, do not wait for the rest
+        return
+    distributed = import_distributed()
+    client = distributed.Client(address, set_as_default=False)
+    try:
+        yield client.get_executor(pure=False, retries=check_int("retries", retries, 0))
+    finally:
+        client.close()

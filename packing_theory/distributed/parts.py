@@ -1,0 +1,353 @@
+"""One input's census (the task a worker runs) and its part on disk (written, checked, reloaded).
+
+:func:`census_shard` is the task: a pure function of one file's bytes and the
+:class:`CensusOptions`. :func:`check_shard_result` is what the driver checks
+before it accepts a result; :func:`write_part` and :func:`load_part` keep the
+accepted result in ``DIR/parts/`` (temporary file, ``os.replace``, the JSON
+record last) and give it back only when every file still has its recorded
+SHA-256. :mod:`packing_theory.distributed.census` runs the whole census.
+
+>>> text_hash(b"abc") == text_hash("abc".encode("utf-8"))
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_bool, check_int
+from ..corpus.manifest import file_sha256
+from ..corpus.shards import read_shard
+from ..corpus.text import iter_parquet_texts, iter_text_files, lengths_from_texts, tokenizer_name
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
+
+__all__ = [
+    "CENSUS_FORMAT",
+    "CensusOptions",
+    "InputKind",
+    "ShardResult",
+    "census_shard",
+    "check_shard_result",
+    "load_part",
+    "npy_bytes",
+    "part_arrays",
+    "part_stem",
+    "sha256_hex",
+    "text_hash",
+    "write_part",
+]
+
+InputKind = Literal["text", "parquet", "shards"]
+CENSUS_FORMAT = "packing-theory/census"
+"""The census manifest's format tag (a part's record: ``CENSUS_FORMAT + "/part"``)."""
+_VERSION = 1
+
+Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+
+
+def text_hash(data: bytes) -> int:
+    """The 64-bit BLAKE2b hash of ``data`` (little-endian), as the census records it.
+
+    >>> text_hash(b"abc") == text_hash("abc".encode("utf-8"))
+    True
+    """
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+@dataclass(frozen=True, slots=True)
+class CensusOptions:
+    """How every input of one census is read (its :meth:`key` decides whether a part is reusable).
+
+    ``tokenizer`` is a built-in name (``bytes``, ``chars``, ``whitespace``) or a
+    picklable callable (see :mod:`packing_theory.corpus.text`); ``per_line``
+    applies to plain text, ``column`` to parquet; shards ignore both and the
+    tokenizer (their lengths are counted from the offsets).
+    """
+
+    kind: InputKind
+    tokenizer: Any = "bytes"
+    per_line: bool = False
+    column: str = "text"
+    bos: bool = True
+    batched: bool = False
+    batch_size: int = 128
+    hashes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("text", "parquet", "shards"):
+            raise ValueError(f"kind must be text, parquet or shards, got {self.kind!r}")
+        if isinstance(self.tokenizer, str):
+            if self.tokenizer not in BUILTIN_TOKENIZERS:
+                raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                                 f"got {self.tokenizer!r}")
+        elif not callable(self.tokenizer):
+            raise TypeError("tokenizer must be a callable or a built-in name, got "
+                            f"{type(self.tokenizer).__name__}")
+        for name in ("per_line", "bos", "batched", "hashes"):
+            check_bool(name, getattr(self, name))
+        check_int("batch_size", self.batch_size, 1)
+        if not isinstance(self.column, str) or not self.column:
+            raise ValueError(f"column must be a non-empty str, got {self.column!r}")
+
+    def tokenizer_identity(self) -> dict[str, str]:
+        """``{"kind": "builtin"|"callable"|"none", "name": ...}`` (shards need no tokenizer)."""
+        if self.kind == "shards":
+            return {"kind": "none", "name": "shard offsets"}
+        if isinstance(self.tokenizer, str):
+            return {"kind": "builtin", "name": self.tokenizer}
+        return {"kind": "callable", "name": tokenizer_name(self.tokenizer)}
+
+    def key(self) -> dict[str, Any]:
+        """Everything that determines a part's content, as JSON."""
+        out: dict[str, Any] = {"kind": self.kind, "tokenizer": self.tokenizer_identity(),
+                               "hashes": self.hashes}
+        if self.kind != "shards":
+            out.update(bos=self.bos, batched=self.batched, batch_size=self.batch_size)
+        if self.kind == "text":
+            out["per_line"] = self.per_line
+        if self.kind == "parquet":
+            out["column"] = self.column
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class ShardResult:
+    """One input's census, as a task returns it (the worker's own counts and digests included).
+
+    Attributes:
+        lengths: BOS-inclusive lengths (``int64``).
+        doc_bytes, doc_hashes: per-document byte lengths and hashes (``hashes=True``), else ``None``.
+        n_docs, n_tokens: the worker's counts.
+        input_sha256: SHA-256 of the input file's bytes, as the worker read it.
+        lengths_sha256: SHA-256 of ``lengths`` in ``.npy`` form (the part file's digest).
+        row_groups: documents per parquet row group (empty for other inputs).
+    """
+
+    lengths: Int64Array
+    doc_bytes: Int64Array | None
+    doc_hashes: UInt64Array | None
+    n_docs: int
+    n_tokens: int
+    input_sha256: str
+    lengths_sha256: str
+    row_groups: tuple[int, ...] = ()
+
+
+def npy_bytes(arr: npt.NDArray[Any]) -> bytes:
+    """``arr`` as the bytes ``np.save`` writes (the form every part and digest uses)."""
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data``, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _with_bos(counts: Iterable[int], bos: bool, where: str) -> Int64Array:
+    arr = np.fromiter(counts, dtype=np.int64) + (1 if bos else 0)
+    if arr.size and int(arr.min()) < 1:
+        raise ValueError(f"{where}: document {int(np.argmin(arr))} has 0 tokens (pass bos=True if the "
+                         "tokenizer adds none)")
+    return arr
+
+
+def _text_lengths(texts: list[str], opts: CensusOptions, where: str) -> Int64Array:
+    if not texts:
+        return np.zeros(0, dtype=np.int64)
+    if isinstance(opts.tokenizer, str):
+        unit: BuiltinTokenizer = opts.tokenizer  # type: ignore[assignment]  # checked in __post_init__
+        return _with_bos((count_text(t, unit) for t in texts), opts.bos, where)
+    return lengths_from_texts(texts, opts.tokenizer, bos=opts.bos, batched=opts.batched,
+                              batch_size=opts.batch_size)
+
+
+def _hashes_of(texts: Iterable[bytes]) -> tuple[Int64Array, UInt64Array]:
+    sizes: list[int] = []
+    digests: list[int] = []
+    for data in texts:
+        sizes.append(len(data))
+        digests.append(text_hash(data))
+    return np.array(sizes, dtype=np.int64), np.array(digests, dtype=np.uint64)
+
+
+def census_shard(path: str, options: CensusOptions) -> ShardResult:
+    """The census of one input file (a task: runs in a worker; pure function of the file's bytes).
+
+    Complexity: O(file bytes) plus the tokenizer.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a corrupt shard, an unreadable parquet file or column,
+            invalid text, a tokenizer that raised (naming the input).
+    """
+    digest = file_sha256(path)
+    doc_bytes = doc_hashes = None
+    groups: tuple[int, ...] = ()
+    if options.kind == "shards":
+        shard = read_shard(path)
+        lengths = shard.lengths()
+        if options.hashes:
+            doc_bytes, doc_hashes = _hashes_of(d.tobytes() for d in shard.documents())
+    elif options.kind == "text":
+        if isinstance(options.tokenizer, str) and not options.hashes:  # streamed, O(chunk) memory
+            unit: BuiltinTokenizer = options.tokenizer  # type: ignore[assignment]  # checked in __post_init__
+            counts = count_text_files([path], unit, per_line=options.per_line)
+            lengths = _with_bos(counts, options.bos, f"text file {path!r}")
+        else:
+            texts = list(iter_text_files(path, per_line=options.per_line))
+            lengths = _text_lengths(texts, options, f"text file {path!r}")
+            if options.hashes:
+                doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
+    else:
+        lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options)
+    return ShardResult(lengths, doc_bytes, doc_hashes, int(lengths.size), int(lengths.sum(dtype=np.int64)),
+                       digest, sha256_hex(npy_bytes(lengths)), groups)
+
+
+def _only(group: int) -> Callable[[int, int], tuple[int, ...]]:
+    """A ``row_groups`` selector reading one row group of each file."""
+
+    def select(file_index: int, n_groups: int) -> tuple[int, ...]:
+        return (group,)
+
+    return select
+
+
+def _parquet_census(path: str, opts: CensusOptions
+                    ) -> tuple[Int64Array, Int64Array | None, UInt64Array | None, tuple[int, ...]]:
+    try:
+        pq = importlib.import_module("pyarrow.parquet")
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("reading parquet needs pyarrow: pip install pyarrow") from exc
+    iter_parquet_texts(path, opts.column)  # validates the file and the column before anything is read
+    n_groups = int(pq.ParquetFile(path).num_row_groups)
+    parts: list[Int64Array] = []
+    sizes: list[Int64Array] = []
+    digests: list[UInt64Array] = []
+    groups: list[int] = []
+    for g in range(n_groups):
+        texts = list(iter_parquet_texts(path, opts.column, row_groups=_only(g)))
+        groups.append(len(texts))
+        parts.append(_text_lengths(texts, opts, f"parquet file {path!r} row group {g}"))
+        if opts.hashes:
+            s, h = _hashes_of(t.encode("utf-8") for t in texts)
+            sizes.append(s)
+            digests.append(h)
+    lengths = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if not opts.hashes:
+        return lengths, None, None, tuple(groups)
+    cat_sizes = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    cat_digests = np.concatenate(digests) if digests else np.zeros(0, np.uint64)
+    return lengths, cat_sizes, cat_digests, tuple(groups)
+
+
+# --------------------------------------------------------------------------- checks and parts
+
+
+def check_shard_result(value: object, expected_input_sha256: str, options: CensusOptions) -> ShardResult:
+    """Accept a task's result only if it is self-consistent and of the input the driver hashed.
+
+    Raises:
+        ValueError: wrong type or dtype, counts or digests that disagree, a changed input.
+    """
+    if not isinstance(value, ShardResult):
+        raise ValueError(f"a census task returned {type(value).__name__}, not a ShardResult")
+    arr = value.lengths
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.int64 or arr.ndim != 1:
+        raise ValueError(f"census lengths must be a 1-D int64 array, got {getattr(arr, 'dtype', type(arr))}")
+    if arr.size != value.n_docs or int(arr.sum(dtype=np.int64)) != value.n_tokens:
+        raise ValueError(f"census lengths hold {arr.size} documents / {int(arr.sum())} tokens, the worker "
+                         f"recorded {value.n_docs} / {value.n_tokens}")
+    if arr.size and int(arr.min()) < 1:
+        raise ValueError("census lengths hold a length < 1")
+    if sha256_hex(npy_bytes(arr)) != value.lengths_sha256:
+        raise ValueError("census lengths do not match the SHA-256 the worker recorded")
+    if value.input_sha256 != expected_input_sha256:
+        raise ValueError(f"the input changed while it was read (sha256 {value.input_sha256[:12]}..., "
+                         f"expected {expected_input_sha256[:12]}...)")
+    if options.hashes:
+        for name, extra in (("doc_bytes", value.doc_bytes), ("doc_hashes", value.doc_hashes)):
+            if not isinstance(extra, np.ndarray) or extra.shape != arr.shape:
+                raise ValueError(f"census {name} must have one entry per document ({arr.size})")
+    if value.row_groups and sum(value.row_groups) != arr.size:
+        raise ValueError(f"row groups hold {sum(value.row_groups)} documents, lengths {arr.size}")
+    return value
+
+
+def part_stem(input_sha256: str, options: CensusOptions) -> str:
+    """The file stem of an input's part: its content digest and the options' digest."""
+    opts = hashlib.sha256(json.dumps(options.key(), sort_keys=True).encode()).hexdigest()
+    return f"{input_sha256[:20]}-{opts[:12]}"
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def part_arrays(result: ShardResult) -> dict[str, npt.NDArray[Any]]:
+    """The arrays a part stores: ``lengths``, and ``doc_bytes`` / ``doc_hashes`` when present."""
+    out: dict[str, npt.NDArray[Any]] = {"lengths": result.lengths}
+    if result.doc_bytes is not None and result.doc_hashes is not None:
+        out.update(doc_bytes=result.doc_bytes, doc_hashes=result.doc_hashes)
+    return out
+
+
+def write_part(parts: str, result: ShardResult, options: CensusOptions, source: str) -> dict[str, Any]:
+    """Write one checked result to ``parts`` (arrays first, its JSON record last); return the record."""
+    stem = part_stem(result.input_sha256, options)
+    files = {}
+    for name, arr in part_arrays(result).items():
+        data = npy_bytes(arr)
+        _atomic_write(os.path.join(parts, f"{stem}.{name}.npy"), data)
+        files[name] = {"file": f"{stem}.{name}.npy", "sha256": sha256_hex(data)}
+    record = {"format": CENSUS_FORMAT + "/part", "version": _VERSION, "source": source,
+              "input_sha256": result.input_sha256, "options": options.key(), "n_docs": result.n_docs,
+              "n_tokens": result.n_tokens, "row_groups": list(result.row_groups), "files": files}
+    _atomic_write(os.path.join(parts, f"{stem}.json"), (json.dumps(record, indent=1) + "\n").encode())
+    return record
+
+
+def load_part(parts: str, input_sha256: str, options: CensusOptions) -> ShardResult | None:
+    """The verified part of an input with this SHA-256 and these options, or ``None`` (then recompute)."""
+    stem = part_stem(input_sha256, options)
+    try:
+        with open(os.path.join(parts, f"{stem}.json"), encoding="utf-8") as fh:
+            record = json.load(fh)
+        if (record.get("input_sha256") != input_sha256 or record.get("options") != options.key()
+                or record.get("format") != CENSUS_FORMAT + "/part"):
+            return None
+        arrays = {}
+        for name, entry in record["files"].items():
+            with open(os.path.join(parts, entry["file"]), "rb") as fh:
+                data = fh.read()
+            if sha256_hex(data) != entry["sha256"]:
+                return None
+            arrays[name] = np.load(io.BytesIO(data), allow_pickle=False)
+        lengths = arrays["lengths"]
+        result = ShardResult(lengths, arrays.get("doc_bytes"), arrays.get("doc_hashes"),
+                             int(record["n_docs"]), int(record["n_tokens"]), input_sha256,
+                             record["files"]["lengths"]["sha256"],
+                             tuple(int(g) for g in record["row_groups"]))
+        return check_shard_result(result, input_sha256, options)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
