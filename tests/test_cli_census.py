@@ -91,8 +91,9 @@ def test_audit_world_size_section_equals_the_library(tmp_path: Path, capsys: pyt
     np.save(tmp_path / "l.npy", lengths)
     assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--policy", "discard,continue",
                  "--rows", "300", "--min-buffer", "100", "--permutations", "0", "--no-plots", "--no-progress",
-                 "--world-size", "3", "--row-group-size", "128", "--out", str(tmp_path / "a")]) == 0
+                 "--world-size", "3", "--row-group-size", "128", "--out", str(tmp_path / "a"), "--json"]) == 0
     doc = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert json.loads(capsys.readouterr().out) == doc  # --json printed the per-rank section too
     cfg = PackerConfig(min_buffer=100, rows=300)
     expected = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=128)
     assert doc["ranks"] == {s.policy: s.to_dict() for s in expected}
@@ -147,3 +148,87 @@ def test_audit_world_size_reads_parquet_row_groups_and_shard_files(tmp_path: Pat
     doc = json.loads((tmp_path / "s" / "audit.json").read_text())
     assert doc["ranks"]["discard"] == by_shard.to_dict()
     assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 6]  # 4 groups per shard
+
+
+def test_a_dying_worker_prints_no_tracebacks(tmp_path: Path) -> None:
+    """Review finding: when a pool process died, the others inherited the CLI's SIGTERM handler and
+    each printed a traceback as the pool ended them, under a run that still exited 0."""
+    import os
+    import subprocess
+
+    (tmp_path / "ktok.py").write_text(
+        "import os\n"
+        "def tok(text):\n"
+        f"    flag = {str(tmp_path / 'once.flag')!r}\n"
+        "    if 'ONCE' in text and not os.path.exists(flag):\n"
+        "        open(flag, 'w').close()\n"
+        "        os._exit(7)\n"
+        "    return list(range(len(text.split())))\n")
+    files = []
+    for i, body in enumerate(["a b c", "d e", "ONCE x y", "f g h i", "j"]):
+        files.append(tmp_path / f"f{i}.txt")
+        files[-1].write_text(body)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "packing_theory.cli", "census", "--text", *map(str, files),
+                           "--tokenizer", "ktok:tok", "--workers", "2", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert np.load(tmp_path / "o" / "lengths.npy").tolist() == [4, 3, 4, 5, 2]
+
+
+def test_audit_world_size_on_plain_text_cuts_row_groups_per_file(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Review finding: plain --text files were concatenated and cut into row groups across file
+    boundaries, unlike the census, --shards and nanochat's per-file row groups."""
+    from packing_theory.distributed import RowGroups, census_row_groups, run_census
+    from packing_theory.distributed.parts import CensusOptions
+
+    files = []
+    for f in range(3):
+        files.append(str(tmp_path / f"t{f}.txt"))
+        lines = (f"file {f} line {i} " + "w " * (3 * i + f) + "\n" for i in range(5))
+        Path(files[-1]).write_text("".join(lines))
+    files.append(str(tmp_path / "empty.txt"))
+    Path(files[-1]).write_text("")
+    argv = ["audit", "--text", *files, "--per-line", "--tokenizer", "whitespace", "--capacity", "8",
+            "--min-buffer", "2", "--refill", "1", "--permutations", "0", "--no-plots", "--no-progress",
+            "--world-size", "2", "--row-group-size", "2", "--out", str(tmp_path / "a")]
+    assert main(argv) == 0
+    doc = json.loads((tmp_path / "a" / "audit.json").read_text())
+    run_census(files, CensusOptions("text", "whitespace", per_line=True), tmp_path / "c")
+    cfg = PackerConfig(capacity=8, min_buffer=2, refill=1, rows=doc["settings"]["rows"])
+    (expected,) = audit_ranks(RowGroups(census_row_groups(tmp_path / "c", row_group_size=2)), 2, cfg)
+    got, want = doc["ranks"]["discard"], expected.to_dict()
+    assert {k: v for k, v in got["settings"].items() if k != "row_group_size"} == {
+        k: v for k, v in want["settings"].items() if k != "row_group_size"}  # the census recorded its groups
+    assert {k: v for k, v in got.items() if k != "settings"} == {
+        k: v for k, v in want.items() if k != "settings"}
+    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 3]  # 3 + 3 + 3 groups, by file
+
+
+def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """Review findings: duplicates double-counted, ignored options accepted, and a too-large
+    --world-size refused only after the whole audit."""
+    texts = make_texts(str(tmp_path))
+    shards = make_shards(str(tmp_path), n=2, docs=20)
+    np.save(tmp_path / "l.npy", default_lengths(seed=0)[:3000])
+    cases = [
+        (["census", "--text", texts[0], texts[0]], "is given twice"),
+        (["census", "--text", *texts, "--text-column", "body"],
+         "--text-column 'body' applies to --parquet only"),
+        (["census", "--shards", *shards, "--tokenizer", "chars"], "does not apply to --shards"),
+        (["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "4", "--row-group-size", "1024",
+          "--no-plots", "--permutations", "0"],
+         "--world-size 4 is more than the 3 row group(s) of --row-group-size 1024 of the largest input"),
+    ]
+    for argv, needle in cases:
+        out = tmp_path / "out"
+        assert main([*argv, "--out", str(out)]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err, err
+        assert not (out / "audit.json").exists() and not (out / "census.json").exists()
+    assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "3",
+                 "--row-group-size", "1024", "--no-plots", "--no-progress", "--permutations", "0",
+                 "--out", str(tmp_path / "ok")]) == 0

@@ -79,7 +79,9 @@ def test_callable_tokenizer_equals_builtin(tmp_path: Path, texts: list[str]) -> 
     a = run_census(texts, CensusOptions("text", tok, per_line=True), tmp_path / "a")
     b = run_census(texts, CensusOptions("text", "whitespace", per_line=True), tmp_path / "b")
     assert np.array_equal(a.lengths, b.lengths)
-    assert a.manifest["tokenizer"] == {"kind": "callable", "name": "distributed_helpers.KillOnce instance"}
+    ident = dict(a.manifest["tokenizer"])
+    assert len(ident.pop("probe_sha256")) == 64
+    assert ident == {"kind": "callable", "name": "distributed_helpers.KillOnce instance"}
 
 
 def test_local_processes_equal_serial(tmp_path: Path, texts: list[str]) -> None:
@@ -224,3 +226,26 @@ def test_verify_census_and_row_groups_of_plain_inputs(tmp_path: Path, texts: lis
     np.save(out / "lengths.npy", arr)
     problems = verify_census(out)
     assert problems and "lengths.npy: content differs from the manifest" in problems[0]
+
+
+class _WordsTimes:
+    """Two instances share a name (``module._WordsTimes instance``) but not their output."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __call__(self, text: str) -> list[int]:
+        return list(range(len(text.split()) * self.k))
+
+
+def test_another_tokenizer_of_the_same_name_is_not_reused(tmp_path: Path, texts: list[str]) -> None:
+    """Review finding: parts were keyed by the callable's name, so Tok(3) reused Tok(1)'s lengths."""
+    out = tmp_path / "out"
+    one = run_census(texts, CensusOptions("text", _WordsTimes(1), per_line=True), out)
+    again = run_census(texts, CensusOptions("text", _WordsTimes(1), per_line=True), out)
+    assert (again.reused, again.computed) == (len(texts), 0)
+    three = run_census(texts, CensusOptions("text", _WordsTimes(3), per_line=True), out)
+    assert (three.reused, three.computed) == (0, len(texts))
+    fresh = run_census(texts, CensusOptions("text", _WordsTimes(3), per_line=True), tmp_path / "fresh")
+    assert three.lengths.tobytes() == fresh.lengths.tobytes() != one.lengths.tobytes()
+    assert three.manifest["tokenizer"]["probe_sha256"] != one.manifest["tokenizer"]["probe_sha256"]

@@ -135,3 +135,55 @@ def test_cli_with_a_dask_scheduler_equals_serial(client: Any, tmp_path: Path,
     assert strip_run_fields(reports[0]) == strip_run_fields(reports[1])
     assert reports[0]["ranks"]["discard"]["global"]["documents"] == 6000
     assert sys.modules.get("distributed") is distributed
+
+
+def _server(behaviour: str) -> tuple[int, Any]:
+    """A loopback TCP server that is not a Dask scheduler: it stays silent, or answers garbage and closes."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            if behaviour == "garbage":
+                conn.sendall(b"\xff" * 64 + b"HTTP/1.0 400 Bad Request\r\n\r\n")
+                conn.close()
+            else:
+                held.append(conn)  # accept and never answer
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], srv
+
+
+@pytest.mark.parametrize("behaviour", ["silent", "garbage", "closed"])
+def test_a_port_that_is_not_a_scheduler_fails_on_one_line(behaviour: str) -> None:
+    """Review finding: an HTTP server's port hung the census forever; a garbage answer gave
+    'out of memory'."""
+    import time
+
+    from packing_theory.distributed.executors import connect_dask
+
+    if behaviour == "closed":
+        import socket
+
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port, srv = s.getsockname()[1], s
+        s.close()
+    else:
+        port, srv = _server(behaviour)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ValueError, match=rf"--executor dask://127\.0\.0\.1:{port}: "):
+            connect_dask(f"tcp://127.0.0.1:{port}", timeout=3.0)
+    finally:
+        srv.close()
+    assert time.monotonic() - t0 < 60  # it gave up; it did not hang (the bound is 3 s + 1 s)

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from ..distributed.ranks import NANOCHAT_ROW_GROUP_SIZE
 
-__all__ = ["add_rank_options", "check_rank_options", "rank_section", "rank_source"]
+__all__ = ["add_rank_options", "check_rank_options", "check_world_size", "rank_section", "rank_source"]
 
 
 def add_rank_options(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +70,55 @@ def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64],
         return [lengths_from_shards([p]) for p in args.shards]
     if args.text and all(str(p).endswith(".parquet") for p in args.text):
         return ParquetSource(tuple(args.text), tokenizer(args.tokenizer), args.text_column)
+    if args.text:  # per file, as the census and nanochat cut row groups: never across a file boundary
+        return _text_files(args.text, tokenizer(args.tokenizer), args.per_line, train)
     return train
+
+
+def _text_files(paths: list[str], tok: Any, per_line: bool,
+                train: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
+    """Each plain-text file's lengths (a file without documents has no row group: left out).
+
+    Checked to concatenate to ``train`` (what the whole-corpus audit read).
+    """
+    from ..corpus.text import lengths_from_text_files
+
+    out: list[npt.NDArray[np.int64]] = []
+    for p in paths:
+        try:
+            out.append(lengths_from_text_files([p], tok, per_line=per_line))
+        except ValueError as exc:
+            if "is empty" not in str(exc):
+                raise
+    if not out or not np.array_equal(np.concatenate(out), train):  # another answer the second time
+        raise ValueError(f"--tokenizer gave different lengths on a second read of {len(paths)} --text "
+                         "file(s): the per-rank audit needs a deterministic tokenizer")
+    return out
+
+
+def check_world_size(source: Any, world_size: int, row_group_size: int) -> None:
+    """Refuse a ``--world-size`` larger than the row groups of the largest input (a rank would get nothing).
+
+    Rank r reads row groups r, r + W, ... of every file, so some rank is empty
+    exactly when no file has more than W - 1 row groups. O(files); parquet
+    inputs read only their footers.
+    """
+    from ..distributed.ranks import ParquetSource
+
+    if isinstance(source, ParquetSource):
+        from ..corpus.text import _pyarrow_parquet
+
+        pq = _pyarrow_parquet()
+        groups = [pq.ParquetFile(p).metadata.num_row_groups for p in source.paths]
+        unit = "parquet row group(s)"
+    else:
+        files = [source] if isinstance(source, np.ndarray) else list(source)
+        groups = [-(-int(np.asarray(f).size) // row_group_size) for f in files]
+        unit = f"row group(s) of --row-group-size {row_group_size}"
+    most = max(groups, default=0)
+    if world_size > most:
+        raise ValueError(f"--world-size {world_size} is more than the {most} {unit} of the largest input: "
+                         f"rank {most} and above would receive no documents")
 
 
 def rank_section(summaries: Any) -> tuple[dict[str, Any], list[str]]:

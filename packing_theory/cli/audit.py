@@ -38,7 +38,7 @@ from ..audit import (
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
-from ._ranks import add_rank_options, check_rank_options, rank_section, rank_source
+from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 
 __all__ = [
     "DEMO_EVAL_DOCUMENTS",
@@ -383,10 +383,10 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
     return _add_peers(result, args, [p for p in plan.policies if is_peer(p)], train, plan.policies)
 
 
-def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64]
+def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, source: Any
            ) -> tuple[dict[str, Any] | None, list[str], list[str]]:
     """With ``--world-size``: the per-rank section (JSON, Markdown) and the policies failing on a rank."""
-    if args.world_size is None:
+    if source is None:
         return None, [], []
     from ..distributed.executors import TaskFailed
     from ..distributed.ranks import audit_ranks
@@ -395,7 +395,7 @@ def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
     t0 = time.perf_counter()
     execution: dict[str, Any] = {}
     try:
-        summaries = audit_ranks(rank_source(args, train, _tokenizer), args.world_size, config,
+        summaries = audit_ranks(source, args.world_size, config,
                                 policies=plan.policies, row_group_size=args.row_group_size,
                                 engine=args.engine, executor=args.executor, workers=args.workers,
                                 execution=execution)
@@ -430,16 +430,20 @@ def run(args: argparse.Namespace) -> int:
     with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
                       tool="packing-theory audit", force=args.force) as writer:
         train, evals, label, eval_label = load_inputs(args)
+        ranks_source = None
+        if args.world_size is not None:  # refuse a world size the inputs cannot feed before any replay
+            ranks_source = rank_source(args, train, _tokenizer)
+            check_world_size(ranks_source, args.world_size, args.row_group_size)
         t_loaded = time.perf_counter()
 
         result = _audit(args, plan, config, train, evals, label, eval_label)
         result.seconds["inputs"] = t_loaded - t_start
-        sections, md_lines, rank_failing = _ranks(args, plan, config, train)
+        sections, md_lines, rank_failing = _ranks(args, plan, config, ranks_source)
         files = write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
                                    sections=sections, markdown=md_lines)
         writer.commit()
-    if args.json:
-        emit_json(report_dict(result, reference=plan.reference, run=run_info(writer)))
+    if args.json:  # the document audit.json holds, the per-rank section included
+        emit_json({**report_dict(result, reference=plan.reference, run=run_info(writer)), **(sections or {})})
     out = args.out
     print(f"audit: {', '.join(plan.policies)} on {result.corpus.documents:,} sources in "
           f"{time.perf_counter() - t_start:.1f} s; wrote {out}/audit.md, {out}/audit.json and "

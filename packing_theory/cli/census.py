@@ -75,6 +75,10 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
         kind, paths = "shards", list(args.shards)
     if args.per_line and kind != "text":
         raise ValueError("--per-line applies to --text only")
+    if args.text_column != "text" and kind != "parquet":  # it would be ignored: say so
+        raise ValueError(f"--text-column {args.text_column!r} applies to --parquet only")
+    if args.tokenizer != "bytes" and kind == "shards":
+        raise ValueError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
     tokenizer = _tokenizer(args.tokenizer) if kind != "shards" else "bytes"
     return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=args.text_column,  # type: ignore[arg-type]
                                 hashes=args.hashes)

@@ -115,9 +115,14 @@ def _as_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
     paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     if not paths:
         raise ValueError("inputs is empty: give at least one file")
+    seen: dict[str, str] = {}
     for p in paths:
         if not os.path.isfile(p):
             raise FileNotFoundError(f"census input {p!r} does not exist or is not a file")
+        real = os.path.realpath(p)
+        if real in seen:  # counted twice, and tokenized twice, by mistake: refuse it
+            raise ValueError(f"census input {p!r} is given twice (also as {seen[real]!r})")
+        seen[real] = p
     return paths
 
 

@@ -52,11 +52,14 @@ from typing import Any
 from .._checks import check_int
 
 __all__ = [
+    "CONNECT_TIMEOUT_S",
     "DASK_INSTALL_HINT",
     "LazyItems",
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
+    "connect_dask",
+    "default_signals",
     "import_distributed",
     "is_dask_client",
     "open_executor",
@@ -145,6 +148,74 @@ def parse_executor_spec(spec: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
         raise bad
     return f"tcp://{host}:{int(port)}"
+
+
+def default_signals() -> None:
+    """Pool initializer: SIGTERM and SIGHUP back to their default action in a worker process.
+
+    A forked worker inherits the command's handlers (:mod:`packing_theory.cli._exit`
+    turns SIGTERM into an exception to clean up); when the pool terminates its
+    workers, that handler would print a traceback per worker. A worker has
+    nothing of its own to clean up: it should just end.
+    """
+    import signal
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+CONNECT_TIMEOUT_S = 20.0
+"""How long :func:`connect_dask` waits for a Dask scheduler before giving up (seconds)."""
+
+
+def connect_dask(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
+    """A ``dask.distributed.Client`` connected to ``address`` (``tcp://HOST:PORT``), or a one-line error.
+
+    The TCP port is tried first (a closed port or an unknown host fails at
+    once); the client's handshake then runs in a daemon thread with a deadline,
+    since a port held by another service (an HTTP server, say) can leave it
+    waiting forever. A half-built client is closed, never left to its
+    ``__del__``.
+
+    Raises:
+        ValueError: the scheduler cannot be reached within ``timeout`` seconds,
+            naming ``--executor`` and the address.
+        ImportError: dask is not installed (naming the extra).
+    """
+    import threading
+
+    distributed = import_distributed()
+    spec = "dask://" + address[len("tcp://"):]
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(f"--executor {spec}: cannot reach a Dask scheduler ({exc})") from None
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            box["client"] = distributed.Client(address, set_as_default=False, timeout=timeout)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+        if box.pop("abandoned", False) and "client" in box:
+            with contextlib.suppress(Exception):
+                box["client"].close(timeout=1)
+
+    thread = threading.Thread(target=connect, name="packing-theory-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        box["abandoned"] = True
+        raise ValueError(f"--executor {spec}: no Dask scheduler answered within {timeout:g} s "
+                         "(is it a Dask scheduler's address?)")
+    if "error" in box:
+        failure = box["error"]
+        raise ValueError(f"--executor {spec}: cannot connect to a Dask scheduler "
+                         f"({type(failure).__name__}: {' '.join(str(failure).split())[:200]})") from None
+    return box["client"]
 
 
 def worker_identity() -> str:
@@ -256,7 +327,7 @@ class TaskRunner:
         if self.kind == "executor" and self._owned is None and self.fresh_pools == 0:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
-            self._owned = ProcessPoolExecutor(max_workers=self.workers)
+            self._owned = ProcessPoolExecutor(max_workers=self.workers, initializer=default_signals)
         return self._owned
 
     def _replace_pool(self) -> None:
@@ -447,8 +518,7 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
             runner = TaskRunner(kind, None, workers=workers, retries=retries,
                                 spec="local" if workers == 1 else f"local, {workers} processes")
         else:
-            distributed = import_distributed()
-            client = distributed.Client(address, set_as_default=False)
+            client = connect_dask(address)
             runner = TaskRunner("dask", client, workers=workers, retries=retries, spec=spec)
     elif is_dask_client(executor):
         runner = TaskRunner("dask", executor, workers=workers, retries=retries,
@@ -482,15 +552,14 @@ def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) ->
     address = parse_executor_spec(spec)
     workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
     if address == "local":
-        pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=default_signals) if workers > 1 else None
         try:
             yield pool
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)  # after an error, do not wait for the rest
         return
-    distributed = import_distributed()
-    client = distributed.Client(address, set_as_default=False)
+    client = connect_dask(address)
     try:
         yield client.get_executor(pure=False, retries=check_int("retries", retries, 0))
     finally:

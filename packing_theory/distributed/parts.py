@@ -28,7 +28,15 @@ import numpy.typing as npt
 from .._checks import check_bool, check_int
 from ..corpus.manifest import file_sha256
 from ..corpus.shards import read_shard
-from ..corpus.text import iter_parquet_texts, iter_text_files, lengths_from_texts, tokenizer_name
+from ..corpus.text import (
+    _batch_ids,
+    _call,
+    _token_ids,
+    iter_parquet_texts,
+    iter_text_files,
+    lengths_from_texts,
+    tokenizer_name,
+)
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "part_stem",
     "sha256_hex",
     "text_hash",
+    "tokenizer_fingerprint",
     "write_part",
 ]
 
@@ -63,6 +72,45 @@ def text_hash(data: bytes) -> int:
     True
     """
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+PROBE_TEXTS = (
+    "The quick brown fox jumps over the lazy dog. 0123456789 +-*/=<>()[]{} \"quoted\" it's",
+    "def f(x):\n    return x ** 2  # code, tabs\tand\nnewlines\r\n",
+    "Größe, déjà vu, naïve café; Ελληνικά, русский, עברית, العربية, ",
+    "हिन्दी, 中文文本, 日本語のテキスト, 한국어",
+    "emoji 🙂🚀 and symbols ©®™ §¶ … — – · « » “ ” ‘ ’ and a long word: antidisestablishmentarianism",
+    " ",
+)
+"""Texts a callable tokenizer is run on to tell it apart from another of the same name."""
+
+
+def tokenizer_fingerprint(tokenizer: Callable[..., Any], *, batched: bool = False) -> str:
+    """SHA-256 of the token ids ``tokenizer`` gives for :data:`PROBE_TEXTS`.
+
+    A callable's name does not identify it (two Hugging Face tokenizers, or two
+    instances of one class, share ``module.Class instance``); its output on a
+    fixed probe does, for every tokenizer that differs on ordinary text. Part of
+    a census part's key, so a rerun with another tokenizer recomputes. O(probe).
+
+    >>> def utf8(text): return list(text.encode("utf-8"))
+    >>> def utf16(text): return list(text.encode("utf-16-le"))
+    >>> tokenizer_fingerprint(utf8) == tokenizer_fingerprint(utf8)
+    True
+    >>> tokenizer_fingerprint(utf8) == tokenizer_fingerprint(utf16)
+    False
+    """
+    name = tokenizer_name(tokenizer)
+    where = "the census's probe texts"
+    if batched:
+        results = _batch_ids(_call(tokenizer, list(PROBE_TEXTS), name, where), name, where)
+    else:
+        results = [_call(tokenizer, text, name, where) for text in PROBE_TEXTS]
+    digest = hashlib.sha256()
+    for value in results:
+        ids = _token_ids(value, name, where)  # validated: ints (a list, tuple or integer array)
+        digest.update(np.asarray(ids, dtype=np.int64).reshape(-1).tobytes() + b"|")
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +154,13 @@ class CensusOptions:
             return {"kind": "none", "name": "shard offsets"}
         if isinstance(self.tokenizer, str):
             return {"kind": "builtin", "name": self.tokenizer}
-        return {"kind": "callable", "name": tokenizer_name(self.tokenizer)}
+        return {"kind": "callable", "name": tokenizer_name(self.tokenizer),
+                "probe_sha256": tokenizer_fingerprint(self.tokenizer, batched=self.batched)}
 
     def key(self) -> dict[str, Any]:
         """Everything that determines a part's content, as JSON."""
         out: dict[str, Any] = {"kind": self.kind, "tokenizer": self.tokenizer_identity(),
-                               "hashes": self.hashes}
+                               "hashes": self.hashes, "part_version": _VERSION}
         if self.kind != "shards":
             out.update(bos=self.bos, batched=self.batched, batch_size=self.batch_size)
         if self.kind == "text":

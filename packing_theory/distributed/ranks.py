@@ -231,7 +231,10 @@ def audit_ranks(
                 and all(isinstance(s, RankSummary) and s.rank == r for s in value)):
             raise ValueError(f"rank task {r} returned {type(value).__name__}, not {len(configs)} RankSummary")
         for s in value:
-            s._check()
+            try:
+                s._check()
+            except AssertionError as exc:  # a rejected result: the runner reruns it, on every executor
+                raise ValueError(f"rank task {r} returned a summary that fails its check: {exc}") from exc
 
     with open_runner(executor, workers=workers, retries=retries) as runner:
         records = runner.run(audit_rank, tasks, on_result=results.__setitem__, accept=accept, label="rank")
