@@ -302,6 +302,7 @@ def render(r: dict[str, Any]) -> str:
              f"best of {r['repeat']} runs (spread = max - min) for the small measurements, "
              f"{r['big_repeat']} run(s) at 100 M and 1 B. **Absolute times are provisional** (a shared "
              "2-core machine); ratios are from the same run.", ""]
+    lines += [f"Note: {n}." for n in r.get("notes", [])] + ([""] if r.get("notes") else [])
     if "engines" in r:
         s = r["sizes"]
         at_n = " | ".join(f"compiled ev/s at {int(n):,}" for n in s["compiled"])
