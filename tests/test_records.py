@@ -242,6 +242,8 @@ def records_case(
         pst.arrival_streams(capacity=R, min_size=1, max_size=25, max_value=3 * R), label="lengths"
     )
     docs = synthetic_docs(ls)
+    if policy.startswith("olmo"):  # OLMo-core's contract: a power-of-two length (else nearly every draw is
+        R = 1 << max(1, (R - 1).bit_length())  # refused and hypothesis gives up: filter_too_much)
     try:
         packer = make_packer(policy, R, B, refill, passes, seed)
     except ValueError:  # a capacity a peer's own contract rejects (OLMo-core: powers of two)
