@@ -239,6 +239,14 @@ def test_shard_cursor_round_trips(tmp_path: Any) -> None:
         shards.position_of(0, 1 if lengths[0] > 1 else lengths[0] + 1)
     with pytest.raises(ValueError, match="past the last shard"):
         shards.position_of(4, 3)
+    for store in (shards, flat):  # one index check serves both collections
+        assert store[-1].tolist() == docs[-1] and store[-len(docs)].tolist() == docs[0]
+        with pytest.raises(IndexError, match=f"document index 60 out of range for {len(docs)} documents"):
+            store[60]
+        with pytest.raises(IndexError, match="document index -61 out of range"):
+            store[-61]
+        with pytest.raises(TypeError, match=r"document index must be an int, got float 1\.0"):
+            store[1.0]
     # the same rows from shards and from memory; the state names the shard cursor
     a = PackedStream(shards, capacity=16, min_buffer=4, refill=8, passes=2, batch_rows=3)
     b = PackedStream(flat, capacity=16, min_buffer=4, refill=8, passes=2, batch_rows=3)

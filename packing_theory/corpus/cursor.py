@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int, is_int
-from .documents import _boundary, copy_runs, run_index
+from .._checks import check_int
+from .documents import _boundary, _document_index, copy_runs, run_index
 from .shards import PathLike, Shard, read_shard
 
 __all__ = ["ShardDocuments"]
@@ -101,13 +101,7 @@ class ShardDocuments(Sequence[npt.NDArray[np.uint16]]):
         return k, i - int(self.doc_starts[k])
 
     def __getitem__(self, i: Any) -> Any:
-        if not is_int(i):
-            raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
-        n = len(self)
-        j = int(i) + n if i < 0 else int(i)
-        if not 0 <= j < n:
-            raise IndexError(f"document index {i} out of range for {n} documents")
-        k, local = self._split(j)
+        k, local = self._split(_document_index(i, len(self)))
         return self.shards[k].document(local)
 
     def lengths(self) -> Int64Array:

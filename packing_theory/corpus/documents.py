@@ -219,12 +219,7 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         return int(self.offsets.size) - 1
 
     def __getitem__(self, i: Any) -> Any:
-        if not is_int(i):
-            raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
-        n = len(self)
-        j = int(i) + n if i < 0 else int(i)
-        if not 0 <= j < n:
-            raise IndexError(f"document index {i} out of range for {n} documents")
+        j = _document_index(i, len(self))
         return self.tokens[self.offsets[j] : self.offsets[j + 1]]
 
     def lengths(self) -> Int64Array:
@@ -281,6 +276,22 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         assert self.offsets[0] == 0 and self.offsets[-1] == self.tokens.size
         assert (np.diff(self.offsets) >= 1).all()
         assert self.refill is None or sum(self.refill) == len(self)
+
+
+
+def _document_index(i: Any, n: int) -> int:
+    """``i`` as an index into ``n`` documents (negative counts from the end), checked. O(1).
+
+    Raises:
+        TypeError: ``i`` is not an int.
+        IndexError: ``i`` outside ``-n..n-1``.
+    """
+    if not is_int(i):
+        raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
+    j = int(i) + n if i < 0 else int(i)
+    if not 0 <= j < n:
+        raise IndexError(f"document index {i} out of range for {n} documents")
+    return j
 
 
 def _boundary(offsets: Int64Array, token_offset: int, what: str) -> int:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..audit.plots import _pyplot
 from .bootstrap import ContrastResult
 from .metrics import LN2
 from .pipeline import EvaluationRun
@@ -202,16 +203,6 @@ def _positions_table(run: EvaluationRun) -> list[str]:
 def plots_available() -> bool:
     """Whether matplotlib can be imported (the ``plots`` extra), without importing it."""
     return importlib.util.find_spec("matplotlib") is not None
-
-
-def _pyplot() -> Any:
-    try:
-        mpl = importlib.import_module("matplotlib")
-    except ImportError as exc:
-        raise ImportError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
-                          "(or pass --no-plots)") from exc
-    mpl.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
 
 
 def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str]) -> list[Path]:
