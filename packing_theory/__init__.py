@@ -58,6 +58,7 @@ from .engine import (
     replay,
     summarize,
 )
+from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
 from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
 from .invariant.bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
 
@@ -78,14 +79,20 @@ __all__ = [
     "Exhausted",
     "FastBuffer",
     "Filtered",
+    "Finding",
     "Horizon",
+    "InputError",
+    "InputTypeError",
     "InvariantMonitor",
     "InvariantViolation",
     "Ledger",
     "LengthChunks",
+    "MissingDependency",
     "MonitoredBuffer",
+    "NotMeasured",
     "Packer",
     "PackerConfig",
+    "PackingTheoryError",
     "Padding",
     "Placement",
     "Policy",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numbers
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["check_bool", "check_int", "is_int"]
 
 
@@ -40,18 +42,18 @@ def check_int(
     3
     >>> check_int("min_buffer", 0, 1)
     Traceback (most recent call last):
-    ValueError: min_buffer must be >= 1, got 0
+    packing_theory.InputError: min_buffer must be >= 1, got 0
     >>> check_int("flags", 2**32, 0, maximum=2**32 - 1)
     Traceback (most recent call last):
-    ValueError: flags must be <= 4294967295, got 4294967296
+    packing_theory.InputError: flags must be <= 4294967295, got 4294967296
     """
     if not is_int(value):
-        raise (error or TypeError)(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise (error or InputTypeError)(f"{name} must be an int, got {type(value).__name__} {value!r}")
     out: int = int(value)  # type: ignore[call-overload]
     if out < minimum:
-        raise (error or ValueError)(f"{name} must be >= {minimum}, got {out}")
+        raise (error or InputError)(f"{name} must be >= {minimum}, got {out}")
     if maximum is not None and out > maximum:
-        raise (error or ValueError)(f"{name} must be <= {maximum}, got {out}")
+        raise (error or InputError)(f"{name} must be <= {maximum}, got {out}")
     return out
 
 
@@ -60,8 +62,8 @@ def check_bool(name: str, value: object, *, error: type[Exception] | None = None
 
     >>> check_bool("ties", 1)
     Traceback (most recent call last):
-    TypeError: ties must be a bool, got int 1
+    packing_theory.InputTypeError: ties must be a bool, got int 1
     """
     if not isinstance(value, bool):
-        raise (error or TypeError)(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        raise (error or InputTypeError)(f"{name} must be a bool, got {type(value).__name__} {value!r}")
     return value

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._checks import is_int
+from .errors import InputError, InputTypeError
 
 __all__ = ["INT64_MAX", "exact_sum", "load_lengths", "reject_unordered", "validate_lengths"]
 
@@ -59,12 +60,12 @@ def reject_unordered(name: str, value: object) -> None:
 
     >>> reject_unordered("lengths", {3, 4})
     Traceback (most recent call last):
-    TypeError: lengths must be an ordered sequence of ints (a list, tuple, array or iterator), got set: \
-a mapping or set has no arrival order
+    packing_theory.InputTypeError: lengths must be an ordered sequence of ints (a list, tuple, array or \
+iterator), got set: a mapping or set has no arrival order
     """
     if isinstance(value, (Mapping, AbstractSet)):
-        raise TypeError(f"{name} must be an ordered sequence of ints (a list, tuple, array or iterator), "
-                        f"got {type(value).__name__}: a mapping or set has no arrival order")
+        raise InputTypeError(f"{name} must be an ordered sequence of ints (a list, tuple, array or "
+                             f"iterator), got {type(value).__name__}: a mapping or set has no arrival order")
 
 
 def validate_lengths(
@@ -83,39 +84,40 @@ def validate_lengths(
     [4, 2]
     >>> validate_lengths(np.array([2.0]))
     Traceback (most recent call last):
-    TypeError: lengths must have an integer dtype, got float64
+    packing_theory.InputTypeError: lengths must have an integer dtype, got float64
     >>> validate_lengths({3: 1, 4: 1})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    TypeError: lengths must be an ordered sequence of ints ..., got dict: a mapping or set has no ...
+    packing_theory.InputTypeError: lengths must be an ordered sequence of ints ..., got dict: a mapping ...
     """
     if not isinstance(array, np.ndarray):
         reject_unordered(name, array)
         if isinstance(array, (str, bytes)) or not isinstance(array, Iterable):
-            raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(array).__name__}")
+            raise InputTypeError(f"{name} must be a sequence of ints or a numpy array, "
+                                 f"got {type(array).__name__}")
         values = list(array)
         for i, v in enumerate(values):
             if not is_int(v):
-                raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
+                raise InputTypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
             if not 1 <= v <= INT64_MAX:
                 what = ("a positive BOS-inclusive length" if v < 1
                         else "a length that fits a signed 64-bit int")
-                raise ValueError(f"{name}[{i}] must be {what}, got {v}")
+                raise InputError(f"{name}[{i}] must be {what}, got {v}")
         array = np.asarray(values, dtype=np.int64)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(f"{name} must have an integer dtype, got {array.dtype}")
+        raise InputTypeError(f"{name} must have an integer dtype, got {array.dtype}")
     if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+        raise InputError(f"{name} must be 1-D, got shape {array.shape}")
     if array.size == 0 and not allow_empty:
-        raise ValueError(f"{name} is empty: a replay needs at least one document")
+        raise InputError(f"{name} is empty: a replay needs at least one document")
     bad = array < 1
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
+        raise InputError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
     if array.dtype.kind == "u" and array.dtype.itemsize >= 8:
         too_big = array > np.iinfo(np.int64).max
         if too_big.any():
             i = int(np.argmax(too_big))
-            raise ValueError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
+            raise InputError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
     return array.astype(np.int64, copy=False)
 
 
@@ -131,19 +133,19 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
     with open(path, "rb") as fh:
         head = fh.read(6)
         if head[:4] == b"PK\x03\x04":
-            raise ValueError(f"lengths file {name!r} holds an archive (.npz), not one array")
+            raise InputError(f"lengths file {name!r} holds an archive (.npz), not one array")
         fh.seek(0)
         try:
             version = fmt.read_magic(fh)
             reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
             shape, _fortran, dtype = reader(fh)
         except Exception as exc:  # numpy's header parser raises ValueError, SyntaxError, TokenError, ...
-            raise ValueError(f"lengths file {name!r} is not a readable .npy array: "
+            raise InputError(f"lengths file {name!r} is not a readable .npy array: "
                              f"{type(exc).__name__}: {exc}") from exc
         offset = fh.tell()
         size = os.fstat(fh.fileno()).st_size
     if dtype.hasobject or dtype.kind not in "iub":
-        raise TypeError(f"lengths file {name!r} must have an integer dtype, got {dtype}")
+        raise InputTypeError(f"lengths file {name!r} must have an integer dtype, got {dtype}")
     count = 1
     for n in shape:
         count *= int(n)
@@ -151,7 +153,7 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
     held = size - offset
     if claimed != held:
         what = "truncated, or a false header" if held < claimed else f"{held - claimed} trailing bytes"
-        raise ValueError(f"lengths file {name!r}: the .npy header claims shape {tuple(shape)} of {dtype} = "
+        raise InputError(f"lengths file {name!r}: the .npy header claims shape {tuple(shape)} of {dtype} = "
                          f"{claimed:,} bytes, the file holds {held:,} bytes after the header ({what})")
 
 
@@ -174,7 +176,7 @@ def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     except FileNotFoundError:
         raise
     except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"lengths file {os.fspath(path)!r} is not a readable .npy array: {exc}") from exc
+        raise InputError(f"lengths file {os.fspath(path)!r} is not a readable .npy array: {exc}") from exc
     if not isinstance(array, np.ndarray):
-        raise ValueError(f"lengths file {os.fspath(path)!r} holds an archive, not one array")
+        raise InputError(f"lengths file {os.fspath(path)!r} holds an archive, not one array")
     return validate_lengths(array, name=f"lengths file {os.fspath(path)!r}")

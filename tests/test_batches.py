@@ -125,5 +125,5 @@ def test_compiled_engine_without_numba_says_how_to_install(monkeypatch: pytest.M
     from packing_theory.engine import compiled
 
     monkeypatch.setattr(compiled, "compiled_available", lambda: False)
-    with pytest.raises(ImportError, match=r'pip install "packing-theory\[fast\]"'):
+    with pytest.raises(ImportError, match=r"pip install 'packing-theory\[fast\]'"):
         list(compiled.CompiledPacker(capacity=4).batches([1, 2]))

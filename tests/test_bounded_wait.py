@@ -18,7 +18,7 @@ from packing_theory.cli import main
 from packing_theory.engine.policies import DEFAULT_MAX_WAIT, overdue, start_delay_bound
 from packing_theory.invariant import OUTSIDE_FAMILY, InvariantMonitor
 from packing_theory.invariant import strategies as pst
-from packing_theory.invariant.wait_bound import StartDelayMonitor, StartDelayViolation
+from packing_theory.invariant.wait_bound import StartDelayExceeded, StartDelayMonitor, StartDelayViolation
 
 # --------------------------------------------------------------------------- configuration
 
@@ -254,7 +254,7 @@ def test_start_delay_monitor_modes_and_errors() -> None:
     mon = StartDelayMonitor(4, bound=1, on_violation=seen.append, max_recorded=1)
     mon.run(_events("discard", [9, 3, 3, 3, 3, 3, 3, 3]))
     assert len(mon.violations) == 1 and len(seen) == mon.violation_count > 1
-    with pytest.raises(AssertionError, match="discard"):
+    with pytest.raises(StartDelayExceeded, match="discard"):
         StartDelayMonitor(4, bound=1, on_violation="raise").run(_events("discard", [9, 3, 3, 3, 3, 3]))
     with pytest.raises(ValueError, match="on_violation"):
         StartDelayMonitor(4, on_violation="shout")  # type: ignore[arg-type]

@@ -62,11 +62,11 @@ def test_census_usage_errors_are_status_2(tmp_path: Path, capsys: pytest.Capture
     monkeypatch.setitem(sys.modules, "distributed", None)  # dask absent
     assert main(["census", "--text", *texts, "--executor", "dask://127.0.0.1:8786"]) == 2
     err = capsys.readouterr().err
-    assert 'pip install "packing-theory[distributed]"' in err and len(err.strip().splitlines()) == 1
+    assert "pip install 'packing-theory[distributed]'" in err and len(err.strip().splitlines()) == 1
     np.save(tmp_path / "l.npy", np.array([3, 4, 5]))
     assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--no-plots", "--executor",
                  "dask://127.0.0.1:8786", "--out", str(tmp_path / "a")]) == 2
-    assert 'pip install "packing-theory[distributed]"' in capsys.readouterr().err
+    assert "pip install 'packing-theory[distributed]'" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()  # refused before anything ran
 
 

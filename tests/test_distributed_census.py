@@ -15,6 +15,7 @@ from packing_theory.corpus import iter_parquet_texts, lengths_from_shards, lengt
 from packing_theory.corpus.text import lengths_from_text_files
 from packing_theory.distributed import (
     CensusOptions,
+    ResultRejected,
     TaskFailed,
     TaskRunner,
     census_shard,
@@ -148,9 +149,9 @@ def test_results_are_checked_before_acceptance(tmp_path: Path, texts: list[str])
            dataclasses.replace(good, lengths=good.lengths[::-1].copy()),  # same counts, other digest
            dataclasses.replace(good, input_sha256="0" * 64)]
     for value in bad:
-        with pytest.raises(ValueError, match=r"census|input changed"):
+        with pytest.raises(ResultRejected, match=r"census|input changed"):
             check_shard_result(value, good.input_sha256, opts)
-    with pytest.raises(ValueError, match="not a ShardResult"):
+    with pytest.raises(ResultRejected, match="not a ShardResult"):
         check_shard_result((1, 2), good.input_sha256, opts)
 
 

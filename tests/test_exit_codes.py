@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from packing_theory.cli import COMMANDS, build_parser, main
-from packing_theory.cli._exit import EPILOG, ExitCode, Terminated, UsageError, classify, run_command
+from packing_theory.cli._exit import EPILOG, ExitCode, Terminated, classify, run_command
+from packing_theory.errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured
 
 SMALL = ["--capacity", "16", "--min-buffer", "4", "--refill", "2"]
 
@@ -74,9 +75,13 @@ def test_a_future_command_gets_the_contract_by_construction(monkeypatch: pytest.
 
     def run(args: argparse.Namespace) -> int:
         if args.what == "bad":
-            raise UsageError("--what must not be 'bad'")
-        if args.what == "foreign":  # a ValueError raised outside packing_theory: not validated by us
+            raise InputError("--what must not be 'bad'")
+        if args.what == "foreign":  # a plain ValueError is not one of ours: an input we did not validate
             raise ValueError("raised by third-party code")
+        if args.what == "finding":
+            raise Finding("the identity is broken")
+        if args.what == "unmeasured":
+            raise NotMeasured("shard 3 was not read")
         if args.what == "bug":
             return {}["missing"]  # type: ignore[no-any-return]
         return 1 if args.what == "found" else 0
@@ -93,6 +98,10 @@ def test_a_future_command_gets_the_contract_by_construction(monkeypatch: pytest.
     assert "internal error: ValueError: raised by third-party code" in stderr_line(capsys)
     assert main(["fake", "--what", "bug"]) == 3
     assert "internal error: KeyError: 'missing'" in stderr_line(capsys)
+    assert main(["fake", "--what", "finding"]) == 1
+    assert stderr_line(capsys) == "packing-theory fake: found: the identity is broken"
+    assert main(["fake", "--what", "unmeasured"]) == 3
+    assert stderr_line(capsys) == "packing-theory fake: could not measure: shard 3 was not read"
     assert main(["fake", "--what", "bug", "--debug"]) == 3
     err = capsys.readouterr().err
     assert "Traceback" in err and err.strip().splitlines()[-1].startswith("packing-theory fake: internal")
@@ -123,8 +132,14 @@ def test_false_npy_header_is_bad_input_not_a_crash(tmp_path: Path, capsys: pytes
         (BrokenPipeError(errno.EPIPE, "Broken pipe"), 3, "could not complete"),
         (FileNotFoundError(errno.ENOENT, "No such file or directory", "x.npy"), 2, "x.npy"),
         (PermissionError(errno.EACCES, "Permission denied", "out"), 2, "Permission denied"),
-        (UsageError("--out 'x' is locked"), 2, "locked"),
+        (InputError("--out 'x' is locked"), 2, "locked"),
         (AssertionError("invariant"), 3, "internal error: AssertionError"),
+        (InputTypeError("capacity must be an int, got str '8'"), 2, "capacity must be an int"),
+        (MissingDependency("PNG plots: matplotlib is not installed"), 2, "matplotlib"),
+        (Finding("violation"), 1, "found: violation"),
+        (NotMeasured("reference split loaded 0 rows"), 3, "could not measure"),
+        (ValueError("from numpy"), 3, "internal error: ValueError"),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), 2, "utf-8"),
         (ZeroDivisionError("division by zero"), 3, "internal error"),
         (RecursionError("deep"), 3, "internal error"),
     ],
@@ -137,6 +152,45 @@ def test_classification(exc: BaseException, code: int, needle: str, capsys: pyte
     assert run_command("x", boom) == code
     line = stderr_line(capsys)
     assert line.startswith("packing-theory x: ") and needle in line
+
+
+def test_a_failed_task_is_classified_by_its_cause() -> None:
+    """A worker's bad input reaches the parent as the cause of TaskFailed: still bad input (2)."""
+    from packing_theory.distributed.executors import TaskFailed
+
+    try:
+        raise TaskFailed("census 2 failed after 1 attempt: texts[0] is empty") from InputError("empty")
+    except TaskFailed as exc:
+        assert classify(exc) == (ExitCode.USAGE, "error: census 2 failed after 1 attempt: texts[0] is empty")
+    try:
+        raise TaskFailed("rank 1 failed after 2 attempts") from KeyError("x")
+    except TaskFailed as exc:
+        assert classify(exc)[0] == ExitCode.FAILED
+
+
+def test_library_exceptions_are_standard_ones_too() -> None:
+    """InputError is a ValueError, InputTypeError a TypeError; a Finding is never an AssertionError."""
+    import packing_theory as pt
+
+    assert issubclass(pt.InputError, ValueError) and issubclass(pt.InputTypeError, TypeError)
+    assert issubclass(pt.MissingDependency, ImportError)
+    assert not issubclass(pt.InvariantViolation, AssertionError)
+    assert issubclass(pt.InvariantViolation, pt.Finding)
+    for cls in (pt.InputError, pt.InputTypeError, pt.MissingDependency, pt.NotMeasured, pt.Finding):
+        assert issubclass(cls, pt.PackingTheoryError)
+    with pytest.raises(pt.InputTypeError, match="capacity must be an int"):
+        pt.PackerConfig(capacity="8")  # type: ignore[arg-type]
+
+
+def test_no_traceback_inspection_in_the_cli() -> None:
+    """The exit status depends on the exception's class only (no frame or file-path reading)."""
+    import inspect
+
+    import packing_theory.cli._exit as exit_module
+
+    source = inspect.getsource(exit_module)
+    for needle in ("tb_frame", "co_filename", "__traceback__.tb", "_RemoteTraceback", "extract_tb"):
+        assert needle not in source
 
 
 def test_value_errors_from_third_party_code_are_internal_errors() -> None:
@@ -155,7 +209,7 @@ def test_value_errors_from_third_party_code_are_internal_errors() -> None:
 
 def test_messages_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     def boom() -> int:
-        raise UsageError("first line\nsecond line\n\n  third")
+        raise InputError("first line\nsecond line\n\n  third")
 
     assert run_command("x", boom) == 2
     assert stderr_line(capsys) == "packing-theory x: error: first line second line third"

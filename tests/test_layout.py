@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"invariant"},
     {"peers", "corpus"},
     {"engine"},
-    {"_checks", "lengths", "_aliases", "_version"},
+    {"_checks", "lengths", "errors", "_aliases", "_version"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

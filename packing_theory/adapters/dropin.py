@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..corpus.documents import DocumentStore, TokenDocuments
+from ..errors import InputError
 from .state import LoaderState
 from .stream import PackedStream
 
@@ -26,7 +27,7 @@ def resolve_documents(
         return default()
     if isinstance(documents, Mapping):
         if split not in documents:
-            raise ValueError(f"documents has no entry for split {split!r} (keys {sorted(documents)})")
+            raise InputError(f"documents has no entry for split {split!r} (keys {sorted(documents)})")
         return resolve_documents(documents[split], split, default)
     if isinstance(documents, DocumentStore):
         return documents
@@ -64,4 +65,4 @@ def loader_state(resume: Mapping[str, Any] | LoaderState | None) -> LoaderState 
         return resume
     if isinstance(resume, Mapping) and "packing_theory" in resume:
         return LoaderState.from_json(resume["packing_theory"])
-    raise ValueError(f"resume must be a LoaderState or a state dict this loader produced, got {resume!r}")
+    raise InputError(f"resume must be a LoaderState or a state dict this loader produced, got {resume!r}")

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 
 __all__ = ["TokenLoss", "bits_per_byte", "masked_nll_sum", "objective", "token_byte_lengths"]
 
@@ -49,14 +50,14 @@ def _arrays(
     else:
         m = np.asarray(mask)
         if m.shape != x.shape:
-            raise ValueError(f"mask has shape {m.shape}, nll has shape {x.shape}: they must match")
+            raise InputError(f"mask has shape {m.shape}, nll has shape {x.shape}: they must match")
         if m.dtype != np.bool_:
             if not np.isin(m, (0, 1)).all():
-                raise ValueError("mask must hold 0/1 values")
+                raise InputError("mask must hold 0/1 values")
             m = m.astype(bool)
     bad = m & ~np.isfinite(x)
     if bad.any():
-        raise ValueError(
+        raise InputError(
             f"nll holds a non-finite value at a predicted position {np.argwhere(bad)[0].tolist()}"
         )
     return x, m
@@ -84,7 +85,7 @@ def objective(nll: npt.ArrayLike, mask: npt.ArrayLike | None = None) -> float:
     """
     total, count = masked_nll_sum(nll, mask)
     if count == 0:
-        raise ValueError(
+        raise InputError(
             "the batch has no predicted target (sum of the mask is 0): the objective is undefined"
         )
     return total / count
@@ -121,7 +122,7 @@ class TokenLoss:
             ValueError: nothing predicted yet.
         """
         if self.count == 0:
-            raise ValueError("no predicted target accumulated yet: the objective is undefined")
+            raise InputError("no predicted target accumulated yet: the objective is undefined")
         return self.total / self.count
 
     def _check(self) -> None:
@@ -151,15 +152,16 @@ def bits_per_byte(
     x, m = _arrays(nll, mask)
     y = np.asarray(targets)
     if y.shape != x.shape:
-        raise ValueError(f"targets has shape {y.shape}, nll has shape {x.shape}: they must match")
+        raise InputError(f"targets has shape {y.shape}, nll has shape {x.shape}: they must match")
     tb = np.asarray(token_bytes)
     if tb.ndim != 1 or not np.issubdtype(tb.dtype, np.integer):
-        raise TypeError(f"token_bytes must be a 1-D integer array, got shape {tb.shape} dtype {tb.dtype}")
+        raise InputTypeError(f"token_bytes must be a 1-D integer array, got shape {tb.shape} dtype "
+                             f"{tb.dtype}")
     if (tb < 0).any():
-        raise ValueError("token_bytes must be >= 0")
+        raise InputError("token_bytes must be >= 0")
     sel = y[m]
     if sel.size and (int(sel.min()) < 0 or int(sel.max()) >= tb.size):
-        raise ValueError(
+        raise InputError(
             f"a target id is outside token_bytes (ids {int(sel.min())}..{int(sel.max())}, {tb.size} entries)"
         )
     nbytes = tb[sel].astype(np.int64)
@@ -167,7 +169,7 @@ def bits_per_byte(
     nats = float(x[m][counted].sum())
     total_bytes = int(nbytes.sum())
     if total_bytes == 0:
-        raise ValueError("no target with a positive byte length: bits per byte is undefined")
+        raise InputError("no target with a positive byte length: bits per byte is undefined")
     return nats / (math.log(2) * total_bytes), nats, total_bytes
 
 

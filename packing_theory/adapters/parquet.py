@@ -22,7 +22,6 @@ loaders would read (their cache directories and split rules).
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..corpus.documents import TokenDocuments
+from ..errors import InputError, import_optional
 
 __all__ = ["autoresearch_files", "nanochat_files", "parquet_documents"]
 
@@ -39,10 +39,7 @@ Encode = Callable[[list[str]], Sequence[Sequence[int]]]
 
 
 def _pq() -> Any:
-    try:
-        return importlib.import_module("pyarrow.parquet")
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("reading parquet needs pyarrow (pip install pyarrow)") from exc
+    return import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet")
 
 
 def parquet_documents(
@@ -70,7 +67,7 @@ def parquet_documents(
     """
     files = [os.fspath(p) for p in paths]
     if not files:
-        raise ValueError("paths is empty: give at least one parquet file")
+        raise InputError("paths is empty: give at least one parquet file")
     size = check_int("batch_size", batch_size, 1)
     world_size = check_int("world_size", world_size, 1)
     rank = check_int("rank", rank, 0, maximum=world_size - 1)
@@ -81,7 +78,7 @@ def parquet_documents(
     for f, name in enumerate(files):
         pf = pq.ParquetFile(name)
         if column not in pf.schema_arrow.names:
-            raise ValueError(
+            raise InputError(
                 f"parquet file {name!r} has no column {column!r} (columns: {pf.schema_arrow.names})"
             )
         for g in range(rank, pf.num_row_groups, world_size):
@@ -90,13 +87,13 @@ def parquet_documents(
                 batch = texts[i : i + size]
                 encoded = encode(batch)
                 if len(encoded) != len(batch):
-                    raise ValueError(f"encode returned {len(encoded)} token lists for {len(batch)} texts")
+                    raise InputError(f"encode returned {len(encoded)} token lists for {len(batch)} texts")
                 docs.extend(encoded)
                 refill.append(len(batch))
             if texts:
                 groups.append((f, g, len(texts)))
     if not docs:
-        raise ValueError(f"parquet files {files!r} hold no documents for rank {rank} of {world_size}")
+        raise InputError(f"parquet files {files!r} hold no documents for rank {rank} of {world_size}")
     return TokenDocuments.from_lists(
         (np.asarray(d, dtype=np.int64) for d in docs), refill=refill, row_groups=groups
     )
@@ -125,7 +122,7 @@ def autoresearch_files(split: str, data_dir: str | None = None) -> list[str]:
         FileNotFoundError: no data directory or no file for the split.
     """
     if split not in ("train", "val"):
-        raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        raise InputError(f"split must be 'train' or 'val', got {split!r}")
     directory = data_dir or os.path.join(os.path.expanduser("~"), ".cache", "autoresearch", "data")
     files = _listdir(directory)
     val = os.path.join(directory, "shard_06542.parquet")
@@ -146,7 +143,7 @@ def nanochat_files(split: str, data_dir: str | None = None) -> list[str]:
         FileNotFoundError: no data directory or no file for the split.
     """
     if split not in ("train", "val"):
-        raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        raise InputError(f"split must be 'train' or 'val', got {split!r}")
     if data_dir is None:
         base = os.environ.get("NANOCHAT_BASE_DIR") or os.path.join(
             os.path.expanduser("~"), ".cache", "nanochat"

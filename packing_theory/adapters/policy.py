@@ -39,6 +39,7 @@ from ..engine.packer import Packer
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.reference import ReferencePacker
 from ..engine.state import config_fingerprint
+from ..errors import InputError, InputTypeError
 
 __all__ = ["PeerPasses", "PolicySpec", "make_policy", "policy_names"]
 
@@ -111,14 +112,14 @@ def make_policy(
     passes = check_int("passes", passes, 1)
     if isinstance(policy, (Packer, ReferencePacker)):
         if capacity is not None and capacity != policy.capacity:
-            raise ValueError(f"capacity={capacity} differs from the packer's capacity {policy.capacity}")
+            raise InputError(f"capacity={capacity} differs from the packer's capacity {policy.capacity}")
         return PolicySpec(policy, "engine", {"kind": "engine", **config_fingerprint(policy.config)})
     if isinstance(policy, str):
         if capacity is None:
-            raise ValueError(f"policy {policy!r} needs a capacity (the row length R)")
+            raise InputError(f"policy {policy!r} needs a capacity (the row length R)")
         if policy in POLICIES:
             if peer_options:
-                raise ValueError(
+                raise InputError(
                     f"peer_options apply to peer policies, not to the streaming policy {policy!r}"
                 )
             kwargs: dict[str, Any] = {} if seed is None else {"seed": seed}
@@ -136,7 +137,7 @@ def make_policy(
 
         if policy not in peer_policies():
             known = ", ".join(policy_names())
-            raise ValueError(
+            raise InputError(
                 f"policy must be one of {known}; got {policy!r} (peers are installed by "
                 "packing_theory.peers modules)"
             )
@@ -145,7 +146,7 @@ def make_policy(
         if peer.capacity != capacity:  # the constructor takes the framework's own number (Megatron: R - 1)
             peer = make_peer(policy, 2 * capacity - peer.capacity, **options)
             if peer.capacity != capacity:
-                raise ValueError(f"peer {policy!r} cannot build rows of capacity {capacity} "
+                raise InputError(f"peer {policy!r} cannot build rows of capacity {capacity} "
                                  f"(its rows hold {peer.capacity} tokens)")
         descriptor = {
             "kind": "peer",
@@ -157,7 +158,7 @@ def make_policy(
         return PolicySpec(PeerPasses(peer, passes) if passes > 1 else peer, "peer", descriptor)
     if isinstance(policy, EventSource):
         if capacity is not None and capacity != policy.capacity:
-            raise ValueError(f"capacity={capacity} differs from the packer's capacity {policy.capacity}")
+            raise InputError(f"capacity={capacity} differs from the packer's capacity {policy.capacity}")
         name = str(getattr(policy, "name", type(policy).__name__))
         descriptor = {
             "kind": "peer",
@@ -167,7 +168,7 @@ def make_policy(
             "options": {},
         }
         return PolicySpec(PeerPasses(policy, passes) if passes > 1 else policy, "peer", descriptor)
-    raise TypeError(
+    raise InputTypeError(
         f"policy must be a policy name or a packer (an object with capacity and events), "
         f"got {type(policy).__name__} {policy!r}"
     )
@@ -206,7 +207,7 @@ class PeerPasses:
                 if t is Horizon:
                     assert isinstance(ev, Horizon)
                     if p + 1 < self.passes and (ev.partial_row_tokens or ev.buffered):
-                        raise ValueError(
+                        raise InputError(
                             f"pass {p} of {self.passes} ends with a partial row or buffered tokens; "
                             "an offline packer's passes cannot be chained"
                         )

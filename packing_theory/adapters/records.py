@@ -70,6 +70,7 @@ import numpy.typing as npt
 from .._checks import check_bool, check_int, is_int
 from ..corpus.documents import DocumentStore, run_index
 from ..engine.events import Padding, Placement, Repeat
+from ..errors import InputError, InputTypeError
 from .segments import _expand, _ramps, _seq_lengths, cu_seqlens_from_segments, doc_mask_from_segments
 
 __all__ = [
@@ -121,12 +122,12 @@ class RecordOptions:
         for name in ("ignore_index", "pad_id"):
             value = getattr(self, name)
             if not is_int(value):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+                raise InputTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
         check_int("pad_id", self.pad_id, 0)
         check_bool("predict_continuation_start", self.predict_continuation_start)
         check_bool("continue_positions", self.continue_positions)
         if isinstance(self.exclude_ids, (str, bytes)) or not isinstance(self.exclude_ids, (tuple, list)):
-            raise TypeError(f"exclude_ids must be a tuple of ints, got {self.exclude_ids!r}")
+            raise InputTypeError(f"exclude_ids must be a tuple of ints, got {self.exclude_ids!r}")
         object.__setattr__(
             self,
             "exclude_ids",
@@ -153,7 +154,7 @@ def pieces_from_rows(rows: Sequence[Sequence[Any]]) -> Int64Array:
             elif t is Padding:
                 out.append((i, ev.offset, 2, -1, -1, 0, ev.length, 0))
             else:
-                raise TypeError(f"rows must hold Placement, Repeat or Padding events, got {ev!r}")
+                raise InputTypeError(f"rows must hold Placement, Repeat or Padding events, got {ev!r}")
     return np.array(out, dtype=np.int64).reshape(-1, 8)
 
 
@@ -249,7 +250,7 @@ class PackedBatch:
         if (flat != expected).any() or int(length.sum()) != n_rows * R or (length < 1).any():
             bad = np.flatnonzero((flat != expected) | (length < 1))
             where = f"piece {int(bad[0])} {p[bad[0]].tolist()}" if bad.size else "the last row"
-            raise ValueError(
+            raise InputError(
                 f"row events must tile {n_rows} rows of capacity {R} in order; {where} does not "
                 f"(fields {PIECE_FIELDS})"
             )
@@ -460,7 +461,7 @@ class PackedBatch:
                 "seq_lengths": self.seq_lengths,
             }
         if layout != "shifted":
-            raise ValueError(f"layout must be 'row' or 'shifted', got {layout!r}")
+            raise InputError(f"layout must be 'row' or 'shifted', got {layout!r}")
         seg = self.segment_ids[:, :-1]
         cu = cu_seqlens_from_segments(seg)
         mask = self.mask[:, 1:]

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InputError
+
 __all__ = ["cu_seqlens_from_segments", "doc_mask_from_segments"]
 
 Int64Array = npt.NDArray[np.int64]
@@ -28,7 +30,7 @@ def doc_mask_from_segments(segment_ids: npt.ArrayLike) -> npt.NDArray[np.float64
     """
     c = np.asarray(segment_ids)
     if c.ndim != 1:
-        raise ValueError(f"segment_ids must be 1-D, got shape {c.shape}")
+        raise InputError(f"segment_ids must be 1-D, got shape {c.shape}")
     n = c.size
     ok = (c[:, None] == c[None, :]) & (c[:, None] != 0) & np.tri(n, dtype=bool)
     return np.where(ok, 0.0, -np.inf)
@@ -46,7 +48,7 @@ def cu_seqlens_from_segments(segment_ids: npt.ArrayLike) -> npt.NDArray[np.int32
     if c.ndim == 1:
         c = c[None, :]
     if c.ndim != 2 or c.shape[1] == 0:
-        raise ValueError(f"segment_ids must be (n, L) with L >= 1, got shape {c.shape}")
+        raise InputError(f"segment_ids must be (n, L) with L >= 1, got shape {c.shape}")
     change = np.ones(c.shape, dtype=bool)
     change[:, 1:] = c[:, 1:] != c[:, :-1]
     out: npt.NDArray[np.int32] = np.r_[np.flatnonzero(change.ravel()), c.size].astype(np.int32)

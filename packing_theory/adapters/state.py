@@ -35,6 +35,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..engine.state import EngineState
+from ..errors import InputError
 
 __all__ = ["LOADER_STATE_FORMAT", "LoaderState"]
 
@@ -111,11 +112,11 @@ class LoaderState:
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"loader state is not valid JSON: {exc}") from exc
+            raise InputError(f"loader state is not valid JSON: {exc}") from exc
         if not isinstance(doc, dict) or doc.get("format") != LOADER_STATE_FORMAT:
-            raise ValueError(f"not a {LOADER_STATE_FORMAT} document")
+            raise InputError(f"not a {LOADER_STATE_FORMAT} document")
         if doc.get("version") != _VERSION:
-            raise ValueError(
+            raise InputError(
                 f"loader state version {doc.get('version')!r} is not supported (this library "
                 f"reads version {_VERSION})"
             )
@@ -143,7 +144,7 @@ class LoaderState:
                 extra=dict(doc.get("extra") or {}),
             )
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed loader state: {exc!r}") from exc
+            raise InputError(f"malformed loader state: {exc!r}") from exc
 
     @classmethod
     def from_bytes(cls, data: bytes) -> LoaderState:

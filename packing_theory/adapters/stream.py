@@ -57,6 +57,7 @@ from ..engine.events import (
 )
 from ..engine.policies import RANDOM_SPAN_SEED
 from ..engine.state import EngineState
+from ..errors import InputError, InputTypeError
 from ..invariant.monitor import InvariantMonitor, MonitorReport
 from .policy import PolicySpec, make_policy
 from .records import PackedBatch, RecordOptions, pieces_from_events
@@ -176,19 +177,19 @@ class PackedStream:
         resume: LoaderState | None = None,
     ) -> None:
         if not isinstance(documents, DocumentStore):
-            raise TypeError(
+            raise InputTypeError(
                 f"documents must be a DocumentStore (e.g. TokenDocuments, ShardDocuments), got "
                 f"{type(documents).__name__}"
             )
         self.documents = documents
         self.lengths = np.asarray(documents.lengths(), dtype=np.int64)
         if self.lengths.size == 0:
-            raise ValueError("documents is empty: a packer needs at least one document")
+            raise InputError("documents is empty: a packer needs at least one document")
         self.batch_rows = check_int("batch_rows", batch_rows, 1)
         self.max_rows = None if rows is None else check_int("rows", rows, 0)
         self.options = options if options is not None else RecordOptions()
         if not isinstance(self.options, RecordOptions):
-            raise TypeError(f"options must be a RecordOptions, got {type(options).__name__}")
+            raise InputTypeError(f"options must be a RecordOptions, got {type(options).__name__}")
         self.drop_last = check_bool("drop_last", drop_last)
         if refill is None:
             refill = documents.refill if documents.refill is not None else 128
@@ -235,10 +236,10 @@ class PackedStream:
     def _make_monitor(self, monitor: MonitorSpec, min_buffer: int) -> InvariantMonitor | None:
         if monitor is None or isinstance(monitor, InvariantMonitor):
             if isinstance(monitor, InvariantMonitor) and monitor.selections:
-                raise ValueError("monitor must be fresh (it has already seen selections)")
+                raise InputError("monitor must be fresh (it has already seen selections)")
             return monitor
         if monitor not in ("record", "raise"):
-            raise ValueError(
+            raise InputError(
                 f"monitor must be an InvariantMonitor, 'record', 'raise' or None, got {monitor!r}"
             )
         config = self.spec.config
@@ -256,9 +257,9 @@ class PackedStream:
             return Ledger(self.capacity, min_buffer, policy=str(self.spec.descriptor.get("name", "peer")))
         if isinstance(ledger, Ledger):
             if ledger.finished:
-                raise ValueError("ledger must be fresh (it has already seen a Horizon)")
+                raise InputError("ledger must be fresh (it has already seen a Horizon)")
             return ledger
-        raise TypeError(f"ledger must be a bool, a Ledger or None, got {type(ledger).__name__}")
+        raise InputTypeError(f"ledger must be a bool, a Ledger or None, got {type(ledger).__name__}")
 
     def _start(self, engine_state: EngineState | None) -> Iterator[Event]:
         packer = self.spec.packer
@@ -315,7 +316,7 @@ class PackedStream:
                 continue
             if filled >= R:
                 if filled > R:
-                    raise ValueError(f"the packer overfilled a row ({filled} > capacity {R}) at {ev!r}")
+                    raise InputError(f"the packer overfilled a row ({filled} > capacity {R}) at {ev!r}")
                 filled = 0
                 got += 1
                 kept = len(evs)
@@ -353,7 +354,7 @@ class PackedStream:
         """
         n = self.batch_rows if n is None else check_int("n", n, 1)
         if self.finished:
-            raise ValueError("the stream was finished (finish() closed the ledger); start a new one")
+            raise InputError("the stream was finished (finish() closed the ledger); start a new one")
         if self.max_rows is not None:
             n = min(n, self.max_rows - self.rows)
         if n <= 0 or self.ended:
@@ -379,7 +380,7 @@ class PackedStream:
         if self._state_rows == self.rows and self._engine_state is not None:
             return self._engine_state
         if self._filled:
-            raise ValueError("the stream stands inside a row: a state exists only at a row boundary")
+            raise InputError("the stream stands inside a row: a state exists only at a row boundary")
         assert self._pending is None and self._run is not None
         self._run.request_state()
         ledger = self.ledger.feed if self.ledger is not None else None
@@ -449,21 +450,21 @@ class PackedStream:
 
     def _resume(self, state: LoaderState) -> None:
         if not isinstance(state, LoaderState):
-            raise TypeError(f"resume must be a LoaderState, got {type(state).__name__}")
+            raise InputTypeError(f"resume must be a LoaderState, got {type(state).__name__}")
         if state.documents != self.fingerprint:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume: the state was saved over documents {state.documents}, these are "
                 f"{self.fingerprint}"
             )
         if state.policy != self.spec.descriptor:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume: the state was saved with policy {state.policy}, this stream has "
                 f"{self.spec.descriptor}"
             )
         if state.cursor is not None:
             where = self.documents.locate(min(state.cursor["position"], len(self.documents)))
             if where != (state.cursor["shard_index"], state.cursor["token_offset"]):
-                raise ValueError(
+                raise InputError(
                     f"cannot resume: cursor position {state.cursor['position']} is at {where} in "
                     f"these documents, the state says ({state.cursor['shard_index']}, "
                     f"{state.cursor['token_offset']})"
@@ -485,12 +486,12 @@ class PackedStream:
         if state.ended and self.rows == state.rows:
             self.skip_rows(1)  # consume the stream's end, as the saved run did
         if self.rows != state.rows:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume: the replay ends after {self.rows} rows, the state is at row {state.rows}"
             )
         if light:
             if self._boundary_events != state.events and not state.ended:
-                raise ValueError(
+                raise InputError(
                     f"cannot resume: the replay consumed {self._boundary_events} events up to row "
                     f"{state.rows}, the state says {state.events}"
                 )
@@ -498,20 +499,20 @@ class PackedStream:
             return
         replayed = self._capture()
         if self.spec.kind == "engine" and replayed != state.engine:
-            raise ValueError(
+            raise InputError(
                 "cannot resume: replaying this configuration does not reach the saved engine state "
                 "(another corpus order, configuration or library version)"
             )
         events = self._pulled - (1 if self._pending is not None else 0)
         if events != state.events:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume: the replay consumed {events} events up to row {state.rows}, the "
                 f"state says {state.events}"
             )
         self.batches = state.batches
         report = None if self.monitor is None else _jsonable(self.monitor.report().to_dict())
         if report is not None and state.monitor is not None and report != state.monitor.get("report", report):
-            raise ValueError("cannot resume: the replayed monitor disagrees with the saved report")
+            raise InputError("cannot resume: the replayed monitor disagrees with the saved report")
 
     # ------------------------------------------------------------------ the audit
 
@@ -529,7 +530,7 @@ class PackedStream:
             ValueError: no embedded ledger, or the stream stands inside a row.
         """
         if self.ledger is None:
-            raise ValueError("finish() needs an embedded ledger (PackedStream(..., ledger=True))")
+            raise InputError("finish() needs an embedded ledger (PackedStream(..., ledger=True))")
         if not self.finished:
             if not self.ended:
                 if self.spec.kind == "engine":
@@ -573,7 +574,7 @@ def _rebuild_monitor(settings: dict[str, Any] | None) -> MonitorSpec:
         return None
     mode = settings.get("on_violation", "record")
     if mode not in ("record", "raise"):
-        raise ValueError(f"malformed monitor settings in the state: {settings!r}")
+        raise InputError(f"malformed monitor settings in the state: {settings!r}")
     if "capacity" in settings:
         return InvariantMonitor(
             settings["capacity"],

@@ -48,6 +48,7 @@ from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
 from ..corpus.documents import DocumentStore
 from ..engine.policies import RANDOM_SPAN_SEED
+from ..errors import InputError
 from .dropin import Documents, encoder, loader_state, nanochat_state, resolve_documents
 from .parquet import autoresearch_files, nanochat_files, parquet_documents
 from .records import Layout, PackedBatch, PackedRecord, RecordOptions
@@ -132,7 +133,7 @@ def sdpa_mask(segment_ids: torch.Tensor, *, dtype: torch.dtype = torch.float32) 
     if segment_ids.dim() == 1:
         segment_ids = segment_ids[None]
     if segment_ids.dim() != 2:
-        raise ValueError(f"segment_ids must be (b, n), got shape {tuple(segment_ids.shape)}")
+        raise InputError(f"segment_ids must be (b, n), got shape {tuple(segment_ids.shape)}")
     n = segment_ids.shape[1]
     q = segment_ids[:, :, None]
     k = segment_ids[:, None, :]
@@ -153,7 +154,7 @@ def flex_block_mask(segment_ids: torch.Tensor, *, heads: int | None = None) -> A
     if not FLEX_ATTENTION or _create_block_mask is None:
         raise RuntimeError(f"FlexAttention is not available in torch {torch.__version__}")
     if segment_ids.dim() != 2:
-        raise ValueError(f"segment_ids must be (b, n), got shape {tuple(segment_ids.shape)}")
+        raise InputError(f"segment_ids must be (b, n), got shape {tuple(segment_ids.shape)}")
     seg = segment_ids
 
     def mask_mod(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
@@ -174,7 +175,7 @@ def collate_packed(examples: Sequence[Mapping[str, Any] | PackedRecord]) -> dict
         ValueError: no examples, or rows of different lengths.
     """
     if not examples:
-        raise ValueError("examples is empty")
+        raise InputError("examples is empty")
     rows: list[Mapping[str, Any]] = []
     for ex in examples:
         if isinstance(ex, PackedRecord):
@@ -192,7 +193,7 @@ def collate_packed(examples: Sequence[Mapping[str, Any] | PackedRecord]) -> dict
             rows.append(ex)
     widths = {int(r["input_ids"].shape[-1]) for r in rows}
     if len(widths) != 1:
-        raise ValueError(f"rows have different lengths {sorted(widths)}")
+        raise InputError(f"rows have different lengths {sorted(widths)}")
     out: dict[str, Any] = {}
     for key in rows[0]:
         if key == "seq_lengths":
@@ -246,7 +247,7 @@ def nll_fn(
     ) -> npt.NDArray[np.float64]:
         x = torch.as_tensor(np.asarray(input_ids, dtype=np.int64), device=dev)
         if x.dim() != 2 or x.shape[1] < 2:
-            raise ValueError(f"input_ids must be (b, n) with n >= 2, got shape {tuple(x.shape)}")
+            raise InputError(f"input_ids must be (b, n) with n >= 2, got shape {tuple(x.shape)}")
         with torch.inference_mode():
             if segment_ids is None or segment_kwarg is None:
                 out = model(x)
@@ -285,7 +286,7 @@ class PackedIterableDataset(IterableDataset[dict[str, Any]]):
     ) -> None:
         super().__init__()
         if layout not in ("row", "shifted"):
-            raise ValueError(f"layout must be 'row' or 'shifted', got {layout!r}")
+            raise InputError(f"layout must be 'row' or 'shifted', got {layout!r}")
         self.documents = documents
         self.layout: Layout = layout
         self.chunk_rows = int(chunk_rows)
@@ -338,7 +339,7 @@ class PackedIterableDataset(IterableDataset[dict[str, Any]]):
             chunk, skip = state["chunk"], int(state["skip"])
             self._resume = None if chunk is None else (LoaderState.from_json(chunk), skip)
         except (KeyError, TypeError) as exc:
-            raise ValueError(f"not a PackedIterableDataset state: {exc!r}") from exc
+            raise InputError(f"not a PackedIterableDataset state: {exc!r}") from exc
 
 
 # --------------------------------------------------------------------------- the drop-in loaders
@@ -358,7 +359,7 @@ class AuditedLoader:
         self.B, self.T = int(B), int(T)
         self.device = torch.device(device) if device is not None else default_device()
         if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("device='cuda' but torch.cuda.is_available() is False (pass device='cpu')")
+            raise InputError("device='cuda' but torch.cuda.is_available() is False (pass device='cpu')")
         use_cuda = self.device.type == "cuda"
         self._use_cuda = use_cuda
         self._cpu = torch.empty(2 * B * T, dtype=torch.long, pin_memory=use_cuda)
@@ -489,7 +490,7 @@ def make_dataloader(
     ``passes=None`` cycles forever; ``resume`` takes :meth:`AuditedLoader.state_dict`.
     """
     if split not in ("train", "val"):
-        raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        raise InputError(f"split must be 'train' or 'val', got {split!r}")
     store = resolve_documents(
         documents,
         split,
@@ -542,7 +543,7 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
     ``WORLD_SIZE`` as in nanochat; ``documents`` as in :func:`make_dataloader`.
     """
     if split not in ("train", "val"):
-        raise ValueError(f"split must be 'train' or 'val', got {split!r}")
+        raise InputError(f"split must be 'train' or 'val', got {split!r}")
     rank, world = (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])) if "RANK" in os.environ else (0, 1)
 
     def default() -> DocumentStore:
@@ -558,7 +559,7 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
     state = None
     if resume_state_dict is not None:
         if "packing_theory" not in resume_state_dict:
-            raise ValueError(
+            raise InputError(
                 "resume_state_dict has no 'packing_theory' entry: it was written by nanochat's own "
                 "loader, which resumes approximately (at a row group); this loader resumes exactly "
                 "from the state dicts it yields"

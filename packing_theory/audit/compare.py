@@ -52,6 +52,7 @@ import numpy.typing as npt
 from ..engine.events import Event
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import make_packer
+from ..errors import InputError
 from ..invariant import OUTSIDE_FAMILY, InvariantMonitor
 from ..lengths import validate_lengths
 from ..peers import peer_policies
@@ -252,7 +253,7 @@ def compare_packers(
     table = peer_policies()
     for n in names:
         if n not in POLICIES and n not in table:
-            raise ValueError(f"packers must be among {', '.join(default_packers())}; got {n!r}")
+            raise InputError(f"packers must be among {', '.join(default_packers())}; got {n!r}")
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
     cols: list[PackerColumn] = []

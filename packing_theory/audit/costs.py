@@ -68,6 +68,7 @@ from ..engine.events import (
     Placement,
     Repeat,
 )
+from ..errors import InputError
 
 __all__ = [
     "COST_COLUMNS",
@@ -136,7 +137,7 @@ def nearest_rank(counts: dict[int, int], q: float) -> int | None:
     (5, 0)
     """
     if not 0 < q <= 1:
-        raise ValueError(f"q must be in (0, 1], got {q!r}")
+        raise InputError(f"q must be in (0, 1], got {q!r}")
     total = sum(counts.values())
     if total == 0:
         return None
@@ -195,7 +196,7 @@ class CostAccumulator:
             occ = ev.occurrence  # type: ignore[union-attr]
             n = ev.length  # type: ignore[union-attr]
             if occ >= len(self._frag):
-                raise ValueError(f"placement of occurrence {occ}, which has not arrived")
+                raise InputError(f"placement of occurrence {occ}, which has not arrived")
             if self._frag[occ] == 0:
                 self.started += 1
                 self.delays[self.rows - self._arow[occ]] += 1
@@ -209,7 +210,7 @@ class CostAccumulator:
         elif t is Arrival:
             occ = ev.occurrence  # type: ignore[union-attr]
             if occ != len(self._arow):
-                raise ValueError(
+                raise InputError(
                     f"arrival of occurrence {occ}, expected {len(self._arow)} (ids must be dense)"
                 )
             self._arow.append(self.rows)
@@ -336,7 +337,7 @@ def costs_table(costs: Sequence[PackerCosts], columns: Sequence[tuple[str, str]]
     names = {f.name for f in fields(PackerCosts)}
     bad = [name for name, _ in columns if name not in names]
     if bad:
-        raise ValueError(f"columns name unknown PackerCosts fields: {bad}")
+        raise InputError(f"columns name unknown PackerCosts fields: {bad}")
     lines = ["| packer | " + " | ".join(h for _, h in columns) + " |",
              "|---|" + "---:|" * len(columns)]
     for c in costs:

@@ -67,6 +67,7 @@ from ..engine.events import (
 )
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
+from ..errors import InputError, InputTypeError
 from ..lengths import INT64_MAX, exact_sum
 from .results import (
     Aggregates,
@@ -149,7 +150,7 @@ class Ledger:
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
             check_int(name, value, lo)
         if spill is not None and not detail:
-            raise ValueError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
+            raise InputError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
         self.capacity = int(capacity)
         self.min_buffer = int(min_buffer)
         self.policy = str(policy)
@@ -217,7 +218,7 @@ class Ledger:
     def feed(self, ev: EventItem) -> None:
         """Account one event (amortised O(1)) or one batch (O(its events) numpy work)."""
         if self._horizon is not None:
-            raise ValueError(f"event after the Horizon: {ev!r}")
+            raise InputError(f"event after the Horizon: {ev!r}")
         t = type(ev)
         if t is Placement:
             self._pl.append(ev)  # type: ignore[arg-type]
@@ -240,7 +241,7 @@ class Ledger:
         ``progress`` is called with the number of complete rows after every chunk or batch.
         """
         if self._horizon is not None:
-            raise ValueError("this ledger already saw a Horizon event")
+            raise InputError("this ledger already saw a Horizon event")
         pl, ar, dc = self._pl, self._ar, self._dc
         pl_append, ar_append, dc_append = pl.append, ar.append, dc.append
         chunk = self._chunk
@@ -275,11 +276,11 @@ class Ledger:
             self._ba.append(ev)
         elif isinstance(ev, Padding):
             if ev.length < 0:
-                raise ValueError(f"inconsistent event stream: negative Padding length in {ev!r}")
+                raise InputError(f"inconsistent event stream: negative Padding length in {ev!r}")
             self._padding_tokens += ev.length
         elif isinstance(ev, Repeat):
             if ev.length < 1:
-                raise ValueError(f"inconsistent event stream: Repeat length < 1 in {ev!r}")
+                raise InputError(f"inconsistent event stream: Repeat length < 1 in {ev!r}")
             self._repeated_tokens += ev.length
         elif isinstance(ev, Filtered):
             self._flush()
@@ -299,16 +300,16 @@ class Ledger:
             self._flush()
             self._finish(ev)
         else:
-            raise TypeError(f"events must be packing_theory events, got {type(ev).__name__} {ev!r}")
+            raise InputTypeError(f"events must be packing_theory events, got {type(ev).__name__} {ev!r}")
 
     def _filter(self, o: int, length: int) -> None:
         t = self._t
         self._known(np.asarray([o], dtype=np.int64), "Filtered")
         if t.flags[o] & (F_FILTERED | STARTED) or t.discarded[o]:
-            raise ValueError(f"inconsistent event stream: occurrence {o} filtered after it was "
+            raise InputError(f"inconsistent event stream: occurrence {o} filtered after it was "
                              "filtered, placed or discarded")
         if length != t.length[o]:
-            raise ValueError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
+            raise InputError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
                              f"differs from its arrival length {int(t.length[o])}")
         t.flags[o] |= F_FILTERED
         self._filtered_tokens += length
@@ -357,7 +358,7 @@ class Ledger:
         self._padding_tokens += int(b.padding.length.sum())
         self._repeated_tokens += int(b.repeat.length.sum())
         if (b.padding.length < 0).any() or (b.repeat.length < 1).any():
-            raise ValueError("inconsistent event stream: negative Padding or Repeat length < 1 in a batch")
+            raise InputError("inconsistent event stream: negative Padding or Repeat length < 1 in a batch")
         if b.exhausted.row.size and self._exhausted_at_row is None:
             self._exhausted_at_row = int(b.exhausted.row[0])
         if b.horizon is not None:
@@ -420,15 +421,15 @@ class Ledger:
             bad = (self._t.flags[occ] & ARRIVED) == 0
         if bad.any():
             o = int(occ[np.argmax(bad)])
-            raise ValueError(f"inconsistent event stream: {what} for occurrence {o} before its Arrival")
+            raise InputError(f"inconsistent event stream: {what} for occurrence {o} before its Arrival")
 
     def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
                           length: Int64Array) -> None:
         if (occ < 0).any():
-            raise ValueError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
+            raise InputError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
         if (length < 0).any():
             i = int(np.argmax(length < 0))
-            raise ValueError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
+            raise InputError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
         total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
         t = self._t
@@ -437,7 +438,7 @@ class Ledger:
         srt = np.sort(occ)
         if (t.flags[occ] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
             dup = next(int(o) for i, o in enumerate(occ) if t.flags[o] & ARRIVED or o in occ[:i])
-            raise ValueError(f"inconsistent event stream: occurrence {dup} arrived twice")
+            raise InputError(f"inconsistent event stream: occurrence {dup} arrived twice")
         t.n = max(t.n, top)
         t.widen(int(length.max()))
         t.flags[occ] |= ARRIVED
@@ -468,10 +469,10 @@ class Ledger:
         fl = t.flags[occ]
         if (fl & F_FILTERED).any():
             o = int(occ[np.argmax((fl & F_FILTERED) != 0)])
-            raise ValueError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
+            raise InputError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
         if (ln < 1).any() or (off < 0).any() or (off + ln > R).any() or (start < 0).any():
             i = int(np.argmax((ln < 1) | (off < 0) | (off + ln > R) | (start < 0)))
-            raise ValueError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
+            raise InputError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
                              f"{int(off[i])}, length {int(ln[i])}) does not fit a row of capacity {R}")
         L = t.length[occ].astype(np.int64)
         added = bos & ((fl & ADDED) != 0)
@@ -479,7 +480,7 @@ class Ledger:
         stop = start + ln - bos
         if (stop > L).any():
             i = int(np.argmax(stop > L))
-            raise ValueError(f"inconsistent event stream: placement of occurrence {int(occ[i])} "
+            raise InputError(f"inconsistent event stream: placement of occurrence {int(occ[i])} "
                              f"reaches source offset {int(stop[i])} > length {int(L[i])}")
         np.add.at(t.emitted, occ, (ln - added).astype(t.emitted.dtype))
         t.flags[occ] = fl | STARTED
@@ -529,7 +530,7 @@ class Ledger:
     def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
         self._known(occ, "Discard")
         if (ln < 0).any():
-            raise ValueError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
+            raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
         t = self._t
         np.add.at(t.discarded, occ, ln.astype(t.discarded.dtype))
         self._discarded_tokens += int(ln.sum())
@@ -668,7 +669,7 @@ class Ledger:
             return self._result
         h = self._horizon
         if h is None:
-            raise ValueError("result() needs the Horizon event: feed the whole event stream first")
+            raise InputError("result() needs the Horizon event: feed the whole event stream first")
         R = self.capacity
         agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
@@ -805,9 +806,9 @@ class Ledger:
 
     def _detail_index(self) -> tuple[Int64Array, Int64Array]:
         if not self.detail:
-            raise ValueError("per-source records need Ledger(detail=True)")
+            raise InputError("per-source records need Ledger(detail=True)")
         if self._horizon is None:
-            raise ValueError("per-source records need the Horizon event: feed the whole stream first")
+            raise InputError("per-source records need the Horizon event: feed the whole stream first")
         if self._detail_cache is None:
             pl, _ = self._detail_rows()
             order = np.argsort(pl[:, 2], kind="stable")
@@ -822,7 +823,7 @@ class Ledger:
         check_int("occurrence", occurrence, 0)
         t = self._t
         if not (0 <= occurrence < self._n) or not t.flags[occurrence] & ARRIVED:
-            raise ValueError(f"occurrence {occurrence} never arrived")
+            raise InputError(f"occurrence {occurrence} never arrived")
         rows = pl[bounds[occurrence]: bounds[occurrence + 1]]
         intervals = tuple(EmittedInterval(int(r[4]), int(r[5]), int(r[0]), int(r[1]), bool(r[6]), bool(r[8]))
                           for r in rows)
@@ -871,7 +872,7 @@ def exact_total(before: int, occ: Int64Array, length: Int64Array, limit: int) ->
         if running > limit:
             break
         i += 1
-    raise ValueError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
+    raise InputError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
                      f"{int(occ[i])} (length {int(length[i])}) hold more than {limit:,} "
                      "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
                      "tokens")
@@ -932,7 +933,7 @@ def audit_events(events: Iterable[EventItem], capacity: int = 2049, min_buffer: 
     ledger = Ledger(capacity, min_buffer, **kwargs)
     ledger.consume(events)
     if not ledger.finished:
-        raise ValueError("the event stream ended without a Horizon event")
+        raise InputError("the event stream ended without a Horizon event")
     return ledger.result()
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import import_optional
 from .run import AuditResult
 
 __all__ = ["PLOT_FILES", "matplotlib_available", "write_plots"]
@@ -27,11 +28,7 @@ def matplotlib_available() -> bool:
 
 
 def _pyplot() -> Any:
-    try:
-        mpl = importlib.import_module("matplotlib")
-    except ImportError as exc:
-        raise ImportError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
-                          "(or pass --no-plots)") from exc
+    mpl = import_optional("matplotlib", extra="plots", purpose="PNG plots (or pass --no-plots)")
     mpl.use("Agg")
     return importlib.import_module("matplotlib.pyplot")
 

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
+from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, validate_lengths
 from .ledger import audit_lengths
 from .population import (
@@ -145,14 +146,14 @@ def run_audit(
         config = PackerConfig(rows=AUTORESEARCH_ROWS)
     names: list[str] = list(policies) if policies is not None else [config.policy]
     if not names:
-        raise ValueError("policies must name at least one policy, got []")
+        raise InputError("policies must name at least one policy, got []")
     for name in names:
         if name not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {name!r}")
+            raise InputError(f"policy must be one of {', '.join(POLICIES)}; got {name!r}")
     if len(set(names)) != len(names):
-        raise ValueError(f"policies must not repeat, got {names}")
+        raise InputError(f"policies must not repeat, got {names}")
     if executor is not None and not isinstance(executor, Executor):
-        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+        raise InputTypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
     permutations = check_int("permutations", permutations, 0)
     permutation_seed = check_int("permutation_seed", permutation_seed, 0)
     ev_arr = None if eval_lengths is None else validate_lengths(np.asarray(eval_lengths),

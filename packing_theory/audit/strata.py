@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 
 __all__ = [
     "EVALUATION_BOUNDARIES", "STRATA_BOUNDARIES", "check_boundaries", "stratum_index", "stratum_labels",
@@ -34,11 +35,11 @@ EVALUATION_BOUNDARIES: tuple[int, ...] = (128, 512, 1024, 2049, 4096, 8192, 1638
 def check_boundaries(boundaries: Sequence[int]) -> tuple[int, ...]:
     b = tuple(boundaries)
     if not b:
-        raise ValueError("boundaries must be a non-empty increasing sequence of positive ints, got ()")
+        raise InputError("boundaries must be a non-empty increasing sequence of positive ints, got ()")
     for i, v in enumerate(b):
         check_int(f"boundaries[{i}]", v, 1)
     if any(x >= y for x, y in pairwise(b)):
-        raise ValueError(f"boundaries must be strictly increasing, got {b}")
+        raise InputError(f"boundaries must be strictly increasing, got {b}")
     return tuple(int(v) for v in b)
 
 

@@ -39,6 +39,7 @@ from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
+from ..errors import InputError
 from .ledger import MAX_EXACT_TOKENS, counts_median, exact_total
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
@@ -136,7 +137,7 @@ class StreamLedger:
     def feed(self, ev: EventItem) -> None:
         """Account one event (collected into batches of ``chunk``) or one batch."""
         if self.horizon is not None:
-            raise ValueError(f"event after the Horizon: {ev!r}")
+            raise InputError(f"event after the Horizon: {ev!r}")
         if type(ev) is EventBatch:
             self._flush()
             self._batch(ev)
@@ -164,7 +165,7 @@ class StreamLedger:
         ok[ok] = self._occ[i[ok]] == occ[ok]
         if not ok.all():
             o = int(occ[np.argmax(~ok)])
-            raise ValueError(f"inconsistent event stream: {what} for occurrence {o}, which holds no tokens")
+            raise InputError(f"inconsistent event stream: {what} for occurrence {o}, which holds no tokens")
         return i
 
     def _batch(self, b: EventBatch) -> None:
@@ -173,7 +174,7 @@ class StreamLedger:
         if a.occurrence.size:
             occ, L = a.occurrence, a.length
             if (np.diff(occ) <= 0).any() or int(occ[0]) < self._next_occ:
-                raise ValueError("StreamLedger needs occurrence ids that increase with arrival order")
+                raise InputError("StreamLedger needs occurrence ids that increase with arrival order")
             self._arrived_exact = exact_total(self._arrived_exact, occ, L, MAX_EXACT_TOKENS)
             self._next_occ = int(occ[-1]) + 1
             strat = stratum_index(L, self.boundaries)
@@ -257,7 +258,7 @@ class StreamLedger:
         if b.exhausted.row.size and self._exhausted_at is None:
             self._exhausted_at = int(b.exhausted.row[0])
         if (self._left < 0).any():
-            raise ValueError("inconsistent event stream: an occurrence emitted or dropped more than it held")
+            raise InputError("inconsistent event stream: an occurrence emitted or dropped more than it held")
         if b.horizon is not None:
             self._finish(b.horizon)
         self._settle()
@@ -314,7 +315,7 @@ class StreamLedger:
         self._flush()
         h = self.horizon
         if h is None:
-            raise ValueError("result() needs the Horizon event: feed the whole event stream first")
+            raise InputError("result() needs the Horizon event: feed the whole event stream first")
         R, t, c = self.capacity, self._t, self._counts
         summary = ReplaySummary(
             rows=h.rows, targets=h.rows * (R - 1), emitted_tokens=t["emitted"],

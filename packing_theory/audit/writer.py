@@ -60,6 +60,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = [
     "LOCK_NAME",
     "MANIFEST_NAME",
@@ -90,7 +92,7 @@ _STAGING = ".packing-theory-staging-"
 _JOURNAL = ".journal.json"
 
 
-class ReportError(ValueError):
+class ReportError(InputError):
     """The report directory cannot be used as asked (one line naming the directory or file)."""
 
 
@@ -225,7 +227,7 @@ class ReportWriter:
         for name in self.names:
             if not name or os.sep in name or name in (".", "..") or name.startswith(".") or (
                     os.altsep and os.altsep in name):
-                raise ValueError(f"report file names must be plain names, got {name!r}")
+                raise InputError(f"report file names must be plain names, got {name!r}")
         self.outdir = os.fspath(outdir)
         self.tool = str(tool)
         self.force = bool(force)
@@ -367,9 +369,9 @@ class ReportWriter:
     def path(self, name: str) -> Path:
         """Where to write report file ``name`` in the staging directory (e.g. for ``savefig``)."""
         if self.staging is None:
-            raise ValueError("open() the writer before writing files")
+            raise InputError("open() the writer before writing files")
         if name not in self.names:
-            raise ValueError(f"{name!r} is not a file of this report (files: {', '.join(self.names)})")
+            raise InputError(f"{name!r} is not a file of this report (files: {', '.join(self.names)})")
         return Path(self.staging) / name
 
     def write_bytes(self, name: str, data: bytes) -> Path:
@@ -397,7 +399,7 @@ class ReportWriter:
         """
         root, staging = self._root, self.staging
         if root is None or staging is None:
-            raise ValueError("commit() needs an open writer")
+            raise InputError("commit() needs an open writer")
         written = sorted(n for n in os.listdir(staging) if n in self.names)
         for name in self.names:  # nobody slipped a file in during the run
             st = _lstat(os.path.join(root, name))
@@ -512,7 +514,7 @@ def png_text(path: str | os.PathLike[str]) -> dict[str, str]:
     """
     data = Path(path).read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError(f"{os.fspath(path)!r} is not a PNG file")
+        raise InputError(f"{os.fspath(path)!r} is not a PNG file")
     out: dict[str, str] = {}
     i = 8
     while i + 8 <= len(data):
@@ -521,14 +523,14 @@ def png_text(path: str | os.PathLike[str]) -> dict[str, str]:
         body = data[i + 8 : i + 8 + n]
         crc = data[i + 8 + n : i + 12 + n]
         if len(body) != n or len(crc) != 4 or struct.unpack(">I", crc)[0] != zlib.crc32(kind + body):
-            raise ValueError(f"{os.fspath(path)!r} is truncated or corrupt at byte {i}")
+            raise InputError(f"{os.fspath(path)!r} is truncated or corrupt at byte {i}")
         if kind == b"tEXt":
             key, _, value = body.partition(b"\x00")
             out[key.decode("latin-1")] = value.decode("latin-1")
         if kind == b"IEND":
             return out
         i += 12 + n
-    raise ValueError(f"{os.fspath(path)!r} is truncated (no IEND chunk)")
+    raise InputError(f"{os.fspath(path)!r} is truncated (no IEND chunk)")
 
 
 @dataclass(frozen=True, slots=True)

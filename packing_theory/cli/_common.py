@@ -9,6 +9,7 @@ from typing import Any
 
 from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 from ..engine.replay import ENGINES
+from ..errors import InputError
 
 __all__ = [
     "add_stream_options", "check_max_wait", "config_from_args", "emit_json", "parse_int_list", "parse_refill",
@@ -94,15 +95,15 @@ def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] |
 
     >>> check_max_wait(3, ["continue"])
     Traceback (most recent call last):
-    ValueError: --max-wait 3 only applies to --policy bounded-wait, got continue
+    packing_theory.InputError: --max-wait 3 only applies to --policy bounded-wait, got continue
     """
     if max_wait is None:
         return
     if max_wait < 0:
-        raise ValueError(f"--max-wait must be >= 0 (rows), got {max_wait}")
+        raise InputError(f"--max-wait must be >= 0 (rows), got {max_wait}")
     names = [policies] if isinstance(policies, str) else list(policies or ["discard"])
     if "bounded-wait" not in names:
-        raise ValueError(
+        raise InputError(
             f"--max-wait {max_wait} only applies to --policy bounded-wait, got {', '.join(names)}"
         )
 

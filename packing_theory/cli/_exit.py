@@ -18,40 +18,45 @@ Every command is run through :func:`run_command` by
 :func:`packing_theory.cli.main`, so a new subcommand gets the contract by
 construction: its ``run(args)`` returns 0 or 1 and raises for everything else.
 
-How an exception maps to a status (:func:`classify`):
+How an exception maps to a status (:func:`classify`) depends on its class only
+(:mod:`packing_theory.errors`), never on where it was raised:
 
-* ``ValueError`` / ``TypeError`` (and ``ImportError`` for a missing optional
-  dependency) raised *by packing_theory code* — the library's convention for
-  bad input, always naming the parameter and the value — are status 2. The
-  same exceptions raised inside a third-party library (numpy, the standard
-  library, a plugin) mean that an input reached code that did not validate
-  it: status 3, reported as an internal error.
+* :class:`~packing_theory.errors.Finding` (an invariant violation, a broken
+  identity) is status 1;
+* :class:`~packing_theory.errors.InputError` (bad input or usage, naming the
+  parameter and the value; its subclasses ``InputTypeError`` and
+  ``MissingDependency``) and ``UnicodeDecodeError`` (an input that is not
+  text in its encoding) are status 2;
 * ``OSError`` is status 2 (a missing file, a permission, a directory where a
   file was expected...) except for environment failures — no space left, a
-  quota, an I/O error, no memory — which are status 3.
+  quota, an I/O error, no memory, a broken pipe — which are status 3;
+* :class:`~packing_theory.errors.NotMeasured` is status 3, except that a task
+  that failed because of bad input (its cause classifies as status 2) is
+  reported as that bad input;
 * ``MemoryError``, ``KeyboardInterrupt``, :class:`Terminated` and every other
-  exception are status 3.
+  exception — a ``ValueError`` from numpy included — are status 3: an input
+  reached code that did not validate it, which is a bug of ours.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import TextIO
+
+from ..errors import Finding, InputError, NotMeasured
 
 __all__ = [
     "EPILOG",
     "ExitCode",
     "Terminated",
-    "UsageError",
     "classify",
     "one_line",
     "run_command",
@@ -80,10 +85,6 @@ EPILOG = (
 """The ``--help`` epilog every subcommand carries."""
 
 
-class UsageError(ValueError):
-    """Bad usage or input found anywhere (always status 2, wherever it is raised)."""
-
-
 class Terminated(BaseException):
     """Raised in the main thread on SIGTERM or SIGHUP while a command runs (status 3).
 
@@ -96,7 +97,6 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ENVIRONMENT_ERRNOS = frozenset(
     getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "ENOMEM", "EPIPE") if hasattr(errno, name)
 )
@@ -112,45 +112,14 @@ def one_line(text: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _remote_frame(exc: BaseException) -> str | None:
-    """The innermost file of a traceback re-raised from a worker process, if ``exc`` came from one.
-
-    ``concurrent.futures`` re-raises a worker's exception in the parent with a
-    ``_RemoteTraceback`` (the worker's formatted traceback) as its cause; the
-    parent's own frames then end in the futures machinery, not where it was raised.
-    """
-    cause = exc.__cause__
-    text = getattr(cause, "tb", None)
-    if type(cause).__name__ != "_RemoteTraceback" or not isinstance(text, str):
-        return None
-    files = re.findall(r'File "([^"]+)", line \d+', text)
-    return files[-1] if files else None
-
-
-def _raised_by_us(exc: BaseException) -> bool:
-    """Whether the innermost Python frame that raised ``exc`` belongs to packing_theory.
-
-    For an exception raised in a worker process the worker's own traceback decides.
-    """
-    remote = _remote_frame(exc)
-    if remote is not None:
-        return "packing_theory" in os.path.normpath(remote).split(os.sep)[:-1]
-    tb = exc.__traceback__
-    last: TracebackType | None = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    if last is None:
-        return True  # raised directly in the command function's frame: never left our code
-    filename = os.path.abspath(last.tb_frame.f_code.co_filename)
-    return filename.startswith(_PACKAGE_DIR + os.sep)
-
-
 def classify(exc: BaseException) -> tuple[ExitCode, str]:
     """The exit status for ``exc`` and the one-line message (without the command prefix).
 
-    >>> classify(ValueError("--capacity must be >= 2, got 1"))
+    >>> from packing_theory.errors import InputError
+    >>> classify(InputError("--capacity must be >= 2, got 1"))
     (<ExitCode.USAGE: 2>, 'error: --capacity must be >= 2, got 1')
+    >>> classify(ValueError("cannot reshape array"))[0]  # from code that did not validate its input
+    <ExitCode.FAILED: 3>
     >>> classify(MemoryError())[0]
     <ExitCode.FAILED: 3>
     >>> classify(KeyError("x"))
@@ -164,15 +133,20 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
         detail = one_line(str(exc))
         return ExitCode.FAILED, ("out of memory" + (f" ({detail})" if detail else "")
                                  + "; use a smaller input or budget, or a machine with more memory")
-    if isinstance(exc, UsageError):
-        return ExitCode.USAGE, "error: " + one_line(str(exc))
+    if isinstance(exc, Finding):
+        return ExitCode.FOUND, "found: " + (one_line(str(exc)) or type(exc).__name__)
+    if isinstance(exc, (InputError, UnicodeDecodeError)):
+        return ExitCode.USAGE, "error: " + (one_line(str(exc)) or type(exc).__name__)
     if isinstance(exc, OSError):
         message = one_line(str(exc)) or type(exc).__name__
         if isinstance(exc, BrokenPipeError) or exc.errno in _ENVIRONMENT_ERRNOS:
             return ExitCode.FAILED, f"could not complete: {message}"
         return ExitCode.USAGE, "error: " + message
-    if isinstance(exc, (ValueError, TypeError, ImportError)) and _raised_by_us(exc):
-        return ExitCode.USAGE, "error: " + (one_line(str(exc)) or type(exc).__name__)
+    if isinstance(exc, NotMeasured):
+        cause = exc.__cause__
+        if cause is not None and classify(cause)[0] == ExitCode.USAGE:
+            return ExitCode.USAGE, "error: " + one_line(str(exc))
+        return ExitCode.FAILED, "could not measure: " + (one_line(str(exc)) or type(exc).__name__)
     detail = one_line(str(exc))
     what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
     return ExitCode.FAILED, f"internal error: {what} (a bug; --debug prints the traceback)"

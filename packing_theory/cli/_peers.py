@@ -16,6 +16,7 @@ import inspect
 from typing import Any
 
 from ..engine.policies import POLICIES
+from ..errors import InputError
 from ..peers import PeerPacker, peer_policies
 
 __all__ = [
@@ -106,12 +107,12 @@ def peer_options(args: argparse.Namespace, name: str, *, seed: int | None = None
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
-            raise ValueError(f"--peer-option must be KEY=VALUE, got {item!r}")
+            raise InputError(f"--peer-option must be KEY=VALUE, got {item!r}")
         given[key] = (f"--peer-option {key}", parse_value(value))
     for key, (flag, _) in given.items():
         if key not in accepted:
             takes = ", ".join(accepted) or "no options"
-            raise ValueError(f"{flag}: policy {name!r} takes no option {key!r} (it takes: {takes})")
+            raise InputError(f"{flag}: policy {name!r} takes no option {key!r} (it takes: {takes})")
     return {key: value for key, (_, value) in given.items()}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..distributed.ranks import NANOCHAT_ROW_GROUP_SIZE
+from ..errors import InputError
 
 __all__ = ["add_rank_options", "check_rank_options", "check_world_size", "rank_section", "rank_source"]
 
@@ -45,14 +46,14 @@ def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
     if parse_executor_spec(args.executor) != "local":
         import_distributed()
     if args.row_group_size < 1:
-        raise ValueError(f"--row-group-size must be >= 1, got {args.row_group_size}")
+        raise InputError(f"--row-group-size must be >= 1, got {args.row_group_size}")
     if args.world_size is None:
         return
     if args.world_size < 1:
-        raise ValueError(f"--world-size must be >= 1, got {args.world_size}")
+        raise InputError(f"--world-size must be >= 1, got {args.world_size}")
     peers = [p for p in policies if is_peer(p)]
     if peers:
-        raise ValueError(f"--world-size applies to streaming policies only; got peer policy {peers[0]!r} "
+        raise InputError(f"--world-size applies to streaming policies only; got peer policy {peers[0]!r} "
                          "(drop it or drop --world-size)")
 
 
@@ -91,7 +92,7 @@ def _text_files(paths: list[str], tok: Any, per_line: bool,
             if "is empty" not in str(exc):
                 raise
     if not out or not np.array_equal(np.concatenate(out), train):  # another answer the second time
-        raise ValueError(f"--tokenizer gave different lengths on a second read of {len(paths)} --text "
+        raise InputError(f"--tokenizer gave different lengths on a second read of {len(paths)} --text "
                          "file(s): the per-rank audit needs a deterministic tokenizer")
     return out
 
@@ -117,7 +118,7 @@ def check_world_size(source: Any, world_size: int, row_group_size: int) -> None:
         unit = f"row group(s) of --row-group-size {row_group_size}"
     most = max(groups, default=0)
     if world_size > most:
-        raise ValueError(f"--world-size {world_size} is more than the {most} {unit} of the largest input: "
+        raise InputError(f"--world-size {world_size} is more than the {most} {unit} of the largest input: "
                          f"rank {most} and above would receive no documents")
 
 

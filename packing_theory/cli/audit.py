@@ -37,6 +37,7 @@ from ..audit import (
 )
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
+from ..errors import InputError, MissingDependency
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 
@@ -73,7 +74,7 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     ['discard', 'continue', 'segment-first']
     >>> parse_policies(["nope"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --policy got 'nope', not a policy: see packing-theory policies (discard, continue, ...)
+    packing_theory.InputError: --policy got 'nope', not a policy: see packing-theory policies (discard, ...)
     """
     from ._peers import all_policy_names
 
@@ -85,10 +86,10 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
         for name in value.split(","):
             name = name.strip()
             if name not in known:
-                raise ValueError(f"--policy got {name!r}, not a policy: see packing-theory policies "
+                raise InputError(f"--policy got {name!r}, not a policy: see packing-theory policies "
                                  f"({', '.join(known)})")
             if name in out:
-                raise ValueError(f"--policy names {name!r} twice")
+                raise InputError(f"--policy names {name!r} twice")
             out.append(name)
     return out
 
@@ -177,15 +178,15 @@ def _tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
             return name
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise ValueError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
+        raise InputError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or anything the module raises while importing
-        raise ValueError(f"--tokenizer {spec!r}: cannot import module {module_name!r} "
+        raise InputError(f"--tokenizer {spec!r}: cannot import module {module_name!r} "
                          f"({type(exc).__name__}: {exc})") from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
-        raise ValueError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
+        raise InputError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
     return fn  # type: ignore[no-any-return]
 
 
@@ -205,13 +206,13 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     if args.text:
         parquet = [p for p in args.text if str(p).endswith(".parquet")]
         if parquet and len(parquet) != len(args.text):
-            raise ValueError("--text mixes .parquet and plain text files; give one kind")
+            raise InputError("--text mixes .parquet and plain text files; give one kind")
         tokenizer = _tokenizer(args.tokenizer)
         label = f"{len(args.text)} text file(s)"
         if parquet:
             return lengths_from_texts(iter_parquet_texts(args.text, args.text_column), tokenizer), label
         return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line), label
-    raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
+    raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
 
 def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int,
@@ -235,7 +236,7 @@ def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[
 def _demo_budgets(scale: float) -> tuple[int, int, tuple[int, ...]]:
     """The demo's row budget, eval targets and eval prefixes at ``scale`` (no data generated)."""
     if not 0 < scale <= 1:
-        raise ValueError(f"--scale must be in (0, 1], got {scale}")
+        raise InputError(f"--scale must be in (0, 1], got {scale}")
     rows = AUTORESEARCH_ROWS
     eval_targets = AUTORESEARCH_EVAL_TARGETS
     prefixes = DEFAULT_EVAL_PREFIXES
@@ -267,11 +268,11 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
 
     plots = not args.no_plots
     if plots and not matplotlib_available():
-        raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
-                         "(or pass --no-plots)")
+        raise MissingDependency("PNG plots: matplotlib is not installed "
+                                "(pip install 'packing-theory[plots]', or pass --no-plots)")
     if args.demo:
         if args.eval_lengths or args.eval_shards:
-            raise ValueError("--demo brings its own evaluation stream; drop --eval-lengths/--eval-shards "
+            raise InputError("--demo brings its own evaluation stream; drop --eval-lengths/--eval-shards "
                              "or drop --demo")
         policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
         rows: int | None
@@ -281,15 +282,15 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         reference = PAPER_5_1 if args.scale == 1 else None
     else:
         if not (args.lengths or args.shards or args.text):
-            raise ValueError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
+            raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
         policies = parse_policies(args.policy)
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
         eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None
     if args.eval_targets is not None:
         if args.eval_targets < 1:
-            raise ValueError(f"--eval-targets must be >= 1, got {args.eval_targets}")
+            raise InputError(f"--eval-targets must be >= 1, got {args.eval_targets}")
         if not (args.demo or args.eval_lengths or args.eval_shards):
-            raise ValueError(f"--eval-targets {args.eval_targets} needs an evaluation stream: "
+            raise InputError(f"--eval-targets {args.eval_targets} needs an evaluation stream: "
                              "give --eval-lengths or --eval-shards (or --demo)")
         eval_targets = args.eval_targets
     if args.eval_prefixes is not DEFAULT_EVAL_PREFIXES:
@@ -303,7 +304,7 @@ def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
     """The loader settings of an ``audit`` invocation (validated)."""
     check_max_wait(args.max_wait, plan.policies)
     if args.permutation_seed < 0:
-        raise ValueError(f"--permutation-seed must be >= 0, got {args.permutation_seed}")
+        raise InputError(f"--permutation-seed must be >= 0, got {args.permutation_seed}")
     rows = plan.rows
     return PackerConfig(
         capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
@@ -388,21 +389,15 @@ def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, sour
     """With ``--world-size``: the per-rank section (JSON, Markdown) and the policies failing on a rank."""
     if source is None:
         return None, [], []
-    from ..distributed.executors import TaskFailed
     from ..distributed.ranks import audit_ranks
-    from ._exit import UsageError
 
     t0 = time.perf_counter()
     execution: dict[str, Any] = {}
-    try:
-        summaries = audit_ranks(source, args.world_size, config,
-                                policies=plan.policies, row_group_size=args.row_group_size,
-                                engine=args.engine, executor=args.executor, workers=args.workers,
-                                execution=execution)
-    except TaskFailed as exc:  # bad input met inside a rank's task is still bad input (status 2)
-        if isinstance(exc.__cause__, (ValueError, TypeError, OSError)):
-            raise UsageError(str(exc)) from exc
-        raise
+    # a TaskFailed caused by bad input inside a rank's task is still bad input (status 2: cli._exit)
+    summaries = audit_ranks(source, args.world_size, config,
+                            policies=plan.policies, row_group_size=args.row_group_size,
+                            engine=args.engine, executor=args.executor, workers=args.workers,
+                            execution=execution)
     doc, lines = rank_section(summaries)
     print(f"audit: {args.world_size} ranks x {len(summaries)} policies in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)
@@ -425,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_audit(args)
     config = packer_config(args, plan)
     if args.workers < 0:
-        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+        raise InputError(f"--workers must be >= 0, got {args.workers}")
     check_rank_options(args, plan.policies)
     with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
                       tool="packing-theory audit", force=args.force) as writer:

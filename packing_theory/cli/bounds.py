@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from ..invariant.bounds import (
     expected_startup_index,
     format_pass_table,
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute and print the tables; exit status 0."""
     B, R = args.min_buffer, args.capacity
     if R < 2:  # as every other command: a row holds a BOS and at least one target
-        raise ValueError(f"--capacity must be >= 2, got {R}")
+        raise InputError(f"--capacity must be >= 2, got {R}")
     payload: dict[str, Any] = {"min_buffer": B, "capacity": R}
     if args.counts is not None:
         rows = repeated_corpus_table(counts=args.counts, thresholds=args.thresholds, min_buffer=B,

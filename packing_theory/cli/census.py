@@ -20,7 +20,8 @@ import argparse
 import sys
 from typing import Any
 
-from ._exit import UsageError
+from ..errors import InputError
+from ._exit import ExitCode, classify
 
 __all__ = ["register", "run"]
 
@@ -64,9 +65,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
     from .audit import _tokenizer
 
     if args.workers < 0:
-        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+        raise InputError(f"--workers must be >= 0, got {args.workers}")
     if args.retries < 0:
-        raise ValueError(f"--retries must be >= 0, got {args.retries}")
+        raise InputError(f"--retries must be >= 0, got {args.retries}")
     if args.text:
         kind, paths = "text", list(args.text)
     elif args.parquet:
@@ -74,11 +75,11 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
     else:
         kind, paths = "shards", list(args.shards)
     if args.per_line and kind != "text":
-        raise ValueError("--per-line applies to --text only")
+        raise InputError("--per-line applies to --text only")
     if args.text_column != "text" and kind != "parquet":  # it would be ignored: say so
-        raise ValueError(f"--text-column {args.text_column!r} applies to --parquet only")
+        raise InputError(f"--text-column {args.text_column!r} applies to --parquet only")
     if args.tokenizer != "bytes" and kind == "shards":
-        raise ValueError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
+        raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
     tokenizer = _tokenizer(args.tokenizer) if kind != "shards" else "bytes"
     return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=args.text_column,  # type: ignore[arg-type]
                                 hashes=args.hashes)
@@ -97,9 +98,8 @@ def run(args: argparse.Namespace) -> int:
         result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
                             retries=args.retries, force=args.force, tool="packing-theory census")
     except TaskFailed as exc:
-        cause = exc.__cause__
-        if isinstance(cause, (ValueError, TypeError, FileNotFoundError, UnicodeDecodeError)):
-            raise UsageError(str(exc)) from exc  # bad input found by a worker: status 2
+        if classify(exc)[0] == ExitCode.USAGE:
+            raise  # bad input found by a worker: status 2
         print(f"packing-theory census: could not complete: {exc}; finished parts are kept in "
               f"{args.out}/parts, rerun to resume", file=sys.stderr)
         return 3

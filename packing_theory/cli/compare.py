@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..audit.compare import compare_packers, default_packers, render_markdown, write_plots
+from ..errors import InputError
 from ._common import emit_json
 from ._peers import is_peer, peer_options
 
@@ -68,9 +69,9 @@ def _options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, 
     for item in args.peer_option:
         policy, sep, rest = item.partition(":")
         if not sep or not is_peer(policy):
-            raise ValueError(f"--peer-option must be POLICY:KEY=VALUE with a peer POLICY, got {item!r}")
+            raise InputError(f"--peer-option must be POLICY:KEY=VALUE with a peer POLICY, got {item!r}")
         if policy not in names:
-            raise ValueError(f"--peer-option names {policy!r}, which is not compared")
+            raise InputError(f"--peer-option names {policy!r}, which is not compared")
         per.setdefault(policy, []).append(rest)
     return {p: peer_options(argparse.Namespace(peer_option=items), p) for p, items in per.items()}
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError, MissingDependency
+
 __all__ = ["parse_models", "register", "resolve_model", "run"]
 
 
@@ -36,15 +38,15 @@ def parse_models(values: list[str] | None) -> dict[str, str]:
     {'base': 'pkg.mod:fn', 'new': 'pkg.mod:obj'}
     >>> parse_models(["oops"])
     Traceback (most recent call last):
-    ValueError: --model must be NAME=module:attribute, got 'oops'
+    packing_theory.InputError: --model must be NAME=module:attribute, got 'oops'
     """
     out: dict[str, str] = {}
     for v in values or []:
         name, sep, target = v.partition("=")
         if not sep or not name or ":" not in target:
-            raise ValueError(f"--model must be NAME=module:attribute, got {v!r}")
+            raise InputError(f"--model must be NAME=module:attribute, got {v!r}")
         if name in out:
-            raise ValueError(f"--model names {name!r} twice")
+            raise InputError(f"--model names {name!r} twice")
         out[name] = target
     return out
 
@@ -55,14 +57,14 @@ def resolve_model(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"--model {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+        raise InputError(f"--model {spec!r}: cannot import module {module_name!r} ({exc})") from exc
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"--model {spec!r}: {module_name} has no attribute {attr!r}")
+            raise InputError(f"--model {spec!r}: {module_name} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"--model {spec!r}: {module_name}.{attr} is not callable (an NllFn is "
+        raise InputError(f"--model {spec!r}: {module_name}.{attr} is not callable (an NllFn is "
                          f"nll_fn(input_ids, segment_ids) -> nll)")
     return obj
 
@@ -126,7 +128,7 @@ def _kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     for k in kinds:
         if k not in KINDS or k == "census":
-            raise ValueError(f"--kinds must name window kinds among beginning, tail, natural-tail "
+            raise InputError(f"--kinds must name window kinds among beginning, tail, natural-tail "
                              f"(use --census for a census); got {k!r}")
     return kinds
 
@@ -135,7 +137,7 @@ def _demo(args: argparse.Namespace, say: Any) -> Any:
     from ..evaluation.demo import DEMO_POLICIES, DemoConfig, run_demo
 
     if args.model or args.token_bytes or args.exclude_shards:
-        raise ValueError("--demo brings its own models, token bytes and training data; drop --model, "
+        raise InputError("--demo brings its own models, token bytes and training data; drop --model, "
                          "--token-bytes and --exclude-shards or drop --demo")
     policies = tuple(p.strip() for p in args.policy.split(",")) if args.policy else DEMO_POLICIES
     kw: dict[str, Any] = {"policies": policies, "capacity": args.capacity, "context": args.context,
@@ -147,7 +149,7 @@ def _demo(args: argparse.Namespace, say: Any) -> Any:
         if getattr(args, opt) is not None:
             kw[key] = getattr(args, opt)
     if args.baseline is not None and args.baseline != policies[0]:
-        raise ValueError(f"--demo: the baseline is the first policy ({policies[0]!r}); reorder --policy")
+        raise InputError(f"--demo: the baseline is the first policy ({policies[0]!r}); reorder --policy")
     return run_demo(DemoConfig(**kw), progress=say)
 
 
@@ -157,16 +159,16 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
     from ..evaluation.pipeline import default_family, evaluate_models
 
     if not args.sources:
-        raise ValueError("give --demo, or --sources SHARD... with --token-bytes and two or more --model")
+        raise InputError("give --demo, or --sources SHARD... with --token-bytes and two or more --model")
     specs = parse_models(args.model)
     if len(specs) < 2:
-        raise ValueError(f"give at least two --model NAME=module:attribute (got {len(specs)})")
+        raise InputError(f"give at least two --model NAME=module:attribute (got {len(specs)})")
     if not args.token_bytes:
-        raise ValueError("--token-bytes FILE.npy is required with --sources")
+        raise InputError("--token-bytes FILE.npy is required with --sources")
     try:
         tb = np.load(args.token_bytes, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"--token-bytes {args.token_bytes!r} is not a readable .npy array: {exc}") from exc
+        raise InputError(f"--token-bytes {args.token_bytes!r} is not a readable .npy array: {exc}") from exc
     models = {name: resolve_model(target) for name, target in specs.items()}
     baseline = args.baseline or next(iter(specs))
     docs: list[Any] = []
@@ -207,11 +209,11 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     plots = not args.no_plots
     if plots and not plots_available():
-        raise ValueError("PNG plots need matplotlib: pip install 'packing-theory[plots]' "
-                         "(or pass --no-plots)")
+        raise MissingDependency("PNG plots: matplotlib is not installed "
+                                "(pip install 'packing-theory[plots]', or pass --no-plots)")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out!r} exists and is not a directory")
+        raise InputError(f"--out {args.out!r} exists and is not a directory")
 
     def say(msg: str) -> None:
         if sys.stderr.isatty():

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..engine.replay import make_packer
 from ..engine.summary import SummaryAccumulator
+from ..errors import InputError
 from ..invariant.wait_bound import StartDelayMonitor
 from ..lengths import load_lengths
 from ._common import add_stream_options, config_from_args, emit_json
@@ -34,7 +35,7 @@ def _run_peer(args: argparse.Namespace) -> dict[str, Any]:
     from ._peers import peer_from_args
 
     if args.rows is not None or args.targets is not None or args.passes != 1 or args.drain:
-        raise ValueError(f"--rows/--targets/--passes/--drain apply to streaming policies; the peer "
+        raise InputError(f"--rows/--targets/--passes/--drain apply to streaming policies; the peer "
                          f"{args.policy!r} packs the whole input once (see its options)")
     peer = peer_from_args(args, args.policy, args.capacity)
     lengths = load_lengths(args.lengths)

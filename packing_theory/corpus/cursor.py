@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 from .documents import _boundary, _document_index, copy_runs, run_index
 from .shards import PathLike, Shard, read_shard
 
@@ -73,23 +74,23 @@ class ShardDocuments(Sequence[npt.NDArray[np.uint16]]):
             paths = [paths]
         self.shards: tuple[Shard, ...] = tuple(read_shard(p, check_ids=check_ids) for p in paths)
         if not self.shards:
-            raise ValueError("paths is empty: give at least one shard file")
+            raise InputError("paths is empty: give at least one shard file")
         vocabs = {s.vocab for s in self.shards}
         if len(vocabs) > 1:
-            raise ValueError(f"shards have different vocabularies {sorted(vocabs)}: they are not one corpus")
+            raise InputError(f"shards have different vocabularies {sorted(vocabs)}: they are not one corpus")
         self.vocab = self.shards[0].vocab
         counts = np.array([s.n_docs for s in self.shards], dtype=np.int64)
         #: first global document index of each shard, plus the total at the end
         self.doc_starts: Int64Array = np.zeros(len(self.shards) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.doc_starts[1:])
         if int(self.doc_starts[-1]) == 0:
-            raise ValueError(f"shards {[s.path for s in self.shards]!r} hold no documents")
+            raise InputError(f"shards {[s.path for s in self.shards]!r} hold no documents")
         self._offsets = [s.offsets.astype(np.int64) for s in self.shards]
         self.refill: tuple[int, ...] | None = None
         if refill is not None:
             self.refill = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
             if sum(self.refill) != len(self):
-                raise ValueError(
+                raise InputError(
                     f"refill batch sizes sum to {sum(self.refill)}, not the {len(self)} documents"
                 )
 
@@ -153,7 +154,7 @@ class ShardDocuments(Sequence[npt.NDArray[np.uint16]]):
         token_offset = check_int("token_offset", token_offset, 0)
         if shard_index == n:
             if token_offset:
-                raise ValueError(
+                raise InputError(
                     f"cursor ({n}, {token_offset}): past the last shard only (n_shards, 0) is valid"
                 )
             return len(self)

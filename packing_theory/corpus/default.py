@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 from ..lengths import validate_lengths
 
 __all__ = [
@@ -145,7 +146,7 @@ def _round_to_total(x: npt.NDArray[np.float64], total: int, lo: int, hi: int) ->
             break
         scale *= total / float(y.sum())
     else:  # pragma: no cover - the shipped parameters converge in one or two steps
-        raise ValueError(f"cannot round {x.size} lengths to {total} tokens within [{lo}, {hi}]")
+        raise InputError(f"cannot round {x.size} lengths to {total} tokens within [{lo}, {hi}]")
     frac = y - base
     frac[base >= hi] = -1.0  # never push a length past the cap
     order = np.argsort(-frac, kind="stable")

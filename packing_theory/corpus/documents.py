@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
+from ..errors import InputError, InputTypeError
 
 __all__ = ["LONG_RUN", "DocumentStore", "TokenDocuments", "copy_runs", "lengths_fingerprint", "run_index"]
 
@@ -160,37 +161,38 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         if tok.ndim != 1 or (
             tok.size and (tok.dtype == np.bool_ or not np.issubdtype(tok.dtype, np.integer))
         ):
-            raise TypeError(f"tokens must be a 1-D integer array, got shape {tok.shape} dtype {tok.dtype}")
+            raise InputTypeError(f"tokens must be a 1-D integer array, got shape {tok.shape} dtype "
+                                 f"{tok.dtype}")
         if off.ndim != 1 or off.size < 2 or not np.issubdtype(off.dtype, np.integer):
-            raise ValueError(f"offsets must be a 1-D integer array of n_docs + 1 >= 2 entries, got {off!r}")
+            raise InputError(f"offsets must be a 1-D integer array of n_docs + 1 >= 2 entries, got {off!r}")
         self.tokens: Int64Array = tok.astype(np.int64, copy=False)
         self.offsets: Int64Array = off.astype(np.int64, copy=False)
         if int(self.offsets[0]) != 0 or int(self.offsets[-1]) != self.tokens.size:
-            raise ValueError(
+            raise InputError(
                 f"offsets must start at 0 and end at tokens.size={self.tokens.size}, "
                 f"got {int(self.offsets[0])} .. {int(self.offsets[-1])}"
             )
         steps = np.diff(self.offsets)
         if (steps < 1).any():
             i = int(np.argmax(steps < 1))
-            raise ValueError(
+            raise InputError(
                 f"document {i} is empty or offsets decrease (offsets[{i}]={int(self.offsets[i])}, "
                 f"offsets[{i + 1}]={int(self.offsets[i + 1])}); every document holds its BOS"
             )
         if self.tokens.size and int(self.tokens.min()) < 0:
-            raise ValueError(f"token ids must be >= 0, got {int(self.tokens.min())}")
+            raise InputError(f"token ids must be >= 0, got {int(self.tokens.min())}")
         self.refill: tuple[int, ...] | None = None
         if refill is not None:
             self.refill = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
             if sum(self.refill) != len(self):
-                raise ValueError(
+                raise InputError(
                     f"refill batch sizes sum to {sum(self.refill)}, not the {len(self)} documents"
                 )
         self.row_groups: tuple[tuple[int, int, int], ...] | None = None
         if row_groups is not None:
             self.row_groups = tuple((int(f), int(g), int(n)) for f, g, n in row_groups)
             if sum(n for _, _, n in self.row_groups) != len(self):
-                raise ValueError("row_groups do not cover the documents")
+                raise InputError("row_groups do not cover the documents")
 
     @classmethod
     def from_lists(
@@ -205,12 +207,12 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         for i, doc in enumerate(docs):
             arr = np.asarray(doc)
             if arr.ndim != 1 or arr.size == 0:
-                raise ValueError(
+                raise InputError(
                     f"docs[{i}] must be a non-empty 1-D sequence of token ids, got shape {arr.shape}"
                 )
             parts.append(arr)
         if not parts:
-            raise ValueError("docs is empty: give at least one document")
+            raise InputError("docs is empty: give at least one document")
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([p.size for p in parts], out=offsets[1:])
         return cls(np.concatenate(parts).astype(np.int64), offsets, **kwargs)
@@ -256,13 +258,13 @@ class TokenDocuments(Sequence[npt.NDArray[np.int64]]):
         if shard_index == 1 and token_offset == 0:
             return len(self)
         if shard_index != 0:
-            raise ValueError(f"cursor ({shard_index}, {token_offset}): an in-memory store has one shard")
+            raise InputError(f"cursor ({shard_index}, {token_offset}): an in-memory store has one shard")
         return _boundary(self.offsets, token_offset, f"cursor (0, {token_offset})")
 
     def row_group_of(self, position: int) -> tuple[int, int]:
         """``(file_index, row_group_index)`` holding document ``position`` (needs ``row_groups``)."""
         if self.row_groups is None:
-            raise ValueError("these documents carry no row-group information")
+            raise InputError("these documents carry no row-group information")
         position = check_int("position", position, 0, maximum=len(self) - 1)
         seen = 0
         for f, g, n in self.row_groups:
@@ -287,7 +289,7 @@ def _document_index(i: Any, n: int) -> int:
         IndexError: ``i`` outside ``-n..n-1``.
     """
     if not is_int(i):
-        raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
+        raise InputTypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
     j = int(i) + n if i < 0 else int(i)
     if not 0 <= j < n:
         raise IndexError(f"document index {i} out of range for {n} documents")
@@ -298,7 +300,7 @@ def _boundary(offsets: Int64Array, token_offset: int, what: str) -> int:
     """Index ``i`` with ``offsets[i] == token_offset`` (``i < len(offsets) - 1``), else ``ValueError``."""
     i = int(np.searchsorted(offsets, token_offset, side="left"))
     if i >= offsets.size - 1 or int(offsets[i]) != token_offset:
-        raise ValueError(
+        raise InputError(
             f"{what} is not the start of a document (token_offset must be one of the "
             f"shard's document offsets, below its {int(offsets[-1])} tokens)"
         )

@@ -56,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError, import_optional
 from .text import documents_from_texts, lengths_from_texts
 
 __all__ = [
@@ -184,10 +185,10 @@ class LocalTextCorpus:
             out = np.fromiter((len(d.text.encode("utf-8")) + extra for d in self.documents),
                               dtype=np.int64, count=len(self.documents))
             if (out < 1).any():
-                raise ValueError("an empty document with bos=False has no tokens")
+                raise InputError("an empty document with bos=False has no tokens")
             return out
         if isinstance(tokenizer, str):
-            raise ValueError(f"tokenizer must be 'bytes' or a callable, got {tokenizer!r}")
+            raise InputError(f"tokenizer must be 'bytes' or a callable, got {tokenizer!r}")
         return lengths_from_texts(self.texts(), tokenizer, bos=bos)
 
     def token_documents(self, tokenizer: Callable[[str], Sequence[int]] | None = None, *,
@@ -234,13 +235,13 @@ def _digest(documents: Iterable[LocalDocument]) -> str:
 
 def _check_sources(sources: object) -> tuple[str, ...]:
     if isinstance(sources, str) or not isinstance(sources, Iterable):
-        raise TypeError(f"sources must be a sequence of source names, got {sources!r}")
+        raise InputTypeError(f"sources must be a sequence of source names, got {sources!r}")
     out = tuple(sources)
     bad = [s for s in out if s not in LOCAL_SOURCES]
     if bad or not out:
-        raise ValueError(f"sources must be a non-empty subset of {LOCAL_SOURCES}, got {out!r}")
+        raise InputError(f"sources must be a non-empty subset of {LOCAL_SOURCES}, got {out!r}")
     if len(set(out)) != len(out):
-        raise ValueError(f"sources names a source twice: {out!r}")
+        raise InputError(f"sources names a source twice: {out!r}")
     return out
 
 
@@ -338,7 +339,8 @@ def load_local_text(
     if shuffle_seed is not None:
         shuffle_seed = check_int("shuffle_seed", shuffle_seed, 0)
     if isinstance(system_roots, str):
-        raise TypeError(f"system_roots must be a sequence of directories, got the string {system_roots!r}")
+        raise InputTypeError(f"system_roots must be a sequence of directories, got the string "
+                             f"{system_roots!r}")
     docs: list[LocalDocument] = []
     report: dict[str, Any] = {}
     for source in chosen:
@@ -357,7 +359,7 @@ def load_local_text(
         report[source]["characters"] = sum(len(d.text) for d in part)
         docs.extend(part)
     if not docs:
-        raise ValueError(f"no document found in sources {chosen!r} (min_chars={min_chars})")
+        raise InputError(f"no document found in sources {chosen!r} (min_chars={min_chars})")
     if shuffle_seed is not None:
         order = np.random.default_rng(shuffle_seed).permutation(len(docs))
         docs = [docs[i] for i in order]
@@ -382,13 +384,7 @@ def load_local_text(
 
 
 def _tokenizers() -> Any:
-    try:
-        return importlib.import_module("tokenizers")
-    except ImportError as exc:
-        raise ImportError(
-            "a byte-level BPE needs the tokenizers package: pip install 'packing-theory[bpe]' "
-            "(or pip install tokenizers)"
-        ) from exc
+    return import_optional("tokenizers", extra="bpe", purpose="a byte-level BPE")
 
 
 def train_byte_bpe(texts: Iterable[str], vocab_size: int = 4096, *, min_frequency: int = 2,
@@ -429,5 +425,5 @@ def bpe_lengths(tokenizer: Any, texts: Sequence[str], *, bos: bool = True,
     for i in range(0, len(texts), batch_size):
         out.extend(len(enc.ids) + extra for enc in tokenizer.encode_batch(list(texts[i:i + batch_size])))
     if not out:
-        raise ValueError("texts is empty: a replay needs at least one document")
+        raise InputError("texts is empty: a replay needs at least one document")
     return np.asarray(out, dtype=np.int64)

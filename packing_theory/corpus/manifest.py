@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 from .shards import MAX_VOCAB, PathLike, write_shard
 
 __all__ = [
@@ -136,7 +137,7 @@ def write_shards(
         if labels is not None:
             label = next(labels, None)
             if label is None:
-                raise ValueError(f"sources ran out at document {index}: give one label per document")
+                raise InputError(f"sources ran out at document {index}: give one label per document")
             counts[str(label)] += 1
         batch.append(arr)
         tokens += int(arr.size)
@@ -145,7 +146,7 @@ def write_shards(
     if batch:
         flush()
     if not shards:
-        raise ValueError("docs is empty: a manifest needs at least one document")
+        raise InputError("docs is empty: a manifest needs at least one document")
     manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
         "version": _VERSION,
@@ -176,11 +177,11 @@ def read_manifest(path: PathLike) -> dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"manifest {os.fspath(path)!r} is not valid JSON: {exc}") from exc
+        raise InputError(f"manifest {os.fspath(path)!r} is not valid JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
-        raise ValueError(f"manifest {os.fspath(path)!r} is not a {MANIFEST_FORMAT} document")
+        raise InputError(f"manifest {os.fspath(path)!r} is not a {MANIFEST_FORMAT} document")
     if doc.get("version") != _VERSION:
-        raise ValueError(
+        raise InputError(
             f"manifest version {doc.get('version')!r} is not supported (this library reads {_VERSION})"
         )
     try:
@@ -191,16 +192,16 @@ def read_manifest(path: PathLike) -> dict[str, Any]:
         check_int("n_tokens", doc["n_tokens"], 0)
         shards = doc["shards"]
         if not isinstance(shards, list) or not shards:
-            raise ValueError("manifest field 'shards' must be a non-empty list")
+            raise InputError("manifest field 'shards' must be a non-empty list")
         for i, s in enumerate(shards):
             if not isinstance(s, dict) or not isinstance(s.get("path"), str):
-                raise ValueError(f"manifest shards[{i}] needs a 'path' string")
+                raise InputError(f"manifest shards[{i}] needs a 'path' string")
             check_int(f"shards[{i}].n_docs", s["n_docs"], 0)
             check_int(f"shards[{i}].n_tokens", s["n_tokens"], 0)
             if "source_counts" in s and not isinstance(s["source_counts"], dict):
-                raise ValueError(f"manifest shards[{i}].source_counts must be an object")
+                raise InputError(f"manifest shards[{i}].source_counts must be an object")
     except KeyError as exc:
-        raise ValueError(f"manifest {os.fspath(path)!r} lacks the field {exc}") from exc
+        raise InputError(f"manifest {os.fspath(path)!r} lacks the field {exc}") from exc
     except TypeError as exc:
-        raise ValueError(f"manifest {os.fspath(path)!r}: {exc}") from exc
+        raise InputError(f"manifest {os.fspath(path)!r}: {exc}") from exc
     return doc

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from .._checks import check_int, is_int
 from ..engine.policies import PackerConfig
+from ..errors import InputError, InputTypeError
 from ..lengths import validate_lengths
 from .text import (
     PathLike,
@@ -46,12 +47,12 @@ __all__ = ["RankStream", "rank_row_groups", "rank_stream", "rank_stream_from_par
 def _check_rank(rank: object, world_size: object) -> tuple[int, int]:
     for name, value in (("rank", rank), ("world_size", world_size)):
         if not is_int(value):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+            raise InputTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     assert isinstance(rank, (int, np.integer)) and isinstance(world_size, (int, np.integer))
     if world_size < 1:
-        raise ValueError(f"world_size must be >= 1, got {world_size}")
+        raise InputError(f"world_size must be >= 1, got {world_size}")
     if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in 0..{int(world_size) - 1} for world_size={world_size}, got {rank}")
+        raise InputError(f"rank must be in 0..{int(world_size) - 1} for world_size={world_size}, got {rank}")
     return int(rank), int(world_size)
 
 
@@ -113,7 +114,7 @@ def rank_stream(
     r, w = _check_rank(rank, world_size)
     size = _check_batch_size(batch_size)
     if len(row_group_lengths) == 0:
-        raise ValueError("row_group_lengths is empty: give at least one file")
+        raise InputError("row_group_lengths is empty: give at least one file")
     parts: list[npt.NDArray[np.int64]] = []
     refill: list[int] = []
     groups: list[tuple[int, int]] = []
@@ -132,7 +133,7 @@ def _finish(
     r: int, w: int, parts: list[npt.NDArray[np.int64]], refill: list[int], groups: list[tuple[int, int]]
 ) -> RankStream:
     if not parts:
-        raise ValueError(
+        raise InputError(
             f"rank {r} of world_size {w} receives no documents (row groups {groups}): "
             "the stream is empty and a replay needs at least one document"
         )

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
+from ..errors import InputError, InputTypeError
 
 __all__ = [
     "HEADER",
@@ -101,7 +102,7 @@ class Shard:
         if out is None:
             out = np.empty(n, dtype=np.int64)
         elif out.shape != (n,) or out.dtype != np.int64:
-            raise ValueError(f"out must be an int64 array of shape ({n},), got {out.dtype} {out.shape}")
+            raise InputError(f"out must be an int64 array of shape ({n},), got {out.dtype} {out.shape}")
         for lo in range(0, n, _CHUNK):
             hi = min(n, lo + _CHUNK)
             np.subtract(self.offsets[lo + 1 : hi + 1], self.offsets[lo:hi], out=out[lo:hi], dtype=np.int64,
@@ -116,7 +117,7 @@ class Shard:
             TypeError: ``i`` is not an int.
         """
         if not is_int(i):
-            raise TypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
+            raise InputTypeError(f"document index must be an int, got {type(i).__name__} {i!r}")
         n = self.n_docs
         j = int(i) + n if i < 0 else int(i)
         if not 0 <= j < n:
@@ -152,30 +153,30 @@ def _check_offsets(name: str, offsets: npt.NDArray[np.uint32], n_tokens: int) ->
     anything of the claimed size is allocated.
     """
     if offsets.size == 0:
-        raise ValueError(f"shard {name!r}: offsets is empty (needs n_docs + 1 entries)")
+        raise InputError(f"shard {name!r}: offsets is empty (needs n_docs + 1 entries)")
     first = int(offsets[0])
     if first != 0:
-        raise ValueError(f"shard {name!r}: offsets[0]={first} (must be 0)")
+        raise InputError(f"shard {name!r}: offsets[0]={first} (must be 0)")
     for lo in range(0, int(offsets.size) - 1, _CHUNK):
         part = offsets[lo : lo + _CHUNK + 1].astype(np.int64)
         diffs = np.diff(part)
         bad = diffs < 0
         if bad.any():
             i = lo + int(np.argmax(bad)) + 1
-            raise ValueError(
+            raise InputError(
                 f"shard {name!r}: offsets[{i}]={int(offsets[i])} < offsets[{i - 1}]={int(offsets[i - 1])} "
                 "(must be non-decreasing)"
             )
         empty = diffs == 0
         if empty.any():
             i = lo + int(np.argmax(empty))
-            raise ValueError(
+            raise InputError(
                 f"shard {name!r}: document {i} is empty (offsets[{i}] == offsets[{i + 1}] == "
                 f"{int(offsets[i])}); every document holds at least its BOS token"
             )
     last = int(offsets[-1])
     if last != n_tokens:
-        raise ValueError(
+        raise InputError(
             f"shard {name!r}: offsets[{offsets.size - 1}]={last} != n_tokens={n_tokens} "
             "(the last offset must equal the header's token count)"
         )
@@ -189,7 +190,7 @@ def _check_ids(name: str, ids: npt.NDArray[np.uint16], vocab: int, chunk: int = 
         bad = part >= vocab
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"shard {name!r}: ids[{lo + i}]={int(part[i])} >= vocab={vocab}")
+            raise InputError(f"shard {name!r}: ids[{lo + i}]={int(part[i])} >= vocab={vocab}")
 
 
 def read_shard(path: PathLike, *, check_ids: bool = False) -> Shard:
@@ -213,22 +214,22 @@ def read_shard(path: PathLike, *, check_ids: bool = False) -> Shard:
     ...     _ = f.write(b"xx")
     >>> read_shard(path)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: shard '...t.bin': file has 30 bytes, header implies 28 (2 trailing bytes): ...
+    packing_theory.InputError: shard '...t.bin': file has 30 bytes, header implies 28 (2 trailing bytes): ...
     """
     name = _name(path)
     size = os.path.getsize(path)
     if size < HEADER.size:
-        raise ValueError(
+        raise InputError(
             f"shard {name!r}: file has {size} bytes, shorter than the {HEADER.size}-byte header (truncated)"
         )
     with open(path, "rb") as fh:
         vocab, n_docs, n_tokens, flags = HEADER.unpack(fh.read(HEADER.size))
     if vocab == 0 or vocab > MAX_VOCAB:
-        raise ValueError(f"shard {name!r}: header vocab={vocab} (must be in 1..{MAX_VOCAB} for uint16 ids)")
+        raise InputError(f"shard {name!r}: header vocab={vocab} (must be in 1..{MAX_VOCAB} for uint16 ids)")
     expected = HEADER.size + 4 * (n_docs + 1) + 2 * n_tokens
     if size != expected:
         what = "truncated" if size < expected else f"{size - expected} trailing bytes"
-        raise ValueError(
+        raise InputError(
             f"shard {name!r}: file has {size} bytes, header implies {expected} ({what}): "
             f"header n_docs={n_docs}, n_tokens={n_tokens} need 16 + 4*(n_docs+1) + 2*n_tokens bytes"
         )
@@ -274,22 +275,22 @@ def write_shard(
     for i, doc in enumerate(docs):
         arr = np.asarray(doc)
         if arr.ndim != 1:
-            raise ValueError(f"docs[{i}] must be a 1-D sequence of token ids, got shape {arr.shape}")
+            raise InputError(f"docs[{i}] must be a 1-D sequence of token ids, got shape {arr.shape}")
         if arr.size == 0:
-            raise ValueError(f"docs[{i}] is empty: a BOS-inclusive document holds at least one token")
+            raise InputError(f"docs[{i}] is empty: a BOS-inclusive document holds at least one token")
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"docs[{i}] must hold integer token ids, got dtype {arr.dtype}")
+            raise InputTypeError(f"docs[{i}] must hold integer token ids, got dtype {arr.dtype}")
         lo, hi = int(arr.min()), int(arr.max())
         if lo < 0 or hi >= vocab:
             bad = int(np.argmax((arr < 0) | (arr >= vocab)))
-            raise ValueError(f"docs[{i}][{bad}]={int(arr[bad])} is out of range for vocab={vocab}")
+            raise InputError(f"docs[{i}][{bad}]={int(arr[bad])} is out of range for vocab={vocab}")
         arrays.append(arr.astype("<u2"))
         lengths.append(int(arr.size))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     n_tokens = int(offsets[-1])
     if n_tokens > _U32:
-        raise ValueError(f"docs hold {n_tokens} tokens, more than a uint32 offset can address")
+        raise InputError(f"docs hold {n_tokens} tokens, more than a uint32 offset can address")
     with open(path, "wb") as fh:
         fh.write(HEADER.pack(int(vocab), len(lengths), n_tokens, int(flags)))
         fh.write(offsets.astype("<u4").tobytes())
@@ -321,14 +322,14 @@ def lengths_from_shards(
         paths = [paths]
     shards = [read_shard(p, check_ids=check_ids) for p in paths]  # every file checked before allocating
     if not shards:
-        raise ValueError("paths is empty: give at least one shard file")
+        raise InputError("paths is empty: give at least one shard file")
     out = np.empty(sum(s.n_docs for s in shards), dtype=np.int64)
     at = 0
     for shard in shards:
         shard.lengths(out[at : at + shard.n_docs])
         at += shard.n_docs
     if out.size == 0:
-        raise ValueError(
+        raise InputError(
             f"shards {[_name(p) for p in paths]!r} are empty (n_docs=0): a replay needs at least one document"
         )
     return out

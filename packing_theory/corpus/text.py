@@ -34,7 +34,6 @@ its output is taken to already start with BOS.
 
 from __future__ import annotations
 
-import importlib
 import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
+from ..errors import InputError, InputTypeError, import_optional
 from .textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
 
 __all__ = [
@@ -75,7 +75,7 @@ def _as_paths(paths: PathLike | Iterable[PathLike], name: str = "paths") -> list
         return [os.fspath(paths)]
     out = [os.fspath(p) for p in paths]
     if not out:
-        raise ValueError(f"{name} is empty: give at least one file")
+        raise InputError(f"{name} is empty: give at least one file")
     return out
 
 
@@ -101,8 +101,8 @@ def _input_ids(value: Any, name: str, where: str) -> Any:
     if isinstance(value, Mapping):
         if "input_ids" not in value:
             keys = sorted(map(str, value))[:8]
-            raise TypeError(f"tokenizer {name} returned a mapping without 'input_ids' (keys {keys}) "
-                            f"for {where}; expected {_ACCEPTED}")
+            raise InputTypeError(f"tokenizer {name} returned a mapping without 'input_ids' (keys {keys}) "
+                                 f"for {where}; expected {_ACCEPTED}")
         return value["input_ids"]
     return value
 
@@ -112,14 +112,15 @@ def _token_ids(value: Any, name: str, where: str) -> Sequence[int] | npt.NDArray
     ids = _input_ids(value, name, where)
     if isinstance(ids, np.ndarray):
         if ids.ndim != 1 or not (np.issubdtype(ids.dtype, np.integer) and ids.dtype != np.bool_):
-            raise TypeError(f"tokenizer {name} returned a {ids.ndim}-D {ids.dtype} array of shape "
-                            f"{ids.shape} for {where}; expected {_ACCEPTED}")
+            raise InputTypeError(f"tokenizer {name} returned a {ids.ndim}-D {ids.dtype} array of shape "
+                                 f"{ids.shape} for {where}; expected {_ACCEPTED}")
         return ids
     if isinstance(ids, (str, bytes, bytearray, AbstractSet, Mapping)) or not isinstance(ids, Sequence):
-        raise TypeError(f"tokenizer {name} returned {type(ids).__name__} for {where}; expected {_ACCEPTED}")
+        raise InputTypeError(f"tokenizer {name} returned {type(ids).__name__} for {where}; expected "
+                             f"{_ACCEPTED}")
     if len(ids) and not is_int(ids[0]):
-        raise TypeError(f"tokenizer {name} returned a sequence of {type(ids[0]).__name__} for {where} "
-                        f"(token ids must be ints); expected {_ACCEPTED}")
+        raise InputTypeError(f"tokenizer {name} returned a sequence of {type(ids[0]).__name__} for {where} "
+                             f"(token ids must be ints); expected {_ACCEPTED}")
     return ids
 
 
@@ -128,12 +129,13 @@ def _batch_ids(value: Any, name: str, where: str) -> list[Any]:
     ids = _input_ids(value, name, where)
     if isinstance(ids, np.ndarray):
         if ids.ndim != 2:
-            raise TypeError(f"batched tokenizer {name} returned a {ids.ndim}-D array of shape {ids.shape} "
-                            f"for {where}; expected one row per text")
+            raise InputTypeError(f"batched tokenizer {name} returned a {ids.ndim}-D array of shape "
+                                 f"{ids.shape} for {where}; expected one row per text")
         return list(ids)
     if isinstance(ids, (str, bytes, bytearray, AbstractSet, Mapping)) or not isinstance(ids, Sequence):
-        raise TypeError(f"batched tokenizer {name} returned {type(ids).__name__} for {where}; expected a "
-                        f"sequence with one result per text, a 2-D array or a mapping with 'input_ids'")
+        raise InputTypeError(f"batched tokenizer {name} returned {type(ids).__name__} for {where}; "
+                             "expected a sequence with one result per text, a 2-D array or a mapping with "
+                             "'input_ids'")
     return list(ids)
 
 
@@ -144,7 +146,7 @@ def _call(tokenizer: Tokenizer, arg: Any, name: str, where: str) -> Any:
         raise
     except Exception as exc:  # a user's tokenizer may raise anything: name it and the text
         detail = " ".join(str(exc).split())[:200]
-        raise ValueError(f"tokenizer {name} raised {type(exc).__name__} on {where}: {detail}") from exc
+        raise InputError(f"tokenizer {name} raised {type(exc).__name__} on {where}: {detail}") from exc
 
 
 def tokenize_batches(
@@ -166,7 +168,7 @@ def tokenize_batches(
             the wrong number of results (naming the tokenizer and the texts).
     """
     if not callable(tokenizer):
-        raise TypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
+        raise InputTypeError(f"tokenizer must be callable, got {type(tokenizer).__name__}")
     size = _check_batch_size(batch_size)
     name = tokenizer_name(tokenizer)
     it = iter(texts)
@@ -177,12 +179,12 @@ def tokenize_batches(
             return
         for j, text in enumerate(chunk):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{index + j}] must be a str, got {type(text).__name__}")
+                raise InputTypeError(f"texts[{index + j}] must be a str, got {type(text).__name__}")
         if batched:
             where = f"texts[{index}:{index + len(chunk)}]"
             result = _batch_ids(_call(tokenizer, chunk, name, where), name, where)
             if len(result) != len(chunk):
-                raise ValueError(
+                raise InputError(
                     f"batched tokenizer {name} returned {len(result)} token lists for {len(chunk)} texts "
                     f"({where})"
                 )
@@ -197,13 +199,13 @@ def _finish_lengths(counts: Iterable[int], bos: bool, what: str) -> npt.NDArray[
     out: array[int] = array("q")
     for n in counts:
         if n + extra < 1:
-            raise ValueError(
+            raise InputError(
                 f"{what}[{len(out)}] tokenized to 0 tokens with bos=False: a BOS-inclusive "
                 "document holds at least one token (pass bos=True if the tokenizer adds none)"
             )
         out.append(n + extra)
     if not out:
-        raise ValueError(f"{what} is empty: a replay needs at least one document")
+        raise InputError(f"{what} is empty: a replay needs at least one document")
     return np.frombuffer(out, dtype=np.int64).copy()
 
 
@@ -236,11 +238,11 @@ def lengths_from_texts(
         def counts_by_name() -> Iterator[int]:
             for i, text in enumerate(texts):
                 if not isinstance(text, str):
-                    raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+                    raise InputTypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
                 yield count_text(text, unit)
 
         if unit not in BUILTIN_TOKENIZERS:
-            raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+            raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
                              f"got {unit!r}")
         return _finish_lengths(counts_by_name(), bos, "texts")
     counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
@@ -277,7 +279,7 @@ def lengths_from_text_files(
     """
     if isinstance(tokenizer, str):
         if tokenizer not in BUILTIN_TOKENIZERS:
-            raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+            raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
                              f"got {tokenizer!r}")
         files = _as_paths(paths)
         for name in files:
@@ -321,7 +323,7 @@ def _documents(
             if bos_id is not None:
                 doc.insert(0, int(bos_id))
             elif not doc:
-                raise ValueError(f"texts[{index}] tokenized to 0 tokens with bos_id=None")
+                raise InputError(f"texts[{index}] tokenized to 0 tokens with bos_id=None")
             index += 1
             yield doc
 
@@ -330,13 +332,7 @@ def _documents(
 
 
 def _pyarrow_parquet() -> Any:
-    try:
-        pq = importlib.import_module("pyarrow.parquet")
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "reading parquet needs pyarrow: pip install pyarrow (or packing-theory[test])"
-        ) from exc
-    return pq
+    return import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet")
 
 
 def parquet_columns(path: PathLike) -> list[str]:
@@ -351,10 +347,10 @@ def _open_column(pq: Any, path: str, column: str) -> Any:
     except FileNotFoundError:
         raise
     except Exception as exc:  # pyarrow raises ArrowInvalid and friends
-        raise ValueError(f"parquet file {path!r} cannot be read: {exc}") from exc
+        raise InputError(f"parquet file {path!r} cannot be read: {exc}") from exc
     names = list(pf.schema_arrow.names)
     if column not in names:
-        raise ValueError(f"parquet file {path!r} has no column {column!r}; available columns: {names}")
+        raise InputError(f"parquet file {path!r} has no column {column!r}; available columns: {names}")
     return pf
 
 
@@ -363,7 +359,7 @@ def _column_texts(table: Any, column: str, where: str) -> list[str]:
     for i, v in enumerate(values):
         if not isinstance(v, str):
             kind = "null" if v is None else type(v).__name__
-            raise TypeError(f"{where}: column {column!r} row {i} is {kind}, expected a string")
+            raise InputTypeError(f"{where}: column {column!r} row {i} is {kind}, expected a string")
     return values
 
 
@@ -442,4 +438,4 @@ def _iter_text(files: list[str], per_line: bool, encoding: str) -> Iterator[str]
                 else:
                     yield fh.read()
         except UnicodeDecodeError as exc:
-            raise ValueError(f"text file {name!r} is not valid {encoding}: {exc}") from exc
+            raise InputError(f"text file {name!r} is not valid {encoding}: {exc}") from exc

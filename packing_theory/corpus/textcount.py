@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 
 __all__ = ["BUILTIN_TOKENIZERS", "BuiltinTokenizer", "count_text", "count_text_files"]
 
@@ -42,7 +43,7 @@ _CHUNK = 1 << 20
 
 def _check_unit(unit: object) -> BuiltinTokenizer:
     if unit not in BUILTIN_TOKENIZERS:
-        raise ValueError(f"tokenizer must be one of {', '.join(BUILTIN_TOKENIZERS)} here, got {unit!r}")
+        raise InputError(f"tokenizer must be one of {', '.join(BUILTIN_TOKENIZERS)} here, got {unit!r}")
     return unit
 
 
@@ -88,7 +89,7 @@ def count_text(text: str, unit: BuiltinTokenizer, *, chunk_chars: int = _CHUNK) 
     """
     unit = _check_unit(unit)
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise InputTypeError(f"text must be a str, got {type(text).__name__}")
     step = check_int("chunk_chars", chunk_chars, 1)
     counter = _Counter(unit)
     for i in range(0, len(text), step):
@@ -137,7 +138,7 @@ def count_text_files(
                         counter.reset()
                     counter.feed(parts[-1])
         except UnicodeDecodeError as exc:
-            raise ValueError(f"text file {name!r} is not valid {encoding}: {exc}") from exc
+            raise InputError(f"text file {name!r} is not valid {encoding}: {exc}") from exc
         if per_line:
             if not counter.blank:
                 out.append(counter.count)

@@ -34,6 +34,7 @@ from .census import (
 )
 from .executors import (
     DASK_INSTALL_HINT,
+    ResultRejected,
     TaskFailed,
     TaskRecord,
     TaskRunner,
@@ -54,6 +55,7 @@ __all__ = [
     "ParquetSource",
     "RankSummary",
     "RanksSummary",
+    "ResultRejected",
     "RowGroups",
     "ShardResult",
     "TaskFailed",

@@ -52,6 +52,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.writer import ReportWriter, verify_report
 from ..corpus.manifest import file_sha256
+from ..errors import InputError
 from .executors import TaskRecord, open_runner
 from .parts import (
     CENSUS_FORMAT,
@@ -114,14 +115,14 @@ class CensusResult:
 def _as_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[str]:
     paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     if not paths:
-        raise ValueError("inputs is empty: give at least one file")
+        raise InputError("inputs is empty: give at least one file")
     seen: dict[str, str] = {}
     for p in paths:
         if not os.path.isfile(p):
             raise FileNotFoundError(f"census input {p!r} does not exist or is not a file")
         real = os.path.realpath(p)
         if real in seen:  # counted twice, and tokenized twice, by mistake: refuse it
-            raise ValueError(f"census input {p!r} is given twice (also as {seen[real]!r})")
+            raise InputError(f"census input {p!r} is given twice (also as {seen[real]!r})")
         seen[real] = p
     return paths
 
@@ -186,7 +187,7 @@ def run_census(
         ordered = [infos[i] for i in range(len(paths))]
         total = sum(p.n_docs for p in ordered)
         if total == 0:
-            raise ValueError(f"census inputs {paths!r} hold no documents")
+            raise InputError(f"census inputs {paths!r} hold no documents")
         summary = _assemble(writer, parts, ordered, options, total)
         execution = _execution(spec, paths, reused, todo, records)
         manifest = _manifest(writer, paths, digests, ordered, options, summary, execution)
@@ -243,7 +244,7 @@ def _assemble(writer: ReportWriter, parts: str, ordered: list[_Part], options: C
             with open(path, "rb") as fh:
                 data = fh.read()
             if sha256_hex(data) != part.files[name]:
-                raise ValueError(f"census part {path!r} changed since it was verified; rerun the census")
+                raise InputError(f"census part {path!r} changed since it was verified; rerun the census")
             arr = np.load(io.BytesIO(data), allow_pickle=False)
             out[at : at + arr.size] = arr
             at += arr.size
@@ -294,7 +295,7 @@ def census_row_groups(out: str | os.PathLike[str], row_group_size: int = 1024) -
     size = check_int("row_group_size", row_group_size, 1)
     problems = verify_census(out)
     if problems:
-        raise ValueError(f"census directory {os.fspath(out)!r} is not complete: {problems[0]}")
+        raise InputError(f"census directory {os.fspath(out)!r} is not complete: {problems[0]}")
     with open(os.path.join(os.fspath(out), "census.json"), encoding="utf-8") as fh:
         manifest = json.load(fh)
     lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), allow_pickle=False)

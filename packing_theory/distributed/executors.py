@@ -38,7 +38,6 @@ without it the error names ``pip install "packing-theory[distributed]"``.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import secrets
 import socket
@@ -50,11 +49,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError, NotMeasured, import_optional
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
     "DASK_INSTALL_HINT",
     "LazyItems",
+    "ResultRejected",
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
@@ -68,7 +69,7 @@ __all__ = [
     "worker_identity",
 ]
 
-DASK_INSTALL_HINT = 'pip install "packing-theory[distributed]"'
+DASK_INSTALL_HINT = "pip install 'packing-theory[distributed]'"
 """What to install for the Dask executor (named in the ImportError)."""
 
 Accept = Callable[[int, Any], None]
@@ -101,8 +102,16 @@ class LazyItems:
 Items = Sequence[tuple[Any, ...]] | LazyItems
 
 
-class TaskFailed(RuntimeError):
-    """A task failed on every attempt (names the task, its attempts and the last error)."""
+class ResultRejected(NotMeasured):
+    """A task's result failed the caller's ``accept`` check; the attempt counts as failed and is rerun."""
+
+
+class TaskFailed(NotMeasured):
+    """A task failed on every attempt (names the task, its attempts and the last error).
+
+    The last error is the ``__cause__``; the command line reports a bad input found by a
+    worker (an :class:`~packing_theory.errors.InputError` cause) as bad input, exit 2.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +128,8 @@ class TaskRecord:
 
 
 def import_distributed() -> Any:
-    """The ``distributed`` module, or an ``ImportError`` naming the extra to install."""
-    try:
-        return importlib.import_module("distributed")
-    except ImportError as exc:
-        raise ImportError(f"the dask executor needs dask.distributed: {DASK_INSTALL_HINT}") from exc
+    """The ``distributed`` module, or :class:`~packing_theory.errors.MissingDependency` naming the extra."""
+    return import_optional("distributed", extra="distributed", purpose="the dask executor")
 
 
 def is_dask_client(obj: object) -> bool:
@@ -138,10 +144,10 @@ def parse_executor_spec(spec: str) -> str:
         ValueError: anything else, naming ``--executor`` and the value.
     """
     if not isinstance(spec, str):
-        raise TypeError(f"executor must be a str, got {type(spec).__name__} {spec!r}")
+        raise InputTypeError(f"executor must be a str, got {type(spec).__name__} {spec!r}")
     if spec == "local":
         return spec
-    bad = ValueError(f"--executor must be local or dask://HOST:PORT, got {spec!r}")
+    bad = InputError(f"--executor must be local or dask://HOST:PORT, got {spec!r}")
     if not spec.startswith("dask://"):
         raise bad
     host, sep, port = spec[len("dask://"):].rpartition(":")
@@ -192,7 +198,7 @@ def connect_dask(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise ValueError(f"--executor {spec}: cannot reach a Dask scheduler ({exc})") from None
+        raise InputError(f"--executor {spec}: cannot reach a Dask scheduler ({exc})") from None
     box: dict[str, Any] = {}
 
     def connect() -> None:
@@ -209,11 +215,11 @@ def connect_dask(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
     thread.join(timeout + 1.0)
     if thread.is_alive():
         box["abandoned"] = True
-        raise ValueError(f"--executor {spec}: no Dask scheduler answered within {timeout:g} s "
+        raise InputError(f"--executor {spec}: no Dask scheduler answered within {timeout:g} s "
                          "(is it a Dask scheduler's address?)")
     if "error" in box:
         failure = box["error"]
-        raise ValueError(f"--executor {spec}: cannot connect to a Dask scheduler "
+        raise InputError(f"--executor {spec}: cannot connect to a Dask scheduler "
                          f"({type(failure).__name__}: {' '.join(str(failure).split())[:200]})") from None
     return box["client"]
 
@@ -248,7 +254,7 @@ class TaskRunner:
 
     def __init__(self, kind: str, target: Any, *, workers: int, retries: int, spec: str) -> None:
         if kind not in ("inprocess", "processes", "executor", "dask"):
-            raise ValueError(f"kind must be inprocess, processes, executor or dask, got {kind!r}")
+            raise InputError(f"kind must be inprocess, processes, executor or dask, got {kind!r}")
         self.kind = kind
         self.spec = spec
         self.workers = check_int("workers", workers, 1)
@@ -283,7 +289,7 @@ class TaskRunner:
             on_result: OnResult, accept: Accept | None = None, label: str = "task") -> list[TaskRecord]:
         """Run ``fn(*items[i])`` for every ``i``; call ``on_result(i, value)`` for each accepted result.
 
-        ``accept(i, value)`` raising ``ValueError`` rejects a result (it counts
+        ``accept(i, value)`` raising :class:`ResultRejected` rejects a result (it counts
         as a failed attempt). Results are delivered in completion order; the
         records come back in task order. Every task runs to the end before a
         failure is raised, so the others' results are delivered.
@@ -447,7 +453,7 @@ class TaskRunner:
             try:
                 if accept is not None:
                     accept(i, value)
-            except ValueError as exc:  # a result that fails its check: resubmitted under a new key
+            except ResultRejected as exc:  # a result that fails its check: resubmitted under a new key
                 extra[i] += tries
                 if attempts[i] <= self.retries:
                     again = submit(i)
@@ -527,8 +533,8 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         runner = TaskRunner("executor", executor, workers=workers, retries=retries,
                             spec=type(executor).__name__)
     else:
-        raise TypeError(f"executor must be 'local', 'dask://HOST:PORT', a dask.distributed.Client or a "
-                        f"concurrent.futures.Executor, got {type(executor).__name__}")
+        raise InputTypeError(f"executor must be 'local', 'dask://HOST:PORT', a dask.distributed.Client or a "
+                             f"concurrent.futures.Executor, got {type(executor).__name__}")
     try:
         yield runner
     finally:

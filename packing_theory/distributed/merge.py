@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 
 __all__ = ["RankSummary", "RanksSummary"]
 
@@ -87,7 +88,7 @@ class RankSummary:
         (any order); ``arrived`` defaults to ``documents``. O(started + rows)."""
         first = np.asarray(start_rows, dtype=np.int64)
         if first.size and (int(first.min()) < 0 or int(first.max()) > rows):
-            raise ValueError(f"start_rows must lie in 0..rows={rows}, got "
+            raise InputError(f"start_rows must lie in 0..rows={rows}, got "
                              f"{int(first.min())}..{int(first.max())}")
         kwargs.setdefault("arrived", documents)
         out = cls(rank=rank, world_size=world_size, policy=policy, documents=documents, tokens=tokens,
@@ -167,7 +168,7 @@ class RanksSummary:
     def of(cls, *summaries: RankSummary) -> RanksSummary:
         """The summary of the given ranks (at least one; they must share world, policy and settings)."""
         if not summaries:
-            raise ValueError("of() needs at least one RankSummary; use empty() for none")
+            raise InputError("of() needs at least one RankSummary; use empty() for none")
         first = summaries[0]
         out = cls.empty(first.world_size, first.policy, first.settings)
         for s in summaries:
@@ -181,15 +182,15 @@ class RanksSummary:
             ValueError: different world sizes, policies or settings, or a rank in both.
         """
         if not isinstance(other, RanksSummary):
-            raise TypeError(f"other must be a RanksSummary, got {type(other).__name__}")
+            raise InputTypeError(f"other must be a RanksSummary, got {type(other).__name__}")
         for name in ("world_size", "policy", "settings"):
             if getattr(self, name) != getattr(other, name):
-                raise ValueError(f"cannot merge summaries with different {name}: {getattr(self, name)!r} "
+                raise InputError(f"cannot merge summaries with different {name}: {getattr(self, name)!r} "
                                  f"and {getattr(other, name)!r}")
         mine = {s.rank for s in self.ranks}
         both = sorted(mine & {s.rank for s in other.ranks})
         if both:
-            raise ValueError(f"cannot merge: rank(s) {both} appear in both summaries")
+            raise InputError(f"cannot merge: rank(s) {both} appear in both summaries")
         merged = RanksSummary(self.world_size, self.policy, self.settings,
                               tuple(sorted((*self.ranks, *other.ranks), key=lambda s: s.rank)))
         merged._check()

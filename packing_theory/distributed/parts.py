@@ -14,7 +14,6 @@ True
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -38,6 +37,8 @@ from ..corpus.text import (
     tokenizer_name,
 )
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
+from ..errors import InputError, InputTypeError, import_optional
+from .executors import ResultRejected
 
 __all__ = [
     "CENSUS_FORMAT",
@@ -134,19 +135,19 @@ class CensusOptions:
 
     def __post_init__(self) -> None:
         if self.kind not in ("text", "parquet", "shards"):
-            raise ValueError(f"kind must be text, parquet or shards, got {self.kind!r}")
+            raise InputError(f"kind must be text, parquet or shards, got {self.kind!r}")
         if isinstance(self.tokenizer, str):
             if self.tokenizer not in BUILTIN_TOKENIZERS:
-                raise ValueError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
                                  f"got {self.tokenizer!r}")
         elif not callable(self.tokenizer):
-            raise TypeError("tokenizer must be a callable or a built-in name, got "
-                            f"{type(self.tokenizer).__name__}")
+            raise InputTypeError("tokenizer must be a callable or a built-in name, got "
+                                 f"{type(self.tokenizer).__name__}")
         for name in ("per_line", "bos", "batched", "hashes"):
             check_bool(name, getattr(self, name))
         check_int("batch_size", self.batch_size, 1)
         if not isinstance(self.column, str) or not self.column:
-            raise ValueError(f"column must be a non-empty str, got {self.column!r}")
+            raise InputError(f"column must be a non-empty str, got {self.column!r}")
 
     def tokenizer_identity(self) -> dict[str, str]:
         """``{"kind": "builtin"|"callable"|"none", "name": ...}`` (shards need no tokenizer)."""
@@ -208,7 +209,7 @@ def sha256_hex(data: bytes) -> str:
 def _with_bos(counts: Iterable[int], bos: bool, where: str) -> Int64Array:
     arr = np.fromiter(counts, dtype=np.int64) + (1 if bos else 0)
     if arr.size and int(arr.min()) < 1:
-        raise ValueError(f"{where}: document {int(np.argmin(arr))} has 0 tokens (pass bos=True if the "
+        raise InputError(f"{where}: document {int(np.argmin(arr))} has 0 tokens (pass bos=True if the "
                          "tokenizer adds none)")
     return arr
 
@@ -277,10 +278,7 @@ def _only(group: int) -> Callable[[int, int], tuple[int, ...]]:
 
 def _parquet_census(path: str, opts: CensusOptions
                     ) -> tuple[Int64Array, Int64Array | None, UInt64Array | None, tuple[int, ...]]:
-    try:
-        pq = importlib.import_module("pyarrow.parquet")
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("reading parquet needs pyarrow: pip install pyarrow") from exc
+    pq = import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet")
     iter_parquet_texts(path, opts.column)  # validates the file and the column before anything is read
     n_groups = int(pq.ParquetFile(path).num_row_groups)
     parts: list[Int64Array] = []
@@ -313,26 +311,27 @@ def check_shard_result(value: object, expected_input_sha256: str, options: Censu
         ValueError: wrong type or dtype, counts or digests that disagree, a changed input.
     """
     if not isinstance(value, ShardResult):
-        raise ValueError(f"a census task returned {type(value).__name__}, not a ShardResult")
+        raise ResultRejected(f"a census task returned {type(value).__name__}, not a ShardResult")
     arr = value.lengths
     if not isinstance(arr, np.ndarray) or arr.dtype != np.int64 or arr.ndim != 1:
-        raise ValueError(f"census lengths must be a 1-D int64 array, got {getattr(arr, 'dtype', type(arr))}")
+        raise ResultRejected("census lengths must be a 1-D int64 array, "
+                             f"got {getattr(arr, 'dtype', type(arr))}")
     if arr.size != value.n_docs or int(arr.sum(dtype=np.int64)) != value.n_tokens:
-        raise ValueError(f"census lengths hold {arr.size} documents / {int(arr.sum())} tokens, the worker "
-                         f"recorded {value.n_docs} / {value.n_tokens}")
+        raise ResultRejected(f"census lengths hold {arr.size} documents / {int(arr.sum())} tokens, "
+                             f"the worker recorded {value.n_docs} / {value.n_tokens}")
     if arr.size and int(arr.min()) < 1:
-        raise ValueError("census lengths hold a length < 1")
+        raise ResultRejected("census lengths hold a length < 1")
     if sha256_hex(npy_bytes(arr)) != value.lengths_sha256:
-        raise ValueError("census lengths do not match the SHA-256 the worker recorded")
+        raise ResultRejected("census lengths do not match the SHA-256 the worker recorded")
     if value.input_sha256 != expected_input_sha256:
-        raise ValueError(f"the input changed while it was read (sha256 {value.input_sha256[:12]}..., "
-                         f"expected {expected_input_sha256[:12]}...)")
+        raise ResultRejected(f"the input changed while it was read (sha256 {value.input_sha256[:12]}..., "
+                             f"expected {expected_input_sha256[:12]}...)")
     if options.hashes:
         for name, extra in (("doc_bytes", value.doc_bytes), ("doc_hashes", value.doc_hashes)):
             if not isinstance(extra, np.ndarray) or extra.shape != arr.shape:
-                raise ValueError(f"census {name} must have one entry per document ({arr.size})")
+                raise ResultRejected(f"census {name} must have one entry per document ({arr.size})")
     if value.row_groups and sum(value.row_groups) != arr.size:
-        raise ValueError(f"row groups hold {sum(value.row_groups)} documents, lengths {arr.size}")
+        raise ResultRejected(f"row groups hold {sum(value.row_groups)} documents, lengths {arr.size}")
     return value
 
 

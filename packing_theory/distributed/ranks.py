@@ -53,8 +53,9 @@ from ..engine.batches import EventBatch
 from ..engine.events import Placement
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
+from ..errors import InputError
 from ..lengths import validate_lengths
-from .executors import LazyItems, open_runner
+from .executors import LazyItems, ResultRejected, open_runner
 from .merge import RanksSummary, RankSummary
 
 __all__ = ["NANOCHAT_ROW_GROUP_SIZE", "ParquetSource", "RowGroups", "audit_rank", "audit_ranks",
@@ -80,7 +81,7 @@ class ParquetSource:
 
     def __post_init__(self) -> None:
         if not self.paths:
-            raise ValueError("ParquetSource.paths is empty: give at least one parquet file")
+            raise InputError("ParquetSource.paths is empty: give at least one parquet file")
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +92,7 @@ class RowGroups:
 
     def __post_init__(self) -> None:
         if not self.files:
-            raise ValueError("RowGroups.files is empty: give at least one file")
+            raise InputError("RowGroups.files is empty: give at least one file")
 
 
 def length_row_groups(lengths: npt.ArrayLike,
@@ -135,7 +136,7 @@ def _replay_one(stream: RankStream, config: PackerConfig, engine: Engine,
     agg = ledger.result()
     start_rows = first_row[first_row != unset]
     if start_rows.size != agg.started_sources:
-        raise ValueError(f"rank {stream.rank}: {start_rows.size} occurrences placed, the ledger counts "
+        raise InputError(f"rank {stream.rank}: {start_rows.size} occurrences placed, the ledger counts "
                          f"{agg.started_sources} started")
     return RankSummary.from_counts(
         rank=stream.rank, world_size=stream.world_size, policy=cfg.policy, documents=int(stream.lengths.size),
@@ -204,9 +205,9 @@ def audit_ranks(
     names = list(policies) if policies is not None else [config.policy]
     for name in names:
         if name not in POLICIES:
-            raise ValueError(f"policies must be streaming policies ({', '.join(POLICIES)}); got {name!r}")
+            raise InputError(f"policies must be streaming policies ({', '.join(POLICIES)}); got {name!r}")
     if not names or len(set(names)) != len(names):
-        raise ValueError(f"policies must name distinct policies, got {names}")
+        raise InputError(f"policies must name distinct policies, got {names}")
     configs = [replace(config, policy=name) for name in names]  # type: ignore[arg-type]
     given = isinstance(source, (ParquetSource, RowGroups))
     settings = _settings(config, None if given else check_int("row_group_size", row_group_size, 1), engine)
@@ -229,12 +230,13 @@ def audit_ranks(
     def accept(r: int, value: Any) -> None:  # checked before it is accepted
         if not (isinstance(value, tuple) and len(value) == len(configs)
                 and all(isinstance(s, RankSummary) and s.rank == r for s in value)):
-            raise ValueError(f"rank task {r} returned {type(value).__name__}, not {len(configs)} RankSummary")
+            raise ResultRejected(f"rank task {r} returned {type(value).__name__}, "
+                                 f"not {len(configs)} RankSummary")
         for s in value:
             try:
                 s._check()
             except AssertionError as exc:  # a rejected result: the runner reruns it, on every executor
-                raise ValueError(f"rank task {r} returned a summary that fails its check: {exc}") from exc
+                raise ResultRejected(f"rank task {r} returned a summary that fails its check: {exc}") from exc
 
     with open_runner(executor, workers=workers, retries=retries) as runner:
         records = runner.run(audit_rank, tasks, on_result=results.__setitem__, accept=accept, label="rank")

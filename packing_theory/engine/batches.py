@@ -52,6 +52,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InputError, InputTypeError
 from .events import (
     Arrival,
     BosAdded,
@@ -266,7 +267,7 @@ class EventBatch:
                 parts[name] = cols(*(np.ascontiguousarray(a, dtype=np.bool_ if f in bools else np.int64)
                                      for f, a in zip(cols._fields, raw, strict=True)))  # type: ignore[attr-defined]
         if groups:
-            raise TypeError(f"unknown column groups: {sorted(groups)}")
+            raise InputTypeError(f"unknown column groups: {sorted(groups)}")
         batch = cls(np.ascontiguousarray(kinds, dtype=np.uint8), horizon=horizon, reasons=tuple(reasons),
                     **parts)
         batch._validate()
@@ -288,7 +289,7 @@ class EventBatch:
             t = type(ev)
             code = KIND_CODES.get(t)
             if code is None:
-                raise TypeError(f"events must be packing_theory events, got {t.__name__} {ev!r}")
+                raise InputTypeError(f"events must be packing_theory events, got {t.__name__} {ev!r}")
             kinds.append(code)
             if t is Horizon:
                 horizon = ev  # type: ignore[assignment]
@@ -327,20 +328,20 @@ class EventBatch:
     def _validate(self) -> None:
         counts = np.bincount(self.kinds, minlength=9) if self.kinds.size else np.zeros(9, np.int64)
         if self.kinds.size and int(self.kinds.max()) > HORIZON:
-            raise ValueError(f"kinds holds an unknown code {int(self.kinds.max())}")
+            raise InputError(f"kinds holds an unknown code {int(self.kinds.max())}")
         for name, t, _cols, _ in _GROUPS:
             cols = getattr(self, name)
             for f, col in zip(cols._fields, cols, strict=True):
                 if col.ndim != 1 or col.size != counts[KIND_CODES[t]]:
-                    raise ValueError(f"{name}.{f} has {col.size} values for {int(counts[KIND_CODES[t]])} "
+                    raise InputError(f"{name}.{f} has {col.size} values for {int(counts[KIND_CODES[t]])} "
                                      f"{t.__name__} events")
         if counts[HORIZON] > 1 or (counts[HORIZON] == 1) != (self.horizon is not None):
-            raise ValueError("a batch holds the Horizon event iff horizon is set, at most once")
+            raise InputError("a batch holds the Horizon event iff horizon is set, at most once")
         if self.horizon is not None and int(self.kinds[-1]) != HORIZON:
-            raise ValueError("the Horizon must be the batch's last event")
+            raise InputError("the Horizon must be the batch's last event")
         if self.filtered.reason.size and not (
                 int(self.filtered.reason.min()) >= 0 and int(self.filtered.reason.max()) < len(self.reasons)):
-            raise ValueError("filtered.reason codes must index reasons")
+            raise InputError("filtered.reason codes must index reasons")
 
     def _check(self) -> None:
         """Assert the internal invariants (tests call it on every batch they build)."""
@@ -372,7 +373,7 @@ def batched(events: Iterable[Event], size: int = DEFAULT_BATCH_EVENTS) -> Iterat
         ValueError: ``size < 1``.
     """
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"size must be a positive int, got {size!r}")
+        raise InputError(f"size must be a positive int, got {size!r}")
     chunk: list[Event] = []
     for ev in events:
         chunk.append(ev)
@@ -418,7 +419,7 @@ class LengthChunks:
     def chunks(self) -> Iterator[npt.NDArray[Any]]:
         """The arrays, in order (one-shot)."""
         if self._used:
-            raise ValueError("LengthChunks is a one-shot stream and was already consumed")
+            raise InputError("LengthChunks is a one-shot stream and was already consumed")
         self._used = True
         for c in self._chunks:
             yield np.asarray(c)

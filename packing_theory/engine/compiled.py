@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import is_int
+from ..errors import InputError, InputTypeError, MissingDependency
 from .batches import (
     DEFAULT_BATCH_EVENTS,
     HORIZON,
@@ -93,33 +94,34 @@ def load_kernel() -> ModuleType:
     """Import the numba kernel.
 
     Raises:
-        ImportError: numba is not installed (``pip install "packing-theory[fast]"``).
+        MissingDependency: numba is not installed (``pip install "packing-theory[fast]"``).
     """
     if not compiled_available():
-        raise ImportError('the compiled engine needs numba: pip install "packing-theory[fast]"')
+        raise MissingDependency("the compiled engine: numba is not installed "
+                                "(pip install 'packing-theory[fast]')")
     return importlib.import_module("packing_theory.engine._kernel")
 
 
 def _check_chunk(arr: npt.NDArray[Any], base: int) -> Int64Array:
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"lengths must have an integer dtype, got {arr.dtype}")
+        raise InputTypeError(f"lengths must have an integer dtype, got {arr.dtype}")
     if arr.ndim != 1:
-        raise ValueError(f"lengths chunks must be 1-D, got shape {arr.shape}")
+        raise InputError(f"lengths chunks must be 1-D, got shape {arr.shape}")
     bad = arr < 1
     if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8:
         bad |= arr > np.iinfo(np.int64).max
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"lengths[{base + i}] must be a positive BOS-inclusive length, got {arr[i]}")
+        raise InputError(f"lengths[{base + i}] must be a positive BOS-inclusive length, got {arr[i]}")
     return arr.astype(np.int64, copy=False)
 
 
 def _validated_ints(values: Iterable[object]) -> Iterator[int]:
     for i, value in enumerate(values):
         if not is_int(value):
-            raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
+            raise InputTypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
         if value < 1:  # type: ignore[operator]
-            raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
+            raise InputError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
         yield int(value)  # type: ignore[call-overload]
 
 
@@ -145,7 +147,7 @@ def _input_chunks(lengths: object, config: PackerConfig, step: int) -> Iterator[
                 yield arr[i : i + step], i, p, last, last and p == config.passes - 1
         return
     if config.passes != 1:
-        raise ValueError(f"passes={config.passes} needs a re-iterable lengths sequence, "
+        raise InputError(f"passes={config.passes} needs a re-iterable lengths sequence, "
                          "got a one-shot iterator")
     base = 0
     if isinstance(lengths, LengthChunks):
@@ -163,7 +165,7 @@ def _input_chunks(lengths: object, config: PackerConfig, step: int) -> Iterator[
             yield c, base, 0, False, False
             base += c.size
     if base == 0:
-        raise ValueError("lengths is empty: a replay needs at least one document")
+        raise InputError("lengths is empty: a replay needs at least one document")
     yield np.zeros(0, dtype=np.int64), base, 0, True, True
 
 
@@ -193,7 +195,7 @@ class CompiledPacker:
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
         config = resolve_config(config, kwargs, PackerConfig)
         if config.policy not in COMPILED_POLICIES:
-            raise ValueError(f"the compiled engine implements policies {', '.join(COMPILED_POLICIES)}; "
+            raise InputError(f"the compiled engine implements policies {', '.join(COMPILED_POLICIES)}; "
                              f"got policy {config.policy!r} (use engine='fast')")
         self.config = config
 
@@ -229,7 +231,7 @@ class CompiledPacker:
         batch ends with the Horizon.
         """
         if isinstance(size, bool) or not isinstance(size, int) or size < 4:
-            raise ValueError(f"size must be an int >= 4, got {size!r}")
+            raise InputError(f"size must be an int >= 4, got {size!r}")
         return self._run(lengths, size, int(input_chunk))
 
     def _run(self, lengths: Any, size: int, step: int) -> Iterator[EventBatch]:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import is_int
+from ..errors import InputError
 from .buffer import FastBuffer
 from .events import (
     Arrival,
@@ -219,7 +220,7 @@ class Packer:
         it = iter(data)
         first = next(it, None)
         if first is None:
-            raise ValueError("data is empty: a replay needs at least one document")
+            raise InputError("data is empty: a replay needs at least one document")
         rest = itertools.chain([first], it)
         if is_int(first):
             return self.placement_rows(rest)  # type: ignore[arg-type]

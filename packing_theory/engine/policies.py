@@ -77,6 +77,7 @@ from typing import Any, Literal, NamedTuple, TypeVar, Union
 import numpy as np
 
 from .._checks import check_int, is_int
+from ..errors import InputError, InputTypeError
 from .events import BosAdded, Discard, Event, Placement
 
 __all__ = [
@@ -169,7 +170,7 @@ class PackerConfig:
         object.__setattr__(self, "min_buffer", check_int("min_buffer", self.min_buffer, 1))
         object.__setattr__(self, "passes", check_int("passes", self.passes, 1))
         if not is_int(self.seed):
-            raise TypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
+            raise InputTypeError(f"seed must be an int, got {type(self.seed).__name__} {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
         refill = self.refill
         if is_int(refill):
@@ -177,16 +178,16 @@ class PackerConfig:
         elif isinstance(refill, (list, tuple, np.ndarray)):
             sizes = tuple(check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill))
             if not sizes:
-                raise ValueError("refill must be a positive int or a non-empty sequence, got []")
+                raise InputError("refill must be a positive int or a non-empty sequence, got []")
             object.__setattr__(self, "refill", sizes)
         else:
-            raise TypeError(
+            raise InputTypeError(
                 f"refill must be an int or a sequence of ints, got {type(refill).__name__} {refill!r}"
             )
         if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
+            raise InputError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
         if self.exhausted not in EXHAUSTED_MODES:
-            raise ValueError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
+            raise InputError(f"exhausted must be 'stop' or 'drain', got {self.exhausted!r}")
         if self.max_wait is not None:
             object.__setattr__(self, "max_wait", check_int("max_wait", self.max_wait, 0))
         if self.rows is not None:
@@ -194,7 +195,7 @@ class PackerConfig:
         if self.targets is not None:
             object.__setattr__(self, "targets", check_int("targets", self.targets, 0))
             if self.rows is not None:
-                raise ValueError(
+                raise InputError(
                     f"rows and targets are exclusive budgets, got rows={self.rows} targets={self.targets}"
                 )
 
@@ -263,7 +264,7 @@ def start_delay_bound(max_wait: int, min_buffer: int, refill: int | Sequence[int
     if isinstance(refill, Sequence):
         sizes = [check_int(f"refill[{i}]", v, 1) for i, v in enumerate(refill)]
         if not sizes:
-            raise ValueError("refill must be a positive int or a non-empty sequence, got []")
+            raise InputError("refill must be a positive int or a non-empty sequence, got []")
         b = max(sizes)
     else:
         b = check_int("refill", refill, 1)
@@ -296,12 +297,12 @@ def resolve_config(config: C | None, kwargs: dict[str, Any], factory: Callable[.
     8
     >>> resolve_config(PackerConfig(), {"capacity": 8}, PackerConfig)
     Traceback (most recent call last):
-    TypeError: pass either config or keyword arguments, not both (got ['capacity'])
+    packing_theory.InputTypeError: pass either config or keyword arguments, not both (got ['capacity'])
     """
     if config is None:
         return factory(**kwargs)
     if kwargs:
-        raise TypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
+        raise InputTypeError(f"pass either config or keyword arguments, not both (got {sorted(kwargs)})")
     return config
 
 
@@ -330,7 +331,7 @@ def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
     text = capacity - 1
     pieces = 1 + -(-(length - capacity) // text)
     if pieces > MAX_SEGMENTS:
-        raise ValueError(f"segment-first would split a document of length {length} into {pieces:,} chunks "
+        raise InputError(f"segment-first would split a document of length {length} into {pieces:,} chunks "
                          f"of at most R - 1 = {text} text tokens (more than {MAX_SEGMENTS:,}); raise the "
                          "capacity or choose another policy")
     chunks = [(0, capacity, False)]
@@ -398,7 +399,7 @@ def crop_outcome(
         return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
     if policy == "random-span" and m >= 2:
         if rng is None:
-            raise ValueError("random-span crops need an rng, got None")
+            raise InputError("random-span crops need an rng, got None")
         a = 1 + rng.randrange(length - m + 1)
         if a > 1:
             tail = a + m - 1

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
+from ..errors import InputError, InputTypeError
 from ..lengths import INT64_MAX, reject_unordered, validate_lengths
 from .policies import PackerConfig
 
@@ -25,11 +26,11 @@ def _validated(values: Iterable[int], offset: int = 0) -> Iterator[int]:
     """Yield lengths as Python ints, raising on the first invalid one."""
     for i, value in enumerate(values, offset):
         if not is_int(value):
-            raise TypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
+            raise InputTypeError(f"lengths[{i}] must be an int, got {type(value).__name__} {value!r}")
         if value < 1:
-            raise ValueError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
+            raise InputError(f"lengths[{i}] must be a positive BOS-inclusive length, got {value}")
         if value > INT64_MAX:
-            raise ValueError(f"lengths[{i}] must be a length that fits a signed 64-bit int, got {value}")
+            raise InputError(f"lengths[{i}] must be a length that fits a signed 64-bit int, got {value}")
         yield int(value)
 
 
@@ -55,15 +56,16 @@ def _as_length_array(lengths: object) -> npt.NDArray[np.int64] | None:
         return validate_lengths(lengths)
     reject_unordered("lengths", lengths)
     if isinstance(lengths, (str, bytes)):
-        raise TypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
+        raise InputTypeError(f"lengths must be a sequence of ints, got {type(lengths).__name__}")
     if isinstance(lengths, Sequence):
         out = np.fromiter(_validated(lengths), np.int64, len(lengths))
         if not out.size:
-            raise ValueError("lengths is empty: a replay needs at least one document")
+            raise InputError("lengths is empty: a replay needs at least one document")
         return out
     if isinstance(lengths, Iterable):
         return None
-    raise TypeError(f"lengths must be a sequence, array or iterable of ints, got {type(lengths).__name__}")
+    raise InputTypeError(f"lengths must be a sequence, array or iterable of ints, got "
+                         f"{type(lengths).__name__}")
 
 
 class CursorState(NamedTuple):
@@ -117,7 +119,7 @@ class RefillCursor:
         self._iter: Iterator[int] | None = None
         if self._array is None:
             if config.passes != 1:
-                raise ValueError(
+                raise InputError(
                     f"passes={config.passes} needs a re-iterable lengths sequence, got a one-shot iterator"
                 )
             start = 0 if state is None else state.position
@@ -126,9 +128,9 @@ class RefillCursor:
         if state is not None:
             check_int("state.position", state.position, 0)
             if not 0 <= state.pass_index <= self._passes:
-                raise ValueError(f"state.pass_index must be in 0..{self._passes}, got {state.pass_index}")
+                raise InputError(f"state.pass_index must be in 0..{self._passes}, got {state.pass_index}")
             if self._array is not None and state.position > self._array.size:
-                raise ValueError(f"state.position {state.position} is past the {self._array.size} documents")
+                raise InputError(f"state.position {state.position} is past the {self._array.size} documents")
 
     def state(self) -> CursorState:
         """The cursor's position (O(1))."""
@@ -147,7 +149,7 @@ class RefillCursor:
         if not batch:
             self.done = True
             if first == 0:
-                raise ValueError("lengths is empty: a replay needs at least one document")
+                raise InputError("lengths is empty: a replay needs at least one document")
             return None
         self.position += len(batch)
         self.batch_index += 1

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import InputError
 from .compiled import CompiledPacker
 from .events import Arrival, Event, Horizon, Placement
 from .packer import Packer
@@ -35,7 +36,7 @@ def make_packer(
 
     >>> make_packer("nope")
     Traceback (most recent call last):
-    ValueError: engine must be one of fast, compiled, reference; got 'nope'
+    packing_theory.InputError: engine must be one of fast, compiled, reference; got 'nope'
     """
     if engine == "fast":
         return Packer(config, **kwargs)
@@ -43,7 +44,7 @@ def make_packer(
         return ReferencePacker(config, **kwargs)
     if engine == "compiled":
         return CompiledPacker(config, **kwargs)
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    raise InputError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Replay:
         """The final :class:`~packing_theory.engine.events.Horizon` event."""
         last = self.events[-1]
         if not isinstance(last, Horizon):
-            raise ValueError("the event stream does not end with a Horizon event")
+            raise InputError("the event stream does not end with a Horizon event")
         return last
 
     def rows(self) -> list[list[Placement]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputTypeError
 from .batches import EventItem, unbatched
 from .events import (
     BosAdded,
@@ -173,10 +174,11 @@ def _rows_streamed(packer: Any, docs_iter: Iterator[Sequence[int]], pad_id: int)
 def _check_document(index: int, doc: object) -> None:
     if isinstance(doc, np.ndarray):
         if doc.ndim != 1:
-            raise TypeError(f"documents[{index}] must be a 1-D array of token ids, got shape {doc.shape}")
+            raise InputTypeError(f"documents[{index}] must be a 1-D array of token ids, got shape "
+                                 f"{doc.shape}")
         return
     if isinstance(doc, (str, bytes, bytearray, Mapping, AbstractSet)) or not isinstance(doc, Sequence):
-        raise TypeError(f"documents[{index}] must be a sequence of token ids, got {type(doc).__name__}"
+        raise InputTypeError(f"documents[{index}] must be a sequence of token ids, got {type(doc).__name__}"
                         + (" (text, not tokens: tokenize it first)" if isinstance(doc, (str, bytes)) else ""))
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_int
+from ..errors import InputError
 from .events import BufferedSpan, Event
 from .policies import PackerConfig
 from .refill import CursorState
@@ -85,11 +86,11 @@ class EngineState:
         mine = config_fingerprint(config)
         for name, value in self.config.items():
             if mine.get(name) != value:
-                raise ValueError(f"cannot resume: the state was saved with {name}={value!r}, "
+                raise InputError(f"cannot resume: the state was saved with {name}={value!r}, "
                                  f"the packer has {name}={mine.get(name)!r}")
         for name in mine:
             if name not in self.config:
-                raise ValueError(f"cannot resume: the state does not record {name!r}")
+                raise InputError(f"cannot resume: the state does not record {name!r}")
 
     def to_json(self) -> str:
         """The state as a JSON document (exact: ints stay ints, the RNG state included)."""
@@ -118,11 +119,11 @@ class EngineState:
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"engine state is not valid JSON: {exc}") from exc
+            raise InputError(f"engine state is not valid JSON: {exc}") from exc
         if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
-            raise ValueError(f"not a {STATE_FORMAT} document")
+            raise InputError(f"not a {STATE_FORMAT} document")
         if doc.get("version") != _STATE_VERSION:
-            raise ValueError(f"engine state version {doc.get('version')!r} is not supported "
+            raise InputError(f"engine state version {doc.get('version')!r} is not supported "
                              f"(this library reads version {_STATE_VERSION})")
         try:
             rng = doc["rng_state"]
@@ -141,10 +142,10 @@ class EngineState:
                               else tuple(check_int("arrival_rows", r, -1) for r in doc["arrival_rows"])),
             )
             if state.arrival_rows is not None and len(state.arrival_rows) != len(state.buffer):
-                raise ValueError(f"arrival_rows has {len(state.arrival_rows)} entries for "
+                raise InputError(f"arrival_rows has {len(state.arrival_rows)} entries for "
                                  f"{len(state.buffer)} buffered spans")
         except (KeyError, IndexError, TypeError) as exc:
-            raise ValueError(f"malformed engine state: {exc!r}") from exc
+            raise InputError(f"malformed engine state: {exc!r}") from exc
         return state
 
     @classmethod

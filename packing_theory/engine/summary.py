@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .batches import EventBatch, EventItem
 from .events import (
     Arrival,
@@ -240,7 +241,7 @@ class SummaryAccumulator:
         """The summary; requires the Horizon event to have been fed."""
         h = self.horizon
         if h is None:
-            raise ValueError("result() needs the Horizon event: feed the whole event stream first")
+            raise InputError("result() needs the Horizon event: feed the whole event stream first")
         return ReplaySummary(
             rows=h.rows,
             targets=h.rows * (self.capacity - 1),

@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from ..errors import InputError, InputTypeError
 from .events import Arrival, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from .policies import (
     EXHAUSTED_MODES,
@@ -103,7 +104,7 @@ class VariantConfig:
                               ("tie_break", TIE_BREAKS), ("flush", FLUSHES), ("exhausted", EXHAUSTED_MODES)):
             value = getattr(self, name)
             if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+                raise InputError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
 
     def stream_config(self) -> PackerConfig:
         """The :class:`PackerConfig` of the stream fields (policy ``discard``)."""
@@ -139,11 +140,11 @@ def variant(name: str, **kwargs: Any) -> VariantConfig:
         ValueError: an unknown name.
     """
     if name not in VARIANTS:
-        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}; got {name!r}")
+        raise InputError(f"variant must be one of {', '.join(VARIANTS)}; got {name!r}")
     known = {f.name for f in fields(VariantConfig)}
     unknown = sorted(set(kwargs) - known)
     if unknown:
-        raise TypeError(f"unknown VariantConfig fields {unknown}")
+        raise InputTypeError(f"unknown VariantConfig fields {unknown}")
     return VariantConfig(**{**kwargs, **VARIANTS[name]})
 
 

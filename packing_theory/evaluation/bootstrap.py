@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 from .metrics import LN2, Float64Array, WindowScores
 from .population import Population
 from .windows import KINDS
@@ -79,7 +80,7 @@ def bonferroni_quantiles(level: float, family_size: int) -> tuple[float, float, 
     (0.025, 0.975, 0.95)
     """
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+        raise InputError(f"level must be a number in (0, 1), got {level!r}")
     m = check_int("family_size", family_size, 1)
     alpha = (1.0 - float(level)) / m
     # round away binary noise so 0.95 / 8 reports as 0.99375 exactly
@@ -96,9 +97,9 @@ def percentile_interval(replicates: npt.ArrayLike, level: float = 0.95,
     """
     r = np.asarray(replicates, dtype=np.float64)
     if r.ndim != 1 or r.size == 0:
-        raise ValueError(f"replicates must be a non-empty 1-D array, got shape {r.shape}")
+        raise InputError(f"replicates must be a non-empty 1-D array, got shape {r.shape}")
     if not np.isfinite(r).all():
-        raise ValueError("replicates hold a non-finite value (a resample without bytes?)")
+        raise InputError("replicates hold a non-finite value (a resample without bytes?)")
     q_lo, q_hi, _ = bonferroni_quantiles(level, family_size)
     lo, hi = np.quantile(r, [q_lo, q_hi])
     return float(lo), float(hi)
@@ -125,11 +126,11 @@ class Contrast:
     def __post_init__(self) -> None:
         for name, value in (("kind", self.kind), ("minus", self.minus)):
             if value is not None and value not in KINDS:
-                raise ValueError(f"{name} must be a window kind among {', '.join(KINDS)}; got {value!r}")
+                raise InputError(f"{name} must be a window kind among {', '.join(KINDS)}; got {value!r}")
         if "census" in (self.kind, self.minus):
-            raise ValueError("census results are reported without sampling intervals; use census_summary")
+            raise InputError("census results are reported without sampling intervals; use census_summary")
         if self.minus == self.kind:
-            raise ValueError(f"an interaction needs two different kinds, got {self.kind!r} twice")
+            raise InputError(f"an interaction needs two different kinds, got {self.kind!r} twice")
 
     @property
     def name(self) -> str:
@@ -245,7 +246,7 @@ def source_sums(scores: WindowScores, n_sources: int,
     m = scores.mask(kind)
     src = scores.sources[m]
     if src.size and (src.min() < 0 or src.max() >= n_sources):
-        raise ValueError(f"scores of {scores.model!r} name source {int(src.max())} outside the "
+        raise InputError(f"scores of {scores.model!r} name source {int(src.max())} outside the "
                          f"{n_sources}-source population")
     nll = np.bincount(src, weights=scores.window_nll()[m], minlength=n_sources).astype(np.float64)
     nbytes = np.zeros(n_sources, dtype=np.int64)
@@ -255,19 +256,19 @@ def source_sums(scores: WindowScores, n_sources: int,
 
 def _check_scores(population: Population, scores: Mapping[str, WindowScores], baseline: str) -> list[str]:
     if not isinstance(scores, Mapping) or len(scores) < 2:
-        raise ValueError("scores must map at least two model names to WindowScores")
+        raise InputError("scores must map at least two model names to WindowScores")
     names = list(scores)
     if baseline not in scores:
-        raise ValueError(f"baseline {baseline!r} is not among the scored models {names}")
+        raise InputError(f"baseline {baseline!r} is not among the scored models {names}")
     ref = scores[baseline]
     for name, s in scores.items():
         if not isinstance(s, WindowScores):
-            raise TypeError(f"scores[{name!r}] must be WindowScores, got {type(s).__name__}")
+            raise InputTypeError(f"scores[{name!r}] must be WindowScores, got {type(s).__name__}")
         if not s.same_inputs(ref):
-            raise ValueError(f"scores[{name!r}] did not score the same windows as the baseline {baseline!r} "
+            raise InputError(f"scores[{name!r}] did not score the same windows as the baseline {baseline!r} "
                              f"(input fingerprints or bins differ): paired comparison is impossible")
     if ref.n_windows and int(ref.sources.max()) >= population.n_sources:
-        raise ValueError(f"the scores name source {int(ref.sources.max())} but the population has "
+        raise InputError(f"the scores name source {int(ref.sources.max())} but the population has "
                          f"{population.n_sources} sources")
     return names
 
@@ -306,21 +307,21 @@ def compare(
     names = _check_scores(population, scores, baseline)
     B = check_int("replicates", replicates, 1)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        raise InputError(f"seed must be an int >= 0, got {seed!r}")
     _, _, adj = bonferroni_quantiles(level, max(1, len(family)))
     fam = list(family)
     for c in fam:
         if not isinstance(c, Contrast):
-            raise TypeError(f"family members must be Contrast, got {type(c).__name__}")
+            raise InputTypeError(f"family members must be Contrast, got {type(c).__name__}")
         base = c.baseline or baseline
         for who in (c.model, base):
             if who not in scores:
-                raise ValueError(f"contrast {c.name!r} names model {who!r}, not among {names}")
+                raise InputError(f"contrast {c.name!r} names model {who!r}, not among {names}")
         if c.model == base:
-            raise ValueError(f"contrast {c.name!r} compares {c.model!r} with itself")
+            raise InputError(f"contrast {c.name!r} compares {c.model!r} with itself")
         population.stratum_of(c.stratum)
     if len(set(fam)) != len(fam):
-        raise ValueError("family contrasts must not repeat")
+        raise InputError("family contrasts must not repeat")
     n = population.n_sources
     kinds = [k for k in KINDS if k != "census" and any(kk == k for kk in scores[baseline].kinds)]
     sums = {(m, k): source_sums(scores[m], n, k) for m in names for k in kinds}
@@ -334,11 +335,11 @@ def compare(
         paired = [k for k in kinds if idx.size and (sums[(baseline, k)][1][idx] > 0).all()]
         for _, c in wanted:
             if idx.size < 2:
-                raise ValueError(f"contrast {c.name!r}: stratum {label} has {idx.size} source(s); "
+                raise InputError(f"contrast {c.name!r}: stratum {label} has {idx.size} source(s); "
                                  f"a bootstrap interval needs at least 2")
             for k in (c.kind, c.minus):
                 if k is not None and k not in paired:
-                    raise ValueError(f"contrast {c.name!r}: not every source of stratum {label} has "
+                    raise InputError(f"contrast {c.name!r}: not every source of stratum {label} has "
                                      f"{k} windows with bytes (a paired contrast needs all of them)")
         explo: list[Contrast] = []
         if exploratory and idx.size >= 2:

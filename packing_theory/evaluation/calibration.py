@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 from .metrics import LN2, WindowScores, score
 from .population import Population, sample_population
 from .windows import WindowSpec
@@ -88,9 +89,9 @@ class UnigramModel:
     def __init__(self, probs: npt.ArrayLike) -> None:
         q = np.asarray(probs, dtype=np.float64)
         if q.ndim != 1 or q.size == 0 or not np.isfinite(q).all() or (q <= 0).any():
-            raise ValueError("probs must be a non-empty 1-D array of positive probabilities")
+            raise InputError("probs must be a non-empty 1-D array of positive probabilities")
         if abs(float(q.sum()) - 1.0) > 1e-9:
-            raise ValueError(f"probs must sum to 1, got {float(q.sum())!r}")
+            raise InputError(f"probs must sum to 1, got {float(q.sum())!r}")
         self.nll_table: Float64Array = -np.log(q)
 
     def __call__(self, input_ids: npt.NDArray[np.int64], segment_ids: npt.NDArray[np.int32] | None,

@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from ..audit import Aggregates, audit_lengths, evaluation_population
 from ..engine import POLICIES, Packer, PackerConfig
+from ..errors import InputError
 from .ngram import NGramModel
 from .pipeline import EvaluationRun, default_family, evaluate_models
 from .population import DEFAULT_SAMPLE_SEED, sample_population, token_hash
@@ -87,21 +88,21 @@ class DemoConfig:
 
     def __post_init__(self) -> None:
         if len(self.policies) < 2:
-            raise ValueError(f"the demo compares at least two policies, got {self.policies}")
+            raise InputError(f"the demo compares at least two policies, got {self.policies}")
         for p in self.policies:
             if p not in POLICIES:
-                raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {p!r}")
+                raise InputError(f"policy must be one of {', '.join(POLICIES)}; got {p!r}")
         if len(set(self.policies)) != len(self.policies):
-            raise ValueError(f"policies must not repeat, got {self.policies}")
+            raise InputError(f"policies must not repeat, got {self.policies}")
         if isinstance(self.planted_duplicates, bool) or not isinstance(self.planted_duplicates, int) \
                 or not 0 <= self.planted_duplicates < self.eval_candidates:
-            raise ValueError(f"planted_duplicates must be an int in 0..eval_candidates-1, "
+            raise InputError(f"planted_duplicates must be an int in 0..eval_candidates-1, "
                              f"got {self.planted_duplicates!r}")
         for name in ("train_rows", "eval_candidates", "per_stratum", "census_candidates", "replicates",
                      "official_targets"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+                raise InputError(f"{name} must be an int >= 1, got {v!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

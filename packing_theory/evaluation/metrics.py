@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 from .protocol import NllFn
 from .windows import KINDS, Int64Array, Window, WindowSpec, pad_batch
 
@@ -86,12 +87,12 @@ def bin_labels(edges: Sequence[int] = POSITION_BINS) -> list[str]:
 def _check_edges(edges: Sequence[int]) -> tuple[int, ...]:
     e = tuple(edges)
     if not e or e[0] != 0:
-        raise ValueError(f"bin_edges must start at 0, got {e}")
+        raise InputError(f"bin_edges must start at 0, got {e}")
     for i, v in enumerate(e):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"bin_edges[{i}] must be an int, got {v!r}")
+            raise InputTypeError(f"bin_edges[{i}] must be an int, got {v!r}")
     if any(a >= b for a, b in pairwise(e)):
-        raise ValueError(f"bin_edges must be strictly increasing, got {e}")
+        raise InputError(f"bin_edges must be strictly increasing, got {e}")
     return tuple(int(v) for v in e)
 
 
@@ -102,21 +103,22 @@ def validate_token_bytes(token_bytes: npt.ArrayLike) -> Int64Array:
     [0, 1, 3]
     >>> validate_token_bytes([1, -2])
     Traceback (most recent call last):
-    ValueError: token_bytes[1] must be >= 0, got -2
+    packing_theory.InputError: token_bytes[1] must be >= 0, got -2
     """
     arr = np.asarray(token_bytes)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"token_bytes must be an integer array (bytes per token id), got dtype {arr.dtype}")
+        raise InputTypeError(f"token_bytes must be an integer array (bytes per token id), got dtype "
+                             f"{arr.dtype}")
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"token_bytes must be a non-empty 1-D array indexed by token id, "
+        raise InputError(f"token_bytes must be a non-empty 1-D array indexed by token id, "
                          f"got shape {arr.shape}")
     out = arr.astype(np.int64)
     bad = out < 0
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"token_bytes[{i}] must be >= 0, got {out[i]}")
+        raise InputError(f"token_bytes[{i}] must be >= 0, got {out[i]}")
     if not (out > 0).any():
-        raise ValueError("token_bytes has no positive entry: every target would be excluded from BPB")
+        raise InputError("token_bytes has no positive entry: every target would be excluded from BPB")
     out.flags.writeable = False
     return out
 
@@ -322,7 +324,7 @@ class WindowScores:
         m = np.ones(self.n_windows, dtype=np.bool_)
         if kind is not None:
             if kind not in KINDS:
-                raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+                raise InputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
             m &= np.asarray([k == kind for k in self.kinds], dtype=np.bool_)
         if sources is not None:
             m &= np.isin(self.sources, np.asarray(sources, dtype=np.int64))
@@ -332,7 +334,7 @@ class WindowScores:
         """Pooled :class:`Metrics` of the windows selected by ``mask`` (all by default)."""
         m = np.ones(self.n_windows, dtype=np.bool_) if mask is None else np.asarray(mask, dtype=np.bool_)
         if m.shape != (self.n_windows,):
-            raise ValueError(f"mask must have shape ({self.n_windows},), got {m.shape}")
+            raise InputError(f"mask must have shape ({self.n_windows},), got {m.shape}")
         return metrics_from_sums(self.nll[m], self.counted[m], self.targets[m], self.bytes[m],
                                  sources=np.unique(self.sources[m]).size, windows=int(m.sum()))
 
@@ -422,24 +424,24 @@ def score(
     """
     ws = list(windows)
     if not ws:
-        raise ValueError("score needs at least one window")
+        raise InputError("score needs at least one window")
     for i, w in enumerate(ws):
         if not isinstance(w, Window):
-            raise TypeError(f"windows[{i}] must be a Window, got {type(w).__name__}")
+            raise InputTypeError(f"windows[{i}] must be a Window, got {type(w).__name__}")
     if not callable(nll_fn):
-        raise TypeError(f"nll_fn must be callable (an NllFn), got {type(nll_fn).__name__}")
+        raise InputTypeError(f"nll_fn must be callable (an NllFn), got {type(nll_fn).__name__}")
     tb = validate_token_bytes(token_bytes)
     bs = check_int("batch_size", batch_size, 1)
     edges = _check_edges(bin_edges)
     if position not in ("window", "source"):
-        raise ValueError(f"position must be 'window' or 'source', got {position!r}")
+        raise InputError(f"position must be 'window' or 'source', got {position!r}")
     tol = float(padding_tolerance)
     if not tol >= 0:
-        raise ValueError(f"padding_tolerance must be >= 0, got {padding_tolerance!r}")
+        raise InputError(f"padding_tolerance must be >= 0, got {padding_tolerance!r}")
     for i, w in enumerate(ws):
         t = w.targets()
         if int(t.max()) >= tb.size:
-            raise ValueError(f"windows[{i}] has target id {int(t.max())} outside token_bytes "
+            raise InputError(f"windows[{i}] has target id {int(t.max())} outside token_bytes "
                              f"(size {tb.size})")
     t0 = time.perf_counter()
     n, k = len(ws), len(edges)
@@ -461,7 +463,7 @@ def score(
                                                    - again[r, w.first_target : w.n_tokens - 1])))
                                for r, w in enumerate(batch))
             if padding_diff > tol:
-                raise ValueError(f"nll_fn is not padding-invariant: a scored NLL changed by "
+                raise InputError(f"nll_fn is not padding-invariant: a scored NLL changed by "
                                  f"{padding_diff:.3g} "
                                  f"under 8 more padding columns and reversed rows (tolerance {tol:g})")
         for r, i in enumerate(idx):
@@ -469,7 +471,7 @@ def score(
             vals = out[r, w.first_target : w.n_tokens - 1]
             if not np.isfinite(vals).all() or (vals < -_NEG_TOLERANCE).any():
                 bad = int(np.argmax(~np.isfinite(vals) | (vals < -_NEG_TOLERANCE)))
-                raise ValueError(f"nll_fn returned {vals[bad]!r} for window {i} target "
+                raise InputError(f"nll_fn returned {vals[bad]!r} for window {i} target "
                                  f"{w.first_target + bad}: "
                                  f"scored NLLs must be finite and >= 0")
             tbytes = tb[w.targets()]
@@ -506,10 +508,10 @@ def _call(nll_fn: Callable[..., Any], batch: Sequence[Window], pad_id: int, widt
     out = nll_fn(ids, seg if document_mask else None)
     arr = np.asarray(out)
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.floating)):
-        raise TypeError(f"nll_fn must return a real floating array, got dtype {arr.dtype}")
+        raise InputTypeError(f"nll_fn must return a real floating array, got dtype {arr.dtype}")
     expect = (ids.shape[0], ids.shape[1] - 1)
     if arr.shape != expect:
-        raise ValueError(f"nll_fn returned shape {arr.shape} for input_ids of shape {ids.shape}; "
+        raise InputError(f"nll_fn returned shape {arr.shape} for input_ids of shape {ids.shape}; "
                          f"expected {expect} (one NLL per next-token target)")
     result: Float64Array = arr.astype(np.float64, copy=False)
     return result

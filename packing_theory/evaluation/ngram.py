@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 
 __all__ = ["NGramModel"]
 
@@ -65,11 +66,11 @@ class NGramModel:
         self.vocab_size = check_int("vocab_size", vocab_size, 1)
         self.order = check_int("order", order, 1)
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not k > 0 or k == float("inf"):
-            raise ValueError(f"k must be a finite number > 0, got {k!r}")
+            raise InputError(f"k must be a finite number > 0, got {k!r}")
         self.k = float(k)
         self.base = self.vocab_size + 1
         if self.base ** self.order >= 2 ** 63:
-            raise ValueError(f"order={self.order} is too large for vocab_size={self.vocab_size}: "
+            raise InputError(f"order={self.order} is too large for vocab_size={self.vocab_size}: "
                              f"(vocab_size + 1) ** order must fit in int64")
         self.pad = self.vocab_size
         self._keys = np.zeros(0, dtype=np.int64)
@@ -83,18 +84,18 @@ class NGramModel:
     def _row_blocks(self, rows: Iterable[Sequence[int]] | npt.NDArray[Any]) -> Iterator[Int64Array]:
         if isinstance(rows, np.ndarray):
             if rows.ndim != 2:
-                raise ValueError(f"rows as an array must be 2-D (rows, positions), got shape {rows.shape}")
+                raise InputError(f"rows as an array must be 2-D (rows, positions), got shape {rows.shape}")
             for i in range(0, rows.shape[0], _CHUNK_ROWS):
                 yield self._ids(rows[i : i + _CHUNK_ROWS], "rows")
             return
         if isinstance(rows, (str, bytes)):
-            raise TypeError("rows must be an iterable of token-id rows, got a string")
+            raise InputTypeError("rows must be an iterable of token-id rows, got a string")
         block: list[Any] = []
         width = -1
         for i, row in enumerate(rows):
             r = np.asarray(row)
             if r.ndim != 1:
-                raise ValueError(f"rows[{i}] must be 1-D, got shape {r.shape}")
+                raise InputError(f"rows[{i}] must be 1-D, got shape {r.shape}")
             if r.size == 0:
                 continue  # no target; an empty list has no integer dtype to check
             if r.size != width or len(block) == _CHUNK_ROWS:
@@ -107,11 +108,11 @@ class NGramModel:
 
     def _ids(self, arr: npt.NDArray[Any], name: str) -> Int64Array:
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
+            raise InputTypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
         out = arr.astype(np.int64, copy=False)
         if out.size and (out.min() < 0 or out.max() >= self.vocab_size):
             bad = out[(out < 0) | (out >= self.vocab_size)][0]
-            raise ValueError(f"{name} holds token id {int(bad)} outside 0..{self.vocab_size - 1}")
+            raise InputError(f"{name} holds token id {int(bad)} outside 0..{self.vocab_size - 1}")
         return out
 
     def _keys_of(self, X: Int64Array,
@@ -191,13 +192,13 @@ class NGramModel:
         """
         X = np.asarray(input_ids)
         if X.ndim != 2 or X.shape[1] < 2:
-            raise ValueError(f"input_ids must have shape (b, n) with n >= 2, got {X.shape}")
+            raise InputError(f"input_ids must have shape (b, n) with n >= 2, got {X.shape}")
         X = self._ids(X, "input_ids")
         seg = None
         if segment_ids is not None:
             seg = np.asarray(segment_ids)
             if seg.shape != X.shape:
-                raise ValueError(f"segment_ids must have the shape of input_ids {X.shape}, got {seg.shape}")
+                raise InputError(f"segment_ids must have the shape of input_ids {X.shape}, got {seg.shape}")
         ctx, keys = self._keys_of(X, seg)
         c = self._lookup(self._keys, self._counts, keys)
         cc = self._lookup(self._ctx_keys, self._ctx_counts, ctx)

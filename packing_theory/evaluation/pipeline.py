@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit import Aggregates, EvalPopulation
+from ..errors import InputError
 from .bootstrap import Comparison, Contrast, compare, interaction_family
 from .metrics import WindowScores, score, validate_token_bytes
 from .population import Population, SupportStatement, support_statement
@@ -112,9 +113,9 @@ def evaluate_models(
         ValueError: fewer than two models, an unknown baseline, or any error of the stages.
     """
     if len(models) < 2:
-        raise ValueError(f"evaluate_models needs at least two models, got {list(models)}")
+        raise InputError(f"evaluate_models needs at least two models, got {list(models)}")
     if baseline not in models:
-        raise ValueError(f"baseline {baseline!r} is not among the models {list(models)}")
+        raise InputError(f"baseline {baseline!r} is not among the models {list(models)}")
     tb = validate_token_bytes(token_bytes)
     sp = spec if spec is not None else WindowSpec()
     say = progress or (lambda _msg: None)
@@ -122,7 +123,7 @@ def evaluate_models(
     t0 = time.perf_counter()
     windows = population.windows(sp)
     if not windows:
-        raise ValueError("the population yields no window (every source has a single token)")
+        raise InputError("the population yields no window (every source has a single token)")
     seconds["windows"] = time.perf_counter() - t0
     scores: dict[str, WindowScores] = {}
     for name, fn in models.items():
@@ -144,7 +145,7 @@ def evaluate_models(
     if census_population is not None:
         csp = census_spec if census_spec is not None else WindowSpec(kinds=("census",))
         if csp.kinds != ("census",):
-            raise ValueError(f"census_spec must have kinds=('census',), got {csp.kinds}")
+            raise InputError(f"census_spec must have kinds=('census',), got {csp.kinds}")
         cwin = census_population.windows(csp)
         cscores: dict[str, WindowScores] = {}
         for name, fn in models.items():

@@ -47,6 +47,7 @@ import numpy.typing as npt
 
 from ..audit import Aggregates, EvalPopulation, stratum_index, stratum_labels
 from ..audit.strata import EVALUATION_BOUNDARIES
+from ..errors import InputError, InputTypeError
 from .windows import Int64Array, Window, WindowSpec, as_document, source_windows
 
 __all__ = [
@@ -80,7 +81,7 @@ def normalise_text(text: str) -> str:
     'Café\\nbar'
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise InputTypeError(f"text must be a str, got {type(text).__name__}")
     t = unicodedata.normalize("NFC", text)
     return t.replace("\r\n", "\n").replace("\r", "\n").strip()
 
@@ -176,7 +177,7 @@ class Population:
         try:
             return self.labels.index(label)
         except ValueError:
-            raise ValueError(f"stratum must be one of {', '.join(self.labels)}; got {label!r}") from None
+            raise InputError(f"stratum must be one of {', '.join(self.labels)}; got {label!r}") from None
 
     def windows(self, spec: WindowSpec | None = None) -> tuple[Window, ...]:
         """Every window ``spec`` asks for, source by source (``Window.source`` = population index)."""
@@ -258,19 +259,20 @@ def sample_population(
     ((1, 1, 0, 0, 1), (1, 0), [3, 150, 3000])
     """
     if isinstance(documents, (str, bytes)) or not isinstance(documents, Sequence):
-        raise TypeError(f"documents must be a sequence of token-id sequences, got {type(documents).__name__}")
+        raise InputTypeError(f"documents must be a sequence of token-id sequences, got "
+                             f"{type(documents).__name__}")
     n = len(documents)
     if n == 0:
-        raise ValueError("documents is empty: a population needs at least one candidate")
+        raise InputError("documents is empty: a population needs at least one candidate")
     bounds = _check_boundaries(boundaries)
     bad_cap = (isinstance(per_stratum, bool) or not isinstance(per_stratum, (int, np.integer))
                or per_stratum < 1)
     if per_stratum is not None and bad_cap:
-        raise ValueError(f"per_stratum must be an int >= 1 or None, got {per_stratum!r}")
+        raise InputError(f"per_stratum must be an int >= 1 or None, got {per_stratum!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        raise InputError(f"seed must be an int >= 0, got {seed!r}")
     if hashes is not None and len(hashes) != n:
-        raise ValueError(f"hashes must have one entry per document: {len(hashes)} hashes for {n} documents")
+        raise InputError(f"hashes must have one entry per document: {len(hashes)} hashes for {n} documents")
     excl = exclude if isinstance(exclude, (set, frozenset, dict)) else frozenset(exclude)
     need_hash = bool(excl) or drop_internal_duplicates
     kind = "text" if hashes is not None else ("token" if need_hash else "none")
@@ -332,7 +334,7 @@ def _bounds_from_labels(labels: Sequence[str]) -> list[int | None]:
             else:
                 out.append(int(lab.split("–")[1]))
         except (ValueError, IndexError):
-            raise ValueError(f"cannot read stratum label {lab!r} (expected 'lo–hi' or '>b')") from None
+            raise InputError(f"cannot read stratum label {lab!r} (expected 'lo–hi' or '>b')") from None
     return out
 
 
@@ -346,7 +348,7 @@ def _merge(counts: Sequence[int], his: Sequence[int | None], bounds: tuple[int, 
     theirs = {int(h) for h in his if h is not None}
     missing = [b for b in bounds if b not in theirs]
     if missing:
-        raise ValueError(f"{what} strata cannot be mapped onto the evaluation strata: boundaries "
+        raise InputError(f"{what} strata cannot be mapped onto the evaluation strata: boundaries "
                          f"{missing} are not among its boundaries {sorted(theirs)}")
     last = len(bounds)
     where = stratum_index([h if h is not None else bounds[-1] + 1 for h in his], bounds)

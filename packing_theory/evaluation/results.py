@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import InputError, InputTypeError
 from .metrics import LN2, Metrics, WindowScores, bin_labels, validate_token_bytes
 from .population import Population
 from .windows import KINDS, WindowSpec, scored_range
@@ -112,12 +113,12 @@ def account(population: Population, scores: WindowScores, token_bytes: npt.Array
     """
     sp = spec if spec is not None else scores.spec
     if sp is None:
-        raise ValueError("the scores carry no WindowSpec: pass spec= (the one the windows were cut with)")
+        raise InputError("the scores carry no WindowSpec: pass spec= (the one the windows were cut with)")
     tb = validate_token_bytes(token_bytes)
     cum: list[npt.NDArray[np.int64]] = []
     for i, d in enumerate(population.documents):
         if d.size and int(d.max()) >= tb.size:
-            raise ValueError(f"population source {i} holds token id {int(d.max())} outside token_bytes "
+            raise InputError(f"population source {i} holds token id {int(d.max())} outside token_bytes "
                              f"(size {tb.size})")
         cum.append(np.concatenate([[0], np.cumsum(tb[d])]).astype(np.int64))
     out: list[Accounting] = []
@@ -161,14 +162,14 @@ def account(population: Population, scores: WindowScores, token_bytes: npt.Array
 
 def _check_same(scores: Mapping[str, WindowScores]) -> list[str]:
     if not isinstance(scores, Mapping) or not scores:
-        raise ValueError("scores must map at least one model name to WindowScores")
+        raise InputError("scores must map at least one model name to WindowScores")
     names = list(scores)
     ref = scores[names[0]]
     for name, s in scores.items():
         if not isinstance(s, WindowScores):
-            raise TypeError(f"scores[{name!r}] must be WindowScores, got {type(s).__name__}")
+            raise InputTypeError(f"scores[{name!r}] must be WindowScores, got {type(s).__name__}")
         if not s.same_inputs(ref):
-            raise ValueError(f"scores[{name!r}] did not score the same windows as {names[0]!r} "
+            raise InputError(f"scores[{name!r}] did not score the same windows as {names[0]!r} "
                              f"(input fingerprints or bins differ)")
     return names
 
@@ -233,7 +234,7 @@ def summarize(population: Population, scores: Mapping[str, WindowScores],
     bad = [a for a in acc if not a.ok]
     if bad:
         a = bad[0]
-        raise ValueError(f"accounting fails for {a.model!r} {a.kind} windows: sources {a.sources_observed}/"
+        raise InputError(f"accounting fails for {a.model!r} {a.kind} windows: sources {a.sources_observed}/"
                          f"{a.sources_expected}, targets {a.targets_observed}/{a.targets_expected}, bytes "
                          f"{a.bytes_observed}/{a.bytes_expected}; {a.first_problem}")
     kinds = tuple(k for k in KINDS if k in set(ref.kinds))
@@ -332,17 +333,17 @@ def census_summary(population: Population, scores: Mapping[str, WindowScores], t
     """
     names = _check_same(scores)
     if baseline not in scores:
-        raise ValueError(f"baseline {baseline!r} is not among the scored models {names}")
+        raise InputError(f"baseline {baseline!r} is not among the scored models {names}")
     ref = scores[baseline]
     cm = ref.mask("census")
     if not cm.any():
-        raise ValueError("the scores hold no census windows (cut them with WindowSpec(kinds=('census',)))")
+        raise InputError("the scores hold no census windows (cut them with WindowSpec(kinds=('census',)))")
     sp = ref.spec if ref.spec is not None else WindowSpec(kinds=("census",))
     acc = tuple(a for name in names for a in account(population, scores[name], token_bytes, sp)
                 if a.kind == "census")
     for a in acc:
         if not a.ok:
-            raise ValueError(f"census accounting fails for {a.model!r}: targets {a.targets_observed}/"
+            raise InputError(f"census accounting fails for {a.model!r}: targets {a.targets_observed}/"
                              f"{a.targets_expected}, bytes {a.bytes_observed}/{a.bytes_expected}; "
                              f"{a.first_problem}")
     strat = population.strata[ref.sources]

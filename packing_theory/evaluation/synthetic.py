@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError
 
 __all__ = ["LazyDocuments", "PlantedProcess"]
 
@@ -74,9 +75,9 @@ class PlantedProcess:
         check_int("ramp", self.ramp, 1)
         check_int("seed", self.seed, 0)
         if not 0 <= self.late_max <= 1:
-            raise ValueError(f"late_max must be in [0, 1], got {self.late_max!r}")
+            raise InputError(f"late_max must be in [0, 1], got {self.late_max!r}")
         if not self.zipf >= 0:
-            raise ValueError(f"zipf must be >= 0, got {self.zipf!r}")
+            raise InputError(f"zipf must be >= 0, got {self.zipf!r}")
         rng = np.random.default_rng([self.seed, 0xB17E5])
         half = V // 2
         tb = rng.integers(1, 5, size=V).astype(np.int64)
@@ -152,12 +153,12 @@ class LazyDocuments(Sequence[Int32Array]):
         self.process = process
         self.lengths = np.asarray(lengths, dtype=np.int64)
         if self.lengths.ndim != 1:
-            raise ValueError(f"lengths must be 1-D, got shape {self.lengths.shape}")
+            raise InputError(f"lengths must be 1-D, got shape {self.lengths.shape}")
         self.stream = check_int("stream", stream, 0)
         self.copies = dict(copies or {})
         for j, (s, i) in self.copies.items():
             if not 0 <= j < self.lengths.size:
-                raise ValueError(f"copies names document {j} outside 0..{self.lengths.size - 1}")
+                raise InputError(f"copies names document {j} outside 0..{self.lengths.size - 1}")
             check_int("copies stream", s, 0)
             check_int("copies index", i, 0)
 

@@ -61,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 
 __all__ = [
     "KINDS",
@@ -99,22 +100,22 @@ def as_document(doc: npt.ArrayLike, name: str = "document") -> Int64Array:
     [0, 5, 6]
     >>> as_document([0, -1])
     Traceback (most recent call last):
-    ValueError: document[1] must be a token id >= 0, got -1
+    packing_theory.InputError: document[1] must be a token id >= 0, got -1
     """
     arr = np.asarray(doc)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+        raise InputError(f"{name} must be 1-D, got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} is empty: a source holds at least its BOS token")
+        raise InputError(f"{name} is empty: a source holds at least its BOS token")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
+        raise InputTypeError(f"{name} must hold integer token ids, got dtype {arr.dtype}")
     if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and (arr > np.iinfo(np.int64).max).any():
-        raise ValueError(f"{name} holds a token id that does not fit int64")
+        raise InputError(f"{name} holds a token id that does not fit int64")
     out = arr.astype(np.int64, copy=True)
     bad = out < 0
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{name}[{i}] must be a token id >= 0, got {out[i]}")
+        raise InputError(f"{name}[{i}] must be a token id >= 0, got {out[i]}")
     out.flags.writeable = False
     return out
 
@@ -188,7 +189,7 @@ def beginning_window(doc: npt.ArrayLike, capacity: int = 2049, *, source: int = 
     R = check_int("capacity", capacity, 2)
     d = as_document(doc)
     if d.size < 2:
-        raise ValueError("a beginning window needs a source of at least 2 tokens (BOS and one target)")
+        raise InputError("a beginning window needs a source of at least 2 tokens (BOS and one target)")
     return _window(source, "beginning", d[:R], 0, 1)
 
 
@@ -205,7 +206,7 @@ def tail_window(doc: npt.ArrayLike, capacity: int = 2049, *, source: int = 0,
     d = as_document(doc)
     L = int(d.size)
     if L <= R:
-        raise ValueError(f"a tail window needs an over-context source (L > capacity={R}), got L={L}")
+        raise InputError(f"a tail window needs an over-context source (L > capacity={R}), got L={L}")
     b = int(d[0]) if bos is None else check_int("bos", bos, 0)
     tokens = np.concatenate([np.asarray([b], dtype=np.int64), d[L - (R - 1) :]])
     return _window(source, "tail", tokens, 0, L - (R - 1), synthetic=True)
@@ -224,11 +225,11 @@ def natural_tail_window(doc: npt.ArrayLike, targets: int = 512, context: int = 2
     K = check_int("targets", targets, 1)
     C = check_int("context", context, 1)
     if K > C:
-        raise ValueError(f"targets must be <= context, got targets={K}, context={C}")
+        raise InputError(f"targets must be <= context, got targets={K}, context={C}")
     d = as_document(doc)
     L = int(d.size)
     if L - 1 < K:
-        raise ValueError(f"a natural tail of {K} targets needs a source of at least {K + 1} tokens, "
+        raise InputError(f"a natural tail of {K} targets needs a source of at least {K + 1} tokens, "
                          f"got L={L}")
     start = max(0, L - 1 - C)
     n = L - start
@@ -248,7 +249,7 @@ def census_windows(doc: npt.ArrayLike, context: int = 2048, stride: int = 512, *
     C = check_int("context", context, 1)
     S = check_int("stride", stride, 1)
     if S > C:
-        raise ValueError(f"stride must be <= context, got stride={S}, context={C}")
+        raise InputError(f"stride must be <= context, got stride={S}, context={C}")
     d = as_document(doc)
     L = int(d.size)
     if L < 2:
@@ -274,27 +275,27 @@ def check_census(windows: Iterable[Window], lengths: npt.ArrayLike) -> None:
     >>> check_census(census_windows(np.arange(7), context=3, stride=2), [7])
     >>> check_census(census_windows(np.arange(7), context=3, stride=2)[:-1], [7])
     Traceback (most recent call last):
-    ValueError: census: source 0 has targets 6..6 never scored
+    packing_theory.InputError: census: source 0 has targets 6..6 never scored
     """
     L = np.asarray(lengths, dtype=np.int64)
     spans: dict[int, list[tuple[int, int]]] = {}
     for w in windows:
         r = w.scored_positions
         if not 0 <= w.source < L.size:
-            raise ValueError(f"census: window of source {w.source} outside the {L.size} sources")
+            raise InputError(f"census: window of source {w.source} outside the {L.size} sources")
         spans.setdefault(w.source, []).append((r.start, r.stop))
     for s in range(L.size):
         nxt = 1
         for a, b in sorted(spans.get(s, [])):
             if a < nxt:
-                raise ValueError(f"census: source {s} has targets {a}..{min(b, nxt) - 1} scored twice")
+                raise InputError(f"census: source {s} has targets {a}..{min(b, nxt) - 1} scored twice")
             if a > nxt:
-                raise ValueError(f"census: source {s} has targets {nxt}..{a - 1} never scored")
+                raise InputError(f"census: source {s} has targets {nxt}..{a - 1} never scored")
             nxt = b
         if nxt < L[s]:
-            raise ValueError(f"census: source {s} has targets {nxt}..{int(L[s]) - 1} never scored")
+            raise InputError(f"census: source {s} has targets {nxt}..{int(L[s]) - 1} never scored")
         if nxt > L[s]:
-            raise ValueError(f"census: source {s} has targets past its length {int(L[s])}")
+            raise InputError(f"census: source {s} has targets past its length {int(L[s])}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,22 +322,22 @@ class WindowSpec:
     def __post_init__(self) -> None:
         kinds = tuple(self.kinds)
         if isinstance(self.kinds, str) or not kinds:
-            raise ValueError(f"kinds must be a non-empty sequence of {', '.join(KINDS)}; got {self.kinds!r}")
+            raise InputError(f"kinds must be a non-empty sequence of {', '.join(KINDS)}; got {self.kinds!r}")
         for k in kinds:
             if k not in KINDS:
-                raise ValueError(f"kinds must name window kinds among {', '.join(KINDS)}; got {k!r}")
+                raise InputError(f"kinds must name window kinds among {', '.join(KINDS)}; got {k!r}")
         if len(set(kinds)) != len(kinds):
-            raise ValueError(f"kinds must not repeat, got {kinds}")
+            raise InputError(f"kinds must not repeat, got {kinds}")
         object.__setattr__(self, "kinds", kinds)
         check_int("capacity", self.capacity, 2)
         check_int("natural_targets", self.natural_targets, 1)
         check_int("context", self.context, 1)
         check_int("stride", self.stride, 1)
         if "natural-tail" in kinds and self.natural_targets > self.context:
-            raise ValueError(f"natural_targets must be <= context, "
+            raise InputError(f"natural_targets must be <= context, "
                              f"got {self.natural_targets} > {self.context}")
         if "census" in kinds and self.stride > self.context:
-            raise ValueError(f"stride must be <= context, got {self.stride} > {self.context}")
+            raise InputError(f"stride must be <= context, got {self.stride} > {self.context}")
 
     def describe(self) -> str:
         """One line naming the kinds and the sizes that matter for them."""
@@ -375,7 +376,7 @@ def scored_range(length: int, kind: str, spec: WindowSpec) -> range | None:
     if kind == "census":
         return range(1, length)
     if kind not in TAIL_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        raise InputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if length <= R:
         return None
     if kind == "tail":
@@ -420,13 +421,13 @@ def pad_batch(windows: Sequence[Window], *, pad_id: int = 0,
     ([[0, 5, 6], [0, 7, 9]], [[1, 1, 1], [1, 1, 0]])
     """
     if not windows:
-        raise ValueError("pad_batch needs at least one window")
+        raise InputError("pad_batch needs at least one window")
     if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral) or pad_id < 0:
-        raise ValueError(f"pad_id must be a token id >= 0, got {pad_id!r}")
+        raise InputError(f"pad_id must be a token id >= 0, got {pad_id!r}")
     longest = max(w.n_tokens for w in windows)
     W = longest if width is None else check_int("width", width, 2)
     if longest > W:
-        raise ValueError(f"width={W} is shorter than the longest window ({longest} tokens)")
+        raise InputError(f"width={W} is shorter than the longest window ({longest} tokens)")
     ids = np.full((len(windows), W), int(pad_id), dtype=np.int64)
     seg = np.zeros((len(windows), W), dtype=np.int32)
     for i, w in enumerate(windows):

@@ -40,6 +40,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from .._checks import check_int
+from ..errors import InputError, InputTypeError
 from ..lengths import validate_lengths
 
 __all__ = [
@@ -115,9 +116,9 @@ def expected_startup_index(min_buffer: int, q: float) -> float:
     """
     min_buffer = check_int("min_buffer", min_buffer, 1)
     if isinstance(q, bool) or not isinstance(q, numbers.Real):
-        raise TypeError(f"q must be a real number, got {type(q).__name__} {q!r}")
+        raise InputTypeError(f"q must be a real number, got {type(q).__name__} {q!r}")
     if not 0 < q <= 1:
-        raise ValueError(f"q must be in (0, 1], got {q}")
+        raise InputError(f"q must be in (0, 1], got {q}")
     return min_buffer / float(q)
 
 
@@ -253,10 +254,10 @@ def repeated_corpus_table(
     min_buffer = check_int("min_buffer", min_buffer, 1)
     capacity = check_int("capacity", capacity, 1)
     if (counts is None) == (lengths is None):
-        raise ValueError("give exactly one of counts= or lengths=")
+        raise InputError("give exactly one of counts= or lengths=")
     if counts is not None:
         if not isinstance(counts, Mapping):
-            raise TypeError(f"counts must be a mapping threshold -> count, got {type(counts).__name__}")
+            raise InputTypeError(f"counts must be a mapping threshold -> count, got {type(counts).__name__}")
         table = {
             check_int("counts threshold", t, 1): check_int(f"counts[{t}]", r, 0) for t, r in counts.items()
         }
@@ -264,7 +265,7 @@ def repeated_corpus_table(
             check_int(f"thresholds[{i}]", t, 1) for i, t in enumerate(thresholds))
         missing = [t for t in ts if t not in table]
         if missing:
-            raise ValueError(f"thresholds {missing} have no count in counts")
+            raise InputError(f"thresholds {missing} have no count in counts")
     else:
         assert lengths is not None
         arr = validate_lengths(lengths, allow_empty=True)
@@ -273,11 +274,11 @@ def repeated_corpus_table(
         table = counts_from_lengths(arr, ts)
     low = [t for t in ts if t <= capacity]
     if low:
-        raise ValueError(f"thresholds must exceed capacity {capacity} (long sources only), got {low}")
+        raise InputError(f"thresholds must exceed capacity {capacity} (long sources only), got {low}")
     rows = [PassBound(t, table[t], earliest_pass(table[t], min_buffer) if table[t] else None) for t in ts]
     for a, b in itertools.pairwise(rows):
         if b.sources_per_pass > a.sources_per_pass:
-            raise ValueError(
+            raise InputError(
                 f"counts must not grow with the threshold: {a.threshold}={a.sources_per_pass} "
                 f"< {b.threshold}={b.sources_per_pass}"
             )
@@ -308,7 +309,7 @@ def format_pass_table(rows: Sequence[PassBound], *, style: Literal["markdown", "
         out += ["  ".join(v.rjust(w) for v, w in zip(c, widths, strict=True)) for c in cells]
         out.append(rule)
         return "\n".join(out)
-    raise ValueError(f"style must be 'markdown' or 'rst', got {style!r}")
+    raise InputError(f"style must be 'markdown' or 'rst', got {style!r}")
 
 
 def parse_counts(text: str) -> dict[int, int]:
@@ -328,15 +329,15 @@ def parse_counts(text: str) -> dict[int, int]:
         t, sep, r = item.partition("=")
         try:
             if not sep:
-                raise ValueError
+                raise InputError
             threshold, count = int(t.replace("_", "")), int(r.replace("_", ""))
         except ValueError:
-            raise ValueError(f"counts item {item!r} is not THRESHOLD=COUNT") from None
+            raise InputError(f"counts item {item!r} is not THRESHOLD=COUNT") from None
         if threshold in out:
-            raise ValueError(f"counts repeats threshold {threshold}")
+            raise InputError(f"counts repeats threshold {threshold}")
         out[threshold] = count
     if not out:
-        raise ValueError(f"counts {text!r} holds no THRESHOLD=COUNT item")
+        raise InputError(f"counts {text!r} holds no THRESHOLD=COUNT item")
     return out
 
 
@@ -417,11 +418,11 @@ def check_histogram(
     hist: dict[int, int] = {}
     for i, pair in enumerate(pairs):
         if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"histogram[{i}] must be a (length, count) pair, got {pair!r}")
+            raise InputTypeError(f"histogram[{i}] must be a (length, count) pair, got {pair!r}")
         length = check_int(f"histogram length at {i}", pair[0], 1)
         count = check_int(f"histogram[{length}]", pair[1], 0)
         if length in hist:
-            raise ValueError(f"histogram repeats length {length}")
+            raise InputError(f"histogram repeats length {length}")
         hist[length] = count
     if total_sources is not None:
         total_sources = check_int("total_sources", total_sources, 0)

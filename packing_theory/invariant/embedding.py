@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from .._checks import is_int
+from ..errors import InputError, InputTypeError
 from .monitor import InvariantMonitor
 
 __all__ = ["MonitoredBuffer"]
@@ -58,7 +59,7 @@ class MonitoredBuffer(Generic[T]):
 
     def __init__(self, monitor: InvariantMonitor, *, length: Callable[[T], int] | None = None) -> None:
         if not isinstance(monitor, InvariantMonitor):
-            raise TypeError(f"monitor must be an InvariantMonitor, got {type(monitor).__name__}")
+            raise InputTypeError(f"monitor must be an InvariantMonitor, got {type(monitor).__name__}")
         self.monitor = monitor
         self._length: Callable[[T], int] = length if length is not None else _item_length
         self._items: list[T] = []
@@ -78,7 +79,7 @@ class MonitoredBuffer(Generic[T]):
 
     def _index(self, index: object) -> int:
         if not is_int(index):
-            raise TypeError(f"index must be an int, got {type(index).__name__} {index!r}")
+            raise InputTypeError(f"index must be an int, got {type(index).__name__} {index!r}")
         n = len(self._items)
         i: int = int(index)  # type: ignore[call-overload]
         if not -n <= i < n:
@@ -88,10 +89,10 @@ class MonitoredBuffer(Generic[T]):
     def _item_length(self, item: T, what: str) -> int:
         n: object = self._length(item)
         if not is_int(n):
-            raise TypeError(f"length of {what} must be an int, got {type(n).__name__} {n!r}")
+            raise InputTypeError(f"length of {what} must be an int, got {type(n).__name__} {n!r}")
         length: int = int(n)  # type: ignore[call-overload]
         if length < 1:
-            raise ValueError(f"{what} must hold at least one token, got length {length}")
+            raise InputError(f"{what} must hold at least one token, got length {length}")
         return length
 
     def __setitem__(self, index: int, item: T) -> None:
@@ -143,11 +144,11 @@ class MonitoredBuffer(Generic[T]):
             what = "a previous pop()" if self.last_popped is None else (
                 f"a pop() since the last keep()/requeue() (occurrence {self.last_popped} already has "
                 "its continuation; a second would duplicate its span)")
-            raise ValueError(f"{call}() needs {what}")
+            raise InputError(f"{call}() needs {what}")
         occ, popped = self._pending
         n = self._item_length(item, f"the {call}() item")
         if n > popped:
-            raise ValueError(f"{call}() of occurrence {occ}: a continuation of {n} tokens is longer than the "
+            raise InputError(f"{call}() of occurrence {occ}: a continuation of {n} tokens is longer than the "
                              f"{popped} tokens popped")
         return occ
 
@@ -155,7 +156,7 @@ class MonitoredBuffer(Generic[T]):
         """Insert the continuation of the last popped item at ``index`` (same occurrence)."""
         occ = self._continuation("keep", item)
         if not is_int(index):
-            raise TypeError(f"index must be an int, got {type(index).__name__} {index!r}")
+            raise InputTypeError(f"index must be an int, got {type(index).__name__} {index!r}")
         self._items.insert(index, item)
         self._occ.insert(index, occ)
         self._pending = None

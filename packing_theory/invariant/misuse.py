@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from ..errors import InputError, InputTypeError
+
 __all__ = ["MISUSE_KINDS", "Misuse", "MisuseKind", "MonitorMisuse", "MonitorTypeError"]
 
 MisuseKind = Literal["wrong-type", "bad-value", "out-of-order", "unknown-occurrence", "changed-protected",
@@ -48,7 +50,7 @@ class Misuse:
         return asdict(self)
 
 
-class MonitorMisuse(ValueError):
+class MonitorMisuse(InputError):
     """A refused call of the monitor's API (``on_violation="raise"``); ``.misuse`` holds the record."""
 
     def __init__(self, misuse: Misuse) -> None:
@@ -56,5 +58,5 @@ class MonitorMisuse(ValueError):
         self.misuse = misuse
 
 
-class MonitorTypeError(MonitorMisuse, TypeError):
+class MonitorTypeError(MonitorMisuse, InputTypeError):
     """A :class:`MonitorMisuse` for an argument of the wrong type (also a ``TypeError``)."""

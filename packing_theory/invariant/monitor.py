@@ -76,6 +76,7 @@ from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
 from ..engine.policies import PackerConfig, Policy
+from ..errors import InputError
 from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
     InvariantViolation,
@@ -191,7 +192,7 @@ class InvariantMonitor:
         self.capacity = check_int("capacity", capacity, 2)
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
         if not (on_violation in ("record", "raise") or callable(on_violation)):
-            raise ValueError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
+            raise InputError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
         check_bool("segmented", segmented)
         self.max_recorded = check_int("max_recorded", max_recorded, 0)
         self._raise = on_violation == "raise"

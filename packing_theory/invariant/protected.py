@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple
 
 from .._checks import check_int
 from ..engine.events import BufferedSpan, Event
+from ..errors import Finding, InputError
 
 __all__ = [
     "VIOLATION_KINDS",
@@ -103,7 +104,7 @@ class ProtectedSet:
             ValueError: ``occurrence`` is not larger than every earlier one.
         """
         if occurrence <= self._last:
-            raise ValueError(
+            raise InputError(
                 f"occurrence must increase with arrival order, got {occurrence} after {self._last}"
             )
         self._last = occurrence
@@ -325,8 +326,11 @@ class Violation:
         return out
 
 
-class InvariantViolation(AssertionError):
-    """Raised by a monitor in ``on_violation="raise"`` mode; ``.violation`` holds the report."""
+class InvariantViolation(Finding):
+    """Raised by a monitor in ``on_violation="raise"`` mode; ``.violation`` holds the report.
+
+    A :class:`~packing_theory.errors.Finding` (exit status 1), not an ``AssertionError``.
+    """
 
     def __init__(self, violation: Violation) -> None:
         super().__init__(violation.describe())

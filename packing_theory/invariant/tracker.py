@@ -14,6 +14,7 @@ from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Horizon, Placement
 from ..engine.policies import CONTINUING_POLICIES, POLICIES, Policy, crop_outcome, segment
+from ..errors import InputError
 
 __all__ = ["BufferTracker"]
 
@@ -39,7 +40,7 @@ class BufferTracker:
     def __init__(self, capacity: int, policy: Policy = "discard") -> None:
         self.capacity = check_int("capacity", capacity, 2)
         if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+            raise InputError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
         self.policy: Policy = policy
         self._spans: dict[int, BufferedSpan] = {}
         self._by_occ: dict[int, list[int]] = {}
@@ -68,7 +69,7 @@ class BufferTracker:
         for seq in seqs:
             if self._spans[seq].start == start:
                 return seq
-        raise ValueError(f"no buffered span of occurrence {occurrence} starts at {start}")
+        raise InputError(f"no buffered span of occurrence {occurrence} starts at {start}")
 
     def _remove(self, seq: int) -> BufferedSpan:
         span = self._spans.pop(seq)
@@ -93,7 +94,7 @@ class BufferTracker:
                 self._append(BufferedSpan(ev.occurrence, ev.source, 0, ev.length, False))
         elif type(ev) is Placement:
             if ev.occurrence not in self._by_occ:
-                raise ValueError(f"placement of occurrence {ev.occurrence}, which is not buffered")
+                raise InputError(f"placement of occurrence {ev.occurrence}, which is not buffered")
             seq = self._find(ev.occurrence, ev.start)
             span = self._remove(seq)
             if ev.crop:

@@ -46,9 +46,11 @@ from .._checks import check_int
 from ..engine.batches import EventBatch
 from ..engine.events import Arrival, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
 from ..engine.policies import PackerConfig
+from ..errors import Finding, InputError, InputTypeError
 
 __all__ = [
     "WAIT_VIOLATION_KINDS",
+    "StartDelayExceeded",
     "StartDelayMonitor",
     "StartDelayReport",
     "StartDelayViolation",
@@ -132,6 +134,17 @@ class StartDelayReport:
         return out
 
 
+class StartDelayExceeded(Finding):
+    """Raised by a :class:`StartDelayMonitor` in ``on_violation="raise"`` mode (``.violation``: the record).
+
+    A :class:`~packing_theory.errors.Finding` (exit status 1), not an ``AssertionError``.
+    """
+
+    def __init__(self, violation: StartDelayViolation) -> None:
+        super().__init__(violation.describe())
+        self.violation = violation
+
+
 ViolationHandler = Callable[[StartDelayViolation], None]
 
 
@@ -143,7 +156,7 @@ class StartDelayMonitor:
         bound: the start-delay bound ``D`` in rows; ``None`` measures delays
             without checking them (discards, padding and the row layout are
             still checked).
-        on_violation: ``"record"`` (default), ``"raise"`` (``AssertionError`` at
+        on_violation: ``"record"`` (default), ``"raise"`` (:class:`StartDelayExceeded` at
             the first finding) or a callable receiving each
             :class:`StartDelayViolation` (also recorded).
         max_recorded: keep at most this many findings (all are counted).
@@ -166,7 +179,7 @@ class StartDelayMonitor:
         self.capacity = check_int("capacity", capacity, 1)
         self.bound = None if bound is None else check_int("bound", bound, 0)
         if not (on_violation in ("record", "raise") or callable(on_violation)):
-            raise ValueError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
+            raise InputError(f"on_violation must be 'record', 'raise' or a callable, got {on_violation!r}")
         self._raise = on_violation == "raise"
         self._handler: ViolationHandler | None = on_violation if callable(on_violation) else None
         self.max_recorded = check_int("max_recorded", max_recorded, 0)
@@ -247,7 +260,7 @@ class StartDelayMonitor:
 
         Raises:
             ValueError: an arrival whose occurrence id is not the next one.
-            AssertionError: a finding in ``on_violation="raise"`` mode.
+            StartDelayExceeded: a finding in ``on_violation="raise"`` mode.
             TypeError: ``ev`` is not an event.
         """
         t = type(ev)
@@ -256,7 +269,7 @@ class StartDelayMonitor:
         elif t is Arrival:
             occ = ev.occurrence  # type: ignore[union-attr]
             if occ != len(self._arow):
-                raise ValueError(
+                raise InputError(
                     f"arrival of occurrence {occ}, expected {len(self._arow)} (ids must be dense)"
                 )
             self._arow.append(self.rows)
@@ -285,8 +298,8 @@ class StartDelayMonitor:
             for e in ev.events():  # type: ignore[union-attr]
                 self.feed(e)
         elif not isinstance(ev, Event):
-            raise TypeError(f"ev must be a packing_theory event or EventBatch, got "
-                            f"{type(ev).__name__} {ev!r}"[:300])
+            raise InputTypeError(f"ev must be a packing_theory event or EventBatch, got "
+                                 f"{type(ev).__name__} {ev!r}"[:300])
 
     def observe(self, events: Iterable[Event]) -> Iterator[Event]:
         """Pass events through unchanged while feeding them to the monitor."""
@@ -307,7 +320,7 @@ class StartDelayMonitor:
     def _place(self, ev: Placement) -> None:
         occ = ev.occurrence
         if occ >= len(self._arow):
-            raise ValueError(f"placement of occurrence {occ}, which has not arrived")
+            raise InputError(f"placement of occurrence {occ}, which has not arrived")
         if not self._started[occ]:
             self._started[occ] = 1
             self.started += 1
@@ -358,7 +371,7 @@ class StartDelayMonitor:
         if self._handler is not None:
             self._handler(v)
         if self._raise:
-            raise AssertionError(v.describe())
+            raise StartDelayExceeded(v)
 
     def _check(self) -> None:
         """Assert the internal invariants (used by tests)."""

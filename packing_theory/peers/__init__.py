@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..errors import InputError
 from ._base import PeerPacker, Piece, RowEmitter
 
 __all__ = ["PEER_MODULES", "PeerPacker", "Piece", "RowEmitter", "make_peer", "peer_policies"]
@@ -47,5 +48,5 @@ def make_peer(name: str, capacity: int, **options: Any) -> PeerPacker:
     """
     table = peer_policies()
     if name not in table:
-        raise ValueError(f"policy must be one of {', '.join(table) or '(no peers installed)'}; got {name!r}")
+        raise InputError(f"policy must be one of {', '.join(table) or '(no peers installed)'}; got {name!r}")
     return table[name](capacity, **options)

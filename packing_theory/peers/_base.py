@@ -20,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
 from ..engine.events import Event, Padding, Placement, Repeat
+from ..errors import InputError
 
 __all__ = ["PeerPacker", "Piece", "RowEmitter"]
 
@@ -67,14 +68,14 @@ class RowEmitter:
         pos = 0
         for p in pieces:
             if p.length < 1:
-                raise ValueError(f"piece {p!r} is empty")
+                raise InputError(f"piece {p!r} is empty")
             if p.repeat:
                 out.append(Repeat(index, pos, p.occurrence, p.source, p.start, p.length))
             else:
                 out.append(Placement(index, pos, p.occurrence, p.source, p.start, p.length, False, p.crop))
             pos += p.length
         if pos > self.capacity:
-            raise ValueError(f"row {index} holds {pos} tokens > capacity {self.capacity}")
+            raise InputError(f"row {index} holds {pos} tokens > capacity {self.capacity}")
         if pos < self.capacity:
             out.append(Padding(index, pos, self.capacity - pos))
         self.rows += 1

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.events import Arrival, Event, Filtered, Padding, Placement, Repeat
+from ..errors import InputError, InputTypeError
 from ._base import Piece
 
 __all__ = ["arrivals", "as_length_list", "best_fit", "check_choice", "emit_row"]
@@ -29,31 +30,31 @@ def as_length_list(lengths: Any, *, allow_empty: bool, who: str) -> list[int]:
     """
     if isinstance(lengths, np.ndarray):
         if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
-            raise TypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
+            raise InputTypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
         if lengths.ndim != 1:
-            raise ValueError(f"lengths must be 1-D, got shape {lengths.shape}")
+            raise InputError(f"lengths must be 1-D, got shape {lengths.shape}")
         values = [int(v) for v in lengths.tolist()]
     else:
         if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
-            raise TypeError(f"lengths must be a sequence of ints or a numpy array, "
-                            f"got {type(lengths).__name__}")
+            raise InputTypeError(f"lengths must be a sequence of ints or a numpy array, "
+                                 f"got {type(lengths).__name__}")
         values = []
         for i, v in enumerate(lengths):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"lengths[{i}] must be an int, got {type(v).__name__} {v!r}")
+                raise InputTypeError(f"lengths[{i}] must be an int, got {type(v).__name__} {v!r}")
             values.append(int(v))
     lo = 0 if allow_empty else 1
     for i, v in enumerate(values):
         if v < lo:
             what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
-            raise ValueError(f"lengths[{i}] must be {what}, got {v}")
+            raise InputError(f"lengths[{i}] must be {what}, got {v}")
     return values
 
 
 def check_choice(name: str, value: object, allowed: Sequence[object]) -> Any:
     """``value`` if it is one of ``allowed``, else a ValueError naming ``name``."""
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
     return value
 
 

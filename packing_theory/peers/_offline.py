@@ -17,6 +17,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Arrival, Discard, Event, Filtered, Horizon, Placement
+from ..errors import InputError, InputTypeError
 from ._base import Piece, RowEmitter
 
 __all__ = ["EventLog", "FirstFitTree", "check_choice", "check_optional_int", "first_fit", "peer_lengths"]
@@ -32,24 +33,25 @@ def peer_lengths(lengths: Any, name: str = "lengths") -> list[int]:
     [3, 0, 2]
     >>> peer_lengths([3, -1])
     Traceback (most recent call last):
-    ValueError: lengths[1] must be a length >= 0, got -1
+    packing_theory.InputError: lengths[1] must be a length >= 0, got -1
     """
     if isinstance(lengths, np.ndarray):
         if lengths.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, got shape {lengths.shape}")
+            raise InputError(f"{name} must be 1-D, got shape {lengths.shape}")
         if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
-            raise TypeError(f"{name} must have an integer dtype, got {lengths.dtype}")
+            raise InputTypeError(f"{name} must have an integer dtype, got {lengths.dtype}")
         values: Iterable[Any] = lengths.tolist()
     elif isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
-        raise TypeError(f"{name} must be a sequence of ints or a numpy array, got {type(lengths).__name__}")
+        raise InputTypeError(f"{name} must be a sequence of ints or a numpy array, got "
+                             f"{type(lengths).__name__}")
     else:
         values = lengths
     out: list[int] = []
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
+            raise InputTypeError(f"{name}[{i}] must be an int, got {type(v).__name__} {v!r}")
         if v < 0:
-            raise ValueError(f"{name}[{i}] must be a length >= 0, got {v}")
+            raise InputError(f"{name}[{i}] must be a length >= 0, got {v}")
         out.append(int(v))
     return out
 
@@ -61,10 +63,10 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
     '0.6.1'
     >>> check_choice("version", "9", ["0.6.1"])
     Traceback (most recent call last):
-    ValueError: version must be one of '0.6.1'; got '9'
+    packing_theory.InputError: version must be one of '0.6.1'; got '9'
     """
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
     return value
 
 

@@ -51,6 +51,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..errors import InputError, InputTypeError
 from ._base import PeerPacker, Piece
 from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
 
@@ -185,7 +186,7 @@ class AxolotlMultipack(PeerPacker):
         )
         self.version = check_choice("framework_version", framework_version, VERSIONS)
         if self.version == "0.12.2" and self.excess_length_strategy != "drop":
-            raise ValueError(
+            raise InputError(
                 f"excess_length_strategy={excess_length_strategy!r} is not replayable for "
                 "framework_version='0.12.2': its 'truncate' ran the truncation inside datasets.filter, "
                 "which discards the change, so over-long rows stayed whole (rows longer than "
@@ -199,7 +200,7 @@ class AxolotlMultipack(PeerPacker):
             ("drop_last", drop_last),
         ):
             if not isinstance(value, bool):
-                raise TypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
+                raise InputTypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
         self.multipack_real_batches = multipack_real_batches
         self.bin_size = check_int("bin_size", bin_size, 1)
         self.group_size = check_int("group_size", group_size, 1)
@@ -211,7 +212,7 @@ class AxolotlMultipack(PeerPacker):
         self.num_count_samples = check_int("num_count_samples", num_count_samples, 1)
         self.orders = None if orders is None else [list(o) for o in orders]
         if self.orders is not None and len(self.orders) < self.draws_needed:
-            raise ValueError(
+            raise InputError(
                 f"orders must hold at least {self.draws_needed} draws (1 + {self.estimate_draws} estimates "
                 f"+ {self.epochs} epochs), got {len(self.orders)}"
             )
@@ -246,7 +247,7 @@ class AxolotlMultipack(PeerPacker):
         gone: list[tuple[int, str]] = []
         for i, n in enumerate(lengths):
             if n > L and self.excess_length_strategy == "raise":
-                raise ValueError(
+                raise InputError(
                     f"lengths[{i}] = {n} > capacity (sequence_len) {L} with excess_length_strategy='raise'"
                 )
             if n < low:
@@ -262,7 +263,7 @@ class AxolotlMultipack(PeerPacker):
         if self.orders is not None:
             order = self.orders[d]
             if sorted(order) != list(range(k)):
-                raise ValueError(f"orders[{d}] must be a permutation of range({k}), got {order[:10]}...")
+                raise InputError(f"orders[{d}] must be a permutation of range({k}), got {order[:10]}...")
             return list(order)
         if self.seed is None:
             return list(range(k))
@@ -279,7 +280,7 @@ class AxolotlMultipack(PeerPacker):
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
             if not batches and not self.sequential and self.version == "0.12.2":
-                raise ValueError(
+                raise InputError(
                     "axolotl 0.12.2's MultipackBatchSampler fails (IndexError) when drop_last leaves no "
                     f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use "
                     "framework_version='0.19.0' or more data"

@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 
 from .._checks import check_int
 from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
+from ..errors import InputError, InputTypeError
 from ._base import PeerPacker, Piece
 from ._common import arrivals, as_length_list, check_choice, emit_row
 
@@ -197,14 +198,14 @@ class FoundryBinPack(PeerPacker):
         self.batch_size = check_int("batch_size", batch_size, 1)
         if (isinstance(packing_ratio, bool) or not isinstance(packing_ratio, (int, float))
                 or packing_ratio < 1):
-            raise ValueError(f"packing_ratio must be a number >= 1, got {packing_ratio!r}")
+            raise InputError(f"packing_ratio must be a number >= 1, got {packing_ratio!r}")
         self.packing_ratio = float(packing_ratio)
         keep = max_leftover_bins_to_keep
         self.max_leftover_bins_to_keep = (None if keep is None
                                           else check_int("max_leftover_bins_to_keep", keep, 0))
         self.padding_side = check_choice("padding_side", padding_side, ("right", "left"))
         if not isinstance(drop_last, bool):
-            raise TypeError(f"drop_last must be a bool, got {type(drop_last).__name__} {drop_last!r}")
+            raise InputTypeError(f"drop_last must be a bool, got {type(drop_last).__name__} {drop_last!r}")
         self.drop_last = drop_last
 
     @property

@@ -52,6 +52,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..errors import InputError
 from ._base import PeerPacker, Piece
 from ._common import arrivals, as_length_list, check_choice, emit_row
 
@@ -96,7 +97,7 @@ def megatron_index(sizes: list[int], sequence_length: int, seed: int,
     n = len(sizes)
     tpe = sum(sizes)
     if tpe <= 1:
-        raise ValueError(f"lengths must hold more than 1 token in total (Megatron's build_sample_idx "
+        raise InputError(f"lengths must hold more than 1 token in total (Megatron's build_sample_idx "
                          f"asserts tokens_per_epoch > 1); got {tpe}")
     epochs = 1
     if num_samples is not None:

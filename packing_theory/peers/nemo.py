@@ -41,6 +41,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..errors import InputError
 from ._base import PeerPacker, Piece
 from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
 
@@ -116,7 +117,7 @@ class NemoPacker(PeerPacker):
         self.max_seq_length = check_optional_int("max_seq_length", max_seq_length, 1)
         self.seed = check_int("seed", seed, 0)
         if self.seed >= 2**32:
-            raise ValueError(f"seed must be < 2**32 (numpy's legacy seeding), got {self.seed}")
+            raise InputError(f"seed must be < 2**32 (numpy's legacy seeding), got {self.seed}")
         self.pad_id = check_int("pad_id", pad_id, -(2**62))
         self.version = check_choice("framework_version", framework_version, VERSIONS)
 
@@ -130,19 +131,19 @@ class NemoPacker(PeerPacker):
         )  # create_hist's slots: seq_len < hist
         for d, n in enumerate(ls):
             if n - 1 > P:
-                raise ValueError(
+                raise InputError(
                     f"lengths[{d}] = {n}: seq_len {n - 1} > capacity (pack_size) {P}; NeMo's "
                     "fill_packing_strategy has no slot for it (the framework fails with KeyError)"
                 )
             if n - 1 >= hist:
-                raise ValueError(
+                raise InputError(
                     f"lengths[{d}] = {n}: seq_len {n - 1} has no slot in NeMo {self.version}'s histogram "
                     f"of {hist} lengths (the framework fails with IndexError)"
                 )
             if n > 0:
                 by_len.setdefault(n - 1, []).append(d)
         if not by_len:
-            raise ValueError("lengths holds no non-empty example: NeMo create_packing_strategy needs one")
+            raise InputError("lengths holds no non-empty example: NeMo create_packing_strategy needs one")
         rs = np.random.RandomState(self.seed)
         all_lens = [s for s in sorted(by_len) for _ in by_len[s]]
         if self.algorithm == "first_fit_decreasing":

@@ -44,6 +44,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..errors import InputError
 from ._base import PeerPacker, Piece
 from ._common import arrivals, as_length_list, best_fit, emit_row
 
@@ -93,7 +94,7 @@ class OlmoPacker(PeerPacker):
                  source_group_size: int = 1) -> None:
         super().__init__(capacity)
         if capacity & (capacity - 1):
-            raise ValueError(f"capacity (OLMo-core sequence_length) must be a power of two: its "
+            raise InputError(f"capacity (OLMo-core sequence_length) must be a power of two: its "
                              f"InstancePacker segment tree asserts it; got {capacity}")
         self.documents_per_file = (None if documents_per_file is None
                                    else check_int("documents_per_file", documents_per_file, 1))

@@ -27,6 +27,7 @@ from sortedcontainers import SortedList  # type: ignore[import-untyped]
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..errors import InputError, InputTypeError
 from ._base import PeerPacker, Piece
 from ._offline import EventLog, first_fit, peer_lengths
 
@@ -224,11 +225,11 @@ class Seamless(PeerPacker):
             or not isinstance(repetition, (int, float))
             or not 0 <= repetition < 1
         ):
-            raise ValueError(f"repetition must be a number in [0, 1), got {repetition!r}")
+            raise InputError(f"repetition must be a number in [0, 1), got {repetition!r}")
         self.repetition = float(repetition)
         self.extra = check_int("extra", extra, 0)
         if not isinstance(padding, bool):
-            raise TypeError(f"padding must be a bool, got {type(padding).__name__} {padding!r}")
+            raise InputTypeError(f"padding must be a bool, got {type(padding).__name__} {padding!r}")
         self.padding = padding
 
     def _plan(self, ls: Sequence[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]]]:

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..errors import InputError
 from ._base import PeerPacker, Piece
 from ._offline import EventLog, check_choice, check_optional_int, peer_lengths
 
@@ -120,7 +121,7 @@ class TorchtunePacker(PeerPacker):
 
         for i, n in enumerate(lengths):
             if n > L and not self.split_across_pack:
-                raise ValueError(
+                raise InputError(
                     f"lengths[{i}] = {n} > capacity (max_seq_len) {L}: torchtune PackedDataset with "
                     "split_across_pack=False rejects a sample longer than max_seq_len; "
                     "set split_across_pack=True or increase capacity"

@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..errors import InputError
 from ._base import PeerPacker, Piece
 from ._common import arrivals, as_length_list, best_fit, check_choice, emit_row
 
@@ -135,7 +136,7 @@ class TrlPacker(PeerPacker):
                     else:
                         pieces.extend(Piece(occ, occ, s, min(L, n - s), crop=n > L) for s in range(0, n, L))
                 if not pieces:
-                    raise ValueError(
+                    raise InputError(
                         f"lengths[{lo}:{hi}] (one map batch, window={self.window}) holds only empty rows: "
                         f"TRL's _pack_bfd fails on such a batch (pyarrow 'take' of an empty index list)")
                 bins = best_fit_decreasing([p.length for p in pieces], L)
