@@ -74,21 +74,17 @@ def run_one(lengths: Any, policy: str, *, rows: int | None, passes: int, max_wai
     """
     config = pt.PackerConfig(capacity=R, min_buffer=B, refill=REFILL, policy=policy, rows=rows,
                              passes=passes, max_wait=max_wait)
+    packer = pt.Packer(config)
     acc = CostAccumulator(R, label)
-    mon = StartDelayMonitor.for_config(config, max_recorded=10)
-    feed = acc.feed
-    mfeed = mon.feed
+    mon = StartDelayMonitor.for_packer(packer, max_recorded=10)
     t0 = time.perf_counter()
-    for ev in pt.Packer(config).events(lengths):
-        feed(ev)
-        mfeed(ev)
+    costs, _ = pt.feed_all(packer.stream(lengths), acc, mon)
     seconds = time.perf_counter() - t0
-    costs = acc.result()
     out: dict[str, Any] = {"label": label, "policy": policy, "max_wait": config.wait_threshold,
                            "seconds": round(seconds, 2), "costs": costs.to_dict(),
                            "stop_reason": acc.horizon.stop_reason if acc.horizon else None}
     if policy == "bounded-wait":
-        rep = mon.report()
+        rep = mon.result()
         out["start_delay_bound_rows"] = config.start_delay_bound
         out["monitor"] = {"ok": rep.ok, "violations": rep.violations,
                           "max_start_delay_rows": rep.max_start_delay_rows,

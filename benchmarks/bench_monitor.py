@@ -11,7 +11,7 @@ Method
 
   - ``replay``: ``deque(Packer(cfg).events(lengths), maxlen=0)``;
   - ``monitored``: ``deque(monitor.observe(Packer(cfg).events(lengths)), maxlen=0)``
-    with ``InvariantMonitor.for_config(cfg)`` — every selection is checked.
+    with ``InvariantMonitor.for_packer(cfg)`` — every selection is checked.
   - ``monitored+tracker``: the same with ``track_buffer=True`` (what
     ``packing-theory check`` runs by default, for buffer summaries in reports).
 
@@ -57,12 +57,12 @@ def bench(lengths: list[int], policy: str, repeats: int) -> dict[str, tuple[floa
         deque(pt.Packer(cfg).events(lengths), maxlen=0)
 
     def monitored() -> None:
-        mon = InvariantMonitor.for_config(cfg)
+        mon = InvariantMonitor.for_packer(cfg)
         deque(mon.observe(pt.Packer(cfg).events(lengths)), maxlen=0)
         assert mon.ok and mon.selections_checked == mon.selections > 0
 
     def tracked() -> None:
-        mon = InvariantMonitor.for_config(cfg, track_buffer=True)
+        mon = InvariantMonitor.for_packer(cfg, track_buffer=True)
         deque(mon.observe(pt.Packer(cfg).events(lengths)), maxlen=0)
         assert mon.ok
 
@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lengths = heavy_tailed_lengths(args.docs)
     cfg = pt.PackerConfig(capacity=2049, min_buffer=1000, refill=128)
-    mon = InvariantMonitor.for_config(cfg)
-    mon.run(pt.Packer(cfg).events(lengths))
+    mon = InvariantMonitor.for_packer(cfg)
+    pt.feed_all(pt.Packer(cfg).events(lengths), mon)
     print(f"# {args.docs} docs, {sum(n > 2049 for n in lengths)} long, {sum(lengths)} tokens; "
           f"discard: {mon.selections} selections; python {platform.python_version()} on "
           f"{platform.machine()} ({platform.processor() or 'cpu'})")

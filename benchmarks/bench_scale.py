@@ -135,7 +135,7 @@ def task_stream(docs: int, policy: str) -> dict[str, Any]:
     _warm()
     c0, w0 = time.process_time(), time.perf_counter()
     sl = StreamLedger(2049, 1000)
-    sl.consume(pt.make_packer("compiled", _config(policy)).batches(LengthChunks(gen)))  # type: ignore[union-attr]
+    pt.feed_all(pt.make_packer("compiled", _config(policy)).stream(LengthChunks(gen)), sl)
     r = sl.result()
     return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0, "gen_cpu_s": gen.cpu,
             "arrived": r.summary.consumed_sources, "started": r.summary.sources_started,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from packing_theory import Packer, PackerConfig
+from packing_theory import Packer, PackerConfig, feed_all
 from packing_theory.audit import Ledger, evaluation_population, run_audit
 from packing_theory.audit.report import matplotlib_available, write_report
 from packing_theory.corpus import default_lengths
@@ -25,8 +25,8 @@ lengths = default_lengths(seed=0)[:84_685]
 config = PackerConfig(capacity=2049, min_buffer=1000, refill=128, rows=24_397)
 
 # 1. Aggregates from the event stream: mass, sources, protected set, strata.
-ledger = Ledger.from_config(config)
-ledger.consume(Packer(config).events(lengths))
+ledger = Ledger.for_packer(config)
+feed_all(Packer(config).events(lengths), ledger)
 agg = ledger.result()
 m = agg.mass
 print(f"mass: {m.arrived_tokens:,} arrived = {m.emitted_tokens:,} emitted + {m.discarded_tokens:,} "
@@ -40,8 +40,8 @@ for row in agg.strata:
         print(f"  {row.label:>11}: retention {row.retention:6.1%}, never started {row.never_started_sources}")
 
 # 2. Detail mode: one long source's ledger line.
-detail = Ledger.from_config(config, detail=True)
-detail.consume(Packer(config).events(lengths[:20_000]))
+detail = Ledger.for_packer(config, detail=True)
+feed_all(Packer(config).events(lengths[:20_000]), detail)
 longest = int(lengths[:20_000].argmax())
 rec = detail.record(longest)
 print(f"source {rec.source}: length {rec.length:,}, {len(rec.intervals)} placements, "

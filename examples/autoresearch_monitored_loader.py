@@ -139,7 +139,7 @@ def main() -> None:
     docs = synthetic_documents(3000)
     for suffix in ("discard", "continue"):
         mon = run(60, suffix=suffix, documents=docs)
-        r = mon.report()
+        r = mon.result()
         print(f"{suffix:>8}: {r.selections_checked} selections checked, {r.long_arrivals} long arrivals, "
               f"|K| = {r.protected_size} ({r.protected_mass} protected tokens), violations: {r.violations}")
     try:

@@ -205,7 +205,7 @@ def test_aggregates_equal_naive_recomputation(case: tuple[list[int], dict[str, A
     rep = pt.replay(lengths, engine=engine, **kwargs)  # type: ignore[arg-type]
     R, B = kwargs["capacity"], kwargs["min_buffer"]
     led = Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk)
-    led.consume(rep.events)
+    pt.feed_all(rep.events, led)
     agg = led.result()
     note(repr(agg))
     check_against_naive(agg, rep.events, R, B, SMALL_BOUNDS, 4)
@@ -230,10 +230,10 @@ def test_feed_one_by_one_equals_consume_and_detail_records(case: tuple[list[int]
     for ev in rep.events:
         a.feed(ev)
     b = Ledger(R, B, chunk=3)
-    b.consume(iter(rep.events))
+    pt.feed_all(iter(rep.events), b)
     assert a.result() == b.result()
     c = Ledger(R, B)  # another chunk size changes only the sampling of the time series
-    c.consume(rep.events)
+    pt.feed_all(rep.events, c)
     assert replace(c.result(), series=()) == replace(a.result(), series=())
     # detail records: intervals are the occurrence's placements, mass per source conserved
     by_occ: dict[int, list[pt.Placement]] = defaultdict(list)
@@ -399,7 +399,7 @@ def test_protected_set_matches_the_invariant_module(case: tuple[list[int], dict[
     rep = pt.replay(lengths, **kwargs)
     R, B = kwargs["capacity"], kwargs["min_buffer"]
     led = Ledger(R, B, chunk=2)
-    led.consume(rep.events)
+    pt.feed_all(rep.events, led)
     agg = led.result()
     arrived = [a.length for a in rep.arrivals]
     keys = invariant.protected_keys(arrived, R, B)

@@ -111,11 +111,11 @@ def test_proved_bound_full_rows_no_discard(case: tuple[list[int], dict[str, Any]
     lengths, kwargs = case
     config = pt.PackerConfig(**kwargs)
     for engine in ("fast", "reference"):
-        mon = StartDelayMonitor.for_config(config)
+        mon = StartDelayMonitor.for_packer(config)
         for ev in pt.make_packer(engine, config).events(lengths):
             mon.feed(ev)
             mon._check()
-        report = mon.report()
+        report = mon.result()
         assert report.ok, (engine, mon.violations[:3])
         assert report.discarded_tokens == 0 and report.rows_full
         assert report.max_start_delay_rows is None or report.max_start_delay_rows <= config.start_delay_bound
@@ -129,10 +129,10 @@ def test_public_strategy_replays_respect_the_bound(case: tuple[list[int], pt.Pac
     """Every replay the public property strategy draws (A drawn small by packer_configs)."""
     lengths, config = case
     assert config.policy == "bounded-wait" and config.max_wait is not None and config.max_wait <= 8
-    mon = StartDelayMonitor.for_config(config)
+    mon = StartDelayMonitor.for_packer(config)
     events = list(pt.Packer(config).events(lengths))
     assert events == list(pt.ReferencePacker(config).events(lengths))
-    assert mon.run(events).ok, mon.violations[:3]
+    assert pt.feed_all(events, mon)[0].ok, mon.violations[:3]
 
 
 def test_forced_start_example() -> None:
@@ -183,12 +183,12 @@ def test_bound_is_attained(B: int, k: int, A: int) -> None:
     D = config.start_delay_bound
     assert A + B + k - 2 == D
     for engine in ("fast", "reference"):
-        mon = StartDelayMonitor.for_config(config)
+        mon = StartDelayMonitor.for_packer(config)
         rep = pt.replay(lengths, engine=engine, config=config, on_event=mon.feed)
         first = next(p for p in rep.placements if p.occurrence == victim)
         assert mon.arrival_row(victim) == 0
         assert first.row == D, (engine, first, D)  # the bound is attained exactly
-        assert mon.report().max_start_delay_rows == D and mon.ok
+        assert mon.result().max_start_delay_rows == D and mon.ok
 
 
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=50), st.integers(2, 9), st.integers(0, 6))
@@ -196,8 +196,8 @@ def test_gap_when_b_and_refill_are_one(lengths: list[int], R: int, A: int) -> No
     """B = refill = 1: the buffer holds one span, taken in its arrival row, so every delay
     is 0 while the bound is A: the gap is exactly A."""
     config = pt.PackerConfig(capacity=R, min_buffer=1, refill=1, policy="bounded-wait", max_wait=A)
-    mon = StartDelayMonitor.for_config(config)
-    mon.run(pt.Packer(config).events(lengths))
+    mon = StartDelayMonitor.for_packer(config)
+    pt.feed_all(pt.Packer(config).events(lengths), mon)
     assert config.start_delay_bound == A
     assert set(mon.delay_counts) == {0}
 
@@ -208,17 +208,17 @@ def test_gap_when_b_and_refill_are_one(lengths: list[int], R: int, A: int) -> No
 def test_protected_set_monitor_reports_not_applicable() -> None:
     lengths, _ = tight_stream(5, 3, 2, 1)
     config = pt.PackerConfig(capacity=5, min_buffer=3, refill=2, policy="bounded-wait", max_wait=1)
-    mon = InvariantMonitor.for_config(config)
-    report = mon.run(pt.Packer(config).events(lengths)).to_dict()
+    mon = InvariantMonitor.for_packer(config)
+    report = pt.feed_all(pt.Packer(config).events(lengths), mon)[0].to_dict()
     assert report["applicable"] is False and report["not_applicable"] == OUTSIDE_FAMILY["bounded-wait"]
     assert report["violations"] == 0 and report["selections_checked"] == 0
     assert report["selections_outside"] == report["selections"] > 0
     assert mon.on_select(0, buffered=10) and mon.selections_outside == report["selections"] + 1
     # the proposition really fails here: a monitor that checks finds forced protected starts
-    forced = InvariantMonitor.for_config(config, not_applicable=None)
-    assert forced.run(pt.Packer(config).events(lengths)).violations > 0
+    forced = InvariantMonitor.for_packer(config, not_applicable=None)
+    assert pt.feed_all(pt.Packer(config).events(lengths), forced)[0].violations > 0
     for policy in ("discard", "continue"):
-        assert InvariantMonitor.for_config(pt.PackerConfig(policy=policy)).report().applicable
+        assert InvariantMonitor.for_packer(pt.PackerConfig(policy=policy)).result().applicable
 
 
 def _events(policy: str, lengths: list[int], **kw: Any) -> list[pt.Event]:
@@ -228,12 +228,12 @@ def _events(policy: str, lengths: list[int], **kw: Any) -> list[pt.Event]:
 def test_start_delay_monitor_finds_each_kind() -> None:
     # discard: a discard event, and the long span never starts: overdue at a bound of 1 row
     mon = StartDelayMonitor(4, bound=1)
-    mon.run(_events("discard", [9, 3, 3, 3, 3, 3, 3, 3]))
+    pt.feed_all(_events("discard", [9, 3, 3, 3, 3, 3, 3, 3]), mon)
     kinds = {v.kind for v in mon.violations}
     assert {"discard", "overdue"} <= kinds and not mon.ok
     # continue, drained: the protected long span starts only when the buffer drains, late
     mon = StartDelayMonitor(4, bound=0)
-    mon.run(_events("continue", [9, 1, 2, 3, 3], exhausted="drain"))
+    pt.feed_all(_events("continue", [9, 1, 2, 3, 3], exhausted="drain"), mon)
     assert "late-start" in {v.kind for v in mon.violations}
     # padding, repeats, filtered tokens and a broken row layout (a peer-like stream)
     mon = StartDelayMonitor(4)
@@ -243,7 +243,7 @@ def test_start_delay_monitor_finds_each_kind() -> None:
         pt.Repeat(1, 0, 0, 0, 2, 1), pt.Placement(1, 2, 0, 0, 0, 1, False, False),
         pt.Horizon(1, 2, "exhausted", ()),
     ]
-    report = mon.run(stream)
+    report = pt.feed_all(stream, mon)[0]
     assert {v.kind for v in mon.violations} == {"filtered", "padding", "repeat", "row-layout"}
     assert report.padding_tokens == 1 and report.repeated_tokens == 1 and not report.rows_full
     assert mon.violations[0].describe().startswith("filtered: occurrence 1")
@@ -252,10 +252,11 @@ def test_start_delay_monitor_finds_each_kind() -> None:
 def test_start_delay_monitor_modes_and_errors() -> None:
     seen: list[StartDelayViolation] = []
     mon = StartDelayMonitor(4, bound=1, on_violation=seen.append, max_recorded=1)
-    mon.run(_events("discard", [9, 3, 3, 3, 3, 3, 3, 3]))
+    pt.feed_all(_events("discard", [9, 3, 3, 3, 3, 3, 3, 3]), mon)
     assert len(mon.violations) == 1 and len(seen) == mon.violation_count > 1
     with pytest.raises(StartDelayExceeded, match="discard"):
-        StartDelayMonitor(4, bound=1, on_violation="raise").run(_events("discard", [9, 3, 3, 3, 3, 3]))
+        pt.feed_all(_events("discard", [9, 3, 3, 3, 3, 3]),
+                    StartDelayMonitor(4, bound=1, on_violation="raise"))
     with pytest.raises(ValueError, match="on_violation"):
         StartDelayMonitor(4, on_violation="shout")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="bound"):
@@ -265,14 +266,14 @@ def test_start_delay_monitor_modes_and_errors() -> None:
     with pytest.raises(ValueError, match="not arrived"):
         StartDelayMonitor(4).feed(pt.Placement(0, 0, 0, 0, 0, 2, False, False))
     mon = StartDelayMonitor(4)
-    assert mon.report().max_start_delay_rows is None and mon.oldest_unstarted() is None
+    assert mon.result().max_start_delay_rows is None and mon.oldest_unstarted() is None
 
 
 def test_check_detects_corruption() -> None:
     mon = StartDelayMonitor(4)
-    mon.run(_events("continue", [3, 5, 2]))
+    pt.feed_all(_events("continue", [3, 5, 2]), mon)
     mon._check()
-    mon.started += 1
+    mon.starts.started += 1
     with pytest.raises(AssertionError):
         mon._check()
 

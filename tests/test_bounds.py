@@ -162,7 +162,7 @@ def test_expected_startup_index_by_simulation() -> None:
 
 def _replay_checks(lengths: list[int], config: pt.PackerConfig) -> None:
     R, B = config.capacity, config.min_buffer
-    mon = InvariantMonitor.for_config(config)
+    mon = InvariantMonitor.for_packer(config)
     arrived: list[int] = []
     arrived_pass: list[int] = []
     started: set[int] = set()

@@ -28,7 +28,7 @@ def test_consumers_check_after_every_event(case: Any) -> None:
 
 def _fed_ledger() -> Ledger:
     ledger = Ledger(8, 6, chunk=1)  # B-1 = 5 > the 3 long arrivals
-    ledger.consume(pt.Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4, 12, 2, 20, 1]))
+    pt.feed_all(pt.Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4, 12, 2, 20, 1]), ledger)
     ledger._check()
     return ledger
 

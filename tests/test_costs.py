@@ -80,8 +80,8 @@ def test_costs_agree_with_the_summary(case: tuple[list[int], pt.PackerConfig]) -
         assert c.share_without_context == 0.0 or c.targets == 0
         assert c.fragments_per_long_max in (None, 1)
     if config.policy == "bounded-wait":
-        mon = StartDelayMonitor.for_config(config)
-        mon.run(rep.events)
+        mon = StartDelayMonitor.for_packer(config)
+        pt.feed_all(rep.events, mon)
         assert c.start_delay_max == mon.max_start_delay
         assert c.start_delay_max is None or c.start_delay_max <= config.start_delay_bound
 
@@ -101,7 +101,7 @@ def test_table_and_errors() -> None:
     with pytest.raises(ValueError, match="not arrived"):
         acc.feed(pt.Placement(0, 0, 0, 0, 0, 2, False, False))
     assert acc.result().utilization is None and acc.result().to_dict()["label"] == ""
-    acc.started = 3
+    acc.starts.started = 3
     with pytest.raises(AssertionError):
         acc._check()
 

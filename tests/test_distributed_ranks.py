@@ -11,6 +11,7 @@ from distributed_helpers import make_parquet
 from hypothesis import given
 from hypothesis import strategies as st
 
+from packing_theory import feed_all
 from packing_theory.audit import Ledger
 from packing_theory.corpus import default_lengths, rank_stream, rank_stream_from_parquet
 from packing_theory.distributed import (
@@ -100,8 +101,8 @@ def naive_rank(lengths: np.ndarray, cfg: PackerConfig) -> tuple[int, int, int, n
     """Rows, started occurrences, distinct sources started, and the sorted start rows, from the
     reference engine and the ledger's own first-target column (every placement holds a target when no
     document has length 1)."""
-    led = Ledger.from_config(cfg)
-    led.consume(make_packer("reference", cfg).events(lengths))
+    led = Ledger.for_packer(cfg)
+    feed_all(make_packer("reference", cfg).events(lengths), led)
     agg = led.result()
     first = led.first_targets()
     return (agg.rows, agg.started_sources, agg.distinct_sources_started,

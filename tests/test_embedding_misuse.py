@@ -69,7 +69,7 @@ def test_record_mode_records_a_misuse_not_a_violation(call: str, args: tuple[Any
     assert state(mon) == before
     assert mon.misuse_count == 1 and mon.misuses[0].kind == kind and mon.violation_count == 0
     assert not mon.ok
-    report = mon.report().to_dict()
+    report = mon.result().to_dict()
     assert report["misuses"] == 1 and report["first_misuse"]["kind"] == kind and report["violations"] == 0
     mon._check()
 
@@ -81,7 +81,7 @@ def test_type_misuse_is_also_a_type_error() -> None:
 
 def test_events_after_the_horizon_are_misuse() -> None:
     mon = InvariantMonitor(capacity=4, min_buffer=1)
-    mon.run(pt.Packer(capacity=4, min_buffer=1, refill=1).events([3, 2]))
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=1, refill=1).events([3, 2]), mon)
     mon.feed(Horizon(0, 0, "rows", ()))
     assert [m.kind for m in mon.misuses] == ["after-horizon"]
 

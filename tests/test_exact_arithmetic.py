@@ -73,7 +73,7 @@ def test_summary_accumulator_counts_past_int64() -> None:
 
 def test_monitor_mass_is_exact() -> None:
     mon = InvariantMonitor(capacity=2049, min_buffer=3)
-    mon.run(pt.Packer(capacity=2049, min_buffer=3, refill=1).events(HUGE))
+    pt.feed_all(pt.Packer(capacity=2049, min_buffer=3, refill=1).events(HUGE), mon)
     mon._check()
     assert mon.protected.mass == INT64_MAX + 2**62  # the two largest long keys
 
@@ -82,13 +82,13 @@ def test_ledger_refuses_totals_past_its_exact_range() -> None:
     """Before the fix the ledger summed int64 and reported negative arrived tokens."""
     led = Ledger(capacity=2049, min_buffer=2)
     with pytest.raises(ValueError, match=r"beyond the ledger's exact range: arrivals up to occurrence 0 "):
-        led.consume(pt.Packer(capacity=2049, min_buffer=2, refill=1).events(HUGE))
+        pt.feed_all(pt.Packer(capacity=2049, min_buffer=2, refill=1).events(HUGE), led)
 
 
 def test_ledger_is_exact_up_to_its_range() -> None:
     big = MAX_EXACT_TOKENS // 4
     led = Ledger(capacity=2049, min_buffer=2)
-    led.consume(pt.Packer(capacity=2049, min_buffer=2, refill=1, rows=30).events([big, 7, big, 9]))
+    pt.feed_all(pt.Packer(capacity=2049, min_buffer=2, refill=1, rows=30).events([big, 7, big, 9]), led)
     led._check()
     agg = led.result()
     assert agg.mass.arrived_tokens == 2 * big + 16 and agg.mass.identity_holds

@@ -105,7 +105,7 @@ def test_full_state_predicate_reports_each_kind() -> None:
 
 def _run_monitored(lengths: list[int], config: pt.PackerConfig, engine: str = "fast") -> tuple[
         InvariantMonitor, list[Any]]:
-    mon = InvariantMonitor.for_config(config, track_buffer=True)
+    mon = InvariantMonitor.for_packer(config, track_buffer=True)
     tracker = mon.tracker
     assert tracker is not None
     events = []
@@ -167,19 +167,19 @@ def test_segment_first_originals_are_not_protected() -> None:
     """With original occurrences as units, segment-first starts a protected long document."""
     lengths = [9, 9, 1, 1]
     config = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="segment-first")
-    vacuous = InvariantMonitor.for_config(config)
-    vacuous.run(pt.Packer(config).events(lengths))
+    vacuous = InvariantMonitor.for_packer(config)
+    pt.feed_all(pt.Packer(config).events(lengths), vacuous)
     assert vacuous.ok and len(vacuous.protected) == 0
-    originals = InvariantMonitor.for_config(config, segmented=False)
-    originals.run(pt.Packer(config).events(lengths))
+    originals = InvariantMonitor.for_packer(config, segmented=False)
+    pt.feed_all(pt.Packer(config).events(lengths), originals)
     assert not originals.ok
     assert originals.first_violation is not None and originals.first_violation.kind == "selected"
 
 
 def test_drain_selections_are_outside_and_not_reported() -> None:
     config = pt.PackerConfig(capacity=2, min_buffer=4, refill=1, exhausted="drain")
-    mon = InvariantMonitor.for_config(config)
-    mon.run(pt.Packer(config).events([5, 6, 7]))
+    mon = InvariantMonitor.for_packer(config)
+    pt.feed_all(pt.Packer(config).events([5, 6, 7]), mon)
     assert mon.ok and mon.selections_checked == 0 and mon.selections_outside == mon.selections > 0
 
 
@@ -252,10 +252,10 @@ def test_monitor_rejects_bad_arguments() -> None:
 def test_report_and_observe_pass_through() -> None:
     config = pt.PackerConfig(capacity=8, min_buffer=3, refill=2, policy="continue", passes=2)
     lengths = [20, 3, 11, 9, 2, 30, 5, 8]
-    mon = InvariantMonitor.for_config(config, max_recorded=0)
+    mon = InvariantMonitor.for_packer(config, max_recorded=0)
     events = list(mon.observe(pt.Packer(config).events(lengths)))
     assert events == list(pt.Packer(config).events(lengths))
-    report = mon.report().to_dict()
+    report = mon.result().to_dict()
     assert report["violations"] == 0 and report["selections"] == sum(type(e) is Placement for e in events)
     assert report["long_arrivals"] == 2 * sum(n > 8 for n in lengths)
 
@@ -352,7 +352,7 @@ class EngineBesideMonitor(RuleBasedStateMachine):
         self.config = pt.PackerConfig(capacity=R, min_buffer=B, refill=refill, policy=policy)  # type: ignore[arg-type]
         self.feed = _Feed()
         self.events = pt.Packer(self.config).events(self.feed)
-        self.monitor = InvariantMonitor.for_config(self.config, track_buffer=True)
+        self.monitor = InvariantMonitor.for_packer(self.config, track_buffer=True)
         self.corpus: list[int] = []
         self.arrived: list[int] = []
         self.need = B + max(self.config.batch_sizes)

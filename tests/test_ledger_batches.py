@@ -31,7 +31,7 @@ def test_batches_equal_single_events(case: tuple[list[int], dict[str, Any]], eng
     events = pt.replay(lengths, engine=engine, **kwargs).events  # type: ignore[arg-type]
     R, B = kwargs["capacity"], kwargs["min_buffer"]
     single = _ledger(R, B, chunk)
-    single.consume(events)
+    pt.feed_all(events, single)
     batch = _ledger(R, B, chunk)
     for b in batched(events, size):
         batch.feed(b)
@@ -54,9 +54,9 @@ def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any
     assume(kwargs["policy"] in COMPILED_POLICIES)
     R, B = kwargs["capacity"], kwargs["min_buffer"]
     single = _ledger(R, B, chunk)
-    single.consume(pt.Packer(**kwargs).events(lengths))
+    pt.feed_all(pt.Packer(**kwargs).events(lengths), single)
     compiled = _ledger(R, B, chunk)
-    compiled.consume(CompiledPacker(**kwargs).batches(lengths, size=16))
+    pt.feed_all(CompiledPacker(**kwargs).batches(lengths, size=16), compiled)
     assert compiled.result() == single.result()
 
 
@@ -75,10 +75,10 @@ def test_block_reduction_is_bit_identical(policy: str, monkeypatch: pytest.Monke
 def test_peer_batches_filtered_and_series() -> None:
     events = _peer_events()
     a = Ledger(6, 1, chunk=2)
-    a.consume(events)
+    pt.feed_all(events, a)
     for size in (1, 2, 3, 100):
         b = Ledger(6, 1, chunk=2)
-        b.consume(batched(events, size))
+        pt.feed_all(batched(events, size), b)
         b._check()
         assert b.result() == a.result()
     assert a.result().filtered_sources == 2
@@ -89,9 +89,9 @@ def test_mixed_events_and_batches_same_aggregates() -> None:
     lengths = np.maximum(1, rng.lognormal(2.5, 1.0, 500)).astype(np.int64)
     events = pt.replay(lengths, capacity=16, min_buffer=8, refill=4, policy="requeue-bos").events
     a = Ledger(16, 8, chunk=5)
-    a.consume(events)
+    pt.feed_all(events, a)
     b = Ledger(16, 8, chunk=5)
-    b.consume([*events[:101], EventBatch.from_events(events[101:700]), *events[700:]])
+    pt.feed_all([*events[:101], EventBatch.from_events(events[101:700]), *events[700:]], b)
     b._check()
     assert replace(b.result(), series=()) == replace(a.result(), series=())
 
@@ -101,9 +101,9 @@ def test_spill_and_save(tmp_path: Path) -> None:
     lengths = np.maximum(1, rng.lognormal(2.5, 1.1, 400)).astype(np.int64)
     events = pt.replay(lengths, capacity=16, min_buffer=6, refill=3, policy="segment-first").events
     mem = Ledger(16, 6, detail=True, chunk=7)
-    mem.consume(events)
+    pt.feed_all(events, mem)
     disk = Ledger(16, 6, detail=True, chunk=7, spill=tmp_path / "detail")
-    disk.consume(batched(events, 50))
+    pt.feed_all(batched(events, 50), disk)
     assert (tmp_path / "detail.npz").exists() and not list(tmp_path.glob("*.raw"))
     assert not disk._detail_pl and not disk._detail_dc
     assert list(disk.records()) == list(mem.records())
@@ -124,7 +124,7 @@ def test_table_widens_to_64_bits_and_totals_stay_exact() -> None:
               pt.Horizon(2, 0, "drained", ())]
     for stream in (events, [EventBatch.from_events(events)]):
         led = Ledger(5, 1)
-        led.consume(stream)
+        pt.feed_all(stream, led)
         led._check()
         agg = led.result()
         assert led._t.length.dtype == np.int64
@@ -137,7 +137,7 @@ def test_compact_table_bytes_per_occurrence() -> None:
     rng = np.random.default_rng(6)
     lengths = np.maximum(1, rng.lognormal(3.0, 1.0, 5000)).astype(np.int64)
     led = Ledger(64, 20)
-    led.consume(pt.Packer(capacity=64, min_buffer=20, refill=8).events(lengths))
+    pt.feed_all(pt.Packer(capacity=64, min_buffer=20, refill=8).events(lengths), led)
     t = led._t
     assert t.source is None and t.pass_index is None and t.added is None
     assert t.nbytes() == 21 * t.cap
@@ -180,7 +180,7 @@ def test_stream_ledger_equals_ledger_and_summary(case: tuple[list[int], dict[str
     events = pt.replay(lengths, **kwargs).events
     R, B = kwargs["capacity"], kwargs["min_buffer"]
     led = _ledger(R, B, 8)
-    led.consume(events)
+    pt.feed_all(events, led)
     agg = led.result()
     sl = StreamLedger(R, B, boundaries=SMALL_BOUNDS, chunk=size)
     for item in (batched(events, size) if as_batches else events):
@@ -203,7 +203,7 @@ def test_stream_ledger_memory_is_bounded_by_the_buffer() -> None:
     for n in (2_000, 20_000):
         lengths = np.maximum(1, rng.lognormal(3.0, 1.2, n)).astype(np.int64)
         sl = StreamLedger(64, 30)
-        sl.consume(batched(pt.Packer(cfg).events(lengths), 1000))
+        pt.feed_all(batched(pt.Packer(cfg).events(lengths), 1000), sl)
         peaks.append(sl.result().live_peak)
     assert max(peaks) <= 30 + 8 + 1000  # B + a refill batch + one batch of arrivals
 
@@ -214,13 +214,13 @@ def test_stream_ledger_peer_events_and_errors() -> None:
     events = _peer_events()
     for size in (1, 4, 100):
         sl = StreamLedger(6, 1, chunk=size)
-        sl.consume(events)
+        pt.feed_all(events, sl)
         r = sl.result()
         assert r.summary == pt.summarize(events, 6)
         assert sum(s.filtered_sources for s in r.strata) == 2
     bad = StreamLedger(6, 1)
     with pytest.raises(ValueError, match="holds no tokens"):
-        bad.consume([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())])
+        pt.feed_all([pt.Placement(0, 0, 0, 0, 0, 3, False, False), pt.Horizon(0, 3, "drained", ())], bad)
     with pytest.raises(ValueError, match="needs the Horizon"):
         StreamLedger(6, 1).result()
 
@@ -233,8 +233,8 @@ def test_stream_ledger_refuses_totals_it_cannot_hold_exactly() -> None:
     for lengths in ([2**62, 2**62, 5], [MAX_EXACT_TOKENS + 1, 5]):
         sl = StreamLedger(32, 1)
         with pytest.raises(ValueError, match="exact range: arrivals up to occurrence 0 "):
-            sl.consume(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2))
+            pt.feed_all(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2), sl)
     ok = StreamLedger(32, 1)  # just inside the range: exact
     lengths = [MAX_EXACT_TOKENS - 5, 5]
-    ok.consume(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2))
+    pt.feed_all(batched(pt.Packer(capacity=32, min_buffer=1, refill=1).events(lengths), 2), ok)
     assert ok.result().summary.consumed_tokens == MAX_EXACT_TOKENS

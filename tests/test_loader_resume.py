@@ -171,8 +171,8 @@ def test_audit_at_a_cut_equals_a_budgeted_replay(
     while s.rows < k:
         s.next_batch()
     got = s.finish()
-    led = pt.Ledger.from_config(config)
-    mon = pt.InvariantMonitor.for_config(config)
+    led = pt.Ledger.for_packer(config)
+    mon = pt.InvariantMonitor.for_packer(config)
     budget = pt.PackerConfig(**{**{f: getattr(config, f) for f in config.__dataclass_fields__}, "rows": k})
     for ev in pt.Packer(budget).events(lengths):
         led.feed(ev)
@@ -180,7 +180,7 @@ def test_audit_at_a_cut_equals_a_budgeted_replay(
     want = led.result()
     if want.stop_reason == "rows":  # the budgeted replay stops at the same boundary
         assert got.to_dict() == want.to_dict()
-        assert s.monitor_report() == mon.report()
+        assert s.monitor_report() == mon.result()
     assert got.mass.identity_holds
 
 
@@ -274,7 +274,7 @@ def test_remainder_tracker_closes_a_peer_ledger() -> None:
     tr = RemainderTracker()
     for ev in [pt.Arrival(0, 0, 0, 10), pt.Placement(0, 0, 0, 0, 2, 3, False, True), pt.Discard(0, 0, 7, 1)]:
         tr.feed(ev)
-    assert [(b.start, b.length) for b in tr.remaining()] == [(0, 2), (5, 2), (8, 2)]
+    assert [(b.start, b.length) for b in tr.result()] == [(0, 2), (5, 2), (8, 2)]
 
 
 def test_stream_argument_errors() -> None:

@@ -207,7 +207,7 @@ def test_monitor_embedding_api_reports_by_hand() -> None:
     first = Violation("selected", 0, 9, 1, 2, (7, 2), 2, 1, 0, None, 3, 25, None, _LOADER)
     assert mon.violations == [first]  # max_recorded=1: the second is counted, not kept
     assert mon.violation_count == 2 and not mon.ok
-    assert mon.report() == MonitorReport(selections=4, selections_checked=3, selections_outside=1,
+    assert mon.result() == MonitorReport(selections=4, selections_checked=3, selections_outside=1,
                                          arrivals=4, long_arrivals=3, protected_size=2, protected_mass=16,
                                          violations=2, first_violation=first.to_dict())
     mon._check()
@@ -393,7 +393,7 @@ def test_ledger_series_thinning_rule_by_hand() -> None:
     from packing_theory.audit import Ledger
 
     led = Ledger(3, 5000, chunk=1)
-    led.consume(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000))
+    pt.feed_all(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000), led)
     kept = [s.buffered_tokens for s in led.result().series]
     want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
     assert kept == want
@@ -425,8 +425,8 @@ def test_ledger_buffered_own_bos_is_source_mass() -> None:
     from packing_theory.audit import Ledger
 
     led = Ledger(4, 2)
-    led.consume([Arrival(0, 0, 0, 6), Placement(0, 0, 0, 0, 1, 3, False, False),
-                 Horizon(0, 3, "exhausted", (BufferedSpan(0, 0, 4, 3, True),))])
+    pt.feed_all([Arrival(0, 0, 0, 6), Placement(0, 0, 0, 0, 1, 3, False, False),
+                 Horizon(0, 3, "exhausted", (BufferedSpan(0, 0, 4, 3, True),))], led)
     agg = led.result()
     assert agg.conservation_violations == 0
     assert (agg.mass.buffered_tokens, agg.mass.buffered_added_bos) == (3, 0)
@@ -438,7 +438,7 @@ def test_ledger_columns_are_int64() -> None:
     from packing_theory.audit import Ledger
 
     led = Ledger(4, 3)
-    led.consume(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]))
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
     cols = led.arrays()
     assert cols["buffered"].dtype == np.int64
     assert cols["buffered"].tolist() == [9, 0, 0, 8, 0]
@@ -454,18 +454,21 @@ def test_ledger_protected_mass_by_hand() -> None:
     from packing_theory.audit import Ledger, ProtectedMass
 
     led = Ledger(4, 3)
-    led.consume(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]))
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
     assert led.result().protected == ProtectedMass(members=2, long_arrivals=3, tokens=17, started_members=0,
                                                    buffered_tokens=17, share_of_arrived=17 / 27,
                                                    share_of_buffered=1.0)
     empty = Ledger(4, 3)
-    empty.consume([Horizon(0, 0, "exhausted", ())])
+    pt.feed_all([Horizon(0, 0, "exhausted", ())], empty)
     assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)
 
 
 def test_monitor_defaults_and_argument_errors() -> None:
-    """__init____mutmut_1/2/6 (defaults), _18/24/25 and _43/49/50 (parameter names in messages)."""
-    mon = InvariantMonitor()
+    """__init____mutmut_6 (defaults), _18/24/25 and _43/49/50 (parameter names in messages).
+
+    ``R`` and ``B`` have no default (they come from the packer: test_consumers.py).
+    """
+    mon = InvariantMonitor(2049, 1000)
     assert (mon.capacity, mon.min_buffer, mon.max_recorded) == (2049, 1000, 100)
     with pytest.raises(ValueError, match=r"^min_buffer must be >= 1, got 0$"):
         InvariantMonitor(4, 0)
@@ -473,11 +476,11 @@ def test_monitor_defaults_and_argument_errors() -> None:
         InvariantMonitor(4, 3, max_recorded=-1)
 
 
-def test_monitor_for_config_tracks_only_on_request() -> None:
-    """for_config__mutmut_1, _19."""
+def test_monitor_for_packer_tracks_only_on_request() -> None:
+    """for_packer (mutants for_config__mutmut_1, _19 of this constructor)."""
     cfg = PackerConfig(capacity=4, min_buffer=3, policy="continue")
-    assert InvariantMonitor.for_config(cfg).tracker is None
-    tracked = InvariantMonitor.for_config(cfg, track_buffer=True)
+    assert InvariantMonitor.for_packer(cfg).tracker is None
+    tracked = InvariantMonitor.for_packer(cfg, track_buffer=True)
     assert tracked.tracker is not None and tracked.tracker.policy == "continue"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from packing_theory import Ledger, SummaryAccumulator
+from packing_theory import Ledger, SummaryAccumulator, feed_all
 from packing_theory.engine.events import (
     Arrival,
     Discard,
@@ -96,8 +96,8 @@ def test_ledger_accounts_the_peer_events() -> None:
 
 def test_ledger_filtered_over_capacity_document() -> None:
     led = Ledger(capacity=R, min_buffer=1, detail=True, boundaries=(R,))  # strata 1–5 and >5
-    led.consume([Arrival(0, 0, 0, 9), Filtered(0, 0, 9, "over-capacity"), Arrival(1, 1, 0, 5),
-                 Placement(0, 0, 1, 1, 0, 5, False, False), Horizon(1, 0, "exhausted", ())])
+    feed_all([Arrival(0, 0, 0, 9), Filtered(0, 0, 9, "over-capacity"), Arrival(1, 1, 0, 5),
+                 Placement(0, 0, 1, 1, 0, 5, False, False), Horizon(1, 0, "exhausted", ())], led)
     agg = led.result()
     assert agg.mass.filtered_tokens == 9 and agg.mass.identity_holds
     long_stratum = [s for s in agg.strata if s.filtered_sources]
@@ -123,7 +123,7 @@ def test_ledger_rejects_inconsistent_peer_events(events: list[Event], message: s
     with pytest.raises(ValueError, match=message):
         for ev in events:
             led.feed(ev)
-        led.consume([Horizon(1, 0, "rows", ())])
+        feed_all([Horizon(1, 0, "rows", ())], led)
 
 
 def test_group_rows_uses_every_filling_event() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from packing_theory import Ledger, SummaryAccumulator
+from packing_theory import Ledger, SummaryAccumulator, feed_all
 from packing_theory.engine.events import Arrival, Discard, Filtered, Padding, Placement, Repeat
 from packing_theory.engine.rows import token_rows as _token_rows
 from packing_theory.peers import make_peer, peer_policies
@@ -58,7 +58,7 @@ def test_mass_and_row_identity_every_peer(name: str) -> None:
         for ev in events:
             acc.feed(ev)
             acc._check()
-        led.consume(events)
+        feed_all(events, led)
         led._check()
         s, agg = acc.result(), led.result()
         assert s.identity_holds() and s.row_identity_holds(peer.capacity), (name, lengths)

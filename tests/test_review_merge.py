@@ -19,7 +19,7 @@ LENGTHS = [3, 9, 2, 5, 7, 1, 4, 6, 2]
 
 
 def test_not_applicable_monitor_keeps_its_invariants_and_refuses_misuse() -> None:
-    mon = InvariantMonitor.for_config(CFG)
+    mon = InvariantMonitor.for_packer(CFG)
     assert mon.not_applicable is not None
     for ev in pt.Packer(CFG).events(LENGTHS):
         mon.feed(ev)
@@ -33,37 +33,37 @@ def test_not_applicable_monitor_keeps_its_invariants_and_refuses_misuse() -> Non
 
 
 def test_not_applicable_monitor_refuses_a_placement_that_never_arrived() -> None:
-    mon = InvariantMonitor.for_config(CFG)
+    mon = InvariantMonitor.for_packer(CFG)
     mon.feed(pt.Arrival(0, 0, 0, 3))
     mon.feed(pt.Placement(0, 0, 7, 0, 0, 3, False, False))
     assert [m.kind for m in mon.misuses] == ["unknown-occurrence"]
     assert mon.selections == 0
-    raising = InvariantMonitor.for_config(CFG, on_violation="raise")
+    raising = InvariantMonitor.for_packer(CFG, on_violation="raise")
     with pytest.raises(pt.invariant.MonitorMisuse):
         raising.feed("garbage")  # type: ignore[arg-type]
 
 
 def test_start_delay_monitor_reads_batches_like_events() -> None:
     events = list(pt.Packer(CFG).events(LENGTHS))
-    one = StartDelayMonitor.for_config(CFG).run(events)
+    one = pt.feed_all(events, StartDelayMonitor.for_packer(CFG))[0]
     for size in (1, 2, 5, 100):
-        mon = StartDelayMonitor.for_config(CFG)
+        mon = StartDelayMonitor.for_packer(CFG)
         for b in batched(events, size):
             mon.feed(b)
-        assert mon.report() == one  # a batch was silently ignored: 0 arrivals, 0 rows
+        assert mon.result() == one  # a batch was silently ignored: 0 arrivals, 0 rows
     assert one.arrivals == len(LENGTHS)
     with pytest.raises(TypeError, match="ev must be a packing_theory event"):
-        StartDelayMonitor.for_config(CFG).feed("garbage")  # type: ignore[arg-type]
+        StartDelayMonitor.for_packer(CFG).feed("garbage")  # type: ignore[arg-type]
 
 
 def test_misuse_after_the_horizon_counts_the_same_batched() -> None:
     cfg = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="continue")
     events = list(pt.Packer(cfg).events(LENGTHS))
     tail = [e for e in events if not isinstance(e, pt.Horizon)][-6:]
-    per_event = InvariantMonitor.for_config(cfg)
+    per_event = InvariantMonitor.for_packer(cfg)
     for e in events + tail:
         per_event.feed(e)
-    as_batch = InvariantMonitor.for_config(cfg)
+    as_batch = InvariantMonitor.for_packer(cfg)
     for b in [*batched(events, 1000), *batched(tail, 1000)]:
         as_batch.feed(b)
     assert len(per_event.misuses) == len(as_batch.misuses) == 6

@@ -56,7 +56,7 @@ def test_demo_honours_eval_options(tmp_path: Path) -> None:
 def test_violation_reports_the_mass_at_the_boundary() -> None:
     lengths = [9, 3, 9, 2, 12, 5, 1, 1, 7, 30] * 5
     mon = InvariantMonitor(capacity=4, min_buffer=3, track_buffer="requeue-bos")
-    mon.run(pt.Packer(capacity=4, min_buffer=3, refill=1, policy="requeue-bos").events(lengths))
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=1, policy="requeue-bos").events(lengths), mon)
     v = mon.first_violation
     assert v is not None and v.buffer is not None
     assert v.buffered_mass == v.buffer.mass

@@ -180,8 +180,8 @@ def test_counterexample_requeue_bos() -> None:
     # the engine's requeue-bos policy fails identically
     engine = pt.PackerConfig(capacity=2, min_buffer=2, refill=1, passes=2, policy="requeue-bos")
     assert list(pt.Packer(engine).events([3, 1])) == events
-    emon = InvariantMonitor.for_config(engine)
-    emon.run(pt.Packer(engine).events([3, 1]))
+    emon = InvariantMonitor.for_packer(engine)
+    pt.feed_all(pt.Packer(engine).events([3, 1]), emon)
     assert emon.first_violation is not None and emon.first_violation.occurrence == 2
 
 

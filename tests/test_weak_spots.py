@@ -210,7 +210,7 @@ def test_series_thinning_keeps_evenly_spaced_samples() -> None:
     """
     events = list(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000))
     led = Ledger(3, 5000, chunk=1)
-    led.consume(events)
+    pt.feed_all(events, led)
     series = led.result().series
     assert 512 <= len(series) <= 1025
     assert all(s.targets == 0 and s.protected_tokens == 0 for s in series)

@@ -44,6 +44,7 @@ from .._checks import check_bool, check_int
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
 from ..corpus.documents import DocumentStore, lengths_fingerprint
+from ..engine.batches import EventBatch, EventItem
 from ..engine.events import (
     Arrival,
     BufferedSpan,
@@ -74,29 +75,40 @@ class RemainderTracker:
 
     A peer has no buffer the loader can ask for; to close a ledger at a row
     boundary the remaining tokens of every arrived occurrence are rebuilt
-    from the events as :class:`~packing_theory.engine.events.BufferedSpan` s.
+    from the events as :class:`~packing_theory.engine.events.BufferedSpan` s
+    (:meth:`result`). A consumer of the event stream
+    (:class:`~packing_theory.engine.consumers.Consumer`).
     Memory O(occurrences + pieces).
+
+    >>> t = RemainderTracker()
+    >>> for ev in (Arrival(0, 7, 0, 5), Placement(0, 0, 0, 7, 1, 2, False, False)):
+    ...     t.feed(ev)
+    >>> [(s.occurrence, s.start, s.length) for s in t.result()]
+    [(0, 0, 1), (0, 3, 2)]
     """
 
     def __init__(self) -> None:
         self._arrived: dict[int, tuple[int, int]] = {}
         self._used: dict[int, list[tuple[int, int]]] = {}
 
-    def feed(self, ev: Event) -> None:
-        """Account one event. O(1)."""
-        t = type(ev)
-        if t is Arrival:
-            self._arrived[ev.occurrence] = (ev.source, ev.length)  # type: ignore[union-attr]
-        elif t is Placement:
-            n = ev.length - (1 if ev.bos_inserted else 0)  # type: ignore[union-attr]
+    def feed(self, ev: EventItem) -> None:
+        """Account one event, or each event of a batch. O(1) per event."""
+        if type(ev) is Arrival:
+            self._arrived[ev.occurrence] = (ev.source, ev.length)
+        elif type(ev) is Placement:
+            n = ev.length - (1 if ev.bos_inserted else 0)
             if n:
-                self._used.setdefault(ev.occurrence, []).append((ev.start, n))  # type: ignore[union-attr]
-        elif t is Discard:
-            self._used.setdefault(ev.occurrence, []).append((ev.start, ev.length))  # type: ignore[union-attr]
-        elif t is Filtered:
-            self._used.setdefault(ev.occurrence, []).append((0, ev.length))  # type: ignore[union-attr]
+                self._used.setdefault(ev.occurrence, []).append((ev.start, n))
+        elif type(ev) is Discard:
+            self._used.setdefault(ev.occurrence, []).append((ev.start, ev.length))
+        elif type(ev) is Filtered:
+            self._used.setdefault(ev.occurrence, []).append((0, ev.length))
+        elif type(ev) is EventBatch:
+            feed = self.feed
+            for e in ev.events():
+                feed(e)
 
-    def remaining(self) -> tuple[BufferedSpan, ...]:
+    def result(self) -> tuple[BufferedSpan, ...]:
         """The unplaced source intervals of every arrived occurrence, by occurrence then offset."""
         out: list[BufferedSpan] = []
         for occ, (source, length) in sorted(self._arrived.items()):
@@ -110,8 +122,11 @@ class RemainderTracker:
         return tuple(out)
 
     def _check(self) -> None:
-        """Assert the internal invariants."""
-        assert set(self._used) <= set(self._arrived) | set(self._used)
+        """Assert the internal invariants: pieces only of arrived occurrences, within their lengths."""
+        assert set(self._used) <= set(self._arrived), "a piece of an occurrence that never arrived"
+        for occ, pieces in self._used.items():
+            length = self._arrived[occ][1]
+            assert all(start >= 0 and n >= 0 and start + n <= length for start, n in pieces), occ
 
 
 def _monitor_settings(monitor: MonitorSpec) -> dict[str, Any] | None:
@@ -244,7 +259,7 @@ class PackedStream:
             )
         config = self.spec.config
         if config is not None:
-            return InvariantMonitor.for_config(config, on_violation=monitor)
+            return InvariantMonitor.for_packer(config, on_violation=monitor)
         return InvariantMonitor(self.capacity, min_buffer, on_violation=monitor)
 
     def _make_ledger(self, ledger: bool | Ledger | None, min_buffer: int) -> Ledger | None:
@@ -253,7 +268,7 @@ class PackedStream:
         if ledger is True:
             config = self.spec.config
             if config is not None:
-                return Ledger.from_config(config)
+                return Ledger.for_packer(config)
             return Ledger(self.capacity, min_buffer, policy=str(self.spec.descriptor.get("name", "peer")))
         if isinstance(ledger, Ledger):
             if ledger.finished:
@@ -443,7 +458,7 @@ class PackedStream:
             else {"mode": "replay", "policy": self.ledger.policy, "detail": self.ledger.detail},
             monitor=None
             if self.monitor is None
-            else {**(self._monitor_settings or {}), "report": _jsonable(self.monitor.report().to_dict())},
+            else {**(self._monitor_settings or {}), "report": _jsonable(self.monitor.result().to_dict())},
             ended=self.ended,
             extra={"light": True} if light else {},
         )
@@ -510,7 +525,7 @@ class PackedStream:
                 f"state says {state.events}"
             )
         self.batches = state.batches
-        report = None if self.monitor is None else _jsonable(self.monitor.report().to_dict())
+        report = None if self.monitor is None else _jsonable(self.monitor.result().to_dict())
         if report is not None and state.monitor is not None and report != state.monitor.get("report", report):
             raise InputError("cannot resume: the replayed monitor disagrees with the saved report")
 
@@ -518,7 +533,7 @@ class PackedStream:
 
     def monitor_report(self) -> MonitorReport | None:
         """The embedded monitor's report so far (``None`` without a monitor)."""
-        return None if self.monitor is None else self.monitor.report()
+        return None if self.monitor is None else self.monitor.result()
 
     def finish(self) -> Aggregates:
         """Close the ledger at the current row boundary and return its :class:`Aggregates`.
@@ -539,7 +554,7 @@ class PackedStream:
                     buffered = engine.buffer
                 else:
                     assert self._tracker is not None
-                    buffered = self._tracker.remaining()
+                    buffered = self._tracker.result()
                 horizon = Horizon(self.rows, 0, "rows", buffered)
                 self.ledger.feed(horizon)
                 if self.monitor is not None:
@@ -561,7 +576,7 @@ class PackedStream:
         if self.ledger is not None:
             out["ledger"] = self.finish().to_dict()
         if self.monitor is not None:
-            out["monitor"] = self.monitor.report().to_dict()
+            out["monitor"] = self.monitor.result().to_dict()
         return out
 
 

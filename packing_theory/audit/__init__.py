@@ -22,10 +22,9 @@ module             job
 
 Imports: the engine, the invariant layer and the foundation; never the CLI.
 
->>> from packing_theory import Packer
->>> led = Ledger(capacity=8, min_buffer=2)
->>> led.consume(Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]))
->>> agg = led.result()
+>>> from packing_theory import Packer, feed_all
+>>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+>>> (agg,) = feed_all(packer.stream([5, 3, 9, 4]), Ledger.for_packer(packer))
 >>> agg.mass.emitted_tokens, agg.mass.discarded_tokens, agg.mass.identity_holds
 (16, 5, True)
 """

@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..engine.events import Event
+from ..engine.consumers import feed_all
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
@@ -58,7 +58,6 @@ from ..lengths import validate_lengths
 from ..peers import peer_policies
 from .costs import COST_COLUMNS, CostAccumulator, PackerCosts, costs_table
 from .ledger import Ledger
-from .results import Aggregates
 from .strata import STRATA_BOUNDARIES
 
 __all__ = [
@@ -184,8 +183,8 @@ def shrunk_counterexample(policy: str, *, max_documents: int = 3) -> dict[str, A
     for _, _, R, B, passes, stream in cases:
         config = PackerConfig(capacity=R, min_buffer=B, refill=1, passes=passes, policy=policy,  # type: ignore[arg-type]
                               exhausted="stop")
-        monitor = InvariantMonitor.for_config(config, segmented=False)
-        monitor.run(make_packer("fast", config).events(stream))
+        monitor = InvariantMonitor.for_packer(config, segmented=False)
+        feed_all(make_packer("fast", config).stream(stream), monitor)
         if not monitor.ok:
             v = monitor.first_violation
             return {"capacity": R, "min_buffer": B, "refill": 1, "passes": passes, "lengths": stream,
@@ -280,13 +279,12 @@ def compare_packers(
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
         costs = CostAccumulator(width, name)
         try:
-            ledger.consume(_tee(events, costs))
+            agg, packer_costs = feed_all(events, ledger, costs)
         except ValueError as exc:
             if kind != "peer":
                 raise
             refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
             continue
-        agg: Aggregates = ledger.result()
         labels = tuple(s.label for s in agg.strata)
         m = agg.mass
         cols.append(PackerColumn(
@@ -301,17 +299,10 @@ def compare_packers(
             retention_by_stratum=tuple(s.retention for s in agg.strata),
             identity_holds=m.identity_holds and agg.conservation_violations == 0,
             trainer_view=trainer, in_family=in_family, verdict=verdict,
-            seconds=time.perf_counter() - t0, costs=costs.result(),
+            seconds=time.perf_counter() - t0, costs=packer_costs,
         ))
     return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
-
-
-def _tee(events: Iterable[Event], costs: CostAccumulator) -> Iterator[Event]:
-    feed = costs.feed
-    for ev in events:
-        feed(ev)
-        yield ev
 
 
 # --------------------------------------------------------------------------- rendering

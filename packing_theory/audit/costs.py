@@ -49,25 +49,16 @@ engines this is the index of the row being filled).
 
 from __future__ import annotations
 
-import collections
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .._checks import check_int
-from ..engine.events import (
-    Arrival,
-    BosAdded,
-    Discard,
-    Event,
-    Exhausted,
-    Filtered,
-    Horizon,
-    Padding,
-    Placement,
-    Repeat,
-)
+from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings, feed_all
+from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
+from ..engine.starts import StartTracker
 from ..errors import InputError
 
 __all__ = [
@@ -151,26 +142,31 @@ def nearest_rank(counts: dict[int, int], q: float) -> int | None:
 
 
 class CostAccumulator:
-    """Consume an event stream, one event at a time, and compute :class:`PackerCosts`.
+    """Consume an event stream, one event or batch at a time, and compute :class:`PackerCosts`.
 
     Args:
         capacity: row capacity ``R`` (long = original length ``> R``).
         label: a name for the result (policy or packer).
 
-    Occurrence ids must be ``0, 1, 2, ...`` in arrival order.
+    Build it from a packer with :meth:`for_packer`. Occurrence ids must be
+    ``0, 1, 2, ...`` in arrival order. Start delays are kept by a
+    :class:`~packing_theory.engine.starts.StartTracker` (:attr:`starts`), the
+    one the bounded-wait monitor uses: an occurrence's arrival row and start
+    row are the rows the stream has completed at its arrival and at its first
+    placement.
 
-    Complexity: O(1) per event; memory about 20 bytes per occurrence plus one
-    dict entry per distinct source.
+    Complexity: O(1) per event (a batch is walked event by event: the rows so
+    far depend on how placements, padding and repeats interleave); memory
+    about 33 bytes per occurrence plus one dict entry per distinct source.
     """
 
     def __init__(self, capacity: int, label: str = "") -> None:
         self.capacity = check_int("capacity", capacity, 1)
         self.label = str(label)
-        self._arow = array("q")
+        self.starts = StartTracker()
         self._frag = array("q")  # placements per occurrence
         self._long = bytearray()
         self._source: array[int] = array("q")
-        self._waiting: collections.deque[int] = collections.deque()
         self.rows = 0
         self.fill = 0
         self.placed = 0
@@ -178,66 +174,58 @@ class CostAccumulator:
         self.repeated = 0
         self.discarded = 0
         self.filtered = 0
-        self.started = 0
-        self.delays: collections.Counter[int] = collections.Counter()
         self.targets = 0
         self.targets_without_context = 0
         self.horizon: Horizon | None = None
 
-    def feed(self, ev: Event) -> None:
-        """Consume one event. O(1).
+    @classmethod
+    def for_packer(cls, packer: object, label: str | None = None) -> CostAccumulator:
+        """An accumulator for the stream of ``packer``: its ``R``, labelled with its policy or name.
+
+        ``packer``: an engine, a peer or a :class:`~packing_theory.engine.policies.PackerConfig`.
+        """
+        settings = consumer_settings(packer)
+        return cls(settings.capacity, settings.label if label is None else label)
+
+    def feed(self, ev: EventItem) -> None:
+        """Consume one event, or each event of a batch in stream order. O(1) per event.
 
         Raises:
-            ValueError: an arrival whose occurrence id is not the next one, or
+            InputError: an arrival whose occurrence id is not the next one, or
                 a placement of an occurrence that has not arrived.
         """
-        t = type(ev)
-        if t is Placement:
-            occ = ev.occurrence  # type: ignore[union-attr]
-            n = ev.length  # type: ignore[union-attr]
-            if occ >= len(self._frag):
-                raise InputError(f"placement of occurrence {occ}, which has not arrived")
-            if self._frag[occ] == 0:
-                self.started += 1
-                self.delays[self.rows - self._arow[occ]] += 1
+        if type(ev) is Placement:
+            occ = ev.occurrence
+            n = ev.length
+            self.starts.start(occ, self.rows)
             self._frag[occ] += 1
-            targets = n - 1 if ev.offset == 0 else n  # type: ignore[union-attr]
+            targets = n - 1 if ev.offset == 0 else n
             self.targets += targets
-            if ev.start > 0:  # type: ignore[union-attr]
+            if ev.start > 0:
                 self.targets_without_context += targets
             self.placed += n
             self._advance(n)
-        elif t is Arrival:
-            occ = ev.occurrence  # type: ignore[union-attr]
-            if occ != len(self._arow):
-                raise InputError(
-                    f"arrival of occurrence {occ}, expected {len(self._arow)} (ids must be dense)"
-                )
-            self._arow.append(self.rows)
+        elif type(ev) is Arrival:
+            self.starts.arrive(ev.occurrence, self.rows)
             self._frag.append(0)
-            self._long.append(1 if ev.length > self.capacity else 0)  # type: ignore[union-attr]
-            self._source.append(ev.source)  # type: ignore[union-attr]
-            self._waiting.append(occ)
-        elif t is Discard:
-            self.discarded += ev.length  # type: ignore[union-attr]
-        elif t is Padding:
-            self.padding += ev.length  # type: ignore[union-attr]
-            self._advance(ev.length)  # type: ignore[union-attr]
-        elif t is Repeat:
-            self.repeated += ev.length  # type: ignore[union-attr]
-            self._advance(ev.length)  # type: ignore[union-attr]
-        elif t is Filtered:
-            self.filtered += ev.length  # type: ignore[union-attr]
-        elif t is Horizon:
-            self.horizon = ev  # type: ignore[assignment]
-        elif t is BosAdded or t is Exhausted:
-            pass
-
-    def consume(self, events: Iterable[Event]) -> None:
-        """Feed every event of ``events``."""
-        feed = self.feed
-        for ev in events:
-            feed(ev)
+            self._long.append(1 if ev.length > self.capacity else 0)
+            self._source.append(ev.source)
+        elif type(ev) is Discard:
+            self.discarded += ev.length
+        elif type(ev) is Padding:
+            self.padding += ev.length
+            self._advance(ev.length)
+        elif type(ev) is Repeat:
+            self.repeated += ev.length
+            self._advance(ev.length)
+        elif type(ev) is Filtered:
+            self.filtered += ev.length
+        elif type(ev) is Horizon:
+            self.horizon = ev
+        elif type(ev) is EventBatch:
+            feed = self.feed
+            for e in ev.events():
+                feed(e)
 
     def _advance(self, n: int) -> None:
         self.fill += n
@@ -248,10 +236,8 @@ class CostAccumulator:
     def result(self) -> PackerCosts:
         """The costs of the events consumed so far. O(occurrences)."""
         frag = self._frag
+        starts = self.starts
         arrived = len(frag)
-        waiting = self._waiting
-        while waiting and frag[waiting[0]]:
-            waiting.popleft()
         started_sources: set[int] = set()
         sources: set[int] = set()
         long_n = long_started = frag_sum = frag_max = 0
@@ -279,14 +265,14 @@ class CostAccumulator:
             discarded_tokens=self.discarded,
             filtered_tokens=self.filtered,
             arrived_occurrences=arrived,
-            started_occurrences=self.started,
-            never_started_occurrences=arrived - self.started,
+            started_occurrences=starts.started,
+            never_started_occurrences=arrived - starts.started,
             arrived_sources=len(sources),
             never_started_sources=len(sources - started_sources),
-            start_delay_max=max(self.delays) if self.delays else None,
-            start_delay_p50=nearest_rank(self.delays, 0.5),
-            start_delay_p99=nearest_rank(self.delays, 0.99),
-            unstarted_wait_max=self.rows - self._arow[waiting[0]] if waiting else None,
+            start_delay_max=starts.max_delay,
+            start_delay_p50=nearest_rank(starts.delays, 0.5),
+            start_delay_p99=nearest_rank(starts.delays, 0.99),
+            unstarted_wait_max=starts.unstarted_wait(self.rows),
             long_occurrences=long_n,
             long_started=long_started,
             long_never_started=long_n - long_started,
@@ -299,19 +285,21 @@ class CostAccumulator:
 
     def _check(self) -> None:
         """Assert the internal invariants (used by tests)."""
-        n = len(self._arow)
+        starts = self.starts
+        starts._check()
+        n = starts.arrivals
         assert len(self._frag) == len(self._long) == len(self._source) == n
-        assert self.started == sum(1 for f in self._frag if f) == sum(self.delays.values())
+        assert starts.started == sum(1 for f in self._frag if f)
+        assert all(bool(f) == starts.is_started(o) for o, f in enumerate(self._frag))
         assert 0 <= self.fill < self.capacity
         assert self.targets_without_context <= self.targets <= self.placed
-        assert all(a <= self.rows for a in self._arow)
+        assert all(starts.arrival_row(o) <= self.rows for o in range(n))
 
 
-def packer_costs(events: Iterable[Event], capacity: int, *, label: str = "") -> PackerCosts:
-    """Consume a whole event stream and return its :class:`PackerCosts`."""
-    acc = CostAccumulator(capacity, label)
-    acc.consume(events)
-    return acc.result()
+def packer_costs(events: Iterable[EventItem], capacity: int, *, label: str = "") -> PackerCosts:
+    """Consume a whole stream of events and/or batches and return its :class:`PackerCosts`."""
+    (costs,) = feed_all(events, CostAccumulator(capacity, label))
+    return costs
 
 
 def _cell(value: Any) -> str:

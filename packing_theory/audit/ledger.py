@@ -22,10 +22,9 @@ emitted intervals — in memory, or spilled to disk with ``spill=PATH``.
 
 Length strata are those of :mod:`packing_theory.audit.strata`.
 
->>> from packing_theory import Packer
->>> led = Ledger(capacity=8, min_buffer=2)
->>> led.consume(Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]))
->>> agg = led.result()
+>>> from packing_theory import Packer, feed_all
+>>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+>>> (agg,) = feed_all(packer.stream([5, 3, 9, 4]), Ledger.for_packer(packer))
 >>> agg.mass.emitted_tokens, agg.mass.discarded_tokens, agg.mass.identity_holds
 (16, 5, True)
 >>> agg.started_sources, agg.crop_events, agg.first_over_capacity_target
@@ -53,6 +52,7 @@ from ..engine.batches import (
     EventBatch,
     EventItem,
 )
+from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import (
     Arrival,
     BosAdded,
@@ -113,8 +113,9 @@ class Ledger:
             ``PATH`` (an ``.npz`` file, completed at the Horizon) instead of being
             held in memory; :meth:`record` reads them back on request.
 
-    Feed events with :meth:`feed` (one at a time, e.g. inside a loader) or
-    :meth:`consume` (a whole iterable, faster); either also takes
+    Build it from a packer with :meth:`for_packer`. Feed events with
+    :meth:`feed` (one at a time, e.g. inside a loader) or a whole stream with
+    :func:`~packing_theory.engine.consumers.feed_all`; both also take
     :class:`~packing_theory.engine.batches.EventBatch` values, which are
     accounted column by column with the same result (the time series is
     sampled at the same points for a stream of only events or only batches).
@@ -136,8 +137,8 @@ class Ledger:
 
     def __init__(
         self,
-        capacity: int = 2049,
-        min_buffer: int = 1000,
+        capacity: int,
+        min_buffer: int,
         *,
         policy: str = "",
         detail: bool = False,
@@ -205,9 +206,17 @@ class Ledger:
         self._spill_files: dict[str, Any] = {}
 
     @classmethod
-    def from_config(cls, config: PackerConfig, **kwargs: Any) -> Ledger:
-        """A ledger for replays of ``config`` (capacity, B and policy label taken from it)."""
-        return cls(config.capacity, config.min_buffer, policy=kwargs.pop("policy", config.policy), **kwargs)
+    def for_packer(cls, packer: object, **kwargs: Any) -> Ledger:
+        """A ledger for the stream of ``packer``: ``R``, ``B`` and the policy label taken from it.
+
+        ``packer``: an engine, a :class:`~packing_theory.engine.policies.PackerConfig`,
+        or a peer (its row width and name; ``min_buffer=`` is then required,
+        since a peer has no buffer size). ``kwargs`` go to the constructor and
+        override what the packer says.
+        """
+        settings = consumer_settings(packer)
+        min_buffer = settings.need_min_buffer(kwargs.pop("min_buffer", None), cls.__name__)
+        return cls(settings.capacity, min_buffer, policy=kwargs.pop("policy", settings.label), **kwargs)
 
     @property
     def _n(self) -> int:
@@ -216,60 +225,30 @@ class Ledger:
     # ------------------------------------------------------------------ feeding
 
     def feed(self, ev: EventItem) -> None:
-        """Account one event (amortised O(1)) or one batch (O(its events) numpy work)."""
+        """Account one event (amortised O(1)) or one batch (O(its events) numpy work).
+
+        The hot path: single events are collected per kind and accounted in
+        chunks with numpy.
+        """
         if self._horizon is not None:
-            raise InputError(f"event after the Horizon: {ev!r}")
-        t = type(ev)
-        if t is Placement:
-            self._pl.append(ev)  # type: ignore[arg-type]
-            if len(self._pl) >= self._chunk:
+            raise InputError(f"event after the Horizon: {ev!r}"[:300])
+        if type(ev) is Placement:
+            pl = self._pl
+            pl.append(ev)
+            if len(pl) >= self._chunk:
                 self._flush()
-        elif t is Arrival:
-            self._ar.append(ev)  # type: ignore[arg-type]
-            if len(self._ar) >= self._chunk:
+        elif type(ev) is Arrival:
+            ar = self._ar
+            ar.append(ev)
+            if len(ar) >= self._chunk:
                 self._flush()
-        elif t is Discard:
-            self._dc.append(ev)  # type: ignore[arg-type]
-            if len(self._dc) >= self._chunk:
+        elif type(ev) is Discard:
+            dc = self._dc
+            dc.append(ev)
+            if len(dc) >= self._chunk:
                 self._flush()
         else:
             self._other(ev)
-
-    def consume(self, events: Iterable[EventItem], *, progress: Callable[[int], None] | None = None) -> None:
-        """Account a whole event stream of events and/or batches (faster than :meth:`feed` per event).
-
-        ``progress`` is called with the number of complete rows after every chunk or batch.
-        """
-        if self._horizon is not None:
-            raise InputError("this ledger already saw a Horizon event")
-        pl, ar, dc = self._pl, self._ar, self._dc
-        pl_append, ar_append, dc_append = pl.append, ar.append, dc.append
-        chunk = self._chunk
-        R = self.capacity
-        for ev in events:
-            t = type(ev)
-            if t is Placement:
-                pl_append(ev)  # type: ignore[arg-type]
-                if len(pl) >= chunk:
-                    self._flush()
-                    if progress is not None:
-                        progress(self._emitted_tokens // R)
-            elif t is Arrival:
-                ar_append(ev)  # type: ignore[arg-type]
-                if len(ar) >= chunk:
-                    self._flush()
-            elif t is Discard:
-                dc_append(ev)  # type: ignore[arg-type]
-                if len(dc) >= chunk:
-                    self._flush()
-            else:
-                self._other(ev)
-                if t is EventBatch and progress is not None:
-                    progress(self._emitted_tokens // R)
-                if self._horizon is not None:
-                    break
-        if progress is not None and self._horizon is not None:
-            progress(self._horizon.rows)
 
     def _other(self, ev: EventItem) -> None:
         if isinstance(ev, BosAdded):
@@ -669,7 +648,8 @@ class Ledger:
             return self._result
         h = self._horizon
         if h is None:
-            raise InputError("result() needs the Horizon event: feed the whole event stream first")
+            raise InputError("result() needs the Horizon event: the events fed so far end without a "
+                             "Horizon event (feed the whole event stream first)")
         R = self.capacity
         agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
@@ -927,14 +907,14 @@ def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], uniq: Int6
 # --------------------------------------------------------------------------- convenience
 
 
-def audit_events(events: Iterable[EventItem], capacity: int = 2049, min_buffer: int = 1000, **kwargs: Any
-                 ) -> Aggregates:
-    """Aggregate a whole stream of events and/or batches of any packer (``kwargs`` go to :class:`Ledger`)."""
-    ledger = Ledger(capacity, min_buffer, **kwargs)
-    ledger.consume(events)
-    if not ledger.finished:
-        raise InputError("the event stream ended without a Horizon event")
-    return ledger.result()
+def audit_events(events: Iterable[EventItem], capacity: int, min_buffer: int, **kwargs: Any) -> Aggregates:
+    """Aggregate a whole stream of events and/or batches of any packer (``kwargs`` go to :class:`Ledger`).
+
+    Raises:
+        InputError: the stream ended without a Horizon event.
+    """
+    (agg,) = feed_all(events, Ledger(capacity, min_buffer, **kwargs))
+    return agg
 
 
 def audit_lengths(
@@ -949,16 +929,16 @@ def audit_lengths(
     """Replay ``lengths`` with one packer configuration and aggregate it.
 
     Keyword arguments are :class:`~packing_theory.engine.policies.PackerConfig` fields.
-    The ``compiled`` engine feeds the ledger batches; the others, single events.
+    The engine's own stream is fed (:meth:`~packing_theory.engine.base.PackingEngine.stream`:
+    batches from the ``compiled`` engine, single events from the others).
+    ``progress`` is called with the rows completed so far (:func:`feed_all`).
 
     >>> agg = audit_lengths([5, 3, 9, 4, 12, 2], capacity=8, min_buffer=2, refill=2, policy="continue")
     >>> agg.mass.discarded_tokens, agg.mass.identity_holds, agg.stop_reason
     (0, True, 'exhausted')
     """
     config = resolve_config(config, kwargs, PackerConfig)
-    ledger = Ledger.from_config(config, **(ledger_kwargs or {}))
     packer = make_packer(engine, config)
-    stream: Iterable[EventItem] = (packer.batches(lengths) if engine == "compiled"  # type: ignore[union-attr]
-                                   else packer.events(lengths))
-    ledger.consume(stream, progress=progress)
-    return ledger.result()
+    (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **(ledger_kwargs or {})),
+                      progress=progress)
+    return agg

@@ -9,7 +9,7 @@ reports, per stratum, the sources it includes at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Placement, first_target
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
@@ -26,7 +27,7 @@ from .ledger import Ledger
 from .strata import STRATA_BOUNDARIES, stratum_index, stratum_labels
 
 __all__ = ["AUTORESEARCH_EVAL_TARGETS", "DEFAULT_EVAL_PREFIXES", "EvalPopulation", "EvalPrefix",
-           "evaluation_population"]
+           "ScoredTargets", "evaluation_population"]
 
 AUTORESEARCH_EVAL_TARGETS = 20_971_520
 """autoresearch's official evaluation budget in targets (10,240 rows at R = 2049)."""
@@ -150,13 +151,9 @@ def evaluation_population(
     arr = validate_lengths(arr, name="evaluation lengths")
     pop = arr if population is None else validate_lengths(np.asarray(population), name="population")
     cfg = replace(config, rows=None, targets=int(targets))
-    ledger = Ledger.from_config(cfg, boundaries=boundaries)
-    scored: list[tuple[Int64Array, Int64Array]] = []
     packer = make_packer(engine, cfg)
-    stream: Iterable[EventItem] = (packer.batches(arr) if engine == "compiled"  # type: ignore[union-attr]
-                                   else packer.events(arr))
-    ledger.consume(_count_scored(stream, cfg.capacity, targets, scored))
-    agg = ledger.result()
+    ledger = Ledger.for_packer(packer, boundaries=boundaries)
+    agg, scored = feed_all(packer.stream(arr), ledger, ScoredTargets.for_packer(packer, targets))
     cols = ledger.arrays()
     arrived = cols["arrived"]
     strat = cols["stratum"][arrived]
@@ -165,8 +162,7 @@ def evaluation_population(
     S = ledger.n_strata
     labels = tuple(stratum_labels(ledger.boundaries))
     pop_counts = tuple(int(v) for v in np.bincount(stratum_index(pop, ledger.boundaries), minlength=S))
-    occ = np.concatenate([np.asarray(o, dtype=np.int64) for o, _ in scored])
-    weights = np.concatenate([np.asarray(k, dtype=np.int64) for _, k in scored])
+    occ, weights = scored
     target_counts = np.bincount(cols["stratum"][occ], weights=weights, minlength=S).round().astype(np.int64)
 
     def included_within(limit: int) -> tuple[int, ...]:
@@ -197,30 +193,71 @@ def evaluation_population(
     )
 
 
-def _count_scored(events: Iterable[EventItem], capacity: int, targets: int,
-                  scored: list[tuple[Int64Array, Int64Array]]) -> Iterator[EventItem]:
-    """Pass events and batches through; append (occurrences, targets scored below ``targets``) to ``scored``.
+class ScoredTargets:
+    """Per placement: how many of its targets an evaluation of ``targets`` targets scores.
 
-    The budget cuts the last row: rows are whole, the budget need not be.
+    A consumer of the event stream (:class:`~packing_theory.engine.consumers.Consumer`):
+    :meth:`result` gives ``(occurrences, scored targets)``, one entry per
+    placement with a scored target. The budget cuts the last row: rows are
+    whole, the budget need not be.
+
+    >>> from packing_theory import Placement
+    >>> s = ScoredTargets(capacity=4, targets=4)
+    >>> s.feed(Placement(0, 0, 0, 0, 0, 4, False, False)); s.feed(Placement(1, 0, 1, 1, 0, 4, False, False))
+    >>> [a.tolist() for a in s.result()]
+    [[0, 1], [3, 1]]
     """
-    occ: list[int] = []
-    cnt: list[int] = []
-    scored.append((occ, cnt))  # type: ignore[arg-type]  # filled below; converted by the caller
-    for ev in events:
+
+    def __init__(self, capacity: int, targets: int) -> None:
+        self.capacity = check_int("capacity", capacity, 2)
+        self.targets = check_int("targets", targets, 1)
+        self._occ: list[int] = []
+        self._cnt: list[int] = []
+        self._blocks: list[tuple[Int64Array, Int64Array]] = []
+
+    @classmethod
+    def for_packer(cls, packer: object, targets: int) -> ScoredTargets:
+        """The count for the stream of ``packer`` (its ``R``) and an evaluation of ``targets`` targets."""
+        return cls(consumer_settings(packer).capacity, targets)
+
+    def feed(self, ev: EventItem) -> None:
+        """Account one event or a batch (its placements, with numpy)."""
+        capacity, targets = self.capacity, self.targets
         if type(ev) is Placement:
             first = ev.first_target(capacity)
             n = ev.length - (1 if ev.offset == 0 else 0)
             k = min(first + n, targets) - first
             if k > 0:
-                occ.append(ev.occurrence)
-                cnt.append(k)
+                self._occ.append(ev.occurrence)
+                self._cnt.append(k)
         elif type(ev) is EventBatch:
+            self._flush()
             p = ev.placement
             firsts = first_target(p.row, p.offset, capacity)
             ks = np.minimum(firsts + p.length - (p.offset == 0), targets) - firsts
             sel = ks > 0
-            scored.append((p.occurrence[sel], ks[sel]))
-        yield ev
+            self._blocks.append((p.occurrence[sel], ks[sel]))
+
+    def _flush(self) -> None:
+        if self._occ:
+            block = (np.asarray(self._occ, dtype=np.int64), np.asarray(self._cnt, dtype=np.int64))
+            self._blocks.append(block)
+            self._occ, self._cnt = [], []
+
+    def result(self) -> tuple[Int64Array, Int64Array]:
+        """``(occurrences, scored targets)`` of the placements with a scored target, in stream order."""
+        self._flush()
+        if not self._blocks:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return (np.concatenate([o for o, _ in self._blocks]).astype(np.int64),
+                np.concatenate([k for _, k in self._blocks]).astype(np.int64))
+
+    def _check(self) -> None:
+        """Assert the internal invariants: aligned columns, every count in ``[1, targets]``."""
+        assert len(self._occ) == len(self._cnt)
+        assert all(1 <= k <= self.targets for k in self._cnt)
+        for o, k in self._blocks:
+            assert o.shape == k.shape and ((k >= 1) & (k <= self.targets)).all()
 
 
 def _distinct_by_stratum(src: Int64Array, strat: Int64Array, sel: npt.NDArray[np.bool_], strata: int

@@ -8,7 +8,7 @@ placement, and reports the spread.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Placement, first_target
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
@@ -145,33 +146,22 @@ def startup_delay_all(base: Int64Array, configs: Sequence[PackerConfig], state: 
 
 def _delay(perm: Int64Array, config: PackerConfig, engine: Engine) -> int | None:
     R = config.capacity
-    packer = make_packer(engine, config)
-    if engine == "compiled":
-        # small batches: the search stops at the first long placement, a short prefix of the stream
-        batches: Any = packer.batches(perm, size=8192)  # type: ignore[union-attr]
-        try:
-            for b in batches:
-                p = b.placement
+    # the search stops at the first long placement, a short prefix of the stream (the engines read
+    # an array a refill batch or an input chunk at a time: the rest is never converted)
+    items = make_packer(engine, config).stream(perm)
+    try:
+        for item in items:
+            if type(item) is Placement:
+                if perm[item.source] > R:
+                    return item.first_target(R)
+            elif type(item) is EventBatch:
+                p = item.placement
                 hit = np.flatnonzero(perm[p.source] > R)
                 if hit.size:
                     i = int(hit[0])
                     return int(first_target(int(p.row[i]), int(p.offset[i]), R))
-        finally:
-            batches.close()
-        return None
-    # one pass: stream the permutation lazily, so only the replayed prefix is converted
-    events = packer.events(_lazy_ints(perm) if config.passes == 1 else perm)
-    try:
-        for ev in events:
-            if type(ev) is Placement and perm[ev.source] > R:
-                return ev.first_target(R)
     finally:
-        close = getattr(events, "close", None)
+        close = getattr(items, "close", None)
         if close is not None:
             close()
     return None
-
-
-def _lazy_ints(arr: Int64Array, chunk: int = 16384) -> Iterator[int]:
-    for i in range(0, arr.size, chunk):
-        yield from arr[i : i + chunk].tolist()

@@ -18,17 +18,16 @@ median crop prefix. Not reported (they need every occurrence): coverage
 medians, the exposure profile's positions, per-source records, and distinct
 sources over several passes.
 
->>> from packing_theory import Packer
->>> sl = StreamLedger(capacity=8, min_buffer=2)
->>> sl.consume(Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]))
->>> r = sl.result()
+>>> from packing_theory import Packer, feed_all
+>>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+>>> (r,) = feed_all(packer.stream([5, 3, 9, 4]), StreamLedger.for_packer(packer))
 >>> r.summary.sources_started, [s.arrived_sources for s in r.strata][:2], r.live_peak <= 4
 (4, [4, 0], True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
 from ..errors import InputError
@@ -89,14 +89,16 @@ class StreamLedger:
         boundaries: length-stratum boundaries.
         chunk: single events collected before they are accounted as one batch.
 
-    Feed events or :class:`~packing_theory.engine.batches.EventBatch` values
-    with :meth:`feed` / :meth:`consume`, then :meth:`result`.
+    Build it from a packer with :meth:`for_packer`. Feed events or
+    :class:`~packing_theory.engine.batches.EventBatch` values with :meth:`feed`
+    (or a whole stream with :func:`~packing_theory.engine.consumers.feed_all`),
+    then :meth:`result`.
 
     Complexity: O(batch log live) numpy work per batch; memory O(live + B + R
     + strata + chunk).
     """
 
-    def __init__(self, capacity: int = 2049, min_buffer: int = 1000, *,
+    def __init__(self, capacity: int, min_buffer: int, *,
                  boundaries: Sequence[int] = STRATA_BOUNDARIES, chunk: int = 4096) -> None:
         self.capacity = check_int("capacity", capacity, 2)
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
@@ -132,26 +134,30 @@ class StreamLedger:
         self.horizon: Horizon | None = None
         self._buffered_by = np.zeros(S, dtype=np.int64)
 
+    @classmethod
+    def for_packer(cls, packer: object, **kwargs: Any) -> StreamLedger:
+        """A streaming summary for the stream of ``packer`` (``R`` and ``B`` taken from it).
+
+        ``packer``: an engine, a :class:`~packing_theory.engine.policies.PackerConfig`,
+        or a peer (``min_buffer=`` is then required).
+        """
+        settings = consumer_settings(packer)
+        return cls(settings.capacity, settings.need_min_buffer(kwargs.pop("min_buffer", None), cls.__name__),
+                   **kwargs)
+
     # ------------------------------------------------------------------ feeding
 
     def feed(self, ev: EventItem) -> None:
         """Account one event (collected into batches of ``chunk``) or one batch."""
         if self.horizon is not None:
-            raise InputError(f"event after the Horizon: {ev!r}")
-        if type(ev) is EventBatch:
+            raise InputError(f"event after the Horizon: {ev!r}"[:300])
+        if isinstance(ev, EventBatch):
             self._flush()
             self._batch(ev)
             return
-        self._pending.append(ev)  # type: ignore[arg-type]
+        self._pending.append(ev)
         if len(self._pending) >= self._chunk or type(ev) is Horizon:
             self._flush()
-
-    def consume(self, events: Iterable[EventItem]) -> None:
-        """Account a whole stream of events and/or batches."""
-        for ev in events:
-            self.feed(ev)
-            if self.horizon is not None:
-                break
 
     def _flush(self) -> None:
         if self._pending:

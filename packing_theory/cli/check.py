@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.consumers import feed_all
 from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
@@ -71,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if config.policy in OUTSIDE_FAMILY:
         return _run_outside_family(args, config, lengths)
     segmented = config.policy == "segment-first" and not args.originals
-    monitor = InvariantMonitor.for_config(config, track_buffer=not args.no_buffer_summary,
+    monitor = InvariantMonitor.for_packer(config, track_buffer=not args.no_buffer_summary,
                                           segmented=segmented)
     t0 = time.perf_counter()
-    report = monitor.run(make_packer(args.engine, config).events(lengths))
+    (report,) = feed_all(make_packer(args.engine, config).stream(lengths), monitor)
     elapsed = time.perf_counter() - t0
     payload: dict[str, Any] = {
         "policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
@@ -103,14 +104,11 @@ def run(args: argparse.Namespace) -> int:
 def _run_outside_family(args: argparse.Namespace, config: PackerConfig,
                         lengths: npt.NDArray[np.int64]) -> int:
     """``bounded-wait``: the protected set does not apply; check the start-delay theorem instead."""
-    monitor = InvariantMonitor.for_config(config)
-    delays = StartDelayMonitor.for_config(config)
+    monitor = InvariantMonitor.for_packer(config)
+    delays = StartDelayMonitor.for_packer(config)
     t0 = time.perf_counter()
-    for ev in make_packer(args.engine, config).events(lengths):
-        monitor.feed(ev)
-        delays.feed(ev)
+    _, report = feed_all(make_packer(args.engine, config).stream(lengths), monitor, delays)
     elapsed = time.perf_counter() - t0
-    report = delays.report()
     payload: dict[str, Any] = {
         "policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
         "max_wait": config.wait_threshold, "documents": int(lengths.size), "passes": config.passes,

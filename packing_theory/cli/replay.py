@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from ..engine.consumers import feed_all
 from ..engine.replay import make_packer
 from ..engine.summary import SummaryAccumulator
 from ..errors import InputError
@@ -39,12 +40,9 @@ def _run_peer(args: argparse.Namespace) -> dict[str, Any]:
                          f"{args.policy!r} packs the whole input once (see its options)")
     peer = peer_from_args(args, args.policy, args.capacity)
     lengths = load_lengths(args.lengths)
-    acc = SummaryAccumulator(peer.capacity)
     t0 = time.perf_counter()
-    for ev in peer.events(lengths):
-        acc.feed(ev)
+    (summary,) = feed_all(peer.events(lengths), SummaryAccumulator.for_packer(peer))
     elapsed = time.perf_counter() - t0
-    summary = acc.result()
     return {"policy": args.policy, "framework": peer.framework, "capacity": args.capacity,
             "row_width": peer.capacity, "documents": int(lengths.size), **summary.to_dict(),
             "identity_holds": summary.identity_holds(),
@@ -61,23 +59,22 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = config_from_args(args)
     lengths = load_lengths(args.lengths)
-    acc = SummaryAccumulator(config.capacity)
+    packer = make_packer(args.engine, config)
+    acc = SummaryAccumulator.for_packer(packer)
     # bounded-wait: measure start delays next to the proved bound (issue 13)
-    delays = StartDelayMonitor.for_config(config) if config.policy == "bounded-wait" else None
+    delays = StartDelayMonitor.for_packer(packer) if config.policy == "bounded-wait" else None
     t0 = time.perf_counter()
-    for ev in make_packer(args.engine, config).events(lengths):
-        acc.feed(ev)
-        if delays is not None:
-            delays.feed(ev)
+    feed_all(packer.stream(lengths), acc, *([] if delays is None else [delays]))
     elapsed = time.perf_counter() - t0
     summary = acc.result()
     payload = {"policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
                "documents": int(lengths.size), "passes": config.passes, **summary.to_dict(),
                "identity_holds": summary.identity_holds()}
     if delays is not None:
-        payload.update(max_wait=config.wait_threshold, max_start_delay_rows=delays.max_start_delay,
+        report = delays.result()
+        payload.update(max_wait=config.wait_threshold, max_start_delay_rows=report.max_start_delay_rows,
                        start_delay_bound_rows=config.start_delay_bound,
-                       max_unstarted_wait_rows=delays.report().max_unstarted_wait_rows)
+                       max_unstarted_wait_rows=report.max_unstarted_wait_rows)
     payload["seconds"] = round(elapsed, 3)
     _print(args, payload)
     return 0

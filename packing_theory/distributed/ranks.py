@@ -49,7 +49,8 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.ledger import Ledger
 from ..corpus.ranks import RankStream, rank_stream, rank_stream_from_parquet
-from ..engine.batches import EventBatch
+from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import feed_all
 from ..engine.events import Placement
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
@@ -113,28 +114,38 @@ def _settings(config: PackerConfig, row_group_size: int | None, engine: str) -> 
             ("row_group_size", row_group_size), ("engine", engine))
 
 
+class _StartRows:
+    """Per occurrence, the earliest row of its placements (8 bytes per occurrence); a stream consumer.
+
+    :meth:`result`: the start rows of the started occurrences, by occurrence id.
+    """
+
+    _UNSET = np.iinfo(np.int64).max
+
+    def __init__(self, occurrences: int) -> None:
+        self._first: Int64Array = np.full(occurrences, self._UNSET, dtype=np.int64)
+
+    def feed(self, item: EventItem) -> None:
+        if type(item) is Placement:
+            if item.row < self._first[item.occurrence]:
+                self._first[item.occurrence] = item.row
+        elif type(item) is EventBatch and item.placement.occurrence.size:
+            np.minimum.at(self._first, item.placement.occurrence, item.placement.row)
+
+    def result(self) -> Int64Array:
+        started: Int64Array = self._first[self._first != self._UNSET]
+        return started
+
+    def _check(self) -> None:
+        assert (self._first >= 0).all(), "a negative start row"
+
+
 def _replay_one(stream: RankStream, config: PackerConfig, engine: Engine,
                 settings: tuple[tuple[str, Any], ...]) -> RankSummary:
     cfg = replace(config, refill=stream.refill)
-    ledger = Ledger.from_config(cfg)
-    unset = np.iinfo(np.int64).max
-    first_row = np.full(int(stream.lengths.size) * cfg.passes, unset, dtype=np.int64)  # 8 B per occurrence
-
-    def watched() -> Any:  # the earliest row of each occurrence's placements, passing every item on
-        packer = make_packer(engine, cfg)
-        items = (packer.batches(stream.lengths) if engine == "compiled"  # type: ignore[union-attr]
-                 else packer.events(stream.lengths))
-        for item in items:
-            if type(item) is Placement:
-                if item.row < first_row[item.occurrence]:
-                    first_row[item.occurrence] = item.row
-            elif isinstance(item, EventBatch) and item.placement.occurrence.size:
-                np.minimum.at(first_row, item.placement.occurrence, item.placement.row)
-            yield item
-
-    ledger.consume(watched())
-    agg = ledger.result()
-    start_rows = first_row[first_row != unset]
+    packer = make_packer(engine, cfg)
+    agg, start_rows = feed_all(packer.stream(stream.lengths), Ledger.for_packer(packer),
+                               _StartRows(int(stream.lengths.size) * cfg.passes))
     if start_rows.size != agg.started_sources:
         raise InputError(f"rank {stream.rank}: {start_rows.size} occurrences placed, the ledger counts "
                          f"{agg.started_sources} started")

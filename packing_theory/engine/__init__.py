@@ -5,6 +5,9 @@ module             job
 =================  ===========================================================
 ``events``         the event types every packer emits (the one interface)
 ``batches``        :class:`EventBatch`: the same stream in numpy columns
+``consumers``      :class:`Consumer`, the protocol of every event consumer, and
+                   :func:`feed_all`, several consumers fed in one pass
+``base``           :class:`PackingEngine`, what every engine offers (the façade)
 ``policies``       :class:`PackerConfig`, the policies and the rules both
                    engines share (refill batches, segmentation, crop outcomes)
 ``buffer``         :class:`FastBuffer`, O(log n) largest-fit / shortest queries
@@ -14,6 +17,7 @@ module             job
 ``rows``           rows of placements (an audit's view) and of token ids (a trainer's)
 ``replay``         :func:`make_packer`, :func:`replay` and the in-memory :class:`Replay`
 ``summary``        :class:`SummaryAccumulator`, the replay's mass and source summary
+``starts``         :class:`StartTracker`, arrival and first-start rows (start delays)
 ``variants``       out-of-family variants for the invariant's counterexamples
 =================  ===========================================================
 
@@ -24,9 +28,11 @@ adapters, cli).
 
 from __future__ import annotations
 
+from .base import PackingEngine
 from .batches import EventBatch, EventItem, LengthChunks, batched, unbatched
 from .buffer import FastBuffer
 from .compiled import CompiledPacker
+from .consumers import Consumer, ConsumerSettings, consumer_settings, feed_all
 from .events import (
     STOP_REASONS,
     Arrival,
@@ -48,6 +54,7 @@ from .policies import EXHAUSTED_MODES, POLICIES, RANDOM_SPAN_SEED, ExhaustedMode
 from .reference import ReferencePacker
 from .replay import ENGINES, Engine, Replay, make_packer, replay
 from .rows import RowEvent, group_rows, token_rows
+from .starts import StartTracker
 from .summary import ReplaySummary, SummaryAccumulator, summarize
 
 __all__ = [
@@ -60,6 +67,8 @@ __all__ = [
     "BosAdded",
     "BufferedSpan",
     "CompiledPacker",
+    "Consumer",
+    "ConsumerSettings",
     "Discard",
     "Engine",
     "Event",
@@ -74,6 +83,7 @@ __all__ = [
     "LengthChunks",
     "Packer",
     "PackerConfig",
+    "PackingEngine",
     "Padding",
     "Placement",
     "Policy",
@@ -82,8 +92,11 @@ __all__ = [
     "Replay",
     "ReplaySummary",
     "RowEvent",
+    "StartTracker",
     "SummaryAccumulator",
     "batched",
+    "consumer_settings",
+    "feed_all",
     "fill_length",
     "group_rows",
     "make_packer",

@@ -41,7 +41,7 @@ import importlib
 import importlib.util
 import itertools
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from .._checks import is_int
 from ..errors import InputError, InputTypeError, MissingDependency
+from .base import PackingEngine
 from .batches import (
     DEFAULT_BATCH_EVENTS,
     HORIZON,
@@ -57,15 +58,16 @@ from .batches import (
     BosAddedColumns,
     DiscardColumns,
     EventBatch,
+    EventItem,
     ExhaustedColumns,
     LengthChunks,
     PlacementColumns,
     unbatched,
 )
-from .events import BufferedSpan, Event, Horizon, Placement
+from .events import BufferedSpan, Event, Horizon
 from .policies import POLICIES, PackerConfig, Policy, resolve_config
 from .refill import as_length_list
-from .rows import group_rows, token_rows
+from .state import EngineState
 
 __all__ = [
     "COMPILED_POLICIES", "INPUT_CHUNK", "CompiledPacker", "compiled_available", "load_kernel"]
@@ -181,7 +183,7 @@ class _Out:
         self.exhausted: tuple[int, int, int] | None = None
 
 
-class CompiledPacker:
+class CompiledPacker(PackingEngine):
     """The streaming engine compiled with numba (see the module doc); needs the ``fast`` extra.
 
     Args:
@@ -192,44 +194,38 @@ class CompiledPacker:
         ImportError: on the first replay, when numba is not installed.
     """
 
+    engine = "compiled"
+    resumable = False
+    native_batches = True
+
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
         config = resolve_config(config, kwargs, PackerConfig)
         if config.policy not in COMPILED_POLICIES:
             raise InputError(f"the compiled engine implements policies {', '.join(COMPILED_POLICIES)}; "
                              f"got policy {config.policy!r} (use engine='fast')")
-        self.config = config
+        super().__init__(config)
 
-    @property
-    def capacity(self) -> int:
-        """Row capacity ``R`` (the :class:`~packing_theory.engine.events.EventSource` protocol)."""
-        return self.config.capacity
-
-    def events(self, lengths: Any) -> Iterator[Event]:
+    def events(self, lengths: Any, *, resume: EngineState | None = None) -> Iterator[Event]:
         """The single-event stream (the batches unpacked; for checks and small inputs)."""
-        return unbatched(self.batches(lengths))
+        return unbatched(self.batches(lengths, resume=resume))
 
-    def placements(self, lengths: Any) -> Iterator[Placement]:
-        """Only the Placement events."""
-        for ev in self.events(lengths):
-            if type(ev) is Placement:
-                yield ev
-
-    def placement_rows(self, lengths: Any) -> Iterator[list[Placement]]:
-        """Each complete row as its list of placements."""
-        return group_rows(self.events(lengths), self.config.capacity)
-
-    def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
-        """Rows of token ids, as :meth:`packing_theory.engine.packer.Packer.token_rows`."""
-        return token_rows(self, documents)
+    def stream(self, lengths: Any, *, resume: EngineState | None = None) -> Iterator[EventItem]:
+        """The batches of :meth:`batches` (this engine's own form of the stream)."""
+        return self.batches(lengths, resume=resume)
 
     def batches(self, lengths: Any, *, size: int = DEFAULT_BATCH_EVENTS,
-                input_chunk: int = INPUT_CHUNK) -> Iterator[EventBatch]:
+                resume: EngineState | None = None, input_chunk: int = INPUT_CHUNK) -> Iterator[EventBatch]:
         """Replay ``lengths`` and yield :class:`EventBatch` values of at most ``size`` events.
 
         ``lengths``: an integer array, a sequence, an iterator of ints or a
         :class:`~packing_theory.engine.batches.LengthChunks` stream. The last
         batch ends with the Horizon.
+
+        Raises:
+            InputError: ``size < 4``, or a ``resume`` state (this engine cannot resume).
         """
+        if resume is not None:
+            raise self._not_resumable()
         if isinstance(size, bool) or not isinstance(size, int) or size < 4:
             raise InputError(f"size must be an int >= 4, got {size!r}")
         return self._run(lengths, size, int(input_chunk))

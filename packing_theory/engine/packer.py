@@ -14,15 +14,10 @@ token ids.
 from __future__ import annotations
 
 import collections
-import itertools
 import random
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
-import numpy as np
-
-from .._checks import is_int
-from ..errors import InputError
+from .base import PackingEngine
 from .buffer import FastBuffer
 from .events import (
     Arrival,
@@ -33,16 +28,15 @@ from .events import (
     Horizon,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, apply_crop, overdue, resolve_config, segment
+from .policies import LengthsInput, PackerConfig, apply_crop, overdue, segment
 from .refill import RefillCursor
-from .rows import group_rows, token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 
 __all__ = ["Packer"]
 
 
-class Packer:
-    """The fast streaming engine.
+class Packer(PackingEngine):
+    """The fast streaming engine (a :class:`~packing_theory.engine.base.PackingEngine`).
 
     Args:
         config: a :class:`~packing_theory.engine.policies.PackerConfig`; keyword
@@ -59,14 +53,7 @@ class Packer:
     batch, never converted to a list).
     """
 
-    def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
-        config = resolve_config(config, kwargs, PackerConfig)
-        self.config = config
-
-    @property
-    def capacity(self) -> int:
-        """Row capacity ``R`` (the :class:`~packing_theory.engine.events.EventSource` protocol)."""
-        return self.config.capacity
+    engine = "fast"
 
     def events(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> Iterator[Event]:
         """Replay ``lengths`` (BOS-inclusive source lengths) and yield the event stream.
@@ -197,51 +184,6 @@ class Packer:
         if run is not None and pos == 0 and run._wants():
             run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
         yield Horizon(row, pos, stop_reason, buf.snapshot())
-
-    def placements(self, lengths: LengthsInput) -> Iterator[Placement]:
-        """Only the :class:`~packing_theory.engine.events.Placement` events of :meth:`events`."""
-        for ev in self.events(lengths):
-            if isinstance(ev, Placement):
-                yield ev
-
-    def rows(
-        self, data: Iterable[int] | Iterable[Sequence[int]]
-    ) -> Iterator[list[int]] | Iterator[list[Placement]]:
-        """Rows of token ids when ``data`` holds token lists, rows of placements when it holds lengths.
-
-        >>> packer = Packer(capacity=4, min_buffer=1, refill=1)
-        >>> next(packer.rows([[0, 11, 12], [0, 21], [0, 31, 32, 33]]))
-        [0, 11, 12, 0]
-        >>> [p.length for p in next(packer.rows([3, 2, 4]))]
-        [3, 1]
-        """
-        if isinstance(data, np.ndarray):
-            return self.placement_rows(data)
-        it = iter(data)
-        first = next(it, None)
-        if first is None:
-            raise InputError("data is empty: a replay needs at least one document")
-        rest = itertools.chain([first], it)
-        if is_int(first):
-            return self.placement_rows(rest)  # type: ignore[arg-type]
-        return self.token_rows(rest)  # type: ignore[arg-type]
-
-    def placement_rows(self, lengths: LengthsInput) -> Iterator[list[Placement]]:
-        """Yield each complete row as its list of placements (an audit's view)."""
-        return group_rows(self.events(lengths), self.config.capacity)
-
-    def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
-        """Yield each complete row as ``R`` token ids (a trainer's view).
-
-        ``documents`` are BOS-inclusive token lists (``doc[0]`` is the BOS);
-        an added BOS marker repeats the document's own ``doc[0]``. Only the
-        buffered documents are held in memory.
-
-        >>> docs = [[0, 11, 12], [0, 21], [0, 31, 32, 33]]
-        >>> list(Packer(capacity=4, min_buffer=1, refill=1).token_rows(docs))
-        [[0, 11, 12, 0], [0, 31, 32, 33]]
-        """
-        return token_rows(self, documents)
 
 
 def _state(cfg: PackerConfig, row: int, occurrence: int, cursor: RefillCursor, buf: FastBuffer,

@@ -21,19 +21,19 @@ Complexity: O(B) per selection (the scan) plus O(B) per ``pop``.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
+from .base import PackingEngine
 from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
-from .policies import LengthsInput, PackerConfig, apply_crop, overdue, resolve_config, segment
+from .policies import LengthsInput, apply_crop, overdue, segment
 from .refill import RefillCursor
-from .rows import token_rows
 from .state import EngineState, PackerRun, config_fingerprint
 
 __all__ = ["ReferencePacker"]
 
 
-class ReferencePacker:
+class ReferencePacker(PackingEngine):
     """Naive linear-scan packer with the same event stream as :class:`~packing_theory.engine.packer.Packer`.
 
     >>> ref = ReferencePacker(capacity=8, min_buffer=2, refill=2, exhausted="drain")
@@ -41,18 +41,7 @@ class ReferencePacker:
     [(0, 5, False), (1, 3, False), (3, 4, False), (2, 4, True)]
     """
 
-    def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
-        config = resolve_config(config, kwargs, PackerConfig)
-        self.config = config
-
-    @property
-    def capacity(self) -> int:
-        """Row capacity ``R`` (the :class:`~packing_theory.engine.events.EventSource` protocol)."""
-        return self.config.capacity
-
-    def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
-        """Rows of token ids, as :meth:`packing_theory.engine.packer.Packer.token_rows`."""
-        return token_rows(self, documents)
+    engine = "reference"
 
     def events(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> Iterator[Event]:
         """Replay ``lengths``: the event stream, ending with a Horizon (``resume`` as in ``Packer``)."""

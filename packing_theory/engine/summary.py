@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_int
 from ..errors import InputError
 from .batches import EventBatch, EventItem
+from .consumers import consumer_settings, feed_all
 from .events import (
     Arrival,
     BosAdded,
@@ -113,11 +115,15 @@ class ReplaySummary:
 
 
 class SummaryAccumulator:
-    """Feed events with :meth:`feed`; read :meth:`result` after the Horizon.
+    """Feed events or batches with :meth:`feed`; read :meth:`result` after the Horizon.
+
+    Args:
+        capacity: row capacity ``R`` (or build one with :meth:`for_packer`).
 
     >>> from packing_theory import Packer
-    >>> acc = SummaryAccumulator(capacity=8)
-    >>> for ev in Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain").events([5, 3, 9, 4]):
+    >>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+    >>> acc = SummaryAccumulator.for_packer(packer)
+    >>> for ev in packer.events([5, 3, 9, 4]):
     ...     acc.feed(ev)
     >>> s = acc.result()
     >>> (s.rows, s.emitted_tokens, s.discarded_tokens, s.sources_started, s.identity_holds())
@@ -125,7 +131,7 @@ class SummaryAccumulator:
     """
 
     def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
+        self.capacity = check_int("capacity", capacity, 1)
         self._flags = bytearray()
         self.emitted = 0
         self.discarded = 0
@@ -142,6 +148,12 @@ class SummaryAccumulator:
         self.filtered_sources = 0
         self.filtered = 0
         self.horizon: Horizon | None = None
+
+    @classmethod
+    def for_packer(cls, packer: object) -> SummaryAccumulator:
+        """An accumulator for the stream of ``packer`` (an engine, a peer or a
+        :class:`~packing_theory.engine.policies.PackerConfig`): its ``R``."""
+        return cls(consumer_settings(packer).capacity)
 
     def feed(self, ev: EventItem) -> None:
         """Account one event or a whole :class:`~packing_theory.engine.batches.EventBatch`. O(1) amortised."""
@@ -272,7 +284,5 @@ class SummaryAccumulator:
 def summarize(events: Iterable[EventItem], config: PackerConfig | int) -> ReplaySummary:
     """Summarise a whole event stream, of events and/or batches (``config`` or the capacity ``R``)."""
     capacity = config if isinstance(config, int) else config.capacity
-    acc = SummaryAccumulator(capacity)
-    for ev in events:
-        acc.feed(ev)
-    return acc.result()
+    (summary,) = feed_all(events, SummaryAccumulator(capacity))
+    return summary

@@ -74,8 +74,9 @@ from typing import Any, Literal
 
 from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from ..engine.policies import PackerConfig, Policy
+from ..engine.policies import Policy
 from ..errors import InputError
 from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
@@ -100,8 +101,8 @@ OUTSIDE_FAMILY: dict[str, str] = {
 }
 """Policies to which the protected-set proposition does not apply by design, with the reason.
 
-:meth:`InvariantMonitor.for_config` builds a monitor that checks nothing for
-them and says why (``report().applicable`` is ``False``)."""
+:meth:`InvariantMonitor.for_packer` builds a monitor that checks nothing for
+them and says why (``result().applicable`` is ``False``)."""
 
 ViolationHandler = Callable[[Violation], None]
 """A callback receiving each :class:`~packing_theory.invariant.protected.Violation`."""
@@ -160,8 +161,11 @@ class InvariantMonitor:
         max_recorded: keep at most this many reports (all are counted), and
             at most this many :class:`Misuse` records.
 
-    Stream use: ``for ev in monitor.observe(packer.events(lengths)): ...`` or
-    ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
+    Build it from a packer with :meth:`for_packer`. Stream use:
+    ``feed_all(packer.stream(lengths), monitor)`` (the
+    :class:`~packing_theory.engine.consumers.Consumer` protocol; ``result()``
+    is the :class:`MonitorReport`), ``for ev in monitor.observe(packer.events(lengths)): ...``
+    or ``monitor.feed(ev)`` per event. Loader use: :meth:`on_arrival`,
     :meth:`on_select` (with ``buffered=len(buffer)``), :meth:`on_remove`; or wrap
     the buffer list in a :class:`MonitoredBuffer`.
 
@@ -179,8 +183,8 @@ class InvariantMonitor:
 
     def __init__(
         self,
-        capacity: int = 2049,
-        min_buffer: int = 1000,
+        capacity: int,
+        min_buffer: int,
         *,
         on_violation: Literal["record", "raise"] | ViolationHandler = "record",
         segmented: bool = False,
@@ -227,19 +231,29 @@ class InvariantMonitor:
         self._next_arrival: int | None = 0  # feed(): the arrival id that needs no check (None: after the end)
 
     @classmethod
-    def for_config(
-        cls, config: PackerConfig, *, track_buffer: bool = False, **kwargs: Any
+    def for_packer(
+        cls, packer: object, *, track_buffer: bool = False, **kwargs: Any
     ) -> InvariantMonitor:
-        """A monitor matching a :class:`~packing_theory.engine.policies.PackerConfig`.
+        """A monitor matching ``packer``: an engine, a
+        :class:`~packing_theory.engine.policies.PackerConfig`, or a peer (then
+        ``min_buffer=`` is required: a peer has no buffer size).
 
         ``segment-first`` sets ``segmented=True`` unless overridden; a policy of
         :data:`OUTSIDE_FAMILY` (``bounded-wait``) gets a monitor that reports
-        the proposition as not applicable.
+        the proposition as not applicable. ``track_buffer`` rebuilds the
+        buffer with the packer's policy (engines and configs only).
         """
-        kwargs.setdefault("segmented", config.policy == "segment-first")
-        kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
-        return cls(config.capacity, config.min_buffer,
-                   track_buffer=config.policy if track_buffer else None, **kwargs)
+        settings = consumer_settings(packer)
+        min_buffer = settings.need_min_buffer(kwargs.pop("min_buffer", None), cls.__name__)
+        config = settings.config
+        if config is not None:
+            kwargs.setdefault("segmented", config.policy == "segment-first")
+            kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
+        elif track_buffer:
+            raise InputError(f"track_buffer needs a streaming policy; {settings.label or 'the packer'} "
+                             "is not one")
+        return cls(settings.capacity, min_buffer,
+                   track_buffer=config.policy if track_buffer and config is not None else None, **kwargs)
 
     # -- results -----------------------------------------------------------
 
@@ -258,7 +272,7 @@ class InvariantMonitor:
         """The first recorded violation, or ``None``."""
         return self.violations[0] if self.violations else None
 
-    def report(self) -> MonitorReport:
+    def result(self) -> MonitorReport:
         """Counts and the first violation."""
         first = self.first_violation
         return MonitorReport(
@@ -508,12 +522,11 @@ class InvariantMonitor:
             for e in ev.events():
                 self._feed_not_applicable(e)
             return
-        t = type(ev)
-        if t is not Arrival and self.horizon is not None:
+        if type(ev) is not Arrival and self.horizon is not None:
             self._misuse("after-horizon", "feed", f"event after the Horizon: {ev!r}"[:300])
             return
-        if t is Placement:
-            occ = ev.occurrence  # type: ignore[union-attr]
+        if type(ev) is Placement:
+            occ = ev.occurrence
             if not 0 <= occ <= self._fast_max and not self._known("feed", occ):
                 return
             self.selections += 1
@@ -521,18 +534,18 @@ class InvariantMonitor:
         elif not isinstance(ev, Event):
             self._misuse("not-an-event", "feed", f"expected a packing_theory event, got "
                          f"{type(ev).__name__} {ev!r}"[:300])
-        elif t is Arrival:
-            occ = ev.occurrence  # type: ignore[union-attr]
+        elif type(ev) is Arrival:
+            occ = ev.occurrence
             if occ == self._next_arrival:  # feed()'s arrival bookkeeping: misuse is still refused
                 self._last_arrival = occ
                 self._next_arrival = occ + 1
                 if not self._gaps:
                     self._fast_max = occ
-            elif not self._accept_arrival("feed", occ, ev.length):  # type: ignore[union-attr]
+            elif not self._accept_arrival("feed", occ, ev.length):
                 return
             self.arrivals += 1
-        elif t is Horizon:
-            self.horizon = ev  # type: ignore[assignment]
+        elif type(ev) is Horizon:
+            self.horizon = ev
             self._fast_max = -1
             self._next_arrival = None
 
@@ -549,13 +562,6 @@ class InvariantMonitor:
         for ev in events:
             feed(ev)
             yield ev
-
-    def run(self, events: Iterable[EventItem]) -> MonitorReport:
-        """Consume a whole event stream and return :meth:`report`."""
-        feed = self.feed
-        for ev in events:
-            feed(ev)
-        return self.report()
 
     # -- internals -------------------------------------------------------------
 

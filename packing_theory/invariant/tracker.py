@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Horizon, Placement
 from ..engine.policies import CONTINUING_POLICIES, POLICIES, Policy, crop_outcome, segment
 from ..errors import InputError
@@ -28,16 +29,17 @@ class BufferTracker:
     Complexity: O(1) amortised per event; :meth:`snapshot` O(n log n).
 
     >>> from packing_theory import Packer
-    >>> tr = BufferTracker(capacity=4, policy="continue")
-    >>> for ev in Packer(capacity=4, min_buffer=2, refill=1, policy="continue", rows=2).events([3, 9, 2, 4]):
+    >>> packer = Packer(capacity=4, min_buffer=2, refill=1, policy="continue", rows=2)
+    >>> tr = BufferTracker.for_packer(packer)
+    >>> for ev in packer.events([3, 9, 2, 4]):
     ...     tr.feed(ev)
-    >>> tr.snapshot() == tr.horizon.buffered
+    >>> tr.result() == tr.horizon.buffered
     True
     """
 
     __slots__ = ("_by_occ", "_next", "_pending", "_spans", "capacity", "horizon", "mass", "policy")
 
-    def __init__(self, capacity: int, policy: Policy = "discard") -> None:
+    def __init__(self, capacity: int, policy: Policy) -> None:
         self.capacity = check_int("capacity", capacity, 2)
         if policy not in POLICIES:
             raise InputError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
@@ -48,6 +50,20 @@ class BufferTracker:
         self._pending: BufferedSpan | None = None
         self.mass = 0
         self.horizon: Horizon | None = None
+
+    @classmethod
+    def for_packer(cls, packer: object) -> BufferTracker:
+        """A tracker for the stream of ``packer`` (an engine or a
+        :class:`~packing_theory.engine.policies.PackerConfig`): its ``R`` and policy.
+
+        Raises:
+            InputError: ``packer`` is not a streaming policy (a peer has no buffer to rebuild).
+        """
+        settings = consumer_settings(packer)
+        if settings.config is None:
+            raise InputError(f"packer: a BufferTracker rebuilds a streaming policy's buffer; "
+                             f"{settings.label or 'this packer'} is not one")
+        return cls(settings.capacity, settings.config.policy)
 
     def __len__(self) -> int:
         """Number of buffered spans. O(1)."""
@@ -123,6 +139,10 @@ class BufferTracker:
     def snapshot(self) -> tuple[BufferedSpan, ...]:
         """The buffered spans in buffer order. O(n log n)."""
         return tuple(self._spans[s] for s in sorted(self._spans))
+
+    def result(self) -> tuple[BufferedSpan, ...]:
+        """The buffer so far, in buffer order (:meth:`snapshot`; equal to ``Horizon.buffered`` at the end)."""
+        return self.snapshot()
 
     def _check(self) -> None:
         """Assert the internal invariants."""

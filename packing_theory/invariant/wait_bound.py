@@ -15,7 +15,10 @@ arrival sequence:
 (it reads events only, never a packer's internals), with ``D`` from
 :attr:`~packing_theory.engine.policies.PackerConfig.start_delay_bound` or given
 explicitly. On other policies it still *measures* start delays (pass
-``bound=None``); its predicate then reports their discards and padding.
+``bound=None``); its predicate then reports their discards and padding. Its
+start delays live in a :class:`~packing_theory.engine.starts.StartTracker`
+(``StartDelayMonitor.starts``), the record the cost accounting
+(:mod:`packing_theory.audit.costs`) keeps too.
 
 Arrival row
 -----------
@@ -26,10 +29,10 @@ refill precedes the selection whose placement follows the arrivals); it is the
 quantity the Coq driver records (``bx_arows``) and the differential test
 compares. The start row is the row of the occurrence's first placement.
 
->>> from packing_theory import Packer, PackerConfig
+>>> from packing_theory import Packer, PackerConfig, feed_all
 >>> cfg = PackerConfig(capacity=4, min_buffer=3, refill=2, policy="bounded-wait", max_wait=1)
->>> mon = StartDelayMonitor.for_config(cfg)
->>> report = mon.run(Packer(cfg).events([12, 13, 1, 1, 13, 13]))
+>>> mon = StartDelayMonitor.for_packer(cfg)
+>>> (report,) = feed_all(Packer(cfg).stream([12, 13, 1, 1, 13, 13]), mon)
 >>> report.bound, report.max_start_delay_rows, report.ok
 (4, 4, True)
 """
@@ -37,15 +40,15 @@ compares. The start row is the row of the occurrence's first placement.
 from __future__ import annotations
 
 import collections
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .._checks import check_int
-from ..engine.batches import EventBatch
+from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Discard, Event, Exhausted, Filtered, Horizon, Padding, Placement, Repeat
-from ..engine.policies import PackerConfig
+from ..engine.starts import StartTracker
 from ..errors import Finding, InputError, InputTypeError
 
 __all__ = [
@@ -161,11 +164,14 @@ class StartDelayMonitor:
             :class:`StartDelayViolation` (also recorded).
         max_recorded: keep at most this many findings (all are counted).
 
-    Occurrence ids must arrive as ``0, 1, 2, ...`` (every packer of the library
-    numbers them so).
+    Build it from a packer with :meth:`for_packer`. Occurrence ids must
+    arrive as ``0, 1, 2, ...`` (every packer of the library numbers them so).
+    An occurrence's arrival row is the rows completed at its arrival, its start
+    row the row of its first placement; both are kept in :attr:`starts` (a
+    :class:`~packing_theory.engine.starts.StartTracker`).
 
-    Complexity: O(1) amortised per event; memory two bytes-and-an-int per
-    occurrence (arrival rows and start flags) plus a histogram of delays.
+    Complexity: O(1) amortised per event; memory 16 bytes per occurrence
+    (arrival and start rows) plus a histogram of delays.
     """
 
     def __init__(
@@ -183,15 +189,10 @@ class StartDelayMonitor:
         self._raise = on_violation == "raise"
         self._handler: ViolationHandler | None = on_violation if callable(on_violation) else None
         self.max_recorded = check_int("max_recorded", max_recorded, 0)
-        self._arow: list[int] = []
-        self._started = bytearray()
-        self._waiting: collections.deque[int] = collections.deque()
+        self.starts = StartTracker()
         self._overdue_reported = -1
         self.rows = 0
         self.fill = 0
-        self.started = 0
-        self.max_start_delay: int | None = None
-        self.delay_counts: collections.Counter[int] = collections.Counter()
         self.discarded_tokens = 0
         self.filtered_tokens = 0
         self.padding_tokens = 0
@@ -203,9 +204,18 @@ class StartDelayMonitor:
         self.violations: list[StartDelayViolation] = []
 
     @classmethod
-    def for_config(cls, config: PackerConfig, **kwargs: Any) -> StartDelayMonitor:
-        """A monitor with ``R`` and the proved bound of ``config`` (``None`` unless ``bounded-wait``)."""
-        return cls(config.capacity, config.start_delay_bound, **kwargs)
+    def for_packer(cls, packer: object, **kwargs: Any) -> StartDelayMonitor:
+        """A monitor with ``R`` and the proved bound of ``packer`` (an engine, a peer or a
+        :class:`~packing_theory.engine.policies.PackerConfig`).
+
+        The bound is :attr:`~packing_theory.engine.policies.PackerConfig.start_delay_bound`:
+        ``None`` (delays measured, not checked) unless the policy is ``bounded-wait``
+        or ``bound=`` is given.
+        """
+        settings = consumer_settings(packer)
+        config = settings.config
+        kwargs.setdefault("bound", None if config is None else config.start_delay_bound)
+        return cls(settings.capacity, **kwargs)
 
     # -- results -----------------------------------------------------------
 
@@ -217,23 +227,33 @@ class StartDelayMonitor:
     @property
     def arrivals(self) -> int:
         """Occurrences arrived so far."""
-        return len(self._arow)
+        return self.starts.arrivals
+
+    @property
+    def started(self) -> int:
+        """Occurrences with at least one placement so far."""
+        return self.starts.started
+
+    @property
+    def max_start_delay(self) -> int | None:
+        """The largest start delay so far (``None`` before the first placement)."""
+        return self.starts.max_delay
+
+    @property
+    def delay_counts(self) -> collections.Counter[int]:
+        """Histogram ``{start delay: occurrences}`` (a live view of :attr:`starts`)."""
+        return self.starts.delays
 
     def arrival_row(self, occurrence: int) -> int:
         """The arrival row of ``occurrence`` (see the module doc)."""
-        return self._arow[occurrence]
+        return self.starts.arrival_row(occurrence)
 
     def oldest_unstarted(self) -> int | None:
         """The earliest-arrived occurrence without a placement, or ``None``. O(1) amortised."""
-        waiting = self._waiting
-        started = self._started
-        while waiting and started[waiting[0]]:
-            waiting.popleft()
-        return waiting[0] if waiting else None
+        return self.starts.oldest_unstarted()
 
-    def report(self) -> StartDelayReport:
+    def result(self) -> StartDelayReport:
         """Counts, maxima and the first finding."""
-        oldest = self.oldest_unstarted()
         first = self.violations[0] if self.violations else None
         return StartDelayReport(
             bound=self.bound,
@@ -243,7 +263,7 @@ class StartDelayMonitor:
             started=self.started,
             max_start_delay_rows=self.max_start_delay,
             unstarted=self.arrivals - self.started,
-            max_unstarted_wait_rows=None if oldest is None else self.rows - self._arow[oldest],
+            max_unstarted_wait_rows=self.starts.unstarted_wait(self.rows),
             discarded_tokens=self.discarded_tokens,
             filtered_tokens=self.filtered_tokens,
             padding_tokens=self.padding_tokens,
@@ -255,82 +275,59 @@ class StartDelayMonitor:
 
     # -- the stream --------------------------------------------------------
 
-    def feed(self, ev: Event | EventBatch) -> None:
-        """Consume one event or a columnar batch of them. O(1) amortised per event.
+    def feed(self, ev: EventItem) -> None:
+        """Consume one event or a columnar batch of them (walked in stream order). O(1) amortised per event.
 
         Raises:
-            ValueError: an arrival whose occurrence id is not the next one.
+            InputError: an arrival whose occurrence id is not the next one.
             StartDelayExceeded: a finding in ``on_violation="raise"`` mode.
-            TypeError: ``ev`` is not an event.
+            InputTypeError: ``ev`` is not an event.
         """
-        t = type(ev)
-        if t is Placement:
-            self._place(ev)  # type: ignore[arg-type]
-        elif t is Arrival:
-            occ = ev.occurrence  # type: ignore[union-attr]
-            if occ != len(self._arow):
-                raise InputError(
-                    f"arrival of occurrence {occ}, expected {len(self._arow)} (ids must be dense)"
-                )
-            self._arow.append(self.rows)
-            self._started.append(0)
-            self._waiting.append(occ)
-        elif t is Discard:
-            self.discarded_tokens += ev.length  # type: ignore[union-attr]
-            self._record("discard", ev.occurrence, f"{ev.length} tokens discarded")  # type: ignore[union-attr]
-        elif t is Filtered:
-            self.filtered_tokens += ev.length  # type: ignore[union-attr]
-            self._record("filtered", ev.occurrence, f"{ev.length} tokens filtered")  # type: ignore[union-attr]
-        elif t is Padding or t is Repeat:
-            n = ev.length  # type: ignore[union-attr]
-            if t is Padding:
-                self.padding_tokens += n
-                self._record("padding", None, f"{n} padding positions")
-            else:
-                self.repeated_tokens += n
-                self._record("repeat", ev.occurrence, f"{n} repeated tokens")  # type: ignore[union-attr]
-            self._advance(ev.row, ev.offset, n)  # type: ignore[union-attr]
-        elif t is Exhausted:
+        if type(ev) is Placement:
+            self._place(ev)
+        elif type(ev) is Arrival:
+            self.starts.arrive(ev.occurrence, self.rows)
+        elif type(ev) is Discard:
+            self.discarded_tokens += ev.length
+            self._record("discard", ev.occurrence, f"{ev.length} tokens discarded")
+        elif type(ev) is Filtered:
+            self.filtered_tokens += ev.length
+            self._record("filtered", ev.occurrence, f"{ev.length} tokens filtered")
+        elif type(ev) is Padding:
+            self.padding_tokens += ev.length
+            self._record("padding", None, f"{ev.length} padding positions")
+            self._advance(ev.row, ev.offset, ev.length)
+        elif type(ev) is Repeat:
+            self.repeated_tokens += ev.length
+            self._record("repeat", ev.occurrence, f"{ev.length} repeated tokens")
+            self._advance(ev.row, ev.offset, ev.length)
+        elif type(ev) is Exhausted:
             self.exhausted = True
-        elif t is Horizon:
-            self._finish(ev)  # type: ignore[arg-type]
-        elif t is EventBatch:
-            for e in ev.events():  # type: ignore[union-attr]
-                self.feed(e)
+        elif type(ev) is Horizon:
+            self._finish(ev)
+        elif type(ev) is EventBatch:
+            feed = self.feed
+            for e in ev.events():
+                feed(e)
         elif not isinstance(ev, Event):
             raise InputTypeError(f"ev must be a packing_theory event or EventBatch, got "
                                  f"{type(ev).__name__} {ev!r}"[:300])
 
-    def observe(self, events: Iterable[Event]) -> Iterator[Event]:
-        """Pass events through unchanged while feeding them to the monitor."""
+    def observe(self, events: Iterable[EventItem]) -> Iterator[EventItem]:
+        """Pass events (or batches) through unchanged while feeding them to the monitor."""
         feed = self.feed
         for ev in events:
             feed(ev)
             yield ev
 
-    def run(self, events: Iterable[Event]) -> StartDelayReport:
-        """Consume a whole event stream and return :meth:`report`."""
-        feed = self.feed
-        for ev in events:
-            feed(ev)
-        return self.report()
-
     # -- internals ---------------------------------------------------------
 
     def _place(self, ev: Placement) -> None:
         occ = ev.occurrence
-        if occ >= len(self._arow):
-            raise InputError(f"placement of occurrence {occ}, which has not arrived")
-        if not self._started[occ]:
-            self._started[occ] = 1
-            self.started += 1
-            delay = ev.row - self._arow[occ]
-            self.delay_counts[delay] += 1
-            if self.max_start_delay is None or delay > self.max_start_delay:
-                self.max_start_delay = delay
-            if self.bound is not None and delay > self.bound:
-                self._record("late-start", occ, f"first token placed {delay} rows after its arrival row "
-                                                f"{self._arow[occ]}, bound {self.bound}")
+        delay = self.starts.start(occ, ev.row)
+        if delay is not None and self.bound is not None and delay > self.bound:
+            self._record("late-start", occ, f"first token placed {delay} rows after its arrival row "
+                                            f"{self.starts.arrival_row(occ)}, bound {self.bound}")
         self._advance(ev.row, ev.offset, ev.length)
 
     def _advance(self, row: int, offset: int, n: int) -> None:
@@ -347,13 +344,14 @@ class StartDelayMonitor:
     def _check_overdue(self) -> None:
         if self.bound is None:
             return
-        oldest = self.oldest_unstarted()
+        oldest = self.starts.oldest_unstarted()
         if oldest is not None and oldest != self._overdue_reported:
-            wait = self.rows - self._arow[oldest]
+            arrival = self.starts.arrival_row(oldest)
+            wait = self.rows - arrival
             if wait > self.bound:
                 self._overdue_reported = oldest
                 self._record("overdue", oldest, f"unstarted {wait} rows after its arrival row "
-                                                f"{self._arow[oldest]}, bound {self.bound}")
+                                                f"{arrival}, bound {self.bound}")
 
     def _finish(self, ev: Horizon) -> None:
         self.horizon = ev
@@ -375,14 +373,8 @@ class StartDelayMonitor:
 
     def _check(self) -> None:
         """Assert the internal invariants (used by tests)."""
-        assert len(self._arow) == len(self._started)
-        assert self.started == sum(self._started)
-        assert sum(self.delay_counts.values()) == self.started
+        self.starts._check()
         assert 0 <= self.fill < self.capacity
-        assert all(a <= self.rows for a in self._arow)
-        assert all(x <= y for x, y in itertools.pairwise(self._arow)), "arrival rows decrease"
+        assert all(self.starts.arrival_row(o) <= self.rows for o in range(self.arrivals))
         assert self.violation_count >= len(self.violations)
-        assert self.max_start_delay is None or self.max_start_delay == max(self.delay_counts)
-        oldest = self.oldest_unstarted()
-        if oldest is not None:
-            assert not self._started[oldest] and all(self._started[:oldest])
+        assert len(self.violations) <= self.max_recorded

@@ -1,0 +1,520 @@
+"""The consumer protocol: every consumer on events and on batches, feed_all, the start tracker, the engines.
+
+The table ``CONSUMERS`` names every consumer of the event stream in the
+package (``test_every_consumer_is_in_the_table`` finds them by their methods),
+so a new consumer is fed the same streams as events and as batches, and has
+its ``_check()`` called after every item, as soon as it is added to the table.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import importlib
+import inspect
+import math
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import packing_theory as pt
+from packing_theory.adapters.stream import RemainderTracker
+from packing_theory.audit import Ledger, StreamLedger
+from packing_theory.audit.costs import CostAccumulator
+from packing_theory.audit.population import ScoredTargets
+from packing_theory.engine import consumers as consumers_module
+from packing_theory.engine.base import PackingEngine
+from packing_theory.engine.batches import EventBatch, batched, unbatched
+from packing_theory.engine.compiled import COMPILED_POLICIES, compiled_available
+from packing_theory.engine.consumers import Consumer, consumer_settings, feed_all
+from packing_theory.engine.replay import ENGINES, make_packer
+from packing_theory.engine.starts import StartTracker
+from packing_theory.engine.summary import SummaryAccumulator
+from packing_theory.errors import InputError, InputTypeError
+from packing_theory.invariant import BufferTracker, InvariantMonitor
+from packing_theory.invariant import strategies as pst
+from packing_theory.invariant.wait_bound import StartDelayMonitor
+from packing_theory.peers import make_peer, peer_policies
+
+Factory = Callable[[Any], Consumer[Any]]
+
+# every consumer, built from a packer or a config (``None``: it cannot read that packer's stream)
+CONSUMERS: dict[str, Factory] = {
+    "Ledger": lambda p: Ledger.for_packer(p, min_buffer=_b(p), chunk=8),
+    "StreamLedger": lambda p: StreamLedger.for_packer(p, min_buffer=_b(p), chunk=16),
+    "CostAccumulator": CostAccumulator.for_packer,
+    "InvariantMonitor": lambda p: InvariantMonitor.for_packer(p, min_buffer=_b(p),
+                                                              track_buffer=_b(p) is None),
+    "StartDelayMonitor": lambda p: StartDelayMonitor.for_packer(p, max_recorded=10_000),
+    "SummaryAccumulator": SummaryAccumulator.for_packer,
+    "BufferTracker": BufferTracker.for_packer,  # streaming policies only
+    "RemainderTracker": lambda p: RemainderTracker(),
+    "ScoredTargets": lambda p: ScoredTargets.for_packer(p, targets=3 * consumer_settings(p).capacity),
+}
+PEER_CONSUMERS = [name for name in CONSUMERS if name != "BufferTracker"]
+
+# result fields that describe how the stream was chunked, not the stream
+CHUNKING = {"StreamLedger": ("live_peak",)}  # the most occurrences held at once: settled per batch
+
+# consumers tested elsewhere, with the reason
+NOT_IN_TABLE = {
+    "Consumer": "the protocol itself",
+    "_Progress": "feed_all's progress counter: test_feed_all_progress",
+    "_StartRows": "per-rank start rows: tests/test_distributed_ranks.py through audit_ranks",
+}
+
+
+def _b(packer: Any) -> int | None:
+    """``B`` of a streaming packer (``None``: take it from the config), 2 for a peer."""
+    return None if consumer_settings(packer).config is not None else 2
+
+
+def _plain(value: Any) -> Any:
+    """A result as comparable Python values (numpy arrays as lists)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _fed(name: str, packer: Any, items: list[Any], *, ignore: tuple[str, ...] = (),
+         check: bool = True) -> Any:
+    """Feed ``items`` to a fresh consumer of the table, ``_check()`` ing it after every item; its result."""
+    consumer = CONSUMERS[name](packer)
+    assert isinstance(consumer, Consumer)
+    for item in items:
+        consumer.feed(item)
+        if check:
+            consumer._check()
+    consumer._check()
+    result = consumer.result()
+    drop = (*CHUNKING.get(name, ()), *ignore)
+    return _plain(dataclasses.replace(result, **dict.fromkeys(drop, None)) if drop else result)
+
+
+def _peer_streams() -> list[tuple[Any, list[pt.Event]]]:
+    out = []
+    for name in sorted(peer_policies()):
+        for L, lengths in ((8, [3, 9, 2, 4, 10, 1, 7, 17, 5]), (4, [1, 5, 4, 2, 2, 9])):
+            try:
+                peer = make_peer(name, L)
+                out.append((peer, list(peer.events(lengths))))
+            except ValueError:
+                continue  # the framework's own rule refuses this input
+    return out
+
+
+PEER_STREAMS = _peer_streams()
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def test_every_consumer_is_in_the_table() -> None:
+    """Every class of the package with feed, result and _check is fed by the tests below."""
+    found = set()
+    for info in pkgutil.walk_packages(pt.__path__, prefix="packing_theory."):
+        if info.name.endswith("._kernel"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and obj.__module__ == info.name and callable(getattr(obj, "feed", None)):
+                params = list(inspect.signature(obj.feed).parameters.values())[1:]
+                if params and "Event" in str(params[0].annotation):
+                    found.add(name)
+    assert found == set(CONSUMERS) | set(NOT_IN_TABLE)
+
+
+def _constructors() -> list[tuple[str, Any]]:
+    classes = {"Ledger": Ledger, "StreamLedger": StreamLedger, "CostAccumulator": CostAccumulator,
+               "InvariantMonitor": InvariantMonitor, "StartDelayMonitor": StartDelayMonitor,
+               "SummaryAccumulator": SummaryAccumulator, "BufferTracker": BufferTracker,
+               "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets}
+    assert set(classes) == set(CONSUMERS)
+    return sorted(classes.items())
+
+
+@pytest.mark.parametrize(("name", "cls"), _constructors())
+def test_no_consumer_defaults_the_capacity(name: str, cls: Any) -> None:
+    """R, B and the policy come from the packer: forgetting them is an error, never 2049."""
+    params = inspect.signature(cls).parameters
+    required = {"capacity", "min_buffer"} | ({"policy"} if cls is BufferTracker else set())
+    for key in required & set(params):
+        assert params[key].default is inspect.Parameter.empty, f"{name}({key}=...) has a default"
+    if "capacity" in params:
+        with pytest.raises(TypeError, match="capacity"):
+            cls()
+    assert callable(getattr(cls, "for_packer", None)) or "capacity" not in params, f"{name} lacks for_packer"
+
+
+@given(pst.replay_cases(), st.integers(1, 40))
+def test_every_consumer_equal_on_events_and_batches(case: tuple[list[int], pt.PackerConfig],
+                                                    size: int) -> None:
+    lengths, config = case
+    events = list(pt.Packer(config).events(lengths))
+    batches = list(batched(events, size))
+    for name in CONSUMERS:
+        assert _fed(name, config, batches) == _fed(name, config, events), name
+
+
+@given(pst.replay_cases(), st.data())
+def test_every_consumer_equal_on_a_mixed_stream(case: tuple[list[int], pt.PackerConfig], data: Any) -> None:
+    lengths, config = case
+    events = list(pt.Packer(config).events(lengths))
+    i = data.draw(st.integers(0, len(events)))
+    j = data.draw(st.integers(i, len(events)))
+    mixed = [*events[:i], *([EventBatch.from_events(events[i:j])] if j > i else []), *events[j:]]
+    for name in CONSUMERS:
+        # the ledger samples its time series where a chunk or a batch ends
+        ignore = ("series",) if name == "Ledger" else ()
+        assert (_fed(name, config, mixed, ignore=ignore)
+                == _fed(name, config, events, ignore=ignore, check=False)), name
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+def test_every_consumer_equal_on_peer_events_and_batches(size: int) -> None:
+    assert PEER_STREAMS
+    for peer, events in PEER_STREAMS:
+        for name in PEER_CONSUMERS:
+            batches = list(batched(events, size))
+            assert _fed(name, peer, batches) == _fed(name, peer, events), (peer.name, name)
+
+
+NO_NUMBA = 'numba not installed: pip install "packing-theory[fast]"'
+
+
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
+@given(pst.replay_cases(policies=COMPILED_POLICIES))
+def test_every_consumer_equal_on_the_compiled_stream(case: tuple[list[int], pt.PackerConfig]) -> None:
+    lengths, config = case
+    compiled = list(make_packer("compiled", config).stream(lengths))
+    assert all(type(b) is EventBatch for b in compiled)
+    events = list(pt.Packer(config).stream(lengths))
+    for name in CONSUMERS:
+        assert _fed(name, config, compiled) == _fed(name, config, events, check=False), name
+
+
+# --------------------------------------------------------------------------- construction from a packer
+
+
+def test_for_packer_reads_engines_configs_and_peers() -> None:
+    config = pt.PackerConfig(capacity=8, min_buffer=3, refill=2, policy="continue")
+    for source in (config, pt.Packer(config), pt.ReferencePacker(config), pt.CompiledPacker(config)):
+        led = Ledger.for_packer(source)
+        assert (led.capacity, led.min_buffer, led.policy) == (8, 3, "continue")
+        mon = InvariantMonitor.for_packer(source, track_buffer=True)
+        assert (mon.capacity, mon.min_buffer) == (8, 3) and mon.tracker is not None
+        assert mon.tracker.policy == "continue"
+        assert CostAccumulator.for_packer(source).label == "continue"
+        assert StartDelayMonitor.for_packer(source).bound is None
+        assert SummaryAccumulator.for_packer(source).capacity == StreamLedger.for_packer(source).capacity == 8
+    bounded = pt.PackerConfig(capacity=8, min_buffer=3, refill=2, policy="bounded-wait", max_wait=1)
+    assert StartDelayMonitor.for_packer(bounded).bound == bounded.start_delay_bound
+    assert InvariantMonitor.for_packer(bounded).result().applicable is False
+    peer = make_peer("trl-bfd", 8)
+    led = Ledger.for_packer(peer, min_buffer=4)
+    assert (led.capacity, led.min_buffer, led.policy) == (peer.capacity, 4, "trl-bfd")
+    assert CostAccumulator.for_packer(peer).capacity == peer.capacity
+
+
+def test_for_packer_refuses_what_the_packer_cannot_say() -> None:
+    peer = make_peer("trl-bfd", 8)
+    for cls in (Ledger, StreamLedger, InvariantMonitor):
+        message = rf"^min_buffer: trl-bfd has no buffer size B; pass {cls.__name__}\(\.\.\., min_buffer=B\)$"
+        with pytest.raises(InputError, match=message):
+            cls.for_packer(peer)  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match="rebuilds a streaming policy's buffer; trl-bfd is not one"):
+        BufferTracker.for_packer(peer)
+    with pytest.raises(InputError, match="track_buffer needs a streaming policy"):
+        InvariantMonitor.for_packer(peer, min_buffer=2, track_buffer=True)
+    refused = r"^packer must be a PackerConfig or a packer with a capacity, got int 2049$"
+    with pytest.raises(InputTypeError, match=refused):
+        Ledger.for_packer(2049)
+    with pytest.raises(InputError, match="min_buffer must be >= 1, got 0"):
+        Ledger.for_packer(peer, min_buffer=0)
+
+
+# --------------------------------------------------------------------------- feed_all
+
+
+class _Recorder:
+    def __init__(self, name: str, log: list[tuple[str, int]]) -> None:
+        self.name, self.log, self.n = name, log, 0
+
+    def feed(self, item: Any) -> None:
+        self.log.append((self.name, self.n))
+        self.n += 1
+
+    def result(self) -> int:
+        return self.n
+
+    def _check(self) -> None:
+        assert self.n == sum(1 for who, _ in self.log if who == self.name)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_feed_all_feeds_each_item_to_every_consumer_in_order(k: int) -> None:
+    log: list[tuple[str, int]] = []
+    recorders = [_Recorder(str(i), log) for i in range(k)]
+    assert feed_all(iter(range(4)), *recorders) == (4,) * k  # type: ignore[arg-type]
+    assert log == [(str(i), n) for n in range(4) for i in range(k)]
+    for r in recorders:
+        r._check()
+
+
+def test_feed_all_results_and_errors() -> None:
+    packer = pt.Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+    agg, summary, costs = feed_all(packer.stream([5, 3, 9, 4]), Ledger.for_packer(packer),
+                                   SummaryAccumulator.for_packer(packer), CostAccumulator.for_packer(packer))
+    assert agg.mass.emitted_tokens == summary.emitted_tokens == 16
+    assert costs.rows * 8 + costs.partial_row_tokens == 16
+    with pytest.raises(InputError, match=r"^feed_all needs at least one consumer$"):
+        feed_all([])
+    with pytest.raises(InputTypeError, match="consumers must have feed"):
+        feed_all([], object())  # type: ignore[call-overload]
+    events = list(packer.events([5, 3]))
+    with pytest.raises(InputError, match="after the Horizon"):
+        feed_all([*events, pt.Arrival(9, 9, 0, 3)], Ledger.for_packer(packer))
+    with pytest.raises(InputError, match="without a Horizon"):
+        feed_all(events[:-1], Ledger.for_packer(packer))
+
+
+def test_feed_all_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(consumers_module, "PROGRESS_EVERY", 5)
+    lengths = [3, 9, 2, 4, 10, 1, 7, 17, 5] * 6
+    packer = pt.Packer(capacity=8, min_buffer=2, refill=2)
+    events = list(packer.events(lengths))
+    for stream in (events, list(batched(events, 7))):
+        seen: list[int] = []
+        feed_all(stream, SummaryAccumulator.for_packer(packer), progress=seen.append)
+        horizon = events[-1]
+        assert isinstance(horizon, pt.Horizon)
+        assert seen[-1] == horizon.rows and seen == sorted(seen), seen
+        calls = len(events) // 5 if stream is events else len(stream)
+        assert len(seen) >= calls
+
+
+# --------------------------------------------------------------------------- the start tracker
+
+
+def test_start_tracker_by_hand() -> None:
+    t = StartTracker()
+    for occ, row in ((0, 0), (1, 0), (2, 1), (3, 4)):
+        t.arrive(occ, row)
+        t._check()
+    assert t.start(2, 1) == 0 and t.start(2, 7) is None and t.start(0, 3) == 3
+    t._check()
+    assert (t.started, t.max_delay, dict(t.delays)) == (2, 3, {0: 1, 3: 1})
+    assert (t.oldest_unstarted(), t.unstarted_wait(5), t.start_row(0), t.start_row(1)) == (1, 5, 3, None)
+    assert t.is_started(2) and not t.is_started(3) and t.arrival_row(3) == 4
+    t.start(1, 4)
+    t.start(3, 4)
+    assert t.oldest_unstarted() is None and t.unstarted_wait(9) is None
+    with pytest.raises(InputError, match=r"^arrival of occurrence 7, expected 4 \(ids must be dense\)$"):
+        t.arrive(7, 4)
+    with pytest.raises(InputError, match=r"^placement of occurrence 4, which has not arrived$"):
+        t.start(4, 5)
+    with pytest.raises(InputError, match="has not arrived"):
+        t.start(-1, 5)
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda t: setattr(t, "started", t.started + 1),
+    lambda t: t.delays.update({5: 1}),
+    lambda t: setattr(t, "max_delay", 99),
+    lambda t: t._srow.__setitem__(0, 2),
+    lambda t: t._arow.__setitem__(0, 3),
+    lambda t: t._waiting.appendleft(9),
+])
+def test_start_tracker_check_detects_corruption(corrupt: Callable[[StartTracker], None]) -> None:
+    t = StartTracker()
+    for occ in range(3):
+        t.arrive(occ, occ)
+    t.start(0, 1)
+    t._check()
+    corrupt(t)
+    with pytest.raises(AssertionError):
+        t._check()
+
+
+def test_costs_and_monitor_share_the_tracker() -> None:
+    assert isinstance(CostAccumulator(4).starts, StartTracker)
+    assert isinstance(StartDelayMonitor(4).starts, StartTracker)
+
+
+def _naive_starts(events: list[pt.Event], capacity: int, *, wrap: bool) -> tuple[list[int], dict[int, int]]:
+    """Arrival rows and first-placement rows, recomputed from the whole list.
+
+    ``wrap``: rows so far as the costs count them (a row completes whenever ``R``
+    positions are filled, in stream order); else as the monitor counts them
+    (the placement's own row for a start, a row boundary at every fill to ``R``).
+    """
+    rows = fill = 0
+    arrival: list[int] = []
+    start: dict[int, int] = {}
+    for ev in events:
+        if isinstance(ev, pt.Arrival):
+            arrival.append(rows)
+        elif isinstance(ev, pt.Placement | pt.Padding | pt.Repeat):
+            if isinstance(ev, pt.Placement) and ev.occurrence not in start:
+                start[ev.occurrence] = rows if wrap else ev.row
+            fill += ev.length
+            if wrap:
+                rows, fill = rows + fill // capacity, fill % capacity
+            elif fill >= capacity:
+                rows, fill = rows + 1, 0
+    return arrival, start
+
+
+@given(pst.replay_cases(), st.integers(0, 6))
+def test_costs_and_monitor_delays_against_a_naive_recomputation(case: tuple[list[int], pt.PackerConfig],
+                                                                bound: int) -> None:
+    lengths, config = case
+    events = list(pt.Packer(config).events(lengths))
+    _check_delays(events, config.capacity, bound)
+
+
+def test_costs_and_monitor_delays_on_peer_streams() -> None:
+    for peer, events in PEER_STREAMS:
+        for bound in (0, 1, 3):
+            _check_delays(events, peer.capacity, bound)
+
+
+def _check_delays(events: list[pt.Event], capacity: int, bound: int) -> None:
+    """The costs' and the monitor's start delays, and the monitor's late starts, against the naive ones."""
+    (costs,) = feed_all(events, CostAccumulator(capacity))
+    mon = StartDelayMonitor(capacity, bound, max_recorded=10_000)
+    (report,) = feed_all(events, mon)
+    arrival, start = _naive_starts(events, capacity, wrap=True)
+    delays = [start[o] - arrival[o] for o in sorted(start)]
+    assert costs.start_delay_max == (max(delays) if delays else None)
+    assert costs.start_delay_p50 == _nearest_rank(delays, 0.5)
+    assert costs.start_delay_p99 == _nearest_rank(delays, 0.99)
+    assert costs.started_occurrences == len(start) and costs.arrived_occurrences == len(arrival)
+    unstarted = [o for o in range(len(arrival)) if o not in start]
+    rows = costs.rows
+    assert costs.unstarted_wait_max == (rows - arrival[unstarted[0]] if unstarted else None)
+    arrival, start = _naive_starts(events, capacity, wrap=False)
+    firsts = [(o, start[o] - arrival[o]) for o in sorted(start, key=lambda o: _first_index(events, o))]
+    assert collections.Counter(d for _, d in firsts) == mon.delay_counts
+    assert report.max_start_delay_rows == (max(d for _, d in firsts) if firsts else None)
+    late = [v.occurrence for v in mon.violations if v.kind == "late-start"]
+    assert late == [o for o, d in firsts if d > bound]
+    assert [mon.arrival_row(o) for o in range(mon.arrivals)] == arrival
+
+
+def _first_index(events: list[pt.Event], occ: int) -> int:
+    return next(i for i, ev in enumerate(events) if isinstance(ev, pt.Placement) and ev.occurrence == occ)
+
+
+def _nearest_rank(values: list[int], q: float) -> int | None:
+    """The nearest-rank quantile, naively: the ceil(q n)-th smallest value."""
+    return sorted(values)[math.ceil(q * len(values)) - 1] if values else None
+
+
+# --------------------------------------------------------------------------- the other consumers' checks
+
+
+def test_remainder_tracker_check_detects_corruption() -> None:
+    t = RemainderTracker()
+    for ev in (pt.Arrival(0, 0, 0, 5), pt.Placement(0, 0, 0, 0, 1, 2, False, False)):
+        t.feed(ev)
+    t._check()
+    t._used[3] = [(0, 1)]  # a piece of an occurrence that never arrived
+    with pytest.raises(AssertionError):
+        t._check()
+    t = RemainderTracker()
+    t.feed(pt.Arrival(0, 0, 0, 5))
+    t._used[0] = [(4, 3)]  # beyond the occurrence's length
+    with pytest.raises(AssertionError):
+        t._check()
+
+
+def test_scored_targets_by_hand_and_check() -> None:
+    s = ScoredTargets(capacity=4, targets=5)
+    for ev in (pt.Placement(0, 0, 0, 0, 0, 4, False, False), pt.Placement(1, 0, 1, 1, 0, 2, False, False),
+               pt.Placement(1, 2, 2, 2, 0, 2, False, False), pt.Placement(2, 0, 3, 3, 0, 4, False, False)):
+        s.feed(ev)
+        s._check()
+    # targets 0..2 in row 0, 3..5 in row 1: the budget of 5 scores 3, 1 (target 3), 1 (target 4), 0
+    assert [a.tolist() for a in s.result()] == [[0, 1, 2], [3, 1, 1]]
+    s._cnt.append(9)
+    s._occ.append(0)
+    with pytest.raises(AssertionError):
+        s._check()
+
+
+# --------------------------------------------------------------------------- the engines' façade
+
+
+def _engines(config: pt.PackerConfig) -> list[PackingEngine]:
+    runs = compiled_available() and config.policy in COMPILED_POLICIES
+    names = [e for e in ENGINES if e != "compiled" or runs]
+    return [make_packer(e, config) for e in names]  # type: ignore[arg-type]
+
+
+def test_every_engine_is_a_packing_engine() -> None:
+    config = pt.PackerConfig(capacity=8, min_buffer=2, refill=2)
+    for name in ENGINES:
+        packer = make_packer(name, config)
+        assert isinstance(packer, PackingEngine) and packer.engine == name
+        assert packer.config == config and packer.capacity == 8
+        assert isinstance(packer, pt.EventSource)
+    assert {cls.engine for cls in (pt.Packer, pt.ReferencePacker, pt.CompiledPacker)} == set(ENGINES)
+
+
+@given(pst.replay_cases(), st.integers(1, 30))
+def test_every_engine_offers_the_same_views(case: tuple[list[int], pt.PackerConfig], size: int) -> None:
+    lengths, config = case
+    events = list(pt.Packer(config).events(lengths))
+    placements = [e for e in events if type(e) is pt.Placement]
+    rows = [[tuple(p) for p in row] for row in pt.Packer(config).placement_rows(lengths)]
+    for packer in _engines(config):
+        items = list(packer.stream(lengths))
+        assert list(unbatched(items)) == events, packer.engine
+        assert {type(item) is EventBatch for item in items} == {packer.native_batches}, packer.engine
+        if packer.engine != "fast":  # the fast engine's own events are the expectation
+            assert list(packer.events(lengths)) == events, packer.engine
+        assert list(unbatched(packer.batches(lengths, size=max(size, 4)))) == events, packer.engine
+        assert list(packer.placements(lengths)) == placements, packer.engine
+        assert [[tuple(p) for p in row] for row in packer.placement_rows(lengths)] == rows, packer.engine
+
+
+def test_resume_through_the_facade() -> None:
+    config = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="continue")
+    lengths = [3, 9, 2, 4, 7, 1, 5]
+    state = _state_at(pt.Packer(config), lengths, 2)
+    full = list(pt.Packer(config).events(lengths))
+    for packer in _engines(config):
+        if not packer.resumable:
+            refused = r"^resume: the compiled engine cannot capture or resume"
+            with pytest.raises(InputError, match=refused):
+                packer.run(lengths)
+            with pytest.raises(InputError, match=refused):
+                packer.events(lengths, resume=state)
+            with pytest.raises(InputError, match=refused):
+                packer.stream(lengths, resume=state)
+            continue
+        assert _state_at(packer, lengths, 2) == state
+        rest = list(packer.events(lengths, resume=state))
+        assert 0 < len(rest) < len(full) and full[-len(rest):] == rest, packer.engine
+        assert list(unbatched(packer.stream(lengths, resume=state))) == rest
+        assert list(unbatched(packer.batches(lengths, size=3, resume=state))) == rest
+
+
+def _state_at(packer: PackingEngine, lengths: list[int], rows: int) -> Any:
+    run = packer.run(lengths)
+    seen = 0
+    for ev in run:
+        if type(ev) is pt.Placement and ev.offset + ev.length == packer.capacity:
+            seen += 1
+            if seen == rows:
+                run.request_state()
+    assert run.state is not None
+    return run.state
