@@ -75,7 +75,7 @@ from typing import Any, Literal
 from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from ..engine.policies import PackerConfig, Policy
+from ..engine.policies import STREAMING_POLICIES, PackerConfig, Policy
 from ..errors import InputError
 from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
@@ -91,14 +91,10 @@ from .tracker import BufferTracker
 __all__ = ["OUTSIDE_FAMILY", "InvariantMonitor", "MonitorReport", "ViolationHandler"]
 
 OUTSIDE_FAMILY: dict[str, str] = {
-    "bounded-wait": (
-        "not applicable: bounded-wait forces the oldest overdue unstarted span to start at a row start "
-        "(age-based service), outside the hypotheses of seed 000 §3 by design; its own theorem "
-        "(start delay <= A + B + b - 2 rows, full rows, no discard) is checked by "
-        "packing_theory.invariant.wait_bound.StartDelayMonitor instead"
-    ),
+    name: f"not applicable: {p.family}" for name, p in STREAMING_POLICIES.items() if not p.protected_set
 }
-"""Policies to which the protected-set proposition does not apply by design, with the reason.
+"""Policies to which the protected-set proposition does not apply by design, with the reason: the
+policy's declared family sentence (:data:`~packing_theory.engine.policies.STREAMING_POLICIES`).
 
 :meth:`InvariantMonitor.for_config` builds a monitor that checks nothing for
 them and says why (``report().applicable`` is ``False``)."""
@@ -236,7 +232,7 @@ class InvariantMonitor:
         :data:`OUTSIDE_FAMILY` (``bounded-wait``) gets a monitor that reports
         the proposition as not applicable.
         """
-        kwargs.setdefault("segmented", config.policy == "segment-first")
+        kwargs.setdefault("segmented", config.spec.segments)
         kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
         return cls(config.capacity, config.min_buffer,
                    track_buffer=config.policy if track_buffer else None, **kwargs)
