@@ -1,81 +1,60 @@
-"""Peer policies on the command line: one ``--policy FRAMEWORK-STRATEGY`` scheme and the peers' knobs.
+"""Packers on the command line: ``--policy`` names, the options of each packer, and its row width.
 
-``--window``, ``--seed``, ``--epochs`` and ``--framework-version`` map onto
-the peer constructor's keyword arguments of the same name (``window``,
-``seed``, ``epochs``, ``framework_version``); ``--peer-option KEY=VALUE``
-(repeatable) maps any other keyword argument by name. The constructor's
-signature is inspected: an option the chosen peer does not take is an error
-naming the option and the peer. Values are parsed as ``None``/``none``,
-``true``/``false``, an int, a float, else kept as a string.
+Every packer — streaming policy or peer — is built by
+:func:`packing_theory.registry.build_packer` from its registry entry. The
+command line spells the entry's knobs as flags: ``--min-buffer --refill
+--passes --rows --targets --drain --seed --max-wait`` for the streaming
+policies, ``--window --seed --epochs --framework-version`` for the peers that
+take them, and ``--peer-option KEY=VALUE`` (repeatable) for any other knob by
+name, parsed by the knob's declared type. An option the chosen packer does not
+take is an error naming the option and the packer.
+
+Row width: ``--capacity R`` is the row width of every packer; ``--seq-length L``
+gives the framework's sequence length instead, and :func:`capacity_from_args` —
+the one place the command line maps it — asks the packer's entry
+(``R = L + 1`` for the streaming family and Megatron, ``R = L`` for TRL, ...;
+see ``packing-theory policies``).
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 from typing import Any
 
-from ..engine.policies import POLICIES
+from ..engine.knobs import Knob
 from ..errors import InputError
-from ..peers import PeerPacker, peer_policies
+from ..registry import PackerEntry, entries, entry, names
 
 __all__ = [
-    "add_peer_options",
-    "all_policy_names",
+    "add_packer_options",
+    "capacity_from_args",
+    "check_max_wait",
     "is_peer",
-    "parse_value",
-    "peer_from_args",
-    "peer_knobs",
-    "peer_options",
+    "knobs_from_args",
+    "packer_from_args",
+    "parse_options",
     "policy_name",
+    "streaming_capacity",
 ]
+
+_PEER_FLAGS = (("--window", "window"), ("--epochs", "epochs"), ("--framework-version", "framework_version"))
+_STREAMING_ONLY = ("--rows", "--targets", "--passes", "--drain")
 
 
 def is_peer(name: str) -> bool:
     """Whether ``name`` is a registered peer policy."""
-    return name in peer_policies()
-
-
-def all_policy_names() -> list[str]:
-    """Streaming policies, then every registered peer policy."""
-    return [*POLICIES, *peer_policies()]
+    return name in names("peer")
 
 
 def policy_name(text: str) -> str:
     """An argparse ``type``: a streaming or peer policy name, else "invalid choice" (usage error)."""
-    names = all_policy_names()
-    if text not in names:
-        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(names)})")
+    known = names()
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(known)})")
     return text
 
 
-def parse_value(text: str) -> Any:
-    """``"none"`` -> None, ``"true"`` -> True, ``"12"`` -> 12, ``"1.5"`` -> 1.5, else the string.
-
-    >>> [parse_value(v) for v in ("None", "false", "12", "1.5", "left")]
-    [None, False, 12, 1.5, 'left']
-    """
-    low = text.strip().lower()
-    if low == "none":
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text.replace("_", ""))
-        except ValueError:
-            pass
-    return text
-
-
-def peer_knobs(cls: type[PeerPacker]) -> dict[str, Any]:
-    """The peer's keyword-only constructor options and their defaults."""
-    sig = inspect.signature(cls.__init__)
-    return {p.name: p.default for p in sig.parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY}
-
-
-def add_peer_options(parser: argparse.ArgumentParser) -> None:
+def add_packer_options(parser: argparse.ArgumentParser) -> None:
     """``--window --epochs --framework-version --peer-option`` (``--seed`` is a stream option)."""
     group = parser.add_argument_group("peer policies (FRAMEWORK-STRATEGY; see `packing-theory policies`)")
     group.add_argument("--window", type=int, default=None,
@@ -84,39 +63,107 @@ def add_peer_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--framework-version", default=None, metavar="VERSION",
                        help="framework version whose behaviour is replayed (default: newest supported)")
     group.add_argument("--peer-option", action="append", default=[], metavar="KEY=VALUE",
-                       help="any other constructor option of the peer, by name (repeatable)")
+                       help="any other option of the packer, by name (repeatable; see `packing-theory "
+                            "policies`)")
 
 
-def peer_options(args: argparse.Namespace, name: str, *, seed: int | None = None) -> dict[str, Any]:
-    """The constructor options given on the command line for peer ``name``, checked against its signature.
+def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] | str | None) -> None:
+    """Refuse ``--max-wait`` unless a policy that takes ``max_wait`` is among the policies.
+
+    >>> check_max_wait(3, ["continue"])
+    Traceback (most recent call last):
+    packing_theory.InputError: --max-wait 3 only applies to --policy bounded-wait, got continue
+    """
+    if max_wait is None:
+        return
+    if max_wait < 0:
+        raise InputError(f"--max-wait must be >= 0 (rows), got {max_wait}")
+    chosen = [policies] if isinstance(policies, str) else list(policies or ["discard"])
+    takers = [n for n, e in entries().items() if e.takes("max_wait")]
+    if not set(chosen) & set(takers):
+        raise InputError(
+            f"--max-wait {max_wait} only applies to --policy {', '.join(takers)}, got {', '.join(chosen)}"
+        )
+
+
+def knobs_from_args(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """The knobs given on the command line for packer ``name``, checked against its entry.
 
     Raises:
-        ValueError: a malformed ``--peer-option``, or an option the peer does not take.
+        InputError: a malformed ``--peer-option``, an option the packer does not
+            take, or a streaming-only option (``--rows`` ...) for a peer.
     """
-    cls = peer_policies()[name]
-    accepted = peer_knobs(cls)
+    e = entry(name)
     given: dict[str, tuple[str, Any]] = {}
-    for flag, key in (("--window", "window"), ("--epochs", "epochs"),
-                      ("--framework-version", "framework_version")):
+    if e.kind == "streaming":
+        given.update(min_buffer=("--min-buffer", args.min_buffer), refill=("--refill", args.refill),
+                     passes=("--passes", args.passes), rows=("--rows", args.rows),
+                     targets=("--targets", args.targets),
+                     exhausted=("--drain", "drain" if args.drain else "stop"))
+    elif args.rows is not None or args.targets is not None or args.passes != 1 or args.drain:
+        raise InputError(f"{'/'.join(_STREAMING_ONLY)} apply to streaming policies; the peer {name!r} packs "
+                         "the whole input once (see its options)")
+    if getattr(args, "max_wait", None) is not None:
+        check_max_wait(args.max_wait, name)
+        given["max_wait"] = ("--max-wait", args.max_wait)
+    if getattr(args, "seed", None) is not None:
+        given["seed"] = ("--seed", args.seed)
+    for flag, key in _PEER_FLAGS:
         value = getattr(args, key, None)
         if value is not None:
             given[key] = (flag, value)
-    if seed is not None:
-        given["seed"] = ("--seed", seed)
-    for item in getattr(args, "peer_option", None) or []:
+    for key, value in parse_options(name, getattr(args, "peer_option", None) or []).items():
+        given[key] = (f"--peer-option {key}", value)
+    for key, (flag, _) in given.items():
+        _knob(e, key, flag)
+    return {key: value for key, (_, value) in given.items()}
+
+
+def parse_options(name: str, items: list[str]) -> dict[str, Any]:
+    """``["window=none", "framework-version=1.16.0"]`` -> packer ``name``'s knobs, parsed by their type.
+
+    Raises:
+        InputError: an item that is not ``KEY=VALUE``, a knob the packer does not take, a bad value.
+    """
+    e = entry(name)
+    out: dict[str, Any] = {}
+    for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise InputError(f"--peer-option must be KEY=VALUE, got {item!r}")
-        given[key] = (f"--peer-option {key}", parse_value(value))
-    for key, (flag, _) in given.items():
-        if key not in accepted:
-            takes = ", ".join(accepted) or "no options"
-            raise InputError(f"{flag}: policy {name!r} takes no option {key!r} (it takes: {takes})")
-    return {key: value for key, (_, value) in given.items()}
+        out[key] = _knob(e, key, f"--peer-option {key}").parse(value)
+    return out
 
 
-def peer_from_args(args: argparse.Namespace, name: str, capacity: int) -> PeerPacker:
-    """Build peer ``name`` with ``capacity`` (its framework's sequence length) and the options given."""
-    seed = getattr(args, "seed", None)
-    return peer_policies()[name](capacity, **peer_options(args, name, seed=seed))
+def _knob(e: PackerEntry, key: str, flag: str) -> Knob:
+    try:
+        return e.knob(key)
+    except InputError as exc:
+        raise InputError(f"{flag}: {exc}") from None
+
+
+def capacity_from_args(args: argparse.Namespace, name: str, knobs: dict[str, Any] | None = None) -> int:
+    """The row width of packer ``name``: ``--capacity R``, or the entry's rule applied to ``--seq-length L``.
+
+    The one place the command line maps a framework's sequence length onto a row width.
+    """
+    seq_length = getattr(args, "seq_length", None)
+    if seq_length is None:
+        return int(args.capacity)
+    if seq_length < 1:
+        raise InputError(f"--seq-length must be >= 1, got {seq_length}")
+    return entry(name).capacity_for(seq_length, knobs)
+
+
+def streaming_capacity(args: argparse.Namespace) -> int:
+    """The row width of the streaming policies (one rule for the whole family) from the command line."""
+    return capacity_from_args(args, names("streaming")[0])
+
+
+def packer_from_args(args: argparse.Namespace, name: str) -> Any:
+    """Build packer ``name`` from the command line (row width, knobs and, for streaming, ``--engine``)."""
+    e = entry(name)
+    knobs = knobs_from_args(args, name)
+    engine = getattr(args, "engine", None) if e.kind == "streaming" else None  # a peer has its own
+    return e.build(capacity_from_args(args, name, knobs), engine=engine, **knobs)

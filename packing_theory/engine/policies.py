@@ -174,6 +174,11 @@ class StreamingPolicy:
         """Whether crops draw from the policy's independent RNG (``random-span``)."""
         return self.crop == "random-span"
 
+    @property
+    def keeps_remainder(self) -> bool:
+        """Whether a crop's leftover stays buffered (in place, or requeued at the end)."""
+        return self.crop in ("continue", "requeue-bos")
+
 
 COMMON_KNOBS: tuple[Knob, ...] = (
     Knob("min_buffer", "int", 1000, "minimum occupancy B: before every selection the buffer is refilled "

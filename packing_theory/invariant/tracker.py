@@ -100,8 +100,7 @@ class BufferTracker:
             if ev.crop:
                 # the engines' own crop rule; a random-span crop leaves the buffer as a discard does
                 # (its draw only changes what was emitted)
-                keeps = STREAMING_POLICIES[self.policy].crop in ("continue", "requeue-bos")
-                rule: Policy = self.policy if keeps else "discard"
+                rule: Policy = self.policy if STREAMING_POLICIES[self.policy].keeps_remainder else "discard"
                 out = crop_outcome(rule, span.start, span.length, span.bos_inserted, ev.length, None)
                 if out.keep is not None:
                     self._put(seq, BufferedSpan(span.occurrence, span.source, *out.keep))
