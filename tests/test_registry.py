@@ -11,7 +11,6 @@ import inspect
 import json
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ from packing_theory.invariant import OUTSIDE_FAMILY
 from packing_theory.peers import PEER_MODULES, peer_policies
 from packing_theory.registry import entries, entry, names
 
-ROOT = Path(peers_pkg.__file__).resolve().parent.parent
+ROOT = Path(peers_pkg.__file__).resolve().parent.parent.parent  # the repository
 
 
 R_ANY = 16
@@ -191,7 +190,9 @@ OWN_MODULES = {
 
 def test_no_policy_name_comparison_outside_the_policies_own_modules() -> None:
     found = []
-    for path in sorted((ROOT / "packing_theory").rglob("*.py")):
+    modules = sorted((ROOT / "packing_theory").rglob("*.py"))
+    assert len(modules) > 100
+    for path in modules:
         rel = str(path.relative_to(ROOT / "packing_theory"))
         if rel in OWN_MODULES:
             continue
@@ -247,64 +248,25 @@ def test_a_peer_module_missing_a_dependency_is_not_skipped(tmp_path: Path,
 
 # ----------------------------------------------------------------------------- adding a peer
 
-THROWAWAY = textwrap.dedent('''
-    """A throwaway peer: next fit in stream order, documents longer than a row truncated."""
-
-    from __future__ import annotations
-
-    from typing import Any, ClassVar
-
-    from packing_theory.engine.events import Discard, Horizon
-    from packing_theory.engine.knobs import Knob
-    from packing_theory.peers import PeerPacker, Piece, RowEmitter
-    from packing_theory.peers._common import arrivals, peer_lengths
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 
 
-    class NextFit(PeerPacker):
-        name: ClassVar[str] = "toy-next_fit"
-        framework: ClassVar[str] = "Toy"
-        reference: ClassVar[str] = "tests/test_registry.py"
-        family_note: ClassVar[str] = "a finite next-fit table, no minimum-occupancy buffer"
-        knobs: ClassVar[tuple[Knob, ...]] = (Knob("max_rows", "int", None, "stop after this many rows",
-                                                  optional=True),)
-
-        def __init__(self, capacity: int, *, max_rows: int | None = None) -> None:
-            super().__init__(capacity)
-            self.max_rows = max_rows
-
-        def events(self, lengths: Any):
-            values = peer_lengths(lengths)
-            yield from arrivals(values, 0)
-            em, row, used = RowEmitter(self.capacity), [], 0
-            for occ, n in enumerate(values):
-                if n == 0:
-                    continue
-                take = min(n, self.capacity)
-                if used + take > self.capacity:
-                    yield from em.row(row)
-                    row, used = [], 0
-                row.append(Piece(occ, occ, 0, take, crop=take < n))
-                used += take
-                if take < n:
-                    yield Discard(occ, occ, take, n - take)
-            if row:
-                yield from em.row(row)
-            yield Horizon(em.rows, 0, "drained", ())
-
-
-    PEERS = {NextFit.name: NextFit}
-''')
+def worked_example() -> str:
+    """The peer module of CONTRIBUTING.md's worked example, exactly as the guide shows it."""
+    text = CONTRIBUTING.read_text()
+    start = text.index("```python\n", text.index("### Worked example")) + len("```python\n")
+    return text[start : text.index("```\n", start)]
 
 
 def test_a_throwaway_peer_is_picked_up_with_nothing_else_edited(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "toy.py").write_text(THROWAWAY)
+    (tmp_path / "toy.py").write_text(worked_example())
     # the two edits a new peer makes in the package: its module, and its name in PEER_MODULES
     monkeypatch.setattr(peers_pkg, "__path__", [*peers_pkg.__path__, str(tmp_path)])
     monkeypatch.setattr(peers_pkg, "PEER_MODULES", (*PEER_MODULES, "toy"))
     try:
         e = entry("toy-next_fit")
-        assert e.kind == "peer" and e.framework == "Toy" and e.knob_names == ("max_rows",)
+        assert e.kind == "peer" and e.framework == "Toy" and e.knob_names == ("long_documents",)
         assert names()[-1] == "toy-next_fit"
         assert build_packer("toy-next_fit", capacity=8).capacity == 8
         lengths = tmp_path / "l.npy"
@@ -312,13 +274,17 @@ def test_a_throwaway_peer_is_picked_up_with_nothing_else_edited(
 
         assert main(["policies", "--json"]) == 0
         row = next(r for r in json.loads(capsys.readouterr().out) if r["policy"] == "toy-next_fit")
-        assert row["knobs"]["max_rows"]["type"] == "int | None" and row["status"].endswith("not applicable")
+        assert row["knobs"]["long_documents"]["choices"] == ["truncate", "raise"]
+        assert row["status"] == "outside the family: not applicable"
 
         assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
-                     "--peer-option", "max_rows=none", "--json"]) == 0
+                     "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["identity_holds"] and out["row_identity_holds"] and out["discarded_tokens"] == 1
-        assert out["options"] == {"max_rows": None}
+        assert out["options"] == {"long_documents": "truncate"}
+        assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
+                     "--peer-option", "long_documents=raise"]) == 2
+        assert "lengths[2] = 9 > capacity 8 with long_documents='raise'" in capsys.readouterr().err
 
         assert main(["check", "--lengths", str(lengths), "--policy", "toy-next_fit", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["reason"] == e.family
