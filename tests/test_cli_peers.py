@@ -185,3 +185,18 @@ def test_a_streaming_option_the_policy_does_not_take_is_refused(lengths_file: Pa
     assert "--seed: policy 'discard' takes no option 'seed' (it takes: min_buffer" in capsys.readouterr().err
     assert main(["replay", "--lengths", str(lengths_file), "--policy", "random-span", "--seed", "3",
                  "--min-buffer", "4", "--json"]) == 0
+
+
+def test_audit_passes_each_packer_only_the_options_it_takes(lengths_file: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["audit", "--lengths", str(lengths_file), "--capacity", "16", "--min-buffer", "4", "--refill", "2",
+            "--permutations", "2", "--no-plots", "--no-progress"]
+    assert main([*base, "--policy", "bounded-wait,trl-bfd", "--max-wait", "3", "--peer-option", "window=2",
+                 "--out", str(tmp_path / "a")]) == 0
+    report = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert [p["policy"] for p in report["policies"]] == ["bounded-wait", "trl-bfd"]
+    assert main([*base, "--policy", "trl-bfd", "--passes", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "--rows/--targets/--passes/--drain apply to streaming policies" in capsys.readouterr().err
+    assert main([*base, "--policy", "discard,trl-bfd", "--peer-option", "windows=2",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "--peer-option windows: policy 'trl-bfd' takes no option 'windows'" in capsys.readouterr().err

@@ -19,6 +19,7 @@ see ``packing-theory policies``).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from ..engine.knobs import Knob
@@ -86,25 +87,32 @@ def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] |
         )
 
 
-def knobs_from_args(args: argparse.Namespace, name: str) -> dict[str, Any]:
+def knobs_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = ()) -> dict[str, Any]:
     """The knobs given on the command line for packer ``name``, checked against its entry.
 
+    ``alongside``: the other packers of the same invocation (``audit --policy
+    discard,trl-bfd``); an option one of them takes is not an error for this one,
+    it is simply not passed to it.
+
     Raises:
-        InputError: a malformed ``--peer-option``, an option the packer does not
-            take, or a streaming-only option (``--rows`` ...) for a peer.
+        InputError: a malformed ``--peer-option``, an option the packer (and no
+            packer alongside it) takes, or a streaming-only option (``--rows`` ...)
+            for a peer with no streaming policy alongside.
     """
     e = entry(name)
+    others = [entry(n) for n in alongside if n != name]
     given: dict[str, tuple[str, Any]] = {}
     if e.kind == "streaming":
         given.update(min_buffer=("--min-buffer", args.min_buffer), refill=("--refill", args.refill),
                      passes=("--passes", args.passes), rows=("--rows", args.rows),
                      targets=("--targets", args.targets),
                      exhausted=("--drain", "drain" if args.drain else "stop"))
-    elif args.rows is not None or args.targets is not None or args.passes != 1 or args.drain:
+    elif not any(o.kind == "streaming" for o in others) and (
+            args.rows is not None or args.targets is not None or args.passes != 1 or args.drain):
         raise InputError(f"{'/'.join(_STREAMING_ONLY)} apply to streaming policies; the peer {name!r} packs "
                          "the whole input once (see its options)")
     if getattr(args, "max_wait", None) is not None:
-        check_max_wait(args.max_wait, name)
+        check_max_wait(args.max_wait, [name, *alongside])
         given["max_wait"] = ("--max-wait", args.max_wait)
     if getattr(args, "seed", None) is not None:
         given["seed"] = ("--seed", args.seed)
@@ -112,11 +120,17 @@ def knobs_from_args(args: argparse.Namespace, name: str) -> dict[str, Any]:
         value = getattr(args, key, None)
         if value is not None:
             given[key] = (flag, value)
-    for key, value in parse_options(name, getattr(args, "peer_option", None) or []).items():
-        given[key] = (f"--peer-option {key}", value)
-    for key, (flag, _) in given.items():
-        _knob(e, key, flag)
-    return {key: value for key, (_, value) in given.items()}
+    for key, text in _items(getattr(args, "peer_option", None) or []):
+        if e.takes(key):
+            given[key] = (f"--peer-option {key}", e.knob(key).parse(text))
+        elif not any(o.takes(key) for o in others):
+            _knob(e, key, f"--peer-option {key}")
+    out: dict[str, Any] = {}
+    for key, (flag, value) in given.items():
+        if e.takes(key) or not any(o.takes(key) for o in others):
+            _knob(e, key, flag)  # an option nobody here takes names itself and this packer
+            out[key] = value
+    return out
 
 
 def parse_options(name: str, items: list[str]) -> dict[str, Any]:
@@ -126,13 +140,17 @@ def parse_options(name: str, items: list[str]) -> dict[str, Any]:
         InputError: an item that is not ``KEY=VALUE``, a knob the packer does not take, a bad value.
     """
     e = entry(name)
-    out: dict[str, Any] = {}
+    return {key: _knob(e, key, f"--peer-option {key}").parse(text) for key, text in _items(items)}
+
+
+def _items(items: list[str]) -> list[tuple[str, str]]:
+    out = []
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise InputError(f"--peer-option must be KEY=VALUE, got {item!r}")
-        out[key] = _knob(e, key, f"--peer-option {key}").parse(value)
+        out.append((key, value))
     return out
 
 
@@ -161,9 +179,12 @@ def streaming_capacity(args: argparse.Namespace) -> int:
     return capacity_from_args(args, names("streaming")[0])
 
 
-def packer_from_args(args: argparse.Namespace, name: str) -> Any:
-    """Build packer ``name`` from the command line (row width, knobs and, for streaming, ``--engine``)."""
+def packer_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = ()) -> Any:
+    """Build packer ``name`` from the command line (row width, knobs and, for streaming, ``--engine``).
+
+    ``alongside``: the other packers of the invocation (see :func:`knobs_from_args`).
+    """
     e = entry(name)
-    knobs = knobs_from_args(args, name)
+    knobs = knobs_from_args(args, name, alongside=alongside)
     engine = getattr(args, "engine", None) if e.kind == "streaming" else None  # a peer has its own
     return e.build(capacity_from_args(args, name, knobs), engine=engine, **knobs)

@@ -108,7 +108,7 @@ def _add_peers(result: AuditResult, args: argparse.Namespace, names: list[str],
     aggs = list(result.policies)
     for name in names:
         t0 = time.perf_counter()
-        peer = packer_from_args(args, name)
+        peer = packer_from_args(args, name, alongside=order)
         aggs.append(audit_events(peer.events(train), capacity=peer.capacity, min_buffer=args.min_buffer,
                                  policy=name, boundaries=result.boundaries))
         result.seconds[f"replay:{name}"] = time.perf_counter() - t0
