@@ -64,6 +64,7 @@ from .engine import (
 from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
 from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
 from .invariant.bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
+from .registry import build_packer
 
 _aliases.install()
 
@@ -111,6 +112,7 @@ __all__ = [
     "__version__",
     "audit_events",
     "audit_lengths",
+    "build_packer",
     "earliest_pass",
     "feed_all",
     "make_packer",

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from packing_theory import build_packer
 from packing_theory.cli import main
 from packing_theory.engine.policies import POLICIES
-from packing_theory.peers import make_peer, peer_policies
+from packing_theory.peers import peer_policies
 
 KEYS = ("rows", "emitted_tokens", "discarded_tokens", "padding_tokens", "filtered_sources",
         "sources_started", "sources_never_started", "consumed_sources", "consumed_tokens", "identity_holds")
@@ -27,7 +28,7 @@ def lengths_file(tmp_path: Path) -> Path:
 def test_replay_json_every_peer(name: str, lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["replay", "--lengths", str(lengths_file), "--policy", name, "--capacity", "16", "--json"]
     try:  # some frameworks refuse a document longer than the sequence length (their own rule)
-        list(make_peer(name, 16).events(np.load(lengths_file)))
+        list(build_packer(name, capacity=16).events(np.load(lengths_file)))
     except ValueError as exc:
         assert main(argv) == 2
         err = capsys.readouterr().err
@@ -35,8 +36,9 @@ def test_replay_json_every_peer(name: str, lengths_file: Path, capsys: pytest.Ca
         return
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert all(k in out for k in KEYS)
+    assert all(k in out for k in KEYS) and out["capacity"] == 16  # the row width, for every packer
     assert out["identity_holds"] is True and out["row_identity_holds"] is True
+    assert out["options"] == build_options(name)
     assert out["consumed_tokens"] == int(np.load(lengths_file).sum()) * (out["consumed_sources"] // 36)
     assert out["sources_never_started"] == out["consumed_sources"] - out["sources_started"]
 
@@ -91,7 +93,12 @@ def test_policies_lists_every_policy(capsys: pytest.CaptureFixture[str]) -> None
     names = [row["policy"] for row in table]
     assert names[:2] == ["discard", "continue"] and set(peer_policies()) <= set(names)
     trl = next(r for r in table if r["policy"] == "trl-bfd")
-    assert trl["knobs"]["window"] == 1000 and trl["in_family"] is False
+    assert trl["knobs"]["window"]["default"] == 1000 and trl["knobs"]["window"]["type"] == "int | None"
+    assert trl["in_family"] is False and trl["status"] == "outside the family: not applicable"
+    megatron = next(r for r in table if r["policy"] == "megatron-gpt")
+    assert megatron["row_width"].startswith("R = sequence_length + 1") and megatron["engines"] == []
+    bw = next(r for r in table if r["policy"] == "bounded-wait")
+    assert bw["engines"] == ["fast", "reference"] and bw["knobs"]["max_wait"]["default"] == 16
 
 
 def test_audit_accepts_peers(lengths_file: Path, tmp_path: Path) -> None:
@@ -117,12 +124,12 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
     assert not set(names) & set(refused)
     for name, reason in refused.items():
         with pytest.raises(ValueError) as exc:
-            list(make_peer(name, 16).events(np.load(lengths_file)))
+            list(build_packer(name, capacity=16).events(np.load(lengths_file)))
         assert reason == str(exc.value)
     assert "bounded-wait" in names and by_costs(report, "bounded-wait")["discarded_tokens"] == 0
     by = {c["policy"]: c for c in report["packers"]}
     assert "its own theorem" in by["bounded-wait"]["verdict"] and not by["bounded-wait"]["in_family"]
-    assert by["trl-bfd"]["options"] == {"window": 2}
+    assert by["trl-bfd"]["options"] == {"window": 2, "framework_version": "1.16.0"}  # defaults recorded
     assert by["discard"]["in_family"] and by["discard"]["verdict"].startswith("family member")
     assert "shrunk counterexample" in by["requeue-bos"]["verdict"]
     assert by["trl-bfd"]["verdict"].startswith("outside the family: not applicable")
@@ -131,6 +138,12 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
     md = (out / "compare.md").read_text()
     assert "| trl-bfd |" in md and "never started" in md
     assert "## Costs" in md and "## Refused by the framework's own rule" in md
+
+
+def build_options(name: str) -> dict[str, object]:
+    from packing_theory.registry import entry
+
+    return entry(name).options()
 
 
 def by_costs(report: dict[str, object], name: str) -> dict[str, object]:
@@ -152,3 +165,38 @@ def test_compare_rejects_bad_peer_option(lengths_file: Path, capsys: pytest.Capt
     assert main(["compare", "--lengths", str(lengths_file), "--policy", "discard",
                  "--peer-option", "trl-bfd:window=2"]) == 2
     assert "not compared" in capsys.readouterr().err
+
+
+def test_seq_length_maps_onto_each_packers_row_width(lengths_file: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["replay", "--lengths", str(lengths_file), "--seq-length", "16", "--json"]
+    for argv, width in ((["--policy", "megatron-gpt"], 17), (["--policy", "trl-bfd"], 16),
+                        (["--policy", "olmo-truncate"], 16),
+                        (["--policy", "discard", "--min-buffer", "4"], 17)):
+        assert main([*base, *argv]) == 0
+        assert json.loads(capsys.readouterr().out)["capacity"] == width, argv
+    assert main(["replay", "--lengths", str(lengths_file), "--capacity", "16", "--seq-length", "16"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_streaming_option_the_policy_does_not_take_is_refused(lengths_file: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--lengths", str(lengths_file), "--policy", "discard", "--seed", "3"]) == 2
+    assert "--seed: policy 'discard' takes no option 'seed' (it takes: min_buffer" in capsys.readouterr().err
+    assert main(["replay", "--lengths", str(lengths_file), "--policy", "random-span", "--seed", "3",
+                 "--min-buffer", "4", "--json"]) == 0
+
+
+def test_audit_passes_each_packer_only_the_options_it_takes(lengths_file: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["audit", "--lengths", str(lengths_file), "--capacity", "16", "--min-buffer", "4", "--refill", "2",
+            "--permutations", "2", "--no-plots", "--no-progress"]
+    assert main([*base, "--policy", "bounded-wait,trl-bfd", "--max-wait", "3", "--peer-option", "window=2",
+                 "--out", str(tmp_path / "a")]) == 0
+    report = json.loads((tmp_path / "a" / "audit.json").read_text())
+    assert [p["policy"] for p in report["policies"]] == ["bounded-wait", "trl-bfd"]
+    assert main([*base, "--policy", "trl-bfd", "--passes", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "--rows/--targets/--passes/--drain apply to streaming policies" in capsys.readouterr().err
+    assert main([*base, "--policy", "discard,trl-bfd", "--peer-option", "windows=2",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "--peer-option windows: policy 'trl-bfd' takes no option 'windows'" in capsys.readouterr().err

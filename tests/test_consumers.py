@@ -39,7 +39,8 @@ from packing_theory.errors import InputError, InputTypeError
 from packing_theory.invariant import BufferTracker, InvariantMonitor
 from packing_theory.invariant import strategies as pst
 from packing_theory.invariant.wait_bound import StartDelayMonitor
-from packing_theory.peers import make_peer, peer_policies
+from packing_theory.peers import peer_policies
+from packing_theory.registry import build_packer
 
 Factory = Callable[[Any], Consumer[Any]]
 
@@ -103,7 +104,7 @@ def _peer_streams() -> list[tuple[Any, list[pt.Event]]]:
     for name in sorted(peer_policies()):
         for L, lengths in ((8, [3, 9, 2, 4, 10, 1, 7, 17, 5]), (4, [1, 5, 4, 2, 2, 9])):
             try:
-                peer = make_peer(name, L)
+                peer = build_packer(name, capacity=L)
                 out.append((peer, list(peer.events(lengths))))
             except ValueError:
                 continue  # the framework's own rule refuses this input
@@ -217,14 +218,14 @@ def test_for_packer_reads_engines_configs_and_peers() -> None:
     bounded = pt.PackerConfig(capacity=8, min_buffer=3, refill=2, policy="bounded-wait", max_wait=1)
     assert StartDelayMonitor.for_packer(bounded).bound == bounded.start_delay_bound
     assert InvariantMonitor.for_packer(bounded).result().applicable is False
-    peer = make_peer("trl-bfd", 8)
+    peer = build_packer("trl-bfd", capacity=8)
     led = Ledger.for_packer(peer, min_buffer=4)
     assert (led.capacity, led.min_buffer, led.policy) == (peer.capacity, 4, "trl-bfd")
     assert CostAccumulator.for_packer(peer).capacity == peer.capacity
 
 
 def test_for_packer_refuses_what_the_packer_cannot_say() -> None:
-    peer = make_peer("trl-bfd", 8)
+    peer = build_packer("trl-bfd", capacity=8)
     for cls in (Ledger, StreamLedger, InvariantMonitor):
         message = rf"^min_buffer: trl-bfd has no buffer size B; pass {cls.__name__}\(\.\.\., min_buffer=B\)$"
         with pytest.raises(InputError, match=message):

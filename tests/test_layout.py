@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"distributed"},
     {"audit", "evaluation", "adapters"},
     {"invariant"},
+    {"registry"},
     {"peers", "corpus"},
     {"engine"},
     {"_checks", "lengths", "errors", "_aliases", "_version"},

@@ -1,23 +1,85 @@
-"""Every registered peer: mass and row identities, ledger checks, token rows, and the framework's errors."""
+"""Every registered peer: identities, ledger checks, token rows, the frameworks' errors, the shared helpers.
+
+Behaviour specific to one framework is in ``tests/test_peer_frameworks.py``;
+the comparison with the frameworks' own code in ``tests/test_peer_golden.py``
+(committed digests) and ``tests/test_peer_live.py`` (the installed frameworks).
+"""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from packing_theory import Ledger, SummaryAccumulator, feed_all
-from packing_theory.engine.events import Arrival, Discard, Filtered, Padding, Placement, Repeat
+from packing_theory import Ledger, SummaryAccumulator, build_packer, feed_all
+from packing_theory.engine.events import (
+    Arrival,
+    Event,
+    Filtered,
+    Horizon,
+    Padding,
+    Placement,
+    Repeat,
+)
 from packing_theory.engine.rows import token_rows as _token_rows
-from packing_theory.peers import make_peer, peer_policies
+from packing_theory.peers import peer_policies
+from packing_theory.peers._common import (
+    TIE_RULES,
+    EventLog,
+    FirstFitTree,
+    TieRule,
+    best_fit,
+    best_fit_decreasing,
+    first_fit,
+    peer_lengths,
+)
 from packing_theory.peers.foundry import FoundryBinPack
-from packing_theory.peers.megatron import MegatronGPT, megatron_index
-from packing_theory.peers.olmo import OlmoTruncate, olmo_order
-from packing_theory.peers.trl import TrlBfd, TrlWrapped, best_fit_decreasing
+from packing_theory.peers.megatron import MegatronGPT
+from packing_theory.peers.olmo import OlmoTruncate
+from packing_theory.peers.trl import TrlBfd, TrlWrapped
+from packing_theory.registry import entry
 
 NO_EMPTY = {"olmo-truncate", "olmo-fragment", "foundry-binpack"}
+ANY_STREAM = [
+    "torchtune-next_fit",
+    "torchtune-split",
+    "axolotl-multipack",
+    "nemo-first_fit",
+    "nemo-first_fit_decreasing",
+    "nemo-first_fit_shuffle",
+    "fewer-truncations",
+    "seamless",
+]
+"""Peers that pack every stream of lengths 0..40 (torchtune's next_fit and NeMo after the clamps below)."""
+
+
+def docs_of(lengths: Sequence[int]) -> list[list[int]]:
+    return [[(d + 1) * 1000 + p for p in range(n)] for d, n in enumerate(lengths)]
+
+
+def brute_rows(events: Sequence[Event], docs: Sequence[Sequence[int]], R: int, pad: int) -> list[list[int]]:
+    """Rows by direct placement at (row, offset), independent of _token_rows' streaming release."""
+    rows: dict[int, list[int | None]] = {}
+    order: list[int] = []
+    for ev in events:
+        if type(ev) in (Placement, Repeat, Padding):
+            if ev.row not in rows:
+                rows[ev.row] = [None] * R
+                order.append(ev.row)
+            if type(ev) is Padding:
+                vals = [pad] * ev.length
+            else:
+                vals = list(docs[ev.occurrence][ev.start : ev.start + ev.length])
+            rows[ev.row][ev.offset : ev.offset + ev.length] = vals
+    out = []
+    for r in order:
+        assert None not in rows[r]
+        out.append([int(x) for x in rows[r] if x is not None])
+    return out
 
 
 def _capacity(name: str, rng: random.Random) -> int:
@@ -38,11 +100,21 @@ def _streams(name: str, count: int = 120) -> list[tuple[int, list[int]]]:
     return out
 
 
-def _build(name: str, L: int) -> Any:
+def _build(name: str, R: int) -> Any:
     try:
-        return make_peer(name, L)
+        return build_packer(name, capacity=R)
     except ValueError:
-        pytest.skip(f"{name} rejects capacity {L}")
+        pytest.skip(f"{name} rejects capacity {R}")
+
+
+# ----------------------------------------------------------------------------- the table
+def test_every_peer_declares_itself() -> None:
+    for name, cls in peer_policies().items():
+        e = entry(name)
+        assert cls.name == name and e.kind == "peer" and e.constructor is cls
+        assert cls.reference and cls.family_note and not cls.in_family and not e.protected_set
+        assert e.status == "outside the family: not applicable" and e.row_width.rule
+    assert build_packer("torchtune-split", capacity=8, max_packs=2).max_packs == 2
 
 
 @pytest.mark.parametrize("name", list(peer_policies()))
@@ -89,7 +161,7 @@ def test_token_rows_every_peer(name: str) -> None:
 
 
 def test_empty_documents_are_filtered_where_taken() -> None:
-    for peer in (TrlBfd(4), TrlWrapped(4), MegatronGPT(4), make_peer("foundry-concat-wrap", 4)):
+    for peer in (TrlBfd(4), TrlWrapped(4), MegatronGPT(5), build_packer("foundry-concat-wrap", capacity=4)):
         events = list(peer.events([3, 0, 5]))
         assert Filtered(1, 1, 0, "empty") in events
         assert Arrival(1, 1, 0, 0) in events
@@ -97,18 +169,18 @@ def test_empty_documents_are_filtered_where_taken() -> None:
 
 @pytest.mark.parametrize(("call", "match"), [
     (lambda: OlmoTruncate(2049), "power of two.*2049"),
-    (lambda: make_peer("olmo-fragment", 12), "power of two.*12"),
+    (lambda: build_packer("olmo-fragment", capacity=12), "power of two.*12"),
     (lambda: TrlBfd(8, framework_version="0.28.0"), "framework_version.*0.28.0"),
     (lambda: MegatronGPT(8, framework_version="9"), "framework_version"),
     (lambda: TrlBfd(8, window=0), "window must be >= 1"),
-    (lambda: make_peer("trl-nope", 8), "policy must be one of.*trl-nope"),
+    (lambda: build_packer("trl-nope", capacity=8), "policy must be one of.*trl-nope"),
     (lambda: FoundryBinPack(8, packing_ratio=0.5), "packing_ratio"),
     (lambda: FoundryBinPack(8, padding_side="middle"), "padding_side"),
     (lambda: FoundryBinPack(8, max_leftover_bins_to_keep=-1), "max_leftover_bins_to_keep"),
-    (lambda: MegatronGPT(1), "capacity must be >= 2"),
+    (lambda: MegatronGPT(2), "capacity must be >= 3"),
     (lambda: list(OlmoTruncate(8).events([3, 0])), r"lengths\[1\].*OLMo-core takes no empty"),
     (lambda: list(FoundryBinPack(8).events([0])), "foundry-binpack takes no empty"),
-    (lambda: list(MegatronGPT(4).events([1, 0])), "more than 1 token"),
+    (lambda: list(MegatronGPT(5).events([1, 0])), "more than 1 token"),
     (lambda: list(TrlBfd(4, window=1).events([2, 0])), r"lengths\[1:2\].*only empty rows"),
     (lambda: list(TrlBfd(4).events([2, -1])), r"lengths\[1\] must be a length >= 0"),
     (lambda: list(TrlBfd(4).events([2.0])), r"lengths\[0\] must be an int"),
@@ -118,47 +190,124 @@ def test_bad_configurations_raise_the_frameworks_rule(call: Any, match: str) -> 
         call()
 
 
-def test_trl_bfd_truncates_and_bfd_split_keeps_every_token() -> None:
-    trunc = list(make_peer("trl-bfd", 4).events([10, 1]))
-    assert [e for e in trunc if isinstance(e, Discard)] == [Discard(0, 0, 4, 6)]
-    split = list(make_peer("trl-bfd_split", 4).events([10, 1]))
-    assert not [e for e in split if isinstance(e, Discard)]
-    assert sum(e.length for e in split if isinstance(e, Placement)) == 11
+# ----------------------------------------------------------------------------- identities (hypothesis)
+lengths_st = st.lists(st.integers(0, 40), max_size=30)
+
+
+@given(lengths=lengths_st, L=st.integers(2, 16), name=st.sampled_from(ANY_STREAM))
+def test_mass_identity_and_token_rows(lengths: list[int], L: int, name: str) -> None:
+    peer = build_packer(name, capacity=L)
+    if name == "torchtune-next_fit":
+        lengths = [min(n, L) for n in lengths]
+    if name.startswith("nemo"):
+        lengths = [min(n, L + 1) for n in lengths]
+        if not any(lengths):
+            lengths = [*lengths, 1]
+    events = list(peer.events(lengths))
+    acc = SummaryAccumulator(peer.capacity)
+    led = Ledger(capacity=peer.capacity, min_buffer=1)
+    for ev in events:
+        acc.feed(ev)
+        acc._check()
+        led.feed(ev)
+        led._flush()
+        led._check()
+    s = acc.result()
+    assert s.identity_holds() and s.row_identity_holds(peer.capacity)
+    assert s.consumed_tokens == sum(lengths) and s.partial_row_tokens == 0
+    agg = led.result()
+    assert agg.mass.identity_holds and agg.conservation_violations == 0
+    assert isinstance(events[-1], Horizon) and sum(isinstance(e, Horizon) for e in events) == 1
+    docs = docs_of(lengths)
+    assert list(_token_rows(peer, docs, pad_id=-7)) == brute_rows(events, docs, peer.capacity, -7)
+
+
+# ----------------------------------------------------------------------------- shared helpers
+@given(
+    sizes=st.lists(st.integers(0, 12), max_size=80),
+    capacity=st.integers(1, 16),
+    cap=st.one_of(st.none(), st.integers(1, 4)),
+)
+def test_first_fit_tree_matches_linear_scan(sizes: list[int], capacity: int, cap: int | None) -> None:
+    free: list[int] = []
+    want: list[list[int]] = []
+    for k, size in enumerate(sizes):  # the frameworks' loop: scan every bin
+        for b in range(len(want)):
+            if free[b] >= size and (cap is None or len(want[b]) < cap):
+                want[b].append(k)
+                free[b] -= size
+                break
+        else:
+            want.append([k])
+            free.append(capacity - size)
+    trees: list[FirstFitTree] = []
+    assert first_fit(sizes, capacity, cap, _tree=trees) == want
+    trees[0]._check()
+
+
+def test_first_fit_tree_check_detects_corruption() -> None:
+    t = FirstFitTree(4)
+    t.open(2, 7)
+    t._check()
+    t.tree[1] = 0
+    with pytest.raises(AssertionError):
+        t._check()
+
+
+def test_event_log_check_catches_lost_mass() -> None:
+    log = EventLog(4)
+    log.extend([Arrival(0, 0, 0, 3)])
+    with pytest.raises(AssertionError):
+        log.finish("drained")
+
+
+def best_fit_brute(sizes: Sequence[int], order: Sequence[int], capacity: int,
+                   ties: TieRule) -> list[list[int]]:
+    """Best fit by scanning every bin; ties by the time a bin reached its space, or by its index."""
+    bins: list[list[int]] = []
+    free: list[int] = []
+    reached: list[int] = []  # when each bin reached its current free space
+    for step, i in enumerate(order):
+        fits = [b for b in range(len(bins)) if free[b] >= sizes[i]]
+        if fits:
+            tie = reached if ties == "first-to-reach" else list(range(len(bins)))
+            b = min(fits, key=lambda b: (free[b], tie[b]))
+            bins[b].append(i)
+            free[b] -= sizes[i]
+            reached[b] = step
+        else:
+            bins.append([i])
+            free.append(capacity - sizes[i])
+            reached.append(step)
+    return bins
+
+
+@given(sizes=st.lists(st.integers(1, 8), max_size=60), capacity=st.integers(8, 12),
+       ties=st.sampled_from(TIE_RULES), data=st.data())
+def test_best_fit_matches_brute_force_for_both_tie_rules(sizes: list[int], capacity: int, ties: TieRule,
+                                                         data: st.DataObject) -> None:
+    order = data.draw(st.permutations(range(len(sizes))))
+    assert best_fit(sizes, order, capacity, ties=ties) == best_fit_brute(sizes, order, capacity, ties)
+    decreasing = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+    want = best_fit_brute(sizes, decreasing, capacity, ties)
+    assert best_fit_decreasing(sizes, capacity, ties=ties) == want
+
+
+def test_best_fit_tie_rules_differ_and_are_named() -> None:
+    # bins 0 and 1 both hold space 1 when item 3 arrives: bin 1 reached it first, bin 0 was opened first
+    assert best_fit([2, 4, 2, 1, 1], range(5), 5, ties="first-to-reach") == [[0, 2, 4], [1, 3]]
+    assert best_fit([2, 4, 2, 1, 1], range(5), 5, ties="first-opened") == [[0, 2, 3], [1, 4]]
+    with pytest.raises(ValueError, match="ties must be one of 'first-to-reach', 'first-opened'; got 'fifo'"):
+        best_fit([1], [0], 2, ties="fifo")  # type: ignore[arg-type]
 
 
 def test_best_fit_prefers_the_smallest_space_fifo() -> None:
     # spaces after [5], [5], [3]: 3, 3, 5 -> a 3 goes to the first bin that reached space 3
-    assert best_fit_decreasing([5, 5, 3, 3], 8) == [[0, 2], [1, 3]]
-    assert best_fit_decreasing([2, 2, 2], 4) == [[0, 1], [2]]
+    assert best_fit_decreasing([5, 5, 3, 3], 8, ties="first-to-reach") == [[0, 2], [1, 3]]
+    assert best_fit_decreasing([2, 2, 2], 4, ties="first-to-reach") == [[0, 1], [2]]
 
 
-def test_olmo_order_is_numpys_argsort() -> None:
-    lengths = [3, 5, 3, 5, 3, 1, 5] * 20
-    assert olmo_order(lengths) == np.argsort(-1 * np.asarray(lengths, dtype=np.int64)).tolist()
-
-
-def test_megatron_separate_final_epoch_and_dropped_tail() -> None:
-    sizes = [5, 3, 9, 2]  # 19 tokens, L = 4: 4 samples per epoch
-    assert not megatron_index(sizes, 4, 1234, None).separate_final_epoch
-    ix = megatron_index(sizes, 4, 1234, 5)  # 2 epochs; final epoch gives 5 - 4 = 1 < int(0.8 * 4)
-    assert (ix.num_epochs, ix.separate_final_epoch) == (2, True)
-    ix2 = megatron_index(sizes, 4, 1234, 8)  # final epoch gives 4 samples >= 3
-    assert (ix2.num_epochs, ix2.separate_final_epoch) == (2, False)
-    events = list(MegatronGPT(4).events(sizes))
-    assert [e for e in events if isinstance(e, Discard)] == [Discard(3, 3, 0, 2)]
-    assert sum(e.length for e in events if isinstance(e, Repeat)) == 3  # 4 samples, 3 shared tokens
-
-
-def test_foundry_binpack_discards_leftovers_beyond_the_cap() -> None:
-    kept = list(FoundryBinPack(8, batch_size=1, packing_ratio=3.0).events([6, 5, 4]))
-    dropped = list(FoundryBinPack(8, batch_size=1, packing_ratio=3.0, max_leftover_bins_to_keep=0)
-                   .events([6, 5, 4]))
-    assert not [e for e in kept if isinstance(e, Discard)] and kept[-1].buffered
-    assert sum(e.length for e in dropped if isinstance(e, Discard)) == 9 and not dropped[-1].buffered
-
-
-def test_foundry_concat_never_emits_the_final_partial_buffer() -> None:
-    for name in ("foundry-concat-wrap", "foundry-concat-no_wrap"):
-        events = list(make_peer(name, 4).events([3, 3, 3]))
-        last = [e for e in events if isinstance(e, Discard)][-1]
-        assert last.occurrence == 2
+@pytest.mark.parametrize("bad", [[1.5], [-2], "abc", 7])
+def test_peer_lengths_rejects_bad_input(bad: Any) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        peer_lengths(bad)

@@ -1,11 +1,11 @@
-"""One factory for every packer a loader can run: a streaming policy name, a peer name, or an object.
+"""What a loader runs: a packer built from a name by the registry, or a packer object, with its identity.
 
-``make_policy("discard", ...)`` builds the fast streaming
-:class:`~packing_theory.engine.packer.Packer`; any other name is looked up
-among the installed peers (:func:`packing_theory.peers.make_peer`); a packer
-object is used as given (a :class:`~packing_theory.Packer` or
-:class:`~packing_theory.ReferencePacker`, or any
-:class:`~packing_theory.engine.events.EventSource`).
+``make_policy("discard", capacity=R, ...)`` and ``make_policy("trl-bfd",
+capacity=R, peer_options=...)`` build the packer with
+:func:`packing_theory.registry.build_packer` (``capacity`` is the row width
+``R`` for every packer); a packer object is used as given (a
+:class:`~packing_theory.Packer` or :class:`~packing_theory.ReferencePacker`,
+or any :class:`~packing_theory.engine.events.EventSource`).
 
 Peers are offline packers: they pack the whole length list they are given.
 Several passes over a corpus run the peer once per pass (each epoch is packed
@@ -36,19 +36,18 @@ from ..engine.events import (
     Repeat,
 )
 from ..engine.packer import Packer
-from ..engine.policies import POLICIES, PackerConfig
+from ..engine.policies import PackerConfig
 from ..engine.reference import ReferencePacker
 from ..engine.state import config_fingerprint
 from ..errors import InputError, InputTypeError
+from ..registry import entry, names
 
 __all__ = ["PeerPasses", "PolicySpec", "make_policy", "policy_names"]
 
 
 def policy_names() -> tuple[str, ...]:
-    """The streaming policy names, then the names of every installed peer."""
-    from ..peers import peer_policies
-
-    return (*POLICIES, *peer_policies())
+    """The streaming policy names, then every installed peer's (:func:`packing_theory.registry.names`)."""
+    return names()
 
 
 @dataclass(frozen=True)
@@ -92,22 +91,20 @@ def make_policy(
     """Build the packer for ``policy`` (a name or a packer object).
 
     Args:
-        policy: a streaming policy name (:data:`~packing_theory.engine.policies.POLICIES`),
-            an installed peer's name, or a packer object.
-        capacity: row capacity ``R`` (required for a name).
+        policy: a packer name (:func:`packing_theory.registry.names`) or a packer object.
+        capacity: the row width ``R`` (required for a name), for every packer:
+            Megatron's rows of ``R`` tokens replay ``sequence_length = R - 1``.
         min_buffer, refill, passes, seed, exhausted: the streaming
-            configuration (:class:`~packing_theory.PackerConfig`); ``passes``
-            also applies to peers.
-        peer_options: keyword options of the peer's constructor.
-
-    A peer is built so that its rows hold ``capacity`` tokens even when its
-    constructor takes the framework's own length (Megatron's
-    ``sequence_length`` is ``R - 1``).
+            configuration (:class:`~packing_theory.PackerConfig`; ``seed`` reaches
+            only a policy that takes one, ``random-span``); ``passes`` also applies
+            to peers.
+        peer_options: the peer's knobs (checked against its registry entry).
 
     Raises:
-        ValueError: an unknown name (listing the known ones), a missing
-            capacity, or options for the wrong kind of packer.
-        TypeError: an object that is not a packer.
+        InputError: an unknown name (listing the known ones), a missing
+            capacity, a knob the packer does not take, or options for the wrong
+            kind of packer.
+        InputTypeError: an object that is not a packer.
     """
     passes = check_int("passes", passes, 1)
     if isinstance(policy, (Packer, ReferencePacker)):
@@ -117,37 +114,20 @@ def make_policy(
     if isinstance(policy, str):
         if capacity is None:
             raise InputError(f"policy {policy!r} needs a capacity (the row length R)")
-        if policy in POLICIES:
+        e = entry(policy)
+        if e.kind == "streaming":
             if peer_options:
                 raise InputError(
                     f"peer_options apply to peer policies, not to the streaming policy {policy!r}"
                 )
-            kwargs: dict[str, Any] = {} if seed is None else {"seed": seed}
-            config = PackerConfig(
-                capacity=capacity,
-                min_buffer=min_buffer,
-                refill=refill,
-                policy=policy,
-                passes=passes,
-                exhausted=exhausted,  # type: ignore[arg-type]
-                **kwargs,
-            )
-            return PolicySpec(Packer(config), "engine", {"kind": "engine", **config_fingerprint(config)})
-        from ..peers import make_peer, peer_policies
-
-        if policy not in peer_policies():
-            known = ", ".join(policy_names())
-            raise InputError(
-                f"policy must be one of {known}; got {policy!r} (peers are installed by "
-                "packing_theory.peers modules)"
-            )
+            knobs: dict[str, Any] = {"min_buffer": min_buffer, "refill": refill, "passes": passes,
+                                     "exhausted": exhausted}
+            if seed is not None and e.takes("seed"):  # the random-span seed; the other policies draw nothing
+                knobs["seed"] = seed
+            packer = e.build(capacity, engine="fast", **knobs)
+            return PolicySpec(packer, "engine", {"kind": "engine", **config_fingerprint(packer.config)})
         options = dict(peer_options or {})
-        peer = make_peer(policy, capacity, **options)
-        if peer.capacity != capacity:  # the constructor takes the framework's own number (Megatron: R - 1)
-            peer = make_peer(policy, 2 * capacity - peer.capacity, **options)
-            if peer.capacity != capacity:
-                raise InputError(f"peer {policy!r} cannot build rows of capacity {capacity} "
-                                 f"(its rows hold {peer.capacity} tokens)")
+        peer = e.build(capacity, **options)
         descriptor = {
             "kind": "peer",
             "name": policy,

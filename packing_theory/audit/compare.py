@@ -13,10 +13,10 @@ streaming policies of seed 000's family and peer packers
   the stratum's tokens (the exposure profile by stratum);
 * what the trainer gets (document masks, position ids, ``cu_seqlens``), as
   each packer documents it;
-* the invariant verdict: a family member with its theorem, a shrunk
-  counterexample found now by a small exhaustive search (an out-of-family
-  streaming variant), or "outside the family: not applicable" with the peer's
-  reason;
+* the invariant verdict: the packer's family status and the sentence that
+  explains it (:mod:`packing_theory.registry`), plus, for an out-of-family
+  streaming policy the monitor checks, a shrunk counterexample found now by a
+  small exhaustive search;
 * the costs of :mod:`packing_theory.audit.costs` (start delays, fragments per
   long source, targets without their document's preceding context), the
   table that places ``bounded-wait`` among the others.
@@ -28,14 +28,16 @@ with the framework's message instead of a column.
 
 The budget is one pass over the corpus: every packer runs until its input is
 exhausted (streaming policies in ``stop`` mode: what is still buffered then
-is never started). The packer set is :func:`default_packers`: the streaming
-policies plus every registered peer, so a peer module added to
+is never started). The packer set is :func:`default_packers`: every packer of
+the registry, so a peer module added to
 :data:`~packing_theory.peers.PEER_MODULES` appears without any change here.
 
 Row widths: streaming rows hold ``capacity`` tokens (``T + 1``); a peer is
-built with ``seq_length`` (default ``capacity - 1``, the framework's sequence
-length) unless its framework needs another value (OLMo-core: the largest
-power of two ``<= seq_length``); each column states its row width.
+built for the sequence length ``seq_length`` (default ``capacity - 1``), its
+row width given by its registry entry's rule (Megatron ``L + 1``, TRL ``L``),
+at the largest sequence length its framework accepts (OLMo-core: the largest
+power of two ``<= seq_length``); each column states its row width and the
+options it ran with (defaults included).
 """
 
 from __future__ import annotations
@@ -50,40 +52,31 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine.consumers import feed_all
-from ..engine.policies import POLICIES, PackerConfig
+from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
-from ..invariant import OUTSIDE_FAMILY, InvariantMonitor
+from ..invariant import InvariantMonitor
 from ..lengths import validate_lengths
-from ..peers import peer_policies
+from ..registry import PackerEntry, entries, names
 from .costs import COST_COLUMNS, CostAccumulator, PackerCosts, costs_table
 from .ledger import Ledger
 from .strata import STRATA_BOUNDARIES
 
 __all__ = [
-    "STREAMING_TRAINER_VIEW",
     "Comparison",
     "PackerColumn",
     "compare_packers",
     "default_packers",
+    "packer_verdict",
     "render_markdown",
     "shrunk_counterexample",
-    "streaming_verdict",
     "write_plots",
 ]
 
-STREAMING_TRAINER_VIEW = (
-    "rows of R tokens starting with a BOS; autoresearch/nanochat train with plain causal attention "
-    "across documents: no document mask, position ids 0..R-2 per row, no cu_seqlens; no padding")
-"""What a trainer gets from the streaming family's rows."""
-
-_FAMILY_THEOREM = ("family member: seed 000 §3 — at every selection the min(B-1, N_L) largest long "
-                   "occurrences are buffered, unchanged and unstarted")
-
 
 def default_packers() -> list[str]:
-    """The streaming policies, then every registered peer policy (part A's and others')."""
-    return [*POLICIES, *peer_policies()]
+    """Every packer of the registry: the streaming policies, then every registered peer."""
+    return list(names())
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,29 +185,30 @@ def shrunk_counterexample(policy: str, *, max_documents: int = 3) -> dict[str, A
     return None
 
 
-def streaming_verdict(policy: str) -> tuple[bool, str]:
-    """(in the family, the verdict sentence) for a streaming policy."""
-    if policy in ("discard", "continue"):
-        return True, _FAMILY_THEOREM
-    if policy == "random-span":
-        return False, ("outside the family as stated (a crop emits a random span), but every start "
-                       "decision equals discard's (seed 000 §4), so the protected set never starts either")
-    if policy in OUTSIDE_FAMILY:  # outside by design, with its own theorem
-        return False, f"outside the family: {OUTSIDE_FAMILY[policy]}"
-    cx = shrunk_counterexample(policy)
+def packer_verdict(e: PackerEntry) -> str:
+    """The verdict sentence of a packer: its family status and the registry's sentence for it.
+
+    An out-of-family packer that the protected-set monitor checks also gets the
+    result of :func:`shrunk_counterexample`.
+
+    >>> from packing_theory.registry import entry
+    >>> packer_verdict(entry("requeue-bos")).split("; shrunk counterexample: ")[1][:38]
+    'R=2, B=2, refill 1, 1 pass(es) of [1, '
+    >>> packer_verdict(entry("discard"))[:31]
+    'family member: seed 000 §3 — at'
+    """
+    if e.in_family:
+        return f"{e.status}: {e.family}"
+    if not e.protected_set:
+        return f"{e.status} — {e.family}"
+    cx = shrunk_counterexample(e.name)
     if cx is None:
-        return False, "outside the family; no counterexample within the small exhaustive search"
-    return False, (f"outside the family; shrunk counterexample: R={cx['capacity']}, B={cx['min_buffer']}, "
-                   f"refill 1, {cx['passes']} pass(es) of {cx['lengths']}: {cx['violation']}")
+        return f"{e.status}: {e.family}; no counterexample within the small exhaustive search"
+    return (f"{e.status}: {e.family}; shrunk counterexample: R={cx['capacity']}, B={cx['min_buffer']}, "
+            f"refill 1, {cx['passes']} pass(es) of {cx['lengths']}: {cx['violation']}")
 
 
 # --------------------------------------------------------------------------- the comparison
-
-
-def _peer_capacity(name: str, seq_length: int) -> int:
-    if name.startswith("olmo-"):
-        return 1 << (seq_length.bit_length() - 1)  # OLMo-core needs a power of two
-    return seq_length
 
 
 def compare_packers(
@@ -235,12 +229,14 @@ def compare_packers(
         lengths: BOS-inclusive document lengths.
         packers: policy names (default :func:`default_packers`).
         capacity: streaming row capacity ``R``.
-        seq_length: the peers' sequence length (default ``capacity - 1``).
+        seq_length: the peers' sequence length (default ``capacity - 1``); each
+            peer's row width follows from it by its registry entry's rule, at the
+            largest sequence length its framework accepts.
         min_buffer, refill: the streaming family's ``B`` and refill batch.
-        peer_options: per peer, constructor options (``{"trl-bfd": {"window": 500}}``).
+        peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
 
     Raises:
-        ValueError: an unknown packer name, bad lengths, or a peer's bad option.
+        InputError: an unknown packer name, bad lengths, or a peer's bad option.
 
     >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
     ...                       refill=2)
@@ -248,47 +244,44 @@ def compare_packers(
     [('discard', 1, 42), ('trl-bfd', 0, 20)]
     """
     arr = validate_lengths(np.asarray(lengths))
-    names = list(packers) if packers is not None else default_packers()
-    table = peer_policies()
-    for n in names:
-        if n not in POLICIES and n not in table:
-            raise InputError(f"packers must be among {', '.join(default_packers())}; got {n!r}")
+    table = entries()
+    chosen = list(packers) if packers is not None else list(table)
+    for n in chosen:
+        if n not in table:
+            raise InputError(f"packers must be among {', '.join(table)}; got {n!r}")
+    for n, opts in (peer_options or {}).items():
+        if n not in chosen or table[n].kind != "peer":
+            raise InputError(f"peer_options names {n!r}, which is not a compared peer")
+        table[n].options(opts)  # an unknown knob names itself and the packer
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
     cols: list[PackerColumn] = []
     refused: list[tuple[str, str]] = []
     labels: tuple[str, ...] = ()
-    for name in names:
+    for name in chosen:
         t0 = time.perf_counter()
-        if name in table:
-            cls = table[name]
-            opts = dict((peer_options or {}).get(name, {}))
-            peer = cls(_peer_capacity(name, L), **opts)
-            width = peer.capacity
-            events = peer.events(arr)
-            kind, framework = "peer", cls.framework
-            trainer = str(getattr(cls, "trainer_view", "not documented by this peer"))
-            in_family, verdict = cls.in_family, f"outside the family: not applicable — {cls.family_note}"
+        e = table[name]
+        if e.kind == "peer":
+            given: dict[str, Any] = dict((peer_options or {}).get(name, {}))
+            packer = e.build(e.capacity_for(e.row_width.admissible(L), given), **given)
         else:
-            config = PackerConfig(capacity=capacity, min_buffer=min_buffer, refill=refill,
-                                  policy=name, exhausted="stop")  # type: ignore[arg-type]
-            width, opts = capacity, {"min_buffer": min_buffer, "refill": refill}
-            events = make_packer("fast", config).events(arr)
-            kind, framework, trainer = "streaming", "seed 000 family", STREAMING_TRAINER_VIEW
-            in_family, verdict = streaming_verdict(name)
+            given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
+            packer = e.build(capacity, **given)
+        opts = e.options(given)  # every knob it ran with, defaults included
+        width = packer.capacity
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
         costs = CostAccumulator(width, name)
         try:
-            agg, packer_costs = feed_all(events, ledger, costs)
+            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
         except ValueError as exc:
-            if kind != "peer":
+            if e.kind != "peer":
                 raise
             refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
             continue
         labels = tuple(s.label for s in agg.strata)
         m = agg.mass
         cols.append(PackerColumn(
-            policy=name, kind=kind, framework=framework, row_width=width, options=opts, rows=agg.rows,
+            policy=name, kind=e.kind, framework=e.framework, row_width=width, options=opts, rows=agg.rows,
             row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
             padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
             discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
@@ -298,7 +291,7 @@ def compare_packers(
             never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
             retention_by_stratum=tuple(s.retention for s in agg.strata),
             identity_holds=m.identity_holds and agg.conservation_violations == 0,
-            trainer_view=trainer, in_family=in_family, verdict=verdict,
+            trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
             seconds=time.perf_counter() - t0, costs=packer_costs,
         ))
     return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
@@ -323,7 +316,8 @@ def render_markdown(cmp: Comparison) -> str:
         "",
         f"{cmp.documents:,} documents, {cmp.tokens:,} tokens; budget: one pass over the corpus. "
         f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
-        f"(OLMo-core at the largest power of two below it).",
+        f"(a framework that accepts only some lengths at the largest one below it), each row width by "
+        f"its framework's rule (`packing-theory policies`).",
         "",
         "| packer | row width | rows | utilization | padding | dropped tokens | filtered sources "
         "| never started | never started > R | family |",

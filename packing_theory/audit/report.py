@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..registry import entry
 from .plots import PLOT_FILES, matplotlib_available, write_plots
 from .population import EvalPopulation
 from .progress import ProgressBar, progress_bar
@@ -130,8 +131,8 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
                      "refill": list(cfg.batch_sizes), "passes": cfg.passes, "rows": cfg.row_budget,
                      "targets": (cfg.row_budget * (cfg.capacity - 1) if cfg.row_budget is not None else None),
                      "exhausted": cfg.exhausted, "random_span_seed": cfg.seed,
-                     "max_wait": (cfg.max_wait if any(a.policy == "bounded-wait" for a in result.policies)
-                                  else None),
+                     "max_wait": (cfg.max_wait if any(entry(a.policy).takes("max_wait")
+                                                      for a in result.policies) else None),
                      "policies": [a.policy for a in result.policies]},
         "strata": {"boundaries": list(result.boundaries), "labels": stratum_labels(result.boundaries),
                    "convention": "BOS-inclusive original length L; stratum k holds "

@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
     "verify-shards": "packing_theory.cli.verify_shards",
     "census": "packing_theory.cli.census",
 }
-"""Subcommand name -> implementing module. Modules that do not exist yet are skipped."""
+"""Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -44,7 +44,11 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available subcommand."""
+    """The argument parser with every subcommand of :data:`COMMANDS`.
+
+    Raises:
+        ImportError: a module named in :data:`COMMANDS` does not exist (a fault of the package).
+    """
     parser = _OneLineParser(
         prog="packing-theory",
         description="Replay, check and audit streaming sequence packers.",
@@ -54,12 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the traceback of an internal error (exit status 3)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_OneLineParser)
-    for module_name in COMMANDS.values():
+    for name, module_name in COMMANDS.items():
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name == module_name:
-                continue
+                raise ImportError(f"packing_theory.cli.COMMANDS names {module_name!r} for the command "
+                                  f"{name!r}, but there is no such module") from exc
             raise
         module.register(sub)
     for command in sub.choices.values():  # the contract, by construction, for every subcommand
@@ -77,6 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         parser = build_parser()
+    except ImportError as exc:  # a COMMANDS or PEER_MODULES entry without its module: a fault of ours (3)
+        fault = exc
+
+        def reraise() -> int:
+            raise fault
+
+        return run_command("startup", reraise, debug="--debug" in list(argv or ()))
+    try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed on one line
         return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 from ..engine.replay import ENGINES
-from ..errors import InputError
+from ._packers import add_packer_options, capacity_from_args, check_max_wait, knobs_from_args, policy_name
 
 __all__ = [
     "add_stream_options", "check_max_wait", "config_from_args", "emit_json", "parse_int_list", "parse_refill",
@@ -44,16 +44,21 @@ def add_stream_options(
 ) -> None:
     """Add the replay options shared by ``replay``, ``check`` and ``audit``.
 
-    ``--capacity --min-buffer --refill --policy --seed --passes --rows --targets
-    --max-wait --drain``, plus ``--lengths`` (required) when ``lengths`` is true and
-    ``--engine`` when ``engine`` is true. ``policies="many"`` makes
+    ``--capacity --seq-length --min-buffer --refill --policy --seed --passes --rows
+    --targets --max-wait --drain``, plus ``--lengths`` (required) when ``lengths`` is
+    true and ``--engine`` when ``engine`` is true. ``policies="many"`` makes
     ``--policy`` repeatable and comma-separated (a list, default ``None``).
     """
     if lengths:
         parser.add_argument("--lengths", required=True, metavar="FILE.npy",
                             help="1-D integer .npy array of BOS-inclusive document lengths")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R",
-                        help="row capacity R (default 2049)")
+    width = parser.add_mutually_exclusive_group()
+    width.add_argument("--capacity", type=int, default=2049, metavar="R",
+                       help="row width R: the tokens of every emitted row, for every packer (default 2049)")
+    width.add_argument("--seq-length", type=int, default=None, metavar="L",
+                       help="instead of --capacity: the framework's sequence length; each packer's row width "
+                            "follows from it by its rule (streaming and Megatron: R = L + 1; TRL: R = L; see "
+                            "`packing-theory policies`)")
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
                         help="minimum buffer occupancy B (default 1000)")
     parser.add_argument("--refill", type=parse_refill, default=128, metavar="N[,N...]",
@@ -63,8 +68,6 @@ def add_stream_options(
                             help=f"policies side by side (repeatable; streaming: {', '.join(POLICIES)}; "
                                  "or a peer FRAMEWORK-STRATEGY, see `packing-theory policies`)")
     else:
-        from ._peers import policy_name
-
         parser.add_argument("--policy", default="discard", metavar="POLICY", type=policy_name,
                             help=f"streaming policy ({', '.join(POLICIES)}; default discard) or a peer "
                                  "FRAMEWORK-STRATEGY such as trl-bfd (see `packing-theory policies`)")
@@ -85,46 +88,20 @@ def add_stream_options(
         parser.add_argument("--engine", choices=ENGINES, default="fast",
                             help="fast engine (default, pure Python), compiled (numba: pip install "
                                  "'packing-theory[fast]') or the naive reference")
-    from ._peers import add_peer_options
-
-    add_peer_options(parser)
-
-
-def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] | str | None) -> None:
-    """Refuse ``--max-wait`` unless ``bounded-wait`` is among the policies (it would be ignored).
-
-    >>> check_max_wait(3, ["continue"])
-    Traceback (most recent call last):
-    packing_theory.InputError: --max-wait 3 only applies to --policy bounded-wait, got continue
-    """
-    if max_wait is None:
-        return
-    if max_wait < 0:
-        raise InputError(f"--max-wait must be >= 0 (rows), got {max_wait}")
-    names = [policies] if isinstance(policies, str) else list(policies or ["discard"])
-    if "bounded-wait" not in names:
-        raise InputError(
-            f"--max-wait {max_wait} only applies to --policy bounded-wait, got {', '.join(names)}"
-        )
+    add_packer_options(parser)
 
 
 def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig:
-    """Build and validate a :class:`PackerConfig` from parsed options."""
-    check_max_wait(getattr(args, "max_wait", None), overrides.get("policy", args.policy))
-    fields: dict[str, Any] = dict(
-        capacity=args.capacity,
-        min_buffer=args.min_buffer,
-        refill=args.refill,
-        policy=args.policy,
-        seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
-        passes=args.passes,
-        rows=args.rows,
-        targets=args.targets,
-        exhausted="drain" if args.drain else "stop",
-        max_wait=getattr(args, "max_wait", None),
-    )
-    fields.update(overrides)
-    return PackerConfig(**fields)
+    """Build and validate the :class:`PackerConfig` of the streaming ``--policy`` from parsed options.
+
+    The knobs come from the policy's registry entry (:func:`~packing_theory.cli._packers.knobs_from_args`),
+    the row width from :func:`~packing_theory.cli._packers.capacity_from_args`; ``overrides``
+    replace fields.
+    """
+    policy = overrides.pop("policy", args.policy)
+    knobs = {**knobs_from_args(args, policy), **overrides}
+    capacity = knobs.pop("capacity", None) or capacity_from_args(args, policy, knobs)
+    return PackerConfig(capacity=capacity, policy=policy, **knobs)
 
 
 def emit_json(payload: Any) -> None:

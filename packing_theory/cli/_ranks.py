@@ -41,7 +41,7 @@ def add_rank_options(parser: argparse.ArgumentParser) -> None:
 def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
     """Refuse bad ``--world-size`` / ``--row-group-size`` / ``--executor`` values before anything runs."""
     from ..distributed.executors import import_distributed, parse_executor_spec
-    from ._peers import is_peer
+    from ._packers import is_peer
 
     if parse_executor_spec(args.executor) != "local":
         import_distributed()

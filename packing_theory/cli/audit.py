@@ -76,9 +76,9 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     Traceback (most recent call last):
     packing_theory.InputError: --policy got 'nope', not a policy: see packing-theory policies (discard, ...)
     """
-    from ._peers import all_policy_names
+    from ..registry import names
 
-    known = all_policy_names()
+    known = names()
     if not values:
         return ["discard"]
     out: list[str] = []
@@ -96,19 +96,19 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
 
 def _add_peers(result: AuditResult, args: argparse.Namespace, names: list[str],
                train: npt.NDArray[np.int64], order: list[str]) -> AuditResult:
-    """Audit the peer policies (whole corpus, ``--capacity`` = their sequence length) into ``result``.
+    """Audit the peer policies (whole corpus, each at its row width) into ``result``.
 
     Peers get no startup spread or evaluation population: those replay the
     streaming engine.
     """
     from dataclasses import replace
 
-    from ._peers import peer_from_args
+    from ._packers import packer_from_args
 
     aggs = list(result.policies)
     for name in names:
         t0 = time.perf_counter()
-        peer = peer_from_args(args, name, args.capacity)
+        peer = packer_from_args(args, name, alongside=order)
         aggs.append(audit_events(peer.events(train), capacity=peer.capacity, min_buffer=args.min_buffer,
                                  policy=name, boundaries=result.boundaries))
         result.seconds[f"replay:{name}"] = time.perf_counter() - t0
@@ -306,8 +306,10 @@ def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
     if args.permutation_seed < 0:
         raise InputError(f"--permutation-seed must be >= 0, got {args.permutation_seed}")
     rows = plan.rows
+    from ._packers import streaming_capacity
+
     return PackerConfig(
-        capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill,
+        capacity=streaming_capacity(args), min_buffer=args.min_buffer, refill=args.refill,
         seed=RANDOM_SPAN_SEED if args.seed is None else args.seed,
         passes=args.passes, rows=rows, targets=args.targets if rows is None else None,
         exhausted="drain" if args.drain else "stop", max_wait=args.max_wait,
@@ -361,7 +363,7 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
            evals: npt.NDArray[np.int64] | None, label: str, eval_label: str) -> AuditResult:
     """The streaming policies through :func:`run_audit` (in ``--workers`` processes), then the peers."""
     from ..audit.report import progress_bar
-    from ._peers import is_peer
+    from ._packers import is_peer
 
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
         return progress_bar(desc, total, enabled=False if args.no_progress else None,

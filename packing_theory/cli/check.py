@@ -11,12 +11,12 @@ import numpy.typing as npt
 
 from ..engine.consumers import feed_all
 from ..engine.policies import PackerConfig
-from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
-from ..invariant.monitor import OUTSIDE_FAMILY
 from ..invariant.wait_bound import StartDelayMonitor
 from ..lengths import load_lengths
-from ._common import add_stream_options, config_from_args, emit_json
+from ..registry import PackerEntry, entry
+from ._common import add_stream_options, emit_json
+from ._packers import packer_from_args
 
 __all__ = ["register", "run"]
 
@@ -27,12 +27,13 @@ def register(sub: Any) -> None:
         "check", help="replay with the protected-set monitor on every selection; exit 1 on a violation",
         description="Replay a streaming packer and check the protected-set invariant (seed 000 §3) at "
                     "every selection. Selections made with fewer than B buffered spans (--drain after "
-                    "the stream ends) are outside the proposition and only counted. For bounded-wait "
-                    "the proposition does not apply (age-based starts, by design) and the policy's own "
-                    "theorem is checked instead: every start within A + B + max refill - 2 rows of "
-                    "the arrival, full rows, no discarded token. A peer policy (FRAMEWORK-STRATEGY) is "
-                    "outside the proposition's family: check says so and why (exit 0). Exit status: 0 "
-                    "when the checked statement holds, 1 on a violation, 2 on bad input.",
+                    "the stream ends) are outside the proposition and only counted. Where the proposition "
+                    "does not apply by design and the policy has its own start-delay theorem "
+                    "(bounded-wait: age-based starts), that theorem is checked instead: every start within "
+                    "A + B + max refill - 2 rows of the arrival, full rows, no discarded token. A peer "
+                    "policy (FRAMEWORK-STRATEGY) is outside the proposition's family: check says so and "
+                    "why (exit 0). Exit status: 0 when the checked statement holds, 1 on a violation, 2 on "
+                    "bad input.",
     )
     add_stream_options(parser, engine=True)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -45,42 +46,39 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _not_applicable(args: argparse.Namespace) -> int:
+def _not_applicable(args: argparse.Namespace, e: PackerEntry) -> int:
     """A peer policy: the proposition does not apply; say why (exit 0), never a verdict."""
-    from ._peers import peer_from_args
-
-    peer = peer_from_args(args, args.policy, args.capacity)  # validates the options
-    payload = {"policy": args.policy, "framework": peer.framework, "in_family": peer.in_family,
-               "verdict": "outside the family: not applicable", "reason": peer.family_note,
-               "reference": peer.reference}
+    packer_from_args(args, args.policy)  # validates the options
+    payload = {"policy": args.policy, "framework": e.framework, "in_family": e.in_family,
+               "verdict": e.status, "reason": e.family, "reference": e.reference}
     if args.json:
         emit_json(payload)
     else:
-        print(f"{args.policy}: outside the family: not applicable")
-        print(f"reason: {peer.family_note}")
+        print(f"{args.policy}: {e.status}")
+        print(f"reason: {e.family}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     """Replay under the monitor and print the result; 0 if no violation, else 1."""
-    from ._peers import is_peer
-
-    if is_peer(args.policy):
-        return _not_applicable(args)
-    config = config_from_args(args)
+    e = entry(args.policy)
+    if e.kind == "peer":
+        return _not_applicable(args, e)
+    packer = packer_from_args(args, args.policy)
+    config: PackerConfig = packer.config
     lengths = load_lengths(args.lengths)
-    if config.policy in OUTSIDE_FAMILY:
-        return _run_outside_family(args, config, lengths)
-    segmented = config.policy == "segment-first" and not args.originals
+    if not e.protected_set:
+        return _run_outside_family(args, packer, lengths)
+    segmented = config.spec.segments and not args.originals
     monitor = InvariantMonitor.for_packer(config, track_buffer=not args.no_buffer_summary,
                                           segmented=segmented)
     t0 = time.perf_counter()
-    (report,) = feed_all(make_packer(args.engine, config).stream(lengths), monitor)
+    (report,) = feed_all(packer.stream(lengths), monitor)
     elapsed = time.perf_counter() - t0
     payload: dict[str, Any] = {
         "policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
         "documents": int(lengths.size), "passes": config.passes,
-        "in_hypotheses": config.policy in ("discard", "continue"),
+        "in_hypotheses": e.in_family,
         "segmented": segmented,
         **report.to_dict(),
         "stop_reason": monitor.horizon.stop_reason if monitor.horizon is not None else None,
@@ -96,18 +94,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"{key:<20}  {payload[key]}")
         print(f"{'first_violation':<20}  {first.describe() if first is not None else None}")
         if segmented:
-            print("note: segment-first buffers no span longer than R, so the protected set is empty "
+            print(f"note: {config.policy} buffers no span longer than R, so the protected set is empty "
                   "(use --originals to check the original occurrences)")
     return 0 if monitor.ok else 1
 
 
-def _run_outside_family(args: argparse.Namespace, config: PackerConfig,
-                        lengths: npt.NDArray[np.int64]) -> int:
-    """``bounded-wait``: the protected set does not apply; check the start-delay theorem instead."""
+def _run_outside_family(args: argparse.Namespace, packer: Any, lengths: npt.NDArray[np.int64]) -> int:
+    """The protected set does not apply by design: check the policy's start-delay theorem instead."""
+    config: PackerConfig = packer.config
     monitor = InvariantMonitor.for_packer(config)
     delays = StartDelayMonitor.for_packer(config)
     t0 = time.perf_counter()
-    _, report = feed_all(make_packer(args.engine, config).stream(lengths), monitor, delays)
+    _, report = feed_all(packer.stream(lengths), monitor, delays)
     elapsed = time.perf_counter() - t0
     payload: dict[str, Any] = {
         "policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,

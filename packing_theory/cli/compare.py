@@ -17,7 +17,7 @@ from typing import Any
 from ..audit.compare import compare_packers, default_packers, render_markdown, write_plots
 from ..errors import InputError
 from ._common import emit_json
-from ._peers import is_peer, peer_options
+from ._packers import is_peer, parse_options
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
 
@@ -41,9 +41,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--documents", type=int, default=DEMO_DOCUMENTS, help="--demo: corpus prefix size")
     parser.add_argument("--policy", action="append", metavar="P[,P...]",
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="streaming row capacity R")
+    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="streaming row width R")
     parser.add_argument("--seq-length", type=int, default=None, metavar="L",
-                        help="the peers' sequence length (default R - 1)")
+                        help="the peers' sequence length (default R - 1); each peer's row width follows from "
+                             "it by its framework's rule (see `packing-theory policies`)")
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
                         help="streaming B (default 1000)")
     parser.add_argument("--refill", type=int, default=128, help="streaming refill batch (default 128)")
@@ -73,7 +74,7 @@ def _options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, 
         if policy not in names:
             raise InputError(f"--peer-option names {policy!r}, which is not compared")
         per.setdefault(policy, []).append(rest)
-    return {p: peer_options(argparse.Namespace(peer_option=items), p) for p, items in per.items()}
+    return {p: parse_options(p, items) for p, items in per.items()}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from ..engine.consumers import feed_all
-from ..engine.replay import make_packer
 from ..engine.summary import SummaryAccumulator
-from ..errors import InputError
 from ..invariant.wait_bound import StartDelayMonitor
 from ..lengths import load_lengths
-from ._common import add_stream_options, config_from_args, emit_json
+from ..registry import entry
+from ._common import add_stream_options, emit_json
+from ._packers import knobs_from_args, packer_from_args
 
 __all__ = ["register", "run"]
 
@@ -21,56 +21,46 @@ def register(sub: Any) -> None:
     """Add the ``replay`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "replay", help="replay a packer on a length stream and print the mass/source summary",
-        description="Replay a streaming packer, or a peer packer (--policy FRAMEWORK-STRATEGY, "
-                    "--capacity = the framework's sequence length), on BOS-inclusive document lengths. "
-                    "With --policy bounded-wait the summary also reports max_start_delay_rows (measured) "
-                    "and start_delay_bound_rows (proved, A + B + max refill - 2).",
+        description="Replay a streaming packer, or a peer packer (--policy FRAMEWORK-STRATEGY), on "
+                    "BOS-inclusive document lengths; --capacity is the row width of every packer, or give "
+                    "the framework's --seq-length. A policy with a start-delay theorem (bounded-wait) also "
+                    "reports max_start_delay_rows (measured) and start_delay_bound_rows (proved, "
+                    "A + B + max refill - 2).",
     )
     add_stream_options(parser, engine=True)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
 
-def _run_peer(args: argparse.Namespace) -> dict[str, Any]:
-    """Replay a peer policy over the whole input (``--capacity`` = its framework's sequence length)."""
-    from ._peers import peer_from_args
-
-    if args.rows is not None or args.targets is not None or args.passes != 1 or args.drain:
-        raise InputError(f"--rows/--targets/--passes/--drain apply to streaming policies; the peer "
-                         f"{args.policy!r} packs the whole input once (see its options)")
-    peer = peer_from_args(args, args.policy, args.capacity)
-    lengths = load_lengths(args.lengths)
-    t0 = time.perf_counter()
-    (summary,) = feed_all(peer.events(lengths), SummaryAccumulator.for_packer(peer))
-    elapsed = time.perf_counter() - t0
-    return {"policy": args.policy, "framework": peer.framework, "capacity": args.capacity,
-            "row_width": peer.capacity, "documents": int(lengths.size), **summary.to_dict(),
-            "identity_holds": summary.identity_holds(),
-            "row_identity_holds": summary.row_identity_holds(peer.capacity),
-            "in_family": peer.in_family, "seconds": round(elapsed, 3)}
-
-
 def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
-    from ._peers import is_peer
-
-    if is_peer(args.policy):
-        _print(args, _run_peer(args))
-        return 0
-    config = config_from_args(args)
+    e = entry(args.policy)
+    packer = packer_from_args(args, args.policy)
     lengths = load_lengths(args.lengths)
-    packer = make_packer(args.engine, config)
     acc = SummaryAccumulator.for_packer(packer)
-    # bounded-wait: measure start delays next to the proved bound (issue 13)
-    delays = StartDelayMonitor.for_packer(packer) if config.policy == "bounded-wait" else None
+    config = getattr(packer, "config", None)
+    # a policy with a proved start-delay bound: measure start delays next to it
+    bounded = config is not None and config.start_delay_bound is not None
+    delays = StartDelayMonitor.for_packer(config) if config is not None and bounded else None
     t0 = time.perf_counter()
     feed_all(packer.stream(lengths), acc, *([] if delays is None else [delays]))
     elapsed = time.perf_counter() - t0
     summary = acc.result()
-    payload = {"policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
-               "documents": int(lengths.size), "passes": config.passes, **summary.to_dict(),
-               "identity_holds": summary.identity_holds()}
+    payload: dict[str, Any]
+    if config is None:
+        knobs = knobs_from_args(args, args.policy)
+        seq = {} if args.seq_length is None else {"seq_length": args.seq_length}
+        payload = {"policy": args.policy, "framework": e.framework, "capacity": packer.capacity, **seq,
+                   "options": e.options(knobs), "documents": int(lengths.size), **summary.to_dict(),
+                   "identity_holds": summary.identity_holds(),
+                   "row_identity_holds": summary.row_identity_holds(packer.capacity),
+                   "in_family": e.in_family}
+    else:
+        payload = {"policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
+                   "documents": int(lengths.size), "passes": config.passes, **summary.to_dict(),
+                   "identity_holds": summary.identity_holds()}
     if delays is not None:
+        assert config is not None
         report = delays.result()
         payload.update(max_wait=config.wait_threshold, max_start_delay_rows=report.max_start_delay_rows,
                        start_delay_bound_rows=config.start_delay_bound,

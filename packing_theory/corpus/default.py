@@ -257,9 +257,9 @@ def _replay_metrics(lengths: npt.NDArray[np.int64], policy: str = "discard") -> 
         "buffered_tokens": float(sum(s.length for s in horizon.buffered)),
         "over_capacity_emitted_fraction": float(em[lengths > R].sum()) / max(1, int(em.sum())),
     }
-    if policy == "segment-first":
+    if packer.config.spec.segments:  # a segmenting policy: its own soft targets (segment_first_*)
         out["added_bos"] = float(added_bos)
-        return {f"segment_first_{k}": v for k, v in out.items()}
+        return {f"{policy.replace('-', '_')}_{k}": v for k, v in out.items()}
     out["crop_events"] = float(len(crop_lengths))
     out["median_crop_prefix"] = float(np.median(crop_lengths)) if crop_lengths else 0.0
     out["crop_bos_only"] = float(sum(1 for m in crop_lengths if m == 1))

@@ -39,8 +39,11 @@ N_KINDS, N_ARR, N_BOS, N_PL, N_DC, NEED, EX_ROW, EX_POS, EX_BUF = range(18, 27)
 ST_SIZE = 27
 # --- cfg fields
 C_R, C_B, C_POLICY, C_BUDGET, C_DRAIN, C_NSIZES = range(6)
-# --- policies (the order of POLICIES); bounded-wait would be 5
+# --- policies: the kernel's code of each policy it implements, by name (compiled.py looks the name up;
+# a policy declared compiled=False in engine/policies.py has no code and is refused before the kernel runs)
 DISCARD, CONTINUE, REQUEUE, SEGMENT, RANDOM = range(5)
+POLICY_CODES = {"discard": DISCARD, "continue": CONTINUE, "requeue-bos": REQUEUE, "segment-first": SEGMENT,
+                "random-span": RANDOM}
 # --- statuses
 DONE, NEED_INPUT, NEED_SLOTS, OUT_FULL = range(4)
 # --- stop reasons

@@ -65,15 +65,16 @@ from .batches import (
     unbatched,
 )
 from .events import BufferedSpan, Event, Horizon
-from .policies import POLICIES, PackerConfig, Policy, resolve_config
+from .policies import STREAMING_POLICIES, PackerConfig, Policy, resolve_config
 from .refill import as_length_list
 from .state import EngineState
 
 __all__ = [
     "COMPILED_POLICIES", "INPUT_CHUNK", "CompiledPacker", "compiled_available", "load_kernel"]
 
-COMPILED_POLICIES: tuple[Policy, ...] = tuple(p for p in POLICIES if p != "bounded-wait")
-"""The policies the compiled kernel implements (``bounded-wait`` runs on the fast engine)."""
+COMPILED_POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values() if p.compiled)
+"""The policies the compiled kernel implements: those declared ``compiled`` (the others run on the fast
+engine). The kernel's code for each is looked up by name in ``_kernel.POLICY_CODES``."""
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -236,7 +237,7 @@ class CompiledPacker(PackingEngine):
         R, B = cfg.capacity, cfg.min_buffer
         sizes = np.asarray(cfg.batch_sizes, dtype=np.int64)
         budget = cfg.row_budget
-        cfgarr = np.array([R, B, POLICIES.index(cfg.policy), -1 if budget is None else budget,
+        cfgarr = np.array([R, B, k.POLICY_CODES[cfg.policy], -1 if budget is None else budget,
                            int(cfg.exhausted == "drain"), sizes.size], dtype=np.int64)
         st = np.zeros(k.ST_SIZE, dtype=np.int64)
         nslots = max(1024, 2 * B + 2 * int(sizes.max()) + 2)
@@ -250,7 +251,7 @@ class CompiledPacker(PackingEngine):
         summ = np.zeros((words.size >> 5) + 1, dtype=np.int64)
         mt = np.zeros(624, dtype=np.int64)
         st[k.MTI] = 624
-        if cfg.policy == "random-span":
+        if cfg.spec.random:
             state = random.Random(cfg.seed).getstate()[1]
             mt[:] = state[:624]
             st[k.MTI] = state[624]

@@ -78,8 +78,8 @@ class Packer(PackingEngine):
         policy = cfg.policy
         budget = cfg.row_budget
         drain = cfg.exhausted == "drain"
-        splitting = policy == "segment-first"
-        rng = random.Random(cfg.seed) if policy == "random-span" else None
+        splitting = cfg.spec.segments
+        rng = random.Random(cfg.seed) if cfg.spec.random else None
         buf = FastBuffer(R)
         take = buf.take
         size = 0  # spans in buf, counted here so that the hot loop needs no method call

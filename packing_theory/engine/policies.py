@@ -29,6 +29,12 @@ policy               what happens
                      (issue 13, ``proofs/coq/BoundedWait.v``)
 ===================  ==========================================================
 
+Each policy is declared once, in :data:`STREAMING_POLICIES`: its crop rule, its
+arrival transform, whether it forces starts, its family status and the one
+sentence that explains it, its options (:class:`~packing_theory.engine.knobs.Knob`)
+and whether the compiled kernel implements it. The engines read the declaration,
+never the name; :mod:`packing_theory.registry` merges it with the peers'.
+
 The functions here are shared by the fast engine (:mod:`packing_theory.engine.packer`)
 and the reference engine (:mod:`packing_theory.engine.reference`): the refill model,
 the arrival transform, the crop outcome, and for ``bounded-wait`` the meaning
@@ -79,18 +85,25 @@ import numpy as np
 from .._checks import check_int, is_int
 from ..errors import InputError, InputTypeError
 from .events import BosAdded, Discard, Event, Placement
+from .knobs import Knob, RowWidth
 
 __all__ = [
+    "COMMON_KNOBS",
     "CONTINUING_POLICIES",
     "DEFAULT_MAX_WAIT",
     "EXHAUSTED_MODES",
     "MAX_SEGMENTS",
     "POLICIES",
     "RANDOM_SPAN_SEED",
+    "STREAMING_POLICIES",
+    "STREAMING_ROW_WIDTH",
+    "STREAMING_TRAINER_VIEW",
     "CropOutcome",
+    "CropRule",
     "ExhaustedMode",
     "PackerConfig",
     "Policy",
+    "StreamingPolicy",
     "apply_crop",
     "crop_outcome",
     "overdue",
@@ -100,12 +113,6 @@ __all__ = [
 ]
 
 Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait"]
-POLICIES: tuple[Policy, ...] = (
-    "discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait",
-)
-
-CONTINUING_POLICIES: tuple[Policy, ...] = ("continue", "bounded-wait")
-"""Policies whose crop keeps the suffix in place as one active span (no BOS)."""
 
 DEFAULT_MAX_WAIT = 16
 """Default wait threshold ``A`` (rows) of ``bounded-wait``.
@@ -123,6 +130,117 @@ RANDOM_SPAN_SEED = 314159265
 """Default seed of the ``random-span`` RNG (the seed named in seed 000 §4)."""
 
 LengthsInput = Union[Sequence[int], "np.ndarray[tuple[int], np.dtype[np.integer]]", Iterable[int]]
+
+# --------------------------------------------------------------------------- the declarations
+
+CropRule = Literal["discard", "continue", "requeue-bos", "random-span"]
+"""What a crop does with the cropped span's leftover (:func:`crop_outcome`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamingPolicy:
+    """A streaming policy's declaration: its rules for both engines and what the registry says about it.
+
+    Attributes:
+        name: the policy name (``--policy``).
+        crop: the crop rule (:data:`CropRule`).
+        in_family: whether seed 000 §3's proposition applies.
+        family: the one sentence explaining the family status (``policies``,
+            ``compare``, the monitor's not-applicable reason, the reports).
+        reference: where the policy comes from.
+        knobs: options beyond :data:`COMMON_KNOBS` (``seed``, ``max_wait``).
+        segments: the arrival transform :func:`segment` splits long documents first.
+        forced_start: ``bounded-wait``'s forced start of the oldest overdue span.
+        protected_set: the protected-set monitor checks the policy (``False``: not
+            applicable by design; the policy has its own theorem).
+        compiled: the compiled kernel implements it (its code is looked up by
+            *name* in ``engine/_kernel.py``'s ``POLICY_CODES``); otherwise the
+            compiled engine refuses it.
+    """
+
+    name: Policy
+    crop: CropRule
+    in_family: bool
+    family: str
+    reference: str
+    knobs: tuple[Knob, ...] = ()
+    segments: bool = False
+    forced_start: bool = False
+    protected_set: bool = True
+    compiled: bool = True
+
+    @property
+    def random(self) -> bool:
+        """Whether crops draw from the policy's independent RNG (``random-span``)."""
+        return self.crop == "random-span"
+
+    @property
+    def keeps_remainder(self) -> bool:
+        """Whether a crop's leftover stays buffered (in place, or requeued at the end)."""
+        return self.crop in ("continue", "requeue-bos")
+
+
+COMMON_KNOBS: tuple[Knob, ...] = (
+    Knob("min_buffer", "int", 1000, "minimum occupancy B: before every selection the buffer is refilled "
+         "while it holds fewer than B spans"),
+    Knob("refill", "ints", 128, "refill batch size, or sizes used in order from the start of every pass"),
+    Knob("passes", "int", 1, "corpus passes; the buffer persists across passes"),
+    Knob("rows", "int", None, "stop after this many complete rows (None: until the stream ends)",
+         optional=True),
+    Knob("targets", "int", None, "stop after the row holding target targets - 1 (exclusive with rows)",
+         optional=True),
+    Knob("exhausted", "str", "stop", "when the stream cannot refill to B: stop, or drain the buffer "
+         "(outside the proposition)", choices=("stop", "drain")),
+)
+"""The options every streaming policy takes (:class:`PackerConfig` fields)."""
+
+STREAMING_ROW_WIDTH = RowWidth("R = seq_length + 1: a row holds T + 1 tokens, the T inputs and the shifted "
+                               "targets (autoresearch T = 2048, R = 2049)", offset=1)
+"""How the streaming family's row width follows from the trainer's sequence length ``T``."""
+
+STREAMING_TRAINER_VIEW = (
+    "rows of R tokens starting with a BOS; autoresearch/nanochat train with plain causal attention "
+    "across documents: no document mask, position ids 0..R-2 per row, no cu_seqlens; no padding")
+"""What a trainer gets from the streaming family's rows."""
+
+_THEOREM = ("seed 000 §3 — at every selection the min(B-1, N_L) largest long occurrences are buffered, "
+            "unchanged and unstarted")
+
+STREAMING_POLICIES: dict[str, StreamingPolicy] = {p.name: p for p in (
+    StreamingPolicy("discard", "discard", True, _THEOREM, "autoresearch 228791f, nanochat master"),
+    StreamingPolicy("continue", "continue", True, _THEOREM, "autoresearch PR #372"),
+    StreamingPolicy(
+        "requeue-bos", "requeue-bos", False,
+        "a crop's remainder moves to the end of the buffer with an added BOS, so a long occurrence can start "
+        "while it is protected (outside the proposition's hypotheses)", "nanochat PR #544"),
+    StreamingPolicy(
+        "segment-first", "discard", False,
+        "a document longer than R is split into BOS-prefixed chunks before buffering: the original "
+        "occurrences are outside the proposition's hypotheses, and on the segmented spans it holds "
+        "vacuously (none is long)", "seed 000 §4", segments=True),
+    StreamingPolicy(
+        "random-span", "random-span", False,
+        "a crop emits a random span instead of the prefix, but every start decision equals discard's "
+        "(seed 000 §4), so the protected set never starts either", "seed 000 §4",
+        knobs=(Knob("seed", "int", RANDOM_SPAN_SEED, "seed of the independent random-span RNG"),)),
+    StreamingPolicy(
+        "bounded-wait", "continue", False,
+        "bounded-wait forces the oldest overdue unstarted span to start at a row start (age-based "
+        "service), outside the hypotheses of seed 000 §3 by design; its own theorem (start delay "
+        "<= A + B + b - 2 rows, full rows, no discard) is checked by "
+        "packing_theory.invariant.wait_bound.StartDelayMonitor instead", "proofs/coq/BoundedWait.v",
+        knobs=(Knob("max_wait", "int", DEFAULT_MAX_WAIT, "A: force the oldest unstarted span at a row start "
+                    "once it has waited more than A rows"),),
+        forced_start=True, protected_set=False, compiled=False),
+)}
+"""Every streaming policy's declaration, by name; the registry (:mod:`packing_theory.registry`) reads it."""
+
+POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values())
+"""The streaming policy names, in declaration order."""
+
+CONTINUING_POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values()
+                                                if p.crop == "continue")
+"""Policies whose crop keeps the suffix in place as one active span (no BOS)."""
 
 
 
@@ -214,6 +332,11 @@ class PackerConfig:
         return self.refill if isinstance(self.refill, tuple) else (int(self.refill),)
 
     @property
+    def spec(self) -> StreamingPolicy:
+        """The policy's declaration (:data:`STREAMING_POLICIES`)."""
+        return STREAMING_POLICIES[self.policy]
+
+    @property
     def wait_threshold(self) -> int | None:
         """``A`` for ``bounded-wait`` (``max_wait``, or :data:`DEFAULT_MAX_WAIT`); ``None`` otherwise.
 
@@ -222,7 +345,7 @@ class PackerConfig:
         >>> PackerConfig(policy="continue", max_wait=5).wait_threshold is None
         True
         """
-        if self.policy != "bounded-wait":
+        if not STREAMING_POLICIES[self.policy].forced_start:
             return None
         return DEFAULT_MAX_WAIT if self.max_wait is None else self.max_wait
 
@@ -375,7 +498,8 @@ def crop_outcome(
 
     The span holds ``length`` tokens: an optional BOS marker then source offsets
     from ``start``. The first ``m`` tokens fill the row; the leftover starts at
-    source offset ``start + m - bos_inserted``.
+    source offset ``start + m - bos_inserted``. What happens to it is the
+    policy's declared :attr:`StreamingPolicy.crop` rule.
 
     ``random-span`` applies only to whole original spans (its buffer holds no
     others): with ``m >= 2`` it draws ``a = 1 + rng.randrange(L - m + 1)`` and
@@ -391,13 +515,14 @@ def crop_outcome(
     """
     rest = start + m - (1 if bos_inserted else 0)
     left = length - m
-    if policy in CONTINUING_POLICIES:
+    rule = STREAMING_POLICIES[policy].crop
+    if rule == "continue":
         return CropOutcome(start, bos_inserted, (), (rest, left, False), None)
-    if policy == "requeue-bos":
+    if rule == "requeue-bos":
         if left > 1:
             return CropOutcome(start, bos_inserted, (), None, (rest, left + 1, True))
         return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
-    if policy == "random-span" and m >= 2:
+    if rule == "random-span" and m >= 2:
         if rng is None:
             raise InputError("random-span crops need an rng, got None")
         a = 1 + rng.randrange(length - m + 1)

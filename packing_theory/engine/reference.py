@@ -56,7 +56,7 @@ class ReferencePacker(PackingEngine):
         cfg = self.config
         row_capacity = cfg.capacity
         buffer_size = cfg.min_buffer
-        rng = random.Random(cfg.seed) if cfg.policy == "random-span" else None
+        rng = random.Random(cfg.seed) if cfg.spec.random else None
         max_wait = cfg.wait_threshold or 0  # bounded-wait's A
         # doc_buffer entries: [occurrence, source, start, length, bos_inserted]
         doc_buffer: list[list[Any]] = []
@@ -95,7 +95,7 @@ class ReferencePacker(PackingEngine):
                 next_occurrence += 1
                 pending.append(Arrival(occ, source, pass_index, length))
                 arrival_row[occ] = row_idx
-                if cfg.policy == "segment-first" and length > row_capacity:
+                if cfg.spec.segments and length > row_capacity:
                     chunks = segment(length, row_capacity)
                     pending.append(BosAdded(occ, source, len(chunks) - 1))
                     for start, n, bos in chunks:
@@ -137,7 +137,7 @@ class ReferencePacker(PackingEngine):
                 # order; a started span is a continuation with start > 0); if it is overdue it
                 # replaces the choice: taken whole if it fits, else cropped to fill the row.
                 forced_idx = -1
-                if cfg.policy == "bounded-wait" and pos == 0:
+                if cfg.wait_threshold is not None and pos == 0:
                     for i, doc in enumerate(doc_buffer):
                         if doc[2] == 0:
                             if overdue(row_idx, arrival_row[doc[0]], max_wait):

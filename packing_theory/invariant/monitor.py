@@ -76,7 +76,7 @@ from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from ..engine.policies import Policy
+from ..engine.policies import STREAMING_POLICIES, Policy
 from ..errors import InputError
 from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
@@ -92,14 +92,10 @@ from .tracker import BufferTracker
 __all__ = ["OUTSIDE_FAMILY", "InvariantMonitor", "MonitorReport", "ViolationHandler"]
 
 OUTSIDE_FAMILY: dict[str, str] = {
-    "bounded-wait": (
-        "not applicable: bounded-wait forces the oldest overdue unstarted span to start at a row start "
-        "(age-based service), outside the hypotheses of seed 000 §3 by design; its own theorem "
-        "(start delay <= A + B + b - 2 rows, full rows, no discard) is checked by "
-        "packing_theory.invariant.wait_bound.StartDelayMonitor instead"
-    ),
+    name: f"not applicable: {p.family}" for name, p in STREAMING_POLICIES.items() if not p.protected_set
 }
-"""Policies to which the protected-set proposition does not apply by design, with the reason.
+"""Policies to which the protected-set proposition does not apply by design, with the reason: the
+policy's declared family sentence (:data:`~packing_theory.engine.policies.STREAMING_POLICIES`).
 
 :meth:`InvariantMonitor.for_packer` builds a monitor that checks nothing for
 them and says why (``result().applicable`` is ``False``)."""
@@ -247,7 +243,7 @@ class InvariantMonitor:
         min_buffer = settings.need_min_buffer(kwargs.pop("min_buffer", None), cls.__name__)
         config = settings.config
         if config is not None:
-            kwargs.setdefault("segmented", config.policy == "segment-first")
+            kwargs.setdefault("segmented", config.spec.segments)
             kwargs.setdefault("not_applicable", OUTSIDE_FAMILY.get(config.policy))
         elif track_buffer:
             raise InputError(f"track_buffer needs a streaming policy; {settings.label or 'the packer'} "

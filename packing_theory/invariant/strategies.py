@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from .._checks import check_bool, check_int
-from ..engine.policies import EXHAUSTED_MODES, POLICIES, PackerConfig, Policy
+from ..engine.policies import EXHAUSTED_MODES, POLICIES, STREAMING_POLICIES, PackerConfig, Policy
 
 __all__ = [
     "arrival_streams",
@@ -213,7 +213,7 @@ def packer_configs(
         exhausted: end-of-stream modes to draw from.
         budgets: also draw ``rows`` / ``targets`` budgets (else run to the end).
 
-    ``bounded-wait`` configurations get a small wait threshold ``A`` in ``0 .. 8``
+    Configurations of a policy that forces starts (``bounded-wait``) get a wait threshold ``A`` in ``0 .. 8``
     so that forced starts happen on short streams.
 
     Shrinks towards ``R = 2`` (or the fixed capacity), ``B = 1``, refill 1, the
@@ -247,7 +247,7 @@ def packer_configs(
             rows=rows,
             targets=targets,
             exhausted=draw(st.sampled_from(modes)),
-            max_wait=draw(st.integers(0, 8)) if policy == "bounded-wait" else None,
+            max_wait=draw(st.integers(0, 8)) if STREAMING_POLICIES[policy].forced_start else None,
         )
 
     return build()

@@ -14,7 +14,7 @@ from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Horizon, Placement
-from ..engine.policies import CONTINUING_POLICIES, POLICIES, Policy, crop_outcome, segment
+from ..engine.policies import POLICIES, STREAMING_POLICIES, Policy, crop_outcome, segment
 from ..errors import InputError
 
 __all__ = ["BufferTracker"]
@@ -103,7 +103,7 @@ class BufferTracker:
             ValueError: a placement of a span that is not buffered.
         """
         if type(ev) is Arrival:
-            if self.policy == "segment-first" and ev.length > self.capacity:
+            if STREAMING_POLICIES[self.policy].segments and ev.length > self.capacity:
                 for start, n, bos in segment(ev.length, self.capacity):
                     self._append(BufferedSpan(ev.occurrence, ev.source, start, n, bos))
             else:
@@ -114,10 +114,9 @@ class BufferTracker:
             seq = self._find(ev.occurrence, ev.start)
             span = self._remove(seq)
             if ev.crop:
-                # the engines' own crop rule; random-span and segment-first crops leave the buffer
-                # as a discard does (random-span's draw only changes what was emitted)
-                keeps = self.policy in CONTINUING_POLICIES or self.policy == "requeue-bos"
-                rule: Policy = self.policy if keeps else "discard"
+                # the engines' own crop rule; a random-span crop leaves the buffer as a discard does
+                # (its draw only changes what was emitted)
+                rule: Policy = self.policy if STREAMING_POLICIES[self.policy].keeps_remainder else "discard"
                 out = crop_outcome(rule, span.start, span.length, span.bos_inserted, ev.length, None)
                 if out.keep is not None:
                     self._put(seq, BufferedSpan(span.occurrence, span.source, *out.keep))

@@ -1,4 +1,4 @@
-"""What every peer packer shares: the :class:`PeerPacker` base and row emission.
+"""The :class:`PeerPacker` base: what every peer packer is and declares.
 
 A peer is a packer from a training framework (TRL, OLMo-core, Megatron, ...)
 or a method described in a paper, transcribed from its source in our own
@@ -6,94 +6,54 @@ words. It turns a length stream into the library's event stream
 (:mod:`packing_theory.engine.events`) so that the audit, the monitor, the reports and
 the trainer adapter consume it unchanged.
 
-Row model: every emitted row has ``capacity`` positions; positions a peer
-leaves empty are :class:`~packing_theory.engine.events.Padding` (whether the
-framework materialises pad tokens or a collator pads later is documented per
-peer). :class:`RowEmitter` numbers rows and pads them.
+Row model: every emitted row has ``capacity`` positions — ``capacity`` is the
+row width ``R``, for every peer — and positions a peer leaves empty are
+:class:`~packing_theory.engine.events.Padding` (whether the framework
+materialises pad tokens or a collator pads later is documented per peer).
+How ``R`` follows from the framework's own sequence length is the peer's
+:attr:`PeerPacker.row_width`.
+
+A peer declares itself to the registry (:mod:`packing_theory.registry`) with
+class attributes: its name, framework, reference, the sentence that explains
+why seed 000's proposition does not apply, its knobs
+(:class:`~packing_theory.engine.knobs.Knob`, one per keyword argument of its
+constructor) and its row width. The helpers the peer modules share live in
+:mod:`packing_theory.peers._common`.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 from .._checks import check_int
-from ..engine.events import Event, Padding, Placement, Repeat
-from ..errors import InputError
+from ..engine.events import Event
+from ..engine.knobs import Knob, RowWidth
 
-__all__ = ["PeerPacker", "Piece", "RowEmitter"]
+__all__ = ["SAME_WIDTH", "PeerPacker"]
 
-
-class Piece(NamedTuple):
-    """A contiguous run of source tokens placed in a row.
-
-    ``repeat=True`` marks tokens already emitted by an earlier piece (shown
-    again, e.g. Megatron's one-token sample overlap).
-    """
-
-    occurrence: int
-    source: int
-    start: int
-    length: int
-    crop: bool = False
-    repeat: bool = False
-
-
-class RowEmitter:
-    """Numbers rows and turns a row's pieces into Placement / Repeat / Padding events.
-
-    >>> em = RowEmitter(capacity=6)
-    >>> [type(e).__name__ for e in em.row([Piece(0, 0, 0, 3), Piece(1, 1, 0, 2)])]
-    ['Placement', 'Placement', 'Padding']
-    >>> em.rows
-    1
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = check_int("capacity", capacity, 1)
-        self.rows = 0
-
-    def row(self, pieces: Sequence[Piece], *, row: int | None = None) -> list[Event]:
-        """Events of one row: its pieces in order, then padding to ``capacity``.
-
-        ``row`` overrides the row index (shuffled outputs); by default rows are
-        numbered in emission order.
-
-        Raises:
-            ValueError: the pieces overflow the row or a piece is empty.
-        """
-        index = self.rows if row is None else row
-        out: list[Event] = []
-        pos = 0
-        for p in pieces:
-            if p.length < 1:
-                raise InputError(f"piece {p!r} is empty")
-            if p.repeat:
-                out.append(Repeat(index, pos, p.occurrence, p.source, p.start, p.length))
-            else:
-                out.append(Placement(index, pos, p.occurrence, p.source, p.start, p.length, False, p.crop))
-            pos += p.length
-        if pos > self.capacity:
-            raise InputError(f"row {index} holds {pos} tokens > capacity {self.capacity}")
-        if pos < self.capacity:
-            out.append(Padding(index, pos, self.capacity - pos))
-        self.rows += 1
-        return out
+SAME_WIDTH = RowWidth("R = seq_length: a row holds the framework's sequence length")
+"""The usual relation: the framework's sequence length is the row width."""
 
 
 class PeerPacker(abc.ABC):
     """Base of every peer packer (an :class:`~packing_theory.engine.events.EventSource`).
 
-    Subclasses set the class attributes and implement :meth:`events`.
+    Subclasses set the class attributes and implement :meth:`events`; the
+    constructor takes ``capacity`` (the row width ``R``) and the declared
+    knobs as keyword arguments.
 
     Attributes:
         name: the command-line policy name, ``FRAMEWORK-STRATEGY`` (``"trl-bfd"``).
         framework: the framework's name as its users say it.
         reference: the transcribed source: repository, commit and file(s).
         in_family: whether seed 000 §3's proposition applies (never for peers).
-        family_note: why the proposition does not apply (seed 000 §5.10 style).
+        family_note: the one sentence explaining why the proposition does not apply.
+        trainer_view: what a trainer gets from the rows (masks, position ids, padding).
         repeats_tokens: the peer emits :class:`~packing_theory.engine.events.Repeat` events.
+        knobs: the constructor's keyword options, with types, defaults and help.
+        row_width: how the row width follows from the framework's sequence length.
     """
 
     name: ClassVar[str]
@@ -101,16 +61,26 @@ class PeerPacker(abc.ABC):
     reference: ClassVar[str]
     in_family: ClassVar[bool] = False
     family_note: ClassVar[str] = ""
+    trainer_view: ClassVar[str] = "not documented by this peer"
     repeats_tokens: ClassVar[bool] = False
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    row_width: ClassVar[RowWidth] = SAME_WIDTH
 
     def __init__(self, capacity: int) -> None:
         self._capacity = check_int("capacity", capacity, 1)
 
     @property
     def capacity(self) -> int:
-        """Row capacity (the framework's sequence length)."""
+        """Row width ``R``: the tokens of every emitted row."""
         return self._capacity
 
     @abc.abstractmethod
     def events(self, lengths: Any) -> Iterator[Event]:
         """Pack ``lengths`` and yield the event stream, ending with a Horizon."""
+
+    def stream(self, lengths: Any) -> Iterator[Event]:
+        """The event stream in this packer's own form (as the engines' ``stream``): its events.
+
+        Feed it to consumers (:func:`~packing_theory.engine.consumers.feed_all`).
+        """
+        return self.events(lengths)

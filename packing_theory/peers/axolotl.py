@@ -44,16 +44,17 @@ at 0 for every row of a bin (``V2BatchSamplerDataCollatorForSeq2Seq``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError, InputTypeError
-from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
+from ._base import PeerPacker
+from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
@@ -63,6 +64,41 @@ world size and its ``truncate`` did not truncate (rejected here);
 ``f5dec2b5eb66`` (seed 000 §5.10's pin) is replayed as 0.19.0 — see the docs."""
 
 STRATEGIES = ("drop", "truncate", "raise")
+
+
+class BinWidth(RowWidth):
+    """Axolotl's row is one bin: ``micro_batch_size * sequence_len`` tokens (real batches: ``sequence_len``).
+
+    >>> w = AxolotlMultipack.row_width
+    >>> w.capacity(16, {"micro_batch_size": 2, "multipack_real_batches": False}), w.seq_length(32, {
+    ...     "micro_batch_size": 2, "multipack_real_batches": False})
+    (32, 16)
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def _bins_per_row(knobs: Mapping[str, object]) -> int:
+        if knobs.get("multipack_real_batches", False):
+            return 1
+        return check_int("micro_batch_size", knobs.get("micro_batch_size", 1), 1)
+
+    def capacity(self, seq_length: int, knobs: Mapping[str, object]) -> int:
+        """``seq_length`` times the rows per bin."""
+        return check_int("seq_length", seq_length, 1) * self._bins_per_row(knobs)
+
+    def seq_length(self, capacity: int, knobs: Mapping[str, object]) -> int:
+        """``capacity`` divided by the rows per bin.
+
+        Raises:
+            InputError: ``capacity`` is not a multiple of ``micro_batch_size`` (without real batches).
+        """
+        R = check_int("capacity", capacity, 1)
+        m = self._bins_per_row(knobs)
+        if R % m:
+            raise InputError(f"capacity (the bin's row width) must be a multiple of micro_batch_size {m} "
+                             f"(a bin holds micro_batch_size * sequence_len tokens); got {R}")
+        return R // m
 
 
 class _Bin(NamedTuple):
@@ -118,7 +154,9 @@ class AxolotlMultipack(PeerPacker):
     """``axolotl-multipack``: Axolotl's long-row filter and multipack sampler.
 
     Args:
-        capacity: ``sequence_len``.
+        capacity: the row width ``R``: one bin, ``micro_batch_size * sequence_len``
+            tokens (``sequence_len`` with ``multipack_real_batches``); so
+            ``sequence_len`` is ``R // micro_batch_size`` (:attr:`row_width`).
         excess_length_strategy: ``"drop"`` | ``"truncate"`` | ``"raise"``.
         min_sample_len: rows shorter than this are filtered (``None`` = 2).
         micro_batch_size: rows per device step.
@@ -159,6 +197,29 @@ class AxolotlMultipack(PeerPacker):
         "collator concatenates the bin's rows, position_ids restart at 0 per row, attention_mask numbers "
         "the rows 1, 2, ...; padding only to the batch's longest row"
     )
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("excess_length_strategy", "str", "drop", "what to do with a row longer than sequence_len",
+             choices=STRATEGIES),
+        Knob("min_sample_len", "int", None, "rows shorter than this are filtered (None: 2)", optional=True),
+        Knob("micro_batch_size", "int", 1, "rows per device step"),
+        Knob("multipack_real_batches", "bool", False, "bins of sequence_len, micro_batch_size bins per "
+             "batch, instead of one bin of micro_batch_size * sequence_len"),
+        Knob("bin_size", "int", 200, "at most this many rows per bin (sample_packing_bin_size)"),
+        Knob("group_size", "int", 100_000, "rows per packing group (sample_packing_group_size)"),
+        Knob("sequential", "bool", False, "next fit instead of first fit (sample_packing_sequentially)"),
+        Knob("drop_last", "bool", True, "drop an incomplete final batch (the trainer always passes True)"),
+        Knob("epochs", "int", 1, "passes over the dataset (each a new sampler draw, after set_epoch)"),
+        Knob("seed", "int", None, "None: sequential sampler order; an int: our permutation stream",
+             optional=True),
+        Knob("orders", "int-lists", None, "explicit sampler draws (each an order of the kept rows), "
+             "replacing seed", optional=True),
+        Knob("world_size", "int", 1, "ranks (sets the number of estimate draws)"),
+        Knob("num_count_samples", "int", 4, "the sampler's estimate draws"),
+        Knob("framework_version", "str", "0.19.0", "axolotl release whose behaviour is replayed",
+             choices=VERSIONS),
+    )
+    row_width: ClassVar[RowWidth] = BinWidth(
+        "R = micro_batch_size * sequence_len (one bin per row; R = sequence_len with multipack_real_batches)")
 
     def __init__(
         self,
@@ -180,7 +241,6 @@ class AxolotlMultipack(PeerPacker):
         framework_version: str = "0.19.0",
     ) -> None:
         super().__init__(capacity)
-        self.sequence_len = self._capacity
         self.excess_length_strategy = check_choice(
             "excess_length_strategy", excess_length_strategy, STRATEGIES
         )
@@ -202,6 +262,9 @@ class AxolotlMultipack(PeerPacker):
             if not isinstance(value, bool):
                 raise InputTypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
         self.multipack_real_batches = multipack_real_batches
+        self.sequence_len = self.row_width.seq_length(
+            self._capacity, {"micro_batch_size": self.micro_batch_size,
+                             "multipack_real_batches": multipack_real_batches})
         self.bin_size = check_int("bin_size", bin_size, 1)
         self.group_size = check_int("group_size", group_size, 1)
         self.sequential = sequential
@@ -216,15 +279,8 @@ class AxolotlMultipack(PeerPacker):
                 f"orders must hold at least {self.draws_needed} draws (1 + {self.estimate_draws} estimates "
                 f"+ {self.epochs} epochs), got {len(self.orders)}"
             )
-        if multipack_real_batches:
-            self.batch_size, self.bin_capacity = self.micro_batch_size, self.sequence_len
-        else:
-            self.batch_size, self.bin_capacity = 1, self.micro_batch_size * self.sequence_len
-
-    @property
-    def capacity(self) -> int:
-        """Row capacity: the bin capacity (``sequence_len``, times ``micro_batch_size`` unless real)."""
-        return self.bin_capacity
+        self.batch_size = self.micro_batch_size if multipack_real_batches else 1
+        self.bin_capacity = self._capacity
 
     @property
     def estimate_draws(self) -> int:
@@ -355,8 +411,7 @@ class AxolotlMultipack(PeerPacker):
         rows, dropped, gone = self._rows(ls)
         log = EventLog(self.bin_capacity)
         for e in range(self.epochs):
-            for i, length in enumerate(ls):
-                log.arrival(e * n + i, i, e, length)
+            log.extend(arrivals(ls, e * n, pass_index=e, sources=range(n), empty=False))
             for i, reason in gone:
                 log.filtered(e * n + i, i, ls[i], reason)
         for pieces in rows:

@@ -41,9 +41,10 @@ from typing import Any, ClassVar
 
 from .._checks import check_int
 from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
+from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
-from ._base import PeerPacker, Piece
-from ._common import arrivals, as_length_list, check_choice, emit_row
+from ._base import PeerPacker
+from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 
 __all__ = ["PEERS", "FoundryBinPack", "FoundryConcat", "FoundryConcatNoWrap", "FoundryConcatWrap",
            "first_fit_bin_packing"]
@@ -69,7 +70,7 @@ class FoundryConcat(PeerPacker):
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Stream the documents into rows; the final partial buffer is discarded."""
-        values = as_length_list(lengths, allow_empty=True, who="LLM Foundry")
+        values = peer_lengths(lengths)
         L = self.capacity
         row = 0
         buf: list[Piece] = []
@@ -83,7 +84,7 @@ class FoundryConcat(PeerPacker):
                 start += take
                 used += take
                 if used == L:
-                    yield from emit_row(row, buf, L)
+                    yield from row_events(row, buf, L)
                     row += 1
                     buf, used = [], 0
                     if self.no_wrap and start < n:
@@ -162,15 +163,10 @@ class FoundryBinPack(PeerPacker):
     """``BinPackCollator`` over finetuning examples, ``max_seq_len = capacity``.
 
     Args:
-        capacity: ``max_seq_len``.
-        batch_size: ``device_batch_size``, the bins emitted per collate call.
-        packing_ratio: examples per collate call = ``int(batch_size * packing_ratio)``
-            (LLM Foundry has no default: ``None`` disables packing, ``"auto"``
-            profiles; 2.0 here).
-        max_leftover_bins_to_keep: leftover bins kept between calls (``None`` = all).
-        padding_side: ``"right"`` (the tokenizer default) or ``"left"``.
-        drop_last: the dataloader drops the final incomplete collate batch
-            (its examples are filtered, reason ``"drop_last"``).
+        capacity: the row width ``R`` = ``max_seq_len``.
+        batch_size, packing_ratio, max_leftover_bins_to_keep, padding_side, drop_last:
+            see :attr:`knobs` (LLM Foundry has no default ``packing_ratio``:
+            ``None`` disables packing, ``"auto"`` profiles; 2.0 here).
 
     >>> evs = list(FoundryBinPack(4, batch_size=1, packing_ratio=2.0).events([3, 2, 2, 1]))
     >>> [(e.row, e.occurrence, e.length) for e in evs if type(e).__name__ == "Placement"]
@@ -190,6 +186,15 @@ class FoundryBinPack(PeerPacker):
         "rows padded to max_seq_len (input_ids pad_token_id, labels -100, attention_mask 0) with a "
         "sequence_id per example (-1 on padding) for document masking; position ids follow the model "
         "config; the first label of every appended example is masked")
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("batch_size", "int", 8, "device_batch_size: the bins emitted per collate call"),
+        Knob("packing_ratio", "float", 2.0, "examples per collate call = int(batch_size * packing_ratio)"),
+        Knob("max_leftover_bins_to_keep", "int", None, "leftover bins kept between calls (None: all)",
+             optional=True),
+        Knob("padding_side", "str", "right", "the tokenizer's padding side", choices=("right", "left")),
+        Knob("drop_last", "bool", False, "the dataloader drops the final incomplete collate batch (its "
+             "examples are filtered, reason drop_last)"),
+    )
 
     def __init__(self, capacity: int, *, batch_size: int = 8, packing_ratio: float = 2.0,
                  max_leftover_bins_to_keep: int | None = None, padding_side: str = "right",
@@ -215,7 +220,7 @@ class FoundryBinPack(PeerPacker):
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Collate batches in stream order; the final leftovers are buffered at the horizon."""
-        values = as_length_list(lengths, allow_empty=False, who="foundry-binpack")
+        values = peer_lengths(lengths, allow_empty=False, who="foundry-binpack")
         L = self.capacity
         per = self.examples_per_call
         left = self.padding_side == "left"
@@ -236,7 +241,7 @@ class FoundryBinPack(PeerPacker):
                     yield Discard(occ, occ, L, n - L)
             out, rest = first_fit_bin_packing([p.length for p in items], items, self.batch_size, L, leftovers)
             for _, content in out:
-                yield from emit_row(row, content, L, left_pad=left)
+                yield from row_events(row, content, L, left_pad=left)
                 row += 1
             keep = self.max_leftover_bins_to_keep
             leftovers = rest if keep is None else rest[:keep]

@@ -32,10 +32,11 @@ What the framework does (training split, ``add_extra_token_to_sequence=True``):
    separately, with a separate final epoch); dataset index ``i`` is sample
    ``shuffle_index[i]`` and is row ``i`` here.
 
-Rows hold ``sequence_length + 1`` tokens: the peer's ``capacity`` is
-``sequence_length + 1`` (the constructor takes ``sequence_length``, the
-framework's own number). There is no padding in training samples. Over-long
-documents are never truncated; they span several samples.
+Rows hold ``sequence_length + 1`` tokens: the peer's ``capacity`` (the row
+width ``R``, as for every packer) is ``sequence_length + 1``, so
+``MegatronGPT(capacity=R)`` replays ``sequence_length = R - 1``
+(:attr:`MegatronGPT.row_width`). There is no padding in training samples.
+Over-long documents are never truncated; they span several samples.
 
 Outside seed 000's family: no buffer, no best fit, no crop — contiguous
 samples of a shuffled, repeated document index (seed 000 §5.10).
@@ -52,9 +53,10 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
-from ._base import PeerPacker, Piece
-from ._common import arrivals, as_length_list, check_choice, emit_row
+from ._base import PeerPacker
+from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 
 __all__ = ["MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
 
@@ -141,15 +143,13 @@ class MegatronGPT(PeerPacker):
     """``GPTDataset`` samples as rows of ``sequence_length + 1`` tokens.
 
     Args:
-        capacity: the framework's ``sequence_length`` ``L >= 2``; rows hold
-            ``L + 1`` tokens (:attr:`capacity` is ``L + 1``).
-        seed: ``random_seed`` of the dataset config (Megatron-LM's ``--seed``
-            default 1234).
-        num_samples: samples requested (train iterations x global batch size);
-            ``None`` = one epoch.
-        framework_version: one of :data:`MEGATRON_VERSIONS`.
+        capacity: the row width ``R >= 3``; the framework's ``sequence_length``
+            is ``R - 1`` (:attr:`sequence_length`).
+        seed, num_samples, framework_version: see :attr:`knobs`.
 
-    >>> evs = list(MegatronGPT(4).events([5, 3, 9, 2]))
+    >>> evs = list(MegatronGPT(5).events([5, 3, 9, 2]))  # sequence_length 4
+    >>> MegatronGPT(5).sequence_length
+    4
     >>> [(e.row, e.source, e.start, e.length) for e in evs if type(e).__name__ == "Placement"][:3]
     [(0, 0, 4, 1), (0, 1, 0, 3), (0, 2, 0, 1)]
     >>> [(e.source, e.start, e.length) for e in evs if type(e).__name__ == "Discard"]  # never shown
@@ -171,20 +171,28 @@ class MegatronGPT(PeerPacker):
         "position ids run 0..L-1 and attention is causal across documents (reset_position_ids and "
         "reset_attention_mask at EOD tokens are opt-in; eod_mask_loss masks EOD labels); no padding")
     repeats_tokens: ClassVar[bool] = True
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("seed", "int", 1234, "random_seed of the dataset config (Megatron-LM's --seed default)"),
+        Knob("num_samples", "int", None, "samples requested (train iterations x global batch size; None: "
+             "one epoch)", optional=True),
+        Knob("framework_version", "str", "0.16.1", "megatron-core version whose behaviour is replayed",
+             choices=MEGATRON_VERSIONS),
+    )
+    row_width: ClassVar[RowWidth] = RowWidth(
+        "R = sequence_length + 1: a sample holds sequence_length + 1 tokens (inputs and the shifted labels) "
+        "and consecutive samples overlap by one token", offset=1)
 
     def __init__(self, capacity: int, *, seed: int = 1234, num_samples: int | None = None,
                  framework_version: str = "0.16.1") -> None:
-        check_int("capacity", capacity, 2)
-        super().__init__(capacity + 1)
-        self.sequence_length = int(capacity)
+        super().__init__(check_int("capacity", capacity, 3))
+        self.sequence_length = self.capacity - 1
         self.seed = check_int("seed", seed, 0)
         self.num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)
         self.framework_version = check_choice("framework_version", framework_version, MEGATRON_VERSIONS)
 
     def index(self, lengths: Any) -> MegatronIndex:
         """The framework's indices for ``lengths``."""
-        return megatron_index(as_length_list(lengths, allow_empty=True, who="Megatron"),
-                              self.sequence_length, self.seed, self.num_samples)
+        return megatron_index(peer_lengths(lengths), self.sequence_length, self.seed, self.num_samples)
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Samples in dataset order (the shuffle index), then the never-shown tail as discards.
@@ -192,7 +200,7 @@ class MegatronGPT(PeerPacker):
         Occurrence ``p * n + d`` is the ``p``-th appearance of document ``d`` in
         the document index (``n`` documents); all arrive before the first row.
         """
-        sizes = as_length_list(lengths, allow_empty=True, who="Megatron")
+        sizes = peer_lengths(lengths)
         L = self.sequence_length
         ix = megatron_index(sizes, L, self.seed, self.num_samples)
         docs = ix.document_index.tolist()
@@ -239,7 +247,7 @@ class MegatronGPT(PeerPacker):
                 if tail:
                     pieces.append(Piece(occ_of[j], docs[j], b - off, 1, repeat=True))
                 pos = end
-            yield from emit_row(i, pieces, L + 1)
+            yield from row_events(i, pieces, L + 1)
         covered = total * L + 1 if total else 0
         j = bisect.bisect_right(starts, covered) - 1
         for k in range(max(j, 0), len(occ_len)):

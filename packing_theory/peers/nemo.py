@@ -41,9 +41,10 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..engine.knobs import Knob
 from ..errors import InputError
-from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, check_optional_int, first_fit, peer_lengths
+from ._base import PeerPacker
+from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 
 __all__ = [
     "PEERS",
@@ -51,7 +52,7 @@ __all__ = [
     "NemoFirstFitDecreasing",
     "NemoFirstFitShuffle",
     "NemoPacker",
-    "first_fit",
+    "nemo_first_fit",
 ]
 
 VERSIONS = ("3.0.0", "2.0.0")
@@ -74,14 +75,9 @@ class NemoPacker(PeerPacker):
     """NeMo offline packing (base of the three algorithms).
 
     Args:
-        capacity: ``pack_size`` (``packed_sequence_size``), in input positions.
-        seed: numpy global RNG seed before packing (default 0).
-        pad_id: the padding token of the trainer's rows (only for :meth:`trainer_rows`).
-        max_seq_length: cut longer examples to their first ``max_seq_length`` tokens before
-            packing (the tail is a Discard), standing in for the truncation NeMo's SFT dataset
-            applies upstream; ``None`` (default): no cut, and an example with
-            ``len - 1 > pack_size`` raises.
-        framework_version: nemo-toolkit release transcribed (:data:`VERSIONS`).
+        capacity: the row width ``R`` = ``pack_size`` (``packed_sequence_size``), in input positions.
+        seed, pad_id, max_seq_length, framework_version: see :attr:`knobs`; without
+            ``max_seq_length`` an example with ``len - 1 > pack_size`` raises.
 
     >>> p = NemoFirstFitDecreasing(8)
     >>> [[(e.source, e.length) for e in row] for row in p.assignment([6, 3, 5, 3])]
@@ -102,6 +98,13 @@ class NemoPacker(PeerPacker):
         "packs of whole examples (input_ids, seq_start_id); the trainer's inputs are each example minus "
         "its last token (sum <= pack_size), labels minus its first, cu_seqlens per example, "
         "position_ids restarting at 0 per example"
+    )
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("seed", "int", 0, "numpy global RNG seed before packing (NeMo's data module passes 0)"),
+        Knob("pad_id", "int", 0, "the padding token of the trainer's rows (trainer_rows only)"),
+        Knob("max_seq_length", "int", None, "cut longer examples to their first max_seq_length tokens before "
+             "packing, as NeMo's SFT dataset does upstream (None: no cut)", optional=True),
+        Knob("framework_version", "str", "3.0.0", "nemo-toolkit release transcribed", choices=VERSIONS),
     )
 
     def __init__(
@@ -169,8 +172,7 @@ class NemoPacker(PeerPacker):
         ls = peer_lengths(lengths)
         packs = self.assignment(ls)
         log = EventLog(self.capacity)
-        for d, n in enumerate(ls):
-            log.arrival(d, d, 0, n)
+        log.extend(arrivals(ls, 0, empty=False))  # the empty examples are filtered after the cuts
         for d, (n, kept) in enumerate(zip(ls, self._cut(ls), strict=True)):
             log.discard(d, d, kept, n - kept)
         for d, n in enumerate(ls):

@@ -44,9 +44,10 @@ import numpy as np
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
-from ._base import PeerPacker, Piece
-from ._common import arrivals, as_length_list, best_fit, emit_row
+from ._base import PeerPacker
+from ._common import Piece, arrivals, best_fit, peer_lengths, row_events
 
 __all__ = ["PEERS", "OlmoFragment", "OlmoPacker", "OlmoTruncate", "olmo_order"]
 
@@ -65,10 +66,8 @@ class OlmoPacker(PeerPacker):
     """Base of the two OLMo-core policies (``long_doc_strategy`` is a class attribute).
 
     Args:
-        capacity: ``sequence_length``, a power of two.
-        documents_per_file: documents per source ``.npy`` file (``None``: the
-            whole stream is one file).
-        source_group_size: consecutive files packed together (OLMo-core's default 1).
+        capacity: the row width ``R`` = ``sequence_length``, a power of two.
+        documents_per_file, source_group_size: see :attr:`knobs`.
 
     Raises:
         ValueError: ``capacity`` is not a power of two (OLMo-core's segment
@@ -89,6 +88,13 @@ class OlmoPacker(PeerPacker):
         "doc_lens (with generate_doc_lengths) give the document boundaries for intra-document masking "
         "and cu_seqlens; position ids restart per document only when doc_lens are used")
     long_doc_strategy: ClassVar[str]
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("documents_per_file", "int", None, "documents per source .npy file (None: the whole stream is "
+             "one file)", optional=True),
+        Knob("source_group_size", "int", 1, "consecutive source files packed together"),
+    )
+    row_width: ClassVar[RowWidth] = RowWidth(
+        "R = sequence_length, a power of two (InstancePacker's segment tree asserts it)", power_of_two=True)
 
     def __init__(self, capacity: int, *, documents_per_file: int | None = None,
                  source_group_size: int = 1) -> None:
@@ -102,7 +108,7 @@ class OlmoPacker(PeerPacker):
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Pack ``lengths`` (documents of >= 1 token) group by group."""
-        values = as_length_list(lengths, allow_empty=False, who="OLMo-core")
+        values = peer_lengths(lengths, allow_empty=False, who="OLMo-core")
         L = self.capacity
         per_group = (len(values) if self.documents_per_file is None
                      else self.documents_per_file * self.source_group_size)
@@ -121,8 +127,8 @@ class OlmoPacker(PeerPacker):
                 else:
                     docs.extend(Piece(occ, occ, s, min(L, n - s), crop=True) for s in range(0, n, L))
             sizes = [p.length for p in docs]
-            for b in best_fit(sizes, olmo_order(sizes), L):
-                yield from emit_row(row, [docs[i] for i in b], L)
+            for b in best_fit(sizes, olmo_order(sizes), L, ties="first-to-reach"):
+                yield from row_events(row, [docs[i] for i in b], L)
                 row += 1
         yield Horizon(row, 0, "drained", ())
 

@@ -19,66 +19,23 @@ where a paper is silent the choice is stated in the class docstring.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
-from sortedcontainers import SortedList  # type: ignore[import-untyped]
-
 from .._checks import check_int
 from ..engine.events import Event
+from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
-from ._base import PeerPacker, Piece
-from ._offline import EventLog, first_fit, peer_lengths
+from ._base import PeerPacker
+from ._common import EventLog, Piece, arrivals, best_fit_decreasing, first_fit, peer_lengths
 
-__all__ = ["PEERS", "FewerTruncations", "Seamless", "best_fit_decreasing", "seamless_windows"]
+__all__ = ["PEERS", "FewerTruncations", "Seamless", "seamless_windows"]
 
 
 class _Item(NamedTuple):
     source: int
     start: int
     length: int
-
-
-def best_fit_decreasing(sizes: Sequence[int], capacity: int) -> list[list[int]]:
-    """Best-fit-decreasing: bins of item indices, each bin's items in insertion order.
-
-    Items are taken longest first (stable: equal sizes keep their index
-    order); each goes to the bin with the smallest remaining space that fits
-    it, ties to the earliest-opened bin; a new bin opens when none fits.
-
-    >>> best_fit_decreasing([8, 6, 7, 5, 2, 3], 8)   # seed-000 ref [4], Fig. 1: 14 -> 8 + 6, 7, 5, 2, 3
-    [[0], [2], [1, 4], [3, 5]]
-
-    Complexity: O(N log N) (a sorted list of free-space values and a heap of
-    bins per value).
-    """
-    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
-    bins: list[list[int]] = []
-    spaces: SortedList = SortedList()
-    by_space: dict[int, list[int]] = {}
-    for i in order:
-        size = sizes[i]
-        k = spaces.bisect_left(size)
-        if k < len(spaces):
-            free = spaces[k]
-            heap = by_space[free]
-            b = heapq.heappop(heap)
-            if not heap:
-                del by_space[free]
-                spaces.remove(free)
-            bins[b].append(i)
-            left = free - size
-        else:
-            b = len(bins)
-            bins.append([i])
-            left = capacity - size
-        if left > 0:
-            if left not in by_space:
-                by_space[left] = []
-                spaces.add(left)
-            heapq.heappush(by_space[left], b)
-    return bins
 
 
 class FewerTruncations(PeerPacker):
@@ -112,15 +69,12 @@ class FewerTruncations(PeerPacker):
         "are the trainer's choice (the method does not fix them)"
     )
 
-    def __init__(self, capacity: int) -> None:
-        super().__init__(capacity)
-
     def rows_of(self, lengths: Any) -> list[list[Piece]]:
         """The rows as pieces."""
         ls = peer_lengths(lengths)
         L = self.capacity
         items = [_Item(d, k, min(L, n - k)) for d, n in enumerate(ls) for k in range(0, n, L)]
-        bins = best_fit_decreasing([it.length for it in items], L)
+        bins = best_fit_decreasing([it.length for it in items], L, ties="first-opened")
         return [
             [Piece(items[i].source, items[i].source, items[i].start, items[i].length) for i in b]
             for b in bins
@@ -130,11 +84,7 @@ class FewerTruncations(PeerPacker):
         """Segment and pack ``lengths``; yield the events."""
         ls = peer_lengths(lengths)
         log = EventLog(self.capacity)
-        for d, n in enumerate(ls):
-            log.arrival(d, d, 0, n)
-        for d, n in enumerate(ls):
-            if n == 0:
-                log.filtered(d, d, 0, "empty")
+        log.extend(arrivals(ls, 0))
         for row in self.rows_of(ls):
             log.row(row)
         yield from log.finish("drained")
@@ -214,6 +164,12 @@ class Seamless(PeerPacker):
     trainer_view: ClassVar[str] = (
         "rows of exactly L tokens (padding only with padding=True), labels = tokens with -100 on padding; "
         "the authors' code gives plain causal attention across the packed texts of a row"
+    )
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("repetition", "float", 0.3, "the maximum repetition ratio: windows of a long text overlap by at "
+             "most int(L * repetition) tokens"),
+        Knob("extra", "int", 50, "bins hold L + extra tokens (bin_extra_capacity)"),
+        Knob("padding", "bool", False, "bins hold L tokens and every bin is a padded row"),
     )
 
     def __init__(
@@ -306,11 +262,7 @@ class Seamless(PeerPacker):
         ls = peer_lengths(lengths)
         rows, dropped = self._plan(ls)
         log = EventLog(self.capacity)
-        for d, n in enumerate(ls):
-            log.arrival(d, d, 0, n)
-        for d, n in enumerate(ls):
-            if n == 0:
-                log.filtered(d, d, 0, "empty")
+        log.extend(arrivals(ls, 0))
         for row in rows:
             log.row(row)
         for d, start, length in dropped:

@@ -36,9 +36,10 @@ from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
 from ..engine.events import Event
+from ..engine.knobs import Knob
 from ..errors import InputError
-from ._base import PeerPacker, Piece
-from ._offline import EventLog, check_choice, check_optional_int, peer_lengths
+from ._base import PeerPacker
+from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, peer_lengths
 
 __all__ = ["PEERS", "TorchtuneNextFit", "TorchtunePacker", "TorchtuneSplit"]
 
@@ -63,10 +64,8 @@ class TorchtunePacker(PeerPacker):
     """torchtune ``PackedDataset`` (base of the two strategies; ``split_across_pack`` is the strategy).
 
     Args:
-        capacity: ``max_seq_len``.
-        padding_idx: the token id of padding (default 0).
-        max_packs: stop after this many packs (``None``: pack everything).
-        framework_version: torchtune release transcribed (:data:`VERSIONS`; one behaviour).
+        capacity: the row width ``R`` = ``max_seq_len``.
+        padding_idx, max_packs, framework_version: see :attr:`knobs`.
 
     Complexity: O(N + rows) time and memory for N samples (offline: the
     whole length stream is read first).
@@ -91,6 +90,12 @@ class TorchtunePacker(PeerPacker):
         "packs padded to max_seq_len (tokens padding_idx, labels -100); input_pos = offset in the sample "
         "mod max_seq_len (a split continuation does not restart at 0), continuing over the padding clamped "
         "to max_seq_len-1; seq_lens per sample piece plus the padding length as one more entry"
+    )
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("padding_idx", "int", 0, "the token id of padding"),
+        Knob("max_packs", "int", None, "stop after this many packs (None: pack everything)", optional=True),
+        Knob("framework_version", "str", "0.6.1", "torchtune release transcribed (one behaviour)",
+             choices=VERSIONS),
     )
 
     def __init__(
@@ -153,8 +158,7 @@ class TorchtunePacker(PeerPacker):
         ls = peer_lengths(lengths)
         plan = self._plan(ls)
         log = EventLog(self.capacity)
-        for i, n in enumerate(ls):
-            log.arrival(i, i, 0, n)
+        log.extend(arrivals(ls, 0, empty=False))  # empty samples are dropped only among those read
         for i in range(plan.read):
             if ls[i] == 0:
                 log.filtered(i, i, 0, "empty")

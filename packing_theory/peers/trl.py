@@ -55,11 +55,12 @@ from typing import Any, ClassVar
 
 from .._checks import check_int
 from ..engine.events import Discard, Event, Horizon
+from ..engine.knobs import Knob
 from ..errors import InputError
-from ._base import PeerPacker, Piece
-from ._common import arrivals, as_length_list, best_fit, check_choice, emit_row
+from ._base import PeerPacker
+from ._common import Piece, arrivals, best_fit_decreasing, check_choice, peer_lengths, row_events
 
-__all__ = ["PEERS", "TRL_VERSIONS", "TrlBfd", "TrlBfdSplit", "TrlPacker", "TrlWrapped", "best_fit_decreasing"]
+__all__ = ["PEERS", "TRL_VERSIONS", "TrlBfd", "TrlBfdSplit", "TrlPacker", "TrlWrapped"]
 
 TRL_VERSIONS: tuple[str, ...] = ("1.16.0", "ed8cc2f")
 """Supported ``framework_version`` values (same packing behaviour; see the module doc)."""
@@ -71,31 +72,23 @@ _FAMILY = ("finite-window best-fit-decreasing (TRL pack_dataset): no minimum-occ
            "order, so seed 000's proposition does not apply (§5.10)")
 
 
-def best_fit_decreasing(sizes: list[int], capacity: int) -> list[list[int]]:
-    """Bins (lists of indices into ``sizes``) by stable longest-first best fit with FIFO ties.
-
-    >>> best_fit_decreasing([4, 2, 3, 1], 4)
-    [[0], [2, 3], [1]]
-
-    Complexity: O(n log n) for the sort plus :func:`~packing_theory.peers._common.best_fit`.
-    """
-    order = sorted(range(len(sizes)), key=sizes.__getitem__, reverse=True)  # stable: ties keep index order
-    return best_fit(sizes, order, capacity)
-
-
 class TrlPacker(PeerPacker):
     """Base of the three TRL policies (the strategy is a class attribute).
 
     Args:
-        capacity: ``seq_length`` (tokens per packed row).
-        window: the ``datasets.map`` batch size (default 1000, datasets' own
-            default); ``None`` packs the whole dataset as one batch.
-        framework_version: one of :data:`TRL_VERSIONS`.
+        capacity: the row width ``R`` = ``seq_length`` (tokens per packed row).
+        window, framework_version: see :attr:`knobs`.
     """
 
     framework: ClassVar[str] = "TRL"
     reference: ClassVar[str] = _REFERENCE
     family_note: ClassVar[str] = _FAMILY
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("window", "int", 1000, "the datasets.map batch size packed together (datasets' default 1000; "
+             "None: the whole dataset as one batch)", optional=True),
+        Knob("framework_version", "str", "1.16.0", "TRL version whose behaviour is replayed",
+             choices=TRL_VERSIONS),
+    )
     strategy: ClassVar[str]
     trainer_view: ClassVar[str] = (
         "rows of variable length (no pad tokens in the dataset) with seq_lengths; with padding_free the "
@@ -115,7 +108,7 @@ class TrlPacker(PeerPacker):
 
     def events(self, lengths: Any) -> Iterator[Event]:
         """Pack ``lengths`` (token counts; 0 = an empty row, dropped) window by window."""
-        values = as_length_list(lengths, allow_empty=True, who="TRL")
+        values = peer_lengths(lengths)
         L = self.capacity
         row = 0
         for lo, hi in self._windows(len(values)):
@@ -139,10 +132,10 @@ class TrlPacker(PeerPacker):
                     raise InputError(
                         f"lengths[{lo}:{hi}] (one map batch, window={self.window}) holds only empty rows: "
                         f"TRL's _pack_bfd fails on such a batch (pyarrow 'take' of an empty index list)")
-                bins = best_fit_decreasing([p.length for p in pieces], L)
+                bins = best_fit_decreasing([p.length for p in pieces], L, ties="first-to-reach")
                 rows = [[pieces[i] for i in b] for b in bins]
             for r in rows:
-                yield from emit_row(row, r, L)
+                yield from row_events(row, r, L)
                 row += 1
         yield Horizon(row, 0, "drained", ())
 

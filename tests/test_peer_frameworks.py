@@ -1,7 +1,10 @@
-"""torchtune, Axolotl, NeMo and the paper methods: behaviour, brute-force references, identities, errors.
+"""Behaviour of each peer that a differential test cannot show: worked examples and brute-force references.
 
-The paper methods have no framework to run, so independent brute-force
-implementations written here (token lists, linear scans) stand in for one.
+One section per framework (TRL, OLMo-core, Megatron, LLM Foundry, torchtune,
+Axolotl, NeMo) and the paper methods; the paper methods have no framework to
+run, so independent brute-force implementations written here (token lists,
+linear scans) stand in for one. What every peer shares is tested in
+``tests/test_peers.py``.
 """
 
 from __future__ import annotations
@@ -9,30 +12,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from packing_theory import Ledger, SummaryAccumulator
-from packing_theory.engine.events import Discard, Event, Filtered, Horizon, Padding, Placement, Repeat
+from packing_theory import build_packer
+from packing_theory.engine.events import Discard, Event, Filtered, Placement, Repeat
 from packing_theory.engine.rows import token_rows as _token_rows
-from packing_theory.peers import make_peer, peer_policies
-from packing_theory.peers._offline import EventLog, FirstFitTree, first_fit, peer_lengths
+from packing_theory.peers._common import best_fit_decreasing
 from packing_theory.peers.axolotl import AxolotlMultipack
+from packing_theory.peers.foundry import FoundryBinPack
+from packing_theory.peers.megatron import MegatronGPT, megatron_index
 from packing_theory.peers.nemo import NemoFirstFit, NemoFirstFitShuffle
-from packing_theory.peers.paper import FewerTruncations, Seamless, best_fit_decreasing, seamless_windows
+from packing_theory.peers.olmo import olmo_order
+from packing_theory.peers.paper import FewerTruncations, Seamless, seamless_windows
 from packing_theory.peers.torchtune import TorchtuneNextFit, TorchtuneSplit
-
-OURS = [
-    "torchtune-next_fit",
-    "torchtune-split",
-    "axolotl-multipack",
-    "nemo-first_fit",
-    "nemo-first_fit_decreasing",
-    "nemo-first_fit_shuffle",
-    "fewer-truncations",
-    "seamless",
-]
 
 
 def docs_of(lengths: Sequence[int]) -> list[list[int]]:
@@ -43,109 +38,60 @@ def kinds(events: Sequence[Event], t: type) -> list[Any]:
     return [e for e in events if type(e) is t]
 
 
-def make(name: str, L: int) -> Any:
-    return make_peer(name, L)
-
-
-def brute_rows(events: Sequence[Event], docs: Sequence[Sequence[int]], R: int, pad: int) -> list[list[int]]:
-    """Rows by direct placement at (row, offset), independent of _token_rows' streaming release."""
-    rows: dict[int, list[int | None]] = {}
-    order: list[int] = []
-    for ev in events:
-        if type(ev) in (Placement, Repeat, Padding):
-            if ev.row not in rows:
-                rows[ev.row] = [None] * R
-                order.append(ev.row)
-            if type(ev) is Padding:
-                vals = [pad] * ev.length
-            else:
-                vals = list(docs[ev.occurrence][ev.start : ev.start + ev.length])
-            rows[ev.row][ev.offset : ev.offset + ev.length] = vals
-    out = []
-    for r in order:
-        assert None not in rows[r]
-        out.append([int(x) for x in rows[r] if x is not None])
-    return out
-
-
-# ----------------------------------------------------------------------------- registry
-def test_registry_lists_part_b_peers() -> None:
-    table = peer_policies()
-    for name in OURS:
-        assert name in table and table[name].name == name
-        cls = table[name]
-        assert cls.reference and cls.family_note and not cls.in_family
-    assert make_peer("torchtune-split", 8, max_packs=2).max_packs == 2  # type: ignore[attr-defined]
-
-
-# ----------------------------------------------------------------------------- identities
 lengths_st = st.lists(st.integers(0, 40), max_size=30)
 
 
-@given(lengths=lengths_st, L=st.integers(2, 16), name=st.sampled_from(OURS))
-def test_mass_identity_and_token_rows(lengths: list[int], L: int, name: str) -> None:
-    peer = make(name, L)
-    if name == "torchtune-next_fit":
-        lengths = [min(n, L) for n in lengths]
-    if name.startswith("nemo"):
-        lengths = [min(n, L + 1) for n in lengths]
-        if not any(lengths):
-            lengths = [*lengths, 1]
-    events = list(peer.events(lengths))
-    acc = SummaryAccumulator(peer.capacity)
-    led = Ledger(capacity=peer.capacity, min_buffer=1)
-    for ev in events:
-        acc.feed(ev)
-        acc._check()
-        led.feed(ev)
-        led._flush()
-        led._check()
-    s = acc.result()
-    assert s.identity_holds() and s.row_identity_holds(peer.capacity)
-    assert s.consumed_tokens == sum(lengths) and s.partial_row_tokens == 0
-    agg = led.result()
-    assert agg.mass.identity_holds and agg.conservation_violations == 0
-    assert isinstance(events[-1], Horizon) and sum(isinstance(e, Horizon) for e in events) == 1
-    docs = docs_of(lengths)
-    assert list(_token_rows(peer, docs, pad_id=-7)) == brute_rows(events, docs, peer.capacity, -7)
+# ----------------------------------------------------------------------------- TRL
+def test_trl_bfd_truncates_and_bfd_split_keeps_every_token() -> None:
+    trunc = list(build_packer("trl-bfd", capacity=4).events([10, 1]))
+    assert [e for e in trunc if isinstance(e, Discard)] == [Discard(0, 0, 4, 6)]
+    split = list(build_packer("trl-bfd_split", capacity=4).events([10, 1]))
+    assert not [e for e in split if isinstance(e, Discard)]
+    assert sum(e.length for e in split if isinstance(e, Placement)) == 11
 
 
-@given(
-    sizes=st.lists(st.integers(0, 12), max_size=80),
-    capacity=st.integers(1, 16),
-    cap=st.one_of(st.none(), st.integers(1, 4)),
-)
-def test_first_fit_tree_matches_linear_scan(sizes: list[int], capacity: int, cap: int | None) -> None:
-    free: list[int] = []
-    want: list[list[int]] = []
-    for k, size in enumerate(sizes):  # the frameworks' loop: scan every bin
-        for b in range(len(want)):
-            if free[b] >= size and (cap is None or len(want[b]) < cap):
-                want[b].append(k)
-                free[b] -= size
-                break
-        else:
-            want.append([k])
-            free.append(capacity - size)
-    trees: list[FirstFitTree] = []
-    assert first_fit(sizes, capacity, cap, _tree=trees) == want
-    trees[0]._check()
+# ----------------------------------------------------------------------------- OLMo-core
+def test_olmo_order_is_numpys_argsort() -> None:
+    lengths = [3, 5, 3, 5, 3, 1, 5] * 20
+    assert olmo_order(lengths) == np.argsort(-1 * np.asarray(lengths, dtype=np.int64)).tolist()
 
 
-def test_first_fit_tree_check_detects_corruption() -> None:
-    t = FirstFitTree(4)
-    t.open(2, 7)
-    t._check()
-    t.tree[1] = 0
-    with pytest.raises(AssertionError):
-        t._check()
+# ----------------------------------------------------------------------------- Megatron
+def test_megatron_separate_final_epoch_and_dropped_tail() -> None:
+    sizes = [5, 3, 9, 2]  # 19 tokens, L = 4: 4 samples per epoch
+    assert not megatron_index(sizes, 4, 1234, None).separate_final_epoch
+    ix = megatron_index(sizes, 4, 1234, 5)  # 2 epochs; final epoch gives 5 - 4 = 1 < int(0.8 * 4)
+    assert (ix.num_epochs, ix.separate_final_epoch) == (2, True)
+    ix2 = megatron_index(sizes, 4, 1234, 8)  # final epoch gives 4 samples >= 3
+    assert (ix2.num_epochs, ix2.separate_final_epoch) == (2, False)
+    events = list(MegatronGPT(5).events(sizes))  # rows of 5 = sequence_length 4 + 1
+    assert [e for e in events if isinstance(e, Discard)] == [Discard(3, 3, 0, 2)]
+    assert sum(e.length for e in events if isinstance(e, Repeat)) == 3  # 4 samples, 3 shared tokens
 
 
-def test_event_log_check_catches_lost_mass() -> None:
-    log = EventLog(4)
-    log.arrival(0, 0, 0, 3)
-    with pytest.raises(AssertionError):
-        log.finish("drained")
+def test_megatron_capacity_is_the_row_width() -> None:
+    p = MegatronGPT(2049)
+    assert (p.capacity, p.sequence_length) == (2049, 2048)
+    assert build_packer("megatron-gpt", seq_length=2048).capacity == 2049
+    rows = {e.row for e in p.events([5000] * 3) if type(e) in (Placement, Repeat)}
+    assert rows and all(sum(e.length for e in p.events([5000] * 3)
+                            if type(e) in (Placement, Repeat) and e.row == r) == 2049 for r in rows)
+
+
+# ----------------------------------------------------------------------------- LLM Foundry
+def test_foundry_binpack_discards_leftovers_beyond_the_cap() -> None:
+    kept = list(FoundryBinPack(8, batch_size=1, packing_ratio=3.0).events([6, 5, 4]))
+    dropped = list(FoundryBinPack(8, batch_size=1, packing_ratio=3.0, max_leftover_bins_to_keep=0)
+                   .events([6, 5, 4]))
+    assert not [e for e in kept if isinstance(e, Discard)] and kept[-1].buffered
+    assert sum(e.length for e in dropped if isinstance(e, Discard)) == 9 and not dropped[-1].buffered
+
+
+def test_foundry_concat_never_emits_the_final_partial_buffer() -> None:
+    for name in ("foundry-concat-wrap", "foundry-concat-no_wrap"):
+        events = list(build_packer(name, capacity=4).events([3, 3, 3]))
+        last = [e for e in events if isinstance(e, Discard)][-1]
+        assert last.occurrence == 2
 
 
 # ----------------------------------------------------------------------------- torchtune
@@ -242,8 +188,11 @@ def test_axolotl_first_fit_is_in_sampler_order_not_sorted() -> None:
 
 
 def test_axolotl_bin_capacity_and_epochs() -> None:
-    p = AxolotlMultipack(4, micro_batch_size=3, epochs=2, seed=1)
+    p = AxolotlMultipack(12, micro_batch_size=3, epochs=2, seed=1)  # a bin (row) of 3 * sequence_len 4
     assert p.capacity == 12 and p.sequence_len == 4
+    assert build_packer("axolotl-multipack", seq_length=4, micro_batch_size=3).capacity == 12
+    with pytest.raises(ValueError, match="must be a multiple of micro_batch_size 3"):
+        AxolotlMultipack(10, micro_batch_size=3)
     ev = list(p.events([4, 4, 4, 2]))
     assert {e.pass_index for e in ev if type(e).__name__ == "Arrival"} == {0, 1}
     assert sum(e.length for e in kinds(ev, Placement)) + sum(e.length for e in kinds(ev, Discard)) == 28
@@ -348,7 +297,7 @@ def bfd_brute(sizes: Sequence[int], capacity: int) -> list[list[int]]:
 
 @given(sizes=st.lists(st.integers(1, 12), max_size=60), capacity=st.integers(12, 20))
 def test_best_fit_decreasing_matches_brute_force(sizes: list[int], capacity: int) -> None:
-    assert best_fit_decreasing(sizes, capacity) == bfd_brute(sizes, capacity)
+    assert best_fit_decreasing(sizes, capacity, ties="first-opened") == bfd_brute(sizes, capacity)
 
 
 @given(lengths=lengths_st, L=st.integers(1, 12))
@@ -435,9 +384,3 @@ def test_seamless_window_gap_is_discarded() -> None:
 def test_seamless_bad_options(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         Seamless(8, **kwargs)
-
-
-@pytest.mark.parametrize("bad", [[1.5], [-2], "abc", 7])
-def test_peer_lengths_rejects_bad_input(bad: Any) -> None:
-    with pytest.raises((TypeError, ValueError)):
-        peer_lengths(bad)
