@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from packing_theory.audit.report import matplotlib_available
 from packing_theory.cli import main
+from packing_theory.reporting import matplotlib_available
 
 SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "300", "--permutations", "3"]
 

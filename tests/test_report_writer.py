@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from packing_theory.audit.plots import PLOT_FILES
-from packing_theory.audit.report import REPORT_FILES, matplotlib_available
-from packing_theory.audit.writer import (
+from packing_theory.cli import main
+from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES
+from packing_theory.reporting import (
     LOCK_NAME,
     MANIFEST_NAME,
     PNG_CONFIG_KEY,
@@ -24,11 +24,11 @@ from packing_theory.audit.writer import (
     ReportBusy,
     ReportError,
     ReportWriter,
+    matplotlib_available,
     png_text,
     recover,
     verify_report,
 )
-from packing_theory.cli import main
 
 needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (plots extra) missing")
 SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "200", "--permutations", "2",
@@ -322,7 +322,8 @@ def test_a_kill_during_the_swap_is_completed_by_the_next_open(tmp_path: Path, mo
     with pytest.raises(Killed):
         w.commit()
     monkeypatch.undo()
-    w._unlock()  # the process died: the kernel releases the lock, nothing else is cleaned up
+    assert w._lock is not None and w._lock._fd is not None
+    os.close(w._lock._fd)  # the process died: the kernel releases the lock, nothing else is cleaned up
     assert not verify_report(out, names=names).ok  # mixed until recovered
     assert recover(out) == [f"completed the interrupted commit of run {w.run_id}"]
     check = verify_report(out, names=names)
