@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -404,3 +405,143 @@ def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger
             json.loads((out / name).read_text())  # never truncated
         outcomes.append("old" if new.run_id == old.run_id else "new")
     assert set(outcomes) <= {"old", "new"}
+
+
+# --------------------------------------------------------------------------- the lock file, the journal
+
+
+def test_the_lock_file_is_gone_after_a_run_and_the_lock_stays_exclusive(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contender that opened the lock file just before its holder unlinked it must not believe it
+    holds the directory (it would share it with the next run, which creates a new lock file)."""
+    from packing_theory.reporting import DirectoryLock
+
+    holder = DirectoryLock(str(tmp_path))
+    holder.acquire("holder")
+    holder._check()
+    stale = os.open(tmp_path / LOCK_NAME, os.O_RDWR)  # the contender's open, racing the release
+    holder.release()
+    assert not (tmp_path / LOCK_NAME).exists()
+    contender = DirectoryLock(str(tmp_path))
+    opens = [stale]
+    real_open = contender._open
+    monkeypatch.setattr(contender, "_open", lambda: opens.pop() if opens else real_open())
+    contender.acquire("contender")  # locks the unlinked file first, notices, retries on the path
+    contender._check()
+    assert (tmp_path / LOCK_NAME).read_text() == "contender\n"
+    with pytest.raises(ReportBusy, match=r"\(contender\)"):
+        DirectoryLock(str(tmp_path)).acquire("third")
+    contender.release()
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_killed_run_leaves_a_lock_file_that_the_next_run_takes(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    out.mkdir()
+    (out / LOCK_NAME).write_text("pid 1, run dead\n")  # what a SIGKILL leaves: a file, no lock
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        assert f"run {w.run_id}" in (out / LOCK_NAME).read_text()
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    assert not (out / LOCK_NAME).exists() and verify_report(out).ok
+
+
+@pytest.mark.parametrize("stale", [
+    {"../victim": ""}, {"/ABS": ""}, {"notes.txt": ""}, {"../victim": "SHA"}, {"sub/notes.txt": "SHA"},
+    {".packing-theory-manifest.json": "SHA"},
+])
+def test_a_crafted_journal_deletes_nothing(stale: dict[str, str], tmp_path: Path) -> None:
+    """Before the fix a staging journal naming ``../victim``, an absolute path or an unrelated file
+    with an empty digest made the next run (or recover()) delete them."""
+    from packing_theory.reporting.files import sha256_file
+
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (out / "sub").mkdir()
+    for p in (out / "notes.txt", out / "sub" / "notes.txt"):
+        p.write_text("precious\n")
+    digest = sha256_file(str(victim))[0]
+    entries = {k.replace("/ABS", str(victim)): v.replace("SHA", digest) for k, v in stale.items()}
+    staging = out / ".packing-theory-staging-crafted"
+    staging.mkdir()
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    (staging / ".journal.json").write_text(json.dumps({"manifest": manifest, "stale": entries}))
+    done = recover(out)
+    assert len(done) == 1 and "journal is not valid" in done[0] and "nothing was applied" in done[0]
+    assert victim.read_text() == "precious\n"
+    assert (out / "notes.txt").read_text() == (out / "sub" / "notes.txt").read_text() == "precious\n"
+    assert not staging.exists() and verify_report(out).ok
+
+
+def test_a_journal_removes_only_files_that_still_hold_what_it_recorded(tmp_path: Path) -> None:
+    """A stale report file edited after the journal was written is left in place."""
+    out = tmp_path / "w"
+    names = ["a.md", "b.md"]
+    with ReportWriter(out, names=names, config={}) as w:
+        for n in names:
+            w.write_text(n, f"run {w.run_id}\n")
+        w.commit()
+    from packing_theory.reporting.journal import apply_journal, entry_digest, journal_problem
+
+    staging = out / ".packing-theory-staging-x"
+    staging.mkdir()
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest["files"] = {"a.md": manifest["files"]["a.md"]}
+    journal = {"manifest": manifest, "stale": {"b.md": entry_digest(str(out / "b.md"))}}
+    assert journal_problem(journal) is None
+    (out / "b.md").write_text("edited by hand\n")
+    apply_journal(str(out), str(staging), journal)
+    assert (out / "b.md").read_text() == "edited by hand\n"
+
+
+def test_a_directory_holding_another_kind_of_report_is_refused(tmp_path: Path) -> None:
+    """Before the fix a census into an audit report directory took over its manifest, so the next
+    audit refused its own files."""
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["audit.md"], config={}, tool="packing-theory audit") as w:
+        w.write_text("audit.md", f"run {w.run_id}\n")
+        w.commit()
+    with pytest.raises(ReportError, match=r"holds another kind of report \(audit.md, written by "
+                                          r"packing-theory audit\); choose another directory"):
+        ReportWriter(out, names=["census.json"], config={}).open()
+    assert verify_report(out, names=["audit.md"]).ok
+    assert recover(out) == []  # recover() accepts any report
+
+
+@pytest.mark.parametrize("outdir", ["", "a\x00b"])
+def test_an_empty_or_nul_out_is_refused_at_once(outdir: str) -> None:
+    with pytest.raises(ReportError, match="report directory must be a non-empty path"):
+        ReportWriter(outdir, names=["a.md"], config={})
+
+
+def test_a_full_disk_while_committing_leaves_the_old_report(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest and the journal are written before the first rename: no space for them, no swap."""
+    from packing_theory.reporting import journal as journal_module
+
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as old:
+        old.write_text("a.md", f"run {old.run_id}\n")
+        old.commit()
+    real = journal_module.write_new
+    calls: list[str] = []
+
+    def no_space(path: str, data: bytes) -> None:
+        calls.append(os.path.basename(path))
+        if len(calls) == 2:  # the journal, after the staged manifest
+            with open(path, "wb") as fh:
+                fh.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(journal_module, "write_new", no_space)
+    with pytest.raises(OSError, match="No space left"), ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    assert calls == [MANIFEST_NAME, ".journal.json"]
+    check = verify_report(out, names=["a.md"])
+    assert check.ok and check.run_id == old.run_id  # untouched, no staging directory left

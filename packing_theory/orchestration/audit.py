@@ -10,6 +10,7 @@ report (:mod:`packing_theory.rendering.audit`).
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, as_completed
@@ -34,7 +35,7 @@ from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, validate_lengths
-from ..peers import make_peer, peer_policies
+from ..peers import PeerPacker, make_peer, peer_policies
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -226,7 +227,7 @@ def run_audit(
     )
 
 
-def _check_names(names: list[str], peers: Mapping[str, object],
+def _check_names(names: list[str], peers: Mapping[str, type[PeerPacker]],
                  peer_options: Mapping[str, Mapping[str, Any]] | None) -> None:
     if not names:
         raise InputError("policies must name at least one policy, got []")
@@ -235,10 +236,16 @@ def _check_names(names: list[str], peers: Mapping[str, object],
             raise InputError(f"policy must be one of {', '.join([*POLICIES, *peers])}; got {name!r}")
     if len(set(names)) != len(names):
         raise InputError(f"policies must not repeat, got {names}")
-    for name in peer_options or {}:
+    for name, options in (peer_options or {}).items():
         if name not in peers or name not in names:
             raise InputError(f"peer_options names {name!r}, which is not an audited peer policy "
                              f"(audited: {', '.join(names)})")
+        takes = [p.name for p in inspect.signature(peers[name].__init__).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        for key in options:
+            if key not in takes:
+                raise InputError(f"peer_options[{name!r}]: {name} takes no option {key!r} "
+                                 f"(it takes: {', '.join(takes) or 'no options'})")
 
 
 @dataclass(frozen=True)

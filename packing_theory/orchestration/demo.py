@@ -19,6 +19,9 @@ command                the demo's inputs
 >>> result = demo.run(permutations=0)
 >>> [a.policy for a in result.policies] == list(demo.policies)
 True
+>>> cmp = compare_demo(1000)
+>>> cmp.lengths.size, cmp.packers[:2], cmp.label
+(1000, ('discard', 'continue'), 'default corpus (seed 0), first 1,000 documents')
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -79,8 +80,9 @@ class DirectoryLock:
                                      ) from exc
                 raise
             if self._names(fd):
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{note}\n".encode())
+                with contextlib.suppress(OSError):  # the note only informs a contender (a full disk: none)
+                    os.ftruncate(fd, 0)
+                    os.write(fd, f"{note}\n".encode())
                 self._fd = fd
                 self._check()
                 return
