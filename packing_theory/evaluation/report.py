@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..reporting.markdown import run_line
 from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
 from .bootstrap import ContrastResult
@@ -183,7 +184,7 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     lines += [f"Wall time: {run.seconds.get('total', sum(run.seconds.values())):.1f} s.", ""]
     if run_info is not None:
-        lines += [f"Run `{run_info['id']}`, config `{run_info['config_hash']}`.", ""]
+        lines += [run_line(run_info), ""]
     return "\n".join(lines)
 
 

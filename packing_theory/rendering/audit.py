@@ -26,6 +26,7 @@ from ..orchestration.audit import AuditResult
 from ..reporting.markdown import count as _n
 from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
+from ..reporting.markdown import run_line
 from ..reporting.writer import ReportWriter
 from .audit_plots import PLOT_FILES, write_plots
 
@@ -210,7 +211,7 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
                  f"Full figures: `audit.json` (schema packing-theory/audit v{SCHEMA_VERSION}).")
     if run is not None:
-        lines += ["", f"Run `{run['id']}`, config `{run['config_hash']}`."]  # = ReportWriter.run_line
+        lines += ["", run_line(run)]
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import Comparison
-from ..reporting.markdown import count, percent
+from ..reporting.markdown import count, percent, run_line
 from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
 
@@ -75,7 +75,7 @@ def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> st
     lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
     lines += ["", f"Computed in {cmp.seconds:.1f} s."]
     if run is not None:
-        lines += ["", f"Run `{run['id']}`, config `{run['config_hash']}`."]
+        lines += ["", run_line(run)]
     return "\n".join(lines) + "\n"
 
 

@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputError
 
-__all__ = ["MISSING", "count", "millions", "percent", "table"]
+__all__ = ["MISSING", "count", "millions", "percent", "run_line", "table"]
 
 MISSING = "—"
 """The cell of a value that is not defined (no source in the stratum, no start...)."""
@@ -37,6 +37,16 @@ def percent(v: float | None, digits: int = 1) -> str:
 def millions(v: int | float | None) -> str:
     """A count in millions with two decimals (``13.90 M``), :data:`MISSING` for ``None``."""
     return MISSING if v is None else f"{v / 1e6:.2f} M"
+
+
+def run_line(run: Mapping[str, str]) -> str:
+    """The line naming a report's run (``run``: its ``id`` and ``config_hash``); ``verify_report`` looks
+    for the run id in every text file.
+
+    >>> run_line({"id": "20250101T000000Z-00000000", "config_hash": "sha256:ab"})
+    'Run `20250101T000000Z-00000000`, config `sha256:ab`.'
+    """
+    return f"Run `{run['id']}`, config `{run['config_hash']}`."
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:

@@ -79,6 +79,7 @@ from .manifest import (
     manifest_files,
     new_run_id,
 )
+from .markdown import run_line
 
 __all__ = ["ReportWriter", "recover", "summary_line"]
 
@@ -151,8 +152,8 @@ class ReportWriter:
 
     @property
     def run_line(self) -> str:
-        """The Markdown line naming the run (``verify_report`` looks for the run id in text files)."""
-        return f"Run `{self.run_id}`, config `{self.config_hash}`."
+        """The Markdown line naming the run (:func:`~packing_theory.reporting.markdown.run_line`)."""
+        return run_line(self.run_info)
 
     # ------------------------------------------------------------------ open / close
 
