@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import signal
-import stat
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -25,7 +24,6 @@ __all__ = [
     "ReportBusy",
     "ReportError",
     "fsync_dir",
-    "is_regular",
     "lstat_or_none",
     "plain_name",
     "read_json",
@@ -124,11 +122,6 @@ def stat_or_none(path: str) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
-
-
-def is_regular(st: os.stat_result | None) -> bool:
-    """Whether an ``lstat`` result is a regular file (not a link, a directory, a FIFO...)."""
-    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 @contextlib.contextmanager
