@@ -139,8 +139,8 @@ COMMANDS = {c.name: c for c in (
                                 "--refill", "8", "--rows", "200", "--permutations", "2", "--no-progress",
                                 "--policy", "discard,trl-bfd"],
             AUDIT_FILES, "audit.md", "packing_theory.cli.audit:run_audit"),
-    Command("compare", lambda d: ["compare", "--lengths", _lengths(d), "--capacity", "32", "--min-buffer", "4",
-                                  "--refill", "4", "--policy", "discard,trl-bfd"],
+    Command("compare", lambda d: ["compare", "--lengths", _lengths(d), "--capacity", "32",
+                                  "--min-buffer", "4", "--refill", "4", "--policy", "discard,trl-bfd"],
             COMPARE_FILES, "compare.md", "packing_theory.cli.compare:compare_packers"),
     Command("evaluate", _evaluation, EVALUATE_FILES, "evaluate.md",
             "packing_theory.evaluation.pipeline:evaluate_models"),
@@ -310,7 +310,8 @@ def test_a_file_it_did_not_write_is_kept_without_force(name: str, inputs: Path, 
     argv = [*cmd.argv(inputs), "--out", str(out), *(["--no-plots"] if cmd.plots else [])]
     proc = run(argv, inputs)
     assert proc.returncode == 2, proc.stderr
-    assert f"{cmd.user_file} exists and is not written by packing-theory; pass --force" in one_line(proc.stderr)
+    assert (f"{cmd.user_file} exists and is not written by packing-theory; pass --force"
+            in one_line(proc.stderr))
     assert (out / cmd.user_file).read_bytes() == b"my notes\n"
     proc = run([*argv, "--force"], inputs)
     assert proc.returncode == 0, proc.stderr

@@ -410,8 +410,8 @@ def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger
 # --------------------------------------------------------------------------- the lock file, the journal
 
 
-def test_the_lock_file_is_gone_after_a_run_and_the_lock_stays_exclusive(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_lock_file_is_gone_after_a_run_and_the_lock_stays_exclusive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A contender that opened the lock file just before its holder unlinked it must not believe it
     holds the directory (it would share it with the next run, which creates a new lock file)."""
     from packing_theory.reporting import DirectoryLock
