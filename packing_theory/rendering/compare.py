@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import Comparison
-from ..reporting.markdown import count, percent, run_line
+from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
 
@@ -45,18 +45,16 @@ def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> st
         f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
         f"(OLMo-core at the largest power of two below it).",
         "",
-        "| packer | row width | rows | utilization | padding | dropped tokens | filtered sources "
-        "| never started | never started > R | family |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+    rows = []
     for c in cmp.columns:
         long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
                       if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
-        lines.append(
-            f"| {c.policy} | {c.row_width} | {count(c.rows)} | {percent(c.utilization)} "
-            f"| {count(c.padding_tokens)} | {count(c.discarded_tokens)} | {count(c.filtered_sources)} "
-            f"| {count(c.never_started_sources)} | {count(long_ns)} "
-            f"| {'member' if c.in_family else 'outside'} |")
+        rows.append([c.policy, str(c.row_width), count(c.rows), percent(c.utilization),
+                     count(c.padding_tokens), count(c.discarded_tokens), count(c.filtered_sources),
+                     count(c.never_started_sources), count(long_ns), "member" if c.in_family else "outside"])
+    lines += table(["packer", "row width", "rows", "utilization", "padding", "dropped tokens",
+                    "filtered sources", "never started", "never started > R", "family"], rows, "lrrrrrrrrl")
     lines += ["", "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
               "Never started = arrived occurrences with no emitted token (filtered ones included); "
               "still-buffered tokens at the end: "
