@@ -162,8 +162,9 @@ def _env(inputs: Path, spec: dict[str, Any] | None = None) -> dict[str, str]:
 
 def run(argv: list[str], inputs: Path) -> subprocess.CompletedProcess[str]:
     """The real command in a fresh process (no patch)."""
+    # cwd: not the repository, whose packing_theory ``-m`` would import before ROOT's
     return subprocess.run([sys.executable, "-m", "packing_theory.cli", *argv], capture_output=True, text=True,
-                          env=_env(inputs), timeout=600)
+                          env=_env(inputs), cwd=inputs, timeout=600)
 
 
 def harness(argv: list[str], tmp: Path, inputs: Path, *, cwd: Path | None = None,
@@ -175,7 +176,7 @@ def harness(argv: list[str], tmp: Path, inputs: Path, *, cwd: Path | None = None
     for name in ("ready", "go"):
         Path(spec[name]).unlink(missing_ok=True)
     return subprocess.Popen([sys.executable, "-c", HARNESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(inputs, spec), cwd=cwd)
+                            text=True, env=_env(inputs, spec), cwd=cwd or tmp)
 
 
 def wait_ready(proc: subprocess.Popen[str], tmp: Path) -> None:
