@@ -1,6 +1,6 @@
 """Audit quickstart: the four quantities of seed 000 §6 on a slice of the default corpus.
 
-Run:  python examples/audit_quickstart.py [OUTDIR]
+Run:  python examples/audit_quickstart.py [--out DIR]   (default: a new temporary directory)
 
 1. a streaming ledger over any packer's event stream (aggregates only);
 2. one source's ledger line in detail mode;
@@ -12,13 +12,19 @@ The full-size audit is ``packing-theory audit --demo`` (about 30 s).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import argparse
+import tempfile
 
 from packing_theory import Packer, PackerConfig, feed_all
-from packing_theory.audit import Ledger, evaluation_population, run_audit
-from packing_theory.audit.report import matplotlib_available, write_report
+from packing_theory.audit import Ledger, evaluation_population
 from packing_theory.corpus import default_lengths
+from packing_theory.orchestration import run_audit
+from packing_theory.rendering import write_report
+from packing_theory.reporting import matplotlib_available
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--out", default=None, help="report directory (default: a new temporary directory)")
+args = parser.parse_args()
 
 # A tenth of the calibrated default corpus and of autoresearch's row budget.
 lengths = default_lengths(seed=0)[:84_685]
@@ -55,6 +61,6 @@ print("evaluation:", ev.verdict)
 result = run_audit(lengths, config, policies=["discard", "continue", "segment-first"], permutations=5,
                    eval_lengths=evals, eval_targets=2_097_152, eval_prefixes=(1_048_576,),
                    corpus_label="default corpus, first 84,685 sources")
-out = Path(sys.argv[1] if len(sys.argv) > 1 else "audit-quickstart")
+out = args.out or tempfile.mkdtemp(prefix="audit-quickstart-")
 files = write_report(result, out, plots=matplotlib_available())
 print(f"wrote {files.markdown}, {files.json} and {len(files.plots)} plots")

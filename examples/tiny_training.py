@@ -28,8 +28,11 @@ the CI version (a small corpus, a few steps, well under a minute).
 
 Usage::
 
-    python examples/tiny_training.py --threads 1      # the committed run: examples/output/tiny_training/
-    python examples/tiny_training.py --quick --out /tmp/tiny
+    python examples/tiny_training.py --threads 1 --out examples/output/tiny_training   # the committed run
+    python examples/tiny_training.py --quick          # writes into a new temporary directory
+
+Without ``--out`` the example writes into a new temporary directory (it prints
+the path), never into the repository.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import json
 import math
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -413,7 +417,8 @@ def plot(out: Path, results: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the CI version: small corpus, few steps")
-    parser.add_argument("--out", type=Path, default=None, help="output directory")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output directory (default: a new temporary directory)")
     parser.add_argument("--policies", default="discard,continue,segment-first,trl-bfd")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -447,9 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         args.threads = 1  # a model this small gains nothing from intra-op threads on a loaded CPU
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    out = args.out or (
-        Path(__file__).parent / "output" / ("tiny_training_quick" if quick else "tiny_training")
-    )
+    out = args.out or Path(tempfile.mkdtemp(prefix="tiny_training_quick-" if quick else "tiny_training-"))
     out.mkdir(parents=True, exist_ok=True)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)

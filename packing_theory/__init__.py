@@ -9,10 +9,13 @@ Layout (arrows point down; see the architecture page of the docs)::
 
     cli/                     the packing-theory command
     distributed/             census and per-rank audits on local processes or Dask
+    rendering/               JSON, Markdown and PNG documents of an audit or a comparison
+    orchestration/           one corpus under several packers (run_audit, compare_packers)
     audit/ evaluation/ adapters/     consumers of the event stream
     invariant/               the protected set, the monitor, bounds, strategies
     peers/ corpus/           other packers; arrival streams
     engine/                  events, policies, buffer, Packer, ReferencePacker
+    reporting/               report files: writer, lock, manifest, plot loader, progress
     _checks, lengths         foundation
 
 Every name below is re-exported here, so notebooks need only
@@ -27,7 +30,7 @@ Every name below is re-exported here, so notebooks need only
 
 from . import _aliases
 from ._version import __version__
-from .audit import Ledger, StreamLedger, audit_events, audit_lengths, run_audit
+from .audit import Ledger, StreamLedger, audit_events, audit_lengths
 from .engine import (
     POLICIES,
     Arrival,
@@ -64,6 +67,7 @@ from .engine import (
 from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
 from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
 from .invariant.bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
+from .orchestration import run_audit
 from .registry import build_packer
 
 _aliases.install()

@@ -27,7 +27,7 @@ import types
 import warnings
 from collections.abc import Sequence
 
-__all__ = ["ALIASES", "install"]
+__all__ = ["ALIASES", "MOVED_NAMES", "install", "moved_name"]
 
 _CLI = ("audit", "bounds", "check", "replay", "_common")
 
@@ -42,12 +42,38 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "packing_theory.bounds": ("packing_theory.invariant.bounds",),
     "packing_theory.strategies": ("packing_theory.invariant.strategies",),
     "packing_theory.report": (
-        "packing_theory.audit.report", "packing_theory.audit.plots", "packing_theory.audit.progress",
+        "packing_theory.rendering.audit", "packing_theory.rendering.audit_plots",
+        "packing_theory.reporting.progress", "packing_theory.reporting.plotting",
     ),
     "packing_theory.commands": ("packing_theory.cli",),
     **{f"packing_theory.commands.{name}": (f"packing_theory.cli.{name}",) for name in _CLI},
 }
 """Old module path -> the module(s) now holding its public names."""
+
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "packing_theory.audit": {name: "packing_theory.orchestration" for name in (
+        "AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "corpus_summary", "run_audit")},
+}
+"""Names of 0.1 modules that still exist but moved out of them (module -> name -> new home).
+
+``packing_theory.audit`` now holds the consumers of the event stream only; the
+orchestration of a whole audit moved up a layer, to :mod:`packing_theory.orchestration`.
+"""
+
+
+def moved_name(module: str, name: str) -> object:
+    """The object that ``module.name`` was in 0.1, from its new home (a :class:`DeprecationWarning`).
+
+    A module of :data:`MOVED_NAMES` calls this from its ``__getattr__``.
+
+    Raises:
+        AttributeError: ``name`` never was in ``module``.
+    """
+    home = MOVED_NAMES.get(module, {}).get(name)
+    if home is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(f"{module}.{name} is deprecated; import it from {home}", DeprecationWarning, stacklevel=3)
+    return getattr(importlib.import_module(home), name)
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -21,12 +21,12 @@ from packing_theory.audit import (
     audit_events,
     audit_lengths,
     evaluation_population,
-    run_audit,
     startup_delays,
     stratum_index,
     stratum_labels,
 )
 from packing_theory.engine.policies import POLICIES
+from packing_theory.orchestration import run_audit
 
 SMALL_BOUNDS = (2, 4, 8, 16, 32)
 

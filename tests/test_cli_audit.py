@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from packing_theory.audit.report import matplotlib_available
 from packing_theory.cli import main
+from packing_theory.reporting import matplotlib_available
 
 SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "300", "--permutations", "3"]
 
@@ -129,3 +129,58 @@ def test_bad_tokenizer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     f.write_text("hello")
     assert main(["audit", "--text", str(f), "--tokenizer", "nosuchmodule_xyz:enc", "--no-plots"]) == 2
     assert "--tokenizer" in one_line_error(capsys)
+
+
+def _without_run_metadata(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in ("run", "seconds")}
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_api_audits_peers_exactly_as_the_command(workers: str, lengths_file: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix run_audit refused peers and the command spliced them into its result."""
+    import packing_theory as pt
+    from packing_theory.orchestration import run_audit
+    from packing_theory.rendering import report_dict
+
+    argv = ["audit", "--lengths", str(lengths_file), "--policy", "trl-bfd,discard,trl-wrapped",
+            "--peer-option", "window=50", "--policy", "continue", "--out", str(tmp_path / "r"),
+            "--no-plots", "--no-progress", "--json", "--workers", workers, *SMALL]
+    assert main(argv) == 0
+    cli_doc = json.loads(capsys.readouterr().out)
+    assert main(argv[:5] + argv[7:]) == 0  # without the peer option it differs: the option reached the peer
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["policies"][0] != cli_doc["policies"][0] and plain["policies"][1] == cli_doc["policies"][1]
+    config = pt.PackerConfig(capacity=32, min_buffer=20, refill=8, rows=300)
+    policies = ["trl-bfd", "discard", "trl-wrapped", "continue"]
+    result = run_audit(np.load(lengths_file), config, policies=policies, permutations=3,
+                       peer_options={"trl-bfd": {"window": 50}, "trl-wrapped": {"window": 50}},
+                       corpus_label="lengths.npy")
+    assert [a.policy for a in result.policies] == policies
+    assert [s.policy for s in result.startup] == ["discard", "continue"]  # streaming only
+    api_doc = report_dict(result)
+    assert _without_run_metadata(api_doc) == _without_run_metadata(cli_doc)
+
+
+def test_run_audit_checks_peer_options_before_replaying(lengths_file: Path) -> None:
+    from packing_theory.orchestration import run_audit
+
+    lengths = np.load(lengths_file)
+    with pytest.raises(ValueError, match=r"peer_options names 'trl-bfd', which is not an audited peer"):
+        run_audit(lengths, policies=["discard"], peer_options={"trl-bfd": {}})
+    message = r"peer_options\['trl-bfd'\]: policy 'trl-bfd' takes no option 'bogus' \(it takes: window"
+    with pytest.raises(ValueError, match=message):
+        run_audit(lengths, policies=["trl-bfd"], peer_options={"trl-bfd": {"bogus": 1}})
+    with pytest.raises(ValueError, match=r"policy must be one of .*trl-bfd.*; got 'nope'"):
+        run_audit(lengths, policies=["discard", "nope"])
+
+
+def test_the_demo_inputs_are_a_library_function() -> None:
+    from packing_theory.cli.audit import demo_inputs
+    from packing_theory.orchestration import audit_demo
+
+    demo = audit_demo(0.01)
+    train, evals, rows, eval_targets, prefixes = demo_inputs(0.01)
+    assert np.array_equal(train, demo.lengths) and np.array_equal(evals, demo.eval_lengths)
+    assert (rows, eval_targets, prefixes) == (demo.rows, demo.eval_targets, demo.eval_prefixes)
+    assert demo.config().rows == rows and demo.config().capacity == 2049

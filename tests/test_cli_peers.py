@@ -200,3 +200,22 @@ def test_audit_passes_each_packer_only_the_options_it_takes(lengths_file: Path, 
     assert main([*base, "--policy", "discard,trl-bfd", "--peer-option", "windows=2",
                  "--out", str(tmp_path / "c")]) == 2
     assert "--peer-option windows: policy 'trl-bfd' takes no option 'windows'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--lengths", "{lengths}", "--policy", "discard,trl-bfd,discard"], "--policy names 'discard' twice"),
+    (["--lengths", "{lengths}", "--policy", "discard,bogus"], "--policy got 'bogus', not a packer"),
+    (["--demo", "--documents", "0"], "--documents must be an integer >= 1, got 0"),
+])
+def test_compare_refuses_bad_packers_before_computing(argv: list[str], message: str, lengths_file: Path,
+                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix ``--policy discard,discard`` compared discard twice."""
+    import packing_theory.cli.compare as cli_compare
+
+    monkeypatch.setattr(cli_compare, "compare_packers", lambda *a, **k: pytest.fail("compared"))
+    out = tmp_path / "cmp"
+    argv = [a.format(lengths=lengths_file) for a in argv]
+    assert main(["compare", *argv, "--no-plots", "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()  # a directory made for a refused run is removed

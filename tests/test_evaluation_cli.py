@@ -12,7 +12,8 @@ import pytest
 
 from packing_theory.cli import main
 from packing_theory.corpus import write_shard
-from packing_theory.evaluation.report import TOP_LEVEL_KEYS, plots_available
+from packing_theory.evaluation.report import TOP_LEVEL_KEYS
+from packing_theory.reporting import matplotlib_available
 
 SMALL_DEMO = ["--demo", "--train-rows", "150", "--eval-candidates", "4000", "--per-stratum", "6",
               "--census-limit", "60", "--replicates", "300"]
@@ -26,8 +27,10 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def _strip_seconds(doc: dict) -> dict:
+    """The document without its run metadata (timings, the run id)."""
     doc = dict(doc)
     doc.pop("seconds")
+    doc.pop("run")
     doc["models"] = {k: {kk: vv for kk, vv in v.items() if kk != "seconds"} for k, v in doc["models"].items()}
     for key in ("comparison", "census", "summary"):
         doc[key] = json.loads(json.dumps(doc[key]))
@@ -42,7 +45,7 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
     assert main(["evaluate", *SMALL_DEMO, "--no-plots", "--out", str(b)]) == 0
     da = json.loads((a / "evaluate.json").read_text())
     db = json.loads((b / "evaluate.json").read_text())
-    assert tuple(da) == TOP_LEVEL_KEYS and da["schema"] == "packing-theory/evaluate" and da["version"] == 1
+    assert tuple(da) == TOP_LEVEL_KEYS and da["schema"] == "packing-theory/evaluate" and da["version"] == 2
     assert _strip_seconds(da) == _strip_seconds(db)  # same seeds and inputs: identical results
     assert da["baseline"] == "discard" and list(da["models"]) == ["discard", "segment-first"]
     fps = da["fingerprints"]
@@ -62,7 +65,7 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
         assert needle in md
 
 
-@pytest.mark.skipif(not plots_available(), reason="matplotlib (the plots extra) is not installed")
+@pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) is not installed")
 def test_demo_writes_plots(tmp_path: Path) -> None:
     out = tmp_path / "p"
     argv = ["evaluate", *SMALL_DEMO, "--policy", "discard,continue,segment-first", "--out", str(out)]

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import packing_theory as pt
-from packing_theory.audit import Ledger, corpus_summary
+from packing_theory.audit import Ledger
 from packing_theory.audit.ledger import MAX_EXACT_TOKENS
 from packing_theory.cli import main
 from packing_theory.engine.events import Arrival
@@ -19,6 +19,7 @@ from packing_theory.engine.policies import MAX_SEGMENTS, segment
 from packing_theory.engine.summary import SummaryAccumulator
 from packing_theory.invariant import InvariantMonitor
 from packing_theory.lengths import INT64_MAX, exact_sum, load_lengths, validate_lengths
+from packing_theory.orchestration import corpus_summary
 
 HUGE = [2**62, 2**62, 5, 3000, INT64_MAX, 2**62 - 7]
 HUGE_TOTAL = sum(HUGE)  # > 2**64

@@ -147,7 +147,7 @@ def test_compact_table_bytes_per_occurrence() -> None:
 def test_parallel_audit_equals_sequential(engine: str) -> None:
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-    from packing_theory.audit import run_audit
+    from packing_theory.orchestration import run_audit
 
     if engine == "compiled" and not compiled_available():
         pytest.skip(NO_NUMBA)

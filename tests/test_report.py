@@ -10,21 +10,20 @@ import numpy as np
 import pytest
 
 import packing_theory as pt
-from packing_theory.audit import AuditResult, run_audit
-from packing_theory.audit.report import (
+from packing_theory.orchestration import AuditResult, run_audit
+from packing_theory.rendering.audit import (
     PAPER_5_1,
     PLOT_FILES,
     POLICY_KEYS,
     SCHEMA,
     SCHEMA_VERSION,
     TOP_LEVEL_KEYS,
-    matplotlib_available,
-    progress_bar,
     render_markdown,
     report_dict,
     write_plots,
     write_report,
 )
+from packing_theory.reporting import matplotlib_available, progress_bar
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -14,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from packing_theory.audit.plots import PLOT_FILES
-from packing_theory.audit.report import REPORT_FILES, matplotlib_available
-from packing_theory.audit.writer import (
+from packing_theory.cli import main
+from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES
+from packing_theory.reporting import (
     LOCK_NAME,
     MANIFEST_NAME,
     PNG_CONFIG_KEY,
@@ -24,11 +25,11 @@ from packing_theory.audit.writer import (
     ReportBusy,
     ReportError,
     ReportWriter,
+    matplotlib_available,
     png_text,
     recover,
     verify_report,
 )
-from packing_theory.cli import main
 
 needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (plots extra) missing")
 SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "200", "--permutations", "2",
@@ -322,7 +323,8 @@ def test_a_kill_during_the_swap_is_completed_by_the_next_open(tmp_path: Path, mo
     with pytest.raises(Killed):
         w.commit()
     monkeypatch.undo()
-    w._unlock()  # the process died: the kernel releases the lock, nothing else is cleaned up
+    assert w._lock is not None and w._lock._fd is not None
+    os.close(w._lock._fd)  # the process died: the kernel releases the lock, nothing else is cleaned up
     assert not verify_report(out, names=names).ok  # mixed until recovered
     assert recover(out) == [f"completed the interrupted commit of run {w.run_id}"]
     check = verify_report(out, names=names)
@@ -348,33 +350,12 @@ def bigger_lengths(tmp_path: Path) -> Path:
 
 
 @needs_plots
-def test_concurrent_audits_never_mix(bigger_lengths: Path, tmp_path: Path) -> None:
-    """Two real processes into one --out: one writes, the other fails fast; the report is one run."""
-    out = tmp_path / "rep"
-    first = _audit_process(bigger_lengths, out)
-    time.sleep(1.5)  # usually past start-up: the first holds the lock (either order is checked below)
-    t0 = time.perf_counter()
-    second = _audit_process(bigger_lengths, out)
-    _, err2 = second.communicate(timeout=300)
-    waited = time.perf_counter() - t0
-    _, err1 = first.communicate(timeout=300)
-    codes = sorted((first.returncode, second.returncode))
-    assert codes in ([0, 2], [0, 0]), (err1, err2)
-    if codes == [0, 2]:  # the usual case: one refused while the other ran
-        err = err2 if second.returncode == 2 else err1
-        assert "is being written by another run" in err and len(err.strip().splitlines()) == 1
-        if second.returncode == 2:
-            assert waited < 60  # it failed fast, it did not wait for the lock
-    check = verify_report(out, names=REPORT_FILES)
-    assert check.ok, check.problems
-    assert run_ids(out) == {check.run_id}
-
-
-@needs_plots
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger_lengths: Path,
                                                                 tmp_path: Path) -> None:
-    """Interrupts at spread-out moments, real processes: never a mixed or truncated report."""
+    """Interrupts at spread-out moments, real processes: never a mixed or truncated report (a SIGKILL
+    at chosen points of the commit, and a second run while one holds the directory, are in
+    ``tests/test_report_commands.py`` for every report-writing command)."""
     out = tmp_path / "rep"
     base = _audit_process(bigger_lengths, out)
     assert base.wait(timeout=300) == 0
@@ -390,12 +371,9 @@ def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger
         time.sleep(duration * fraction)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)
-        if sig != signal.SIGKILL:
-            # 3: interrupted inside main(); 0 or killed by the signal: it landed after main() returned
-            assert proc.returncode in (0, 3, -sig), err
-            assert "Traceback" not in err
-        if sig == signal.SIGKILL and not verify_report(out, names=REPORT_FILES).ok:
-            recover(out)  # killed inside the swap: the next run would complete it
+        # 3: interrupted inside main(); 0 or killed by the signal: it landed after main() returned
+        assert proc.returncode in (0, 3, -sig), err
+        assert "Traceback" not in err
         new = verify_report(out, names=REPORT_FILES)
         assert new.ok, new.problems
         assert run_ids(out) == {new.run_id}
@@ -403,3 +381,143 @@ def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger
             json.loads((out / name).read_text())  # never truncated
         outcomes.append("old" if new.run_id == old.run_id else "new")
     assert set(outcomes) <= {"old", "new"}
+
+
+# --------------------------------------------------------------------------- the lock file, the journal
+
+
+def test_the_lock_file_is_gone_after_a_run_and_the_lock_stays_exclusive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contender that opened the lock file just before its holder unlinked it must not believe it
+    holds the directory (it would share it with the next run, which creates a new lock file)."""
+    from packing_theory.reporting import DirectoryLock
+
+    holder = DirectoryLock(str(tmp_path))
+    holder.acquire("holder")
+    holder._check()
+    stale = os.open(tmp_path / LOCK_NAME, os.O_RDWR)  # the contender's open, racing the release
+    holder.release()
+    assert not (tmp_path / LOCK_NAME).exists()
+    contender = DirectoryLock(str(tmp_path))
+    opens = [stale]
+    real_open = contender._open
+    monkeypatch.setattr(contender, "_open", lambda: opens.pop() if opens else real_open())
+    contender.acquire("contender")  # locks the unlinked file first, notices, retries on the path
+    contender._check()
+    assert (tmp_path / LOCK_NAME).read_text() == "contender\n"
+    with pytest.raises(ReportBusy, match=r"\(contender\)"):
+        DirectoryLock(str(tmp_path)).acquire("third")
+    contender.release()
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_killed_run_leaves_a_lock_file_that_the_next_run_takes(tmp_path: Path) -> None:
+    out = tmp_path / "w"
+    out.mkdir()
+    (out / LOCK_NAME).write_text("pid 1, run dead\n")  # what a SIGKILL leaves: a file, no lock
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        assert f"run {w.run_id}" in (out / LOCK_NAME).read_text()
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    assert not (out / LOCK_NAME).exists() and verify_report(out).ok
+
+
+@pytest.mark.parametrize("stale", [
+    {"../victim": ""}, {"/ABS": ""}, {"notes.txt": ""}, {"../victim": "SHA"}, {"sub/notes.txt": "SHA"},
+    {".packing-theory-manifest.json": "SHA"},
+])
+def test_a_crafted_journal_deletes_nothing(stale: dict[str, str], tmp_path: Path) -> None:
+    """Before the fix a staging journal naming ``../victim``, an absolute path or an unrelated file
+    with an empty digest made the next run (or recover()) delete them."""
+    from packing_theory.reporting.files import sha256_file
+
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (out / "sub").mkdir()
+    for p in (out / "notes.txt", out / "sub" / "notes.txt"):
+        p.write_text("precious\n")
+    digest = sha256_file(str(victim))[0]
+    entries = {k.replace("/ABS", str(victim)): v.replace("SHA", digest) for k, v in stale.items()}
+    staging = out / ".packing-theory-staging-crafted"
+    staging.mkdir()
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    (staging / ".journal.json").write_text(json.dumps({"manifest": manifest, "stale": entries}))
+    done = recover(out)
+    assert len(done) == 1 and "journal is not valid" in done[0] and "nothing was applied" in done[0]
+    assert victim.read_text() == "precious\n"
+    assert (out / "notes.txt").read_text() == (out / "sub" / "notes.txt").read_text() == "precious\n"
+    assert not staging.exists() and verify_report(out).ok
+
+
+def test_a_journal_removes_only_files_that_still_hold_what_it_recorded(tmp_path: Path) -> None:
+    """A stale report file edited after the journal was written is left in place."""
+    out = tmp_path / "w"
+    names = ["a.md", "b.md"]
+    with ReportWriter(out, names=names, config={}) as w:
+        for n in names:
+            w.write_text(n, f"run {w.run_id}\n")
+        w.commit()
+    from packing_theory.reporting.journal import apply_journal, entry_digest, journal_problem
+
+    staging = out / ".packing-theory-staging-x"
+    staging.mkdir()
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest["files"] = {"a.md": manifest["files"]["a.md"]}
+    journal = {"manifest": manifest, "stale": {"b.md": entry_digest(str(out / "b.md"))}}
+    assert journal_problem(journal) is None
+    (out / "b.md").write_text("edited by hand\n")
+    apply_journal(str(out), str(staging), journal)
+    assert (out / "b.md").read_text() == "edited by hand\n"
+
+
+def test_a_directory_holding_another_kind_of_report_is_refused(tmp_path: Path) -> None:
+    """Before the fix a census into an audit report directory took over its manifest, so the next
+    audit refused its own files."""
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["audit.md"], config={}, tool="packing-theory audit") as w:
+        w.write_text("audit.md", f"run {w.run_id}\n")
+        w.commit()
+    with pytest.raises(ReportError, match=r"holds another kind of report \(audit.md, written by "
+                                          r"packing-theory audit\); choose another directory"):
+        ReportWriter(out, names=["census.json"], config={}).open()
+    assert verify_report(out, names=["audit.md"]).ok
+    assert recover(out) == []  # recover() accepts any report
+
+
+@pytest.mark.parametrize("outdir", ["", "a\x00b"])
+def test_an_empty_or_nul_out_is_refused_at_once(outdir: str) -> None:
+    with pytest.raises(ReportError, match="report directory must be a non-empty path"):
+        ReportWriter(outdir, names=["a.md"], config={})
+
+
+def test_a_full_disk_while_committing_leaves_the_old_report(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest and the journal are written before the first rename: no space for them, no swap."""
+    from packing_theory.reporting import journal as journal_module
+
+    out = tmp_path / "w"
+    with ReportWriter(out, names=["a.md"], config={}) as old:
+        old.write_text("a.md", f"run {old.run_id}\n")
+        old.commit()
+    real = journal_module.write_new
+    calls: list[str] = []
+
+    def no_space(path: str, data: bytes) -> None:
+        calls.append(os.path.basename(path))
+        if len(calls) == 2:  # the journal, after the staged manifest
+            with open(path, "wb") as fh:
+                fh.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(journal_module, "write_new", no_space)
+    with pytest.raises(OSError, match="No space left"), ReportWriter(out, names=["a.md"], config={}) as w:
+        w.write_text("a.md", f"run {w.run_id}\n")
+        w.commit()
+    assert calls == [MANIFEST_NAME, ".journal.json"]
+    check = verify_report(out, names=["a.md"])
+    assert check.ok and check.run_id == old.run_id  # untouched, no staging directory left

@@ -14,13 +14,14 @@ module             job
 ``stream``         :class:`StreamLedger`: the summary in O(B + strata) memory
 ``startup``        startup delay over permutations
 ``population``     the finite evaluation population and its support statement
-``run``            :func:`run_audit`: one corpus, several policies side by side
-``report``         versioned JSON and the one-screen Markdown report
-``plots``          PNG plots (matplotlib, optional)
-``progress``       a progress bar (tqdm, optional)
 =================  ===========================================================
 
-Imports: the engine, the invariant layer and the foundation; never the CLI.
+A whole audit (one corpus, several packers side by side) is
+:func:`packing_theory.orchestration.run_audit`; its documents are rendered by
+:mod:`packing_theory.rendering` and written by :mod:`packing_theory.reporting`.
+
+Imports: the engine, the invariant layer, peers, corpus and the foundation;
+never the layers above.
 
 >>> from packing_theory import Packer, feed_all
 >>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
@@ -31,6 +32,7 @@ Imports: the engine, the invariant layer and the foundation; never the CLI.
 
 from __future__ import annotations
 
+from .._aliases import moved_name
 from .ledger import Ledger, audit_events, audit_lengths
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
@@ -50,20 +52,16 @@ from .results import (
     SourceRecord,
     StratumRow,
 )
-from .run import AUTORESEARCH_ROWS, AuditResult, CorpusSummary, corpus_summary, run_audit
 from .startup import StartupSpread, startup_delays
 from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
 from .stream import StreamLedger, StreamResult
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",
-    "AUTORESEARCH_ROWS",
     "DEFAULT_EVAL_PREFIXES",
     "EVALUATION_BOUNDARIES",
     "STRATA_BOUNDARIES",
     "Aggregates",
-    "AuditResult",
-    "CorpusSummary",
     "CoverageRow",
     "EmittedInterval",
     "EvalPopulation",
@@ -80,10 +78,13 @@ __all__ = [
     "StreamResult",
     "audit_events",
     "audit_lengths",
-    "corpus_summary",
     "evaluation_population",
-    "run_audit",
     "startup_delays",
     "stratum_index",
     "stratum_labels",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The 0.1 names that moved up to :mod:`packing_theory.orchestration` (deprecated; see ``_aliases``)."""
+    return moved_name(__name__, name)

@@ -18,26 +18,26 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..audit import (
-    AUTORESEARCH_EVAL_TARGETS,
-    AUTORESEARCH_ROWS,
-    DEFAULT_EVAL_PREFIXES,
-    STRATA_BOUNDARIES,
-    AuditResult,
-    audit_events,
-    corpus_summary,
-    run_audit,
-)
+from ..audit import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
-from ..errors import InputError, MissingDependency
+from ..errors import InputError
+from ..orchestration import AUTORESEARCH_ROWS, AuditResult, run_audit
+from ..orchestration.demo import (
+    DEMO_EVAL_DOCUMENTS,
+    DEMO_EVAL_SEED,
+    DEMO_POLICIES,
+    audit_demo,
+    audit_demo_budget,
+)
+from ..reporting import require_matplotlib
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 
@@ -56,16 +56,6 @@ __all__ = [
     "register",
     "run",
 ]
-
-DEMO_POLICIES: tuple[str, ...] = ("discard", "continue", "segment-first")
-"""The policies the demo compares."""
-
-DEMO_EVAL_SEED = 1
-"""Seed of the demo's evaluation stream (a separate draw from the default generator)."""
-
-DEMO_EVAL_DOCUMENTS = 50_000
-"""Documents in the demo's evaluation stream (a prefix of ``default_lengths(DEMO_EVAL_SEED)``)."""
-
 
 def parse_policies(values: Sequence[str] | None) -> list[str]:
     """``["discard,continue", "segment-first"]`` -> the policy list, validated.
@@ -92,28 +82,6 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
                 raise InputError(f"--policy names {name!r} twice")
             out.append(name)
     return out
-
-
-def _add_peers(result: AuditResult, args: argparse.Namespace, names: list[str],
-               train: npt.NDArray[np.int64], order: list[str]) -> AuditResult:
-    """Audit the peer policies (whole corpus, each at its row width) into ``result``.
-
-    Peers get no startup spread or evaluation population: those replay the
-    streaming engine.
-    """
-    from dataclasses import replace
-
-    from ._packers import packer_from_args
-
-    aggs = list(result.policies)
-    for name in names:
-        t0 = time.perf_counter()
-        peer = packer_from_args(args, name, alongside=order)
-        aggs.append(audit_events(peer.events(train), capacity=peer.capacity, min_buffer=args.min_buffer,
-                                 policy=name, boundaries=result.boundaries))
-        result.seconds[f"replay:{name}"] = time.perf_counter() - t0
-    aggs.sort(key=lambda a: order.index(a.policy))
-    return replace(result, policies=tuple(aggs))
 
 
 def register(sub: Any) -> None:
@@ -217,34 +185,10 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
 
 def demo_inputs(scale: float = 1.0) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int,
                                              tuple[int, ...]]:
-    """The demo's corpus, evaluation stream, row budget, eval targets and eval prefixes.
-
-    ``scale < 1`` takes a prefix of both streams and scales every budget (for
-    quick checks and tests); ``scale = 1`` is the full-size demo.
-    """
-    rows, eval_targets, prefixes = _demo_budgets(scale)
-    from ..corpus import default_lengths
-
-    train = default_lengths(seed=0)
-    evals = default_lengths(seed=DEMO_EVAL_SEED)[:DEMO_EVAL_DOCUMENTS]
-    if scale < 1:
-        train = train[: max(1, int(train.size * scale))]
-        evals = evals[: max(1, int(evals.size * scale))]
-    return train, evals, rows, eval_targets, prefixes
-
-
-def _demo_budgets(scale: float) -> tuple[int, int, tuple[int, ...]]:
-    """The demo's row budget, eval targets and eval prefixes at ``scale`` (no data generated)."""
-    if not 0 < scale <= 1:
-        raise InputError(f"--scale must be in (0, 1], got {scale}")
-    rows = AUTORESEARCH_ROWS
-    eval_targets = AUTORESEARCH_EVAL_TARGETS
-    prefixes = DEFAULT_EVAL_PREFIXES
-    if scale < 1:
-        rows = max(1, int(rows * scale))
-        eval_targets = max(2048, int(eval_targets * scale) // 2048 * 2048)
-        prefixes = tuple(p for p in (max(1, int(p * scale)) for p in prefixes) if p <= eval_targets)
-    return rows, eval_targets, prefixes
+    """The demo's corpus, evaluation stream, row budget, eval targets and eval prefixes (the tuple form
+    of :func:`packing_theory.orchestration.audit_demo`, which says what they are)."""
+    demo = audit_demo(scale)
+    return demo.lengths, demo.eval_lengths, demo.rows, demo.eval_targets, demo.eval_prefixes
 
 
 # --------------------------------------------------------------------------- run
@@ -260,23 +204,24 @@ class AuditPlan:
     prefixes: tuple[int, ...]
     reference: Mapping[str, Any] | None
     plots: bool
+    peer_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Constructor options of each audited peer (``--window``, ``--peer-option``, ...)."""
 
 
 def plan_audit(args: argparse.Namespace) -> AuditPlan:
     """Validate the options and fix the budgets (the demo's or the user's) before anything runs."""
-    from ..audit.report import PAPER_5_1, matplotlib_available
+    from ..rendering.audit import PAPER_5_1
+    from ._packers import is_peer, knobs_from_args
 
     plots = not args.no_plots
-    if plots and not matplotlib_available():
-        raise MissingDependency("PNG plots: matplotlib is not installed "
-                                "(pip install 'packing-theory[plots]', or pass --no-plots)")
+    require_matplotlib(plots)
     if args.demo:
         if args.eval_lengths or args.eval_shards:
             raise InputError("--demo brings its own evaluation stream; drop --eval-lengths/--eval-shards "
                              "or drop --demo")
         policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
         rows: int | None
-        rows, eval_targets, prefixes = _demo_budgets(args.scale)
+        rows, eval_targets, prefixes = audit_demo_budget(args.scale)
         if args.rows is not None or args.targets is not None:
             rows = args.rows
         reference = PAPER_5_1 if args.scale == 1 else None
@@ -297,7 +242,8 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         prefixes = tuple(args.eval_prefixes)
     else:  # the default prefixes beyond a smaller budget are dropped
         prefixes = tuple(p for p in prefixes if p <= eval_targets)
-    return AuditPlan(policies, rows, eval_targets, prefixes, reference, plots)
+    options = {p: knobs_from_args(args, p, alongside=policies) for p in policies if is_peer(p)}
+    return AuditPlan(policies, rows, eval_targets, prefixes, reference, plots, options)
 
 
 def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
@@ -341,9 +287,8 @@ def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.ND
                                                    str, str]:
     """The training and evaluation lengths with their labels."""
     if args.demo:
-        train, evals, *_ = demo_inputs(args.scale)
-        return (train, evals, "default (calibrated synthetic, seed 0)",
-                f"default seed {DEMO_EVAL_SEED}, first {evals.size:,} documents")
+        demo = audit_demo(args.scale)
+        return demo.lengths, demo.eval_lengths, demo.corpus_label, demo.eval_label
     train, label = load_corpus(args)
     if args.eval_lengths:
         from ..corpus import load_lengths
@@ -361,29 +306,22 @@ _PEER_KNOBS = ("window", "epochs", "framework_version", "peer_option")
 
 def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64],
            evals: npt.NDArray[np.int64] | None, label: str, eval_label: str) -> AuditResult:
-    """The streaming policies through :func:`run_audit` (in ``--workers`` processes), then the peers."""
-    from ..audit.report import progress_bar
-    from ._packers import is_peer
+    """Every policy, streaming and peer, through :func:`run_audit` (in ``--workers`` processes)."""
+    from ..distributed.executors import open_executor
+    from ..reporting import progress_bar
 
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
         return progress_bar(desc, total, enabled=False if args.no_progress else None,
                             unit="task" if desc.endswith("tasks") else "row")
 
-    streaming = [p for p in plan.policies if not is_peer(p)]
-    if not streaming:
-        result = AuditResult(corpus_summary(train, config.capacity, label=label), config, STRATA_BOUNDARIES,
-                             (), (), (), None, {})
-    else:
-        from ..distributed.executors import open_executor
-
-        with open_executor(args.executor, workers=args.workers or os.cpu_count() or 1) as executor:
-            result = run_audit(
-                train, config, policies=streaming, permutations=args.permutations,
-                permutation_seed=args.permutation_seed, eval_lengths=evals, eval_targets=plan.eval_targets,
-                eval_prefixes=plan.prefixes, engine=args.engine, corpus_label=label, eval_label=eval_label,
-                progress=bar, executor=executor,
-            )
-    return _add_peers(result, args, [p for p in plan.policies if is_peer(p)], train, plan.policies)
+    with open_executor(args.executor, workers=args.workers or os.cpu_count() or 1) as executor:
+        return run_audit(
+            train, config, policies=plan.policies, peer_options=plan.peer_options,
+            seq_length=getattr(args, "seq_length", None),
+            permutations=args.permutations, permutation_seed=args.permutation_seed, eval_lengths=evals,
+            eval_targets=plan.eval_targets, eval_prefixes=plan.prefixes, engine=args.engine,
+            corpus_label=label, eval_label=eval_label, progress=bar, executor=executor,
+        )
 
 
 def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, source: Any
@@ -411,12 +349,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the audit and write the report.
 
     The options and ``--out`` are checked before anything is computed; the
-    report is written as one unit (:class:`~packing_theory.audit.writer.ReportWriter`).
+    report is written as one unit (:class:`~packing_theory.reporting.ReportWriter`).
     Exit status 0; 1 when the mass identity fails for a policy (the report is
     still written, so the failure can be read).
     """
-    from ..audit.report import REPORT_FILES, report_dict, run_info, write_report_files
-    from ..audit.writer import ReportWriter
+    from ..rendering.audit import REPORT_FILES, report_dict, write_report_files
+    from ..reporting import ReportWriter
 
     t_start = time.perf_counter()
     plan = plan_audit(args)
@@ -436,15 +374,13 @@ def run(args: argparse.Namespace) -> int:
         result = _audit(args, plan, config, train, evals, label, eval_label)
         result.seconds["inputs"] = t_loaded - t_start
         sections, md_lines, rank_failing = _ranks(args, plan, config, ranks_source)
-        files = write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
-                                   sections=sections, markdown=md_lines)
+        write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
+                           sections=sections, markdown=md_lines)
         writer.commit()
     if args.json:  # the document audit.json holds, the per-rank section included
-        emit_json({**report_dict(result, reference=plan.reference, run=run_info(writer)), **(sections or {})})
-    out = args.out
-    print(f"audit: {', '.join(plan.policies)} on {result.corpus.documents:,} sources in "
-          f"{time.perf_counter() - t_start:.1f} s; wrote {out}/audit.md, {out}/audit.json and "
-          f"{len(files.plots)} PNG plot(s) (run {writer.run_id})", file=sys.stderr)
+        emit_json({**report_dict(result, reference=plan.reference, run=writer.run_info), **(sections or {})})
+    print(writer.summary_line("audit", f"{', '.join(plan.policies)} on {result.corpus.documents:,} sources "
+                                       f"in {time.perf_counter() - t_start:.1f} s"), file=sys.stderr)
     failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
     failing += rank_failing
     if failing:

@@ -1,10 +1,10 @@
 """``packing-theory census``: document lengths of many input shards, in parallel and resumable.
 
-``packing-theory census --parquet data/*.parquet --out census/`` (one process per CPU)
-writes ``census/lengths.npy`` and ``census/census.json`` (per-input documents,
+``packing-theory census --parquet data/*.parquet`` (one process per CPU)
+writes ``census-report/lengths.npy`` and ``census-report/census.json`` (per-input documents,
 tokens and SHA-256s, the tokenizer's identity, which worker computed each
 part); ``--hashes`` adds per-document byte lengths and text hashes. A rerun
-into the same ``--out`` reuses every verified part in ``census/parts/`` and
+into the same ``--out`` reuses every verified part in ``DIR/parts/`` and
 recomputes only the rest ("reused k, computed m"). ``--executor
 dask://HOST:PORT`` sends the tasks to a Dask scheduler (``pip install
 "packing-theory[distributed]"``).
@@ -17,6 +17,7 @@ kept: rerun to resume).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -46,8 +47,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--text-column", default="text", help="--parquet column (default text)")
     parser.add_argument("--hashes", action="store_true",
                         help="also write doc_bytes.npy and doc_hashes.npy (64-bit BLAKE2b of each document)")
-    parser.add_argument("--out", default="census", metavar="DIR",
-                        help="output directory (default ./census); checked and locked before anything runs")
+    parser.add_argument("--out", default="census-report", metavar="DIR",
+                        help="report directory (default ./census-report), checked and locked before anything "
+                             "runs; the report's files are swapped in together")
     parser.add_argument("--executor", default="local", metavar="SPEC",
                         help="local (default) or dask://HOST:PORT (a running Dask scheduler)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
@@ -87,8 +89,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the census; print "reused k, computed m"; return the exit status."""
-    from ..distributed.census import run_census
+    from ..distributed.census import CENSUS_FILES, run_census
     from ..distributed.executors import TaskFailed, import_distributed, parse_executor_spec
+    from ..reporting.writer import summary_line
     from ._common import emit_json
 
     if parse_executor_spec(args.executor) != "local":
@@ -106,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     m = result.manifest
     if args.json:
         emit_json(m)
-    print(f"census: {m['n_docs']:,} documents, {m['n_tokens']:,} tokens from {m['n_inputs']} input(s) "
-          f"({result.summary_line}; executor {m['execution']['executor']}); wrote {args.out}/lengths.npy "
-          f"and {args.out}/census.json", file=sys.stderr)
+    written = [n for n in CENSUS_FILES if os.path.lexists(os.path.join(args.out, n))]
+    print(summary_line("census", f"{m['n_docs']:,} documents, {m['n_tokens']:,} tokens from {m['n_inputs']} "
+                                 f"input(s) ({result.summary_line}; executor {m['execution']['executor']})",
+                       outdir=args.out, names=CENSUS_FILES, written=written, run_id=m["run"]["id"]),
+          file=sys.stderr)
     return 0

@@ -2,8 +2,11 @@
 
 ``packing-theory compare --demo`` compares every registered packer (the
 streaming policies and every peer) on the first :data:`DEMO_DOCUMENTS`
-documents of the embedded default corpus and writes ``compare.json``,
-``compare.md`` and PNG plots to ``./compare-report/``.
+documents of the embedded default corpus
+(:func:`packing_theory.orchestration.compare_demo`) and writes
+``compare.json``, ``compare.md`` and PNG plots to ``./compare-report/``
+through the safe report writer (checked and locked before the computation,
+swapped in as one unit). It prints one line; ``--json`` prints the JSON.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..audit.compare import compare_packers, default_packers, render_markdown, write_plots
 from ..errors import InputError
+from ..orchestration import compare_packers, default_packers
+from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
 from ._common import emit_json
 from ._packers import is_peer, parse_options
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
 
-DEMO_DOCUMENTS = 50_000
+DEMO_DOCUMENTS = COMPARE_DEMO_DOCUMENTS
 """Documents of ``default_lengths(0)`` the demo compares (a prefix keeps it under a minute)."""
 
 
@@ -50,18 +54,31 @@ def register(sub: Any) -> None:
     parser.add_argument("--refill", type=int, default=128, help="streaming refill batch (default 128)")
     parser.add_argument("--peer-option", action="append", default=[], metavar="POLICY:KEY=VALUE",
                         help="a constructor option of one peer, e.g. trl-bfd:window=500 (repeatable)")
-    parser.add_argument("--out", default="compare-report", metavar="DIR", help="report directory")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--out", default="compare-report", metavar="DIR",
+                        help="report directory (default ./compare-report), checked and locked before the "
+                             "comparison runs; the report's files are swapped in together")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="skip the PNG plots (the previous run's plots are removed)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--json", action="store_true", help="also print the JSON on standard output")
     parser.set_defaults(run=run)
 
 
 def _names(values: list[str] | None) -> list[str]:
+    """The ``--policy`` packers (default: every one), checked before anything runs."""
+    known = default_packers()
     if not values:
-        return default_packers()
+        return known
     out: list[str] = []
     for v in values:
-        out.extend(n.strip() for n in v.split(",") if n.strip())
+        for name in (n.strip() for n in v.split(",") if n.strip()):
+            if name not in known:
+                raise InputError(f"--policy got {name!r}, not a packer: see packing-theory policies "
+                                 f"({', '.join(known)})")
+            if name in out:
+                raise InputError(f"--policy names {name!r} twice")
+            out.append(name)
     return out
 
 
@@ -77,43 +94,50 @@ def _options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, 
     return {p: parse_options(p, items) for p, items in per.items()}
 
 
+def _config(args: argparse.Namespace, names: list[str], options: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Everything that determines the report, for its config hash (inputs named, not read)."""
+    inputs: dict[str, Any] = {"demo": bool(args.demo)}
+    if args.demo:
+        inputs["documents"] = args.documents
+    else:
+        inputs["lengths"] = args.lengths
+    return {"command": "compare", "inputs": inputs, "packers": names, "capacity": args.capacity,
+            "seq_length": args.seq_length, "min_buffer": args.min_buffer, "refill": args.refill,
+            "peer_options": options, "plots": not args.no_plots}
+
+
 def run(args: argparse.Namespace) -> int:
-    """Compare and write the report; exit status 0 (1 if a mass identity fails)."""
+    """Compare and write the report; exit status 0 (1 if a mass identity fails).
+
+    The options and ``--out`` are checked before anything is computed; the
+    report is written as one unit (:class:`~packing_theory.reporting.ReportWriter`).
+    """
     import numpy as np
 
+    from ..rendering.compare import REPORT_FILES, write_report_files
+    from ..reporting import ReportWriter, require_matplotlib
+
     t0 = time.perf_counter()
-    if args.demo:
-        from ..corpus import default_lengths
-
-        lengths = default_lengths(0)[: args.documents]
-        label = f"default corpus (seed 0), first {lengths.size:,} documents"
-    else:
-        from ..lengths import load_lengths
-
-        lengths = load_lengths(args.lengths)
-        label = Path(args.lengths).name
+    plots = not args.no_plots
+    require_matplotlib(plots)
     names = _names(args.policy)
-    cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity, seq_length=args.seq_length,
-                          min_buffer=args.min_buffer, refill=args.refill, peer_options=_options(args, names),
-                          corpus_label=label)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    import json
+    options = _options(args, names)
+    with ReportWriter(args.out, names=REPORT_FILES, config=_config(args, names, options),
+                      tool="packing-theory compare", force=args.force) as writer:
+        if args.demo:
+            demo = compare_demo(args.documents)
+            lengths, label = demo.lengths, demo.label
+        else:
+            from ..lengths import load_lengths
 
-    (out / "compare.json").write_text(json.dumps(cmp.to_dict(), indent=2) + "\n", encoding="utf-8")
-    md = render_markdown(cmp)
-    (out / "compare.md").write_text(md, encoding="utf-8")
-    pngs: list[str] = []
-    if not args.no_plots:
-        from ..audit.report import matplotlib_available
-
-        if matplotlib_available():
-            pngs = write_plots(cmp, str(out))
+            lengths, label = load_lengths(args.lengths), Path(args.lengths).name
+        cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity, seq_length=args.seq_length,
+                              min_buffer=args.min_buffer, refill=args.refill, peer_options=options,
+                              corpus_label=label)
+        write_report_files(writer, cmp, plots=plots)
+        writer.commit()
     if args.json:
-        emit_json(cmp.to_dict())
-    else:
-        print(md)
-    print(f"compare: {len(cmp.columns)} packers on {cmp.documents:,} documents in "
-          f"{time.perf_counter() - t0:.1f} s; wrote {out}/compare.md, {out}/compare.json and "
-          f"{len(pngs)} PNG plot(s)", file=sys.stderr)
+        emit_json(cmp.to_dict(writer.run_info))
+    print(writer.summary_line("compare", f"{len(cmp.columns)} packers on {cmp.documents:,} documents in "
+                                         f"{time.perf_counter() - t0:.1f} s"), file=sys.stderr)
     return 0 if all(c.identity_holds for c in cmp.columns) else 1

@@ -5,7 +5,8 @@ token ids) under ``discard`` and ``segment-first``, fits a trigram model on
 each packed stream, and compares them by stratum and position with a
 paired-source bootstrap and a whole-source census; it writes
 ``evaluate.json``, ``evaluate.md`` and PNG interval plots to
-``./evaluate-report/``.
+``./evaluate-report/`` through the safe report writer (checked and locked
+before the computation, swapped in as one unit).
 
 ``packing-theory evaluate --sources eval.bin --token-bytes tb.npy
 --model base=mypkg.models:base_nll --model new=mypkg.models:new_nll``
@@ -21,12 +22,11 @@ import argparse
 import importlib
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, MissingDependency
+from ..errors import InputError
 
 __all__ = ["parse_models", "register", "resolve_model", "run"]
 
@@ -116,8 +116,13 @@ def register(sub: Any) -> None:
                         help="--demo: training rows per policy (3000)")
     parser.add_argument("--eval-candidates", type=int, default=None,
                         help="--demo: evaluation candidates (20000)")
-    parser.add_argument("--out", default="evaluate-report", metavar="DIR", help="report directory")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--out", default="evaluate-report", metavar="DIR",
+                        help="report directory (default ./evaluate-report), checked and locked before the "
+                             "evaluation runs; the report's files are swapped in together")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="skip the PNG plots (the previous run's plots are removed)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.set_defaults(run=run)
 
@@ -197,38 +202,44 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
                            batch_size=args.batch_size, progress=say)
 
 
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything that determines the report, for its config hash (inputs and models named, not read)."""
+    keys = ("demo", "sources", "model", "baseline", "token_bytes", "exclude_shards", "policy", "kinds",
+            "capacity", "context", "stride", "natural_targets", "per_stratum", "sample_seed", "census",
+            "census_limit", "family_strata", "replicates", "bootstrap_seed", "level", "batch_size",
+            "train_rows", "eval_candidates")
+    return {"command": "evaluate", **{k: getattr(args, k) for k in keys}, "plots": not args.no_plots}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation and write the report.
 
+    The options and ``--out`` are checked before anything is computed; the
+    report is written as one unit (:class:`~packing_theory.reporting.ReportWriter`).
     Exit status 0; 2 on bad input or a failed accounting check (a
     ``ValueError`` naming the first mismatch, via the CLI).
     """
-    from ..evaluation.report import plots_available, render_markdown, report_dict, write_json, write_plots
+    from ..evaluation.report import REPORT_FILES, report_dict, write_report_files
+    from ..reporting import ReportWriter, require_matplotlib
     from ._common import emit_json
 
     t0 = time.perf_counter()
     plots = not args.no_plots
-    if plots and not plots_available():
-        raise MissingDependency("PNG plots: matplotlib is not installed "
-                                "(pip install 'packing-theory[plots]', or pass --no-plots)")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {args.out!r} exists and is not a directory")
+    require_matplotlib(plots)
 
     def say(msg: str) -> None:
         if sys.stderr.isatty():
             print(f"evaluate: {msg}", file=sys.stderr)
 
-    result = _demo(args, say) if args.demo else _own(args, say)
-    out.mkdir(parents=True, exist_ok=True)
-    pngs = write_plots(result, out) if plots else []
-    write_json(result, out / "evaluate.json")
-    (out / "evaluate.md").write_text(render_markdown(result, plots=[p.name for p in pngs]), encoding="utf-8")
+    with ReportWriter(args.out, names=REPORT_FILES, config=_config(args), tool="packing-theory evaluate",
+                      force=args.force) as writer:
+        result = _demo(args, say) if args.demo else _own(args, say)
+        write_report_files(writer, result, plots=plots)
+        writer.commit()
     if args.json:
-        emit_json(report_dict(result))
-    total = time.perf_counter() - t0
+        emit_json(report_dict(result, run_info=writer.run_info))
     n_windows = next(iter(result.scores.values())).n_windows
-    print(f"evaluate: {', '.join(result.models)} on {result.population.n_sources:,} sources "
-          f"({n_windows:,} windows) in {total:.1f} s; "
-          f"wrote {out}/evaluate.md, {out}/evaluate.json and {len(pngs)} PNG plot(s)", file=sys.stderr)
+    what = (f"{', '.join(result.models)} on {result.population.n_sources:,} sources ({n_windows:,} windows) "
+            f"in {time.perf_counter() - t0:.1f} s")
+    print(writer.summary_line("evaluate", what), file=sys.stderr)
     return 0

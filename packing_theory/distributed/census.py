@@ -3,7 +3,7 @@
 One task per input file (a plain text file, a parquet file or a seed-002
 token shard) runs :func:`census_shard` on any executor
 (:func:`~packing_theory.distributed.executors.open_runner`). :func:`run_census`
-writes, into one report directory (:class:`~packing_theory.audit.writer.ReportWriter`:
+writes, into one report directory (:class:`~packing_theory.reporting.ReportWriter`:
 checked and locked first, files swapped in together):
 
 ``lengths.npy``
@@ -50,9 +50,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..audit.writer import ReportWriter, verify_report
 from ..corpus.manifest import file_sha256
 from ..errors import InputError
+from ..reporting import ReportWriter, verify_report
 from .executors import TaskRecord, open_runner
 from .parts import (
     CENSUS_FORMAT,

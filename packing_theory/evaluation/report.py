@@ -1,45 +1,54 @@
 """Evaluation reports: versioned JSON with fingerprints, Markdown tables, interval and position plots.
 
-Job: render an :class:`~packing_theory.evaluation.pipeline.EvaluationRun`.
-Imports: this package only (and matplotlib, the ``plots`` extra, imported
-only when plotting).
+Job: render an :class:`~packing_theory.evaluation.pipeline.EvaluationRun`;
+:func:`write_report_files` stages the report in an open
+:class:`~packing_theory.reporting.ReportWriter` (locked, swapped in as one
+unit, like every report). Imports: this package and the report
+infrastructure (:mod:`packing_theory.reporting`; matplotlib, the ``plots``
+extra, only when plotting).
 
 The JSON document has ``"schema": "packing-theory/evaluate"`` and
-``"version": 1``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
+``"version": 2``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..audit.plots import _pyplot
+from ..reporting.markdown import run_line
+from ..reporting.plotting import pyplot, save_figure
+from ..reporting.writer import ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
 from .pipeline import EvaluationRun
 
-__all__ = ["PLOT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "plots_available", "render_markdown",
-           "report_dict", "write_json", "write_plots"]
+__all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "EvaluateFiles",
+           "render_markdown", "report_dict", "write_json", "write_plots", "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
-    "schema", "version", "generator", "models", "baseline", "settings", "population", "windows",
+    "schema", "version", "generator", "run", "models", "baseline", "settings", "population", "windows",
     "fingerprints", "support", "summary", "comparison", "census", "statements", "seconds",
 )
-"""Top-level keys of a version-1 evaluation report, in order."""
+"""Top-level keys of a version-2 evaluation report, in order (version 2 added ``run``)."""
 
 PLOT_FILES: tuple[str, ...] = ("intervals.png", "positions.png")
 """The PNG files :func:`write_plots` writes."""
 
+REPORT_FILES: tuple[str, ...] = ("evaluate.json", "evaluate.md", *PLOT_FILES)
+"""Every file an evaluate report directory may hold."""
 
-def report_dict(run: EvaluationRun) -> dict[str, Any]:
-    """The version-1 JSON document of ``run`` (keys :data:`TOP_LEVEL_KEYS`)."""
+
+def report_dict(run: EvaluationRun, *, run_info: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The version-2 JSON document of ``run`` (keys :data:`TOP_LEVEL_KEYS`); ``run_info`` is its ``run``
+    entry (:attr:`ReportWriter.run_info <packing_theory.reporting.ReportWriter.run_info>`)."""
     from .._version import __version__
 
     fps = {name: s.fingerprint.to_dict() for name, s in run.scores.items()}
@@ -49,6 +58,7 @@ def report_dict(run: EvaluationRun) -> dict[str, Any]:
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "generator": {"name": "packing_theory", "version": __version__},
+        "run": dict(run_info) if run_info is not None else None,
         "models": {name: run.model_info.get(name, {}) for name in run.models},
         "baseline": run.baseline,
         "settings": run.settings,
@@ -66,7 +76,11 @@ def report_dict(run: EvaluationRun) -> dict[str, Any]:
 
 
 def write_json(run: EvaluationRun, path: str | os.PathLike[str]) -> Path:
-    """Write :func:`report_dict` as indented JSON (no NaN); return the path."""
+    """Write :func:`report_dict` as indented JSON (no NaN) to one file; return the path.
+
+    A plain single-file write (no run id, no lock): for a report directory use
+    :func:`write_report_files` with a :class:`~packing_theory.reporting.ReportWriter`.
+    """
     out = Path(path)
     out.write_text(json.dumps(report_dict(run), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return out
@@ -87,8 +101,12 @@ def _interval(r: ContrastResult) -> str:
     return f"[{r.interval.lo:+.5f}, {r.interval.hi:+.5f}]"
 
 
-def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None) -> str:
-    """A readable report: population, support, BPB tables, the declared family, positions, census."""
+def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
+                    run_info: Mapping[str, str] | None = None) -> str:
+    """A readable report: population, support, BPB tables, the declared family, positions, census.
+
+    With ``run_info`` the last line names the run and the config hash.
+    """
     pop = run.population
     cmp = run.comparison
     lines: list[str] = [
@@ -165,6 +183,8 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None) -> st
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     lines += [f"Wall time: {run.seconds.get('total', sum(run.seconds.values())):.1f} s.", ""]
+    if run_info is not None:
+        lines += [run_line(run_info), ""]
     return "\n".join(lines)
 
 
@@ -200,18 +220,16 @@ def _positions_table(run: EvaluationRun) -> list[str]:
 # --------------------------------------------------------------------------- plots
 
 
-def plots_available() -> bool:
-    """Whether matplotlib can be imported (the ``plots`` extra), without importing it."""
-    return importlib.util.find_spec("matplotlib") is not None
-
-
-def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str]) -> list[Path]:
+def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
+                metadata: Mapping[str, str] | None = None) -> list[Path]:
     """Write ``intervals.png`` (every contrast with its interval) and ``positions.png``; return their paths.
 
+    ``metadata`` becomes PNG text chunks (the run id and config hash of a report).
+
     Raises:
-        ImportError: matplotlib is not installed (the message names the extra).
+        MissingDependency: matplotlib is not installed (the message names the extra).
     """
-    plt = _pyplot()
+    plt = pyplot()
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     cmp = run.comparison
@@ -226,10 +244,8 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str]) -> list[Path
     ax.invert_yaxis()
     ax.set_xlabel("ΔBPB, model − baseline (red: declared family, adjusted; blue: exploratory, nominal)")
     ax.set_title("Paired-source bootstrap intervals")
-    fig.tight_layout()
     p1 = out / PLOT_FILES[0]
-    fig.savefig(p1, dpi=110)
-    plt.close(fig)
+    save_figure(fig, p1, metadata=metadata, dpi=110)
 
     fig, ax = plt.subplots(figsize=(9, 4))
     base = run.scores[run.baseline]
@@ -258,8 +274,29 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str]) -> list[Path
     ax.set_ylabel("contribution to tail ΔBPB")
     ax.set_title("Tail windows: position-bin contributions to ΔBPB against the baseline")
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
     p2 = out / PLOT_FILES[1]
-    fig.savefig(p2, dpi=110)
-    plt.close(fig)
+    save_figure(fig, p2, metadata=metadata, dpi=110)
     return [p1, p2]
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluateFiles:
+    """Paths staged by :func:`write_report_files` (``plots`` empty when skipped)."""
+
+    json: Path
+    markdown: Path
+    plots: tuple[Path, ...]
+
+
+def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> EvaluateFiles:
+    """Stage ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open ``writer``.
+
+    The caller commits. Every file carries the writer's run id.
+    """
+    info = writer.run_info
+    pngs: tuple[Path, ...] = ()
+    if plots:
+        pngs = tuple(write_plots(run, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
+    j = writer.write_json("evaluate.json", report_dict(run, run_info=info))
+    md = writer.write_text("evaluate.md", render_markdown(run, plots=[p.name for p in pngs], run_info=info))
+    return EvaluateFiles(j, md, pngs)

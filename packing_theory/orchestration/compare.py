@@ -21,6 +21,9 @@ streaming policies of seed 000's family and peer packers
   long source, targets without their document's preceding context), the
   table that places ``bounded-wait`` among the others.
 
+Its documents (JSON, Markdown, PNG) are rendered by
+:mod:`packing_theory.rendering.compare`.
+
 A framework that refuses the corpus by its own rule (torchtune without
 ``split_across_pack`` on a document longer than the sequence length, NeMo on
 an example longer than the pack) is listed under :attr:`Comparison.refused`
@@ -51,6 +54,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..audit.costs import CostAccumulator, PackerCosts
+from ..audit.ledger import Ledger
+from ..audit.strata import STRATA_BOUNDARIES
 from ..engine.consumers import feed_all
 from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
@@ -58,9 +64,6 @@ from ..errors import InputError
 from ..invariant import InvariantMonitor
 from ..lengths import validate_lengths
 from ..registry import PackerEntry, entries, names
-from .costs import COST_COLUMNS, CostAccumulator, PackerCosts, costs_table
-from .ledger import Ledger
-from .strata import STRATA_BOUNDARIES
 
 __all__ = [
     "Comparison",
@@ -68,9 +71,7 @@ __all__ = [
     "compare_packers",
     "default_packers",
     "packer_verdict",
-    "render_markdown",
     "shrunk_counterexample",
-    "write_plots",
 ]
 
 
@@ -136,9 +137,11 @@ class Comparison:
     refused: tuple[tuple[str, str], ...] = field(default=())
     """``(packer, the framework's message)`` for packers that refused this corpus."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 1)."""
-        return {"schema": "packing-theory/compare", "version": 1, "corpus": self.corpus_label,
+    def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 2); ``run`` names its run."""
+        return {"schema": "packing-theory/compare", "version": 2,
+                "run": dict(run) if run is not None else None,
+                "corpus": self.corpus_label,
                 "documents": self.documents, "tokens": self.tokens, "capacity": self.capacity,
                 "seq_length": self.seq_length, "min_buffer": self.min_buffer,
                 "budget": "one pass over the corpus", "strata": list(self.labels),
@@ -296,110 +299,3 @@ def compare_packers(
         ))
     return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _n(v: int) -> str:
-    return f"{v:,}"
-
-
-def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}%"
-
-
-def render_markdown(cmp: Comparison) -> str:
-    """A one-screen Markdown table (one row per packer) plus the verdicts and trainer views."""
-    lines = [
-        f"# Packer comparison — {cmp.corpus_label or 'corpus'}",
-        "",
-        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens; budget: one pass over the corpus. "
-        f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
-        f"(a framework that accepts only some lengths at the largest one below it), each row width by "
-        f"its framework's rule (`packing-theory policies`).",
-        "",
-        "| packer | row width | rows | utilization | padding | dropped tokens | filtered sources "
-        "| never started | never started > R | family |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for c in cmp.columns:
-        long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
-                      if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
-        lines.append(
-            f"| {c.policy} | {c.row_width} | {_n(c.rows)} | {_pct(c.utilization)} | {_n(c.padding_tokens)} "
-            f"| {_n(c.discarded_tokens)} | {_n(c.filtered_sources)} | {_n(c.never_started_sources)} "
-            f"| {_n(long_ns)} | {'member' if c.in_family else 'outside'} |")
-    lines += ["", "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
-              "Never started = arrived occurrences with no emitted token (filtered ones included); "
-              "still-buffered tokens at the end: "
-              + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
-              + ".", "", "## Verdicts", ""]
-    lines += [f"- **{c.policy}**: {c.verdict}" for c in cmp.columns]
-    if cmp.refused:
-        lines += ["", "## Refused by the framework's own rule", ""]
-        lines += [f"- **{n}**: {r}" for n, r in cmp.refused]
-    costs = [c.costs for c in cmp.columns if c.costs is not None]
-    if costs:
-        shown = [c for c in COST_COLUMNS if c[0] not in ("utilization", "discarded_tokens")]
-        lines += ["", "## Costs (start delays in rows; see `packing_theory.audit.costs`)", "",
-                  costs_table(costs, shown)]
-    lines += ["", "## What the trainer gets", ""]
-    lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
-    lines += ["", f"Computed in {cmp.seconds:.1f} s."]
-    return "\n".join(lines) + "\n"
-
-
-def write_plots(cmp: Comparison, outdir: str) -> list[str]:
-    """Two PNGs: never-started sources and emitted share by stratum, per packer (needs matplotlib)."""
-    import os
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    x = np.arange(len(cmp.labels))
-    fig, ax = plt.subplots(figsize=(11, 5))
-    for c in cmp.columns:
-        ys = [r if r is not None else np.nan for r in c.retention_by_stratum]
-        ax.plot(x, ys, marker="o", label=c.policy)
-    ax.set_xticks(x, cmp.labels, rotation=30)
-    ax.set_ylabel("emitted share of the stratum's tokens")
-    ax.set_title("Exposure by length stratum (one pass)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    p = os.path.join(outdir, "compare_retention.png")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-    fig, ax = plt.subplots(figsize=(11, 5))
-    names = [c.policy for c in cmp.columns]
-    ax.barh(names, [c.never_started_sources for c in cmp.columns], color="tab:red")
-    ax.set_xscale("symlog")
-    ax.set_xlabel("sources never started (one pass)")
-    ax.invert_yaxis()
-    fig.tight_layout()
-    p = os.path.join(outdir, "compare_never_started.png")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-    with_costs = [c for c in cmp.columns if c.costs is not None and c.costs.start_delay_max is not None]
-    if with_costs:
-        fig, ax = plt.subplots(figsize=(11, 5))
-        y = np.arange(len(with_costs))
-        delays = [c.costs for c in with_costs if c.costs is not None]
-        ax.barh(y - 0.2, [d.start_delay_max or 0 for d in delays], 0.4, label="max")
-        ax.barh(y + 0.2, [d.start_delay_p99 or 0 for d in delays], 0.4, label="p99")
-        ax.set_yticks(y, [c.policy for c in with_costs])
-        ax.set_xscale("symlog")
-        ax.set_xlabel("start delay (rows from arrival to first placed token)")
-        ax.invert_yaxis()
-        ax.legend()
-        fig.tight_layout()
-        p = os.path.join(outdir, "compare_start_delay.png")
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
-    return paths

@@ -1,13 +1,14 @@
-"""Audit reports: versioned JSON, a one-screen Markdown summary, PNG plots, a progress bar.
+"""The audit's documents: versioned JSON, a one-screen Markdown summary, and (with the plots) PNGs.
 
-:func:`write_report` writes all three for an :class:`~packing_theory.audit.AuditResult`.
-The JSON schema is identified by ``"schema": "packing-theory/audit"`` and
-``"version": 1``; its top-level keys (:data:`TOP_LEVEL_KEYS`) and the
-per-policy keys (:data:`POLICY_KEYS`) only change with a version bump.
+:func:`write_report` writes all three for an
+:class:`~packing_theory.orchestration.AuditResult` through a
+:class:`~packing_theory.reporting.ReportWriter`. The JSON schema is identified
+by ``"schema": "packing-theory/audit"`` and ``"version": 2``; its top-level
+keys (:data:`TOP_LEVEL_KEYS`) and the per-policy keys (:data:`POLICY_KEYS`)
+only change with a version bump.
 
-Plots need matplotlib (the ``plots`` extra), imported only when plotting;
-the progress bar uses tqdm (the ``progress`` extra) only when standard error
-is a terminal.
+Plots (:mod:`packing_theory.rendering.audit_plots`) need matplotlib (the
+``plots`` extra), imported only when plotting.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..audit.population import EvalPopulation
+from ..audit.startup import StartupSpread
+from ..orchestration.audit import AuditResult
 from ..registry import entry
-from .plots import PLOT_FILES, matplotlib_available, write_plots
-from .population import EvalPopulation
-from .progress import ProgressBar, progress_bar
-from .run import AuditResult
-from .startup import StartupSpread
-from .writer import PNG_CONFIG_KEY, PNG_RUN_KEY, ReportWriter
+from ..reporting.markdown import count as _n
+from ..reporting.markdown import millions as _mt
+from ..reporting.markdown import percent as _pct
+from ..reporting.markdown import run_line
+from ..reporting.writer import ReportWriter
+from .audit_plots import PLOT_FILES, write_plots
 
 __all__ = [
     "PAPER_5_1",
@@ -35,10 +39,7 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
-    "ProgressBar",
     "ReportFiles",
-    "matplotlib_available",
-    "progress_bar",
     "render_markdown",
     "report_dict",
     "run_info",
@@ -63,7 +64,7 @@ REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES)
 
 def run_info(writer: ReportWriter) -> dict[str, str]:
     """The ``"run"`` entry for the files ``writer`` writes: run id, config hash, tool."""
-    return {"id": writer.run_id, "config_hash": writer.config_hash, "tool": writer.tool}
+    return writer.run_info
 
 POLICY_KEYS: tuple[str, ...] = (
     "policy", "capacity", "min_buffer", "rows", "targets", "stop_reason", "partial_row_tokens",
@@ -106,7 +107,7 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
                 run: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The version-2 JSON document of ``result`` (keys :data:`TOP_LEVEL_KEYS`); ``run`` from :func:`run_info`.
 
-    >>> from packing_theory.audit import run_audit
+    >>> from packing_theory.orchestration import run_audit
     >>> res = run_audit([3, 9, 2, 4, 12, 1] * 20, policies=["discard"], permutations=2,
     ...                 config=__import__("packing_theory").PackerConfig(capacity=8, min_buffer=3, refill=2))
     >>> doc = report_dict(res)
@@ -114,7 +115,7 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
     ('packing-theory/audit', 2, True)
     """
     from .._version import __version__
-    from .strata import stratum_labels
+    from ..audit.strata import stratum_labels
 
     cfg = result.config
     evaluation: dict[str, Any] | None = None
@@ -173,22 +174,6 @@ def write_json(result: AuditResult, path: str | os.PathLike[str], *,
 # --------------------------------------------------------------------------- Markdown
 
 
-def _n(v: int | float | None) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:,.1f}"
-    return f"{v:,}"
-
-
-def _pct(v: float | None, digits: int = 1) -> str:
-    return "—" if v is None else f"{100 * v:.{digits}f}%"
-
-
-def _mt(v: int | float | None) -> str:
-    return "—" if v is None else f"{v / 1e6:.2f} M"
-
-
 def _spread(s: StartupSpread | None) -> str:
     if s is None or s.minimum is None:
         return "—"
@@ -227,7 +212,7 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
                  f"Full figures: `audit.json` (schema packing-theory/audit v{SCHEMA_VERSION}).")
     if run is not None:
-        lines += ["", f"Run `{run['id']}`, config `{run['config_hash']}`."]
+        lines += ["", run_line(run)]
     return "\n".join(lines) + "\n"
 
 
@@ -364,7 +349,7 @@ def write_report(
 ) -> ReportFiles:
     """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``, as one unit.
 
-    Goes through :class:`~packing_theory.audit.writer.ReportWriter`: locked,
+    Goes through :class:`~packing_theory.reporting.ReportWriter`: locked,
     staged and swapped in together, the previous run's stale plots removed;
     ``force`` replaces report-named files this tool did not write. ``config``
     (default: the result's settings) is hashed into every file.
@@ -373,12 +358,12 @@ def write_report(
 
     Raises:
         ImportError: ``plots=True`` without matplotlib.
-        ReportError: see :meth:`~packing_theory.audit.writer.ReportWriter.open`.
+        ReportError: see :meth:`~packing_theory.reporting.ReportWriter.open`.
         OSError: ``outdir`` cannot be created or written.
     """
     if config is None:
         config = {"settings": report_dict(result)["settings"]}
-    with ReportWriter(outdir, names=REPORT_FILES, config=config, tool="packing_theory.audit.write_report",
+    with ReportWriter(outdir, names=REPORT_FILES, config=config, tool="packing_theory.rendering.write_report",
                       force=force) as writer:
         files = write_report_files(writer, result, plots=plots, reference=reference)
         writer.commit()
@@ -395,11 +380,10 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
     lines go before the Markdown's closing lines.
     """
-    run = run_info(writer)
+    run = writer.run_info
     pngs: tuple[Path, ...] = ()
     if plots:
-        meta = {PNG_RUN_KEY: writer.run_id, PNG_CONFIG_KEY: writer.config_hash}
-        pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=meta))
+        pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
     doc = report_dict(result, reference=reference, run=run)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)

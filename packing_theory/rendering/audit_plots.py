@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import import_optional
-from .run import AuditResult
+from ..orchestration.audit import AuditResult
+from ..reporting.plotting import pyplot, save_figure
 
-__all__ = ["PLOT_FILES", "matplotlib_available", "write_plots"]
+__all__ = ["PLOT_FILES", "write_plots"]
 
 PLOT_FILES: tuple[str, ...] = (
     "retention_by_stratum.png", "exposure_profile.png", "startup_delay.png", "buffered_mass.png",
 )
 """The PNG files :func:`write_plots` writes."""
-
-def matplotlib_available() -> bool:
-    """Whether matplotlib can be imported (the ``plots`` extra)."""
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        return False
-    return True
-
-
-def _pyplot() -> Any:
-    mpl = import_optional("matplotlib", extra="plots", purpose="PNG plots (or pass --no-plots)")
-    mpl.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
 
 
 def write_plots(result: AuditResult, outdir: str | os.PathLike[str], *,
@@ -40,18 +25,15 @@ def write_plots(result: AuditResult, outdir: str | os.PathLike[str], *,
     ``metadata`` becomes PNG text chunks (the run id and config hash of a report).
 
     Raises:
-        ImportError: matplotlib is not installed (the message names the extra).
+        MissingDependency: matplotlib is not installed (the message names the extra).
     """
-    plt = _pyplot()
+    plt = pyplot()
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     for name, draw in zip(PLOT_FILES, (_retention, _exposure, _startup, _buffered), strict=True):
-        fig = draw(plt, result)
-        fig.tight_layout()
         paths.append(out / name)
-        fig.savefig(paths[-1], dpi=100, metadata=dict(metadata or {}))
-        plt.close(fig)
+        save_figure(draw(plt, result), paths[-1], metadata=metadata, dpi=100)
     return paths
 
 

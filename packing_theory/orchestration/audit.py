@@ -1,0 +1,367 @@
+"""The whole audit: one corpus, several packers side by side, startup spreads, evaluation population.
+
+:func:`run_audit` replays one corpus under each chosen packer — streaming
+policies and peer packers (:mod:`packing_theory.peers`) alike — feeds each
+event stream to a :class:`~packing_theory.audit.Ledger`, and adds, for the
+streaming policies, the startup-delay spread over permutations and the
+evaluation population. ``packing-theory audit`` is this function plus the
+report (:mod:`packing_theory.rendering.audit`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_int
+from ..audit.ledger import audit_events, audit_lengths
+from ..audit.population import (
+    AUTORESEARCH_EVAL_TARGETS,
+    DEFAULT_EVAL_PREFIXES,
+    EvalPopulation,
+    evaluation_population,
+)
+from ..audit.results import Aggregates
+from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
+from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+from ..engine.policies import POLICIES, PackerConfig
+from ..engine.replay import Engine
+from ..errors import InputError, InputTypeError
+from ..lengths import exact_sum, validate_lengths
+from ..registry import entry
+from ..registry import names as packer_names
+
+Int64Array = npt.NDArray[np.int64]
+
+__all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "audit_peer", "corpus_summary", "run_audit"]
+
+AUTORESEARCH_ROWS = 243_968
+"""autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
+
+@dataclass(frozen=True, slots=True)
+class CorpusSummary:
+    """The audited corpus: size and sources per stratum."""
+
+    label: str
+    documents: int
+    tokens: int
+    over_capacity_documents: int
+    max_length: int
+    strata_sources: tuple[int, ...]
+    strata_tokens: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str = "",
+                   boundaries: Sequence[int] = STRATA_BOUNDARIES) -> CorpusSummary:
+    """Size and stratum census of a length array. O(n).
+
+    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
+    (2, 1)
+    """
+
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    s = stratum_index(arr, boundaries)
+    S = len(boundaries) + 1
+    total = exact_sum(arr)
+    if total < 2**53:  # float64 weights are exact
+        by_stratum = tuple(int(v) for v in np.bincount(s, weights=arr, minlength=S).round())
+    else:
+        by_stratum = tuple(exact_sum(arr[s == k]) for k in range(S))
+    return CorpusSummary(label, int(arr.size), total, int((arr > capacity).sum()), int(arr.max()),
+                         tuple(int(v) for v in np.bincount(s, minlength=S)), by_stratum)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """A complete audit: one corpus, several packers side by side, startup spreads, evaluation.
+
+    ``policies`` holds one :class:`~packing_theory.audit.Aggregates` per packer
+    in the order asked; ``startup`` and ``evaluation`` hold the streaming
+    policies only (they replay the streaming engine). ``seconds`` holds wall
+    times by stage (``"replay:<policy>"``, ``"startup:<policy>"``,
+    ``"evaluation:<policy>"``).
+    """
+
+    corpus: CorpusSummary
+    config: PackerConfig
+    boundaries: tuple[int, ...]
+    policies: tuple[Aggregates, ...]
+    startup: tuple[StartupSpread, ...]
+    evaluation: tuple[EvalPopulation, ...]
+    eval_corpus: CorpusSummary | None
+    seconds: dict[str, float]
+
+    def policy(self, name: str) -> Aggregates:
+        """The aggregates of one policy."""
+        for agg in self.policies:
+            if agg.policy == name:
+                return agg
+        raise KeyError(f"policy {name!r} was not audited (audited: {[a.policy for a in self.policies]})")
+
+
+def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int, *,
+               options: Mapping[str, Any] | None = None,
+               boundaries: Sequence[int] = STRATA_BOUNDARIES) -> Aggregates:
+    """Replay ``lengths`` with peer packer ``name`` (built at ``capacity`` with ``options``) and aggregate it.
+
+    ``capacity`` is the peer's row width ``R`` (every packer's meaning of
+    ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
+    is the ``B`` of the protected-set columns.
+
+    Raises:
+        InputError: an unknown peer, a bad option, or a corpus the framework's
+            own rule refuses.
+    """
+    peer = entry(name).build(capacity, **dict(options or {}))
+    return audit_events(peer.events(validate_lengths(np.asarray(lengths))), capacity=peer.capacity,
+                        min_buffer=min_buffer, policy=name, boundaries=tuple(boundaries))
+
+
+def run_audit(
+    lengths: npt.ArrayLike,
+    config: PackerConfig | None = None,
+    *,
+    policies: Sequence[str] | None = None,
+    peer_options: Mapping[str, Mapping[str, Any]] | None = None,
+    seq_length: int | None = None,
+    permutations: int = 20,
+    permutation_seed: int = 0,
+    eval_lengths: npt.ArrayLike | None = None,
+    eval_targets: int = AUTORESEARCH_EVAL_TARGETS,
+    eval_prefixes: Sequence[int] = DEFAULT_EVAL_PREFIXES,
+    engine: Engine = "fast",
+    boundaries: Sequence[int] = STRATA_BOUNDARIES,
+    corpus_label: str = "",
+    eval_label: str = "",
+    progress: Callable[[str, int | None], Callable[[int], None] | None] | None = None,
+    executor: Executor | None = None,
+) -> AuditResult:
+    """Audit ``lengths`` under each packer of ``policies`` with the rest of ``config``.
+
+    Args:
+        lengths: BOS-inclusive source lengths (the training corpus).
+        config: the loader settings (default :class:`PackerConfig`: R = 2049,
+            B = 1000, refill 128, and ``rows`` = :data:`AUTORESEARCH_ROWS` when
+            neither ``rows`` nor ``targets`` is set).
+        policies: packers compared side by side, in this order (default:
+            ``config.policy``): streaming policies and peer policies
+            (``trl-bfd``, ...; see ``packing-theory policies``). A peer replays
+            the whole corpus at row width ``config.capacity`` (:func:`audit_peer`);
+            it gets no startup spread or evaluation population, which replay
+            the streaming engine.
+        peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
+        seq_length: instead of one row width for every peer, the framework
+            sequence length ``L``: each peer's row width is its registry entry's
+            rule applied to ``L`` (:meth:`~packing_theory.registry.PackerEntry.capacity_for`).
+        permutations: startup-delay permutations per streaming policy (0 to skip).
+        eval_lengths: an evaluation stream; when given, its population is
+            audited with each streaming policy at ``eval_targets`` and
+            ``eval_prefixes`` (no streaming policy: no evaluation section).
+        engine: ``"fast"``, ``"compiled"`` (batches; the ``fast`` extra) or ``"reference"``.
+        progress: a factory ``(description, total) -> callback(done)``
+            (see :func:`packing_theory.reporting.progress_bar`): rows of each
+            streaming replay when sequential, finished tasks with an executor.
+        executor: any :class:`concurrent.futures.Executor` (a
+            ``ProcessPoolExecutor``, or a Dask ``distributed`` client's executor):
+            every replay (streaming or peer), every startup permutation
+            (replayed under every streaming policy) and every evaluation replay
+            becomes one task. Tasks are pure functions of their arguments
+            (permutation ``i`` carries the generator state saved before its
+            draw), so the result equals the sequential one whatever the
+            executor; ``seconds`` then holds the tasks' own wall times, summed
+            per stage. ``None`` (default) runs everything in this process.
+
+    Raises:
+        InputError: an unknown or repeated policy, options for a packer that
+            is not an audited peer, bad lengths or settings.
+
+    Complexity: one replay per packer (O(events)), the permutation prefixes,
+    and one evaluation replay per streaming policy.
+    """
+
+    arr = validate_lengths(np.asarray(lengths))
+    if config is None:
+        config = PackerConfig(rows=AUTORESEARCH_ROWS)
+    names: list[str] = list(policies) if policies is not None else [config.policy]
+    peers = set(packer_names("peer"))
+    _check_names(names, peers, peer_options)
+    if executor is not None and not isinstance(executor, Executor):
+        raise InputTypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    permutations = check_int("permutations", permutations, 0)
+    permutation_seed = check_int("permutation_seed", permutation_seed, 0)
+    streaming = [n for n in names if n not in peers]
+    ev_arr = None if eval_lengths is None else validate_lengths(np.asarray(eval_lengths),
+                                                                name="evaluation lengths")
+    if not streaming:
+        ev_arr = None
+    peer_plan: list[tuple[str, int, dict[str, Any]]] = []
+    for name in names:  # a peer's options and capacity are checked before anything is replayed
+        if name in peers:
+            opts = dict((peer_options or {}).get(name, {}))
+            width = config.capacity if seq_length is None else entry(name).capacity_for(seq_length, opts)
+            entry(name).build(width, **opts)
+            peer_plan.append((name, width, opts))
+    plan = _Plan(arr, [replace(config, policy=n) for n in streaming],  # type: ignore[arg-type]
+                 peer_plan,
+                 permutations, permutation_seed, ev_arr, eval_targets, tuple(eval_prefixes), engine,
+                 tuple(boundaries), config.capacity, config.min_buffer)
+    if executor is None:
+        aggs, spreads, evals, seconds = _sequential(plan, progress)
+    else:
+        aggs, spreads, evals, seconds = _parallel(plan, progress, executor)
+    aggs.sort(key=lambda a: names.index(a.policy))
+    return AuditResult(
+        corpus=corpus_summary(arr, config.capacity, label=corpus_label, boundaries=boundaries),
+        config=config,
+        boundaries=check_boundaries(boundaries),
+        policies=tuple(aggs),
+        startup=tuple(spreads),
+        evaluation=tuple(evals),
+        eval_corpus=(corpus_summary(ev_arr, config.capacity, label=eval_label, boundaries=boundaries)
+                     if ev_arr is not None else None),
+        seconds=seconds,
+    )
+
+
+def _check_names(names: list[str], peers: set[str],
+                 peer_options: Mapping[str, Mapping[str, Any]] | None) -> None:
+    if not names:
+        raise InputError("policies must name at least one policy, got []")
+    for name in names:
+        if name not in POLICIES and name not in peers:
+            raise InputError(f"policy must be one of {', '.join(packer_names())}; got {name!r}")
+    if len(set(names)) != len(names):
+        raise InputError(f"policies must not repeat, got {names}")
+    for name, options in (peer_options or {}).items():
+        if name not in peers or name not in names:
+            raise InputError(f"peer_options names {name!r}, which is not an audited peer policy "
+                             f"(audited: {', '.join(names)})")
+        try:
+            entry(name).options(options)  # an unknown knob names itself and the packer
+        except InputError as exc:
+            raise InputError(f"peer_options[{name!r}]: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything one audit replays (validated): what the sequential and parallel runs share."""
+
+    arr: Int64Array
+    configs: list[PackerConfig]  # one per streaming policy
+    peers: list[tuple[str, int, dict[str, Any]]]  # (peer policy, row width, knobs)
+    permutations: int
+    seed: int
+    ev_arr: Int64Array | None
+    eval_targets: int
+    eval_prefixes: tuple[int, ...]
+    engine: Engine
+    boundaries: tuple[int, ...]
+    capacity: int
+    min_buffer: int
+
+
+_Parts = tuple[list[Aggregates], list[StartupSpread], list[EvalPopulation], dict[str, float]]
+
+
+def _sequential(plan: _Plan, progress: Any) -> _Parts:
+    seconds: dict[str, float] = {}
+    aggs: list[Aggregates] = []
+    spreads: list[StartupSpread] = []
+    evals: list[EvalPopulation] = []
+    configs, arr, permutations = plan.configs, plan.arr, plan.permutations
+    share = 0.0
+    if permutations and configs:  # each permutation drawn once and replayed under every policy
+        t0 = time.perf_counter()
+        delays = startup_delays_many(arr, configs, permutations, plan.seed, plan.engine)
+        share = (time.perf_counter() - t0) / len(configs)
+        for j, cfg in enumerate(configs):
+            spreads.append(StartupSpread(cfg.policy, permutations, int(plan.seed),
+                                         tuple(d[j] for d in delays)))
+    for cfg in configs:
+        name = cfg.policy
+        t0 = time.perf_counter()
+        cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
+        aggs.append(audit_lengths(arr, cfg, engine=plan.engine, progress=cb,
+                                  ledger_kwargs={"boundaries": plan.boundaries}))
+        if cb is not None and hasattr(cb, "close"):
+            cb.close()
+        seconds[f"replay:{name}"] = time.perf_counter() - t0
+        if permutations:
+            seconds[f"startup:{name}"] = share
+        if plan.ev_arr is not None:
+            t0 = time.perf_counter()
+            evals.append(evaluation_population(plan.ev_arr, cfg, targets=plan.eval_targets,
+                                               prefixes=plan.eval_prefixes, boundaries=plan.boundaries,
+                                               engine=plan.engine))
+            seconds[f"evaluation:{name}"] = time.perf_counter() - t0
+    for peer, width, options in plan.peers:
+        t0 = time.perf_counter()
+        aggs.append(audit_peer(arr, peer, width, plan.min_buffer, options=options,
+                               boundaries=plan.boundaries))
+        seconds[f"replay:{peer}"] = time.perf_counter() - t0
+    return aggs, spreads, evals, seconds
+
+
+def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and its wall time (runs inside a worker)."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
+    arr, configs, engine = plan.arr, plan.configs, plan.engine
+    states = (permutation_states(arr.size, plan.permutations, plan.seed) if plan.permutations and configs
+              else [])
+    jobs: list[tuple[str, str, Future[tuple[Any, float]]]] = []
+    for state in states:  # one task per permutation, replayed under every policy
+        jobs.append(("startup", "*", executor.submit(_timed, startup_delay_all, arr, configs, state, engine)))
+    for cfg in configs:
+        name = cfg.policy
+        jobs.append(("replay", name, executor.submit(_timed, audit_lengths, arr, cfg, engine=engine,
+                                                     ledger_kwargs={"boundaries": plan.boundaries})))
+        if plan.ev_arr is not None:
+            jobs.append(("evaluation", name, executor.submit(
+                _timed, evaluation_population, plan.ev_arr, cfg, targets=plan.eval_targets,
+                prefixes=plan.eval_prefixes, boundaries=plan.boundaries, engine=engine)))
+    for peer, width, options in plan.peers:
+        jobs.append(("replay", peer, executor.submit(_timed, audit_peer, arr, peer, width,
+                                                     plan.min_buffer, options=options,
+                                                     boundaries=plan.boundaries)))
+    cb = progress("audit tasks", len(jobs)) if progress is not None else None
+    if cb is not None:
+        for done, _ in enumerate(as_completed([f for _, _, f in jobs]), 1):
+            cb(done)
+        if hasattr(cb, "close"):
+            cb.close()
+    seconds: dict[str, float] = {}
+    aggs: list[Aggregates] = []
+    evals: list[EvalPopulation] = []
+    delays: dict[str, list[int | None]] = {cfg.policy: [] for cfg in configs}
+    for stage, label, future in jobs:  # submission order: deterministic whatever finished first
+        value, spent = future.result()
+        if stage == "startup":
+            for cfg, delay in zip(configs, value, strict=True):
+                delays[cfg.policy].append(delay)
+                key = f"startup:{cfg.policy}"
+                seconds[key] = seconds.get(key, 0.0) + spent / len(configs)
+            continue
+        key = f"{stage}:{label}"
+        seconds[key] = seconds.get(key, 0.0) + spent
+        if stage == "replay":
+            aggs.append(value)
+        else:
+            evals.append(value)
+    spreads = [StartupSpread(cfg.policy, plan.permutations, int(plan.seed), tuple(delays[cfg.policy]))
+               for cfg in configs] if plan.permutations else []
+    return aggs, spreads, evals, seconds

@@ -1,0 +1,154 @@
+"""What ``--demo`` feeds each command, as functions of the library (usable from Python).
+
+=====================  ==========================================================
+command                the demo's inputs
+=====================  ==========================================================
+``audit --demo``       :func:`audit_demo`: the calibrated default corpus (846,848
+                       sources) at autoresearch's settings (R = 2049, B = 1000,
+                       refill 128, 243,968 rows) under :data:`DEMO_POLICIES`, and
+                       an evaluation stream at 20,971,520 targets
+``compare --demo``     :func:`compare_demo`: the first :data:`COMPARE_DEMO_DOCUMENTS`
+                       documents of the default corpus, every registered packer
+``evaluate --demo``    :class:`packing_theory.evaluation.demo.DemoConfig` and
+                       :func:`~packing_theory.evaluation.demo.run_demo`
+=====================  ==========================================================
+
+>>> demo = audit_demo(scale=0.01)
+>>> demo.policies, demo.rows, demo.lengths.size, demo.eval_lengths.size
+(('discard', 'continue', 'segment-first'), 2439, 8468, 500)
+>>> result = demo.run(permutations=0)
+>>> [a.policy for a in result.policies] == list(demo.policies)
+True
+>>> cmp = compare_demo(1000)
+>>> cmp.lengths.size, cmp.packers[:2], cmp.label
+(1000, ('discard', 'continue'), 'default corpus (seed 0), first 1,000 documents')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audit.population import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
+from ..corpus import default_lengths
+from ..engine.policies import PackerConfig
+from ..errors import InputError
+from .audit import AUTORESEARCH_ROWS, AuditResult, run_audit
+from .compare import default_packers
+
+__all__ = [
+    "COMPARE_DEMO_DOCUMENTS",
+    "DEMO_EVAL_DOCUMENTS",
+    "DEMO_EVAL_SEED",
+    "DEMO_POLICIES",
+    "AuditDemo",
+    "CompareDemo",
+    "audit_demo",
+    "audit_demo_budget",
+    "compare_demo",
+]
+
+Int64Array = npt.NDArray[np.int64]
+
+DEMO_POLICIES: tuple[str, ...] = ("discard", "continue", "segment-first")
+"""The policies the audit demo compares."""
+
+DEMO_EVAL_SEED = 1
+"""Seed of the audit demo's evaluation stream (a separate draw from the default generator)."""
+
+DEMO_EVAL_DOCUMENTS = 50_000
+"""Documents in the audit demo's evaluation stream (a prefix of ``default_lengths(DEMO_EVAL_SEED)``)."""
+
+COMPARE_DEMO_DOCUMENTS = 50_000
+"""Documents of ``default_lengths(0)`` the compare demo replays (a prefix keeps it under a minute)."""
+
+
+def audit_demo_budget(scale: float = 1.0) -> tuple[int, int, tuple[int, ...]]:
+    """The audit demo's row budget, evaluation targets and evaluation prefixes at ``scale`` (no data made).
+
+    ``scale < 1`` scales every budget (for quick checks and tests); ``scale = 1``
+    is the full-size demo.
+
+    >>> audit_demo_budget()
+    (243968, 20971520, (2097152, 10485760))
+    >>> audit_demo_budget(0)
+    Traceback (most recent call last):
+    packing_theory.InputError: --scale must be in (0, 1], got 0
+    """
+    if not 0 < scale <= 1:
+        raise InputError(f"--scale must be in (0, 1], got {scale}")
+    rows = AUTORESEARCH_ROWS
+    eval_targets = AUTORESEARCH_EVAL_TARGETS
+    prefixes = DEFAULT_EVAL_PREFIXES
+    if scale < 1:
+        rows = max(1, int(rows * scale))
+        eval_targets = max(2048, int(eval_targets * scale) // 2048 * 2048)
+        prefixes = tuple(p for p in (max(1, int(p * scale)) for p in prefixes) if p <= eval_targets)
+    return rows, eval_targets, prefixes
+
+
+@dataclass(frozen=True, eq=False)
+class AuditDemo:
+    """The inputs of ``packing-theory audit --demo``: the streams, their labels and the budgets."""
+
+    lengths: Int64Array
+    eval_lengths: Int64Array
+    corpus_label: str
+    eval_label: str
+    rows: int
+    eval_targets: int
+    eval_prefixes: tuple[int, ...]
+    policies: tuple[str, ...] = DEMO_POLICIES
+    scale: float = 1.0
+
+    def config(self, **settings: Any) -> PackerConfig:
+        """The demo's loader settings (autoresearch's, ``rows`` = :attr:`rows`); ``settings`` override."""
+        return PackerConfig(**{"rows": self.rows, **settings})
+
+    def run(self, *, policies: Sequence[str] | None = None, config: PackerConfig | None = None,
+            **kwargs: Any) -> AuditResult:
+        """:func:`~packing_theory.orchestration.run_audit` of the demo (``kwargs`` go to it)."""
+        return run_audit(self.lengths, config if config is not None else self.config(),
+                         policies=list(policies if policies is not None else self.policies),
+                         eval_lengths=self.eval_lengths, eval_targets=self.eval_targets,
+                         eval_prefixes=self.eval_prefixes, corpus_label=self.corpus_label,
+                         eval_label=self.eval_label, **kwargs)
+
+
+def audit_demo(scale: float = 1.0) -> AuditDemo:
+    """The inputs of ``audit --demo``; ``scale < 1`` takes a prefix of both streams and scales the budgets."""
+    rows, eval_targets, prefixes = audit_demo_budget(scale)
+    train = default_lengths(seed=0)
+    evals = default_lengths(seed=DEMO_EVAL_SEED)[:DEMO_EVAL_DOCUMENTS]
+    if scale < 1:
+        train = train[: max(1, int(train.size * scale))]
+        evals = evals[: max(1, int(evals.size * scale))]
+    return AuditDemo(train, evals, "default (calibrated synthetic, seed 0)",
+                     f"default seed {DEMO_EVAL_SEED}, first {evals.size:,} documents", rows, eval_targets,
+                     prefixes, scale=scale)
+
+
+@dataclass(frozen=True, eq=False)
+class CompareDemo:
+    """The inputs of ``packing-theory compare --demo``: a corpus prefix, its label, the packers."""
+
+    lengths: Int64Array
+    label: str
+    packers: tuple[str, ...]
+
+
+def compare_demo(documents: int = COMPARE_DEMO_DOCUMENTS) -> CompareDemo:
+    """The inputs of ``compare --demo``: the first ``documents`` of the default corpus, every packer.
+
+    Raises:
+        InputError: ``documents < 1``.
+    """
+    if isinstance(documents, bool) or not isinstance(documents, int) or documents < 1:
+        raise InputError(f"--documents must be an integer >= 1, got {documents!r}")
+    lengths = default_lengths(0)[:documents]
+    return CompareDemo(lengths, f"default corpus (seed 0), first {lengths.size:,} documents",
+                       tuple(default_packers()))
