@@ -352,6 +352,19 @@ def test_drop_in_loaders_take_the_order_controls_and_resume_inside_a_block() -> 
         None, 3, 20, "train", buffer_size=10, order="batch-shuffle", **kw)
     got = [x.clone() for x, _, _ in n]
     assert sorted(map(tuple, torch.cat(got).tolist())) == rows
+    # the iterable dataset resumes inside a chunk and a block
+    dkw: dict[str, Any] = {"capacity": 21, "min_buffer": 10, "refill": 4, "rows": 45, "chunk_rows": 4,
+                           "order": OrderSpec("batch-shuffle", block=3, update_rows=5, seed=1)}
+    full = [r["input_ids"].tolist() for r in ta.PackedIterableDataset(docs, **dkw)]
+    plain_ds = ta.PackedIterableDataset(docs, **{**dkw, "order": "identity"})
+    plain_rows = [r["input_ids"].tolist() for r in plain_ds]
+    assert sorted(full) == sorted(plain_rows) and full != plain_rows
+    ds = ta.PackedIterableDataset(docs, **dkw)
+    it = iter(ds)
+    head = [next(it)["input_ids"].tolist() for _ in range(18)]
+    again = ta.PackedIterableDataset(docs, **dkw)
+    again.load_state_dict(json.loads(json.dumps(ds.state_dict())))
+    assert head + [r["input_ids"].tolist() for r in again] == full
 
 
 def test_drop_in_loaders_exclude_ids_from_the_targets() -> None:
