@@ -325,3 +325,59 @@ def test_pinned_transfer_on_cuda() -> None:
     ref = PackedStream(corpus(), capacity=17, min_buffer=4, batch_rows=2, passes=1)
     assert (x.cpu().numpy() == next(ref).input_ids[:, :-1]).all()
     assert os.environ.get("CUDA_VISIBLE_DEVICES", "") != "-1"
+
+
+def test_drop_in_loaders_take_the_order_controls_and_resume_inside_a_block() -> None:
+    from packing_theory.adapters.order import OrderSpec
+
+    docs = corpus(seed=5)
+    kw: dict[str, Any] = {"documents": docs, "device": "cpu", "passes": 1, "rows": 45}
+    plain = ta.make_dataloader(None, 3, 20, "train", 10, **kw)
+    identity = [x.clone() for x, _, _ in plain]
+    assert len(identity) == 15  # the finite stream: 45 rows of 3
+    spec = OrderSpec("sequence-shuffle", block=2, update_rows=6, seed=3)  # blocks of 12 rows
+    ordered = [x.clone() for x, _, _ in ta.make_dataloader(None, 3, 20, "train", 10, order=spec, **kw)]
+    rows = sorted(map(tuple, torch.cat(identity).tolist()))
+    assert sorted(map(tuple, torch.cat(ordered).tolist())) == rows  # every row once
+    assert torch.cat(ordered).tolist() != torch.cat(identity).tolist()
+    a = ta.make_dataloader(None, 3, 20, "train", 10, order=spec, ledger=True, **kw)
+    for _ in range(5):  # 15 rows: inside the second block
+        next(a)
+    saved = json.loads(json.dumps(a.state_dict()))
+    b = ta.make_dataloader(None, 3, 20, "train", 10, order=spec, ledger=True, resume=saved, **kw)
+    rest = [x.clone() for x, _, _ in b]
+    assert torch.equal(torch.cat(rest), torch.cat(ordered[5:]))
+    assert b.audit()["order"]["rows_yielded"] == 45
+    n = ta.tokenizing_distributed_data_loader_with_state_bos_bestfit(
+        None, 3, 20, "train", buffer_size=10, order="batch-shuffle", **kw)
+    got = [x.clone() for x, _, _ in n]
+    assert sorted(map(tuple, torch.cat(got).tolist())) == rows
+    # the iterable dataset resumes inside a chunk and a block
+    dkw: dict[str, Any] = {"capacity": 21, "min_buffer": 10, "refill": 4, "rows": 45, "chunk_rows": 4,
+                           "order": OrderSpec("batch-shuffle", block=3, update_rows=5, seed=1)}
+    full = [r["input_ids"].tolist() for r in ta.PackedIterableDataset(docs, **dkw)]
+    plain_ds = ta.PackedIterableDataset(docs, **{**dkw, "order": "identity"})
+    plain_rows = [r["input_ids"].tolist() for r in plain_ds]
+    assert sorted(full) == sorted(plain_rows) and full != plain_rows
+    ds = ta.PackedIterableDataset(docs, **dkw)
+    it = iter(ds)
+    head = [next(it)["input_ids"].tolist() for _ in range(18)]
+    again = ta.PackedIterableDataset(docs, **dkw)
+    again.load_state_dict(json.loads(json.dumps(ds.state_dict())))
+    assert head + [r["input_ids"].tolist() for r in again] == full
+
+
+def test_drop_in_loaders_exclude_ids_from_the_targets() -> None:
+    docs = corpus(seed=6)
+    kw: dict[str, Any] = {"documents": docs, "device": "cpu", "passes": 1}
+    plain_x, plain_y, _ = next(ta.make_dataloader(None, 4, 24, "train", 10, **kw))
+    plain_y = plain_y.clone()
+    excluded = (*(int(v) for v in plain_y[0, :3].tolist()), 0)  # three text ids and the BOS
+    opts = pt.adapters.RecordOptions(exclude_ids=excluded, ignore_index=-1)
+    for loader in (ta.make_dataloader(None, 4, 24, "train", 10, options=opts, **kw),
+                   ta.tokenizing_distributed_data_loader_with_state_bos_bestfit(
+                       None, 4, 24, "train", buffer_size=10, options=opts, **kw)):
+        x, y, _ = next(loader)
+        hit = torch.isin(plain_y, torch.tensor(excluded))
+        assert hit.any() and (y[hit] == -1).all()
+        assert torch.equal(y[~hit], plain_y[~hit]) and torch.equal(x, plain_x)  # inputs keep every id

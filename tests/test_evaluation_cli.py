@@ -177,3 +177,97 @@ def test_evaluate_is_registered_and_importing_it_pulls_no_heavy_dependency() -> 
             "print(','.join(m for m in ('torch', 'scipy', 'matplotlib', 'hypothesis') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+SIX = ["baseline_s43", "random_crop_s43", "segmented_s43", "baseline_s44", "random_crop_s44", "segmented_s44"]
+SAME_SEED = ["random_crop_s43:baseline_s43", "segmented_s43:baseline_s43", "random_crop_s44:baseline_s44",
+             "segmented_s44:baseline_s44"]
+
+
+@pytest.fixture()
+def six_models(own_inputs: tuple[Path, Path, Path], tmp_path: Path) -> list[str]:
+    (tmp_path / "sixmodels.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        def _make(seed):
+            p = np.random.default_rng(seed).dirichlet(np.ones(15))
+            p = np.r_[1e-6, p * (1 - 1e-6)]
+            return lambda input_ids, segment_ids, /: -np.log(p[input_ids[:, 1:]])
+
+        baseline_s43, random_crop_s43, segmented_s43, baseline_s44, random_crop_s44, segmented_s44 = (
+            _make(s) for s in range(6))
+    """))
+    return [a for name in SIX for a in ("--model", f"{name}=sixmodels:{name}")]
+
+
+def test_a_declared_same_seed_family_of_eight_uses_99_375(own_inputs: tuple[Path, Path, Path], tmp_path: Path,
+                                                          six_models: list[str],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    ev, _, tb = own_inputs
+    base = ["evaluate", "--sources", str(ev), "--token-bytes", str(tb), *six_models, "--capacity", "129",
+            "--context", "64", "--stride", "16", "--natural-targets", "32",
+            "--family-strata", "513–1024,1025–2049",
+            "--replicates", "200", "--no-plots", "--json"]
+    contrasts = [a for c in SAME_SEED for a in ("--contrast", c)]
+    assert main([*base, *contrasts, "--out", str(tmp_path / "a")]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    cmp = doc["comparison"]
+    assert cmp["family_size"] == 8 and cmp["adjusted_level"] == 0.99375 and len(cmp["family"]) == 8
+    assert all(c["interval"]["level"] == 0.99375 for c in cmp["family"])
+    assert {(c["model"][-3:], c["baseline"][-3:]) for c in cmp["family"]} == {("s43", "s43"), ("s44", "s44")}
+    assert "declared family of 8 contrasts at family level 0.95: Bonferroni-adjusted 99.375% intervals" in err
+    assert "99.375%" in (tmp_path / "a" / "evaluate.md").read_text()
+    # without the declaration every model is compared with the first: 10 contrasts at 99.5 %
+    assert main([*base, "--out", str(tmp_path / "b")]) == 0
+    flat = json.loads(capsys.readouterr().out)["comparison"]
+    assert flat["family_size"] == 10 and flat["adjusted_level"] == 0.995
+    # the same family from a file; a declared stratum of fewer than 2 sources is dropped with its reason
+    fam = tmp_path / "family.json"
+    fam.write_text(json.dumps({"pairs": [c.split(":") for c in SAME_SEED], "strata": ["513–1024", ">16384"]}))
+    assert main([*base, "--family", str(fam), "--out", str(tmp_path / "c")]) == 0
+    out, err = capsys.readouterr()
+    cmp = json.loads(out)["comparison"]
+    assert cmp["family_size"] == 8 and cmp["adjusted_level"] == 0.99375 and len(cmp["family"]) == 4
+    assert [d["name"] for d in cmp["dropped"] if d["what"] == "stratum"] == [">16384"]
+    report = (tmp_path / "c" / "evaluate.md").read_text()
+    assert "- dropped stratum >16384: stratum >16384 has 0 sources in the population" in report
+    assert "(4 of them dropped, each reported with its reason)" in err  # the one summary line says so
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_natural_context_assay_and_ranking_sections(own_inputs: tuple[Path, Path, Path], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from packing_theory.evaluation import RowStatistics
+
+    ev, _, tb = own_inputs
+    rng = np.random.default_rng(0)
+    nbytes = rng.integers(100, 200, size=40)
+    rows = RowStatistics.from_arrays({"flat": nbytes * 0.9, "tilted": nbytes * 0.95}, nbytes,
+                                     np.full(40, 128))
+    rows.save(tmp_path / "rows.npz")
+    status = main(["evaluate", "--sources", str(ev), "--token-bytes", str(tb),
+                   "--model", "flat=evalmodels:flat", "--model", "tilted=evalmodels:tilted",
+                   "--capacity", "129", "--context", "64", "--stride", "16", "--natural-targets", "32",
+                   "--ranking", str(tmp_path / "rows.npz"), "--ranking-prefixes", "512,2560",
+                   "--ranking-subsets", "50", "--replicates", "100", "--no-plots", "--json",
+                   "--out", str(tmp_path / "n")])
+    assert status == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    nat = doc["natural"]
+    assert nat["contexts"] == [32, 64] and nat["cells"]
+    assert all(w["natural_above"] == 256 for w in nat["windows"])
+    assert {c["stratum"] for c in nat["cells"]} <= {"513–1024", "1025–2049"}
+    assert [d["name"] for d in nat["dropped"]] == ["129–512"]  # straddles the 256-token threshold
+    assert "dropped, each with its reason in the report" in err and len(err.strip().splitlines()) == 1
+    rk = doc["ranking"]
+    assert [p["rows"] for p in rk["prefixes"]] == [4, 20]
+    assert rk["reversal_count"] == 0 and rk["subsets"] == 50
+    md = (tmp_path / "n" / "evaluate.md").read_text()
+    assert "## Natural preceding context and the prefix-region control" in md
+    assert "## Prefix ranking check" in md
+    assert main(["evaluate", "--sources", str(ev), "--token-bytes", str(tb),
+                 "--model", "flat=evalmodels:flat", "--model", "tilted=evalmodels:tilted",
+                 "--ranking", str(tmp_path / "missing.npz"), "--no-plots", "--out", str(tmp_path / "m")]) == 2
+    assert "is not a readable .npz file" in one_line_error(capsys)

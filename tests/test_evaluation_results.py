@@ -57,7 +57,8 @@ def test_byte_and_token_totals_reconcile_exactly() -> None:
     long = L > 100
     assert by_kind["tail"].sources_observed == int(long.sum())
     assert by_kind["tail"].targets_observed == 99 * int(long.sum())
-    assert by_kind["natural-tail"].targets_observed == 30 * int(long.sum())
+    # natural tails only from sources longer than 2 (R - 1) = 198 (seed 000 §5.7: the strata above 4,096)
+    assert by_kind["natural-tail"].targets_observed == 30 * int((L > 198).sum()) < 30 * int(long.sum())
     assert by_kind["tail"].bytes_observed == sum(int(c[-1] - c[-100]) for c, ln in zip(cb, long, strict=True)
                                                  if ln)
     # per-stratum cells add up to the pooled cell exactly for integers
@@ -99,7 +100,8 @@ def test_census_summary_contributions_add_up_and_carry_no_interval() -> None:
     pop, docs = population(3)
     spec = WindowSpec(kinds=("census",), context=64, stride=16)
     windows = pop.windows(spec)
-    sc = {name: score(windows, m, TB, spec=spec, model=name) for name, m in models(docs).items()}
+    sc = {name: score(windows, m, TB, spec=spec, model=name, position="source")
+          for name, m in models(docs).items()}
     cs = census_summary(pop, sc, TB, baseline="uni")
     assert cs.statement == CENSUS_TARGET
     for m in cs.models:
@@ -132,3 +134,24 @@ def test_summaries_reject_mismatched_scores() -> None:
         summarize(pop, {"a": "scores"}, TB)  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="at least one model"):
         summarize(pop, {}, TB)
+
+
+def test_census_regions_are_positions_in_the_source() -> None:
+    pop, docs = population(5)
+    spec = WindowSpec(kinds=("census",), context=64, stride=20)
+    windows = pop.windows(spec)
+    ms = models(docs)
+    by_source = {n: score(windows, m, TB, spec=spec, model=n, position="source", bin_edges=(0, 32, 128))
+                 for n, m in ms.items()}
+    cs = census_summary(pop, by_source, TB, baseline="uni")
+    # region [128, end) holds exactly the targets at source positions >= 128, whatever window scored them
+    agg = cs.models[0].aggregate
+    assert agg.bin_targets == (int(np.minimum(pop.lengths - 1, 31).sum()),
+                               int(np.clip(pop.lengths - 32, 0, 96).sum()),
+                               int(np.clip(pop.lengths - 128, 0, None).sum()))
+    for c in cs.contrasts:
+        assert abs(sum(c.bin_contributions) - c.delta_bpb) <= 1e-12
+    # scores binned by window position would put late source positions in the first bins: refused
+    by_window = {n: score(windows, m, TB, spec=spec, model=n) for n, m in ms.items()}
+    with pytest.raises(ValueError, match="binned by position in the source"):
+        census_summary(pop, by_window, TB, baseline="uni")

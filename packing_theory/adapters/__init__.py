@@ -5,6 +5,8 @@ module that does (import it explicitly).
 """
 
 from .loss import TokenLoss, bits_per_byte, masked_nll_sum, objective, token_byte_lengths
+from .order import ORDERS, OrderSpec
+from .order_audit import OrderAudit, order_audit
 from .policy import PeerPasses, PolicySpec, make_policy, policy_names
 from .records import (
     KIND_PADDING,
@@ -29,10 +31,13 @@ __all__ = [
     "KIND_PLACEMENT",
     "KIND_REPEAT",
     "LOADER_STATE_FORMAT",
+    "ORDERS",
     "PIECE_FIELDS",
     "Layout",
     "LoaderState",
     "MonitorSpec",
+    "OrderAudit",
+    "OrderSpec",
     "PackedBatch",
     "PackedRecord",
     "PackedStream",
@@ -47,6 +52,7 @@ __all__ = [
     "make_policy",
     "masked_nll_sum",
     "objective",
+    "order_audit",
     "pack_rows",
     "pieces_from_events",
     "pieces_from_rows",

@@ -44,13 +44,9 @@ from .._checks import check_bool, check_int
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
 from ..corpus.documents import DocumentStore, lengths_fingerprint
-from ..engine.batches import EventBatch, EventItem
 from ..engine.events import (
     Arrival,
-    BufferedSpan,
-    Discard,
     Event,
-    Filtered,
     Horizon,
     Padding,
     Placement,
@@ -60,73 +56,16 @@ from ..engine.policies import RANDOM_SPAN_SEED
 from ..engine.state import EngineState
 from ..errors import InputError, InputTypeError
 from ..invariant.monitor import InvariantMonitor, MonitorReport
+from .order import OrderSpec, RowOrder, check_closable, resume_state
 from .policy import PolicySpec, make_policy
 from .records import PackedBatch, RecordOptions, pieces_from_events
+from .remainder import RemainderTracker
 from .state import LoaderState
 
 __all__ = ["MonitorSpec", "PackedStream", "RemainderTracker"]
 
 MonitorSpec = InvariantMonitor | Literal["record", "raise"] | None
 """An embedded monitor: an :class:`InvariantMonitor`, ``"record"``, ``"raise"`` or ``None``."""
-
-
-class RemainderTracker:
-    """Which source tokens an offline packer has not yet placed, discarded or filtered.
-
-    A peer has no buffer the loader can ask for; to close a ledger at a row
-    boundary the remaining tokens of every arrived occurrence are rebuilt
-    from the events as :class:`~packing_theory.engine.events.BufferedSpan` s
-    (:meth:`result`). A consumer of the event stream
-    (:class:`~packing_theory.engine.consumers.Consumer`).
-    Memory O(occurrences + pieces).
-
-    >>> t = RemainderTracker()
-    >>> for ev in (Arrival(0, 7, 0, 5), Placement(0, 0, 0, 7, 1, 2, False, False)):
-    ...     t.feed(ev)
-    >>> [(s.occurrence, s.start, s.length) for s in t.result()]
-    [(0, 0, 1), (0, 3, 2)]
-    """
-
-    def __init__(self) -> None:
-        self._arrived: dict[int, tuple[int, int]] = {}
-        self._used: dict[int, list[tuple[int, int]]] = {}
-
-    def feed(self, ev: EventItem) -> None:
-        """Account one event, or each event of a batch. O(1) per event."""
-        if type(ev) is Arrival:
-            self._arrived[ev.occurrence] = (ev.source, ev.length)
-        elif type(ev) is Placement:
-            n = ev.length - (1 if ev.bos_inserted else 0)
-            if n:
-                self._used.setdefault(ev.occurrence, []).append((ev.start, n))
-        elif type(ev) is Discard:
-            self._used.setdefault(ev.occurrence, []).append((ev.start, ev.length))
-        elif type(ev) is Filtered:
-            self._used.setdefault(ev.occurrence, []).append((0, ev.length))
-        elif type(ev) is EventBatch:
-            feed = self.feed
-            for e in ev.events():
-                feed(e)
-
-    def result(self) -> tuple[BufferedSpan, ...]:
-        """The unplaced source intervals of every arrived occurrence, by occurrence then offset."""
-        out: list[BufferedSpan] = []
-        for occ, (source, length) in sorted(self._arrived.items()):
-            pos = 0
-            for start, n in sorted(self._used.get(occ, ())):
-                if start > pos:
-                    out.append(BufferedSpan(occ, source, pos, start - pos, False))
-                pos = max(pos, start + n)
-            if pos < length:
-                out.append(BufferedSpan(occ, source, pos, length - pos, False))
-        return tuple(out)
-
-    def _check(self) -> None:
-        """Assert the internal invariants: pieces only of arrived occurrences, within their lengths."""
-        assert set(self._used) <= set(self._arrived), "a piece of an occurrence that never arrived"
-        for occ, pieces in self._used.items():
-            length = self._arrived[occ][1]
-            assert all(start >= 0 and n >= 0 and start + n <= length for start, n in pieces), occ
 
 
 def _monitor_settings(monitor: MonitorSpec) -> dict[str, Any] | None:
@@ -162,6 +101,7 @@ class PackedStream:
         ledger: ``True`` (a fresh :class:`Ledger`), a ledger, or ``None`` / ``False``.
         drop_last: drop a final batch with fewer than ``batch_rows`` rows.
         resume: a :class:`LoaderState` from :meth:`state` of the same configuration.
+        order: the row order, a name or an :class:`~packing_theory.adapters.order.OrderSpec` (seed 000 §5.8).
 
     Iterating yields :class:`PackedBatch` es. Complexity: the packer's own cost
     per event plus O(1) Python work per row event and O(R) numpy work per row.
@@ -190,6 +130,7 @@ class PackedStream:
         ledger: bool | Ledger | None = None,
         drop_last: bool = False,
         resume: LoaderState | None = None,
+        order: str | OrderSpec = "identity",
     ) -> None:
         if not isinstance(documents, DocumentStore):
             raise InputTypeError(
@@ -235,16 +176,18 @@ class PackedStream:
         self.horizon: Horizon | None = None
         self.finished = False
         self._pending: Event | None = None
-        self._pulled = 0
+        self._pulled = self._run_base = 0  # _run_base: events consumed before the engine run started
         self._filled = 0
         self._engine_state: EngineState | None = None
         self._state_rows = -1
         self._run: Any = None
         self._boundary_events = 0
+        (spec, resume, saved), self.order = resume_state(order, self.batch_rows, resume), None
         if resume is None:
             self._it: Iterator[Event] = self._start(None)
         else:
             self._resume(resume)
+        self.order = RowOrder.attach(spec, saved, lambda n: self._rows(n, False), self._identity_state)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -370,21 +313,25 @@ class PackedStream:
         n = self.batch_rows if n is None else check_int("n", n, 1)
         if self.finished:
             raise InputError("the stream was finished (finish() closed the ledger); start a new one")
+        batch = self.order.next_batch(n, self.drop_last) if self.order else self._rows(n, self.drop_last)
+        self.batches += batch is not None
+        return batch
+
+    def _rows(self, n: int, drop_last: bool) -> PackedBatch | None:
         if self.max_rows is not None:
             n = min(n, self.max_rows - self.rows)
         if n <= 0 or self.ended:
             return None
         evs, got, mixed = self._take(n, True)
-        if got == 0 or (got < n and self.drop_last):
+        if got == 0 or (got < n and drop_last):
             return None
-        self.batches += 1
         table = pieces_from_events(evs, self.capacity, mixed=mixed)
         return PackedBatch.build(table, got, self.documents, self.capacity, self.options)
 
     def skip_rows(self, n: int) -> int:
         """Consume ``n`` rows without building records (the monitor and ledger see them); return the count."""
-        _, got, _ = self._take(check_int("n", n, 0), False)
-        return got
+        n = check_int("n", n, 0)
+        return self._take(n, False)[1] if self.order is None else self.order.skip(n)
 
     # ------------------------------------------------------------------ state
 
@@ -406,7 +353,7 @@ class PackedStream:
             if ev is None:
                 raise AssertionError("the engine ended without a Horizon")
             self._pulled += 1
-            if self._run.captured_at == before:
+            if self._run.captured_at == before - self._run_base:  # the run counts its own events
                 self._pending = ev
                 break
             # the crop's trailing Discard / BosAdded events belong before the boundary
@@ -428,8 +375,11 @@ class PackedStream:
         (a crop's trailing events) and copies its buffer, O(B); the rows that
         follow are unchanged. ``light=True`` records only the counters, O(1):
         resuming from it replays the packer up to the saved row (O(rows)), and
-        checks the replay against the event count only.
+        checks the replay against the event count only (ordered streams: see ``adapters.order``).
         """
+        return self._identity_state(light) if self.order is None else self.order.state(light, self.batches)
+
+    def _identity_state(self, light: bool) -> LoaderState:
         light = light and self._boundary_events >= 0  # unknown right after a direct resume: take a full state
         engine = None if light else self._capture()
         cursor = None
@@ -490,7 +440,7 @@ class PackedStream:
             self._it = self._start(state.engine)
             self.rows, self.batches, self.epoch = state.rows, state.batches, state.epoch
             self.last_source = state.last_source
-            self._pulled = state.events  # event counts stay absolute across resumes
+            self._pulled = self._run_base = state.events  # event counts stay absolute across resumes
             self._boundary_events = -1
             return
         # replay from the start to the saved boundary, feeding the ledger and the monitor
@@ -546,6 +496,7 @@ class PackedStream:
         """
         if self.ledger is None:
             raise InputError("finish() needs an embedded ledger (PackedStream(..., ledger=True))")
+        check_closable(self.order, self.finished)
         if not self.finished:
             if not self.ended:
                 if self.spec.kind == "engine":
@@ -572,6 +523,7 @@ class PackedStream:
             "capacity": self.capacity,
             "documents": self.fingerprint,
             "epoch": self.epoch,
+            "order": None if self.order is None else self.order.audit(),
         }
         if self.ledger is not None:
             out["ledger"] = self.finish().to_dict()

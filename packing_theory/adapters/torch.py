@@ -50,6 +50,7 @@ from ..corpus.documents import DocumentStore
 from ..engine.policies import RANDOM_SPAN_SEED
 from ..errors import InputError
 from .dropin import Documents, encoder, loader_state, nanochat_state, resolve_documents
+from .order import OrderSpec
 from .parquet import autoresearch_files, nanochat_files, parquet_documents
 from .records import Layout, PackedBatch, PackedRecord, RecordOptions
 from .state import LoaderState
@@ -396,6 +397,9 @@ class AuditedLoader:
         # numpy copies into the (pinned) staging buffer: no intra-op thread pool for two memcpys
         np.copyto(self._np_inputs, rows[:, :-1])
         np.copyto(self._np_targets, rows[:, 1:])
+        opts = self.stream.options
+        if opts.exclude_ids:  # ids never predicted: their targets carry the ignore index
+            self._np_targets[np.isin(self._np_targets, opts.exclude_ids)] = opts.ignore_index
         if self._dev is not self._cpu:
             self._dev.copy_(self._cpu, non_blocking=self._use_cuda)
 
@@ -442,6 +446,8 @@ def _stream(
     resume: LoaderState | None,
     peer_options: Mapping[str, Any] | None,
     options: RecordOptions | None,
+    order: str | OrderSpec = "identity",
+    rows: int | None = None,
 ) -> PackedStream:
     return PackedStream(
         documents,
@@ -457,6 +463,8 @@ def _stream(
         peer_options=peer_options,
         options=options,
         drop_last=True,
+        order=order,
+        rows=rows,
     )
 
 
@@ -478,6 +486,8 @@ def make_dataloader(
     tokenizer_batch_size: int = 128,
     peer_options: Mapping[str, Any] | None = None,
     options: RecordOptions | None = None,
+    order: str | OrderSpec = "identity",
+    rows: int | None = None,
 ) -> AuditedLoader:
     """autoresearch's ``make_dataloader``, audited: yields ``(inputs, targets, epoch)`` forever.
 
@@ -488,6 +498,9 @@ def make_dataloader(
     mapping ``split -> either``. ``policy="discard"`` reproduces 228791f,
     ``"continue"`` PR #372; any other policy or packer object works.
     ``passes=None`` cycles forever; ``resume`` takes :meth:`AuditedLoader.state_dict`.
+    ``order`` (:mod:`packing_theory.adapters.order`) shuffles rows within blocks of optimizer
+    updates of the finite stream of ``rows`` rows (the training budget); ``options.exclude_ids``
+    targets carry ``options.ignore_index``.
     """
     if split not in ("train", "val"):
         raise InputError(f"split must be 'train' or 'val', got {split!r}")
@@ -500,7 +513,8 @@ def make_dataloader(
     )
     state = loader_state(resume)
     stream = _stream(
-        store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options
+        store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options, order,
+        rows,
     )
     return _Autoresearch(stream, B, T, device)
 
@@ -530,6 +544,8 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
     ledger: bool | Ledger | None = None,
     peer_options: Mapping[str, Any] | None = None,
     options: RecordOptions | None = None,
+    order: str | OrderSpec = "identity",
+    rows: int | None = None,
 ) -> AuditedLoader:
     """nanochat's BOS best-fit loader, audited: yields ``(inputs, targets, state_dict)`` forever.
 
@@ -566,7 +582,8 @@ def tokenizing_distributed_data_loader_with_state_bos_bestfit(
             )
         state = loader_state(resume_state_dict)
     stream = _stream(
-        store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options
+        store, B, T, buffer_size, policy, passes, seed, monitor, ledger, state, peer_options, options, order,
+        rows,
     )
     return _Nanochat(stream, B, T, device)
 

@@ -13,6 +13,14 @@ before the computation, swapped in as one unit).
 evaluates your own models: each ``module:attribute`` names an object that
 keeps the :class:`~packing_theory.evaluation.NllFn` contract.
 
+``--contrast MODEL:BASELINE`` (repeat) or ``--family FILE.json`` declares
+the contrast family — e.g. each intervention against its same-seed control,
+seed 000 §5.5's 8 contrasts at 99.375 % — instead of every model against
+one baseline; the family's Bonferroni level and every dropped stratum are
+printed. ``--natural-contexts`` runs the §5.7 natural-context assay with its
+prefix-region control; ``--ranking ROWS.npz`` runs the §5.6 prefix ranking
+check on row-level statistics.
+
 Self-contained: everything this command needs beyond the library is in this module.
 """
 
@@ -92,8 +100,8 @@ def register(sub: Any) -> None:
                         help="training shards: evaluation documents equal to one of theirs are excluded")
     parser.add_argument("--policy", metavar="P,P[,...]", help="--demo: policies whose models are compared "
                                                                  "(default discard,segment-first)")
-    parser.add_argument("--kinds", default="beginning,tail,natural-tail", metavar="K[,K...]",
-                        help="window kinds (default beginning,tail,natural-tail)")
+    parser.add_argument("--kinds", default="beginning,tail", metavar="K[,K...]",
+                        help="window kinds of the main comparison (default beginning,tail)")
     parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="window capacity R (2049)")
     parser.add_argument("--context", type=int, default=2048, metavar="C",
                         help="natural-tail and census context (2048)")
@@ -108,6 +116,27 @@ def register(sub: Any) -> None:
                         help="census over the first N candidates only (default all; demo 1000)")
     parser.add_argument("--family-strata", default="4097–8192,8193–16384", metavar="S[,S...]",
                         help="strata of the declared tail − beginning family (default 4097–8192,8193–16384)")
+    fam = parser.add_mutually_exclusive_group()
+    fam.add_argument("--contrast", action="append", metavar="MODEL:BASELINE",
+                     help="a pair of the declared family, MODEL minus BASELINE (repeat; default: every model "
+                          "minus the baseline), crossed with --family-strata")
+    fam.add_argument("--family", metavar="FILE.json",
+                     help='the declared family as JSON: {"pairs": [[MODEL, BASELINE], ...], '
+                          '"strata": [...]} or '
+                          '{"contrasts": [{"model", "baseline", "stratum", "kind", "minus"}, ...]}')
+    parser.add_argument("--natural-contexts", default=None, metavar="C[,C...]|none",
+                        help="contexts of the natural-context assay with its prefix-region control "
+                             "(default C/2,C: 1024,2048; 'none' skips it)")
+    parser.add_argument("--natural-above", type=int, default=None, metavar="N",
+                        help="natural tails from sources longer than N tokens (default 2(R-1): 4096)")
+    parser.add_argument("--ranking", metavar="ROWS.npz",
+                        help="--sources: row-level statistics (arrays 'bytes', optional 'targets', one "
+                             "per-row NLL array per checkpoint) for the prefix ranking check")
+    parser.add_argument("--ranking-prefixes", default=None, metavar="T[,T...]",
+                        help="ranking prefixes in targets (default 262144,2097152,10485760)")
+    parser.add_argument("--ranking-subsets", type=int, default=1000, metavar="N",
+                        help="uniform row subsets per prefix (1000)")
+    parser.add_argument("--ranking-seed", type=int, default=0, help="subset RNG seed (0)")
     parser.add_argument("--replicates", type=int, default=10_000, help="bootstrap replicates (10000)")
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="bootstrap seed (0)")
     parser.add_argument("--level", type=float, default=0.95, help="familywise level (0.95)")
@@ -138,17 +167,48 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def _ints(text: str | None, option: str) -> tuple[int, ...]:
+    """``"1024,2048"`` -> ``(1024, 2048)``; ``"none"`` or ``""`` -> ``()``."""
+    if text is None or text.strip().lower() in ("", "none"):
+        return ()
+    try:
+        return tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"{option} must be integers separated by commas, got {text!r}") from None
+
+
+def _natural_contexts(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--natural-contexts``, by default ``C/2, C`` (seed 000 §5.7's 1,024 and 2,048 at ``C = 2048``)."""
+    if args.natural_contexts is None:
+        return (args.context // 2, args.context) if args.context >= 2 else (args.context,)
+    return _ints(args.natural_contexts, "--natural-contexts")
+
+
+def _family_doc(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The declared family as a family document from ``--contrast`` or ``--family`` (``None``: default)."""
+    from ..evaluation.family import parse_pair, read_family_document
+
+    strata = [s.strip() for s in args.family_strata.split(",") if s.strip()]
+    if args.contrast:
+        return {"pairs": [list(parse_pair(c)) for c in args.contrast], "strata": strata}
+    return read_family_document(args.family) if args.family else None
+
+
 def _demo(args: argparse.Namespace, say: Any) -> Any:
     from ..evaluation.demo import DEMO_POLICIES, DemoConfig, run_demo
 
-    if args.model or args.token_bytes or args.exclude_shards:
-        raise InputError("--demo brings its own models, token bytes and training data; drop --model, "
-                         "--token-bytes and --exclude-shards or drop --demo")
+    if args.model or args.token_bytes or args.exclude_shards or args.ranking:
+        raise InputError("--demo brings its own models, token bytes, training data and official rows; drop "
+                         "--model, --token-bytes, --exclude-shards and --ranking or drop --demo")
     policies = tuple(p.strip() for p in args.policy.split(",")) if args.policy else DEMO_POLICIES
     kw: dict[str, Any] = {"policies": policies, "capacity": args.capacity, "context": args.context,
                           "stride": args.stride, "natural_targets": args.natural_targets,
                           "sample_seed": args.sample_seed, "replicates": args.replicates,
-                          "bootstrap_seed": args.bootstrap_seed}
+                          "bootstrap_seed": args.bootstrap_seed, "family": _family_doc(args),
+                          "family_strata": tuple(s.strip() for s in args.family_strata.split(",")
+                                                 if s.strip()),
+                          "natural_contexts": _natural_contexts(args),
+                          "ranking_subsets": args.ranking_subsets}
     for opt, key in (("per_stratum", "per_stratum"), ("census_limit", "census_candidates"),
                      ("train_rows", "train_rows"), ("eval_candidates", "eval_candidates")):
         if getattr(args, opt) is not None:
@@ -160,8 +220,9 @@ def _demo(args: argparse.Namespace, say: Any) -> Any:
 
 def _own(args: argparse.Namespace, say: Any) -> Any:
     from ..corpus import read_shard
-    from ..evaluation import WindowSpec, sample_population, token_hash
+    from ..evaluation import RowStatistics, WindowSpec, family_from_dict, sample_population, token_hash
     from ..evaluation.pipeline import default_family, evaluate_models
+    from ..evaluation.ranking import PAPER_PREFIXES
 
     if not args.sources:
         raise InputError("give --demo, or --sources SHARD... with --token-bytes and two or more --model")
@@ -190,24 +251,34 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
         limit = len(docs) if args.census_limit is None else args.census_limit
         census_pop = sample_population(docs[:limit], per_stratum=None, seed=args.sample_seed, exclude=exclude)
     spec = WindowSpec(kinds=_kinds(args.kinds), capacity=args.capacity, natural_targets=args.natural_targets,
-                      context=args.context, stride=args.stride)
+                      context=args.context, stride=args.stride, natural_above=args.natural_above)
     strata = [s.strip() for s in args.family_strata.split(",") if s.strip()]
-    family = default_family(pop, list(models), baseline, strata) if {"tail", "beginning"} <= set(spec.kinds) \
-        else ()
+    doc = _family_doc(args)
+    if doc is not None:
+        family: Any = family_from_dict(doc, pop)
+    else:
+        paired = {"tail", "beginning"} <= set(spec.kinds)
+        family = default_family(pop, list(models), baseline, strata) if paired else ()
+    ranking = RowStatistics.load(args.ranking) if args.ranking else None
+    prefixes = _ints(args.ranking_prefixes, "--ranking-prefixes") or PAPER_PREFIXES
     return evaluate_models(pop, models, tb, baseline=baseline, spec=spec, family=family,
                            replicates=args.replicates, bootstrap_seed=args.bootstrap_seed, level=args.level,
                            census_population=census_pop,
                            census_spec=WindowSpec(kinds=("census",), context=args.context,
                                                   stride=args.stride),
-                           batch_size=args.batch_size, progress=say)
+                           batch_size=args.batch_size, progress=say,
+                           natural_contexts=_natural_contexts(args),
+                           ranking=ranking, ranking_prefixes=prefixes, ranking_subsets=args.ranking_subsets,
+                           ranking_seed=args.ranking_seed)
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
     """Everything that determines the report, for its config hash (inputs and models named, not read)."""
     keys = ("demo", "sources", "model", "baseline", "token_bytes", "exclude_shards", "policy", "kinds",
             "capacity", "context", "stride", "natural_targets", "per_stratum", "sample_seed", "census",
-            "census_limit", "family_strata", "replicates", "bootstrap_seed", "level", "batch_size",
-            "train_rows", "eval_candidates")
+            "census_limit", "family_strata", "contrast", "family", "natural_contexts", "natural_above",
+            "ranking", "ranking_prefixes", "ranking_subsets", "ranking_seed", "replicates", "bootstrap_seed",
+            "level", "batch_size", "train_rows", "eval_candidates")
     return {"command": "evaluate", **{k: getattr(args, k) for k in keys}, "plots": not args.no_plots}
 
 
@@ -234,12 +305,19 @@ def run(args: argparse.Namespace) -> int:
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args), tool="packing-theory evaluate",
                       force=args.force) as writer:
         result = _demo(args, say) if args.demo else _own(args, say)
+        dropped = (*result.comparison.dropped, *(result.natural.dropped if result.natural else ()))
+        if result.settings.get("natural_note"):
+            say(str(result.settings["natural_note"]))
+        for d in dropped:  # on a terminal; the report lists every one with its reason
+            say(f"dropped {d.what} {d.name}: {d.reason}")
         write_report_files(writer, result, plots=plots)
         writer.commit()
     if args.json:
         emit_json(report_dict(result, run_info=writer.run_info))
     n_windows = next(iter(result.scores.values())).n_windows
-    what = (f"{', '.join(result.models)} on {result.population.n_sources:,} sources ({n_windows:,} windows) "
-            f"in {time.perf_counter() - t0:.1f} s")
+    drops = (f"; {len(dropped)} stratum/contrast(s) dropped, each with its reason in the report"
+             if dropped else "")
+    what = (f"{', '.join(result.models)} on {result.population.n_sources:,} sources ({n_windows:,} windows), "
+            f"{result.comparison.describe_family()}{drops}, in {time.perf_counter() - t0:.1f} s")
     print(writer.summary_line("evaluate", what), file=sys.stderr)
     return 0

@@ -13,12 +13,16 @@ torch: the torch ``nll_fn`` lives in ``packing_theory.adapters.torch``.
 =====================  =================================================================
 module                 job
 =====================  =================================================================
-:mod:`.windows`        beginning, tail, natural-tail and census windows; padding
+:mod:`.windows`        beginning, tail, natural-tail, prefix-region and census windows; padding
 :mod:`.protocol`       :class:`NllFn`, the model interface
 :mod:`.metrics`        :func:`score`; CE, perplexity, BPB, position bins, fingerprints
 :mod:`.population`     strata, seeded sampling, duplicate exclusion, support statement
 :mod:`.results`        tables by stratum, exact accounting, whole-source census
+:mod:`.family`         contrasts, declared contrast families (pairs), dropped strata, Bonferroni level
 :mod:`.bootstrap`      paired-source bootstrap, Bonferroni percentile intervals
+:mod:`.natural`        the natural-context assay with its prefix-region control (§5.7)
+:mod:`.ranking`        the prefix ranking check with its uniform-row-subset reference (§5.6)
+:mod:`.published`      seed 000's published figures through the contrast and ranking code
 :mod:`.ngram`          :class:`NGramModel`, the numpy reference model
 :mod:`.synthetic`      token ids with a planted position effect for length-only corpora
 :mod:`.demo`           the ``evaluate --demo`` pipeline
@@ -38,16 +42,20 @@ module                 job
 [True, True]
 """
 
-from .bootstrap import (
-    BOOTSTRAP_TARGET,
-    Comparison,
+from .bootstrap import BOOTSTRAP_TARGET, Comparison, ContrastResult, Interval, compare, percentile_interval
+from .family import (
+    SEED_000_FAMILY_STRATA,
     Contrast,
-    ContrastResult,
-    Interval,
+    ContrastFamily,
+    Dropped,
     bonferroni_quantiles,
-    compare,
+    contrast_value,
+    declare_family,
+    family_from_dict,
+    family_of_pairs,
     interaction_family,
-    percentile_interval,
+    parse_pair,
+    read_family,
 )
 from .metrics import (
     POSITION_BINS,
@@ -59,6 +67,7 @@ from .metrics import (
     score,
     validate_token_bytes,
 )
+from .natural import NATURAL_CONTEXTS, NaturalCell, NaturalContextAssay, natural_context_assay
 from .ngram import NGramModel
 from .population import (
     DEFAULT_PER_STRATUM,
@@ -73,6 +82,19 @@ from .population import (
     token_hash,
 )
 from .protocol import NllFn
+from .published import PublishedCheck, reproduce
+from .ranking import (
+    DEFAULT_SUBSETS,
+    PAPER_PREFIXES,
+    PrefixContrast,
+    PrefixResult,
+    RankingCheck,
+    RowStatistics,
+    rank,
+    ranking_check,
+    reversals,
+    row_statistics,
+)
 from .results import (
     CENSUS_TARGET,
     WINDOW_TARGET,
@@ -86,6 +108,7 @@ from .results import (
 from .synthetic import LazyDocuments, PlantedProcess
 from .windows import (
     KINDS,
+    NATURAL_KINDS,
     Window,
     WindowSpec,
     beginning_window,
@@ -93,6 +116,7 @@ from .windows import (
     check_census,
     natural_tail_window,
     pad_batch,
+    prefix_region_window,
     source_windows,
     tail_window,
 )
@@ -102,24 +126,38 @@ __all__ = [
     "CENSUS_TARGET",
     "DEFAULT_PER_STRATUM",
     "DEFAULT_SAMPLE_SEED",
+    "DEFAULT_SUBSETS",
     "EVAL_BOUNDARIES",
     "KINDS",
+    "NATURAL_CONTEXTS",
+    "NATURAL_KINDS",
+    "PAPER_PREFIXES",
     "POSITION_BINS",
+    "SEED_000_FAMILY_STRATA",
     "WINDOW_TARGET",
     "Accounting",
     "CensusSummary",
     "Comparison",
     "Contrast",
+    "ContrastFamily",
     "ContrastResult",
+    "Dropped",
     "EvaluationSummary",
     "Fingerprint",
     "Interval",
     "LazyDocuments",
     "Metrics",
     "NGramModel",
+    "NaturalCell",
+    "NaturalContextAssay",
     "NllFn",
     "PlantedProcess",
     "Population",
+    "PrefixContrast",
+    "PrefixResult",
+    "PublishedCheck",
+    "RankingCheck",
+    "RowStatistics",
     "SupportStatement",
     "Window",
     "WindowScores",
@@ -132,12 +170,25 @@ __all__ = [
     "census_windows",
     "check_census",
     "compare",
+    "contrast_value",
+    "declare_family",
+    "family_from_dict",
+    "family_of_pairs",
     "fingerprint",
     "interaction_family",
+    "natural_context_assay",
     "natural_tail_window",
     "normalise_text",
     "pad_batch",
+    "parse_pair",
     "percentile_interval",
+    "prefix_region_window",
+    "rank",
+    "ranking_check",
+    "read_family",
+    "reproduce",
+    "reversals",
+    "row_statistics",
     "sample_population",
     "score",
     "source_windows",

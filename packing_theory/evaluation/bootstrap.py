@@ -22,7 +22,12 @@ interval and flagged exploratory.
 
 A contrast of a window kind needs every source of its stratum to supply that
 kind (paired conditions); census windows get no interval at all (use
-:func:`packing_theory.evaluation.results.census_summary`).
+:func:`packing_theory.evaluation.results.census_summary`). The family is a
+plain sequence of contrasts (an uncomputable one is an error) or a declared
+:class:`~packing_theory.evaluation.family.ContrastFamily` (an uncomputable
+one is dropped, and reported with its reason; ``m`` stays the declared size).
+Exploratory cells follow the family's ``(model, baseline)`` pairs, or compare
+every model with the comparison's baseline when no pair is declared.
 """
 
 from __future__ import annotations
@@ -36,6 +41,14 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..errors import InputError, InputTypeError
+from .family import (
+    Contrast,
+    ContrastFamily,
+    Dropped,
+    bonferroni_quantiles,
+    contrast_value,
+    interaction_family,
+)
 from .metrics import LN2, Float64Array, WindowScores
 from .population import Population
 from .windows import KINDS
@@ -44,7 +57,9 @@ __all__ = [
     "BOOTSTRAP_TARGET",
     "Comparison",
     "Contrast",
+    "ContrastFamily",
     "ContrastResult",
+    "Dropped",
     "Interval",
     "bonferroni_quantiles",
     "compare",
@@ -71,23 +86,6 @@ BOOTSTRAP_TARGET = (
 _BLOCK_ELEMENTS = 1 << 21  # replicate rows per block ~ this / (sources * columns)
 
 
-def bonferroni_quantiles(level: float, family_size: int) -> tuple[float, float, float]:
-    """Lower and upper quantile levels and the per-contrast coverage for a family of ``family_size``.
-
-    >>> bonferroni_quantiles(0.95, 8)
-    (0.003125, 0.996875, 0.99375)
-    >>> bonferroni_quantiles(0.95, 1)
-    (0.025, 0.975, 0.95)
-    """
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise InputError(f"level must be a number in (0, 1), got {level!r}")
-    m = check_int("family_size", family_size, 1)
-    alpha = (1.0 - float(level)) / m
-    # round away binary noise so 0.95 / 8 reports as 0.99375 exactly
-    lo = round(alpha / 2, 15)
-    return lo, round(1.0 - lo, 15), round(1.0 - alpha, 15)
-
-
 def percentile_interval(replicates: npt.ArrayLike, level: float = 0.95,
                         family_size: int = 1) -> tuple[float, float]:
     """The percentile interval of bootstrap ``replicates`` at Bonferroni-adjusted quantiles.
@@ -103,55 +101,6 @@ def percentile_interval(replicates: npt.ArrayLike, level: float = 0.95,
     q_lo, q_hi, _ = bonferroni_quantiles(level, family_size)
     lo, hi = np.quantile(r, [q_lo, q_hi])
     return float(lo), float(hi)
-
-
-@dataclass(frozen=True, slots=True)
-class Contrast:
-    """One contrast: ``model`` minus ``baseline`` BPB on ``kind`` windows of one stratum.
-
-    With ``minus`` set it is an *interaction*: the ``kind`` delta minus the
-    ``minus`` delta (seed 000's "tail minus prefix": ``kind="tail",
-    minus="beginning"``). ``baseline=None`` means the comparison's baseline.
-
-    >>> Contrast("seg", "4097–8192", "tail", "beginning").name
-    'seg − baseline, 4097–8192, tail − beginning'
-    """
-
-    model: str
-    stratum: str
-    kind: str = "tail"
-    minus: str | None = None
-    baseline: str | None = None
-
-    def __post_init__(self) -> None:
-        for name, value in (("kind", self.kind), ("minus", self.minus)):
-            if value is not None and value not in KINDS:
-                raise InputError(f"{name} must be a window kind among {', '.join(KINDS)}; got {value!r}")
-        if "census" in (self.kind, self.minus):
-            raise InputError("census results are reported without sampling intervals; use census_summary")
-        if self.minus == self.kind:
-            raise InputError(f"an interaction needs two different kinds, got {self.kind!r} twice")
-
-    @property
-    def name(self) -> str:
-        """A readable name."""
-        what = self.kind if self.minus is None else f"{self.kind} − {self.minus}"
-        return f"{self.model} − {self.baseline or 'baseline'}, {self.stratum}, {what}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"model": self.model, "baseline": self.baseline, "stratum": self.stratum, "kind": self.kind,
-                "minus": self.minus, "name": self.name}
-
-
-def interaction_family(models: Sequence[str], strata: Sequence[str], kind: str = "tail",
-                       minus: str = "beginning", baseline: str | None = None) -> tuple[Contrast, ...]:
-    """The declared family: one ``kind − minus`` interaction per model and stratum.
-
-    >>> len(interaction_family(["a", "b"], ["4097–8192", "8193–16384"]))
-    4
-    """
-    return tuple(Contrast(m, s, kind, minus, baseline) for m in models for s in strata)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +165,8 @@ class Comparison:
         exploratory: every other delta and interaction with a nominal interval.
         fingerprint: the common input fingerprint of all models' scores.
         statement: the inferential target in words (:data:`BOOTSTRAP_TARGET`).
+        dropped: declared strata and contrasts that could not be computed, with reasons.
+        pairs: the ``(model, baseline)`` pairs of the exploratory cells.
     """
 
     models: tuple[str, ...]
@@ -229,6 +180,24 @@ class Comparison:
     exploratory: tuple[ContrastResult, ...]
     fingerprint: dict[str, Any]
     statement: str = BOOTSTRAP_TARGET
+    dropped: tuple[Dropped, ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    def describe_family(self) -> str:
+        """One line: the declared family's size, the family level and the per-contrast level.
+
+        The line the ``evaluate`` command prints, e.g. "declared family of 8
+        contrasts at family level 0.95: Bonferroni-adjusted 99.375% intervals".
+        """
+        if not self.family_size:
+            return "no contrast was declared"
+        n = self.family_size
+        text = (f"declared family of {n} contrast{'s' if n != 1 else ''} at family level {self.level:g}: "
+                f"Bonferroni-adjusted {100 * self.adjusted_level:.3f}% intervals")
+        lost = n - len(self.family)
+        if lost:
+            text += f" ({lost} of them dropped, each reported with its reason)"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -237,7 +206,9 @@ class Comparison:
                 "replicates": self.replicates, "seed": self.seed,
                 "family": [c.to_dict() for c in self.family],
                 "exploratory": [c.to_dict() for c in self.exploratory],
-                "fingerprint": self.fingerprint, "statement": self.statement}
+                "fingerprint": self.fingerprint, "statement": self.statement,
+                "describe_family": self.describe_family(), "dropped": [d.to_dict() for d in self.dropped],
+                "pairs": [list(p) for p in self.pairs]}
 
 
 def source_sums(scores: WindowScores, n_sources: int,
@@ -278,7 +249,7 @@ def compare(
     scores: Mapping[str, WindowScores],
     *,
     baseline: str,
-    family: Sequence[Contrast] = (),
+    family: Sequence[Contrast] | ContrastFamily = (),
     replicates: int = 10_000,
     seed: int = 0,
     level: float = 0.95,
@@ -289,8 +260,10 @@ def compare(
     Args:
         population: the population the windows were cut from (its strata).
         scores: at least two models' :class:`WindowScores` with equal fingerprints.
-        baseline: the reference model of every delta.
-        family: the declared contrasts (Bonferroni over ``len(family)``).
+        baseline: the reference model of every contrast without its own baseline.
+        family: the declared contrasts (Bonferroni over ``len(family)``), or a
+            :class:`~packing_theory.evaluation.family.ContrastFamily` (over its
+            declared size; uncomputable contrasts dropped with a reason).
         replicates: ``B``.
         seed: bootstrap seed (stream ``[seed, k]`` for stratum ``k``).
         level: nominal familywise coverage.
@@ -301,69 +274,85 @@ def compare(
 
     Raises:
         ValueError: fewer than two models, an unknown baseline/model/stratum,
-            different fingerprints, a family contrast whose stratum has fewer
-            than two sources or a source without the needed windows.
+            different fingerprints; for a plain sequence also a contrast whose
+            stratum has fewer than two sources or a source without the needed windows.
     """
     names = _check_scores(population, scores, baseline)
     B = check_int("replicates", replicates, 1)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be an int >= 0, got {seed!r}")
-    _, _, adj = bonferroni_quantiles(level, max(1, len(family)))
-    fam = list(family)
-    for c in fam:
-        if not isinstance(c, Contrast):
-            raise InputTypeError(f"family members must be Contrast, got {type(c).__name__}")
-        base = c.baseline or baseline
-        for who in (c.model, base):
+    strict = not isinstance(family, ContrastFamily)
+    decl = family if isinstance(family, ContrastFamily) else ContrastFamily(tuple(family))
+    bonferroni_quantiles(level, 1)
+    for c in decl.contrasts:
+        for who in (c.model, c.baseline or baseline):
             if who not in scores:
                 raise InputError(f"contrast {c.name!r} names model {who!r}, not among {names}")
-        if c.model == base:
+        if c.model == (c.baseline or baseline):
             raise InputError(f"contrast {c.name!r} compares {c.model!r} with itself")
         population.stratum_of(c.stratum)
-    if len(set(fam)) != len(fam):
-        raise InputError("family contrasts must not repeat")
+    pairs = decl.pairs or tuple((m, baseline) for m in names if m != baseline)
+    for a, b in pairs:
+        for who in (a, b):
+            if who not in scores:
+                raise InputError(f"pair {a}:{b} names model {who!r}, not among {names}")
     n = population.n_sources
     kinds = [k for k in KINDS if k != "census" and any(kk == k for kk in scores[baseline].kinds)]
     sums = {(m, k): source_sums(scores[m], n, k) for m in names for k in kinds}
-    # per stratum: which kinds every source supplies
-    results_f: dict[int, ContrastResult] = {}
+    results_f: dict[Contrast, ContrastResult] = {}
     results_x: list[ContrastResult] = []
     census = set(population.census_strata)
     for s, label in enumerate(population.labels):
         idx = np.flatnonzero(population.strata == s)
-        wanted = [(i, c) for i, c in enumerate(fam) if c.stratum == label]
         paired = [k for k in kinds if idx.size and (sums[(baseline, k)][1][idx] > 0).all()]
-        for _, c in wanted:
-            if idx.size < 2:
-                raise InputError(f"contrast {c.name!r}: stratum {label} has {idx.size} source(s); "
-                                 f"a bootstrap interval needs at least 2")
-            for k in (c.kind, c.minus):
-                if k is not None and k not in paired:
-                    raise InputError(f"contrast {c.name!r}: not every source of stratum {label} has "
-                                     f"{k} windows with bytes (a paired contrast needs all of them)")
+        for c in [c for c in decl.contrasts if c.stratum == label]:
+            why = _uncomputable(c, label, int(idx.size), paired)
+            if why is not None:
+                if strict:
+                    raise InputError(f"contrast {c.name!r}: {why}")
+                decl = decl.drop(c, why)
+        wanted = [c for c in decl.contrasts if c.stratum == label]
         explo: list[Contrast] = []
         if exploratory and idx.size >= 2:
-            declared = {(c.model, c.baseline or baseline, c.kind, c.minus) for _, c in wanted}
-            for m in names:
-                if m == baseline:
-                    continue
-                cells: list[tuple[str, str | None]] = [(k, None) for k in paired]
-                cells += [(k, "beginning") for k in paired if k in ("tail", "natural-tail")
-                          and "beginning" in paired]
-                explo += [Contrast(m, label, k, mi) for k, mi in cells
-                          if (m, baseline, k, mi) not in declared]
+            declared = {(c.model, c.baseline or baseline, c.kind, c.minus) for c in wanted}
+            explo = [Contrast(m, label, k, mi, None if b == baseline else b)
+                     for m, b in pairs for k, mi in _cells(paired)
+                     if (m, b, k, mi) not in declared]
         if not wanted and not explo:
             continue
         totals = _StratumTotals(sums, idx, names, paired, baseline, B, int(seed), s)
-        for i, c in wanted:
-            results_f[i] = totals.result(c, c.baseline or baseline, level, len(fam), label in census)
-        results_x.extend(totals.result(c, baseline, level, 1, label in census, family=False) for c in explo)
+        for c in wanted:
+            results_f[c] = totals.result(c, c.baseline or baseline, level, max(1, decl.size), label in census)
+        results_x.extend(totals.result(c, c.baseline or baseline, level, 1, label in census, family=False)
+                         for c in explo)
+    m = decl.size
     return Comparison(
-        models=tuple(names), baseline=baseline, level=float(level), family_size=len(fam),
-        adjusted_level=adj if fam else float(level), replicates=B, seed=int(seed),
-        family=tuple(results_f[i] for i in range(len(fam))), exploratory=tuple(results_x),
-        fingerprint=scores[baseline].fingerprint.to_dict(),
+        models=tuple(names), baseline=baseline, level=float(level), family_size=m,
+        adjusted_level=bonferroni_quantiles(level, m)[2] if m else float(level), replicates=B,
+        seed=int(seed), family=tuple(results_f[c] for c in decl.contrasts), exploratory=tuple(results_x),
+        fingerprint=scores[baseline].fingerprint.to_dict(), dropped=decl.dropped, pairs=pairs,
     )
+
+
+def _uncomputable(c: Contrast, label: str, n: int, paired: Sequence[str]) -> str | None:
+    """Why ``c`` has no bootstrap interval in its stratum, or ``None``."""
+    if n < 2:
+        return f"stratum {label} has {n} source(s); a bootstrap interval needs at least 2"
+    for k in (c.kind, c.minus):
+        if k is not None and k not in paired:
+            return (f"not every source of stratum {label} has {k} windows with bytes (a paired contrast "
+                    f"needs all of them)")
+    return None
+
+
+_INTERACTIONS = (("tail", "beginning"), ("natural-tail", "beginning"), ("natural-tail", "prefix-region"))
+"""Exploratory interactions ``kind − minus`` reported whenever both kinds are paired in a stratum."""
+
+
+def _cells(paired: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The exploratory cells of a stratum: each paired kind's delta, then the paired interactions."""
+    cells: list[tuple[str, str | None]] = [(k, None) for k in paired]
+    return cells + [(k, mi) for k, mi in _INTERACTIONS if k in paired and mi in paired]
 
 
 class _StratumTotals:
@@ -390,11 +379,7 @@ class _StratumTotals:
 
     def _stat(self, tot: Float64Array, c: Contrast,
               base: str) -> tuple[Float64Array, Float64Array, Float64Array]:
-        d1 = self._bpb(tot, c.model, c.kind) - self._bpb(tot, base, c.kind)
-        if c.minus is None:
-            return d1, self._bpb(tot, c.model, c.kind), self._bpb(tot, base, c.kind)
-        d2 = self._bpb(tot, c.model, c.minus) - self._bpb(tot, base, c.minus)
-        return d1 - d2, d1, d2
+        return contrast_value(lambda m, k: self._bpb(tot, m, k), c.model, base, c.kind, c.minus)
 
     def result(self, c: Contrast, base: str, level: float, m: int, census: bool, *,
                family: bool = True) -> ContrastResult:

@@ -27,13 +27,20 @@ What the demo does
    exact copies of loaded training documents — minus exact duplicates of the
    training documents the runs loaded (token hashes) and internal repeats,
    stratified with seed 000's boundaries and
-   sampled ``per_stratum`` per stratum with RNG 147018; beginning, tail and
-   natural-tail windows (R = 2049, K = 512, C = 2048).
+   sampled ``per_stratum`` per stratum with RNG 147018; beginning and tail
+   windows (R = 2049), and the natural-context assay (natural tails and their
+   prefix-region control, K = 512, at C = 1,024 and 2,048) from the sources
+   above 4,096 tokens.
 4. **Census.** Every retained source among the first ``census_candidates``
    evaluation documents, scored with document-local windows (C = 2048, S = 512).
 5. **Official stream.** :func:`~packing_theory.audit.evaluation_population`
    of the evaluation stream under ``discard`` at ``official_targets``
    targets says which strata a budgeted official score cannot contain.
+6. **Ranking check.** The first ``ranking_rows`` rows of that official
+   stream, scored by every model (:func:`~packing_theory.evaluation.ranking.row_statistics`),
+   checked at prefixes of 1/80, 1/10 and 1/2 of the rows — the proportions of
+   seed 000 §5.6's 0.262 M, 2.10 M and 10.49 M of 20.97 M targets — against
+   ``ranking_subsets`` uniform row subsets.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,9 +57,12 @@ import numpy.typing as npt
 from ..audit import Aggregates, audit_lengths, evaluation_population
 from ..engine import POLICIES, Packer, PackerConfig
 from ..errors import InputError
+from .family import SEED_000_FAMILY_STRATA, family_from_dict
+from .natural import NATURAL_CONTEXTS
 from .ngram import NGramModel
 from .pipeline import EvaluationRun, default_family, evaluate_models
 from .population import DEFAULT_SAMPLE_SEED, sample_population, token_hash
+from .ranking import DEFAULT_SUBSETS, RowStatistics, row_statistics
 from .synthetic import LazyDocuments, PlantedProcess
 from .windows import WindowSpec
 
@@ -84,6 +94,11 @@ class DemoConfig:
     bootstrap_seed: int = 0
     official_targets: int = 1_048_576
     planted_duplicates: int = 8
+    natural_contexts: tuple[int, ...] = NATURAL_CONTEXTS
+    family: dict[str, Any] | None = None  # a family document (see family_from_dict)
+    family_strata: tuple[str, ...] = SEED_000_FAMILY_STRATA
+    ranking_rows: int = 640
+    ranking_subsets: int = DEFAULT_SUBSETS
     process: PlantedProcess = field(default_factory=PlantedProcess)
 
     def __post_init__(self) -> None:
@@ -99,7 +114,7 @@ class DemoConfig:
             raise InputError(f"planted_duplicates must be an int in 0..eval_candidates-1, "
                              f"got {self.planted_duplicates!r}")
         for name in ("train_rows", "eval_candidates", "per_stratum", "census_candidates", "replicates",
-                     "official_targets"):
+                     "official_targets", "ranking_rows", "ranking_subsets"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be an int >= 1, got {v!r}")
@@ -108,6 +123,8 @@ class DemoConfig:
         """A JSON-ready dict."""
         d = asdict(self)
         d["policies"] = list(self.policies)
+        d["natural_contexts"] = list(self.natural_contexts)
+        d["family_strata"] = list(self.family_strata)
         d["process"] = {k: v for k, v in asdict(self.process).items() if not k.startswith("_")}
         return d
 
@@ -140,6 +157,22 @@ def train_model(config: DemoConfig, policy: str, lengths: npt.NDArray[np.int64],
             "sources_arrived": agg.arrived_sources, **model.describe(),
             "seconds": time.perf_counter() - t0}
     return model, agg, info
+
+
+def official_rows(config: DemoConfig, candidates: LazyDocuments,
+                  models: dict[str, NGramModel]) -> tuple[RowStatistics, tuple[int, ...]]:
+    """Row statistics of every model on the first ``ranking_rows`` official rows, and the prefixes."""
+    cfg = PackerConfig(capacity=config.capacity, min_buffer=config.min_buffer, refill=config.refill,
+                       policy="discard", rows=config.ranking_rows)
+    rows = np.asarray(list(Packer(cfg).token_rows(iter(candidates))), dtype=np.int64)  # type: ignore[arg-type]
+    n = int(rows.shape[0])
+    if n < 4:
+        raise InputError(f"the official stream holds {n} rows: too few for a ranking check (raise "
+                         f"eval_candidates)")
+    stats = row_statistics(rows, models, config.process.token_bytes)
+    per_row = config.capacity - 1
+    prefixes = tuple(dict.fromkeys(max(1, n // d) * per_row for d in (80, 10, 2)))
+    return stats, prefixes
 
 
 def run_demo(config: DemoConfig | None = None, *,
@@ -185,15 +218,22 @@ def run_demo(config: DemoConfig | None = None, *,
                                    policy="discard"),
         targets=cfg.official_targets, prefixes=())
     seconds["population"] = time.perf_counter() - t0
-    spec = WindowSpec(kinds=("beginning", "tail", "natural-tail"), capacity=cfg.capacity,
+    say(f"official stream: {cfg.ranking_rows:,} rows for the ranking check")
+    t0 = time.perf_counter()
+    stats, prefixes = official_rows(cfg, candidates, models)
+    seconds["official_rows"] = time.perf_counter() - t0
+    spec = WindowSpec(kinds=("beginning", "tail"), capacity=cfg.capacity,
                       natural_targets=cfg.natural_targets, context=cfg.context, stride=cfg.stride)
     baseline = cfg.policies[0]
     run = evaluate_models(
         population, models, cfg.process.token_bytes, baseline=baseline, spec=spec,
-        family=default_family(population, list(models), baseline), replicates=cfg.replicates,
+        family=(family_from_dict(cfg.family, population) if cfg.family is not None
+                else default_family(population, list(models), baseline, cfg.family_strata)),
+        replicates=cfg.replicates,
         bootstrap_seed=cfg.bootstrap_seed, census_population=census_pop,
         census_spec=WindowSpec(kinds=("census",), context=cfg.context, stride=cfg.stride),
-        training=training, official=official, progress=say,
+        training=training, official=official, progress=say, natural_contexts=cfg.natural_contexts,
+        ranking=stats, ranking_prefixes=prefixes, ranking_subsets=cfg.ranking_subsets,
     )
     seconds.update(run.seconds)
     seconds["total"] = time.perf_counter() - t_all
@@ -202,8 +242,4 @@ def run_demo(config: DemoConfig | None = None, *,
                 "evaluation_stream": (f"default_lengths(seed=1)[:{cfg.eval_candidates}], "
                                       f"planted token ids (stream 1)"),
                 "training_documents_hashed": len(hashes), "planted_duplicates": sorted(copies)}
-    return EvaluationRun(
-        models=run.models, baseline=run.baseline, population=run.population, spec=run.spec, scores=run.scores,
-        summary=run.summary, comparison=run.comparison, census_population=run.census_population,
-        census=run.census, support=run.support, model_info=info, settings=settings, seconds=seconds,
-    )
+    return replace(run, model_info=info, settings=settings, seconds=seconds)

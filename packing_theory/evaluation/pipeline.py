@@ -17,34 +17,37 @@ import numpy.typing as npt
 
 from ..audit import Aggregates, EvalPopulation
 from ..errors import InputError
-from .bootstrap import Comparison, Contrast, compare, interaction_family
+from .bootstrap import Comparison, Contrast, compare
+from .family import SEED_000_FAMILY_STRATA, ContrastFamily, declare_family
 from .metrics import WindowScores, score, validate_token_bytes
+from .natural import NaturalContextAssay, natural_context_assay
 from .population import Population, SupportStatement, support_statement
 from .protocol import NllFn
+from .ranking import DEFAULT_SUBSETS, PAPER_PREFIXES, RankingCheck, RowStatistics, ranking_check
 from .results import CensusSummary, EvaluationSummary, census_summary, summarize
 from .windows import WindowSpec
 
 __all__ = ["SEED_000_FAMILY_STRATA", "EvaluationRun", "default_family", "evaluate_models"]
 
-SEED_000_FAMILY_STRATA: tuple[str, ...] = ("4097–8192", "8193–16384")
-"""The strata of seed 000 §5.5's declared confirmation family (tail minus prefix per intervention)."""
-
-
 def default_family(population: Population, models: Sequence[str], baseline: str,
                    strata: Sequence[str] = SEED_000_FAMILY_STRATA, kind: str = "tail",
-                   minus: str = "beginning") -> tuple[Contrast, ...]:
-    """One ``kind − minus`` interaction per non-baseline model in each of ``strata`` with 2+ sources.
+                   minus: str = "beginning") -> ContrastFamily:
+    """Every non-baseline model against ``baseline``, a ``kind − minus`` interaction in each of ``strata``.
+
+    The family of ``evaluate`` when no pair is declared
+    (:func:`~packing_theory.evaluation.family.declare_family` with the pairs
+    ``(model, baseline)``): a stratum with fewer than 2 sources is dropped and
+    reported, and the Bonferroni ``m`` stays the declared size.
 
     >>> import numpy as np
     >>> from packing_theory.evaluation import sample_population
     >>> pop = sample_population([np.zeros(5000, dtype=int) + i for i in range(3)], per_stratum=None,
     ...                         drop_internal_duplicates=False)
-    >>> [c.name for c in default_family(pop, ["a", "b"], "a")]
-    ['b − baseline, 4097–8192, tail − beginning']
+    >>> fam = default_family(pop, ["a", "b"], "a")
+    >>> [c.name for c in fam.contrasts], fam.size, fam.dropped[0].what
+    (['b − a, 4097–8192, tail − beginning'], 2, 'stratum')
     """
-    present = [s for s in strata
-               if s in population.labels and population.sampled[population.stratum_of(s)] >= 2]
-    return interaction_family([m for m in models if m != baseline], present, kind, minus)
+    return declare_family(population, [(m, baseline) for m in models if m != baseline], strata, kind, minus)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class EvaluationRun:
     model_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    natural: NaturalContextAssay | None = None
+    ranking: RankingCheck | None = None
 
     @property
     def accounting_ok(self) -> bool:
@@ -79,7 +84,7 @@ def evaluate_models(
     *,
     baseline: str,
     spec: WindowSpec | None = None,
-    family: Sequence[Contrast] | None = None,
+    family: Sequence[Contrast] | ContrastFamily | None = None,
     replicates: int = 10_000,
     bootstrap_seed: int = 0,
     level: float = 0.95,
@@ -90,6 +95,11 @@ def evaluate_models(
     batch_size: int = 16,
     check_padding: bool = True,
     progress: Callable[[str], None] | None = None,
+    natural_contexts: Sequence[int] = (),
+    ranking: RowStatistics | None = None,
+    ranking_prefixes: Sequence[int] = PAPER_PREFIXES,
+    ranking_subsets: int = DEFAULT_SUBSETS,
+    ranking_seed: int = 0,
 ) -> EvaluationRun:
     """Score every model on ``population``'s windows (and a census), tabulate, bootstrap, state support.
 
@@ -99,7 +109,7 @@ def evaluate_models(
         token_bytes: byte length of every token id.
         baseline: the reference model.
         spec: window kinds and sizes (default beginning and tail, R = 2049).
-        family: the declared contrasts (default :func:`default_family`).
+        family: the declared contrasts or family (default :func:`default_family`).
         replicates, bootstrap_seed, level: the bootstrap.
         census_population: sources for a whole-source census (none by default).
         census_spec: its windows (default ``WindowSpec(kinds=("census",))``: C = 2048, S = 512).
@@ -108,6 +118,12 @@ def evaluate_models(
         official: the official evaluation stream's population audit.
         batch_size, check_padding: passed to :func:`~packing_theory.evaluation.metrics.score`.
         progress: called with a short description before each stage.
+        natural_contexts: contexts of the natural-context assay with its
+            prefix-region control (seed 000 §5.7: 1,024 and 2,048; none by default),
+            for the family's pairs, from the population's sources longer than ``2 (R − 1)``.
+        ranking: row-level statistics of the checkpoints on a fixed population
+            for the prefix ranking check (seed 000 §5.6), with its prefixes,
+            subset count and seed.
 
     Raises:
         ValueError: fewer than two models, an unknown baseline, or any error of the stages.
@@ -135,8 +151,10 @@ def evaluate_models(
     t0 = time.perf_counter()
     summary = summarize(population, scores, tb)
     seconds["summary"] = time.perf_counter() - t0
-    fam = tuple(family) if family is not None else default_family(population, list(models), baseline)
-    say(f"bootstrap: {replicates:,} replicates, family of {len(fam)}")
+    fam = family if family is not None else default_family(population, list(models), baseline)
+    if not isinstance(fam, ContrastFamily):
+        fam = tuple(fam)
+    say(f"bootstrap: {replicates:,} replicates, family of {len(fam) if isinstance(fam, tuple) else fam.size}")
     t0 = time.perf_counter()
     comparison = compare(population, scores, baseline=baseline, family=fam, replicates=replicates,
                          seed=bootstrap_seed, level=level)
@@ -151,9 +169,33 @@ def evaluate_models(
         for name, fn in models.items():
             say(f"census: scoring {name} on {len(cwin):,} windows")
             t0 = time.perf_counter()
-            cscores[name] = score(cwin, fn, tb, model=name, spec=csp, batch_size=batch_size)
+            cscores[name] = score(cwin, fn, tb, model=name, spec=csp, batch_size=batch_size,
+                                  position="source")
             seconds[f"census:{name}"] = time.perf_counter() - t0
         census = census_summary(census_population, cscores, tb, baseline=baseline)
+    natural: NaturalContextAssay | None = None
+    threshold = max(sp.capacity, sp.natural_threshold())
+    natural_note = None
+    if natural_contexts and not (population.lengths > threshold).any():
+        natural_note = (f"natural-context assay skipped: no population source is longer than {threshold} "
+                        f"tokens")
+        say(natural_note)
+    elif natural_contexts:
+        say(f"natural-context assay: contexts {', '.join(str(c) for c in natural_contexts)}")
+        t0 = time.perf_counter()
+        natural = natural_context_assay(population, models, tb, baseline=baseline, pairs=comparison.pairs,
+                                        contexts=natural_contexts, targets=sp.natural_targets,
+                                        capacity=sp.capacity, natural_above=sp.natural_above,
+                                        replicates=replicates, seed=bootstrap_seed, batch_size=batch_size)
+        seconds["natural"] = time.perf_counter() - t0
+    rank_check = None
+    if ranking is not None:
+        say(f"ranking check: {ranking.n_rows:,} rows, {ranking_subsets:,} subsets per prefix")
+        t0 = time.perf_counter()
+        rank_base = baseline if baseline in ranking.models else ranking.models[0]
+        rank_check = ranking_check(ranking, baseline=rank_base, prefixes=ranking_prefixes,
+                                   subsets=ranking_subsets, seed=ranking_seed)
+        seconds["ranking"] = time.perf_counter() - t0
     support = {name: support_statement(population, training=(training or {}).get(name), official=official)
                for name in models}
     return EvaluationRun(
@@ -162,6 +204,9 @@ def evaluate_models(
         support=support, settings={"replicates": int(replicates), "bootstrap_seed": int(bootstrap_seed),
                                    "level": float(level), "batch_size": int(batch_size),
                                    "token_bytes": int(tb.size),
-                                   "token_bytes_positive": int(np.count_nonzero(tb))},
-        seconds=seconds,
+                                   "token_bytes_positive": int(np.count_nonzero(tb)),
+                                   "natural_contexts": [int(c) for c in natural_contexts],
+                                   "natural_note": natural_note,
+                                   "family": comparison.describe_family()},
+        seconds=seconds, natural=natural, ranking=rank_check,
     )

@@ -25,7 +25,9 @@ from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
+from .natural import natural_section
 from .pipeline import EvaluationRun
+from .ranking import ranking_section
 
 __all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "EvaluateFiles",
            "render_markdown", "report_dict", "write_json", "write_plots", "write_report_files"]
@@ -35,9 +37,11 @@ SCHEMA_VERSION = 2
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
     "schema", "version", "generator", "run", "models", "baseline", "settings", "population", "windows",
-    "fingerprints", "support", "summary", "comparison", "census", "statements", "seconds",
+    "fingerprints", "support", "summary", "comparison", "census", "natural", "ranking", "statements",
+    "seconds",
 )
-"""Top-level keys of a version-2 evaluation report, in order (version 2 added ``run``)."""
+"""Top-level keys of a version-2 evaluation report, in order (version 2 added ``run``, ``natural``
+and ``ranking``)."""
 
 PLOT_FILES: tuple[str, ...] = ("intervals.png", "positions.png")
 """The PNG files :func:`write_plots` writes."""
@@ -69,8 +73,12 @@ def report_dict(run: EvaluationRun, *, run_info: Mapping[str, str] | None = None
         "summary": run.summary.to_dict(),
         "comparison": run.comparison.to_dict(),
         "census": None if run.census is None else run.census.to_dict(),
+        "natural": None if run.natural is None else run.natural.to_dict(),
+        "ranking": None if run.ranking is None else run.ranking.to_dict(),
         "statements": {"windows": run.summary.statement, "bootstrap": run.comparison.statement,
-                       "census": None if run.census is None else run.census.statement},
+                       "census": None if run.census is None else run.census.statement,
+                       "natural": None if run.natural is None else run.natural.statement,
+                       "ranking": None if run.ranking is None else run.ranking.statement},
         "seconds": run.seconds,
     }
 
@@ -136,17 +144,19 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
                     vals.append("")
             lines.append(f"| {name} | {kind} | " + " | ".join(vals) + " |")
     lines += ["", f"## Declared family ({cmp.family_size} contrasts, {cmp.replicates:,} paired-source "
-              f"bootstrap replicates, Bonferroni-adjusted {100 * cmp.adjusted_level:.3f}% intervals)", ""]
+              f"bootstrap replicates, Bonferroni-adjusted {100 * cmp.adjusted_level:.3f}% intervals)", "",
+              f"Family: {cmp.describe_family()}.", ""]
+    lines += [f"- dropped {d.what} {d.name}: {d.reason}" for d in cmp.dropped] + ([""] if cmp.dropped else [])
     if cmp.family:
-        lines += ["| model | stratum | sources | beginning Δ | tail Δ | tail − beginning | interval |",
-                  "|---|---|---:|---:|---:|---:|---|"]
+        lines += ["| model | baseline | stratum | sources | prefix Δ | tail Δ | tail − prefix | interval |",
+                  "|---|---|---|---:|---:|---:|---:|---|"]
         for r in cmp.family:
             c = r.contrast
             if c.minus is None:
-                lines.append(f"| {c.model} | {c.stratum} | {r.sources} | | {_s(r.estimate)} | | "
-                             f"{_interval(r)} |")
+                lines.append(f"| {c.model} | {r.baseline} | {c.stratum} | {r.sources} | | "
+                             f"{_s(r.estimate)} | | {_interval(r)} |")
             else:
-                lines.append(f"| {c.model} | {c.stratum} | {r.sources} | {_s(r.parts[1])} | "
+                lines.append(f"| {c.model} | {r.baseline} | {c.stratum} | {r.sources} | {_s(r.parts[1])} | "
                              f"{_s(r.parts[0])} | "
                              f"{_s(r.estimate)} | {_interval(r)} |")
     else:
@@ -172,6 +182,17 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
             for cc in cs.contrasts:
                 lines.append(f"| {cc.model} − {cc.baseline} | {_s(cc.delta_bpb, 6)} | "
                              + " | ".join(_s(v, 6) for v in cc.stratum_contributions) + " |")
+            lines += ["", "Regions are positions in the source (each target's source position), and their "
+                      "contributions add up to the ΔBPB:", "",
+                      "| contrast | ΔBPB | " + " | ".join(f"positions {b}" for b in cs.bins) + " |",
+                      "|---|---:|" + "---:|" * len(cs.bins)]
+            for cc in cs.contrasts:
+                lines.append(f"| {cc.model} − {cc.baseline} | {_s(cc.delta_bpb, 6)} | "
+                             + " | ".join(_s(v, 6) for v in cc.bin_contributions) + " |")
+    if run.natural is not None:
+        lines += natural_section(run.natural)
+    if run.ranking is not None:
+        lines += ranking_section(run.ranking)
     ok = run.accounting_ok
     lines += ["", "## Accounting and fingerprints", "",
               f"Sources, targets and bytes reconcile exactly for every model and window kind: "

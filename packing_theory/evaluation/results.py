@@ -281,7 +281,13 @@ class CensusModel:
 
 @dataclass(frozen=True, slots=True)
 class CensusContrast:
-    """``model`` minus ``baseline`` whole-source BPB, and each stratum's contribution to it (no interval)."""
+    """``model`` minus ``baseline`` whole-source BPB and each stratum's and region's share (no interval).
+
+    ``bin_contributions`` are the *regions* of seed 000 §5.8: the position bins
+    of each target's position in its source (``score(..., position="source")``),
+    each bin's NLL difference over ln 2 × all census bytes; they add up to
+    ``delta_bpb``, as the stratum contributions do.
+    """
 
     model: str
     baseline: str
@@ -325,11 +331,13 @@ def census_summary(population: Population, scores: Mapping[str, WindowScores], t
 
     Uses the ``census`` windows of the scores and first checks that they score
     every target of every population source exactly once, with exact target
-    and byte totals.
+    and byte totals. The scores must bin targets by their position in the
+    source (``score(..., position="source")``): a census window's own
+    positions say nothing about where in the source its targets lie.
 
     Raises:
-        ValueError: no census windows, an unknown baseline, different inputs,
-            or a census that does not tile every source.
+        ValueError: no census windows, scores binned by window position, an
+            unknown baseline, different inputs, or a census that does not tile every source.
     """
     names = _check_same(scores)
     if baseline not in scores:
@@ -338,6 +346,9 @@ def census_summary(population: Population, scores: Mapping[str, WindowScores], t
     cm = ref.mask("census")
     if not cm.any():
         raise InputError("the scores hold no census windows (cut them with WindowSpec(kinds=('census',)))")
+    if ref.position != "source":
+        raise InputError("census region contributions are binned by position in the source: score the census "
+                         "windows with score(..., position='source')")
     sp = ref.spec if ref.spec is not None else WindowSpec(kinds=("census",))
     acc = tuple(a for name in names for a in account(population, scores[name], token_bytes, sp)
                 if a.kind == "census")

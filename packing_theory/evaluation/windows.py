@@ -12,21 +12,36 @@ predicted from ``tokens[: j + 1]``. Only targets ``j >= first_target`` are
 scored; the ones before are context. Scored targets are contiguous in the
 source: target ``j`` is source position ``source_offset + j``.
 
-================  =====================================================  =======================
-kind              tokens                                                 scored targets
-================  =====================================================  =======================
-``beginning``     ``doc[: min(L, R)]``                                   all ``min(L, R) - 1``
-``tail``          ``[BOS] + doc[L - (R - 1):]`` (``L > R`` only)         all ``R - 1``
-``natural-tail``  ``doc[max(0, L - 1 - C): L]`` (``L > R`` only)         the last ``K``
-``census``        sliding, document-local, stride ``S``, context ``C``   each target once
-================  =====================================================  =======================
+=================  =====================================================  =======================
+kind               tokens                                                 scored targets
+=================  =====================================================  =======================
+``beginning``      ``doc[: min(L, R)]``                                   all ``min(L, R) - 1``
+``tail``           ``[BOS] + doc[L - (R - 1):]`` (``L > R`` only)         all ``R - 1``
+``natural-tail``   ``doc[max(0, L - 1 - C): L]`` (``L > N`` only)         the last ``K``
+``prefix-region``  ``doc[: C + 1]`` (``L > N`` only)                      the last ``K``
+``census``         sliding, document-local, stride ``S``, context ``C``   each target once
+=================  =====================================================  =======================
 
 ``R`` is the row capacity (2049 in seed 000, so a window has 2048 targets),
-``C`` the input context (2048) and ``K`` the natural-tail target count (512,
-seed 000 §5.7). The tail window's BOS is *synthetic*: the model sees an
+``C`` the input context (2048, or 1,024 for §5.7's shorter condition), ``K``
+the natural-tail target count (512, seed 000 §5.7) and ``N`` the length above
+which natural tails are cut (:attr:`WindowSpec.natural_above`, default
+``2 (R - 1)`` = 4,096 at ``R = 2049``: §5.7 takes them only from the three
+strata above 4,096 tokens, whose tail window does not overlap their
+beginning window). The tail window's BOS is *synthetic*: the model sees an
 artificial reset before the source's final ``R - 1`` text tokens. The
 natural tail has no synthetic BOS: its first scored target has ``C - K + 1``
 preceding real tokens (1,537 for ``C = 2048, K = 512``) and its last has ``C``.
+
+The **prefix-region control** (§5.7: "prefix-region controls score a
+corresponding fixed 512-target region") scores, from the same sources, the
+``K`` targets at source positions ``C - K + 1 .. C`` after the source's own
+beginning: the same ``K`` targets with the same ``C - K + 1 .. C`` preceding
+tokens as the natural tail, at a fixed place near the start of the source
+instead of at its end. The paper does not print the positions; this is our
+reading of "corresponding", and the tail-minus-prefix interaction of the
+natural-context assay subtracts this region's delta, never the full
+beginning window's (whose signs §5.7 says must not be copied).
 
 Census windows (:func:`census_windows`): window 0 holds ``doc[: min(L, C + 1)]``
 and scores all its targets; window ``k >= 1`` scores source positions
@@ -65,6 +80,7 @@ from ..errors import InputError, InputTypeError
 
 __all__ = [
     "KINDS",
+    "NATURAL_KINDS",
     "TAIL_KINDS",
     "Int64Array",
     "Window",
@@ -76,6 +92,7 @@ __all__ = [
     "check_census",
     "natural_tail_window",
     "pad_batch",
+    "prefix_region_window",
     "scored_range",
     "source_windows",
     "tail_window",
@@ -83,14 +100,17 @@ __all__ = [
 
 Int64Array = npt.NDArray[np.int64]
 
-WindowKind = Literal["beginning", "tail", "natural-tail", "census"]
-"""The four window kinds."""
+WindowKind = Literal["beginning", "tail", "natural-tail", "census", "prefix-region"]
+"""The five window kinds."""
 
-KINDS: tuple[str, ...] = ("beginning", "tail", "natural-tail", "census")
-"""Every window kind, in report order."""
+KINDS: tuple[str, ...] = ("beginning", "tail", "natural-tail", "census", "prefix-region")
+"""Every window kind (the fingerprint frames a window with its index in this tuple)."""
 
 TAIL_KINDS: tuple[str, ...] = ("tail", "natural-tail")
 """Kinds cut only from over-context sources (``L > R``)."""
+
+NATURAL_KINDS: tuple[str, ...] = ("natural-tail", "prefix-region")
+"""The natural-context assay's kinds, cut only from sources longer than :attr:`WindowSpec.natural_above`."""
 
 
 def as_document(doc: npt.ArrayLike, name: str = "document") -> Int64Array:
@@ -236,6 +256,33 @@ def natural_tail_window(doc: npt.ArrayLike, targets: int = 512, context: int = 2
     return _window(source, "natural-tail", d[start:], n - 1 - K, start + 1)
 
 
+def prefix_region_window(doc: npt.ArrayLike, targets: int = 512, context: int = 2048, *,
+                         source: int = 0) -> Window:
+    """The prefix-region control: ``doc[: C + 1]`` scoring its last ``K`` targets (positions ``C-K+1 .. C``).
+
+    Each scored target has the same number of preceding real tokens as the
+    matching target of :func:`natural_tail_window` (``C - K + 1`` for the
+    first, ``C`` for the last), so the two windows differ only in *where* in
+    the source the region lies.
+
+    >>> w = prefix_region_window(np.arange(20), targets=3, context=8)
+    >>> w.tokens.tolist(), w.scored_positions
+    ([0, 1, 2, 3, 4, 5, 6, 7, 8], range(6, 9))
+
+    Raises:
+        ValueError: ``targets > context``, or a source shorter than ``C + 1`` tokens.
+    """
+    K = check_int("targets", targets, 1)
+    C = check_int("context", context, 1)
+    if K > C:
+        raise InputError(f"targets must be <= context, got targets={K}, context={C}")
+    d = as_document(doc)
+    if d.size < C + 1:
+        raise InputError(f"a prefix region of context {C} needs a source of at least {C + 1} tokens, "
+                         f"got L={int(d.size)}")
+    return _window(source, "prefix-region", d[: C + 1], C - K, 1)
+
+
 def census_windows(doc: npt.ArrayLike, context: int = 2048, stride: int = 512, *,
                    source: int = 0) -> list[Window]:
     """Document-local sliding windows that score every target ``1 .. L - 1`` exactly once.
@@ -305,12 +352,17 @@ class WindowSpec:
     Attributes:
         kinds: window kinds (a subset of :data:`KINDS`, in this order in the result).
         capacity: ``R`` of beginning and tail windows (2049).
-        natural_targets: ``K`` of natural tails (512).
-        context: ``C`` of natural tails and census windows (2048).
+        natural_targets: ``K`` of natural tails and prefix regions (512).
+        context: ``C`` of natural tails, prefix regions and census windows (2048).
         stride: ``S`` of census windows (512).
+        natural_above: natural tails and prefix regions come from sources
+            longer than this (``None``: ``2 (R - 1)``, 4,096 at ``R = 2049``,
+            seed 000 §5.7's three strata above 4,096); see :meth:`natural_threshold`.
 
     >>> WindowSpec(kinds=("beginning", "tail")).describe()
     'beginning, tail windows; R=2049'
+    >>> WindowSpec(kinds=("natural-tail", "prefix-region"), context=1024).describe()
+    'natural-tail, prefix-region windows; R=2049, K=512, C=1024, L>4096'
     """
 
     kinds: tuple[str, ...] = ("beginning", "tail")
@@ -318,6 +370,7 @@ class WindowSpec:
     natural_targets: int = 512
     context: int = 2048
     stride: int = 512
+    natural_above: int | None = None
 
     def __post_init__(self) -> None:
         kinds = tuple(self.kinds)
@@ -333,27 +386,44 @@ class WindowSpec:
         check_int("natural_targets", self.natural_targets, 1)
         check_int("context", self.context, 1)
         check_int("stride", self.stride, 1)
-        if "natural-tail" in kinds and self.natural_targets > self.context:
+        if self.natural_above is not None:
+            check_int("natural_above", self.natural_above, 1)
+        if set(NATURAL_KINDS) & set(kinds) and self.natural_targets > self.context:
             raise InputError(f"natural_targets must be <= context, "
                              f"got {self.natural_targets} > {self.context}")
+        if "prefix-region" in kinds and self.natural_threshold() < self.context:
+            raise InputError(f"natural_above must be >= context for prefix-region windows (a source must "
+                             f"hold the C + 1 tokens of its prefix region), got natural_above="
+                             f"{self.natural_threshold()} < context={self.context}")
         if "census" in kinds and self.stride > self.context:
             raise InputError(f"stride must be <= context, got {self.stride} > {self.context}")
 
+    def natural_threshold(self) -> int:
+        """Natural tails and prefix regions come from sources with ``L > max(R, this)``.
+
+        >>> WindowSpec().natural_threshold(), WindowSpec(capacity=129).natural_threshold()
+        (4096, 256)
+        """
+        return 2 * (self.capacity - 1) if self.natural_above is None else int(self.natural_above)
+
     def describe(self) -> str:
         """One line naming the kinds and the sizes that matter for them."""
-        parts = [f"R={self.capacity}"] if {"beginning", "tail", "natural-tail"} & set(self.kinds) else []
-        if "natural-tail" in self.kinds:
+        natural = bool(set(NATURAL_KINDS) & set(self.kinds))
+        parts = [f"R={self.capacity}"] if {"beginning", "tail"} & set(self.kinds) or natural else []
+        if natural:
             parts.append(f"K={self.natural_targets}")
-        if {"natural-tail", "census"} & set(self.kinds):
+        if natural or "census" in self.kinds:
             parts.append(f"C={self.context}")
         if "census" in self.kinds:
             parts.append(f"S={self.stride}")
+        if natural:
+            parts.append(f"L>{max(self.capacity, self.natural_threshold())}")
         return f"{', '.join(self.kinds)} windows; {', '.join(parts)}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"kinds": list(self.kinds), "capacity": self.capacity, "natural_targets": self.natural_targets,
-                "context": self.context, "stride": self.stride}
+                "context": self.context, "stride": self.stride, "natural_above": self.natural_threshold()}
 
 
 def scored_range(length: int, kind: str, spec: WindowSpec) -> range | None:
@@ -364,9 +434,9 @@ def scored_range(length: int, kind: str, spec: WindowSpec) -> range | None:
 
     >>> spec = WindowSpec(kinds=KINDS, capacity=5, natural_targets=2, context=3, stride=1)
     >>> [scored_range(9, k, spec) for k in KINDS]
-    [range(1, 5), range(5, 9), range(7, 9), range(1, 9)]
-    >>> scored_range(5, "tail", spec) is None
-    True
+    [range(1, 5), range(5, 9), range(7, 9), range(1, 9), range(2, 4)]
+    >>> scored_range(5, "tail", spec) is None, scored_range(8, "natural-tail", spec) is None
+    (True, True)
     """
     R = spec.capacity
     if length < 2:
@@ -375,19 +445,24 @@ def scored_range(length: int, kind: str, spec: WindowSpec) -> range | None:
         return range(1, min(length, R))
     if kind == "census":
         return range(1, length)
-    if kind not in TAIL_KINDS:
+    if kind not in KINDS:
         raise InputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if length <= R:
         return None
     if kind == "tail":
         return range(length - (R - 1), length)
-    return range(length - spec.natural_targets, length)
+    if length <= spec.natural_threshold():
+        return None
+    if kind == "natural-tail":
+        return range(length - spec.natural_targets, length)
+    return range(spec.context - spec.natural_targets + 1, spec.context + 1)
 
 
 def source_windows(doc: npt.ArrayLike, spec: WindowSpec, *, source: int = 0) -> list[Window]:
     """Every window ``spec`` asks for from one source, kinds in ``spec.kinds`` order.
 
-    Tail kinds apply to over-context sources (``L > R``) only; a source of one
+    Tail kinds apply to over-context sources (``L > R``) only, natural kinds
+    to sources with ``L > max(R, spec.natural_threshold())``; a source of one
     token yields no window.
     """
     d = as_document(doc)
@@ -400,11 +475,12 @@ def source_windows(doc: npt.ArrayLike, spec: WindowSpec, *, source: int = 0) -> 
             out.append(beginning_window(d, spec.capacity, source=source))
         elif kind == "census":
             out.extend(census_windows(d, spec.context, spec.stride, source=source))
-        elif spec.capacity < L:
-            if kind == "tail":
+        elif kind == "tail":
+            if spec.capacity < L:
                 out.append(tail_window(d, spec.capacity, source=source))
-            else:
-                out.append(natural_tail_window(d, spec.natural_targets, spec.context, source=source))
+        elif max(spec.capacity, spec.natural_threshold()) < L:
+            make = natural_tail_window if kind == "natural-tail" else prefix_region_window
+            out.append(make(d, spec.natural_targets, spec.context, source=source))
     return out
 
 
