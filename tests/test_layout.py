@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"distributed"},
     {"audit", "evaluation", "adapters"},
     {"invariant"},
-    {"peers", "corpus"},
+    {"peers", "corpus", "contamination"},
     {"engine"},
     {"_checks", "lengths", "errors", "_aliases", "_version"},
 ]
