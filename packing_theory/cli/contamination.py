@@ -75,7 +75,8 @@ def register(sub: Any) -> None:
                         help=f"window length in tokens (default {DEFAULT_N})")
     parser.add_argument("--memory-grams", type=int, default=DEFAULT_MEMORY_GRAMS, metavar="G",
                         help=f"distinct reference grams held in memory (default {DEFAULT_MEMORY_GRAMS:,}, "
-                             "about 300 MiB); beyond, a disk index scanned in passes")
+                             "an index of about 190 MiB, 600 MiB while it is built); beyond, a disk "
+                             "index scanned in passes")
     parser.add_argument("--index-dir", default=None, metavar="DIR",
                         help="where a disk index goes (a fresh subdirectory, removed afterwards; "
                              "default: the system's temporary directory)")
@@ -261,6 +262,6 @@ def run(args: argparse.Namespace) -> int:
                       f"({report.majority_hit_documents:,} majority-hit){also}; {where}")
     if report.status == 3:
         raise NotMeasured(f"{len(report.reasons)} thing(s) not measured, first: {report.reasons[0]}; {where}")
-    print(f"contamination: wrote {args.out}/exclude.u8 ({report.documents:,} documents, none excluded)",
-          file=sys.stderr)
+    print(f"contamination: wrote {args.out}/exclude.u8 ({report.documents_scanned:,} documents, none "
+          "excluded)", file=sys.stderr)
     return 0

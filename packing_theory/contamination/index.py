@@ -6,9 +6,9 @@ it came from, and :meth:`IndexBuilder.finish` returns a :class:`GramIndex`:
 
 * **in memory** when the distinct grams number at most ``memory_grams``: one
   :class:`GramTable` (a sorted ``uint64`` array of distinct hashes, a
-  per-hash bitmask of the references holding it, and a byte-per-slot
+  per-hash bitmask of the references holding it, and a one-bit-per-slot
   pre-filter on the hash's top bits); memory ``(8 + b) * G`` bytes plus the
-  filter (at most 16 MiB), ``b`` the bytes of the bitmask (1 for up to 8
+  filter (at most 4 MiB), ``b`` the bytes of the bitmask (1 for up to 8
   references, 2, 4 or 8 for up to 64);
 * **on disk** beyond it: the builder spills its buffer into 256 partition
   files by the hash's top 8 bits, each partition is deduplicated and sorted
@@ -19,8 +19,9 @@ it came from, and :meth:`IndexBuilder.finish` returns a :class:`GramIndex`:
   (:meth:`GramIndex.tables`) and reads its inputs once per pass; a window's
   hash falls into exactly one pass, so the passes partition the matches.
 
-Lookup (:meth:`GramTable.lookup`) is vectorised: the pre-filter rejects most
-windows with one byte read; the rest are found with ``numpy.searchsorted``
+Lookup (:meth:`GramTable.lookup`) is vectorised: the pre-filter (about 32
+bits per gram, up to ``2**25`` bits) rejects all but a few per cent of the
+windows with one bit read; the rest are found with ``numpy.searchsorted``
 (O(log G) each).
 
 >>> import numpy as np
@@ -59,8 +60,12 @@ __all__ = [
     "IndexBuilder",
 ]
 
-DEFAULT_MEMORY_GRAMS = 1 << 25
-"""Distinct reference grams held in memory before the index goes to disk (33,554,432: about 300 MiB)."""
+DEFAULT_MEMORY_GRAMS = 1 << 23
+"""Distinct reference grams held in memory before the index goes to disk (8,388,608).
+
+Seed 002's references held about a million grams. Memory at the bound: see
+``docs/contamination.rst`` (measured by ``benchmarks/bench_contamination.py``).
+"""
 
 MAX_REFERENCES = 64
 """References one index can tell apart (one bit each)."""
@@ -69,7 +74,7 @@ PARTITIONS = 256
 """On-disk partitions, by the top 8 bits of the hash."""
 
 _PART_SHIFT = np.uint64(56)
-_FILTER_MAX_BITS = 24
+_FILTER_MAX_BITS = 25
 U64Array = npt.NDArray[np.uint64]
 IntArray = npt.NDArray[np.int64]
 
@@ -98,9 +103,17 @@ def unique_members(keys: U64Array, members: npt.NDArray[np.unsignedinteger]
     """
     if keys.size == 0:
         return keys.copy(), members.copy()
-    order = np.argsort(keys, kind="stable")
+    if bool(np.all(members == members[0])):  # one reference: sort the keys alone (no index array)
+        k = np.sort(keys)
+        keep = np.empty(k.size, dtype=np.bool_)
+        keep[0] = True
+        np.not_equal(k[1:], k[:-1], out=keep[1:])
+        out = k[keep]
+        return out, np.full(out.size, members[0], dtype=members.dtype)
+    order = np.argsort(keys)
     k = keys[order]
     m = members[order]
+    del order
     starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
     return k[starts], np.bitwise_or.reduceat(m, starts)
 
@@ -112,18 +125,28 @@ class GramTable:
         keys: strictly increasing ``uint64`` hashes.
         members: per key, bit ``r`` set when reference ``r`` holds it (never 0).
 
-    Memory: the two arrays plus a ``2**f``-byte pre-filter, ``f`` about
-    ``log2(len(keys)) + 4`` bits (8 to 24).
+    Memory: the two arrays plus a pre-filter of ``2**f`` bits, ``f`` about
+    ``log2(len(keys)) + 5`` (10 to 25: at most 4 MiB).
     """
 
     def __init__(self, keys: U64Array, members: npt.NDArray[np.unsignedinteger]) -> None:
         self.keys = keys
         self.members = members
-        bits = max(8, min(_FILTER_MAX_BITS, int(keys.size).bit_length() + 4))
+        bits = max(10, min(_FILTER_MAX_BITS, int(keys.size).bit_length() + 5))
         self._shift = np.uint64(64 - bits)
-        self._filter = np.zeros(1 << bits, dtype=np.bool_)
+        self._filter = np.zeros(1 << (bits - 3), dtype=np.uint8)
         if keys.size:
-            self._filter[keys >> self._shift] = True
+            slot = keys >> self._shift
+            np.bitwise_or.at(self._filter, (slot >> np.uint64(3)).astype(np.intp),
+                             np.left_shift(1, (slot & np.uint64(7)).astype(np.uint8)).astype(np.uint8))
+
+    def _passes(self, hashes: U64Array) -> npt.NDArray[np.bool_]:
+        """Whether each hash's pre-filter bit is set (no false negatives)."""
+        slot = hashes >> self._shift
+        byte = self._filter[slot >> np.uint64(3)]
+        bit = (byte >> (slot & np.uint64(7)).astype(np.uint8)) & np.uint8(1)
+        out: npt.NDArray[np.bool_] = bit.astype(np.bool_)
+        return out
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -137,7 +160,7 @@ class GramTable:
         empty = np.zeros(0, dtype=np.int64)
         if self.keys.size == 0 or hashes.size == 0:
             return empty, empty
-        cand = np.flatnonzero(self._filter[hashes >> self._shift])
+        cand = np.flatnonzero(self._passes(hashes))
         if cand.size == 0:
             return empty, empty
         hc = hashes[cand]
@@ -151,7 +174,7 @@ class GramTable:
         assert self.keys.dtype == np.uint64 and self.keys.shape == self.members.shape
         assert bool(np.all(self.keys[1:] > self.keys[:-1])), "keys must be strictly increasing"
         assert not bool(np.any(self.members == 0)), "every key belongs to some reference"
-        assert bool(np.all(self._filter[self.keys >> self._shift])), "the filter must cover every key"
+        assert bool(np.all(self._passes(self.keys))), "the filter must cover every key"
 
 
 @dataclass(frozen=True)
@@ -262,8 +285,11 @@ class IndexBuilder:
             directory inside it (default: inside the system's temporary
             directory), removed by :meth:`GramIndex.close`.
 
-    Memory: the buffer holds at most about ``memory_grams`` hashes plus the
-    array of one :meth:`add` call; consolidating it costs a few times that.
+    Memory: the buffer holds fewer than ``2 * memory_grams`` hashes (an
+    :meth:`add` call is taken in pieces of ``memory_grams // 2``; the buffer
+    is deduplicated once it reaches ``1.5 * memory_grams``, and goes to disk
+    when more than ``memory_grams`` distinct grams remain). Deduplicating
+    costs about 27 bytes per buffered hash at that moment.
     """
 
     def __init__(self, references: int, memory_grams: int = DEFAULT_MEMORY_GRAMS, *,
@@ -287,15 +313,16 @@ class IndexBuilder:
         reference = check_int("reference", reference, 0, maximum=self.references - 1)
         if hashes.dtype != np.uint64 or hashes.ndim != 1:
             raise InputError(f"hashes must be a 1-D uint64 array, got {hashes.dtype} of shape {hashes.shape}")
-        if hashes.size == 0:
-            return
-        self._keys.append(hashes)
-        self._members.append(np.full(hashes.size, 1 << reference, dtype=self.dtype))
-        self._buffered += int(hashes.size)
-        if self._buffered >= self.memory_grams:
-            self._consolidate()
-            if self._buffered > self.memory_grams // 2:
-                self._spill()
+        step = max(1, self.memory_grams // 2)  # a large call is taken in pieces: the buffer stays bounded
+        for lo in range(0, int(hashes.size), step):
+            piece = hashes[lo : lo + step]
+            self._keys.append(piece)
+            self._members.append(np.full(piece.size, 1 << reference, dtype=self.dtype))
+            self._buffered += int(piece.size)
+            if self._buffered >= self.memory_grams + step:  # dedupe; beyond the bound, go to disk
+                self._consolidate()
+                if self._buffered > self.memory_grams:
+                    self._spill()
 
     @property
     def spilled(self) -> bool:
@@ -306,8 +333,11 @@ class IndexBuilder:
         if len(self._keys) <= 1 and self._buffered == 0:
             return
         keys = np.concatenate(self._keys) if self._keys else np.zeros(0, np.uint64)
+        self._keys = []  # the pieces go before the deduplication allocates
         members = np.concatenate(self._members) if self._members else np.zeros(0, self.dtype)
+        self._members = []
         k, m = unique_members(keys, members)
+        del keys, members
         self._keys, self._members, self._buffered = [k], [m], int(k.size)
 
     def _spill(self) -> None:
@@ -395,7 +425,7 @@ class IndexBuilder:
         for k, m in zip(self._keys, self._members, strict=True):
             assert k.shape == m.shape and m.dtype == self.dtype and not bool(np.any(m == 0))
         if not self._finished:
-            assert self._buffered < self.memory_grams or len(self._keys) == 1
+            assert self._buffered < 2 * self.memory_grams
 
 
 def _per_reference(members: npt.NDArray[np.unsignedinteger], references: int) -> tuple[int, ...]:

@@ -154,12 +154,12 @@ class ContaminationReport:
         return sum(int(getattr(r, key)) for r in self.inputs if r.read)
 
     @property
-    def documents(self) -> int:
+    def documents_scanned(self) -> int:
         """Documents scanned (of the inputs that were read)."""
         return self._total("documents")
 
     @property
-    def grams(self) -> int:
+    def grams_scanned(self) -> int:
         """``W``: windows scanned."""
         return self._total("grams")
 
@@ -181,7 +181,7 @@ class ContaminationReport:
     @property
     def expected_false_positives(self) -> float:
         """``W * G / 2**64`` (:func:`~packing_theory.contamination.expected_false_positives`)."""
-        return expected_false_positives(self.grams, self.reference_grams)
+        return expected_false_positives(self.grams_scanned, self.reference_grams)
 
     @property
     def measured(self) -> bool:
@@ -230,14 +230,15 @@ class ContaminationReport:
                                   "skipped; texts get no BOS",
                        "hash": {"bits": HASH_BITS, "function": HASH_DESCRIPTION},
                        "exclude": self.exclude},
-            "false_positives": {"formula": "W * G / 2**64", "windows_scanned": self.grams,
+            "false_positives": {"formula": "W * G / 2**64", "windows_scanned": self.grams_scanned,
                                 "reference_grams": self.reference_grams,
                                 "expected": self.expected_false_positives},
             "index": dict(self.index),
             "totals": {"inputs": len(self.inputs), "inputs_read": sum(r.read for r in self.inputs),
                        "references": len(self.references),
                        "references_read": sum(r.read for r in self.references),
-                       "documents": self.documents, "grams": self.grams, "matched_grams": self.matched_grams,
+                       "documents": self.documents_scanned, "grams": self.grams_scanned,
+                       "matched_grams": self.matched_grams,
                        "documents_with_any_hit": self.documents_with_any_hit,
                        "majority_hit_documents": self.majority_hit_documents,
                        "reference_grams": self.reference_grams, "reference_grams_found": self.grams_found},
@@ -258,7 +259,7 @@ class ContaminationReport:
         out.append(
             f"{sum(r.read for r in self.inputs)}/{len(self.inputs)} inputs read, "
             f"{sum(r.read for r in self.references)}/{len(self.references)} references read; "
-            f"{self.documents:,} documents, {self.grams:,} {self.n}-grams scanned against "
+            f"{self.documents_scanned:,} documents, {self.grams_scanned:,} {self.n}-grams scanned against "
             f"{self.reference_grams:,} reference grams: {self.matched_grams:,} matched grams, "
             f"{self.documents_with_any_hit:,} documents with any hit, {self.majority_hit_documents:,} "
             f"majority-hit; expected false positives {self.expected_false_positives:.3g}: "

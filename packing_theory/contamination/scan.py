@@ -34,14 +34,14 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
 from ..corpus.documents import run_index
-from ..corpus.shards import read_shard
+from ..corpus.shards import HEADER, read_shard
 from ..corpus.text import Tokenizer, iter_parquet_texts, iter_text_files
 from ..corpus.textcount import BuiltinTokenizer
 from ..errors import InputError, NotMeasured
@@ -54,6 +54,7 @@ __all__ = [
     "EXCLUDE_RULES",
     "INPUT_KINDS",
     "CorpusInput",
+    "TokenSlices",
     "block_hits",
     "describe_inputs",
     "scan_contamination",
@@ -68,10 +69,16 @@ ExcludeRule = Literal["any", "majority"]
 EXCLUDE_RULES: tuple[ExcludeRule, ...] = ("any", "majority")
 """Which documents the mask excludes: any matched window, or more than half of the windows matched."""
 
-BLOCK_TOKENS = 1 << 22
-"""Text documents are hashed in blocks of about this many tokens."""
+BLOCK_TOKENS = 1 << 20
+"""Text documents and reference items are hashed in blocks of about this many tokens."""
 
 IntArray = npt.NDArray[np.int64]
+
+
+class TokenSlices(Protocol):
+    """Token ids that can be sliced (a numpy array, or a shard read from its file slice by slice)."""
+
+    def __getitem__(self, key: slice, /) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -122,7 +129,7 @@ def window_counts(offsets: IntArray, skip: int, n: int) -> IntArray:
     return out
 
 
-def block_hits(ids: npt.NDArray[np.integer], offsets: IntArray, skip: int, n: int, table: GramTable,
+def block_hits(ids: TokenSlices, offsets: IntArray, skip: int, n: int, table: GramTable,
                chunk: int = CHUNK_WINDOWS) -> tuple[IntArray, IntArray]:
     """The matched windows of a block of whole documents: each hit's document and its index in ``table``.
 
@@ -157,11 +164,14 @@ def block_hits(ids: npt.NDArray[np.integer], offsets: IntArray, skip: int, n: in
 
 
 def _blocks(inp: CorpusInput, tokenizer: Tokenizer | BuiltinTokenizer
-            ) -> Iterator[tuple[npt.NDArray[np.integer], IntArray, int]]:
+            ) -> Iterator[tuple[TokenSlices, IntArray, int]]:
     """Yield ``(ids, offsets, skip)`` blocks of whole documents of ``inp``."""
     if inp.kind == "shard":
         shard = read_shard(inp.path)
-        yield shard.ids, np.asarray(shard.offsets, dtype=np.int64), 1
+        offsets = np.asarray(shard.offsets, dtype=np.int64)
+        source = _ShardIds(shard.path, HEADER.size + 4 * offsets.size, shard.n_tokens)
+        del shard  # the ids are read in chunks, never mapped whole
+        yield source, offsets, 1
         return
     texts = (iter_text_files([inp.path], per_line=inp.per_line) if inp.kind == "text"
              else iter_parquet_texts([inp.path], inp.column))
@@ -175,6 +185,24 @@ def _blocks(inp: CorpusInput, tokenizer: Tokenizer | BuiltinTokenizer
             parts, size = [], 0
     if parts:
         yield _concat(parts)
+
+
+class _ShardIds:
+    """A shard's ids read from the file one slice at a time (resident memory O(slice), whatever the shard)."""
+
+    def __init__(self, path: str, offset: int, size: int) -> None:
+        self.path, self.offset, self.size = path, offset, size
+
+    def __getitem__(self, s: slice) -> npt.NDArray[np.uint16]:
+        lo, hi, _ = s.indices(self.size)
+        if hi <= lo:
+            return np.zeros(0, dtype="<u2")
+        out: npt.NDArray[np.uint16] = np.fromfile(self.path, dtype="<u2", count=hi - lo,
+                                                  offset=self.offset + 2 * lo)
+        if out.size != hi - lo:
+            raise NotMeasured(f"shard {self.path!r} ended at token {lo + out.size} while reading {lo}..{hi}: "
+                              "it changed during the scan")
+        return out
 
 
 def _concat(parts: list[npt.NDArray[np.uint64]]) -> tuple[npt.NDArray[np.uint64], IntArray, int]:
@@ -457,10 +485,11 @@ def _reasons(report: ContaminationReport, n: int) -> list[str]:
     for rec in report.inputs:
         if not rec.read:
             out.append(f"input {rec.name!r} was not read ({rec.error})")
-    if report.documents == 0 and any(r.read for r in report.inputs):
+    if report.documents_scanned == 0 and any(r.read for r in report.inputs):
         out.append("no document was scanned (the inputs that were read hold none)")
-    elif report.grams == 0 and report.documents:
-        out.append(f"no {n}-gram was scanned: all {report.documents:,} documents are shorter than a window")
+    elif report.grams_scanned == 0 and report.documents_scanned:
+        out.append(f"no {n}-gram was scanned: all {report.documents_scanned:,} documents are shorter than "
+                   "a window")
     return out
 
 
