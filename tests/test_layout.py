@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"audit", "evaluation", "adapters"},
     {"invariant"},
     {"registry"},
-    {"peers", "corpus"},
+    {"peers", "corpus", "contamination"},
     {"engine"},
     {"reporting"},
     {"_checks", "lengths", "errors", "_aliases", "_version"},

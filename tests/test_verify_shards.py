@@ -196,3 +196,92 @@ def test_bad_usage_is_exit_2(tmp_path: Path, capsys: Any) -> None:
         write_shards(tmp_path / "empty", [], vocab=4)
     with pytest.raises(ValueError, match="sources ran out at document 1"):
         write_shards(tmp_path / "few", [[0, 1], [0, 2]], vocab=4, sources=["a"])
+
+
+# --------------------------------------------------------------------------- the shard-level mixture gate
+
+MIX_SOURCES = (*(f"s{i:02d}" for i in range(14)), "web")  # 15 sources, as seed 002's mix
+
+
+def _mix(d: Path, web_first_third: bool) -> Path:
+    """Nine shards of 30 documents over 15 sources; with ``web_first_third`` the first three are web only."""
+    rng = np.random.default_rng(5)
+    shards: list[dict[str, Any]] = []
+    for k in range(9):  # one write_shards per shard, so that each holds exactly its 30 documents
+        labels = ["web" if web_first_third and k < 3 else MIX_SOURCES[(k + j) % 15] for j in range(30)]
+        docs = [[0, *rng.integers(1, VOCAB, size=int(rng.integers(2, 20))).tolist()] for _ in range(30)]
+        part = write_shards(d / f"g{k}", docs, vocab=VOCAB, shard_tokens=10**9, sources=labels, bos_id=0,
+                            prefix=f"g{k}-")
+        shards += [{**e, "path": f"g{k}/{e['path']}"} for e in part["shards"]]
+    manifest = {**part, "n_docs": sum(s["n_docs"] for s in shards),
+                "n_tokens": sum(s["n_tokens"] for s in shards), "shards": shards}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    return d / "manifest.json"
+
+
+def _process(*argv: str) -> Any:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "packing_theory.cli", "verify-shards", *argv],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_web_only_first_third_is_flagged_by_the_mixture_gate(tmp_path: Path) -> None:
+    planted = _mix(tmp_path / "bad", web_first_third=True)
+    proc = _process(str(planted))
+    assert proc.returncode == 1, proc.stderr
+    found = [x for x in proc.stdout.splitlines() if "FOUND" in x]
+    assert [x.split(":")[1].strip().split()[-1] for x in found] == [f"g{k}/g{k}-00000.bin" for k in range(3)]
+    assert all("1 distinct source(s), at least 7 required (of 15 in the mix)" in x for x in found)
+    assert "distinct sources per shard min 1 median 15 max 15 (at least 7 required)" in proc.stdout
+    rep = verify_shards(planted)
+    assert rep.mixture is not None and rep.mixture.default_min_sources == 7
+    assert rep.mixture.shards[0].document_shares == {"web": 1.0}
+    assert rep.mixture.share_range("web") == (pytest.approx(2 / 30), 1.0)
+    well = _mix(tmp_path / "good", web_first_third=False)
+    proc = _process(str(well), "--shares")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shares = [x for x in proc.stdout.splitlines() if "shares " in x]
+    assert len(shares) == 9 and all("15/15 sources, share of tokens: " in x for x in shares)
+    assert "distinct sources per shard min 15 median 15 max 15 (at least 7 required)" in proc.stdout
+    doc = verify_shards(well).to_dict()
+    assert doc["distinct_sources_median"] == 15 and doc["mixture"]["distinct"] == {"min": 15, "median": 15.0,
+                                                                                  "max": 15}
+    shard0 = doc["mixture"]["shards"][0]
+    assert sum(shard0["document_shares"].values()) == pytest.approx(1.0) and shard0["distinct"] == 15
+    assert sum(shard0["token_shares"].values()) == pytest.approx(1.0)
+    # a stricter gate than the web-only shards pass, a looser one that they pass
+    assert _process(str(planted), "--min-sources", "1").returncode == 0
+
+
+def test_mixture_options_are_refused_when_they_do_not_apply(clean: Path, capsys: Any) -> None:
+    path = clean / "manifest.json"
+    for extra, message in [
+        (("--min-sources", "3", "--no-sources"),
+         "--min-sources 3 applies to the distinct-sources check, which"),
+        (("--min-sources", "0"), "--min-sources must be >= 1, got 0"),
+        (("--min-sources", "5"), "--min-sources 5 exceeds the 4 distinct sources of the mix (books, code, "),
+        (("--shares", "--no-sources"), "--shares prints the per-shard sources, which --no-sources turns off"),
+        (("--shares", "--json"), "--shares applies to the text output"),
+        (("--probes", "-1"), "--probes must be >= 0, got -1"),
+    ]:
+        status, lines = run_cli(path, capsys, *extra)
+        assert status == 2 and len(lines) == 1 and message in lines[0], (extra, lines)
+    with pytest.raises(ValueError, match="min_sources=2 applies to the distinct-sources check"):
+        verify_shards(path, min_sources=2, check_sources=False)
+
+
+def test_source_tokens_that_do_not_add_up_are_found(clean: Path, tmp_path: Path, capsys: Any) -> None:
+    manifest = read_manifest(clean / "manifest.json")
+    assert all(sum(s["source_tokens"].values()) == s["n_tokens"] for s in manifest["shards"])
+
+    def off_by_one(d: Path, m: dict[str, Any]) -> None:
+        s = m["shards"][1]
+        s["source_tokens"]["web"] += 1
+
+    status, lines = run_cli(planted(clean, tmp_path, off_by_one), capsys)
+    assert status == 1 and any(": sources: source_tokens add up to" in x and "tokens, the shard holds" in x
+                               for x in lines)

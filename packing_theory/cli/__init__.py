@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "compare": "packing_theory.cli.compare",
     "verify-shards": "packing_theory.cli.verify_shards",
     "census": "packing_theory.cli.census",
+    "contamination": "packing_theory.cli.contamination",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 

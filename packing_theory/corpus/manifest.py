@@ -17,7 +17,8 @@ Format (``manifest.json`` next to the shards; paths are relative to it)::
       "shards": [
         {"path": "shard-00000.bin", "n_docs": 600, "n_tokens": 493210,
          "bytes": 988840, "sha256": "…",
-         "source_counts": {"web": 410, "code": 190}}   # optional
+         "source_counts": {"web": 410, "code": 190},   # optional: documents per source
+         "source_tokens": {"web": 380112, "code": 113098}}  # optional: tokens per source
       ]
     }
 
@@ -94,7 +95,8 @@ def write_shards(
 
     A shard is closed once it holds at least ``shard_tokens`` tokens (a
     document never spans two shards). ``sources`` gives each document's
-    source label (recorded per shard as ``source_counts``). Returns the
+    source label (recorded per shard as ``source_counts``, documents per
+    source, and ``source_tokens``, tokens per source). Returns the
     manifest, also written to ``directory/manifest.json``.
 
     Complexity: O(tokens) time; memory O(one shard).
@@ -113,10 +115,11 @@ def write_shards(
     shards: list[dict[str, Any]] = []
     batch: list[npt.NDArray[np.integer]] = []
     counts: Counter[str] = Counter()
+    source_tokens: Counter[str] = Counter()
     tokens = 0
 
     def flush() -> None:
-        nonlocal batch, counts, tokens
+        nonlocal batch, counts, source_tokens, tokens
         name = f"{prefix}{len(shards):05d}.bin"
         path = os.path.join(directory, name)
         write_shard(path, batch, vocab=vocab)
@@ -129,8 +132,9 @@ def write_shards(
         }
         if labels is not None:
             entry["source_counts"] = dict(sorted(counts.items()))
+            entry["source_tokens"] = dict(sorted(source_tokens.items()))
         shards.append(entry)
-        batch, counts, tokens = [], Counter(), 0
+        batch, counts, source_tokens, tokens = [], Counter(), Counter(), 0
 
     for index, doc in enumerate(docs):
         arr = np.asarray(doc)
@@ -139,6 +143,7 @@ def write_shards(
             if label is None:
                 raise InputError(f"sources ran out at document {index}: give one label per document")
             counts[str(label)] += 1
+            source_tokens[str(label)] += int(arr.size)
         batch.append(arr)
         tokens += int(arr.size)
         if tokens >= shard_tokens:
@@ -198,8 +203,11 @@ def read_manifest(path: PathLike) -> dict[str, Any]:
                 raise InputError(f"manifest shards[{i}] needs a 'path' string")
             check_int(f"shards[{i}].n_docs", s["n_docs"], 0)
             check_int(f"shards[{i}].n_tokens", s["n_tokens"], 0)
-            if "source_counts" in s and not isinstance(s["source_counts"], dict):
-                raise InputError(f"manifest shards[{i}].source_counts must be an object")
+            for key in ("source_counts", "source_tokens"):
+                if key in s and not isinstance(s[key], dict):
+                    raise InputError(f"manifest shards[{i}].{key} must be an object")
+                for label, v in (s.get(key) or {}).items():
+                    check_int(f"shards[{i}].{key}[{label!r}]", v, 0)
     except KeyError as exc:
         raise InputError(f"manifest {os.fspath(path)!r} lacks the field {exc}") from exc
     except TypeError as exc:

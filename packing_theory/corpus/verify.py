@@ -9,8 +9,9 @@ run (its audit exits 6 on a finding and 7 when it did not measure). Here:
   manifest; malformed offsets (not starting at 0, decreasing — e.g. two
   swapped entries — an empty document, a last offset that is not the token
   count); an id ``>= vocab``; a token recount that differs from the manifest;
-  a sha256 mismatch; a shard with fewer distinct sources than required, or
-  source counts that do not add up to its documents; a cursor probe that does
+  a sha256 mismatch; a shard with fewer distinct sources than required
+  (:mod:`~packing_theory.corpus.mixture`), or source counts (tokens) that do
+  not add up to its documents (tokens); a cursor probe that does
   not reconstruct its document boundary;
 * **not measured** (exit 3): a shard that exists but cannot be read
   (permissions, a directory), a manifest without the sha256 or the source
@@ -41,7 +42,6 @@ one, and a cursor inside the document must be refused.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,8 +49,10 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from ..errors import InputError
 from .cursor import ShardDocuments
 from .manifest import file_sha256, read_manifest
+from .mixture import MixtureSummary, shard_mixture
 from .shards import HEADER, Shard, read_shard
 
 __all__ = [
@@ -93,7 +95,10 @@ class VerifyReport:
     probes_requested: int = 0
     probes_passed: int = 0
     distinct_sources_min: int | None = None
+    distinct_sources_median: float | None = None
+    distinct_sources_max: int | None = None
     min_sources_required: int | None = None
+    mixture: MixtureSummary | None = None
     found: list[Finding] = field(default_factory=list)
     unmeasured: list[Finding] = field(default_factory=list)
 
@@ -116,7 +121,9 @@ class VerifyReport:
             f"{self.shards_ok}/{self.shards} shards sound, {self.tokens_recounted} tokens recounted, "
             f"sha256 {self.sha_ok}/{self.shards}, {self.out_of_range_ids} out-of-range ids, "
             f"{self.probes_passed}/{self.probes_requested} cursor probes, distinct sources per shard "
-            f"min {self.distinct_sources_min}: {verdict} (exit {self.status})"
+            f"min {self.distinct_sources_min} median {_num(self.distinct_sources_median)} max "
+            f"{self.distinct_sources_max} (at least {self.min_sources_required} required): {verdict} "
+            f"(exit {self.status})"
         )
         return out
 
@@ -133,10 +140,18 @@ class VerifyReport:
             "probes_requested": self.probes_requested,
             "probes_passed": self.probes_passed,
             "distinct_sources_min": self.distinct_sources_min,
+            "distinct_sources_median": self.distinct_sources_median,
+            "distinct_sources_max": self.distinct_sources_max,
             "min_sources_required": self.min_sources_required,
+            "mixture": None if self.mixture is None else self.mixture.to_dict(),
             "found": [vars(f) for f in self.found],
             "unmeasured": [vars(f) for f in self.unmeasured],
         }
+
+
+def _num(x: float | None) -> str:
+    """A median for the summary line: ``7`` rather than ``7.0``, ``7.5`` as is."""
+    return "None" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
 
 
 def _count_bad_ids(shard: Shard, chunk: int = 1 << 24) -> tuple[int, int]:
@@ -165,16 +180,24 @@ def verify_shards(
         manifest_path: the ``manifest.json``.
         probes: random cursor probes (seeded by ``seed``).
         min_sources: distinct sources every shard must hold; default: half
-            the distinct sources of the whole manifest, rounded up (seed 002).
+            the distinct sources of the whole manifest, rounded down, at least
+            1 (:func:`~packing_theory.corpus.mixture.default_min_sources`;
+            seed 002's floor, 7 of 15).
         check_sources: check distinct sources per shard (needs ``source_counts``).
 
     Complexity: O(bytes) (hashing and the id scan read every byte once more).
 
     Raises:
-        FileNotFoundError, ValueError: the manifest itself is missing or malformed (bad input).
+        FileNotFoundError, ValueError: the manifest itself is missing or malformed (bad input), or
+            ``min_sources`` below 1 or above the mix's distinct sources.
     """
     manifest = read_manifest(manifest_path)
     probes = check_int("probes", probes, 0)
+    if not check_sources and min_sources is not None:
+        raise InputError(f"min_sources={min_sources} applies to the distinct-sources check, which is off "
+                         "(--min-sources with --no-sources)")
+    # refuse a gate that cannot apply before reading any shard
+    mixture = shard_mixture(manifest, min_sources=min_sources) if check_sources else None
     root = os.path.dirname(os.path.abspath(manifest_path))
     rep = VerifyReport(manifest=os.fspath(manifest_path), shards=len(manifest["shards"]))
     opened: dict[int, Shard] = {}
@@ -254,7 +277,8 @@ def verify_shards(
             )
         )
     if check_sources:
-        _check_sources(manifest, rep, min_sources)
+        assert mixture is not None
+        _check_sources(manifest, rep, mixture)
     _probe(manifest, root, opened, rep, probes, seed)
     return rep
 
@@ -269,44 +293,48 @@ def _tag(message: str) -> str:
     return "shard"
 
 
-def _check_sources(manifest: dict[str, Any], rep: VerifyReport, min_sources: int | None) -> None:
+def _check_sources(manifest: dict[str, Any], rep: VerifyReport, mix: MixtureSummary) -> None:
     counts = [s.get("source_counts") for s in manifest["shards"]]
-    known = [c for c in counts if c is not None]
-    if not known:
+    if not any(c is not None for c in counts):
         rep.unmeasured.append(
             Finding(
                 "sources", "*", "the manifest records no source_counts (pass --no-sources to skip this check)"
             )
         )
         return
-    everything = {label for c in known for label, n in c.items() if n > 0}
-    need = min_sources if min_sources is not None else math.ceil(len(everything) / 2)
-    rep.min_sources_required = need
-    distinct: list[int] = []
-    for entry, c in zip(manifest["shards"], counts, strict=True):
+    rep.mixture = mix
+    rep.min_sources_required = mix.min_sources
+    for name in mix.unrecorded:
+        rep.unmeasured.append(Finding("sources", name, "the manifest records no source_counts"))
+    for entry in manifest["shards"]:
+        c = entry.get("source_counts")
         if c is None:
-            rep.unmeasured.append(Finding("sources", entry["path"], "the manifest records no source_counts"))
             continue
-        n = sum(int(v) for v in c.values())
-        if n != entry["n_docs"]:
+        for field_name, total, unit in (("source_counts", entry["n_docs"], "documents"),
+                                        ("source_tokens", entry["n_tokens"], "tokens")):
+            values = entry.get(field_name)
+            if values is None:
+                continue
+            n = sum(int(v) for v in values.values())
+            if n != total:
+                rep.found.append(
+                    Finding("sources", entry["path"],
+                            f"{field_name} add up to {n} {unit}, the shard holds {total}")
+                )
+    below = set(mix.below)
+    for m in mix.shards:
+        if m.path in below:
             rep.found.append(
                 Finding(
                     "sources",
-                    entry["path"],
-                    f"source_counts add up to {n} documents, the shard holds {entry['n_docs']}",
+                    m.path,
+                    f"{m.distinct} distinct source(s), at least {mix.min_sources} required "
+                    f"(of {len(mix.sources)} in the mix)",
                 )
             )
-        d = sum(1 for v in c.values() if int(v) > 0)
-        distinct.append(d)
-        if d < need:
-            rep.found.append(
-                Finding(
-                    "sources",
-                    entry["path"],
-                    f"{d} distinct source(s), at least {need} required (of {len(everything)} in the mix)",
-                )
-            )
-    rep.distinct_sources_min = min(distinct) if distinct else None
+    rep.distinct_sources_min = mix.distinct_min
+    rep.distinct_sources_median = mix.distinct_median
+    rep.distinct_sources_max = mix.distinct_max
 
 
 def _probe(

@@ -1,0 +1,62 @@
+"""The contamination audit: n-gram overlap of training documents with reference texts (seeds 002, 004).
+
+Seed 004 defines the evaluation decontamination operator ``C_E``: it removes
+the documents that match a protected evaluation collection ``E`` under a
+declared matching rule. Seed 002 ran it as a 13-gram audit of its mix against
+the train, validation and dev splits of its evaluation tasks, reporting counts
+only, and learned to tell "overlap found" from "did not measure".
+
+=====================================  ===========================================================
+step                                   names
+=====================================  ===========================================================
+hash every n-token window              :func:`window_hashes` (vectorised), :func:`naive_window_hash`,
+                                       :func:`expected_false_positives`
+index the reference grams              :class:`IndexBuilder`, :class:`GramIndex`, :class:`GramTable`
+                                       (in memory up to ``memory_grams``, on disk beyond)
+read references and texts              :class:`ReferenceSpec`, :func:`text_token_ids`
+scan the corpus, give the verdict      :func:`scan_contamination`, :class:`CorpusInput`,
+                                       :class:`ContaminationReport`
+the exact oracle                       :func:`naive_matches` (sets of tuples, no hashing)
+=====================================  ===========================================================
+
+The exclusion mask the scan returns is seed 002's ``.u8`` format
+(:mod:`packing_theory.corpus.masks`), the input of a cleaning-funnel stage.
+"""
+
+from .hashing import (
+    DEFAULT_N,
+    HASH_BITS,
+    expected_false_positives,
+    naive_window_hash,
+    window_hashes,
+)
+from .index import DEFAULT_MEMORY_GRAMS, GramIndex, GramTable, IndexBuilder
+from .naive import naive_gram_set, naive_matches
+from .report import ContaminationReport, InputRecord, ReferenceRecord, SourceRecord
+from .scan import EXCLUDE_RULES, CorpusInput, block_hits, scan_contamination, window_counts
+from .tokens import ReferenceSpec, text_token_ids
+
+__all__ = [
+    "DEFAULT_MEMORY_GRAMS",
+    "DEFAULT_N",
+    "EXCLUDE_RULES",
+    "HASH_BITS",
+    "ContaminationReport",
+    "CorpusInput",
+    "GramIndex",
+    "GramTable",
+    "IndexBuilder",
+    "InputRecord",
+    "ReferenceRecord",
+    "ReferenceSpec",
+    "SourceRecord",
+    "block_hits",
+    "expected_false_positives",
+    "naive_gram_set",
+    "naive_matches",
+    "naive_window_hash",
+    "scan_contamination",
+    "text_token_ids",
+    "window_counts",
+    "window_hashes",
+]

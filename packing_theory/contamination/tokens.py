@@ -1,0 +1,222 @@
+"""Token ids of texts (built-in tokenizers or any callable), and the reference sets a scan compares with.
+
+Texts become token ids with the same tokenizer options as ``census`` and
+``audit`` text inputs:
+
+==============  ==============================================================
+tokenizer       token ids of a text
+==============  ==============================================================
+``bytes``       its UTF-8 bytes (0..255)
+``chars``       its Unicode code points
+``whitespace``  one id per whitespace-separated word: the first 8 bytes of the
+                word's BLAKE2b digest (two different words share an id with
+                probability about ``2**-64`` per pair)
+a callable      what it returns (:func:`packing_theory.corpus.tokenize_batches`
+                accepts its forms); give one that adds no BOS or other
+                special token, as the training shards' documents are compared
+                without their BOS
+==============  ==============================================================
+
+No BOS is added to a text. A reference set (:class:`ReferenceSpec`) is one file:
+plain text (the whole file is one item, or each non-blank line with
+``per_line``) or a parquet file whose ``columns`` hold strings or lists of
+strings (every non-null value, or list element, is one item; nulls are
+counted and skipped). Its *rows* are lines (or 1 for a whole file) or parquet
+rows; a declared row count that disagrees with what was read makes the scan
+"not measured".
+
+>>> [ids.tolist() for ids in text_token_ids(["hé", ""], "bytes")]
+[[104, 195, 169], []]
+>>> [ids.tolist() for ids in text_token_ids(["hé"], "chars")]
+[[104, 233]]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_int
+from ..corpus.text import Tokenizer, iter_text_files, tokenize_batches
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
+from ..errors import InputError, InputTypeError, import_optional
+from .hashing import as_token_ids
+
+__all__ = [
+    "ReferenceItems",
+    "ReferenceSpec",
+    "reference_items",
+    "text_token_ids",
+    "tokenizer_label",
+]
+
+U64Array = npt.NDArray[np.uint64]
+
+
+def _word_id(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                          "little")
+
+
+def _builtin_ids(text: str, unit: BuiltinTokenizer) -> U64Array:
+    if unit == "bytes":
+        return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8).astype(np.uint64)
+    if unit == "chars":
+        return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.uint64)
+    return np.fromiter((_word_id(w) for w in text.split()), dtype=np.uint64)
+
+
+def text_token_ids(texts: Iterable[str], tokenizer: Tokenizer | BuiltinTokenizer, *,
+                   what: str = "texts") -> Iterator[U64Array]:
+    """Yield the token ids of each text as a ``uint64`` array (no BOS added).
+
+    Raises:
+        InputError: an unknown built-in name, a tokenizer that raised or
+            returned a negative id (naming ``what`` and the text index).
+        InputTypeError: a text that is not a ``str``, a tokenizer result of
+            another form (see :func:`packing_theory.corpus.tokenize_batches`).
+    """
+    if isinstance(tokenizer, str):
+        if tokenizer not in BUILTIN_TOKENIZERS:
+            raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                             f"got {tokenizer!r}")
+        unit: BuiltinTokenizer = tokenizer
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InputTypeError(f"{what}[{i}] must be a str, got {type(text).__name__}")
+            yield _builtin_ids(text, unit)
+        return
+    index = 0
+    for batch in tokenize_batches(texts, tokenizer):
+        for tokens in batch:
+            yield as_token_ids(tokens, f"{what}[{index}]")
+            index += 1
+
+
+def tokenizer_label(tokenizer: Tokenizer | BuiltinTokenizer) -> str:
+    """How a report names the tokenizer: the built-in name, or ``module.qualname``."""
+    if isinstance(tokenizer, str):
+        return tokenizer
+    from ..corpus.text import tokenizer_name
+
+    return tokenizer_name(tokenizer)
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """One reference set: a plain text or parquet file the scan compares the corpus with.
+
+    Attributes:
+        path: the file (``.parquet`` is read with pyarrow; anything else as UTF-8 text).
+        columns: parquet columns holding strings or lists of strings.
+        per_line: plain text: each non-blank line is one item (else the whole file).
+        declared_rows: the rows the set must have (a dataset server's size); ``None``: unchecked.
+        name: how the report names it (default: ``path``).
+    """
+
+    path: str
+    columns: tuple[str, ...] = ("text",)
+    per_line: bool = False
+    declared_rows: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise InputError(f"reference path must be a non-empty str, got {self.path!r}")
+        if not self.columns or not all(isinstance(c, str) and c for c in self.columns):
+            raise InputError(f"reference {self.path!r}: columns must be non-empty strings, "
+                             f"got {self.columns!r}")
+        if self.declared_rows is not None:
+            check_int(f"reference {self.path!r} declared_rows", self.declared_rows, 0)
+        if self.is_parquet and self.per_line:
+            raise InputError(f"reference {self.path!r}: per_line applies to plain text, not parquet")
+
+    @property
+    def is_parquet(self) -> bool:
+        """Whether the file is read as parquet."""
+        return self.path.endswith(".parquet")
+
+    @property
+    def label(self) -> str:
+        """The report's name for the set."""
+        return self.name if self.name is not None else self.path
+
+
+@dataclass
+class ReferenceItems:
+    """What reading a reference set produced (filled while :func:`reference_items` is consumed)."""
+
+    rows: int = 0
+    items: int = 0
+    nulls: int = 0
+
+
+def reference_items(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenizer,
+                    tally: ReferenceItems) -> Iterator[U64Array]:
+    """Yield the token ids of every item of ``spec``, counting rows, items and nulls into ``tally``.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        InputError: an unknown column (listing the available ones), a file
+            pyarrow cannot read, or invalid UTF-8.
+        InputTypeError: a column value that is neither a string nor a list of strings.
+    """
+    if spec.is_parquet:
+        texts: Iterable[str] = _parquet_items(spec, tally)
+    else:
+        texts = _text_items(spec, tally)
+    return text_token_ids(texts, tokenizer, what=f"reference {spec.label!r} item")
+
+
+def _text_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
+    for text in iter_text_files([spec.path], per_line=spec.per_line):
+        tally.rows += 1
+        tally.items += 1
+        yield text
+
+
+def _parquet_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
+    pq = import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet references")
+    if not os.path.isfile(spec.path):
+        raise FileNotFoundError(f"reference {spec.path!r} does not exist")
+    try:
+        pf = pq.ParquetFile(spec.path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid and friends
+        raise InputError(f"reference {spec.path!r} cannot be read as parquet: {exc}") from exc
+    names = list(pf.schema_arrow.names)
+    missing = [c for c in spec.columns if c not in names]
+    if missing:
+        raise InputError(f"reference {spec.path!r} has no column {missing[0]!r}; available columns: {names}")
+    return _parquet_rows(pf, spec, tally)
+
+
+def _parquet_rows(pf: Any, spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
+    for batch in pf.iter_batches(columns=list(spec.columns), batch_size=4096):
+        tally.rows += int(batch.num_rows)
+        for column in spec.columns:
+            values = batch.column(column).to_pylist()
+            for i, value in enumerate(values):
+                yield from _values(value, spec.path, column, tally.rows - int(batch.num_rows) + i, tally)
+
+
+def _values(value: Any, path: str, column: str, row: int, tally: ReferenceItems) -> Iterator[str]:
+    if value is None:
+        tally.nulls += 1
+        return
+    if isinstance(value, str):
+        tally.items += 1
+        yield value
+        return
+    if isinstance(value, list):
+        for v in value:
+            yield from _values(v, path, column, row, tally)
+        return
+    raise InputTypeError(f"reference {path!r}: column {column!r} row {row} holds {type(value).__name__}; "
+                         "expected strings or lists of strings")
+
