@@ -22,6 +22,10 @@ from typing import Any
 
 from ..errors import InputError
 from ._exit import ExitCode, classify
+from ._inputs import add_data_options, check_input_options, data_paths
+
+CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
+"""The --data formats a census reads (one task per file)."""
 
 __all__ = ["register", "run"]
 
@@ -39,6 +43,10 @@ def register(sub: Any) -> None:
                      help="plain text files (one document per file, or per line with --per-line)")
     src.add_argument("--parquet", nargs="+", metavar="FILE", help="parquet files (column --text-column)")
     src.add_argument("--shards", nargs="+", metavar="SHARD", help="seed-002 token shards")
+    add_data_options(parser, src, encoding=True)
+    parser.add_argument("--universal-newlines", action="store_true",
+                        help="text: read with newline translation (\\r\\n and \\r as \\n); by default the "
+                             "bytes are read as they are, so a bytes count is the file's size")
     parser.add_argument("--tokenizer", default="bytes",
                         help="bytes (UTF-8 bytes, default), chars, whitespace, or module:callable "
                              "returning token ids (as audit --text)")
@@ -61,28 +69,59 @@ def register(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
+    from ..corpus.text import resolve_bos
     from ..distributed.census import CensusOptions
-    from .audit import _tokenizer
+    from ._inputs import load_tokenizer
 
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     if args.retries < 0:
         raise InputError(f"--retries must be >= 0, got {args.retries}")
+    check_input_options(args)
+    column = args.text_column
     if args.text:
         kind, paths = "text", list(args.text)
     elif args.parquet:
         kind, paths = "parquet", list(args.parquet)
-    else:
+    elif args.shards:
         kind, paths = "shards", list(args.shards)
+    else:
+        paths, kind, why = data_paths(args)
+        if kind not in CENSUS_FORMATS:
+            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task per "
+                             f"file); {kind} data already holds token ids: read it with audit/replay/check "
+                             f"--data (--format {kind})")
+        for name in ("eos_id", "dtype", "split"):
+            if getattr(args, name) is not None:
+                raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
+        if args.field is not None:
+            if kind not in ("jsonl", "parquet"):
+                raise InputError(f"--field applies to jsonl and parquet input, not {kind}")
+            column = args.field
+        print(f"census: --data read as {kind} ({why}): {len(paths):,} file(s)", file=sys.stderr)
     if args.per_line and kind != "text":
         raise InputError("--per-line applies to --text only")
     if args.text_column != "text" and kind != "parquet":  # it would be ignored: say so
         raise InputError(f"--text-column {args.text_column!r} applies to --parquet only")
     if args.tokenizer != "bytes" and kind == "shards":
         raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
-    tokenizer = _tokenizer(args.tokenizer) if kind != "shards" else "bytes"
-    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=args.text_column,  # type: ignore[arg-type]
-                                hashes=args.hashes)
+    text_options = {"encoding": args.encoding != "utf-8", "errors": args.errors != "strict",
+                    "universal-newlines": args.universal_newlines}
+    wrong = [f"--{k}" for k, v in text_options.items() if v and (kind not in ("text", "jsonl") or (
+        kind == "jsonl" and k != "errors"))]
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} does not apply to {kind} input")
+    if kind == "shards":
+        if args.bos is not None:
+            raise InputError("--bos does not apply to --shards (seed-002 documents store their BOS)")
+        return paths, CensusOptions(kind, "bytes", hashes=args.hashes)
+    tokenizer = load_tokenizer(args.tokenizer)
+    bos, reason = resolve_bos(args.bos or "auto", tokenizer)
+    if not isinstance(tokenizer, str):
+        print(f"census: bos={bos}: {reason}", file=sys.stderr)
+    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=column,  # type: ignore[arg-type]
+                                hashes=args.hashes, bos=bos == "add", encoding=args.encoding,
+                                errors=args.errors, universal_newlines=args.universal_newlines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
     m = result.manifest
     if args.json:
         emit_json(m)
+    if m.get("n_skipped"):
+        print(f"census: skipped {m['n_skipped']} input(s) that are not text (--errors {m['errors']}), listed "
+              f"under 'skipped' in {args.out}/census.json", file=sys.stderr)
     print(f"census: {m['n_docs']:,} documents, {m['n_tokens']:,} tokens from {m['n_inputs']} input(s) "
           f"({result.summary_line}; executor {m['execution']['executor']}); wrote {args.out}/lengths.npy "
           f"and {args.out}/census.json", file=sys.stderr)

@@ -14,8 +14,8 @@ from ..engine.replay import make_packer
 from ..invariant import InvariantMonitor
 from ..invariant.monitor import OUTSIDE_FAMILY
 from ..invariant.wait_bound import StartDelayMonitor
-from ..lengths import load_lengths
 from ._common import add_stream_options, config_from_args, emit_json
+from ._inputs import add_lengths_or_data, lengths_from_args
 
 __all__ = ["register", "run"]
 
@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
                     "outside the proposition's family: check says so and why (exit 0). Exit status: 0 "
                     "when the checked statement holds, 1 on a violation, 2 on bad input.",
     )
-    add_stream_options(parser, engine=True)
+    add_stream_options(parser, lengths=False, engine=True)
+    add_lengths_or_data(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--originals", action="store_true",
                         help="with --policy segment-first, protect the original occurrences (the "
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if is_peer(args.policy):
         return _not_applicable(args)
     config = config_from_args(args)
-    lengths = load_lengths(args.lengths)
+    lengths = lengths_from_args(args)
     if config.policy in OUTSIDE_FAMILY:
         return _run_outside_family(args, config, lengths)
     segmented = config.policy == "segment-first" and not args.originals

@@ -17,6 +17,7 @@ from typing import Any
 from ..audit.compare import compare_packers, default_packers, render_markdown, write_plots
 from ..errors import InputError
 from ._common import emit_json
+from ._inputs import add_data_options, check_input_options, load_data
 from ._peers import is_peer, peer_options
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
@@ -38,6 +39,8 @@ def register(sub: Any) -> None:
     src.add_argument("--demo", action="store_true",
                      help=f"the first --documents (default {DEMO_DOCUMENTS:,}) of the default corpus")
     src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
+    add_data_options(parser, src, tokenizer=True)
+    parser.add_argument("--per-line", action="store_true", help="--data text files: one document per line")
     parser.add_argument("--documents", type=int, default=DEMO_DOCUMENTS, help="--demo: corpus prefix size")
     parser.add_argument("--policy", action="append", metavar="P[,P...]",
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
@@ -86,11 +89,14 @@ def run(args: argparse.Namespace) -> int:
 
         lengths = default_lengths(0)[: args.documents]
         label = f"default corpus (seed 0), first {lengths.size:,} documents"
-    else:
+    elif args.lengths:
         from ..lengths import load_lengths
 
+        check_input_options(args)
         lengths = load_lengths(args.lengths)
         label = Path(args.lengths).name
+    else:
+        lengths, label, _ = load_data(args)
     names = _names(args.policy)
     cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity, seq_length=args.seq_length,
                           min_buffer=args.min_buffer, refill=args.refill, peer_options=_options(args, names),

@@ -10,8 +10,8 @@ from ..engine.replay import make_packer
 from ..engine.summary import SummaryAccumulator
 from ..errors import InputError
 from ..invariant.wait_bound import StartDelayMonitor
-from ..lengths import load_lengths
 from ._common import add_stream_options, config_from_args, emit_json
+from ._inputs import add_lengths_or_data, lengths_from_args
 
 __all__ = ["register", "run"]
 
@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
                     "With --policy bounded-wait the summary also reports max_start_delay_rows (measured) "
                     "and start_delay_bound_rows (proved, A + B + max refill - 2).",
     )
-    add_stream_options(parser, engine=True)
+    add_stream_options(parser, lengths=False, engine=True)
+    add_lengths_or_data(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
@@ -38,7 +39,7 @@ def _run_peer(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(f"--rows/--targets/--passes/--drain apply to streaming policies; the peer "
                          f"{args.policy!r} packs the whole input once (see its options)")
     peer = peer_from_args(args, args.policy, args.capacity)
-    lengths = load_lengths(args.lengths)
+    lengths = lengths_from_args(args)
     acc = SummaryAccumulator(peer.capacity)
     t0 = time.perf_counter()
     for ev in peer.events(lengths):
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         _print(args, _run_peer(args))
         return 0
     config = config_from_args(args)
-    lengths = load_lengths(args.lengths)
+    lengths = lengths_from_args(args)
     acc = SummaryAccumulator(config.capacity)
     # bounded-wait: measure start delays next to the proved bound (issue 13)
     delays = StartDelayMonitor.for_config(config) if config.policy == "bounded-wait" else None
