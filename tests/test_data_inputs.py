@@ -85,10 +85,13 @@ def test_options_that_do_not_apply_are_refused(tmp_path: Path, capsys: pytest.Ca
     cases = [
         ([*audit, "--lengths", str(tmp_path / "l.npy"), "--tokenizer", "whitespace"],
          "--tokenizer 'whitespace' does not apply to --lengths"),
-        ([*audit, "--lengths", str(tmp_path / "l.npy"), "--per-line"], "--per-line does not apply to --lengths"),
+        ([*audit, "--lengths", str(tmp_path / "l.npy"), "--per-line"],
+         "--per-line does not apply to --lengths"),
         ([*audit, "--lengths", str(tmp_path / "l.npy"), "--eos-id", "2"], "--eos-id applies to --data only"),
-        (["replay", "--lengths", str(tmp_path / "l.npy"), "--format", "megatron"], "--format applies to --data"),
-        (["replay", "--data", str(tmp_path / "l.npy"), "--eos-id", "3"], "eos_id does not apply to lengths data"),
+        (["replay", "--lengths", str(tmp_path / "l.npy"), "--format", "megatron"],
+         "--format applies to --data"),
+        (["replay", "--data", str(tmp_path / "l.npy"), "--eos-id", "3"],
+         "eos_id does not apply to lengths data"),
         (["replay", "--data", str(tmp_path / "t.txt"), "--bos", "auto", "--dtype", "uint16"],
          "dtype does not apply to text data"),
         (["census", "--data", str(tmp_path / "l.npy"), "--out", str(tmp_path / "c")],
@@ -170,7 +173,8 @@ def test_text_is_read_without_newline_translation(tmp_path: Path) -> None:
     path.write_bytes(b"one\r\ntwo\rstill two\n\r\nthree")
     assert lengths_from_text_files(path, "bytes").tolist() == [path.stat().st_size + 1]
     assert list(iter_text_files(path, per_line=True)) == ["one", "two\rstill two", "three"]
-    assert lengths_from_text_files(path, "chars", per_line=True).tolist() == [4, 14, 6]  # "two\rstill two" is 13 characters
+    # "two\rstill two" is 13 characters: a lone \r is content
+    assert lengths_from_text_files(path, "chars", per_line=True).tolist() == [4, 14, 6]
     assert list(iter_text_files(path, per_line=True, universal_newlines=True)) == [
         "one", "two", "still two", "three"]
 

@@ -49,7 +49,7 @@ def test_megatron_lengths_and_ids_equal_what_megatron_core_wrote(tmp_path: Path)
 
     builder_cls = _megatron_builder()
     docs = _docs(400, 1)
-    docs[7] = np.zeros(0, dtype=np.int64)  # an empty document: length 1 with bos="add", refused with "included"
+    docs[7] = np.zeros(0, dtype=np.int64)  # empty: length 1 with bos="add", refused with "included"
     builder = builder_cls(str(tmp_path / "d.bin"), dtype=np.uint16)  # type: ignore[operator]
     for d in docs:
         builder.add_document(torch.from_numpy(d.astype(np.int64)), [d.size])
@@ -96,7 +96,7 @@ def test_megatron_lengths_never_touch_the_bin(tmp_path: Path) -> None:
     want = MegatronIndex(tmp_path / "x", bos="add").lengths()
     (tmp_path / "x.bin").unlink()  # lengths come from the index alone
     assert MegatronIndex(tmp_path / "x", bos="add").lengths().tolist() == want.tolist()
-    with pytest.raises(FileNotFoundError, match="x.bin"):
+    with pytest.raises(FileNotFoundError, match=r"x\.bin"):
         MegatronIndex(tmp_path / "x", bos="add").document(0)
     (tmp_path / "x.bin").write_bytes(b"\0" * 3)  # a .bin that is not this index's: refused by its size
     with pytest.raises(InputError, match="does not belong together"):
@@ -178,9 +178,11 @@ def test_olmo_core_fixture_by_eos_and_by_metadata() -> None:
     for reader in (by_eos, by_meta):
         reader._check()
         assert reader.lengths().tolist() == [len(d) + 1 for d in docs]  # through the EOS
-        assert [[int(a), int(b)] for a, b in zip(reader.starts, reader.ends)] == expected["olmo_core_ranges"]
+        ranges = [[int(a), int(b)] for a, b in zip(reader.starts, reader.ends, strict=True)]
+        assert ranges == expected["olmo_core_ranges"]
         assert all(reader.document(i).tolist() == [*d, expected["eos_id"]] for i, d in enumerate(docs))
-    assert by_eos.trailing_tokens == len(expected["trailing"]) and "3 tokens after the last EOS" in by_eos.describe()
+    assert by_eos.trailing_tokens == len(expected["trailing"])
+    assert "3 tokens after the last EOS" in by_eos.describe()
     assert OlmoTokenArray(path, bos="add", eos_id=expected["eos_id"], dtype="uint16").lengths().tolist() == [
         len(d) + 2 for d in docs]
 
@@ -196,12 +198,12 @@ def test_olmo_arrays_scanned_in_chunks_and_real_npy(tmp_path: Path, monkeypatch:
     for name, dtype in (("real.npy", None), ("raw.npy", "uint32")):
         reader = OlmoTokenArray(tmp_path / name, bos="included", eos_id=1000, dtype=dtype)
         assert reader.lengths().tolist() == [d.size + 1 for d in docs]
-    with pytest.raises(InputError, match="raw array .* give its dtype"):
+    with pytest.raises(InputError, match=r"raw array .* give its dtype"):
         OlmoTokenArray(tmp_path / "raw.npy", bos="included", eos_id=1000)
     (tmp_path / "odd.npy").write_bytes(b"\1" * 5)
     with pytest.raises(InputError, match="5 bytes is not a whole number of uint32 ids"):
         OlmoTokenArray(tmp_path / "odd.npy", bos="included", eos_id=1000, dtype="uint32")
-    with pytest.raises(FileNotFoundError, match="give the EOS id .* or the metadata file"):
+    with pytest.raises(FileNotFoundError, match=r"give the EOS id .* or the metadata file"):
         OlmoTokenArray(tmp_path / "raw.npy", bos="included", dtype="uint32")
     with gzip.open(tmp_path / "raw.csv.gz", "wt") as fh:
         fh.write("0,5\n3,9\n")
@@ -244,7 +246,7 @@ def test_detection_and_option_refusals(tmp_path: Path) -> None:
     (tmp_path / "t.txt").write_text("a")
     assert detect_format(tmp_path / "l.npy")[0] == "lengths"
     assert detect_format(tmp_path / "t.txt")[0] == "text"
-    with pytest.raises(InputError, match="cannot tell the format of 'x.dat'"):
+    with pytest.raises(InputError, match=r"cannot tell the format of 'x\.dat'"):
         detect_format("x.dat")
     with pytest.raises(InputError, match="--data mixes formats"):
         expand_inputs([str(tmp_path)])

@@ -45,7 +45,7 @@ def olmo(out: str) -> None:
     docs = _documents(200, rng)
     flat = [t for d in docs for t in [*d, EOS]]
     path = Path(out) / "part-0-00000.npy"
-    write_array_to_disk(np.array(flat + [7, 8, 9], dtype=np.uint16), path)
+    write_array_to_disk(np.array([*flat, 7, 8, 9], dtype=np.uint16), path)
     # the metadata file ranges the documents only (OLMo-core writes it from the EOS positions)
     write_document_indices(path, dtype=np.uint16, eos_token_id=EOS)
     ranges = [list(map(int, r)) for r in iter_document_indices(path, eos_token_id=EOS, dtype=np.uint16)]

@@ -86,7 +86,8 @@ def add_data_options(parser: argparse.ArgumentParser, group: Any = None, *, toke
                         help="input files, directories or glob patterns in any supported format "
                              f"({', '.join(FORMATS)}; see --format)")
     target.add_argument("--files-from", metavar="FILE",
-                        help="like --data, with the paths read from FILE (one per line; '-' is standard input)")
+                        help="like --data, with the paths read from FILE (one per line; '-' is standard "
+                             "input)")
     parser.add_argument("--format", default="auto", choices=("auto", *FORMATS),
                         help="--data format (default auto: detected from the paths and printed)")
     parser.add_argument("--bos", choices=BOS_CHOICES, default=None,
@@ -97,7 +98,8 @@ def add_data_options(parser: argparse.ArgumentParser, group: Any = None, *, toke
     parser.add_argument("--eos-id", type=int, default=None, metavar="ID",
                         help="--format olmo: the EOS id ending each document (else its .csv.gz metadata)")
     parser.add_argument("--dtype", default=None,
-                        help="--format olmo: the ids' dtype of a raw array (uint16, uint32); mds: of a bytes column")
+                        help="--format olmo: the ids' dtype of a raw array (uint16, uint32); mds: of a "
+                             "bytes column")
     parser.add_argument("--field", default=None, metavar="NAME",
                         help="--data: the field or column of the documents (jsonl/parquet: text; hf: "
                              "input_ids, else text; mds: tokens/input_ids/text)")

@@ -173,7 +173,7 @@ def register(sub: Any) -> None:
 
 
 def _tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
-    """A built-in tokenizer name or an imported callable (:func:`~packing_theory.cli._inputs.load_tokenizer`)."""
+    """A built-in tokenizer name or an imported callable (see ``cli._inputs.load_tokenizer``)."""
     return load_tokenizer(spec)
 
 
@@ -202,7 +202,8 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
         label = f"{len(args.text)} text file(s)"
         add = resolve_bos(getattr(args, "bos", None) or "auto", tokenizer)[0] == "add"
         if parquet:
-            return lengths_from_texts(iter_parquet_texts(args.text, args.text_column), tokenizer, bos=add), label
+            texts = iter_parquet_texts(args.text, args.text_column)
+            return lengths_from_texts(texts, tokenizer, bos=add), label
         return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line, bos=add), label
     raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
@@ -275,7 +276,8 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         reference = PAPER_5_1 if args.scale == 1 else None
     else:
         if not (args.lengths or args.shards or args.text or args.data or args.files_from):
-            raise InputError("give --demo, --lengths FILE.npy, --shards SHARD..., --text FILE... or --data PATH...")
+            raise InputError("give --demo, --lengths FILE.npy, --shards SHARD..., --text FILE... or "
+                             "--data PATH...")
         policies = parse_policies(args.policy)
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
         eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None

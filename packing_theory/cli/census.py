@@ -88,9 +88,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
     else:
         paths, kind, why = data_paths(args)
         if kind not in CENSUS_FORMATS:
-            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task per "
-                             f"file); {kind} data already holds token ids: read it with audit/replay/check "
-                             f"--data (--format {kind})")
+            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one "
+                             f"task per file); {kind} data already holds token ids: read it with "
+                             f"audit/replay/check --data (--format {kind})")
         for name in ("eos_id", "dtype", "split"):
             if getattr(args, name) is not None:
                 raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
@@ -114,7 +114,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
     if kind == "shards":
         if args.bos is not None:
             raise InputError("--bos does not apply to --shards (seed-002 documents store their BOS)")
-        return paths, CensusOptions(kind, "bytes", hashes=args.hashes)
+        return paths, CensusOptions("shards", "bytes", hashes=args.hashes)
     tokenizer = load_tokenizer(args.tokenizer)
     bos, reason = resolve_bos(args.bos or "auto", tokenizer)
     if not isinstance(tokenizer, str):

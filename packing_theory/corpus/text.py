@@ -359,7 +359,7 @@ def text_token_counts(
         if tokenizer not in BUILTIN_TOKENIZERS:
             raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
                              f"got {tokenizer!r}")
-        unit: BuiltinTokenizer = tokenizer  # type: ignore[assignment]
+        unit: BuiltinTokenizer = tokenizer
         return np.fromiter((count_text(t, unit) for t in texts), dtype=np.int64)
     counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
                                                           batch_size=batch_size) for tokens in batch)

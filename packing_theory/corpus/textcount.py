@@ -62,7 +62,7 @@ def check_errors(errors: object) -> str:
     """``errors`` checked: ``"strict"`` or ``"replace"`` (the decoding of text files)."""
     if errors not in ("strict", "replace"):
         raise InputError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    return errors  # type: ignore[return-value]
+    return errors
 
 
 def decode_failure(path: str, exc: UnicodeDecodeError, encoding: str) -> NotText:

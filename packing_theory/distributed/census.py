@@ -190,7 +190,8 @@ def run_census(
                     progress(len(infos), len(paths))
 
             records = runner.run(census_shard, [(paths[i], options) for i in todo], on_result=on_result,
-                                 accept=accept, label="census", names=lambda j: f"census of {paths[todo[j]]!r}")
+                                 accept=accept, label="census",
+                                 names=lambda j: f"census of {paths[todo[j]]!r}")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}
         kept = [i for i in range(len(paths)) if i not in skipped]
         ordered = [infos[i] for i in kept]
@@ -218,9 +219,10 @@ def _not_text(value: SkippedInput, options: CensusOptions) -> None:
     """Under ``errors="strict"``, stop the census on an input that is not text, naming it."""
     if options.errors != "strict":
         return
-    raise InputError(f"census input {value.path!r} {value.reason}; stopped at the first such file (no further "
-                     "file is started). --errors skip leaves such files out and lists them in census.json, "
-                     "--errors replace decodes bad bytes as U+FFFD, --encoding names another encoding")
+    raise InputError(f"census input {value.path!r} {value.reason}; stopped at the first such file (no "
+                     "further file is started). --errors skip leaves such files out and lists them in "
+                     "census.json, --errors replace decodes bad bytes as U+FFFD, --encoding names another "
+                     "encoding")
 
 
 def _execution(spec: str, paths: list[str], reused: list[int], todo: list[int],

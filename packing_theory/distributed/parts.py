@@ -192,7 +192,7 @@ class CensusOptions:
 
     @property
     def decode_errors(self) -> str:
-        """How bytes are decoded: ``"replace"``, else ``"strict"`` (a skipped file is never decoded further)."""
+        """How bytes are decoded: ``"replace"``, else ``"strict"`` (a skipped file is not read further)."""
         return "replace" if self.errors == "replace" else "strict"
 
 

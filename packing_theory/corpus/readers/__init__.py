@@ -9,9 +9,9 @@ format         what                                               reader (extra)
 ``hf``         a Hugging Face dataset saved with ``save_to_disk``  :class:`~.hf.HFDataset` (``hf``)
 ``mds``        MosaicML streaming MDS shards                      :class:`~.mds.MDSDataset` (``mds``)
 ``jsonl``      JSON Lines text, plain, ``.gz`` or ``.zst``        :class:`~.jsonl.JsonLines` (``zstd``)
-``text``       plain text files                                   :func:`~packing_theory.corpus.text.lengths_from_text_files`
-``parquet``    parquet text columns                               :func:`~packing_theory.corpus.iter_parquet_texts` (``parquet``)
-``shards``     seed-002 token shards                              :func:`~packing_theory.corpus.lengths_from_shards`
+``text``       plain text files                                   :func:`~.text.lengths_from_text_files`
+``parquet``    parquet text columns                               :func:`~.text.iter_parquet_texts`
+``shards``     seed-002 token shards                              :func:`~.shards.lengths_from_shards`
 =============  =================================================  ==========================================
 
 :func:`detect_format` names the format of a path and says why;
@@ -125,7 +125,7 @@ def _is_glob(spec: str) -> bool:
 
 
 def _files_under(root: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for base, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         out.extend(os.path.join(base, f) for f in sorted(files) if not f.startswith("."))
@@ -195,12 +195,12 @@ def expand_inputs(specs: Sequence[str], fmt: str = "auto") -> tuple[list[str], s
     if fmt != "auto":
         return expanded, fmt, "given with --format"
     found_formats = {p: detect_format(p) for p in expanded}
-    kinds = sorted({f for f, _ in found_formats.values()})
-    if len(kinds) != 1:
+    names: list[str] = sorted({f for f, _ in found_formats.values()})
+    if len(names) != 1:
         example = {f: p for p, (f, _) in found_formats.items()}
-        raise InputError(f"--data mixes formats {kinds} (e.g. {sorted(example.items())[:3]}); give one kind, "
+        raise InputError(f"--data mixes formats {names} (e.g. {sorted(example.items())[:3]}); give one kind, "
                          "or --format")
-    return expanded, kinds[0], f"auto-detected: {found_formats[expanded[0]][1]}"
+    return expanded, names[0], f"auto-detected: {found_formats[expanded[0]][1]}"
 
 
 def _detect_dir(path: str) -> str | None:
@@ -304,9 +304,9 @@ def open_data(paths: Sequence[str], fmt: str, **options: Any) -> Any:
 
 def _open_one(path: str, fmt: str, opts: dict[str, Any]) -> Any:
     if "bos" not in opts:
-        raise InputError(f"{fmt} data holds token ids: say how BOS is counted: bos='included' (--bos "
-                         "included: the stored documents hold their BOS or EOS/EOD) or bos='add' (--bos add: one "
-                         "BOS added per document)")
+        raise InputError(f"{fmt} data holds token ids: say how BOS is counted: bos='included' "
+                         "(--bos included: the stored documents hold their BOS or EOS/EOD) or bos='add' "
+                         "(--bos add: one BOS added per document)")
     if fmt == "megatron":
         from .megatron import MegatronIndex
 
@@ -333,8 +333,8 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
     if fmt == "jsonl":
         from .jsonl import JsonLines
 
-        return JsonLines(paths, tokenizer=tokenizer, field=opts.get("field", "text"), bos=opts.get("bos", "auto"),
-                         errors=opts.get("errors", "strict"))
+        return JsonLines(paths, tokenizer=tokenizer, field=opts.get("field", "text"),
+                         bos=opts.get("bos", "auto"), errors=opts.get("errors", "strict"))
     if fmt == "lengths":
         from ...lengths import load_lengths
 
@@ -355,7 +355,8 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
     if fmt == "parquet":
         from ..text import iter_parquet_texts, text_token_counts
 
-        parts = [text_token_counts(iter_parquet_texts(p, opts.get("field", "text")), tokenizer) for p in paths]
+        column = opts.get("field", "text")
+        parts = [text_token_counts(iter_parquet_texts(p, column), tokenizer) for p in paths]
     else:
         from ..text import iter_text_files, text_token_counts
 

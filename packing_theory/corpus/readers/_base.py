@@ -57,7 +57,7 @@ def check_bos(bos: object, fmt: str) -> BosMode:
         raise InputError(f"bos for {fmt} data must be 'included' (the stored tokens hold each document's "
                          f"separator: BOS, or an EOS/EOD at its end) or 'add' (one BOS per document is "
                          f"added), got {bos!r}")
-    return bos  # type: ignore[return-value]
+    return bos
 
 
 def bos_inclusive(counts: npt.NDArray[np.integer], bos: BosMode, what: str) -> Int64Array:

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InputError, InputTypeError, import_optional
-from ._base import BosMode, bos_inclusive, check_bos, file_codes
+from ._base import bos_inclusive, check_bos, file_codes
 
 __all__ = ["HFDataset", "hf_data_files", "is_hf_dataset"]
 
@@ -86,7 +86,8 @@ def hf_data_files(path: str, split: str | None = None) -> tuple[str, list[str]]:
     files = [os.path.join(name, entry["filename"]) for entry in state.get("_data_files", [])]
     for f in files:
         if not os.path.isfile(f):
-            raise FileNotFoundError(f"Hugging Face dataset {name!r}: state.json lists {f!r}, which is missing")
+            raise FileNotFoundError(f"Hugging Face dataset {name!r}: state.json lists {f!r}, which is "
+                                    "missing")
     if not files:
         raise InputError(f"Hugging Face dataset {name!r}: state.json lists no data files")
     return name, files
@@ -173,7 +174,8 @@ class HFDataset:
         col = batch.column(self.column)
         if col.null_count:
             first = int(np.flatnonzero(np.asarray(col.is_null()))[0])
-            raise InputError(f"Arrow file {path!r}: column {self.column!r} has a null row ({first} of its batch)")
+            raise InputError(f"Arrow file {path!r}: column {self.column!r} has a null row ({first} of its "
+                             "batch)")
         if self.tokenized:
             out: Int64Array = np.asarray(self.pc.list_value_length(col)).astype(np.int64)
             return out
@@ -232,8 +234,8 @@ class HFDataset:
                 else f"text, tokenized by {getattr(self.tokenizer, '__name__', self.tokenizer)}")
         rule = {"included": "length = stored tokens (each row holds its BOS/EOS)",
                 "add": "length = tokens + 1 BOS"}[self.bos]
-        return (f"Hugging Face dataset {self.root!r} ({len(self.paths)} Arrow file(s)): {len(self):,} rows of "
-                f"column {self.column!r}, {what}; bos={self.bos}: {rule}")
+        return (f"Hugging Face dataset {self.root!r} ({len(self.paths)} Arrow file(s)): {len(self):,} "
+                f"rows of column {self.column!r}, {what}; bos={self.bos}: {rule}")
 
     def _check(self) -> None:
         """Assert the reader's invariants."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -41,7 +40,7 @@ Int64Array = npt.NDArray[np.int64]
 
 def _open_binary(path: str) -> IO[bytes]:
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     if path.endswith((".zst", ".zstd")):
         zstd = import_optional("zstandard", extra="zstd", purpose="reading .zst JSON Lines")
         raw = open(path, "rb")  # noqa: SIM115 -- closed with the reader (closefd)
@@ -64,7 +63,7 @@ def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = Non
     try:
         with _open_binary(name) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors=errors,
                                                          newline="\n") as fh:
-            for line_no, line in enumerate(fh, 1):  # noqa: B007 -- line_no names a failing line
+            for line_no, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
                 if "\x00" in line:

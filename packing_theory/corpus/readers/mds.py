@@ -96,7 +96,8 @@ class MDSDataset:
             raise InputError(f"MDS dataset {self.root!r} has no column {column!r}; columns: {names}")
         self.column = column
         self.encoding = str(first["column_encodings"][names.index(column)])
-        self.paths: tuple[str, ...] = tuple(os.path.join(self.root, s["raw_data"]["basename"]) for s in self.shards)
+        self.paths: tuple[str, ...] = tuple(os.path.join(self.root, s["raw_data"]["basename"])
+                                            for s in self.shards)
         self.tokenizer = tokenizer
         self.batched = batched
         self.dtype = None if dtype is None else np.dtype(dtype)

@@ -65,7 +65,8 @@ INDEX_HEADER = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1
 """The index version read (the only one Megatron-LM writes)."""
 MEGATRON_DTYPES: dict[int, type[np.generic]] = {
-    1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32, 8: np.uint16,
+    1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32,
+    8: np.uint16,
 }
 """Megatron's dtype codes (``DType`` in ``indexed_dataset.py``) -> numpy types."""
 
@@ -159,7 +160,8 @@ class MegatronIndex:
         if not os.path.exists(self.bin_path):
             return
         n = self.sequence_lengths.size
-        want = 0 if n == 0 else int(self.sequence_pointers[-1]) + int(self.sequence_lengths[-1]) * self.dtype.itemsize
+        item = self.dtype.itemsize
+        want = 0 if n == 0 else int(self.sequence_pointers[-1]) + int(self.sequence_lengths[-1]) * item
         have = os.path.getsize(self.bin_path)
         if have != want:
             raise InputError(f"Megatron data {self.bin_path!r}: {have:,} bytes, its index "
@@ -221,7 +223,7 @@ class MegatronIndex:
         if cached is None:
             cached = np.memmap(self.bin_path, mode="r", dtype=self.dtype)
             self._bin_map = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def sources(self) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
         """Every document's source label: the dataset prefix."""
@@ -229,8 +231,8 @@ class MegatronIndex:
 
     def describe(self) -> str:
         """One line: documents, sequences, dtype and the BOS rule."""
-        rule = ("length = stored tokens (each document's EOD or BOS is its separator)" if self.bos == "included"
-                else "length = stored tokens + 1 BOS")
+        rule = ("length = stored tokens (each document's EOD or BOS is its separator)"
+                if self.bos == "included" else "length = stored tokens + 1 BOS")
         return (f"Megatron indexed dataset {self.prefix!r} (index version {INDEX_VERSION}, {self.dtype}): "
                 f"{len(self):,} documents in {self.sequence_lengths.size:,} sequences, read from the .idx "
                 f"only; bos={self.bos}: {rule}")
