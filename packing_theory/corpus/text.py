@@ -29,11 +29,11 @@ tokenizer on a fixed probe whether it prepends BOS itself, and
 choice, so a BOS-adding tokenizer is counted once.
 
 Plain text files are read **without newline translation** by default: a
-whole-file document is exactly the file's characters (``\r\n`` stays two
+whole-file document is exactly the file's characters (``\\r\\n`` stays two
 characters, so the ``bytes`` tokenizer counts the file's bytes), and with
-``per_line=True`` a line ends at ``\n`` (its ``\r\n`` or ``\n`` ending
-removed; a lone ``\r`` is content). ``universal_newlines=True`` restores
-Python's translation (``\r\n`` and ``\r`` read as ``\n``). A file that does
+``per_line=True`` a line ends at ``\\n`` (its ``\\r\\n`` or ``\\n`` ending
+removed; a lone ``\\r`` is content). ``universal_newlines=True`` restores
+Python's translation (``\\r\\n`` and ``\\r`` read as ``\\n``). A file that does
 not decode in ``encoding``, or that holds a NUL character (a binary file), raises
 :class:`NotText` naming it; ``errors="replace"`` decodes bad bytes as U+FFFD
 (counted after replacement) and leaves only binary files refused.
@@ -548,7 +548,7 @@ def iter_text_files(
 ) -> Iterator[str]:
     """Yield documents from plain text files: one per file, or one per non-blank line.
 
-    With ``per_line=True`` each line (without its ``\n`` or ``\r\n`` ending)
+    With ``per_line=True`` each line (without its ``\\n`` or ``\\r\\n`` ending)
     is a document and blank lines are skipped; otherwise each whole file is
     one document, exactly as stored (no newline translation unless
     ``universal_newlines``; see the module docstring).

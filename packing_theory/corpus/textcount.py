@@ -16,8 +16,8 @@ non-blank line with ``per_line=True``) as it streams past, so a 300 MB
 single-line file costs O(chunk) memory instead of the line plus a list of
 300 million token ids. The results equal what the tokenizers give on the
 materialised documents (read as :func:`~packing_theory.corpus.iter_text_files`
-reads them: no newline translation by default, a line ending at ``\n`` with its
-``\r\n`` / ``\n`` removed); the tests check it.
+reads them: no newline translation by default, a line ending at ``\\n`` with its
+``\\r\\n`` / ``\\n`` removed); the tests check it.
 
 >>> count_text("two words  here", "whitespace"), count_text("é", "bytes"), count_text("é", "chars")
 (3, 2, 1)
