@@ -49,7 +49,7 @@ def test_census_usage_errors_are_status_2(tmp_path: Path, capsys: pytest.Capture
         (["--text", str(tmp_path / "missing.txt")], "missing.txt"),
         (["--parquet", *texts, "--per-line"], "--per-line applies to --text only"),
         (["--text", *texts, "--tokenizer", "nomodule:fn"], "--tokenizer 'nomodule:fn'"),
-        ([], "one of the arguments --text --parquet --shards is required"),
+        ([], "one of the arguments --text --parquet --shards --data --files-from is required"),
     ]
     for extra, message in cases:
         assert main(["census", *extra, "--out", str(tmp_path / "o")]) == 2
