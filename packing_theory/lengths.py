@@ -130,6 +130,9 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
     """
     name = os.fspath(path)
     fmt = np.lib.format
+    if os.path.isdir(name):
+        raise InputError(f"lengths file {name!r} is a directory: give a .npy file (or --data DIR for a "
+                         "dataset directory)")
     with open(path, "rb") as fh:
         head = fh.read(6)
         if head[:4] == b"PK\x03\x04":

@@ -49,7 +49,7 @@ def test_census_usage_errors_are_status_2(tmp_path: Path, capsys: pytest.Capture
         (["--text", str(tmp_path / "missing.txt")], "missing.txt"),
         (["--parquet", *texts, "--per-line"], "--per-line applies to --text only"),
         (["--text", *texts, "--tokenizer", "nomodule:fn"], "--tokenizer 'nomodule:fn'"),
-        ([], "one of the arguments --text --parquet --shards is required"),
+        ([], "one of the arguments --text --parquet --shards --data --files-from is required"),
     ]
     for extra, message in cases:
         assert main(["census", *extra, "--out", str(tmp_path / "o")]) == 2
@@ -123,7 +123,8 @@ def test_a_task_that_never_completes_is_status_3_and_keeps_the_rest(
     args = ["census", "--text", *texts, "--per-line", "--out", str(out), "--workers", "2"]
     assert main([*args, "--tokenizer", "distributed_helpers:kill_on_shard1"]) == 3
     err = capsys.readouterr().err
-    assert "could not complete: census 1 failed after 2 attempt(s): BrokenProcessPool" in err
+    assert f"could not complete: census of {texts[1]!r} failed after 2 attempt(s): BrokenProcessPool" in err
+    assert len(err.strip().splitlines()) == 1, err
     assert "more)" not in err  # the tasks in flight beside it were rerun alone and completed
     assert len(list((out / "parts").glob("*.json"))) == 3 and not (out / "census.json").exists()
 
@@ -170,7 +171,8 @@ def test_a_dying_worker_prints_no_tracebacks(tmp_path: Path) -> None:
         files[-1].write_text(body)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-m", "packing_theory.cli", "census", "--text", *map(str, files),
-                           "--tokenizer", "ktok:tok", "--workers", "2", "--out", str(tmp_path / "o")],
+                           "--tokenizer", "ktok:tok", "--bos", "add", "--workers", "2", "--out",
+                           str(tmp_path / "o")],  # ids 0.. on every text would look like a BOS of its own
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -11,9 +11,8 @@ from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 from ..engine.replay import ENGINES
 from ._packers import add_packer_options, capacity_from_args, check_max_wait, knobs_from_args, policy_name
 
-__all__ = [
-    "add_stream_options", "check_max_wait", "config_from_args", "emit_json", "parse_int_list", "parse_refill",
-]
+__all__ = ["add_stream_options", "check_max_wait", "config_from_args", "emit_json", "note", "parse_int_list",
+           "parse_refill"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -102,6 +101,17 @@ def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig
     knobs = {**knobs_from_args(args, policy), **overrides}
     capacity = knobs.pop("capacity", None) or capacity_from_args(args, policy, knobs)
     return PackerConfig(capacity=capacity, policy=policy, **knobs)
+
+
+def note(command: str, message: str) -> None:
+    """An informational line on standard error, on a terminal only.
+
+    Every command ends with exactly one summary line; what it decided on the
+    way (a detected format, how BOS is counted) is recorded in its report and
+    shown as a note only to a person watching a terminal.
+    """
+    if sys.stderr.isatty():
+        print(f"{command}: {message}", file=sys.stderr)
 
 
 def emit_json(payload: Any) -> None:

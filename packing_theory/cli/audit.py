@@ -13,7 +13,6 @@ your own corpus with ``--policy discard,continue,...``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
-from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
+from ..corpus.textcount import BuiltinTokenizer
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ..errors import InputError
 from ..orchestration import AUTORESEARCH_ROWS, AuditResult, run_audit
@@ -39,6 +38,7 @@ from ..orchestration.demo import (
 )
 from ..reporting import require_matplotlib
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
+from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 
 __all__ = [
@@ -101,6 +101,7 @@ def register(sub: Any) -> None:
     src.add_argument("--text", nargs="+", metavar="FILE",
                      help="plain text files (one document per file, or per line with --per-line) "
                           "or .parquet files (column --text-column)")
+    add_data_options(parser, src)
     parser.add_argument("--per-line", action="store_true", help="--text: one document per non-blank line")
     parser.add_argument("--text-column", default="text", help="--text parquet column (default text)")
     parser.add_argument("--tokenizer", default="bytes",
@@ -140,22 +141,8 @@ def register(sub: Any) -> None:
 
 
 def _tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
-    """A built-in tokenizer name (counted in chunks, never materialised) or an imported callable."""
-    for name in BUILTIN_TOKENIZERS:
-        if spec == name:
-            return name
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise InputError(f"--tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or anything the module raises while importing
-        raise InputError(f"--tokenizer {spec!r}: cannot import module {module_name!r} "
-                         f"({type(exc).__name__}: {exc})") from exc
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise InputError(f"--tokenizer {spec!r}: {module_name}.{attr} is not a callable")
-    return fn  # type: ignore[no-any-return]
+    """A built-in tokenizer name or an imported callable (see ``cli._inputs.load_tokenizer``)."""
+    return load_tokenizer(spec)
 
 
 def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
@@ -165,8 +152,12 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     line costs O(1 MiB), not the line and its token list).
     """
     from ..corpus import iter_parquet_texts, lengths_from_shards, lengths_from_texts, load_lengths
-    from ..corpus.text import lengths_from_text_files
+    from ..corpus.text import lengths_from_text_files, resolve_bos
 
+    check_input_options(args)
+    if getattr(args, "data", None) or getattr(args, "files_from", None):
+        lengths, label, _ = load_data(args, quiet=True)
+        return lengths, label
     if args.lengths:
         return load_lengths(args.lengths), Path(args.lengths).name
     if args.shards:
@@ -177,9 +168,11 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
             raise InputError("--text mixes .parquet and plain text files; give one kind")
         tokenizer = _tokenizer(args.tokenizer)
         label = f"{len(args.text)} text file(s)"
+        add = resolve_bos(getattr(args, "bos", None) or "auto", tokenizer)[0] == "add"
         if parquet:
-            return lengths_from_texts(iter_parquet_texts(args.text, args.text_column), tokenizer), label
-        return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line), label
+            texts = iter_parquet_texts(args.text, args.text_column)
+            return lengths_from_texts(texts, tokenizer, bos=add), label
+        return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line, bos=add), label
     raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
 
@@ -213,6 +206,7 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
     from ..rendering.audit import PAPER_5_1
     from ._packers import is_peer, knobs_from_args
 
+    check_input_options(args)
     plots = not args.no_plots
     require_matplotlib(plots)
     if args.demo:
@@ -226,8 +220,9 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
             rows = args.rows
         reference = PAPER_5_1 if args.scale == 1 else None
     else:
-        if not (args.lengths or args.shards or args.text):
-            raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
+        if not (args.lengths or args.shards or args.text or args.data or args.files_from):
+            raise InputError("give --demo, --lengths FILE.npy, --shards SHARD..., --text FILE... or "
+                             "--data PATH...")
         policies = parse_policies(args.policy)
         rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
         eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None
@@ -265,10 +260,13 @@ def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
 def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig) -> dict[str, Any]:
     """Everything that determines the report, for its config hash (inputs named, not read)."""
     inputs: dict[str, Any] = {"demo": bool(args.demo), "scale": args.scale}
-    for key in ("lengths", "shards", "text", "eval_lengths", "eval_shards"):
-        value = getattr(args, key)
+    for key in ("lengths", "shards", "text", "data", "files_from", "eval_lengths", "eval_shards"):
+        value = getattr(args, key, None)
         if value:
             inputs[key] = value
+    if args.data or args.files_from:
+        inputs.update({k: getattr(args, k) for k in ("format", "bos", "eos_id", "dtype", "field", "split",
+                                                       "tokenizer", "per_line")})
     if args.text:
         inputs.update(per_line=args.per_line, text_column=args.text_column, tokenizer=args.tokenizer)
     return {"command": "audit", "inputs": inputs, "policies": plan.policies,

@@ -22,7 +22,12 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from ._common import note
 from ._exit import ExitCode, classify
+from ._inputs import add_data_options, check_input_options, data_paths
+
+CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
+"""The --data formats a census reads (one task per file)."""
 
 __all__ = ["register", "run"]
 
@@ -40,6 +45,10 @@ def register(sub: Any) -> None:
                      help="plain text files (one document per file, or per line with --per-line)")
     src.add_argument("--parquet", nargs="+", metavar="FILE", help="parquet files (column --text-column)")
     src.add_argument("--shards", nargs="+", metavar="SHARD", help="seed-002 token shards")
+    add_data_options(parser, src, encoding=True)
+    parser.add_argument("--universal-newlines", action="store_true",
+                        help="text: read with newline translation (\\r\\n and \\r as \\n); by default the "
+                             "bytes are read as they are, so a bytes count is the file's size")
     parser.add_argument("--tokenizer", default="bytes",
                         help="bytes (UTF-8 bytes, default), chars, whitespace, or module:callable "
                              "returning token ids (as audit --text)")
@@ -62,29 +71,59 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _options(args: argparse.Namespace) -> tuple[list[str], Any]:
+def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
+    from ..corpus.text import resolve_bos
     from ..distributed.census import CensusOptions
-    from .audit import _tokenizer
+    from ._inputs import load_tokenizer
 
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     if args.retries < 0:
         raise InputError(f"--retries must be >= 0, got {args.retries}")
+    check_input_options(args)
+    column = args.text_column
     if args.text:
         kind, paths = "text", list(args.text)
     elif args.parquet:
         kind, paths = "parquet", list(args.parquet)
-    else:
+    elif args.shards:
         kind, paths = "shards", list(args.shards)
+    else:
+        paths, kind, why = data_paths(args)
+        if kind not in CENSUS_FORMATS:
+            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one "
+                             f"task per file); {kind} data already holds token ids: read it with "
+                             f"audit/replay/check --data (--format {kind})")
+        for name in ("eos_id", "dtype", "split"):
+            if getattr(args, name) is not None:
+                raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
+        if args.field is not None:
+            if kind not in ("jsonl", "parquet"):
+                raise InputError(f"--field applies to jsonl and parquet input, not {kind}")
+            column = args.field
+        note("census", f"--data read as {kind} ({why}): {len(paths):,} file(s)")
     if args.per_line and kind != "text":
         raise InputError("--per-line applies to --text only")
     if args.text_column != "text" and kind != "parquet":  # it would be ignored: say so
         raise InputError(f"--text-column {args.text_column!r} applies to --parquet only")
     if args.tokenizer != "bytes" and kind == "shards":
         raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
-    tokenizer = _tokenizer(args.tokenizer) if kind != "shards" else "bytes"
-    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=args.text_column,  # type: ignore[arg-type]
-                                hashes=args.hashes)
+    text_options = {"encoding": args.encoding != "utf-8", "errors": args.errors != "strict",
+                    "universal-newlines": args.universal_newlines}
+    wrong = [f"--{k}" for k, v in text_options.items() if v and (kind not in ("text", "jsonl") or (
+        kind == "jsonl" and k != "errors"))]
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} does not apply to {kind} input")
+    if kind == "shards":
+        if args.bos is not None:
+            raise InputError("--bos does not apply to --shards (seed-002 documents store their BOS)")
+        return paths, CensusOptions("shards", "bytes", hashes=args.hashes), ""
+    tokenizer = load_tokenizer(args.tokenizer)
+    bos, reason = resolve_bos(args.bos or "auto", tokenizer)
+    counted = f"; bos={bos}: {reason}" if not isinstance(tokenizer, str) else ""
+    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=column,  # type: ignore[arg-type]
+                                hashes=args.hashes, bos=bos == "add", encoding=args.encoding,
+                                errors=args.errors, universal_newlines=args.universal_newlines), counted
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
     if parse_executor_spec(args.executor) != "local":
         import_distributed()  # refuse before anything runs: the ImportError names the extra
-    paths, options = _options(args)
+    paths, options, counted = _options(args)
     try:
         result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
                             retries=args.retries, force=args.force, tool="packing-theory census")
@@ -110,8 +149,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(m)
     written = [n for n in CENSUS_FILES if os.path.lexists(os.path.join(args.out, n))]
+    skipped = (f"; skipped {m['n_skipped']} input(s) that are not text (--errors {m['errors']}), listed "
+               "under 'skipped' in census.json" if m.get("n_skipped") else "")
     print(summary_line("census", f"{m['n_docs']:,} documents, {m['n_tokens']:,} tokens from {m['n_inputs']} "
-                                 f"input(s) ({result.summary_line}; executor {m['execution']['executor']})",
+                                 f"input(s) ({result.summary_line}; executor {m['execution']['executor']})"
+                                 f"{counted}{skipped}",
                        outdir=args.out, names=CENSUS_FILES, written=written, run_id=m["run"]["id"]),
           file=sys.stderr)
     return 0

@@ -13,9 +13,9 @@ from ..engine.consumers import feed_all
 from ..engine.policies import PackerConfig
 from ..invariant import InvariantMonitor
 from ..invariant.wait_bound import StartDelayMonitor
-from ..lengths import load_lengths
 from ..registry import PackerEntry, entry
 from ._common import add_stream_options, emit_json
+from ._inputs import add_lengths_or_data, lengths_from_args
 from ._packers import packer_from_args
 
 __all__ = ["register", "run"]
@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
                     "why (exit 0). Exit status: 0 when the checked statement holds, 1 on a violation, 2 on "
                     "bad input.",
     )
-    add_stream_options(parser, engine=True)
+    add_stream_options(parser, lengths=False, engine=True)
+    add_lengths_or_data(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--originals", action="store_true",
                         help="with --policy segment-first, protect the original occurrences (the "
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return _not_applicable(args, e)
     packer = packer_from_args(args, args.policy)
     config: PackerConfig = packer.config
-    lengths = load_lengths(args.lengths)
+    lengths = lengths_from_args(args)
     if not e.protected_set:
         return _run_outside_family(args, packer, lengths)
     segmented = config.spec.segments and not args.originals

@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..orchestration import compare_packers, default_packers
 from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
 from ._common import emit_json
+from ._inputs import add_data_options, check_input_options, data_inputs, load_data
 from ._packers import is_peer, parse_options
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
@@ -42,6 +43,8 @@ def register(sub: Any) -> None:
     src.add_argument("--demo", action="store_true",
                      help=f"the first --documents (default {DEMO_DOCUMENTS:,}) of the default corpus")
     src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
+    add_data_options(parser, src, tokenizer=True)
+    parser.add_argument("--per-line", action="store_true", help="--data text files: one document per line")
     parser.add_argument("--documents", type=int, default=DEMO_DOCUMENTS, help="--demo: corpus prefix size")
     parser.add_argument("--policy", action="append", metavar="P[,P...]",
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
@@ -99,8 +102,10 @@ def _config(args: argparse.Namespace, names: list[str], options: dict[str, dict[
     inputs: dict[str, Any] = {"demo": bool(args.demo)}
     if args.demo:
         inputs["documents"] = args.documents
-    else:
+    elif args.lengths:
         inputs["lengths"] = args.lengths
+    else:
+        inputs.update(data_inputs(args))
     return {"command": "compare", "inputs": inputs, "packers": names, "capacity": args.capacity,
             "seq_length": args.seq_length, "min_buffer": args.min_buffer, "refill": args.refill,
             "peer_options": options, "plots": not args.no_plots}
@@ -120,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     plots = not args.no_plots
     require_matplotlib(plots)
+    if not args.demo:
+        check_input_options(args)
     names = _names(args.policy)
     options = _options(args, names)
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args, names, options),
@@ -127,10 +134,12 @@ def run(args: argparse.Namespace) -> int:
         if args.demo:
             demo = compare_demo(args.documents)
             lengths, label = demo.lengths, demo.label
-        else:
+        elif args.lengths:
             from ..lengths import load_lengths
 
             lengths, label = load_lengths(args.lengths), Path(args.lengths).name
+        else:
+            lengths, label, _ = load_data(args, quiet=True)
         cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity, seq_length=args.seq_length,
                               min_buffer=args.min_buffer, refill=args.refill, peer_options=options,
                               corpus_label=label)

@@ -9,9 +9,9 @@ from typing import Any
 from ..engine.consumers import feed_all
 from ..engine.summary import SummaryAccumulator
 from ..invariant.wait_bound import StartDelayMonitor
-from ..lengths import load_lengths
 from ..registry import entry
 from ._common import add_stream_options, emit_json
+from ._inputs import add_lengths_or_data, lengths_from_args
 from ._packers import knobs_from_args, packer_from_args
 
 __all__ = ["register", "run"]
@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
                     "reports max_start_delay_rows (measured) and start_delay_bound_rows (proved, "
                     "A + B + max refill - 2).",
     )
-    add_stream_options(parser, engine=True)
+    add_stream_options(parser, lengths=False, engine=True)
+    add_lengths_or_data(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
     e = entry(args.policy)
     packer = packer_from_args(args, args.policy)
-    lengths = load_lengths(args.lengths)
+    lengths = lengths_from_args(args)
     acc = SummaryAccumulator.for_packer(packer)
     config = getattr(packer, "config", None)
     # a policy with a proved start-delay bound: measure start delays next to it

@@ -23,7 +23,20 @@ it and the text index. The built-in tokenizers ``"bytes"``, ``"chars"`` and
 
 Lengths are BOS-inclusive. With ``bos=True`` (the default) the tokenizer is
 assumed *not* to prepend BOS and one is counted per document; with ``bos=False``
-its output is taken to already start with BOS.
+its output is taken to already start with BOS. :func:`detect_bos` asks a
+tokenizer on a fixed probe whether it prepends BOS itself, and
+:func:`resolve_bos` turns ``"auto"`` / ``"add"`` / ``"included"`` into that
+choice, so a BOS-adding tokenizer is counted once.
+
+Plain text files are read **without newline translation** by default: a
+whole-file document is exactly the file's characters (``\\r\\n`` stays two
+characters, so the ``bytes`` tokenizer counts the file's bytes), and with
+``per_line=True`` a line ends at ``\\n`` (its ``\\r\\n`` or ``\\n`` ending
+removed; a lone ``\\r`` is content). ``universal_newlines=True`` restores
+Python's translation (``\\r\\n`` and ``\\r`` read as ``\\n``). A file that does
+not decode in ``encoding``, or that holds a NUL character (a binary file), raises
+:class:`NotText` naming it; ``errors="replace"`` decodes bad bytes as U+FFFD
+(counted after replacement) and leaves only binary files refused.
 
 >>> toy = lambda s: [ord(c) % 250 + 1 for c in s]
 >>> lengths_from_texts(["ab", "", "xyz"], toy).tolist()
@@ -46,16 +59,30 @@ import numpy.typing as npt
 
 from .._checks import check_int, is_int
 from ..errors import InputError, InputTypeError, import_optional
-from .textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
+from .textcount import (
+    BUILTIN_TOKENIZERS,
+    BuiltinTokenizer,
+    NotText,
+    binary_failure,
+    check_errors,
+    count_text,
+    count_text_files,
+    decode_failure,
+)
 
 __all__ = [
+    "BOS_CHOICES",
+    "NotText",
     "Tokenizer",
+    "detect_bos",
     "documents_from_texts",
     "iter_parquet_texts",
     "iter_text_files",
     "lengths_from_text_files",
     "lengths_from_texts",
     "parquet_columns",
+    "resolve_bos",
+    "text_token_counts",
     "tokenize_batches",
     "tokenizer_name",
 ]
@@ -64,6 +91,12 @@ Tokenizer = Callable[[Any], Any]
 """``str -> Sequence[int]``, or ``list[str] -> Sequence[Sequence[int]]`` with ``batched=True``."""
 
 PathLike = str | os.PathLike[str]
+
+BOS_CHOICES: tuple[str, ...] = ("auto", "add", "included")
+"""How a tokenizer's output maps to BOS-inclusive lengths: ask it (``auto``), add one, or it includes one."""
+
+BOS_PROBE: tuple[str, ...] = ("a", "Hello world.", "Größe", "中文", "7 + 8", " x")
+"""Texts with different first characters: a tokenizer that starts them all with one id prepends BOS."""
 
 
 def _check_batch_size(batch_size: object) -> int:
@@ -77,6 +110,21 @@ def _as_paths(paths: PathLike | Iterable[PathLike], name: str = "paths") -> list
     if not out:
         raise InputError(f"{name} is empty: give at least one file")
     return out
+
+
+def check_text_file(name: str) -> None:
+    """Refuse a missing path or a directory, naming it (a directory is not "missing").
+
+    Raises:
+        FileNotFoundError: no such path.
+        InputError: a directory or another non-file.
+    """
+    if os.path.isdir(name):
+        raise InputError(f"text file {name!r} is a directory: give its files (or --data DIR --format text)")
+    if not os.path.isfile(name):
+        if os.path.exists(name):
+            raise InputError(f"text file {name!r} is not a regular file")
+        raise FileNotFoundError(f"text file {name!r} does not exist")
 
 
 def tokenizer_name(tokenizer: object) -> str:
@@ -259,6 +307,8 @@ def lengths_from_text_files(
     bos: bool = True,
     batched: bool = False,
     batch_size: int = 128,
+    errors: str = "strict",
+    universal_newlines: bool = False,
 ) -> npt.NDArray[np.int64]:
     """BOS-inclusive token lengths of plain text files (one document per file, or per non-blank line).
 
@@ -275,7 +325,8 @@ def lengths_from_text_files(
 
     Raises:
         FileNotFoundError: a missing file.
-        ValueError: no paths, invalid text, no documents, or see :func:`lengths_from_texts`.
+        NotText: a file that is not valid ``encoding`` (with ``errors="strict"``) or is binary.
+        ValueError: no paths, a directory, no documents, or see :func:`lengths_from_texts`.
     """
     if isinstance(tokenizer, str):
         if tokenizer not in BUILTIN_TOKENIZERS:
@@ -283,12 +334,95 @@ def lengths_from_text_files(
                              f"got {tokenizer!r}")
         files = _as_paths(paths)
         for name in files:
-            if not os.path.isfile(name):
-                raise FileNotFoundError(f"text file {name!r} does not exist")
-        counts = count_text_files(files, tokenizer, per_line=per_line, encoding=encoding)
+            check_text_file(name)
+        counts = count_text_files(files, tokenizer, per_line=per_line, encoding=encoding, errors=errors,
+                                  universal_newlines=universal_newlines)
         return _finish_lengths(counts, bos, "texts")
-    return lengths_from_texts(iter_text_files(paths, per_line=per_line, encoding=encoding), tokenizer,
-                              bos=bos, batched=batched, batch_size=batch_size)
+    texts = iter_text_files(paths, per_line=per_line, encoding=encoding, errors=errors,
+                            universal_newlines=universal_newlines)
+    return lengths_from_texts(texts, tokenizer, bos=bos, batched=batched, batch_size=batch_size)
+
+
+def text_token_counts(
+    texts: Iterable[str],
+    tokenizer: Tokenizer | BuiltinTokenizer,
+    *,
+    batched: bool = False,
+    batch_size: int = 128,
+) -> npt.NDArray[np.int64]:
+    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty.
+
+    >>> text_token_counts(["a b", "c"], "whitespace").tolist()
+    [2, 1]
+    """
+    if isinstance(tokenizer, str):
+        if tokenizer not in BUILTIN_TOKENIZERS:
+            raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
+                             f"got {tokenizer!r}")
+        unit: BuiltinTokenizer = tokenizer
+        return np.fromiter((count_text(t, unit) for t in texts), dtype=np.int64)
+    counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
+                                                          batch_size=batch_size) for tokens in batch)
+    return np.fromiter(counts, dtype=np.int64)
+
+
+def detect_bos(tokenizer: Tokenizer | BuiltinTokenizer, *, batched: bool = False) -> int | None:
+    """The id ``tokenizer`` puts first on every text by itself (its BOS), or ``None``.
+
+    The tokenizer is run on :data:`BOS_PROBE`, texts that begin with different
+    characters: if every result starts with the same id (and the empty text
+    gives nothing or that id), the tokenizer prepends it, as Llama-style Hugging
+    Face tokenizers do with ``add_special_tokens=True``. The built-in tokenizers
+    add none. O(probe).
+
+    >>> detect_bos(lambda s: [1] + [ord(c) for c in s])
+    1
+    >>> detect_bos(lambda s: [ord(c) for c in s]) is None
+    True
+    """
+    if isinstance(tokenizer, str):
+        return None
+    name = tokenizer_name(tokenizer)
+    where = "the BOS probe texts"
+    texts = ["", *BOS_PROBE]
+    if batched:
+        raw = _batch_ids(_call(tokenizer, texts, name, where), name, where)
+    else:
+        raw = [_call(tokenizer, t, name, where) for t in texts]
+    ids = [_token_ids(r, name, where) for r in raw]
+    empty, rest = ids[0], ids[1:]
+    if any(len(r) == 0 for r in rest):
+        return None
+    first = int(rest[0][0])
+    if any(int(r[0]) != first for r in rest) or (len(empty) and int(empty[0]) != first):
+        return None
+    return first
+
+
+def resolve_bos(bos: object, tokenizer: Tokenizer | BuiltinTokenizer, *, batched: bool = False
+                ) -> tuple[str, str]:
+    """``("add" | "included", reason)`` for ``bos`` in :data:`BOS_CHOICES` and this tokenizer.
+
+    ``"auto"`` asks :func:`detect_bos`: ``"included"`` (count the tokenizer's
+    own BOS, add none) when it prepends one, else ``"add"``.
+
+    >>> resolve_bos("auto", "bytes")
+    ('add', 'the tokenizer adds no BOS (detected on the probe texts): one BOS counted per document')
+    >>> resolve_bos("auto", lambda s: [7] + [ord(c) for c in s])[0]
+    'included'
+    """
+    if bos not in BOS_CHOICES:
+        raise InputError(f"bos must be one of {', '.join(BOS_CHOICES)}, got {bos!r}")
+    if bos == "add":
+        return "add", "declared: the tokenizer adds no BOS; one BOS counted per document"
+    if bos == "included":
+        return "included", "declared: the tokenizer's output starts with its BOS; nothing added"
+    found = detect_bos(tokenizer, batched=batched)
+    if found is None:
+        return "add", "the tokenizer adds no BOS (detected on the probe texts): one BOS counted per document"
+    return "included", (f"the tokenizer prepends BOS id {found} itself (detected on the probe texts): "
+                        "counted once, none added")
+
 
 
 def documents_from_texts(
@@ -409,33 +543,47 @@ def iter_text_files(
     *,
     per_line: bool = False,
     encoding: str = "utf-8",
+    errors: str = "strict",
+    universal_newlines: bool = False,
 ) -> Iterator[str]:
     """Yield documents from plain text files: one per file, or one per non-blank line.
 
-    With ``per_line=True`` each line (without its line ending) is a document
-    and blank lines are skipped; otherwise each whole file is one document.
+    With ``per_line=True`` each line (without its ``\\n`` or ``\\r\\n`` ending)
+    is a document and blank lines are skipped; otherwise each whole file is
+    one document, exactly as stored (no newline translation unless
+    ``universal_newlines``; see the module docstring).
 
     Raises:
-        ValueError: no paths, or a file that is not valid ``encoding``.
+        ValueError: no paths, or a directory.
+        NotText: a file that is not valid ``encoding`` (``errors="strict"``) or is binary.
         FileNotFoundError: a missing file.
     """
     files = _as_paths(paths)
     for name in files:
-        if not os.path.isfile(name):
-            raise FileNotFoundError(f"text file {name!r} does not exist")
-    return _iter_text(files, per_line, encoding)
+        check_text_file(name)
+    return _iter_text(files, per_line, encoding, check_errors(errors), universal_newlines)
 
 
-def _iter_text(files: list[str], per_line: bool, encoding: str) -> Iterator[str]:
+def _iter_text(files: list[str], per_line: bool, encoding: str, errors: str,
+               universal_newlines: bool) -> Iterator[str]:
+    newline = None if universal_newlines else "\n"
     for name in files:
+        seen = 0
         try:
-            with open(name, encoding=encoding, newline=None) as fh:
+            with open(name, encoding=encoding, errors=errors, newline=newline) as fh:
                 if per_line:
                     for line in fh:
-                        line = line.rstrip("\n")
+                        if "\x00" in line:
+                            raise binary_failure(name, seen + line.index("\x00"))
+                        seen += len(line)
+                        if line.endswith("\n"):
+                            line = line[:-2] if line.endswith("\r\n") else line[:-1]
                         if line.strip():
                             yield line
                 else:
-                    yield fh.read()
+                    text = fh.read()
+                    if "\x00" in text:
+                        raise binary_failure(name, text.index("\x00"))
+                    yield text
         except UnicodeDecodeError as exc:
-            raise InputError(f"text file {name!r} is not valid {encoding}: {exc}") from exc
+            raise decode_failure(name, exc, encoding) from exc

@@ -15,8 +15,9 @@ name            tokens of a document
 non-blank line with ``per_line=True``) as it streams past, so a 300 MB
 single-line file costs O(chunk) memory instead of the line plus a list of
 300 million token ids. The results equal what the tokenizers give on the
-materialised documents (universal newlines, as :func:`iter_text_files` reads
-them); the tests check it.
+materialised documents (read as :func:`~packing_theory.corpus.iter_text_files`
+reads them: no newline translation by default, a line ending at ``\\n`` with its
+``\\r\\n`` / ``\\n`` removed); the tests check it.
 
 >>> count_text("two words  here", "whitespace"), count_text("é", "bytes"), count_text("é", "chars")
 (3, 2, 1)
@@ -32,13 +33,47 @@ from typing import Literal
 from .._checks import check_int
 from ..errors import InputError, InputTypeError
 
-__all__ = ["BUILTIN_TOKENIZERS", "BuiltinTokenizer", "count_text", "count_text_files"]
+__all__ = [
+    "BUILTIN_TOKENIZERS", "BuiltinTokenizer", "NotText", "binary_failure", "check_errors", "count_text",
+    "count_text_files", "decode_failure",
+]
 
 BuiltinTokenizer = Literal["bytes", "chars", "whitespace"]
 BUILTIN_TOKENIZERS: tuple[BuiltinTokenizer, ...] = ("bytes", "chars", "whitespace")
 """The tokenizers counted here by name."""
 
 _CHUNK = 1 << 20
+
+
+class NotText(InputError):
+    """A file that is not text in the requested encoding, or a binary file (it holds a NUL character).
+
+    ``path`` names the file and ``reason`` says why; the census skips such a
+    file with ``errors="skip"`` and lists it.
+    """
+
+    def __init__(self, path: str, reason: str, hint: str = "") -> None:
+        super().__init__(f"text file {path!r} {reason}{hint}")
+        self.path = path
+        self.reason = reason
+
+
+def check_errors(errors: object) -> str:
+    """``errors`` checked: ``"strict"`` or ``"replace"`` (the decoding of text files)."""
+    if errors not in ("strict", "replace"):
+        raise InputError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    return errors
+
+
+def decode_failure(path: str, exc: UnicodeDecodeError, encoding: str) -> NotText:
+    """The :class:`NotText` for a decoding error (the bad byte and the encoding named)."""
+    bad = exc.object[exc.start : exc.start + 1]
+    return NotText(path, f"is not valid {encoding} ({exc.reason}, byte {bytes(bad)!r})")
+
+
+def binary_failure(path: str, at: int) -> NotText:
+    """The :class:`NotText` for a binary file (a NUL character at character ``at``)."""
+    return NotText(path, f"is binary, not text (a NUL character at character {at:,})")
 
 
 def _check_unit(unit: object) -> BuiltinTokenizer:
@@ -50,13 +85,14 @@ def _check_unit(unit: object) -> BuiltinTokenizer:
 class _Counter:
     """Counts one document fed in pieces (pieces never contain the line separator in per-line mode)."""
 
-    __slots__ = ("blank", "count", "in_word", "unit")
+    __slots__ = ("blank", "count", "in_word", "pending_cr", "unit")
 
     def __init__(self, unit: BuiltinTokenizer) -> None:
         self.unit = unit
         self.count = 0
         self.in_word = False  # the previous piece ended inside a word (whitespace unit)
         self.blank = True  # only whitespace so far
+        self.pending_cr = False  # per line: a held-back "\r" that may be the start of a "\r\n" ending
 
     def feed(self, piece: str) -> None:
         if not piece:
@@ -74,10 +110,30 @@ class _Counter:
             self.count += words
             self.in_word = not piece[-1].isspace()
 
+    def feed_line(self, piece: str, at_end: bool) -> None:
+        """Feed a piece of a line; ``at_end``: a ``\n`` follows it, so a final ``\r`` is the ending's."""
+        if self.pending_cr:
+            self.pending_cr = False
+            if at_end and not piece:
+                return  # the held "\r" and this "\n" are one "\r\n" ending
+            self.feed("\r")
+        if piece.endswith("\r"):
+            piece = piece[:-1]
+            if not at_end:
+                self.pending_cr = True
+        self.feed(piece)
+
+    def close_line(self) -> None:
+        """End of input without a final ``\n``: a held ``\r`` is content."""
+        if self.pending_cr:
+            self.pending_cr = False
+            self.feed("\r")
+
     def reset(self) -> None:
         self.count = 0
         self.in_word = False
         self.blank = True
+        self.pending_cr = False
 
 
 def count_text(text: str, unit: BuiltinTokenizer, *, chunk_chars: int = _CHUNK) -> int:
@@ -104,42 +160,53 @@ def count_text_files(
     per_line: bool = False,
     encoding: str = "utf-8",
     chunk_chars: int = _CHUNK,
+    errors: str = "strict",
+    universal_newlines: bool = False,
 ) -> array[int]:
     """Token counts (without BOS) of the documents of plain text files, streamed.
 
     A document is a whole file, or with ``per_line=True`` each non-blank line
     (blank = only whitespace), exactly as :func:`~packing_theory.corpus.iter_text_files`
-    yields them. Memory: O(``chunk_chars``) plus 8 bytes per document.
+    yields them with the same ``encoding``, ``errors`` and ``universal_newlines``.
+    Memory: O(``chunk_chars``) plus 8 bytes per document.
 
     Raises:
         FileNotFoundError: a missing file.
-        ValueError: a file that is not valid ``encoding``, an unknown ``unit``.
+        NotText: a file that is not valid ``encoding`` (``errors="strict"``) or is binary (a NUL).
+        ValueError: an unknown ``unit`` or ``errors``.
     """
     unit = _check_unit(unit)
     step = check_int("chunk_chars", chunk_chars, 1)
+    mode = check_errors(errors)
+    newline = None if universal_newlines else "\n"
     out: array[int] = array("q")
     counter = _Counter(unit)
     for path in paths:
         name = os.fspath(path)
+        seen = 0
         try:
-            with open(name, encoding=encoding, newline=None) as fh:
+            with open(name, encoding=encoding, errors=mode, newline=newline) as fh:
                 while True:
                     chunk = fh.read(step)
                     if not chunk:
                         break
+                    if "\x00" in chunk:
+                        raise binary_failure(name, seen + chunk.index("\x00"))
+                    seen += len(chunk)
                     if not per_line:
                         counter.feed(chunk)
                         continue
                     parts = chunk.split("\n")
                     for part in parts[:-1]:
-                        counter.feed(part)
+                        counter.feed_line(part, True)
                         if not counter.blank:
                             out.append(counter.count)
                         counter.reset()
-                    counter.feed(parts[-1])
+                    counter.feed_line(parts[-1], False)
         except UnicodeDecodeError as exc:
-            raise InputError(f"text file {name!r} is not valid {encoding}: {exc}") from exc
+            raise decode_failure(name, exc, encoding) from exc
         if per_line:
+            counter.close_line()
             if not counter.blank:
                 out.append(counter.count)
         else:

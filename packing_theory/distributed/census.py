@@ -58,6 +58,7 @@ from .parts import (
     CENSUS_FORMAT,
     CensusOptions,
     ShardResult,
+    SkippedInput,
     census_shard,
     check_shard_result,
     load_part,
@@ -161,7 +162,8 @@ def run_census(
         with open_runner(executor, workers=workers, retries=retries) as runner:
             spec = runner.spec
             hashed: dict[int, str] = {}  # the inputs are hashed in parallel too (1 GB/s per core)
-            runner.run(file_sha256, [(p,) for p in paths], on_result=hashed.__setitem__, label="hash")
+            runner.run(file_sha256, [(p,) for p in paths], on_result=hashed.__setitem__, label="hash",
+                       names=lambda i: f"hashing {paths[i]!r}")
             digests = [hashed[i] for i in range(len(paths))]
             infos: dict[int, _Part] = {}  # what the driver keeps of each part: counts and digests
             for i, digest in enumerate(digests):
@@ -175,28 +177,52 @@ def run_census(
             def accept(j: int, value: Any) -> None:
                 check_shard_result(value, digests[todo[j]], options)
 
+            skipped: dict[int, SkippedInput] = {}
+
             def on_result(j: int, value: Any) -> None:
+                if isinstance(value, SkippedInput):
+                    _not_text(value, options)  # raises under errors="strict": no further file is started
+                    skipped[todo[j]] = value
+                    return
                 write_part(parts, value, options, paths[todo[j]])
                 infos[todo[j]] = _Part.of(value, digests[todo[j]], options)  # the arrays are on disk now
                 if progress is not None:
                     progress(len(infos), len(paths))
 
             records = runner.run(census_shard, [(paths[i], options) for i in todo], on_result=on_result,
-                                 accept=accept, label="census")
+                                 accept=accept, label="census",
+                                 names=lambda j: f"census of {paths[todo[j]]!r}")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}
-        ordered = [infos[i] for i in range(len(paths))]
+        kept = [i for i in range(len(paths)) if i not in skipped]
+        ordered = [infos[i] for i in kept]
         total = sum(p.n_docs for p in ordered)
         if total == 0:
-            raise InputError(f"census inputs {paths!r} hold no documents")
+            more = f" ({len(skipped)} skipped as not text)" if skipped else ""
+            raise InputError(f"census inputs {paths[:5]!r} hold no documents{more}")
         summary = _assemble(writer, parts, ordered, options, total)
         execution = _execution(spec, paths, reused, todo, records)
-        manifest = _manifest(writer, paths, digests, ordered, options, summary, execution)
+        manifest = _manifest(writer, [paths[i] for i in kept], [digests[i] for i in kept], ordered, options,
+                             summary, execution)
+        manifest["errors"] = options.errors
+        manifest["n_skipped"] = len(skipped)
+        manifest["skipped"] = [{"path": s.path, "sha256": s.input_sha256, "reason": s.reason}
+                               for _, s in sorted(skipped.items())]
         seconds["total"] = time.perf_counter() - t0
         manifest["seconds"] = seconds
         writer.write_json("census.json", manifest)
         writer.commit()
     lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), mmap_mode="r", allow_pickle=False)
     return CensusResult(lengths, manifest, len(reused), len(todo), tuple(records))
+
+
+def _not_text(value: SkippedInput, options: CensusOptions) -> None:
+    """Under ``errors="strict"``, stop the census on an input that is not text, naming it."""
+    if options.errors != "strict":
+        return
+    raise InputError(f"census input {value.path!r} {value.reason}; stopped at the first such file (no "
+                     "further file is started). --errors skip leaves such files out and lists them in "
+                     "census.json, --errors replace decodes bad bytes as U+FFFD, --encoding names another "
+                     "encoding")
 
 
 def _execution(spec: str, paths: list[str], reused: list[int], todo: list[int],

@@ -263,6 +263,7 @@ class TaskRunner:
         self._owned: ProcessPoolExecutor | None = None
         self.fresh_pools = 0
         """Pools started after one broke (for the record)."""
+        self._names: Callable[[int], str] | None = None
         self._check()
 
     def _check(self) -> None:
@@ -286,7 +287,8 @@ class TaskRunner:
         self.close()
 
     def run(self, fn: Callable[..., Any], items: Items, *,
-            on_result: OnResult, accept: Accept | None = None, label: str = "task") -> list[TaskRecord]:
+            on_result: OnResult, accept: Accept | None = None, label: str = "task",
+            names: Callable[[int], str] | None = None) -> list[TaskRecord]:
         """Run ``fn(*items[i])`` for every ``i``; call ``on_result(i, value)`` for each accepted result.
 
         ``accept(i, value)`` raising :class:`ResultRejected` rejects a result (it counts
@@ -294,11 +296,16 @@ class TaskRunner:
         records come back in task order. Every task runs to the end before a
         failure is raised, so the others' results are delivered.
 
+        ``names(i)`` names task ``i`` in a failure message (e.g. the file it
+        reads); by default ``"{label} {i}"``. An exception raised by
+        ``on_result`` stops the run at once: no further task is submitted.
+
         Raises:
             TaskFailed: some task failed on every attempt (the first such task is named).
         """
         if not items:
             return []
+        self._names = names
         if self.kind == "inprocess":
             return self._run_inprocess(fn, items, on_result, accept, label)
         if self.kind == "dask":
@@ -319,7 +326,7 @@ class TaskRunner:
                         accept(i, value)
                 except Exception as exc:  # a task may raise anything; retried, then reported
                     if attempt > self.retries:
-                        failures.append(_failure(label, i, attempt, exc))
+                        failures.append(_failure(label, i, attempt, exc, self._names))
                     continue
                 on_result(i, value)
                 records.append(TaskRecord(i, where, attempt))
@@ -370,7 +377,7 @@ class TaskRunner:
                 if attempts[i] <= self.retries:
                     queue.append(i)
                 else:
-                    failures.append(_failure(label, i, attempts[i], exc))
+                    failures.append(_failure(label, i, attempts[i], exc, self._names))
                 return
             on_result(i, value)
             done[i] = TaskRecord(i, where, attempts[i])
@@ -414,7 +421,7 @@ class TaskRunner:
                 elif attempts[i] <= max(self.retries, 1):
                     suspects.append(i)
                 else:
-                    failures.append(_failure(label, i, attempts[i], error))
+                    failures.append(_failure(label, i, attempts[i], error, self._names))
         _raise_failures(failures)
         return [done[i] for i in sorted(done)]
 
@@ -448,7 +455,7 @@ class TaskRunner:
             try:  # the scheduler already reran it: after a worker died, and `retries` times after an error
                 value, where = future.result()
             except Exception as exc:  # KilledWorker, or the task's own error
-                failures.append(_failure(label, i, extra[i] + tries, exc))
+                failures.append(_failure(label, i, extra[i] + tries, exc, self._names))
                 continue
             try:
                 if accept is not None:
@@ -460,7 +467,7 @@ class TaskRunner:
                     index[again.key] = i
                     queue.add(again)
                 else:
-                    failures.append(_failure(label, i, extra[i], exc))
+                    failures.append(_failure(label, i, extra[i], exc, self._names))
                 continue
             on_result(i, value)
             done[i] = TaskRecord(i, where, extra[i] + tries)
@@ -479,9 +486,11 @@ def _dask_attempts(client: Any, key: str) -> int:
     return max(starts, 1)
 
 
-def _failure(label: str, i: int, attempts: int, exc: BaseException) -> tuple[str, BaseException]:
+def _failure(label: str, i: int, attempts: int, exc: BaseException,
+             names: Callable[[int], str] | None = None) -> tuple[str, BaseException]:
     detail = " ".join(str(exc).split())[:300]
-    return f"{label} {i} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
+    what = f"{label} {i}" if names is None else names(i)
+    return f"{what} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
 
 
 def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:

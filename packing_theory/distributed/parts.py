@@ -36,7 +36,7 @@ from ..corpus.text import (
     lengths_from_texts,
     tokenizer_name,
 )
-from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, count_text, count_text_files
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, NotText, count_text, count_text_files
 from ..errors import InputError, InputTypeError, import_optional
 from .executors import ResultRejected
 
@@ -45,6 +45,7 @@ __all__ = [
     "CensusOptions",
     "InputKind",
     "ShardResult",
+    "SkippedInput",
     "census_shard",
     "check_shard_result",
     "load_part",
@@ -57,7 +58,9 @@ __all__ = [
     "write_part",
 ]
 
-InputKind = Literal["text", "parquet", "shards"]
+InputKind = Literal["text", "parquet", "shards", "jsonl"]
+ERRORS = ("strict", "replace", "skip")
+"""What the census does with a file that is not text: stop (naming it), decode with U+FFFD, or skip it."""
 CENSUS_FORMAT = "packing-theory/census"
 """The census manifest's format tag (a part's record: ``CENSUS_FORMAT + "/part"``)."""
 _VERSION = 1
@@ -120,8 +123,14 @@ class CensusOptions:
 
     ``tokenizer`` is a built-in name (``bytes``, ``chars``, ``whitespace``) or a
     picklable callable (see :mod:`packing_theory.corpus.text`); ``per_line``
-    applies to plain text, ``column`` to parquet; shards ignore both and the
-    tokenizer (their lengths are counted from the offsets).
+    applies to plain text, ``column`` to parquet and JSON Lines (its text
+    field); shards ignore both and the tokenizer (their lengths are counted
+    from the offsets). ``encoding``, ``errors`` and ``universal_newlines``
+    apply to plain text (JSON Lines is UTF-8): a file that does not decode, or
+    is binary, stops the census naming it (``errors="strict"``), is decoded with
+    U+FFFD for bad bytes (``"replace"``; binary files are still skipped), or is
+    skipped, listed and counted (``"skip"``). Text is read without newline
+    translation unless ``universal_newlines``.
     """
 
     kind: InputKind
@@ -132,10 +141,18 @@ class CensusOptions:
     batched: bool = False
     batch_size: int = 128
     hashes: bool = False
+    encoding: str = "utf-8"
+    errors: str = "strict"
+    universal_newlines: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in ("text", "parquet", "shards"):
-            raise InputError(f"kind must be text, parquet or shards, got {self.kind!r}")
+        if self.kind not in ("text", "parquet", "shards", "jsonl"):
+            raise InputError(f"kind must be text, parquet, shards or jsonl, got {self.kind!r}")
+        if self.errors not in ERRORS:
+            raise InputError(f"errors must be one of {', '.join(ERRORS)}, got {self.errors!r}")
+        if not isinstance(self.encoding, str) or not self.encoding:
+            raise InputError(f"encoding must be a non-empty str, got {self.encoding!r}")
+        check_bool("universal_newlines", self.universal_newlines)
         if isinstance(self.tokenizer, str):
             if self.tokenizer not in BUILTIN_TOKENIZERS:
                 raise InputError(f"tokenizer must be a callable or one of {', '.join(BUILTIN_TOKENIZERS)}, "
@@ -165,10 +182,18 @@ class CensusOptions:
         if self.kind != "shards":
             out.update(bos=self.bos, batched=self.batched, batch_size=self.batch_size)
         if self.kind == "text":
-            out["per_line"] = self.per_line
-        if self.kind == "parquet":
+            out.update(per_line=self.per_line, encoding=self.encoding, decode=self.decode_errors,
+                       newlines="universal" if self.universal_newlines else "kept")
+        if self.kind == "jsonl":
+            out.update(decode=self.decode_errors)
+        if self.kind in ("parquet", "jsonl"):
             out["column"] = self.column
         return out
+
+    @property
+    def decode_errors(self) -> str:
+        """How bytes are decoded: ``"replace"``, else ``"strict"`` (a skipped file is not read further)."""
+        return "replace" if self.errors == "replace" else "strict"
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,6 +217,20 @@ class ShardResult:
     input_sha256: str
     lengths_sha256: str
     row_groups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedInput:
+    """A census task's answer for an input that is not text (undecodable or binary): nothing counted.
+
+    The driver stops on it (``errors="strict"``) or lists it in ``census.json``
+    (``"skip"``, and binary files under ``"replace"``); a task never raises for
+    it, so it is not retried.
+    """
+
+    path: str
+    input_sha256: str
+    reason: str
 
 
 def npy_bytes(arr: npt.NDArray[Any]) -> bytes:
@@ -233,17 +272,26 @@ def _hashes_of(texts: Iterable[bytes]) -> tuple[Int64Array, UInt64Array]:
     return np.array(sizes, dtype=np.int64), np.array(digests, dtype=np.uint64)
 
 
-def census_shard(path: str, options: CensusOptions) -> ShardResult:
+def census_shard(path: str, options: CensusOptions) -> ShardResult | SkippedInput:
     """The census of one input file (a task: runs in a worker; pure function of the file's bytes).
 
-    Complexity: O(file bytes) plus the tokenizer.
+    A text or JSON Lines file that is not text (see :class:`CensusOptions`)
+    gives a :class:`SkippedInput` instead of raising. Complexity: O(file
+    bytes) plus the tokenizer.
 
     Raises:
         FileNotFoundError: no such file.
         ValueError: a corrupt shard, an unreadable parquet file or column,
-            invalid text, a tokenizer that raised (naming the input).
+            a tokenizer that raised (naming the input).
     """
     digest = file_sha256(path)
+    try:
+        return _census(path, options, digest)
+    except NotText as exc:
+        return SkippedInput(path, digest, exc.reason)
+
+
+def _census(path: str, options: CensusOptions, digest: str) -> ShardResult:
     doc_bytes = doc_hashes = None
     groups: tuple[int, ...] = ()
     if options.kind == "shards":
@@ -252,15 +300,24 @@ def census_shard(path: str, options: CensusOptions) -> ShardResult:
         if options.hashes:
             doc_bytes, doc_hashes = _hashes_of(d.tobytes() for d in shard.documents())
     elif options.kind == "text":
+        decode = {"encoding": options.encoding, "errors": options.decode_errors,
+                  "universal_newlines": options.universal_newlines}
         if isinstance(options.tokenizer, str) and not options.hashes:  # streamed, O(chunk) memory
             unit: BuiltinTokenizer = options.tokenizer  # type: ignore[assignment]  # checked in __post_init__
-            counts = count_text_files([path], unit, per_line=options.per_line)
+            counts = count_text_files([path], unit, per_line=options.per_line, **decode)  # type: ignore[arg-type]
             lengths = _with_bos(counts, options.bos, f"text file {path!r}")
         else:
-            texts = list(iter_text_files(path, per_line=options.per_line))
+            texts = list(iter_text_files(path, per_line=options.per_line, **decode))  # type: ignore[arg-type]
             lengths = _text_lengths(texts, options, f"text file {path!r}")
             if options.hashes:
                 doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
+    elif options.kind == "jsonl":
+        from ..corpus.readers.jsonl import iter_jsonl
+
+        texts = [t for t, _ in iter_jsonl(path, options.column, errors=options.decode_errors)]
+        lengths = _text_lengths(texts, options, f"JSON Lines file {path!r}")
+        if options.hashes:
+            doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
     else:
         lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options)
     return ShardResult(lengths, doc_bytes, doc_hashes, int(lengths.size), int(lengths.sum(dtype=np.int64)),
@@ -310,6 +367,10 @@ def check_shard_result(value: object, expected_input_sha256: str, options: Censu
     Raises:
         ValueError: wrong type or dtype, counts or digests that disagree, a changed input.
     """
+    if isinstance(value, SkippedInput):
+        if value.input_sha256 != expected_input_sha256:
+            raise ResultRejected("the input changed while it was read")
+        return value  # type: ignore[return-value]  # the driver handles a skipped input itself
     if not isinstance(value, ShardResult):
         raise ResultRejected(f"a census task returned {type(value).__name__}, not a ShardResult")
     arr = value.lengths

@@ -1,0 +1,380 @@
+"""Readers for the formats corpora are kept in, each giving BOS-inclusive document lengths.
+
+=============  =================================================  ==========================================
+format         what                                               reader (extra)
+=============  =================================================  ==========================================
+``lengths``    a ``.npy`` array of BOS-inclusive lengths          :func:`~packing_theory.corpus.load_lengths`
+``megatron``   Megatron-LM indexed dataset ``.idx`` (+ ``.bin``)  :class:`~.megatron.MegatronIndex`
+``olmo``       OLMo-core / Dolma token arrays (raw or ``.npy``)   :class:`~.olmo.OlmoTokenArray`
+``hf``         a Hugging Face dataset saved with ``save_to_disk``  :class:`~.hf.HFDataset` (``hf``)
+``mds``        MosaicML streaming MDS shards                      :class:`~.mds.MDSDataset` (``mds``)
+``jsonl``      JSON Lines text, plain, ``.gz`` or ``.zst``        :class:`~.jsonl.JsonLines` (``zstd``)
+``text``       plain text files                                   :func:`~.text.lengths_from_text_files`
+``parquet``    parquet text columns                               :func:`~.text.iter_parquet_texts`
+``shards``     seed-002 token shards                              :func:`~.shards.lengths_from_shards`
+=============  =================================================  ==========================================
+
+:func:`detect_format` names the format of a path and says why;
+:func:`expand_inputs` turns directories and glob patterns into the files of
+a format; :func:`open_data` opens one or more inputs as one
+:class:`~._base.DataReader` (several inputs are read in the order given and
+concatenated). Token-id formats need an explicit ``bos`` (see
+:mod:`packing_theory.corpus.readers._base`); the options a format does not
+use are refused, never ignored.
+
+>>> detect_format("data/wiki_text_document.idx")
+('megatron', 'the .idx of a Megatron indexed dataset')
+>>> detect_format("shard-000.jsonl.zst")
+('jsonl', 'a JSON Lines file name (.jsonl.zst)')
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...errors import InputError
+from ._base import BOS_MODES, BosMode, DataReader, bos_inclusive, check_bos, file_codes
+from .jsonl import JSONL_SUFFIXES
+
+__all__ = [
+    "BOS_MODES",
+    "FORMATS",
+    "FORMAT_OPTIONS",
+    "ArrayReader",
+    "BosMode",
+    "ConcatReader",
+    "DataReader",
+    "bos_inclusive",
+    "check_bos",
+    "detect_format",
+    "expand_inputs",
+    "open_data",
+]
+
+FORMATS: tuple[str, ...] = ("lengths", "megatron", "olmo", "hf", "mds", "jsonl", "text", "parquet", "shards")
+"""Every format :func:`open_data` reads."""
+
+FORMAT_OPTIONS: dict[str, frozenset[str]] = {
+    "lengths": frozenset(),
+    "megatron": frozenset({"bos"}),
+    "olmo": frozenset({"bos", "eos_id", "dtype"}),
+    "hf": frozenset({"bos", "field", "tokenizer", "split"}),
+    "mds": frozenset({"bos", "field", "tokenizer", "dtype"}),
+    "jsonl": frozenset({"bos", "field", "tokenizer", "errors"}),
+    "text": frozenset({"bos", "tokenizer", "per_line", "encoding", "errors"}),
+    "parquet": frozenset({"bos", "field", "tokenizer"}),
+    "shards": frozenset(),
+}
+"""The options each format uses; :func:`open_data` refuses any other."""
+
+_DIRECTORY_FORMATS = ("hf", "mds")
+_TEXT_SUFFIXES = (".txt", ".text", ".md", ".rst")
+Int64Array = npt.NDArray[np.int64]
+
+
+def _has_npy_header(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(6) == b"\x93NUMPY"
+
+
+def detect_format(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """``(format, reason)`` for one path, from its name and (for ``.npy``) its first bytes.
+
+    Raises:
+        InputError: a path whose format cannot be told (the message says to pass ``--format``).
+    """
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        from .hf import is_hf_dataset
+        from .mds import is_mds_dataset
+
+        if is_hf_dataset(name):
+            return "hf", "a directory written by datasets' save_to_disk (state.json / dataset_dict.json)"
+        if is_mds_dataset(name):
+            return "mds", "a directory with an MDS index.json"
+        raise InputError(f"cannot tell the format of directory {name!r}; pass --format (one of "
+                         f"{', '.join(FORMATS)})")
+    low = name.lower()
+    if low.endswith(".idx") or (low.endswith(".bin") and os.path.isfile(name[:-4] + ".idx")):
+        return "megatron", "the .idx of a Megatron indexed dataset"
+    if low.endswith(".npy"):
+        if os.path.isfile(name) and not _has_npy_header(name):
+            return "olmo", "a .npy file without a NumPy header: a raw OLMo-core/Dolma token array"
+        return "lengths", "a .npy array with a NumPy header: BOS-inclusive lengths"
+    for suffix in JSONL_SUFFIXES:
+        if low.endswith(suffix):
+            return "jsonl", f"a JSON Lines file name ({suffix})"
+    if low.endswith(".parquet"):
+        return "parquet", "a .parquet file"
+    if low.endswith(".bin"):
+        return "shards", "a .bin file with no .idx beside it: a seed-002 token shard"
+    if low.endswith(_TEXT_SUFFIXES):
+        return "text", "a plain text file name"
+    raise InputError(f"cannot tell the format of {name!r} from its name; pass --format (one of "
+                     f"{', '.join(FORMATS)})")
+
+
+def _is_glob(spec: str) -> bool:
+    return any(c in spec for c in "*?[")
+
+
+def _files_under(root: str) -> list[str]:
+    out: list[str] = []
+    for base, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out.extend(os.path.join(base, f) for f in sorted(files) if not f.startswith("."))
+    return out
+
+
+def _members(files: list[str], fmt: str) -> list[str]:
+    """The files of a directory that are inputs of ``fmt`` (the others, e.g. metadata, are not)."""
+    if fmt == "megatron":
+        return [f for f in files if f.endswith(".idx")]
+    if fmt == "olmo":
+        return [f for f in files if f.endswith(".npy")]
+    return files
+
+
+def expand_inputs(specs: Sequence[str], fmt: str = "auto") -> tuple[list[str], str, str]:
+    """Paths, directories and glob patterns -> ``(inputs, format, reason)``, inputs sorted per spec.
+
+    A glob (``*``, ``?``, ``[``; ``**`` recursive) expands to its sorted
+    matches; a directory that is not itself a dataset (a saved HF dataset, an
+    MDS directory) to the files below it (sorted, hidden ones skipped; for
+    ``megatron`` its ``.idx`` files, for ``olmo`` its ``.npy`` files). With
+    ``fmt="auto"`` every input must have the same detected format.
+
+    Raises:
+        InputError: no inputs, a pattern matching nothing, inputs of mixed formats, a path given twice.
+        FileNotFoundError: a path that does not exist.
+    """
+    if fmt != "auto" and fmt not in FORMATS:
+        raise InputError(f"--format must be auto or one of {', '.join(FORMATS)}, got {fmt!r}")
+    inputs: list[str] = []
+    for spec in specs:
+        if _is_glob(spec):
+            found = sorted(glob.glob(spec, recursive=True))
+            if not found:
+                raise InputError(f"--data pattern {spec!r} matches no file")
+            inputs.extend(found)
+        elif not os.path.exists(spec):
+            raise FileNotFoundError(f"--data {spec!r} does not exist")
+        else:
+            inputs.append(spec)
+    expanded: list[str] = []
+    for path in inputs:
+        dataset_dir = os.path.isdir(path) and (fmt in _DIRECTORY_FORMATS or (
+            fmt == "auto" and _detect_dir(path) is not None))
+        if os.path.isdir(path) and not dataset_dir:
+            files = _files_under(path)
+            if fmt == "auto":
+                kinds = {_detect_quiet(f) for f in files} - {None}
+                if len(kinds) == 1:
+                    files = _members(files, next(iter(kinds)))  # type: ignore[arg-type]
+            else:
+                files = _members(files, fmt)
+            if not files:
+                raise InputError(f"--data directory {path!r} holds no input files")
+            expanded.extend(files)
+        else:
+            expanded.append(path)
+    if not expanded:
+        raise InputError("--data is empty: give at least one path")
+    seen: dict[str, str] = {}
+    for p in expanded:
+        real = os.path.realpath(p)
+        if real in seen:
+            raise InputError(f"--data input {p!r} is given twice (also as {seen[real]!r})")
+        seen[real] = p
+    if fmt != "auto":
+        return expanded, fmt, "given with --format"
+    found_formats = {p: detect_format(p) for p in expanded}
+    names: list[str] = sorted({f for f, _ in found_formats.values()})
+    if len(names) != 1:
+        example = {f: p for p, (f, _) in found_formats.items()}
+        raise InputError(f"--data mixes formats {names} (e.g. {sorted(example.items())[:3]}); give one kind, "
+                         "or --format")
+    return expanded, names[0], f"auto-detected: {found_formats[expanded[0]][1]}"
+
+
+def _detect_dir(path: str) -> str | None:
+    try:
+        return detect_format(path)[0]
+    except InputError:
+        return None
+
+
+def _detect_quiet(path: str) -> str | None:
+    try:
+        return detect_format(path)[0]
+    except (InputError, OSError):
+        return None
+
+
+class ArrayReader:
+    """Lengths already computed (a lengths file, text, parquet or shards), with their files."""
+
+    def __init__(self, fmt: str, paths: Sequence[str], lengths: Int64Array, per_file: Sequence[int],
+                 description: str) -> None:
+        self.format = fmt
+        self.paths: tuple[str, ...] = tuple(paths)
+        self._lengths = lengths
+        self._per_file = list(per_file)
+        self._description = description
+
+    def __len__(self) -> int:
+        return int(self._lengths.size)
+
+    def lengths(self) -> Int64Array:
+        """The BOS-inclusive lengths."""
+        return self._lengths
+
+    def sources(self) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
+        """Every document's source label: its file."""
+        return self.paths, file_codes(self._per_file)
+
+    def describe(self) -> str:
+        """One line: what was read."""
+        return self._description
+
+
+class ConcatReader:
+    """Several readers of one format, read in order as one corpus."""
+
+    def __init__(self, readers: Sequence[Any]) -> None:
+        if not readers:
+            raise InputError("no inputs to concatenate")
+        self.readers = list(readers)
+        self.format = str(self.readers[0].format)
+        self.paths: tuple[str, ...] = tuple(p for r in self.readers for p in r.paths)
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.readers)
+
+    def lengths(self) -> Int64Array:
+        """The readers' lengths, concatenated."""
+        return np.concatenate([r.lengths() for r in self.readers])
+
+    def sources(self) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
+        """The readers' source labels, merged (equal labels share a code)."""
+        labels: dict[str, int] = {}
+        codes: list[npt.NDArray[np.int32]] = []
+        for r in self.readers:
+            names, own = r.sources()
+            remap = np.array([labels.setdefault(n, len(labels)) for n in names], dtype=np.int32)
+            codes.append(remap[own] if own.size else own)
+        return tuple(labels), np.concatenate(codes)
+
+    def describe(self) -> str:
+        """One line: the first input's line and how many inputs there are."""
+        first = self.readers[0].describe()
+        return first if len(self.readers) == 1 else f"{len(self.readers)} inputs; first: {first}"
+
+
+def open_data(paths: Sequence[str], fmt: str, **options: Any) -> Any:
+    """Open ``paths`` (already expanded: :func:`expand_inputs`) as one reader of format ``fmt``.
+
+    ``options`` are the format's (:data:`FORMAT_OPTIONS`): ``bos``, ``eos_id``,
+    ``dtype``, ``field``, ``tokenizer``, ``split``, ``per_line``, ``encoding``,
+    ``errors``; an option the format does not use is refused.
+
+    Raises:
+        InputError: an unknown format, an option that does not apply, or the reader's own errors.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    given = {k: v for k, v in options.items() if v is not None}
+    extra = sorted(set(given) - FORMAT_OPTIONS[fmt])
+    if extra:
+        raise InputError(f"{', '.join(extra)} does not apply to {fmt} data (it uses "
+                         f"{', '.join(sorted(FORMAT_OPTIONS[fmt])) or 'no options'})")
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise InputError("no inputs: give at least one path")
+    if fmt in ("megatron", "olmo", "hf", "mds"):
+        return ConcatReader([_open_one(p, fmt, given) for p in paths])
+    return _open_files(paths, fmt, given)
+
+
+def _open_one(path: str, fmt: str, opts: dict[str, Any]) -> Any:
+    if "bos" not in opts:
+        raise InputError(f"{fmt} data holds token ids: say how BOS is counted: bos='included' "
+                         "(--bos included: the stored documents hold their BOS or EOS/EOD) or bos='add' "
+                         "(--bos add: one BOS added per document)")
+    if fmt == "megatron":
+        from .megatron import MegatronIndex
+
+        return MegatronIndex(path, bos=opts["bos"])
+    if fmt == "olmo":
+        from .olmo import OlmoTokenArray
+
+        return OlmoTokenArray(path, bos=opts["bos"], eos_id=opts.get("eos_id"), dtype=opts.get("dtype"))
+    if fmt == "hf":
+        from .hf import HFDataset
+
+        return HFDataset(path, bos=opts["bos"], column=opts.get("field"), tokenizer=opts.get("tokenizer"),
+                         split=opts.get("split"))
+    from .mds import MDSDataset
+
+    return MDSDataset(path, bos=opts["bos"], column=opts.get("field"), tokenizer=opts.get("tokenizer"),
+                      dtype=opts.get("dtype"))
+
+
+def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
+    from ..text import resolve_bos
+
+    tokenizer = opts.get("tokenizer", "bytes")
+    if fmt == "jsonl":
+        from .jsonl import JsonLines
+
+        return JsonLines(paths, tokenizer=tokenizer, field=opts.get("field", "text"),
+                         bos=opts.get("bos", "auto"), errors=opts.get("errors", "strict"))
+    if fmt == "lengths":
+        from ...lengths import load_lengths
+
+        parts = [load_lengths(p) for p in paths]
+        return ArrayReader(fmt, paths, np.concatenate(parts), [p.size for p in parts],
+                           f"lengths file(s) {paths[0]!r}{' ...' if len(paths) > 1 else ''}: "
+                           f"{sum(p.size for p in parts):,} BOS-inclusive lengths")
+    if fmt == "shards":
+        from ..shards import read_shard
+
+        parts = [read_shard(p).lengths() for p in paths]
+        lengths = np.concatenate(parts)
+        if not lengths.size:
+            raise InputError(f"shards {paths!r} hold no documents")
+        return ArrayReader(fmt, paths, lengths, [p.size for p in parts],
+                           f"{len(paths)} seed-002 shard(s): {lengths.size:,} documents (BOS stored)")
+    bos, reason = resolve_bos(opts.get("bos", "auto"), tokenizer)
+    if fmt == "parquet":
+        from ..text import iter_parquet_texts, text_token_counts
+
+        column = opts.get("field", "text")
+        parts = [text_token_counts(iter_parquet_texts(p, column), tokenizer) for p in paths]
+    else:
+        from ..text import iter_text_files, text_token_counts
+
+        parts = [text_token_counts(iter_text_files(p, per_line=bool(opts.get("per_line")),
+                                                   encoding=opts.get("encoding", "utf-8"),
+                                                   errors=opts.get("errors", "strict")), tokenizer)
+                 if not isinstance(tokenizer, str) else _builtin_counts(p, tokenizer, opts) for p in paths]
+    counts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if not counts.size:
+        raise InputError(f"{fmt} inputs {paths[:3]!r} hold no documents")
+    lengths = bos_inclusive(counts, check_bos(bos, fmt), f"{fmt} input")
+    return ArrayReader(fmt, paths, lengths, [p.size for p in parts],
+                       f"{len(paths)} {fmt} file(s): {lengths.size:,} documents; bos={bos}: {reason}")
+
+
+def _builtin_counts(path: str, unit: str, opts: dict[str, Any]) -> Int64Array:
+    from ..textcount import count_text_files
+
+    counts = count_text_files([path], unit, per_line=bool(opts.get("per_line")),  # type: ignore[arg-type]
+                              encoding=opts.get("encoding", "utf-8"), errors=opts.get("errors", "strict"))
+    return np.frombuffer(counts, dtype=np.int64).copy() if len(counts) else np.zeros(0, np.int64)
