@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adapter_peers import TEST_PEERS
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from packing_theory.engine.policies import POLICIES
 from packing_theory.engine.rows import group_rows
 from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
+from tests.adapter_peers import TEST_PEERS
 
 PEERS = {**TEST_PEERS, **peer_policies()}
 FAMILY = [*POLICIES, *TEST_PEERS]

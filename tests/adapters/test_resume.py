@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adapter_peers import TEST_PEERS
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +19,7 @@ from packing_theory.corpus.documents import TokenDocuments
 from packing_theory.engine.policies import POLICIES
 from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
+from tests.adapter_peers import TEST_PEERS
 
 PEERS = {**TEST_PEERS, **peer_policies()}
 FAMILY = [*POLICIES, *TEST_PEERS]

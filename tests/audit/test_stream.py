@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from test_audit import SMALL_BOUNDS, cases, check_against_naive
-from test_batches import _peer_events
 
 import packing_theory as pt
 from packing_theory.audit import Ledger, audit_lengths
 from packing_theory.audit import table as table_module
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+from tests.audit.test_ledger import SMALL_BOUNDS, cases, check_against_naive
+from tests.engine.test_batches import _peer_events
 
 
 def _ledger(R: int, B: int, chunk: int, **kw: Any) -> Ledger:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed_helpers import make_parquet, make_shards, make_texts
 
 from packing_theory.cli import main
 from packing_theory.corpus import default_lengths, iter_parquet_texts, lengths_from_shards, lengths_from_texts
 from packing_theory.corpus.text import lengths_from_text_files
 from packing_theory.distributed import audit_ranks
 from packing_theory.engine.policies import PackerConfig
+from tests.distributed_helpers import make_parquet, make_shards, make_texts
 
 
 def test_census_outputs_equal_the_serial_functions(tmp_path: Path,
@@ -121,7 +121,7 @@ def test_a_task_that_never_completes_is_status_3_and_keeps_the_rest(
     texts = make_texts(str(tmp_path))
     out = tmp_path / "o"
     args = ["census", "--text", *texts, "--per-line", "--out", str(out), "--workers", "2"]
-    assert main([*args, "--tokenizer", "distributed_helpers:kill_on_shard1"]) == 3
+    assert main([*args, "--tokenizer", "tests.distributed_helpers:kill_on_shard1"]) == 3
     err = capsys.readouterr().err
     assert f"could not complete: census of {texts[1]!r} failed after 2 attempt(s): BrokenProcessPool" in err
     assert len(err.strip().splitlines()) == 1, err

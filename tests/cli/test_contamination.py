@@ -24,7 +24,7 @@ from packing_theory.corpus.manifest import MANIFEST_NAME
 from packing_theory.corpus.masks import apply_mask, check_sidecar, read_mask, read_sidecar
 from packing_theory.reporting import verify_report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VOCAB = 500
 SOURCES = ("web", "math", "code")
 PLANTED = {"web": [3, 17], "math": [0, 9, 10]}  # document index within each source

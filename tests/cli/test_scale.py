@@ -11,7 +11,7 @@ import pytest
 from packing_theory.cli import main
 from packing_theory.engine.compiled import compiled_available
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from diff_audit_json import differences
 
 

@@ -223,7 +223,7 @@ def _process(*argv: str) -> Any:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "packing_theory.cli", "verify-shards", *argv],
                           capture_output=True, text=True, env=env, timeout=300)

@@ -24,7 +24,7 @@ from packing_theory.corpus.readers.megatron import MegatronIndex
 from packing_theory.corpus.readers.olmo import OlmoTokenArray
 from packing_theory.errors import InputError
 
-DATA = Path(__file__).parent / "data" / "readers"
+DATA = Path(__file__).resolve().parents[1] / "data" / "readers"
 
 
 def _docs(n: int, seed: int, high: int = 60000, longest: int = 40) -> list[np.ndarray]:

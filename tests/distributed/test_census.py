@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed_helpers import KillOnce, make_parquet, make_shards, make_texts, strip_run_fields
 
 from packing_theory.corpus import iter_parquet_texts, lengths_from_shards, lengths_from_texts
 from packing_theory.corpus.text import lengths_from_text_files
@@ -25,6 +24,7 @@ from packing_theory.distributed import (
     verify_census,
 )
 from packing_theory.distributed.census import check_shard_result, text_hash
+from tests.distributed_helpers import KillOnce, make_parquet, make_shards, make_texts, strip_run_fields
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_callable_tokenizer_equals_builtin(tmp_path: Path, texts: list[str]) -> 
     assert np.array_equal(a.lengths, b.lengths)
     ident = dict(a.manifest["tokenizer"])
     assert len(ident.pop("probe_sha256")) == 64
-    assert ident == {"kind": "callable", "name": "distributed_helpers.KillOnce instance"}
+    assert ident == {"kind": "callable", "name": "tests.distributed_helpers.KillOnce instance"}
 
 
 def test_local_processes_equal_serial(tmp_path: Path, texts: list[str]) -> None:

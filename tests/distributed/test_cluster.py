@@ -18,9 +18,8 @@ distributed = pytest.importorskip(
     "distributed", reason="dask.distributed is not installed: pip install 'packing-theory[distributed]'")
 
 import cloudpickle  # noqa: E402  (a dependency of distributed)
-import distributed_helpers  # noqa: E402
-from distributed_helpers import KillOnce, make_parquet, make_shards, make_texts, strip_run_fields  # noqa: E402
 
+import tests.distributed_helpers as distributed_helpers  # noqa: E402
 from packing_theory.cli import main  # noqa: E402
 from packing_theory.corpus import default_lengths, lengths_from_shards  # noqa: E402
 from packing_theory.corpus.text import lengths_from_text_files  # noqa: E402
@@ -32,6 +31,7 @@ from packing_theory.distributed import (  # noqa: E402
     run_census,
 )
 from packing_theory.engine.policies import PackerConfig  # noqa: E402
+from tests.distributed_helpers import KillOnce, make_parquet, make_shards, make_texts, strip_run_fields  # noqa: E402
 
 cloudpickle.register_pickle_by_value(distributed_helpers)  # the workers cannot import tests/
 

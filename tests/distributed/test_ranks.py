@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed_helpers import make_parquet
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,6 +27,7 @@ from packing_theory.distributed import (
 )
 from packing_theory.engine.policies import PackerConfig
 from packing_theory.engine.replay import make_packer
+from tests.distributed_helpers import make_parquet
 
 
 @st.composite

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_engines import packer_cases
 
 import packing_theory as pt
 from packing_theory.engine.batches import (
@@ -20,6 +19,7 @@ from packing_theory.engine.batches import (
 )
 from packing_theory.engine.rows import group_rows
 from packing_theory.engine.summary import SummaryAccumulator
+from tests.engine.test_engines import packer_cases
 
 
 def _peer_events() -> list[pt.Event]:

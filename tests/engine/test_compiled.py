@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_engines import packer_cases
-from test_loader_golden import FIXTURES, _digests, _rows
 
 import packing_theory as pt
 from packing_theory.engine.batches import LengthChunks, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+from tests.engine.test_engines import packer_cases
+from tests.engine.test_loader_golden import FIXTURES, _digests, _rows
 
 pytestmark = pytest.mark.skipif(not compiled_available(),
                                 reason='numba not installed: pip install "packing-theory[fast]"')

@@ -41,7 +41,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 pt = pytest.importorskip("packing_theory")
 
-COQ_DIR = Path(__file__).resolve().parents[1] / "proofs" / "coq"
+COQ_DIR = Path(__file__).resolve().parents[2] / "proofs" / "coq"
 TOOLS = ("coqc", "ocamlfind", "ocamlopt", "make")
 MISSING = [tool for tool in TOOLS if shutil.which(tool) is None]
 

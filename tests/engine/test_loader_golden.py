@@ -25,7 +25,7 @@ import pytest
 
 import packing_theory as pt
 
-FIXTURES = sorted((Path(__file__).parent / "data" / "loader_golden").glob("*.json"))
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "loader_golden").glob("*.json"))
 EPOCH_FIXTURES = [p for p in FIXTURES if "__epochs_" in p.name]
 BLOCK_TEST_ROWS = 600  # the reference engine re-checks this many leading rows per stream
 

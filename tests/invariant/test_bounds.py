@@ -33,7 +33,7 @@ from packing_theory.invariant.bounds import (
     startup_bound,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = Path("/work/shared/seeds/000_f52003914094d358.txt")
 
 # Seed 000 §5.2, verbatim.

@@ -36,7 +36,7 @@ CHECKED_OUTSIDE = tuple(n for n, e in entries().items()
                         if e.kind == "streaming" and not e.in_family and e.protected_set)
 """Out-of-family streaming policies the monitor still checks (requeue-bos, segment-first, random-span)."""
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- ProtectedSet vs spec

@@ -32,8 +32,8 @@ import pytest
 from packing_theory import Ledger, SummaryAccumulator
 from packing_theory.engine.rows import token_rows as _token_rows
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-FIXTURES = sorted((Path(__file__).parent / "data" / "peer_golden").glob("*.json"))
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "peer_golden").glob("*.json"))
 
 
 def _tools_module(name: str) -> Any:

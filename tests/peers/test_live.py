@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _tool(name: str) -> Any:
