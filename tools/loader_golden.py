@@ -15,7 +15,7 @@ Usage::
 
 A fixture keeps only what the replay needs (lengths per arrival, tokenizer
 batch sizes, R, B, policy, row count) and a SHA-256 per block of 64 golden
-rows, so ``tests/test_loader_golden.py`` re-checks agreement in CI without the
+rows, so ``tests/engine/test_loader_golden.py`` re-checks agreement in CI without the
 loaders' code or their 96 MB of output.
 
 Several epochs, directly

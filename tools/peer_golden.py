@@ -30,8 +30,8 @@ Usage::
 
 Every configuration runs its framework and our peer on ``count`` (default
 1,000) inputs and compares them; ``write`` stores a fixture only when every
-input agrees. ``tests/test_peer_golden.py`` checks our peers against the
-fixtures on every CI run; ``tests/test_peer_live.py`` runs the frameworks
+input agrees. ``tests/peers/test_golden.py`` checks our peers against the
+fixtures on every CI run; ``tests/peers/test_live.py`` runs the frameworks
 directly when they are installed. Configurations without their framework
 (no ``--wheels`` for a trainer-view one) are skipped with a line saying so.
 """

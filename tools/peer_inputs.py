@@ -1,6 +1,6 @@
 """Generated inputs, canonical rows and digests shared by the peer golden harness and its CI tests.
 
-Pure numpy + the library, so ``tests/test_peer_golden.py`` regenerates the
+Pure numpy + the library, so ``tests/peers/test_golden.py`` regenerates the
 exact inputs that ``tools/peer_golden.py`` fed to the frameworks and
 recomputes our side of every digest. Two kinds of fixtures (see
 ``tools/peer_golden.py``):

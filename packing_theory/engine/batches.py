@@ -24,7 +24,7 @@ Layout
 Cross-type order is preserved exactly by ``kinds``: the ``k``-th event of the
 batch is row ``#{i < k : kinds[i] == kinds[k]}`` of its type's group, so
 :meth:`EventBatch.events` rebuilds the single-event stream event for event
-(``tests/test_batches.py`` asserts the round trip). Consumers whose result
+(``tests/engine/test_batches.py`` asserts the round trip). Consumers whose result
 depends only on the order *within* each type — the ledger's aggregates, the
 replay summary — account column by column; consumers that need the
 interleaving (the invariant monitor, token rows, the buffer tracker) walk

@@ -2,7 +2,7 @@
 
 :class:`CompiledPacker` replays exactly the events of the fast
 :class:`~packing_theory.engine.packer.Packer` (the differential tests in
-``tests/test_compiled.py`` assert it for every policy and on the golden loader
+``tests/engine/test_compiled.py`` assert it for every policy and on the golden loader
 fixtures) but writes them straight into the columns of
 :class:`~packing_theory.engine.batches.EventBatch` values: no Python object per
 event. The pure Python engines stay the default and the oracle.

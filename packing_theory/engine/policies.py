@@ -372,7 +372,7 @@ def start_delay_bound(max_wait: int, min_buffer: int, refill: int | Sequence[int
     while the replay lasts (``BoundedWait.v``: ``bw_start_bound``,
     ``bw_unstarted_bound``; ``BoundedWaitExec.v``: ``bw_run_start_bound``).
     The bound is attained whenever ``B + b >= 3``
-    (``tests/test_bounded_wait.py::test_bound_is_attained``); for ``B = b = 1``
+    (``tests/invariant/test_wait_bound.py::test_bound_is_attained``); for ``B = b = 1``
     every occurrence starts in its arrival row.
 
     >>> start_delay_bound(0, 1, 1), start_delay_bound(16, 1000, 128), start_delay_bound(3, 4, (2, 5))

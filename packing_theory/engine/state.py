@@ -2,7 +2,7 @@
 
 A replay stopped after row ``k`` and resumed from its :class:`EngineState`
 yields exactly the events the uninterrupted replay yields after row ``k``
-(tests/test_resume.py checks it for every policy and both engines). The state
+(tests/engine/test_state.py checks it for every policy and both engines). The state
 at the boundary before row ``k`` is everything the selection loop carries:
 
 * the buffered spans, in buffer order (a ``continue`` suffix, a requeued

@@ -3,7 +3,7 @@
 :class:`SummaryAccumulator` consumes the event stream of any packer one event
 at a time, in O(1) per event and one byte of memory per occurrence, or an
 :class:`~packing_theory.engine.batches.EventBatch` at a time with numpy (the
-same result: ``tests/test_batches.py``).
+same result: ``tests/engine/test_batches.py``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ knob                   values (default first)
 =====================  =================================================================
 
 :data:`VARIANTS` names the single-knob variants studied in ``docs/invariant.rst``
-and ``tests/test_variants.py``.
+and ``tests/engine/test_variants.py``.
 
 Complexity: O(B) per selection (linear scans, ``list.pop``), like the reference.
 """

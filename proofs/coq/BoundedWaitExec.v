@@ -529,7 +529,7 @@ End BWExec.
     [B - 1 = 2] and the next batch of 2 arrives, still in row 0), then two
     more spans of 13.  From row [A + 1 = 2] on, one overdue span is forced per
     row, oldest first; occurrence 5 arrives in row 0 and starts in row 4.
-    [tests/test_bounded_wait.py] checks the same construction for a grid of
+    [tests/invariant/test_wait_bound.py] checks the same construction for a grid of
     settings. *)
 
 Definition first_start_row (i : nat) (tr : list event) : option nat :=
