@@ -142,3 +142,8 @@ def test_segment_first_refuses_a_document_of_too_many_chunks(monkeypatch: pytest
     monkeypatch.undo()
     with pytest.raises(ValueError, match="segment-first would split"):
         pt.replay([2**62], capacity=2049, min_buffer=1, policy="segment-first")
+
+
+def test_unsigned_lengths_beyond_int64_are_rejected() -> None:
+    with pytest.raises(ValueError, match=r"lengths\[1\] does not fit a signed 64-bit length"):
+        validate_lengths(np.array([3, 2**63 + 5], dtype=np.uint64))

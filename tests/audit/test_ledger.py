@@ -18,12 +18,23 @@ from packing_theory.audit import (
     STRATA_BOUNDARIES,
     Aggregates,
     Ledger,
+    ProtectedMass,
     audit_events,
     audit_lengths,
     evaluation_population,
     startup_delays,
     stratum_index,
     stratum_labels,
+)
+from packing_theory.engine.events import (
+    Arrival,
+    BosAdded,
+    BufferedSpan,
+    Discard,
+    Event,
+    Filtered,
+    Horizon,
+    Placement,
 )
 from packing_theory.engine.policies import POLICIES
 from packing_theory.orchestration import run_audit
@@ -407,3 +418,163 @@ def test_protected_set_matches_the_invariant_module(case: tuple[list[int], dict[
     assert agg.protected.tokens == sum(n for n, _ in keys)
     if agg.exhausted_at_row is None:  # draining below B is outside the proposition
         assert agg.protected.started_members == 0
+
+
+# --------------------------------------------------------------- the buffered-mass series against brute force
+
+
+def _brute_buffered(events: list[Event]) -> int:
+    """Tokens in the buffer after ``events``: arrived + markers - placed - discarded - filtered."""
+    total = 0
+    for e in events:
+        if isinstance(e, Arrival):
+            total += e.length
+        elif isinstance(e, BosAdded):
+            total += e.markers
+        elif isinstance(e, (Placement, Discard, Filtered)):
+            total -= e.length
+    return total
+
+
+def _brute_protected_mass(events: list[Event], R: int, B: int) -> int:
+    longs = sorted(((e.length, e.occurrence) for e in events if isinstance(e, Arrival) and e.length > R),
+                   reverse=True)
+    return sum(n for n, _ in longs[: B - 1])
+
+
+@pytest.mark.parametrize("policy", ["requeue-bos", "segment-first", "continue", "discard"])
+def test_series_samples_equal_brute_force(policy: str) -> None:
+    """chunk=1: one sample after each Arrival / Placement / Discard, one before the Horizon, one at it."""
+    R, B = 5, 3
+    lengths = [7, 2, 9, 3, 1, 12, 4, 6, 2, 8, 11, 3]
+    events = list(pt.Packer(capacity=R, min_buffer=B, refill=2, policy=policy, passes=2).events(lengths))
+    led = Ledger(R, B, chunk=1)
+    for e in events:
+        led.feed(e)
+    series = led.result().series
+    expected = []
+    for i, e in enumerate(events):
+        if isinstance(e, (Arrival, Placement, Discard)):
+            prefix = events[: i + 1]
+            placed = sum(p.length for p in prefix if isinstance(p, Placement))
+            expected.append(((placed // R) * (R - 1), _brute_buffered(prefix),
+                             _brute_protected_mass(prefix, R, B)))
+    h = events[-1]
+    assert isinstance(h, Horizon)
+    placed = sum(p.length for p in events if isinstance(p, Placement))
+    expected.append(((placed // R) * (R - 1), _brute_buffered(events), _brute_protected_mass(events, R, B)))
+    at_horizon = sum(s.length for s in h.buffered)
+    expected.append((h.rows * (R - 1), at_horizon, _brute_protected_mass(events, R, B)))
+    assert expected[-1][1] == expected[-2][1]  # the mass identity, by brute force
+    assert [tuple(s) for s in series] == expected
+    if policy in ("requeue-bos", "segment-first"):
+        assert any(isinstance(e, BosAdded) for e in events)  # the markers term is exercised
+
+
+def test_series_counts_filtered_tokens_out_of_the_buffer() -> None:
+    events: list[Event] = [
+        Arrival(0, 0, 0, 4), Arrival(1, 1, 0, 9), Filtered(1, 1, 9, "over-capacity"),
+        Placement(0, 0, 0, 0, 0, 4, False, False), Horizon(1, 0, "rows", ()),
+    ]
+    led = Ledger(4, 2, chunk=1)
+    for e in events:
+        led.feed(e)
+    # samples: after each arrival, at the Filtered (before it is accounted), after the placement,
+    # before the Horizon and at it
+    assert [s.buffered_tokens for s in led.result().series] == [4, 13, 13, 0, 0, 0]
+
+
+def test_series_thinning_keeps_evenly_spaced_samples() -> None:
+    """3,000 arrivals that never start (B = 5,000): the k-th flush sees exactly k buffered tokens.
+
+    Past 1,024 samples the series is thinned: at most 1,025 samples remain, at
+    least 512, each one a true state (buffered = its flush number), in order,
+    and the gaps between retained flushes differ by at most a factor of two.
+    """
+    events = list(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000))
+    led = Ledger(3, 5000, chunk=1)
+    pt.feed_all(events, led)
+    series = led.result().series
+    assert 512 <= len(series) <= 1025
+    assert all(s.targets == 0 and s.protected_tokens == 0 for s in series)
+    flushes = [s.buffered_tokens for s in series[:-2]]  # the last two: before and at the Horizon
+    assert flushes[0] == 1 and series[-1].buffered_tokens == series[-2].buffered_tokens == 3000
+    gaps = [b - a for a, b in itertools.pairwise(flushes)]
+    assert min(gaps) >= 1 and max(gaps) <= 2 * min(gaps)
+    assert max(gaps) >= 2  # thinned at least once
+
+
+# ----------------------------------- the series' thinning rule, exact errors, columns, protected mass by hand
+
+
+def test_ledger_series_thinning_rule_by_hand() -> None:
+    """xǁLedgerǁ_sample__mutmut_3, _23: which flushes the thinned series keeps.
+
+    The rule: sample every flush until 1,024 samples are held, then keep every other sample
+    and sample every 2nd flush, and so on. 3,000 arrivals that never start (B = 5,000) make
+    flush k hold exactly k buffered tokens. Written out: flushes 1-1024 are sampled; thinning
+    keeps 1, 3, ..., 1023; flushes 1026, 1028, ..., 2048 are sampled; thinning keeps
+    1, 5, ..., 1021 and 1026, 1030, ..., 2046; then flushes 2052, 2056, ..., 3000. The flush
+    before the Horizon (3,001) is not a multiple of 4; the Horizon adds its own sample.
+    """
+    led = Ledger(3, 5000, chunk=1)
+    pt.feed_all(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000), led)
+    kept = [s.buffered_tokens for s in led.result().series]
+    want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
+    assert kept == want
+
+
+def test_ledger_errors_name_the_event() -> None:
+    """xǁLedgerǁ_flush__mutmut_21/24/25/26, xǁLedgerǁ_finish__mutmut_24/27/28: exact messages."""
+    led = Ledger(4, 2)
+    led.feed(Arrival(0, 0, 0, 3))
+    led.feed(BosAdded(5, 5, 1))
+    with pytest.raises(ValueError, match=(r"^inconsistent event stream: BosAdded for occurrence 5 "
+                                          r"before its Arrival$")):
+        led.feed(Horizon(0, 0, "exhausted", ()))
+    led = Ledger(4, 2)
+    led.feed(Arrival(0, 0, 0, 3))
+    with pytest.raises(ValueError, match=(r"^inconsistent event stream: buffered span for occurrence 7 "
+                                          r"before its Arrival$")):
+        led.feed(Horizon(0, 0, "exhausted", (BufferedSpan(7, 7, 0, 2, False),)))
+
+
+def test_ledger_buffered_own_bos_is_source_mass() -> None:
+    """xǁLedgerǁ_finish__mutmut_31: a buffered span whose BOS is the source's own (no BosAdded).
+
+    Occurrence 0 (L = 6): offsets 1-3 placed; the rest buffered as its own BOS + offsets 4, 5.
+    Every source token is accounted once: no marker was added.
+    """
+    led = Ledger(4, 2)
+    pt.feed_all([Arrival(0, 0, 0, 6), Placement(0, 0, 0, 0, 1, 3, False, False),
+                 Horizon(0, 3, "exhausted", (BufferedSpan(0, 0, 4, 3, True),))], led)
+    agg = led.result()
+    assert agg.conservation_violations == 0
+    assert (agg.mass.buffered_tokens, agg.mass.buffered_added_bos) == (3, 0)
+    assert led.arrays()["buffered"].tolist() == [3]
+
+
+def test_ledger_columns_are_int64() -> None:
+    """xǁLedgerǁ_finish__mutmut_10, _12: the per-occurrence buffered column is an int64 array."""
+    led = Ledger(4, 3)
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
+    cols = led.arrays()
+    assert cols["buffered"].dtype == np.int64
+    assert cols["buffered"].tolist() == [9, 0, 0, 8, 0]
+
+
+def test_ledger_protected_mass_by_hand() -> None:
+    """xǁLedgerǁ_protected_mass__mutmut_7/12/23/24/25/27.
+
+    R = 4, B = 3, one refill of [9, 2, 7, 8, 1], one row: 2 (occ 1) and 1 (occ 4) fit, then 7 (occ 2)
+    is cropped to 1 token. K = the 2 largest long keys = {0 (L=9), 3 (L=8)}: 17 tokens, both
+    buffered whole, and they are the whole buffer (17 of 27 arrived tokens).
+    """
+    led = Ledger(4, 3)
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
+    assert led.result().protected == ProtectedMass(members=2, long_arrivals=3, tokens=17, started_members=0,
+                                                   buffered_tokens=17, share_of_arrived=17 / 27,
+                                                   share_of_buffered=1.0)
+    empty = Ledger(4, 3)
+    pt.feed_all([Horizon(0, 0, "exhausted", ())], empty)
+    assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import packing_theory as pt
 from packing_theory.cli import main
 from packing_theory.reporting import matplotlib_available
 
@@ -139,7 +140,6 @@ def _without_run_metadata(doc: dict) -> dict:
 def test_the_api_audits_peers_exactly_as_the_command(workers: str, lengths_file: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Before the fix run_audit refused peers and the command spliced them into its result."""
-    import packing_theory as pt
     from packing_theory.orchestration import run_audit
     from packing_theory.rendering import report_dict
 
@@ -184,3 +184,58 @@ def test_the_demo_inputs_are_a_library_function() -> None:
     assert np.array_equal(train, demo.lengths) and np.array_equal(evals, demo.eval_lengths)
     assert (rows, eval_targets, prefixes) == (demo.rows, demo.eval_targets, demo.eval_prefixes)
     assert demo.config().rows == rows and demo.config().capacity == 2049
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["audit", "--demo", "--permutation-seed", "-1"], "--permutation-seed must be >= 0, got -1"),
+    (["audit", "--demo", "--eval-targets", "-5"], "--eval-targets must be >= 1, got -5"),
+    (["audit", "--lengths", "{npy}", "--eval-targets", "4096"],
+     "--eval-targets 4096 needs an evaluation stream"),
+    (["audit", "--demo", "--policy", "bounded-wait", "--max-wait", "-1"],
+     "--max-wait must be >= 0 (rows), got -1"),
+    (["bounds", "--lengths", "{npy}", "--capacity", "1"], "--capacity must be >= 2, got 1"),
+])
+def test_cli_refusals_name_the_option(argv: list[str], needle: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    npy = tmp_path / "l.npy"
+    np.save(npy, np.array([5, 9, 3, 7], dtype=np.int64))
+    argv = [a.replace("{npy}", str(npy)) for a in argv]
+    if argv[0] == "audit":
+        argv += ["--no-plots", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out" / "audit.json").exists()
+
+
+def test_audit_report_records_the_wait_threshold(tmp_path: Path) -> None:
+    npy = tmp_path / "l.npy"
+    np.save(npy, np.random.default_rng(3).integers(1, 40, 400))
+    waits = {}
+    for a in ("0", "7"):
+        out = tmp_path / f"o{a}"
+        assert main(["audit", "--lengths", str(npy), "--capacity", "16", "--min-buffer", "8",
+                     "--refill", "2", "--policy", "bounded-wait,continue", "--max-wait", a,
+                     "--permutations", "0", "--no-plots", "--no-progress", "--out", str(out)]) == 0
+        waits[a] = json.loads((out / "audit.json").read_text())["settings"]["max_wait"]
+    assert waits == {"0": 0, "7": 7}
+
+
+def test_audit_text_with_default_bytes_tokenizer(tmp_path: Path) -> None:
+    text = tmp_path / "t.txt"
+    text.write_text("hello world\nsecond line\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert main(["audit", "--text", str(text), "--no-plots", "--permutations", "0", "--capacity", "4",
+                 "--min-buffer", "1", "--out", str(out), "--no-progress"]) == 0
+    doc = json.loads((out / "audit.json").read_text())
+    assert doc["corpus"]["tokens"] == len(b"hello world\nsecond line\n") + 1
+
+
+def test_demo_honours_eval_options(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert main(["audit", "--demo", "--scale", "0.01", "--eval-targets", "4096", "--eval-prefixes", "2048",
+                 "--permutations", "0", "--no-plots", "--out", str(out), "--no-progress"]) == 0
+    pop = json.loads((out / "audit.json").read_text())["evaluation"]["populations"][0]
+    assert pop["targets"] == 4096
+    assert [p["targets"] for p in pop["prefixes"]] == [2048]
+    assert main(["audit", "--demo", "--eval-lengths", "x.npy", "--out", str(out)]) == 2

@@ -105,3 +105,9 @@ def test_bounds_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bounds", "--counts", "4096=1,8192=5"]) == 2
     assert main(["bounds", "--counts", "4096:1"]) == 2  # argparse rejects the malformed value
     assert main(["bounds"]) == 2  # --lengths or --counts is required
+
+
+def test_cli_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bounds", "--counts", "16384=x"]) == 2  # main() returns the status, never SystemExit
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "16384=x" in err and "THRESHOLD=COUNT" in err

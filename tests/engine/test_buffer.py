@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+import packing_theory as pt
 from packing_theory.engine.buffer import FastBuffer
 
 R = 9
@@ -94,7 +96,6 @@ def test_bad_capacity(bad: object, error: type[Exception]) -> None:
 
 
 def test_numpy_capacity_is_accepted_as_everywhere_else() -> None:
-    import numpy as np
 
     from packing_theory import PackerConfig
 
@@ -151,7 +152,6 @@ def test_memory_does_not_grow_with_capacity() -> None:
 
 def test_huge_capacity_replay_matches_the_reference() -> None:
     """R = 10**12: the engines agree, and the fast one no longer needs O(R) memory to start."""
-    import numpy as np
 
     import packing_theory as pt
 
@@ -173,3 +173,11 @@ def test_distinct_lengths_switch_to_a_sorted_list_and_keep_the_answers() -> None
     assert buf.take(10)[1][3] == 9  # largest fit
     assert buf.take(0)[1][3] == 1  # nothing fits: shortest, cropped
     buf._check()
+
+
+def test_large_capacity_buffer_is_cheap() -> None:
+    buf = pt.FastBuffer(1_000_000)
+    buf.extend([(0, 0, 0, 999_999, False), (1, 1, 0, 5, False)])
+    assert buf.take(1_000_000)[0] == 0
+    rep = pt.replay([3, 2_000_000, 7], capacity=1_000_000, min_buffer=1, refill=1, exhausted="drain")
+    assert rep.summary().identity_holds()

@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import packing_theory as pt
 from packing_theory.cli import main
+from packing_theory.engine.batches import batched
 from packing_theory.engine.policies import DEFAULT_MAX_WAIT, overdue, start_delay_bound
 from packing_theory.invariant import OUTSIDE_FAMILY, InvariantMonitor
 from packing_theory.invariant import strategies as pst
@@ -398,3 +399,19 @@ def test_cli_check_bounded_wait(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "not applicable" in text and "max_start_delay_rows" in text
     assert main(["check", "--lengths", path, "--max-wait", "2"]) == 2
     assert main(["audit", "--lengths", path, "--policy", "discard", "--max-wait", "2", "--no-plots"]) == 2
+
+
+def test_start_delay_monitor_reads_batches_like_events() -> None:
+    cfg = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="bounded-wait", max_wait=1)
+    lengths = [3, 9, 2, 5, 7, 1, 4, 6, 2]
+    events = list(pt.Packer(cfg).events(lengths))
+    one = pt.feed_all(events, StartDelayMonitor.for_packer(cfg))[0]
+    for size in (1, 2, 5, 100):
+        mon = StartDelayMonitor.for_packer(cfg)
+        for b in batched(events, size):
+            mon.feed(b)
+        assert mon.result() == one  # a batch was silently ignored: 0 arrivals, 0 rows
+    assert one.arrivals == len(lengths)
+    with pytest.raises(TypeError, match="ev must be a packing_theory event"):
+        StartDelayMonitor.for_packer(cfg).feed("garbage")  # type: ignore[arg-type]
+

@@ -1,19 +1,18 @@
-"""Tests written to kill the mutants that survived ``python tools/mutation.py run``.
+"""``InvariantMonitor`` by hand: the embedding API, the end-of-stream check, reports field by field, misuse.
 
-Each test names the mutant(s) it kills (mutmut's names, in the module's
-section). Expectations are computed by hand or by brute force, never by
-calling the helper under test. Mutants judged equivalent are listed, with
-the reason, in ``docs/mutation.rst``.
+Reports are compared with ``Violation`` values written out by hand. The
+planted bug of ``tools/mutation.py planted`` (the full-state check at the
+Horizon skipped) must fail this file; tests that name a mutmut mutant kill a
+survivor of ``tools/mutation.py run``. The monitor against the engines and the
+specification is in ``tests/invariant/test_protected.py``.
 """
 
 from __future__ import annotations
 
-import random
-
-import numpy as np
 import pytest
 
 import packing_theory as pt
+from packing_theory.engine.batches import batched
 from packing_theory.engine.events import (
     Arrival,
     BosAdded,
@@ -24,8 +23,7 @@ from packing_theory.engine.events import (
     Horizon,
     Placement,
 )
-from packing_theory.engine.policies import CropOutcome, PackerConfig, crop_outcome
-from packing_theory.engine.refill import refill_batches
+from packing_theory.engine.policies import PackerConfig
 from packing_theory.invariant import (
     BufferSummary,
     InvariantMonitor,
@@ -34,158 +32,86 @@ from packing_theory.invariant import (
     Violation,
 )
 
-# ------------------------------------------------------------------- engine/policies.py
+# ------------------------------------------------------------------- the end-of-stream check
 
 
-def test_continue_crop_keeps_the_suffix_in_place() -> None:
-    """x_crop_outcome__mutmut_11, _12, _15: a ``continue`` crop keeps (start + m - bos, L - m) in place."""
-    # a whole original of 10 tokens cropped to 4: positions 0-3 emitted, source offsets 4..9 kept
-    assert crop_outcome("continue", 0, 10, False, 4, None) == CropOutcome(0, False, (), (4, 6, False), None)
-    # a remainder starting with an inserted BOS at source offset 5: BOS + offsets 5, 6 emitted
-    assert crop_outcome("continue", 5, 6, True, 3, None) == CropOutcome(5, True, (), (7, 3, False), None)
+def _monitor(events: list[Event], R: int = 4, B: int = 3) -> InvariantMonitor:
+    mon = InvariantMonitor(R, B)
+    for e in events:
+        mon.feed(e)
+    mon._check()
+    return mon
 
 
-def test_requeue_bos_crop_by_hand() -> None:
-    """x_crop_outcome__mutmut_26, _30: a one-token leftover is dropped, a longer one requeued with a BOS."""
-    # leftover of 2 tokens (offsets 8, 9): requeued as BOS + 2 tokens, nothing discarded
-    assert crop_outcome("requeue-bos", 0, 10, False, 8, None) == CropOutcome(0, False, (), None, (8, 3, True))
-    # leftover of exactly 1 token (offset 9): dropped, as nanochat PR #544 does
-    assert crop_outcome("requeue-bos", 0, 10, False, 9, None) == CropOutcome(0, False, ((9, 1),), None, None)
+def test_horizon_reports_a_member_missing_from_the_buffer() -> None:
+    """Occurrences 0 and 2 (L = 9, 7 > R = 4) form K (B - 1 = 2); the Horizon's buffer lacks 2."""
+    events: list[Event] = [
+        Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+        Placement(0, 0, 1, 1, 0, 4, False, False),
+        Horizon(1, 0, "rows", (BufferedSpan(0, 0, 0, 9, False),)),
+    ]
+    mon = _monitor(events)
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("missing", 2)]
 
 
-def test_random_span_without_rng_names_the_problem() -> None:
-    """x_crop_outcome__mutmut_55 .. _58: the error message is exact."""
-    with pytest.raises(ValueError, match=r"^random-span crops need an rng, got None$"):
-        crop_outcome("random-span", 0, 10, False, 4, None)
+def test_horizon_reports_a_changed_member() -> None:
+    events: list[Event] = [
+        Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+        Placement(0, 0, 1, 1, 0, 4, False, False),
+        Horizon(1, 0, "rows", (BufferedSpan(0, 0, 0, 9, False), BufferedSpan(2, 2, 3, 4, False))),
+    ]
+    mon = _monitor(events)
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("changed", 2)]
 
 
-def test_random_span_last_window_has_one_discard() -> None:
-    """x_crop_outcome__mutmut_73: a window that ends at the document's end leaves no empty discard."""
-    L, m = 6, 3
-    lasts = 0
-    for seed in range(200):
-        out = crop_outcome("random-span", 0, L, False, m, random.Random(seed))
-        assert all(k >= 1 for _, k in out.discards), out
-        if out.bos_inserted and out.start == L - m + 1:  # text offsets 4, 5: the last window
-            lasts += 1
-            assert out.discards == ((1, 3),)
-    assert lasts > 0
+def test_horizon_reports_a_member_dropped_after_the_last_selection() -> None:
+    """A Discard of a member outside any selection, then the budget ends: reported once, as removed."""
+    events: list[Event] = [
+        Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+        Placement(0, 0, 1, 1, 0, 4, False, False),
+        Discard(2, 2, 0, 7),
+        Horizon(1, 0, "rows", (BufferedSpan(0, 0, 0, 9, False),)),
+    ]
+    mon = _monitor(events)
+    assert [(v.kind, v.occurrence) for v in mon.violations] == [("removed", 2)]
+    v = mon.violations[0]
+    assert (v.selection, v.row, v.offset, v.event) == (None, 1, 0, Discard(2, 2, 0, 7))
 
 
-def test_one_shot_iterator_cycles_the_batch_sizes_in_order() -> None:
-    """x__stream_batches__mutmut_24: a streamed input uses refill sizes 1, 2, 3, 1, 2, ... like a list."""
-    cfg = PackerConfig(capacity=4, min_buffer=1, refill=(1, 2, 3))
-    sizes = [len(b) for b in refill_batches(iter([2] * 13), cfg)]
-    assert sizes == [1, 2, 3, 1, 2, 3, 1]  # 13 = 1+2+3+1+2+3+1
-    assert [len(b) for b in refill_batches([2] * 13, cfg)] == sizes
+@pytest.mark.parametrize("end", ["exhausted", "drained", "after-exhausted-event"])
+def test_no_horizon_check_outside_the_theorem(end: str) -> None:
+    """A stream that could not refill to B ends outside the proposition: nothing is reported."""
+    events: list[Event] = [Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+                           Placement(0, 0, 1, 1, 0, 4, False, False)]
+    reason = "rows"
+    if end == "after-exhausted-event":
+        events.append(Exhausted(1, 0, 2))
+    else:
+        reason = end
+    events.append(Horizon(1, 0, reason, (BufferedSpan(0, 0, 0, 9, False),)))
+    mon = _monitor(events)
+    assert mon.violations == [] and mon.ok
 
 
-def test_empty_one_shot_iterator_message() -> None:
-    """x__stream_batches__mutmut_21: the streamed input's empty error is exact."""
-    with pytest.raises(ValueError, match=r"^lengths is empty: a replay needs at least one document$"):
-        list(pt.Packer(capacity=4, min_buffer=1).events(iter([])))
+def test_horizon_check_passes_when_every_member_is_whole() -> None:
+    events: list[Event] = [
+        Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4), Arrival(2, 2, 0, 7),
+        Placement(0, 0, 1, 1, 0, 4, False, False),
+        Horizon(1, 0, "rows", (BufferedSpan(2, 2, 0, 7, False), BufferedSpan(0, 0, 0, 9, False))),
+    ]
+    mon = _monitor(events)
+    assert mon.ok and mon.horizon is events[-1]
 
 
-def test_config_and_length_errors_are_exact() -> None:
-    """xǁPackerConfigǁ__post_init____mutmut_55, _96 and x_as_length_list__mutmut_10: exact messages."""
-    with pytest.raises(TypeError, match=r"^seed must be an int, got float 1\.5$"):
-        PackerConfig(seed=1.5)  # type: ignore[arg-type]
-    empty_refill = r"^refill must be a positive int or a non-empty sequence, got \[\]$"
-    with pytest.raises(ValueError, match=empty_refill):
-        PackerConfig(refill=())
-    with pytest.raises(ValueError, match=r"^lengths is empty: a replay needs at least one document$"):
-        list(pt.Packer(capacity=4, min_buffer=1).events([]))
+# ------------------------------------------------------------------- reports by hand, field by field
 
-
-def test_policy_and_targets_errors_are_exact() -> None:
-    """xǁPackerConfigǁ__post_init____mutmut_111, _141, _147, _148, _149."""
-    with pytest.raises(ValueError, match=(r"^policy must be one of discard, continue, requeue-bos, "
-                                          r"segment-first, random-span, bounded-wait; got 'fifo'$")):
-        PackerConfig(policy="fifo")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"^targets must be >= 0, got -1$"):
-        PackerConfig(targets=-1)
-    with pytest.raises(TypeError, match=r"^targets must be an int, got str '7'$"):
-        PackerConfig(targets="7")  # type: ignore[arg-type]
-    # a zero budget is valid: no row at all
-    cfg = PackerConfig(capacity=4, min_buffer=1, targets=0)
-    assert cfg.row_budget == 0
-    assert pt.replay([3, 5], config=cfg).horizon.rows == 0
-
-
-# ------------------------------------------------------------------- audit/population.py
-
-
-def _eval_small(**kwargs: object) -> object:
-    from packing_theory.audit import evaluation_population
-
-    common: dict[str, object] = dict(targets=4, prefixes=(1,), boundaries=(3,))
-    common.update(kwargs)
-    return evaluation_population([4, 4], **common)  # type: ignore[arg-type]
-
-
-def test_evaluation_population_takes_a_config_object_and_a_one_target_prefix() -> None:
-    """x_evaluation_population__mutmut_4 (config ignored), _29 (prefix 1 rejected).
-
-    R = 4: document 0 fills row 0 (targets 0-2), document 1 row 1 (target 3 within the budget).
-    """
-    ev = _eval_small(config=PackerConfig(capacity=4, min_buffer=1, refill=1))
-    assert ev.target_counts == (0, 4) and ev.included == (0, 2)  # type: ignore[attr-defined]
-    assert [(p.targets, p.included, p.zero_inclusion) for p in ev.prefixes] == [(1, (0, 1), ())]  # type: ignore[attr-defined]
-
-
-def test_evaluation_population_to_dict_and_verdict_by_hand() -> None:
-    """xǁEvalPopulationǁto_dict__mutmut_1 .. _35, xǁEvalPrefixǁto_dict__mutmut_1, and the verdicts."""
-    ev = _eval_small(capacity=4, min_buffer=1, refill=1)
-    verdict = "every length stratum present in the population has at least one source scored within 4 targets"
-    assert ev.to_dict() == {  # type: ignore[attr-defined]
-        "policy": "discard", "targets": 4, "labels": ["1–3", ">3"], "population": [0, 2],
-        "arrived": [0, 2], "included": [0, 2], "target_counts": [0, 4], "zero_inclusion": [],
-        "prefixes": [{"targets": 1, "included": (0, 1), "zero_inclusion": ()}],
-        "first_over_capacity_target": None, "protected_tokens": 0, "protected_share_of_arrived": 0.0,
-        "included_source_count": 2, "verdict": verdict,
-    }
-    from packing_theory.audit import evaluation_population
-
-    ev = evaluation_population([3, 40, 5, 2, 6, 4] * 4, capacity=8, min_buffer=3, refill=2, targets=21,
-                               prefixes=(7,), boundaries=(8,))
-    assert ev.verdict == ("zero inclusion within 21 targets for stratum(s) >8: their loss is not "
-                          "identified by reweighting the observed rows")
-
-
-def test_evaluation_population_errors_name_the_input() -> None:
-    """x_evaluation_population__mutmut_32, _37 .. _41, _47 .. _52: which input is wrong, exactly."""
-    from packing_theory.audit import evaluation_population
-
-    common: dict[str, object] = dict(capacity=4, min_buffer=1, targets=4, prefixes=())
-    bad = r"^evaluation lengths\[0\] must be a positive BOS-inclusive length, got 0$"
-    with pytest.raises(ValueError, match=bad):
-        evaluation_population([0, 3], **common)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"^population\[1\] must be a positive BOS-inclusive length, got 0$"):
-        evaluation_population([2, 3], population=[3, 0], **common)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^evaluation lengths must have an integer dtype, got float64$"):
-        evaluation_population([1.5, 2.0], **common)  # type: ignore[arg-type]
-
-
-def test_evaluation_population_counts_every_piece_of_a_continued_document() -> None:
-    """x__count_scored__mutmut_24: under ``continue`` a document placed twice is scored for both pieces.
-
-    R = 4, B = 1: document 0 (L = 6) is cropped to fill row 0 (positions 1-3: targets 0-2); its
-    2-token suffix starts row 1 (position 1: target 3); document 1 (L = 2) ends row 1 at positions
-    2-3 (targets 4, 5), and only target 4 is within the budget of 5.
-    """
-    from packing_theory.audit import evaluation_population
-
-    ev = evaluation_population([6, 2], capacity=4, min_buffer=1, refill=1, policy="continue", targets=5,
-                               prefixes=(), boundaries=(3,))
-    assert ev.target_counts == (1, 4)  # document 1: 1 target; document 0: 3 + 1
-    assert ev.included == (1, 1)
-
-
-# ------------------------------------------------------------------- invariant/monitor.py
-# Reports are compared field by field with Violation values written out by hand.
 
 _LOADER = "the loader selected it"
+
+
 _OUTSIDE = "started or dropped outside a checked selection and still protected"
+
+
 _AT_HORIZON = "started or dropped outside a checked selection; still protected at the horizon"
 
 
@@ -377,92 +303,6 @@ def test_monitor_initial_state() -> None:
     assert (fresh.selections_checked, fresh.selections_outside) == (1, 0)
 
 
-# ------------------------------------------------------------------- audit/ledger.py (scoped functions)
-
-
-def test_ledger_series_thinning_rule_by_hand() -> None:
-    """xǁLedgerǁ_sample__mutmut_3, _23: which flushes the thinned series keeps.
-
-    The rule: sample every flush until 1,024 samples are held, then keep every other sample
-    and sample every 2nd flush, and so on. 3,000 arrivals that never start (B = 5,000) make
-    flush k hold exactly k buffered tokens. Written out: flushes 1-1024 are sampled; thinning
-    keeps 1, 3, ..., 1023; flushes 1026, 1028, ..., 2048 are sampled; thinning keeps
-    1, 5, ..., 1021 and 1026, 1030, ..., 2046; then flushes 2052, 2056, ..., 3000. The flush
-    before the Horizon (3,001) is not a multiple of 4; the Horizon adds its own sample.
-    """
-    from packing_theory.audit import Ledger
-
-    led = Ledger(3, 5000, chunk=1)
-    pt.feed_all(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000), led)
-    kept = [s.buffered_tokens for s in led.result().series]
-    want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
-    assert kept == want
-
-
-def test_ledger_errors_name_the_event() -> None:
-    """xǁLedgerǁ_flush__mutmut_21/24/25/26, xǁLedgerǁ_finish__mutmut_24/27/28: exact messages."""
-    from packing_theory.audit import Ledger
-
-    led = Ledger(4, 2)
-    led.feed(Arrival(0, 0, 0, 3))
-    led.feed(BosAdded(5, 5, 1))
-    with pytest.raises(ValueError, match=(r"^inconsistent event stream: BosAdded for occurrence 5 "
-                                          r"before its Arrival$")):
-        led.feed(Horizon(0, 0, "exhausted", ()))
-    led = Ledger(4, 2)
-    led.feed(Arrival(0, 0, 0, 3))
-    with pytest.raises(ValueError, match=(r"^inconsistent event stream: buffered span for occurrence 7 "
-                                          r"before its Arrival$")):
-        led.feed(Horizon(0, 0, "exhausted", (BufferedSpan(7, 7, 0, 2, False),)))
-
-
-def test_ledger_buffered_own_bos_is_source_mass() -> None:
-    """xǁLedgerǁ_finish__mutmut_31: a buffered span whose BOS is the source's own (no BosAdded).
-
-    Occurrence 0 (L = 6): offsets 1-3 placed; the rest buffered as its own BOS + offsets 4, 5.
-    Every source token is accounted once: no marker was added.
-    """
-    from packing_theory.audit import Ledger
-
-    led = Ledger(4, 2)
-    pt.feed_all([Arrival(0, 0, 0, 6), Placement(0, 0, 0, 0, 1, 3, False, False),
-                 Horizon(0, 3, "exhausted", (BufferedSpan(0, 0, 4, 3, True),))], led)
-    agg = led.result()
-    assert agg.conservation_violations == 0
-    assert (agg.mass.buffered_tokens, agg.mass.buffered_added_bos) == (3, 0)
-    assert led.arrays()["buffered"].tolist() == [3]
-
-
-def test_ledger_columns_are_int64() -> None:
-    """xǁLedgerǁ_finish__mutmut_10, _12: the per-occurrence buffered column is an int64 array."""
-    from packing_theory.audit import Ledger
-
-    led = Ledger(4, 3)
-    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
-    cols = led.arrays()
-    assert cols["buffered"].dtype == np.int64
-    assert cols["buffered"].tolist() == [9, 0, 0, 8, 0]
-
-
-def test_ledger_protected_mass_by_hand() -> None:
-    """xǁLedgerǁ_protected_mass__mutmut_7/12/23/24/25/27.
-
-    R = 4, B = 3, one refill of [9, 2, 7, 8, 1], one row: 2 (occ 1) and 1 (occ 4) fit, then 7 (occ 2)
-    is cropped to 1 token. K = the 2 largest long keys = {0 (L=9), 3 (L=8)}: 17 tokens, both
-    buffered whole, and they are the whole buffer (17 of 27 arrived tokens).
-    """
-    from packing_theory.audit import Ledger, ProtectedMass
-
-    led = Ledger(4, 3)
-    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=5, rows=1).events([9, 2, 7, 8, 1]), led)
-    assert led.result().protected == ProtectedMass(members=2, long_arrivals=3, tokens=17, started_members=0,
-                                                   buffered_tokens=17, share_of_arrived=17 / 27,
-                                                   share_of_buffered=1.0)
-    empty = Ledger(4, 3)
-    pt.feed_all([Horizon(0, 0, "exhausted", ())], empty)
-    assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)
-
-
 def test_monitor_defaults_and_argument_errors() -> None:
     """__init____mutmut_6 (defaults), _18/24/25 and _43/49/50 (parameter names in messages).
 
@@ -519,3 +359,59 @@ def test_monitor_check_names_a_stale_taint() -> None:
     mon._tainted[1] = None  # corrupt on purpose: 1 is not in K
     with pytest.raises(AssertionError, match=r"^tainted occurrence left K$"):
         mon._check()
+
+
+# ------------------------------------------------------------------- not-applicable monitors and misuse
+
+
+CFG = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="bounded-wait", max_wait=1)
+
+
+LENGTHS = [3, 9, 2, 5, 7, 1, 4, 6, 2]
+
+
+def test_not_applicable_monitor_keeps_its_invariants_and_refuses_misuse() -> None:
+    mon = InvariantMonitor.for_packer(CFG)
+    assert mon.not_applicable is not None
+    for ev in pt.Packer(CFG).events(LENGTHS):
+        mon.feed(ev)
+        mon._check()  # failed at the Horizon: the arrival bookkeeping was not closed
+    assert mon.ok and not mon.misuses
+    mon.feed(pt.Arrival(len(LENGTHS) + 5, 0, 0, 4))  # after the Horizon
+    mon.feed(pt.Placement(0, 0, 99, 0, 0, 1, False, False))  # after the Horizon
+    mon.feed("garbage")  # type: ignore[arg-type]
+    assert len(mon.misuses) == 3 and not mon.ok
+    mon._check()
+
+
+def test_not_applicable_monitor_refuses_a_placement_that_never_arrived() -> None:
+    mon = InvariantMonitor.for_packer(CFG)
+    mon.feed(pt.Arrival(0, 0, 0, 3))
+    mon.feed(pt.Placement(0, 0, 7, 0, 0, 3, False, False))
+    assert [m.kind for m in mon.misuses] == ["unknown-occurrence"]
+    assert mon.selections == 0
+    raising = InvariantMonitor.for_packer(CFG, on_violation="raise")
+    with pytest.raises(pt.invariant.MonitorMisuse):
+        raising.feed("garbage")  # type: ignore[arg-type]
+
+
+def test_misuse_after_the_horizon_counts_the_same_batched() -> None:
+    cfg = pt.PackerConfig(capacity=4, min_buffer=2, refill=1, policy="continue")
+    events = list(pt.Packer(cfg).events(LENGTHS))
+    tail = [e for e in events if not isinstance(e, pt.Horizon)][-6:]
+    per_event = InvariantMonitor.for_packer(cfg)
+    for e in events + tail:
+        per_event.feed(e)
+    as_batch = InvariantMonitor.for_packer(cfg)
+    for b in [*batched(events, 1000), *batched(tail, 1000)]:
+        as_batch.feed(b)
+    assert len(per_event.misuses) == len(as_batch.misuses) == 6
+
+
+def test_violation_reports_the_mass_at_the_boundary() -> None:
+    lengths = [9, 3, 9, 2, 12, 5, 1, 1, 7, 30] * 5
+    mon = InvariantMonitor(capacity=4, min_buffer=3, track_buffer="requeue-bos")
+    pt.feed_all(pt.Packer(capacity=4, min_buffer=3, refill=1, policy="requeue-bos").events(lengths), mon)
+    v = mon.first_violation
+    assert v is not None and v.buffer is not None
+    assert v.buffered_mass == v.buffer.mass
