@@ -18,12 +18,12 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, example, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 import packing_theory as pt
-from packing_theory.engine.events import Exhausted, Placement
+from packing_theory.engine.events import Arrival, Exhausted, Placement
 from packing_theory.engine.summary import summarize
 from packing_theory.engine.variants import VARIANTS, VariantConfig, VariantPacker, variant
 from packing_theory.invariant import InvariantMonitor, protected_violations
@@ -152,6 +152,41 @@ def test_long_search_for_multi_span_variants(name: str) -> None:
 
 
 # --------------------------------------------------------------------------- shrunk counterexamples
+
+
+def _brute_protected(arrivals: list[tuple[int, int]], capacity: int, min_buffer: int) -> list[tuple[int, int]]:
+    """K written out: the ``B - 1`` largest keys (length, occurrence) of the long arrivals, largest first."""
+    return sorted((k for k in arrivals if k[0] > capacity), reverse=True)[: min_buffer - 1]
+
+
+@given(case=st.sampled_from(VIOLATING).flatmap(variant_cases))
+@example(case=([3, 1], variant("requeue-bos", capacity=2, min_buffer=2, refill=1, passes=2)))
+@example(case=([4, 2], variant("oldest-first", capacity=3, min_buffer=3, refill=1, passes=2)))
+@example(case=([3], variant("latest-tie", capacity=2, min_buffer=2, refill=1, passes=2)))
+@example(case=([1, 3, 1], variant("epoch-flush", capacity=2, min_buffer=3, refill=1, passes=2)))
+@example(case=([1, 3, 1], variant("epoch-drain", capacity=2, min_buffer=3, refill=1, passes=2)))
+def test_reported_violations_name_a_member_of_k(case: tuple[list[int], VariantConfig]) -> None:
+    """Every violation the monitor reports names a member of K, with its rank and |K| as counted by hand.
+
+    The shrunk counterexamples are pinned as examples (each reports one; the ``test_counterexample_*``
+    tests below check which).
+    """
+    lengths, config = case
+    packer = VariantPacker(config)
+    mon = InvariantMonitor(config.capacity, config.min_buffer, snapshot=packer.snapshot)
+    arrivals: list[tuple[int, int]] = []
+    for ev in packer.events(lengths):
+        if type(ev) is Arrival:
+            arrivals.append((ev.length, ev.occurrence))
+        seen = len(mon.violations)
+        mon.feed(ev)
+        keys = _brute_protected(arrivals, config.capacity, config.min_buffer)
+        for v in mon.violations[seen:]:
+            assert v.protected_size == len(keys), v
+            assert keys[v.rank - 1] == (v.length, v.occurrence), (v, keys)
+    mon._check()
+
+
 
 
 def test_counterexample_requeue_bos() -> None:
