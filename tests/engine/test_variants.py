@@ -1,9 +1,12 @@
 """Out-of-family variants: hypothesis searches for violations; shrunk counterexamples are pinned.
 
+The searches are ``slow`` (CI runs them in its slow step: ``python -m pytest -m slow``).
+
 Results (see ``docs/invariant.rst``):
 
 * ``requeue-bos``, ``oldest-first``, ``latest-tie``, ``epoch-flush``, ``epoch-drain``:
-  violated; the shrunk counterexamples are the ``test_counterexample_*`` tests.
+  violated; the shrunk counterexamples are the ``test_counterexample_*`` tests and the
+  ``@example`` cases of ``test_reported_violations_name_a_member_of_k``.
 * ``split-suffix``, ``continue-at-end`` (multiple active spans / a moved span):
   no violation found, and none exists: every non-protected span is either an
   untouched original (which precedes any protected span of equal length, since
@@ -14,7 +17,6 @@ Results (see ``docs/invariant.rst``):
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -109,6 +111,7 @@ def test_variant_config_rejects_bad_knobs() -> None:
 # --------------------------------------------------------------------------- searches
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VIOLATING)
 def test_hypothesis_finds_a_violation(name: str) -> None:
     """Hypothesis searches the variant's streams for a violation and shrinks it to a tiny case."""
@@ -143,7 +146,6 @@ def test_no_violation_for_multi_span_variants(name: str, data: st.DataObject) ->
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("PACKING_THEORY_SLOW") != "1", reason="set PACKING_THEORY_SLOW=1")
 @pytest.mark.parametrize("name", HOLDING)
 def test_long_search_for_multi_span_variants(name: str) -> None:
     with pytest.raises(NoSuchExample):
@@ -154,7 +156,8 @@ def test_long_search_for_multi_span_variants(name: str) -> None:
 # --------------------------------------------------------------------------- shrunk counterexamples
 
 
-def _brute_protected(arrivals: list[tuple[int, int]], capacity: int, min_buffer: int) -> list[tuple[int, int]]:
+def _brute_protected(arrivals: list[tuple[int, int]], capacity: int,
+                     min_buffer: int) -> list[tuple[int, int]]:
     """K written out: the ``B - 1`` largest keys (length, occurrence) of the long arrivals, largest first."""
     return sorted((k for k in arrivals if k[0] > capacity), reverse=True)[: min_buffer - 1]
 
