@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"distributed"},
     {"rendering"},
     {"orchestration"},
-    {"audit", "evaluation", "adapters"},
+    {"audit", "evaluation", "adapters", "testing"},
     {"invariant"},
     {"registry"},
     {"peers", "corpus", "contamination"},

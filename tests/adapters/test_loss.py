@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from packing_theory.adapters import TokenLoss, bits_per_byte, masked_nll_sum, objective, token_byte_lengths
+from packing_theory.testing import scaled_examples
 
 
 @st.composite
@@ -25,7 +26,7 @@ def batches(draw: st.DrawFn) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled_examples(200), deadline=None)
 @given(data=batches())
 def test_objective_is_one_ratio_over_all_batches(data: list[tuple[np.ndarray, ...]]) -> None:
     total = 0.0
@@ -53,7 +54,7 @@ def test_objective_is_one_ratio_over_all_batches(data: list[tuple[np.ndarray, ..
     assert math.isclose(objective(flat_nll, flat_m), total / count, rel_tol=1e-12, abs_tol=1e-12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled_examples(200), deadline=None)
 @given(data=batches(), bytes_=st.lists(st.integers(0, 4), min_size=8, max_size=8))
 def test_bits_per_byte_matches_a_loop(data: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                                       bytes_: list[int]) -> None:

@@ -25,6 +25,7 @@ from packing_theory.engine.policies import POLICIES
 from packing_theory.engine.rows import group_rows
 from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
+from packing_theory.testing import scaled_examples
 from tests.adapter_peers import TEST_PEERS
 
 PEERS = {**TEST_PEERS, **peer_policies()}
@@ -195,7 +196,7 @@ _FIXTURE_OK = [HealthCheck.function_scoped_fixture]
 
 
 @pytest.mark.parametrize("policy", FAMILY)
-@settings(max_examples=40, deadline=None, suppress_health_check=_FIXTURE_OK)
+@settings(max_examples=scaled_examples(40), deadline=None, suppress_health_check=_FIXTURE_OK)
 @given(**RECORD_CASES)
 def test_records_match_brute_force(
     policy: str,
@@ -212,7 +213,7 @@ def test_records_match_brute_force(
 
 
 @pytest.mark.parametrize("policy", INSTALLED_PEERS)
-@settings(max_examples=12, deadline=None, suppress_health_check=_FIXTURE_OK)
+@settings(max_examples=scaled_examples(12), deadline=None, suppress_health_check=_FIXTURE_OK)
 @given(**RECORD_CASES)
 def test_records_match_brute_force_installed_peers(
     policy: str,
@@ -256,7 +257,7 @@ def records_case(
     check_batch(batch, rows, docs, R, opts)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=scaled_examples(30), deadline=None)
 @given(case=pst.replay_cases(policies=POLICIES, max_docs=30), batch_rows=st.integers(1, 4))
 def test_stream_batches_are_the_engine_rows(case: tuple[list[int], pt.PackerConfig], batch_rows: int) -> None:
     lengths, config = case

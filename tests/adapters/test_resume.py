@@ -19,6 +19,7 @@ from packing_theory.corpus.documents import TokenDocuments
 from packing_theory.engine.policies import POLICIES
 from packing_theory.invariant import strategies as pst
 from packing_theory.peers import peer_policies
+from packing_theory.testing import scaled_examples
 from tests.adapter_peers import TEST_PEERS
 
 PEERS = {**TEST_PEERS, **peer_policies()}
@@ -67,7 +68,7 @@ RESUME_CASES = {
 
 
 @pytest.mark.parametrize("policy", FAMILY)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(**RESUME_CASES)
 def test_resume_at_a_random_row(
     policy: str,
@@ -84,7 +85,7 @@ def test_resume_at_a_random_row(
 
 
 @pytest.mark.parametrize("policy", INSTALLED_PEERS)
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(**RESUME_CASES)
 def test_resume_at_a_random_row_installed_peers(
     policy: str,
@@ -150,7 +151,7 @@ def resume_case(
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(case=pst.replay_cases(policies=POLICIES, max_docs=40, budgets=False), data=st.data())
 def test_audit_at_a_cut_equals_a_budgeted_replay(
     policy: str, case: tuple[list[int], pt.PackerConfig], data: st.DataObject

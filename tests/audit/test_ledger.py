@@ -38,6 +38,7 @@ from packing_theory.engine.events import (
 )
 from packing_theory.engine.policies import POLICIES
 from packing_theory.orchestration import run_audit
+from packing_theory.testing import scaled_examples
 
 SMALL_BOUNDS = (2, 4, 8, 16, 32)
 
@@ -388,7 +389,7 @@ def test_bad_arguments_name_the_parameter() -> None:
         run_audit([3, 4], policies=["discard", "discard"])
 
 
-@settings(max_examples=25)
+@settings(max_examples=scaled_examples(25))
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=200), st.sampled_from(POLICIES))
 def test_run_audit_side_by_side(lengths: list[int], policy: str) -> None:
     cfg = pt.PackerConfig(capacity=16, min_buffer=4, refill=3, rows=30)

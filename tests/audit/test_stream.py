@@ -16,6 +16,7 @@ from packing_theory.audit import Ledger, audit_lengths
 from packing_theory.audit import table as table_module
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+from packing_theory.testing import scaled_examples
 from tests.audit.test_ledger import SMALL_BOUNDS, cases, check_against_naive
 from tests.engine.test_batches import _peer_events
 
@@ -47,7 +48,7 @@ NO_NUMBA = 'numba not installed: pip install "packing-theory[fast]"'
 
 
 @pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
-@settings(max_examples=60)
+@settings(max_examples=scaled_examples(60))
 @given(cases(), st.integers(1, 7))
 def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any]], chunk: int) -> None:
     lengths, kwargs = case

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from packing_theory.cli import main
 from packing_theory.corpus import write_shard
 from packing_theory.reporting import MANIFEST_NAME
+from packing_theory.testing import scaled_examples
 
 SLOW = os.environ.get("PACKING_THEORY_SLOW") == "1"
 FUZZ_EXAMPLES = {"npy": 120, "npy_header": 120, "shards": 100, "manifest": 50, "text": 80, "options": 200}
@@ -45,7 +46,7 @@ COUNTS: Counter[str] = Counter()
 
 
 def fuzz(target: str) -> Any:
-    n = FUZZ_EXAMPLES[target] * (10 if SLOW else 1)
+    n = scaled_examples(FUZZ_EXAMPLES[target]) * (10 if SLOW else 1)
     return settings(max_examples=n, deadline=None, derandomize=not SLOW, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])

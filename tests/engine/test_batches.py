@@ -19,6 +19,7 @@ from packing_theory.engine.batches import (
 )
 from packing_theory.engine.rows import group_rows
 from packing_theory.engine.summary import SummaryAccumulator
+from packing_theory.testing import scaled_examples
 from tests.engine.test_engines import packer_cases
 
 
@@ -87,7 +88,7 @@ def test_iter_batches_and_length_chunks() -> None:
         list(chunks.chunks())
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled_examples(60))
 @given(packer_cases(), st.integers(1, 30))
 def test_summary_batches_equal_events(case: tuple[list[int], dict[str, Any]], size: int) -> None:
     lengths, kwargs = case
@@ -111,7 +112,7 @@ def test_summary_accepts_peer_batches() -> None:
     assert a.padding_tokens == 4 and a.repeated_tokens == 1 and a.filtered_tokens == 9
 
 
-@settings(max_examples=60)
+@settings(max_examples=scaled_examples(60))
 @given(packer_cases(policies=("discard", "continue", "requeue-bos", "segment-first")), st.integers(1, 30))
 def test_group_rows_and_token_rows_on_batches(case: tuple[list[int], dict[str, Any]], size: int) -> None:
     lengths, kwargs = case

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import packing_theory as pt
 from packing_theory.engine.batches import LengthChunks, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
+from packing_theory.testing import scaled_examples
 from tests.engine.test_engines import packer_cases
 from tests.engine.test_loader_golden import FIXTURES, _digests, _rows
 
@@ -47,7 +48,7 @@ def test_compiled_equals_fast(case: tuple[list[int], dict[str, Any]], size: int)
     assert batches == [next(batched(fast[a:b], max(1, b - a))) for a, b in zip(starts, ends, strict=True)]
 
 
-@settings(max_examples=50)
+@settings(max_examples=scaled_examples(50))
 @given(packer_cases(COMPILED_POLICIES), st.integers(1, 7))
 def test_compiled_small_input_chunks_and_iterators(case: tuple[list[int], dict[str, Any]], step: int) -> None:
     lengths, kwargs = case

@@ -14,6 +14,7 @@ from packing_theory.engine.policies import POLICIES
 from packing_theory.engine.refill import CursorState, RefillCursor
 from packing_theory.engine.state import EngineState
 from packing_theory.invariant import strategies as pst
+from packing_theory.testing import scaled_examples
 
 
 def state_after_rows(packer: Any, lengths: Any, k: int) -> tuple[list[Event], EngineState | None, int | None]:
@@ -35,7 +36,7 @@ def state_after_rows(packer: Any, lengths: Any, k: int) -> tuple[list[Event], En
     return events, run.state, run.captured_at
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=scaled_examples(150), deadline=None)
 # the second family drains to the end: many rows, so that most boundaries are interior ones
 @given(case=st.one_of(pst.replay_cases(policies=POLICIES, max_docs=80),
                       pst.replay_cases(policies=POLICIES, max_docs=80, budgets=False, exhausted=("drain",))),
@@ -123,7 +124,7 @@ def test_cursor_passes_and_batches() -> None:
         RefillCursor([5, 3, 9], pt.PackerConfig(), CursorState(0, 4, 0, False))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled_examples(60), deadline=None)
 @given(case=pst.replay_cases(policies=POLICIES, max_docs=40))
 def test_token_rows_over_several_passes(case: tuple[list[int], pt.PackerConfig]) -> None:
     lengths, config = case

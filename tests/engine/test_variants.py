@@ -30,12 +30,14 @@ from packing_theory.engine.summary import summarize
 from packing_theory.engine.variants import VARIANTS, VariantConfig, VariantPacker, variant
 from packing_theory.invariant import InvariantMonitor, protected_violations
 from packing_theory.invariant import strategies as pst
+from packing_theory.testing import scaled_examples
 
 VIOLATING = ("requeue-bos", "oldest-first", "latest-tie", "epoch-flush", "epoch-drain")
 HOLDING = ("split-suffix", "continue-at-end")
 assert set(VIOLATING) | set(HOLDING) == set(VARIANTS)
 
-SEARCH = settings(max_examples=3000, database=None, derandomize=True,
+SEARCH = settings(max_examples=3000,  # a search budget of find(), not a property's example count
+                  database=None, derandomize=True,
                   suppress_health_check=list(HealthCheck), deadline=None)
 
 
@@ -83,7 +85,7 @@ def test_default_knobs_equal_the_reference(case: tuple[list[int], pt.PackerConfi
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 @given(data=st.data())
-@settings(max_examples=60)
+@settings(max_examples=scaled_examples(60))
 def test_variants_conserve_mass(name: str, data: st.DataObject) -> None:
     lengths, config = data.draw(variant_cases(name))
     events = list(VariantPacker(config).events(lengths))
@@ -128,7 +130,7 @@ def test_hypothesis_finds_a_violation(name: str) -> None:
 
 @pytest.mark.parametrize("name", HOLDING)
 @given(data=st.data())
-@settings(max_examples=300)
+@settings(max_examples=scaled_examples(300))
 def test_no_violation_for_multi_span_variants(name: str, data: st.DataObject) -> None:
     lengths, config = data.draw(variant_cases(name, max_docs=30))
     packer = VariantPacker(config)

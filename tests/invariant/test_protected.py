@@ -29,6 +29,7 @@ from packing_theory.invariant import (
 )
 from packing_theory.invariant import strategies as pst
 from packing_theory.registry import entries
+from packing_theory.testing import scaled_examples
 
 IN_FAMILY = tuple(n for n, e in entries().items() if e.in_family)
 """The policies the proposition applies to (``discard``, ``continue``), as the registry declares them."""
@@ -421,4 +422,5 @@ class EngineBesideMonitor(RuleBasedStateMachine):
 
 
 TestEngineBesideMonitor = EngineBesideMonitor.TestCase
-TestEngineBesideMonitor.settings = settings(max_examples=45, stateful_step_count=30, deadline=None)
+TestEngineBesideMonitor.settings = settings(max_examples=scaled_examples(45), stateful_step_count=30,
+                                            deadline=None)
