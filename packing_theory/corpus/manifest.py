@@ -56,14 +56,14 @@ from .shards import MAX_VOCAB, PathLike, write_shard
 __all__ = [
     "CURSOR_SEMANTICS",
     "MANIFEST_FORMAT",
-    "MANIFEST_NAME",
+    "SHARD_MANIFEST_NAME",
     "file_sha256",
     "read_manifest",
     "write_shards",
 ]
 
 MANIFEST_FORMAT = "packing-theory/shard-manifest"
-MANIFEST_NAME = "manifest.json"
+SHARD_MANIFEST_NAME = "manifest.json"
 _VERSION = 1
 CURSOR_SEMANTICS = (
     "(shard_index, token_offset): the document starting at token_offset in shard shard_index "
@@ -164,7 +164,7 @@ def write_shards(
     }
     if tokenizer is not None:
         manifest["tokenizer"] = tokenizer
-    with open(os.path.join(directory, MANIFEST_NAME), "w", encoding="utf-8") as fh:
+    with open(os.path.join(directory, SHARD_MANIFEST_NAME), "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
     return manifest

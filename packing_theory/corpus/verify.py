@@ -60,7 +60,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNMEASURED",
     "EXIT_USAGE",
-    "Finding",
+    "ShardProblem",
     "VerifyReport",
     "verify_shards",
 ]
@@ -70,7 +70,7 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNMEASURED = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
-class Finding:
+class ShardProblem:
     """One result line: ``check`` (a short tag), the shard it concerns (or ``"*"``), and a message."""
 
     check: str
@@ -99,8 +99,8 @@ class VerifyReport:
     distinct_sources_max: int | None = None
     min_sources_required: int | None = None
     mixture: MixtureSummary | None = None
-    found: list[Finding] = field(default_factory=list)
-    unmeasured: list[Finding] = field(default_factory=list)
+    found: list[ShardProblem] = field(default_factory=list)
+    unmeasured: list[ShardProblem] = field(default_factory=list)
 
     @property
     def status(self) -> int:
@@ -206,34 +206,34 @@ def verify_shards(
         name = entry["path"]
         path = os.path.join(root, name)
         if not os.path.exists(path):
-            rep.found.append(Finding("missing", name, f"listed in the manifest, not on disk ({path})"))
+            rep.found.append(ShardProblem("missing", name, f"listed in the manifest, not on disk ({path})"))
             recount_complete = False
             continue
         try:
             shard = read_shard(path)
         except ValueError as exc:
-            rep.found.append(Finding(_tag(str(exc)), name, str(exc).split(": ", 1)[-1]))
+            rep.found.append(ShardProblem(_tag(str(exc)), name, str(exc).split(": ", 1)[-1]))
             recount_complete = False
             continue
         except OSError as exc:
-            rep.unmeasured.append(Finding("read", name, f"cannot read the file: {exc}"))
+            rep.unmeasured.append(ShardProblem("read", name, f"cannot read the file: {exc}"))
             recount_complete = False
             continue
         ok = True
         if shard.vocab != manifest["vocab"]:
             rep.found.append(
-                Finding("header", name, f"vocab={shard.vocab}, the manifest says {manifest['vocab']}")
+                ShardProblem("header", name, f"vocab={shard.vocab}, the manifest says {manifest['vocab']}")
             )
             ok = False
         if shard.n_docs != entry["n_docs"]:
             rep.found.append(
-                Finding("header", name, f"n_docs={shard.n_docs}, the manifest says {entry['n_docs']}")
+                ShardProblem("header", name, f"n_docs={shard.n_docs}, the manifest says {entry['n_docs']}")
             )
             ok = False
         rep.tokens_recounted += shard.n_tokens
         if shard.n_tokens != entry["n_tokens"]:
             rep.found.append(
-                Finding(
+                ShardProblem(
                     "recount",
                     name,
                     f"{shard.n_tokens} tokens in the file, the manifest says {entry['n_tokens']}",
@@ -244,7 +244,7 @@ def verify_shards(
         if bad:
             rep.out_of_range_ids += bad
             rep.found.append(
-                Finding(
+                ShardProblem(
                     "ids",
                     name,
                     f"{bad} id(s) >= vocab={shard.vocab}, first at ids[{first}]={int(shard.ids[first])}",
@@ -252,12 +252,13 @@ def verify_shards(
             )
             ok = False
         if "sha256" not in entry:
-            rep.unmeasured.append(Finding("sha256", name, "the manifest records no sha256 for this shard"))
+            rep.unmeasured.append(ShardProblem("sha256", name,
+                                               "the manifest records no sha256 for this shard"))
         else:
             digest = file_sha256(path)
             if digest != entry["sha256"]:
                 rep.found.append(
-                    Finding(
+                    ShardProblem(
                         "sha256",
                         name,
                         f"file hashes to {digest[:16]}…, the manifest says {str(entry['sha256'])[:16]}…",
@@ -270,7 +271,7 @@ def verify_shards(
         rep.shards_ok += ok
     if recount_complete and rep.tokens_recounted != manifest["n_tokens"]:
         rep.found.append(
-            Finding(
+            ShardProblem(
                 "recount",
                 "*",
                 f"{rep.tokens_recounted} tokens in the shards, the manifest says {manifest['n_tokens']}",
@@ -297,7 +298,7 @@ def _check_sources(manifest: dict[str, Any], rep: VerifyReport, mix: MixtureSumm
     counts = [s.get("source_counts") for s in manifest["shards"]]
     if not any(c is not None for c in counts):
         rep.unmeasured.append(
-            Finding(
+            ShardProblem(
                 "sources", "*", "the manifest records no source_counts (pass --no-sources to skip this check)"
             )
         )
@@ -305,7 +306,7 @@ def _check_sources(manifest: dict[str, Any], rep: VerifyReport, mix: MixtureSumm
     rep.mixture = mix
     rep.min_sources_required = mix.min_sources
     for name in mix.unrecorded:
-        rep.unmeasured.append(Finding("sources", name, "the manifest records no source_counts"))
+        rep.unmeasured.append(ShardProblem("sources", name, "the manifest records no source_counts"))
     for entry in manifest["shards"]:
         c = entry.get("source_counts")
         if c is None:
@@ -318,14 +319,14 @@ def _check_sources(manifest: dict[str, Any], rep: VerifyReport, mix: MixtureSumm
             n = sum(int(v) for v in values.values())
             if n != total:
                 rep.found.append(
-                    Finding("sources", entry["path"],
+                    ShardProblem("sources", entry["path"],
                             f"{field_name} add up to {n} {unit}, the shard holds {total}")
                 )
     below = set(mix.below)
     for m in mix.shards:
         if m.path in below:
             rep.found.append(
-                Finding(
+                ShardProblem(
                     "sources",
                     m.path,
                     f"{m.distinct} distinct source(s), at least {mix.min_sources} required "
@@ -345,7 +346,7 @@ def _probe(
         return
     if len(opened) != len(manifest["shards"]):
         rep.unmeasured.append(
-            Finding(
+            ShardProblem(
                 "probes",
                 "*",
                 f"cursor probes need every shard readable ({len(manifest['shards']) - len(opened)} are not)",
@@ -355,7 +356,7 @@ def _probe(
     docs = ShardDocuments([os.path.join(root, s["path"]) for s in manifest["shards"]])
     sizes = np.array([opened[k].n_tokens for k in range(len(opened))], dtype=np.float64)
     if sizes.sum() == 0:
-        rep.unmeasured.append(Finding("probes", "*", "the shards hold no token to probe"))
+        rep.unmeasured.append(ShardProblem("probes", "*", "the shards hold no token to probe"))
         return
     rng = np.random.default_rng(seed)
     bos = manifest.get("bos_id")
@@ -388,7 +389,7 @@ def _probe(
         if problem is None:
             rep.probes_passed += 1
         else:
-            rep.found.append(Finding("probe", name, problem))
+            rep.found.append(ShardProblem("probe", name, problem))
 
 
 def _accepts(docs: ShardDocuments, k: int, t: int) -> bool:

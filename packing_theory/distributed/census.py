@@ -59,6 +59,7 @@ from .parts import (
     CensusOptions,
     ShardResult,
     SkippedInput,
+    blake2b_64,
     census_shard,
     check_shard_result,
     load_part,
@@ -66,7 +67,6 @@ from .parts import (
     part_arrays,
     part_stem,
     sha256_hex,
-    text_hash,
     write_part,
 )
 
@@ -76,12 +76,12 @@ __all__ = [
     "CensusOptions",
     "CensusResult",
     "ShardResult",
+    "blake2b_64",
     "census_row_groups",
     "census_shard",
     "check_shard_result",
     "load_part",
     "run_census",
-    "text_hash",
     "verify_census",
     "write_part",
 ]

@@ -7,7 +7,7 @@ accepted result in ``DIR/parts/`` (temporary file, ``os.replace``, the JSON
 record last) and give it back only when every file still has its recorded
 SHA-256. :mod:`packing_theory.distributed.census` runs the whole census.
 
->>> text_hash(b"abc") == text_hash("abc".encode("utf-8"))
+>>> blake2b_64(b"abc") == blake2b_64("abc".encode("utf-8"))
 True
 """
 
@@ -46,6 +46,7 @@ __all__ = [
     "InputKind",
     "ShardResult",
     "SkippedInput",
+    "blake2b_64",
     "census_shard",
     "check_shard_result",
     "load_part",
@@ -53,7 +54,6 @@ __all__ = [
     "part_arrays",
     "part_stem",
     "sha256_hex",
-    "text_hash",
     "tokenizer_fingerprint",
     "write_part",
 ]
@@ -69,10 +69,10 @@ Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 
 
-def text_hash(data: bytes) -> int:
+def blake2b_64(data: bytes) -> int:
     """The 64-bit BLAKE2b hash of ``data`` (little-endian), as the census records it.
 
-    >>> text_hash(b"abc") == text_hash("abc".encode("utf-8"))
+    >>> blake2b_64(b"abc") == blake2b_64("abc".encode("utf-8"))
     True
     """
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
@@ -268,7 +268,7 @@ def _hashes_of(texts: Iterable[bytes]) -> tuple[Int64Array, UInt64Array]:
     digests: list[int] = []
     for data in texts:
         sizes.append(len(data))
-        digests.append(text_hash(data))
+        digests.append(blake2b_64(data))
     return np.array(sizes, dtype=np.int64), np.array(digests, dtype=np.uint64)
 
 

@@ -37,12 +37,19 @@ module                 job
 >>> windows = pop.windows(spec)
 >>> model = ev.NGramModel(vocab_size=8, order=2).fit([d for d in docs])
 >>> s = ev.score(windows, model, np.r_[0, np.ones(7, dtype=int)], spec=spec, model="bigram")
->>> summary = ev.summarize(pop, {"bigram": s}, np.r_[0, np.ones(7, dtype=int)])
+>>> summary = ev.summarize_scores(pop, {"bigram": s}, np.r_[0, np.ones(7, dtype=int)])
 >>> [a.ok for a in summary.accounting]
 [True, True]
 """
 
-from .bootstrap import BOOTSTRAP_TARGET, Comparison, ContrastResult, Interval, compare, percentile_interval
+from .bootstrap import (
+    BOOTSTRAP_TARGET,
+    ContrastResult,
+    Interval,
+    ModelComparison,
+    compare,
+    percentile_interval,
+)
 from .family import (
     SEED_000_FAMILY_STRATA,
     Contrast,
@@ -78,7 +85,7 @@ from .population import (
     normalise_text,
     sample_population,
     support_statement,
-    text_hash,
+    text_digest,
     token_hash,
 )
 from .protocol import NllFn
@@ -103,7 +110,7 @@ from .results import (
     EvaluationSummary,
     account,
     census_summary,
-    summarize,
+    summarize_scores,
 )
 from .synthetic import LazyDocuments, PlantedProcess
 from .windows import (
@@ -137,7 +144,6 @@ __all__ = [
     "WINDOW_TARGET",
     "Accounting",
     "CensusSummary",
-    "Comparison",
     "Contrast",
     "ContrastFamily",
     "ContrastResult",
@@ -147,6 +153,7 @@ __all__ = [
     "Interval",
     "LazyDocuments",
     "Metrics",
+    "ModelComparison",
     "NGramModel",
     "NaturalCell",
     "NaturalContextAssay",
@@ -192,10 +199,10 @@ __all__ = [
     "sample_population",
     "score",
     "source_windows",
-    "summarize",
+    "summarize_scores",
     "support_statement",
     "tail_window",
-    "text_hash",
+    "text_digest",
     "token_hash",
     "validate_token_bytes",
 ]

@@ -55,12 +55,12 @@ from .windows import KINDS
 
 __all__ = [
     "BOOTSTRAP_TARGET",
-    "Comparison",
     "Contrast",
     "ContrastFamily",
     "ContrastResult",
     "Dropped",
     "Interval",
+    "ModelComparison",
     "bonferroni_quantiles",
     "compare",
     "interaction_family",
@@ -150,7 +150,7 @@ class ContrastResult:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ModelComparison:
     """Bootstrap comparison of several models against a baseline (see the module doc).
 
     Attributes:
@@ -254,7 +254,7 @@ def compare(
     seed: int = 0,
     level: float = 0.95,
     exploratory: bool = True,
-) -> Comparison:
+) -> ModelComparison:
     """Paired-source bootstrap comparison of ``scores`` (model name -> scores of the same windows).
 
     Args:
@@ -326,7 +326,7 @@ def compare(
         results_x.extend(totals.result(c, c.baseline or baseline, level, 1, label in census, family=False)
                          for c in explo)
     m = decl.size
-    return Comparison(
+    return ModelComparison(
         models=tuple(names), baseline=baseline, level=float(level), family_size=m,
         adjusted_level=bonferroni_quantiles(level, m)[2] if m else float(level), replicates=B,
         seed=int(seed), family=tuple(results_f[c] for c in decl.contrasts), exploratory=tuple(results_x),

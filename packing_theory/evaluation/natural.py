@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .bootstrap import Comparison, ContrastResult, compare
+from .bootstrap import ContrastResult, ModelComparison, compare
 from .family import ContrastFamily, Dropped
 from .metrics import WindowScores, score, validate_token_bytes
 from .population import Population
@@ -94,7 +94,7 @@ class NaturalContextAssay:
     contexts: tuple[int, ...]
     specs: tuple[WindowSpec, ...]
     scores: tuple[dict[str, WindowScores], ...]
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[ModelComparison, ...]
     cells: tuple[NaturalCell, ...]
     dropped: tuple[Dropped, ...] = ()
     statement: str = NATURAL_TARGET
@@ -204,7 +204,7 @@ def _dropped(population: Population, spec: WindowSpec) -> tuple[Dropped, ...]:
     return tuple(out)
 
 
-def _cells(context: int, cmp: Comparison) -> list[NaturalCell]:
+def _cells(context: int, cmp: ModelComparison) -> list[NaturalCell]:
     by = {(r.contrast.model, r.baseline, r.contrast.stratum, r.contrast.kind, r.contrast.minus): r
           for r in cmp.exploratory}
     out: list[NaturalCell] = []

@@ -17,14 +17,14 @@ import numpy.typing as npt
 
 from ..audit import Aggregates, EvalPopulation
 from ..errors import InputError
-from .bootstrap import Comparison, Contrast, compare
+from .bootstrap import Contrast, ModelComparison, compare
 from .family import SEED_000_FAMILY_STRATA, ContrastFamily, declare_family
 from .metrics import WindowScores, score, validate_token_bytes
 from .natural import NaturalContextAssay, natural_context_assay
 from .population import Population, SupportStatement, support_statement
 from .protocol import NllFn
 from .ranking import DEFAULT_SUBSETS, PAPER_PREFIXES, RankingCheck, RowStatistics, ranking_check
-from .results import CensusSummary, EvaluationSummary, census_summary, summarize
+from .results import CensusSummary, EvaluationSummary, census_summary, summarize_scores
 from .windows import WindowSpec
 
 __all__ = ["SEED_000_FAMILY_STRATA", "EvaluationRun", "default_family", "evaluate_models"]
@@ -60,7 +60,7 @@ class EvaluationRun:
     spec: WindowSpec
     scores: dict[str, WindowScores]
     summary: EvaluationSummary
-    comparison: Comparison
+    comparison: ModelComparison
     census_population: Population | None
     census: CensusSummary | None
     support: dict[str, SupportStatement]
@@ -149,7 +149,7 @@ def evaluate_models(
                              check_padding=check_padding)
         seconds[f"score:{name}"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    summary = summarize(population, scores, tb)
+    summary = summarize_scores(population, scores, tb)
     seconds["summary"] = time.perf_counter() - t0
     fam = family if family is not None else default_family(population, list(models), baseline)
     if not isinstance(fam, ContrastFamily):

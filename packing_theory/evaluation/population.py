@@ -13,7 +13,7 @@ Protocol (seed 000 §4, "Evaluation populations")
 1. **Exact-duplicate exclusion.** A candidate whose hash is in ``exclude``
    (hashes of the training shards) is dropped; so is a later candidate
    repeating an earlier one's hash (an *internal* duplicate). Hashes are
-   :func:`text_hash` of the text when text is available, else
+   :func:`text_digest` of the text when text is available, else
    :func:`token_hash` of the token ids. Near duplicates are not audited.
 2. **Strata** by BOS-inclusive length with :data:`EVAL_BOUNDARIES`
    ``= (128, 512, 1024, 2049, 4096, 8192, 16384)``: eight strata
@@ -25,7 +25,7 @@ Protocol (seed 000 §4, "Evaluation populations")
    another's. ``per_stratum=None`` keeps every eligible source (a census).
    Population order is candidate order.
 
-Text normalisation of :func:`text_hash`
+Text normalisation of :func:`text_digest`
 ---------------------------------------
 Unicode NFC (canonically equivalent spellings compare equal), ``\\r\\n`` and
 ``\\r`` become ``\\n``, and leading/trailing whitespace is stripped. Nothing
@@ -59,7 +59,7 @@ __all__ = [
     "normalise_text",
     "sample_population",
     "support_statement",
-    "text_hash",
+    "text_digest",
     "token_hash",
 ]
 
@@ -75,7 +75,7 @@ DEFAULT_SAMPLE_SEED = 147018
 
 
 def normalise_text(text: str) -> str:
-    """The normalisation applied before :func:`text_hash` (see the module doc).
+    """The normalisation applied before :func:`text_digest` (see the module doc).
 
     >>> normalise_text("  Cafe\\u0301\\r\\nbar \\n")
     'Café\\nbar'
@@ -86,12 +86,12 @@ def normalise_text(text: str) -> str:
     return t.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-def text_hash(text: str) -> str:
+def text_digest(text: str) -> str:
     """SHA-256 (hex) of the UTF-8 bytes of :func:`normalise_text` ``(text)``.
 
-    >>> text_hash("a\\r\\nb") == text_hash("a\\nb  ")
+    >>> text_digest("a\\r\\nb") == text_digest("a\\nb  ")
     True
-    >>> text_hash("A") == text_hash("a")
+    >>> text_digest("A") == text_digest("a")
     False
     """
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
@@ -241,7 +241,7 @@ def sample_population(
         per_stratum: the cap per stratum (``None``: keep every eligible source).
         seed: sampling seed (one ``default_rng([seed, k])`` stream per stratum ``k``).
         boundaries: stratum boundaries.
-        hashes: one hash per document (e.g. :func:`text_hash` of its text);
+        hashes: one hash per document (e.g. :func:`text_digest` of its text);
             default :func:`token_hash` of each document when an exclusion runs.
         exclude: hashes of training documents (exact-duplicate exclusion).
         drop_internal_duplicates: drop a document repeating an earlier one's hash.

@@ -32,7 +32,7 @@ __all__ = [
     "EvaluationSummary",
     "account",
     "census_summary",
-    "summarize",
+    "summarize_scores",
 ]
 
 WINDOW_TARGET = (
@@ -218,7 +218,7 @@ class EvaluationSummary:
                 "fingerprint": self.fingerprint, "statement": self.statement}
 
 
-def summarize(population: Population, scores: Mapping[str, WindowScores],
+def summarize_scores(population: Population, scores: Mapping[str, WindowScores],
               token_bytes: npt.ArrayLike) -> EvaluationSummary:
     """Metrics by model, window kind and stratum, after exact accounting.
 

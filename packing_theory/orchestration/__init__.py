@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from .audit import AUTORESEARCH_ROWS, AuditResult, CorpusSummary, audit_peer, corpus_summary, run_audit
 from .compare import (
-    Comparison,
     PackerColumn,
+    PackerComparison,
     compare_packers,
     default_packers,
     packer_verdict,
@@ -52,9 +52,9 @@ __all__ = [
     "AuditDemo",
     "AuditResult",
     "CompareDemo",
-    "Comparison",
     "CorpusSummary",
     "PackerColumn",
+    "PackerComparison",
     "audit_demo",
     "audit_demo_budget",
     "audit_peer",

@@ -26,7 +26,7 @@ Its documents (JSON, Markdown, PNG) are rendered by
 
 A framework that refuses the corpus by its own rule (torchtune without
 ``split_across_pack`` on a document longer than the sequence length, NeMo on
-an example longer than the pack) is listed under :attr:`Comparison.refused`
+an example longer than the pack) is listed under :attr:`PackerComparison.refused`
 with the framework's message instead of a column.
 
 The budget is one pass over the corpus: every packer runs until its input is
@@ -66,8 +66,8 @@ from ..lengths import validate_lengths
 from ..registry import PackerEntry, entries, names
 
 __all__ = [
-    "Comparison",
     "PackerColumn",
+    "PackerComparison",
     "compare_packers",
     "default_packers",
     "packer_verdict",
@@ -82,7 +82,7 @@ def default_packers() -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class PackerColumn:
-    """One packer's numbers in a :class:`Comparison` (see the module doc)."""
+    """One packer's numbers in a :class:`PackerComparison` (see the module doc)."""
 
     policy: str
     kind: str
@@ -121,7 +121,7 @@ class PackerColumn:
 
 
 @dataclass(frozen=True, slots=True)
-class Comparison:
+class PackerComparison:
     """The result of :func:`compare_packers`."""
 
     documents: int
@@ -225,7 +225,7 @@ def compare_packers(
     peer_options: Mapping[str, Mapping[str, Any]] | None = None,
     boundaries: Sequence[int] = STRATA_BOUNDARIES,
     corpus_label: str = "",
-) -> Comparison:
+) -> PackerComparison:
     """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
 
     Args:
@@ -297,5 +297,5 @@ def compare_packers(
             trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
             seconds=time.perf_counter() - t0, costs=packer_costs,
         ))
-    return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
+    return PackerComparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))

@@ -9,7 +9,7 @@ module             job
 ``audit_plots``    the audit's four PNG plots
 ``compare``        ``compare.json`` (``packing-theory/compare`` v2),
                    ``compare.md`` and the PNGs of a
-                   :class:`~packing_theory.orchestration.Comparison`
+                   :class:`~packing_theory.orchestration.PackerComparison`
 =================  ============================================================
 
 A renderer turns a finished result into the bytes of a document and stages

@@ -1,10 +1,10 @@
 """The comparison's documents: ``compare.json``, the one-screen ``compare.md`` and PNG plots.
 
 :func:`write_report_files` stages all of them for a
-:class:`~packing_theory.orchestration.Comparison` in an open
+:class:`~packing_theory.orchestration.PackerComparison` in an open
 :class:`~packing_theory.reporting.ReportWriter` (locked, swapped in as one
-unit). The JSON is :meth:`Comparison.to_dict
-<packing_theory.orchestration.Comparison.to_dict>` (``schema``
+unit). The JSON is :meth:`PackerComparison.to_dict
+<packing_theory.orchestration.PackerComparison.to_dict>` (``schema``
 ``packing-theory/compare``, version 2) with the run entry.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..audit.costs import COST_COLUMNS, costs_table
-from ..orchestration.compare import Comparison
+from ..orchestration.compare import PackerComparison
 from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
@@ -32,7 +32,7 @@ REPORT_FILES: tuple[str, ...] = ("compare.json", "compare.md", *PLOT_FILES)
 """Every file a compare report directory may hold."""
 
 
-def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> str:
+def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None) -> str:
     """A one-screen Markdown table (one row per packer) plus the verdicts and trainer views.
 
     With ``run`` (:attr:`ReportWriter.run_info <packing_theory.reporting.ReportWriter.run_info>`)
@@ -78,7 +78,7 @@ def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
-def write_plots(cmp: Comparison, outdir: str | os.PathLike[str], *,
+def write_plots(cmp: PackerComparison, outdir: str | os.PathLike[str], *,
                 metadata: dict[str, str] | None = None) -> list[Path]:
     """The PNGs of :data:`PLOT_FILES`: emitted share and never-started sources by packer, start delays.
 
@@ -137,7 +137,7 @@ class CompareFiles:
     plots: tuple[Path, ...]
 
 
-def write_report_files(writer: ReportWriter, cmp: Comparison, *, plots: bool = True) -> CompareFiles:
+def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True) -> CompareFiles:
     """Stage ``compare.json``, ``compare.md`` and (with ``plots``) the PNGs in an open ``writer``.
 
     The caller commits. Every file carries the writer's run id.

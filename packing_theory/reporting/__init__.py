@@ -28,7 +28,14 @@ from __future__ import annotations
 
 from .files import ReportBusy, ReportError
 from .lock import LOCK_NAME, DirectoryLock
-from .manifest import MANIFEST_NAME, MANIFEST_SCHEMA, PNG_CONFIG_KEY, PNG_RUN_KEY, config_hash, png_text
+from .manifest import (
+    MANIFEST_SCHEMA,
+    PNG_CONFIG_KEY,
+    PNG_RUN_KEY,
+    REPORT_MANIFEST_NAME,
+    config_hash,
+    png_text,
+)
 from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
 from .progress import ProgressBar, progress_bar
 from .verify import ReportCheck, verify_report
@@ -36,10 +43,10 @@ from .writer import ReportWriter, recover
 
 __all__ = [
     "LOCK_NAME",
-    "MANIFEST_NAME",
     "MANIFEST_SCHEMA",
     "PNG_CONFIG_KEY",
     "PNG_RUN_KEY",
+    "REPORT_MANIFEST_NAME",
     "DirectoryLock",
     "ProgressBar",
     "ReportBusy",

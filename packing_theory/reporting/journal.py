@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .files import fsync_dir, lstat_or_none, plain_name, read_json, sha256_file, write_new
-from .manifest import MANIFEST_NAME, MANIFEST_SCHEMA
+from .manifest import MANIFEST_SCHEMA, REPORT_MANIFEST_NAME
 
 __all__ = [
     "JOURNAL_NAME",
@@ -113,7 +113,8 @@ def write_journal(staging: str, manifest: Mapping[str, Any], stale: Mapping[str,
     """
     journal = {"manifest": dict(manifest), "stale": dict(stale)}
     assert journal_problem(journal) is None, journal_problem(journal)  # the writer checked every name
-    write_new(os.path.join(staging, MANIFEST_NAME), (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    write_new(os.path.join(staging, REPORT_MANIFEST_NAME),
+              (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
     fsync_dir(staging)
     write_new(os.path.join(staging, JOURNAL_NAME), json.dumps(journal).encode("utf-8"))
     fsync_dir(staging)
@@ -137,10 +138,10 @@ def apply_journal(root: str, staging: str, journal: Mapping[str, Any]) -> None:
         path = os.path.join(root, name)
         if name not in files and digest and entry_digest(path) == digest:
             os.unlink(path)  # never follows: a symlink is removed itself
-    tmp = os.path.join(staging, MANIFEST_NAME)
+    tmp = os.path.join(staging, REPORT_MANIFEST_NAME)
     if lstat_or_none(tmp) is None:
         write_new(tmp, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
-    os.replace(tmp, os.path.join(root, MANIFEST_NAME))
+    os.replace(tmp, os.path.join(root, REPORT_MANIFEST_NAME))
     fsync_dir(root)
     shutil.rmtree(staging, ignore_errors=True)
 

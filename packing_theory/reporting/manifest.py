@@ -1,6 +1,6 @@
 """What makes a report one run: a run id and config hash in every file, a manifest with SHA-256s.
 
-``DIR/.packing-theory-manifest.json`` (:data:`MANIFEST_NAME`) lists each file
+``DIR/.packing-theory-manifest.json`` (:data:`REPORT_MANIFEST_NAME`) lists each file
 of the current report with its SHA-256 and size, the run id and the config
 hash; it is written last. Producers put the run id into every file: the
 JSON's ``run`` entry, a line of the Markdown, the PNGs' text chunks
@@ -29,10 +29,10 @@ from ..errors import InputError
 from .files import plain_name
 
 __all__ = [
-    "MANIFEST_NAME",
     "MANIFEST_SCHEMA",
     "PNG_CONFIG_KEY",
     "PNG_RUN_KEY",
+    "REPORT_MANIFEST_NAME",
     "config_hash",
     "manifest_document",
     "manifest_files",
@@ -40,7 +40,7 @@ __all__ = [
     "png_text",
 ]
 
-MANIFEST_NAME = ".packing-theory-manifest.json"
+REPORT_MANIFEST_NAME = ".packing-theory-manifest.json"
 """The manifest of the current report, written last."""
 MANIFEST_SCHEMA = "packing-theory/report-manifest"
 PNG_RUN_KEY = "packing-theory run"

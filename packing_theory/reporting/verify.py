@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .files import lstat_or_none, read_json, sha256_file
 from .journal import staging_directories
-from .manifest import MANIFEST_NAME, PNG_RUN_KEY, manifest_files, png_text
+from .manifest import PNG_RUN_KEY, REPORT_MANIFEST_NAME, manifest_files, png_text
 
 __all__ = ["ReportCheck", "verify_report"]
 
@@ -46,7 +46,7 @@ def verify_report(outdir: str | os.PathLike[str], *, names: Sequence[str] = ()) 
     and so is an interrupted run's staging directory. O(report bytes).
     """
     root = os.fspath(outdir)
-    manifest = read_json(os.path.join(root, MANIFEST_NAME))
+    manifest = read_json(os.path.join(root, REPORT_MANIFEST_NAME))
     listed = manifest_files(manifest)
     if not listed or not isinstance(manifest, dict):
         return ReportCheck(None, None, (), ("no readable manifest",))

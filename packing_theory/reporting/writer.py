@@ -71,9 +71,9 @@ from .files import (
 from .journal import apply_journal, entry_digest, make_staging, recover_locked, write_journal
 from .lock import DirectoryLock
 from .manifest import (
-    MANIFEST_NAME,
     PNG_CONFIG_KEY,
     PNG_RUN_KEY,
+    REPORT_MANIFEST_NAME,
     config_hash,
     manifest_document,
     manifest_files,
@@ -225,7 +225,7 @@ class ReportWriter:
                 os.rmdir(root)  # only if empty: a directory this run created for nothing
 
     def _check_ownership(self, root: str) -> None:
-        manifest = read_json(os.path.join(root, MANIFEST_NAME))
+        manifest = read_json(os.path.join(root, REPORT_MANIFEST_NAME))
         listed = manifest_files(manifest)
         foreign = sorted(n for n in listed if n not in self.names)
         if foreign and self.names and not self.force:  # recover() (no names) takes any report

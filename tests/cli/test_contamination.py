@@ -20,7 +20,7 @@ import pytest
 
 from packing_theory.cli import COMMANDS, main
 from packing_theory.corpus import lengths_from_shards, write_shards
-from packing_theory.corpus.manifest import MANIFEST_NAME
+from packing_theory.corpus.manifest import SHARD_MANIFEST_NAME
 from packing_theory.corpus.masks import apply_mask, check_sidecar, read_mask, read_sidecar
 from packing_theory.reporting import verify_report
 
@@ -66,12 +66,12 @@ def corpus(tmp_path_factory: Any) -> dict[str, Any]:
         lengths += [len(d) for d in docs]
     manifest = {**m, "n_docs": sum(s["n_docs"] for s in shards),
                 "n_tokens": sum(s["n_tokens"] for s in shards), "shards": shards}
-    (tmp / "mix" / MANIFEST_NAME).write_text(json.dumps(manifest))
+    (tmp / "mix" / SHARD_MANIFEST_NAME).write_text(json.dumps(manifest))
     (tmp / "refs.txt").write_text("\n".join(_ids_text(it) for it in items) + "\n")
     clean_items = [rng.integers(1, VOCAB, size=30).tolist() for _ in range(4)]
     (tmp / "clean.txt").write_text("\n".join(_ids_text(it) for it in clean_items) + "\n")
     planted = [j for j, (s, i) in enumerate(order) if i in PLANTED.get(s, [])]
-    return {"tmp": tmp, "manifest": tmp / "mix" / MANIFEST_NAME, "planted": planted, "lengths": lengths,
+    return {"tmp": tmp, "manifest": tmp / "mix" / SHARD_MANIFEST_NAME, "planted": planted, "lengths": lengths,
             "shards": [tmp / "mix" / s["path"] for s in shards], "items": items}
 
 
@@ -146,7 +146,8 @@ def test_missing_shard_is_exit_3(corpus: dict[str, Any], tmp_path: Path) -> None
     victim = corpus["shards"][2].relative_to(corpus["tmp"] / "mix")
     os.remove(tmp_path / "mix" / victim)
     out = tmp_path / "out"
-    proc = cli(corpus["tmp"], "--manifest", str(tmp_path / "mix" / MANIFEST_NAME), "--reference", "clean.txt",
+    proc = cli(corpus["tmp"], "--manifest", str(tmp_path / "mix" / SHARD_MANIFEST_NAME),
+               "--reference", "clean.txt",
                "--reference-per-line", "--tokenizer", "ptok:encode", "--out", str(out))
     doc = _not_measured(proc, out, f"input '{victim}' was not read (FileNotFoundError")
     read = [i["read"] for i in doc["inputs"]]

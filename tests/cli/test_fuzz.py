@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from packing_theory.cli import main
 from packing_theory.corpus import write_shard
-from packing_theory.reporting import MANIFEST_NAME
+from packing_theory.reporting import REPORT_MANIFEST_NAME
 from packing_theory.testing import scaled_examples
 
 SLOW = os.environ.get("PACKING_THEORY_SLOW") == "1"
@@ -252,7 +252,7 @@ def test_fuzz_shards(raw: bytes, second: bool) -> None:
 def manifest_states(draw: st.DrawFn) -> dict[str, bytes | None]:
     """A report directory after a real run, with its manifest / files / staging corrupted."""
     edits: dict[str, bytes | None] = {}
-    target = draw(st.sampled_from([MANIFEST_NAME, "audit.json", "audit.md", "staging-journal",
+    target = draw(st.sampled_from([REPORT_MANIFEST_NAME, "audit.json", "audit.md", "staging-journal",
                                    "staging-file", "lock"]))
     content = draw(st.one_of(
         st.none(),  # deleted

@@ -23,7 +23,7 @@ from packing_theory.distributed import (
     run_census,
     verify_census,
 )
-from packing_theory.distributed.census import check_shard_result, text_hash
+from packing_theory.distributed.census import blake2b_64, check_shard_result
 from tests.distributed_helpers import KillOnce, make_parquet, make_shards, make_texts, strip_run_fields
 
 
@@ -57,7 +57,7 @@ def test_hashes_and_byte_lengths(tmp_path: Path, texts: list[str]) -> None:
     hashes = np.load(tmp_path / "out" / "doc_hashes.npy")
     assert sizes.tolist() == [len(d.encode()) for d in docs]
     assert np.array_equal(res.lengths, sizes + 1)  # bytes tokenizer: one token per byte, plus BOS
-    assert hashes.dtype == np.uint64 and hashes.tolist() == [text_hash(d.encode()) for d in docs]
+    assert hashes.dtype == np.uint64 and hashes.tolist() == [blake2b_64(d.encode()) for d in docs]
     assert res.manifest["duplicate_documents"] == len(docs) - len(set(docs))
 
 

@@ -13,7 +13,7 @@ from packing_theory.evaluation import (
     normalise_text,
     sample_population,
     support_statement,
-    text_hash,
+    text_digest,
     token_hash,
 )
 
@@ -80,9 +80,9 @@ def test_one_strata_draw_does_not_shift_another() -> None:
 
 def test_text_normalisation_and_hashes() -> None:
     assert normalise_text("e\u0301\r\nx\r") == "\u00e9\nx"
-    assert text_hash("  doc\r\n") == text_hash("doc") == text_hash("doc\n")
-    assert text_hash("Doc") != text_hash("doc")
-    assert text_hash("a  b") != text_hash("a b")  # interior whitespace is kept: exact duplicates only
+    assert text_digest("  doc\r\n") == text_digest("doc") == text_digest("doc\n")
+    assert text_digest("Doc") != text_digest("doc")
+    assert text_digest("a  b") != text_digest("a b")  # interior whitespace is kept: exact duplicates only
     assert token_hash([0, 1, 2]) == token_hash(np.array([0, 1, 2], dtype=np.uint16))
     assert token_hash([0, 1, 2]) != token_hash([0, 2, 1])
     with pytest.raises(TypeError, match="must be a str"):
@@ -92,8 +92,8 @@ def test_text_normalisation_and_hashes() -> None:
 def test_exact_duplicates_of_training_and_repeats_are_excluded() -> None:
     texts = ["alpha", "beta\r\n", "gamma", "beta", "delta", "Alpha"]
     docs = docs_with_lengths([3, 3, 200, 3, 3000, 3])
-    hashes = [text_hash(t) for t in texts]
-    train = {text_hash(t) for t in ("alpha", "delta ")}
+    hashes = [text_digest(t) for t in texts]
+    train = {text_digest(t) for t in ("alpha", "delta ")}
     pop = sample_population(docs, per_stratum=None, hashes=hashes, exclude=train)
     pop._check()
     assert pop.indices.tolist() == [1, 2, 5]  # alpha, delta: training; the second beta: a repeat

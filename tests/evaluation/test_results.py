@@ -15,7 +15,7 @@ from packing_theory.evaluation import (
     census_summary,
     sample_population,
     score,
-    summarize,
+    summarize_scores,
 )
 
 V = 9
@@ -45,7 +45,7 @@ def test_byte_and_token_totals_reconcile_exactly() -> None:
                       context=64, stride=20)
     windows = pop.windows(spec)
     sc = {name: score(windows, m, TB, spec=spec, model=name) for name, m in models(docs).items()}
-    summary = summarize(pop, sc, TB)
+    summary = summarize_scores(pop, sc, TB)
     assert all(a.ok for a in summary.accounting)
     by_kind = {a.kind: a for a in summary.accounting if a.model == "uni"}
     L = pop.lengths
@@ -85,7 +85,7 @@ def test_accounting_catches_missing_or_foreign_windows() -> None:
     assert acc["beginning"].ok and not acc["census"].ok
     assert "expected positions" in (acc["census"].first_problem or "")
     with pytest.raises(ValueError, match="accounting fails"):
-        summarize(pop, {"m": short}, TB)
+        summarize_scores(pop, {"m": short}, TB)
     # windows from another population
     other, _ = population(2)
     foreign = score(other.windows(spec), m, TB, spec=spec)
@@ -129,11 +129,11 @@ def test_summaries_reject_mismatched_scores() -> None:
     a = score(pop.windows(spec), m, TB, spec=spec)
     b = score(pop.windows(spec)[1:], m, TB, spec=spec)
     with pytest.raises(ValueError, match="did not score the same windows"):
-        summarize(pop, {"a": a, "b": b}, TB)
+        summarize_scores(pop, {"a": a, "b": b}, TB)
     with pytest.raises(TypeError, match="must be WindowScores"):
-        summarize(pop, {"a": "scores"}, TB)  # type: ignore[dict-item]
+        summarize_scores(pop, {"a": "scores"}, TB)  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="at least one model"):
-        summarize(pop, {}, TB)
+        summarize_scores(pop, {}, TB)
 
 
 def test_census_regions_are_positions_in_the_source() -> None:

@@ -36,7 +36,13 @@ from packing_theory.distributed.census import CENSUS_FILES
 from packing_theory.evaluation.report import REPORT_FILES as EVALUATE_FILES
 from packing_theory.rendering.audit import REPORT_FILES as AUDIT_FILES
 from packing_theory.rendering.compare import REPORT_FILES as COMPARE_FILES
-from packing_theory.reporting import LOCK_NAME, MANIFEST_NAME, matplotlib_available, recover, verify_report
+from packing_theory.reporting import (
+    LOCK_NAME,
+    REPORT_MANIFEST_NAME,
+    matplotlib_available,
+    recover,
+    verify_report,
+)
 
 ROOT = str(Path(pt.__file__).resolve().parent.parent)
 
@@ -428,7 +434,7 @@ def test_a_full_disk_leaves_the_old_report_whole(name: str, inputs: Path, tmp_pa
         proc = run(argv, inputs)
         assert proc.returncode == 0, proc.stderr
         current = check_one_run(out, cmd)
-        manifest = json.loads((out / MANIFEST_NAME).read_text())
+        manifest = json.loads((out / REPORT_MANIFEST_NAME).read_text())
         pages = sum(-(-f["bytes"] // 4096) for f in manifest["files"].values()) + 1
         for free in sorted({pages // 2, pages, pages + 2}):
             filler = fill(disk, free)

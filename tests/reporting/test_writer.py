@@ -19,9 +19,9 @@ from packing_theory.cli import main
 from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES
 from packing_theory.reporting import (
     LOCK_NAME,
-    MANIFEST_NAME,
     PNG_CONFIG_KEY,
     PNG_RUN_KEY,
+    REPORT_MANIFEST_NAME,
     ReportBusy,
     ReportError,
     ReportWriter,
@@ -238,7 +238,7 @@ def test_writer_api(tmp_path: Path) -> None:
         assert not (out / "a.md").exists()  # staged, not visible before the commit
         paths = w.commit()
     assert sorted(p.name for p in paths) == ["a.md", "b.json"]
-    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest = json.loads((out / REPORT_MANIFEST_NAME).read_text())
     assert manifest["run_id"] == w.run_id and manifest["tool"] == "test" and set(manifest["files"]) == {
         "a.md", "b.json"}
     with ReportWriter(out, names=["a.md", "b.json"], config={"x": 1}) as w2:
@@ -444,7 +444,7 @@ def test_a_crafted_journal_deletes_nothing(stale: dict[str, str], tmp_path: Path
     entries = {k.replace("/ABS", str(victim)): v.replace("SHA", digest) for k, v in stale.items()}
     staging = out / ".packing-theory-staging-crafted"
     staging.mkdir()
-    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest = json.loads((out / REPORT_MANIFEST_NAME).read_text())
     (staging / ".journal.json").write_text(json.dumps({"manifest": manifest, "stale": entries}))
     done = recover(out)
     assert len(done) == 1 and "journal is not valid" in done[0] and "nothing was applied" in done[0]
@@ -465,7 +465,7 @@ def test_a_journal_removes_only_files_that_still_hold_what_it_recorded(tmp_path:
 
     staging = out / ".packing-theory-staging-x"
     staging.mkdir()
-    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest = json.loads((out / REPORT_MANIFEST_NAME).read_text())
     manifest["files"] = {"a.md": manifest["files"]["a.md"]}
     journal = {"manifest": manifest, "stale": {"b.md": entry_digest(str(out / "b.md"))}}
     assert journal_problem(journal) is None
@@ -518,6 +518,6 @@ def test_a_full_disk_while_committing_leaves_the_old_report(tmp_path: Path,
     with pytest.raises(OSError, match="No space left"), ReportWriter(out, names=["a.md"], config={}) as w:
         w.write_text("a.md", f"run {w.run_id}\n")
         w.commit()
-    assert calls == [MANIFEST_NAME, ".journal.json"]
+    assert calls == [REPORT_MANIFEST_NAME, ".journal.json"]
     check = verify_report(out, names=["a.md"])
     assert check.ok and check.run_id == old.run_id  # untouched, no staging directory left
