@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 import packing_theory as pt
+from packing_theory.engine import POLICIES, make_packer
 
 R, B, REFILL = 2049, 1000, 128
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -56,7 +57,7 @@ def heavy_tailed(n: int, seed: int = 0, chunk: int = 65536) -> Iterator[int]:
 
 def run_events(engine: str, policy: str, lengths: list[int] | Iterator[int]) -> tuple[float, int, int]:
     """Iterate the whole event stream; return (seconds, events, hash)."""
-    packer = pt.make_packer(engine, capacity=R, min_buffer=B, refill=REFILL, policy=policy)
+    packer = make_packer(engine, capacity=R, min_buffer=B, refill=REFILL, policy=policy)
     t0 = time.perf_counter()
     count = 0
     digest = 0
@@ -83,7 +84,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--reference-repeat", type=int, default=1)
-    parser.add_argument("--policies", default=",".join(pt.POLICIES))
+    parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     lengths = list(heavy_tailed(args.docs))

@@ -85,13 +85,13 @@ def _config(policy: str) -> Any:
 
 
 def task_replay(engine: str, policy: str, docs: int) -> dict[str, Any]:
-    import packing_theory as pt
+    from packing_theory.engine import make_packer
     from packing_theory.engine.batches import LengthChunks
 
     cfg = _config(policy)
     if engine == "compiled":
         gen = _Timed(docs)
-        packer: Any = pt.make_packer("compiled", cfg)
+        packer: Any = make_packer("compiled", cfg)
         _warm()
         c0, w0 = time.process_time(), time.perf_counter()
         events = sum(len(b) for b in packer.batches(LengthChunks(gen)))
@@ -99,16 +99,16 @@ def task_replay(engine: str, policy: str, docs: int) -> dict[str, Any]:
                 "gen_cpu_s": gen.cpu, "events": events}
     lengths = np.concatenate(list(_Timed(docs)))
     c0, w0 = time.process_time(), time.perf_counter()
-    events = sum(1 for _ in pt.make_packer(engine, cfg).events(lengths))  # type: ignore[arg-type]
+    events = sum(1 for _ in make_packer(engine, cfg).events(lengths))  # type: ignore[arg-type]
     return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0, "gen_cpu_s": 0.0,
             "events": events}
 
 
 def _warm() -> None:
     """Load the compiled kernel (numba's on-disk cache) before timing."""
-    import packing_theory as pt
+    from packing_theory.engine import make_packer
 
-    for _ in pt.make_packer("compiled", capacity=8, min_buffer=2).batches([3, 5, 9]):  # type: ignore[union-attr]
+    for _ in make_packer("compiled", capacity=8, min_buffer=2).batches([3, 5, 9]):  # type: ignore[union-attr]
         pass
 
 
@@ -129,13 +129,14 @@ def task_audit(docs: int, policy: str) -> dict[str, Any]:
 def task_stream(docs: int, policy: str) -> dict[str, Any]:
     import packing_theory as pt
     from packing_theory.audit.stream import StreamLedger
+    from packing_theory.engine import make_packer
     from packing_theory.engine.batches import LengthChunks
 
     gen = _Timed(docs)
     _warm()
     c0, w0 = time.process_time(), time.perf_counter()
     sl = StreamLedger(2049, 1000)
-    pt.feed_all(pt.make_packer("compiled", _config(policy)).stream(LengthChunks(gen)), sl)
+    pt.feed_all(make_packer("compiled", _config(policy)).stream(LengthChunks(gen)), sl)
     r = sl.result()
     return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0, "gen_cpu_s": gen.cpu,
             "arrived": r.summary.consumed_sources, "started": r.summary.sources_started,

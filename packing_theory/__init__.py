@@ -11,15 +11,22 @@ Layout (arrows point down; see the architecture page of the docs)::
     distributed/             census and per-rank audits on local processes or Dask
     rendering/               JSON, Markdown and PNG documents of an audit or a comparison
     orchestration/           one corpus under several packers (run_audit, compare_packers)
-    audit/ evaluation/ adapters/     consumers of the event stream
+    audit/ evaluation/ adapters/ testing   consumers of the event stream; test helpers
     invariant/               the protected set, the monitor, bounds, strategies
-    peers/ corpus/           other packers; arrival streams
-    engine/                  events, policies, buffer, Packer, ReferencePacker
+    registry                 one entry per packer (streaming policies and peers), build_packer
+    peers/ corpus/ contamination/   other packers; arrival streams and readers; overlap scans
+    engine/                  events, policies, buffer, Packer, ReferencePacker, compiled engine
     reporting/               report files: writer, lock, manifest, plot loader, progress
-    _checks, lengths         foundation
+    _checks, lengths, errors foundation
 
-Every name below is re-exported here, so notebooks need only
-``import packing_theory as pt``.
+The package root re-exports the entry points only: the packers and
+:func:`replay`, :func:`build_packer`, the event types a consumer reads,
+:func:`feed_all` and the :class:`Consumer` protocol, the audits, the monitor,
+the corollary bounds and the exception hierarchy, so notebooks need only
+``import packing_theory as pt``. Everything else is imported from its
+subpackage (``packing_theory.engine.FastBuffer``, ...); strategies and test
+helpers live in :mod:`packing_theory.testing`. The public surface is frozen in
+``tests/data/public_api.json`` (``tests/test_api.py``).
 
 >>> import packing_theory as pt
 >>> rep = pt.replay([5, 3, 9, 4], capacity=8, min_buffer=2, refill=2)
@@ -28,65 +35,45 @@ Every name below is re-exported here, so notebooks need only
 (3, 1, 'exhausted', 9)
 """
 
-from . import _aliases
 from ._version import __version__
 from .audit import Ledger, StreamLedger, audit_events, audit_lengths
 from .engine import (
-    POLICIES,
     Arrival,
     BosAdded,
     BufferedSpan,
     CompiledPacker,
     Consumer,
     Discard,
-    Engine,
     Event,
     EventBatch,
-    EventSource,
     Exhausted,
-    FastBuffer,
     Filtered,
     Horizon,
-    LengthChunks,
     Packer,
     PackerConfig,
-    PackingEngine,
     Padding,
     Placement,
-    Policy,
     ReferencePacker,
     Repeat,
-    Replay,
-    ReplaySummary,
-    SummaryAccumulator,
     feed_all,
-    make_packer,
     replay,
-    summarize,
 )
 from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
-from .invariant import InvariantMonitor, InvariantViolation, MonitoredBuffer, ProtectedSet
+from .invariant import InvariantMonitor, InvariantViolation
 from .invariant.bounds import earliest_pass, mass_lower_bound, repeated_corpus_table, startup_bound
 from .orchestration import run_audit
 from .registry import build_packer
 
-_aliases.install()
-
-
 __all__ = [
-    "POLICIES",
     "Arrival",
     "BosAdded",
     "BufferedSpan",
     "CompiledPacker",
     "Consumer",
     "Discard",
-    "Engine",
     "Event",
     "EventBatch",
-    "EventSource",
     "Exhausted",
-    "FastBuffer",
     "Filtered",
     "Finding",
     "Horizon",
@@ -95,35 +82,25 @@ __all__ = [
     "InvariantMonitor",
     "InvariantViolation",
     "Ledger",
-    "LengthChunks",
     "MissingDependency",
-    "MonitoredBuffer",
     "NotMeasured",
     "Packer",
     "PackerConfig",
-    "PackingEngine",
     "PackingTheoryError",
     "Padding",
     "Placement",
-    "Policy",
-    "ProtectedSet",
     "ReferencePacker",
     "Repeat",
-    "Replay",
-    "ReplaySummary",
     "StreamLedger",
-    "SummaryAccumulator",
     "__version__",
     "audit_events",
     "audit_lengths",
     "build_packer",
     "earliest_pass",
     "feed_all",
-    "make_packer",
     "mass_lower_bound",
     "repeated_corpus_table",
     "replay",
     "run_audit",
     "startup_bound",
-    "summarize",
 ]

@@ -6,7 +6,7 @@
   that follows the active hypothesis profile instead of overriding it.
 
 >>> from hypothesis import settings
->>> scaled_examples(200) == settings.default.max_examples
+>>> scaled_examples(200) == settings().max_examples
 True
 """
 
@@ -38,4 +38,4 @@ def scaled_examples(count: int) -> int:
     packing_theory.InputError: count must be >= 1, got 0
     """
     check_int("count", count, minimum=1)
-    return max(1, count * settings.default.max_examples // REFERENCE_EXAMPLES)
+    return max(1, count * settings().max_examples // REFERENCE_EXAMPLES)

@@ -1,12 +1,8 @@
-"""The layout shows the system: layers import downwards only, no cycles, small modules, old paths work."""
+"""The layout shows the system: layers import downwards only, no cycles, small modules."""
 
 from __future__ import annotations
 
 import ast
-import importlib
-import json
-import sys
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,7 +11,6 @@ import pytest
 import packing_theory as pt
 
 ROOT = Path(pt.__file__).parent
-API_0_1 = json.loads((Path(__file__).parent / "data" / "public_api_0.1.json").read_text())
 
 # Layers, top to bottom. A module may import its own layer and any layer below it.
 LAYERS: list[set[str]] = [
@@ -29,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"peers", "corpus", "contamination"},
     {"engine"},
     {"reporting"},
-    {"_checks", "lengths", "errors", "_aliases", "_version"},
+    {"_checks", "lengths", "errors", "_version"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
@@ -193,38 +188,3 @@ def test_module_size(name: str) -> None:
     if rel in OVERSIZE_ALLOWED:
         return
     assert n <= MAX_LINES, f"{rel} has {n} lines > {MAX_LINES}; split it or justify it in OVERSIZE_ALLOWED"
-
-
-@pytest.mark.parametrize("module", sorted(API_0_1))
-def test_release_0_1_names_still_import(module: str) -> None:
-    """Every name in a 0.1 module's ``__all__`` imports from its 0.1 path, as the same object."""
-    aliased = module in pt._aliases.ALIASES
-    if aliased:
-        sys.modules.pop(module, None)  # import afresh, so that the warning is emitted here
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        mod = importlib.import_module(module)
-    moved = pt._aliases.MOVED_NAMES.get(module, {})
-    for name in API_0_1[module]:
-        with warnings.catch_warnings(record=True) as caught_name:
-            warnings.simplefilter("always")
-            assert hasattr(mod, name), f"{module}.{name} no longer imports"
-        if name in moved:  # moved up a layer: still the same object, with a warning naming the new home
-            assert any(issubclass(w.category, DeprecationWarning) and moved[name] in str(w.message)
-                       for w in caught_name)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                assert getattr(mod, name) is getattr(importlib.import_module(moved[name]), name)
-    if aliased:
-        assert any(issubclass(w.category, DeprecationWarning) and module in str(w.message) for w in caught)
-        homes = [importlib.import_module(h) for h in pt._aliases.ALIASES[module]]
-        for name in API_0_1[module]:
-            owners = [h for h in homes if name in getattr(h, "__all__", ())]
-            assert owners, f"{module}.{name} has no new home"
-            assert getattr(mod, name) is getattr(owners[0], name)
-
-
-def test_top_level_names_unchanged() -> None:
-    assert set(API_0_1["packing_theory"]) <= set(pt.__all__)
-    for name in pt.__all__:
-        assert hasattr(pt, name)

@@ -32,7 +32,6 @@ never the layers above.
 
 from __future__ import annotations
 
-from .._aliases import moved_name
 from .ledger import Ledger, audit_events, audit_lengths
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
@@ -83,8 +82,3 @@ __all__ = [
     "stratum_index",
     "stratum_labels",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """The 0.1 names that moved up to :mod:`packing_theory.orchestration` (deprecated; see ``_aliases``)."""
-    return moved_name(__name__, name)

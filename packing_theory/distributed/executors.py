@@ -554,7 +554,7 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
 
 @contextlib.contextmanager
 def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) -> Iterator[Executor | None]:
-    """A :class:`concurrent.futures.Executor` for :func:`packing_theory.audit.run_audit`, shut down on exit.
+    """An :class:`~concurrent.futures.Executor` for :func:`~packing_theory.orchestration.run_audit`.
 
     ``"local"``: ``None`` for ``workers=1`` (in this process), else a
     ``ProcessPoolExecutor`` (``workers=0``: one per CPU); ``"dask://HOST:PORT"``:

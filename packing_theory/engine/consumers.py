@@ -34,7 +34,7 @@ them from a packer, an engine or a
 :class:`~packing_theory.engine.policies.PackerConfig`
 (:func:`consumer_settings`).
 
->>> from packing_theory import Packer, SummaryAccumulator
+>>> from packing_theory.engine import Packer, SummaryAccumulator
 >>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
 >>> (summary,) = feed_all(packer.stream([5, 3, 9, 4]), SummaryAccumulator.for_packer(packer))
 >>> summary.emitted_tokens, summary.sources_started

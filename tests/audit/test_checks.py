@@ -10,13 +10,14 @@ from hypothesis import given
 import packing_theory as pt
 from packing_theory.audit import Ledger
 from packing_theory.audit.table import STARTED
+from packing_theory.engine import SummaryAccumulator
 from packing_theory.invariant.strategies import replay_cases
 
 
 @given(replay_cases())
 def test_consumers_check_after_every_event(case: Any) -> None:
     lengths, config = case
-    acc = pt.SummaryAccumulator(config.capacity)
+    acc = SummaryAccumulator(config.capacity)
     ledger = Ledger(config.capacity, config.min_buffer, chunk=3)
     for ev in pt.Packer(config).events(lengths):
         acc.feed(ev)
@@ -51,7 +52,7 @@ def test_ledger_check_detects_corruption(corrupt: Any) -> None:
 
 
 def test_summary_check_detects_corruption() -> None:
-    acc = pt.SummaryAccumulator(8)
+    acc = SummaryAccumulator(8)
     for ev in pt.Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4]):
         acc.feed(ev)
     acc._check()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import packing_theory as pt
 from packing_theory.audit import Ledger, audit_lengths
 from packing_theory.audit import table as table_module
+from packing_theory.engine import POLICIES, summarize
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
 from packing_theory.testing import scaled_examples
@@ -61,7 +62,7 @@ def test_compiled_batches_equal_fast_events(case: tuple[list[int], dict[str, Any
     assert compiled.result() == single.result()
 
 
-@pytest.mark.parametrize("policy", pt.POLICIES)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_block_reduction_is_bit_identical(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(8)
     lengths = np.maximum(1, rng.lognormal(3.0, 1.2, 3000)).astype(np.int64)
@@ -188,7 +189,7 @@ def test_stream_ledger_equals_ledger_and_summary(case: tuple[list[int], dict[str
         sl.feed(item)
         sl._check()
     r = sl.result()
-    assert r.summary == pt.summarize(events, R)
+    assert r.summary == summarize(events, R)
     assert r.strata == agg.strata
     assert (r.protected_members, r.protected_tokens, r.protected_started) == (
         agg.protected.members, agg.protected.tokens, agg.protected.started_members)
@@ -217,7 +218,7 @@ def test_stream_ledger_peer_events_and_errors() -> None:
         sl = StreamLedger(6, 1, chunk=size)
         pt.feed_all(events, sl)
         r = sl.result()
-        assert r.summary == pt.summarize(events, 6)
+        assert r.summary == summarize(events, 6)
         assert sum(s.filtered_sources for s in r.strata) == 2
     bad = StreamLedger(6, 1)
     with pytest.raises(ValueError, match="holds no tokens"):

@@ -12,6 +12,7 @@ import pytest
 
 import packing_theory as pt
 from packing_theory.cli import main
+from packing_theory.engine import POLICIES
 
 REQUIRED = {
     "rows", "targets", "emitted_tokens", "discarded_tokens", "buffered_tokens", "consumed_sources",
@@ -29,7 +30,7 @@ def lengths_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("policy", pt.POLICIES)
+@pytest.mark.parametrize("policy", POLICIES)
 def test_replay_json(lengths_file: Path, policy: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["replay", "--lengths", str(lengths_file), "--capacity", "65", "--min-buffer", "40",
             "--refill", "16", "--policy", policy, "--passes", "2", "--json"]

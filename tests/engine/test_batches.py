@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
+from packing_theory.engine import summarize
 from packing_theory.engine.batches import (
     EventBatch,
     LengthChunks,
@@ -101,14 +102,14 @@ def test_summary_batches_equal_events(case: tuple[list[int], dict[str, Any]], si
         b.feed(batch)
         b._check()
     assert a.result() == b.result()
-    assert pt.summarize(batched(events, size), kwargs["capacity"]) == a.result()
+    assert summarize(batched(events, size), kwargs["capacity"]) == a.result()
 
 
 def test_summary_accepts_peer_batches() -> None:
     events = _peer_events()
-    a = pt.summarize(events, 6)
+    a = summarize(events, 6)
     for size in (1, 3, 100):
-        assert pt.summarize(batched(events, size), 6) == a
+        assert summarize(batched(events, size), 6) == a
     assert a.padding_tokens == 4 and a.repeated_tokens == 1 and a.filtered_tokens == 9
 
 

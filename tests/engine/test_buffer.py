@@ -176,7 +176,7 @@ def test_distinct_lengths_switch_to_a_sorted_list_and_keep_the_answers() -> None
 
 
 def test_large_capacity_buffer_is_cheap() -> None:
-    buf = pt.FastBuffer(1_000_000)
+    buf = FastBuffer(1_000_000)
     buf.extend([(0, 0, 0, 999_999, False), (1, 1, 0, 5, False)])
     assert buf.take(1_000_000)[0] == 0
     rep = pt.replay([3, 2_000_000, 7], capacity=1_000_000, min_buffer=1, refill=1, exhausted="drain")

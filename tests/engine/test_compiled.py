@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
+from packing_theory.engine import POLICIES
 from packing_theory.engine.batches import LengthChunks, batched
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
 from packing_theory.testing import scaled_examples
@@ -136,7 +137,7 @@ def test_token_rows_and_slot_growth() -> None:
 
 
 def test_compiled_refuses_a_policy_it_does_not_implement() -> None:
-    assert set(pt.POLICIES) - set(COMPILED_POLICIES) == {"bounded-wait"}
+    assert set(POLICIES) - set(COMPILED_POLICIES) == {"bounded-wait"}
     with pytest.raises(ValueError, match="got policy 'bounded-wait' \\(use engine='fast'\\)"):
         CompiledPacker(capacity=8, min_buffer=2, policy="bounded-wait")
 

@@ -27,6 +27,7 @@ from packing_theory.adapters.stream import RemainderTracker
 from packing_theory.audit import Ledger, StreamLedger
 from packing_theory.audit.costs import CostAccumulator
 from packing_theory.audit.population import ScoredTargets
+from packing_theory.engine import EventSource
 from packing_theory.engine import consumers as consumers_module
 from packing_theory.engine.base import PackingEngine
 from packing_theory.engine.batches import EventBatch, batched, unbatched
@@ -466,7 +467,7 @@ def test_every_engine_is_a_packing_engine() -> None:
         packer = make_packer(name, config)
         assert isinstance(packer, PackingEngine) and packer.engine == name
         assert packer.config == config and packer.capacity == 8
-        assert isinstance(packer, pt.EventSource)
+        assert isinstance(packer, EventSource)
     assert {cls.engine for cls in (pt.Packer, pt.ReferencePacker, pt.CompiledPacker)} == set(ENGINES)
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from packing_theory import Ledger, SummaryAccumulator, feed_all
+from packing_theory import Ledger, feed_all
+from packing_theory.engine import SummaryAccumulator
 from packing_theory.engine.events import (
     Arrival,
     Discard,

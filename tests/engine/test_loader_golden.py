@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-import packing_theory as pt
+from packing_theory.engine import make_packer
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "loader_golden").glob("*.json"))
 EPOCH_FIXTURES = [p for p in FIXTURES if "__epochs_" in p.name]
@@ -39,7 +39,7 @@ def _docs(meta: dict[str, Any]) -> list[list[int]]:
 
 
 def _rows(meta: dict[str, Any], engine: str, rows: int) -> list[list[int]]:
-    packer = pt.make_packer(
+    packer = make_packer(
         engine,
         capacity=meta["R"],
         min_buffer=meta["buffer_size"],

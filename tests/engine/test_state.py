@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
+from packing_theory.engine import make_packer
 from packing_theory.engine.events import Event, fill_length
 from packing_theory.engine.policies import POLICIES
 from packing_theory.engine.refill import CursorState, RefillCursor
@@ -44,7 +45,7 @@ def state_after_rows(packer: Any, lengths: Any, k: int) -> tuple[list[Event], En
 def test_resume_continues_exactly(case: tuple[list[int], pt.PackerConfig], data: st.DataObject) -> None:
     lengths, config = case
     for engine in ("fast", "reference"):
-        packer = pt.make_packer(engine, config)
+        packer = make_packer(engine, config)
         full = list(packer.events(lengths))
         rows = full[-1].rows  # type: ignore[union-attr]
         # mostly an interior boundary; the first (k = 0) and the last (k = rows) now and then
@@ -59,7 +60,7 @@ def test_resume_continues_exactly(case: tuple[list[int], pt.PackerConfig], data:
         again = EngineState.from_json(state.to_json())
         assert again == state
         for resumer in ("fast", "reference"):  # the state is engine-independent
-            resumed = list(pt.make_packer(resumer, config).events(lengths, resume=again))
+            resumed = list(make_packer(resumer, config).events(lengths, resume=again))
             assert resumed == full[at:], (engine, resumer, k)
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import packing_theory as pt
+from packing_theory.engine import make_packer
 from packing_theory.engine.events import Arrival, BufferedSpan, Exhausted, Horizon, Placement
 from packing_theory.invariant import (
     BufferTracker,
@@ -119,7 +120,7 @@ def _run_monitored(lengths: list[int], config: pt.PackerConfig, engine: str = "f
     events = []
     arrived: list[int] = []
     outside = False
-    for ev in pt.make_packer(engine, config).events(lengths):
+    for ev in make_packer(engine, config).events(lengths):
         if type(ev) is Placement and not outside:
             # the full-state predicate at the selection boundary
             assert protected_violations(tracker.snapshot(), mon.protected) == []

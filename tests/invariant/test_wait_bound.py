@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import packing_theory as pt
 from packing_theory.cli import main
+from packing_theory.engine import FastBuffer, make_packer
 from packing_theory.engine.batches import batched
 from packing_theory.engine.policies import DEFAULT_MAX_WAIT, overdue, start_delay_bound
 from packing_theory.invariant import OUTSIDE_FAMILY, InvariantMonitor
@@ -113,7 +114,7 @@ def test_proved_bound_full_rows_no_discard(case: tuple[list[int], dict[str, Any]
     config = pt.PackerConfig(**kwargs)
     for engine in ("fast", "reference"):
         mon = StartDelayMonitor.for_packer(config)
-        for ev in pt.make_packer(engine, config).events(lengths):
+        for ev in make_packer(engine, config).events(lengths):
             mon.feed(ev)
             mon._check()
         report = mon.result()
@@ -291,7 +292,7 @@ class RemovingBufferMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.buf = pt.FastBuffer(R_BUF)
+        self.buf = FastBuffer(R_BUF)
         self.model: list[tuple[int, tuple[int, int, int, int, bool]]] = []
         self.occ = 0
 
@@ -343,13 +344,13 @@ TestRemovingBufferMachine = RemovingBufferMachine.TestCase
 
 
 def test_remove_unknown_seq_raises() -> None:
-    buf = pt.FastBuffer(4)
+    buf = FastBuffer(4)
     with pytest.raises(KeyError):
         buf.remove(0)
 
 
 def test_stale_long_entries_are_compacted() -> None:
-    buf = pt.FastBuffer(4)
+    buf = FastBuffer(4)
     seqs = [buf.append((i, i, 0, 10 + i, False)) for i in range(8)]
     for s in seqs[:5]:
         buf.remove(s)

@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from packing_theory import Ledger, SummaryAccumulator
+from packing_theory import Ledger
+from packing_theory.engine import SummaryAccumulator
 from packing_theory.engine.rows import token_rows as _token_rows
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from packing_theory import Ledger, SummaryAccumulator, build_packer, feed_all
+from packing_theory import Ledger, build_packer, feed_all
+from packing_theory.engine import SummaryAccumulator
 from packing_theory.engine.events import (
     Arrival,
     Event,
