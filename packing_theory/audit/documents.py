@@ -55,6 +55,7 @@ __all__ = [
     "DocumentRows",
     "DocumentTable",
     "RowFacts",
+    "census_names",
     "document_names",
     "document_table",
     "write_documents",
@@ -355,6 +356,30 @@ def document_names(paths: Sequence[str], per_file: Sequence[int]) -> list[str]:
     for path, k in zip(paths, per_file, strict=True):
         out += [str(path)] if k == 1 else [f"{path}#{i}" for i in range(k)]
     return out
+
+
+def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | None:
+    """The document names of a ``packing-theory census`` report (its ``census.json``), or ``None``.
+
+    ``None`` when the file is missing, is not a census, or counts another number
+    of documents than ``documents`` (the lengths it is meant to name). Names are
+    :func:`document_names` of the census inputs in their order.
+    """
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        shards = doc["shards"]
+        paths = [str(s["path"]) for s in shards]
+        counts = [int(s["n_docs"]) for s in shards]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if sum(counts) != documents:
+        return None
+    return document_names(paths, counts)
 
 
 def _csv_chunks(tables: Sequence[DocumentTable]) -> Iterator[str]:

@@ -87,20 +87,19 @@ class HorizonStatement:
     def sentence(self) -> str:
         """The stop in plain words, e.g. ``"stopped at row 1,055 because the stream ran dry"``.
 
-        >>> HorizonStatement(None, 1055, "stream exhausted", 12, 1055, 64).sentence()[:61]
-        'stopped at row 1,055 because the stream ran dry (it could no '
+        >>> HorizonStatement(None, 1055, "stream exhausted", 12, 1055, 64).sentence()
+        'stopped at row 1,055 because the stream ran dry (a partial row of 12 tokens is not trained)'
         >>> HorizonStatement(Budget("rows", 9), 9, "budget reached", 0, None, 64).sentence()
         'stopped at row 9: the horizon of 9 rows was reached'
         """
         row = f"row {self.stopped_at_row:,}"
-        partial = (f"; a partial row of {self.partial_row_tokens:,} tokens is not trained"
+        partial = (f" (a partial row of {self.partial_row_tokens:,} tokens is not trained)"
                    if self.partial_row_tokens else "")
         if self.reason == "budget reached":
             asked = f"the horizon of {self.asked.describe()}" if self.asked else "the horizon"
             return f"stopped at {row}: {asked} was reached"
         if self.reason == "stream exhausted":
-            return (f"stopped at {row} because the stream ran dry (it could no longer keep B = "
-                    f"{self.min_buffer:,} documents buffered{partial})")
+            return f"stopped at {row} because the stream ran dry{partial}"
         if self.reason == "drained":
             at = f" at row {self.exhausted_at_row:,}" if self.exhausted_at_row is not None else ""
             return (f"ran to {row}: the stream ran dry{at} and --drain then emptied the buffer with fewer "
