@@ -40,12 +40,14 @@ def add_stream_options(
     policies: str = "one",
     rows_help: str = "stop after this many rows",
     engine: bool = False,
+    tokens: bool = False,
 ) -> None:
     """Add the replay options shared by ``replay``, ``check`` and ``audit``.
 
     ``--capacity --seq-length --min-buffer --refill --policy --seed --passes --rows
     --targets --max-wait --drain``, plus ``--lengths`` (required) when ``lengths`` is
-    true and ``--engine`` when ``engine`` is true. ``policies="many"`` makes
+    true, ``--engine`` when ``engine`` is true and ``--tokens`` (a horizon in
+    placed tokens, :mod:`packing_theory.engine.horizon`) when ``tokens`` is true. ``policies="many"`` makes
     ``--policy`` repeatable and comma-separated (a list, default ``None``).
     """
     if lengths:
@@ -77,6 +79,10 @@ def add_stream_options(
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--rows", type=int, default=None, help=rows_help)
     budget.add_argument("--targets", type=int, default=None, help="stop after this many targets")
+    if tokens:
+        budget.add_argument("--tokens", type=int, default=None,
+                            help="stop at the end of the row where the document tokens placed in rows reach "
+                                 "this many (every packer; streaming rows are full, so ceil(T / R) rows)")
     parser.add_argument("--max-wait", type=int, default=None, metavar="A",
                         help="bounded-wait: force the oldest unstarted span at a row start once it has "
                              "waited more than A rows (default 16); only with --policy bounded-wait")

@@ -87,12 +87,15 @@ def check_max_wait(max_wait: int | None, policies: list[str] | tuple[str, ...] |
         )
 
 
-def knobs_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = ()) -> dict[str, Any]:
+def knobs_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = (),
+                    common_horizon: bool = False) -> dict[str, Any]:
     """The knobs given on the command line for packer ``name``, checked against its entry.
 
     ``alongside``: the other packers of the same invocation (``audit --policy
     discard,trl-bfd``); an option one of them takes is not an error for this one,
-    it is simply not passed to it.
+    it is simply not passed to it. ``common_horizon``: the command cuts every
+    packer at ``--rows`` / ``--targets`` / ``--tokens`` itself (``audit``), so
+    they are no error for a peer.
 
     Raises:
         InputError: a malformed ``--peer-option``, an option the packer (and no
@@ -108,7 +111,8 @@ def knobs_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[
                      targets=("--targets", args.targets),
                      exhausted=("--drain", "drain" if args.drain else "stop"))
     elif not any(o.kind == "streaming" for o in others) and (
-            args.rows is not None or args.targets is not None or args.passes != 1 or args.drain):
+            (not common_horizon and (args.rows is not None or args.targets is not None))
+            or args.passes != 1 or args.drain):
         raise InputError(f"{'/'.join(_STREAMING_ONLY)} apply to streaming policies; the peer {name!r} packs "
                          "the whole input once (see its options)")
     if getattr(args, "max_wait", None) is not None:

@@ -25,7 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
+from ..audit.documents import DOCUMENTS_DEFAULT_LIMIT, census_names, document_names
 from ..corpus.textcount import BuiltinTokenizer
+from ..engine.horizon import Budget
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
 from ..errors import InputError
 from ..orchestration import AUTORESEARCH_ROWS, AuditResult, run_audit
@@ -36,6 +38,7 @@ from ..orchestration.demo import (
     audit_demo,
     audit_demo_budget,
 )
+from ..rendering.audit import DOCUMENTS_FILES
 from ..reporting import require_matplotlib
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
@@ -48,8 +51,11 @@ __all__ = [
     "AuditPlan",
     "config_document",
     "demo_inputs",
+    "documents_file",
     "load_corpus",
     "load_inputs",
+    "load_named_corpus",
+    "load_named_inputs",
     "packer_config",
     "parse_policies",
     "plan_audit",
@@ -107,8 +113,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--tokenizer", default="bytes",
                         help="--text tokenizer: bytes (UTF-8 bytes, default), chars, whitespace, "
                              "or module:callable returning token ids")
-    add_stream_options(parser, lengths=False, policies="many", engine=True,
-                       rows_help=f"row budget (default {AUTORESEARCH_ROWS:,}, autoresearch)")
+    add_stream_options(parser, lengths=False, policies="many", engine=True, tokens=True,
+                       rows_help=f"the horizon in rows, for every packer, streaming and peer (default "
+                                 f"{AUTORESEARCH_ROWS:,}, autoresearch's budget, when no --targets or "
+                                 "--tokens is given)")
     parser.add_argument("--permutations", type=int, default=20,
                         help="startup-delay permutations per policy (default 20, as the paper; 0 skips)")
     parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
@@ -124,6 +132,12 @@ def register(sub: Any) -> None:
                              "audit runs; the report's files are swapped in together")
     parser.add_argument("--no-plots", action="store_true",
                         help="skip the PNG plots (the previous run's plots are removed)")
+    docs = parser.add_mutually_exclusive_group()
+    docs.add_argument("--documents", metavar="FILE", choices=DOCUMENTS_FILES, default=None,
+                      help="write one row per document and packer into --out: documents.csv, or "
+                           "documents.parquet (the parquet extra); default: documents.csv when the corpus "
+                           f"has at most {DOCUMENTS_DEFAULT_LIMIT:,} documents")
+    docs.add_argument("--no-documents", action="store_true", help="never write the per-document file")
     parser.add_argument("--force", action="store_true",
                         help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -151,17 +165,35 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     Plain text with a built-in ``--tokenizer`` is counted in chunks (a very long
     line costs O(1 MiB), not the line and its token list).
     """
+    lengths, label, _ = load_named_corpus(args)
+    return lengths, label
+
+
+def load_named_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str, list[str] | None]:
+    """:func:`load_corpus` and one name per document where the inputs know them (else ``None``).
+
+    ``--text`` files (one document per file) and ``--data`` readers name each
+    document by its file (``path#k`` for the k-th of several);
+    ``--lengths DIR/lengths.npy`` written by ``packing-theory census`` takes the
+    names from ``DIR/census.json``.
+    """
     from ..corpus import iter_parquet_texts, lengths_from_shards, lengths_from_texts, load_lengths
     from ..corpus.text import lengths_from_text_files, resolve_bos
 
     check_input_options(args)
     if getattr(args, "data", None) or getattr(args, "files_from", None):
-        lengths, label, _ = load_data(args, quiet=True)
-        return lengths, label
+        lengths, label, reader = load_data(args, quiet=True)
+        labels, codes = reader.sources()
+        counts = np.bincount(codes, minlength=len(labels)).tolist() if len(codes) else [0] * len(labels)
+        ordered = codes.size == 0 or bool(np.all(np.diff(codes) >= 0))
+        names = document_names(labels, counts) if ordered and codes.size == lengths.size else None
+        return lengths, label, names
     if args.lengths:
-        return load_lengths(args.lengths), Path(args.lengths).name
+        lengths = load_lengths(args.lengths)
+        return lengths, Path(args.lengths).name, census_names(Path(args.lengths).parent / "census.json",
+                                                               int(lengths.size))
     if args.shards:
-        return lengths_from_shards(args.shards), f"{len(args.shards)} shard(s)"
+        return lengths_from_shards(args.shards), f"{len(args.shards)} shard(s)", None
     if args.text:
         parquet = [p for p in args.text if str(p).endswith(".parquet")]
         if parquet and len(parquet) != len(args.text):
@@ -171,8 +203,10 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
         add = resolve_bos(getattr(args, "bos", None) or "auto", tokenizer)[0] == "add"
         if parquet:
             texts = iter_parquet_texts(args.text, args.text_column)
-            return lengths_from_texts(texts, tokenizer, bos=add), label
-        return lengths_from_text_files(args.text, tokenizer, per_line=args.per_line, bos=add), label
+            return lengths_from_texts(texts, tokenizer, bos=add), label, None
+        lengths = lengths_from_text_files(args.text, tokenizer, per_line=args.per_line, bos=add)
+        names = [str(p) for p in args.text] if not args.per_line and len(args.text) == lengths.size else None
+        return lengths, label, names
     raise InputError("give --demo, --lengths FILE.npy, --shards SHARD... or --text FILE...")
 
 
@@ -199,6 +233,8 @@ class AuditPlan:
     plots: bool
     peer_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Constructor options of each audited peer (``--window``, ``--peer-option``, ...)."""
+    horizon: Budget | None = None
+    """A ``--tokens`` horizon (``--rows`` / ``--targets`` are the config's budget)."""
 
 
 def plan_audit(args: argparse.Namespace) -> AuditPlan:
@@ -216,7 +252,7 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         policies = parse_policies(args.policy) if args.policy else list(DEMO_POLICIES)
         rows: int | None
         rows, eval_targets, prefixes = audit_demo_budget(args.scale)
-        if args.rows is not None or args.targets is not None:
+        if args.rows is not None or args.targets is not None or args.tokens is not None:
             rows = args.rows
         reference = PAPER_5_1 if args.scale == 1 else None
     else:
@@ -224,7 +260,8 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
             raise InputError("give --demo, --lengths FILE.npy, --shards SHARD..., --text FILE... or "
                              "--data PATH...")
         policies = parse_policies(args.policy)
-        rows = AUTORESEARCH_ROWS if args.rows is None and args.targets is None else args.rows
+        given = args.rows is not None or args.targets is not None or args.tokens is not None
+        rows = args.rows if given else AUTORESEARCH_ROWS
         eval_targets, prefixes, reference = AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES, None
     if args.eval_targets is not None:
         if args.eval_targets < 1:
@@ -237,8 +274,13 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         prefixes = tuple(args.eval_prefixes)
     else:  # the default prefixes beyond a smaller budget are dropped
         prefixes = tuple(p for p in prefixes if p <= eval_targets)
-    options = {p: knobs_from_args(args, p, alongside=policies) for p in policies if is_peer(p)}
-    return AuditPlan(policies, rows, eval_targets, prefixes, reference, plots, options)
+    options = {p: knobs_from_args(args, p, alongside=policies, common_horizon=True)
+               for p in policies if is_peer(p)}
+    for name, value in (("--rows", rows), ("--targets", args.targets), ("--tokens", args.tokens)):
+        if value is not None and value < 0:
+            raise InputError(f"{name} must be >= 0, got {value}")
+    horizon = Budget("tokens", args.tokens) if args.tokens is not None else None
+    return AuditPlan(policies, rows, eval_targets, prefixes, reference, plots, options, horizon)
 
 
 def packer_config(args: argparse.Namespace, plan: AuditPlan) -> PackerConfig:
@@ -272,6 +314,7 @@ def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerCon
     return {"command": "audit", "inputs": inputs, "policies": plan.policies,
             "capacity": config.capacity, "min_buffer": config.min_buffer, "refill": list(config.batch_sizes),
             "seed": config.seed, "passes": config.passes, "rows": config.rows, "targets": config.targets,
+            "tokens": plan.horizon.value if plan.horizon is not None else None,
             "exhausted": config.exhausted, "max_wait": config.max_wait, "engine": args.engine,
             "peer_options": {k: v for k, v in vars(args).items() if k in _PEER_KNOBS and v is not None},
             "permutations": args.permutations,
@@ -284,26 +327,47 @@ def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerCon
 def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
                                                    str, str]:
     """The training and evaluation lengths with their labels."""
+    train, evals, label, eval_label, _ = load_named_inputs(args)
+    return train, evals, label, eval_label
+
+
+def load_named_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
+                                                         str, str, list[str] | None]:
+    """:func:`load_inputs` and the training documents' names (:func:`load_named_corpus`)."""
     if args.demo:
         demo = audit_demo(args.scale)
-        return demo.lengths, demo.eval_lengths, demo.corpus_label, demo.eval_label
-    train, label = load_corpus(args)
+        return demo.lengths, demo.eval_lengths, demo.corpus_label, demo.eval_label, None
+    train, label, names = load_named_corpus(args)
     if args.eval_lengths:
         from ..corpus import load_lengths
 
-        return train, load_lengths(args.eval_lengths), label, Path(args.eval_lengths).name
+        return train, load_lengths(args.eval_lengths), label, Path(args.eval_lengths).name, names
     if args.eval_shards:
         from ..corpus import lengths_from_shards
 
-        return train, lengths_from_shards(args.eval_shards), label, f"{len(args.eval_shards)} shard(s)"
-    return train, None, label, ""
+        return (train, lengths_from_shards(args.eval_shards), label, f"{len(args.eval_shards)} shard(s)",
+                names)
+    return train, None, label, "", names
 
 
 _PEER_KNOBS = ("window", "epochs", "framework_version", "peer_option")
 
 
+def documents_file(args: argparse.Namespace, documents: int) -> str | None:
+    """The per-document file to write: ``--documents``, else ``documents.csv`` for a small corpus, else none.
+
+    ``documents`` counts the documents offered (corpus size times passes).
+    """
+    if args.no_documents:
+        return None
+    if args.documents is not None:
+        return str(args.documents)
+    return DOCUMENTS_FILES[0] if documents <= DOCUMENTS_DEFAULT_LIMIT else None
+
+
 def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64],
-           evals: npt.NDArray[np.int64] | None, label: str, eval_label: str) -> AuditResult:
+           evals: npt.NDArray[np.int64] | None, label: str, eval_label: str,
+           documents: bool = False, names: list[str] | None = None) -> AuditResult:
     """Every policy, streaming and peer, through :func:`run_audit` (in ``--workers`` processes)."""
     from ..distributed.executors import open_executor
     from ..reporting import progress_bar
@@ -319,6 +383,7 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
             permutations=args.permutations, permutation_seed=args.permutation_seed, eval_lengths=evals,
             eval_targets=plan.eval_targets, eval_prefixes=plan.prefixes, engine=args.engine,
             corpus_label=label, eval_label=eval_label, progress=bar, executor=executor,
+            horizon=plan.horizon, documents=documents, document_names=names,
         )
 
 
@@ -351,7 +416,7 @@ def run(args: argparse.Namespace) -> int:
     Exit status 0; 1 when the mass identity fails for a policy (the report is
     still written, so the failure can be read).
     """
-    from ..rendering.audit import REPORT_FILES, report_dict, write_report_files
+    from ..rendering.audit import REPORT_FILES, audit_headline, report_dict, write_report_files
     from ..reporting import ReportWriter
 
     t_start = time.perf_counter()
@@ -362,23 +427,30 @@ def run(args: argparse.Namespace) -> int:
     check_rank_options(args, plan.policies)
     with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
                       tool="packing-theory audit", force=args.force) as writer:
-        train, evals, label, eval_label = load_inputs(args)
+        train, evals, label, eval_label, names = load_named_inputs(args)
+        doc_file = documents_file(args, int(train.size) * config.passes)
+        if doc_file is not None and doc_file.endswith(".parquet"):
+            from ..errors import import_optional
+
+            import_optional("pyarrow", extra="parquet", purpose="--documents documents.parquet")
         ranks_source = None
         if args.world_size is not None:  # refuse a world size the inputs cannot feed before any replay
             ranks_source = rank_source(args, train, _tokenizer)
             check_world_size(ranks_source, args.world_size, args.row_group_size)
         t_loaded = time.perf_counter()
 
-        result = _audit(args, plan, config, train, evals, label, eval_label)
+        result = _audit(args, plan, config, train, evals, label, eval_label, doc_file is not None, names)
         result.seconds["inputs"] = t_loaded - t_start
         sections, md_lines, rank_failing = _ranks(args, plan, config, ranks_source)
         write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
-                           sections=sections, markdown=md_lines)
+                           sections=sections, markdown=md_lines, documents_file=doc_file)
         writer.commit()
     if args.json:  # the document audit.json holds, the per-rank section included
-        emit_json({**report_dict(result, reference=plan.reference, run=writer.run_info), **(sections or {})})
-    print(writer.summary_line("audit", f"{', '.join(plan.policies)} on {result.corpus.documents:,} sources "
-                                       f"in {time.perf_counter() - t_start:.1f} s"), file=sys.stderr)
+        emit_json({**report_dict(result, reference=plan.reference, run=writer.run_info,
+                                 documents_file=doc_file), **(sections or {})})
+    print(writer.summary_line("audit", f"{audit_headline(result, documents_file=doc_file)} "
+                                       f"({result.corpus.documents:,} documents, "
+                                       f"{time.perf_counter() - t_start:.1f} s)"), file=sys.stderr)
     failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
     failing += rank_failing
     if failing:

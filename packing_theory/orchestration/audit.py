@@ -20,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..audit.ledger import audit_events, audit_lengths
+from ..audit.documents import DocumentRows, DocumentTable, document_table
+from ..audit.ledger import Ledger
+from ..audit.never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -30,8 +32,10 @@ from ..audit.population import (
 from ..audit.results import Aggregates
 from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+from ..engine.consumers import feed_all
+from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig
-from ..engine.replay import Engine
+from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, validate_lengths
 from ..registry import entry
@@ -39,7 +43,8 @@ from ..registry import names as packer_names
 
 Int64Array = npt.NDArray[np.int64]
 
-__all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "audit_peer", "corpus_summary", "run_audit"]
+__all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "PackerAccount", "asked_horizon",
+           "audit_peer", "corpus_summary", "run_audit"]
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
@@ -100,6 +105,14 @@ class AuditResult:
     evaluation: tuple[EvalPopulation, ...]
     eval_corpus: CorpusSummary | None
     seconds: dict[str, float]
+    horizon: Budget | None = None
+    """The horizon asked (``None``: every packer ran to its natural end)."""
+    horizons: tuple[HorizonStatement, ...] = ()
+    """Per packer (order of ``policies``): where its run stopped and why."""
+    never_trained: tuple[NeverTrained, ...] = ()
+    """Per packer (order of ``policies``): what it never trained at its horizon."""
+    documents: tuple[DocumentTable, ...] = ()
+    """Per packer, the per-document table (only when :func:`run_audit` was asked for it)."""
 
     def policy(self, name: str) -> Aggregates:
         """The aggregates of one policy."""
@@ -109,22 +122,79 @@ class AuditResult:
         raise KeyError(f"policy {name!r} was not audited (audited: {[a.policy for a in self.policies]})")
 
 
+@dataclass(frozen=True)
+class PackerAccount:
+    """One packer's replay accounted: aggregates, what it never trained, (on request) its documents."""
+
+    aggregates: Aggregates
+    never_trained: NeverTrained
+    documents: DocumentTable | None
+
+
+def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget | None:
+    """The horizon of an audit: ``horizon`` if given, else the config's ``rows`` or ``targets`` budget.
+
+    >>> asked_horizon(PackerConfig(targets=4096)), asked_horizon(PackerConfig())
+    (Budget(unit='targets', value=4096), None)
+    """
+    if horizon is not None:
+        return horizon
+    if config.rows is not None:
+        return Budget("rows", config.rows)
+    if config.targets is not None:
+        return Budget("targets", config.targets)
+    return None
+
+
+def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
+             boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
+             progress: Callable[[int], None] | None = None) -> PackerAccount:
+    """Feed one packer's stream to a ledger (and, for ``documents``, the row consumer); account it."""
+    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries)
+    if documents:
+        rows = DocumentRows(capacity)
+        agg, facts = feed_all(events, ledger, rows, progress=progress)
+        table = document_table(ledger, facts, arr, passes=passes, names=names)
+    else:
+        (agg,) = feed_all(events, ledger, progress=progress)
+        table = None
+    return PackerAccount(agg, never_trained(ledger, arr, passes=passes), table)
+
+
+def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, boundaries: tuple[int, ...],
+                      documents: bool = False, names: Sequence[str] | None = None,
+                      progress: Callable[[int], None] | None = None) -> PackerAccount:
+    packer = make_packer(engine, config)
+    return _account(packer.stream(arr), config.capacity, config.min_buffer, config.policy, arr, config.passes,
+                    boundaries, documents, names, progress)
+
+
+def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, options: Mapping[str, Any],
+                 budget: Budget | None, boundaries: tuple[int, ...], documents: bool = False,
+                 names: Sequence[str] | None = None) -> PackerAccount:
+    peer = entry(name).build(capacity, **dict(options))
+    events = cut_at_horizon(peer.events(arr), budget, capacity=peer.capacity)
+    return _account(events, peer.capacity, min_buffer, name, arr, None, boundaries, documents, names)
+
+
 def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int, *,
                options: Mapping[str, Any] | None = None,
-               boundaries: Sequence[int] = STRATA_BOUNDARIES) -> Aggregates:
+               boundaries: Sequence[int] = STRATA_BOUNDARIES, horizon: Budget | None = None) -> Aggregates:
     """Replay ``lengths`` with peer packer ``name`` (built at ``capacity`` with ``options``) and aggregate it.
 
     ``capacity`` is the peer's row width ``R`` (every packer's meaning of
     ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
-    is the ``B`` of the protected-set columns.
+    is the ``B`` of the protected-set columns. ``horizon`` cuts the peer's
+    event stream at that budget (:func:`~packing_theory.engine.horizon.cut_at_horizon`);
+    ``None`` runs it to its natural end.
 
     Raises:
         InputError: an unknown peer, a bad option, or a corpus the framework's
             own rule refuses.
     """
-    peer = entry(name).build(capacity, **dict(options or {}))
-    return audit_events(peer.events(validate_lengths(np.asarray(lengths))), capacity=peer.capacity,
-                        min_buffer=min_buffer, policy=name, boundaries=tuple(boundaries))
+    arr = validate_lengths(np.asarray(lengths))
+    return _replay_peer(arr, name, capacity, min_buffer, dict(options or {}), horizon,
+                        tuple(boundaries)).aggregates
 
 
 def run_audit(
@@ -145,6 +215,9 @@ def run_audit(
     eval_label: str = "",
     progress: Callable[[str, int | None], Callable[[int], None] | None] | None = None,
     executor: Executor | None = None,
+    horizon: Budget | None = None,
+    documents: bool = False,
+    document_names: Sequence[str] | None = None,
 ) -> AuditResult:
     """Audit ``lengths`` under each packer of ``policies`` with the rest of ``config``.
 
@@ -180,6 +253,14 @@ def run_audit(
             draw), so the result equals the sequential one whatever the
             executor; ``seconds`` then holds the tasks' own wall times, summed
             per stage. ``None`` (default) runs everything in this process.
+        horizon: one horizon for every packer, in rows, targets or tokens
+            (:class:`~packing_theory.engine.horizon.Budget`); default: the
+            config's ``rows`` / ``targets``. Streaming policies honour it
+            natively (a ``tokens`` budget is ``ceil(T / R)`` of their full
+            rows), peers by the cut of their event stream.
+        documents: also keep each packer's per-document table
+            (:attr:`AuditResult.documents`; O(documents) memory per packer).
+        document_names: one name per document (file paths) for the tables' ``name`` column.
 
     Raises:
         InputError: an unknown or repeated policy, options for a packer that
@@ -192,6 +273,11 @@ def run_audit(
     arr = validate_lengths(np.asarray(lengths))
     if config is None:
         config = PackerConfig(rows=AUTORESEARCH_ROWS)
+    budget = asked_horizon(config, horizon)
+    if horizon is not None:  # one horizon: the streaming engines' native row budget
+        config = replace(config, rows=horizon.streaming_rows(config.capacity), targets=None)
+    if document_names is not None and len(document_names) != arr.size:
+        raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
     names: list[str] = list(policies) if policies is not None else [config.policy]
     peers = set(packer_names("peer"))
     _check_names(names, peers, peer_options)
@@ -214,12 +300,14 @@ def run_audit(
     plan = _Plan(arr, [replace(config, policy=n) for n in streaming],  # type: ignore[arg-type]
                  peer_plan,
                  permutations, permutation_seed, ev_arr, eval_targets, tuple(eval_prefixes), engine,
-                 tuple(boundaries), config.capacity, config.min_buffer)
+                 tuple(boundaries), config.capacity, config.min_buffer, budget, documents,
+                 None if document_names is None else list(document_names))
     if executor is None:
-        aggs, spreads, evals, seconds = _sequential(plan, progress)
+        accounts, spreads, evals, seconds = _sequential(plan, progress)
     else:
-        aggs, spreads, evals, seconds = _parallel(plan, progress, executor)
-    aggs.sort(key=lambda a: names.index(a.policy))
+        accounts, spreads, evals, seconds = _parallel(plan, progress, executor)
+    accounts.sort(key=lambda a: names.index(a.aggregates.policy))
+    aggs = [a.aggregates for a in accounts]
     return AuditResult(
         corpus=corpus_summary(arr, config.capacity, label=corpus_label, boundaries=boundaries),
         config=config,
@@ -230,6 +318,10 @@ def run_audit(
         eval_corpus=(corpus_summary(ev_arr, config.capacity, label=eval_label, boundaries=boundaries)
                      if ev_arr is not None else None),
         seconds=seconds,
+        horizon=budget,
+        horizons=tuple(horizon_statement(a, budget, streaming=a.policy not in peers) for a in aggs),
+        never_trained=tuple(a.never_trained for a in accounts),
+        documents=tuple(a.documents for a in accounts if a.documents is not None),
     )
 
 
@@ -268,14 +360,17 @@ class _Plan:
     boundaries: tuple[int, ...]
     capacity: int
     min_buffer: int
+    budget: Budget | None
+    documents: bool
+    names: list[str] | None
 
 
-_Parts = tuple[list[Aggregates], list[StartupSpread], list[EvalPopulation], dict[str, float]]
+_Parts = tuple[list[PackerAccount], list[StartupSpread], list[EvalPopulation], dict[str, float]]
 
 
 def _sequential(plan: _Plan, progress: Any) -> _Parts:
     seconds: dict[str, float] = {}
-    aggs: list[Aggregates] = []
+    aggs: list[PackerAccount] = []
     spreads: list[StartupSpread] = []
     evals: list[EvalPopulation] = []
     configs, arr, permutations = plan.configs, plan.arr, plan.permutations
@@ -291,8 +386,7 @@ def _sequential(plan: _Plan, progress: Any) -> _Parts:
         name = cfg.policy
         t0 = time.perf_counter()
         cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
-        aggs.append(audit_lengths(arr, cfg, engine=plan.engine, progress=cb,
-                                  ledger_kwargs={"boundaries": plan.boundaries}))
+        aggs.append(_replay_streaming(arr, cfg, plan.engine, plan.boundaries, plan.documents, plan.names, cb))
         if cb is not None and hasattr(cb, "close"):
             cb.close()
         seconds[f"replay:{name}"] = time.perf_counter() - t0
@@ -306,8 +400,8 @@ def _sequential(plan: _Plan, progress: Any) -> _Parts:
             seconds[f"evaluation:{name}"] = time.perf_counter() - t0
     for peer, width, options in plan.peers:
         t0 = time.perf_counter()
-        aggs.append(audit_peer(arr, peer, width, plan.min_buffer, options=options,
-                               boundaries=plan.boundaries))
+        aggs.append(_replay_peer(arr, peer, width, plan.min_buffer, options, plan.budget, plan.boundaries,
+                                 plan.documents, plan.names))
         seconds[f"replay:{peer}"] = time.perf_counter() - t0
     return aggs, spreads, evals, seconds
 
@@ -328,16 +422,16 @@ def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
         jobs.append(("startup", "*", executor.submit(_timed, startup_delay_all, arr, configs, state, engine)))
     for cfg in configs:
         name = cfg.policy
-        jobs.append(("replay", name, executor.submit(_timed, audit_lengths, arr, cfg, engine=engine,
-                                                     ledger_kwargs={"boundaries": plan.boundaries})))
+        jobs.append(("replay", name, executor.submit(_timed, _replay_streaming, arr, cfg, engine,
+                                                     plan.boundaries, plan.documents, plan.names)))
         if plan.ev_arr is not None:
             jobs.append(("evaluation", name, executor.submit(
                 _timed, evaluation_population, plan.ev_arr, cfg, targets=plan.eval_targets,
                 prefixes=plan.eval_prefixes, boundaries=plan.boundaries, engine=engine)))
     for peer, width, options in plan.peers:
-        jobs.append(("replay", peer, executor.submit(_timed, audit_peer, arr, peer, width,
-                                                     plan.min_buffer, options=options,
-                                                     boundaries=plan.boundaries)))
+        jobs.append(("replay", peer, executor.submit(_timed, _replay_peer, arr, peer, width,
+                                                     plan.min_buffer, options, plan.budget,
+                                                     plan.boundaries, plan.documents, plan.names)))
     cb = progress("audit tasks", len(jobs)) if progress is not None else None
     if cb is not None:
         for done, _ in enumerate(as_completed([f for _, _, f in jobs]), 1):
@@ -345,7 +439,7 @@ def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
         if hasattr(cb, "close"):
             cb.close()
     seconds: dict[str, float] = {}
-    aggs: list[Aggregates] = []
+    aggs: list[PackerAccount] = []
     evals: list[EvalPopulation] = []
     delays: dict[str, list[int | None]] = {cfg.policy: [] for cfg in configs}
     for stage, label, future in jobs:  # submission order: deterministic whatever finished first

@@ -30,8 +30,10 @@ from ..reporting.markdown import percent as _pct
 from ..reporting.markdown import run_line
 from ..reporting.writer import ReportWriter
 from .audit_plots import PLOT_FILES, write_plots
+from .headline import glossary_lines, headline, horizon_lines, packer_sentence, theorem_prediction
 
 __all__ = [
+    "DOCUMENTS_FILES",
     "PAPER_5_1",
     "PLOT_FILES",
     "POLICY_KEYS",
@@ -40,6 +42,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
     "ReportFiles",
+    "audit_headline",
     "render_markdown",
     "report_dict",
     "run_info",
@@ -50,15 +53,19 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/audit"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
-    "schema", "version", "generator", "run", "corpus", "settings", "strata", "policies", "startup",
-    "evaluation", "reference", "seconds",
+    "schema", "version", "generator", "run", "headline", "horizon", "corpus", "settings", "strata",
+    "policies", "startup", "evaluation", "reference", "seconds",
 )
-"""Top-level keys of a version-2 report, in order."""
+"""Top-level keys of a version-3 report, in order (version 3 added ``headline``, ``horizon`` and, per
+policy, ``horizon`` and ``never_trained``)."""
 
-REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES)
+DOCUMENTS_FILES: tuple[str, ...] = ("documents.csv", "documents.parquet")
+"""The per-document file's names (``audit --documents``)."""
+
+REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES, *DOCUMENTS_FILES)
 """Every file an audit report directory may hold."""
 
 
@@ -69,7 +76,8 @@ def run_info(writer: ReportWriter) -> dict[str, str]:
 POLICY_KEYS: tuple[str, ...] = (
     "policy", "capacity", "min_buffer", "rows", "targets", "stop_reason", "partial_row_tokens",
     "exhausted_at_row", "mass", "crops", "sources", "over_capacity_emitted_fraction",
-    "first_over_capacity_target", "protected", "strata", "exposure", "coverage", "series",
+    "first_over_capacity_target", "protected", "strata", "exposure", "coverage", "series", "horizon",
+    "never_trained",
 )
 """Keys of each entry of ``"policies"`` (see :meth:`packing_theory.audit.Aggregates.to_dict`)."""
 
@@ -103,8 +111,33 @@ PAPER_5_1: dict[str, Any] = {
 # --------------------------------------------------------------------------- JSON
 
 
+def audit_headline(result: AuditResult, *, documents_file: str | None = None) -> str:
+    """The report's plain-words first line (:func:`packing_theory.rendering.headline.headline`).
+
+    >>> from packing_theory import PackerConfig
+    >>> from packing_theory.orchestration import run_audit
+    >>> res = run_audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, PackerConfig(capacity=8, min_buffer=4, refill=2),
+    ...                 permutations=0)
+    >>> print(audit_headline(res).replace("; ", chr(10)))
+    discard stopped at row 10 because the stream ran dry
+    88.6% of your tokens (3 documents, the largest) were never trained
+    the theorem predicts ≥ 3 never start at B = 4
+    """
+    return headline([(_sentence(result, i, documents_file), nt) for i, nt in enumerate(result.never_trained)])
+
+
+def _sentence(result: AuditResult, i: int, documents_file: str | None) -> str:
+    agg, h, nt = result.policies[i], result.horizons[i], result.never_trained[i]
+    e = entry(agg.policy)
+    predicted = theorem_prediction(e.in_family, e.protected_set, h, agg.protected.members)
+    outside = None if e.in_family else e.status
+    return packer_sentence(agg.policy, h, nt, predicted=predicted,
+                           started_protected=agg.protected.started_members, documents_file=documents_file,
+                           outside=outside)
+
+
 def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
-                run: Mapping[str, str] | None = None) -> dict[str, Any]:
+                run: Mapping[str, str] | None = None, documents_file: str | None = None) -> dict[str, Any]:
     """The version-2 JSON document of ``result`` (keys :data:`TOP_LEVEL_KEYS`); ``run`` from :func:`run_info`.
 
     >>> from packing_theory.orchestration import run_audit
@@ -112,7 +145,7 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
     ...                 config=__import__("packing_theory").PackerConfig(capacity=8, min_buffer=3, refill=2))
     >>> doc = report_dict(res)
     >>> doc["schema"], doc["version"], tuple(doc) == TOP_LEVEL_KEYS
-    ('packing-theory/audit', 2, True)
+    ('packing-theory/audit', 3, True)
     """
     from .._version import __version__
     from ..audit.strata import stratum_labels
@@ -122,11 +155,17 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
     if result.eval_corpus is not None:
         evaluation = {"corpus": result.eval_corpus.to_dict(),
                       "populations": [e.to_dict() for e in result.evaluation]}
+    extra: list[dict[str, Any]] = [{} for _ in result.policies]
+    for i, (h, nt) in enumerate(zip(result.horizons, result.never_trained, strict=False)):
+        extra[i] = {"horizon": h.to_dict(), "never_trained": nt.to_dict()}
     doc = {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "generator": {"name": "packing_theory", "version": __version__},
         "run": dict(run) if run is not None else None,
+        "headline": audit_headline(result, documents_file=documents_file),
+        "horizon": {**(result.horizon.to_dict() if result.horizon else {"unit": None, "value": None}),
+                    "documents_file": documents_file},
         "corpus": result.corpus.to_dict(),
         "settings": {"capacity": cfg.capacity, "min_buffer": cfg.min_buffer,
                      "refill": list(cfg.batch_sizes), "passes": cfg.passes, "rows": cfg.row_budget,
@@ -138,7 +177,7 @@ def report_dict(result: AuditResult, *, reference: Mapping[str, Any] | None = No
         "strata": {"boundaries": list(result.boundaries), "labels": stratum_labels(result.boundaries),
                    "convention": "BOS-inclusive original length L; stratum k holds "
                                  "boundaries[k-1] < L <= boundaries[k]; the last holds L > boundaries[-1]"},
-        "policies": [a.to_dict() for a in result.policies],
+        "policies": [{**a.to_dict(), **x} for a, x in zip(result.policies, extra, strict=True)],
         "startup": [s.to_dict() for s in result.startup],
         "evaluation": evaluation,
         "reference": dict(reference) if reference is not None else None,
@@ -195,17 +234,22 @@ def _eval_line(e: EvalPopulation) -> str:
 
 def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
                     plots: Sequence[str] = (), run: Mapping[str, str] | None = None,
-                    extra: Sequence[str] = ()) -> str:
-    """A one-screen Markdown summary: mass partition, sources, strata, startup, evaluation verdict.
+                    extra: Sequence[str] = (), documents_file: str | None = None) -> str:
+    """A one-screen Markdown summary: the headline first, horizon and never trained, mass partition,
+    sources, strata, startup, evaluation verdict, the glossary.
 
     With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures;
     with ``run`` (:func:`run_info`) the last line names the run and the config hash.
     """
-    lines = ["# Source-inclusion audit", "", _md_corpus_line(result), ""]
+    lines = [audit_headline(result, documents_file=documents_file), "", "# Source-inclusion audit", "",
+             _md_corpus_line(result), ""]
+    lines += horizon_lines([(a.policy, h, nt) for a, h, nt in
+                            zip(result.policies, result.horizons, result.never_trained, strict=False)])
     lines += _md_main_table(result, reference)
     lines += _md_strata_table(result, reference)
     lines += _md_evaluation(result, reference)
     lines += list(extra)
+    lines += glossary_lines()
     if plots:
         lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
     total = sum(result.seconds.values())
@@ -220,6 +264,8 @@ def _md_corpus_line(result: AuditResult) -> str:
     cfg, c = result.config, result.corpus
     budget = (f"{cfg.row_budget:,} rows = {cfg.row_budget * (cfg.capacity - 1):,} targets"
               if cfg.row_budget is not None else "until the stream ends")
+    if result.horizon is not None and result.horizon.unit == "tokens":
+        budget = f"{result.horizon.describe()} ({budget} for the streaming policies)"
     refill = ",".join(map(str, cfg.batch_sizes))
     name = f": {c.label}" if c.label else ""
     return (f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
@@ -374,19 +420,26 @@ def write_report(
 
 def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
                        reference: Mapping[str, Any] | None = None, sections: Mapping[str, Any] | None = None,
-                       markdown: Sequence[str] = ()) -> ReportFiles:
+                       markdown: Sequence[str] = (), documents_file: str | None = None) -> ReportFiles:
     """Stage the report's files in an open ``writer`` (the caller commits). Returns the staged paths.
 
     ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
-    lines go before the Markdown's closing lines.
+    lines go before the Markdown's closing lines. ``documents_file`` (one of
+    :data:`DOCUMENTS_FILES`) writes ``result.documents``, one row per document
+    and packer (:func:`packing_theory.audit.documents.write_documents`).
     """
     run = writer.run_info
     pngs: tuple[Path, ...] = ()
     if plots:
         pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
-    doc = report_dict(result, reference=reference, run=run)
+    if documents_file is not None:
+        from ..audit.documents import write_documents
+
+        write_documents(writer.path(documents_file), result.documents)
+    doc = report_dict(result, reference=reference, run=run, documents_file=documents_file)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)
     md = writer.write_text("audit.md", render_markdown(result, reference=reference,
-                                                       plots=[p.name for p in pngs], run=run, extra=markdown))
+                                                       plots=[p.name for p in pngs], run=run, extra=markdown,
+                                                       documents_file=documents_file))
     return ReportFiles(j, md, pngs)

@@ -158,7 +158,7 @@ def test_the_api_audits_peers_exactly_as_the_command(workers: str, lengths_file:
                        corpus_label="lengths.npy")
     assert [a.policy for a in result.policies] == policies
     assert [s.policy for s in result.startup] == ["discard", "continue"]  # streaming only
-    api_doc = report_dict(result)
+    api_doc = report_dict(result, documents_file="documents.csv")  # a small corpus: the command writes it
     assert _without_run_metadata(api_doc) == _without_run_metadata(cli_doc)
 
 

@@ -40,7 +40,7 @@ def result() -> AuditResult:
 def test_json_schema_keys_are_stable(result: AuditResult) -> None:
     doc = report_dict(result)
     assert tuple(doc) == TOP_LEVEL_KEYS
-    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 2)
+    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 3)
     assert doc["run"] is None  # a document built outside a ReportWriter has no run
     assert [tuple(p) for p in doc["policies"]] == [POLICY_KEYS] * 3
     p0 = doc["policies"][0]
@@ -51,6 +51,12 @@ def test_json_schema_keys_are_stable(result: AuditResult) -> None:
                                   "conservation_violations", "filtered"}
     assert set(p0["protected"]) == {"members", "long_arrivals", "tokens", "started_members",
                                     "buffered_tokens", "share_of_arrived", "share_of_buffered"}
+    assert set(p0["horizon"]) == {"asked", "unit", "stopped_at_row", "reason", "partial_row_tokens",
+                                  "exhausted_at_row"}
+    assert p0["horizon"]["asked"] == 900 and p0["horizon"]["unit"] == "rows"
+    assert {"tokens", "documents", "share", "never_started", "dropped", "still_buffered", "never_reached",
+            "offered_tokens", "mass"} <= set(p0["never_trained"])
+    assert isinstance(doc["headline"], str) and doc["headline"].startswith("discard ")
     assert len(p0["strata"]) == len(doc["strata"]["labels"]) == 9
     assert doc["strata"]["boundaries"] == [32, 128, 512, 1024, 2049, 4096, 8192, 16384]
     assert {"retention", "never_started_sources", "label"} <= set(p0["strata"][0])
@@ -70,7 +76,7 @@ def test_markdown_has_the_required_sections(result: AuditResult) -> None:
                    "startup delay", "over permutations", "## Retention of loaded source tokens",
                    "## Evaluation population", "Verdict", "paper §5.1", "33–128", ">16384"):
         assert needle in md, needle
-    assert md.count("\n") < 70  # one screen
+    assert md.count("\n") < 85  # about one screen: the headline, horizon and terms sections add ~15 lines
     assert "| discard | continue | segment-first |" in md
     # every table row has as many cells as its header
     for block in md.split("\n\n"):

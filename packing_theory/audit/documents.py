@@ -1,0 +1,430 @@
+"""Per-document answers: one row per document offered to a packer, and what happened to it at the horizon.
+
+:func:`document_table` turns a finished :class:`~packing_theory.audit.Ledger`
+(its :meth:`~packing_theory.audit.Ledger.arrays`) into a
+:class:`DocumentTable`: one row per document *offered* — every source of the
+corpus in every pass the packer was given — whether it arrived or not. Each
+row's tokens reconcile exactly::
+
+    length == emitted + discarded + filtered + buffered + never_reached
+
+(source tokens; added BOS markers are not a document's tokens). ``fate`` says
+it in one word: ``trained`` (every token emitted), ``partly trained``
+(started, some tokens dropped or still buffered), ``never started`` (arrived,
+no token emitted: still buffered or filtered) or ``never reached`` (the run
+stopped before it arrived). :func:`write_documents` writes the table as CSV
+(or Parquet, with the ``parquet`` extra) in chunks.
+
+>>> from packing_theory import Packer, feed_all
+>>> from packing_theory.audit import Ledger
+>>> packer = Packer(capacity=8, min_buffer=2, refill=2, rows=2)
+>>> ledger, rows = Ledger.for_packer(packer), DocumentRows.for_packer(packer)
+>>> _, facts = feed_all(packer.stream([5, 3, 9, 4, 6, 2]), ledger, rows)
+>>> table = document_table(ledger, facts, [5, 3, 9, 4, 6, 2])
+>>> table.column("fate").tolist()
+['trained', 'trained', 'never started', 'trained', 'partly trained', 'trained']
+>>> table.column("protected").tolist(), table.total("buffered")
+([False, False, True, False, False, False], 9)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
+from ..engine.consumers import consumer_settings
+from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
+from ..errors import InputError, import_optional
+from ..lengths import validate_lengths
+from .ledger import Ledger
+from .strata import stratum_labels
+
+__all__ = [
+    "DOCUMENTS_DEFAULT_LIMIT",
+    "DOCUMENT_COLUMNS",
+    "DOCUMENT_FATES",
+    "DocumentRows",
+    "DocumentTable",
+    "RowFacts",
+    "census_names",
+    "document_names",
+    "document_table",
+    "write_documents",
+]
+
+Int64Array = npt.NDArray[np.int64]
+
+DOCUMENT_COLUMNS: tuple[str, ...] = (
+    "packer", "document", "pass", "occurrence", "name", "length", "stratum", "started", "first_row",
+    "emitted", "discarded", "filtered", "buffered", "never_reached", "protected", "fate",
+)
+"""Columns of the per-document file, in order (``first_row`` and ``occurrence`` are -1 when none)."""
+
+DOCUMENT_FATES: tuple[str, ...] = ("trained", "partly trained", "never started", "never reached")
+"""The values of the ``fate`` column."""
+
+DOCUMENTS_DEFAULT_LIMIT = 100_000
+"""``audit`` writes ``documents.csv`` without being asked when a corpus has at most this many documents."""
+
+_CHUNK = 65_536
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none)."""
+
+    first_row: Int64Array
+    """The smallest row index holding one of its tokens (a BOS-only placement counts)."""
+    arrival_row: Int64Array
+    """Complete rows emitted, in stream order, when it arrived (the row its refill fed)."""
+    filtered_reason: dict[int, str]
+    """Occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason."""
+
+
+class DocumentRows:
+    """A consumer of any event stream: each occurrence's first row, arrival row and filter reason.
+
+    The ledger's ``first_target`` misses a document whose only placement is a
+    BOS at a row's position 0 (an input, never a target); this consumer counts
+    rows instead. Rows are counted in the order the packer emits them.
+
+    Complexity: O(1) per event (a batch is walked event by event); memory
+    O(occurrences).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise InputError(f"capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self._first = np.full(0, -1, np.int64)
+        self._arrival = np.full(0, -1, np.int64)
+        self._reasons: dict[int, str] = {}
+        self._filled = 0  # row positions filled so far, in stream order
+        self._done = False
+
+    @classmethod
+    def for_packer(cls, packer: object) -> DocumentRows:
+        """Built with the packer's row capacity."""
+        return cls(consumer_settings(packer).capacity)
+
+    def _grow(self, top: int) -> None:
+        if top >= self._first.size:
+            size = max(top + 1, 2 * self._first.size)
+            self._first = np.concatenate([self._first, np.full(size - self._first.size, -1, np.int64)])
+            self._arrival = np.concatenate([self._arrival, np.full(size - self._arrival.size, -1, np.int64)])
+
+    def feed(self, item: EventItem) -> None:
+        """Account one event, or a batch column by column. O(1) per event; a batch O(events) numpy work."""
+        if isinstance(item, EventBatch):
+            self._batch(item)
+            return
+        t = type(item)
+        if t is Arrival:
+            o = item.occurrence  # type: ignore[union-attr]
+            self._grow(o)
+            self._arrival[o] = self._filled // self.capacity
+        elif t is Placement:
+            p: Placement = item  # type: ignore[assignment]
+            if self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]:
+                self._first[p.occurrence] = p.row
+        elif t is Filtered:
+            self._reasons[item.occurrence] = item.reason  # type: ignore[union-attr]
+        elif t is Horizon:
+            self._done = True
+        if t is Placement or t is Padding or t is Repeat:
+            self._filled += item.length  # type: ignore[union-attr]
+
+    def _batch(self, b: EventBatch) -> None:
+        kinds = b.kinds
+        fill = np.zeros(kinds.size, np.int64)
+        fill[kinds == PLACEMENT] = b.placement.length
+        fill[kinds == PADDING] = b.padding.length
+        fill[kinds == REPEAT] = b.repeat.length
+        before = self._filled + np.cumsum(fill) - fill
+        occ = b.arrival.occurrence
+        if occ.size:
+            self._grow(int(occ.max()))
+            self._arrival[occ] = before[kinds == ARRIVAL] // self.capacity
+        pocc, prow = b.placement.occurrence, b.placement.row
+        if pocc.size:
+            big = np.iinfo(np.int64).max
+            cur = np.where(self._first < 0, big, self._first)
+            np.minimum.at(cur, pocc, prow)
+            self._first = np.where(cur == big, -1, cur)
+        for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
+            self._reasons[o] = b.reasons[code]
+        self._filled += int(fill.sum())
+        if b.horizon is not None:
+            self._done = True
+
+    def result(self) -> RowFacts:
+        """The per-occurrence rows (call after the Horizon)."""
+        if not self._done:
+            raise InputError("DocumentRows.result() needs the Horizon event: feed the whole stream first")
+        n = int(np.flatnonzero(self._arrival >= 0).max()) + 1 if (self._arrival >= 0).any() else 0
+        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons))
+
+    def _check(self) -> None:
+        assert self._first.size == self._arrival.size
+        assert self._filled >= 0
+        assert np.all((self._first < 0) | (self._arrival >= 0)), "a placement before its arrival"
+
+
+@dataclass(frozen=True)
+class DocumentTable:
+    """One packer's per-document columns (see the module doc); index = offered order (pass, then document).
+
+    ``columns`` holds numpy arrays of equal length keyed by :data:`DOCUMENT_COLUMNS`
+    (without ``packer``, which is :attr:`packer`); ``name`` is an object array
+    of strings (empty when unknown).
+    """
+
+    packer: str
+    capacity: int
+    columns: dict[str, npt.NDArray[Any]]
+
+    def __len__(self) -> int:
+        return int(self.columns["length"].size)
+
+    def column(self, name: str) -> npt.NDArray[Any]:
+        """One column (``packer`` is repeated)."""
+        if name == "packer":
+            return np.full(len(self), self.packer, dtype=object)
+        if name not in self.columns:
+            raise InputError(f"column must be one of {', '.join(DOCUMENT_COLUMNS)}; got {name!r}")
+        return self.columns[name]
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as plain Python values."""
+        return {c: _plain(self.column(c)[i]) for c in DOCUMENT_COLUMNS}
+
+    def total(self, name: str) -> int:
+        """The exact sum of an integer column."""
+        return int(self.columns[name].sum())
+
+    def find(self, document: str | int) -> list[int]:
+        """Row indices of a document by id (``"12"`` or 12) or by name (exact, else the file's base name).
+
+        Raises:
+            InputError: no document has that id or name.
+        """
+        ids = self.columns["document"]
+        text = str(document).strip()
+        if isinstance(document, int) or text.isdigit():
+            hits = np.flatnonzero(ids == int(text))
+        else:
+            names = self.columns["name"]
+            hits = np.flatnonzero(names == text)
+            if hits.size == 0:
+                base = np.array([os.path.basename(str(n)) for n in names], dtype=object)
+                hits = np.flatnonzero(base == os.path.basename(text))
+        if hits.size == 0:
+            raise InputError(f"document {document!r} is not among the {len(self):,} documents offered "
+                             "(give an id 0..N-1 or a file name the corpus knows)")
+        return [int(i) for i in hits]
+
+    def _check(self) -> None:
+        """Every row reconciles: length = emitted + discarded + filtered + buffered + never_reached."""
+        c = self.columns
+        parts = c["emitted"] + c["discarded"] + c["filtered"] + c["buffered"] + c["never_reached"]
+        assert np.array_equal(parts, c["length"]), "a document's tokens do not reconcile"
+        reached = c["occurrence"] >= 0
+        assert np.all(c["never_reached"][reached] == 0)
+        assert np.all(c["never_reached"][~reached] == c["length"][~reached])
+        assert np.all(c["started"] == (c["first_row"] >= 0))
+        assert np.all(~c["started"][~reached]) and np.all(~c["protected"][~reached])
+        fate = c["fate"]
+        assert np.all((fate == "trained") == (c["started"] & (c["emitted"] == c["length"])))
+        assert np.all((fate == "never started") == (reached & ~c["started"]))
+        assert np.all((fate == "never reached") == ~reached)
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, passes: int | None = None,
+                   names: Sequence[str] | None = None) -> DocumentTable:
+    """The per-document table of a finished ``ledger`` whose packer was offered ``lengths``, ``passes`` times.
+
+    ``rows`` comes from a :class:`DocumentRows` fed the same stream.
+    ``passes`` defaults to the passes the stream reached (at least 1): a
+    streaming packer's ``passes``; a peer's epochs as far as they arrived.
+    ``names`` (one per document of ``lengths``) fills the ``name`` column.
+
+    Raises:
+        InputError: a ledger without its Horizon, ``names`` of the wrong
+            length, or an arrival that is not a document of ``lengths``.
+
+    Complexity: O(offered documents) numpy work and memory.
+    """
+    if not ledger.finished:
+        raise InputError("document_table needs a ledger fed the whole stream (its Horizon event)")
+    arr = validate_lengths(np.asarray(lengths))
+    n = int(arr.size)
+    a = ledger.arrays()
+    arrived = a["arrived"]
+    occ = np.flatnonzero(arrived)
+    src, pas = a["source"][occ], a["pass_index"][occ]
+    if occ.size and (src.min() < 0 or src.max() >= n):
+        raise InputError(f"an arrival names source {int(src.max())}, not a document of the {n:,} offered")
+    reached_passes = int(pas.max()) + 1 if occ.size else 1
+    P = reached_passes if passes is None else max(int(passes), reached_passes)
+    if names is not None and len(names) != n:
+        raise InputError(f"names has {len(names):,} entries for {n:,} documents")
+    total = n * P
+    key = pas * n + src
+    if np.unique(key).size != key.size:
+        raise InputError("two arrivals are the same document in the same pass")
+    occurrence = np.full(total, -1, np.int64)
+    occurrence[key] = occ
+    reached = occurrence >= 0
+    length = np.tile(arr, P)
+    where = np.where(reached, occurrence, 0)
+
+    def take(col: str) -> npt.NDArray[Any]:
+        values = a[col]
+        if values.size == 0:  # nothing arrived
+            return np.zeros(total, values.dtype)
+        return np.where(reached, values[where], np.zeros(1, values.dtype))
+
+    protected = np.zeros(total, np.bool_)
+    prot = ledger.protected_occurrences()
+    if prot.size:
+        mark = np.zeros(arrived.size, np.bool_)
+        mark[prot] = True
+        protected = reached & mark[where]
+    R = ledger.capacity
+    firsts = np.full(max(arrived.size, 1), -1, np.int64)
+    firsts[: min(arrived.size, rows.first_row.size)] = rows.first_row[: arrived.size]
+    first_row = np.where(reached, firsts[where], -1).astype(np.int64)
+    started = reached & take("started")
+    emitted, discarded = take("emitted"), take("discarded")
+    filtered, buffered = take("filtered"), take("buffered")
+    never_reached = np.where(reached, 0, length).astype(np.int64)
+    fate = np.full(total, "never reached", dtype=object)
+    fate[reached & ~started] = "never started"
+    fate[started] = "partly trained"
+    fate[started & (emitted == length)] = "trained"
+    labels = np.array(stratum_labels(ledger.boundaries), dtype=object)
+    name_col = (np.tile(np.asarray(list(names), dtype=object), P) if names is not None
+                else np.full(total, "", dtype=object))
+    cols: dict[str, npt.NDArray[Any]] = {
+        "document": np.tile(np.arange(n, dtype=np.int64), P),
+        "pass": np.repeat(np.arange(P, dtype=np.int64), n),
+        "occurrence": occurrence,
+        "name": name_col,
+        "length": length,
+        "stratum": labels[_strata(length, ledger.boundaries)],
+        "started": started,
+        "first_row": first_row,
+        "emitted": emitted,
+        "discarded": discarded,
+        "filtered": filtered,
+        "buffered": buffered,
+        "never_reached": never_reached,
+        "protected": protected,
+        "fate": fate,
+    }
+    return DocumentTable(ledger.policy, R, cols)
+
+
+def _strata(length: Int64Array, boundaries: tuple[int, ...]) -> Int64Array:
+    from .strata import stratum_index
+
+    return stratum_index(length, boundaries)
+
+
+def document_names(paths: Sequence[str], per_file: Sequence[int]) -> list[str]:
+    """One name per document: the file's path, ``path#k`` for the k-th of several documents of one file.
+
+    >>> document_names(["a.txt", "b.jsonl"], [1, 2])
+    ['a.txt', 'b.jsonl#0', 'b.jsonl#1']
+    """
+    if len(paths) != len(per_file):
+        raise InputError(f"document_names got {len(paths)} paths for {len(per_file)} counts")
+    out: list[str] = []
+    for path, k in zip(paths, per_file, strict=True):
+        out += [str(path)] if k == 1 else [f"{path}#{i}" for i in range(k)]
+    return out
+
+
+def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | None:
+    """The document names of a ``packing-theory census`` report (its ``census.json``), or ``None``.
+
+    ``None`` when the file is missing, is not a census, or counts another number
+    of documents than ``documents`` (the lengths it is meant to name). Names are
+    :func:`document_names` of the census inputs in their order.
+    """
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+        shards = doc["shards"]
+        paths = [str(s["path"]) for s in shards]
+        counts = [int(s["n_docs"]) for s in shards]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if sum(counts) != documents:
+        return None
+    return document_names(paths, counts)
+
+
+def _csv_chunks(tables: Sequence[DocumentTable]) -> Iterator[str]:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(DOCUMENT_COLUMNS)
+    yield buf.getvalue()
+    for t in tables:
+        for lo in range(0, len(t), _CHUNK):
+            hi = min(lo + _CHUNK, len(t))
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            cols = [t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS]
+            for r in zip(*cols, strict=True):
+                w.writerow(["true" if v is True else "false" if v is False else v for v in r])
+            yield buf.getvalue()
+
+
+def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable]) -> Path:
+    """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
+
+    Written in chunks of 65,536 rows (memory O(chunk) beyond the tables).
+
+    Raises:
+        InputError: another suffix.
+        ImportError: ``.parquet`` without pyarrow (the ``parquet`` extra).
+    """
+    out = Path(path)
+    suffix = out.suffix.lower()
+    if suffix == ".csv":
+        with open(out, "w", encoding="utf-8", newline="") as f:
+            for chunk in _csv_chunks(tables):
+                f.write(chunk)
+        return out
+    if suffix == ".parquet":
+        pa = import_optional("pyarrow", extra="parquet", purpose="a Parquet documents file")
+        pq = import_optional("pyarrow.parquet", extra="parquet", purpose="a Parquet documents file")
+        schema = pa.schema([(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
+                             pa.bool_() if c in ("started", "protected") else pa.int64())
+                            for c in DOCUMENT_COLUMNS])
+        with pq.ParquetWriter(str(out), schema) as w:
+            for t in tables:
+                for lo in range(0, len(t), _CHUNK):
+                    hi = min(lo + _CHUNK, len(t))
+                    w.write_table(pa.table({c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS},
+                                           schema=schema))
+        return out
+    raise InputError(f"--documents must end in .csv or .parquet, got {os.fspath(path)!r}")

@@ -1,0 +1,253 @@
+"""Where a run stopped, and what it never trained: the two numbers that make packers comparable.
+
+:func:`horizon_statement` says where a packer's run stopped and why —
+``budget reached`` (the horizon asked), ``stream exhausted`` (a streaming
+packer could no longer refill its buffer to ``B``), ``drained`` (``--drain``
+emptied the buffer below ``B``, outside the theorem) or ``natural end`` (a
+peer packed its whole input).
+
+:func:`never_trained` counts, at that horizon, the documents and tokens
+*offered* to the packer (every document of the corpus in every pass) that no
+row holds. Each document's tokens count once, in the first part that applies:
+
+=================  ==========================================================
+part               tokens
+=================  ==========================================================
+never started      every token of a document that arrived but never had a
+                   token emitted (still buffered, or filtered before packing)
+dropped            the discarded (truncated, cropped) and filtered tokens of
+                   documents that did start
+still buffered     the tokens of started documents still held at the horizon
+never reached      every token of a document that never arrived (the run
+                   stopped before it)
+=================  ==========================================================
+
+so that ``trained + never started + dropped + still buffered + never reached
+== offered`` exactly (:meth:`NeverTrained._check`). The mass view used by
+``compare`` — ``emitted + dropped + buffered + never reached == offered`` with
+every discarded, filtered and buffered token, started or not — is
+:meth:`NeverTrained.mass`.
+
+>>> from packing_theory import Packer, feed_all
+>>> from packing_theory.audit import Ledger
+>>> packer = Packer(capacity=8, min_buffer=2, refill=2, rows=2)
+>>> (agg,) = feed_all(packer.stream([5, 3, 9, 4, 6, 2]), ledger := Ledger.for_packer(packer))
+>>> nt = never_trained(ledger, [5, 3, 9, 4, 6, 2])
+>>> nt.offered_tokens, nt.trained_tokens, nt.tokens, nt.never_started.documents
+(29, 16, 13, 1)
+>>> horizon_statement(agg, None, streaming=True).reason
+'budget reached'
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.horizon import Budget
+from ..errors import InputError
+from ..lengths import validate_lengths
+from .ledger import Ledger
+from .results import Aggregates
+
+__all__ = [
+    "STOP_REASONS",
+    "HorizonStatement",
+    "NeverTrained",
+    "Part",
+    "horizon_statement",
+    "never_trained",
+]
+
+STOP_REASONS: tuple[str, ...] = ("budget reached", "stream exhausted", "drained", "natural end")
+"""The ``reason`` values of a :class:`HorizonStatement`."""
+
+
+@dataclass(frozen=True, slots=True)
+class HorizonStatement:
+    """Where one packer's run stopped: the horizon asked, the row reached, the reason, the partial row."""
+
+    asked: Budget | None
+    stopped_at_row: int
+    reason: str
+    partial_row_tokens: int
+    exhausted_at_row: int | None
+    min_buffer: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"asked", "unit", "stopped_at_row", "reason", "partial_row_tokens", "exhausted_at_row"}``."""
+        return {"asked": self.asked.value if self.asked else None,
+                "unit": self.asked.unit if self.asked else None,
+                "stopped_at_row": self.stopped_at_row, "reason": self.reason,
+                "partial_row_tokens": self.partial_row_tokens, "exhausted_at_row": self.exhausted_at_row}
+
+    def sentence(self) -> str:
+        """The stop in plain words, e.g. ``"stopped at row 1,055 because the stream ran dry"``.
+
+        >>> HorizonStatement(None, 1055, "stream exhausted", 12, 1055, 64).sentence()
+        'stopped at row 1,055 because the stream ran dry (a partial row of 12 tokens is not trained)'
+        >>> HorizonStatement(Budget("rows", 9), 9, "budget reached", 0, None, 64).sentence()
+        'stopped at row 9: the horizon of 9 rows was reached'
+        """
+        row = f"row {self.stopped_at_row:,}"
+        partial = (f" (a partial row of {self.partial_row_tokens:,} tokens is not trained)"
+                   if self.partial_row_tokens else "")
+        if self.reason == "budget reached":
+            asked = f"the horizon of {self.asked.describe()}" if self.asked else "the horizon"
+            return f"stopped at {row}: {asked} was reached"
+        if self.reason == "stream exhausted":
+            return f"stopped at {row} because the stream ran dry{partial}"
+        if self.reason == "drained":
+            at = f" at row {self.exhausted_at_row:,}" if self.exhausted_at_row is not None else ""
+            return (f"ran to {row}: the stream ran dry{at} and --drain then emptied the buffer with fewer "
+                    f"than B = {self.min_buffer:,} documents, outside the theorem's hypotheses")
+        return f"ran to its natural end at {row} (every document it was given was packed)"
+
+
+def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool) -> HorizonStatement:
+    """The :class:`HorizonStatement` of one replay (``streaming``: a streaming policy, else a peer)."""
+    reason = {"rows": "budget reached", "exhausted": "stream exhausted"}.get(agg.stop_reason)
+    if reason is None:
+        reason = "drained" if streaming else "natural end"
+    return HorizonStatement(asked, agg.rows, reason, agg.partial_row_tokens, agg.exhausted_at_row,
+                            agg.min_buffer)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Documents and tokens of one part of what was never trained."""
+
+    documents: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class NeverTrained:
+    """What one packer never trained at its horizon (see the module doc for the parts).
+
+    ``documents`` counts documents with no token trained (never started or
+    never reached); ``largest`` is true when they are exactly the largest
+    documents offered (no trained document is longer than any of them).
+    """
+
+    packer: str
+    offered_documents: int
+    offered_tokens: int
+    trained_tokens: int
+    trained_documents: int
+    never_started: Part
+    never_started_buffered_tokens: int
+    never_started_filtered_tokens: int
+    dropped: Part
+    dropped_discarded_tokens: int
+    dropped_filtered_tokens: int
+    still_buffered: Part
+    never_reached: Part
+    largest: bool
+    buffered_tokens: int
+    discarded_tokens: int
+    filtered_tokens: int
+
+    @property
+    def tokens(self) -> int:
+        """Tokens offered and never trained."""
+        return self.offered_tokens - self.trained_tokens
+
+    @property
+    def documents(self) -> int:
+        """Documents with no token trained."""
+        return self.never_started.documents + self.never_reached.documents
+
+    @property
+    def share(self) -> float | None:
+        """Never-trained tokens / offered tokens."""
+        return self.tokens / self.offered_tokens if self.offered_tokens else None
+
+    def mass(self) -> dict[str, int]:
+        """The compare view: emitted, dropped (discarded + filtered), buffered and never reached tokens.
+
+        The four sum to ``offered`` exactly; buffered counts every held token,
+        of started documents or not.
+        """
+        return {"emitted": self.trained_tokens, "dropped": self.discarded_tokens + self.filtered_tokens,
+                "buffered": self.buffered_tokens, "never_reached": self.never_reached.tokens,
+                "offered": self.offered_tokens}
+
+    def _check(self) -> None:
+        parts = (self.never_started.tokens + self.dropped.tokens + self.still_buffered.tokens
+                 + self.never_reached.tokens)
+        assert self.trained_tokens + parts == self.offered_tokens, "the parts do not reconcile"
+        held = self.never_started_buffered_tokens + self.never_started_filtered_tokens
+        assert self.never_started.tokens >= held
+        assert self.dropped.tokens == self.dropped_discarded_tokens + self.dropped_filtered_tokens
+        m = self.mass()
+        assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
+        assert self.trained_documents + self.documents == self.offered_documents
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
+        return {**asdict(self), "tokens": self.tokens, "documents": self.documents, "share": self.share,
+                "mass": self.mass()}
+
+
+def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None) -> NeverTrained:
+    """:class:`NeverTrained` of a finished ``ledger`` whose packer was offered ``lengths``, ``passes`` times.
+
+    ``passes`` defaults to the passes the stream reached (at least 1), as in
+    :func:`~packing_theory.audit.documents.document_table`, whose columns sum
+    to these figures. O(offered documents) numpy work; memory
+    :meth:`Ledger.arrays` plus one byte per offered document.
+
+    Raises:
+        InputError: a ledger without its Horizon, or an arrival that is not a
+            document of ``lengths``.
+    """
+    if not ledger.finished:
+        raise InputError("never_trained needs a ledger fed the whole stream (its Horizon event)")
+    arr = validate_lengths(np.asarray(lengths))
+    n = int(arr.size)
+    a = ledger.arrays()
+    arrived = a["arrived"]
+    length, source, pas = a["length"][arrived], a["source"][arrived], a["pass_index"][arrived]
+    if source.size and (source.min() < 0 or source.max() >= n):
+        raise InputError(f"an arrival names source {int(source.max())}, not a document of the {n:,} offered")
+    P = max(int(pas.max()) + 1 if pas.size else 1, 1 if passes is None else int(passes))
+    started = a["started"][arrived]
+    emitted, discarded = a["emitted"][arrived], a["discarded"][arrived]
+    filtered, buffered = a["filtered"][arrived], a["buffered"][arrived]
+    seen = np.zeros(n * P, np.bool_)
+    seen[pas * n + source] = True
+    offered = np.tile(arr, P) if P > 1 else arr
+    unreached = offered[~seen]
+    ns = ~started
+    untrained_min = min([int(x.min()) for x in (length[ns], unreached) if x.size], default=None)
+    trained_max = int(length[started].max()) if started.any() else None
+    largest = untrained_min is not None and (trained_max is None or untrained_min >= trained_max)
+
+    def s(x: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> int:
+        return int(x[mask].sum())
+
+    out = NeverTrained(
+        packer=ledger.policy,
+        offered_documents=n * P,
+        offered_tokens=int(arr.sum()) * P,
+        trained_tokens=int(emitted.sum()),
+        trained_documents=int(started.sum()),
+        never_started=Part(int(ns.sum()), s(length, ns)),
+        never_started_buffered_tokens=s(buffered, ns),
+        never_started_filtered_tokens=s(filtered, ns),
+        dropped=Part(int((started & ((discarded + filtered) > 0)).sum()), s(discarded + filtered, started)),
+        dropped_discarded_tokens=s(discarded, started),
+        dropped_filtered_tokens=s(filtered, started),
+        still_buffered=Part(int((started & (buffered > 0)).sum()), s(buffered, started)),
+        never_reached=Part(int(unreached.size), int(unreached.sum())),
+        largest=largest,
+        buffered_tokens=int(buffered.sum()),
+        discarded_tokens=int(discarded.sum()),
+        filtered_tokens=int(filtered.sum()),
+    )
+    out._check()
+    return out

@@ -1,0 +1,112 @@
+"""Never trained as a number: the parts reconcile exactly with the tokens offered, for every packer."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from packing_theory import Packer, build_packer, feed_all
+from packing_theory.audit import Ledger
+from packing_theory.audit.documents import DocumentRows, document_table
+from packing_theory.audit.never_trained import horizon_statement, never_trained
+from packing_theory.engine.horizon import Budget, cut_at_horizon
+from packing_theory.engine.policies import POLICIES
+from packing_theory.errors import InputError
+from packing_theory.peers import peer_policies
+
+
+def _account(events: object, lengths: list[int], capacity: int, min_buffer: int, passes: int | None):
+    ledger, rows = Ledger(capacity, min_buffer), DocumentRows(capacity)
+    feed_all(events, ledger, rows)  # type: ignore[arg-type]
+    return ledger, document_table(ledger, rows.result(), lengths, passes=passes), never_trained(
+        ledger, lengths, passes=passes)
+
+
+def _reconciles(table, nt, agg) -> None:  # type: ignore[no-untyped-def]
+    table._check()
+    nt._check()
+    m = agg.mass
+    assert nt.trained_tokens + nt.never_started.tokens + nt.dropped.tokens + nt.still_buffered.tokens \
+        + nt.never_reached.tokens == nt.offered_tokens
+    mass = nt.mass()
+    assert mass["emitted"] + mass["dropped"] + mass["buffered"] + mass["never_reached"] == mass["offered"]
+    # the per-document columns sum exactly to the report's totals
+    assert table.total("emitted") == nt.trained_tokens == m.emitted_tokens - m.emitted_added_bos
+    assert table.total("buffered") == nt.buffered_tokens == m.buffered_tokens - m.buffered_added_bos
+    assert table.total("discarded") == nt.discarded_tokens == m.discarded_tokens
+    assert table.total("filtered") == nt.filtered_tokens == m.filtered_tokens
+    assert table.total("never_reached") == nt.never_reached.tokens
+    assert table.total("length") == nt.offered_tokens
+    fate = table.column("fate")
+    assert int((fate == "never started").sum()) == nt.never_started.documents
+    assert int((fate == "never reached").sum()) == nt.never_reached.documents
+    assert int(table.column("length")[fate == "never started"].sum()) == nt.never_started.tokens
+    assert int(table.column("protected").sum()) == agg.protected.members
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), capacity=st.integers(2, 10),
+       min_buffer=st.integers(1, 5), rows=st.none() | st.integers(0, 15), passes=st.integers(1, 2),
+       drain=st.booleans(), policy=st.sampled_from(POLICIES))
+def test_parts_reconcile_for_every_streaming_policy(lengths: list[int], capacity: int, min_buffer: int,
+                                                    rows: int | None, passes: int, drain: bool,
+                                                    policy: str) -> None:
+    packer = Packer(capacity=capacity, min_buffer=min_buffer, refill=2, policy=policy, passes=passes,
+                    rows=rows, exhausted="drain" if drain else "stop")
+    ledger, table, nt = _account(packer.stream(lengths), lengths, capacity, min_buffer, passes)
+    _reconciles(table, nt, ledger.result())
+    assert nt.offered_tokens == sum(lengths) * passes
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=60), tokens=st.none() | st.integers(0, 400),
+       name=st.sampled_from(sorted(peer_policies())))
+def test_parts_reconcile_for_every_peer_at_a_token_horizon(lengths: list[int], tokens: int | None,
+                                                           name: str) -> None:
+    capacity = 32
+    budget = None if tokens is None else Budget("tokens", tokens)
+    try:
+        events = list(cut_at_horizon(build_packer(name, capacity=capacity).events(lengths), budget,
+                                     capacity=capacity))
+    except InputError:
+        return  # the framework's own rule refuses this stream (tests/test_peers.py covers which)
+    ledger, table, nt = _account(events, lengths, capacity, 4, None)
+    _reconciles(table, nt, ledger.result())
+
+
+def test_a_stream_that_runs_dry_leaves_the_largest_never_started() -> None:
+    """discard at B = 4: the three largest long documents are protected and never train."""
+    lengths = [3, 40, 5, 50, 2, 60, 4, 70, 6, 3, 2, 5] * 2
+    packer = Packer(capacity=8, min_buffer=4, refill=2)
+    ledger, _, nt = _account(packer.stream(lengths), lengths, 8, 4, 1)
+    agg = ledger.result()
+    h = horizon_statement(agg, None, streaming=True)
+    assert h.reason == "stream exhausted" and h.stopped_at_row == agg.rows
+    assert nt.never_started.documents >= agg.protected.members == 3
+    assert nt.largest
+    assert nt.never_reached.documents == 0
+
+
+def test_a_budget_leaves_documents_never_reached() -> None:
+    lengths = list(range(1, 200))
+    packer = Packer(capacity=16, min_buffer=2, refill=2, rows=10)
+    ledger, table, nt = _account(packer.stream(lengths), lengths, 16, 2, 1)
+    h = horizon_statement(ledger.result(), Budget("rows", 10), streaming=True)
+    assert h.reason == "budget reached"
+    assert h.sentence() == "stopped at row 10: the horizon of 10 rows was reached"
+    assert nt.never_reached.documents > 150
+    assert table.row(198)["fate"] == "never reached"
+
+
+def test_never_trained_refuses_foreign_input() -> None:
+    ledger = Ledger(8, 2)
+    with pytest.raises(InputError, match="whole stream"):
+        never_trained(ledger, [3])
+    feed_all(Packer(capacity=8, min_buffer=2, refill=2).stream([3, 4, 5]), ledger)
+    with pytest.raises(InputError, match="not a document of the 2 offered"):
+        never_trained(ledger, [3, 4])
+
+
+def test_peer_horizons_are_natural_ends_or_budgets() -> None:
+    lengths = [5, 9, 3, 12, 4]
+    agg = feed_all(build_packer("trl-bfd", capacity=16).events(lengths), Ledger(16, 2))[0]
+    assert horizon_statement(agg, None, streaming=False).reason == "natural end"
