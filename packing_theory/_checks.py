@@ -8,10 +8,12 @@ that the same value is accepted (or refused with the same message) everywhere.
 from __future__ import annotations
 
 import numbers
+import os
+from collections.abc import Sequence
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["check_bool", "check_int", "is_int"]
+__all__ = ["check_bool", "check_int", "distinct_files", "file_identity", "is_int"]
 
 
 def is_int(value: object) -> bool:
@@ -67,3 +69,41 @@ def check_bool(name: str, value: object, *, error: type[Exception] | None = None
     if not isinstance(value, bool):
         raise (error or InputTypeError)(f"{name} must be a bool, got {type(value).__name__} {value!r}")
     return value
+
+
+def file_identity(path: str) -> tuple[int, int] | str:
+    """What makes two paths one file: ``(st_dev, st_ino)`` (symlinks followed, hard links alike).
+
+    A path that cannot be stat-ed is identified by its real path.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); a = os.path.join(d, "a"); open(a, "w").close()
+    >>> os.link(a, os.path.join(d, "b")); file_identity(a) == file_identity(os.path.join(d, "b"))
+    True
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return (st.st_dev, st.st_ino)
+
+
+def distinct_files(what: str, paths: Sequence[str]) -> list[str]:
+    """Refuse a file named twice in ``paths`` (also through a symlink or a hard link), naming ``what``.
+
+    Its documents would otherwise be read, counted and audited twice.
+    ``what`` names the input (an option such as ``"--text"``). O(len(paths))
+    ``stat`` calls.
+
+    >>> distinct_files("--text", ["README.md", "./README.md"])
+    Traceback (most recent call last):
+    ...
+    packing_theory.InputError: --text './README.md' is given twice (also as 'README.md')
+    """
+    seen: dict[tuple[int, int] | str, str] = {}
+    for p in paths:
+        key = file_identity(os.fspath(p))
+        if key in seen:
+            raise InputError(f"{what} {os.fspath(p)!r} is given twice (also as {seen[key]!r})")
+        seen[key] = os.fspath(p)
+    return list(paths)

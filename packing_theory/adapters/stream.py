@@ -53,7 +53,7 @@ from ..engine.events import (
     Repeat,
 )
 from ..engine.policies import RANDOM_SPAN_SEED
-from ..engine.state import EngineState
+from ..engine.state import EngineState, check_state
 from ..errors import InputError, InputTypeError
 from ..invariant.monitor import InvariantMonitor, MonitorReport
 from .order import OrderSpec, RowOrder, check_closable, resume_state
@@ -182,6 +182,8 @@ class PackedStream:
         self._state_rows = -1
         self._run: Any = None
         self._boundary_events = 0
+        # checked before the order layer takes its part of the state out
+        self._edited = resume.edited_field() if isinstance(resume, LoaderState) else None
         (spec, resume, saved), self.order = resume_state(order, self.batch_rows, resume), None
         if resume is None:
             self._it: Iterator[Event] = self._start(None)
@@ -436,7 +438,9 @@ class PackedStream:
                 )
         light = bool(state.extra.get("light"))
         direct = self.spec.kind == "engine" and self.ledger is None and self.monitor is None
-        if direct and state.engine is not None and not state.ended and not light:
+        if direct and state.engine is not None and not state.ended and not light and state.checksums != {}:
+            # a state parsed from a document without checksums takes the replay path below
+            self._check_direct(state, state.engine)
             self._it = self._start(state.engine)
             self.rows, self.batches, self.epoch = state.rows, state.batches, state.epoch
             self.last_source = state.last_source
@@ -478,6 +482,37 @@ class PackedStream:
         report = None if self.monitor is None else _jsonable(self.monitor.result().to_dict())
         if report is not None and state.monitor is not None and report != state.monitor.get("report", report):
             raise InputError("cannot resume: the replayed monitor disagrees with the saved report")
+
+    def _check_direct(self, state: LoaderState, engine: EngineState) -> None:
+        """Refuse a state the direct resume cannot trust: an edited field, or counters that disagree.
+
+        The replay path compares the replayed engine state with the saved
+        one; the direct path has no replay, so it checks each field's checksum
+        (:func:`~packing_theory.adapters.state.field_checksums`), the engine
+        state against the documents (:func:`~packing_theory.engine.state.check_state`)
+        and the loader's counters against the engine's. O(B).
+        """
+        if self._edited is not None:
+            raise InputError(f"cannot resume: the state's field {self._edited!r} does not match its recorded "
+                             "checksum (edited or corrupted)")
+        config = self.spec.config
+        assert config is not None
+        check_state(engine, self.lengths, config)
+        if state.rows != engine.row:
+            raise InputError(f"cannot resume: rows is {state.rows}, engine.row is {engine.row}")
+        cursor = state.cursor
+        if cursor is not None and (cursor["pass_index"], cursor["position"]) != engine.cursor[:2]:
+            raise InputError(f"cannot resume: cursor (pass {cursor['pass_index']}, position "
+                             f"{cursor['position']}) differs from engine.cursor {tuple(engine.cursor[:2])}")
+        n = int(self.lengths.size)
+        arrived = engine.next_occurrence
+        epoch, last_source = ((arrived - 1) // n + 1, (arrived - 1) % n) if arrived else (1, -1)
+        if (state.epoch, state.last_source) != (epoch, last_source):
+            raise InputError(f"cannot resume: epoch {state.epoch} and last_source {state.last_source} are "
+                             f"not those of arrival {arrived - 1} (epoch {epoch}, source {last_source})")
+        if state.events < arrived + state.rows:  # one Arrival per occurrence, a Placement per row at least
+            raise InputError(f"cannot resume: events is {state.events}, fewer than the {arrived} arrivals "
+                             f"and {state.rows} rows it covers")
 
     # ------------------------------------------------------------------ the audit
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import distinct_files
 from ..corpus.readers import FORMATS, expand_inputs, open_data
 from ..corpus.text import BOS_CHOICES
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
@@ -146,8 +147,13 @@ def check_input_options(args: argparse.Namespace) -> None:
 
     ``--format``, ``--bos``, ``--eos-id``, ``--dtype``, ``--field``, ``--split``
     apply to ``--data`` only; ``--tokenizer`` / ``--per-line`` / ``--text-column``
-    do not apply to ``--lengths``, ``--shards`` or ``--demo``.
+    do not apply to ``--lengths``, ``--shards`` or ``--demo``. A file named twice
+    in ``--shards`` / ``--text`` / ``--parquet`` / ``--eval-shards`` (also through a
+    symlink or a hard link) is refused.
     """
+    for key in ("shards", "text", "parquet", "eval_shards"):  # a file named twice would be read twice
+        if getattr(args, key, None):
+            distinct_files(f"--{key.replace('_', '-')}", [os.fspath(p) for p in getattr(args, key)])
     data = _given_data(args)
     text = bool(getattr(args, "text", None) or getattr(args, "parquet", None))
     if not data:

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import check_int, file_identity
 from ..errors import InputError
 from .cursor import ShardDocuments
 from .manifest import file_sha256, read_manifest
@@ -202,9 +202,23 @@ def verify_shards(
     rep = VerifyReport(manifest=os.fspath(manifest_path), shards=len(manifest["shards"]))
     opened: dict[int, Shard] = {}
     recount_complete = True
+    listed: dict[tuple[int, int] | str, int] = {}  # file identity -> first shards[] index naming it
     for k, entry in enumerate(manifest["shards"]):
         name = entry["path"]
         path = os.path.join(root, name)
+        outside = _outside(root, name)
+        if outside is not None:
+            rep.found.append(Finding("path", name, outside))
+            recount_complete = False
+            continue
+        identity = file_identity(path)
+        if identity in listed:
+            first = listed[identity]
+            rep.found.append(Finding("duplicate", name, f"shards[{k}] names the file shards[{first}] names: "
+                                     "its documents would be read twice"))
+            recount_complete = False
+            continue
+        listed[identity] = k
         if not os.path.exists(path):
             rep.found.append(ShardProblem("missing", name, f"listed in the manifest, not on disk ({path})"))
             recount_complete = False
@@ -269,6 +283,10 @@ def verify_shards(
                 rep.sha_ok += 1
         opened[k] = shard
         rep.shards_ok += ok
+    listed_docs = sum(int(e["n_docs"]) for e in manifest["shards"])
+    if listed_docs != manifest["n_docs"]:
+        rep.found.append(Finding("recount", "*", f"the shards list {listed_docs} documents, the manifest's "
+                                 f"n_docs says {manifest['n_docs']}"))
     if recount_complete and rep.tokens_recounted != manifest["n_tokens"]:
         rep.found.append(
             ShardProblem(
@@ -344,6 +362,11 @@ def _probe(
     rep.probes_requested = probes
     if not probes:
         return
+    vocabs = sorted({shard.vocab for shard in opened.values()})
+    if len(vocabs) > 1:  # each odd header is a finding above; the corpus is not one stream to probe
+        rep.unmeasured.append(Finding("probes", "*", f"cursor probes need one vocabulary, the shards have "
+                                      f"{vocabs}"))
+        return
     if len(opened) != len(manifest["shards"]):
         rep.unmeasured.append(
             ShardProblem(
@@ -390,6 +413,17 @@ def _probe(
             rep.probes_passed += 1
         else:
             rep.found.append(ShardProblem("probe", name, problem))
+
+
+def _outside(root: str, name: str) -> str | None:
+    """Why the manifest path ``name`` is not a file of the manifest's own directory tree (``None``: it is)."""
+    if os.path.isabs(name):
+        return "an absolute path: a manifest lists its shards relative to its own directory"
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(root, name))
+    if os.path.commonpath([real_root, real]) != real_root:
+        return f"resolves to {real}, outside the manifest's directory {real_root}"
+    return None
 
 
 def _accepts(docs: ShardDocuments, k: int, t: int) -> bool:

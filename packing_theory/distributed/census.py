@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
+from .._checks import check_int, distinct_files
 from ..corpus.manifest import file_sha256
 from ..errors import InputError
 from ..reporting import ReportWriter, verify_report
@@ -117,15 +117,10 @@ def _as_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
     paths = [os.fspath(inputs)] if isinstance(inputs, (str, os.PathLike)) else [os.fspath(p) for p in inputs]
     if not paths:
         raise InputError("inputs is empty: give at least one file")
-    seen: dict[str, str] = {}
     for p in paths:
         if not os.path.isfile(p):
             raise FileNotFoundError(f"census input {p!r} does not exist or is not a file")
-        real = os.path.realpath(p)
-        if real in seen:  # counted twice, and tokenized twice, by mistake: refuse it
-            raise InputError(f"census input {p!r} is given twice (also as {seen[real]!r})")
-        seen[real] = p
-    return paths
+    return distinct_files("census input", paths)  # counted twice, and tokenized twice, by mistake
 
 
 def run_census(

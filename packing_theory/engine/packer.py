@@ -30,7 +30,7 @@ from .events import (
 )
 from .policies import LengthsInput, PackerConfig, apply_crop, overdue, segment
 from .refill import RefillCursor
-from .state import EngineState, PackerRun, config_fingerprint
+from .state import EngineState, PackerRun, check_state, config_fingerprint
 
 __all__ = ["Packer"]
 
@@ -107,6 +107,8 @@ class Packer(PackingEngine):
             if rng is not None and resume.rng_state is not None:
                 rng.setstate(resume.rng_state)
         cursor = RefillCursor(lengths, cfg, None if resume is None else resume.cursor)
+        if resume is not None and cursor.array is not None:
+            check_state(resume, cursor.array, cfg)  # a tampered state is refused, O(B)
         next_batch = cursor.next_batch
         stream_done = cursor.done
         stop_reason = "rows"

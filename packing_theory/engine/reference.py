@@ -28,7 +28,7 @@ from .base import PackingEngine
 from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
 from .policies import LengthsInput, apply_crop, overdue, segment
 from .refill import RefillCursor
-from .state import EngineState, PackerRun, config_fingerprint
+from .state import EngineState, PackerRun, check_state, config_fingerprint
 
 __all__ = ["ReferencePacker"]
 
@@ -74,6 +74,8 @@ class ReferencePacker(PackingEngine):
             if rng is not None and resume.rng_state is not None:
                 rng.setstate(resume.rng_state)
         cursor = RefillCursor(lengths, cfg, None if resume is None else resume.cursor)
+        if resume is not None and cursor.array is not None:
+            check_state(resume, cursor.array, cfg)  # a tampered state is refused, O(B)
         pending: list[Event] = []
 
         def capture() -> None:

@@ -132,6 +132,11 @@ class RefillCursor:
             if self._array is not None and state.position > self._array.size:
                 raise InputError(f"state.position {state.position} is past the {self._array.size} documents")
 
+    @property
+    def array(self) -> npt.NDArray[np.int64] | None:
+        """The in-memory lengths the cursor reads (``None`` for a streamed iterator)."""
+        return self._array
+
     def state(self) -> CursorState:
         """The cursor's position (O(1))."""
         return CursorState(self.pass_index, self.position, self.batch_index, self.done)

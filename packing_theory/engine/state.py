@@ -25,13 +25,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from .._checks import check_int
 from ..errors import InputError
 from .events import BufferedSpan, Event
-from .policies import PackerConfig
+from .policies import PackerConfig, segment
 from .refill import CursorState
 
-__all__ = ["STATE_FORMAT", "EngineState", "PackerRun", "config_fingerprint"]
+__all__ = ["STATE_FORMAT", "EngineState", "PackerRun", "check_state", "config_fingerprint"]
 
 STATE_FORMAT = "packing-theory/engine-state"
 _STATE_VERSION = 1
@@ -207,3 +210,112 @@ class PackerRun:
         ev = next(self._events)
         self._yielded += 1
         return ev
+
+
+def check_state(state: EngineState, lengths: npt.NDArray[np.int64], config: PackerConfig) -> None:
+    """Refuse an engine state no replay of ``lengths`` under ``config`` can reach (a tampered checkpoint).
+
+    The checks are consequences of the engine's rules, so a state the engine
+    wrote always passes:
+
+    * the refill cursor: ``batch_index`` batches of the refill sequence end at
+      ``position`` (a batch is cut short only at the end of a pass, which resets
+      the cursor); ``done`` exactly when every pass is taken; the next
+      occurrence is the number of arrivals the cursor has taken;
+    * every buffered span belongs to an arrived occurrence whose source is its
+      arrival's document, lies inside that document, and has the shape the
+      policy leaves in its buffer (a whole document; a suffix ending at the
+      document's end for ``continue`` / ``requeue-bos``; one of
+      :func:`~packing_theory.engine.policies.segment`'s chunks for
+      ``segment-first``); buffer order is arrival order except where
+      ``requeue-bos`` appends; one span per occurrence (per chunk);
+    * ``continue`` drops no token: the arrived mass equals the placed mass
+      ``row * R`` plus the buffered mass;
+    * ``bounded-wait``: an unstarted span's arrival row is at most ``row``.
+
+    Complexity: O(B + |refill sequence|) Python work and one O(N) numpy sum
+    (``continue`` only), N = ``lengths.size``.
+
+    Raises:
+        ValueError: naming the first field that is inconsistent.
+
+    >>> from packing_theory import Packer
+    >>> config = PackerConfig(capacity=8, min_buffer=2, refill=1, rows=2)
+    >>> lengths = np.array([5, 3, 9, 4, 6, 2, 7])
+    >>> run = Packer(config).run(lengths)
+    >>> for event in run:
+    ...     if event.__class__.__name__ == "Placement" and event.row == 1:
+    ...         run.request_state()
+    >>> check_state(run.state, lengths, config)
+    >>> check_state(dataclasses.replace(run.state, next_occurrence=6), lengths, config)
+    Traceback (most recent call last):
+    ...
+    packing_theory.InputError: cannot resume: engine.next_occurrence is 6, but the refill cursor ...
+    """
+    n = int(lengths.size)
+    spec = config.spec
+
+    def refuse(what: str) -> None:
+        raise InputError(f"cannot resume: {what}")
+
+    cur = state.cursor
+    if not 0 <= cur.pass_index <= config.passes:
+        refuse(f"engine.cursor.pass_index is {cur.pass_index}, outside 0..{config.passes}")
+    if cur.done != (cur.pass_index >= config.passes):
+        refuse(f"engine.cursor.done is {cur.done} at pass {cur.pass_index} of {config.passes}")
+    if cur.position >= n or (cur.done and cur.position):
+        refuse(f"engine.cursor.position is {cur.position} in a pass of {n} documents")
+    sizes = config.batch_sizes
+    full, part = divmod(cur.batch_index, len(sizes))
+    if full * sum(sizes) + sum(sizes[:part]) != cur.position:
+        refuse(f"engine.cursor.batch_index is {cur.batch_index}, but refill batches {list(sizes)} taken "
+               f"that often do not end at engine.cursor.position {cur.position}")
+    arrived = cur.pass_index * n + cur.position
+    if state.next_occurrence != arrived:
+        refuse(f"engine.next_occurrence is {state.next_occurrence}, but the refill cursor (pass "
+               f"{cur.pass_index}, position {cur.position}) has taken {arrived} arrivals")
+    seen: set[tuple[int, int]] = set()
+    last = -1
+    buffered = 0
+    for i, span in enumerate(state.buffer):
+        where = f"engine.buffer[{i}]"
+        if span.occurrence >= arrived:
+            refuse(f"{where} is occurrence {span.occurrence}, which has not arrived ({arrived} arrivals)")
+        if span.source != span.occurrence % n:
+            refuse(f"{where} says source {span.source}, but occurrence {span.occurrence} is document "
+                   f"{span.occurrence % n}")
+        key = (span.occurrence, span.start if spec.segments else 0)
+        if key in seen:
+            refuse(f"{where} repeats occurrence {span.occurrence}")
+        seen.add(key)
+        size = int(lengths[span.source])
+        text = span.length - (1 if span.bos_inserted else 0)
+        if span.start + text > size:
+            refuse(f"{where} covers tokens {span.start}..{span.start + text} of document {span.source}, "
+                   f"which has {size}")
+        if spec.segments:
+            shape = (span.start, span.length, span.bos_inserted) in segment(size, config.capacity)
+        elif spec.crop == "continue":  # whole, or the suffix a crop kept in place
+            shape = span.start + text == size and not span.bos_inserted
+        elif spec.crop == "requeue-bos":  # whole, or [BOS] + the suffix a crop appended
+            shape = span.start + text == size and span.bos_inserted == (span.start > 0)
+        else:
+            shape = span.start == 0 and text == size and not span.bos_inserted
+        if not shape:
+            refuse(f"{where} ({span.start}, {span.length}, bos={span.bos_inserted}) is not a span the "
+                   f"{config.policy!r} policy buffers for document {span.source} of length {size}")
+        if spec.crop != "requeue-bos":
+            if span.occurrence < last:
+                refuse(f"{where} (occurrence {span.occurrence}) is out of arrival order")
+            last = span.occurrence
+        buffered += span.length
+    if spec.crop == "continue":
+        mass = cur.pass_index * int(lengths.sum()) + int(lengths[: cur.position].sum())
+        if mass != state.row * config.capacity + buffered:
+            refuse(f"engine.buffer holds {buffered} tokens and engine.row {state.row} rows of "
+                   f"{config.capacity} were placed, but {mass} tokens arrived and 'continue' drops none")
+    if state.arrival_rows is not None:
+        for i, (span, r) in enumerate(zip(state.buffer, state.arrival_rows, strict=True)):
+            if r > state.row or (r < 0) != (span.start > 0):
+                refuse(f"engine.arrival_rows[{i}] is {r} for a span at start {span.start} before row "
+                       f"{state.row}")

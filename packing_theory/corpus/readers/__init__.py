@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..._checks import distinct_files
 from ...errors import InputError
 from ._base import BOS_MODES, BosMode, DataReader, bos_inclusive, check_bos, file_codes
 from .jsonl import JSONL_SUFFIXES
@@ -186,12 +187,7 @@ def expand_inputs(specs: Sequence[str], fmt: str = "auto") -> tuple[list[str], s
             expanded.append(path)
     if not expanded:
         raise InputError("--data is empty: give at least one path")
-    seen: dict[str, str] = {}
-    for p in expanded:
-        real = os.path.realpath(p)
-        if real in seen:
-            raise InputError(f"--data input {p!r} is given twice (also as {seen[real]!r})")
-        seen[real] = p
+    distinct_files("--data input", expanded)
     if fmt != "auto":
         return expanded, fmt, "given with --format"
     found_formats = {p: detect_format(p) for p in expanded}
