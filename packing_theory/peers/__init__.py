@@ -25,8 +25,10 @@ import importlib
 
 from ._base import PeerPacker
 from ._common import Piece, RowEmitter
+from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
 
-__all__ = ["PEER_MODULES", "PeerPacker", "Piece", "RowEmitter", "peer_policies"]
+__all__ = ["PEER_MODULES", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "PeerPacker", "Piece",
+           "RowEmitter", "TrainerRule", "peer_policies"]
 
 PEER_MODULES: tuple[str, ...] = (
     "trl", "olmo", "megatron", "foundry", "torchtune", "axolotl", "nemo", "paper",
@@ -58,6 +60,8 @@ def peer_policies() -> dict[str, type[PeerPacker]]:
         for key, cls in table.items():
             if not (isinstance(cls, type) and issubclass(cls, PeerPacker)) or cls.name != key:
                 raise ImportError(f"{name}.PEERS maps {key!r} to {cls!r}, not to a PeerPacker named {key!r}")
+            if not isinstance(getattr(cls, "trainer_rule", None), TrainerRule):
+                raise ImportError(f"{name}.PEERS[{key!r}] declares no trainer_rule (a TrainerRule)")
             if key in out:
                 raise ImportError(f"{name}.PEERS declares {key!r}, already declared by {out[key].__module__}")
             out[key] = cls

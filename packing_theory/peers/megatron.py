@@ -57,6 +57,7 @@ from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
+from ._figures import TrainerRule
 
 __all__ = ["MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
 
@@ -170,6 +171,14 @@ class MegatronGPT(PeerPacker):
         "samples of sequence_length + 1 tokens, tokens = sample[:-1], labels = sample[1:]; by default "
         "position ids run 0..L-1 and attention is causal across documents (reset_position_ids and "
         "reset_attention_mask at EOD tokens are opt-in; eod_mask_loss masks EOD labels); no padding")
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "NVIDIA/Megatron-LM megatron/core/datasets/gpt_dataset.py GPTDataset.__getitem__ (tokens = "
+        "sample[:-1], labels = sample[1:], loss_mask 1 unless eod_mask_loss) and "
+        "_get_ltor_masks_and_position_ids",
+        "training samples hold sequence_length + 1 tokens and no padding; tokens = sample[:-1] and labels = "
+        "sample[1:], so every sample predicts sequence_length targets (placed + repeated tokens - samples); "
+        "eod_mask_loss (off by default) would also mask the EOD labels, which lengths alone cannot show")
     repeats_tokens: ClassVar[bool] = True
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("seed", "int", 1234, "random_seed of the dataset config (Megatron-LM's --seed default)"),
