@@ -10,8 +10,10 @@ source's ledger line in detail mode.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
+
+from ..peers import PeerFigures
 
 __all__ = [
     "Aggregates",
@@ -37,6 +39,13 @@ class MassPartition:
     added BOS markers (``emitted_added_bos``); source tokens alone are
     ``emitted_tokens - emitted_added_bos``. ``padding_tokens`` and
     ``repeated_tokens`` fill row positions too but are never emitted mass.
+
+    ``unused_capacity_tokens`` counts the row positions that hold no token
+    (the :class:`~packing_theory.engine.events.Padding` events);
+    ``padding_tokens`` the pad tokens actually stored there. A ledger takes
+    every unused position as a stored pad; a peer's audit replaces the count
+    by what its framework stores or its collator adds
+    (:meth:`Aggregates.with_peer_figures`: TRL's ``pack_dataset`` stores none).
     """
 
     arrived_tokens: int
@@ -49,6 +58,7 @@ class MassPartition:
     filtered_tokens: int = 0
     padding_tokens: int = 0
     repeated_tokens: int = 0
+    unused_capacity_tokens: int = 0
 
     @property
     def identity_holds(self) -> bool:
@@ -190,7 +200,9 @@ class Aggregates:
         min_buffer: ``B``.
         boundaries: the length-stratum boundaries.
         rows: complete rows.
-        targets: their targets, ``rows * (R - 1)``.
+        targets: their targets: ``rows * (R - 1)`` for the streaming family (row
+            position 0 is input only); for a peer, the positions its framework's
+            training collator predicts (:attr:`framework`).
         stop_reason: from the Horizon event.
         partial_row_tokens: tokens in an incomplete last row.
         exhausted_at_row: row of the Exhausted event, if any.
@@ -213,6 +225,10 @@ class Aggregates:
         exposure: the relative-position exposure profile.
         coverage: one :class:`CoverageRow` per stratum.
         series: buffered and protected mass over time (about 100–1000 samples).
+        framework: for a peer, its framework-true figures
+            (:class:`~packing_theory.peers.PeerFigures`: the rule for padding and
+            targets, the options it ran with, defaults included, and the
+            framework's own horizon); ``None`` for the streaming family.
     """
 
     policy: str
@@ -241,11 +257,23 @@ class Aggregates:
     coverage: tuple[CoverageRow, ...]
     series: tuple[SeriesSample, ...] = field(repr=False)
     filtered_sources: int = 0
+    framework: PeerFigures | None = None
 
     @property
     def never_started_sources(self) -> int:
         """Arrived occurrences with no emitted token."""
         return self.arrived_sources - self.started_sources
+
+    def with_peer_figures(self, figures: PeerFigures) -> Aggregates:
+        """These aggregates with a peer's framework-true targets and padding (and the figures kept).
+
+        The row-position counts stay (``mass.unused_capacity_tokens``); ``targets``
+        and ``mass.padding_tokens`` become the framework's (see
+        :mod:`packing_theory.peers._figures`).
+        """
+        return replace(self, targets=figures.targets, framework=figures,
+                       mass=replace(self.mass, padding_tokens=figures.padding_tokens,
+                                    unused_capacity_tokens=figures.unused_capacity_tokens))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready nested dict (the per-policy block of the report schema)."""
@@ -276,6 +304,7 @@ class Aggregates:
             "series": {"targets": [s.targets for s in self.series],
                        "buffered_tokens": [s.buffered_tokens for s in self.series],
                        "protected_tokens": [s.protected_tokens for s in self.series]},
+            **({} if self.framework is None else {"framework": self.framework.to_dict()}),
         }
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..audit.ledger import audit_events, audit_lengths
+from ..audit.ledger import Ledger, audit_lengths
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -30,6 +30,7 @@ from ..audit.population import (
 from ..audit.results import Aggregates
 from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+from ..engine.consumers import feed_all
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
 from ..errors import InputError, InputTypeError
@@ -116,15 +117,21 @@ def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int
 
     ``capacity`` is the peer's row width ``R`` (every packer's meaning of
     ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
-    is the ``B`` of the protected-set columns.
+    is the ``B`` of the protected-set columns. ``targets`` and
+    ``mass.padding_tokens`` are the framework's own (its training collator's
+    targets, the pad tokens it stores), ``framework`` holds the rule, every
+    option the peer ran with (defaults included) and the framework's horizon
+    (:meth:`~packing_theory.audit.Aggregates.with_peer_figures`).
 
     Raises:
         InputError: an unknown peer, a bad option, or a corpus the framework's
             own rule refuses.
     """
     peer = entry(name).build(capacity, **dict(options or {}))
-    return audit_events(peer.events(validate_lengths(np.asarray(lengths))), capacity=peer.capacity,
-                        min_buffer=min_buffer, policy=name, boundaries=tuple(boundaries))
+    arr = validate_lengths(np.asarray(lengths))
+    ledger = Ledger(peer.capacity, min_buffer, policy=name, boundaries=tuple(boundaries))
+    agg, figures = feed_all(peer.events(arr), ledger, peer.figures(arr))
+    return agg.with_peer_figures(figures)
 
 
 def run_audit(

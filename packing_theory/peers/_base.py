@@ -77,7 +77,11 @@ class PeerPacker(abc.ABC):
     repeats_tokens: ClassVar[bool] = False
     knobs: ClassVar[tuple[Knob, ...]] = ()
     row_width: ClassVar[RowWidth] = SAME_WIDTH
-    trainer_rule: ClassVar[TrainerRule]
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", True, "not declared by this peer",
+        "no trainer rule declared: seed 000's convention, every position holding a token but the first of "
+        "a row is a target (targets = placed + repeated tokens - rows) and unused positions are stored pads",
+        "not applicable")
     offline: ClassVar[bool] = True
 
     def __init__(self, capacity: int) -> None:

@@ -21,7 +21,7 @@ from packing_theory import build_packer
 from packing_theory.engine.consumers import feed_all
 from packing_theory.engine.events import Horizon, Padding, Placement
 from packing_theory.errors import InputError, InputTypeError
-from packing_theory.peers import FigureAccumulator, PeerFigures, TrainerRule, peer_policies
+from packing_theory.peers import FigureAccumulator, PeerFigures, PeerPacker, TrainerRule, peer_policies
 
 PAD = 0  # no document token is 0 below
 
@@ -68,6 +68,7 @@ def test_accumulator_refuses_bad_input() -> None:
 def test_every_peer_declares_a_rule_with_a_reference_and_records_every_knob() -> None:
     for name, cls in peer_policies().items():
         rule = cls.trainer_rule
+        assert rule is not PeerPacker.trainer_rule, name  # every built-in peer declares its own
         assert rule.reference and rule.rule and "targets" in rule.rule, name
         capacity = 9 if name == "megatron-gpt" else 8
         peer = build_packer(name, capacity)
