@@ -202,7 +202,7 @@ class Aggregates:
         rows: complete rows.
         targets: their targets: ``rows * (R - 1)`` for the streaming family (row
             position 0 is input only); for a peer, the positions its framework's
-            training collator predicts (:attr:`framework`).
+            training collator predicts (:attr:`peer_figures`).
         stop_reason: from the Horizon event.
         partial_row_tokens: tokens in an incomplete last row.
         exhausted_at_row: row of the Exhausted event, if any.
@@ -225,7 +225,7 @@ class Aggregates:
         exposure: the relative-position exposure profile.
         coverage: one :class:`CoverageRow` per stratum.
         series: buffered and protected mass over time (about 100–1000 samples).
-        framework: for a peer, its framework-true figures
+        peer_figures: for a peer, its framework-true figures
             (:class:`~packing_theory.peers.PeerFigures`: the rule for padding and
             targets, the options it ran with, defaults included, and the
             framework's own horizon); ``None`` for the streaming family.
@@ -257,7 +257,7 @@ class Aggregates:
     coverage: tuple[CoverageRow, ...]
     series: tuple[SeriesSample, ...] = field(repr=False)
     filtered_sources: int = 0
-    framework: PeerFigures | None = None
+    peer_figures: PeerFigures | None = None
 
     @property
     def never_started_sources(self) -> int:
@@ -271,7 +271,7 @@ class Aggregates:
         and ``mass.padding_tokens`` become the framework's (see
         :mod:`packing_theory.peers._figures`).
         """
-        return replace(self, targets=figures.targets, framework=figures,
+        return replace(self, targets=figures.targets, peer_figures=figures,
                        mass=replace(self.mass, padding_tokens=figures.padding_tokens,
                                     unused_capacity_tokens=figures.unused_capacity_tokens))
 
@@ -304,7 +304,7 @@ class Aggregates:
             "series": {"targets": [s.targets for s in self.series],
                        "buffered_tokens": [s.buffered_tokens for s in self.series],
                        "protected_tokens": [s.protected_tokens for s in self.series]},
-            **({} if self.framework is None else {"framework": self.framework.to_dict()}),
+            **({} if self.peer_figures is None else {"peer_figures": self.peer_figures.to_dict()}),
         }
 
 

@@ -119,7 +119,7 @@ def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int
     ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
     is the ``B`` of the protected-set columns. ``targets`` and
     ``mass.padding_tokens`` are the framework's own (its training collator's
-    targets, the pad tokens it stores), ``framework`` holds the rule, every
+    targets, the pad tokens it stores), ``peer_figures`` holds the rule, every
     option the peer ran with (defaults included) and the framework's horizon
     (:meth:`~packing_theory.audit.Aggregates.with_peer_figures`).
 

@@ -78,13 +78,13 @@ def test_without_num_samples_a_trainer_draws_the_epoch() -> None:
 def test_audit_reports_only_the_drawn_samples_and_records_the_options() -> None:
     lengths = [5, 3, 9, 2, 11, 4, 6]
     agg = audit_peer(lengths, "megatron-gpt", 5, 2, options={"num_samples": 12})
-    assert agg.framework is not None
-    h = agg.framework.horizon
+    assert agg.peer_figures is not None
+    h = agg.peer_figures.horizon
     assert (agg.rows, h["samples_drawn"]) == (12, 12) and h["samples_in_index"] > 12
     assert agg.targets == 12 * 4  # sequence_length targets per drawn sample
-    assert agg.framework.options == {"seed": 1234, "num_samples": 12, "framework_version": "0.16.1",
+    assert agg.peer_figures.options == {"seed": 1234, "num_samples": 12, "framework_version": "0.16.1",
                                 "samples": "drawn"}
-    assert agg.to_dict()["framework"]["options"]["samples"] == "drawn"
+    assert agg.to_dict()["peer_figures"]["options"]["samples"] == "drawn"
 
 
 def test_samples_choice_is_checked() -> None:
