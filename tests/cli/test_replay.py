@@ -1,4 +1,4 @@
-"""``packing-theory replay --json`` with a peer: the framework's padding and targets, options with defaults."""
+"""``packing-theory replay --json`` with a peer: the framework's padding and targets, every option."""
 
 from __future__ import annotations
 
