@@ -10,10 +10,14 @@ source's ledger line in detail mode.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ..peers import PeerFigures
+from .strata import stratum_index
 
 __all__ = [
     "Aggregates",
@@ -264,14 +268,26 @@ class Aggregates:
         """Arrived occurrences with no emitted token."""
         return self.arrived_sources - self.started_sources
 
-    def with_peer_figures(self, figures: PeerFigures) -> Aggregates:
+    def with_peer_figures(
+        self, figures: PeerFigures, occurrence_targets: tuple[Sequence[int], Sequence[int]] | None = None,
+    ) -> Aggregates:
         """These aggregates with a peer's framework-true targets and padding (and the figures kept).
 
         The row-position counts stay (``mass.unused_capacity_tokens``); ``targets``
         and ``mass.padding_tokens`` become the framework's (see
-        :mod:`packing_theory.peers._figures`).
+        :mod:`packing_theory.peers._figures`). ``occurrence_targets`` (the
+        accumulator's :meth:`~packing_theory.peers.FigureAccumulator.occurrence_targets`:
+        arrived lengths and targets per occurrence) re-splits the strata's
+        ``targets`` by the same rule, so that they sum to ``targets``.
         """
-        return replace(self, targets=figures.targets, peer_figures=figures,
+        strata = self.strata
+        if occurrence_targets is not None:
+            lengths, targets = occurrence_targets
+            by = np.zeros(len(self.strata), dtype=np.int64)
+            if len(lengths):
+                np.add.at(by, stratum_index(lengths, self.boundaries), np.asarray(targets, dtype=np.int64))
+            strata = tuple(replace(s, targets=int(t)) for s, t in zip(self.strata, by.tolist(), strict=True))
+        return replace(self, targets=figures.targets, peer_figures=figures, strata=strata,
                        mass=replace(self.mass, padding_tokens=figures.padding_tokens,
                                     unused_capacity_tokens=figures.unused_capacity_tokens))
 

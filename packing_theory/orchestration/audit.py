@@ -130,8 +130,9 @@ def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int
     peer = entry(name).build(capacity, **dict(options or {}))
     arr = validate_lengths(np.asarray(lengths))
     ledger = Ledger(peer.capacity, min_buffer, policy=name, boundaries=tuple(boundaries))
-    agg, figures = feed_all(peer.events(arr), ledger, peer.figures(arr))
-    return agg.with_peer_figures(figures)
+    counter = peer.figures(arr)
+    agg, figures = feed_all(peer.events(arr), ledger, counter)
+    return agg.with_peer_figures(figures, counter.occurrence_targets())
 
 
 def run_audit(

@@ -289,9 +289,10 @@ def compare_packers(
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
         costs = CostAccumulator(width, name)
         figures: PeerFigures | None = None
+        counter = packer.figures(arr) if e.kind == "peer" else None
         try:
-            if e.kind == "peer":
-                agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, packer.figures(arr))
+            if counter is not None:
+                agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, counter)
             else:
                 agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
         except ValueError as exc:
@@ -299,8 +300,8 @@ def compare_packers(
                 raise
             refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
             continue
-        if figures is not None:
-            agg = agg.with_peer_figures(figures)
+        if figures is not None and counter is not None:
+            agg = agg.with_peer_figures(figures, counter.occurrence_targets())
             if figures.start_delays != "measured":  # row positions of an offline packer, not waits
                 packer_costs = replace(packer_costs, start_delay_max=None, start_delay_p50=None,
                                        start_delay_p99=None, unstarted_wait_max=None)

@@ -24,7 +24,9 @@ stream, :mod:`packing_theory.engine.consumers`) applies it:
 * ``targets`` — positions whose label the trainer predicts: ``placed +
   repeated - sequences`` (``unit="row"`` and ``"sequence"``) or every placed
   position (``unit="position"``: the stored rows are the inputs and the
-  labels are the next tokens of the same example, NeMo).
+  labels are the next tokens of the same example, NeMo). Each is credited to
+  the occurrence whose token it is (:meth:`FigureAccumulator.occurrence_targets`),
+  so that a report can split them by length stratum.
 
 >>> from packing_theory.engine.events import Arrival, Placement, Padding, Horizon
 >>> acc = FigureAccumulator(TrainerRule("sequence", False, "ref", "rule"), capacity=6)
@@ -43,7 +45,7 @@ from typing import Any, Literal
 
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
-from ..engine.events import Horizon, Padding, Placement, Repeat
+from ..engine.events import Arrival, Horizon, Padding, Placement, Repeat
 from ..errors import InputError, InputTypeError
 
 __all__ = ["TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TargetUnit", "TrainerRule"]
@@ -145,41 +147,51 @@ class FigureAccumulator:
         self._unused = 0
         self._pieces = 0
         self._rows_used: set[int] = set()
+        self._targets = 0
+        self._length: dict[int, int] = {}  # occurrence -> arrived length
+        self._occ_targets: dict[int, int] = {}  # occurrence -> targets its tokens hold
         self._horizon: Horizon | None = None
 
     def feed(self, item: EventItem) -> None:
         """Account one event (a batch is taken event by event)."""
         if isinstance(item, EventBatch):
-            for ev in item.events():
-                self.feed(ev)
+            for one in item.events():
+                self.feed(one)
             return
         if self._horizon is not None:
             raise InputError(f"event after the Horizon: {item!r}"[:300])
-        kind = type(item)
-        if kind is Placement:
-            self._placed += item.length  # type: ignore[union-attr]
-            self._pieces += 1
-            self._rows_used.add(item.row)  # type: ignore[union-attr]
-        elif kind is Repeat:
-            self._repeated += item.length  # type: ignore[union-attr]
-            self._rows_used.add(item.row)  # type: ignore[union-attr]
-        elif kind is Padding:
-            self._unused += item.length  # type: ignore[union-attr]
-        elif kind is Horizon:
-            self._horizon = item  # type: ignore[assignment]
+        if isinstance(item, (Placement, Repeat)):
+            first_of_row = item.row not in self._rows_used  # a row's events come in position order
+            self._rows_used.add(item.row)
+            placement = isinstance(item, Placement)
+            if placement:
+                self._placed += item.length
+                self._pieces += 1
+            else:
+                self._repeated += item.length
+            unit = self.rule.unit
+            if unit == "row":
+                input_only = first_of_row
+            elif unit == "sequence":
+                input_only = placement or first_of_row
+            else:
+                input_only = False
+            t = item.length - input_only
+            self._targets += t
+            self._occ_targets[item.occurrence] = self._occ_targets.get(item.occurrence, 0) + t
+        elif isinstance(item, Arrival):
+            self._length[item.occurrence] = item.length
+        elif isinstance(item, Padding):
+            self._unused += item.length
+        elif isinstance(item, Horizon):
+            self._horizon = item
 
     def result(self) -> PeerFigures:
         """The figures; requires the Horizon event."""
         if self._horizon is None:
             raise InputError("FigureAccumulator.result() needs the Horizon event (feed the whole stream)")
-        unit = self.rule.unit
-        if unit == "row":
-            sequences = len(self._rows_used)
-        elif unit == "sequence":
-            sequences = self._pieces
-        else:
-            sequences = 0
-        targets = self._placed + self._repeated - sequences
+        targets = self._targets
+        sequences = self._placed + self._repeated - targets
         return PeerFigures(
             rows=self._horizon.rows, placed_tokens=self._placed, repeated_tokens=self._repeated,
             unused_capacity_tokens=self._unused,
@@ -187,8 +199,19 @@ class FigureAccumulator:
             sequences=sequences, targets=targets, rule=self.rule, options=dict(self.options),
             start_delays=self.start_delays, horizon=dict(self.horizon_figures))
 
+    def occurrence_targets(self) -> tuple[list[int], list[int]]:
+        """``(lengths, targets)``: each occurrence holding targets, its arrived length and its targets.
+
+        Complexity: O(occurrences holding tokens).
+        """
+        occs = sorted(self._occ_targets)
+        return [self._length.get(o, 0) for o in occs], [self._occ_targets[o] for o in occs]
+
     def _check(self) -> None:
-        """Assert the counts' invariants (non-negative, at most one sequence start per placed token)."""
+        """Assert the counts' invariants: non-negative, the sequence rule, targets credited to occurrences."""
         assert self._placed >= 0 and self._repeated >= 0 and self._unused >= 0
-        assert self._pieces <= self._placed + self._repeated or self._placed == 0
+        starts = {"row": len(self._rows_used), "sequence": None, "position": 0}[self.rule.unit]
+        if starts is not None:
+            assert self._targets == self._placed + self._repeated - starts
         assert len(self._rows_used) <= self._pieces + self._repeated
+        assert sum(self._occ_targets.values()) == self._targets

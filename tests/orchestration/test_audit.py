@@ -27,3 +27,16 @@ def test_audit_peer_keeps_the_row_positions_and_replaces_padding_and_targets() -
     assert f is not None
     assert agg.rows * 8 == agg.mass.emitted_tokens + agg.mass.unused_capacity_tokens  # every position
     assert (agg.mass.padding_tokens, agg.targets) == (0, f.placed_tokens - f.sequences)
+
+
+def test_stratum_targets_follow_the_frameworks_rule_and_sum_to_the_total() -> None:
+    lengths = [3, 40, 2, 9, 100, 1, 7, 33, 12, 5] * 3
+    for name, width in (("trl-bfd_split", 16), ("megatron-gpt", 17), ("nemo-first_fit", 128),
+                        ("torchtune-split", 16)):
+        agg = audit_peer(lengths, name, width, 2, boundaries=(8, 32))
+        assert sum(s.targets for s in agg.strata) == agg.targets, name
+        assert all(s.targets >= 0 for s in agg.strata), name
+    # TRL bfd_split: a fragment's first position is input only, so a 40-token document split into
+    # fragments of 16, 16 and 8 holds 37 targets; three copies of each of the long ones (40, 100, 33)
+    agg = audit_peer(lengths, "trl-bfd_split", 16, 2, boundaries=(8, 32))
+    assert agg.strata[2].targets == 3 * (40 - 3) + 3 * (100 - 7) + 3 * (33 - 3)
