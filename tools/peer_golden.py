@@ -103,6 +103,7 @@ def peer_options(cfg: dict[str, Any], lengths: Sequence[int]) -> dict[str, Any]:
     opts = dict(cfg["options"])
     if "num_samples" in opts:
         opts["num_samples"] = megatron_num_samples(cfg, lengths)
+        opts["samples"] = "index"  # the digests cover every sample of the index (len(GPTDataset))
     return opts
 
 

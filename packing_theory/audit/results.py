@@ -10,8 +10,14 @@ source's ledger line in detail mode.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..peers import PeerFigures
+from .strata import stratum_index
 
 __all__ = [
     "Aggregates",
@@ -37,6 +43,13 @@ class MassPartition:
     added BOS markers (``emitted_added_bos``); source tokens alone are
     ``emitted_tokens - emitted_added_bos``. ``padding_tokens`` and
     ``repeated_tokens`` fill row positions too but are never emitted mass.
+
+    ``unused_capacity_tokens`` counts the row positions that hold no token
+    (the :class:`~packing_theory.engine.events.Padding` events);
+    ``padding_tokens`` the pad tokens actually stored there. A ledger takes
+    every unused position as a stored pad; a peer's audit replaces the count
+    by what its framework stores or its collator adds
+    (:meth:`Aggregates.with_peer_figures`: TRL's ``pack_dataset`` stores none).
     """
 
     arrived_tokens: int
@@ -49,6 +62,7 @@ class MassPartition:
     filtered_tokens: int = 0
     padding_tokens: int = 0
     repeated_tokens: int = 0
+    unused_capacity_tokens: int = 0
 
     @property
     def identity_holds(self) -> bool:
@@ -190,7 +204,9 @@ class Aggregates:
         min_buffer: ``B``.
         boundaries: the length-stratum boundaries.
         rows: complete rows.
-        targets: their targets, ``rows * (R - 1)``.
+        targets: their targets: ``rows * (R - 1)`` for the streaming family (row
+            position 0 is input only); for a peer, the positions its framework's
+            training collator predicts (:attr:`peer_figures`).
         stop_reason: from the Horizon event.
         partial_row_tokens: tokens in an incomplete last row.
         exhausted_at_row: row of the Exhausted event, if any.
@@ -213,6 +229,10 @@ class Aggregates:
         exposure: the relative-position exposure profile.
         coverage: one :class:`CoverageRow` per stratum.
         series: buffered and protected mass over time (about 100–1000 samples).
+        peer_figures: for a peer, its framework-true figures
+            (:class:`~packing_theory.peers.PeerFigures`: the rule for padding and
+            targets, the options it ran with, defaults included, and the
+            framework's own horizon); ``None`` for the streaming family.
     """
 
     policy: str
@@ -241,11 +261,35 @@ class Aggregates:
     coverage: tuple[CoverageRow, ...]
     series: tuple[SeriesSample, ...] = field(repr=False)
     filtered_sources: int = 0
+    peer_figures: PeerFigures | None = None
 
     @property
     def never_started_sources(self) -> int:
         """Arrived occurrences with no emitted token."""
         return self.arrived_sources - self.started_sources
+
+    def with_peer_figures(
+        self, figures: PeerFigures, occurrence_targets: tuple[Sequence[int], Sequence[int]] | None = None,
+    ) -> Aggregates:
+        """These aggregates with a peer's framework-true targets and padding (and the figures kept).
+
+        The row-position counts stay (``mass.unused_capacity_tokens``); ``targets``
+        and ``mass.padding_tokens`` become the framework's (see
+        :mod:`packing_theory.peers._figures`). ``occurrence_targets`` (the
+        accumulator's :meth:`~packing_theory.peers.FigureAccumulator.occurrence_targets`:
+        arrived lengths and targets per occurrence) re-splits the strata's
+        ``targets`` by the same rule, so that they sum to ``targets``.
+        """
+        strata = self.strata
+        if occurrence_targets is not None:
+            lengths, targets = occurrence_targets
+            by = np.zeros(len(self.strata), dtype=np.int64)
+            if len(lengths):
+                np.add.at(by, stratum_index(lengths, self.boundaries), np.asarray(targets, dtype=np.int64))
+            strata = tuple(replace(s, targets=int(t)) for s, t in zip(self.strata, by.tolist(), strict=True))
+        return replace(self, targets=figures.targets, peer_figures=figures, strata=strata,
+                       mass=replace(self.mass, padding_tokens=figures.padding_tokens,
+                                    unused_capacity_tokens=figures.unused_capacity_tokens))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready nested dict (the per-policy block of the report schema)."""
@@ -276,6 +320,7 @@ class Aggregates:
             "series": {"targets": [s.targets for s in self.series],
                        "buffered_tokens": [s.buffered_tokens for s in self.series],
                        "protected_tokens": [s.protected_tokens for s in self.series]},
+            **({} if self.peer_figures is None else {"peer_figures": self.peer_figures.to_dict()}),
         }
 
 

@@ -12,7 +12,7 @@ from ..invariant.wait_bound import StartDelayMonitor
 from ..registry import entry
 from ._common import add_stream_options, emit_json
 from ._inputs import add_lengths_or_data, lengths_from_args
-from ._packers import knobs_from_args, packer_from_args
+from ._packers import packer_from_args
 
 __all__ = ["register", "run"]
 
@@ -43,19 +43,27 @@ def run(args: argparse.Namespace) -> int:
     # a policy with a proved start-delay bound: measure start delays next to it
     bounded = config is not None and config.start_delay_bound is not None
     delays = StartDelayMonitor.for_packer(config) if config is not None and bounded else None
+    figures = packer.figures(lengths) if config is None else None  # a peer: its framework's own figures
     t0 = time.perf_counter()
-    feed_all(packer.stream(lengths), acc, *([] if delays is None else [delays]))
+    feed_all(packer.stream(lengths), acc, *([] if delays is None else [delays]),
+             *([] if figures is None else [figures]))
     elapsed = time.perf_counter() - t0
     summary = acc.result()
     payload: dict[str, Any]
     if config is None:
-        knobs = knobs_from_args(args, args.policy)
+        assert figures is not None
+        fig = figures.result()
         seq = {} if args.seq_length is None else {"seq_length": args.seq_length}
+        # padding and targets as the framework stores and predicts them; unused capacity on its own
         payload = {"policy": args.policy, "framework": e.framework, "capacity": packer.capacity, **seq,
-                   "options": e.options(knobs), "documents": int(lengths.size), **summary.to_dict(),
+                   "options": packer.options(), "documents": int(lengths.size), **summary.to_dict(),
+                   "targets": fig.targets, "padding_tokens": fig.padding_tokens,
+                   "unused_capacity_tokens": fig.unused_capacity_tokens,
                    "identity_holds": summary.identity_holds(),
                    "row_identity_holds": summary.row_identity_holds(packer.capacity),
                    "in_family": e.in_family}
+        if args.json:  # the rule, options and horizon in full (too wide for the text table)
+            payload["peer_figures"] = fig.to_dict()
     else:
         payload = {"policy": config.policy, "capacity": config.capacity, "min_buffer": config.min_buffer,
                    "documents": int(lengths.size), "passes": config.passes, **summary.to_dict(),

@@ -208,13 +208,14 @@ def verify_shards(
         path = os.path.join(root, name)
         outside = _outside(root, name)
         if outside is not None:
-            rep.found.append(Finding("path", name, outside))
+            rep.found.append(ShardProblem("path", name, outside))
             recount_complete = False
             continue
         identity = file_identity(path)
         if identity in listed:
             first = listed[identity]
-            rep.found.append(Finding("duplicate", name, f"shards[{k}] names the file shards[{first}] names: "
+            rep.found.append(ShardProblem(
+                "duplicate", name, f"shards[{k}] names the file shards[{first}] names: "
                                      "its documents would be read twice"))
             recount_complete = False
             continue
@@ -285,7 +286,8 @@ def verify_shards(
         rep.shards_ok += ok
     listed_docs = sum(int(e["n_docs"]) for e in manifest["shards"])
     if listed_docs != manifest["n_docs"]:
-        rep.found.append(Finding("recount", "*", f"the shards list {listed_docs} documents, the manifest's "
+        rep.found.append(ShardProblem(
+            "recount", "*", f"the shards list {listed_docs} documents, the manifest's "
                                  f"n_docs says {manifest['n_docs']}"))
     if recount_complete and rep.tokens_recounted != manifest["n_tokens"]:
         rep.found.append(
@@ -364,7 +366,8 @@ def _probe(
         return
     vocabs = sorted({shard.vocab for shard in opened.values()})
     if len(vocabs) > 1:  # each odd header is a finding above; the corpus is not one stream to probe
-        rep.unmeasured.append(Finding("probes", "*", f"cursor probes need one vocabulary, the shards have "
+        rep.unmeasured.append(ShardProblem(
+            "probes", "*", f"cursor probes need one vocabulary, the shards have "
                                       f"{vocabs}"))
         return
     if len(opened) != len(manifest["shards"]):

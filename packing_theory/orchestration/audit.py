@@ -148,16 +148,24 @@ def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget
 
 def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
              boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
-             progress: Callable[[int], None] | None = None) -> PackerAccount:
-    """Feed one packer's stream to a ledger (and, for ``documents``, the row consumer); account it."""
+             progress: Callable[[int], None] | None = None, figures: Any = None) -> PackerAccount:
+    """Feed one packer's stream to a ledger (and, for ``documents``, the row consumer); account it.
+
+    ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
+    pass; the aggregates then carry the framework's own padding and targets.
+    """
     ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries)
+    consumers: list[Any] = [ledger]
     if documents:
         rows = DocumentRows(capacity)
-        agg, facts = feed_all(events, ledger, rows, progress=progress)
-        table = document_table(ledger, facts, arr, passes=passes, names=names)
-    else:
-        (agg,) = feed_all(events, ledger, progress=progress)
-        table = None
+        consumers.append(rows)
+    if figures is not None:
+        consumers.append(figures)
+    results = feed_all(events, *consumers, progress=progress)
+    agg = results[0]
+    table = document_table(ledger, results[1], arr, passes=passes, names=names) if documents else None
+    if figures is not None:
+        agg = agg.with_peer_figures(results[-1], figures.occurrence_targets())
     return PackerAccount(agg, never_trained(ledger, arr, passes=passes), table)
 
 
@@ -174,7 +182,8 @@ def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, opt
                  names: Sequence[str] | None = None) -> PackerAccount:
     peer = entry(name).build(capacity, **dict(options))
     events = cut_at_horizon(peer.events(arr), budget, capacity=peer.capacity)
-    return _account(events, peer.capacity, min_buffer, name, arr, None, boundaries, documents, names)
+    return _account(events, peer.capacity, min_buffer, name, arr, None, boundaries, documents, names,
+                    figures=peer.figures(arr))
 
 
 def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int, *,
@@ -186,7 +195,11 @@ def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int
     ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
     is the ``B`` of the protected-set columns. ``horizon`` cuts the peer's
     event stream at that budget (:func:`~packing_theory.engine.horizon.cut_at_horizon`);
-    ``None`` runs it to its natural end.
+    ``None`` runs it to its natural end. ``targets`` and
+    ``mass.padding_tokens`` are the framework's own (its training collator's
+    targets, the pad tokens it stores), ``peer_figures`` holds the rule, every
+    option the peer ran with (defaults included) and the framework's horizon
+    (:meth:`~packing_theory.audit.Aggregates.with_peer_figures`).
 
     Raises:
         InputError: an unknown peer, a bad option, or a corpus the framework's

@@ -5,9 +5,13 @@ streaming policies of seed 000's family and peer packers
 (:mod:`packing_theory.peers`) alike — feeds each event stream to a
 :class:`~packing_theory.audit.Ledger`, and reports per packer:
 
-* utilization (emitted source tokens / row positions), padding, repeated
+* utilization (emitted source tokens / row positions), padding (the pad
+  tokens the framework stores or its collator adds: TRL's ``pack_dataset``
+  stores none), unused capacity (row positions without a token), repeated
   positions, tokens truncated or dropped, tokens filtered, tokens still
-  buffered at the end;
+  buffered at the end, and the targets the trainer predicts (streaming: every
+  row position but the first; a peer: its framework's collator rule,
+  :class:`~packing_theory.peers.TrainerRule`);
 * sources filtered, sources never started (counted over arrived occurrences)
   and, per length stratum, never-started sources and the emitted share of
   the stratum's tokens (the exposure profile by stratum);
@@ -19,7 +23,10 @@ streaming policies of seed 000's family and peer packers
   small exhaustive search;
 * the costs of :mod:`packing_theory.audit.costs` (start delays, fragments per
   long source, targets without their document's preceding context), the
-  table that places ``bounded-wait`` among the others.
+  table that places ``bounded-wait`` among the others. Start delays of an
+  offline peer (one that reads the whole dataset, or a window, before it
+  emits the window's rows) are not reported: they would be row positions in
+  the framework's emission order, not waits (:attr:`PackerColumn.start_delays`).
 
 Its documents (JSON, Markdown, PNG) are rendered by
 :mod:`packing_theory.rendering.compare`.
@@ -48,7 +55,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -63,6 +70,7 @@ from ..engine.replay import make_packer
 from ..errors import InputError
 from ..invariant import InvariantMonitor
 from ..lengths import validate_lengths
+from ..peers import PeerFigures
 from ..registry import PackerEntry, entries, names
 
 __all__ = [
@@ -109,6 +117,11 @@ class PackerColumn:
     verdict: str
     seconds: float
     costs: PackerCosts | None = None
+    unused_capacity_tokens: int = 0
+    targets: int = 0
+    start_delays: str = "measured"
+    peer_figures: PeerFigures | None = None
+    """A peer's framework-true figures (its rule, options and horizon); ``None`` for streaming policies."""
 
     @property
     def utilization(self) -> float | None:
@@ -270,17 +283,28 @@ def compare_packers(
         else:
             given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
             packer = e.build(capacity, **given)
-        opts = e.options(given)  # every knob it ran with, defaults included
+        # every knob it ran with, defaults included
+        opts = packer.options() if e.kind == "peer" else e.options(given)
         width = packer.capacity
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
         costs = CostAccumulator(width, name)
+        figures: PeerFigures | None = None
+        counter = packer.figures(arr) if e.kind == "peer" else None
         try:
-            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
+            if counter is not None:
+                agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, counter)
+            else:
+                agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
         except ValueError as exc:
             if e.kind != "peer":
                 raise
             refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
             continue
+        if figures is not None and counter is not None:
+            agg = agg.with_peer_figures(figures, counter.occurrence_targets())
+            if figures.start_delays != "measured":  # row positions of an offline packer, not waits
+                packer_costs = replace(packer_costs, start_delay_max=None, start_delay_p50=None,
+                                       start_delay_p99=None, unstarted_wait_max=None)
         labels = tuple(s.label for s in agg.strata)
         m = agg.mass
         cols.append(PackerColumn(
@@ -296,6 +320,8 @@ def compare_packers(
             identity_holds=m.identity_holds and agg.conservation_violations == 0,
             trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
             seconds=time.perf_counter() - t0, costs=packer_costs,
+            unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
+            start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
         ))
     return PackerComparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))

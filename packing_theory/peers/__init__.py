@@ -25,8 +25,10 @@ import importlib
 
 from ._base import PeerPacker
 from ._common import Piece, RowEmitter
+from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
 
-__all__ = ["PEER_MODULES", "PeerPacker", "Piece", "RowEmitter", "peer_policies"]
+__all__ = ["PEER_MODULES", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "PeerPacker", "Piece",
+           "RowEmitter", "TrainerRule", "peer_policies"]
 
 PEER_MODULES: tuple[str, ...] = (
     "trl", "olmo", "megatron", "foundry", "torchtune", "axolotl", "nemo", "paper",

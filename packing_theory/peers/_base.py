@@ -30,11 +30,18 @@ from typing import Any, ClassVar
 from .._checks import check_int
 from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
+from ._figures import FigureAccumulator, TrainerRule
 
-__all__ = ["SAME_WIDTH", "PeerPacker"]
+__all__ = ["OFFLINE_START_DELAYS", "SAME_WIDTH", "PeerPacker"]
 
 SAME_WIDTH = RowWidth("R = seq_length: a row holds the framework's sequence length")
 """The usual relation: the framework's sequence length is the row width."""
+
+OFFLINE_START_DELAYS = (
+    "not reported: the framework reads the whole dataset (or one window of it) before it emits the "
+    "window's first row, so a document's start delay would only be its row's position in the "
+    "framework's emission order, not a wait")
+"""What :attr:`PeerPacker.start_delays` says for an offline packer."""
 
 
 class PeerPacker(abc.ABC):
@@ -54,6 +61,11 @@ class PeerPacker(abc.ABC):
         repeats_tokens: the peer emits :class:`~packing_theory.engine.events.Repeat` events.
         knobs: the constructor's keyword options, with types, defaults and help.
         row_width: how the row width follows from the framework's sequence length.
+        trainer_rule: what the framework stores and which positions its training
+            collator predicts (:class:`~packing_theory.peers.TrainerRule`).
+        offline: the framework reads the whole dataset, or a window of it, before
+            emitting that window's rows (start delays are then not reported:
+            :attr:`start_delays`); ``False`` for a packer that emits rows as it reads.
     """
 
     name: ClassVar[str]
@@ -65,6 +77,12 @@ class PeerPacker(abc.ABC):
     repeats_tokens: ClassVar[bool] = False
     knobs: ClassVar[tuple[Knob, ...]] = ()
     row_width: ClassVar[RowWidth] = SAME_WIDTH
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", True, "not declared by this peer",
+        "no trainer rule declared: seed 000's convention, every position holding a token but the first of "
+        "a row is a target (targets = placed + repeated tokens - rows) and unused positions are stored pads",
+        "not applicable")
+    offline: ClassVar[bool] = True
 
     def __init__(self, capacity: int) -> None:
         self._capacity = check_int("capacity", capacity, 1)
@@ -73,6 +91,37 @@ class PeerPacker(abc.ABC):
     def capacity(self) -> int:
         """Row width ``R``: the tokens of every emitted row."""
         return self._capacity
+
+    def options(self) -> dict[str, Any]:
+        """Every knob with the value this packer runs with (defaults included), in :attr:`knobs` order.
+
+        >>> from packing_theory.peers.trl import TrlBfd
+        >>> TrlBfd(8, window=4).options()
+        {'window': 4, 'framework_version': '1.16.0'}
+        """
+        return {k.name: getattr(self, k.name) for k in self.knobs}
+
+    def rule(self) -> TrainerRule:
+        """The :class:`~packing_theory.peers.TrainerRule` of this packer (its options may choose it)."""
+        return self.trainer_rule
+
+    @property
+    def start_delays(self) -> str:
+        """``"measured"`` (rows are emitted as the input is read) or why start delays are not reported."""
+        return OFFLINE_START_DELAYS if self.offline else "measured"
+
+    def horizon_figures(self, lengths: Any) -> dict[str, Any]:
+        """The framework's own horizon figures for ``lengths`` (none by default; Megatron's samples drawn)."""
+        return {}
+
+    def figures(self, lengths: Any = None) -> FigureAccumulator:
+        """A consumer of this packer's framework-true figures (:class:`~packing_theory.peers.PeerFigures`).
+
+        ``lengths`` (the replayed input) lets the figures include :meth:`horizon_figures`.
+        """
+        return FigureAccumulator(self.rule(), self.capacity, options=self.options(),
+                                 start_delays=self.start_delays,
+                                 horizon=None if lengths is None else self.horizon_figures(lengths))
 
     @abc.abstractmethod
     def events(self, lengths: Any) -> Iterator[Event]:

@@ -55,6 +55,7 @@ from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
@@ -192,6 +193,14 @@ class AxolotlMultipack(PeerPacker):
         "cross-rank minimum drop whole bins"
     )
 
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "axolotl src/axolotl/utils/collators/batching.py V2BatchSamplerDataCollatorForSeq2Seq (a bin's rows "
+        "concatenated, padded to the batch's longest row with labels -100) and the causal-LM loss shift of "
+        "transformers (ForCausalLMLoss)",
+        "a bin is padded only up to the longest row of its batch (rounded to pad_to_multiple_of), which "
+        "depends on the batch and is not counted; labels shift by one over the concatenated bin: "
+        "targets = placed tokens - rows")
     trainer_view: ClassVar[str] = (
         "one row per bin (micro_batch_size*sequence_len tokens unless multipack_real_batches); the V2 "
         "collator concatenates the bin's rows, position_ids restart at 0 per row, attention_mask numbers "
@@ -282,6 +291,11 @@ class AxolotlMultipack(PeerPacker):
         self.batch_size = self.micro_batch_size if multipack_real_batches else 1
         self.bin_capacity = self._capacity
 
+
+    @property
+    def framework_version(self) -> str:
+        """The release whose behaviour is replayed (the ``framework_version`` knob)."""
+        return self.version
     @property
     def estimate_draws(self) -> int:
         """Draws ``len()`` takes the minimum over."""

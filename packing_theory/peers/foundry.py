@@ -45,6 +45,7 @@ from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "FoundryBinPack", "FoundryConcat", "FoundryConcatNoWrap", "FoundryConcatWrap",
            "first_fit_bin_packing"]
@@ -63,6 +64,15 @@ class FoundryConcat(PeerPacker):
     family_note: ClassVar[str] = (
         "concatenate-and-chunk (LLM Foundry ConcatTokensDataset): no buffer of whole documents, no best "
         "fit and no shortest-span crop, so seed 000's proposition does not apply")
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "mosaicml/llm-foundry llmfoundry/data/text_data.py build_text_dataloader (transformers "
+        "DataCollatorForLanguageModeling with mlm=False) and llmfoundry/models/mpt/modeling_mpt.py "
+        "compute_loss (labels rolled by one, the last one -100)",
+        "rows of exactly max_length tokens, no padding; labels are the inputs shifted by one within the row: "
+        "targets = placed tokens - rows; the collator also masks every label equal to pad_token_id (every "
+        "EOS label when the pad token is EOS), which lengths alone cannot show")
+    offline: ClassVar[bool] = False
     trainer_view: ClassVar[str] = (
         "rows of exactly max_length tokens cut across documents; no document mask, position ids 0..L-1 "
         "per row (documents are separated only by the bos_text/eos_text tokens); no padding")
@@ -182,6 +192,14 @@ class FoundryBinPack(PeerPacker):
         "per-collate-batch first-fit decreasing into leftover bins (LLM Foundry BinPackCollator): no "
         "minimum-occupancy refill and no shortest-span crop, leftover bins beyond "
         "max_leftover_bins_to_keep are discarded, so seed 000's proposition does not apply")
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "sequence", True,
+        "mosaicml/llm-foundry llmfoundry/data/packing.py BinPackCollator (bins padded to max_seq_len, labels "
+        "-100 on padding, the first label of every appended example masked) and "
+        "llmfoundry/models/mpt/modeling_mpt.py compute_loss (labels rolled by one)",
+        "the collator pads every bin to max_seq_len (pad tokens, labels -100) and masks the label at every "
+        "example start; labels shift by one: targets = placed tokens - examples (every example token is "
+        "counted as a response token; the finetuning collator's prompt masking is not modelled)")
     trainer_view: ClassVar[str] = (
         "rows padded to max_seq_len (input_ids pad_token_id, labels -100, attention_mask 0) with a "
         "sequence_id per example (-1 on padding) for document masking; position ids follow the model "

@@ -30,7 +30,21 @@ What the framework does (training split, ``add_extra_token_to_sequence=True``):
    (:class:`~packing_theory.engine.events.Discard`);
 5. the *shuffle index* (same RNG, continued) permutes the samples (twice,
    separately, with a separate final epoch); dataset index ``i`` is sample
-   ``shuffle_index[i]`` and is row ``i`` here.
+   ``shuffle_index[i]`` and is row ``i`` here;
+6. a trainer draws dataset indices ``0, 1, ..., num_samples - 1`` (Megatron-LM's
+   ``MegatronPretrainingSampler`` walks the dataset in order up to the
+   requested ``train_samples``): the index holds more samples than that
+   whenever the last epoch is not used up, and the samples beyond
+   ``num_samples`` are never reached.
+
+``samples="drawn"`` (default) replays what a trainer draws: ``num_samples``
+rows, in dataset order, ending with a Horizon whose stop reason is
+``"rows"`` and whose buffered spans are the index's tokens no drawn sample
+shows (never reached); without ``num_samples`` a trainer draws the whole
+epoch. ``samples="index"`` replays every sample of the index
+(``len(GPTDataset)``), the rows the golden fixtures digest.
+:meth:`MegatronGPT.horizon_figures` gives the counts (samples in the index,
+samples drawn, epochs).
 
 Rows hold ``sequence_length + 1`` tokens: the peer's ``capacity`` (the row
 width ``R``, as for every packer) is ``sequence_length + 1``, so
@@ -52,16 +66,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._checks import check_int
-from ..engine.events import Discard, Event, Horizon
+from ..engine.events import BufferedSpan, Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
+from ._figures import TrainerRule
 
-__all__ = ["MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
+__all__ = ["MEGATRON_SAMPLES", "MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
 
 MEGATRON_VERSIONS: tuple[str, ...] = ("0.16.1", "29515183a63c")
 """Supported ``framework_version`` values (same behaviour; see the module doc)."""
+
+MEGATRON_SAMPLES: tuple[str, ...] = ("drawn", "index")
+"""``samples`` values: what a trainer draws (``num_samples``), or every sample of the index."""
 
 SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
 """The final epoch is shuffled separately below this fraction of an epoch's samples."""
@@ -170,6 +188,14 @@ class MegatronGPT(PeerPacker):
         "samples of sequence_length + 1 tokens, tokens = sample[:-1], labels = sample[1:]; by default "
         "position ids run 0..L-1 and attention is causal across documents (reset_position_ids and "
         "reset_attention_mask at EOD tokens are opt-in; eod_mask_loss masks EOD labels); no padding")
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "NVIDIA/Megatron-LM megatron/core/datasets/gpt_dataset.py GPTDataset.__getitem__ (tokens = "
+        "sample[:-1], labels = sample[1:], loss_mask 1 unless eod_mask_loss) and "
+        "_get_ltor_masks_and_position_ids",
+        "training samples hold sequence_length + 1 tokens and no padding; tokens = sample[:-1] and labels = "
+        "sample[1:], so every sample predicts sequence_length targets (placed + repeated tokens - samples); "
+        "eod_mask_loss (off by default) would also mask the EOD labels, which lengths alone cannot show")
     repeats_tokens: ClassVar[bool] = True
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("seed", "int", 1234, "random_seed of the dataset config (Megatron-LM's --seed default)"),
@@ -177,28 +203,51 @@ class MegatronGPT(PeerPacker):
              "one epoch)", optional=True),
         Knob("framework_version", "str", "0.16.1", "megatron-core version whose behaviour is replayed",
              choices=MEGATRON_VERSIONS),
+        Knob("samples", "str", "drawn", "drawn: the num_samples dataset indices a trainer draws (in order); "
+             "index: every sample of the index (len(GPTDataset))", choices=MEGATRON_SAMPLES),
     )
     row_width: ClassVar[RowWidth] = RowWidth(
         "R = sequence_length + 1: a sample holds sequence_length + 1 tokens (inputs and the shifted labels) "
         "and consecutive samples overlap by one token", offset=1)
 
     def __init__(self, capacity: int, *, seed: int = 1234, num_samples: int | None = None,
-                 framework_version: str = "0.16.1") -> None:
+                 framework_version: str = "0.16.1", samples: str = "drawn") -> None:
         super().__init__(check_int("capacity", capacity, 3))
         self.sequence_length = self.capacity - 1
         self.seed = check_int("seed", seed, 0)
         self.num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)
         self.framework_version = check_choice("framework_version", framework_version, MEGATRON_VERSIONS)
+        self.samples = check_choice("samples", samples, MEGATRON_SAMPLES)
 
     def index(self, lengths: Any) -> MegatronIndex:
         """The framework's indices for ``lengths``."""
         return megatron_index(peer_lengths(lengths), self.sequence_length, self.seed, self.num_samples)
 
+    def drawn(self, ix: MegatronIndex) -> int:
+        """Samples replayed for index ``ix``: ``num_samples`` (``samples="drawn"``) or all of the index."""
+        if self.samples == "index" or self.num_samples is None:
+            return ix.num_samples_total
+        return min(self.num_samples, ix.num_samples_total)
+
+    def horizon_figures(self, lengths: Any) -> dict[str, Any]:
+        """The framework's horizon: samples requested, in the index and drawn; epochs; the final-epoch split.
+
+        >>> fig = MegatronGPT(5, num_samples=5).horizon_figures([5, 3, 9, 2])
+        >>> fig["samples_in_index"], fig["samples_drawn"], fig["epochs"], fig["separate_final_epoch"]
+        (9, 5, 2, True)
+        """
+        ix = self.index(lengths)
+        return {"num_samples": self.num_samples, "samples_in_index": ix.num_samples_total,
+                "samples_drawn": self.drawn(ix), "epochs": ix.num_epochs,
+                "separate_final_epoch": ix.separate_final_epoch}
+
     def events(self, lengths: Any) -> Iterator[Event]:
-        """Samples in dataset order (the shuffle index), then the never-shown tail as discards.
+        """Drawn samples in dataset order (the shuffle index), the never-shown tail as discards, the Horizon.
 
         Occurrence ``p * n + d`` is the ``p``-th appearance of document ``d`` in
         the document index (``n`` documents); all arrive before the first row.
+        The tokens of samples never drawn (:meth:`drawn`) and shown by no drawn
+        sample are the Horizon's buffered spans.
         """
         sizes = peer_lengths(lengths)
         L = self.sequence_length
@@ -218,8 +267,9 @@ class MegatronGPT(PeerPacker):
                             sources=[o % n_docs for o in range(len(docs))])
         starts = list(itertools.accumulate(occ_len, initial=0))  # flat start of each occurrence
         total = ix.num_samples_total
-        order = ix.shuffle_index.tolist()
-        when = [0] * total  # dataset index at which each sample is emitted
+        drawn = self.drawn(ix)
+        order = ix.shuffle_index[:drawn].tolist()
+        when = [total] * total  # dataset index at which each sample is emitted (total: never drawn)
         for i, s in enumerate(order):
             when[s] = i
         for i, s in enumerate(order):
@@ -254,7 +304,24 @@ class MegatronGPT(PeerPacker):
             a = max(covered, starts[k])
             if starts[k + 1] > a:
                 yield Discard(occ_of[k], docs[k], a - starts[k], starts[k + 1] - a)
-        yield Horizon(total, 0, "drained", ())
+        if drawn == total:
+            yield Horizon(total, 0, "drained", ())
+            return
+        spans: list[BufferedSpan] = []
+        pos = 0  # flat tokens [0, covered) that no drawn sample shows, occurrence by occurrence
+        for s in [*sorted(order), None]:
+            gap_end = covered if s is None else s * L
+            if gap_end > pos:
+                k = bisect.bisect_right(starts, pos) - 1
+                while pos < gap_end:
+                    while starts[k + 1] <= pos:
+                        k += 1
+                    end = min(gap_end, starts[k + 1])
+                    spans.append(BufferedSpan(occ_of[k], docs[k], pos - starts[k], end - pos, False))
+                    pos = end
+            if s is not None:
+                pos = max(pos, s * L + L + 1)
+        yield Horizon(drawn, 0, "rows", tuple(spans))
 
 
 PEERS: dict[str, type[PeerPacker]] = {MegatronGPT.name: MegatronGPT}

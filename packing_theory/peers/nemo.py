@@ -45,6 +45,7 @@ from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
+from ._figures import TrainerRule
 
 __all__ = [
     "PEERS",
@@ -94,6 +95,14 @@ class NemoPacker(PeerPacker):
         "no crop); examples are assigned to bins by length only and drawn at random per length"
     )
     algorithm: ClassVar[str] = "first_fit"
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "position", False,
+        "NVIDIA/NeMo nemo/collections/nlp/data/language_modeling/megatron/gpt_sft_dataset.py "
+        "GPTSFTPackedDataset.collate_fn (inputs = each example minus its last token, labels = minus its "
+        "first, padded to the batch's longest pack)",
+        "the rows here are the trainer's input positions and every one predicts the next token of its own "
+        "example: targets = placed tokens (loss_mask on answer tokens only is not modelled); the collate "
+        "function pads a pack only to the batch's longest, which depends on the batch and is not counted")
     trainer_view: ClassVar[str] = (
         "packs of whole examples (input_ids, seq_start_id); the trainer's inputs are each example minus "
         "its last token (sum <= pack_size), labels minus its first, cu_seqlens per example, "
@@ -124,6 +133,11 @@ class NemoPacker(PeerPacker):
         self.pad_id = check_int("pad_id", pad_id, -(2**62))
         self.version = check_choice("framework_version", framework_version, VERSIONS)
 
+
+    @property
+    def framework_version(self) -> str:
+        """The release whose behaviour is replayed (the ``framework_version`` knob)."""
+        return self.version
     def assignment(self, lengths: Any) -> list[list[Piece]]:
         """The packs: per bin, one Piece ``(d, d, 0, n_d - 1)`` per example (length may be 0)."""
         ls = self._cut(peer_lengths(lengths))

@@ -48,6 +48,7 @@ from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import Piece, arrivals, best_fit, peer_lengths, row_events
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "OlmoFragment", "OlmoPacker", "OlmoTruncate", "olmo_order"]
 
@@ -83,6 +84,14 @@ class OlmoPacker(PeerPacker):
         "offline best-fit decreasing over a whole source file (OLMo-core OBFD): no minimum-occupancy "
         "streaming buffer and no shortest-span crop, documents truncated or fragmented before placement, "
         "so seed 000's proposition does not apply")
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", True,
+        "allenai/OLMo-core src/olmo_core/data/numpy_dataset.py NumpyPackedFSLDataset (instances right-padded "
+        "with pad_token_id, label_mask False on padding) and src/olmo_core/data/utils.py get_labels (labels "
+        "masked by label_mask, then shifted by one over the instance)",
+        "instances are stored right-padded to sequence_length; labels are masked on the padding and shifted "
+        "by one over the whole instance (document boundaries inside an instance are predicted): "
+        "targets = placed tokens - instances")
     trainer_view: ClassVar[str] = (
         "instances right-padded to sequence_length with pad_token_id; label_mask False on padding; "
         "doc_lens (with generate_doc_lengths) give the document boundaries for intra-document masking "

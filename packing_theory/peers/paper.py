@@ -20,6 +20,7 @@ where a paper is silent the choice is stated in the class docstring.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
@@ -28,6 +29,7 @@ from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
 from ._common import EventLog, Piece, arrivals, best_fit_decreasing, first_fit, peer_lengths
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "FewerTruncations", "Seamless", "seamless_windows"]
 
@@ -64,6 +66,10 @@ class FewerTruncations(PeerPacker):
         "(best-fit-decreasing); no buffer of B spans, no crop at selection time"
     )
 
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", True, "Ding et al., arXiv:2404.10830 §3 (Best-fit Packing); the method fixes no collator",
+        "rows are right-padded to L; with no collator of its own, targets follow seed 000's convention: "
+        "every non-padding position but the first of a row (targets = placed tokens - rows)")
     trainer_view: ClassVar[str] = (
         "rows of L tokens right-padded, each holding whole chunks; attention masking and position ids "
         "are the trainer's choice (the method does not fix them)"
@@ -161,6 +167,12 @@ class Seamless(PeerPacker):
         "oversized bins, truncating overflow); no buffer of B spans"
     )
     repeats_tokens: ClassVar[bool] = True
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "Infernus-WIND/Seamless-Packing@f81d0bb7ea0d src/continual_pretraining_utils.py (labels = tokens, "
+        "-100 on padding; plain causal loss over the row)",
+        "labels = tokens shifted by one within the row, -100 on padding: targets = placed tokens - rows; pad "
+        "tokens are stored only with padding=True")
     trainer_view: ClassVar[str] = (
         "rows of exactly L tokens (padding only with padding=True), labels = tokens with -100 on padding; "
         "the authors' code gives plain causal attention across the packed texts of a row"
@@ -188,6 +200,10 @@ class Seamless(PeerPacker):
             raise InputTypeError(f"padding must be a bool, got {type(padding).__name__} {padding!r}")
         self.padding = padding
 
+
+    def rule(self) -> TrainerRule:
+        """:attr:`trainer_rule`, storing pad tokens when ``padding=True``."""
+        return replace(self.trainer_rule, stores_padding=self.padding)
     def _plan(self, ls: Sequence[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]]]:
         L = self.capacity
         rows: list[list[Piece]] = []

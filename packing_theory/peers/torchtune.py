@@ -40,6 +40,7 @@ from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, peer_lengths
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "TorchtuneNextFit", "TorchtunePacker", "TorchtuneSplit"]
 
@@ -86,6 +87,14 @@ class TorchtunePacker(PeerPacker):
         "cut at the pack boundary (split); max_packs drops the rest"
     )
     default_split: ClassVar[bool] = False
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", True,
+        "pytorch/torchtune torchtune/datasets/_packed.py PackedDataset._pad_pack (tokens padding_idx, labels "
+        "-100) and recipes/full_finetune_single_device.py (labels shifted by one: labels[..., 1:] then "
+        "ignore_index)",
+        "packs are stored padded to max_seq_len with labels -100 on the padding; the recipe shifts labels by "
+        "one over the whole pack: targets = placed tokens - packs (labels as the dataset gives them; a "
+        "dataset's prompt masking is not modelled)")
     trainer_view: ClassVar[str] = (
         "packs padded to max_seq_len (tokens padding_idx, labels -100); input_pos = offset in the sample "
         "mod max_seq_len (a split continuation does not restart at 0), continuing over the padding clamped "
@@ -113,6 +122,11 @@ class TorchtunePacker(PeerPacker):
         self.version = check_choice("framework_version", framework_version, VERSIONS)
 
     # -- the framework's loop ---------------------------------------------------------
+
+    @property
+    def framework_version(self) -> str:
+        """The release whose behaviour is replayed (the ``framework_version`` knob)."""
+        return self.version
     def _plan(self, lengths: Sequence[int]) -> _Plan:
         L = self.capacity
         packs: list[list[_Entry]] = []

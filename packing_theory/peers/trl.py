@@ -59,6 +59,7 @@ from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
 from ._common import Piece, arrivals, best_fit_decreasing, check_choice, peer_lengths, row_events
+from ._figures import TrainerRule
 
 __all__ = ["PEERS", "TRL_VERSIONS", "TrlBfd", "TrlBfdSplit", "TrlPacker", "TrlWrapped"]
 
@@ -67,6 +68,8 @@ TRL_VERSIONS: tuple[str, ...] = ("1.16.0", "ed8cc2f")
 
 _REFERENCE = ("huggingface/trl trl/data_utils.py (_SegmentTree, _pack_bfd, _pack_wrapped, pack_dataset) "
               "at f2cd57710ae3 and in the 1.16.0 wheel; seed 000 §5.10 pins ed8cc2f4337f")
+_CHECKED = ("differential test against trl 1.16.0 (pack_dataset, then DataCollatorForLanguageModeling as "
+            "SFTTrainer builds it): tests/peers/test_figures.py")
 _FAMILY = ("finite-window best-fit-decreasing (TRL pack_dataset): no minimum-occupancy refill and no "
            "shortest-span crop; long rows are truncated or split before placement and rows come out in bin "
            "order, so seed 000's proposition does not apply (§5.10)")
@@ -90,6 +93,16 @@ class TrlPacker(PeerPacker):
              choices=TRL_VERSIONS),
     )
     strategy: ClassVar[str]
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "sequence", False,
+        "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer.__init__ (padding_free is on for bfd and "
+        "bfd_split) and DataCollatorForLanguageModeling.torch_call (padding_free: rows concatenated, "
+        "position_ids from seq_lengths, labels[position_ids == 0] = -100), 1.16.0 wheel",
+        "pack_dataset stores rows of variable length and no pad token, and the padding-free collator "
+        "concatenates a batch's rows, so no padding is added; the label of every sequence start (one per "
+        "seq_lengths entry) is masked and the model shifts labels by one: "
+        "targets = placed tokens - sequences",
+        _CHECKED)
     trainer_view: ClassVar[str] = (
         "rows of variable length (no pad tokens in the dataset) with seq_lengths; with padding_free the "
         "collator concatenates rows, position_ids restart at 0 per sequence and cu_seq_lens follow them; "
@@ -194,6 +207,15 @@ class TrlWrapped(TrlPacker):
 
     name: ClassVar[str] = "trl-wrapped"
     strategy: ClassVar[str] = "wrapped"
+    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
+        "row", False,
+        "huggingface/trl trl/trainer/sft_trainer.py: SFTTrainer.__init__ (padding_free stays off for "
+        "wrapped) and DataCollatorForLanguageModeling.torch_call (rows right-padded to the batch's longest "
+        "row, labels -100 on padding), 1.16.0 wheel",
+        "pack_dataset stores rows without padding; the collator pads a short row (the last of each map "
+        "batch) only up to the longest row of its batch, which depends on the batch and is not counted; the "
+        "model shifts labels by one within a row: targets = placed tokens - rows",
+        _CHECKED)
     trainer_view: ClassVar[str] = (
         "rows of seq_length tokens cut across document boundaries (the last row of every map batch is "
         "short); no seq_lengths, so no document mask: attention crosses documents and position ids run "

@@ -79,7 +79,9 @@ POLICY_KEYS: tuple[str, ...] = (
     "first_over_capacity_target", "protected", "strata", "exposure", "coverage", "series", "horizon",
     "never_trained",
 )
-"""Keys of each entry of ``"policies"`` (see :meth:`packing_theory.audit.Aggregates.to_dict`)."""
+"""Keys of each entry of ``"policies"`` (see :meth:`packing_theory.audit.Aggregates.to_dict`); a peer's
+entry adds ``"peer_figures"`` (its framework's rule for padding and targets, every option it ran with,
+defaults included, and the framework's own horizon)."""
 
 
 PAPER_5_1: dict[str, Any] = {

@@ -52,11 +52,17 @@ def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None)
         long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
                       if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
         rows.append([c.policy, str(c.row_width), count(c.rows), percent(c.utilization),
-                     count(c.padding_tokens), count(c.discarded_tokens), count(c.filtered_sources),
+                     count(c.padding_tokens), count(c.unused_capacity_tokens), count(c.targets),
+                     count(c.discarded_tokens), count(c.filtered_sources),
                      count(c.never_started_sources), count(long_ns), "member" if c.in_family else "outside"])
-    lines += table(["packer", "row width", "rows", "utilization", "padding", "dropped tokens",
-                    "filtered sources", "never started", "never started > R", "family"], rows, "lrrrrrrrrl")
-    lines += ["", "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
+    lines += table(["packer", "row width", "rows", "utilization", "padding", "unused capacity", "targets",
+                    "dropped tokens", "filtered sources", "never started", "never started > R", "family"],
+                   rows, "lrrrrrrrrrrl")
+    lines += ["", "Padding = pad tokens the framework stores or its collator always adds; unused capacity = "
+              "row positions holding no token (a TRL bin's free space is unused capacity, not padding). "
+              "Targets = positions the trainer predicts (a peer: its framework's collator rule, "
+              "`docs/peers.rst`). "
+              "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
               "Never started = arrived occurrences with no emitted token (filtered ones included); "
               "still-buffered tokens at the end: "
               + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
@@ -70,6 +76,12 @@ def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None)
         shown = [c for c in COST_COLUMNS if c[0] not in ("utilization", "discarded_tokens")]
         lines += ["", "## Costs (start delays in rows; see `packing_theory.audit.costs`)", "",
                   costs_table(costs, shown)]
+        offline = [c.policy for c in cmp.columns if c.start_delays != "measured"]
+        if offline:
+            lines += ["", "Start delays of " + ", ".join(offline) + " are not reported (—): each reads "
+                      "the whole dataset, or a window of it, before emitting that window's rows, so a delay "
+                      "would "
+                      "only be a row position in the framework's emission order."]
     lines += ["", "## What the trainer gets", ""]
     lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
     lines += ["", f"Computed in {cmp.seconds:.1f} s."]

@@ -93,6 +93,8 @@ def _row_digest(meta: dict[str, Any], lengths: list[int]) -> str:
     if meta["policy"] == "megatron-gpt" and isinstance(opts.get("num_samples"), str):
         per_epoch = max((sum(lengths) - 1) // meta["seq_length"], 1)
         opts["num_samples"] = max(1, int(float(opts["num_samples"]) * per_epoch))
+    if meta["policy"] == "megatron-gpt":
+        opts["samples"] = "index"  # the digests cover every sample of the index (len(GPTDataset))
     try:
         packer = build_packer(meta["policy"], seq_length=meta["seq_length"], **opts)
         rows, seqs = inputs_mod.our_rows(packer, lengths)

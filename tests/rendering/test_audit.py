@@ -46,7 +46,8 @@ def test_json_schema_keys_are_stable(result: AuditResult) -> None:
     p0 = doc["policies"][0]
     assert set(p0["mass"]) == {"arrived_tokens", "added_bos", "emitted_tokens", "emitted_added_bos",
                                "discarded_tokens", "buffered_tokens", "buffered_added_bos", "identity_holds",
-                               "filtered_tokens", "padding_tokens", "repeated_tokens"}
+                               "filtered_tokens", "padding_tokens", "repeated_tokens",
+                               "unused_capacity_tokens"}
     assert set(p0["sources"]) == {"arrived", "started", "never_started", "fully_emitted", "distinct_started",
                                   "conservation_violations", "filtered"}
     assert set(p0["protected"]) == {"members", "long_arrivals", "tokens", "started_members",

@@ -1,0 +1,41 @@
+"""``packing-theory replay --json`` with a peer: the framework's padding and targets, every option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from packing_theory.cli import main
+
+
+def _replay(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+    path = tmp_path / "lengths.npy"
+    np.save(path, np.array([5, 3, 9, 2, 7, 12, 1, 6] * 3, dtype=np.int64))
+    assert main(["replay", "--lengths", str(path), "--json", *args]) == 0
+    doc: dict[str, object] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_trl_replay_reports_no_padding_and_the_collators_targets(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _replay(tmp_path, capsys, "--policy", "trl-bfd", "--capacity", "8", "--window", "5")
+    fig = doc["peer_figures"]
+    assert isinstance(fig, dict)
+    assert doc["padding_tokens"] == 0 and isinstance(doc["unused_capacity_tokens"], int)
+    assert doc["unused_capacity_tokens"] > 0 and doc["row_identity_holds"] is True
+    assert doc["targets"] == doc["emitted_tokens"] - fig["sequences"]  # type: ignore[operator]
+    assert doc["options"] == {"window": 5, "framework_version": "1.16.0"}
+
+
+def test_megatron_replay_draws_num_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _replay(tmp_path, capsys, "--policy", "megatron-gpt", "--seq-length", "4",
+                  "--peer-option", "num_samples=40")
+    fig = doc["peer_figures"]
+    assert isinstance(fig, dict)
+    assert doc["rows"] == 40 == fig["horizon"]["samples_drawn"] < fig["horizon"]["samples_in_index"]
+    assert doc["stop_reason"] == "rows" and doc["targets"] == 40 * 4
+    assert doc["options"] == {"seed": 1234, "num_samples": 40, "framework_version": "0.16.1",
+                              "samples": "drawn"}
