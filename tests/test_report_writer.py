@@ -177,7 +177,7 @@ def test_stale_plots_are_removed(lengths_file: Path, tmp_path: Path) -> None:
     assert audit(lengths_file, out, "--no-plots") == 0
     assert not any((out / n).exists() for n in PLOT_FILES)
     check = verify_report(out, names=REPORT_FILES)
-    assert check.ok and set(check.files) == {"audit.json", "audit.md"}
+    assert check.ok and set(check.files) == {"audit.html", "audit.json", "audit.md"}
 
 
 def test_a_symlinked_report_file_is_never_followed(lengths_file: Path, tmp_path: Path,

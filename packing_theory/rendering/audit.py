@@ -29,7 +29,7 @@ from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
 from ..reporting.markdown import run_line
 from ..reporting.writer import ReportWriter
-from .audit_plots import PLOT_FILES, write_plots
+from .audit_plots import PLOT_FILES, PLOT_SECTIONS, plot_notes, write_plots
 
 __all__ = [
     "PAPER_5_1",
@@ -40,6 +40,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
     "ReportFiles",
+    "headline",
     "render_markdown",
     "report_dict",
     "run_info",
@@ -58,7 +59,7 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
 )
 """Top-level keys of a version-2 report, in order."""
 
-REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES)
+REPORT_FILES: tuple[str, ...] = ("audit.html", "audit.json", "audit.md", *PLOT_FILES)
 """Every file an audit report directory may hold."""
 
 
@@ -195,11 +196,12 @@ def _eval_line(e: EvalPopulation) -> str:
 
 def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
                     plots: Sequence[str] = (), run: Mapping[str, str] | None = None,
-                    extra: Sequence[str] = ()) -> str:
+                    extra: Sequence[str] = (), notes: Mapping[str, str] | None = None) -> str:
     """A one-screen Markdown summary: mass partition, sources, strata, startup, evaluation verdict.
 
     With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures;
-    with ``run`` (:func:`run_info`) the last line names the run and the config hash.
+    with ``run`` (:func:`run_info`) the last line names the run and the config hash;
+    ``notes`` (plot file name -> sentence) says why a plot was not drawn.
     """
     lines = ["# Source-inclusion audit", "", _md_corpus_line(result), ""]
     lines += _md_main_table(result, reference)
@@ -208,6 +210,8 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     lines += list(extra)
     if plots:
         lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
+    lines += [f"Not drawn: {name}: {why}" for name, why in (notes or {}).items()]
+    lines += [""] if notes else []
     total = sum(result.seconds.values())
     lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
                  f"Full figures: `audit.json` (schema packing-theory/audit v{SCHEMA_VERSION}).")
@@ -336,6 +340,17 @@ class ReportFiles:
     json: Path
     markdown: Path
     plots: tuple[Path, ...]
+    html: Path | None = None
+
+
+def headline(result: AuditResult) -> str:
+    """The report's first sentence in plain words: per packer, documents never started and tokens dropped."""
+    parts = []
+    for a in result.policies:
+        parts.append(f"{a.policy}: {a.never_started_sources:,} of {a.arrived_sources:,} documents never "
+                     f"started, {a.mass.discarded_tokens:,} tokens dropped, "
+                     f"{a.mass.buffered_tokens:,} still buffered at the end")
+    return "; ".join(parts) + "."
 
 
 def write_report(
@@ -347,7 +362,9 @@ def write_report(
     force: bool = False,
     config: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
-    """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``, as one unit.
+    """Write ``audit.html``, ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``.
+
+    All of them as one unit.
 
     Goes through :class:`~packing_theory.reporting.ReportWriter`: locked,
     staged and swapped in together, the previous run's stale plots removed;
@@ -369,7 +386,8 @@ def write_report(
         writer.commit()
     root = Path(os.path.realpath(outdir))
     return ReportFiles(root / files.json.name, root / files.markdown.name,
-                       tuple(root / p.name for p in files.plots))
+                       tuple(root / p.name for p in files.plots),
+                       None if files.html is None else root / files.html.name)
 
 
 def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
@@ -380,13 +398,20 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
     lines go before the Markdown's closing lines.
     """
+    from ..reporting.html import write_html
+
     run = writer.run_info
     pngs: tuple[Path, ...] = ()
+    notes = plot_notes(result) if plots else {}
     if plots:
         pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
     doc = report_dict(result, reference=reference, run=run)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)
     md = writer.write_text("audit.md", render_markdown(result, reference=reference,
-                                                       plots=[p.name for p in pngs], run=run, extra=markdown))
-    return ReportFiles(j, md, pngs)
+                                                       plots=[p.name for p in pngs], run=run, extra=markdown,
+                                                       notes=notes))
+    shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
+    page = write_html(writer, "audit.html", doc, title="Source-inclusion audit", headline=headline(result),
+                      plots=shown, sections=PLOT_SECTIONS)
+    return ReportFiles(j, md, pngs, page)
