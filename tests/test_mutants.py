@@ -381,21 +381,19 @@ def test_monitor_initial_state() -> None:
 
 
 def test_ledger_series_thinning_rule_by_hand() -> None:
-    """xǁLedgerǁ_sample__mutmut_3, _23: which flushes the thinned series keeps.
+    """Which rows the thinned series keeps (the rule is the ledger's ``_thin``).
 
-    The rule: sample every flush until 1,024 samples are held, then keep every other sample
-    and sample every 2nd flush, and so on. 3,000 arrivals that never start (B = 5,000) make
-    flush k hold exactly k buffered tokens. Written out: flushes 1-1024 are sampled; thinning
-    keeps 1, 3, ..., 1023; flushes 1026, 1028, ..., 2048 are sampled; thinning keeps
-    1, 5, ..., 1021 and 1026, 1030, ..., 2046; then flushes 2052, 2056, ..., 3000. The flush
-    before the Horizon (3,001) is not a multiple of 4; the Horizon adds its own sample.
+    Sample every row until 1,024 samples are held, then keep the rows that are multiples of 2 and sample
+    every 2nd row, and so on. 5,000 one-document rows written out: rows 0-1023; thinning keeps 0, 2, ...,
+    1022; rows 1024, ..., 2046 sampled; thinning keeps multiples of 4; rows 2048, ..., 4092 by 4 reach
+    1,024 samples; thinning keeps multiples of 8; rows 4096, ..., 4992 by 8; the Horizon adds row 5000.
     """
     from packing_theory.audit import Ledger
 
-    led = Ledger(3, 5000, chunk=1)
-    pt.feed_all(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000), led)
-    kept = [s.buffered_tokens for s in led.result().series]
-    want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
+    led = Ledger(3, 1, chunk=1)
+    pt.feed_all(pt.Packer(capacity=3, min_buffer=1, refill=1).events([3] * 5000), led)
+    kept = [s.targets // 2 for s in led.result().series]
+    want = [*range(0, 5000, 8), 5000]
     assert kept == want
 
 
