@@ -131,17 +131,30 @@ def _startup(plt: Any, result: AuditResult) -> Any:
     aggs = list(result.policies)
     fig, ax = plt.subplots(figsize=(8, 3.6))
     spreads = {s.policy: s for s in result.startup}
+    top = 0.0
+    labelled: set[str] = set()
+    empty = []
     for i, a in enumerate(aggs):
         spread = spreads.get(a.policy)
-        if spread is not None:
-            ys = [d / 1e6 for d in spread.delays if d is not None]
+        ys = [d / 1e6 for d in spread.delays if d is not None] if spread is not None else []
+        if ys:
             ax.scatter([i] * len(ys), ys, alpha=0.6, color=color(0),
-                       label="random permutations" if i == 0 else None)
+                       label=None if "p" in labelled else "random permutations")
+            labelled.add("p")
         if a.first_over_capacity_target is not None:
-            ax.scatter([i], [a.first_over_capacity_target / 1e6], marker="_", s=600, color=color(7),
-                       label="given order" if i == 0 else None)
+            ys.append(a.first_over_capacity_target / 1e6)
+            ax.scatter([i], [ys[-1]], marker="_", s=600, color=color(7),
+                       label=None if "g" in labelled else "given order")
+            labelled.add("g")
+        top = max([top, *ys])
+        if not ys:
+            empty.append(i)
+    top = top * 1.15 or 1.0
+    for i in empty:  # a packer that never started a long document says so in place of its points
+        ax.text(i, top / 2, "no document > R\nstarted", ha="center", va="center", fontsize=8, color="#555555")
     ax.set_xticks(range(len(aggs)), [a.policy for a in aggs])
     ax.set_xlim(-0.6, len(aggs) - 0.4)
+    ax.set_ylim(0, top)
     ax.set_ylabel("targets (millions)")
     ax.set_title("Targets before the first document longer than R is trained")
     _outside_legend(ax)
