@@ -34,6 +34,8 @@ Length strata are those of :mod:`packing_theory.audit.strata`.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
@@ -192,7 +194,9 @@ class Ledger:
         self._prot_occ = np.zeros(0, dtype=np.int64)
         self._series: list[SeriesSample] = []
         self._series_stride = 1
-        self._flushes = 0
+        self._row: int | None = None  # the row of the last placement
+        self._rows_started = 0  # rows begun so far (the series' clock)
+        self._marks: list[tuple[int, int, int, int, int]] = []  # (row j, pending ar, ba, pl, dc) to sample
         self._exhausted_at_row: int | None = None
         self._horizon: Horizon | None = None
         self._buf_occ = np.zeros(0, dtype=np.int64)  # occurrences buffered at the horizon (sorted)
@@ -234,6 +238,8 @@ class Ledger:
             raise InputError(f"event after the Horizon: {ev!r}"[:300])
         if type(ev) is Placement:
             pl = self._pl
+            if ev.row != self._row:
+                self._new_row(ev.row)
             pl.append(ev)
             if len(pl) >= self._chunk:
                 self._flush()
@@ -267,6 +273,8 @@ class Ledger:
         elif type(ev) is EventBatch:
             self._batch(ev)
         elif isinstance(ev, Placement):
+            if ev.row != self._row:
+                self._new_row(ev.row)
             self._pl.append(Placement(*ev))
         elif isinstance(ev, Arrival):
             self._ar.append(Arrival(*ev))
@@ -280,6 +288,14 @@ class Ledger:
             self._finish(ev)
         else:
             raise InputTypeError(f"events must be packing_theory events, got {type(ev).__name__} {ev!r}")
+
+    def _new_row(self, row: int) -> None:
+        """A placement starts a new row: mark a sample of the series there (every stride-th row)."""
+        self._row = row
+        j = self._rows_started
+        self._rows_started = j + 1
+        if j % self._series_stride == 0:
+            self._marks.append((j, len(self._ar), len(self._ba), len(self._pl), len(self._dc)))
 
     def _filter(self, o: int, length: int) -> None:
         t = self._t
@@ -300,11 +316,12 @@ class Ledger:
         """Account a batch in the segments where the single-event path would flush (same series)."""
         if self._pl or self._ar or self._dc or self._ba:
             self._carry = [len(self._ar), len(self._pl), len(self._dc)]
-            self._flush(sample=False)
+            self._flush()
         kinds = b.kinds
         pos = {k: np.flatnonzero(kinds == k) for k in (ARRIVAL, PLACEMENT, DISCARD)}
         filt = np.flatnonzero(kinds == FILTERED)
         ba_pos = np.flatnonzero(kinds == 1)
+        self._sample_batch(b, pos, filt, ba_pos)
         end = int(kinds.size) - (1 if b.horizon is not None else 0)
         p = 0
         fi = 0
@@ -317,7 +334,6 @@ class Ledger:
             nf = int(filt[fi]) if fi < filt.size else end
             if nf < trigger:  # a Filtered event: flush what precedes it, then filter it
                 self._segment(b, p, nf, pos, ba_pos)
-                self._sample()
                 self._carry = [0, 0, 0]
                 i = int(np.searchsorted(filt, nf))
                 self._filter(int(b.filtered.occurrence[i]), int(b.filtered.length[i]))
@@ -325,7 +341,6 @@ class Ledger:
                 p = nf + 1
             elif trigger < end:
                 self._segment(b, p, trigger + 1, pos, ba_pos)
-                self._sample()
                 self._carry = [0, 0, 0]
                 p = trigger + 1
             else:
@@ -341,7 +356,6 @@ class Ledger:
         if b.exhausted.row.size and self._exhausted_at_row is None:
             self._exhausted_at_row = int(b.exhausted.row[0])
         if b.horizon is not None:
-            self._sample()
             self._carry = [0, 0, 0]
             self._finish(b.horizon)
 
@@ -373,26 +387,26 @@ class Ledger:
 
     # ------------------------------------------------------------------ chunk accounting
 
-    def _flush(self, sample: bool = True) -> None:
-        if self._ar:
-            a = np.fromiter(chain.from_iterable(self._ar), np.int64, 4 * len(self._ar)).reshape(-1, 4)
-            self._ar.clear()
+    def _flush(self) -> None:
+        def array(events: list[Any], width: int) -> Int64Array:
+            return np.fromiter(chain.from_iterable(events), np.int64, width * len(events)).reshape(-1, width)
+
+        a, ba, p, d = array(self._ar, 4), array(self._ba, 3), array(self._pl, 8), array(self._dc, 4)
+        self._ar.clear()
+        self._ba.clear()
+        self._pl.clear()
+        self._dc.clear()
+        if self._marks:  # before the accounting: a mark is a state inside these pending events
+            self._sample_marks(a[:, 3], ba[:, 2], p[:, 5], d[:, 3])
+        if a.size:
             self._account_arrivals(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
-        if self._ba:
-            ba = np.fromiter(chain.from_iterable(self._ba), np.int64, 3 * len(self._ba)).reshape(-1, 3)
-            self._ba.clear()
+        if ba.size:
             self._account_markers(ba[:, 0], ba[:, 2])
-        if self._pl:
-            p = np.fromiter(chain.from_iterable(self._pl), np.int64, 8 * len(self._pl)).reshape(-1, 8)
-            self._pl.clear()
+        if p.size:
             self._account_placements(p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 4], p[:, 5],
                                      p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_))
-        if self._dc:
-            d = np.fromiter(chain.from_iterable(self._dc), np.int64, 4 * len(self._dc)).reshape(-1, 4)
-            self._dc.clear()
+        if d.size:
             self._account_discards(d[:, 0], d[:, 1], d[:, 2], d[:, 3])
-        if sample:
-            self._sample()
 
     def _known(self, occ: Int64Array, what: str) -> None:
         bad = (occ < 0) | (occ >= self._t.n)
@@ -529,18 +543,81 @@ class Ledger:
         assert self.spill is not None
         return self.spill.with_name(f"{self.spill.name}.{kind}.raw")
 
-    def _sample(self) -> None:
-        self._flushes += 1
-        if self._flushes % self._series_stride:
+    # ------------------------------------------------------------------ the time series (by rows)
+
+    def _buffered_accounted(self) -> int:
+        return (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
+                - self._filtered_tokens)
+
+    def _protected_after(self, lengths: Int64Array) -> Callable[[int], int]:
+        """``n ->`` the protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the
+        accounted ones). O(B + long arrivals × log B)."""
+        k = self.min_buffer - 1
+        heap = self._prot_len.tolist()
+        heapq.heapify(heap)
+        total = sum(heap)
+        idx = np.flatnonzero(lengths > self.capacity)
+        sums = [total]
+        for n in lengths[idx].tolist():
+            if k <= 0:
+                pass
+            elif len(heap) < k:
+                heapq.heappush(heap, n)
+                total += n
+            elif n > heap[0]:
+                total += n - heapq.heapreplace(heap, n)
+            sums.append(total)
+        return lambda n: sums[int(np.searchsorted(idx, n))]
+
+    def _sample_marks(self, ar: Int64Array, ba: Int64Array, pl: Int64Array, dc: Int64Array) -> None:
+        """Turn the marks taken in the pending events into samples (exact: prefix sums of each kind)."""
+        def prefix(x: Int64Array) -> Int64Array:
+            return np.concatenate([np.zeros(1, np.int64), np.cumsum(x, dtype=np.int64)])
+
+        base, R = self._buffered_accounted(), self.capacity
+        ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
+        protected = self._protected_after(ar)
+        for j, na, nb, npl, nd in self._marks:
+            buffered = base + int(ca[na] + cb[nb] - cp[npl] - cd[nd])
+            self._series.append(SeriesSample(j * (R - 1), buffered, protected(na)))
+        self._marks.clear()
+        self._thin()
+
+    def _sample_batch(self, b: EventBatch, pos: dict[int, Int64Array], filt: Int64Array,
+                      ba_pos: Int64Array) -> None:
+        """The samples at the rows a batch starts (the same points as its events fed one by one)."""
+        rows = b.placement.row
+        if not rows.size:
             return
+        first = np.ones(1, np.bool_) if self._row is None else np.asarray([rows[0] != self._row])
+        starts = np.flatnonzero(np.concatenate([first, rows[1:] != rows[:-1]]))
+        j = self._rows_started + np.arange(starts.size, dtype=np.int64)
+        self._rows_started += int(starts.size)
+        self._row = int(rows[-1])
+        keep = j % self._series_stride == 0
+        if not keep.any():
+            return
+        at = pos[PLACEMENT][starts[keep]]  # batch positions of the marked placements
+        delta = np.zeros(b.kinds.size + 1, np.int64)
+        delta[pos[ARRIVAL] + 1] = b.arrival.length
+        delta[ba_pos + 1] = b.bos_added.markers
+        delta[pos[PLACEMENT] + 1] = -b.placement.length
+        delta[pos[DISCARD] + 1] = -b.discard.length
+        delta[filt + 1] = -b.filtered.length
+        mass = self._buffered_accounted() + np.cumsum(delta)
+        protected = self._protected_after(b.arrival.length)
+        arrived = np.searchsorted(pos[ARRIVAL], at)
         R = self.capacity
-        buffered = (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
-                    - self._filtered_tokens)
-        self._series.append(SeriesSample(self._emitted_tokens // R * (R - 1), buffered,
-                                         int(self._prot_len.sum())))
-        if len(self._series) >= _MAX_SERIES:
-            self._series = self._series[::2]
+        for jj, p, na in zip(j[keep].tolist(), at.tolist(), arrived.tolist(), strict=True):
+            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), protected(na)))
+        self._thin()
+
+    def _thin(self) -> None:
+        """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride."""
+        step = self.capacity - 1
+        while len(self._series) >= _MAX_SERIES:
             self._series_stride *= 2
+            self._series = [s for s in self._series if (s.targets // step) % self._series_stride == 0]
 
     def _finish(self, h: Horizon) -> None:
         self._horizon = h
@@ -627,6 +704,10 @@ class Ledger:
                 >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
         assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
         assert all(0 <= c < self._chunk for c in self._carry)
+        assert all(m[0] < self._rows_started for m in self._marks), "a mark of a row not yet started"
+        assert not self._marks or self._pl, "marks pending without pending placements"
+        assert all(a.targets <= b.targets for a, b in itertools.pairwise(self._series)), "series out of order"
+        assert len(self._series) <= _MAX_SERIES, "series not thinned"
         if self._horizon is not None:
             assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
             assert (self._arrived_tokens + self._added_bos

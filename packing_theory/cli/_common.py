@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..engine.batches import EventBatch
+from ..engine.events import Placement
 from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
 from ..engine.replay import ENGINES
 from ._packers import add_packer_options, capacity_from_args, check_max_wait, knobs_from_args, policy_name
 
 __all__ = ["add_stream_options", "check_max_wait", "config_from_args", "emit_json", "note", "parse_int_list",
-           "parse_refill"]
+           "parse_refill", "with_row_progress"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -118,6 +121,24 @@ def note(command: str, message: str) -> None:
     """
     if sys.stderr.isatty():
         print(f"{command}: {message}", file=sys.stderr)
+
+
+def with_row_progress(events: Iterable[Any], bar: Callable[[int], None] | None) -> Iterator[Any]:
+    """``events`` unchanged, telling ``bar`` the rows begun so far (nothing is added without a bar).
+
+    >>> seen = []
+    >>> list(with_row_progress([Placement(2, 0, 0, 0, 0, 3, False, False)], seen.append)) and seen
+    [3]
+    """
+    if bar is None:
+        yield from events
+        return
+    for ev in events:
+        if type(ev) is Placement and ev.offset == 0:
+            bar(ev.row + 1)
+        elif type(ev) is EventBatch and ev.placement.row.size:
+            bar(int(ev.placement.row.max()) + 1)
+        yield ev
 
 
 def emit_json(payload: Any) -> None:

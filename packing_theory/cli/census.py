@@ -67,6 +67,8 @@ def register(sub: Any) -> None:
                         help="extra attempts per task (default 1)")
     parser.add_argument("--force", action="store_true",
                         help="replace census-named files in --out that packing-theory did not write")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show a progress bar (shown by default on a terminal)")
     parser.add_argument("--json", action="store_true", help="also print census.json on standard output")
     parser.set_defaults(run=run)
 
@@ -135,16 +137,23 @@ def run(args: argparse.Namespace) -> int:
 
     if parse_executor_spec(args.executor) != "local":
         import_distributed()  # refuse before anything runs: the ImportError names the extra
+    from ..reporting import progress_bar
+
     paths, options, counted = _options(args)
+    bar = progress_bar("census", len(paths), enabled=False if args.no_progress else None, unit="file")
     try:
         result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
-                            retries=args.retries, force=args.force, tool="packing-theory census")
+                            retries=args.retries, force=args.force, tool="packing-theory census",
+                            progress=None if bar is None else lambda done, total: bar(done))
     except TaskFailed as exc:
         if classify(exc)[0] == ExitCode.USAGE:
             raise  # bad input found by a worker: status 2
         print(f"packing-theory census: could not complete: {exc}; finished parts are kept in "
               f"{args.out}/parts, rerun to resume", file=sys.stderr)
         return 3
+    finally:
+        if bar is not None:
+            bar.close()
     m = result.manifest
     if args.json:
         emit_json(m)

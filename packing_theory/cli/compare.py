@@ -64,6 +64,8 @@ def register(sub: Any) -> None:
                         help="skip the PNG plots (the previous run's plots are removed)")
     parser.add_argument("--force", action="store_true",
                         help="replace report-named files in --out that packing-theory did not write")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show a progress bar (shown by default on a terminal)")
     parser.add_argument("--json", action="store_true", help="also print the JSON on standard output")
     parser.set_defaults(run=run)
 
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..rendering.compare import REPORT_FILES, write_report_files
-    from ..reporting import ReportWriter, require_matplotlib
+    from ..reporting import ReportWriter, progress_bar, require_matplotlib
 
     t0 = time.perf_counter()
     plots = not args.no_plots
@@ -140,9 +142,14 @@ def run(args: argparse.Namespace) -> int:
             lengths, label = load_lengths(args.lengths), Path(args.lengths).name
         else:
             lengths, label, _ = load_data(args, quiet=True)
-        cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity, seq_length=args.seq_length,
-                              min_buffer=args.min_buffer, refill=args.refill, peer_options=options,
-                              corpus_label=label)
+        bar = progress_bar("compare", len(names), enabled=False if args.no_progress else None, unit="packer")
+        try:
+            cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
+                                  seq_length=args.seq_length, min_buffer=args.min_buffer, refill=args.refill,
+                                  peer_options=options, corpus_label=label, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
         write_report_files(writer, cmp, plots=plots)
         writer.commit()
     if args.json:

@@ -29,7 +29,8 @@ from ..errors import Finding, InputError, NotMeasured
 
 __all__ = ["REPORT_FILES", "register", "run"]
 
-REPORT_FILES: tuple[str, ...] = ("contamination.json", "contamination.md", "exclude.u8", "exclude.json")
+REPORT_FILES: tuple[str, ...] = ("contamination.html", "contamination.json", "contamination.md", "exclude.u8",
+                                 "exclude.json")
 """The files of a contamination report directory."""
 
 _ORDER = "the documents of the inputs in the order listed, each input's documents in file order"
@@ -210,6 +211,7 @@ def _stage(report: ContaminationReport) -> dict[str, Any]:
 def _write(writer: Any, report: ContaminationReport, source_tokenizer: Any) -> dict[str, Any]:
     from ..contamination.scan import describe_inputs
     from ..corpus.masks import mask_bytes, mask_sidecar
+    from ..reporting.html import write_html
 
     run = writer.run_info
     doc = {"run": run, **report.to_dict()}
@@ -224,6 +226,10 @@ def _write(writer: Any, report: ContaminationReport, source_tokenizer: Any) -> d
         writer.write_json("exclude.json", {"run": run, **sidecar})
     writer.write_json("contamination.json", doc)
     writer.write_text("contamination.md", report.markdown(f"Run {run['id']}, config {run['config_hash']}."))
+    write_html(writer, "contamination.html", doc, title="Contamination audit",
+               headline=f"{report.matched_grams:,} matched {report.n}-grams in "
+                        f"{report.documents_with_any_hit:,} of {report.documents_scanned:,} training "
+                        "document(s).")
     return doc
 
 

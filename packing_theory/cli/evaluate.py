@@ -152,6 +152,8 @@ def register(sub: Any) -> None:
                         help="skip the PNG plots (the previous run's plots are removed)")
     parser.add_argument("--force", action="store_true",
                         help="replace report-named files in --out that packing-theory did not write")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show the progress line (shown by default on a terminal)")
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.set_defaults(run=run)
 
@@ -291,25 +293,37 @@ def run(args: argparse.Namespace) -> int:
     ``ValueError`` naming the first mismatch, via the CLI).
     """
     from ..evaluation.report import REPORT_FILES, report_dict, write_report_files
-    from ..reporting import ReportWriter, require_matplotlib
-    from ._common import emit_json
+    from ..reporting import ReportWriter, progress_bar, require_matplotlib
+    from ._common import emit_json, note
 
     t0 = time.perf_counter()
     plots = not args.no_plots
     require_matplotlib(plots)
 
+    bar = None
+    stages = 0
+
     def say(msg: str) -> None:
-        if sys.stderr.isatty():
-            print(f"evaluate: {msg}", file=sys.stderr)
+        """A stage on the progress line (a terminal only; the report records what matters)."""
+        nonlocal stages
+        if bar is not None:
+            stages += 1
+            bar.describe(f"evaluate: {msg}"[:100])
+            bar(stages)
 
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args), tool="packing-theory evaluate",
                       force=args.force) as writer:
-        result = _demo(args, say) if args.demo else _own(args, say)
+        bar = progress_bar("evaluate", None, enabled=False if args.no_progress else None, unit="stage")
+        try:
+            result = _demo(args, say) if args.demo else _own(args, say)
+        finally:
+            if bar is not None:
+                bar.close()
         dropped = (*result.comparison.dropped, *(result.natural.dropped if result.natural else ()))
         if result.settings.get("natural_note"):
-            say(str(result.settings["natural_note"]))
+            note("evaluate", str(result.settings["natural_note"]))
         for d in dropped:  # on a terminal; the report lists every one with its reason
-            say(f"dropped {d.what} {d.name}: {d.reason}")
+            note("evaluate", f"dropped {d.what} {d.name}: {d.reason}")
         write_report_files(writer, result, plots=plots)
         writer.commit()
     if args.json:

@@ -10,7 +10,8 @@ from ..engine.consumers import feed_all
 from ..engine.summary import SummaryAccumulator
 from ..invariant.wait_bound import StartDelayMonitor
 from ..registry import entry
-from ._common import add_stream_options, emit_json
+from ..reporting import progress_bar
+from ._common import add_stream_options, emit_json, with_row_progress
 from ._inputs import add_lengths_or_data, lengths_from_args
 from ._packers import packer_from_args
 
@@ -29,6 +30,8 @@ def register(sub: Any) -> None:
     )
     add_stream_options(parser, lengths=False, engine=True)
     add_lengths_or_data(parser)
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show a progress bar (shown by default on a terminal)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
@@ -45,8 +48,14 @@ def run(args: argparse.Namespace) -> int:
     delays = StartDelayMonitor.for_packer(config) if config is not None and bounded else None
     figures = packer.figures(lengths) if config is None else None  # a peer: its framework's own figures
     t0 = time.perf_counter()
-    feed_all(packer.stream(lengths), acc, *([] if delays is None else [delays]),
-             *([] if figures is None else [figures]))
+    bar = progress_bar("replay", getattr(config, "row_budget", None),
+                       enabled=False if args.no_progress else None)
+    try:
+        feed_all(with_row_progress(packer.stream(lengths), bar), acc, *([] if delays is None else [delays]),
+                 *([] if figures is None else [figures]))
+    finally:
+        if bar is not None:
+            bar.close()
     elapsed = time.perf_counter() - t0
     summary = acc.result()
     payload: dict[str, Any]

@@ -53,6 +53,7 @@ from .._checks import check_int, distinct_files
 from ..corpus.manifest import file_sha256
 from ..errors import InputError
 from ..reporting import ReportWriter, verify_report
+from ..reporting.html import write_html
 from .executors import TaskRecord, open_runner
 from .parts import (
     CENSUS_FORMAT,
@@ -86,7 +87,8 @@ __all__ = [
     "write_part",
 ]
 
-CENSUS_FILES: tuple[str, ...] = ("census.json", "lengths.npy", "doc_bytes.npy", "doc_hashes.npy")
+CENSUS_FILES: tuple[str, ...] = ("census.html", "census.json", "lengths.npy", "doc_bytes.npy",
+                                 "doc_hashes.npy")
 """The files of a census report directory (``parts/`` beside them holds the resumable parts)."""
 PARTS = "parts"
 _VERSION = 1
@@ -205,6 +207,9 @@ def run_census(
         seconds["total"] = time.perf_counter() - t0
         manifest["seconds"] = seconds
         writer.write_json("census.json", manifest)
+        write_html(writer, "census.html", manifest, title="Census of document lengths",
+                   headline=f"{manifest['n_docs']:,} documents, {manifest['n_tokens']:,} tokens from "
+                            f"{manifest['n_inputs']:,} input file(s).")
         writer.commit()
     lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), mmap_mode="r", allow_pickle=False)
     return CensusResult(lengths, manifest, len(reused), len(todo), tuple(records))

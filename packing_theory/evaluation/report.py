@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..reporting.markdown import run_line
-from ..reporting.plotting import pyplot, save_figure
+from ..reporting.plotting import PALETTE, pyplot, save_figure
 from ..reporting.writer import ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
@@ -29,8 +29,9 @@ from .natural import natural_section
 from .pipeline import EvaluationRun
 from .ranking import ranking_section
 
-__all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "EvaluateFiles",
-           "render_markdown", "report_dict", "write_json", "write_plots", "write_report_files"]
+__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS",
+           "EvaluateFiles", "headline", "plot_notes", "render_markdown", "report_dict", "write_json",
+           "write_plots", "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
 SCHEMA_VERSION = 2
@@ -46,7 +47,7 @@ and ``ranking``)."""
 PLOT_FILES: tuple[str, ...] = ("intervals.png", "positions.png")
 """The PNG files :func:`write_plots` writes."""
 
-REPORT_FILES: tuple[str, ...] = ("evaluate.json", "evaluate.md", *PLOT_FILES)
+REPORT_FILES: tuple[str, ...] = ("evaluate.html", "evaluate.json", "evaluate.md", *PLOT_FILES)
 """Every file an evaluate report directory may hold."""
 
 
@@ -110,7 +111,7 @@ def _interval(r: ContrastResult) -> str:
 
 
 def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
-                    run_info: Mapping[str, str] | None = None) -> str:
+                    run_info: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None) -> str:
     """A readable report: population, support, BPB tables, the declared family, positions, census.
 
     With ``run_info`` the last line names the run and the config hash.
@@ -203,6 +204,7 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
     lines += ["", "## What the intervals mean", "", cmp.statement, ""]
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    lines += [f"Not drawn: {name}: {why}" for name, why in (notes or {}).items()] + ([""] if notes else [])
     lines += [f"Wall time: {run.seconds.get('total', sum(run.seconds.values())):.1f} s.", ""]
     if run_info is not None:
         lines += [run_line(run_info), ""]
@@ -245,6 +247,8 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
                 metadata: Mapping[str, str] | None = None) -> list[Path]:
     """Write ``intervals.png`` (every contrast with its interval) and ``positions.png``; return their paths.
 
+    A plot with a :func:`plot_notes` sentence is not written.
+
     ``metadata`` becomes PNG text chunks (the run id and config hash of a report).
 
     Raises:
@@ -253,11 +257,40 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
     plt = pyplot()
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    notes = plot_notes(run)
+    paths = []
+    if PLOT_FILES[0] not in notes:
+        paths.append(_intervals(plt, run, out / PLOT_FILES[0], metadata))
+    if PLOT_FILES[1] not in notes:
+        paths.append(_positions(plt, run, out / PLOT_FILES[1], metadata))
+    return paths
+
+
+def _tail_labels(run: EvaluationRun) -> list[str]:
+    base = run.scores[run.baseline]
+    if "tail" not in base.kinds:
+        return []
+    strat = run.population.strata[base.sources]
+    return [lab for k, lab in enumerate(run.population.labels) if (base.mask("tail") & (strat == k)).any()]
+
+
+def plot_notes(run: EvaluationRun) -> dict[str, str]:
+    """For each plot of :data:`PLOT_FILES` with nothing to show, the sentence saying why."""
+    notes: dict[str, str] = {}
+    if not (run.comparison.family or run.comparison.exploratory):
+        notes[PLOT_FILES[0]] = "no contrast was computed, so there is no interval to plot."
+    if not _tail_labels(run) or len(run.models) < 2:
+        notes[PLOT_FILES[1]] = ("no tail windows were scored (or only the baseline model), so there is no "
+                                "position-bin contribution to plot.")
+    return notes
+
+
+def _intervals(plt: Any, run: EvaluationRun, path: Path, metadata: Mapping[str, str] | None) -> Path:
     cmp = run.comparison
     rows = list(cmp.family) + list(cmp.exploratory)
     fig, ax = plt.subplots(figsize=(9, max(3.0, 0.28 * len(rows) + 1)))
     for y, r in enumerate(rows):
-        color = "tab:red" if r.family else "tab:blue"
+        color = PALETTE[3] if r.family else PALETTE[0]
         ax.plot([r.interval.lo, r.interval.hi], [y, y], color=color, lw=2)
         ax.plot([r.estimate], [y], "o", color=color, ms=4)
     ax.axvline(0.0, color="black", lw=0.8)
@@ -265,13 +298,15 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
     ax.invert_yaxis()
     ax.set_xlabel("ΔBPB, model − baseline (red: declared family, adjusted; blue: exploratory, nominal)")
     ax.set_title("Paired-source bootstrap intervals")
-    p1 = out / PLOT_FILES[0]
-    save_figure(fig, p1, metadata=metadata, dpi=110)
+    save_figure(fig, path, metadata=metadata, dpi=110)
+    return path
 
-    fig, ax = plt.subplots(figsize=(9, 4))
+
+def _positions(plt: Any, run: EvaluationRun, path: Path, metadata: Mapping[str, str] | None) -> Path:
+    fig, ax = plt.subplots(figsize=(10, 4))
     base = run.scores[run.baseline]
     strat = run.population.strata[base.sources]
-    labels = [lab for k, lab in enumerate(run.population.labels) if (base.mask("tail") & (strat == k)).any()]
+    labels = _tail_labels(run)
     others = [m for m in run.models if m != run.baseline]
     width = 0.8 / max(1, len(others))
     bins = list(run.summary.bins)
@@ -287,17 +322,16 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
                 vals.append((ma.bin_nll[j] - mb.bin_nll[j]) / (LN2 * mb.bytes) if mb.bytes else 0.0)
             bottoms = [bp if v >= 0 else bn for v, bp, bn in zip(vals, bottom_pos, bottom_neg, strict=True)]
             ax.bar([x + i * width for x in range(len(labels))], vals, width, bottom=bottoms,
-                   label=f"{name} {b}", alpha=0.5 + 0.5 * j / max(1, len(bins) - 1))
+                   label=f"{name} {b}", color=PALETTE[j % len(PALETTE)], alpha=0.55 + 0.45 * (i % 2))
             bottom_pos = [bp + max(v, 0.0) for bp, v in zip(bottom_pos, vals, strict=True)]
             bottom_neg = [bn + min(v, 0.0) for bn, v in zip(bottom_neg, vals, strict=True)]
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xticks([x + width * (len(others) - 1) / 2 for x in range(len(labels))], labels, rotation=20)
     ax.set_ylabel("contribution to tail ΔBPB")
     ax.set_title("Tail windows: position-bin contributions to ΔBPB against the baseline")
-    ax.legend(fontsize=7, ncol=2)
-    p2 = out / PLOT_FILES[1]
-    save_figure(fig, p2, metadata=metadata, dpi=110)
-    return [p1, p2]
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    save_figure(fig, path, metadata=metadata, dpi=110)
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,17 +341,40 @@ class EvaluateFiles:
     json: Path
     markdown: Path
     plots: tuple[Path, ...]
+    html: Path | None = None
+
+
+PLOT_SECTIONS: dict[str, str] = {"intervals.png": "comparison", "positions.png": "summary"}
+"""The ``evaluate.json`` entry each plot illustrates (the HTML page shows the plot there)."""
+
+
+def headline(run: EvaluationRun) -> str:
+    """The evaluation's first sentence: the models, the population and the declared family's outcome."""
+    cmp = run.comparison
+    excluded = [r for r in cmp.family if r.interval.lo > 0 or r.interval.hi < 0]
+    return (f"{', '.join(run.models)} against {run.baseline} on {run.population.n_sources:,} sources: "
+            f"{len(excluded)} of {len(cmp.family)} declared contrasts have an adjusted interval that "
+            "excludes zero.")
 
 
 def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> EvaluateFiles:
-    """Stage ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open ``writer``.
+    """Stage ``evaluate.html``, ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open
+    ``writer``.
 
     The caller commits. Every file carries the writer's run id.
     """
+    from ..reporting.html import write_html
+
     info = writer.run_info
     pngs: tuple[Path, ...] = ()
     if plots:
         pngs = tuple(write_plots(run, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
-    j = writer.write_json("evaluate.json", report_dict(run, run_info=info))
-    md = writer.write_text("evaluate.md", render_markdown(run, plots=[p.name for p in pngs], run_info=info))
-    return EvaluateFiles(j, md, pngs)
+    doc = report_dict(run, run_info=info)
+    j = writer.write_json("evaluate.json", doc)
+    notes = plot_notes(run) if plots else {}
+    md = writer.write_text("evaluate.md", render_markdown(run, plots=[p.name for p in pngs], run_info=info,
+                                                          notes=notes))
+    shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
+    page = write_html(writer, "evaluate.html", doc, title=f"Evaluation: {', '.join(run.models)}",
+                      headline=headline(run), plots=shown, sections=PLOT_SECTIONS)
+    return EvaluateFiles(j, md, pngs, page)

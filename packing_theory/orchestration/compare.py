@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -238,6 +238,7 @@ def compare_packers(
     peer_options: Mapping[str, Mapping[str, Any]] | None = None,
     boundaries: Sequence[int] = STRATA_BOUNDARIES,
     corpus_label: str = "",
+    progress: Callable[[int], None] | None = None,
 ) -> PackerComparison:
     """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
 
@@ -250,6 +251,8 @@ def compare_packers(
             largest sequence length its framework accepts.
         min_buffer, refill: the streaming family's ``B`` and refill batch.
         peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
+        progress: called with the number of packers done after each one
+            (e.g. a :func:`~packing_theory.reporting.progress_bar`).
 
     Raises:
         InputError: an unknown packer name, bad lengths, or a peer's bad option.
@@ -274,7 +277,9 @@ def compare_packers(
     cols: list[PackerColumn] = []
     refused: list[tuple[str, str]] = []
     labels: tuple[str, ...] = ()
-    for name in chosen:
+    for done, name in enumerate(chosen):
+        if progress is not None:
+            progress(done)
         t0 = time.perf_counter()
         e = table[name]
         if e.kind == "peer":
@@ -323,5 +328,7 @@ def compare_packers(
             unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
             start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
         ))
+    if progress is not None:
+        progress(len(chosen))
     return PackerComparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))

@@ -29,7 +29,7 @@ from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
 from ..reporting.markdown import run_line
 from ..reporting.writer import ReportWriter
-from .audit_plots import PLOT_FILES, write_plots
+from .audit_plots import PLOT_FILES, PLOT_SECTIONS, plot_notes, write_plots
 from .headline import glossary_lines, headline, horizon_lines, packer_sentence, theorem_prediction
 
 __all__ = [
@@ -65,7 +65,7 @@ policy, ``horizon`` and ``never_trained``)."""
 DOCUMENTS_FILES: tuple[str, ...] = ("documents.csv", "documents.parquet")
 """The per-document file's names (``audit --documents``)."""
 
-REPORT_FILES: tuple[str, ...] = ("audit.json", "audit.md", *PLOT_FILES, *DOCUMENTS_FILES)
+REPORT_FILES: tuple[str, ...] = ("audit.html", "audit.json", "audit.md", *PLOT_FILES, *DOCUMENTS_FILES)
 """Every file an audit report directory may hold."""
 
 
@@ -236,12 +236,14 @@ def _eval_line(e: EvalPopulation) -> str:
 
 def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None = None,
                     plots: Sequence[str] = (), run: Mapping[str, str] | None = None,
-                    extra: Sequence[str] = (), documents_file: str | None = None) -> str:
+                    extra: Sequence[str] = (), documents_file: str | None = None,
+                    notes: Mapping[str, str] | None = None) -> str:
     """A one-screen Markdown summary: the headline first, horizon and never trained, mass partition,
     sources, strata, startup, evaluation verdict, the glossary.
 
     With ``reference`` (e.g. :data:`PAPER_5_1`) a last column quotes the paper's figures;
-    with ``run`` (:func:`run_info`) the last line names the run and the config hash.
+    with ``run`` (:func:`run_info`) the last line names the run and the config hash;
+    ``notes`` (plot file name -> sentence) says why a plot was not drawn.
     """
     lines = [audit_headline(result, documents_file=documents_file), "", "# Source-inclusion audit", "",
              _md_corpus_line(result), ""]
@@ -254,6 +256,8 @@ def render_markdown(result: AuditResult, *, reference: Mapping[str, Any] | None 
     lines += glossary_lines()
     if plots:
         lines += ["Plots: " + ", ".join(f"[{Path(p).name}]({Path(p).name})" for p in plots), ""]
+    lines += [f"Not drawn: {name}: {why}" for name, why in (notes or {}).items()]
+    lines += [""] if notes else []
     total = sum(result.seconds.values())
     lines.append(f"Computed in {total:.1f} s (replays, permutations, evaluation). "
                  f"Full figures: `audit.json` (schema packing-theory/audit v{SCHEMA_VERSION}).")
@@ -384,6 +388,7 @@ class ReportFiles:
     json: Path
     markdown: Path
     plots: tuple[Path, ...]
+    html: Path | None = None
 
 
 def write_report(
@@ -395,7 +400,9 @@ def write_report(
     force: bool = False,
     config: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
-    """Write ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``, as one unit.
+    """Write ``audit.html``, ``audit.json``, ``audit.md`` and (with ``plots``) the PNGs into ``outdir``.
+
+    All of them as one unit.
 
     Goes through :class:`~packing_theory.reporting.ReportWriter`: locked,
     staged and swapped in together, the previous run's stale plots removed;
@@ -417,7 +424,8 @@ def write_report(
         writer.commit()
     root = Path(os.path.realpath(outdir))
     return ReportFiles(root / files.json.name, root / files.markdown.name,
-                       tuple(root / p.name for p in files.plots))
+                       tuple(root / p.name for p in files.plots),
+                       None if files.html is None else root / files.html.name)
 
 
 def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
@@ -430,8 +438,11 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     :data:`DOCUMENTS_FILES`) writes ``result.documents``, one row per document
     and packer (:func:`packing_theory.audit.documents.write_documents`).
     """
+    from ..reporting.html import write_html
+
     run = writer.run_info
     pngs: tuple[Path, ...] = ()
+    notes = plot_notes(result) if plots else {}
     if plots:
         pngs = tuple(write_plots(result, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
     if documents_file is not None:
@@ -443,5 +454,9 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     j = writer.write_json("audit.json", doc)
     md = writer.write_text("audit.md", render_markdown(result, reference=reference,
                                                        plots=[p.name for p in pngs], run=run, extra=markdown,
-                                                       documents_file=documents_file))
-    return ReportFiles(j, md, pngs)
+                                                       documents_file=documents_file, notes=notes))
+    shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
+    page = write_html(writer, "audit.html", doc, title="Source-inclusion audit",
+                      headline=audit_headline(result, documents_file=documents_file),
+                      plots=shown, sections=PLOT_SECTIONS)
+    return ReportFiles(j, md, pngs, page)

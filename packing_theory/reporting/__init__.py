@@ -15,9 +15,11 @@ module         job
 ``journal``    the staged swap and its recovery after a SIGKILL
 ``writer``     :class:`ReportWriter` and :func:`recover`
 ``verify``     :func:`verify_report`: is a directory one complete run?
-``plotting``   the one matplotlib loader (``Agg``), :func:`require_matplotlib`
-``progress``   a progress bar (tqdm, the ``progress`` extra, only on a terminal)
+``plotting``   the one matplotlib loader (``Agg``), the palette, :func:`require_matplotlib`
+``progress``   a progress bar (tqdm, only on a terminal)
 ``markdown``   number cells and Markdown tables
+``html``       the self-contained ``report.html`` of any report document
+``glossary``   the terms a report uses, with the docs page defining each
 =============  ===============================================================
 
 Imports: the foundation only (``errors``); matplotlib and tqdm inside the

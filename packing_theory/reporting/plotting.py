@@ -18,7 +18,20 @@ from typing import Any
 
 from ..errors import MissingDependency, import_optional
 
-__all__ = ["matplotlib_available", "pyplot", "require_matplotlib", "save_figure"]
+__all__ = ["PALETTE", "color", "matplotlib_available", "pyplot", "require_matplotlib", "save_figure"]
+
+PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+                            "#000000")
+"""The Okabe–Ito colour-blind-safe palette; every plot takes its colours from here (:func:`color`)."""
+
+
+def color(i: int) -> str:
+    """The ``i``-th colour of :data:`PALETTE` (cycling: a plot with more series uses small multiples).
+
+    >>> color(0), color(8)
+    ('#0072B2', '#0072B2')
+    """
+    return PALETTE[i % len(PALETTE)]
 
 _PURPOSE = "PNG plots (or pass --no-plots)"
 

@@ -1,8 +1,13 @@
-"""A progress bar for long replays (tqdm, the ``progress`` extra, only on a terminal)."""
+"""Progress bars for every command a person waits for (tqdm, a base dependency; only on a terminal).
+
+tqdm is imported only when a bar is shown. A bar is shown when standard error
+is a terminal, unless the command got ``--no-progress``.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -21,6 +26,10 @@ class ProgressBar:
             self._bar.update(rows - self._last)
             self._last = rows
 
+    def describe(self, text: str) -> None:
+        """Show ``text`` as the bar's description (the stage a command is in)."""
+        self._bar.set_description_str(text)
+
     def close(self) -> None:
         """Close the bar."""
         self._bar.close()
@@ -31,7 +40,8 @@ def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None,
     """A :class:`ProgressBar` on standard error, or ``None``.
 
     By default (``enabled=None``) a bar is shown only when standard error is a
-    terminal and tqdm is installed; ``enabled=False`` never shows one.
+    terminal (and tqdm importable); ``enabled=False`` never shows one. ``total=None``
+    shows a count and the elapsed time (a command whose stages have no size).
 
     >>> progress_bar("audit", 10, enabled=False) is None
     True
@@ -42,4 +52,10 @@ def progress_bar(desc: str, total: int | None, *, enabled: bool | None = None,
         tqdm = importlib.import_module("tqdm")
     except ImportError:
         return None
-    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False))
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):
+        size = os.terminal_size((0, 0))
+    # a terminal that reports no size (a bare pty) would hide the bar: give it one
+    shape = {} if size.columns > 0 and size.lines > 0 else {"ncols": 100, "nrows": 24}
+    return ProgressBar(tqdm.tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, **shape))

@@ -40,8 +40,10 @@ def verify_report(outdir: str | os.PathLike[str], *, names: Sequence[str] = ()) 
     """Check that ``outdir`` holds one complete run: the manifest, every file, the same run id in each.
 
     Files are checked by kind: ``.json`` must parse and hold ``run.id``;
-    ``.md`` / ``.txt`` / ``.csv`` / ``.html`` must contain the run id; ``.png`` must be a
-    complete PNG whose ``packing-theory run`` text chunk is the run id. Files
+    ``.md`` / ``.txt`` / ``.html`` must contain the run id; ``.png`` must be a
+    complete PNG whose ``packing-theory run`` text chunk is the run id; data tables
+    (``documents.csv``, ``.parquet``) stay plain data, tied to the run by their
+    SHA-256 in the manifest. Files
     named in ``names`` but absent from the manifest (stale plots) are problems,
     and so is an interrupted run's staging directory. O(report bytes).
     """
@@ -77,7 +79,7 @@ def _run_id_problems(path: str, name: str, run_id: str) -> list[str]:
         if name.endswith(".png"):
             found = png_text(path).get(PNG_RUN_KEY)
             return [] if found == run_id else [f"{name}: run id {found!r}, manifest {run_id!r}"]
-        if name.endswith((".md", ".txt", ".csv", ".html")):
+        if name.endswith((".md", ".txt", ".html")):
             ok = run_id in Path(path).read_text(encoding="utf-8")
             return [] if ok else [f"{name}: does not mention run {run_id}"]
     except (OSError, ValueError) as exc:

@@ -443,31 +443,34 @@ def _brute_protected_mass(events: list[Event], R: int, B: int) -> int:
     return sum(n for n, _ in longs[: B - 1])
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 8192])
 @pytest.mark.parametrize("policy", ["requeue-bos", "segment-first", "continue", "discard"])
-def test_series_samples_equal_brute_force(policy: str) -> None:
-    """chunk=1: one sample after each Arrival / Placement / Discard, one before the Horizon, one at it."""
+def test_series_samples_equal_brute_force(policy: str, chunk: int) -> None:
+    """One sample just before the first placement of every row (row j at j(R-1) targets), one at the Horizon;
+    the chunk size does not move them."""
     R, B = 5, 3
     lengths = [7, 2, 9, 3, 1, 12, 4, 6, 2, 8, 11, 3]
     events = list(pt.Packer(capacity=R, min_buffer=B, refill=2, policy=policy, passes=2).events(lengths))
-    led = Ledger(R, B, chunk=1)
+    led = Ledger(R, B, chunk=chunk)
     for e in events:
         led.feed(e)
+        led._check()
     series = led.result().series
     expected = []
+    row = None
     for i, e in enumerate(events):
-        if isinstance(e, (Arrival, Placement, Discard)):
-            prefix = events[: i + 1]
-            placed = sum(p.length for p in prefix if isinstance(p, Placement))
-            expected.append(((placed // R) * (R - 1), _brute_buffered(prefix),
+        if isinstance(e, Placement) and e.row != row:
+            row = e.row
+            prefix = events[:i]
+            expected.append((len(expected) * (R - 1), _brute_buffered(prefix),
                              _brute_protected_mass(prefix, R, B)))
     h = events[-1]
     assert isinstance(h, Horizon)
-    placed = sum(p.length for p in events if isinstance(p, Placement))
-    expected.append(((placed // R) * (R - 1), _brute_buffered(events), _brute_protected_mass(events, R, B)))
     at_horizon = sum(s.length for s in h.buffered)
+    assert at_horizon == _brute_buffered(events)  # the mass identity, by brute force
     expected.append((h.rows * (R - 1), at_horizon, _brute_protected_mass(events, R, B)))
-    assert expected[-1][1] == expected[-2][1]  # the mass identity, by brute force
     assert [tuple(s) for s in series] == expected
+    assert len(series) == h.rows + (h.partial_row_tokens > 0) + 1  # a partial last row is started too
     if policy in ("requeue-bos", "segment-first"):
         assert any(isinstance(e, BosAdded) for e in events)  # the markers term is exercised
 
@@ -475,53 +478,61 @@ def test_series_samples_equal_brute_force(policy: str) -> None:
 def test_series_counts_filtered_tokens_out_of_the_buffer() -> None:
     events: list[Event] = [
         Arrival(0, 0, 0, 4), Arrival(1, 1, 0, 9), Filtered(1, 1, 9, "over-capacity"),
-        Placement(0, 0, 0, 0, 0, 4, False, False), Horizon(1, 0, "rows", ()),
+        Arrival(2, 2, 0, 2), Placement(0, 0, 0, 0, 0, 4, False, False),
+        Placement(1, 0, 2, 2, 0, 2, False, False),
+        Horizon(2, 0, "rows", ()),
     ]
     led = Ledger(4, 2, chunk=1)
     for e in events:
         led.feed(e)
-    # samples: after each arrival, at the Filtered (before it is accounted), after the placement,
-    # before the Horizon and at it
-    assert [s.buffered_tokens for s in led.result().series] == [4, 13, 13, 0, 0, 0]
+    # samples: before row 0 (4 + 9 - 9 + 2), before row 1 (6 - 4), at the Horizon
+    assert [s.buffered_tokens for s in led.result().series] == [6, 2, 0]
+    assert [s.targets for s in led.result().series] == [0, 3, 6]
+
+
+def test_a_short_run_draws_a_curve() -> None:
+    """277 rows, fewer events than one chunk: one sample per row (the flush-based series had two points)."""
+    lengths = [300, 41, 700, 5] * 400
+    events = list(pt.Packer(capacity=512, min_buffer=8, refill=4, rows=277).events(lengths))
+    led = Ledger(512, 8)
+    pt.feed_all(events, led)
+    series = led.result().series
+    assert led.result().rows == 277 and len(series) == 278
+    assert len({s.buffered_tokens for s in series}) > 2
 
 
 def test_series_thinning_keeps_evenly_spaced_samples() -> None:
-    """3,000 arrivals that never start (B = 5,000): the k-th flush sees exactly k buffered tokens.
+    """3,000 one-document rows: past 1,024 samples the series keeps the rows that are multiples of 2, then 4.
 
-    Past 1,024 samples the series is thinned: at most 1,025 samples remain, at
-    least 512, each one a true state (buffered = its flush number), in order,
-    and the gaps between retained flushes differ by at most a factor of two.
+    Rows 0-1023 are sampled; thinning keeps the even ones and samples every 2nd row; at 1,024 samples
+    (row 2046) it keeps multiples of 4 and samples every 4th row up to 2996; the Horizon adds row 3000.
     """
-    events = list(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000))
-    led = Ledger(3, 5000, chunk=1)
-    pt.feed_all(events, led)
-    series = led.result().series
-    assert 512 <= len(series) <= 1025
-    assert all(s.targets == 0 and s.protected_tokens == 0 for s in series)
-    flushes = [s.buffered_tokens for s in series[:-2]]  # the last two: before and at the Horizon
-    assert flushes[0] == 1 and series[-1].buffered_tokens == series[-2].buffered_tokens == 3000
-    gaps = [b - a for a, b in itertools.pairwise(flushes)]
-    assert min(gaps) >= 1 and max(gaps) <= 2 * min(gaps)
-    assert max(gaps) >= 2  # thinned at least once
+    events = list(pt.Packer(capacity=3, min_buffer=1, refill=1).events([3] * 3000))
+    for chunk in (1, 8192):
+        led = Ledger(3, 1, chunk=chunk)
+        pt.feed_all(events, led)
+        rows = [s.targets // 2 for s in led.result().series]
+        assert rows == [*range(0, 3000, 4), 3000]
+        led._check()
 
 
 # ----------------------------------- the series' thinning rule, exact errors, columns, protected mass by hand
 
 
 def test_ledger_series_thinning_rule_by_hand() -> None:
-    """xǁLedgerǁ_sample__mutmut_3, _23: which flushes the thinned series keeps.
+    """Which rows the thinned series keeps (the rule is the ledger's ``_thin``).
 
-    The rule: sample every flush until 1,024 samples are held, then keep every other sample
-    and sample every 2nd flush, and so on. 3,000 arrivals that never start (B = 5,000) make
-    flush k hold exactly k buffered tokens. Written out: flushes 1-1024 are sampled; thinning
-    keeps 1, 3, ..., 1023; flushes 1026, 1028, ..., 2048 are sampled; thinning keeps
-    1, 5, ..., 1021 and 1026, 1030, ..., 2046; then flushes 2052, 2056, ..., 3000. The flush
-    before the Horizon (3,001) is not a multiple of 4; the Horizon adds its own sample.
+    Sample every row until 1,024 samples are held, then keep the rows that are multiples of 2 and sample
+    every 2nd row, and so on. 5,000 one-document rows written out: rows 0-1023; thinning keeps 0, 2, ...,
+    1022; rows 1024, ..., 2046 sampled; thinning keeps multiples of 4; rows 2048, ..., 4092 by 4 reach
+    1,024 samples; thinning keeps multiples of 8; rows 4096, ..., 4992 by 8; the Horizon adds row 5000.
     """
-    led = Ledger(3, 5000, chunk=1)
-    pt.feed_all(pt.Packer(capacity=3, min_buffer=5000, refill=1).events([1] * 3000), led)
-    kept = [s.buffered_tokens for s in led.result().series]
-    want = [*range(1, 1022, 4), *range(1026, 2047, 4), *range(2052, 3001, 4), 3000]
+    from packing_theory.audit import Ledger
+
+    led = Ledger(3, 1, chunk=1)
+    pt.feed_all(pt.Packer(capacity=3, min_buffer=1, refill=1).events([3] * 5000), led)
+    kept = [s.targets // 2 for s in led.result().series]
+    want = [*range(0, 5000, 8), 5000]
     assert kept == want
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from packing_theory.cli import main
-from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES
+from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES, SCHEMA_VERSION
 from packing_theory.reporting import (
     LOCK_NAME,
     PNG_CONFIG_KEY,
@@ -73,13 +73,14 @@ def test_every_file_carries_the_run_id_and_config_hash(lengths_file: Path, tmp_p
     assert audit(lengths_file, out) == 0
     doc = json.loads((out / "audit.json").read_text())
     run = doc["run"]
-    assert doc["version"] == 2 and run["tool"] == "packing-theory audit"
+    assert doc["version"] == SCHEMA_VERSION and run["tool"] == "packing-theory audit"
     assert run_ids(out) == {run["id"]}
     assert run["config_hash"] in (out / "audit.md").read_text()
     assert {png_text(out / n)[PNG_CONFIG_KEY] for n in PLOT_FILES} == {run["config_hash"]}
     check = verify_report(out, names=REPORT_FILES)
     assert check.ok, check.problems
-    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES)
+    # a small corpus gets the per-document table as CSV by default (no Parquet)
+    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES) - {"documents.parquet"}
     assert not [e for e in os.listdir(out) if e.startswith(".packing-theory-staging")]
 
 
@@ -177,7 +178,7 @@ def test_stale_plots_are_removed(lengths_file: Path, tmp_path: Path) -> None:
     assert audit(lengths_file, out, "--no-plots") == 0
     assert not any((out / n).exists() for n in PLOT_FILES)
     check = verify_report(out, names=REPORT_FILES)
-    assert check.ok and set(check.files) == {"audit.json", "audit.md"}
+    assert check.ok and set(check.files) == {"audit.html", "audit.json", "audit.md", "documents.csv"}
 
 
 def test_a_symlinked_report_file_is_never_followed(lengths_file: Path, tmp_path: Path,
