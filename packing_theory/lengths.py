@@ -18,10 +18,13 @@ import numpy.typing as npt
 from ._checks import is_int
 from .errors import InputError, InputTypeError
 
-__all__ = ["INT64_MAX", "exact_sum", "load_lengths", "reject_unordered", "validate_lengths"]
+__all__ = ["INT64_MAX", "VALIDATE_CHUNK", "exact_sum", "load_lengths", "reject_unordered", "validate_lengths"]
 
 INT64_MAX = (1 << 63) - 1
 """The largest length (and the largest int64 total) representable in an ``int64`` array."""
+
+VALIDATE_CHUNK = 1 << 20
+"""Lengths checked per step by :func:`validate_lengths` (its scratch memory is O(this), not O(n))."""
 
 
 def exact_sum(values: npt.NDArray[np.integer] | Iterable[int]) -> int:
@@ -109,14 +112,14 @@ def validate_lengths(
         raise InputError(f"{name} must be 1-D, got shape {array.shape}")
     if array.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty: a replay needs at least one document")
-    bad = array < 1
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
-    if array.dtype.kind == "u" and array.dtype.itemsize >= 8:
-        too_big = array > np.iinfo(np.int64).max
-        if too_big.any():
-            i = int(np.argmax(too_big))
+    wide_unsigned = array.dtype.kind == "u" and array.dtype.itemsize >= 8
+    for lo in range(0, array.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch, not O(n)
+        part = array[lo : lo + VALIDATE_CHUNK]
+        if int(part.min()) < 1:
+            i = lo + int(np.argmax(part < 1))
+            raise InputError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
+        if wide_unsigned and int(part.max()) > INT64_MAX:
+            i = lo + int(np.argmax(part > INT64_MAX))
             raise InputError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
     return array.astype(np.int64, copy=False)
 
@@ -160,12 +163,20 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
                          f"{claimed:,} bytes, the file holds {held:,} bytes after the header ({what})")
 
 
-def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
+def load_lengths(path: str | os.PathLike[str], *, mmap: bool = True) -> npt.NDArray[np.int64]:
     """Load and validate a ``.npy`` file of BOS-inclusive lengths.
 
     The header's shape and dtype are checked against the file size before
     the array is read, so a false header is refused without allocating what
-    it claims. Memory: the array (8 bytes per document as ``int64``).
+    it claims.
+
+    Memory: with ``mmap=True`` (the default) the file is memory-mapped
+    (``np.load(mmap_mode="r")``, read-only): an ``int64`` file is returned as
+    the map itself, so no copy is made and the pages are the operating
+    system's page cache (validation reads it in chunks of
+    :data:`VALIDATE_CHUNK`, O(chunk) scratch); a file of another integer
+    dtype is converted to a new ``int64`` array (8 bytes per document).
+    ``mmap=False`` reads the whole array into memory.
 
     Raises:
         FileNotFoundError: no such file.
@@ -175,7 +186,7 @@ def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     """
     _check_npy_header(path)
     try:
-        array = np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except FileNotFoundError:
         raise
     except (ValueError, OSError, EOFError) as exc:
