@@ -16,20 +16,23 @@ import os
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.events import Arrival, BosAdded, Discard, Horizon, Placement, first_target
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from ..lengths import INT64_MAX, exact_sum
 from .exposure import bin_edges
 from .results import Aggregates, SeriesSample
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable
 from .table import FILTERED as F_FILTERED
+
+if TYPE_CHECKING:
+    from .compiled import LedgerKernels
 
 __all__ = ["MAX_EXACT_TOKENS", "ChunkAccounts", "counts_median", "exact_total"]
 
@@ -58,6 +61,7 @@ class ChunkAccounts:
         exposure_bins: int = 20,
         chunk: int = _CHUNK,
         spill: str | os.PathLike[str] | None = None,
+        compiled: bool = False,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
@@ -73,6 +77,9 @@ class ChunkAccounts:
             self.spill = self.spill.with_name(self.spill.name + ".npz")
         self.boundaries = check_boundaries(boundaries)
         self.n_strata = len(self.boundaries) + 1
+        if not isinstance(compiled, bool):
+            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
+        self.compiled = compiled
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
         self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
@@ -116,6 +123,11 @@ class ChunkAccounts:
         self._detail_dc: list[Int64Array] = []
         self._detail_cache: tuple[Int64Array, Int64Array] | None = None
         self._spill_files: dict[str, Any] = {}
+        self._kernels: LedgerKernels | None = None
+        if compiled:
+            from .compiled import LedgerKernels
+
+            self._kernels = LedgerKernels(self.capacity, self.boundaries, self.bins)
 
     @property
     def _n(self) -> int:
@@ -154,23 +166,44 @@ class ChunkAccounts:
         t = self._t
         top = int(occ.max()) + 1
         t.grow(top)
+        if self._kernels is not None:
+            t.widen(int(length.max()))
+            dup = self._kernels.arrivals(t, occ, length)
+            if dup >= 0:
+                raise InputError(f"inconsistent event stream: occurrence {int(occ[dup])} arrived twice")
+        else:
+            self._arrivals_numpy(occ, length)
+        t.n = max(t.n, top)
+        t.set_sources(occ, src)
+        t.set_passes(occ, pas)
+        self._arrived_tokens = total
+        self._protect(occ, length)
+
+    def _arrivals_numpy(self, occ: Int64Array, length: Int64Array) -> None:
+        t = self._t
         srt = np.sort(occ)
         if (t.flags[occ] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
             dup = next(int(o) for i, o in enumerate(occ) if t.flags[o] & ARRIVED or o in occ[:i])
             raise InputError(f"inconsistent event stream: occurrence {dup} arrived twice")
-        t.n = max(t.n, top)
         t.widen(int(length.max()))
         t.flags[occ] |= ARRIVED
         t.length[occ] = length
-        t.set_sources(occ, src)
-        t.set_passes(occ, pas)
-        self._arrived_tokens = total
+
+    def _protect(self, occ: Int64Array, length: Int64Array) -> None:
+        """Keep the ``B - 1`` largest keys ``(L, occurrence)`` of the long arrivals. O(chunk + B log B)."""
         long_mask = length > self.capacity
         if long_mask.any():
             self._long_arrivals += int(long_mask.sum())
             if self.min_buffer > 1:
-                lens = np.concatenate([self._prot_len, length[long_mask]])
-                occs = np.concatenate([self._prot_occ, occ[long_mask]])
+                lens, occs = length[long_mask], occ[long_mask]
+                if self._prot_len.size == self.min_buffer - 1:  # full: only keys above its least can enter
+                    least_len, least_occ = int(self._prot_len[0]), int(self._prot_occ[0])
+                    above = (lens > least_len) | ((lens == least_len) & (occs > least_occ))
+                    if not above.any():
+                        return
+                    lens, occs = lens[above], occs[above]
+                lens = np.concatenate([self._prot_len, lens])
+                occs = np.concatenate([self._prot_occ, occs])
                 keep = np.lexsort((occs, lens))[-(self.min_buffer - 1):]
                 self._prot_len, self._prot_occ = lens[keep], occs[keep]
 
@@ -182,6 +215,18 @@ class ChunkAccounts:
     def _account_placements(self, row: Int64Array, off: Int64Array, occ: Int64Array, src: Int64Array,
                             start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_],
                             crop: npt.NDArray[np.bool_]) -> None:
+        kernels = self._kernels
+        if kernels is not None and kernels.placements(self._t, row, off, occ, start, ln, bos, crop,
+                                                      self._targets_by_stratum, self._expo):
+            emitted, added_n, long_emitted = kernels.take_sums()
+            self._emitted_tokens += emitted
+            self._emitted_added += added_n
+            self._long_emitted += long_emitted
+            if self.detail:
+                added = bos & ((self._t.flags[occ] & ADDED) != 0)
+                rows = np.column_stack([row, off, occ, src, start, ln, bos, crop, added])
+                self._keep_detail("placements", rows.astype(np.int64))
+            return
         R = self.capacity
         t = self._t
         self._known(occ, "Placement")
@@ -319,6 +364,12 @@ class ChunkAccounts:
         if len(self._series) >= _MAX_SERIES:
             self._series = self._series[::2]
             self._series_stride *= 2
+
+    def _fold_counts(self) -> None:
+        """Move the compiled accounting's dense crop and whole-document histograms into the sparse
+        ``length -> count`` dicts (the one representation the results read). O(R)."""
+        if self._kernels is not None:
+            self._kernels.take_counts(self._crop_counts, self._whole_counts)
 
     def _buffered_of(self, occ: Int64Array) -> Int64Array:
         """Source tokens buffered at the horizon for each of ``occ``."""

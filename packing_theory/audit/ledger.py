@@ -295,6 +295,7 @@ class Ledger(ChunkAccounts):
         Pending (not yet flushed) events are not included; tests call this
         after every event and after the Horizon.
         """
+        self._fold_counts()
         t = self._t
         n, cap = t.n, t.cap
         assert 0 <= n <= cap
@@ -360,7 +361,11 @@ class Ledger(ChunkAccounts):
             raise InputError("result() needs the Horizon event: the events fed so far end without a "
                              "Horizon event (feed the whole event stream first)")
         R = self.capacity
-        agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
+        self._fold_counts()
+        kernels = self._kernels
+        agg = None if kernels is None else kernels.reduce(self._t, self._buf_occ, self._buf_amt, R)
+        if agg is None:
+            agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
         crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
@@ -572,6 +577,6 @@ def audit_lengths(
     """
     config = resolve_config(config, kwargs, PackerConfig)
     packer = make_packer(engine, config)
-    (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **(ledger_kwargs or {})),
-                      progress=progress)
+    options = {"compiled": engine == "compiled", **(ledger_kwargs or {})}
+    (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **options), progress=progress)
     return agg
