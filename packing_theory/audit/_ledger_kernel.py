@@ -61,14 +61,22 @@ def arrivals(occ, length, flags, length_col):
 
 @njit(cache=True, inline="always")
 def _expose(expo, s, bins, a, b, L):
-    """Add the positions ``[a, b)`` of a document of length ``L`` to its stratum's relative bins."""
-    lo = 0  # edge k = ceil(k L / bins)
-    for k in range(bins):
+    """Add the positions ``[a, b)`` of a document of length ``L`` to its stratum's relative bins.
+
+    Bin ``k`` is ``[e(k), e(k + 1))`` with ``e(k) = ceil(k L / bins)``; ``e(k) <= a`` exactly when
+    ``k <= a bins / L``, so the walk starts at bin ``a bins // L`` and stops at the first edge ``>= b``.
+    """
+    if b <= a:
+        return
+    k = a * bins // L
+    lo = (k * L + bins - 1) // bins
+    while k < bins and lo < b:
         hi = ((k + 1) * L + bins - 1) // bins
         c = min(b, hi) - max(a, lo)
         if c > 0:
             expo[s * bins + k] += c
         lo = hi
+        k += 1
 
 
 @njit(cache=True)

@@ -48,6 +48,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
 from ..invariant import InvariantMonitor
-from ..lengths import validate_lengths
+from ..lengths import exact_sum, validate_lengths
 from ..registry import PackerEntry, entries, names
 
 __all__ = [
@@ -225,6 +226,7 @@ def compare_packers(
     peer_options: Mapping[str, Mapping[str, Any]] | None = None,
     boundaries: Sequence[int] = STRATA_BOUNDARIES,
     corpus_label: str = "",
+    executor: Executor | None = None,
 ) -> Comparison:
     """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
 
@@ -237,6 +239,11 @@ def compare_packers(
             largest sequence length its framework accepts.
         min_buffer, refill: the streaming family's ``B`` and refill batch.
         peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
+        executor: where the packers run, one task per packer (``None``: one
+            after the other in this process; any :class:`concurrent.futures.Executor`,
+            e.g. from :func:`~packing_theory.distributed.executors.open_executor`).
+            The columns come back in the order asked whatever the completion
+            order, so the comparison is the same apart from the ``seconds``.
 
     Raises:
         InputError: an unknown packer name, bad lengths, or a peer's bad option.
@@ -258,44 +265,58 @@ def compare_packers(
         table[n].options(opts)  # an unknown knob names itself and the packer
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
-    cols: list[PackerColumn] = []
-    refused: list[tuple[str, str]] = []
-    labels: tuple[str, ...] = ()
-    for name in chosen:
-        t0 = time.perf_counter()
-        e = table[name]
-        if e.kind == "peer":
-            given: dict[str, Any] = dict((peer_options or {}).get(name, {}))
-            packer = e.build(e.capacity_for(e.row_width.admissible(L), given), **given)
-        else:
-            given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
-            packer = e.build(capacity, **given)
-        opts = e.options(given)  # every knob it ran with, defaults included
-        width = packer.capacity
-        ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
-        costs = CostAccumulator(width, name)
-        try:
-            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
-        except ValueError as exc:
-            if e.kind != "peer":
-                raise
-            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
-            continue
-        labels = tuple(s.label for s in agg.strata)
-        m = agg.mass
-        cols.append(PackerColumn(
-            policy=name, kind=e.kind, framework=e.framework, row_width=width, options=opts, rows=agg.rows,
-            row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
-            padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
-            discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
-            buffered_tokens=m.buffered_tokens, arrived_sources=agg.arrived_sources,
-            filtered_sources=agg.filtered_sources, started_sources=agg.started_sources,
-            never_started_sources=agg.never_started_sources,
-            never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
-            retention_by_stratum=tuple(s.retention for s in agg.strata),
-            identity_holds=m.identity_holds and agg.conservation_violations == 0,
-            trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
-            seconds=time.perf_counter() - t0, costs=packer_costs,
-        ))
-    return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
+    tasks = [(name, arr, capacity, L, min_buffer, refill, dict((peer_options or {}).get(name, {})),
+              tuple(boundaries)) for name in chosen]
+    if executor is None:
+        outcomes = [_compare_one(*task) for task in tasks]
+    else:
+        futures = [executor.submit(_compare_one, *task) for task in tasks]
+        outcomes = [f.result() for f in futures]  # the order asked, not the completion order
+    cols = [c for c, _, _ in outcomes if c is not None]
+    refused = [(name, r) for name, (_, r, _) in zip(chosen, outcomes, strict=True) if r is not None]
+    labels = next((lab for c, _, lab in reversed(outcomes) if c is not None), ())
+    return Comparison(int(arr.size), exact_sum(arr), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
+
+
+def _compare_one(name: str, arr: npt.NDArray[np.int64], capacity: int, seq_length: int, min_buffer: int,
+                refill: int, given: dict[str, Any], boundaries: tuple[int, ...]
+                ) -> tuple[PackerColumn | None, str | None, tuple[str, ...]]:
+    """One packer's column of :func:`compare_packers` (a top-level function: it runs in worker processes).
+
+    Returns ``(column, None, stratum labels)``, or ``(None, refusal, ())`` when
+    a peer's framework rule refuses the corpus.
+    """
+    t0 = time.perf_counter()
+    e = entries()[name]
+    if e.kind == "peer":
+        packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
+    else:
+        given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
+        packer = e.build(capacity, **given)
+    opts = e.options(given)  # every knob it ran with, defaults included
+    width = packer.capacity
+    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
+    costs = CostAccumulator(width, name)
+    try:
+        agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
+    except ValueError as exc:
+        if e.kind != "peer":
+            raise
+        return None, str(exc), ()  # the framework's own rule refuses this corpus
+    m = agg.mass
+    column = PackerColumn(
+        policy=name, kind=e.kind, framework=e.framework, row_width=width, options=opts, rows=agg.rows,
+        row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
+        padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
+        discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
+        buffered_tokens=m.buffered_tokens, arrived_sources=agg.arrived_sources,
+        filtered_sources=agg.filtered_sources, started_sources=agg.started_sources,
+        never_started_sources=agg.never_started_sources,
+        never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
+        retention_by_stratum=tuple(s.retention for s in agg.strata),
+        identity_holds=m.identity_holds and agg.conservation_violations == 0,
+        trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
+        seconds=time.perf_counter() - t0, costs=packer_costs,
+    )
+    return column, None, tuple(s.label for s in agg.strata)
