@@ -10,6 +10,10 @@ Method
 * Every measurement runs in a fresh process, reaped with ``os.wait4``: its
   own CPU time (user + system) and peak RSS (``ru_maxrss``, which counts the
   mapped input pages the process touched), and the wall time around it.
+  A spawned child's ``ru_maxrss`` starts at its parent's peak (the kernel
+  keeps the high-water mark across ``exec``), so the parent writes nothing
+  large itself (the inputs are written by child tasks) and its own peak is
+  reported (``parent_peak_rss_mib``): no child figure can be below it.
   The numba kernels are compiled (cached on disk) by a warm-up run first, so
   the timings exclude compilation.
 * ``ledger`` (per policy): ``audit_lengths(engine="compiled")`` on the first
@@ -17,7 +21,8 @@ Method
   compiled ledger, same process and same events; events per CPU second of the
   whole audit (engine + ledger), and the two ``Aggregates`` must be equal.
 * ``audit``: ``packing-theory audit --lengths FILE.npy --policy discard
-  --engine compiled --permutations 0 --no-plots`` at each ``--audit-documents``
+  --engine compiled --rows 10**15 --permutations 0 --no-plots`` (to
+  exhaustion: the stop reason must be ``exhausted``) at each ``--audit-documents``
   (wall, CPU, peak RSS; goal at 100 M: < 30 s wall, < 2 GiB).
 * ``demo``: ``packing-theory audit --demo --no-plots`` with ``--engine fast``
   and ``--engine compiled``, whole process, same run (goal: >= 5x).
@@ -44,6 +49,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -56,6 +62,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 HERE = Path(__file__).resolve()
+PARTS = ("ledger", "audit", "demo", "compare", "megatron")
 POLICIES = ("discard", "continue", "requeue-bos", "segment-first", "random-span")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE.parent))
@@ -121,7 +128,21 @@ def task_megatron(prefix: str) -> dict[str, Any]:
             "checksum": int(lengths[:: max(1, lengths.size // 1000)].sum())}
 
 
-TASKS = {"ledger": task_ledger, "megatron": task_megatron}
+def task_write(path: str, n: int, prefixes: dict[str, int]) -> dict[str, Any]:
+    write_lengths(Path(path), n)
+    for other, m in prefixes.items():
+        np.save(other, np.load(path, mmap_mode="r")[:m])
+    return {}
+
+
+def task_write_idx(prefix: str, n: int) -> dict[str, Any]:
+    from bench_readers import write_big_idx
+
+    sizes = write_big_idx(prefix, n)
+    return {"checksum": int(sizes[:: max(1, sizes.size // 1000)].astype(np.int64).sum())}
+
+
+TASKS = {"ledger": task_ledger, "megatron": task_megatron, "write": task_write, "write_idx": task_write_idx}
 
 
 def task(kind: str, **spec: Any) -> dict[str, Any]:
@@ -159,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="",
                         help="comma-separated parts: ledger,audit,demo,compare,megatron")
     parser.add_argument("--tmp", default=None, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the parts of results/corpus_scale.json that this run skips")
     parser.add_argument("--task", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.task:
@@ -179,14 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         largest = max([args.ledger_documents, args.compare_documents, *audit_sizes])
         big = Path(tmp) / "lengths.npy"
-        write_lengths(big, largest)
-        files = {}
-        for n in {args.compare_documents, *audit_sizes}:
-            files[n] = Path(tmp) / f"lengths_{n}.npy"
-            if n == largest:
-                files[n] = big
-            else:
-                np.save(files[n], np.load(big, mmap_mode="r")[:n])
+        files = {n: big if n == largest else Path(tmp) / f"lengths_{n}.npy"
+                 for n in {args.compare_documents, *audit_sizes}}
+        # written by a child: this process stays small (a spawned child's peak RSS starts at its parent's)
+        task("write", path=str(big), n=largest, prefixes={str(p): n for n, p in files.items() if p != big})
         # warm-up: compile / load the cached kernels once
         run_child(cli("audit", "--lengths", str(files[min(files)]), "--policy", "discard", "--engine",
                       "compiled", "--permutations", "0", "--no-plots", "--no-progress",
@@ -201,11 +220,15 @@ def main(argv: list[str] | None = None) -> int:
             result["audit"] = []
             for n in audit_sizes:
                 r = run_child(cli("audit", "--lengths", str(files[n]), "--policy", "discard", "--engine",
-                                  "compiled", "--permutations", "0", "--no-plots", "--no-progress",
+                                  "compiled", "--rows", str(10**15), "--permutations", "0", "--no-plots",
+                                  "--no-progress",
                                   "--out", f"{tmp}/audit{n}"))
                 report = json.loads((Path(tmp) / f"audit{n}" / "audit.json").read_text())
                 r["documents"] = n
                 r["identity_holds"] = bool(report["policies"][0]["mass"]["identity_holds"])
+                r["stop_reason"] = report["policies"][0]["stop_reason"]
+                r["rows"] = report["policies"][0]["rows"]
+                ok &= r["stop_reason"] == "exhausted"
                 r.pop("stdout")
                 ok &= r["identity_holds"]
                 result["audit"].append(r)
@@ -251,12 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= result["compare"]["differences"] == 0
             print(json.dumps(result["compare"]), flush=True)
         if "megatron" not in skip:
-            from bench_readers import write_big_idx
-
             prefix = f"{tmp}/big"
-            sizes = write_big_idx(prefix, args.megatron_documents)
-            want = int(sizes[:: max(1, sizes.size // 1000)].astype(np.int64).sum())
-            del sizes
+            want = task("write_idx", prefix=prefix, n=args.megatron_documents)["checksum"]
             os.sync()
             r = task("megatron", prefix=prefix)
             r["idx_bytes"] = os.path.getsize(prefix + ".idx")
@@ -264,6 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             ok &= r["equal"]
             result["megatron"] = r
             print(json.dumps(r), flush=True)
+    result["parent_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    if args.update and (RESULTS / "corpus_scale.json").exists():
+        old = json.loads((RESULTS / "corpus_scale.json").read_text())
+        result = {**old, **result, "updated_parts": sorted(k for k in result if k in PARTS)}
+        ok = ok and bool(old.get("ok", True))
     result["ok"] = ok
     if not args.quick:
         RESULTS.mkdir(exist_ok=True)
@@ -290,11 +314,12 @@ def render(r: dict[str, Any]) -> str:
     if "audit" in r:
         lines += ["", "## `audit --lengths FILE.npy` (int64, memory-mapped; discard, compiled, exhaustion)",
                   "",
-                  "| documents | wall s | CPU s | peak RSS MiB | load before | identity |",
-                  "|---:|---:|---:|---:|---:|---|"]
+                  "| documents | rows | stop | wall s | CPU s | peak RSS MiB | load before | identity |",
+                  "|---:|---:|---|---:|---:|---:|---:|---|"]
         for x in r["audit"]:
-            lines.append(f"| {x['documents']:,} | {x['wall_s']} | {x['cpu_s']} | {x['peak_rss_mib']} | "
-                         f"{x['load_before']} | {x['identity_holds']} |")
+            lines.append(f"| {x['documents']:,} | {x.get('rows', 0):,} | {x.get('stop_reason')} | "
+                         f"{x['wall_s']} | {x['cpu_s']} | {x['peak_rss_mib']} | {x['load_before']} | "
+                         f"{x['identity_holds']} |")
     if "demo" in r:
         d = r["demo"]
         lines += ["", "## `audit --demo --no-plots`, whole process", "",
@@ -318,6 +343,11 @@ def render(r: dict[str, Any]) -> str:
                   "",
                   "| read s | process wall s | peak RSS MiB | equal |", "|---:|---:|---:|---|",
                   f"| {m['read_s']} | {m['wall_s']} | {m['peak_rss_mib']} | {m['equal']} |"]
+    if "parent_peak_rss_mib" in r:
+        lines += ["", f"Peak RSS of the benchmark's own process (a floor under every child's figure): "
+                  f"{r['parent_peak_rss_mib']} MiB."]
+    if r.get("note"):
+        lines += ["", str(r["note"])]
     return "\n".join(lines) + "\n"
 
 
