@@ -12,7 +12,7 @@ import pytest
 
 from packing_theory.audit.strata import STRATA_BOUNDARIES
 from packing_theory.errors import InputError
-from packing_theory.lengths import VALIDATE_CHUNK, load_lengths, validate_lengths
+from packing_theory.lengths import VALIDATE_CHUNK, load_lengths, release_pages, validate_lengths
 from packing_theory.orchestration.audit import corpus_summary
 
 T = TypeVar("T")
@@ -78,3 +78,25 @@ def test_bad_length_found_in_a_later_chunk(tmp_path: Path) -> None:
     big[-1] = np.uint64(1 << 63)
     with pytest.raises(InputError, match=rf"\[{VALIDATE_CHUNK + 1}\] does not fit"):
         validate_lengths(big)
+
+
+def _rss_file_kib() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_release_pages_drops_a_mapped_files_pages(big_npy: Path) -> None:
+    arr = load_lengths(big_npy)
+    before = _rss_file_kib()
+    total = int(np.asarray(arr[: N // 2]).sum())  # touch half the file: 64 MiB resident
+    touched = _rss_file_kib()
+    if touched - before < 32 * 1024:
+        pytest.skip("the kernel does not report the mapped pages in RssFile")
+    release_pages(arr[: N // 2])
+    assert _rss_file_kib() - before < 8 * 1024
+    assert int(np.asarray(arr[: N // 2]).sum()) == total  # the data are read again from the file
+    release_pages(arr)
+    validate_lengths(arr)  # a chunked pass: each chunk's pages dropped after its check
+    assert _rss_file_kib() - before < 24 * 1024
+    release_pages(np.arange(5))  # not mapped: a no-op

@@ -33,7 +33,7 @@ from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine
 from ..errors import InputError, InputTypeError
-from ..lengths import VALIDATE_CHUNK, exact_sum, validate_lengths
+from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
 from ..registry import entry
 from ..registry import names as packer_names
 
@@ -73,11 +73,12 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
     S = len(boundaries) + 1
     sources = [0] * S
     tokens = [0] * S
-    over = 0
+    over = top = 0
     for lo in range(0, arr.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
         part = arr[lo : lo + VALIDATE_CHUNK]
         s = stratum_index(part, boundaries)
         over += int((part > capacity).sum())
+        top = max(top, int(part.max()))
         for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
             sources[k] += v
         if exact_sum(part) < 2**53:  # float64 weights are exact
@@ -86,7 +87,8 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
             sums = [exact_sum(part[s == k]) for k in range(S)]
         for k, v in enumerate(sums):
             tokens[k] += v
-    return CorpusSummary(label, int(arr.size), sum(tokens), over, int(arr.max()), tuple(sources),
+        release_pages(part)
+    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources),
                          tuple(tokens))
 
 

@@ -42,8 +42,9 @@ whether an EOD was appended (that is in ``.bin``), so the caller says it.
 Memory: the index is memory-mapped; :meth:`MegatronIndex.lengths` allocates
 the one ``int64`` result (8 bytes per document, no second copy) and works
 through the index in chunks of 1,048,576 documents (the checks too), so its
-scratch memory is O(chunk); the mapped index pages it reads (12 bytes per
-document) are page cache, not allocations.
+scratch memory is O(chunk); the mapped index pages it has read are dropped
+from the process after each chunk (:func:`~packing_theory.lengths.release_pages`),
+so its resident memory is the result plus O(chunk), whatever the index size.
 ``.bin`` is only ``stat``-ed (its size must match the index) until
 :meth:`MegatronIndex.document` reads token ids from it (memory-mapped).
 """
@@ -58,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InputError, InputTypeError
+from ...lengths import release_pages
 from ._base import BosMode, bos_inclusive, check_bos, existing_file, file_codes
 
 __all__ = ["INDEX_HEADER", "INDEX_VERSION", "MEGATRON_DTYPES", "MegatronIndex", "megatron_prefix"]
@@ -155,6 +157,7 @@ class MegatronIndex:
                 raise InputError(f"{where}: document index decreases at document {d} "
                                  f"({int(idx[d])} -> {int(idx[d + 1])})")
             unit = unit and (step.size == 0 or (int(step.min()) == 1 and int(step.max()) == 1))
+            release_pages(idx[lo : lo + _CHUNK + 1])
         self._unit = unit
 
     def _check_bin(self) -> None:
@@ -205,6 +208,7 @@ class MegatronIndex:
         for lo in range(0, out.size, _CHUNK):
             part = out[lo : lo + _CHUNK]
             part[:] = self.sequence_lengths[lo : lo + _CHUNK]
+            release_pages(self.sequence_lengths[lo : lo + _CHUNK])
             if self.bos == "add":
                 part += 1
             elif part.size and int(part.min()) < 1:  # the error path: the whole check names the document
