@@ -8,9 +8,11 @@ overflow.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,10 +20,57 @@ import numpy.typing as npt
 from ._checks import is_int
 from .errors import InputError, InputTypeError
 
-__all__ = ["INT64_MAX", "exact_sum", "load_lengths", "reject_unordered", "validate_lengths"]
+__all__ = ["INT64_MAX", "VALIDATE_CHUNK", "exact_sum", "load_lengths", "reject_unordered", "release_pages",
+           "validate_lengths"]
 
 INT64_MAX = (1 << 63) - 1
 """The largest length (and the largest int64 total) representable in an ``int64`` array."""
+
+VALIDATE_CHUNK = 1 << 20
+"""Lengths checked per step by :func:`validate_lengths` (its scratch memory is O(this), not O(n))."""
+
+
+def _mapping(array: npt.NDArray[Any]) -> mmap.mmap | None:
+    """The ``mmap`` an array's memory belongs to (through its ``base`` chain), or ``None``."""
+    base: object = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return base
+        held = getattr(base, "_mmap", None)  # numpy.memmap and its views
+        if isinstance(held, mmap.mmap):
+            return held
+        base = getattr(base, "base", None)
+    return None
+
+
+def release_pages(array: npt.NDArray[Any]) -> None:
+    """Drop this process's resident pages of a memory-mapped ``array`` (``madvise(MADV_DONTNEED)``).
+
+    The data stay in the file and the page cache and are read again on the
+    next access, so a chunked pass over a mapped input holds O(chunk) of it
+    in the process's RSS instead of the whole file. Only whole pages inside
+    ``array`` are dropped; a no-op for an array that is not memory-mapped,
+    on a mapping that can be written, or where ``madvise`` is unavailable.
+    O(pages).
+
+    >>> release_pages(np.arange(3))  # not mapped: nothing to do
+    """
+    mm = _mapping(array) if isinstance(array, np.ndarray) and array.size else None
+    if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    try:
+        view = np.frombuffer(mm, dtype=np.uint8)  # fails on a closed map; read-only maps only
+    except (TypeError, ValueError):
+        return
+    if view.flags.writeable:
+        return  # a private or writable mapping could lose data: leave it alone
+    begin = array.ctypes.data - view.ctypes.data
+    end = begin + array.nbytes
+    del view
+    page = mmap.PAGESIZE
+    lo, hi = -(-begin // page) * page, end // page * page
+    if 0 <= lo < hi <= len(mm):
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def exact_sum(values: npt.NDArray[np.integer] | Iterable[int]) -> int:
@@ -41,6 +90,13 @@ def exact_sum(values: npt.NDArray[np.integer] | Iterable[int]) -> int:
     arr = values.ravel()
     if arr.size == 0:
         return 0
+    if arr.size > VALIDATE_CHUNK and _mapping(arr) is not None:  # a mapped file: by chunks, pages dropped
+        total = 0
+        for lo in range(0, arr.size, VALIDATE_CHUNK):
+            part = arr[lo : lo + VALIDATE_CHUNK]
+            total += exact_sum(np.array(part))
+            release_pages(part)
+        return total
     if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8:
         top = int(arr.max())
     else:
@@ -109,15 +165,16 @@ def validate_lengths(
         raise InputError(f"{name} must be 1-D, got shape {array.shape}")
     if array.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty: a replay needs at least one document")
-    bad = array < 1
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
-    if array.dtype.kind == "u" and array.dtype.itemsize >= 8:
-        too_big = array > np.iinfo(np.int64).max
-        if too_big.any():
-            i = int(np.argmax(too_big))
+    wide_unsigned = array.dtype.kind == "u" and array.dtype.itemsize >= 8
+    for lo in range(0, array.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch, not O(n)
+        part = array[lo : lo + VALIDATE_CHUNK]
+        if int(part.min()) < 1:
+            i = lo + int(np.argmax(part < 1))
+            raise InputError(f"{name}[{i}] must be a positive BOS-inclusive length, got {array[i]}")
+        if wide_unsigned and int(part.max()) > INT64_MAX:
+            i = lo + int(np.argmax(part > INT64_MAX))
             raise InputError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
+        release_pages(part)
     return array.astype(np.int64, copy=False)
 
 
@@ -160,12 +217,21 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
                          f"{claimed:,} bytes, the file holds {held:,} bytes after the header ({what})")
 
 
-def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
+def load_lengths(path: str | os.PathLike[str], *, mmap: bool = True) -> npt.NDArray[np.int64]:
     """Load and validate a ``.npy`` file of BOS-inclusive lengths.
 
     The header's shape and dtype are checked against the file size before
     the array is read, so a false header is refused without allocating what
-    it claims. Memory: the array (8 bytes per document as ``int64``).
+    it claims.
+
+    Memory: with ``mmap=True`` (the default) the file is memory-mapped
+    (``np.load(mmap_mode="r")``, read-only): an ``int64`` file is returned as
+    the map itself, so no copy is made and the pages are the operating
+    system's page cache (validation reads it in chunks of
+    :data:`VALIDATE_CHUNK`, O(chunk) scratch, dropping each chunk's pages
+    from the process with :func:`release_pages`); a file of another integer
+    dtype is converted to a new ``int64`` array (8 bytes per document).
+    ``mmap=False`` reads the whole array into memory.
 
     Raises:
         FileNotFoundError: no such file.
@@ -175,7 +241,7 @@ def load_lengths(path: str | os.PathLike[str]) -> npt.NDArray[np.int64]:
     """
     _check_npy_header(path)
     try:
-        array = np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except FileNotFoundError:
         raise
     except (ValueError, OSError, EOFError) as exc:

@@ -34,11 +34,9 @@ Length strata are those of :mod:`packing_theory.audit.strata`.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.batches import (
-    ARRIVAL,
-    DISCARD,
-    FILTERED,
-    PLACEMENT,
-    EventBatch,
-    EventItem,
-)
+from ..engine.batches import ARRIVAL, DISCARD, FILTERED, PLACEMENT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import (
     Arrival,
@@ -65,42 +56,34 @@ from ..engine.events import (
     Padding,
     Placement,
     Repeat,
-    first_target,
 )
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from ..lengths import INT64_MAX, exact_sum
+from .accounting import _MAX_SERIES, MAX_EXACT_TOKENS, ChunkAccounts, counts_median, exact_total
+from .exposure import exposure_profile, whole_exposure
 from .results import (
     Aggregates,
     CoverageRow,
     EmittedInterval,
-    ExposureProfile,
     MassPartition,
     ProtectedMass,
     SeriesSample,
     SourceRecord,
     StratumRow,
 )
-from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
+from .strata import stratum_index, stratum_labels
 from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable, table_aggregates
 from .table import FILTERED as F_FILTERED
 
-__all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median"]
-
-MAX_EXACT_TOKENS = 1 << 53
-"""Arrived tokens a :class:`Ledger` accounts exactly (per-source columns are int64 and
-per-stratum sums float64, exact up to 2**53); past it the ledger refuses with one line."""
+__all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median", "exact_total"]
 
 Int64Array = npt.NDArray[np.int64]
-
-_CHUNK = 8192
-_MAX_SERIES = 1024
 
 # --------------------------------------------------------------------------- the ledger
 
 
-class Ledger:
+class Ledger(ChunkAccounts):
     """Per-source accounting of a placement event stream (any packer).
 
     Args:
@@ -137,78 +120,6 @@ class Ledger:
     wrapped-around count.
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        min_buffer: int,
-        *,
-        policy: str = "",
-        detail: bool = False,
-        boundaries: Sequence[int] = STRATA_BOUNDARIES,
-        exposure_bins: int = 20,
-        chunk: int = _CHUNK,
-        spill: str | os.PathLike[str] | None = None,
-    ) -> None:
-        for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
-                                ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
-            check_int(name, value, lo)
-        if spill is not None and not detail:
-            raise InputError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
-        self.capacity = int(capacity)
-        self.min_buffer = int(min_buffer)
-        self.policy = str(policy)
-        self.detail = bool(detail)
-        self.spill = None if spill is None else Path(spill)
-        if self.spill is not None and self.spill.suffix != ".npz":
-            self.spill = self.spill.with_name(self.spill.name + ".npz")
-        self.boundaries = check_boundaries(boundaries)
-        self.n_strata = len(self.boundaries) + 1
-        self.bins = int(exposure_bins)
-        self._chunk = int(chunk)
-        self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
-        """Arrived tokens this ledger accounts exactly (see the class docstring)."""
-        self._t = SourceTable()
-        # pending single events
-        self._pl: list[Placement] = []
-        self._ar: list[Arrival] = []
-        self._dc: list[Discard] = []
-        self._ba: list[BosAdded] = []
-        self._carry = [0, 0, 0]  # arrivals, placements, discards accounted since the last sample (batches)
-        # running totals (Python ints: exact however large)
-        self._arrived_tokens = 0
-        self._added_bos = 0
-        self._emitted_tokens = 0
-        self._emitted_added = 0
-        self._discarded_tokens = 0
-        self._filtered_tokens = 0
-        self._filtered_sources = 0
-        self._padding_tokens = 0
-        self._repeated_tokens = 0
-        self._long_emitted = 0
-        self._crop_counts: dict[int, int] = {}  # crop length -> crops (sparse: O(distinct), not O(R))
-        self._targets_by_stratum = np.zeros(self.n_strata, dtype=np.int64)
-        self._expo = np.zeros(self.n_strata * self.bins, dtype=np.int64)
-        self._whole_counts: dict[int, int] = {}  # whole-document placements by L (O(distinct), not O(R))
-        self._long_arrivals = 0
-        self._prot_len = np.zeros(0, dtype=np.int64)
-        self._prot_occ = np.zeros(0, dtype=np.int64)
-        self._series: list[SeriesSample] = []
-        self._series_stride = 1
-        self._row: int | None = None  # the row of the last placement
-        self._rows_started = 0  # rows begun so far (the series' clock)
-        self._marks: list[tuple[int, int, int, int, int]] = []  # (row j, pending ar, ba, pl, dc) to sample
-        self._exhausted_at_row: int | None = None
-        self._horizon: Horizon | None = None
-        self._buf_occ = np.zeros(0, dtype=np.int64)  # occurrences buffered at the horizon (sorted)
-        self._buf_amt = np.zeros(0, dtype=np.int64)  # their buffered source tokens
-        self._buffered_tokens = 0
-        self._buffered_added = 0
-        self._result: Aggregates | None = None
-        self._detail_pl: list[Int64Array] = []
-        self._detail_dc: list[Int64Array] = []
-        self._detail_cache: tuple[Int64Array, Int64Array] | None = None
-        self._spill_files: dict[str, Any] = {}
-
     @classmethod
     def for_packer(cls, packer: object, **kwargs: Any) -> Ledger:
         """A ledger for the stream of ``packer``: ``R``, ``B`` and the policy label taken from it.
@@ -221,10 +132,6 @@ class Ledger:
         settings = consumer_settings(packer)
         min_buffer = settings.need_min_buffer(kwargs.pop("min_buffer", None), cls.__name__)
         return cls(settings.capacity, min_buffer, policy=kwargs.pop("policy", settings.label), **kwargs)
-
-    @property
-    def _n(self) -> int:
-        return self._t.n
 
     # ------------------------------------------------------------------ feeding
 
@@ -288,27 +195,6 @@ class Ledger:
             self._finish(ev)
         else:
             raise InputTypeError(f"events must be packing_theory events, got {type(ev).__name__} {ev!r}")
-
-    def _new_row(self, row: int) -> None:
-        """A placement starts a new row: mark a sample of the series there (every stride-th row)."""
-        self._row = row
-        j = self._rows_started
-        self._rows_started = j + 1
-        if j % self._series_stride == 0:
-            self._marks.append((j, len(self._ar), len(self._ba), len(self._pl), len(self._dc)))
-
-    def _filter(self, o: int, length: int) -> None:
-        t = self._t
-        self._known(np.asarray([o], dtype=np.int64), "Filtered")
-        if t.flags[o] & (F_FILTERED | STARTED) or t.discarded[o]:
-            raise InputError(f"inconsistent event stream: occurrence {o} filtered after it was "
-                             "filtered, placed or discarded")
-        if length != t.length[o]:
-            raise InputError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
-                             f"differs from its arrival length {int(t.length[o])}")
-        t.flags[o] |= F_FILTERED
-        self._filtered_tokens += length
-        self._filtered_sources += 1
 
     # ------------------------------------------------------------------ batches
 
@@ -385,240 +271,6 @@ class Ledger:
             d = b.discard
             self._account_discards(d.occurrence[r], d.source[r], d.start[r], d.length[r])
 
-    # ------------------------------------------------------------------ chunk accounting
-
-    def _flush(self) -> None:
-        def array(events: list[Any], width: int) -> Int64Array:
-            return np.fromiter(chain.from_iterable(events), np.int64, width * len(events)).reshape(-1, width)
-
-        a, ba, p, d = array(self._ar, 4), array(self._ba, 3), array(self._pl, 8), array(self._dc, 4)
-        self._ar.clear()
-        self._ba.clear()
-        self._pl.clear()
-        self._dc.clear()
-        if self._marks:  # before the accounting: a mark is a state inside these pending events
-            self._sample_marks(a[:, 3], ba[:, 2], p[:, 5], d[:, 3])
-        if a.size:
-            self._account_arrivals(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
-        if ba.size:
-            self._account_markers(ba[:, 0], ba[:, 2])
-        if p.size:
-            self._account_placements(p[:, 0], p[:, 1], p[:, 2], p[:, 3], p[:, 4], p[:, 5],
-                                     p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_))
-        if d.size:
-            self._account_discards(d[:, 0], d[:, 1], d[:, 2], d[:, 3])
-
-    def _known(self, occ: Int64Array, what: str) -> None:
-        bad = (occ < 0) | (occ >= self._t.n)
-        if not bad.any():
-            bad = (self._t.flags[occ] & ARRIVED) == 0
-        if bad.any():
-            o = int(occ[np.argmax(bad)])
-            raise InputError(f"inconsistent event stream: {what} for occurrence {o} before its Arrival")
-
-    def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
-                          length: Int64Array) -> None:
-        if (occ < 0).any():
-            raise InputError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
-        if (length < 0).any():
-            i = int(np.argmax(length < 0))
-            raise InputError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
-                             f"has negative length {int(length[i])}")
-        total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
-        t = self._t
-        top = int(occ.max()) + 1
-        t.grow(top)
-        srt = np.sort(occ)
-        if (t.flags[occ] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
-            dup = next(int(o) for i, o in enumerate(occ) if t.flags[o] & ARRIVED or o in occ[:i])
-            raise InputError(f"inconsistent event stream: occurrence {dup} arrived twice")
-        t.n = max(t.n, top)
-        t.widen(int(length.max()))
-        t.flags[occ] |= ARRIVED
-        t.length[occ] = length
-        t.set_sources(occ, src)
-        t.set_passes(occ, pas)
-        self._arrived_tokens = total
-        long_mask = length > self.capacity
-        if long_mask.any():
-            self._long_arrivals += int(long_mask.sum())
-            if self.min_buffer > 1:
-                lens = np.concatenate([self._prot_len, length[long_mask]])
-                occs = np.concatenate([self._prot_occ, occ[long_mask]])
-                keep = np.lexsort((occs, lens))[-(self.min_buffer - 1):]
-                self._prot_len, self._prot_occ = lens[keep], occs[keep]
-
-    def _account_markers(self, occ: Int64Array, markers: Int64Array) -> None:
-        self._known(occ, "BosAdded")
-        self._t.add_markers(occ, markers)
-        self._added_bos += int(markers.sum())
-
-    def _account_placements(self, row: Int64Array, off: Int64Array, occ: Int64Array, src: Int64Array,
-                            start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_],
-                            crop: npt.NDArray[np.bool_]) -> None:
-        R = self.capacity
-        t = self._t
-        self._known(occ, "Placement")
-        fl = t.flags[occ]
-        if (fl & F_FILTERED).any():
-            o = int(occ[np.argmax((fl & F_FILTERED) != 0)])
-            raise InputError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
-        if (ln < 1).any() or (off < 0).any() or (off + ln > R).any() or (start < 0).any():
-            i = int(np.argmax((ln < 1) | (off < 0) | (off + ln > R) | (start < 0)))
-            raise InputError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
-                             f"{int(off[i])}, length {int(ln[i])}) does not fit a row of capacity {R}")
-        L = t.length[occ].astype(np.int64)
-        added = bos & ((fl & ADDED) != 0)
-        own = bos & ~added
-        stop = start + ln - bos
-        if (stop > L).any():
-            i = int(np.argmax(stop > L))
-            raise InputError(f"inconsistent event stream: placement of occurrence {int(occ[i])} "
-                             f"reaches source offset {int(stop[i])} > length {int(L[i])}")
-        np.add.at(t.emitted, occ, (ln - added).astype(t.emitted.dtype))
-        t.flags[occ] = fl | STARTED
-        has_target = (off > 0) | (ln > 1)
-        first = first_target(row, off, R)
-        np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
-        self._emitted_tokens += int(ln.sum())
-        self._emitted_added += int(added.sum())
-        self._long_emitted += int(ln[L > R].sum())
-        if crop.any():
-            counts = self._crop_counts
-            for k, v in zip(*(a.tolist() for a in np.unique(ln[crop], return_counts=True)), strict=True):
-                counts[k] = counts.get(k, 0) + v
-        strat = stratum_index(L, self.boundaries)
-        self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
-                                                ).astype(np.int64)
-        if self.detail:
-            self._keep_detail("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
-                                                            ).astype(np.int64))
-        # exposure: whole documents by a length histogram (folded in at the end), the others by
-        # their text interval [start, stop) plus the moved own BOS at offset 0
-        whole = (start == 0) & (stop == L) & ~bos
-        if whole.any():
-            counts = self._whole_counts
-            for k, v in zip(*(a.tolist() for a in np.unique(L[whole], return_counts=True)), strict=True):
-                counts[k] = counts.get(k, 0) + v
-            keep = ~whole
-            start, stop, L, strat, own = start[keep], stop[keep], L[keep], strat[keep], own[keep]
-        a = start
-        if own.any():
-            a = np.concatenate([a, np.zeros(int(own.sum()), dtype=np.int64)])
-            stop = np.concatenate([stop, np.ones(int(own.sum()), dtype=np.int64)])
-            L = np.concatenate([L, L[own]])
-            strat = np.concatenate([strat, strat[own]])
-        self._expose(a, stop, L, strat)
-
-    def _expose(self, a: Int64Array, b: Int64Array, L: Int64Array, strat: Int64Array) -> None:
-        nb = self.bins
-        edges = _bin_edges(L, nb)
-        lo, hi = edges[:, :-1], edges[:, 1:]
-        cnt = np.minimum(b[:, None], hi) - np.maximum(a[:, None], lo)
-        np.maximum(cnt, 0, out=cnt)
-        idx = strat[:, None] * nb + np.arange(nb, dtype=np.int64)[None, :]
-        self._expo += np.bincount(idx.ravel(), weights=cnt.ravel(), minlength=self.n_strata * nb
-                                  ).astype(np.int64)
-
-    def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
-        self._known(occ, "Discard")
-        if (ln < 0).any():
-            raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
-        t = self._t
-        np.add.at(t.discarded, occ, ln.astype(t.discarded.dtype))
-        self._discarded_tokens += int(ln.sum())
-        if self.detail:
-            self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
-
-    def _keep_detail(self, kind: str, rows: Int64Array) -> None:
-        if self.spill is None:
-            (self._detail_pl if kind == "placements" else self._detail_dc).append(rows)
-            return
-        f = self._spill_files.get(kind)
-        if f is None:
-            f = self._spill_files[kind] = open(self._spill_raw(kind), "wb")  # noqa: SIM115 - closed at the Horizon
-        rows.tofile(f)
-
-    def _spill_raw(self, kind: str) -> Path:
-        assert self.spill is not None
-        return self.spill.with_name(f"{self.spill.name}.{kind}.raw")
-
-    # ------------------------------------------------------------------ the time series (by rows)
-
-    def _buffered_accounted(self) -> int:
-        return (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
-                - self._filtered_tokens)
-
-    def _protected_after(self, lengths: Int64Array) -> Callable[[int], int]:
-        """``n ->`` the protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the
-        accounted ones). O(B + long arrivals × log B)."""
-        k = self.min_buffer - 1
-        heap = self._prot_len.tolist()
-        heapq.heapify(heap)
-        total = sum(heap)
-        idx = np.flatnonzero(lengths > self.capacity)
-        sums = [total]
-        for n in lengths[idx].tolist():
-            if k <= 0:
-                pass
-            elif len(heap) < k:
-                heapq.heappush(heap, n)
-                total += n
-            elif n > heap[0]:
-                total += n - heapq.heapreplace(heap, n)
-            sums.append(total)
-        return lambda n: sums[int(np.searchsorted(idx, n))]
-
-    def _sample_marks(self, ar: Int64Array, ba: Int64Array, pl: Int64Array, dc: Int64Array) -> None:
-        """Turn the marks taken in the pending events into samples (exact: prefix sums of each kind)."""
-        def prefix(x: Int64Array) -> Int64Array:
-            return np.concatenate([np.zeros(1, np.int64), np.cumsum(x, dtype=np.int64)])
-
-        base, R = self._buffered_accounted(), self.capacity
-        ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
-        protected = self._protected_after(ar)
-        for j, na, nb, npl, nd in self._marks:
-            buffered = base + int(ca[na] + cb[nb] - cp[npl] - cd[nd])
-            self._series.append(SeriesSample(j * (R - 1), buffered, protected(na)))
-        self._marks.clear()
-        self._thin()
-
-    def _sample_batch(self, b: EventBatch, pos: dict[int, Int64Array], filt: Int64Array,
-                      ba_pos: Int64Array) -> None:
-        """The samples at the rows a batch starts (the same points as its events fed one by one)."""
-        rows = b.placement.row
-        if not rows.size:
-            return
-        first = np.ones(1, np.bool_) if self._row is None else np.asarray([rows[0] != self._row])
-        starts = np.flatnonzero(np.concatenate([first, rows[1:] != rows[:-1]]))
-        j = self._rows_started + np.arange(starts.size, dtype=np.int64)
-        self._rows_started += int(starts.size)
-        self._row = int(rows[-1])
-        keep = j % self._series_stride == 0
-        if not keep.any():
-            return
-        at = pos[PLACEMENT][starts[keep]]  # batch positions of the marked placements
-        delta = np.zeros(b.kinds.size + 1, np.int64)
-        delta[pos[ARRIVAL] + 1] = b.arrival.length
-        delta[ba_pos + 1] = b.bos_added.markers
-        delta[pos[PLACEMENT] + 1] = -b.placement.length
-        delta[pos[DISCARD] + 1] = -b.discard.length
-        delta[filt + 1] = -b.filtered.length
-        mass = self._buffered_accounted() + np.cumsum(delta)
-        protected = self._protected_after(b.arrival.length)
-        arrived = np.searchsorted(pos[ARRIVAL], at)
-        R = self.capacity
-        for jj, p, na in zip(j[keep].tolist(), at.tolist(), arrived.tolist(), strict=True):
-            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), protected(na)))
-        self._thin()
-
-    def _thin(self) -> None:
-        """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride."""
-        step = self.capacity - 1
-        while len(self._series) >= _MAX_SERIES:
-            self._series_stride *= 2
-            self._series = [s for s in self._series if (s.targets // step) % self._series_stride == 0]
-
     def _finish(self, h: Horizon) -> None:
         self._horizon = h
         if self._exhausted_at_row is None and h.stop_reason == "exhausted":
@@ -638,23 +290,6 @@ class Ledger:
         if self.spill is not None:
             self._write_spill()
 
-    def _write_spill(self) -> None:
-        assert self.spill is not None
-        widths = {"placements": 9, "discards": 4}
-        arrays: dict[str, Any] = {}
-        for f in self._spill_files.values():
-            f.close()
-        for kind, w in widths.items():
-            raw = self._spill_raw(kind)
-            if raw.exists() and raw.stat().st_size:
-                arrays[kind] = np.memmap(raw, dtype=np.int64, mode="r").reshape(-1, w)
-            else:
-                arrays[kind] = np.zeros((0, w), dtype=np.int64)
-        np.savez(self.spill, **arrays)
-        for kind in widths:
-            self._spill_raw(kind).unlink(missing_ok=True)
-        self._spill_files.clear()
-
     # ------------------------------------------------------------------ invariants
 
     def _check(self) -> None:
@@ -663,6 +298,7 @@ class Ledger:
         Pending (not yet flushed) events are not included; tests call this
         after every event and after the Horizon.
         """
+        self._fold_counts()
         t = self._t
         n, cap = t.n, t.cap
         assert 0 <= n <= cap
@@ -732,13 +368,16 @@ class Ledger:
             raise InputError("result() needs the Horizon event: the events fed so far end without a "
                              "Horizon event (feed the whole event stream first)")
         R = self.capacity
-        agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
+        self._fold_counts()
+        kernels = self._kernels
+        agg = None if kernels is None else kernels.reduce(self._t, self._buf_occ, self._buf_amt, R)
+        if agg is None:
+            agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
         labels = stratum_labels(self.boundaries)
         crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
                              self._discarded_tokens, self._buffered_tokens, self._buffered_added,
-                             self._filtered_tokens, self._padding_tokens, self._repeated_tokens,
-                             unused_capacity_tokens=self._padding_tokens)
+                             self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
         los = [1, *(b + 1 for b in self.boundaries)]
         his: list[int | None] = [*self.boundaries, None]
         strata = tuple(
@@ -771,22 +410,14 @@ class Ledger:
             first_over_capacity_target=agg.first_long,
             protected=self._protected_mass(),
             strata=strata,
-            exposure=_exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts,
-                                       self._expo + _whole_exposure(self._whole_counts, self.boundaries,
+            exposure=exposure_profile(labels, self.boundaries, agg.lengths, agg.length_counts,
+                                       self._expo + whole_exposure(self._whole_counts, self.boundaries,
                                                                     self.bins).ravel(), self.bins),
             coverage=tuple(CoverageRow(labels[s], *agg.coverage[s]) for s in range(self.n_strata)),
             series=tuple(self._series),
             filtered_sources=self._filtered_sources,
         )
         return self._result
-
-    def _buffered_of(self, occ: Int64Array) -> Int64Array:
-        """Source tokens buffered at the horizon for each of ``occ``."""
-        i = np.searchsorted(self._buf_occ, occ)
-        i = np.minimum(i, max(self._buf_occ.size - 1, 0))
-        hit = (self._buf_occ.size > 0) & (self._buf_occ[i] == occ) if self._buf_occ.size else np.zeros(
-            occ.size, np.bool_)
-        return np.where(hit, self._buf_amt[i] if self._buf_amt.size else 0, 0).astype(np.int64)
 
     def _protected_mass(self) -> ProtectedMass:
         prot_occ = self._prot_occ
@@ -918,74 +549,6 @@ class Ledger:
         return [self.record(int(o)) for o in occs]
 
 
-def exact_total(before: int, occ: Int64Array, length: Int64Array, limit: int) -> int:
-    """``before`` plus the arrived ``length`` (exact), or a ``ValueError`` past ``limit``.
-
-    The ledgers keep per-stratum sums in float64 and per-source counts in
-    int64; both are exact only below :data:`MAX_EXACT_TOKENS`. The error names
-    the first arrival that crosses ``limit``. O(n), in numpy unless refused.
-    """
-    total = before + exact_sum(length)
-    if total <= limit:
-        return total
-    running, i = before, 0
-    for n in length.tolist():  # the refusal path: find the first arrival past the range
-        running += n
-        if running > limit:
-            break
-        i += 1
-    raise InputError(f"token total beyond the ledger's exact range: arrivals up to occurrence "
-                     f"{int(occ[i])} (length {int(length[i])}) hold more than {limit:,} "
-                     "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
-                     "tokens")
-
-
-def counts_median(counts: dict[int, int]) -> float | None:
-    """Median of a sparse histogram ``value -> count`` (the mean of the two middle values).
-
-    >>> counts_median({3: 1, 10: 2}), counts_median({2: 1, 4: 1}), counts_median({})
-    (10.0, 3.0, None)
-    """
-    total = sum(counts.values())
-    if total == 0:
-        return None
-    keys = sorted(counts)
-    cum = np.cumsum([counts[k] for k in keys])
-    lo = keys[int(np.searchsorted(cum, (total - 1) // 2, side="right"))]
-    hi = keys[int(np.searchsorted(cum, total // 2, side="right"))]
-    return (lo + hi) / 2
-
-
-def _bin_edges(L: Int64Array, bins: int) -> Int64Array:
-    """Relative-position bin edges ``ceil(k L / bins)``, ``k = 0..bins``: shape ``(n, bins + 1)``."""
-    k = np.arange(bins + 1, dtype=np.int64)
-    return (k[None, :] * L[:, None] + bins - 1) // bins
-
-
-def _whole_exposure(counts: dict[int, int], boundaries: tuple[int, ...], bins: int) -> Int64Array:
-    """Exposure ``(strata, bins)`` of whole-document placements counted by length in ``counts``."""
-    out = np.zeros((len(boundaries) + 1, bins), dtype=np.int64)
-    if counts:
-        uniq = np.fromiter(sorted(counts), np.int64, len(counts))
-        n = np.fromiter((counts[int(k)] for k in uniq), np.int64, len(counts))
-        edges = _bin_edges(uniq, bins)
-        np.add.at(out, stratum_index(uniq, boundaries), (edges[:, 1:] - edges[:, :-1]) * n[:, None])
-    return out
-
-
-def _exposure_profile(labels: list[str], boundaries: tuple[int, ...], uniq: Int64Array, ucnt: Int64Array,
-                      expo: Int64Array, bins: int) -> ExposureProfile:
-    """The emitted counts ``expo`` against all positions of the arrived lengths (``uniq`` with counts)."""
-    S = len(labels)
-    edges = _bin_edges(uniq, bins)
-    sizes = (edges[:, 1:] - edges[:, :-1]) * ucnt[:, None]
-    positions = np.zeros((S, bins), dtype=np.int64)
-    np.add.at(positions, stratum_index(uniq, boundaries), sizes)
-    emitted = expo.reshape(S, bins)
-    return ExposureProfile(bins, tuple(labels), tuple(tuple(int(v) for v in r) for r in emitted),
-                           tuple(tuple(int(v) for v in r) for r in positions))
-
-
 # --------------------------------------------------------------------------- convenience
 
 
@@ -1021,6 +584,6 @@ def audit_lengths(
     """
     config = resolve_config(config, kwargs, PackerConfig)
     packer = make_packer(engine, config)
-    (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **(ledger_kwargs or {})),
-                      progress=progress)
+    options = {"compiled": engine == "compiled", **(ledger_kwargs or {})}
+    (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **options), progress=progress)
     return agg

@@ -66,4 +66,4 @@ def stratum_index(lengths: npt.ArrayLike, boundaries: Sequence[int] = STRATA_BOU
     [0, 0, 1, 4, 5, 8]
     """
     b = np.asarray(check_boundaries(boundaries), dtype=np.int64)
-    return np.searchsorted(b, np.asarray(lengths, dtype=np.int64), side="left").astype(np.int64)
+    return np.searchsorted(b, np.asarray(lengths, dtype=np.int64), side="left").astype(np.int64, copy=False)

@@ -40,7 +40,7 @@ from ..engine.consumers import consumer_settings
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
 from ..errors import InputError
-from .ledger import MAX_EXACT_TOKENS, counts_median, exact_total
+from .accounting import MAX_EXACT_TOKENS, counts_median, exact_total
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 

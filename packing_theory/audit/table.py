@@ -39,7 +39,7 @@ import numpy.typing as npt
 from .strata import stratum_index
 
 __all__ = ["ADDED", "ARRIVED", "BLOCK", "FILTERED", "FIRST_ORIGIN", "STARTED", "SourceTable",
-           "TableAggregates", "table_aggregates"]
+           "TableAggregates", "summarise_coverage", "table_aggregates"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -241,7 +241,7 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
     if single is not None:  # one block: the columns are at hand, one pass for every stratum
         c = single
         cov_all = np.divide(c["emitted"], c["L"], out=np.zeros(c["L"].size), where=c["L"] > 0)
-        coverage = [_summarise(cov_all[c["strat"] == s]) for s in range(S)]
+        coverage = [summarise_coverage(cov_all[c["strat"] == s]) for s in range(S)]
     else:
         coverage = [_coverage(t, s, sums["counts"][s], boundaries, block) for s in range(S)]
     return TableAggregates(
@@ -271,10 +271,11 @@ def _coverage(t: SourceTable, s: int, count: int, boundaries: tuple[int, ...], b
         cov = np.divide(em, L, out=np.zeros(L.size), where=L > 0)
         x[pos : pos + cov.size] = cov
         pos += cov.size
-    return _summarise(x)
+    return summarise_coverage(x)
 
 
-def _summarise(x: npt.NDArray[np.float64]) -> tuple[int, float | None, float | None, int, int]:
+def summarise_coverage(x: npt.NDArray[np.float64]) -> tuple[int, float | None, float | None, int, int]:
+    """(sources, mean, median, zero, full) of one stratum's coverage values (``x`` is overwritten). O(n)."""
     if not x.size:
         return 0, None, None, 0, 0
     zero, full = int((x == 0).sum()), int((x == 1).sum())

@@ -33,18 +33,29 @@ def add_rank_options(parser: argparse.ArgumentParser) -> None:
                         help=f"documents per row group of a lengths / shard / plain-text input for "
                              f"--world-size (default {NANOCHAT_ROW_GROUP_SIZE}, nanochat's repackaging); "
                              "parquet files use their real row groups")
+    add_executor_option(parser)
+
+
+def add_executor_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--executor`` (where the ``--workers`` processes run)."""
     parser.add_argument("--executor", default="local", metavar="SPEC",
                         help="where the replays run: local (default; --workers processes) or "
                              "dask://HOST:PORT (pip install 'packing-theory[distributed]')")
 
 
-def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
-    """Refuse bad ``--world-size`` / ``--row-group-size`` / ``--executor`` values before anything runs."""
+def check_executor_option(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--executor`` spec, or a Dask one without dask installed, before anything runs."""
     from ..distributed.executors import import_distributed, parse_executor_spec
-    from ._packers import is_peer
 
     if parse_executor_spec(args.executor) != "local":
         import_distributed()
+
+
+def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
+    """Refuse bad ``--world-size`` / ``--row-group-size`` / ``--executor`` values before anything runs."""
+    from ._packers import is_peer
+
+    check_executor_option(args)
     if args.row_group_size < 1:
         raise InputError(f"--row-group-size must be >= 1, got {args.row_group_size}")
     if args.world_size is None:

@@ -23,6 +23,7 @@ from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
 from ._common import emit_json
 from ._inputs import add_data_options, check_input_options, data_inputs, load_data
 from ._packers import is_peer, parse_options
+from ._ranks import add_executor_option, check_executor_option
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
 
@@ -66,6 +67,10 @@ def register(sub: Any) -> None:
                         help="replace report-named files in --out that packing-theory did not write")
     parser.add_argument("--no-progress", action="store_true",
                         help="never show a progress bar (shown by default on a terminal)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="run the packers in N processes, one task per packer (default 1: in this "
+                             "process; 0: one per CPU); the report is the same apart from the timings")
+    add_executor_option(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON on standard output")
     parser.set_defaults(run=run)
 
@@ -121,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     """
     import numpy as np
 
+    from ..distributed.executors import open_executor
     from ..rendering.compare import REPORT_FILES, write_report_files
     from ..reporting import ReportWriter, progress_bar, require_matplotlib
 
@@ -131,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
         check_input_options(args)
     names = _names(args.policy)
     options = _options(args, names)
+    if args.workers < 0:
+        raise InputError(f"--workers must be >= 0, got {args.workers}")
+    check_executor_option(args)
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args, names, options),
                       tool="packing-theory compare", force=args.force) as writer:
         if args.demo:
@@ -144,9 +153,11 @@ def run(args: argparse.Namespace) -> int:
             lengths, label, _ = load_data(args, quiet=True)
         bar = progress_bar("compare", len(names), enabled=False if args.no_progress else None, unit="packer")
         try:
-            cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
-                                  seq_length=args.seq_length, min_buffer=args.min_buffer, refill=args.refill,
-                                  peer_options=options, corpus_label=label, progress=bar)
+            with open_executor(args.executor, workers=args.workers) as executor:
+                cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
+                                      seq_length=args.seq_length, min_buffer=args.min_buffer,
+                                      refill=args.refill, peer_options=options, corpus_label=label,
+                                      progress=bar, executor=executor)
         finally:
             if bar is not None:
                 bar.close()

@@ -143,11 +143,14 @@ def _input_chunks(lengths: object, config: PackerConfig, step: int) -> Iterator[
         materialised = as_length_list(lengths)
         arr = None if materialised is None else np.asarray(materialised, dtype=np.int64)
     if arr is not None:
+        from ..lengths import release_pages
+
         n = arr.size
         for p in range(config.passes):
             for i in range(0, n, step):
                 last = i + step >= n
                 yield arr[i : i + step], i, p, last, last and p == config.passes - 1
+                release_pages(arr[i : i + step])  # the kernel asks again once it has read the chunk
         return
     if config.passes != 1:
         raise InputError(f"passes={config.passes} needs a re-iterable lengths sequence, "

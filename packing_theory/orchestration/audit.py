@@ -37,7 +37,7 @@ from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from ..lengths import exact_sum, validate_lengths
+from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
 from ..registry import entry
 from ..registry import names as packer_names
 
@@ -75,15 +75,26 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
     """
 
     arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
-    s = stratum_index(arr, boundaries)
     S = len(boundaries) + 1
-    total = exact_sum(arr)
-    if total < 2**53:  # float64 weights are exact
-        by_stratum = tuple(int(v) for v in np.bincount(s, weights=arr, minlength=S).round())
-    else:
-        by_stratum = tuple(exact_sum(arr[s == k]) for k in range(S))
-    return CorpusSummary(label, int(arr.size), total, int((arr > capacity).sum()), int(arr.max()),
-                         tuple(int(v) for v in np.bincount(s, minlength=S)), by_stratum)
+    sources = [0] * S
+    tokens = [0] * S
+    over = top = 0
+    for lo in range(0, arr.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
+        part = arr[lo : lo + VALIDATE_CHUNK]
+        s = stratum_index(part, boundaries)
+        over += int((part > capacity).sum())
+        top = max(top, int(part.max()))
+        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
+            sources[k] += v
+        if exact_sum(part) < 2**53:  # float64 weights are exact
+            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+        else:
+            sums = [exact_sum(part[s == k]) for k in range(S)]
+        for k, v in enumerate(sums):
+            tokens[k] += v
+        release_pages(part)
+    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources),
+                         tuple(tokens))
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -69,7 +70,7 @@ from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
 from ..invariant import InvariantMonitor
-from ..lengths import validate_lengths
+from ..lengths import exact_sum, validate_lengths
 from ..peers import PeerFigures
 from ..registry import PackerEntry, entries, names
 
@@ -239,6 +240,7 @@ def compare_packers(
     boundaries: Sequence[int] = STRATA_BOUNDARIES,
     corpus_label: str = "",
     progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
 ) -> PackerComparison:
     """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
 
@@ -253,6 +255,11 @@ def compare_packers(
         peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
         progress: called with the number of packers done after each one
             (e.g. a :func:`~packing_theory.reporting.progress_bar`).
+        executor: where the packers run, one task per packer (``None``: one
+            after the other in this process; any :class:`concurrent.futures.Executor`,
+            e.g. from :func:`~packing_theory.distributed.executors.open_executor`).
+            The columns come back in the order asked whatever the completion
+            order, so the comparison is the same apart from the ``seconds``.
 
     Raises:
         InputError: an unknown packer name, bad lengths, or a peer's bad option.
@@ -274,61 +281,80 @@ def compare_packers(
         table[n].options(opts)  # an unknown knob names itself and the packer
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
-    cols: list[PackerColumn] = []
-    refused: list[tuple[str, str]] = []
-    labels: tuple[str, ...] = ()
-    for done, name in enumerate(chosen):
-        if progress is not None:
-            progress(done)
-        t0 = time.perf_counter()
-        e = table[name]
-        if e.kind == "peer":
-            given: dict[str, Any] = dict((peer_options or {}).get(name, {}))
-            packer = e.build(e.capacity_for(e.row_width.admissible(L), given), **given)
-        else:
-            given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
-            packer = e.build(capacity, **given)
-        # every knob it ran with, defaults included
-        opts = packer.options() if e.kind == "peer" else e.options(given)
-        width = packer.capacity
-        ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
-        costs = CostAccumulator(width, name)
-        figures: PeerFigures | None = None
-        counter = packer.figures(arr) if e.kind == "peer" else None
-        try:
-            if counter is not None:
-                agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, counter)
-            else:
-                agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
-        except ValueError as exc:
-            if e.kind != "peer":
-                raise
-            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
-            continue
-        if figures is not None and counter is not None:
-            agg = agg.with_peer_figures(figures, counter.occurrence_targets())
-            if figures.start_delays != "measured":  # row positions of an offline packer, not waits
-                packer_costs = replace(packer_costs, start_delay_max=None, start_delay_p50=None,
-                                       start_delay_p99=None, unstarted_wait_max=None)
-        labels = tuple(s.label for s in agg.strata)
-        m = agg.mass
-        cols.append(PackerColumn(
-            policy=name, kind=e.kind, framework=e.framework, row_width=width, options=opts, rows=agg.rows,
-            row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
-            padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
-            discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
-            buffered_tokens=m.buffered_tokens, arrived_sources=agg.arrived_sources,
-            filtered_sources=agg.filtered_sources, started_sources=agg.started_sources,
-            never_started_sources=agg.never_started_sources,
-            never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
-            retention_by_stratum=tuple(s.retention for s in agg.strata),
-            identity_holds=m.identity_holds and agg.conservation_violations == 0,
-            trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
-            seconds=time.perf_counter() - t0, costs=packer_costs,
-            unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
-            start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
-        ))
+    tasks = [(name, arr, capacity, L, min_buffer, refill, dict((peer_options or {}).get(name, {})),
+              tuple(boundaries)) for name in chosen]
     if progress is not None:
-        progress(len(chosen))
-    return PackerComparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
+        progress(0)
+    outcomes = []
+    if executor is None:
+        for done, task in enumerate(tasks, 1):
+            outcomes.append(_compare_one(*task))
+            if progress is not None:
+                progress(done)
+    else:
+        futures = [executor.submit(_compare_one, *task) for task in tasks]
+        for done, f in enumerate(futures, 1):  # the order asked, not the completion order
+            outcomes.append(f.result())
+            if progress is not None:
+                progress(done)
+    cols = [c for c, _, _ in outcomes if c is not None]
+    refused = [(name, r) for name, (_, r, _) in zip(chosen, outcomes, strict=True) if r is not None]
+    labels = next((lab for c, _, lab in reversed(outcomes) if c is not None), ())
+    return PackerComparison(int(arr.size), exact_sum(arr), capacity, L, min_buffer, corpus_label, labels,
                       tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
+
+
+def _compare_one(name: str, arr: npt.NDArray[np.int64], capacity: int, seq_length: int, min_buffer: int,
+                refill: int, given: dict[str, Any], boundaries: tuple[int, ...]
+                ) -> tuple[PackerColumn | None, str | None, tuple[str, ...]]:
+    """One packer's column of :func:`compare_packers` (a top-level function: it runs in worker processes).
+
+    Returns ``(column, None, stratum labels)``, or ``(None, refusal, ())`` when
+    a peer's framework rule refuses the corpus.
+    """
+    t0 = time.perf_counter()
+    e = entries()[name]
+    if e.kind == "peer":
+        packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
+    else:
+        given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
+        packer = e.build(capacity, **given)
+    # every knob it ran with, defaults included
+    opts = packer.options() if e.kind == "peer" else e.options(given)
+    width = packer.capacity
+    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
+    costs = CostAccumulator(width, name)
+    figures: PeerFigures | None = None
+    counter = packer.figures(arr) if e.kind == "peer" else None
+    try:
+        if counter is not None:
+            agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, counter)
+        else:
+            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
+    except ValueError as exc:
+        if e.kind != "peer":
+            raise
+        return None, str(exc), ()  # the framework's own rule refuses this corpus
+    if figures is not None and counter is not None:
+        agg = agg.with_peer_figures(figures, counter.occurrence_targets())
+        if figures.start_delays != "measured":  # row positions of an offline packer, not waits
+            packer_costs = replace(packer_costs, start_delay_max=None, start_delay_p50=None,
+                                   start_delay_p99=None, unstarted_wait_max=None)
+    m = agg.mass
+    column = PackerColumn(
+        policy=name, kind=e.kind, framework=e.framework, row_width=width, options=opts, rows=agg.rows,
+        row_positions=agg.rows * width + agg.partial_row_tokens, emitted_tokens=m.emitted_tokens,
+        padding_tokens=m.padding_tokens, repeated_tokens=m.repeated_tokens,
+        discarded_tokens=m.discarded_tokens, filtered_tokens=m.filtered_tokens,
+        buffered_tokens=m.buffered_tokens, arrived_sources=agg.arrived_sources,
+        filtered_sources=agg.filtered_sources, started_sources=agg.started_sources,
+        never_started_sources=agg.never_started_sources,
+        never_started_by_stratum=tuple(s.never_started_sources for s in agg.strata),
+        retention_by_stratum=tuple(s.retention for s in agg.strata),
+        identity_holds=m.identity_holds and agg.conservation_violations == 0,
+        trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
+        seconds=time.perf_counter() - t0, costs=packer_costs,
+        unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
+        start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
+    )
+    return column, None, tuple(s.label for s in agg.strata)

@@ -334,8 +334,9 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
     if fmt == "lengths":
         from ...lengths import load_lengths
 
-        parts = [load_lengths(p) for p in paths]
-        return ArrayReader(fmt, paths, np.concatenate(parts), [p.size for p in parts],
+        parts = [load_lengths(p) for p in paths]  # memory-mapped int64 files: no copy for one file
+        return ArrayReader(fmt, paths, parts[0] if len(parts) == 1 else np.concatenate(parts),
+                           [p.size for p in parts],
                            f"lengths file(s) {paths[0]!r}{' ...' if len(paths) > 1 else ''}: "
                            f"{sum(p.size for p in parts):,} BOS-inclusive lengths")
     if fmt == "shards":

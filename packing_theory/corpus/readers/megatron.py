@@ -40,8 +40,11 @@ to ``n + 1``, the BOS a packer would add. No default: the index cannot say
 whether an EOD was appended (that is in ``.bin``), so the caller says it.
 
 Memory: the index is memory-mapped; :meth:`MegatronIndex.lengths` allocates
-the ``int64`` result (8 bytes per document) and, when documents span several
-sequences, works through the index in chunks of 1,048,576 documents.
+the one ``int64`` result (8 bytes per document, no second copy) and works
+through the index in chunks of 1,048,576 documents (the checks too), so its
+scratch memory is O(chunk); the mapped index pages it has read are dropped
+from the process after each chunk (:func:`~packing_theory.lengths.release_pages`),
+so its resident memory is the result plus O(chunk), whatever the index size.
 ``.bin`` is only ``stat``-ed (its size must match the index) until
 :meth:`MegatronIndex.document` reads token ids from it (memory-mapped).
 """
@@ -56,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InputError, InputTypeError
+from ...lengths import release_pages
 from ._base import BosMode, bos_inclusive, check_bos, existing_file, file_codes
 
 __all__ = ["INDEX_HEADER", "INDEX_VERSION", "MEGATRON_DTYPES", "MegatronIndex", "megatron_prefix"]
@@ -153,6 +157,7 @@ class MegatronIndex:
                 raise InputError(f"{where}: document index decreases at document {d} "
                                  f"({int(idx[d])} -> {int(idx[d + 1])})")
             unit = unit and (step.size == 0 or (int(step.min()) == 1 and int(step.max()) == 1))
+            release_pages(idx[lo : lo + _CHUNK + 1])
         self._unit = unit
 
     def _check_bin(self) -> None:
@@ -192,8 +197,23 @@ class MegatronIndex:
         return out
 
     def lengths(self) -> Int64Array:
-        """BOS-inclusive lengths (``int64``) under :attr:`bos`. O(documents); reads only the index."""
-        return bos_inclusive(self.token_counts(), self.bos, f"Megatron index {self.idx_path!r}")
+        """BOS-inclusive lengths (``int64``) under :attr:`bos`. O(documents); reads only the index.
+
+        Memory: the one ``int64`` result (8 bytes per document), filled chunk by chunk from the mapped
+        index; no second copy.
+        """
+        if not self.one_sequence_per_document:
+            return bos_inclusive(self.token_counts(), self.bos, f"Megatron index {self.idx_path!r}")
+        out = np.empty(len(self), dtype=np.int64)
+        for lo in range(0, out.size, _CHUNK):
+            part = out[lo : lo + _CHUNK]
+            part[:] = self.sequence_lengths[lo : lo + _CHUNK]
+            release_pages(self.sequence_lengths[lo : lo + _CHUNK])
+            if self.bos == "add":
+                part += 1
+            elif part.size and int(part.min()) < 1:  # the error path: the whole check names the document
+                return bos_inclusive(self.token_counts(), self.bos, f"Megatron index {self.idx_path!r}")
+        return out
 
     def document(self, i: int) -> npt.NDArray[Any]:
         """The stored token ids of document ``i`` (a view of the memory-mapped ``.bin``), as stored:

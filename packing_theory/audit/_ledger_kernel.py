@@ -1,0 +1,188 @@
+"""The numba kernels of the compiled ledger (imported only by :mod:`packing_theory.audit.compiled`).
+
+Typing boundary: numba's ``@njit`` is untyped, so this one module is checked
+by mypy without ``disallow_untyped_decorators`` (``pyproject.toml``); its only
+caller, :mod:`packing_theory.audit.compiled`, is fully typed and passes plain
+numpy arrays. Nothing here is public API.
+
+Each kernel is one loop over a chunk of events (or over the table) doing what
+the numpy accounting of :mod:`packing_theory.audit.accounting` does with
+whole-array operations, in integer arithmetic (exact where the numpy path sums
+integers as float64 below ``2**53``). A kernel that finds an inconsistent
+event returns before it changes anything (``placements``) or after undoing
+what it changed (``arrivals``); the caller then runs the numpy path on the same
+chunk, which raises the oracle's own message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["arrivals", "coverage_values", "placements", "reduce_table"]
+
+ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
+FIRST_ORIGIN = 1 << 62
+# sums of placements
+S_EMITTED, S_ADDED, S_LONG = 0, 1, 2
+# per-stratum columns of reduce_table
+(T_COUNTS, T_STARTED, T_FULL, T_ARRIVED, T_EMITTED, T_DISCARDED, T_BUFFERED, T_FSOURCES,
+ T_FTOKENS) = range(9)
+N_TABLE = 9
+# scalars of reduce_table
+R_ARRIVED, R_STARTED, R_FULL, R_VIOLATIONS, R_FIRST_LONG, R_MAX_LENGTH = range(6)
+N_SCALARS = 6
+
+
+@njit(cache=True, inline="always")
+def _stratum(bounds, L):
+    """``searchsorted(bounds, L, side="left")`` for a short ``bounds``."""
+    s = 0
+    while s < bounds.size and bounds[s] < L:
+        s += 1
+    return s
+
+
+@njit(cache=True)
+def arrivals(occ, length, flags, length_col):
+    """Mark ``occ`` arrived with ``length``; return -1, or the position of a repeated arrival (undone)."""
+    n = occ.size
+    for i in range(n):
+        o = occ[i]
+        if flags[o] & ARRIVED:
+            for j in range(i):  # undo: none of these had arrived before this chunk
+                flags[occ[j]] &= ~ARRIVED
+                length_col[occ[j]] = 0
+            return i
+        flags[o] |= ARRIVED
+        length_col[o] = length[i]
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _expose(expo, s, bins, a, b, L):
+    """Add the positions ``[a, b)`` of a document of length ``L`` to its stratum's relative bins.
+
+    Bin ``k`` is ``[e(k), e(k + 1))`` with ``e(k) = ceil(k L / bins)``; ``e(k) <= a`` exactly when
+    ``k <= a bins / L``, so the walk starts at bin ``a bins // L`` and stops at the first edge ``>= b``.
+    """
+    if b <= a:
+        return
+    k = a * bins // L
+    lo = (k * L + bins - 1) // bins
+    while k < bins and lo < b:
+        hi = ((k + 1) * L + bins - 1) // bins
+        c = min(b, hi) - max(a, lo)
+        if c > 0:
+            expo[s * bins + k] += c
+        lo = hi
+        k += 1
+
+
+@njit(cache=True)
+def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitted, first_inv, R, bounds, bins,
+               targets, expo, crop_hist, whole_hist, sums):
+    """Account a chunk of placements; return 0, or 1 (nothing changed) when one is inconsistent."""
+    m = occ.size
+    for i in range(m):  # validate the whole chunk first
+        o = occ[i]
+        if o < 0 or o >= n or not flags[o] & ARRIVED or flags[o] & FILTERED:
+            return 1
+        if ln[i] < 1 or off[i] < 0 or off[i] + ln[i] > R or start[i] < 0:
+            return 1
+        if start[i] + ln[i] - bos[i] > length_col[o]:
+            return 1
+    for i in range(m):
+        o = occ[i]
+        fl = flags[o]
+        L = np.int64(length_col[o])
+        b = bos[i]
+        added = 1 if b and fl & ADDED else 0
+        own = b and not added
+        stop = start[i] + ln[i] - b
+        emitted[o] += ln[i] - added
+        flags[o] = fl | STARTED
+        if off[i] > 0 or ln[i] > 1:
+            v = FIRST_ORIGIN - (row[i] * (R - 1) + max(off[i] - 1, 0))
+            if v > first_inv[o]:
+                first_inv[o] = v
+        sums[S_EMITTED] += ln[i]
+        sums[S_ADDED] += added
+        if L > R:
+            sums[S_LONG] += ln[i]
+        if crop[i]:
+            crop_hist[ln[i]] += 1
+        s = _stratum(bounds, L)
+        targets[s] += ln[i] - (1 if off[i] == 0 else 0)
+        if start[i] == 0 and stop == L and not b:
+            whole_hist[L] += 1  # a whole document fits a row: L <= R
+        else:
+            _expose(expo, s, bins, start[i], stop, L)
+            if own:
+                _expose(expo, s, bins, 0, 1, L)
+    return 0
+
+
+@njit(cache=True)
+def reduce_table(flags, length_col, emitted, discarded, first_inv, buf_occ, buf_amt, n, bounds, capacity,
+                 table, scalars, strata):
+    """Per-stratum sums (``table[column, stratum]``) and scalars of occurrences ``[0, n)``; ``strata[o]``
+    receives each occurrence's stratum (255 when it never arrived)."""
+    j = 0  # cursor into buf_occ (sorted)
+    for o in range(n):
+        fl = flags[o]
+        buffered = 0
+        while j < buf_occ.size and buf_occ[j] < o:
+            j += 1
+        if j < buf_occ.size and buf_occ[j] == o:
+            buffered = buf_amt[j]
+        if not fl & ARRIVED:
+            strata[o] = 255
+            continue
+        L = np.int64(length_col[o])
+        em = np.int64(emitted[o])
+        dc = np.int64(discarded[o])
+        ft = L if fl & FILTERED else 0
+        s = _stratum(bounds, L)
+        strata[o] = s
+        started = 1 if fl & STARTED else 0
+        full = 1 if em == L and L > 0 else 0
+        scalars[R_ARRIVED] += 1
+        scalars[R_STARTED] += started
+        scalars[R_FULL] += full
+        if em + dc + ft + buffered != L:
+            scalars[R_VIOLATIONS] += 1
+        if first_inv[o] > 0 and capacity < L and first_inv[o] > scalars[R_FIRST_LONG]:
+            scalars[R_FIRST_LONG] = first_inv[o]
+        if scalars[R_MAX_LENGTH] < L:
+            scalars[R_MAX_LENGTH] = L
+        table[T_COUNTS, s] += 1
+        table[T_STARTED, s] += started
+        table[T_FULL, s] += full
+        table[T_ARRIVED, s] += L
+        table[T_EMITTED, s] += em
+        table[T_DISCARDED, s] += dc
+        table[T_BUFFERED, s] += buffered
+        if ft > 0:
+            table[T_FSOURCES, s] += 1
+        table[T_FTOKENS, s] += ft
+
+
+@njit(cache=True)
+def length_histogram(flags, length_col, n, hist):
+    """``hist[L] += 1`` for every arrived occurrence of ``[0, n)`` (``hist`` holds the largest length)."""
+    for o in range(n):
+        if flags[o] & ARRIVED:
+            hist[length_col[o]] += 1
+
+
+@njit(cache=True)
+def coverage_values(strata, length_col, emitted, n, s, out):
+    """Fill ``out`` with ``emitted / length`` of the occurrences of stratum ``s``, in id order."""
+    k = 0
+    for o in range(n):
+        if strata[o] == s:
+            L = np.int64(length_col[o])
+            out[k] = emitted[o] / L if L > 0 else 0.0
+            k += 1
+    return k

@@ -1,0 +1,140 @@
+"""The compiled ledger: the chunk accounting and the table reduction as numba loops (the ``fast`` extra).
+
+``Ledger(..., compiled=True)`` (and :func:`~packing_theory.audit.ledger.audit_lengths`
+with ``engine="compiled"``) accounts arrivals and placements and reduces the
+per-occurrence table with the kernels of ``audit/_ledger_kernel.py`` instead of
+whole-array numpy operations. The numpy path of
+:mod:`packing_theory.audit.accounting` and :mod:`packing_theory.audit.table`
+stays the oracle: the results are identical (a differential test over every
+policy and peer compares them), because both use the same integer arithmetic
+and the coverage mean and median are taken by numpy on the same values in the
+same order.
+
+What changes is the cost: one pass per chunk instead of a dozen numpy
+temporaries (no sort for the duplicate-arrival check, no ``np.unique`` for the
+crop and whole-document histograms, which are dense arrays of ``R + 1``
+counts: a crop and a whole document are at most ``R`` tokens), and one pass
+over the table instead of one per block plus one per stratum. Memory: the two
+histograms (16 (R + 1) bytes), a length histogram of ``8 (max length + 1)``
+bytes at the end (the numpy reduction is used instead when the longest
+document exceeds :data:`MAX_HISTOGRAM_LENGTH`), and one stratum's coverage
+values at a time, as in the numpy path, plus one byte per occurrence (its
+stratum) during the reduction.
+
+An inconsistent chunk is handed back to the numpy path, which raises its own
+message; the kernels change nothing before they are sure a chunk is valid.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.compiled import compiled_available
+from ..errors import MissingDependency
+from .table import FIRST_ORIGIN, SourceTable, TableAggregates, summarise_coverage
+
+__all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "load_ledger_kernels"]
+
+MAX_HISTOGRAM_LENGTH = 1 << 24
+"""The longest document for which the compiled reduction counts lengths in a dense histogram."""
+
+Int64Array = npt.NDArray[np.int64]
+
+
+def load_ledger_kernels() -> ModuleType:
+    """Import the numba kernels of the compiled ledger.
+
+    Raises:
+        MissingDependency: numba is not installed (``pip install "packing-theory[fast]"``).
+    """
+    if not compiled_available():
+        raise MissingDependency("the compiled ledger: numba is not installed "
+                                "(pip install 'packing-theory[fast]')")
+    return importlib.import_module("packing_theory.audit._ledger_kernel")
+
+
+class LedgerKernels:
+    """The compiled accounting of one ledger: its dense crop and whole-document histograms.
+
+    Args:
+        capacity: row capacity ``R`` (the histograms hold lengths ``0..R``).
+        boundaries: the length-stratum boundaries.
+        bins: exposure bins.
+    """
+
+    def __init__(self, capacity: int, boundaries: tuple[int, ...], bins: int) -> None:
+        self.k = load_ledger_kernels()
+        self.capacity = int(capacity)
+        self.bounds = np.asarray(boundaries, dtype=np.int64)
+        self.bins = int(bins)
+        self.crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self.whole_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self.sums = np.zeros(3, dtype=np.int64)  # emitted, emitted added BOS, emitted of long documents
+
+    def arrivals(self, t: SourceTable, occ: Int64Array, length: Int64Array) -> int:
+        """Mark ``occ`` arrived with ``length`` (columns grown and widened by the caller).
+
+        Returns -1, or the position in ``occ`` of an occurrence that arrived
+        twice (nothing is changed then). O(len(occ)).
+        """
+        return int(self.k.arrivals(occ, length, t.flags, t.length))
+
+    def placements(self, t: SourceTable, row: Int64Array, off: Int64Array, occ: Int64Array,
+                   start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_], crop: npt.NDArray[np.bool_],
+                   targets: Int64Array, expo: Int64Array) -> bool:
+        """Account a chunk of placements; ``False`` (nothing changed) when one is inconsistent.
+
+        O(chunk x bins)."""
+        status = self.k.placements(row, off, occ, start, ln, bos.view(np.uint8), crop.view(np.uint8), t.n,
+                                   t.flags, t.length, t.emitted, t.first_inv, self.capacity, self.bounds,
+                                   self.bins, targets, expo, self.crop_hist, self.whole_hist, self.sums)
+        return int(status) == 0
+
+    def take_counts(self, crops: dict[int, int], wholes: dict[int, int]) -> None:
+        """Fold the dense histograms into the sparse ``length -> count`` dicts, and empty them. O(R)."""
+        for hist, counts in ((self.crop_hist, crops), (self.whole_hist, wholes)):
+            for k in np.flatnonzero(hist).tolist():
+                counts[k] = counts.get(k, 0) + int(hist[k])
+            hist[:] = 0
+
+    def take_sums(self) -> tuple[int, int, int]:
+        """(emitted, emitted added BOS, emitted of long documents) since the last call, and reset."""
+        out = tuple(int(v) for v in self.sums.tolist())
+        self.sums[:] = 0
+        return out[0], out[1], out[2]
+
+    def reduce(self, t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, capacity: int
+               ) -> TableAggregates | None:
+        """:func:`~packing_theory.audit.table.table_aggregates` in one compiled pass (one more per stratum
+        for the coverage values), or ``None`` when the numpy reduction must do it (a source column, or a
+        document longer than :data:`MAX_HISTOGRAM_LENGTH`). O(occurrences x strata)."""
+        if t.source is not None:
+            return None
+        k, n = self.k, t.n
+        S = self.bounds.size + 1
+        table = np.zeros((9, S), dtype=np.int64)
+        scalars = np.zeros(6, dtype=np.int64)
+        strata = np.empty(n, dtype=np.uint8)
+        k.reduce_table(t.flags, t.length, t.emitted, t.discarded, t.first_inv, buf_occ, buf_amt, n,
+                       self.bounds, capacity, table, scalars, strata)
+        top = int(scalars[5])
+        if top > MAX_HISTOGRAM_LENGTH:
+            return None
+        hist = np.zeros(top + 1, dtype=np.int64)
+        k.length_histogram(t.flags, t.length, n, hist)
+        lengths = np.flatnonzero(hist).astype(np.int64)
+        coverage = []
+        for s in range(S):
+            values = np.empty(int(table[0, s]), dtype=np.float64)
+            k.coverage_values(strata, t.length, t.emitted, n, s, values)
+            coverage.append(summarise_coverage(values))
+        rows = [[int(v) for v in r] for r in table.tolist()]
+        arrived, started, full, violations, first_long = (int(v) for v in scalars[:5].tolist())
+        return TableAggregates(
+            arrived, started, full, started, violations, FIRST_ORIGIN - first_long if first_long else None,
+            rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8],
+            lengths, hist[lengths], coverage)
