@@ -7,7 +7,8 @@ Every consumer of the placement stream — :class:`~packing_theory.audit.Ledger`
 :class:`~packing_theory.invariant.wait_bound.StartDelayMonitor`,
 :class:`~packing_theory.engine.summary.SummaryAccumulator`,
 :class:`~packing_theory.invariant.BufferTracker`, the adapter's
-:class:`~packing_theory.adapters.stream.RemainderTracker` — has the three
+:class:`~packing_theory.adapters.stream.RemainderTracker`, a peer's
+:class:`~packing_theory.peers.FigureAccumulator` — has the three
 methods of :class:`Consumer`:
 
 * ``feed(item)`` — account one :class:`~packing_theory.engine.events.Event`

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 from .._checks import check_int
 from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
-from ._figures import FigureAccumulator, TrainerRule
+from ._figures import SEED_RULE, FigureAccumulator, TrainerRule
 
 __all__ = ["OFFLINE_START_DELAYS", "SAME_WIDTH", "PeerPacker"]
 
@@ -77,11 +77,7 @@ class PeerPacker(abc.ABC):
     repeats_tokens: ClassVar[bool] = False
     knobs: ClassVar[tuple[Knob, ...]] = ()
     row_width: ClassVar[RowWidth] = SAME_WIDTH
-    trainer_rule: ClassVar[TrainerRule] = TrainerRule(
-        "row", True, "not declared by this peer",
-        "no trainer rule declared: seed 000's convention, every position holding a token but the first of "
-        "a row is a target (targets = placed + repeated tokens - rows) and unused positions are stored pads",
-        "not applicable")
+    trainer_rule: ClassVar[TrainerRule] = SEED_RULE
     offline: ClassVar[bool] = True
 
     def __init__(self, capacity: int) -> None:

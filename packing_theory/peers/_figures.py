@@ -45,10 +45,11 @@ from typing import Any, Literal
 
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
+from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Horizon, Padding, Placement, Repeat
 from ..errors import InputError, InputTypeError
 
-__all__ = ["TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TargetUnit", "TrainerRule"]
+__all__ = ["SEED_RULE", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TargetUnit", "TrainerRule"]
 
 TargetUnit = Literal["row", "sequence", "position"]
 TARGET_UNITS: tuple[TargetUnit, ...] = ("row", "sequence", "position")
@@ -82,6 +83,14 @@ class TrainerRule:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
+
+
+SEED_RULE = TrainerRule(
+    "row", True, "not declared by this packer",
+    "no trainer rule declared: seed 000's convention, every position holding a token but the first of "
+    "a row is a target (targets = placed + repeated tokens - rows) and unused positions are stored pads",
+    "not applicable")
+"""The rule of a packer that declares none (seed 000's convention; the streaming family's rows are full)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +160,19 @@ class FigureAccumulator:
         self._length: dict[int, int] = {}  # occurrence -> arrived length
         self._occ_targets: dict[int, int] = {}  # occurrence -> targets its tokens hold
         self._horizon: Horizon | None = None
+
+    @classmethod
+    def for_packer(cls, packer: object) -> FigureAccumulator:
+        """A peer's own accumulator (``packer.figures()``), else one under :data:`SEED_RULE` at its capacity.
+
+        ``packer``: a peer, an engine or a :class:`~packing_theory.engine.policies.PackerConfig`.
+        """
+        figures = getattr(packer, "figures", None)
+        if callable(figures):
+            made = figures()
+            if isinstance(made, FigureAccumulator):
+                return made
+        return cls(SEED_RULE, consumer_settings(packer).capacity)
 
     def feed(self, item: EventItem) -> None:
         """Account one event (a batch is taken event by event)."""

@@ -195,7 +195,10 @@ class MegatronGPT(PeerPacker):
         "_get_ltor_masks_and_position_ids",
         "training samples hold sequence_length + 1 tokens and no padding; tokens = sample[:-1] and labels = "
         "sample[1:], so every sample predicts sequence_length targets (placed + repeated tokens - samples); "
-        "eod_mask_loss (off by default) would also mask the EOD labels, which lengths alone cannot show")
+        "eod_mask_loss (off by default) would also mask the EOD labels, which lengths alone cannot show",
+        "GPTDataset.__getitem__ read in the installed megatron-core 0.16.1 (text[:-1] / text[1:]; loss_mask "
+        "0 only where a label is the pad token id); the drawn rows are checked against its index builders "
+        "(tests/peers/test_megatron_samples.py)")
     repeats_tokens: ClassVar[bool] = True
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("seed", "int", 1234, "random_seed of the dataset config (Megatron-LM's --seed default)"),

@@ -91,7 +91,9 @@ class OlmoPacker(PeerPacker):
         "masked by label_mask, then shifted by one over the instance)",
         "instances are stored right-padded to sequence_length; labels are masked on the padding and shifted "
         "by one over the whole instance (document boundaries inside an instance are predicted): "
-        "targets = placed tokens - instances")
+        "targets = placed tokens - instances",
+        "get_labels read at allenai/OLMo-core src/olmo_core/data/utils.py (label_mask, attention_mask and "
+        "instance_mask fill -100, then labels[..., 1:] padded with -100); not run here (needs the package)")
     trainer_view: ClassVar[str] = (
         "instances right-padded to sequence_length with pad_token_id; label_mask False on padding; "
         "doc_lens (with generate_doc_lengths) give the document boundaries for intra-document masking "

@@ -94,7 +94,9 @@ class TorchtunePacker(PeerPacker):
         "ignore_index)",
         "packs are stored padded to max_seq_len with labels -100 on the padding; the recipe shifts labels by "
         "one over the whole pack: targets = placed tokens - packs (labels as the dataset gives them; a "
-        "dataset's prompt masking is not modelled)")
+        "dataset's prompt masking is not modelled)",
+        "the recipes' shift (labels = hstack(labels[..., 1:], ignore_index column)) read in torchtune's "
+        "recipes; the padding from the transcribed _packed.py; not run here")
     trainer_view: ClassVar[str] = (
         "packs padded to max_seq_len (tokens padding_idx, labels -100); input_pos = offset in the sample "
         "mod max_seq_len (a split continuation does not restart at 0), continuing over the padding clamped "

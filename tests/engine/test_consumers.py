@@ -40,7 +40,7 @@ from packing_theory.errors import InputError, InputTypeError
 from packing_theory.invariant import BufferTracker, InvariantMonitor
 from packing_theory.invariant import strategies as pst
 from packing_theory.invariant.wait_bound import StartDelayMonitor
-from packing_theory.peers import peer_policies
+from packing_theory.peers import FigureAccumulator, peer_policies
 from packing_theory.registry import build_packer
 
 Factory = Callable[[Any], Consumer[Any]]
@@ -57,6 +57,7 @@ CONSUMERS: dict[str, Factory] = {
     "BufferTracker": BufferTracker.for_packer,  # streaming policies only
     "RemainderTracker": lambda p: RemainderTracker(),
     "ScoredTargets": lambda p: ScoredTargets.for_packer(p, targets=3 * consumer_settings(p).capacity),
+    "FigureAccumulator": FigureAccumulator.for_packer,
 }
 PEER_CONSUMERS = [name for name in CONSUMERS if name != "BufferTracker"]
 
@@ -137,7 +138,8 @@ def _constructors() -> list[tuple[str, Any]]:
     classes = {"Ledger": Ledger, "StreamLedger": StreamLedger, "CostAccumulator": CostAccumulator,
                "InvariantMonitor": InvariantMonitor, "StartDelayMonitor": StartDelayMonitor,
                "SummaryAccumulator": SummaryAccumulator, "BufferTracker": BufferTracker,
-               "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets}
+               "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets,
+               "FigureAccumulator": FigureAccumulator}
     assert set(classes) == set(CONSUMERS)
     return sorted(classes.items())
 
