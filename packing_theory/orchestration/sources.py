@@ -99,6 +99,8 @@ class SourcesResult:
     mixture: DeclaredMixture | None
     funnel: FunnelResult | None
     packers: tuple[PackerSources, ...]
+    refused: tuple[tuple[str, str], ...] = ()
+    """Peers whose framework's own rule refused the corpus: ``(name, why)``."""
 
     def packer(self, name: str) -> PackerSources:
         """One packer's part."""
@@ -122,6 +124,7 @@ class SourcesResult:
                 "stages": [s.to_dict() for s in self.funnel.stages],
             },
             "packers": [p.to_dict() for p in self.packers],
+            "refused": [{"policy": n, "why": w} for n, w in self.refused],
         }
 
 
@@ -162,6 +165,7 @@ def audit_sources(
     policies: Sequence[str] | None = None,
     peer_options: Mapping[str, Mapping[str, Any]] | None = None,
     seq_length: int | None = None,
+    peer_widths: Mapping[str, int] | None = None,
     engine: Engine = "fast",
     mixture: DeclaredMixture | None = None,
     funnel: Funnel | FunnelResult | None = None,
@@ -177,10 +181,15 @@ def audit_sources(
         config: the streaming loader settings (row budget, ``B``, ...); peers
             replay at row width ``config.capacity`` (or ``seq_length``'s rule).
         policies: packers, streaming and peer (default ``config.policy``).
+        peer_widths: a row width per peer, overriding ``config.capacity`` and
+            ``seq_length`` (``compare`` fixes them by its own rule).
         mixture: the declared mixture (α per source), or ``None``.
         funnel: the cleaning funnel (declared, or already applied), or ``None``.
         blocks: blocks of rows for the share over training time.
         threshold: the drift statistic's flag threshold.
+
+    A peer whose framework refuses the corpus (a ``ValueError`` from its own
+    rule) is listed in ``refused`` instead.
 
     Raises:
         InputError: labels of another length, an unknown packer, an undeclared
@@ -199,13 +208,27 @@ def audit_sources(
     kept_labels = labels if result is None else labels.subset(result.keep)
     if kept.size == 0:
         raise InputError("the funnel removes every document: nothing reaches the packer")
+    if mixture is not None:  # before any replay (a peer's refusal is told apart from this)
+        undeclared = sorted(set(labels.names) - set(mixture.alpha))
+        if undeclared:
+            raise InputError(
+                f"the corpus has source(s) {undeclared} that the declared mixture does not name "
+                f"(declared: {list(mixture.sources)})"
+            )
     names = list(policies) if policies is not None else [config.policy]
     peers = set(packer_names("peer"))
     out: list[PackerSources] = []
+    refused: list[tuple[str, str]] = []
     for name in names:
         if name in peers:
             opts = dict((peer_options or {}).get(name, {}))
-            width = config.capacity if seq_length is None else entry(name).capacity_for(seq_length, opts)
+            width = (
+                peer_widths[name]
+                if peer_widths and name in peer_widths
+                else config.capacity
+                if seq_length is None
+                else entry(name).capacity_for(seq_length, opts)
+            )
             peer = entry(name).build(width, **opts)
             events: Any = peer.events(kept)
             ledger = Ledger(peer.capacity, config.min_buffer, policy=name)
@@ -215,18 +238,23 @@ def audit_sources(
             ledger = Ledger.for_packer(packer)
         else:
             raise InputError(f"policy must be one of {', '.join(packer_names())}; got {name!r}")
-        out.append(
-            packer_sources(
-                name,
-                events,
-                ledger,
-                kept_labels,
-                raw_lengths=raw,
-                raw_labels=labels,
-                funnel=result,
-                mixture=mixture,
-                blocks=blocks,
-                threshold=threshold,
+        try:
+            out.append(
+                packer_sources(
+                    name,
+                    events,
+                    ledger,
+                    kept_labels,
+                    raw_lengths=raw,
+                    raw_labels=labels,
+                    funnel=result,
+                    mixture=mixture,
+                    blocks=blocks,
+                    threshold=threshold,
+                )
             )
-        )
-    return SourcesResult(labels.names, labels.origin, mixture, result, tuple(out))
+        except ValueError as exc:
+            if name not in peers:
+                raise
+            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
+    return SourcesResult(labels.names, labels.origin, mixture, result, tuple(out), tuple(refused))
