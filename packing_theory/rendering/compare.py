@@ -11,8 +11,10 @@ unit). The JSON is :meth:`Comparison.to_dict
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import Comparison
@@ -137,16 +139,20 @@ class CompareFiles:
     plots: tuple[Path, ...]
 
 
-def write_report_files(writer: ReportWriter, cmp: Comparison, *, plots: bool = True) -> CompareFiles:
+def write_report_files(writer: ReportWriter, cmp: Comparison, *, plots: bool = True,
+                       sections: Mapping[str, Any] | None = None,
+                       markdown: Sequence[str] = ()) -> CompareFiles:
     """Stage ``compare.json``, ``compare.md`` and (with ``plots``) the PNGs in an open ``writer``.
 
-    The caller commits. Every file carries the writer's run id.
+    ``sections`` adds top-level JSON entries (e.g. ``sources``) and ``markdown``
+    lines after the comparison's own. The caller commits. Every file carries the writer's run id.
     """
     run = writer.run_info
     pngs: tuple[Path, ...] = ()
     if plots:
         pngs = tuple(write_plots(cmp, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
-    j = writer.write_json("compare.json", cmp.to_dict(run))
-    md = writer.write_text("compare.md", render_markdown(cmp, run=run))
+    j = writer.write_json("compare.json", {**cmp.to_dict(run), **(sections or {})})
+    text = render_markdown(cmp, run=run)
+    md = writer.write_text("compare.md", text + ("\n" + "\n".join(markdown) + "\n" if markdown else ""))
     return CompareFiles(j, md, pngs)
 
