@@ -100,6 +100,9 @@ def wants_sources(args: argparse.Namespace) -> bool:
 def check_source_options(args: argparse.Namespace) -> None:
     """Refuse conflicting or dangling source options before anything is read (one line naming them)."""
     given = [f"--{k.replace('_', '-')}" for k in _ORIGINS if getattr(args, k, None)]
+    census = bool(args.labels_manifest) and _is_census(args.labels_manifest)
+    if census and args.source_from:  # a census's inputs, by directory or by file
+        given.remove("--source-from")
     if len(given) > 1:
         raise InputError(f"give one origin of source labels, got {', '.join(given)}")
     if not given:
@@ -117,7 +120,7 @@ def check_source_options(args: argparse.Namespace) -> None:
         raise InputError(f"{given[0]} labels your corpus; --demo has no source labels")
     if given and getattr(args, "world_size", None) is not None:
         raise InputError(f"{given[0]} with --world-size: the per-rank audit does not carry source labels yet")
-    if args.source_from and not (
+    if args.source_from and not census and not (
         getattr(args, "data", None) or getattr(args, "files_from", None) or getattr(args, "shards", None)
     ):
         raise InputError(
@@ -127,6 +130,17 @@ def check_source_options(args: argparse.Namespace) -> None:
         getattr(args, "data", None) or getattr(args, "files_from", None) or getattr(args, "text", None)
     ):
         raise InputError("--source-column needs --data (parquet, hf) or --text .parquet files")
+
+
+def _is_census(path: str) -> bool:
+    """Whether ``path`` is a census.json (``format`` ``packing-theory/census``), read once here."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return bool(json.load(fh).get("format") == "packing-theory/census")
+    except (OSError, ValueError, AttributeError):
+        return False  # read_manifest says what is wrong with it
 
 
 def source_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -156,6 +170,16 @@ def load_labels(args: argparse.Namespace, documents: int) -> SourceLabels:
 
     if args.labels:
         return labels_from_file(args.labels, documents=documents)
+    if args.labels_manifest and _is_census(args.labels_manifest):
+        import json
+
+        from ..corpus.labels import labels_from_census
+
+        with open(args.labels_manifest, encoding="utf-8") as fh:
+            census = json.load(fh)
+        return labels_from_census(
+            census, args.source_from or "dir", origin=f"census {args.labels_manifest!r}", documents=documents
+        )
     if args.labels_manifest:
         from ..corpus.manifest import read_manifest
 

@@ -11,6 +11,8 @@ origin                  function
 ======================  ===========================================================
 a labels file           :func:`labels_from_file` (one label per line, or a JSON list)
 a seed-002 manifest     :func:`labels_from_manifest` (the source of single-source shards)
+a census                :func:`labels_from_census` (the directory or file of each input of
+                        ``packing-theory census``)
 a dataset column        :func:`labels_from_column` (parquet files, Arrow files, a saved
                         Hugging Face dataset)
 the file or directory   :func:`labels_from_paths` (``file``: the file a document came
@@ -45,6 +47,7 @@ from ..errors import InputError, InputTypeError, import_optional
 __all__ = [
     "SOURCE_FROM",
     "SourceLabels",
+    "labels_from_census",
     "labels_from_column",
     "labels_from_file",
     "labels_from_manifest",
@@ -197,6 +200,29 @@ def labels_from_manifest(
         counts.append(n)
     codes = np.repeat(np.arange(len(names), dtype=np.int32), np.asarray(counts, dtype=np.int64))
     labels = SourceLabels.from_codes(names, codes, origin=origin)
+    return labels if documents is None else labels.check_documents(documents)
+
+
+def labels_from_census(census: Mapping[str, Any], source_from: str = "dir", *, origin: str = "the census",
+                       documents: int | None = None) -> SourceLabels:
+    """A census's inputs (``census.json``: ``shards``, one entry per input in document order) as labels.
+
+    Each document's source is the directory (``dir``) or the file (``file``)
+    of the input it was counted from (:func:`labels_from_paths`); the
+    census's ``lengths.npy`` has the same document order. O(inputs + documents).
+
+    >>> c = {"shards": [{"path": "web/a.txt", "n_docs": 2}, {"path": "code/b.txt", "n_docs": 1}]}
+    >>> labels_from_census(c).codes.tolist()
+    [1, 1, 0]
+    """
+    entries = census.get("shards")
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{origin} lists no inputs ('shards')")
+    paths = [str(e["path"]) for e in entries]
+    counts = np.asarray([int(e["n_docs"]) for e in entries], dtype=np.int64)
+    codes = np.repeat(np.arange(len(paths), dtype=np.int32), counts)
+    labels = labels_from_paths(paths, codes, source_from)
+    labels = SourceLabels(labels.names, labels.codes, f"{origin} (--source-from {source_from})")
     return labels if documents is None else labels.check_documents(documents)
 
 

@@ -202,3 +202,26 @@ def test_source_from_dir_and_a_parquet_source_column(tmp_path: Path,
     assert main(["audit", "--data", str(tmp_path / "t.parquet"), "--source-column", "nope", *AUDIT,
                  "--out", str(tmp_path / "rep3")]) == 2
     assert "has no column 'nope'" in _error(capsys)
+
+
+def test_census_inputs_label_the_census_lengths(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for src, lines in (("web", 12), ("code", 5)):
+        (tmp_path / src).mkdir()
+        (tmp_path / src / "part.txt").write_text("".join(f"line {i} of {src}\n" for i in range(lines)))
+    assert main(["census", "--text", "web/part.txt", "code/part.txt", "--per-line", "--workers", "1",
+                 "--out", "cen"]) == 0
+    args = ["audit", "--lengths", "cen/lengths.npy", "--labels-manifest", "cen/census.json",
+            "--capacity", "16", "--min-buffer", "2", "--refill", "2", "--permutations", "0", "--drain",
+            "--no-plots"]
+    assert main([*args, "--out", "rep"]) == 0
+    src = json.loads((tmp_path / "rep" / "audit.json").read_text())["sources"]
+    assert {a["source"]: a["documents"] for a in src["packers"][0]["accounts"]} == {"web": 12, "code": 5}
+    assert main([*args, "--source-from", "file", "--out", "rep2"]) == 0
+    src = json.loads((tmp_path / "rep2" / "audit.json").read_text())["sources"]
+    assert [a["source"] for a in src["packers"][0]["accounts"]] == ["code/part.txt", "web/part.txt"]
+    capsys.readouterr()
+    assert main(["audit", "--lengths", "cen/lengths.npy", "--labels", "cen/census.json", "--labels-manifest",
+                 "cen/census.json", "--out", "rep3"]) == 2
+    assert "give one origin of source labels, got --labels, --labels-manifest" in _error(capsys)
