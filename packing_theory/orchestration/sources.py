@@ -140,9 +140,14 @@ def packer_sources(
     mixture: DeclaredMixture | None,
     blocks: int = DEFAULT_BLOCKS,
     threshold: float = DRIFT_THRESHOLD,
+    also: Sequence[Any] = (),
 ) -> PackerSources:
-    """Feed one packer's ``events`` to ``ledger`` and a :class:`MixtureSeries` and sum per source."""
-    agg, matrix = feed_all(events, ledger, MixtureSeries(labels))
+    """Feed one packer's ``events`` to ``ledger`` and a :class:`MixtureSeries` and sum per source.
+
+    ``also``: more consumers fed in the same pass (``replay``'s summary); ask
+    them for their ``result()`` afterwards.
+    """
+    agg, matrix, *_ = feed_all(events, ledger, MixtureSeries(labels), *also)
     arrays = ledger.arrays()
     accounts = source_accounts(arrays, labels)
     shares = None if mixture is None else realised_mixture(accounts, mixture)

@@ -225,3 +225,20 @@ def test_census_inputs_label_the_census_lengths(tmp_path: Path, capsys: pytest.C
     assert main(["audit", "--lengths", "cen/lengths.npy", "--labels", "cen/census.json", "--labels-manifest",
                  "cen/census.json", "--out", "rep3"]) == 2
     assert "give one origin of source labels, got --labels, --labels-manifest" in _error(capsys)
+
+
+@pytest.mark.parametrize("policy", ["discard", "trl-bfd"])
+def test_replay_carries_the_labels_in_its_own_pass(corpus: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                                                   policy: str) -> None:
+    tmp = corpus["tmp"]
+    capsys.readouterr()
+    assert main(["replay", "--lengths", str(tmp / "lengths.npy"), "--labels", str(tmp / "labels.txt"),
+                 "--mixture", str(tmp / "mix.json"), "--policy", policy, "--capacity", "64",
+                 "--min-buffer", "4", "--refill", "4", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    src = doc["sources"]
+    assert src["reconciles"] and src["policy"] == policy
+    # the per-source trained tokens add up to the replay's own emitted tokens (no BOS is added here)
+    assert doc["added_bos_tokens"] == 0
+    assert sum(a["trained_tokens"] for a in src["accounts"]) == doc["emitted_tokens"]
+    assert sum(a["documents"] for a in src["accounts"]) == 300
