@@ -118,10 +118,17 @@ def check_source_options(args: argparse.Namespace) -> None:
         raise InputError(f"--drift-threshold must be in [0, 1], got {args.drift_threshold}")
     if given and getattr(args, "demo", False):
         raise InputError(f"{given[0]} labels your corpus; --demo has no source labels")
-    if given and getattr(args, "world_size", None) is not None:
-        raise InputError(f"{given[0]} with --world-size: the per-rank audit does not carry source labels yet")
-    if args.source_from and not census and not (
-        getattr(args, "data", None) or getattr(args, "files_from", None) or getattr(args, "shards", None)
+    if getattr(args, "funnel", None) and getattr(args, "world_size", None) is not None:
+        raise InputError(
+            "--funnel with --world-size: the per-rank audit reads the raw inputs; apply the "
+            "funnel without --world-size"
+        )
+    if (
+        args.source_from
+        and not census
+        and not (
+            getattr(args, "data", None) or getattr(args, "files_from", None) or getattr(args, "shards", None)
+        )
     ):
         raise InputError(
             "--source-from needs --data, --files-from or --shards (the files documents come from)"
@@ -258,3 +265,79 @@ def run_sources(
         blocks=args.mixture_blocks,
         threshold=args.drift_threshold,
     )
+
+
+def _row_group_sizes(source: Any, row_group_size: int) -> list[list[int]]:
+    """Documents per row group of each file of a per-rank source (as the per-rank audit cuts them)."""
+    from ..distributed.ranks import ParquetSource
+
+    if isinstance(source, ParquetSource):
+        from ..corpus.text import _pyarrow_parquet
+
+        pq = _pyarrow_parquet()
+        out = []
+        for p in source.paths:
+            meta = pq.ParquetFile(p).metadata
+            out.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+        return out
+    files = [source] if isinstance(source, np.ndarray) else list(source)
+    sizes = []
+    for f in files:
+        n = int(np.asarray(f).size)
+        sizes.append([min(row_group_size, n - i) for i in range(0, n, row_group_size)])
+    return sizes
+
+
+def rank_sources_section(
+    args: argparse.Namespace,
+    source: Any,
+    raw: npt.NDArray[np.int64],
+    labels: SourceLabels,
+    config: Any,
+    policies: list[str],
+) -> tuple[list[Any], list[str]]:
+    """``--world-size`` with labels: every rank's per-source accounting, merged per policy (JSON and
+    Markdown)."""
+    from ..orchestration.sources import rank_sources
+    from ..reporting.markdown import percent, table
+
+    streaming = [p for p in policies if p in _streaming()]
+    res = rank_sources(
+        raw,
+        labels,
+        _row_group_sizes(source, args.row_group_size),
+        args.world_size,
+        config,
+        policies=streaming,
+        engine=args.engine,
+        mixture=load_declared(args),
+        blocks=args.mixture_blocks,
+        threshold=args.drift_threshold,
+    )
+    lines = ["", f"### Per rank ({args.world_size} ranks, merged)", ""]
+    for r in res:
+        shares = {s.source: s for s in r.shares or ()}
+        rows = [
+            [
+                a.source,
+                f"{a.arrived:,}",
+                f"{a.trained_tokens:,}",
+                f"{a.never_started:,}",
+                percent(shares[a.source].share) if a.source in shares else "–",
+            ]
+            for a in r.accounts
+        ]
+        lines += [
+            f"{r.policy}: every rank reconciles: {'yes' if r.reconciles else 'NO'}; largest drift "
+            f"statistic of a rank: {'–' if r.max_drift is None else f'{r.max_drift:.3f}'}.",
+            "",
+        ]
+        lines += table(["source", "arrived", "trained", "never started", "trained share"], rows, "lrrrr")
+        lines.append("")
+    return [r.to_dict() for r in res], lines
+
+
+def _streaming() -> tuple[str, ...]:
+    from ..engine.policies import POLICIES
+
+    return tuple(POLICIES)

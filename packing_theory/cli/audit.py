@@ -356,18 +356,24 @@ def _source_inputs(args: argparse.Namespace, train: npt.NDArray[np.int64]) -> tu
 
 
 def _sources(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, raw: npt.NDArray[np.int64],
-             labels: Any, funnel: Any, writer: Any, sections: dict[str, Any] | None, md_lines: list[str]
-             ) -> tuple[Any, dict[str, Any], list[str]]:
-    """The data-source audit: its ``sources`` JSON key, its Markdown section and its plot."""
+             labels: Any, funnel: Any, writer: Any, sections: dict[str, Any] | None, md_lines: list[str],
+             ranks_source: Any = None) -> tuple[Any, dict[str, Any], list[str]]:
+    """The data-source audit: its ``sources`` JSON key, its Markdown section and its plot (and, with
+    ``--world-size``, every rank's sources under ``sources.ranks``)."""
     from ..rendering.sources import SOURCES_PLOT, sources_markdown, write_sources_plot
-    from ._sources import run_sources
+    from ._sources import rank_sources_section, run_sources
 
     res = run_sources(args, raw, labels, funnel, config, plan.policies, peer_options=plan.peer_options,
                       seq_length=getattr(args, "seq_length", None), engine=args.engine)
     if plan.plots and res.packers:
         write_sources_plot(res, writer.path(SOURCES_PLOT), metadata=writer.png_metadata)
     lines = sources_markdown(res, plot=SOURCES_PLOT if plan.plots and res.packers else None)
-    return res, {**(sections or {}), "sources": res.to_dict()}, [*md_lines, *lines]
+    doc = res.to_dict()
+    if ranks_source is not None:
+        doc["ranks"], rank_lines = rank_sources_section(args, ranks_source, raw, labels, config,
+                                                        plan.policies)
+        lines += rank_lines
+    return res, {**(sections or {}), "sources": doc}, [*md_lines, *lines]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -408,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
         sources = None
         if labels is not None:
             sources, sections, md_lines = _sources(args, plan, config, raw, labels, funnel, writer, sections,
-                                                   md_lines)
+                                                   md_lines, ranks_source)
         write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
                            sections=sections, markdown=md_lines)
         writer.commit()

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import check_int
 from ..audit.declared import DeclaredMixture
 from ..audit.ledger import Ledger
 from ..audit.sources import (
@@ -56,7 +57,15 @@ from ..lengths import validate_lengths
 from ..registry import entry
 from ..registry import names as packer_names
 
-__all__ = ["PackerSources", "SourcesResult", "audit_sources", "packer_sources"]
+__all__ = [
+    "PackerSources",
+    "RankSources",
+    "SourcesResult",
+    "audit_sources",
+    "packer_sources",
+    "rank_documents",
+    "rank_sources",
+]
 
 
 @dataclass(frozen=True)
@@ -263,3 +272,169 @@ def audit_sources(
                 raise
             refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
     return SourcesResult(labels.names, labels.origin, mixture, result, tuple(out), tuple(refused))
+
+
+@dataclass(frozen=True)
+class RankSources:
+    """One policy's data-source audit over every DDP rank: per rank, and merged (accounts summed)."""
+
+    policy: str
+    world_size: int
+    ranks: tuple[PackerSources, ...]
+    accounts: tuple[SourceAccount, ...]
+    shares: tuple[SourceShare, ...] | None
+
+    @property
+    def reconciles(self) -> bool:
+        """Every rank's accounting reconciles, and so does the merge."""
+        return all(r.reconciles for r in self.ranks) and all(a.reconciles for a in self.accounts)
+
+    @property
+    def max_drift(self) -> float | None:
+        """The largest drift statistic of a rank."""
+        values = [r.drift.drift for r in self.ranks if r.drift.drift is not None]
+        return max(values) if values else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "policy": self.policy,
+            "world_size": self.world_size,
+            "reconciles": self.reconciles,
+            "accounts": [a.to_dict() for a in self.accounts],
+            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "max_drift": self.max_drift,
+            "ranks": [
+                {
+                    "rank": i,
+                    "rows": r.rows,
+                    "stop_reason": r.stop_reason,
+                    "reconciles": r.reconciles,
+                    "drift": r.drift.drift,
+                    "drifted": r.drift.drifted,
+                    "accounts": [a.to_dict() for a in r.accounts],
+                }
+                for i, r in enumerate(self.ranks)
+            ],
+        }
+
+
+def rank_documents(
+    row_group_sizes: Sequence[Sequence[int]], rank: int, world_size: int
+) -> npt.NDArray[np.int64]:
+    """The corpus indices of the documents rank ``rank`` reads, in its arrival order (nanochat's rule).
+
+    ``row_group_sizes[f][g]``: documents of row group ``g`` of file ``f``; the
+    corpus is the files in order, each file's row groups in order; rank ``r``
+    reads row groups ``r, r + W, ...`` of every file
+    (:func:`~packing_theory.corpus.ranks.rank_row_groups`). O(documents of the rank).
+
+    >>> rank_documents([[2, 2, 1], [3]], 1, 2).tolist()
+    [2, 3]
+    """
+    from ..corpus.ranks import rank_row_groups
+
+    parts: list[npt.NDArray[np.int64]] = []
+    start = 0
+    for groups in row_group_sizes:
+        offsets = np.concatenate([[0], np.cumsum(np.asarray(groups, dtype=np.int64))]) + start
+        for g in rank_row_groups(len(groups), rank, world_size):
+            parts.append(np.arange(offsets[g], offsets[g + 1], dtype=np.int64))
+        start = int(offsets[-1])
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def rank_sources(
+    lengths: npt.ArrayLike,
+    labels: SourceLabels,
+    row_group_sizes: Sequence[Sequence[int]],
+    world_size: int,
+    config: PackerConfig,
+    *,
+    policies: Sequence[str] | None = None,
+    batch_size: int = 128,
+    engine: Engine = "fast",
+    mixture: DeclaredMixture | None = None,
+    blocks: int = DEFAULT_BLOCKS,
+    threshold: float = DRIFT_THRESHOLD,
+) -> tuple[RankSources, ...]:
+    """The data-source audit of every rank of a ``world_size``-rank nanochat run, one result per policy.
+
+    ``lengths`` / ``labels``: the whole corpus (files in order); ``row_group_sizes``
+    cut it into row groups (:func:`rank_documents`). Each rank replays its own
+    documents with its own refill sequence (a batch of ``batch_size`` restarted
+    at each row group), as :func:`~packing_theory.distributed.ranks.audit_ranks`
+    does; the merged accounts are the sums over ranks, the shares are recomputed
+    from them. Sequential, in this process. O(events of every rank).
+
+    Raises:
+        InputError: labels or row groups that do not cover the corpus, a peer policy, a rank with no
+            documents.
+    """
+    from ..corpus.ranks import rank_stream
+
+    arr = validate_lengths(np.asarray(lengths))
+    labels.check_documents(arr.size)
+    total = sum(int(sum(g)) for g in row_group_sizes)
+    if total != arr.size:
+        raise InputError(f"row groups hold {total} documents for a corpus of {arr.size}")
+    names = list(policies) if policies is not None else [config.policy]
+    for name in names:
+        if name not in POLICIES:
+            raise InputError(
+                f"a per-rank audit replays streaming policies ({', '.join(POLICIES)}); got {name!r}"
+            )
+    start = 0
+    groups: list[list[npt.NDArray[np.int64]]] = []
+    for sizes in row_group_sizes:
+        file_groups = []
+        for n in sizes:
+            file_groups.append(arr[start : start + int(n)])
+            start += int(n)
+        groups.append(file_groups)
+    per: dict[str, list[PackerSources]] = {n: [] for n in names}
+    for r in range(check_int("world_size", world_size, 1)):
+        stream = rank_stream(groups, r, world_size, batch_size=batch_size)
+        idx = rank_documents(row_group_sizes, r, world_size)
+        mine = SourceLabels(labels.names, labels.codes[idx], f"{labels.origin}, rank {r}")
+        for name in names:
+            cfg = replace(config, policy=name, refill=stream.refill)  # type: ignore[arg-type]
+            packer = make_packer(engine, cfg)
+            per[name].append(
+                packer_sources(
+                    name,
+                    packer.stream(stream.lengths),
+                    Ledger.for_packer(packer),
+                    mine,
+                    raw_lengths=stream.lengths,
+                    raw_labels=mine,
+                    funnel=None,
+                    mixture=mixture,
+                    blocks=blocks,
+                    threshold=threshold,
+                )
+            )
+    out = []
+    for name in names:
+        ranks = tuple(per[name])
+        merged = tuple(
+            SourceAccount(a.source, *(sum(getattr(p.accounts[k], f) for p in ranks) for f in _ACCOUNT_FIELDS))
+            for k, a in enumerate(ranks[0].accounts)
+        )
+        shares = None if mixture is None else realised_mixture(merged, mixture)
+        out.append(RankSources(name, world_size, ranks, merged, shares))
+    return tuple(out)
+
+
+_ACCOUNT_FIELDS = (
+    "documents",
+    "never_reached",
+    "arrived",
+    "arrived_tokens",
+    "started",
+    "never_started",
+    "never_started_tokens",
+    "trained_tokens",
+    "dropped_tokens",
+    "buffered_tokens",
+)

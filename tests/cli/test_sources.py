@@ -242,3 +242,26 @@ def test_replay_carries_the_labels_in_its_own_pass(corpus: dict[str, Any], capsy
     assert doc["added_bos_tokens"] == 0
     assert sum(a["trained_tokens"] for a in src["accounts"]) == doc["emitted_tokens"]
     assert sum(a["documents"] for a in src["accounts"]) == 300
+
+
+def test_world_size_with_labels_accounts_every_rank(corpus: dict[str, Any],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    tmp = corpus["tmp"]
+    status = main(["audit", "--lengths", str(tmp / "lengths.npy"), "--labels", str(tmp / "labels.txt"),
+                   "--mixture", str(tmp / "mix.json"), "--policy", "discard", *AUDIT, "--world-size", "2",
+                   "--row-group-size", "50", "--out", str(tmp / "rep")])
+    assert status == 0, capsys.readouterr().err
+    doc = json.loads((tmp / "rep" / "audit.json").read_text())
+    (ranks,) = doc["sources"]["ranks"]
+    assert ranks["world_size"] == 2 and ranks["reconciles"] and len(ranks["ranks"]) == 2
+    # every rank's trained tokens are what the per-rank audit says it emitted (no BOS is added by discard)
+    for mine, theirs in zip(ranks["ranks"], doc["ranks"]["discard"]["ranks"], strict=True):
+        assert sum(a["trained_tokens"] for a in mine["accounts"]) == theirs["mass"]["emitted_tokens"]
+        assert sum(a["documents"] for a in mine["accounts"]) == theirs["documents"]
+        assert mine["rows"] == theirs["rows"]
+    assert sum(a["documents"] for a in ranks["accounts"]) == 300
+    capsys.readouterr()
+    assert main(["audit", "--lengths", str(tmp / "lengths.npy"), "--labels", str(tmp / "labels.txt"),
+                 "--funnel", str(tmp / "mix.json"), *AUDIT, "--world-size", "2",
+                 "--out", str(tmp / "r2")]) == 2
+    assert "--funnel with --world-size" in _error(capsys)

@@ -192,3 +192,31 @@ def test_labels_of_another_length_and_an_undeclared_source_are_refused():
     two = DeclaredMixture.from_document({"alpha": {"chat": 0.5, "web": 0.5}})
     with pytest.raises(InputError, match=r"source\(s\) \['pdf'\] that the declared mixture does not name"):
         audit_sources(lengths, labels, config(rows=10), mixture=two)
+
+
+def test_every_rank_is_accounted_and_the_merge_is_the_sum_over_ranks():
+    from packing_theory.distributed.ranks import audit_ranks
+    from packing_theory.orchestration.sources import rank_documents, rank_sources
+
+    lengths, labels = three_sources(tokens=150_000)
+    sizes = [[min(256, lengths.size - i) for i in range(0, lengths.size, 256)]]
+    cfg = replace(config(rows=150), refill=8)
+    res = rank_sources(lengths, labels, sizes, 3, cfg, policies=["discard", "continue"], batch_size=8,
+                       mixture=EQUAL)
+    summaries = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=256,
+                            batch_size=8)
+    for r, s in zip(res, summaries, strict=True):
+        assert r.reconciles and len(r.ranks) == 3
+        for k, (mine, theirs) in enumerate(zip(r.ranks, s.ranks, strict=True)):
+            idx = rank_documents(sizes, k, 3)
+            assert sum(a.documents for a in mine.accounts) == theirs.documents == idx.size
+            assert sum(a.trained_tokens for a in mine.accounts) == theirs.emitted_tokens
+            assert sum(a.buffered_tokens for a in mine.accounts) == theirs.buffered_tokens
+            assert mine.rows == theirs.rows
+        for k, a in enumerate(r.accounts):
+            assert a.trained_tokens == sum(p.accounts[k].trained_tokens for p in r.ranks)
+            assert a.documents == labels.documents_per_source()[a.source]
+        assert min(r.shares, key=lambda s: s.relative_error).source == "pdf"
+    # the ranks partition the corpus
+    seen = np.sort(np.concatenate([rank_documents(sizes, k, 3) for k in range(3)]))
+    assert np.array_equal(seen, np.arange(lengths.size))
