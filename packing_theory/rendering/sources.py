@@ -91,7 +91,7 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
         ),
         "",
     ]
-    if result.funnel is not None or len(next(iter(p.funnel.values()), {}).get("steps", [])) > 3:
+    if result.funnel is not None and p.funnel:
         steps = next(iter(p.funnel.values()))["steps"]
         frows = [
             [
