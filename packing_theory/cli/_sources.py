@@ -272,9 +272,9 @@ def _row_group_sizes(source: Any, row_group_size: int) -> list[list[int]]:
     from ..distributed.ranks import ParquetSource
 
     if isinstance(source, ParquetSource):
-        from ..corpus.text import _pyarrow_parquet
+        from ..errors import import_optional
 
-        pq = _pyarrow_parquet()
+        pq = import_optional("pyarrow.parquet", extra="parquet", purpose="the row groups of parquet inputs")
         out = []
         for p in source.paths:
             meta = pq.ParquetFile(p).metadata

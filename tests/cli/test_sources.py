@@ -265,3 +265,22 @@ def test_world_size_with_labels_accounts_every_rank(corpus: dict[str, Any],
                  "--funnel", str(tmp / "mix.json"), *AUDIT, "--world-size", "2",
                  "--out", str(tmp / "r2")]) == 2
     assert "--funnel with --world-size" in _error(capsys)
+
+
+def test_world_size_on_parquet_row_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    texts = ["w" * (3 + i % 17) if i % 3 else "c" * (40 + i % 50) for i in range(120)]
+    pq.write_table(pa.table({"text": texts, "origin": ["c" if i % 3 == 0 else "w" for i in range(120)]}),
+                   tmp_path / "t.parquet", row_group_size=20)
+    status = main(["audit", "--text", str(tmp_path / "t.parquet"), "--source-column", "origin", *AUDIT,
+                   "--drain", "--world-size", "3", "--out", str(tmp_path / "rep")])
+    assert status == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
+    (ranks,) = doc["sources"]["ranks"]
+    assert ranks["reconciles"]
+    assert {a["source"]: a["documents"] for a in ranks["accounts"]} == {"c": 40, "w": 80}
+    for mine, theirs in zip(ranks["ranks"], doc["ranks"]["discard"]["ranks"], strict=True):
+        assert sum(a["documents"] for a in mine["accounts"]) == theirs["documents"] == 40
+        assert sum(a["trained_tokens"] for a in mine["accounts"]) == theirs["mass"]["emitted_tokens"]
