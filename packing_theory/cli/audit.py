@@ -43,6 +43,7 @@ from ..reporting import require_matplotlib
 from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
 from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
+from ._sources import add_source_options, check_source_options, source_config, wants_sources
 
 __all__ = [
     "DEMO_EVAL_DOCUMENTS",
@@ -146,6 +147,7 @@ def register(sub: Any) -> None:
                              "--world-size ranks in N processes (default 1: in this process; 0: one per "
                              "CPU); the report is the same")
     add_rank_options(parser)
+    add_source_options(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
     parser.add_argument("--scale", type=float, default=1.0, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
@@ -321,7 +323,8 @@ def config_document(args: argparse.Namespace, plan: AuditPlan, config: PackerCon
             "permutation_seed": args.permutation_seed, "eval_targets": plan.eval_targets,
             "eval_prefixes": list(plan.prefixes), "plots": plan.plots,
             **({"world_size": args.world_size, "row_group_size": args.row_group_size}
-               if args.world_size is not None else {})}
+               if args.world_size is not None else {}),
+            **({"sources": source_config(args)} if wants_sources(args) else {})}
 
 
 def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
@@ -408,6 +411,36 @@ def _ranks(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, sour
     return {"ranks": doc, "execution": {"ranks": execution}}, lines, failing
 
 
+def _source_inputs(args: argparse.Namespace, train: npt.NDArray[np.int64]) -> tuple[Any, Any, Any]:
+    """``(raw lengths, labels, funnel result)`` of the source options, or Nones without them."""
+    if not wants_sources(args):
+        return train, None, None
+    from ._sources import load_funnel, load_labels
+
+    return train, load_labels(args, int(train.size)), load_funnel(args, train)
+
+
+def _sources(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, raw: npt.NDArray[np.int64],
+             labels: Any, funnel: Any, writer: Any, sections: dict[str, Any] | None, md_lines: list[str],
+             ranks_source: Any = None) -> tuple[Any, dict[str, Any], list[str]]:
+    """The data-source audit: its ``sources`` JSON key, its Markdown section and its plot (and, with
+    ``--world-size``, every rank's sources under ``sources.ranks``)."""
+    from ..rendering.sources import SOURCES_PLOT, sources_markdown, write_sources_plot
+    from ._sources import rank_sources_section, run_sources
+
+    res = run_sources(args, raw, labels, funnel, config, plan.policies, peer_options=plan.peer_options,
+                      seq_length=getattr(args, "seq_length", None), engine=args.engine)
+    if plan.plots and res.packers:
+        write_sources_plot(res, writer.path(SOURCES_PLOT), metadata=writer.png_metadata)
+    lines = sources_markdown(res, plot=SOURCES_PLOT if plan.plots and res.packers else None)
+    doc = res.to_dict()
+    if ranks_source is not None:
+        doc["ranks"], rank_lines = rank_sources_section(args, ranks_source, raw, labels, config,
+                                                        plan.policies)
+        lines += rank_lines
+    return res, {**(sections or {}), "sources": doc}, [*md_lines, *lines]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the audit and write the report.
 
@@ -417,17 +450,25 @@ def run(args: argparse.Namespace) -> int:
     still written, so the failure can be read).
     """
     from ..rendering.audit import REPORT_FILES, audit_headline, report_dict, write_report_files
+    from ..rendering.sources import SOURCES_PLOT
     from ..reporting import ReportWriter
 
     t_start = time.perf_counter()
+    check_source_options(args)
     plan = plan_audit(args)
     config = packer_config(args, plan)
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     check_rank_options(args, plan.policies)
-    with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
-                      tool="packing-theory audit", force=args.force) as writer:
+    with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT),
+                      config=config_document(args, plan, config), tool="packing-theory audit",
+                      force=args.force) as writer:
         train, evals, label, eval_label, names = load_named_inputs(args)
+        raw, labels, funnel = _source_inputs(args, train)
+        if funnel is not None:  # the packers replay what the cleaning funnel keeps
+            train = train[funnel.keep]
+            if names is not None:
+                names = [n for n, keep in zip(names, funnel.keep.tolist(), strict=True) if keep]
         doc_file = documents_file(args, int(train.size) * config.passes)
         if doc_file is not None and doc_file.endswith(".parquet"):
             from ..errors import import_optional
@@ -442,16 +483,24 @@ def run(args: argparse.Namespace) -> int:
         result = _audit(args, plan, config, train, evals, label, eval_label, doc_file is not None, names)
         result.seconds["inputs"] = t_loaded - t_start
         sections, md_lines, rank_failing = _ranks(args, plan, config, ranks_source)
+        sources = None
+        if labels is not None:
+            sources, sections, md_lines = _sources(args, plan, config, raw, labels, funnel, writer, sections,
+                                                   md_lines, ranks_source)
         write_report_files(writer, result, plots=plan.plots, reference=plan.reference,
                            sections=sections, markdown=md_lines, documents_file=doc_file)
         writer.commit()
     if args.json:  # the document audit.json holds, the per-rank section included
         emit_json({**report_dict(result, reference=plan.reference, run=writer.run_info,
                                  documents_file=doc_file), **(sections or {})})
+    drift = "" if sources is None else "; source drift flagged: " + (
+        ", ".join(p.policy for p in sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("audit", f"{audit_headline(result, documents_file=doc_file)} "
                                        f"({result.corpus.documents:,} documents, "
-                                       f"{time.perf_counter() - t_start:.1f} s)"), file=sys.stderr)
+                                       f"{time.perf_counter() - t_start:.1f} s{drift})"), file=sys.stderr)
     failing = [a.policy for a in result.policies if not a.mass.identity_holds or a.conservation_violations]
+    if sources is not None:
+        failing += [f"{p.policy} (a data source)" for p in sources.packers if not p.reconciles]
     failing += rank_failing
     if failing:
         print(f"audit: mass identity FAILS for {', '.join(failing)}", file=sys.stderr)

@@ -24,6 +24,7 @@ from ._common import emit_json
 from ._inputs import add_data_options, check_input_options, data_inputs, load_data
 from ._packers import is_peer, parse_options
 from ._ranks import add_executor_option, check_executor_option
+from ._sources import add_source_options, check_source_options, source_config, wants_sources
 
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
 
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
                         help="run the packers in N processes, one task per packer (default 1: in this "
                              "process; 0: one per CPU); the report is the same apart from the timings")
     add_executor_option(parser)
+    add_source_options(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON on standard output")
     parser.set_defaults(run=run)
 
@@ -115,7 +117,8 @@ def _config(args: argparse.Namespace, names: list[str], options: dict[str, dict[
         inputs.update(data_inputs(args))
     return {"command": "compare", "inputs": inputs, "packers": names, "capacity": args.capacity,
             "seq_length": args.seq_length, "min_buffer": args.min_buffer, "refill": args.refill,
-            "peer_options": options, "plots": not args.no_plots}
+            "peer_options": options, "plots": not args.no_plots,
+            **({"sources": source_config(args)} if wants_sources(args) else {})}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,11 +131,13 @@ def run(args: argparse.Namespace) -> int:
 
     from ..distributed.executors import open_executor
     from ..rendering.compare import REPORT_FILES, write_report_files
+    from ..rendering.sources import SOURCES_PLOT
     from ..reporting import ReportWriter, progress_bar, require_matplotlib
 
     t0 = time.perf_counter()
     plots = not args.no_plots
     require_matplotlib(plots)
+    check_source_options(args)
     if not args.demo:
         check_input_options(args)
     names = _names(args.policy)
@@ -140,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     check_executor_option(args)
-    with ReportWriter(args.out, names=REPORT_FILES, config=_config(args, names, options),
+    with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT), config=_config(args, names, options),
                       tool="packing-theory compare", force=args.force) as writer:
         if args.demo:
             demo = compare_demo(args.documents)
@@ -151,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
             lengths, label = load_lengths(args.lengths), Path(args.lengths).name
         else:
             lengths, label, _ = load_data(args, quiet=True)
+        raw = np.asarray(lengths)
+        sources, extra = _sources_inputs(args, raw, names, options)
+        if sources is not None and sources.funnel is not None:
+            lengths = raw[sources.funnel.keep]  # the packers replay what the cleaning funnel keeps
         bar = progress_bar("compare", len(names), enabled=False if args.no_progress else None, unit="packer")
         try:
             with open_executor(args.executor, workers=args.workers) as executor:
@@ -161,10 +170,39 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if bar is not None:
                 bar.close()
-        write_report_files(writer, cmp, plots=plots)
+        if sources is not None and plots and sources.packers:
+            from ..rendering.sources import write_sources_plot
+
+            write_sources_plot(sources, writer.path(SOURCES_PLOT), metadata=writer.png_metadata)
+        write_report_files(writer, cmp, plots=plots, **extra)
         writer.commit()
     if args.json:
         emit_json(cmp.to_dict(writer.run_info))
+    drift = "" if sources is None else "; source drift flagged: " + (
+        ", ".join(p.policy for p in sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("compare", f"{len(cmp.columns)} packers on {cmp.documents:,} documents in "
-                                         f"{time.perf_counter() - t0:.1f} s"), file=sys.stderr)
-    return 0 if all(c.identity_holds for c in cmp.columns) else 1
+                                         f"{time.perf_counter() - t0:.1f} s{drift}"), file=sys.stderr)
+    ok = all(c.identity_holds for c in cmp.columns) and (sources is None or all(
+        p.reconciles for p in sources.packers))
+    return 0 if ok else 1
+
+
+def _sources_inputs(args: argparse.Namespace, raw: Any, names: list[str], options: dict[str, dict[str, Any]]
+                    ) -> tuple[Any, dict[str, Any]]:
+    """With source options: the data-source audit (one pass, compare's row widths) and its report parts."""
+    if not wants_sources(args):
+        return None, {}
+    from ..engine.policies import PackerConfig
+    from ..registry import entry
+    from ..rendering.sources import SOURCES_PLOT, sources_markdown
+    from ._sources import load_funnel, load_labels, run_sources
+
+    labels = load_labels(args, int(raw.size))
+    funnel = load_funnel(args, raw)
+    L = args.capacity - 1 if args.seq_length is None else args.seq_length
+    widths = {n: entry(n).capacity_for(entry(n).row_width.admissible(L), options.get(n, {}))
+              for n in names if is_peer(n)}
+    config = PackerConfig(capacity=args.capacity, min_buffer=args.min_buffer, refill=args.refill)
+    res = run_sources(args, raw, labels, funnel, config, names, peer_options=options, peer_widths=widths)
+    plot = SOURCES_PLOT if not args.no_plots and res.packers else None
+    return res, {"sections": {"sources": res.to_dict()}, "markdown": sources_markdown(res, plot=plot)}

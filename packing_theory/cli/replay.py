@@ -14,6 +14,7 @@ from ..reporting import progress_bar
 from ._common import add_stream_options, emit_json, with_row_progress
 from ._inputs import add_lengths_or_data, lengths_from_args
 from ._packers import packer_from_args
+from ._sources import add_source_options, check_source_options, wants_sources
 
 __all__ = ["register", "run"]
 
@@ -32,15 +33,20 @@ def register(sub: Any) -> None:
     add_lengths_or_data(parser)
     parser.add_argument("--no-progress", action="store_true",
                         help="never show a progress bar (shown by default on a terminal)")
+    add_source_options(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
+    check_source_options(args)
     e = entry(args.policy)
     packer = packer_from_args(args, args.policy)
     lengths = lengths_from_args(args)
+    sources = _SourcesPass(args, packer, lengths) if wants_sources(args) else None
+    if sources is not None:
+        lengths = sources.kept
     acc = SummaryAccumulator.for_packer(packer)
     config = getattr(packer, "config", None)
     # a policy with a proved start-delay bound: measure start delays next to it
@@ -48,11 +54,15 @@ def run(args: argparse.Namespace) -> int:
     delays = StartDelayMonitor.for_packer(config) if config is not None and bounded else None
     figures = packer.figures(lengths) if config is None else None  # a peer: its framework's own figures
     t0 = time.perf_counter()
+    extra = [*([] if delays is None else [delays]), *([] if figures is None else [figures])]
     bar = progress_bar("replay", getattr(config, "row_budget", None),
                        enabled=False if args.no_progress else None)
     try:
-        feed_all(with_row_progress(packer.stream(lengths), bar), acc, *([] if delays is None else [delays]),
-                 *([] if figures is None else [figures]))
+        stream = with_row_progress(packer.stream(lengths), bar)
+        if sources is None:
+            feed_all(stream, acc, *extra)
+        else:
+            sources.run(stream, [acc, *extra])
     finally:
         if bar is not None:
             bar.close()
@@ -83,9 +93,39 @@ def run(args: argparse.Namespace) -> int:
         payload.update(max_wait=config.wait_threshold, max_start_delay_rows=report.max_start_delay_rows,
                        start_delay_bound_rows=config.start_delay_bound,
                        max_unstarted_wait_rows=report.max_unstarted_wait_rows)
+    if sources is not None:
+        payload["sources"] = sources.result
     payload["seconds"] = round(elapsed, 3)
     _print(args, payload)
     return 0
+
+
+class _SourcesPass:
+    """``--labels`` ... on a replay: the per-source accounting fed in the replay's own pass."""
+
+    def __init__(self, args: argparse.Namespace, packer: Any, lengths: Any) -> None:
+        from ._sources import load_declared, load_funnel, load_labels
+
+        self.args, self.raw = args, lengths
+        self.labels = load_labels(args, int(lengths.size))
+        self.funnel = load_funnel(args, lengths)
+        self.mixture = load_declared(args)
+        self.kept = lengths if self.funnel is None else lengths[self.funnel.keep]
+        self.kept_labels = self.labels if self.funnel is None else self.labels.subset(self.funnel.keep)
+        from ..audit.ledger import Ledger
+
+        config = getattr(packer, "config", None)
+        self.ledger = (Ledger.for_packer(packer) if config is not None else
+                       Ledger(packer.capacity, args.min_buffer, policy=args.policy))
+        self.result: dict[str, Any] = {}
+
+    def run(self, events: Any, also: list[Any]) -> None:
+        from ..orchestration.sources import packer_sources
+
+        part = packer_sources(self.args.policy, events, self.ledger, self.kept_labels, raw_lengths=self.raw,
+                              raw_labels=self.labels, funnel=self.funnel, mixture=self.mixture,
+                              blocks=self.args.mixture_blocks, threshold=self.args.drift_threshold, also=also)
+        self.result = {"labels": self.labels.origin, **part.to_dict()}
 
 
 def _print(args: argparse.Namespace, payload: dict[str, Any]) -> None:

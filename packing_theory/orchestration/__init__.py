@@ -9,6 +9,10 @@ module                  job
 ``compare``             :func:`compare_packers`: every packer side by side for
                         one pass, with costs and invariant verdicts
                         (``packing-theory compare``)
+``sources``             :func:`~packing_theory.orchestration.sources.audit_sources`:
+                        per data source, each packer's accounting, the
+                        realised mixture, its drift and the cleaning funnel
+                        (``--labels`` ... ``--mixture`` / ``--funnel``)
 ``demo``                what ``--demo`` feeds each command
 ======================  ========================================================
 

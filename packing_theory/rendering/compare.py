@@ -11,7 +11,7 @@ unit). The JSON is :meth:`PackerComparison.to_dict
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -233,11 +233,14 @@ def headline(cmp: PackerComparison) -> str:
             f"{worst.discarded_tokens:,} tokens.")
 
 
-def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True) -> CompareFiles:
+def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True,
+                       sections: Mapping[str, Any] | None = None,
+                       markdown: Sequence[str] = ()) -> CompareFiles:
     """Stage ``compare.html``, ``compare.json``, ``compare.md`` and (with ``plots``) the PNGs in an open
     ``writer``.
 
-    The caller commits. Every file carries the writer's run id.
+    ``sections`` adds top-level JSON entries (e.g. ``sources``) and ``markdown``
+    lines after the comparison's own. The caller commits. Every file carries the writer's run id.
     """
     from ..reporting.html import write_html
 
@@ -246,9 +249,10 @@ def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bo
     notes = plot_notes(cmp) if plots else {}
     if plots:
         pngs = tuple(write_plots(cmp, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
-    doc = cmp.to_dict(run)
+    doc = {**cmp.to_dict(run), **(sections or {})}
     j = writer.write_json("compare.json", doc)
-    md = writer.write_text("compare.md", render_markdown(cmp, run=run, notes=notes))
+    text = render_markdown(cmp, run=run, notes=notes)
+    md = writer.write_text("compare.md", text + ("\n" + "\n".join(markdown) + "\n" if markdown else ""))
     shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
     title = f"Packer comparison — {cmp.corpus_label or 'corpus'}"
     page = write_html(writer, "compare.html", doc, title=title, headline=headline(cmp), plots=shown,

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from tests.audit.test_ledger import SMALL_BOUNDS, cases
 
 import packing_theory as pt
 from packing_theory.audit import Ledger, audit_lengths
@@ -17,6 +16,7 @@ from packing_theory.engine.batches import batched
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.registry import entry, names
+from tests.audit.test_ledger import SMALL_BOUNDS, cases
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="numba (the fast extra) is not installed")
 

@@ -1,0 +1,322 @@
+"""The cleaning funnel as declared, ordered operators: each stage's outcome on the documents it was given.
+
+Seed 004 writes the cleaned corpus as ``C_clean = C_E(D(F#(C_raw)))``: a
+document filter ``F``, then a deduplication operator ``D``, then an
+evaluation decontamination ``C_E``, each a declared object (features,
+thresholds, revision), and notes that another order retains another corpus.
+A funnel declaration (JSON or YAML) lists the stages in order, each with
+its outcome on the documents that reached it::
+
+    {"stages": [
+      {"name": "quality", "kind": "filter", "parameters": {"min_score": 4}, "revision": "r3",
+       "mask": "quality.u8"},                             # 1 byte per input document, 1 = removed
+      {"name": "minhash", "kind": "dedup", "ids": "duplicates.txt"},   # raw document ids removed
+      {"name": "decontaminate", "kind": "decontamination",
+       "column": {"path": "flags.parquet", "name": "contaminated"}}  # 0/1 per input document
+    ]}
+
+``kind`` is ``filter``, ``dedup``, ``decontamination`` or ``any`` (any other
+named stage). A **mask** (seed 002's ``.u8``: :mod:`~packing_theory.corpus.masks`)
+or a **column** covers exactly the stage's input — the documents that
+survived the stages before it, in corpus order — and one of another length
+is refused with an :class:`~packing_theory.InputError` naming the stage, the
+file and both lengths. An **id list** (one id per line, or a JSON list)
+names raw document indices (``0 .. N_raw - 1``); an id already removed by an
+earlier stage removes nothing more. Relative paths are relative to the
+declaration file. The contamination command's exclusion mask is a
+``decontamination`` stage as it is.
+
+>>> import numpy as np
+>>> f = Funnel.from_document({"stages": [{"name": "f", "kind": "filter", "mask": [0, 1, 0, 0]},
+...                                      {"name": "d", "kind": "dedup", "ids": [3]}]})
+>>> r = f.apply(np.array([5, 6, 7, 8]))
+>>> r.keep.tolist(), [s.removed_documents for s in r.stages]
+([True, False, True, False], [1, 1])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import is_int
+from ..errors import InputError
+from ..lengths import validate_lengths
+from .labels import SourceLabels
+from .masks import read_mask
+
+__all__ = ["STAGE_KINDS", "Funnel", "FunnelResult", "FunnelStage", "StageOutcome"]
+
+STAGE_KINDS = ("filter", "dedup", "decontamination", "any")
+"""The kinds of a funnel stage (seed 004's F, D, C_E, and any other named operator)."""
+
+_OUTCOMES = ("mask", "ids", "column")
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class FunnelStage:
+    """One declared stage: name, kind, parameters, revision and where its outcome is."""
+
+    name: str
+    kind: str
+    outcome: str  # "mask", "ids" or "column"
+    where: Any  # a path, {"path", "name"} for a column, or an inline list
+    parameters: dict[str, Any] = field(default_factory=dict)
+    revision: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready dict of the declaration."""
+        where = self.where if isinstance(self.where, (str, dict)) else f"inline list of {len(self.where)}"
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "parameters": self.parameters,
+            "revision": self.revision,
+            "outcome": self.outcome,
+            "source": where,
+        }
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """What one stage did: its input and removed documents and tokens, in total and per source."""
+
+    stage: FunnelStage
+    input_documents: int
+    removed_documents: int
+    input_tokens: int
+    removed_tokens: int
+    removed: BoolArray  # per raw document: removed by this stage
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            **self.stage.describe(),
+            "input_documents": self.input_documents,
+            "removed_documents": self.removed_documents,
+            "input_tokens": self.input_tokens,
+            "removed_tokens": self.removed_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class FunnelResult:
+    """The funnel applied to a raw corpus: every stage's outcome and the documents kept at the end."""
+
+    raw_documents: int
+    raw_tokens: int
+    stages: tuple[StageOutcome, ...]
+    keep: BoolArray  # per raw document: survived every stage
+
+    def per_source(self, labels: SourceLabels, lengths: npt.ArrayLike) -> dict[str, dict[str, Any]]:
+        """Per source: raw documents and tokens, then documents and tokens after each stage. O(n × stages)."""
+        arr = validate_lengths(lengths)
+        labels.check_documents(arr.size)
+        S = len(labels.names)
+        docs = [np.bincount(labels.codes, minlength=S)]
+        toks = [np.bincount(labels.codes, weights=arr, minlength=S)]
+        alive = np.ones(arr.size, np.bool_)
+        for st in self.stages:
+            alive &= ~st.removed
+            docs.append(np.bincount(labels.codes[alive], minlength=S))
+            toks.append(np.bincount(labels.codes[alive], weights=arr[alive], minlength=S))
+        names = ["raw", *(st.stage.name for st in self.stages)]
+        return {
+            src: {
+                "steps": names,
+                "documents": [int(d[s]) for d in docs],
+                "tokens": [round(t[s]) for t in toks],
+            }
+            for s, src in enumerate(labels.names)
+        }
+
+    def _check(self) -> None:
+        """Assert that the stages remove disjoint documents and that ``keep`` is what none removed."""
+        removed = np.zeros(self.raw_documents, np.bool_)
+        inputs = self.raw_documents
+        for st in self.stages:
+            assert not (removed & st.removed).any(), f"stage {st.stage.name!r} removed a document twice"
+            assert st.input_documents == inputs and int(st.removed.sum()) == st.removed_documents
+            removed |= st.removed
+            inputs -= st.removed_documents
+        assert (self.keep == ~removed).all()
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """The ordered stages of a cleaning pipeline (see the module docstring)."""
+
+    stages: tuple[FunnelStage, ...]
+    base: str = "."  # the directory relative paths are read from
+    origin: str = "funnel"
+
+    @classmethod
+    def from_document(cls, doc: object, *, base: str = ".", origin: str = "funnel") -> Funnel:
+        """Validate a parsed declaration.
+
+        Raises:
+            InputError: no stages, a stage without a name or with a repeated one, an unknown kind,
+                not exactly one outcome (mask, ids or column), a malformed column.
+        """
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("stages"), list) or not doc["stages"]:
+            raise InputError(f"{origin} must be an object with a non-empty 'stages' list")
+        stages: list[FunnelStage] = []
+        for i, st in enumerate(doc["stages"]):
+            where = f"{origin} stages[{i}]"
+            if not isinstance(st, Mapping) or not isinstance(st.get("name"), str) or not st["name"]:
+                raise InputError(f"{where} needs a 'name' string")
+            name = st["name"]
+            if any(s.name == name for s in stages):
+                raise InputError(f"{where}: stage name {name!r} is repeated")
+            kind = st.get("kind", "any")
+            if kind not in STAGE_KINDS:
+                raise InputError(
+                    f"{where} ({name!r}): kind must be one of {', '.join(STAGE_KINDS)}, got {kind!r}"
+                )
+            given = [k for k in _OUTCOMES if k in st]
+            if len(given) != 1:
+                raise InputError(
+                    f"{where} ({name!r}) must give exactly one outcome of {', '.join(_OUTCOMES)}; "
+                    f"got {given or 'none'}"
+                )
+            unknown = sorted(set(st) - {"name", "kind", "parameters", "revision", *_OUTCOMES})
+            if unknown:
+                raise InputError(f"{where} ({name!r}) has unknown key(s) {unknown}")
+            outcome = given[0]
+            value = st[outcome]
+            if outcome == "column" and not (
+                isinstance(value, Mapping)
+                and isinstance(value.get("path"), str)
+                and isinstance(value.get("name"), str)
+            ):
+                raise InputError(f"{where} ({name!r}): column must be {{'path': FILE, 'name': COLUMN}}")
+            if not isinstance(value, (str, list, Mapping)):
+                raise InputError(f"{where} ({name!r}): {outcome} must be a file path or a list")
+            params = st.get("parameters") or {}
+            if not isinstance(params, Mapping):
+                raise InputError(f"{where} ({name!r}): parameters must be an object")
+            revision = st.get("revision")
+            stages.append(
+                FunnelStage(
+                    name,
+                    kind,
+                    outcome,
+                    dict(value) if isinstance(value, Mapping) else value,
+                    dict(params),
+                    None if revision is None else str(revision),
+                )
+            )
+        return cls(tuple(stages), base, origin)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Funnel:
+        """Read a funnel declaration file (JSON or YAML); relative outcome paths are read beside it."""
+        from .declaration import read_declaration
+
+        name = os.fspath(path)
+        return cls.from_document(
+            read_declaration(name, "funnel"),
+            base=os.path.dirname(os.path.abspath(name)),
+            origin=f"funnel {name!r}",
+        )
+
+    def _path(self, p: str) -> str:
+        return p if os.path.isabs(p) else os.path.join(self.base, p)
+
+    def _stage_mask(self, st: FunnelStage, alive: BoolArray) -> BoolArray:
+        """Per raw document: whether ``st`` removes it (only documents still alive)."""
+        n_in = int(alive.sum())
+        if st.outcome == "ids":
+            ids = self._ids(st)
+            bad = ids[(ids < 0) | (ids >= alive.size)]
+            if bad.size:
+                raise InputError(
+                    f"stage {st.name!r}: document id {int(bad[0])} is outside the raw corpus "
+                    f"(0..{alive.size - 1})"
+                )
+            removed = np.zeros(alive.size, np.bool_)
+            removed[ids] = True
+            return removed & alive
+        if st.outcome == "mask":
+            if isinstance(st.where, str):
+                what = f"mask {self._path(st.where)!r}"
+                m = read_mask(self._path(st.where)).astype(np.bool_)
+            else:
+                what = "its inline mask"
+                m = np.asarray(st.where)
+                if m.ndim != 1 or (m.size and not np.isin(m, (0, 1)).all()):
+                    raise InputError(f"stage {st.name!r}: an inline mask holds only 0 and 1")
+                m = m.astype(np.bool_)
+        else:
+            from .labels import labels_from_column
+
+            what = f"column {st.where['name']!r} of {self._path(st.where['path'])!r}"
+            col = labels_from_column(self._path(st.where["path"]), st.where["name"])
+            names = [col.names[c] for c in range(len(col.names))]
+            if not set(names) <= {"0", "1", "True", "False"}:
+                raise InputError(f"stage {st.name!r}: {what} holds {names[:4]}, not 0/1 or booleans")
+            m = np.asarray([col.names[c] in ("1", "True") for c in col.codes], dtype=np.bool_)
+        if m.size != n_in:
+            raise InputError(
+                f"stage {st.name!r}: {what} has {m.size} entries for the stage's input of {n_in} documents"
+            )
+        removed = np.zeros(alive.size, np.bool_)
+        removed[np.flatnonzero(alive)[m]] = True
+        return removed
+
+    def _ids(self, st: FunnelStage) -> npt.NDArray[np.int64]:
+        if isinstance(st.where, list):
+            values: list[Any] = st.where
+        else:
+            name = self._path(st.where)
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read()
+            if name.endswith(".json"):
+                try:
+                    values = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"stage {st.name!r}: id list {name!r} is not valid JSON: {exc}") from exc
+            else:
+                values = [line.strip() for line in text.splitlines() if line.strip()]
+                try:
+                    values = [int(v) for v in values]
+                except ValueError as exc:
+                    raise InputError(f"stage {st.name!r}: id list {name!r}: {exc}") from exc
+        if not isinstance(values, list) or not all(is_int(v) for v in values):
+            raise InputError(f"stage {st.name!r}: an id list holds integers (raw document ids)")
+        ids = np.asarray(values, dtype=np.int64)
+        if np.unique(ids).size != ids.size:
+            raise InputError(f"stage {st.name!r}: its id list repeats an id")
+        return ids
+
+    def apply(self, lengths: npt.ArrayLike) -> FunnelResult:
+        """Run the declared outcomes on the raw corpus of ``lengths``, stage after stage. O(n × stages).
+
+        Raises:
+            InputError: a mask or column whose length is not the stage's input (naming the stage, the
+                file and both lengths); an id outside the raw corpus or repeated.
+        """
+        arr = validate_lengths(lengths)
+        alive = np.ones(arr.size, np.bool_)
+        outcomes: list[StageOutcome] = []
+        for st in self.stages:
+            removed = self._stage_mask(st, alive)
+            outcomes.append(
+                StageOutcome(
+                    st,
+                    int(alive.sum()),
+                    int(removed.sum()),
+                    int(arr[alive].sum()),
+                    int(arr[removed].sum()),
+                    removed,
+                )
+            )
+            alive = alive & ~removed
+        return FunnelResult(int(arr.size), int(arr.sum()), tuple(outcomes), alive)
