@@ -362,7 +362,15 @@ def run(args: argparse.Namespace) -> int:
     check_rank_options(args, plan.policies)
     with ReportWriter(args.out, names=REPORT_FILES, config=config_document(args, plan, config),
                       tool="packing-theory audit", force=args.force) as writer:
-        train, evals, label, eval_label = load_inputs(args)
+        from ..reporting import progress_bar
+
+        reading = progress_bar("audit: reading the inputs", None, enabled=False if args.no_progress else None,
+                               unit="step")
+        try:
+            train, evals, label, eval_label = load_inputs(args)
+        finally:
+            if reading is not None:
+                reading.close()
         ranks_source = None
         if args.world_size is not None:  # refuse a world size the inputs cannot feed before any replay
             ranks_source = rank_source(args, train, _tokenizer)
