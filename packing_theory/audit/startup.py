@@ -8,7 +8,7 @@ placement, and reports the spread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -109,11 +109,20 @@ def startup_delays(
 
 
 def startup_delays_many(base: Int64Array, configs: Sequence[PackerConfig], permutations: int, seed: int,
-                        engine: Engine = "fast") -> list[list[int | None]]:
-    """Per permutation, the startup delay under each of ``configs`` (each permutation drawn once)."""
+                        engine: Engine = "fast", progress: Callable[[int], None] | None = None
+                        ) -> list[list[int | None]]:
+    """Per permutation, the startup delay under each of ``configs`` (each permutation drawn once).
+
+    ``progress`` is called with the number of permutations done after each one.
+    """
     rng = np.random.default_rng(seed)
-    return [[_delay(perm, cfg, engine) for cfg in configs]
-            for perm in (rng.permutation(base) for _ in range(permutations))]
+    out = []
+    for k in range(permutations):
+        perm = rng.permutation(base)
+        out.append([_delay(perm, cfg, engine) for cfg in configs])
+        if progress is not None:
+            progress(k + 1)
+    return out
 
 
 def permutation_states(n: int, permutations: int, seed: int) -> list[Mapping[str, Any]]:

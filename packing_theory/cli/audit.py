@@ -463,7 +463,15 @@ def run(args: argparse.Namespace) -> int:
     with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT),
                       config=config_document(args, plan, config), tool="packing-theory audit",
                       force=args.force) as writer:
-        train, evals, label, eval_label, names = load_named_inputs(args)
+        from ..reporting import progress_bar
+
+        reading = progress_bar("audit: reading the inputs", None, enabled=False if args.no_progress else None,
+                               unit="step")
+        try:
+            train, evals, label, eval_label, names = load_named_inputs(args)
+        finally:
+            if reading is not None:
+                reading.close()
         raw, labels, funnel = _source_inputs(args, train)
         if funnel is not None:  # the packers replay what the cleaning funnel keeps
             train = train[funnel.keep]

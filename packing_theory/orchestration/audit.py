@@ -401,7 +401,10 @@ def _sequential(plan: _Plan, progress: Any) -> _Parts:
     share = 0.0
     if permutations and configs:  # each permutation drawn once and replayed under every policy
         t0 = time.perf_counter()
-        delays = startup_delays_many(arr, configs, permutations, plan.seed, plan.engine)
+        bar = progress("audit startup permutations", permutations) if progress is not None else None
+        delays = startup_delays_many(arr, configs, permutations, plan.seed, plan.engine, progress=bar)
+        if bar is not None and hasattr(bar, "close"):
+            bar.close()
         share = (time.perf_counter() - t0) / len(configs)
         for j, cfg in enumerate(configs):
             spreads.append(StartupSpread(cfg.policy, permutations, int(plan.seed),

@@ -260,6 +260,9 @@ class _Page:
         """Render one top-level entry."""
         if _is_records(value):
             self.records(value, key)
+        elif isinstance(value, Mapping) and len(value) >= 2 and all(isinstance(v, Mapping) and v
+                                                                    for v in value.values()):
+            self.records([{"name": k, **v} for k, v in value.items()], key)  # one record per named object
         elif isinstance(value, Mapping):
             flat = _flatten(value)
             if flat:

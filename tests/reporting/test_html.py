@@ -126,3 +126,10 @@ def test_write_html_reads_staged_plots_through_the_writer(tmp_path: Path) -> Non
         w.commit()
     page = Path(out, "r.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in page and "no data." in page
+
+
+def test_an_object_of_named_objects_is_one_record_each() -> None:
+    doc = {"models": {"a": {"bpb": 1.5, "order": 3}, "b": {"bpb": 1.25, "order": 4}}}
+    page = render_html(doc, title="T", headline="h")
+    assert re.search(r"<thead><tr><th[^>]*>name</th><th[^>]*>bpb</th><th[^>]*>order</th></tr></thead>", page)
+    assert '<td class="num" data-v="1.25">1.25</td>' in page
