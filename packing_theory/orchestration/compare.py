@@ -29,11 +29,20 @@ A framework that refuses the corpus by its own rule (torchtune without
 an example longer than the pack) is listed under :attr:`Comparison.refused`
 with the framework's message instead of a column.
 
-The budget is one pass over the corpus: every packer runs until its input is
-exhausted (streaming policies in ``stop`` mode: what is still buffered then
-is never started). The packer set is :func:`default_packers`: every packer of
-the registry, so a peer module added to
-:data:`~packing_theory.peers.PEER_MODULES` appears without any change here.
+**One horizon for every column.** By default (``horizon="common"``) every
+packer is cut at the same *token* horizon: the largest number of placed
+tokens that every packer reaches — the fewest tokens any of them places at
+its natural end (a first, light pass finds it). ``horizon=Budget(...)`` asks
+for rows, targets or tokens; ``horizon="natural"`` lets each packer run to its
+own end (streaming policies in ``stop`` mode stop when they can no longer
+refill to ``B``; ``exhausted="drain"`` and ``passes`` change that for the
+streaming family). Every column then reports what the packer *never
+trained* at that horizon (:class:`~packing_theory.audit.never_trained.NeverTrained`):
+``emitted + dropped + buffered + never reached == offered`` for every packer,
+and :attr:`Comparison.ranking` orders the packers by never-trained tokens.
+The packer set is :func:`default_packers`: every packer of the registry, so a
+peer module added to :data:`~packing_theory.peers.PEER_MODULES` appears
+without any change here.
 
 Row widths: streaming rows hold ``capacity`` tokens (``T + 1``); a peer is
 built for the sequence length ``seq_length`` (default ``capacity - 1``), its
@@ -56,8 +65,11 @@ import numpy.typing as npt
 
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.ledger import Ledger
+from ..audit.never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..audit.strata import STRATA_BOUNDARIES
 from ..engine.consumers import feed_all
+from ..engine.events import Padding, Placement, Repeat
+from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
@@ -66,6 +78,7 @@ from ..lengths import validate_lengths
 from ..registry import PackerEntry, entries, names
 
 __all__ = [
+    "HORIZON_RULES",
     "Comparison",
     "PackerColumn",
     "compare_packers",
@@ -73,6 +86,15 @@ __all__ = [
     "packer_verdict",
     "shrunk_counterexample",
 ]
+
+
+HORIZON_RULES: dict[str, str] = {
+    "common": "the common token horizon: the most placed tokens every packer reaches (the fewest any "
+              "packer places at its natural end)",
+    "natural": "each packer to its own natural end (not like for like)",
+    "asked": "the horizon asked, for every packer",
+}
+"""How a comparison's horizon was chosen, in words (:attr:`Comparison.horizon_rule`)."""
 
 
 def default_packers() -> list[str]:
@@ -109,6 +131,8 @@ class PackerColumn:
     verdict: str
     seconds: float
     costs: PackerCosts | None = None
+    horizon: HorizonStatement | None = None
+    never_trained: NeverTrained | None = None
 
     @property
     def utilization(self) -> float | None:
@@ -117,7 +141,10 @@ class PackerColumn:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``utilization``."""
-        return {**asdict(self), "utilization": self.utilization}  # costs: asdict recurses
+        out = {**asdict(self), "utilization": self.utilization}  # costs: asdict recurses
+        out["horizon"] = self.horizon.to_dict() if self.horizon is not None else None
+        out["never_trained"] = self.never_trained.to_dict() if self.never_trained is not None else None
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +163,72 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())
     refused: tuple[tuple[str, str], ...] = field(default=())
     """``(packer, the framework's message)`` for packers that refused this corpus."""
+    horizon: Budget | None = None
+    """The horizon every column was cut at (``None``: each packer's natural end)."""
+    horizon_rule: str = "natural"
+    """A key of :data:`HORIZON_RULES`: how the horizon was chosen."""
+    exhausted: str = "stop"
+    passes: int = 1
+
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """The packers by never-trained tokens at the horizon, fewest first (ties: column order)."""
+        def key(i: int) -> tuple[int, int]:
+            nt = self.columns[i].never_trained
+            return (nt.tokens if nt is not None else 0, i)
+
+        ranked = sorted(range(len(self.columns)), key=key)
+        return tuple(self.columns[i].policy for i in ranked)
+
+    def headline(self) -> str:
+        """The comparison in plain words: the horizon, the packer that never trains least and most.
+
+        >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
+        ...                       refill=2)
+        >>> print(cmp.headline().replace("; ", chr(10)))
+        at the common token horizon of 64 placed tokens (the most every packer reaches)
+        trl-bfd never trains the fewest of your tokens (39.7%)
+        discard the most (44.8%)
+        2 packers compared
+        """
+        if not self.columns:
+            return "no packer could be compared"
+        told = self.horizon.describe() if self.horizon else ""
+        where = {"common": f"at the common token horizon of {told.replace('tokens', 'placed tokens')} "
+                           "(the most every packer reaches)",
+                 "asked": f"at the horizon of {told}",
+                 "natural": "each at its own natural end (not like for like)"}[self.horizon_rule]
+        first, last = self.ranking[0], self.ranking[-1]
+        share = {c.policy: c.never_trained.share for c in self.columns if c.never_trained is not None}
+
+        def pct(name: str) -> str:
+            v = share.get(name)
+            return "—" if v is None else f"{100 * v:.1f}%"
+
+        parts = [where, f"{first} never trains the fewest of your tokens ({pct(first)})"]
+        if last != first:
+            parts.append(f"{last} the most ({pct(last)})")
+        parts.append(f"{len(self.columns)} packers compared"
+                     + (f", {len(self.refused)} refused the corpus" if self.refused else ""))
+        return "; ".join(parts)
 
     def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 2); ``run`` names its run."""
-        return {"schema": "packing-theory/compare", "version": 2,
+        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 3); ``run`` names its run.
+
+        Version 3 added ``headline``, ``horizon`` (the horizon, its rule, the
+        streaming family's ``exhausted`` and ``passes``), ``ranking`` and, per
+        packer, ``horizon`` and ``never_trained``.
+        """
+        return {"schema": "packing-theory/compare", "version": 3,
                 "run": dict(run) if run is not None else None,
+                "headline": self.headline(),
                 "corpus": self.corpus_label,
                 "documents": self.documents, "tokens": self.tokens, "capacity": self.capacity,
                 "seq_length": self.seq_length, "min_buffer": self.min_buffer,
-                "budget": "one pass over the corpus", "strata": list(self.labels),
+                "horizon": {**(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
+                            "rule": self.horizon_rule, "explained": HORIZON_RULES[self.horizon_rule],
+                            "exhausted": self.exhausted, "passes": self.passes},
+                "ranking": list(self.ranking), "strata": list(self.labels),
                 "packers": [c.to_dict() for c in self.columns], "notes": list(self.notes),
                 "refused": [{"packer": n, "reason": r} for n, r in self.refused],
                 "seconds": self.seconds}
@@ -225,8 +309,11 @@ def compare_packers(
     peer_options: Mapping[str, Mapping[str, Any]] | None = None,
     boundaries: Sequence[int] = STRATA_BOUNDARIES,
     corpus_label: str = "",
+    horizon: Budget | str = "common",
+    exhausted: str = "stop",
+    passes: int = 1,
 ) -> Comparison:
-    """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
+    """Replay ``lengths`` with each packer, cut at one horizon, and collect the columns (see the module doc).
 
     Args:
         lengths: BOS-inclusive document lengths.
@@ -237,14 +324,20 @@ def compare_packers(
             largest sequence length its framework accepts.
         min_buffer, refill: the streaming family's ``B`` and refill batch.
         peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
+        horizon: ``"common"`` (default: the common token horizon, found by a
+            first pass to every packer's natural end), ``"natural"`` (each to its
+            own end) or a :class:`~packing_theory.engine.horizon.Budget`.
+        exhausted, passes: the streaming family's ``stop`` / ``drain`` and corpus passes.
 
     Raises:
-        InputError: an unknown packer name, bad lengths, or a peer's bad option.
+        InputError: an unknown packer name, bad lengths, a peer's bad option, a bad horizon.
 
     >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
-    ...                       refill=2)
+    ...                       refill=2, horizon="natural")
     >>> [(c.policy, c.never_started_sources, c.discarded_tokens) for c in cmp.columns]
     [('discard', 1, 42), ('trl-bfd', 0, 20)]
+    >>> [(c.policy, c.never_trained.tokens) for c in cmp.columns], cmp.ranking
+    ([('discard', 52), ('trl-bfd', 20)], ('trl-bfd', 'discard'))
     """
     arr = validate_lengths(np.asarray(lengths))
     table = entries()
@@ -256,30 +349,52 @@ def compare_packers(
         if n not in chosen or table[n].kind != "peer":
             raise InputError(f"peer_options names {n!r}, which is not a compared peer")
         table[n].options(opts)  # an unknown knob names itself and the packer
+    if not isinstance(horizon, Budget) and horizon not in ("common", "natural"):
+        raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
+    if exhausted not in ("stop", "drain"):
+        raise InputError(f"exhausted must be 'stop' or 'drain', got {exhausted!r}")
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
-    cols: list[PackerColumn] = []
-    refused: list[tuple[str, str]] = []
-    labels: tuple[str, ...] = ()
-    for name in chosen:
-        t0 = time.perf_counter()
+
+    def build(name: str) -> tuple[Any, dict[str, Any]]:
         e = table[name]
         if e.kind == "peer":
             given: dict[str, Any] = dict((peer_options or {}).get(name, {}))
-            packer = e.build(e.capacity_for(e.row_width.admissible(L), given), **given)
-        else:
-            given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
-            packer = e.build(capacity, **given)
-        opts = e.options(given)  # every knob it ran with, defaults included
+            return e.build(e.capacity_for(e.row_width.admissible(L), given), **given), e.options(given)
+        given = {"min_buffer": min_buffer, "refill": refill, "exhausted": exhausted, "passes": passes}
+        return e.build(capacity, **given), e.options(given)  # every knob it ran with, defaults included
+
+    refused: dict[str, str] = {}
+    budget: Budget | None = horizon if isinstance(horizon, Budget) else None
+    if horizon == "common":
+        reach = []
+        for name in chosen:
+            try:
+                packer, _ = build(name)
+                reach.append(_placed_tokens(packer.events(arr), packer.capacity))
+            except ValueError as exc:
+                if table[name].kind != "peer":
+                    raise
+                refused[name] = str(exc)  # the framework's own rule refuses this corpus
+        budget = Budget("tokens", min(reach)) if reach else None
+    cols: list[PackerColumn] = []
+    labels: tuple[str, ...] = ()
+    for name in chosen:
+        if name in refused:
+            continue
+        t0 = time.perf_counter()
+        e = table[name]
+        packer, opts = build(name)
         width = packer.capacity
         ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
         costs = CostAccumulator(width, name)
         try:
-            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
+            agg, packer_costs = feed_all(cut_at_horizon(packer.events(arr), budget, capacity=width), ledger,
+                                         costs)
         except ValueError as exc:
             if e.kind != "peer":
                 raise
-            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
+            refused[name] = str(exc)
             continue
         labels = tuple(s.label for s in agg.strata)
         m = agg.mass
@@ -296,6 +411,25 @@ def compare_packers(
             identity_holds=m.identity_holds and agg.conservation_violations == 0,
             trainer_view=e.trainer_view, in_family=e.in_family, verdict=packer_verdict(e),
             seconds=time.perf_counter() - t0, costs=packer_costs,
+            horizon=horizon_statement(agg, budget, streaming=e.kind != "peer"),
+            never_trained=never_trained(ledger, arr, passes=passes if e.kind != "peer" else None),
         ))
+    rule = "asked" if isinstance(horizon, Budget) else str(horizon)
     return Comparison(int(arr.size), int(arr.sum()), capacity, L, min_buffer, corpus_label, labels,
-                      tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
+                      tuple(cols), time.perf_counter() - t_all,
+                      refused=tuple((n, refused[n]) for n in chosen if n in refused),
+                      horizon=budget, horizon_rule=rule, exhausted=exhausted, passes=passes)
+
+
+def _placed_tokens(events: Any, capacity: int) -> int:
+    """Tokens placed in the complete rows of a whole stream (the most a token horizon can ask of it)."""
+    filled = placed = done = 0
+    for ev in events:
+        t = type(ev)
+        if t is Placement or t is Padding or t is Repeat:
+            filled += ev.length
+            if t is Placement:
+                placed += ev.length
+            if filled == capacity:
+                done, filled, placed = done + placed, 0, 0
+    return done

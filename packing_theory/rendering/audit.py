@@ -435,7 +435,7 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     if documents_file is not None:
         from ..audit.documents import write_documents
 
-        write_documents(writer.path(documents_file), result.documents)
+        write_documents(writer.path(documents_file), result.documents, run_id=writer.run_id)
     doc = report_dict(result, reference=reference, run=run, documents_file=documents_file)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)

@@ -5,7 +5,9 @@
 :class:`~packing_theory.reporting.ReportWriter` (locked, swapped in as one
 unit). The JSON is :meth:`Comparison.to_dict
 <packing_theory.orchestration.Comparison.to_dict>` (``schema``
-``packing-theory/compare``, version 2) with the run entry.
+``packing-theory/compare``, version 3) with the run entry. The Markdown's first
+line is the comparison's headline; the packers are listed by never-trained
+tokens at the common horizon, fewest first.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..orchestration.compare import Comparison
 from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import pyplot, save_figure
 from ..reporting.writer import ReportWriter
+from .headline import glossary_lines
 
 __all__ = ["PLOT_FILES", "REPORT_FILES", "CompareFiles", "render_markdown", "write_plots",
            "write_report_files"]
@@ -38,29 +41,44 @@ def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> st
     With ``run`` (:attr:`ReportWriter.run_info <packing_theory.reporting.ReportWriter.run_info>`)
     the last line names the run and the config hash.
     """
+    from ..orchestration.compare import HORIZON_RULES
+
+    told = cmp.horizon.describe() if cmp.horizon is not None else "each packer's natural end"
+    stream = f"; streaming: {cmp.exhausted}, {cmp.passes} pass(es)"
     lines = [
+        cmp.headline(),
+        "",
         f"# Packer comparison — {cmp.corpus_label or 'corpus'}",
         "",
-        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens; budget: one pass over the corpus. "
+        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens. Horizon: {told} — "
+        f"{HORIZON_RULES[cmp.horizon_rule]}{stream}. "
         f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
         f"(a framework that accepts only some lengths at the largest one below it), each row width by "
         f"its framework's rule (`packing-theory policies`).",
         "",
     ]
     rows = []
-    for c in cmp.columns:
+    by_name = {c.policy: c for c in cmp.columns}
+    for c in (by_name[n] for n in cmp.ranking):
         long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
                       if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
-        rows.append([c.policy, str(c.row_width), count(c.rows), percent(c.utilization),
-                     count(c.padding_tokens), count(c.discarded_tokens), count(c.filtered_sources),
+        nt = c.never_trained
+        rows.append([c.policy, str(c.row_width), count(c.rows),
+                     c.horizon.reason if c.horizon is not None else "—",
+                     f"{count(nt.tokens)} ({percent(nt.share)})" if nt is not None else "—",
+                     percent(c.utilization), count(c.padding_tokens),
+                     count(c.discarded_tokens + c.filtered_tokens),
+                     count(nt.buffered_tokens if nt is not None else c.buffered_tokens),
+                     count(nt.never_reached.tokens) if nt is not None else "—",
                      count(c.never_started_sources), count(long_ns), "member" if c.in_family else "outside"])
-    lines += table(["packer", "row width", "rows", "utilization", "padding", "dropped tokens",
-                    "filtered sources", "never started", "never started > R", "family"], rows, "lrrrrrrrrl")
-    lines += ["", "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
-              "Never started = arrived occurrences with no emitted token (filtered ones included); "
-              "still-buffered tokens at the end: "
-              + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
-              + ".", "", "## Verdicts", ""]
+    lines += table(["packer", "row width", "rows", "stopped", "never trained tokens", "utilization",
+                    "padding", "dropped tokens", "buffered tokens", "never reached tokens", "never started",
+                    "never started > R", "family"], rows, "lrrlrrrrrrrrl")
+    lines += ["", "Ranked by never-trained tokens, fewest first. For every packer emitted + dropped + "
+              "buffered + never reached = the tokens offered, exactly; dropped = truncated, discarded or "
+              "filtered source tokens (padding never counts as emitted); buffered = still held at the "
+              "horizon (never trained either). Never started = arrived documents with no emitted token "
+              "(filtered ones included).", "", "## Verdicts", ""]
     lines += [f"- **{c.policy}**: {c.verdict}" for c in cmp.columns]
     if cmp.refused:
         lines += ["", "## Refused by the framework's own rule", ""]
@@ -72,7 +90,8 @@ def render_markdown(cmp: Comparison, *, run: dict[str, str] | None = None) -> st
                   costs_table(costs, shown)]
     lines += ["", "## What the trainer gets", ""]
     lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
-    lines += ["", f"Computed in {cmp.seconds:.1f} s."]
+    lines += ["", *glossary_lines()]
+    lines += [f"Computed in {cmp.seconds:.1f} s."]
     if run is not None:
         lines += ["", run_line(run)]
     return "\n".join(lines) + "\n"
