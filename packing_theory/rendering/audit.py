@@ -222,12 +222,17 @@ def _spread(s: StartupSpread | None) -> str:
 
 
 def _eval_line(e: EvalPopulation) -> str:
+    """One policy's row; a budget past what the stream let the run score is said so, not claimed."""
     parts = []
+    scored = sum(e.target_counts)
     for p in e.prefixes:
         z = ", ".join(p.zero_inclusion) or "none"
-        parts.append(f"{_mt(p.targets)}: {z}")
+        parts.append(f"{_mt(p.targets)}: {z}" if p.targets <= scored else f"{_mt(p.targets)}: not reached")
     z = ", ".join(e.zero_inclusion) or "none"
-    parts.append(f"**{_mt(e.targets)}: {z}**")
+    if scored < e.targets:  # the stream ran dry: the population is what was scored, not the budget
+        parts.append(f"**{_mt(scored)} scored (budget {_mt(e.targets)}; the stream ran dry): {z}**")
+    else:
+        parts.append(f"**{_mt(e.targets)}: {z}**")
     return (f"| {e.policy} | {'; '.join(parts)} | {_mt(e.first_over_capacity_target)} | "
             f"{_n(e.protected_tokens)} ({_pct(e.protected_share_of_arrived)}) |")
 

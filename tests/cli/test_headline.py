@@ -105,3 +105,21 @@ def test_compare_at_a_common_token_horizon(tmp_path: Path) -> None:
     q = run(["compare", "--lengths", "L.npy", "--capacity", "64", "--policy", "discard", "--rows", "-1",
              "--no-plots", "--out", "cmp2"], tmp_path)
     assert q.returncode == 2 and "--rows must be >= 0, got -1" in q.stderr
+
+
+def test_the_evaluation_section_claims_only_what_was_scored(tmp_path: Path) -> None:
+    """An evaluation stream that runs dry before its budget: the population is what was scored."""
+    from packing_theory import PackerConfig
+    from packing_theory.orchestration import run_audit
+    from packing_theory.rendering.audit import render_markdown
+
+    rng = np.random.default_rng(6)
+    train = np.maximum(1, rng.lognormal(3.0, 1.0, 300)).astype(np.int64)
+    evals = np.maximum(1, rng.lognormal(3.0, 1.0, 50)).astype(np.int64)
+    res = run_audit(train, PackerConfig(capacity=32, min_buffer=4, refill=4, rows=50), permutations=0,
+                    eval_lengths=evals, eval_targets=1_000_000, eval_prefixes=(500_000,))
+    scored = sum(res.evaluation[0].target_counts)
+    assert scored < 1_000_000
+    md = render_markdown(res)
+    assert f"{scored / 1e6:.2f} M scored (budget 1.00 M; the stream ran dry)" in md
+    assert "0.50 M: not reached" in md
