@@ -14,6 +14,9 @@ module             job
 ``stream``         :class:`StreamLedger`: the summary in O(B + strata) memory
 ``startup``        startup delay over permutations
 ``population``     the finite evaluation population and its support statement
+``documents``      the per-document table (one row per document offered) and its file
+``never_trained``  where a run stopped and what it never trained, in parts that reconcile
+``explain``        what happened to one document under one packer, and why
 =================  ===========================================================
 
 A whole audit (one corpus, several packers side by side) is
@@ -33,7 +36,10 @@ never the layers above.
 from __future__ import annotations
 
 from .._aliases import moved_name
+from .documents import DocumentRows, DocumentTable, document_table, write_documents
+from .explain import Explanation, explain
 from .ledger import Ledger, audit_events, audit_lengths
+from .never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -63,12 +69,17 @@ __all__ = [
     "STRATA_BOUNDARIES",
     "Aggregates",
     "CoverageRow",
+    "DocumentRows",
+    "DocumentTable",
     "EmittedInterval",
     "EvalPopulation",
     "EvalPrefix",
+    "Explanation",
     "ExposureProfile",
+    "HorizonStatement",
     "Ledger",
     "MassPartition",
+    "NeverTrained",
     "ProtectedMass",
     "SeriesSample",
     "SourceRecord",
@@ -78,10 +89,15 @@ __all__ = [
     "StreamResult",
     "audit_events",
     "audit_lengths",
+    "document_table",
     "evaluation_population",
+    "explain",
+    "horizon_statement",
+    "never_trained",
     "startup_delays",
     "stratum_index",
     "stratum_labels",
+    "write_documents",
 ]
 
 

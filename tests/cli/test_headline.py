@@ -123,3 +123,28 @@ def test_the_evaluation_section_claims_only_what_was_scored(tmp_path: Path) -> N
     md = render_markdown(res)
     assert f"{scored / 1e6:.2f} M scored (budget 1.00 M; the stream ran dry)" in md
     assert "0.50 M: not reached" in md
+
+
+def test_explain_agrees_with_documents_csv_on_a_sample(tmp_path: Path) -> None:
+    """Text files named by path: audit writes documents.csv; explain (by id and by name) agrees with it."""
+    rng = np.random.default_rng(8)
+    files = []
+    for i in range(60):
+        f = tmp_path / f"doc{i:02d}.txt"
+        f.write_text("x" * int(rng.integers(5, 400)), encoding="utf-8")
+        files.append(f.name)
+    common = ["--capacity", "64", "--min-buffer", "8", "--refill", "4"]
+    p = run(["audit", "--text", *files, *common, "--permutations", "0", "--no-plots", "--out", "rep"],
+            tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = _documents(tmp_path / "rep" / "documents.csv")
+    never = [r for r in rows if r["fate"] == "never started"]
+    assert len(never) >= 7 and all(r["name"].startswith("doc") for r in rows)
+    for r in [*never[:4], rows[0]]:
+        q = run(["explain", r["name"], "--text", *files, *common, "--json"], tmp_path)
+        assert q.returncode == 0, q.stderr
+        e = json.loads(q.stdout)
+        for key in ("fate", "emitted", "discarded", "buffered", "never_reached", "first_row", "length"):
+            assert str(e[key]) == r[key], key
+        assert str(e["protected"]).lower() == r["protected"] and e["document"] == int(r["document"])
+        assert q.stderr.strip().splitlines()[-1] == f"explain: {e['sentence']}"
