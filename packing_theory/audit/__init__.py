@@ -15,8 +15,8 @@ module             job
 ``startup``        startup delay over permutations
 ``population``     the finite evaluation population and its support statement
 ``documents``      the per-document table (one row per document offered) and its file
-``never_trained``  where a run stopped and what it never trained, in parts that reconcile
-``explain``        what happened to one document under one packer, and why
+``untrained``      where a run stopped and what it never trained, in parts that reconcile
+``explanations``   what happened to one document under one packer, and why
 =================  ===========================================================
 
 A whole audit (one corpus, several packers side by side) is
@@ -37,9 +37,8 @@ from __future__ import annotations
 
 from .._aliases import moved_name
 from .documents import DocumentRows, DocumentTable, document_table, write_documents
-from .explain import Explanation, explain
+from .explanations import Explanation, explain
 from .ledger import Ledger, audit_events, audit_lengths
-from .never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -61,6 +60,7 @@ from .results import (
 from .startup import StartupSpread, startup_delays
 from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
 from .stream import StreamLedger, StreamResult
+from .untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",

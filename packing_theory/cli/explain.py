@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Explain the document; print one line (exit 0)."""
-    from ..audit.explain import explain
+    from ..audit.explanations import explain
     from ..engine.horizon import Budget
     from ..orchestration import AUTORESEARCH_ROWS
     from ._packers import capacity_from_args, knobs_from_args

@@ -22,7 +22,6 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.documents import DocumentRows, DocumentTable, document_table
 from ..audit.ledger import Ledger
-from ..audit.never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -32,6 +31,7 @@ from ..audit.population import (
 from ..audit.results import Aggregates
 from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig

@@ -37,7 +37,7 @@ for rows, targets or tokens; ``horizon="natural"`` lets each packer run to its
 own end (streaming policies in ``stop`` mode stop when they can no longer
 refill to ``B``; ``exhausted="drain"`` and ``passes`` change that for the
 streaming family). Every column then reports what the packer *never
-trained* at that horizon (:class:`~packing_theory.audit.never_trained.NeverTrained`):
+trained* at that horizon (:class:`~packing_theory.audit.untrained.NeverTrained`):
 ``emitted + dropped + buffered + never reached == offered`` for every packer,
 and :attr:`Comparison.ranking` orders the packers by never-trained tokens.
 The packer set is :func:`default_packers`: every packer of the registry, so a
@@ -65,8 +65,8 @@ import numpy.typing as npt
 
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.ledger import Ledger
-from ..audit.never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..audit.strata import STRATA_BOUNDARIES
+from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..engine.consumers import feed_all
 from ..engine.events import Padding, Placement, Repeat
 from ..engine.horizon import Budget, cut_at_horizon

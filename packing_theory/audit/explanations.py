@@ -40,7 +40,7 @@ from ..lengths import validate_lengths
 from ..registry import entry
 from .documents import DocumentRows, document_table
 from .ledger import Ledger
-from .never_trained import HorizonStatement, horizon_statement
+from .untrained import HorizonStatement, horizon_statement
 
 __all__ = ["Explanation", "explain"]
 
