@@ -111,7 +111,7 @@ class AuditResult:
     """Per packer (order of ``policies``): where its run stopped and why."""
     never_trained: tuple[NeverTrained, ...] = ()
     """Per packer (order of ``policies``): what it never trained at its horizon."""
-    documents: tuple[DocumentTable, ...] = ()
+    document_tables: tuple[DocumentTable, ...] = ()
     """Per packer, the per-document table (only when :func:`run_audit` was asked for it)."""
 
     def policy(self, name: str) -> Aggregates:
@@ -259,7 +259,7 @@ def run_audit(
             natively (a ``tokens`` budget is ``ceil(T / R)`` of their full
             rows), peers by the cut of their event stream.
         documents: also keep each packer's per-document table
-            (:attr:`AuditResult.documents`; O(documents) memory per packer).
+            (:attr:`AuditResult.document_tables`; O(documents) memory per packer).
         document_names: one name per document (file paths) for the tables' ``name`` column.
 
     Raises:
@@ -321,7 +321,7 @@ def run_audit(
         horizon=budget,
         horizons=tuple(horizon_statement(a, budget, streaming=a.policy not in peers) for a in aggs),
         never_trained=tuple(a.never_trained for a in accounts),
-        documents=tuple(a.documents for a in accounts if a.documents is not None),
+        document_tables=tuple(a.documents for a in accounts if a.documents is not None),
     )
 
 

@@ -3,7 +3,7 @@
 :func:`write_report` writes all three for an
 :class:`~packing_theory.orchestration.AuditResult` through a
 :class:`~packing_theory.reporting.ReportWriter`. The JSON schema is identified
-by ``"schema": "packing-theory/audit"`` and ``"version": 2``; its top-level
+by ``"schema": "packing-theory/audit"`` and ``"version": 3``; its top-level
 keys (:data:`TOP_LEVEL_KEYS`) and the per-policy keys (:data:`POLICY_KEYS`)
 only change with a version bump.
 
@@ -430,7 +430,7 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
 
     ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
     lines go before the Markdown's closing lines. ``documents_file`` (one of
-    :data:`DOCUMENTS_FILES`) writes ``result.documents``, one row per document
+    :data:`DOCUMENTS_FILES`) writes ``result.document_tables``, one row per document
     and packer (:func:`packing_theory.audit.documents.write_documents`).
     """
     run = writer.run_info
@@ -440,7 +440,7 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     if documents_file is not None:
         from ..audit.documents import write_documents
 
-        write_documents(writer.path(documents_file), result.documents, run_id=writer.run_id)
+        write_documents(writer.path(documents_file), result.document_tables, run_id=writer.run_id)
     doc = report_dict(result, reference=reference, run=run, documents_file=documents_file)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)

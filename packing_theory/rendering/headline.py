@@ -78,7 +78,7 @@ def packer_sentence(packer: str, h: HorizonStatement, nt: NeverTrained, *, predi
     ``K`` that started (nonzero only outside the hypotheses); ``outside``: the
     family-status sentence of a packer the theorem does not cover.
     """
-    docs = nt.documents
+    docs = nt.untrained_documents
     what = f"{_n(docs)} document{'s' if docs != 1 else ''}"
     if docs and nt.largest:
         what += ", the largest"
@@ -133,7 +133,7 @@ def horizon_lines(rows: Sequence[tuple[str, HorizonStatement, NeverTrained]]) ->
     row("stopped at row (why; partial row)",
         [f"{_n(h.stopped_at_row)} ({h.reason}; {_n(h.partial_row_tokens)})" for _, h, _ in rows])
     row("**never trained**: tokens (share of offered); documents",
-        [f"**{_n(nt.tokens)}** ({_pct(nt.share)}); {_n(nt.documents)}" for _, _, nt in rows])
+        [f"**{_n(nt.tokens)}** ({_pct(nt.share)}); {_n(nt.untrained_documents)}" for _, _, nt in rows])
     for label, attr in (("never started", "never_started"), ("dropped", "dropped"),
                         ("still buffered", "still_buffered"), ("never reached", "never_reached")):
         row(f"– {label}: tokens; documents",
