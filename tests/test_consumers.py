@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import packing_theory as pt
 from packing_theory.adapters.stream import RemainderTracker
-from packing_theory.audit import Ledger, StreamLedger
+from packing_theory.audit import DocumentRows, Ledger, StreamLedger
 from packing_theory.audit.costs import CostAccumulator
 from packing_theory.audit.population import ScoredTargets
 from packing_theory.engine import consumers as consumers_module
@@ -56,6 +56,7 @@ CONSUMERS: dict[str, Factory] = {
     "BufferTracker": BufferTracker.for_packer,  # streaming policies only
     "RemainderTracker": lambda p: RemainderTracker(),
     "ScoredTargets": lambda p: ScoredTargets.for_packer(p, targets=3 * consumer_settings(p).capacity),
+    "DocumentRows": DocumentRows.for_packer,
 }
 PEER_CONSUMERS = [name for name in CONSUMERS if name != "BufferTracker"]
 
@@ -136,7 +137,8 @@ def _constructors() -> list[tuple[str, Any]]:
     classes = {"Ledger": Ledger, "StreamLedger": StreamLedger, "CostAccumulator": CostAccumulator,
                "InvariantMonitor": InvariantMonitor, "StartDelayMonitor": StartDelayMonitor,
                "SummaryAccumulator": SummaryAccumulator, "BufferTracker": BufferTracker,
-               "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets}
+               "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets,
+               "DocumentRows": DocumentRows}
     assert set(classes) == set(CONSUMERS)
     return sorted(classes.items())
 

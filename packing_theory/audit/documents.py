@@ -78,9 +78,9 @@ DOCUMENTS_DEFAULT_LIMIT = 100_000
 _CHUNK = 65_536
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RowFacts:
-    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none)."""
+    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none). ``==`` compares values."""
 
     first_row: Int64Array
     """The smallest row index holding one of its tokens (a BOS-only placement counts)."""
@@ -88,6 +88,15 @@ class RowFacts:
     """Complete rows emitted, in stream order, when it arrived (the row its refill fed)."""
     filtered_reason: dict[int, str]
     """Occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowFacts):
+            return NotImplemented
+        return (np.array_equal(self.first_row, other.first_row)
+                and np.array_equal(self.arrival_row, other.arrival_row)
+                and self.filtered_reason == other.filtered_reason)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class DocumentRows:
