@@ -14,6 +14,9 @@ module             job
 ``stream``         :class:`StreamLedger`: the summary in O(B + strata) memory
 ``startup``        startup delay over permutations
 ``population``     the finite evaluation population and its support statement
+``documents``      the per-document table (one row per document offered) and its file
+``untrained``      where a run stopped and what it never trained, in parts that reconcile
+``explanations``   what happened to one document under one packer, and why
 =================  ===========================================================
 
 A whole audit (one corpus, several packers side by side) is
@@ -32,6 +35,8 @@ never the layers above.
 
 from __future__ import annotations
 
+from .documents import DocumentRows, DocumentTable, document_table, write_documents
+from .explanations import Explanation, explain
 from .ledger import Ledger, audit_events, audit_lengths
 from .population import (
     AUTORESEARCH_EVAL_TARGETS,
@@ -54,6 +59,7 @@ from .results import (
 from .startup import StartupSpread, startup_delays
 from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
 from .stream import StreamLedger, StreamResult
+from .untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",
@@ -62,12 +68,17 @@ __all__ = [
     "STRATA_BOUNDARIES",
     "Aggregates",
     "CoverageRow",
+    "DocumentRows",
+    "DocumentTable",
     "EmittedInterval",
     "EvalPopulation",
     "EvalPrefix",
+    "Explanation",
     "ExposureProfile",
+    "HorizonStatement",
     "Ledger",
     "MassPartition",
+    "NeverTrained",
     "ProtectedMass",
     "SeriesSample",
     "SourceRecord",
@@ -77,8 +88,13 @@ __all__ = [
     "StreamResult",
     "audit_events",
     "audit_lengths",
+    "document_table",
     "evaluation_population",
+    "explain",
+    "horizon_statement",
+    "never_trained",
     "startup_delays",
     "stratum_index",
     "stratum_labels",
+    "write_documents",
 ]

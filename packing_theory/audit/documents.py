@@ -78,9 +78,9 @@ DOCUMENTS_DEFAULT_LIMIT = 100_000
 _CHUNK = 65_536
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RowFacts:
-    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none)."""
+    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none). ``==`` compares values."""
 
     first_row: Int64Array
     """The smallest row index holding one of its tokens (a BOS-only placement counts)."""
@@ -88,6 +88,15 @@ class RowFacts:
     """Complete rows emitted, in stream order, when it arrived (the row its refill fed)."""
     filtered_reason: dict[int, str]
     """Occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowFacts):
+            return NotImplemented
+        return (np.array_equal(self.first_row, other.first_row)
+                and np.array_equal(self.arrival_row, other.arrival_row)
+                and self.filtered_reason == other.filtered_reason)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class DocumentRows:
@@ -382,11 +391,12 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
     return document_names(paths, counts)
 
 
-def _csv_chunks(tables: Sequence[DocumentTable]) -> Iterator[str]:
+def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator[str]:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(DOCUMENT_COLUMNS)
+    w.writerow([*DOCUMENT_COLUMNS, *(["run"] if run_id else [])])
     yield buf.getvalue()
+    tail = [run_id] if run_id else []
     for t in tables:
         for lo in range(0, len(t), _CHUNK):
             hi = min(lo + _CHUNK, len(t))
@@ -394,14 +404,18 @@ def _csv_chunks(tables: Sequence[DocumentTable]) -> Iterator[str]:
             w = csv.writer(buf, lineterminator="\n")
             cols = [t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS]
             for r in zip(*cols, strict=True):
-                w.writerow(["true" if v is True else "false" if v is False else v for v in r])
+                w.writerow(["true" if v is True else "false" if v is False else v for v in r] + tail)
             yield buf.getvalue()
 
 
-def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable]) -> Path:
+def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable], *,
+                    run_id: str | None = None) -> Path:
     """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
 
     Written in chunks of 65,536 rows (memory O(chunk) beyond the tables).
+    ``run_id`` (a report's run) is a last CSV column ``run`` on every row, and
+    the Parquet file's ``run`` metadata, so that the report's check can tie the
+    file to its run.
 
     Raises:
         InputError: another suffix.
@@ -411,7 +425,7 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     suffix = out.suffix.lower()
     if suffix == ".csv":
         with open(out, "w", encoding="utf-8", newline="") as f:
-            for chunk in _csv_chunks(tables):
+            for chunk in _csv_chunks(tables, run_id):
                 f.write(chunk)
         return out
     if suffix == ".parquet":
@@ -419,7 +433,7 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
         pq = import_optional("pyarrow.parquet", extra="parquet", purpose="a Parquet documents file")
         schema = pa.schema([(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
                              pa.bool_() if c in ("started", "protected") else pa.int64())
-                            for c in DOCUMENT_COLUMNS])
+                            for c in DOCUMENT_COLUMNS], metadata={"run": run_id or ""})
         with pq.ParquetWriter(str(out), schema) as w:
             for t in tables:
                 for lo in range(0, len(t), _CHUNK):

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "verify-shards": "packing_theory.cli.verify_shards",
     "census": "packing_theory.cli.census",
     "contamination": "packing_theory.cli.contamination",
+    "explain": "packing_theory.cli.explain",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 

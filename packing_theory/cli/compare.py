@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..engine.horizon import Budget
 from ..errors import InputError
 from ..orchestration import compare_packers, default_packers
 from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
@@ -36,10 +37,11 @@ def register(sub: Any) -> None:
     """Add the ``compare`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "compare", help="every packer side by side: utilization, padding, drops, sources never started",
-        description="Replay one corpus once (one pass) with each chosen packer — streaming policies and "
-                    "peer packers — and report utilization, padding, dropped tokens, filtered and "
-                    "never-started sources, exposure by length stratum, what the trainer gets and the "
-                    "invariant verdict. Writes compare.json, compare.md and PNG plots.",
+        description="Replay one corpus with each chosen packer — streaming policies and peer packers — cut "
+                    "at one common horizon (by default the common token horizon, see below), rank them by "
+                    "the tokens they never trained, and report utilization, padding, dropped tokens, "
+                    "filtered and never-started sources, exposure by length stratum, what the trainer gets "
+                    "and the invariant verdict. Writes compare.json, compare.md and PNG plots.",
     )
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--demo", action="store_true",
@@ -57,6 +59,22 @@ def register(sub: Any) -> None:
     parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
                         help="streaming B (default 1000)")
     parser.add_argument("--refill", type=int, default=128, help="streaming refill batch (default 128)")
+    hz = parser.add_argument_group(
+        "horizon (default: the common token horizon — every packer is cut once it has placed the most "
+        "tokens that every packer reaches, the fewest any packer places at its natural end; packers are "
+        "ranked by never-trained tokens there)")
+    one = hz.add_mutually_exclusive_group()
+    one.add_argument("--rows", type=int, default=None, help="cut every packer after this many rows")
+    one.add_argument("--targets", type=int, default=None,
+                     help="cut every packer after ceil(targets / (R - 1)) rows")
+    one.add_argument("--tokens", type=int, default=None,
+                     help="cut every packer at the row where its placed document tokens reach this many")
+    one.add_argument("--natural-end", action="store_true",
+                     help="let each packer run to its own end instead (not like for like)")
+    hz.add_argument("--drain", action="store_true",
+                    help="streaming policies: when the stream cannot refill to B, keep selecting until the "
+                         "buffer is empty (outside the theorem) instead of stopping")
+    hz.add_argument("--passes", type=int, default=1, help="streaming policies: corpus passes (default 1)")
     parser.add_argument("--peer-option", action="append", default=[], metavar="POLICY:KEY=VALUE",
                         help="a constructor option of one peer, e.g. trl-bfd:window=500 (repeatable)")
     parser.add_argument("--out", default="compare-report", metavar="DIR",
@@ -117,8 +135,20 @@ def _config(args: argparse.Namespace, names: list[str], options: dict[str, dict[
         inputs.update(data_inputs(args))
     return {"command": "compare", "inputs": inputs, "packers": names, "capacity": args.capacity,
             "seq_length": args.seq_length, "min_buffer": args.min_buffer, "refill": args.refill,
-            "peer_options": options, "plots": not args.no_plots,
+            "peer_options": options, "plots": not args.no_plots, "horizon": str(_horizon(args)),
+            "drain": args.drain, "passes": args.passes,
             **({"sources": source_config(args)} if wants_sources(args) else {})}
+
+
+def _horizon(args: argparse.Namespace) -> Budget | str:
+    """``--rows`` / ``--targets`` / ``--tokens`` as a budget, ``natural`` or the default ``common``."""
+    for unit in ("rows", "targets", "tokens"):
+        value = getattr(args, unit)
+        if value is not None:
+            if value < 0:
+                raise InputError(f"--{unit} must be >= 0, got {value}")
+            return Budget(unit, value)
+    return "natural" if args.natural_end else "common"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     check_executor_option(args)
+    horizon = _horizon(args)
+    if args.passes < 1:
+        raise InputError(f"--passes must be >= 1, got {args.passes}")
     with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT), config=_config(args, names, options),
                       tool="packing-theory compare", force=args.force) as writer:
         if args.demo:
@@ -166,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
                 cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
                                       seq_length=args.seq_length, min_buffer=args.min_buffer,
                                       refill=args.refill, peer_options=options, corpus_label=label,
-                                      progress=bar, executor=executor)
+                                      progress=bar, executor=executor, horizon=horizon,
+                                      exhausted="drain" if args.drain else "stop", passes=args.passes)
         finally:
             if bar is not None:
                 bar.close()
@@ -180,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
         emit_json(cmp.to_dict(writer.run_info))
     drift = "" if sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in sources.packers if p.drift.drifted) or "none")
-    print(writer.summary_line("compare", f"{len(cmp.columns)} packers on {cmp.documents:,} documents in "
-                                         f"{time.perf_counter() - t0:.1f} s{drift}"), file=sys.stderr)
+    print(writer.summary_line("compare", f"{cmp.headline()} ({cmp.documents:,} documents, "
+                                         f"{time.perf_counter() - t0:.1f} s{drift})"), file=sys.stderr)
     ok = all(c.identity_holds for c in cmp.columns) and (sources is None or all(
         p.reconciles for p in sources.packers))
     return 0 if ok else 1

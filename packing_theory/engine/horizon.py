@@ -3,17 +3,17 @@
 A *horizon* is where a run is cut. The user gives it in one of three units,
 with one meaning for every packer, streaming or peer:
 
-=========  ==================================================================
-unit       the run stops at the end of the first row (in the order the packer
-           emits rows) at which ...
-=========  ==================================================================
-``rows``   ``value`` complete rows have been emitted
-``targets`` ``ceil(value / (R - 1))`` complete rows have been emitted (row
-           ``r``, position ``p >= 1`` holds target ``r (R - 1) + p - 1``)
-``tokens`` the document tokens placed in complete rows (every
-           :class:`~packing_theory.engine.events.Placement`, an inserted BOS
-           included; padding and repeats excluded) reach ``value``
-=========  ==================================================================
+===========  ================================================================
+unit         the run stops at the end of the first row (in the order the
+             packer emits rows) at which ...
+===========  ================================================================
+``rows``     ``value`` complete rows have been emitted
+``targets``  ``ceil(value / (R - 1))`` complete rows have been emitted (row
+             ``r``, position ``p >= 1`` holds target ``r (R - 1) + p - 1``)
+``tokens``   the document tokens placed in complete rows (every
+             :class:`~packing_theory.engine.events.Placement`, an inserted
+             BOS included; padding and repeats excluded) reach ``value``
+===========  ================================================================
 
 Without a budget a packer runs to its natural end (the stream exhausted, the
 buffer drained, every bin emitted), and the report says so.

@@ -22,7 +22,6 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.documents import DocumentRows, DocumentTable, document_table
 from ..audit.ledger import Ledger
-from ..audit.never_trained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
@@ -32,6 +31,7 @@ from ..audit.population import (
 from ..audit.results import Aggregates
 from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
 from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
+from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig
@@ -122,7 +122,7 @@ class AuditResult:
     """Per packer (order of ``policies``): where its run stopped and why."""
     never_trained: tuple[NeverTrained, ...] = ()
     """Per packer (order of ``policies``): what it never trained at its horizon."""
-    documents: tuple[DocumentTable, ...] = ()
+    document_tables: tuple[DocumentTable, ...] = ()
     """Per packer, the per-document table (only when :func:`run_audit` was asked for it)."""
 
     def policy(self, name: str) -> Aggregates:
@@ -283,7 +283,7 @@ def run_audit(
             natively (a ``tokens`` budget is ``ceil(T / R)`` of their full
             rows), peers by the cut of their event stream.
         documents: also keep each packer's per-document table
-            (:attr:`AuditResult.documents`; O(documents) memory per packer).
+            (:attr:`AuditResult.document_tables`; O(documents) memory per packer).
         document_names: one name per document (file paths) for the tables' ``name`` column.
 
     Raises:
@@ -345,7 +345,7 @@ def run_audit(
         horizon=budget,
         horizons=tuple(horizon_statement(a, budget, streaming=a.policy not in peers) for a in aggs),
         never_trained=tuple(a.never_trained for a in accounts),
-        documents=tuple(a.documents for a in accounts if a.documents is not None),
+        document_tables=tuple(a.documents for a in accounts if a.documents is not None),
     )
 
 

@@ -36,11 +36,20 @@ A framework that refuses the corpus by its own rule (torchtune without
 an example longer than the pack) is listed under :attr:`PackerComparison.refused`
 with the framework's message instead of a column.
 
-The budget is one pass over the corpus: every packer runs until its input is
-exhausted (streaming policies in ``stop`` mode: what is still buffered then
-is never started). The packer set is :func:`default_packers`: every packer of
-the registry, so a peer module added to
-:data:`~packing_theory.peers.PEER_MODULES` appears without any change here.
+**One horizon for every column.** By default (``horizon="common"``) every
+packer is cut at the same *token* horizon: the largest number of placed
+tokens that every packer reaches — the fewest tokens any of them places at
+its natural end (a first, light pass finds it). ``horizon=Budget(...)`` asks
+for rows, targets or tokens; ``horizon="natural"`` lets each packer run to its
+own end (streaming policies in ``stop`` mode stop when they can no longer
+refill to ``B``; ``exhausted="drain"`` and ``passes`` change that for the
+streaming family). Every column then reports what the packer *never
+trained* at that horizon (:class:`~packing_theory.audit.untrained.NeverTrained`):
+``emitted + dropped + buffered + never reached == offered`` for every packer,
+and :attr:`PackerComparison.ranking` orders the packers by never-trained tokens.
+The packer set is :func:`default_packers`: every packer of the registry, so a
+peer module added to :data:`~packing_theory.peers.PEER_MODULES` appears
+without any change here.
 
 Row widths: streaming rows hold ``capacity`` tokens (``T + 1``); a peer is
 built for the sequence length ``seq_length`` (default ``capacity - 1``), its
@@ -65,7 +74,10 @@ import numpy.typing as npt
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.ledger import Ledger
 from ..audit.strata import STRATA_BOUNDARIES
+from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..engine.consumers import feed_all
+from ..engine.events import Padding, Placement, Repeat
+from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import PackerConfig
 from ..engine.replay import make_packer
 from ..errors import InputError
@@ -75,6 +87,7 @@ from ..peers import PeerFigures
 from ..registry import PackerEntry, entries, names
 
 __all__ = [
+    "HORIZON_RULES",
     "PackerColumn",
     "PackerComparison",
     "compare_packers",
@@ -82,6 +95,15 @@ __all__ = [
     "packer_verdict",
     "shrunk_counterexample",
 ]
+
+
+HORIZON_RULES: dict[str, str] = {
+    "common": "the common token horizon: the most placed tokens every packer reaches (the fewest any "
+              "packer places at its natural end)",
+    "natural": "each packer to its own natural end (not like for like)",
+    "asked": "the horizon asked, for every packer",
+}
+"""How a comparison's horizon was chosen, in words (:attr:`PackerComparison.horizon_rule`)."""
 
 
 def default_packers() -> list[str]:
@@ -123,6 +145,8 @@ class PackerColumn:
     start_delays: str = "measured"
     peer_figures: PeerFigures | None = None
     """A peer's framework-true figures (its rule, options and horizon); ``None`` for streaming policies."""
+    horizon: HorizonStatement | None = None
+    never_trained: NeverTrained | None = None
 
     @property
     def utilization(self) -> float | None:
@@ -131,7 +155,10 @@ class PackerColumn:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``utilization``."""
-        return {**asdict(self), "utilization": self.utilization}  # costs: asdict recurses
+        out = {**asdict(self), "utilization": self.utilization}  # costs: asdict recurses
+        out["horizon"] = self.horizon.to_dict() if self.horizon is not None else None
+        out["never_trained"] = self.never_trained.to_dict() if self.never_trained is not None else None
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +177,72 @@ class PackerComparison:
     notes: tuple[str, ...] = field(default=())
     refused: tuple[tuple[str, str], ...] = field(default=())
     """``(packer, the framework's message)`` for packers that refused this corpus."""
+    horizon: Budget | None = None
+    """The horizon every column was cut at (``None``: each packer's natural end)."""
+    horizon_rule: str = "natural"
+    """A key of :data:`HORIZON_RULES`: how the horizon was chosen."""
+    exhausted: str = "stop"
+    passes: int = 1
+
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """The packers by never-trained tokens at the horizon, fewest first (ties: column order)."""
+        def key(i: int) -> tuple[int, int]:
+            nt = self.columns[i].never_trained
+            return (nt.tokens if nt is not None else 0, i)
+
+        ranked = sorted(range(len(self.columns)), key=key)
+        return tuple(self.columns[i].policy for i in ranked)
+
+    def headline(self) -> str:
+        """The comparison in plain words: the horizon, the packer that never trains least and most.
+
+        >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
+        ...                       refill=2)
+        >>> print(cmp.headline().replace("; ", chr(10)))
+        at the common token horizon of 64 placed tokens (the most every packer reaches)
+        trl-bfd never trains the fewest of your tokens (39.7%)
+        discard the most (44.8%)
+        2 packers compared
+        """
+        if not self.columns:
+            return "no packer could be compared"
+        told = self.horizon.describe() if self.horizon else ""
+        where = {"common": f"at the common token horizon of {told.replace('tokens', 'placed tokens')} "
+                           "(the most every packer reaches)",
+                 "asked": f"at the horizon of {told}",
+                 "natural": "each at its own natural end (not like for like)"}[self.horizon_rule]
+        first, last = self.ranking[0], self.ranking[-1]
+        share = {c.policy: c.never_trained.share for c in self.columns if c.never_trained is not None}
+
+        def pct(name: str) -> str:
+            v = share.get(name)
+            return "—" if v is None else f"{100 * v:.1f}%"
+
+        parts = [where, f"{first} never trains the fewest of your tokens ({pct(first)})"]
+        if last != first:
+            parts.append(f"{last} the most ({pct(last)})")
+        parts.append(f"{len(self.columns)} packers compared"
+                     + (f", {len(self.refused)} refused the corpus" if self.refused else ""))
+        return "; ".join(parts)
 
     def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 2); ``run`` names its run."""
-        return {"schema": "packing-theory/compare", "version": 2,
+        """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 3); ``run`` names its run.
+
+        Version 3 added ``headline``, ``horizon`` (the horizon, its rule, the
+        streaming family's ``exhausted`` and ``passes``), ``ranking`` and, per
+        packer, ``horizon`` and ``never_trained``.
+        """
+        return {"schema": "packing-theory/compare", "version": 3,
                 "run": dict(run) if run is not None else None,
+                "headline": self.headline(),
                 "corpus": self.corpus_label,
                 "documents": self.documents, "tokens": self.tokens, "capacity": self.capacity,
                 "seq_length": self.seq_length, "min_buffer": self.min_buffer,
-                "budget": "one pass over the corpus", "strata": list(self.labels),
+                "horizon": {**(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
+                            "rule": self.horizon_rule, "explained": HORIZON_RULES[self.horizon_rule],
+                            "exhausted": self.exhausted, "passes": self.passes},
+                "ranking": list(self.ranking), "strata": list(self.labels),
                 "packers": [c.to_dict() for c in self.columns], "notes": list(self.notes),
                 "refused": [{"packer": n, "reason": r} for n, r in self.refused],
                 "seconds": self.seconds}
@@ -241,8 +325,11 @@ def compare_packers(
     corpus_label: str = "",
     progress: Callable[[int], None] | None = None,
     executor: Executor | None = None,
+    horizon: Budget | str = "common",
+    exhausted: str = "stop",
+    passes: int = 1,
 ) -> PackerComparison:
-    """Replay ``lengths`` once with each packer and collect the columns (see the module doc).
+    """Replay ``lengths`` with each packer, cut at one horizon, and collect the columns (see the module doc).
 
     Args:
         lengths: BOS-inclusive document lengths.
@@ -260,14 +347,20 @@ def compare_packers(
             e.g. from :func:`~packing_theory.distributed.executors.open_executor`).
             The columns come back in the order asked whatever the completion
             order, so the comparison is the same apart from the ``seconds``.
+        horizon: ``"common"`` (default: the common token horizon, found by a
+            first pass to every packer's natural end), ``"natural"`` (each to its
+            own end) or a :class:`~packing_theory.engine.horizon.Budget`.
+        exhausted, passes: the streaming family's ``stop`` / ``drain`` and corpus passes.
 
     Raises:
-        InputError: an unknown packer name, bad lengths, or a peer's bad option.
+        InputError: an unknown packer name, bad lengths, a peer's bad option, a bad horizon.
 
     >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
-    ...                       refill=2)
+    ...                       refill=2, horizon="natural")
     >>> [(c.policy, c.never_started_sources, c.discarded_tokens) for c in cmp.columns]
     [('discard', 1, 42), ('trl-bfd', 0, 20)]
+    >>> [(c.policy, c.never_trained.tokens) for c in cmp.columns], cmp.ranking
+    ([('discard', 52), ('trl-bfd', 20)], ('trl-bfd', 'discard'))
     """
     arr = validate_lengths(np.asarray(lengths))
     table = entries()
@@ -279,34 +372,89 @@ def compare_packers(
         if n not in chosen or table[n].kind != "peer":
             raise InputError(f"peer_options names {n!r}, which is not a compared peer")
         table[n].options(opts)  # an unknown knob names itself and the packer
+    if not isinstance(horizon, Budget) and horizon not in ("common", "natural"):
+        raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
+    if exhausted not in ("stop", "drain"):
+        raise InputError(f"exhausted must be 'stop' or 'drain', got {exhausted!r}")
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
-    tasks = [(name, arr, capacity, L, min_buffer, refill, dict((peer_options or {}).get(name, {})),
-              tuple(boundaries)) for name in chosen]
+    settings = (capacity, L, min_buffer, refill, exhausted, passes)
+    given_of = {name: dict((peer_options or {}).get(name, {})) for name in chosen}
+
+    def run_all(fn: Callable[..., Any], args: list[tuple[Any, ...]], counted: bool) -> list[Any]:
+        """``fn(*a)`` for each ``a``, here or on ``executor``, in the order asked (``counted``: progress)."""
+        tick = progress if counted else None
+        if executor is None:
+            out = []
+            for done, a in enumerate(args, 1):
+                out.append(fn(*a))
+                if tick is not None:
+                    tick(done)
+            return out
+        futures = [executor.submit(fn, *a) for a in args]
+        out = []
+        for done, f in enumerate(futures, 1):  # the order asked, not the completion order
+            out.append(f.result())
+            if tick is not None:
+                tick(done)
+        return out
+
     if progress is not None:
         progress(0)
-    outcomes = []
-    if executor is None:
-        for done, task in enumerate(tasks, 1):
-            outcomes.append(_compare_one(*task))
-            if progress is not None:
-                progress(done)
-    else:
-        futures = [executor.submit(_compare_one, *task) for task in tasks]
-        for done, f in enumerate(futures, 1):  # the order asked, not the completion order
-            outcomes.append(f.result())
-            if progress is not None:
-                progress(done)
+    refused: dict[str, str] = {}
+    budget: Budget | None = horizon if isinstance(horizon, Budget) else None
+    if horizon == "common":
+        reaches = run_all(_reach_one, [(name, arr, given_of[name], settings) for name in chosen], False)
+        reach = []
+        for name, (r, why) in zip(chosen, reaches, strict=True):
+            if why is not None:
+                refused[name] = why  # the framework's own rule refuses this corpus
+            else:
+                reach.append(r)
+        budget = Budget("tokens", min(reach)) if reach else None
+    todo = [name for name in chosen if name not in refused]
+    outcomes = run_all(_compare_one, [(name, arr, given_of[name], settings, tuple(boundaries), budget)
+                                      for name in todo], True)
     cols = [c for c, _, _ in outcomes if c is not None]
-    refused = [(name, r) for name, (_, r, _) in zip(chosen, outcomes, strict=True) if r is not None]
+    refused.update((name, r) for name, (_, r, _) in zip(todo, outcomes, strict=True) if r is not None)
     labels = next((lab for c, _, lab in reversed(outcomes) if c is not None), ())
+    rule = "asked" if isinstance(horizon, Budget) else str(horizon)
     return PackerComparison(int(arr.size), exact_sum(arr), capacity, L, min_buffer, corpus_label, labels,
-                      tuple(cols), time.perf_counter() - t_all, refused=tuple(refused))
+                            tuple(cols), time.perf_counter() - t_all,
+                            refused=tuple((n, refused[n]) for n in chosen if n in refused),
+                            horizon=budget, horizon_rule=rule, exhausted=exhausted, passes=passes)
 
 
-def _compare_one(name: str, arr: npt.NDArray[np.int64], capacity: int, seq_length: int, min_buffer: int,
-                refill: int, given: dict[str, Any], boundaries: tuple[int, ...]
-                ) -> tuple[PackerColumn | None, str | None, tuple[str, ...]]:
+_Settings = tuple[int, int, int, int, str, int]  # capacity, seq_length, min_buffer, refill, exhausted, passes
+
+
+def _build(name: str, given: dict[str, Any], settings: _Settings) -> tuple[Any, dict[str, Any]]:
+    """The packer ``name`` of a comparison and every knob it runs with, defaults included."""
+    capacity, seq_length, min_buffer, refill, exhausted, passes = settings
+    e = entries()[name]
+    if e.kind == "peer":
+        packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
+        return packer, packer.options()
+    knobs: dict[str, Any] = {"min_buffer": min_buffer, "refill": refill, "exhausted": exhausted,
+                             "passes": passes}
+    return e.build(capacity, **knobs), e.options(knobs)
+
+
+def _reach_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], settings: _Settings
+               ) -> tuple[int, str | None]:
+    """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
+    try:
+        packer, _ = _build(name, given, settings)
+        return _placed_tokens(packer.events(arr), packer.capacity), None
+    except ValueError as exc:
+        if entries()[name].kind != "peer":
+            raise
+        return 0, str(exc)
+
+
+def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], settings: _Settings,
+                 boundaries: tuple[int, ...], budget: Budget | None
+                 ) -> tuple[PackerColumn | None, str | None, tuple[str, ...]]:
     """One packer's column of :func:`compare_packers` (a top-level function: it runs in worker processes).
 
     Returns ``(column, None, stratum labels)``, or ``(None, refusal, ())`` when
@@ -314,23 +462,19 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], capacity: int, seq_lengt
     """
     t0 = time.perf_counter()
     e = entries()[name]
-    if e.kind == "peer":
-        packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
-    else:
-        given = {"min_buffer": min_buffer, "refill": refill, "exhausted": "stop"}
-        packer = e.build(capacity, **given)
-    # every knob it ran with, defaults included
-    opts = packer.options() if e.kind == "peer" else e.options(given)
+    min_buffer, passes = settings[2], settings[5]
+    packer, opts = _build(name, given, settings)
     width = packer.capacity
     ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
     costs = CostAccumulator(width, name)
     figures: PeerFigures | None = None
     counter = packer.figures(arr) if e.kind == "peer" else None
+    events = cut_at_horizon(packer.events(arr), budget, capacity=width)
     try:
         if counter is not None:
-            agg, packer_costs, figures = feed_all(packer.events(arr), ledger, costs, counter)
+            agg, packer_costs, figures = feed_all(events, ledger, costs, counter)
         else:
-            agg, packer_costs = feed_all(packer.events(arr), ledger, costs)
+            agg, packer_costs = feed_all(events, ledger, costs)
     except ValueError as exc:
         if e.kind != "peer":
             raise
@@ -356,5 +500,21 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], capacity: int, seq_lengt
         seconds=time.perf_counter() - t0, costs=packer_costs,
         unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
         start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
+        horizon=horizon_statement(agg, budget, streaming=e.kind != "peer"),
+        never_trained=never_trained(ledger, arr, passes=passes if e.kind != "peer" else None),
     )
     return column, None, tuple(s.label for s in agg.strata)
+
+
+def _placed_tokens(events: Any, capacity: int) -> int:
+    """Tokens placed in the complete rows of a whole stream (the most a token horizon can ask of it)."""
+    filled = placed = done = 0
+    for ev in events:
+        t = type(ev)
+        if t is Placement or t is Padding or t is Repeat:
+            filled += ev.length
+            if t is Placement:
+                placed += ev.length
+            if filled == capacity:
+                done, filled, placed = done + placed, 0, 0
+    return done

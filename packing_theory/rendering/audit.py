@@ -3,7 +3,7 @@
 :func:`write_report` writes all three for an
 :class:`~packing_theory.orchestration.AuditResult` through a
 :class:`~packing_theory.reporting.ReportWriter`. The JSON schema is identified
-by ``"schema": "packing-theory/audit"`` and ``"version": 2``; its top-level
+by ``"schema": "packing-theory/audit"`` and ``"version": 3``; its top-level
 keys (:data:`TOP_LEVEL_KEYS`) and the per-policy keys (:data:`POLICY_KEYS`)
 only change with a version bump.
 
@@ -224,12 +224,17 @@ def _spread(s: StartupSpread | None) -> str:
 
 
 def _eval_line(e: EvalPopulation) -> str:
+    """One policy's row; a budget past what the stream let the run score is said so, not claimed."""
     parts = []
+    scored = sum(e.target_counts)
     for p in e.prefixes:
         z = ", ".join(p.zero_inclusion) or "none"
-        parts.append(f"{_mt(p.targets)}: {z}")
+        parts.append(f"{_mt(p.targets)}: {z}" if p.targets <= scored else f"{_mt(p.targets)}: not reached")
     z = ", ".join(e.zero_inclusion) or "none"
-    parts.append(f"**{_mt(e.targets)}: {z}**")
+    if scored < e.targets:  # the stream ran dry: the population is what was scored, not the budget
+        parts.append(f"**{_mt(scored)} scored (budget {_mt(e.targets)}; the stream ran dry): {z}**")
+    else:
+        parts.append(f"**{_mt(e.targets)}: {z}**")
     return (f"| {e.policy} | {'; '.join(parts)} | {_mt(e.first_over_capacity_target)} | "
             f"{_n(e.protected_tokens)} ({_pct(e.protected_share_of_arrived)}) |")
 
@@ -435,7 +440,7 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
 
     ``sections`` adds top-level JSON entries (e.g. ``ranks``) and ``markdown``
     lines go before the Markdown's closing lines. ``documents_file`` (one of
-    :data:`DOCUMENTS_FILES`) writes ``result.documents``, one row per document
+    :data:`DOCUMENTS_FILES`) writes ``result.document_tables``, one row per document
     and packer (:func:`packing_theory.audit.documents.write_documents`).
     """
     from ..reporting.html import write_html
@@ -448,7 +453,7 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
     if documents_file is not None:
         from ..audit.documents import write_documents
 
-        write_documents(writer.path(documents_file), result.documents)
+        write_documents(writer.path(documents_file), result.document_tables, run_id=writer.run_id)
     doc = report_dict(result, reference=reference, run=run, documents_file=documents_file)
     doc.update(sections or {})
     j = writer.write_json("audit.json", doc)

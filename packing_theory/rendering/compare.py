@@ -5,7 +5,9 @@
 :class:`~packing_theory.reporting.ReportWriter` (locked, swapped in as one
 unit). The JSON is :meth:`PackerComparison.to_dict
 <packing_theory.orchestration.PackerComparison.to_dict>` (``schema``
-``packing-theory/compare``, version 2) with the run entry.
+``packing-theory/compare``, version 3) with the run entry. The Markdown's first
+line is the comparison's headline; the packers are listed by never-trained
+tokens at the common horizon, fewest first.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from ..orchestration.compare import PackerComparison
 from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import color, pyplot, save_figure
 from ..reporting.writer import ReportWriter
+from .headline import glossary_lines
 
-__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "CompareFiles", "headline", "plot_notes",
+__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "CompareFiles", "plot_notes",
            "render_markdown", "write_plots", "write_report_files"]
 
 PLOT_FILES: tuple[str, ...] = (
@@ -44,35 +47,48 @@ def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None,
     With ``run`` (:attr:`ReportWriter.run_info <packing_theory.reporting.ReportWriter.run_info>`)
     the last line names the run and the config hash.
     """
+    from ..orchestration.compare import HORIZON_RULES
+
+    told = cmp.horizon.describe() if cmp.horizon is not None else "each packer's natural end"
+    stream = f"; streaming: {cmp.exhausted}, {cmp.passes} pass(es)"
     lines = [
+        cmp.headline(),
+        "",
         f"# Packer comparison — {cmp.corpus_label or 'corpus'}",
         "",
-        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens; budget: one pass over the corpus. "
+        f"{cmp.documents:,} documents, {cmp.tokens:,} tokens. Horizon: {told} — "
+        f"{HORIZON_RULES[cmp.horizon_rule]}{stream}. "
         f"Streaming R = {cmp.capacity}, B = {cmp.min_buffer}; peers at sequence length {cmp.seq_length} "
         f"(a framework that accepts only some lengths at the largest one below it), each row width by "
         f"its framework's rule (`packing-theory policies`).",
         "",
     ]
     rows = []
-    for c in cmp.columns:
+    by_name = {c.policy: c for c in cmp.columns}
+    for c in (by_name[n] for n in cmp.ranking):
         long_ns = sum(n for n, lab in zip(c.never_started_by_stratum, cmp.labels, strict=True)
                       if lab.startswith(">") or int(lab.split("–")[0]) > c.row_width)
-        rows.append([c.policy, str(c.row_width), count(c.rows), percent(c.utilization),
-                     count(c.padding_tokens), count(c.unused_capacity_tokens), count(c.targets),
-                     count(c.discarded_tokens), count(c.filtered_sources),
+        nt = c.never_trained
+        rows.append([c.policy, str(c.row_width), count(c.rows),
+                     c.horizon.reason if c.horizon is not None else "—",
+                     f"{count(nt.tokens)} ({percent(nt.share)})" if nt is not None else "—",
+                     percent(c.utilization), count(c.padding_tokens), count(c.unused_capacity_tokens),
+                     count(c.targets), count(c.discarded_tokens + c.filtered_tokens),
+                     count(nt.buffered_tokens if nt is not None else c.buffered_tokens),
+                     count(nt.never_reached.tokens) if nt is not None else "—",
                      count(c.never_started_sources), count(long_ns), "member" if c.in_family else "outside"])
-    lines += table(["packer", "row width", "rows", "utilization", "padding", "unused capacity", "targets",
-                    "dropped tokens", "filtered sources", "never started", "never started > R", "family"],
-                   rows, "lrrrrrrrrrrl")
-    lines += ["", "Padding = pad tokens the framework stores or its collator always adds; unused capacity = "
-              "row positions holding no token (a TRL bin's free space is unused capacity, not padding). "
-              "Targets = positions the trainer predicts (a peer: its framework's collator rule, "
-              "`docs/peers.rst`). "
-              "Dropped tokens = truncated or discarded source tokens (padding never counts as emitted). "
-              "Never started = arrived occurrences with no emitted token (filtered ones included); "
-              "still-buffered tokens at the end: "
-              + ", ".join(f"{c.policy} {c.buffered_tokens:,}" for c in cmp.columns if c.buffered_tokens)
-              + ".", "", "## Verdicts", ""]
+    lines += table(["packer", "row width", "rows", "stopped", "never trained tokens", "utilization",
+                    "padding", "unused capacity", "targets", "dropped tokens", "buffered tokens",
+                    "never reached tokens", "never started", "never started > R", "family"],
+                   rows, "lrrlrrrrrrrrrrl")
+    lines += ["", "Ranked by never-trained tokens, fewest first. For every packer emitted + dropped + "
+              "buffered + never reached = the tokens offered, exactly; dropped = truncated, discarded or "
+              "filtered source tokens (padding never counts as emitted); buffered = still held at the "
+              "horizon (never trained either). Padding = pad tokens the framework stores or its collator "
+              "always adds; unused capacity = row positions holding no token (a TRL bin's free space is "
+              "unused capacity, not padding). Targets = positions the trainer predicts (a peer: its "
+              "framework's collator rule, `docs/peers.rst`). Never started = arrived documents with no "
+              "emitted token (filtered ones included).", "", "## Verdicts", ""]
     lines += [f"- **{c.policy}**: {c.verdict}" for c in cmp.columns]
     if cmp.refused:
         lines += ["", "## Refused by the framework's own rule", ""]
@@ -92,7 +108,8 @@ def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None,
     lines += [f"- **{c.policy}**: {c.trainer_view}" for c in cmp.columns]
     if notes:
         lines += ["", *(f"Not drawn: {name}: {why}" for name, why in notes.items())]
-    lines += ["", f"Computed in {cmp.seconds:.1f} s."]
+    lines += ["", *glossary_lines()]
+    lines += [f"Computed in {cmp.seconds:.1f} s."]
     if run is not None:
         lines += ["", run_line(run)]
     return "\n".join(lines) + "\n"
@@ -219,20 +236,6 @@ class CompareFiles:
     html: Path | None = None
 
 
-def headline(cmp: PackerComparison) -> str:
-    """The comparison's first sentence: which packers start every document and which leave most unstarted."""
-    if not cmp.columns:
-        return "No packer was compared."
-    ranked = sorted(cmp.columns, key=lambda c: (c.never_started_sources, c.policy))
-    none = [c.policy for c in ranked if c.never_started_sources == 0]
-    worst = ranked[-1]
-    first = (f"{len(none)} of {len(ranked)} packers start every one of the {cmp.documents:,} documents"
-             if none else f"every one of the {len(ranked)} packers leaves some of the {cmp.documents:,} "
-                          "documents unstarted")
-    return (f"{first}; {worst.policy} leaves the most unstarted ({worst.never_started_sources:,}) and drops "
-            f"{worst.discarded_tokens:,} tokens.")
-
-
 def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True,
                        sections: Mapping[str, Any] | None = None,
                        markdown: Sequence[str] = ()) -> CompareFiles:
@@ -255,7 +258,7 @@ def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bo
     md = writer.write_text("compare.md", text + ("\n" + "\n".join(markdown) + "\n" if markdown else ""))
     shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
     title = f"Packer comparison — {cmp.corpus_label or 'corpus'}"
-    page = write_html(writer, "compare.html", doc, title=title, headline=headline(cmp), plots=shown,
+    page = write_html(writer, "compare.html", doc, title=title, headline=cmp.headline(), plots=shown,
                       sections=PLOT_SECTIONS)
     return CompareFiles(j, md, pngs, page)
 

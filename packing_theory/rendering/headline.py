@@ -9,7 +9,7 @@ Markdown's first line, the JSON's ``"headline"`` and the command's summary
 line. :func:`glossary_lines` defines the report's jargon once, with a
 pointer to ``docs/never_trained.rst``.
 
->>> from packing_theory.audit.never_trained import HorizonStatement, NeverTrained, Part
+>>> from packing_theory.audit.untrained import HorizonStatement, NeverTrained, Part
 >>> h = HorizonStatement(None, 1055, "stream exhausted", 0, 1055, 64)
 >>> nt = NeverTrained("discard", 1786, 1000, 698, 1723, Part(63, 302), 302, 0, Part(0, 0), 0, 0,
 ...                   Part(0, 0), Part(0, 0), True, 302, 0, 0)
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..audit.never_trained import HorizonStatement, NeverTrained
+from ..audit.untrained import HorizonStatement, NeverTrained
 from ..reporting.markdown import count as _n
 from ..reporting.markdown import percent as _pct
 
@@ -78,7 +78,7 @@ def packer_sentence(packer: str, h: HorizonStatement, nt: NeverTrained, *, predi
     ``K`` that started (nonzero only outside the hypotheses); ``outside``: the
     family-status sentence of a packer the theorem does not cover.
     """
-    docs = nt.documents
+    docs = nt.untrained_documents
     what = f"{_n(docs)} document{'s' if docs != 1 else ''}"
     if docs and nt.largest:
         what += ", the largest"
@@ -99,7 +99,7 @@ def packer_sentence(packer: str, h: HorizonStatement, nt: NeverTrained, *, predi
 def headline(sentences: Sequence[tuple[str, NeverTrained]]) -> str:
     """The first packer's sentence, then the never-trained share of every other packer.
 
-    >>> from packing_theory.audit.never_trained import NeverTrained, Part
+    >>> from packing_theory.audit.untrained import NeverTrained, Part
     >>> z = Part(0, 0)
     >>> nt = NeverTrained("continue", 2, 10, 7, 2, z, 0, 0, z, 0, 0, Part(1, 3), z, False, 3, 0, 0)
     >>> headline([("discard ran dry", nt), ("x", nt)])
@@ -133,7 +133,7 @@ def horizon_lines(rows: Sequence[tuple[str, HorizonStatement, NeverTrained]]) ->
     row("stopped at row (why; partial row)",
         [f"{_n(h.stopped_at_row)} ({h.reason}; {_n(h.partial_row_tokens)})" for _, h, _ in rows])
     row("**never trained**: tokens (share of offered); documents",
-        [f"**{_n(nt.tokens)}** ({_pct(nt.share)}); {_n(nt.documents)}" for _, _, nt in rows])
+        [f"**{_n(nt.tokens)}** ({_pct(nt.share)}); {_n(nt.untrained_documents)}" for _, _, nt in rows])
     for label, attr in (("never started", "never_started"), ("dropped", "dropped"),
                         ("still buffered", "still_buffered"), ("never reached", "never_reached")):
         row(f"– {label}: tokens; documents",

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import torch
-from adapter_peers import TEST_PEERS
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from packing_theory.adapters import torch as ta
 from packing_theory.corpus.documents import TokenDocuments
 from packing_theory.engine.policies import POLICIES
 from packing_theory.peers import peer_policies
+from tests.adapter_peers import TEST_PEERS
 
 PEERS = sorted(peer_policies())
 HOPS = st.lists(st.integers(0, 6), min_size=4, max_size=7)  # rows (batches) between consecutive hops

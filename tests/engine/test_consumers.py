@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import packing_theory as pt
 from packing_theory.adapters.stream import RemainderTracker
-from packing_theory.audit import Ledger, StreamLedger
+from packing_theory.audit import DocumentRows, Ledger, StreamLedger
 from packing_theory.audit.costs import CostAccumulator
 from packing_theory.audit.population import ScoredTargets
 from packing_theory.engine import EventSource
@@ -58,6 +58,7 @@ CONSUMERS: dict[str, Factory] = {
     "RemainderTracker": lambda p: RemainderTracker(),
     "ScoredTargets": lambda p: ScoredTargets.for_packer(p, targets=3 * consumer_settings(p).capacity),
     "FigureAccumulator": FigureAccumulator.for_packer,
+    "DocumentRows": DocumentRows.for_packer,
 }
 PEER_CONSUMERS = [name for name in CONSUMERS if name != "BufferTracker"]
 
@@ -69,6 +70,7 @@ NOT_IN_TABLE = {
     "Consumer": "the protocol itself",
     "_Progress": "feed_all's progress counter: test_feed_all_progress",
     "_StartRows": "per-rank start rows: tests/test_distributed_ranks.py through audit_ranks",
+    "MixtureSeries": "needs one source label per document: tests/audit/test_sources.py (events and batches)",
 }
 
 
@@ -139,7 +141,8 @@ def _constructors() -> list[tuple[str, Any]]:
                "InvariantMonitor": InvariantMonitor, "StartDelayMonitor": StartDelayMonitor,
                "SummaryAccumulator": SummaryAccumulator, "BufferTracker": BufferTracker,
                "RemainderTracker": RemainderTracker, "ScoredTargets": ScoredTargets,
-               "FigureAccumulator": FigureAccumulator}
+               "FigureAccumulator": FigureAccumulator,
+               "DocumentRows": DocumentRows}
     assert set(classes) == set(CONSUMERS)
     return sorted(classes.items())
 

@@ -128,7 +128,7 @@ class Part:
 class NeverTrained:
     """What one packer never trained at its horizon (see the module doc for the parts).
 
-    ``documents`` counts documents with no token trained (never started or
+    :attr:`untrained_documents` counts documents with no token trained (never started or
     never reached); ``largest`` is true when they are exactly the largest
     documents offered (no trained document is longer than any of them).
     """
@@ -157,8 +157,8 @@ class NeverTrained:
         return self.offered_tokens - self.trained_tokens
 
     @property
-    def documents(self) -> int:
-        """Documents with no token trained."""
+    def untrained_documents(self) -> int:
+        """Documents with no token trained (``"documents"`` in :meth:`to_dict`)."""
         return self.never_started.documents + self.never_reached.documents
 
     @property
@@ -185,12 +185,12 @@ class NeverTrained:
         assert self.dropped.tokens == self.dropped_discarded_tokens + self.dropped_filtered_tokens
         m = self.mass()
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
-        assert self.trained_documents + self.documents == self.offered_documents
+        assert self.trained_documents + self.untrained_documents == self.offered_documents
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
-        return {**asdict(self), "tokens": self.tokens, "documents": self.documents, "share": self.share,
-                "mass": self.mass()}
+        return {**asdict(self), "tokens": self.tokens, "documents": self.untrained_documents,
+                "share": self.share, "mass": self.mass()}
 
 
 def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None) -> NeverTrained:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from packing_theory import Packer, build_packer, feed_all
 from packing_theory.audit import Ledger
 from packing_theory.audit.documents import DocumentRows, document_table
-from packing_theory.audit.never_trained import horizon_statement, never_trained
+from packing_theory.audit.untrained import horizon_statement, never_trained
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError

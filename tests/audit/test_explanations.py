@@ -1,0 +1,63 @@
+"""explain: one document under one packer agrees with its documents.csv row, and says why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from packing_theory import feed_all
+from packing_theory.audit import DocumentRows, Ledger, document_table, explain
+from packing_theory.engine.horizon import Budget
+from packing_theory.errors import InputError
+from packing_theory.registry import build_packer
+
+
+def _table(lengths: np.ndarray, policy: str, **knobs: object):  # type: ignore[no-untyped-def]
+    packer = build_packer(policy, capacity=64, **knobs)
+    ledger, rows = Ledger(64, 16, policy=policy), DocumentRows(64)
+    feed_all(packer.events(lengths), ledger, rows)
+    return document_table(ledger, rows.result(), lengths, passes=1)
+
+
+@pytest.mark.parametrize("policy", ["discard", "continue", "trl-bfd"])
+def test_explain_agrees_with_the_table_for_every_never_started_document(policy: str) -> None:
+    rng = np.random.default_rng(11)
+    lengths = np.maximum(1, rng.lognormal(3.5, 1.4, 300)).astype(np.int64)
+    knobs = {"min_buffer": 16, "refill": 4} if policy != "trl-bfd" else {}
+    table = _table(lengths, policy, **knobs)
+    fate = table.column("fate")
+    never = np.flatnonzero(fate == "never started")
+    sample = [*never.tolist(), *np.flatnonzero(fate != "never started")[:5].tolist()]
+    assert policy == "trl-bfd" or np.count_nonzero(fate == "never started") >= 15
+    for i in sample:
+        e = explain(lengths, i, policy=policy, capacity=64, min_buffer=16,
+                    options={"refill": 4} if policy != "trl-bfd" else None)
+        row = table.row(i)
+        got = (e.fate, e.protected, e.first_row, e.emitted, e.discarded, e.filtered, e.buffered,
+               e.never_reached)
+        want = (row["fate"], row["protected"], row["first_row"], row["emitted"], row["discarded"],
+                row["filtered"], row["buffered"], row["never_reached"])
+        assert got == want, i
+        assert (e.first_row in e.rows) == (e.fate != "never started")
+        if e.fate == "never started" and e.protected:
+            assert "among the B − 1 = 15 largest over-capacity documents" in e.sentence
+            assert e.larger_arrived < 15
+        elif e.fate == "never started":
+            assert "still buffered when the run stopped" in e.sentence
+
+
+def test_explain_by_name_and_a_document_never_reached() -> None:
+    lengths = np.arange(1, 400, dtype=np.int64)
+    names = [f"dir/file{i}.txt" for i in range(lengths.size)]
+    e = explain(lengths, "file398.txt", policy="discard", capacity=64, min_buffer=4, names=names,
+                horizon=Budget("rows", 5), options={"refill": 2})
+    assert e.document == 398 and e.name == "dir/file398.txt" and e.fate == "never reached"
+    assert e.sentence.endswith("the run stopped at row 5 (budget reached) before it arrived")
+    with pytest.raises(InputError, match=r"'nope\.txt' is not among the 399 documents offered"):
+        explain(lengths, "nope.txt", capacity=64, min_buffer=4, names=names)
+
+
+def test_a_started_document_lists_its_rows() -> None:
+    e = explain([3, 200, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
+    assert e.fate == "trained" and len(e.rows) >= 3 and e.rows == tuple(sorted(e.rows))
+    assert e.sentence.startswith("document 1 (length 200) under continue: trained; started in row 0")

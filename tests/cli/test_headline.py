@@ -1,0 +1,150 @@
+"""The plain-words headline, the horizon, never trained and documents.csv, through real command processes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command in a fresh process, outside the repository (``-m`` imports from the cwd first)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "packing_theory.cli", *argv], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def _documents(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_finite_corpus_that_runs_dry(tmp_path: Path) -> None:
+    """B = 16 on 400 documents: the replay stops when the stream runs dry; the headline says so and why."""
+    rng = np.random.default_rng(3)
+    lengths = np.maximum(1, rng.lognormal(4.0, 1.3, 400)).astype(np.int64)
+    np.save(tmp_path / "L.npy", lengths)
+    p = run(["audit", "--lengths", "L.npy", "--capacity", "128", "--min-buffer", "16", "--refill", "8",
+             "--policy", "discard,trl-bfd", "--permutations", "0", "--no-plots", "--out", "rep"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
+    d, t = doc["policies"]
+    nt = d["never_trained"]
+    assert d["horizon"]["reason"] == "stream exhausted" and t["horizon"]["reason"] == "natural end"
+    assert d["horizon"]["stopped_at_row"] == d["rows"] and doc["horizon"]["value"] == 243_968
+    share = f"{100 * nt['share']:.1f}%"
+    head = doc["headline"]
+    assert head.startswith(f"discard stopped at row {d['rows']:,} because the stream ran dry; {share} of "
+                           f"your tokens ({nt['documents']} documents")
+    assert f"the theorem predicts ≥ {d['protected']['members']} never start at B = 16" in head
+    assert "see documents.csv" in head
+    md = (tmp_path / "rep" / "audit.md").read_text().splitlines()
+    assert md[0] == head and "## Terms" in md and "## Horizon and never trained" in md
+    assert head in p.stderr.strip().splitlines()[-1]  # the one summary line
+    rows = [r for r in _documents(tmp_path / "rep" / "documents.csv") if r["packer"] == "discard"]
+    assert len(rows) == 400
+    for col, total in (("emitted", nt["trained_tokens"]), ("buffered", nt["buffered_tokens"]),
+                       ("discarded", nt["discarded_tokens"]), ("filtered", nt["filtered_tokens"]),
+                       ("never_reached", nt["never_reached"]["tokens"]), ("length", nt["offered_tokens"])):
+        assert sum(int(r[col]) for r in rows) == total, col
+    mass = d["mass"]
+    assert sum(int(r["emitted"]) for r in rows) == mass["emitted_tokens"] - mass["emitted_added_bos"]
+    assert sum(r["fate"] == "never started" for r in rows) == nt["never_started"]["documents"]
+    assert sum(r["protected"] == "true" for r in rows) == d["protected"]["members"]
+    assert all(r["run"] == doc["run"]["id"] for r in rows)
+
+
+def test_a_long_synthetic_corpus_reaches_its_budget(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    lengths = np.maximum(1, rng.lognormal(4.0, 1.0, 20_000)).astype(np.int64)
+    np.save(tmp_path / "L.npy", lengths)
+    p = run(["audit", "--lengths", "L.npy", "--capacity", "128", "--min-buffer", "16", "--refill", "8",
+             "--policy", "continue,trl-bfd", "--tokens", "64000", "--permutations", "0", "--no-plots",
+             "--out", "rep"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
+    c, t = doc["policies"]
+    assert doc["horizon"] == {"unit": "tokens", "value": 64_000, "documents_file": "documents.csv"}
+    assert c["horizon"]["reason"] == t["horizon"]["reason"] == "budget reached"
+    assert c["rows"] == 500  # ceil(64,000 / 128) full rows
+    nt = c["never_trained"]
+    assert nt["never_reached"]["documents"] > 15_000
+    assert doc["headline"].startswith("continue stopped at row 500: the horizon of 64,000 tokens was "
+                                      f"reached; {100 * nt['share']:.1f}% of your tokens")
+    for p_ in (c, t):
+        m = p_["never_trained"]["mass"]
+        assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == int(lengths.sum())
+
+
+def test_compare_at_a_common_token_horizon(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "L.npy", np.maximum(1, rng.lognormal(3.5, 1.2, 800)).astype(np.int64))
+    total = int(np.load(tmp_path / "L.npy").sum())
+    p = run(["compare", "--lengths", "L.npy", "--capacity", "64", "--min-buffer", "16", "--refill", "8",
+             "--policy", "discard,continue,trl-bfd,megatron-gpt,foundry-concat-wrap", "--tokens", "20000",
+             "--no-plots", "--out", "cmp"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert doc["horizon"]["unit"] == "tokens" and doc["horizon"]["value"] == 20_000
+    for col in doc["packers"]:
+        m = col["never_trained"]["mass"]
+        assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == total, col["policy"]
+        assert col["horizon"]["reason"] in ("budget reached", "stream exhausted", "natural end")
+    shares = {c["policy"]: c["never_trained"]["tokens"] for c in doc["packers"]}
+    assert [shares[n] for n in doc["ranking"]] == sorted(shares.values())
+    assert doc["headline"].startswith("at the horizon of 20,000 tokens")
+    assert p.stderr.strip().splitlines()[-1].startswith("compare: at the horizon of 20,000 tokens")
+    assert (tmp_path / "cmp" / "compare.md").read_text().splitlines()[0] == doc["headline"]
+    q = run(["compare", "--lengths", "L.npy", "--capacity", "64", "--policy", "discard", "--rows", "-1",
+             "--no-plots", "--out", "cmp2"], tmp_path)
+    assert q.returncode == 2 and "--rows must be >= 0, got -1" in q.stderr
+
+
+def test_the_evaluation_section_claims_only_what_was_scored(tmp_path: Path) -> None:
+    """An evaluation stream that runs dry before its budget: the population is what was scored."""
+    from packing_theory import PackerConfig
+    from packing_theory.orchestration import run_audit
+    from packing_theory.rendering.audit import render_markdown
+
+    rng = np.random.default_rng(6)
+    train = np.maximum(1, rng.lognormal(3.0, 1.0, 300)).astype(np.int64)
+    evals = np.maximum(1, rng.lognormal(3.0, 1.0, 50)).astype(np.int64)
+    res = run_audit(train, PackerConfig(capacity=32, min_buffer=4, refill=4, rows=50), permutations=0,
+                    eval_lengths=evals, eval_targets=1_000_000, eval_prefixes=(500_000,))
+    scored = sum(res.evaluation[0].target_counts)
+    assert scored < 1_000_000
+    md = render_markdown(res)
+    assert f"{scored / 1e6:.2f} M scored (budget 1.00 M; the stream ran dry)" in md
+    assert "0.50 M: not reached" in md
+
+
+def test_explain_agrees_with_documents_csv_on_a_sample(tmp_path: Path) -> None:
+    """Text files named by path: audit writes documents.csv; explain (by id and by name) agrees with it."""
+    rng = np.random.default_rng(8)
+    files = []
+    for i in range(60):
+        f = tmp_path / f"doc{i:02d}.txt"
+        f.write_text("x" * int(rng.integers(5, 400)), encoding="utf-8")
+        files.append(f.name)
+    common = ["--capacity", "64", "--min-buffer", "8", "--refill", "4"]
+    p = run(["audit", "--text", *files, *common, "--permutations", "0", "--no-plots", "--out", "rep"],
+            tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = _documents(tmp_path / "rep" / "documents.csv")
+    never = [r for r in rows if r["fate"] == "never started"]
+    assert len(never) >= 7 and all(r["name"].startswith("doc") for r in rows)
+    for r in [*never[:4], rows[0]]:
+        q = run(["explain", r["name"], "--text", *files, *common, "--json"], tmp_path)
+        assert q.returncode == 0, q.stderr
+        e = json.loads(q.stdout)
+        for key in ("fate", "emitted", "discarded", "buffered", "never_reached", "first_row", "length"):
+            assert str(e[key]) == r[key], key
+        assert str(e["protected"]).lower() == r["protected"] and e["document"] == int(r["document"])
+        assert q.stderr.strip().splitlines()[-1] == f"explain: {e['sentence']}"
