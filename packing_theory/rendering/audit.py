@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..audit.population import EvalPopulation
 from ..audit.startup import StartupSpread
 from ..orchestration.audit import AuditResult
@@ -34,6 +36,7 @@ from .headline import glossary_lines, headline, horizon_lines, packer_sentence, 
 
 __all__ = [
     "DOCUMENTS_FILES",
+    "NEVER_TRAINED_SHOWN",
     "PAPER_5_1",
     "PLOT_FILES",
     "POLICY_KEYS",
@@ -43,6 +46,7 @@ __all__ = [
     "TOP_LEVEL_KEYS",
     "ReportFiles",
     "audit_headline",
+    "never_trained_documents",
     "render_markdown",
     "report_dict",
     "run_info",
@@ -433,6 +437,46 @@ def write_report(
                        None if files.html is None else root / files.html.name)
 
 
+NEVER_TRAINED_SHOWN = 1000
+"""The most never-trained documents the HTML page lists per packer (all of them are in the documents file)."""
+
+
+def never_trained_documents(result: AuditResult, *, limit: int = NEVER_TRAINED_SHOWN) -> dict[str, Any]:
+    """The page's table of documents with no emitted token (never started or never reached), largest first.
+
+    One record per packer and document (packer, document, name, length, fate, buffered, never reached
+    tokens), at most ``limit`` per packer, with a sentence saying how many were left out. Empty when
+    the run kept no per-document table. O(documents log documents) per packer.
+
+    >>> from packing_theory import PackerConfig
+    >>> from packing_theory.orchestration import run_audit
+    >>> res = run_audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, PackerConfig(capacity=8, min_buffer=4, refill=2),
+    ...                 permutations=0, documents=True)
+    >>> page = never_trained_documents(res)
+    >>> [(r["document"], r["length"], r["fate"]) for r in page["never_trained_documents"]]
+    [(7, 70, 'never started'), (15, 70, 'never started'), (23, 70, 'never started')]
+    """
+    records: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for table in result.document_tables:
+        fate = table.column("fate")
+        idx = np.flatnonzero((fate == "never started") | (fate == "never reached"))
+        order = idx[np.lexsort((idx, -table.column("length")[idx]))]
+        for i in order[:limit].tolist():
+            row = table.row(i)
+            records.append({k: row[k] for k in ("packer", "document", "name", "length", "fate", "buffered",
+                                                "never_reached")})
+        if order.size > limit:
+            notes.append(f"{table.packer}: the {limit:,} largest of {order.size:,} shown; all are in the "
+                         "documents file")
+    if not result.document_tables:
+        return {}
+    out: dict[str, Any] = {"never_trained_documents": records}
+    if notes:
+        out["never_trained_documents_note"] = "; ".join(notes)
+    return out
+
+
 def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool = True,
                        reference: Mapping[str, Any] | None = None, sections: Mapping[str, Any] | None = None,
                        markdown: Sequence[str] = (), documents_file: str | None = None) -> ReportFiles:
@@ -461,7 +505,8 @@ def write_report_files(writer: ReportWriter, result: AuditResult, *, plots: bool
                                                        plots=[p.name for p in pngs], run=run, extra=markdown,
                                                        documents_file=documents_file, notes=notes))
     shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
-    page = write_html(writer, "audit.html", doc, title="Source-inclusion audit",
+    page_doc = {**doc, **never_trained_documents(result)}
+    page = write_html(writer, "audit.html", page_doc, title="Source-inclusion audit",
                       headline=audit_headline(result, documents_file=documents_file),
                       plots=shown, sections=PLOT_SECTIONS)
     return ReportFiles(j, md, pngs, page)

@@ -9,7 +9,7 @@ import pytest
 
 from packing_theory import PackerConfig
 from packing_theory.orchestration import run_audit
-from packing_theory.rendering.audit import write_report
+from packing_theory.rendering.audit import never_trained_documents, write_report
 from packing_theory.rendering.audit_plots import PLOT_FILES, PLOT_SECTIONS, plot_notes
 from packing_theory.reporting import matplotlib_available
 
@@ -83,3 +83,24 @@ def test_no_long_documents_the_startup_plot_is_not_written(tmp_path: Path) -> No
     assert not (tmp_path / "rep" / "startup_delay.png").exists()
     assert {p.name for p in files.plots} == set(PLOT_FILES) - {"startup_delay.png"}
     assert files.html is not None and 'class="empty-plot"' in files.html.read_text(encoding="utf-8")
+
+
+def test_the_page_lists_exactly_the_never_trained_documents_largest_first() -> None:
+    """The HTML page's table: every document with no emitted token, with its name, largest first."""
+    rng = np.random.default_rng(5)
+    lengths = np.clip(rng.lognormal(4, 1.2, 600).astype(np.int64) + 1, 1, 3000)
+    names = [f"doc{i}.txt" for i in range(lengths.size)]
+    res = run_audit(lengths, PackerConfig(capacity=65, min_buffer=16, refill=4), permutations=0,
+                    documents=True, document_names=names)
+    (table,) = res.document_tables
+    fate = table.column("fate")
+    expected = {int(d) for d, f in zip(table.column("document"), fate, strict=True)
+                if f in ("never started", "never reached")}
+    page = never_trained_documents(res)
+    got = page["never_trained_documents"]
+    assert {r["document"] for r in got} == expected and len(expected) >= 15
+    assert all(r["name"] == f"doc{r['document']}.txt" for r in got)
+    assert [r["length"] for r in got] == sorted((r["length"] for r in got), reverse=True)
+    short = never_trained_documents(res, limit=5)
+    assert len(short["never_trained_documents"]) == 5
+    assert f"the 5 largest of {len(expected):,} shown" in short["never_trained_documents_note"]
