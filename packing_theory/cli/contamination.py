@@ -257,16 +257,16 @@ def run(args: argparse.Namespace) -> int:
         writer.commit()
     if args.json:
         emit_json(doc)
-    for line in report.lines():
-        print(f"contamination: {line}", file=sys.stderr)
     where = f"report in {args.out}/contamination.md"
+    totals = (f"{report.documents_scanned:,} documents, {report.grams_scanned:,} {report.n}-grams against "
+              f"{report.reference_grams:,} reference grams")
     if report.status == 1:
         also = f"; {len(report.reasons)} thing(s) not measured" if report.reasons else ""
         raise Finding(f"{report.matched_grams:,} matched {report.n}-grams in "
                       f"{report.documents_with_any_hit:,} document(s) "
-                      f"({report.majority_hit_documents:,} majority-hit){also}; {where}")
+                      f"({report.majority_hit_documents:,} majority-hit) of {totals}{also}; {where}")
     if report.status == 3:
         raise NotMeasured(f"{len(report.reasons)} thing(s) not measured, first: {report.reasons[0]}; {where}")
-    print(f"contamination: wrote {args.out}/exclude.u8 ({report.documents_scanned:,} documents, none "
-          "excluded)", file=sys.stderr)
+    print(writer.summary_line("contamination", f"no overlap: {totals}, everything listed read; exclude.u8 "
+                                               "marks no document"), file=sys.stderr)
     return 0

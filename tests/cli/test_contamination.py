@@ -85,8 +85,9 @@ def test_planted_overlap_is_found_in_exactly_the_planted_documents(corpus: dict[
     proc = cli(tmp, "--manifest", str(corpus["manifest"]), "--reference", "refs.txt", "--reference-per-line",
                "--reference-rows", "6", "--tokenizer", "ptok:encode", "--out", str(out))
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("packing-theory contamination: found: 10 matched "
-                                                           "13-grams in 5 document(s) (0 majority-hit)")
+    (line,) = proc.stderr.strip().splitlines()  # one line, like every report command
+    assert line.startswith("packing-theory contamination: found: 10 matched 13-grams in 5 document(s) "
+                           "(0 majority-hit) of 75 documents")
     doc = _report(out)
     assert doc["verdict"] == {"status": 1, "verdict": "overlap found", "overlap": True, "measured": True,
                               "reasons": []}
@@ -123,6 +124,8 @@ def test_clean_corpus_is_exit_0_with_an_empty_mask(corpus: dict[str, Any]) -> No
     proc = cli(tmp, "--manifest", str(corpus["manifest"]), "--reference", "clean.txt", "--reference-per-line",
                "--tokenizer", "ptok:encode", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()  # one summary line with the report path
+    assert line.startswith("contamination: no overlap: 75 documents") and "contamination.html" in line
     doc = json.loads(proc.stdout)
     assert doc["verdict"]["verdict"] == "no overlap" and doc["verdict"]["measured"] is True
     assert doc["totals"]["matched_grams"] == 0 and doc["totals"]["documents"] == 75
