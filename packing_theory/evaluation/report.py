@@ -16,20 +16,19 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..reporting.markdown import run_line
 from ..reporting.plotting import pyplot, save_figure
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
 from .natural import natural_section
 from .pipeline import EvaluationRun
 from .ranking import ranking_section
 
-__all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "EvaluateFiles",
+__all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS",
            "render_markdown", "report_dict", "write_json", "write_plots", "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
@@ -300,16 +299,7 @@ def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
     return [p1, p2]
 
 
-@dataclass(frozen=True, slots=True)
-class EvaluateFiles:
-    """Paths staged by :func:`write_report_files` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
-
-
-def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> EvaluateFiles:
+def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> ReportFiles:
     """Stage ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open ``writer``.
 
     The caller commits. Every file carries the writer's run id.
@@ -320,4 +310,4 @@ def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool 
         pngs = tuple(write_plots(run, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
     j = writer.write_json("evaluate.json", report_dict(run, run_info=info))
     md = writer.write_text("evaluate.md", render_markdown(run, plots=[p.name for p in pngs], run_info=info))
-    return EvaluateFiles(j, md, pngs)
+    return ReportFiles(j, md, pngs)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from ..reporting.markdown import count as _n
 from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
 from ..reporting.markdown import run_line
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 from .audit_plots import PLOT_FILES, write_plots
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
-    "ReportFiles",
     "render_markdown",
     "report_dict",
     "run_info",
@@ -327,15 +325,6 @@ def _md_evaluation(result: AuditResult, ref: Mapping[str, Any] | None) -> list[s
 
 
 # --------------------------------------------------------------------------- all files
-
-
-@dataclass(frozen=True, slots=True)
-class ReportFiles:
-    """Paths written by :func:`write_report` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
 
 
 def write_report(

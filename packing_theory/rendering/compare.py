@@ -11,16 +11,15 @@ unit). The JSON is :meth:`PackerComparison.to_dict
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import PackerComparison
 from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import pyplot, save_figure
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 
-__all__ = ["PLOT_FILES", "REPORT_FILES", "CompareFiles", "render_markdown", "write_plots",
+__all__ = ["PLOT_FILES", "REPORT_FILES", "render_markdown", "write_plots",
            "write_report_files"]
 
 PLOT_FILES: tuple[str, ...] = (
@@ -128,16 +127,7 @@ def write_plots(cmp: PackerComparison, outdir: str | os.PathLike[str], *,
     return paths
 
 
-@dataclass(frozen=True, slots=True)
-class CompareFiles:
-    """Paths staged by :func:`write_report_files` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
-
-
-def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True) -> CompareFiles:
+def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True) -> ReportFiles:
     """Stage ``compare.json``, ``compare.md`` and (with ``plots``) the PNGs in an open ``writer``.
 
     The caller commits. Every file carries the writer's run id.
@@ -148,5 +138,5 @@ def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bo
         pngs = tuple(write_plots(cmp, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
     j = writer.write_json("compare.json", cmp.to_dict(run))
     md = writer.write_text("compare.md", render_markdown(cmp, run=run))
-    return CompareFiles(j, md, pngs)
+    return ReportFiles(j, md, pngs)
 
