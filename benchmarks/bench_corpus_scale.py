@@ -101,12 +101,13 @@ def run_child(argv: list[str]) -> dict[str, Any]:
 def task_ledger(path: str, documents: int, policy: str) -> dict[str, Any]:
     import packing_theory as pt
     from packing_theory.audit import audit_lengths
+    from packing_theory.engine import make_packer
     from packing_theory.lengths import load_lengths
 
     lengths = load_lengths(path)[:documents]
     cfg = pt.PackerConfig(capacity=2049, min_buffer=1000, refill=128, policy=policy)  # type: ignore[arg-type]
     audit_lengths(lengths[:20_000], cfg, engine="compiled")  # load the cached kernels
-    events = sum(len(b) for b in pt.make_packer("compiled", cfg).batches(lengths))  # type: ignore[union-attr]
+    events = sum(len(b) for b in make_packer("compiled", cfg).batches(lengths))  # type: ignore[union-attr]
     out: dict[str, Any] = {"policy": policy, "documents": documents, "events": events}
     aggs = {}
     for name, compiled in (("numpy", False), ("compiled", True)):

@@ -30,10 +30,6 @@ LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
 MAX_LINES = 600
 OVERSIZE_ALLOWED: dict[str, str] = {
-    "invariant/monitor.py": "one class, the InvariantMonitor: its event path, its embedding callbacks "
-                            "and its misuse checks share one state (the protected set, the arrival "
-                            "bookkeeping); "
-                            "the protected set, tracker, embedding wrapper and misuse types live elsewhere",
     "audit/ledger.py": "one class, the Ledger: its feeding, chunk accounting and result are one concept; "
                        "the result types, strata, startup and population live in their own modules",
 }

@@ -55,7 +55,8 @@ from ..engine.events import (
 from ..engine.policies import RANDOM_SPAN_SEED
 from ..engine.state import EngineState, check_state
 from ..errors import InputError, InputTypeError
-from ..invariant.monitor import InvariantMonitor, MonitorReport
+from ..invariant.monitor import InvariantMonitor
+from ..invariant.report import MonitorReport
 from .order import OrderSpec, RowOrder, check_closable, resume_state
 from .policy import PolicySpec, make_policy
 from .records import PackedBatch, RecordOptions, pieces_from_events

@@ -10,12 +10,12 @@ from typing import Any
 
 from ..engine.batches import EventBatch
 from ..engine.events import Placement
-from ..engine.policies import POLICIES, RANDOM_SPAN_SEED, PackerConfig
+from ..engine.policies import POLICIES, RANDOM_SPAN_SEED
 from ..engine.replay import ENGINES
-from ._packers import add_packer_options, capacity_from_args, check_max_wait, knobs_from_args, policy_name
+from ._packers import add_packer_options, check_max_wait, policy_name
 
-__all__ = ["add_stream_options", "check_max_wait", "config_from_args", "emit_json", "note", "parse_int_list",
-           "parse_refill", "with_row_progress"]
+__all__ = ["add_stream_options", "check_max_wait", "emit_json", "note", "parse_int_list", "parse_refill",
+           "with_row_progress"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -97,19 +97,6 @@ def add_stream_options(
                             help="fast engine (default, pure Python), compiled (numba: pip install "
                                  "'packing-theory[fast]') or the naive reference")
     add_packer_options(parser)
-
-
-def config_from_args(args: argparse.Namespace, **overrides: Any) -> PackerConfig:
-    """Build and validate the :class:`PackerConfig` of the streaming ``--policy`` from parsed options.
-
-    The knobs come from the policy's registry entry (:func:`~packing_theory.cli._packers.knobs_from_args`),
-    the row width from :func:`~packing_theory.cli._packers.capacity_from_args`; ``overrides``
-    replace fields.
-    """
-    policy = overrides.pop("policy", args.policy)
-    knobs = {**knobs_from_args(args, policy), **overrides}
-    capacity = knobs.pop("capacity", None) or capacity_from_args(args, policy, knobs)
-    return PackerConfig(capacity=capacity, policy=policy, **knobs)
 
 
 def note(command: str, message: str) -> None:

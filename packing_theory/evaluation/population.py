@@ -26,7 +26,7 @@ Protocol (seed 000 §4, "Evaluation populations")
    Population order is candidate order.
 
 Text normalisation of :func:`text_digest`
----------------------------------------
+-----------------------------------------
 Unicode NFC (canonically equivalent spellings compare equal), ``\\r\\n`` and
 ``\\r`` become ``\\n``, and leading/trailing whitespace is stripped. Nothing
 else: case, interior whitespace and punctuation are kept, so only exact

@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..reporting.markdown import run_line
 from ..reporting.plotting import PALETTE, pyplot, save_figure
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
 from .natural import natural_section
@@ -30,8 +29,8 @@ from .pipeline import EvaluationRun
 from .ranking import ranking_section
 
 __all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS",
-           "EvaluateFiles", "headline", "plot_notes", "render_markdown", "report_dict", "write_json",
-           "write_plots", "write_report_files"]
+           "evaluation_headline", "plot_notes", "render_markdown", "report_dict", "write_json", "write_plots",
+           "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
 SCHEMA_VERSION = 2
@@ -334,21 +333,11 @@ def _positions(plt: Any, run: EvaluationRun, path: Path, metadata: Mapping[str, 
     return path
 
 
-@dataclass(frozen=True, slots=True)
-class EvaluateFiles:
-    """Paths staged by :func:`write_report_files` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
-    html: Path | None = None
-
-
 PLOT_SECTIONS: dict[str, str] = {"intervals.png": "comparison", "positions.png": "summary"}
 """The ``evaluate.json`` entry each plot illustrates (the HTML page shows the plot there)."""
 
 
-def headline(run: EvaluationRun) -> str:
+def evaluation_headline(run: EvaluationRun) -> str:
     """The evaluation's first sentence: the models, the population and the declared family's outcome."""
     cmp = run.comparison
     excluded = [r for r in cmp.family if r.interval.lo > 0 or r.interval.hi < 0]
@@ -357,7 +346,7 @@ def headline(run: EvaluationRun) -> str:
             "excludes zero.")
 
 
-def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> EvaluateFiles:
+def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> ReportFiles:
     """Stage ``evaluate.html``, ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open
     ``writer``.
 
@@ -376,5 +365,5 @@ def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool 
                                                           notes=notes))
     shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
     page = write_html(writer, "evaluate.html", doc, title=f"Evaluation: {', '.join(run.models)}",
-                      headline=headline(run), plots=shown, sections=PLOT_SECTIONS)
-    return EvaluateFiles(j, md, pngs, page)
+                      headline=evaluation_headline(run), plots=shown, sections=PLOT_SECTIONS)
+    return ReportFiles(j, md, pngs, page)

@@ -9,6 +9,8 @@ module             job
                    from its events
 ``monitor``        :class:`InvariantMonitor`: the invariant checked on every
                    selection, from events or from a loader's callbacks
+``report``         :class:`MonitorReport` (the monitor's result) and
+                   :data:`OUTSIDE_FAMILY` (the policies it checks nothing for)
 ``embedding``      :class:`MonitoredBuffer`: a list buffer another loader embeds
 ``wait_bound``     :class:`StartDelayMonitor`: the bounded-wait theorem as an
                    executable predicate (the policy outside the family by design)
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from .embedding import MonitoredBuffer
 from .misuse import Misuse, MonitorMisuse, MonitorTypeError
-from .monitor import OUTSIDE_FAMILY, InvariantMonitor, MonitorReport
+from .monitor import InvariantMonitor
 from .protected import (
     VIOLATION_KINDS,
     BufferSummary,
@@ -51,6 +53,7 @@ from .protected import (
     protected_violations,
     summarize_buffer,
 )
+from .report import OUTSIDE_FAMILY, MonitorReport
 from .tracker import BufferTracker
 
 __all__ = [

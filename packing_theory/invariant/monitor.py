@@ -20,25 +20,9 @@ checking each selection against the current ``K`` is O(1) and, together with
 "no other event removes a member of ``K``", equivalent to the statement at
 every boundary.
 
-What is here
-------------
-* :class:`ProtectedSet` — ``K`` maintained incrementally: a bounded min-heap of
-  the ``B - 1`` largest long keys plus a membership dict; O(log B) per long
-  arrival, O(1) membership.
-* :func:`protected_keys` / :func:`protected_set` — the naive specification of
-  ``K`` (sort everything), the oracle for :class:`ProtectedSet`.
-* :func:`protected_violations` / :func:`protected_invariant_holds` — the
-  full-state predicate over a buffer snapshot (a sequence of
-  :class:`~packing_theory.engine.events.BufferedSpan`).
-* :class:`InvariantMonitor` — consumes the event stream of any packer
-  (:meth:`~InvariantMonitor.feed`, :meth:`~InvariantMonitor.observe`) or
-  low-level callbacks from a loader (:meth:`~InvariantMonitor.on_arrival`,
-  :meth:`~InvariantMonitor.on_select`, :meth:`~InvariantMonitor.on_remove`),
-  and records or raises :class:`Violation` reports.
-* :class:`MonitoredBuffer` — a thin list wrapper for loaders whose buffer is a
-  Python list of token lists or ``(tokens, start)`` spans.
-* :class:`BufferTracker` — rebuilds the buffer from the event stream of an
-  engine policy, for snapshot summaries and full-state checks.
+The protected set itself, its naive specification and the full-state predicate are in
+:mod:`~packing_theory.invariant.protected`; the monitor's result type and the
+out-of-family table in :mod:`~packing_theory.invariant.report`.
 
 Misuse
 ------
@@ -69,14 +53,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._checks import check_bool, check_int, is_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, BosAdded, BufferedSpan, Discard, Event, Exhausted, Horizon, Placement
-from ..engine.policies import STREAMING_POLICIES, Policy
+from ..engine.policies import Policy
 from ..errors import InputError
 from .misuse import MISUSE_KINDS, Misuse, MisuseKind, MonitorMisuse, MonitorTypeError
 from .protected import (
@@ -87,46 +70,10 @@ from .protected import (
     protected_violations,
     summarize_buffer,
 )
+from .report import OUTSIDE_FAMILY, MonitorReport, ViolationHandler
 from .tracker import BufferTracker
 
-__all__ = ["OUTSIDE_FAMILY", "InvariantMonitor", "MonitorReport", "ViolationHandler"]
-
-OUTSIDE_FAMILY: dict[str, str] = {
-    name: f"not applicable: {p.family}" for name, p in STREAMING_POLICIES.items() if not p.protected_set
-}
-"""Policies to which the protected-set proposition does not apply by design, with the reason: the
-policy's declared family sentence (:data:`~packing_theory.engine.policies.STREAMING_POLICIES`).
-
-:meth:`InvariantMonitor.for_packer` builds a monitor that checks nothing for
-them and says why (``result().applicable`` is ``False``)."""
-
-ViolationHandler = Callable[[Violation], None]
-"""A callback receiving each :class:`~packing_theory.invariant.protected.Violation`."""
-
-
-
-@dataclass
-class MonitorReport:
-    """What a monitor saw (``packing-theory check --json`` prints this)."""
-
-    selections: int
-    selections_checked: int
-    selections_outside: int
-    arrivals: int
-    long_arrivals: int
-    protected_size: int
-    protected_mass: int
-    violations: int
-    first_violation: dict[str, Any] | None = field(default=None)
-    applicable: bool = True
-    not_applicable: str | None = None
-    misuses: int = 0
-    first_misuse: dict[str, Any] | None = field(default=None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
+__all__ = ["InvariantMonitor"]
 
 class InvariantMonitor:
     """Check the protected-set invariant on every selection of a running loader.

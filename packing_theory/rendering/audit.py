@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from ..reporting.markdown import count as _n
 from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
 from ..reporting.markdown import run_line
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 from .audit_plots import PLOT_FILES, PLOT_SECTIONS, plot_notes, write_plots
 from .headline import glossary_lines, headline, horizon_lines, packer_sentence, theorem_prediction
 
@@ -44,7 +43,6 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
     "TOP_LEVEL_KEYS",
-    "ReportFiles",
     "audit_headline",
     "never_trained_documents",
     "render_markdown",
@@ -388,16 +386,6 @@ def _md_evaluation(result: AuditResult, ref: Mapping[str, Any] | None) -> list[s
 
 
 # --------------------------------------------------------------------------- all files
-
-
-@dataclass(frozen=True, slots=True)
-class ReportFiles:
-    """Paths written by :func:`write_report` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
-    html: Path | None = None
 
 
 def write_report(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import PackerComparison
 from ..reporting.markdown import count, percent, run_line, table
 from ..reporting.plotting import color, pyplot, save_figure
-from ..reporting.writer import ReportWriter
+from ..reporting.writer import ReportFiles, ReportWriter
 from .headline import glossary_lines
 
-__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "CompareFiles", "plot_notes",
+__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "plot_notes",
            "render_markdown", "write_plots", "write_report_files"]
 
 PLOT_FILES: tuple[str, ...] = (
@@ -226,19 +225,9 @@ def _start_delay(plt: Any, cmp: PackerComparison) -> Any:
     return fig
 
 
-@dataclass(frozen=True, slots=True)
-class CompareFiles:
-    """Paths staged by :func:`write_report_files` (``plots`` empty when skipped)."""
-
-    json: Path
-    markdown: Path
-    plots: tuple[Path, ...]
-    html: Path | None = None
-
-
 def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bool = True,
                        sections: Mapping[str, Any] | None = None,
-                       markdown: Sequence[str] = ()) -> CompareFiles:
+                       markdown: Sequence[str] = ()) -> ReportFiles:
     """Stage ``compare.html``, ``compare.json``, ``compare.md`` and (with ``plots``) the PNGs in an open
     ``writer``.
 
@@ -260,5 +249,5 @@ def write_report_files(writer: ReportWriter, cmp: PackerComparison, *, plots: bo
     title = f"Packer comparison — {cmp.corpus_label or 'corpus'}"
     page = write_html(writer, "compare.html", doc, title=title, headline=cmp.headline(), plots=shown,
                       sections=PLOT_SECTIONS)
-    return CompareFiles(j, md, pngs, page)
+    return ReportFiles(j, md, pngs, page)
 

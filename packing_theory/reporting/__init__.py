@@ -41,7 +41,7 @@ from .manifest import (
 from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
 from .progress import ProgressBar, progress_bar
 from .verify import ReportCheck, verify_report
-from .writer import ReportWriter, recover
+from .writer import ReportFiles, ReportWriter, recover
 
 __all__ = [
     "LOCK_NAME",
@@ -54,6 +54,7 @@ __all__ = [
     "ReportBusy",
     "ReportCheck",
     "ReportError",
+    "ReportFiles",
     "ReportWriter",
     "config_hash",
     "matplotlib_available",

@@ -53,6 +53,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -81,7 +82,21 @@ from .manifest import (
 )
 from .markdown import run_line
 
-__all__ = ["ReportWriter", "recover", "summary_line"]
+__all__ = ["ReportFiles", "ReportWriter", "recover", "summary_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    """The paths of a report's files staged in (or written through) a :class:`ReportWriter`.
+
+    Every report-writing command returns one: ``plots`` is empty when the
+    plots were skipped.
+    """
+
+    json: Path
+    markdown: Path
+    plots: tuple[Path, ...]
+    html: Path | None = None
 
 
 class ReportWriter:

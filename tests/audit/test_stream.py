@@ -48,6 +48,7 @@ def test_batches_equal_single_events(case: tuple[list[int], dict[str, Any]], eng
 NO_NUMBA = 'numba not installed: pip install "packing-theory[fast]"'
 
 
+@pytest.mark.slow  # over 10 s; test_compiled.py keeps a compiled-vs-fast differential in the default run
 @pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
 @settings(max_examples=scaled_examples(60))
 @given(cases(), st.integers(1, 7))

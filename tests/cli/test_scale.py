@@ -23,6 +23,7 @@ def _demo(tmp_path: Path, name: str, *extra: str) -> dict[str, object]:
     return doc
 
 
+@pytest.mark.slow  # over 30 s: the demo under three engine and worker settings
 def test_demo_report_is_identical_across_engines_and_workers(tmp_path: Path) -> None:
     base = _demo(tmp_path, "fast")
     runs = [("fast-workers", "--workers", "2")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from packing_theory.contamination import (
@@ -34,6 +34,7 @@ from packing_theory.contamination import (
 from packing_theory.contamination.index import PARTITIONS, unique_members
 from packing_theory.corpus import write_shards
 from packing_theory.errors import InputError, InputTypeError
+from packing_theory.testing import scaled_examples
 
 token_lists = st.lists(st.integers(0, 2**64 - 1), max_size=80)
 
@@ -101,6 +102,7 @@ def vector_matches(docs: list[list[int]], refs: list[list[int]], n: int, skip: i
     return matched.tolist(), passes
 
 
+@settings(max_examples=scaled_examples(40))  # over two minutes at the profile's 200 on a shared machine
 @given(docs=docs_st, refs=refs_st, n=st.integers(1, 5), skip=st.integers(0, 1),
        memory_grams=st.sampled_from([1, 3, 10**6]))
 def test_overlaps_equal_naive_set_intersection(docs: list[list[int]], refs: list[list[int]], n: int,
@@ -193,6 +195,7 @@ def _shards(d: str, docs: list[list[int]]) -> list[CorpusInput]:
     return [CorpusInput(os.path.join(d, s["path"]), "shard", source="a") for s in m["shards"]]
 
 
+@settings(max_examples=scaled_examples(40))  # two minutes at the profile's 200 on a shared machine
 @given(docs=st.lists(st.lists(st.integers(1, 3), min_size=0, max_size=20), min_size=1, max_size=10),
        refs=refs_st.map(lambda rs: [[x + 1 for x in r] for r in rs]), n=st.integers(1, 4),
        memory_grams=st.sampled_from([2, 10**6]))

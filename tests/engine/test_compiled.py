@@ -22,6 +22,7 @@ from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, co
 from packing_theory.testing import scaled_examples
 from tests.engine.test_engines import packer_cases
 from tests.engine.test_loader_golden import FIXTURES, _digests, _rows
+from tests.golden_params import fixture_params, not_realistic
 
 pytestmark = pytest.mark.skipif(not compiled_available(),
                                 reason='numba not installed: pip install "packing-theory[fast]"')
@@ -87,7 +88,7 @@ def test_random_span_draws_equal_python() -> None:
         assert [int(_kernel.randbelow(mt, st_arr, n)) for n in ns] == [rng.randrange(n) for n in ns]
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(FIXTURES, not_realistic))
 def test_compiled_engine_matches_loader(path: Path) -> None:
     meta = json.loads(path.read_text())
     rows = _rows(meta, "compiled", meta["n_rows"])

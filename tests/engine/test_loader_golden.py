@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from packing_theory.engine import make_packer
+from tests.golden_params import fixture_params, not_realistic
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "loader_golden").glob("*.json"))
 EPOCH_FIXTURES = [p for p in FIXTURES if "__epochs_" in p.name]
@@ -76,7 +77,7 @@ def test_fixtures_present() -> None:
         assert meta["epochs"] >= 5 and (last if isinstance(last, int) else last[2]) == meta["epochs"]
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(FIXTURES, not_realistic))
 def test_fast_engine_matches_loader(path: Path) -> None:
     meta = json.loads(path.read_text())
     rows = _rows(meta, "fast", meta["n_rows"])
@@ -84,7 +85,7 @@ def test_fast_engine_matches_loader(path: Path) -> None:
     assert _digests(rows, meta["block"]) == meta["row_block_sha256"]
 
 
-@pytest.mark.parametrize("path", FIXTURES[::3], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(FIXTURES[::3], not_realistic))
 def test_reference_engine_matches_loader(path: Path) -> None:
     meta = json.loads(path.read_text())
     n = min(meta["n_rows"], BLOCK_TEST_ROWS // meta["block"] * meta["block"])
@@ -93,7 +94,7 @@ def test_reference_engine_matches_loader(path: Path) -> None:
     assert _digests(rows[: k * meta["block"]], meta["block"]) == meta["row_block_sha256"][:k]
 
 
-@pytest.mark.parametrize("path", EPOCH_FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(EPOCH_FIXTURES, not_realistic))
 def test_drop_in_loaders_match_over_epochs(path: Path) -> None:
     torch_adapter = pytest.importorskip(
         "packing_theory.adapters.torch", reason="torch is not installed: the drop-in loaders need it"

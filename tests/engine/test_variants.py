@@ -128,6 +128,7 @@ def test_hypothesis_finds_a_violation(name: str) -> None:
     assert len(lengths) <= 3 and config.capacity <= 4 and config.min_buffer <= 3 and config.passes <= 2
 
 
+@pytest.mark.slow  # over 10 s per variant
 @pytest.mark.parametrize("name", HOLDING)
 @given(data=st.data())
 @settings(max_examples=scaled_examples(300))

@@ -423,5 +423,6 @@ class EngineBesideMonitor(RuleBasedStateMachine):
 
 
 TestEngineBesideMonitor = EngineBesideMonitor.TestCase
+TestEngineBesideMonitor.pytestmark = [pytest.mark.slow]  # type: ignore[attr-defined]  # over 10 s
 TestEngineBesideMonitor.settings = settings(max_examples=scaled_examples(45), stateful_step_count=30,
                                             deadline=None)

@@ -80,6 +80,7 @@ def test_boundary_values_are_reachable() -> None:
     assert find(pst.arrival_streams(capacity=5), lambda xs: len(set(xs)) < len(xs), settings=QUICK)
 
 
+@pytest.mark.slow  # many find() searches: CI's slow step
 def test_shrink_targets() -> None:
     """Each strategy shrinks towards what its docstring says."""
     assert find(pst.lengths(capacity=10, min_value=4), lambda n: True, settings=QUICK) == 4

@@ -32,6 +32,7 @@ import pytest
 from packing_theory import Ledger
 from packing_theory.engine import SummaryAccumulator
 from packing_theory.engine.rows import token_rows as _token_rows
+from tests.golden_params import first_of_each_group, fixture_params
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "peer_golden").glob("*.json"))
@@ -105,7 +106,7 @@ def _row_digest(meta: dict[str, Any], lengths: list[int]) -> str:
     return inputs_mod.digest(rows, seqs if meta["seq_lengths"] else None)
 
 
-@pytest.mark.parametrize("path", ROW_FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(ROW_FIXTURES, first_of_each_group(ROW_FIXTURES)))
 def test_rows_match_framework(path: Path) -> None:
     meta = METAS[path]
     g = meta["gen"]
@@ -160,7 +161,7 @@ def cross_check(framework: str, peer: Any, cfg: dict[str, Any], lengths: list[in
             assert row == want + [-1] * (peer.capacity - len(want))
 
 
-@pytest.mark.parametrize("path", TRAINER_FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", fixture_params(TRAINER_FIXTURES, first_of_each_group(TRAINER_FIXTURES)))
 def test_trainer_view_matches_framework(path: Path) -> None:
     meta = METAS[path]
     framework, cfg = meta["framework"], meta["config"]
