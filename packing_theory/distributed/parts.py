@@ -13,7 +13,9 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -55,6 +57,7 @@ __all__ = [
     "sha256_hex",
     "text_hash",
     "tokenizer_fingerprint",
+    "tokenizer_state",
     "write_part",
 ]
 
@@ -85,8 +88,56 @@ PROBE_TEXTS = (
     "हिन्दी, 中文文本, 日本語のテキスト, 한국어",
     "emoji 🙂🚀 and symbols ©®™ §¶ … — – · « » “ ” ‘ ’ and a long word: antidisestablishmentarianism",
     " ",
+    "<|endoftext|> <s> </s> <pad> <unk> [CLS] [SEP] [MASK] <|im_start|>user<|im_end|> <bos> <eos>",
+    " ".join(f"w{i % 97} {i}" for i in range(3000)),  # ~20 kB: a tokenizer that truncates cuts it
 )
-"""Texts a callable tokenizer is run on to tell it apart from another of the same name."""
+"""Texts a callable tokenizer is run on to tell it apart from another of the same name (the special
+tokens' spellings of the common vocabularies, and one text longer than any usual truncation length)."""
+
+_TOKENIZER_SETTINGS = ("model_max_length", "truncation_side", "padding_side", "special_tokens_map",
+                       "add_bos_token", "add_eos_token", "name_or_path", "vocab_size")
+"""Attributes of a Hugging Face tokenizer that change what it returns, recorded beside its serialisation."""
+
+
+def tokenizer_state(tokenizer: Callable[..., Any]) -> str | None:
+    """SHA-256 of a tokenizer's own description, or ``None`` when it has none.
+
+    A Hugging Face fast tokenizer serialises itself (``backend_tokenizer.to_str()``:
+    vocabulary, added and special tokens, truncation, padding, post-processor);
+    its settings (:data:`_TOKENIZER_SETTINGS`) and a ``functools.partial``'s
+    arguments (``truncation=True, max_length=...``) are added. A bound method
+    (``tok.encode``) is described by its object. O(size of the serialisation).
+
+    >>> import functools
+    >>> def ids(text, limit=None): return list(text.encode())[:limit]
+    >>> tokenizer_state(ids) is None
+    True
+    >>> tokenizer_state(functools.partial(ids, limit=4)) == tokenizer_state(functools.partial(ids, limit=5))
+    False
+    """
+    parts: list[str] = []
+    target: Any = tokenizer
+    while isinstance(target, functools.partial):
+        parts.append(repr((target.args, sorted(target.keywords.items()))))
+        target = target.func
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, type) and not inspect.ismodule(owner):
+        target = owner
+    backend = getattr(target, "backend_tokenizer", None)
+    to_str = getattr(backend if backend is not None else target, "to_str", None)
+    if callable(to_str):
+        try:
+            text = to_str()
+        except Exception:  # a user's object: no description, the probe still applies
+            text = None
+        if isinstance(text, str):
+            parts.append(text)
+    settings = {k: repr(getattr(target, k)) for k in _TOKENIZER_SETTINGS if hasattr(target, k)}
+    if settings:
+        parts.append(json.dumps(settings, sort_keys=True))
+    if not parts:
+        return None
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def tokenizer_fingerprint(tokenizer: Callable[..., Any], *, batched: bool = False) -> str:
@@ -172,8 +223,12 @@ class CensusOptions:
             return {"kind": "none", "name": "shard offsets"}
         if isinstance(self.tokenizer, str):
             return {"kind": "builtin", "name": self.tokenizer}
-        return {"kind": "callable", "name": tokenizer_name(self.tokenizer),
-                "probe_sha256": tokenizer_fingerprint(self.tokenizer, batched=self.batched)}
+        out = {"kind": "callable", "name": tokenizer_name(self.tokenizer),
+               "probe_sha256": tokenizer_fingerprint(self.tokenizer, batched=self.batched)}
+        state = tokenizer_state(self.tokenizer)
+        if state is not None:
+            out["state_sha256"] = state
+        return out
 
     def key(self) -> dict[str, Any]:
         """Everything that determines a part's content, as JSON."""
