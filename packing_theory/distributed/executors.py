@@ -341,6 +341,7 @@ class TaskRunner:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
             self._owned = ProcessPoolExecutor(max_workers=self.workers, initializer=default_signals)
+            self._check()  # a new pool is a mutation of the runner's state
         return self._owned
 
     def _replace_pool(self) -> None:
@@ -348,6 +349,7 @@ class TaskRunner:
             self._owned.shutdown(wait=False, cancel_futures=True)
             self._owned = None
         self.fresh_pools += 1
+        self._check()
 
     def _run_pool(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
                   accept: Accept | None, label: str) -> list[TaskRecord]:
