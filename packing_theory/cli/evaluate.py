@@ -200,12 +200,15 @@ _SOURCES_ONLY = {"kinds": "beginning,tail", "natural_above": None, "ranking_pref
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--level`` / ``--batch-size`` before any work, naming the option."""
+    """Refuse a bad ``--level`` / ``--batch-size`` / seed before any work, naming the option."""
     level = args.level
     if not (isinstance(level, float) and 0 < level < 1):  # nan fails too
         raise InputError(f"--level must be a number in (0, 1), got {level!r}")
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    for key in ("sample_seed", "bootstrap_seed", "ranking_seed"):
+        if getattr(args, key) < 0:
+            raise InputError(f"--{key.replace('_', '-')} must be an int >= 0, got {getattr(args, key)}")
 
 
 def _demo(args: argparse.Namespace, say: Any) -> Any:

@@ -112,6 +112,8 @@ def load_kernel() -> ModuleType:
 
 
 def _check_chunk(arr: npt.NDArray[Any], base: int) -> Int64Array:
+    if arr.ndim == 1 and arr.size == 0:  # an empty chunk holds no length, whatever its dtype (np.array([]))
+        return np.zeros(0, dtype=np.int64)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InputTypeError(f"lengths must have an integer dtype, got {arr.dtype}")
     if arr.ndim != 1:

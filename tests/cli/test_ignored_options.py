@@ -1,4 +1,4 @@
-"""An option the chosen run would ignore is refused (exit 2), naming it; real processes.
+"""An option the chosen run would ignore, or a bad number, is refused (exit 2) naming it; real processes.
 
 Before the fix each of these exited 0: ``evaluate --demo --level 0.99`` reported
 0.95 (also ``--level nan``, ``--kinds``, ``--batch-size 0`` under ``--demo``);
@@ -7,6 +7,7 @@ Before the fix each of these exited 0: ``evaluate --demo --level 0.99`` reported
 ``check --originals`` without segment-first and ``--rows`` with a peer;
 ``audit --tokenizer / --per-line / --text-column`` with ``--lengths``;
 ``compare --policy discard,discard``; ``verify-shards --no-sources --min-sources 2``.
+``evaluate --sample-seed -1`` said "seed must be an int >= 0" without naming the option.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "evaluate_kinds": (["evaluate", "--demo", "--kinds", "tail"], "--kinds"),
     "evaluate_batch_size": (["evaluate", "--demo", "--batch-size", "0"], "--batch-size"),
     "evaluate_ranking_seed": (["evaluate", "--demo", "--ranking-seed", "3"], "--ranking-seed"),
+    "evaluate_sample_seed": (["evaluate", "--demo", "--sample-seed", "-1"], "--sample-seed"),
+    "evaluate_bootstrap_seed": (["evaluate", "--demo", "--bootstrap-seed", "-1"], "--bootstrap-seed"),
     "evaluate_family_strata": (["evaluate", "--demo", "--family-strata", "nope"], "'nope'"),
     "replay_window": (["replay", *STREAM, "--policy", "discard", "--window", "5"], "--window"),
     "replay_epochs": (["replay", *STREAM, "--policy", "continue", "--epochs", "2"], "--epochs"),
