@@ -63,6 +63,7 @@ __all__ = [
     "default_signals",
     "import_distributed",
     "is_dask_client",
+    "local_workers",
     "open_executor",
     "open_runner",
     "parse_executor_spec",
@@ -336,11 +337,13 @@ class TaskRunner:
 
     # ------------------------------------------------------------------ process pools and executors
 
-    def _pool(self) -> Executor:
+    def _pool(self, tasks: int) -> Executor:
+        """The pool to submit to; an owned one is made with ``min(workers, tasks)`` processes."""
         if self.kind == "executor" and self._owned is None and self.fresh_pools == 0:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
-            self._owned = ProcessPoolExecutor(max_workers=self.workers, initializer=default_signals)
+            size = max(1, min(self.workers, tasks))  # no process without a task to run
+            self._owned = ProcessPoolExecutor(max_workers=size, initializer=default_signals)
             self._check()  # a new pool is a mutation of the runner's state
         return self._owned
 
@@ -385,8 +388,8 @@ class TaskRunner:
             done[i] = TaskRecord(i, where, attempts[i])
 
         while queue or suspects:
-            pool = self._pool()
             alone = bool(suspects)
+            pool = self._pool(1 if alone else len(queue))
             window = 1 if alone else (self.workers if pool is self._owned else len(items))
             source = suspects if alone else queue
             in_flight: dict[Future[tuple[Any, str]], int] = {}
@@ -503,6 +506,22 @@ def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
         raise TaskFailed(message + more) from cause
 
 
+def local_workers(requested: int) -> int:
+    """The local pool size for ``--workers requested``: at most one process per CPU.
+
+    The rule: ``min(requested, os.cpu_count())`` processes at most, and a pool
+    is then made with no more processes than it has tasks (``min(that, tasks)``).
+    More processes than CPUs only contend for them (the census and the rank
+    audits are CPU-bound), and ``--workers 99999`` would fork thousands.
+
+    >>> local_workers(1)
+    1
+    >>> local_workers(10**6) == (os.cpu_count() or 1)
+    True
+    """
+    return max(1, min(requested, os.cpu_count() or 1))
+
+
 @contextlib.contextmanager
 def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 1) -> Iterator[TaskRunner]:
     """A :class:`TaskRunner` for ``executor``, closed (owned pools and clients) on exit.
@@ -531,9 +550,10 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         spec = "local" if executor is None else executor
         address = parse_executor_spec(spec)
         if address == "local":
-            kind = "inprocess" if workers == 1 else "processes"
+            kind = "inprocess" if workers == 1 else "processes"  # processes asked for: isolated on 1 CPU too
+            workers = local_workers(workers)
             runner = TaskRunner(kind, None, workers=workers, retries=retries,
-                                spec="local" if workers == 1 else f"local, {workers} processes")
+                                spec="local" if kind == "inprocess" else f"local, {workers} processes")
         else:
             client = connect_dask(address)
             runner = TaskRunner("dask", client, workers=workers, retries=retries, spec=spec)

@@ -51,9 +51,9 @@ def test_replacing_a_pool_reruns_the_runner_check(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(TaskRunner, "_check", counted)
     try:
-        runner._pool()
+        runner._pool(1)
         runner._replace_pool()
-        runner._pool()
+        runner._pool(1)
         assert calls == [0, 1, 1]
         runner.workers = 0  # a broken state is caught at the next pool change
         with pytest.raises(AssertionError):
