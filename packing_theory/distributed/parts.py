@@ -13,12 +13,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,6 +56,7 @@ __all__ = [
     "npy_bytes",
     "part_arrays",
     "part_stem",
+    "remove_partial_parts",
     "sha256_hex",
     "text_hash",
     "tokenizer_fingerprint",
@@ -457,13 +460,37 @@ def part_stem(input_sha256: str, options: CensusOptions) -> str:
     return f"{input_sha256[:20]}-{opts[:12]}"
 
 
+_PARTIAL = re.compile(r".+\.tmp-[0-9]+\Z")
+"""A part file being written (``NAME.tmp-<pid>``) by :func:`_atomic_write`."""
+
+
 def _atomic_write(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, an interrupt: leave no partial file behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def remove_partial_parts(parts: str) -> list[str]:
+    """Remove the ``NAME.tmp-<pid>`` files an interrupted census left in ``parts``; return their names.
+
+    Call it only while holding the report directory's lock (no other census
+    writes there then, so every such file is a leftover). O(files in ``parts``).
+    """
+    removed = []
+    for name in sorted(os.listdir(parts)):
+        path = os.path.join(parts, name)
+        if _PARTIAL.match(name) and os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+            removed.append(name)
+    return removed
 
 
 def part_arrays(result: ShardResult) -> dict[str, npt.NDArray[Any]]:
