@@ -65,6 +65,7 @@ def test_token_rows_refuses_a_non_int_id(bad: Any, streamed: bool) -> None:
 def test_token_rows_refuses_a_float_array_and_keeps_integer_ones() -> None:
     packer = pt.Packer(capacity=4, min_buffer=1, refill=1)
     with pytest.raises(pt.InputTypeError, match="1-D integer array"):
-        list(token_rows(packer, [np.array([1.0, 2.0, 3.0])]))
-    rows = list(token_rows(packer, [np.array([9, 2, 3], dtype=np.uint16), [9, 4, 5, 6, 7]]))
+        list(token_rows(packer, [np.array([1.0, 2.0, 3.0])]))  # type: ignore[list-item]
+    docs: list[Any] = [np.array([9, 2, 3], dtype=np.uint16), [9, 4, 5, 6, 7]]
+    rows = list(token_rows(packer, docs))
     assert rows and all(len(r) == 4 for r in rows)

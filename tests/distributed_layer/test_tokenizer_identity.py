@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,16 +64,16 @@ def test_a_self_describing_tokenizer_is_keyed_by_its_description() -> None:
     transformers = pytest.importorskip("transformers")
     tokenizers = pytest.importorskip("tokenizers")
 
-    def make() -> object:
+    def make() -> Any:
         t = tokenizers.Tokenizer(tokenizers.models.WordLevel({"a": 0, "b": 1, "[UNK]": 2}, unk_token="[UNK]"))
         t.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
         return transformers.PreTrainedTokenizerFast(tokenizer_object=t)
 
     plain, truncating = make(), make()
-    truncating.model_max_length = 8  # type: ignore[attr-defined]  # cuts a call with truncation=True
+    truncating.model_max_length = 8  # cuts a call with truncation=True
     assert tokenizer_fingerprint(plain) == tokenizer_fingerprint(truncating)  # the probe cannot see it
     assert tokenizer_state(plain) == tokenizer_state(make())
     assert tokenizer_state(plain) != tokenizer_state(truncating)
-    encode = plain.encode  # type: ignore[attr-defined]
+    encode = plain.encode
     assert tokenizer_state(encode) == tokenizer_state(plain)  # a bound method is its tokenizer
     assert tokenizer_state(functools.partial(encode, truncation=True)) != tokenizer_state(encode)

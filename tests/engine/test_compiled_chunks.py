@@ -7,6 +7,8 @@ pure Python engines read it as no lengths.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ import packing_theory as pt
 from packing_theory.engine.batches import LengthChunks, unbatched
 from packing_theory.engine.compiled import CompiledPacker, compiled_available
 
-CHUNKS = [[5, 3, 9], [], [4, 6, 2], np.array([]), [7, 8]]
+CHUNKS: list[Any] = [[5, 3, 9], [], [4, 6, 2], np.array([]), [7, 8]]
 
 
 @pytest.mark.skipif(not compiled_available(), reason="numba is not installed")
