@@ -59,6 +59,7 @@ __all__ = [
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
+    "bad_input",
     "connect_dask",
     "default_signals",
     "import_distributed",
@@ -326,8 +327,9 @@ class TaskRunner:
                     if accept is not None:
                         accept(i, value)
                 except Exception as exc:  # a task may raise anything; retried, then reported
-                    if attempt > self.retries:
+                    if attempt > self.retries or bad_input(exc):
                         failures.append(_failure(label, i, attempt, exc, self._names))
+                        break
                     continue
                 on_result(i, value)
                 records.append(TaskRecord(i, where, attempt))
@@ -378,8 +380,8 @@ class TaskRunner:
             except BrokenExecutor as exc:  # BrokenProcessPool included
                 broken.append((i, exc))
                 return
-            except Exception as exc:  # a task may raise anything; retried, then reported
-                if attempts[i] <= self.retries:
+            except Exception as exc:  # a task may raise anything; retried (not bad input), then reported
+                if attempts[i] <= self.retries and not bad_input(exc):
                     queue.append(i)
                 else:
                     failures.append(_failure(label, i, attempts[i], exc, self._names))
@@ -504,6 +506,19 @@ def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         message, cause = failures[0]
         raise TaskFailed(message + more) from cause
+
+
+def bad_input(exc: BaseException) -> bool:
+    """Whether a task's error says its input is bad (``InputError`` / ``InputTypeError``): never retried.
+
+    Reading a corrupt file again gives the same error; a retry only spends the
+    time again (``--retries 1000000`` would read it a million times). Anything
+    else (a worker killed, an ``OSError``, a flaky dependency) is retried.
+
+    >>> bad_input(InputError("not UTF-8")), bad_input(OSError("disk"))
+    (True, False)
+    """
+    return isinstance(exc, (InputError, InputTypeError))
 
 
 def local_workers(requested: int) -> int:
