@@ -50,6 +50,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..errors import InputError, InputTypeError, NotMeasured, import_optional
+from .pool_rules import bad_input, local_workers
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -506,35 +507,6 @@ def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
         message, cause = failures[0]
         raise TaskFailed(message + more) from cause
-
-
-def bad_input(exc: BaseException) -> bool:
-    """Whether a task's error says its input is bad (``InputError`` / ``InputTypeError``): never retried.
-
-    Reading a corrupt file again gives the same error; a retry only spends the
-    time again (``--retries 1000000`` would read it a million times). Anything
-    else (a worker killed, an ``OSError``, a flaky dependency) is retried.
-
-    >>> bad_input(InputError("not UTF-8")), bad_input(OSError("disk"))
-    (True, False)
-    """
-    return isinstance(exc, (InputError, InputTypeError))
-
-
-def local_workers(requested: int) -> int:
-    """The local pool size for ``--workers requested``: at most one process per CPU.
-
-    The rule: ``min(requested, os.cpu_count())`` processes at most, and a pool
-    is then made with no more processes than it has tasks (``min(that, tasks)``).
-    More processes than CPUs only contend for them (the census and the rank
-    audits are CPU-bound), and ``--workers 99999`` would fork thousands.
-
-    >>> local_workers(1)
-    1
-    >>> local_workers(10**6) == (os.cpu_count() or 1)
-    True
-    """
-    return max(1, min(requested, os.cpu_count() or 1))
 
 
 @contextlib.contextmanager

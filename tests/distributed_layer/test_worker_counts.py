@@ -2,7 +2,7 @@
 
 Before the fix ``--workers N`` forked N processes whatever the work (48 for one
 task; ``--workers 99999`` forked over 3,000). The rule
-(:func:`~packing_theory.distributed.executors.local_workers`): a local pool has
+(:func:`~packing_theory.distributed.pool_rules.local_workers`): a local pool has
 at most ``min(N, os.cpu_count())`` processes, and at most one per task.
 """
 
