@@ -84,8 +84,7 @@ from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_
 from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable, table_aggregates
 from .table import FILTERED as F_FILTERED
 
-__all__ = ["MAX_EXACT_TOKENS", "MAX_LEDGER_CAPACITY", "Ledger", "audit_events", "audit_lengths",
-           "counts_median"]
+__all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median"]
 
 MAX_EXACT_TOKENS = 1 << 53
 """Arrived tokens a :class:`Ledger` accounts exactly (per-source columns are int64 and
@@ -94,8 +93,6 @@ per-stratum sums float64, exact up to 2**53); past it the ledger refuses with on
 Int64Array = npt.NDArray[np.int64]
 
 _CHUNK = 8192
-MAX_LEDGER_CAPACITY = 2**32
-"""The widest row a ledger accounts (its target indices ``row * (R - 1) + p`` are int64)."""
 _MAX_SERIES = 1024
 
 # --------------------------------------------------------------------------- the ledger
@@ -150,11 +147,9 @@ class Ledger:
         chunk: int = _CHUNK,
         spill: str | os.PathLike[str] | None = None,
     ) -> None:
-        for name, value, lo in (("min_buffer", min_buffer, 1), ("exposure_bins", exposure_bins, 1),
-                                ("chunk", chunk, 1)):
+        for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
+                                ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
             check_int(name, value, lo)
-        # target indices row * (R - 1) + p are int64: R <= 2**32 leaves room for 2**31 rows
-        check_int("capacity", capacity, 2, maximum=MAX_LEDGER_CAPACITY)
         if spill is not None and not detail:
             raise InputError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
         self.capacity = int(capacity)
