@@ -10,10 +10,13 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["check_bool", "check_int", "distinct_files", "file_identity", "is_int"]
+__all__ = ["check_bool", "check_id_sequence", "check_int", "distinct_files", "file_identity", "is_int"]
 
 
 def is_int(value: object) -> bool:
@@ -107,3 +110,29 @@ def distinct_files(what: str, paths: Sequence[str]) -> list[str]:
             raise InputError(f"{what} {os.fspath(p)!r} is given twice (also as {seen[key]!r})")
         seen[key] = os.fspath(p)
     return list(paths)
+
+
+def check_id_sequence(ids: Sequence[Any], what: str) -> None:
+    """Refuse a sequence whose items are not all ints (``None``, a float, a string, a nested list).
+
+    ``what`` names the sequence (``"tokenizer NAME on texts[3]"``). O(len(ids))
+    at numpy speed (one ``np.asarray``); the first bad item is found by a
+    Python scan only when there is one.
+
+    >>> check_id_sequence([1, None, None], "tokenizer t on texts[0]")
+    Traceback (most recent call last):
+    ...
+    packing_theory.InputTypeError: tokenizer t on texts[0]: ids[1] is None (NoneType); token ids must be ints
+    """
+    if not len(ids):
+        return
+    try:
+        arr = np.asarray(ids)
+        if arr.ndim == 1 and arr.dtype.kind in "iu":
+            return
+    except (ValueError, TypeError, OverflowError):
+        pass
+    for i, value in enumerate(ids):
+        if not is_int(value):
+            shown = f"{value!r:.40} ({type(value).__name__})"
+            raise InputTypeError(f"{what}: ids[{i}] is {shown}; token ids must be ints")

@@ -190,10 +190,19 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
     if os.path.isdir(name):
         raise InputError(f"lengths file {name!r} is a directory: give a .npy file (or --data DIR for a "
                          "dataset directory)")
+    if os.path.exists(name) and not os.path.isfile(name):  # a FIFO, a device: reading it may never end
+        raise InputError(f"lengths file {name!r} is not a regular file (a pipe or a device); give a .npy "
+                         "file")
     with open(path, "rb") as fh:
-        head = fh.read(6)
+        head = fh.read(12)
         if head[:4] == b"PK\x03\x04":
             raise InputError(f"lengths file {name!r} holds an archive (.npz), not one array")
+        size = os.fstat(fh.fileno()).st_size
+        if len(head) >= 10 and head[:6] == b"\x93NUMPY" and head[6] in (2, 3):  # a 4-byte header length
+            length = 12 + int.from_bytes(head[8:12], "little")
+            if length > size:  # checked before numpy reads (and allocates) what the field claims
+                raise InputError(f"lengths file {name!r}: the .npy header length field claims "
+                                 f"{length:,} bytes, the file holds {size:,} (truncated, or a false header)")
         fh.seek(0)
         try:
             version = fmt.read_magic(fh)
@@ -203,7 +212,6 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
             raise InputError(f"lengths file {name!r} is not a readable .npy array: "
                              f"{type(exc).__name__}: {exc}") from exc
         offset = fh.tell()
-        size = os.fstat(fh.fileno()).st_size
     if dtype.hasobject or dtype.kind not in "iub":
         raise InputTypeError(f"lengths file {name!r} must have an integer dtype, got {dtype}")
     count = 1

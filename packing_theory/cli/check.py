@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from ..engine.consumers import feed_all
 from ..engine.policies import PackerConfig
+from ..errors import InputError
 from ..invariant import InvariantMonitor
 from ..invariant.wait_bound import StartDelayMonitor
 from ..registry import PackerEntry, entry
@@ -63,9 +64,12 @@ def _not_applicable(args: argparse.Namespace, e: PackerEntry) -> int:
 def run(args: argparse.Namespace) -> int:
     """Replay under the monitor and print the result; 0 if no violation, else 1."""
     e = entry(args.policy)
-    if e.kind == "peer":
+    packer = None if e.kind == "peer" else packer_from_args(args, args.policy)
+    if args.originals and (packer is None or not packer.config.spec.segments):
+        raise InputError("--originals applies to a policy that segments documents before buffering "
+                         f"(segment-first); --policy {args.policy} has no segmented spans to replace")
+    if packer is None:
         return _not_applicable(args, e)
-    packer = packer_from_args(args, args.policy)
     config: PackerConfig = packer.config
     lengths = lengths_from_args(args)
     if not e.protected_set:

@@ -196,12 +196,33 @@ def _family_doc(args: argparse.Namespace) -> dict[str, Any] | None:
     return read_family_document(args.family) if args.family else None
 
 
+_SOURCES_ONLY = {"kinds": "beginning,tail", "natural_above": None, "ranking_prefixes": None,
+                 "ranking_seed": 0}
+"""Options a ``--sources`` run applies and the demo does not (with their defaults)."""
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse a bad ``--level`` / ``--batch-size`` / seed before any work, naming the option."""
+    level = args.level
+    if not (isinstance(level, float) and 0 < level < 1):  # nan fails too
+        raise InputError(f"--level must be a number in (0, 1), got {level!r}")
+    if args.batch_size < 1:
+        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    for key in ("sample_seed", "bootstrap_seed", "ranking_seed"):
+        if getattr(args, key) < 0:
+            raise InputError(f"--{key.replace('_', '-')} must be an int >= 0, got {getattr(args, key)}")
+
+
 def _demo(args: argparse.Namespace, say: Any) -> Any:
     from ..evaluation.demo import DEMO_POLICIES, DemoConfig, run_demo
 
     if args.model or args.token_bytes or args.exclude_shards or args.ranking:
         raise InputError("--demo brings its own models, token bytes, training data and official rows; drop "
                          "--model, --token-bytes, --exclude-shards and --ranking or drop --demo")
+    own = [f"--{k.replace('_', '-')}" for k, default in _SOURCES_ONLY.items() if getattr(args, k) != default]
+    if own:
+        raise InputError(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to --sources runs; --demo "
+                         "scores its own beginning and tail windows (drop it or drop --demo)")
     policies = tuple(p.strip() for p in args.policy.split(",")) if args.policy else DEMO_POLICIES
     kw: dict[str, Any] = {"policies": policies, "capacity": args.capacity, "context": args.context,
                           "stride": args.stride, "natural_targets": args.natural_targets,
@@ -210,7 +231,8 @@ def _demo(args: argparse.Namespace, say: Any) -> Any:
                           "family_strata": tuple(s.strip() for s in args.family_strata.split(",")
                                                  if s.strip()),
                           "natural_contexts": _natural_contexts(args),
-                          "ranking_subsets": args.ranking_subsets}
+                          "ranking_subsets": args.ranking_subsets, "level": args.level,
+                          "batch_size": args.batch_size}
     for opt, key in (("per_stratum", "per_stratum"), ("census_limit", "census_candidates"),
                      ("train_rows", "train_rows"), ("eval_candidates", "eval_candidates")):
         if getattr(args, opt) is not None:
@@ -297,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
     from ._common import emit_json, note
 
     t0 = time.perf_counter()
+    check_numbers(args)
     plots = not args.no_plots
     require_matplotlib(plots)
 

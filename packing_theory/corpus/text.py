@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int, is_int
+from .._checks import check_id_sequence, check_int
 from ..errors import InputError, InputTypeError, import_optional
 from .textcount import (
     BUILTIN_TOKENIZERS,
@@ -166,10 +166,9 @@ def _token_ids(value: Any, name: str, where: str) -> Sequence[int] | npt.NDArray
     if isinstance(ids, (str, bytes, bytearray, AbstractSet, Mapping)) or not isinstance(ids, Sequence):
         raise InputTypeError(f"tokenizer {name} returned {type(ids).__name__} for {where}; expected "
                              f"{_ACCEPTED}")
-    if len(ids) and not is_int(ids[0]):
-        raise InputTypeError(f"tokenizer {name} returned a sequence of {type(ids[0]).__name__} for {where} "
-                             f"(token ids must be ints); expected {_ACCEPTED}")
+    check_id_sequence(ids, f"tokenizer {name} on {where}")
     return ids
+
 
 
 def _batch_ids(value: Any, name: str, where: str) -> list[Any]:

@@ -67,6 +67,7 @@ from .parts import (
     npy_bytes,
     part_arrays,
     part_stem,
+    remove_partial_parts,
     sha256_hex,
     write_part,
 )
@@ -156,6 +157,7 @@ def run_census(
     with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force) as writer:
         parts = os.path.join(os.fspath(out), PARTS)
         os.makedirs(parts, exist_ok=True)
+        remove_partial_parts(parts)  # an interrupted run's half-written parts (the lock is ours)
         with open_runner(executor, workers=workers, retries=retries) as runner:
             spec = runner.spec
             hashed: dict[int, str] = {}  # the inputs are hashed in parallel too (1 GB/s per core)

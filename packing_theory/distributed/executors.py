@@ -50,6 +50,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..errors import InputError, InputTypeError, NotMeasured, import_optional
+from .pool_rules import bad_input, local_workers
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -59,10 +60,12 @@ __all__ = [
     "TaskFailed",
     "TaskRecord",
     "TaskRunner",
+    "bad_input",
     "connect_dask",
     "default_signals",
     "import_distributed",
     "is_dask_client",
+    "local_workers",
     "open_executor",
     "open_runner",
     "parse_executor_spec",
@@ -325,8 +328,9 @@ class TaskRunner:
                     if accept is not None:
                         accept(i, value)
                 except Exception as exc:  # a task may raise anything; retried, then reported
-                    if attempt > self.retries:
+                    if attempt > self.retries or bad_input(exc):
                         failures.append(_failure(label, i, attempt, exc, self._names))
+                        break
                     continue
                 on_result(i, value)
                 records.append(TaskRecord(i, where, attempt))
@@ -336,11 +340,14 @@ class TaskRunner:
 
     # ------------------------------------------------------------------ process pools and executors
 
-    def _pool(self) -> Executor:
+    def _pool(self, tasks: int) -> Executor:
+        """The pool to submit to; an owned one is made with ``min(workers, tasks)`` processes."""
         if self.kind == "executor" and self._owned is None and self.fresh_pools == 0:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
-            self._owned = ProcessPoolExecutor(max_workers=self.workers, initializer=default_signals)
+            size = max(1, min(self.workers, tasks))  # no process without a task to run
+            self._owned = ProcessPoolExecutor(max_workers=size, initializer=default_signals)
+            self._check()  # a new pool is a mutation of the runner's state
         return self._owned
 
     def _replace_pool(self) -> None:
@@ -348,6 +355,7 @@ class TaskRunner:
             self._owned.shutdown(wait=False, cancel_futures=True)
             self._owned = None
         self.fresh_pools += 1
+        self._check()
 
     def _run_pool(self, fn: Callable[..., Any], items: Items, on_result: OnResult,
                   accept: Accept | None, label: str) -> list[TaskRecord]:
@@ -373,8 +381,8 @@ class TaskRunner:
             except BrokenExecutor as exc:  # BrokenProcessPool included
                 broken.append((i, exc))
                 return
-            except Exception as exc:  # a task may raise anything; retried, then reported
-                if attempts[i] <= self.retries:
+            except Exception as exc:  # a task may raise anything; retried (not bad input), then reported
+                if attempts[i] <= self.retries and not bad_input(exc):
                     queue.append(i)
                 else:
                     failures.append(_failure(label, i, attempts[i], exc, self._names))
@@ -383,8 +391,8 @@ class TaskRunner:
             done[i] = TaskRecord(i, where, attempts[i])
 
         while queue or suspects:
-            pool = self._pool()
             alone = bool(suspects)
+            pool = self._pool(1 if alone else len(queue))
             window = 1 if alone else (self.workers if pool is self._owned else len(items))
             source = suspects if alone else queue
             in_flight: dict[Future[tuple[Any, str]], int] = {}
@@ -529,9 +537,10 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         spec = "local" if executor is None else executor
         address = parse_executor_spec(spec)
         if address == "local":
-            kind = "inprocess" if workers == 1 else "processes"
+            kind = "inprocess" if workers == 1 else "processes"  # processes asked for: isolated on 1 CPU too
+            workers = local_workers(workers)
             runner = TaskRunner(kind, None, workers=workers, retries=retries,
-                                spec="local" if workers == 1 else f"local, {workers} processes")
+                                spec="local" if kind == "inprocess" else f"local, {workers} processes")
         else:
             client = connect_dask(address)
             runner = TaskRunner("dask", client, workers=workers, retries=retries, spec=spec)

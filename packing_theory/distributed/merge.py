@@ -112,15 +112,28 @@ class RankSummary:
         return int(self.starts_per_row[: check_int("rows", rows, 0)].sum())
 
     def _check(self) -> None:
-        """Assert the summary's invariants."""
-        assert 0 <= self.rank < self.world_size
-        assert self.starts_per_row.dtype == np.int64 and self.starts_per_row.ndim == 1
-        assert self.starts_per_row.size == self.rows + 1, "one count per row and one for the partial row"
-        assert (self.starts_per_row >= 0).all()
-        assert 0 <= self.distinct_started <= min(self.documents, self.started)
-        assert self.started <= self.arrived
-        assert 0 <= self.protected_started <= self.protected_members
-        assert self.documents >= 0 and self.tokens >= self.documents and self.rows >= 0
+        """Check the summary's invariants; ``AssertionError`` naming the first that fails.
+
+        Explicit raises, not ``assert`` statements: the rank runner uses this check to reject
+        a worker's result, so it must hold under ``python -O`` too. O(rows).
+        """
+        s = self.starts_per_row
+        checks = (
+            (0 <= self.rank < self.world_size, "0 <= rank < world_size"),
+            (s.dtype == np.int64 and s.ndim == 1, "starts_per_row is a 1-D int64 array"),
+            (s.size == self.rows + 1, "starts_per_row has one count per row and one for the partial row"),
+            (bool((s >= 0).all()), "starts_per_row >= 0"),
+            (0 <= self.distinct_started <= min(self.documents, self.started),
+             "0 <= distinct_started <= min(documents, started)"),
+            (self.started <= self.arrived, "started <= arrived"),
+            (0 <= self.protected_started <= self.protected_members,
+             "0 <= protected_started <= protected_members"),
+            (self.documents >= 0 and self.tokens >= self.documents and self.rows >= 0,
+             "documents >= 0, tokens >= documents, rows >= 0"),
+        )
+        for ok, rule in checks:
+            if not ok:
+                raise AssertionError(f"rank {self.rank} summary fails {rule}")
 
     def _key(self) -> tuple[Any, ...]:
         return (self.rank, self.world_size, self.policy, self.settings, self.documents, self.tokens,

@@ -13,10 +13,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import inspect
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -53,8 +57,10 @@ __all__ = [
     "npy_bytes",
     "part_arrays",
     "part_stem",
+    "remove_partial_parts",
     "sha256_hex",
     "tokenizer_fingerprint",
+    "tokenizer_state",
     "write_part",
 ]
 
@@ -85,8 +91,56 @@ PROBE_TEXTS = (
     "हिन्दी, 中文文本, 日本語のテキスト, 한국어",
     "emoji 🙂🚀 and symbols ©®™ §¶ … — – · « » “ ” ‘ ’ and a long word: antidisestablishmentarianism",
     " ",
+    "<|endoftext|> <s> </s> <pad> <unk> [CLS] [SEP] [MASK] <|im_start|>user<|im_end|> <bos> <eos>",
+    " ".join(f"w{i % 97} {i}" for i in range(3000)),  # ~20 kB: a tokenizer that truncates cuts it
 )
-"""Texts a callable tokenizer is run on to tell it apart from another of the same name."""
+"""Texts a callable tokenizer is run on to tell it apart from another of the same name (the special
+tokens' spellings of the common vocabularies, and one text longer than any usual truncation length)."""
+
+_TOKENIZER_SETTINGS = ("model_max_length", "truncation_side", "padding_side", "special_tokens_map",
+                       "add_bos_token", "add_eos_token", "name_or_path", "vocab_size")
+"""Attributes of a Hugging Face tokenizer that change what it returns, recorded beside its serialisation."""
+
+
+def tokenizer_state(tokenizer: Callable[..., Any]) -> str | None:
+    """SHA-256 of a tokenizer's own description, or ``None`` when it has none.
+
+    A Hugging Face fast tokenizer serialises itself (``backend_tokenizer.to_str()``:
+    vocabulary, added and special tokens, truncation, padding, post-processor);
+    its settings (:data:`_TOKENIZER_SETTINGS`) and a ``functools.partial``'s
+    arguments (``truncation=True, max_length=...``) are added. A bound method
+    (``tok.encode``) is described by its object. O(size of the serialisation).
+
+    >>> import functools
+    >>> def ids(text, limit=None): return list(text.encode())[:limit]
+    >>> tokenizer_state(ids) is None
+    True
+    >>> tokenizer_state(functools.partial(ids, limit=4)) == tokenizer_state(functools.partial(ids, limit=5))
+    False
+    """
+    parts: list[str] = []
+    target: Any = tokenizer
+    while isinstance(target, functools.partial):
+        parts.append(repr((target.args, sorted(target.keywords.items()))))
+        target = target.func
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, type) and not inspect.ismodule(owner):
+        target = owner
+    backend = getattr(target, "backend_tokenizer", None)
+    to_str = getattr(backend if backend is not None else target, "to_str", None)
+    if callable(to_str):
+        try:
+            text = to_str()
+        except Exception:  # a user's object: no description, the probe still applies
+            text = None
+        if isinstance(text, str):
+            parts.append(text)
+    settings = {k: repr(getattr(target, k)) for k in _TOKENIZER_SETTINGS if hasattr(target, k)}
+    if settings:
+        parts.append(json.dumps(settings, sort_keys=True))
+    if not parts:
+        return None
+    return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def tokenizer_fingerprint(tokenizer: Callable[..., Any], *, batched: bool = False) -> str:
@@ -172,8 +226,12 @@ class CensusOptions:
             return {"kind": "none", "name": "shard offsets"}
         if isinstance(self.tokenizer, str):
             return {"kind": "builtin", "name": self.tokenizer}
-        return {"kind": "callable", "name": tokenizer_name(self.tokenizer),
-                "probe_sha256": tokenizer_fingerprint(self.tokenizer, batched=self.batched)}
+        out = {"kind": "callable", "name": tokenizer_name(self.tokenizer),
+               "probe_sha256": tokenizer_fingerprint(self.tokenizer, batched=self.batched)}
+        state = tokenizer_state(self.tokenizer)
+        if state is not None:
+            out["state_sha256"] = state
+        return out
 
     def key(self) -> dict[str, Any]:
         """Everything that determines a part's content, as JSON."""
@@ -402,13 +460,37 @@ def part_stem(input_sha256: str, options: CensusOptions) -> str:
     return f"{input_sha256[:20]}-{opts[:12]}"
 
 
+_PARTIAL = re.compile(r".+\.tmp-[0-9]+\Z")
+"""A part file being written (``NAME.tmp-<pid>``) by :func:`_atomic_write`."""
+
+
 def _atomic_write(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, an interrupt: leave no partial file behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def remove_partial_parts(parts: str) -> list[str]:
+    """Remove the ``NAME.tmp-<pid>`` files an interrupted census left in ``parts``; return their names.
+
+    Call it only while holding the report directory's lock (no other census
+    writes there then, so every such file is a leftover). O(files in ``parts``).
+    """
+    removed = []
+    for name in sorted(os.listdir(parts)):
+        path = os.path.join(parts, name)
+        if _PARTIAL.match(name) and os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+            removed.append(name)
+    return removed
 
 
 def part_arrays(result: ShardResult) -> dict[str, npt.NDArray[Any]]:

@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from .._checks import is_int
 from ..errors import InputError, InputTypeError, MissingDependency
+from ..lengths import INT64_MAX
 from .base import PackingEngine
 from .batches import (
     DEFAULT_BATCH_EVENTS,
@@ -70,7 +71,12 @@ from .refill import as_length_list
 from .state import EngineState
 
 __all__ = [
-    "COMPILED_POLICIES", "INPUT_CHUNK", "CompiledPacker", "compiled_available", "load_kernel"]
+    "COMPILED_POLICIES", "INPUT_CHUNK", "MAX_COMPILED_CAPACITY", "CompiledPacker", "compiled_available",
+    "load_kernel"]
+
+MAX_COMPILED_CAPACITY = 2**32
+"""The widest row the compiled kernel packs: it keeps per-position index arrays (about 16 bytes per
+position of ``R``) and 64-bit counters."""
 
 COMPILED_POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values() if p.compiled)
 """The policies the compiled kernel implements: those declared ``compiled`` (the others run on the fast
@@ -106,6 +112,8 @@ def load_kernel() -> ModuleType:
 
 
 def _check_chunk(arr: npt.NDArray[Any], base: int) -> Int64Array:
+    if arr.ndim == 1 and arr.size == 0:  # an empty chunk holds no length, whatever its dtype (np.array([]))
+        return np.zeros(0, dtype=np.int64)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InputTypeError(f"lengths must have an integer dtype, got {arr.dtype}")
     if arr.ndim != 1:
@@ -207,6 +215,14 @@ class CompiledPacker(PackingEngine):
         if config.policy not in COMPILED_POLICIES:
             raise InputError(f"the compiled engine implements policies {', '.join(COMPILED_POLICIES)}; "
                              f"got policy {config.policy!r} (use engine='fast')")
+        for name, value in (("capacity", config.capacity), ("min_buffer", config.min_buffer),
+                            ("rows", config.rows), ("targets", config.targets),
+                            *(("refill", b) for b in config.batch_sizes)):
+            limit = MAX_COMPILED_CAPACITY if name == "capacity" else INT64_MAX
+            if value is not None and value > limit:
+                raise InputError(f"the compiled engine holds {name} in 64-bit integers"
+                                 f"{' and O(R) index arrays' if name == 'capacity' else ''}: {name} must be "
+                                 f"<= {limit}, got {value} (engine='fast' takes it exactly)")
         super().__init__(config)
 
     def events(self, lengths: Any, *, resume: EngineState | None = None) -> Iterator[Event]:

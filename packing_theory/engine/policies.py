@@ -179,6 +179,28 @@ class StreamingPolicy:
         """Whether a crop's leftover stays buffered (in place, or requeued at the end)."""
         return self.crop in ("continue", "requeue-bos")
 
+    @property
+    def requeues(self) -> bool:
+        """A crop's leftover goes to the end of the buffer (buffer order is then not arrival order)."""
+        return self.crop == "requeue-bos"
+
+    @property
+    def keeps_every_token(self) -> bool:
+        """No token is ever dropped: arrived mass = placed mass + buffered mass."""
+        return self.crop == "continue"
+
+    def buffers(self, start: int, length: int, bos: bool, size: int, capacity: int) -> bool:
+        """Whether the buffer can hold span ``(start, length, bos)`` of a document of ``size`` tokens: a
+        whole one, the suffix a crop kept (``[BOS] +`` it if requeued), or a :func:`segment` chunk."""
+        end = start + length - bos
+        if self.segments:
+            return (start, length, bos) in segment(size, capacity)
+        if self.crop == "continue":
+            return end == size and not bos
+        if self.crop == "requeue-bos":
+            return end == size and bos == (start > 0)
+        return start == 0 and end == size and not bos
+
 
 COMMON_KNOBS: tuple[Knob, ...] = (
     Knob("min_buffer", "int", 1000, "minimum occupancy B: before every selection the buffer is refilled "

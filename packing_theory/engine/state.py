@@ -31,7 +31,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..errors import InputError
 from .events import BufferedSpan, Event
-from .policies import PackerConfig, segment
+from .policies import PackerConfig
 from .refill import CursorState
 
 __all__ = ["STATE_FORMAT", "EngineState", "PackerRun", "check_state", "config_fingerprint"]
@@ -293,23 +293,16 @@ def check_state(state: EngineState, lengths: npt.NDArray[np.int64], config: Pack
         if span.start + text > size:
             refuse(f"{where} covers tokens {span.start}..{span.start + text} of document {span.source}, "
                    f"which has {size}")
-        if spec.segments:
-            shape = (span.start, span.length, span.bos_inserted) in segment(size, config.capacity)
-        elif spec.crop == "continue":  # whole, or the suffix a crop kept in place
-            shape = span.start + text == size and not span.bos_inserted
-        elif spec.crop == "requeue-bos":  # whole, or [BOS] + the suffix a crop appended
-            shape = span.start + text == size and span.bos_inserted == (span.start > 0)
-        else:
-            shape = span.start == 0 and text == size and not span.bos_inserted
+        shape = spec.buffers(span.start, span.length, span.bos_inserted, size, config.capacity)
         if not shape:
             refuse(f"{where} ({span.start}, {span.length}, bos={span.bos_inserted}) is not a span the "
                    f"{config.policy!r} policy buffers for document {span.source} of length {size}")
-        if spec.crop != "requeue-bos":
+        if not spec.requeues:
             if span.occurrence < last:
                 refuse(f"{where} (occurrence {span.occurrence}) is out of arrival order")
             last = span.occurrence
         buffered += span.length
-    if spec.crop == "continue":
+    if spec.keeps_every_token:
         mass = cur.pass_index * int(lengths.sum()) + int(lengths[: cur.position].sum())
         if mass != state.row * config.capacity + buffered:
             refuse(f"engine.buffer holds {buffered} tokens and engine.row {state.row} rows of "

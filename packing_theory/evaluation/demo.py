@@ -57,7 +57,7 @@ import numpy.typing as npt
 from ..audit import Aggregates, audit_lengths, evaluation_population
 from ..engine import POLICIES, Packer, PackerConfig
 from ..errors import InputError
-from .family import SEED_000_FAMILY_STRATA, family_from_dict
+from .family import SEED_000_FAMILY_STRATA, bonferroni_quantiles, family_from_dict
 from .natural import NATURAL_CONTEXTS
 from .ngram import NGramModel
 from .pipeline import EvaluationRun, default_family, evaluate_models
@@ -99,6 +99,8 @@ class DemoConfig:
     family_strata: tuple[str, ...] = SEED_000_FAMILY_STRATA
     ranking_rows: int = 640
     ranking_subsets: int = DEFAULT_SUBSETS
+    level: float = 0.95
+    batch_size: int = 16
     process: PlantedProcess = field(default_factory=PlantedProcess)
 
     def __post_init__(self) -> None:
@@ -114,10 +116,11 @@ class DemoConfig:
             raise InputError(f"planted_duplicates must be an int in 0..eval_candidates-1, "
                              f"got {self.planted_duplicates!r}")
         for name in ("train_rows", "eval_candidates", "per_stratum", "census_candidates", "replicates",
-                     "official_targets", "ranking_rows", "ranking_subsets"):
+                     "official_targets", "ranking_rows", "ranking_subsets", "batch_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be an int >= 1, got {v!r}")
+        bonferroni_quantiles(self.level, 1)  # the level is a number in (0, 1)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -229,7 +232,7 @@ def run_demo(config: DemoConfig | None = None, *,
         population, models, cfg.process.token_bytes, baseline=baseline, spec=spec,
         family=(family_from_dict(cfg.family, population) if cfg.family is not None
                 else default_family(population, list(models), baseline, cfg.family_strata)),
-        replicates=cfg.replicates,
+        replicates=cfg.replicates, level=cfg.level, batch_size=cfg.batch_size,
         bootstrap_seed=cfg.bootstrap_seed, census_population=census_pop,
         census_spec=WindowSpec(kinds=("census",), context=cfg.context, stride=cfg.stride),
         training=training, official=official, progress=say, natural_contexts=cfg.natural_contexts,

@@ -23,7 +23,7 @@ import packing_theory as pt
 from packing_theory.adapters import LoaderState, PackedStream
 from packing_theory.adapters.state import field_checksums
 from packing_theory.corpus.documents import TokenDocuments
-from packing_theory.engine import POLICIES
+from packing_theory.engine.policies import POLICIES
 from packing_theory.engine.state import EngineState, check_state
 
 LENGTHS = [5, 13, 3, 9, 4, 6, 2, 7, 11, 3, 8, 6, 2, 10, 4]

@@ -73,7 +73,7 @@ def test_batched_2d_array() -> None:
         (b"abc", "returned bytes"),
         (7, "returned int"),
         (None, "returned NoneType"),
-        ([[1, 2], [3]], "sequence of list"),
+        ([[1, 2], [3]], "ids[0] is [1, 2] (list)"),
         (np.zeros((1, 3), dtype=np.int64), "2-D int64 array"),
         (np.zeros(3), "1-D float64 array"),
         ({"input_ids": "abc"}, "returned str"),
