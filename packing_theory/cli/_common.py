@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -14,18 +15,65 @@ from ..engine.policies import POLICIES, RANDOM_SPAN_SEED
 from ..engine.replay import ENGINES
 from ._packers import add_packer_options, check_max_wait, policy_name
 
-__all__ = ["add_stream_options", "check_max_wait", "emit_json", "note", "parse_int_list", "parse_refill",
-           "with_row_progress"]
+__all__ = ["add_stream_options", "check_max_wait", "emit_json", "existing_path", "int_at_least", "note",
+           "parse_int_list", "parse_refill", "with_row_progress"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
-    """``"128"`` -> 128; ``"128,128,60"`` -> a batch-size sequence."""
+    """``"128"`` -> 128; ``"128,128,60"`` -> a batch-size sequence (every size at least 1).
+
+    >>> parse_refill("128,60")
+    (128, 60)
+    """
     try:
         parts = [int(p) for p in text.split(",")]
     except ValueError:
         msg = f"--refill must be an int or comma-separated ints, got {text!r}"
         raise argparse.ArgumentTypeError(msg) from None
+    if min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"--refill must be >= 1, got {min(parts)}")
     return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def existing_path(option: str) -> Callable[[str], str]:
+    """An argparse type: a path that exists, else a usage error naming the path (argparse names ``option``:
+    ``argument --lengths: no such file or directory 'x.npy'``).
+
+    >>> existing_path("--lengths")("/no/such/file.npy")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: no such file or directory '/no/such/file.npy'
+    """
+    def parse(text: str) -> str:
+        if not os.path.lexists(text):
+            raise argparse.ArgumentTypeError(f"no such file or directory {text!r}")
+        return text
+
+    parse.__name__ = "path"
+    return parse
+
+
+def int_at_least(option: str, minimum: int) -> Callable[[str], int]:
+    """An argparse type: an int ``>= minimum``, else a usage error naming ``option`` and the value.
+
+    >>> int_at_least("--min-buffer", 1)("64")
+    64
+    >>> int_at_least("--min-buffer", 1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: --min-buffer must be >= 1, got 0
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be an int, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{option} must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in its own messages
+    return parse
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
@@ -54,16 +102,16 @@ def add_stream_options(
     ``--policy`` repeatable and comma-separated (a list, default ``None``).
     """
     if lengths:
-        parser.add_argument("--lengths", required=True, metavar="FILE.npy",
+        parser.add_argument("--lengths", type=existing_path("--lengths"), required=True, metavar="FILE.npy",
                             help="1-D integer .npy array of BOS-inclusive document lengths")
     width = parser.add_mutually_exclusive_group()
-    width.add_argument("--capacity", type=int, default=2049, metavar="R",
+    width.add_argument("--capacity", type=int_at_least("--capacity", 2), default=2049, metavar="R",
                        help="row width R: the tokens of every emitted row, for every packer (default 2049)")
     width.add_argument("--seq-length", type=int, default=None, metavar="L",
                        help="instead of --capacity: the framework's sequence length; each packer's row width "
                             "follows from it by its rule (streaming and Megatron: R = L + 1; TRL: R = L; see "
                             "`packing-theory policies`)")
-    parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
+    parser.add_argument("--min-buffer", type=int_at_least("--min-buffer", 1), default=1000, metavar="B",
                         help="minimum buffer occupancy B (default 1000)")
     parser.add_argument("--refill", type=parse_refill, default=128, metavar="N[,N...]",
                         help="refill batch size or sequence of sizes (default 128)")
@@ -78,7 +126,8 @@ def add_stream_options(
     parser.add_argument("--seed", type=int, default=None,
                         help=f"random-span RNG seed (default {RANDOM_SPAN_SEED}); "
                              "for a peer, its seed option")
-    parser.add_argument("--passes", type=int, default=1, help="corpus passes, persistent buffer (default 1)")
+    parser.add_argument("--passes", type=int_at_least("--passes", 1),
+                        default=1, help="corpus passes, persistent buffer (default 1)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--rows", type=int, default=None, help=rows_help)
     budget.add_argument("--targets", type=int, default=None, help="stop after this many targets")

@@ -32,6 +32,7 @@ from ..corpus.readers import FORMATS, expand_inputs, open_data
 from ..corpus.text import BOS_CHOICES
 from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
 from ..errors import InputError
+from ._common import existing_path
 
 __all__ = [
     "TOKEN_FORMATS", "add_data_options", "add_lengths_or_data", "check_input_options", "data_inputs",
@@ -224,7 +225,7 @@ def data_inputs(args: argparse.Namespace) -> dict[str, Any]:
 def add_lengths_or_data(parser: argparse.ArgumentParser) -> None:
     """A required choice of ``--lengths FILE.npy`` or ``--data`` / ``--files-from``, with the data options."""
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--lengths", metavar="FILE.npy",
+    src.add_argument("--lengths", type=existing_path("--lengths"), metavar="FILE.npy",
                      help="1-D integer .npy array of BOS-inclusive document lengths")
     add_data_options(parser, src, tokenizer=True)
     parser.add_argument("--per-line", action="store_true", help="--data text files: one document per line")

@@ -40,7 +40,7 @@ from ..orchestration.demo import (
 )
 from ..rendering.audit import DOCUMENTS_FILES
 from ..reporting import require_matplotlib
-from ._common import add_stream_options, check_max_wait, emit_json, parse_int_list
+from ._common import add_stream_options, check_max_wait, emit_json, existing_path, parse_int_list
 from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 from ._sources import add_source_options, check_source_options, source_config, wants_sources
@@ -103,7 +103,8 @@ def register(sub: Any) -> None:
     src.add_argument("--demo", action="store_true",
                      help="full-size calibrated default corpus, autoresearch settings, "
                           "discard vs continue vs segment-first")
-    src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
+    src.add_argument("--lengths", type=existing_path("--lengths"),
+                     metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
     src.add_argument("--shards", nargs="+", metavar="SHARD", help="token shard files (seed 002 format)")
     src.add_argument("--text", nargs="+", metavar="FILE",
                      help="plain text files (one document per file, or per line with --per-line) "
@@ -121,7 +122,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--permutations", type=int, default=20,
                         help="startup-delay permutations per policy (default 20, as the paper; 0 skips)")
     parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
-    parser.add_argument("--eval-lengths", metavar="FILE.npy", help="evaluation stream lengths (.npy)")
+    parser.add_argument("--eval-lengths", type=existing_path("--eval-lengths"),
+                        metavar="FILE.npy", help="evaluation stream lengths (.npy)")
     parser.add_argument("--eval-shards", nargs="+", metavar="SHARD", help="evaluation stream token shards")
     parser.add_argument("--eval-targets", type=int, default=None,
                         help=f"evaluation budget in targets (default {AUTORESEARCH_EVAL_TARGETS:,})")

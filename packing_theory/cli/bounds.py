@@ -15,7 +15,7 @@ from ..invariant.bounds import (
     startup_bound,
 )
 from ..lengths import exact_sum, load_lengths
-from ._common import emit_json, parse_int_list
+from ._common import emit_json, existing_path, int_at_least, parse_int_list
 
 __all__ = ["register", "run"]
 
@@ -35,11 +35,14 @@ def register(sub: Any) -> None:
                     "lengths file (one corpus pass, arrival order) or from per-threshold counts.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of lengths")
+    source.add_argument("--lengths", type=existing_path("--lengths"),
+                        metavar="FILE.npy", help="1-D integer .npy array of lengths")
     source.add_argument("--counts", type=_counts, metavar="T=R[,T=R...]",
                         help="sources per pass at each threshold, e.g. 16384=789,32768=196")
-    parser.add_argument("--min-buffer", type=int, default=1000, metavar="B", help="B (default 1000)")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="R (default 2049)")
+    parser.add_argument("--min-buffer", type=int_at_least("--min-buffer", 1),
+                        default=1000, metavar="B", help="B (default 1000)")
+    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
+                        default=2049, metavar="R", help="R (default 2049)")
     parser.add_argument("--thresholds", type=parse_int_list, default=None, metavar="T[,T...]",
                         help="thresholds for the table (default: the --counts keys, or powers of two "
                              "above R up to the maximum length plus the maximum)")

@@ -21,7 +21,7 @@ from ..engine.horizon import Budget
 from ..errors import InputError
 from ..orchestration import compare_packers, default_packers
 from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
-from ._common import emit_json
+from ._common import emit_json, existing_path, int_at_least
 from ._inputs import add_data_options, check_input_options, data_inputs, load_data
 from ._packers import is_peer, parse_options
 from ._ranks import add_executor_option, check_executor_option
@@ -46,19 +46,22 @@ def register(sub: Any) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--demo", action="store_true",
                      help=f"the first --documents (default {DEMO_DOCUMENTS:,}) of the default corpus")
-    src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
+    src.add_argument("--lengths", type=existing_path("--lengths"),
+                     metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths")
     add_data_options(parser, src, tokenizer=True)
     parser.add_argument("--per-line", action="store_true", help="--data text files: one document per line")
     parser.add_argument("--documents", type=int, default=DEMO_DOCUMENTS, help="--demo: corpus prefix size")
     parser.add_argument("--policy", action="append", metavar="P[,P...]",
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="streaming row width R")
+    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
+                        default=2049, metavar="R", help="streaming row width R")
     parser.add_argument("--seq-length", type=int, default=None, metavar="L",
                         help="the peers' sequence length (default R - 1); each peer's row width follows from "
                              "it by its framework's rule (see `packing-theory policies`)")
-    parser.add_argument("--min-buffer", type=int, default=1000, metavar="B",
+    parser.add_argument("--min-buffer", type=int_at_least("--min-buffer", 1), default=1000, metavar="B",
                         help="streaming B (default 1000)")
-    parser.add_argument("--refill", type=int, default=128, help="streaming refill batch (default 128)")
+    parser.add_argument("--refill", type=int_at_least("--refill", 1),
+                        default=128, help="streaming refill batch (default 128)")
     hz = parser.add_argument_group(
         "horizon (default: the common token horizon — every packer is cut once it has placed the most "
         "tokens that every packer reaches, the fewest any packer places at its natural end; packers are "
@@ -74,7 +77,8 @@ def register(sub: Any) -> None:
     hz.add_argument("--drain", action="store_true",
                     help="streaming policies: when the stream cannot refill to B, keep selecting until the "
                          "buffer is empty (outside the theorem) instead of stopping")
-    hz.add_argument("--passes", type=int, default=1, help="streaming policies: corpus passes (default 1)")
+    hz.add_argument("--passes", type=int_at_least("--passes", 1),
+                    default=1, help="streaming policies: corpus passes (default 1)")
     parser.add_argument("--peer-option", action="append", default=[], metavar="POLICY:KEY=VALUE",
                         help="a constructor option of one peer, e.g. trl-bfd:window=500 (repeatable)")
     parser.add_argument("--out", default="compare-report", metavar="DIR",

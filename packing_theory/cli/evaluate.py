@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ._common import int_at_least
 
 __all__ = ["parse_models", "register", "resolve_model", "run"]
 
@@ -102,7 +103,8 @@ def register(sub: Any) -> None:
                                                                  "(default discard,segment-first)")
     parser.add_argument("--kinds", default="beginning,tail", metavar="K[,K...]",
                         help="window kinds of the main comparison (default beginning,tail)")
-    parser.add_argument("--capacity", type=int, default=2049, metavar="R", help="window capacity R (2049)")
+    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
+                        default=2049, metavar="R", help="window capacity R (2049)")
     parser.add_argument("--context", type=int, default=2048, metavar="C",
                         help="natural-tail and census context (2048)")
     parser.add_argument("--stride", type=int, default=512, metavar="S", help="census stride (512)")

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from ._common import add_stream_options, emit_json
+from ._common import add_stream_options, emit_json, existing_path
 from ._inputs import add_data_options
 
 __all__ = ["register", "run"]
@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("document", metavar="DOC", help="document id (0-based) or file name")
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths "
+    src.add_argument("--lengths", type=existing_path("--lengths"),
+                     metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths "
                                                            "(names from a census.json beside it)")
     src.add_argument("--shards", nargs="+", metavar="SHARD", help="token shard files (seed 002 format)")
     src.add_argument("--text", nargs="+", metavar="FILE", help="plain text files, one document per file")

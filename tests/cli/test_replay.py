@@ -69,7 +69,7 @@ def test_replay_text_output(lengths_file: Path, capsys: pytest.CaptureFixture[st
     ("args", "message"),
     [
         (["--capacity", "1"], "capacity must be >= 2, got 1"),
-        (["--min-buffer", "0"], "min_buffer must be >= 1, got 0"),
+        (["--min-buffer", "0"], "--min-buffer must be >= 1, got 0"),
         (["--refill", "0"], "refill must be >= 1, got 0"),
     ],
 )
@@ -100,7 +100,7 @@ def test_replay_bad_lengths_file(tmp_path: Path, array: np.ndarray, message: str
 
 def test_replay_missing_and_corrupt_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "--lengths", str(tmp_path / "nope.npy")]) == 2
-    assert "No such file" in capsys.readouterr().err
+    assert "argument --lengths: no such file or directory" in capsys.readouterr().err
     junk = tmp_path / "junk.npy"
     junk.write_bytes(b"not an npy file")
     assert main(["replay", "--lengths", str(junk)]) == 2
