@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
                     "(an id 0..N-1 or a file name the inputs know), whether it trained, which rows hold "
                     "its tokens, or why it never started or was never reached.",
     )
-    parser.add_argument("document", metavar="DOC", help="document id (0-based) or file name: exact, else a unique path suffix")
+    parser.add_argument("document", metavar="DOC",
+                        help="document id (0-based) or file name: exact, else a unique path suffix")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--lengths", metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths "
                                                            "(names from a census.json beside it)")
