@@ -221,10 +221,17 @@ class DocumentTable:
         return int(self.columns[name].sum())
 
     def find(self, document: str | int) -> list[int]:
-        """Row indices of a document by id (``"12"`` or 12) or by name (exact, else the file's base name).
+        """Row indices of a document by id (``"12"`` or 12) or by name.
+
+        A name matches exactly, else as a whole-component path suffix
+        (``dom/__init__.py`` matches ``a/xml/dom/__init__.py``, not
+        ``a/xdom/__init__.py``); several documents matching that way are
+        ambiguous, never resolved by picking one.
 
         Raises:
-            InputError: no document has that id or name.
+            InputError: no document has that id or name, or the name's suffix matches several documents.
+
+        Complexity: O(N) name comparisons.
         """
         ids = self.columns["document"]
         text = str(document).strip()
@@ -234,8 +241,7 @@ class DocumentTable:
             names = self.columns["name"]
             hits = np.flatnonzero(names == text)
             if hits.size == 0:
-                base = np.array([os.path.basename(str(n)) for n in names], dtype=object)
-                hits = np.flatnonzero(base == os.path.basename(text))
+                hits = _suffix_matches(names, ids, text)
         if hits.size == 0:
             raise InputError(f"document {document!r} is not among the {len(self):,} documents offered "
                              "(give an id 0..N-1 or a file name the corpus knows)")
@@ -255,6 +261,27 @@ class DocumentTable:
         assert np.all((fate == "trained") == (c["started"] & (c["emitted"] == c["length"])))
         assert np.all((fate == "never started") == (reached & ~c["started"]))
         assert np.all((fate == "never reached") == ~reached)
+
+
+def _parts(name: str) -> tuple[str, ...]:
+    return tuple(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
+
+
+def _suffix_matches(names: np.ndarray, ids: np.ndarray, text: str) -> np.ndarray:
+    """Rows whose name ends with ``text``'s path components; an InputError when several documents do."""
+    want = _parts(text)
+    k = len(want)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    hits = np.array([i for i, n in enumerate(names) if _parts(str(n))[-k:] == want], dtype=np.int64)
+    documents = np.unique(ids[hits]) if hits.size else hits
+    if documents.size > 1:
+        first = {int(d): str(names[hits[np.flatnonzero(ids[hits] == d)[0]]]) for d in documents[:5]}
+        shown = ", ".join(f"{n} (document {d})" for d, n in first.items())
+        more = ", …" if documents.size > 5 else ""
+        raise InputError(f"document {text!r} is ambiguous: {documents.size:,} documents end with that path "
+                         f"({shown}{more}); give a longer path or the document id")
+    return hits
 
 
 def _plain(v: Any) -> Any:

@@ -176,4 +176,4 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
         lost.append(f"{row['buffered']:,} still buffered at the horizon")
     rest = f"; {', '.join(lost)}" if lost else ""
     return (f"{head}; started in row {row['first_row']:,} and emitted {row['emitted']:,} of its "
-            f"{row['length']:,} tokens in rows {_rows_text(rows)}{rest}")
+            f"{row['length']:,} tokens in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}{rest}")

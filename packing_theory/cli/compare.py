@@ -182,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
     horizon = _horizon(args)
     if args.passes < 1:
         raise InputError(f"--passes must be >= 1, got {args.passes}")
+    if args.seq_length is not None and args.seq_length < 1:
+        raise InputError(f"--seq-length must be >= 1, got {args.seq_length}")
     with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT), config=_config(args, names, options),
                       tool="packing-theory compare", force=args.force) as writer:
         if args.demo:

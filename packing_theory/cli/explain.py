@@ -6,8 +6,10 @@ census/lengths.npy`` next to its ``census.json``) replays the corpus to the same
 horizon ``audit`` uses (``--rows`` / ``--targets`` / ``--tokens``, default
 243,968 rows) and prints :attr:`~packing_theory.audit.Explanation.sentence`;
 ``--json`` prints the whole :class:`~packing_theory.audit.Explanation` (the
-document's ``documents.csv`` row, the rows holding its tokens). Exit 0; an
-unknown document or bad input exits 2.
+document's ``documents.csv`` row, the rows holding its tokens). A file name
+matches exactly, else as a unique whole-component path suffix
+(``dom/__init__.py`` for ``lib/xml/dom/__init__.py``). Exit 0; an unknown or
+ambiguous document (the error lists candidates) or bad input exits 2.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def register(sub: Any) -> None:
                     "(an id 0..N-1 or a file name the inputs know), whether it trained, which rows hold "
                     "its tokens, or why it never started or was never reached.",
     )
-    parser.add_argument("document", metavar="DOC", help="document id (0-based) or file name")
+    parser.add_argument("document", metavar="DOC",
+                        help="document id (0-based) or file name: exact, else a unique path suffix")
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--lengths", type=existing_path("--lengths"),
                      metavar="FILE.npy", help="1-D integer .npy array of BOS-inclusive lengths "

@@ -183,6 +183,8 @@ class PackerComparison:
     """A key of :data:`HORIZON_RULES`: how the horizon was chosen."""
     exhausted: str = "stop"
     passes: int = 1
+    horizon_set_by: tuple[str, ...] = ()
+    """The common horizon: the packers that place the fewest tokens at their natural end (so set it)."""
 
     @property
     def ranking(self) -> tuple[str, ...]:
@@ -200,7 +202,7 @@ class PackerComparison:
         >>> cmp = compare_packers([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], capacity=8, min_buffer=2,
         ...                       refill=2)
         >>> print(cmp.headline().replace("; ", chr(10)))
-        at the common token horizon of 64 placed tokens (the most every packer reaches)
+        at the common token horizon of 64 placed tokens (the most every packer reaches, set by discard)
         trl-bfd never trains the fewest of your tokens (39.7%)
         discard the most (44.8%)
         2 packers compared
@@ -208,23 +210,55 @@ class PackerComparison:
         if not self.columns:
             return "no packer could be compared"
         told = self.horizon.describe() if self.horizon else ""
+        set_by = f", set by {', '.join(self.horizon_set_by)}" if self.horizon_set_by else ""
         where = {"common": f"at the common token horizon of {told.replace('tokens', 'placed tokens')} "
-                           "(the most every packer reaches)",
+                           f"(the most every packer reaches{set_by})",
                  "asked": f"at the horizon of {told}",
                  "natural": "each at its own natural end (not like for like)"}[self.horizon_rule]
-        first, last = self.ranking[0], self.ranking[-1]
         share = {c.policy: c.never_trained.share for c in self.columns if c.never_trained is not None}
+        tokens = {c.policy: c.never_trained.tokens if c.never_trained is not None else None
+                  for c in self.columns}
 
         def pct(name: str) -> str:
             v = share.get(name)
             return "—" if v is None else f"{100 * v:.1f}%"
 
-        parts = [where, f"{first} never trains the fewest of your tokens ({pct(first)})"]
-        if last != first:
-            parts.append(f"{last} the most ({pct(last)})")
+        first, last = self.ranking[0], self.ranking[-1]
+        fewest = [n for n in self.ranking if tokens[n] == tokens[first]]
+        most = [n for n in self.ranking if tokens[n] == tokens[last]]
+        parts = [where]
+        if len(fewest) == len(self.columns) > 1:
+            parts.append(f"all {len(fewest)} packers tie at {pct(first)} never trained")
+        else:
+            parts.append(f"{first} never trains the fewest of your tokens ({pct(first)})" if len(fewest) == 1
+                         else f"{', '.join(fewest)} tie at the fewest never-trained tokens ({pct(first)})")
+            if last != first:
+                parts.append(f"{last} the most ({pct(last)})" if len(most) == 1
+                             else f"{', '.join(most)} tie at the most ({pct(last)})")
+        short = self.short_horizon()
+        if short:
+            parts.append(f"{short}, so this ranking means little: try --natural-end or a larger --tokens")
         parts.append(f"{len(self.columns)} packers compared"
                      + (f", {len(self.refused)} refused the corpus" if self.refused else ""))
         return "; ".join(parts)
+
+    def short_horizon(self) -> str:
+        """Why the horizon is too short to rank by, in words, or ``""``.
+
+        Short: the streaming packers stop before ``B`` rows (their buffer has
+        barely filled), or a token horizon is under 1 % of the tokens offered.
+        A packer that places few tokens (one that filters most documents) sets
+        a short common horizon for every column.
+        """
+        if self.horizon is None:
+            return ""
+        why = []
+        streaming = [c.rows for c in self.columns if c.kind != "peer"]
+        if streaming and max(streaming) < self.min_buffer:
+            why.append(f"{max(streaming):,} streaming rows, fewer than B = {self.min_buffer:,}")
+        if self.horizon.unit == "tokens" and self.tokens and 100 * self.horizon.value < self.tokens:
+            why.append(f"{100 * self.horizon.value / self.tokens:.2f}% of the {self.tokens:,} tokens offered")
+        return "the horizon is short (" + "; ".join(why) + ")" if why else ""
 
     def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
         """A JSON-ready dict (``schema`` ``packing-theory/compare`` version 3); ``run`` names its run.
@@ -241,6 +275,7 @@ class PackerComparison:
                 "seq_length": self.seq_length, "min_buffer": self.min_buffer,
                 "horizon": {**(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
                             "rule": self.horizon_rule, "explained": HORIZON_RULES[self.horizon_rule],
+                            "set_by": list(self.horizon_set_by), "short": self.short_horizon() or None,
                             "exhausted": self.exhausted, "passes": self.passes},
                 "ranking": list(self.ranking), "strata": list(self.labels),
                 "packers": [c.to_dict() for c in self.columns], "notes": list(self.notes),
@@ -402,16 +437,18 @@ def compare_packers(
     if progress is not None:
         progress(0)
     refused: dict[str, str] = {}
+    set_by: tuple[str, ...] = ()
     budget: Budget | None = horizon if isinstance(horizon, Budget) else None
     if horizon == "common":
         reaches = run_all(_reach_one, [(name, arr, given_of[name], settings) for name in chosen], False)
-        reach = []
+        reach: dict[str, int] = {}
         for name, (r, why) in zip(chosen, reaches, strict=True):
             if why is not None:
                 refused[name] = why  # the framework's own rule refuses this corpus
             else:
-                reach.append(r)
-        budget = Budget("tokens", min(reach)) if reach else None
+                reach[name] = r
+        budget = Budget("tokens", min(reach.values())) if reach else None
+        set_by = tuple(n for n, r in reach.items() if budget is not None and r == budget.value)
     todo = [name for name in chosen if name not in refused]
     outcomes = run_all(_compare_one, [(name, arr, given_of[name], settings, tuple(boundaries), budget)
                                       for name in todo], True)
@@ -422,7 +459,8 @@ def compare_packers(
     return PackerComparison(int(arr.size), exact_sum(arr), capacity, L, min_buffer, corpus_label, labels,
                             tuple(cols), time.perf_counter() - t_all,
                             refused=tuple((n, refused[n]) for n in chosen if n in refused),
-                            horizon=budget, horizon_rule=rule, exhausted=exhausted, passes=passes)
+                            horizon=budget, horizon_rule=rule, exhausted=exhausted, passes=passes,
+                            horizon_set_by=set_by)
 
 
 _Settings = tuple[int, int, int, int, str, int]  # capacity, seq_length, min_buffer, refill, exhausted, passes

@@ -12,11 +12,12 @@ from packing_theory.errors import InputError
 from packing_theory.registry import build_packer
 
 
-def _table(lengths: np.ndarray, policy: str, **knobs: object):  # type: ignore[no-untyped-def]
+def _table(lengths: np.ndarray, policy: str, names: list[str] | None = None,  # type: ignore[no-untyped-def]
+           **knobs: object):
     packer = build_packer(policy, capacity=64, **knobs)
     ledger, rows = Ledger(64, 16, policy=policy), DocumentRows(64)
     feed_all(packer.events(lengths), ledger, rows)
-    return document_table(ledger, rows.result(), lengths, passes=1)
+    return document_table(ledger, rows.result(), lengths, passes=1, names=names)
 
 
 @pytest.mark.parametrize("policy", ["discard", "continue", "trl-bfd"])
@@ -61,3 +62,35 @@ def test_a_started_document_lists_its_rows() -> None:
     e = explain([3, 200, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
     assert e.fate == "trained" and len(e.rows) >= 3 and e.rows == tuple(sorted(e.rows))
     assert e.sentence.startswith("document 1 (length 200) under continue: trained; started in row 0")
+
+
+def test_a_name_matches_exactly_or_by_a_unique_whole_component_suffix() -> None:
+    lengths = np.array([10, 20, 30, 40, 50, 60], dtype=np.int64)
+    names = ["c/ctypes/util.py", "c/abc.py", "c/__phello__/__init__.py", "c/xml/dom/__init__.py",
+             "c/xdom/__init__.py", "c/distutils/util.py"]
+    table = _table(lengths, "discard", names, min_buffer=2, refill=2)
+    assert table.find("c/abc.py") == [1]
+    assert table.find("dom/__init__.py") == [3]
+    assert table.find("distutils/util.py") == [5]
+    assert table.find("./xdom/__init__.py") == [4]
+    for missing in ("collections/abc.py", "bc.py", "html/dom/__init__.py"):
+        with pytest.raises(InputError, match=rf"{missing!r} is not among the 6 documents offered"):
+            table.find(missing)
+    with pytest.raises(InputError, match=r"'__init__\.py' is ambiguous: 3 documents end with that path "
+                                         r"\(c/__phello__/__init__\.py \(document 2\), "):
+        table.find("__init__.py")
+    with pytest.raises(InputError, match=r"'util\.py' is ambiguous: 2 documents"):
+        table.find("util.py")
+
+
+def test_an_ambiguous_name_lists_five_candidates_and_the_count() -> None:
+    names = [f"pkg{i}/__init__.py" for i in range(21)]
+    with pytest.raises(InputError, match=r"21 documents end with that path \((pkg\d+/__init__\.py "
+                                         r"\(document \d+\), ){4}pkg4/__init__\.py \(document 4\), …\)"):
+        explain(np.full(21, 5, dtype=np.int64), "__init__.py", policy="discard", capacity=64, min_buffer=2,
+                names=names, options={"refill": 2})
+
+
+def test_one_row_is_a_row_not_rows() -> None:
+    e = explain([3, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
+    assert e.rows == (0,) and e.sentence.endswith("emitted 5 of its 5 tokens in row 0"), e.sentence

@@ -148,3 +148,30 @@ def test_explain_agrees_with_documents_csv_on_a_sample(tmp_path: Path) -> None:
             assert str(e[key]) == r[key], key
         assert str(e["protected"]).lower() == r["protected"] and e["document"] == int(r["document"])
         assert q.stderr.strip().splitlines()[-1] == f"explain: {e['sentence']}"
+
+
+def test_compare_names_who_set_a_short_common_horizon_and_reports_ties(tmp_path: Path) -> None:
+    """A packer that filters most long documents sets a few-row common horizon: said, ties not ranked."""
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.integers(300, 3000, 400), rng.integers(5, 60, 40)])
+    rng.shuffle(lengths)
+    np.save(tmp_path / "l.npy", lengths)
+    p = run(["compare", "--lengths", "l.npy", "--policy", "discard,continue,axolotl-multipack", "--capacity",
+             "257", "--min-buffer", "16", "--refill", "8", "--no-plots", "--out", "rep", "--json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    head = doc["headline"]
+    assert doc["horizon"]["set_by"] == ["axolotl-multipack"]
+    assert "(the most every packer reaches, set by axolotl-multipack)" in head
+    nt = {c["policy"]: c["never_trained"]["tokens"] for c in doc["packers"]}
+    assert nt["discard"] == nt["continue"] != nt["axolotl-multipack"]
+    assert "discard, continue tie at the fewest never-trained tokens" in head
+    assert "discard never trains the fewest" not in head
+    assert "the horizon is short (" in head and "fewer than B = 16" in head and "--natural-end" in head
+    assert (tmp_path / "rep" / "compare.md").read_text(encoding="utf-8").splitlines()[0] == head
+    assert p.stderr.strip().splitlines()[-1].startswith(f"compare: {head} (440 documents")
+    natural = run(["compare", "--lengths", "l.npy", "--policy", "discard,continue,axolotl-multipack",
+                   "--capacity", "257", "--min-buffer", "16", "--refill", "8", "--no-plots", "--out", "nat",
+                   "--natural-end", "--json"], tmp_path)
+    assert natural.returncode == 0, natural.stderr
+    assert "the horizon is short" not in json.loads(natural.stdout)["headline"]

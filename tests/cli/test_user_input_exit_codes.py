@@ -46,3 +46,13 @@ def test_the_compiled_engine_refuses_a_value_beyond_64_bits(option: str, lengths
     if option != "--capacity":  # the fast engine takes the same value exactly
         fast = run(lengths, *argv, "--engine", "fast")
         assert fast.returncode == 0, fast.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+@pytest.mark.parametrize("command", ["compare", "audit", "replay"])
+def test_a_sequence_length_below_one_is_bad_input(command: str, value: str, lengths: Path) -> None:
+    out = [] if command == "replay" else ["--out", f"rep-{command}{value}", "--no-plots"]
+    proc = run(lengths, command, "--lengths", "l.npy", "--seq-length", value, *out)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith(f"--seq-length must be >= 1, got {value}")
+    assert not (lengths / f"rep-{command}{value}").exists()

@@ -1,0 +1,41 @@
+"""``packing-theory explain`` by file name in a directory tree: a unique path suffix, or a clear refusal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+TREE = ["corpus/ctypes/util.py", "corpus/distutils/util.py", "corpus/abc.py", "corpus/__phello__/__init__.py",
+        "corpus/xdom/__init__.py", "corpus/xml/dom/__init__.py"]
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command in a fresh process, outside the repository."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "packing_theory.cli", *argv], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def test_explain_never_explains_another_file_with_the_same_base_name(tmp_path: Path) -> None:
+    for i, name in enumerate(TREE):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x" * (20 + 7 * i), encoding="utf-8")
+    common = ["--text", *TREE, "--capacity", "64", "--min-buffer", "2", "--refill", "2"]
+    ok = run(["explain", "distutils/util.py", *common], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stderr.strip().splitlines()[-1].startswith("explain: document 1 (corpus/distutils/util.py,")
+    ok = run(["explain", "dom/__init__.py", *common], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "(corpus/xml/dom/__init__.py," in ok.stderr
+    for missing in ("collections/abc.py", "html/dom/__init__.py"):
+        p = run(["explain", missing, *common], tmp_path)
+        assert p.returncode == 2, (missing, p.stderr)
+        assert f"document {missing!r} is not among the 6 documents offered" in p.stderr
+    p = run(["explain", "__init__.py", *common], tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert "'__init__.py' is ambiguous: 3 documents end with that path" in p.stderr
+    assert "corpus/xdom/__init__.py (document 4)" in p.stderr and "explain: document" not in p.stderr
