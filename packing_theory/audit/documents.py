@@ -35,7 +35,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -138,19 +138,20 @@ class DocumentRows:
             return
         t = type(item)
         if t is Arrival:
-            o = item.occurrence  # type: ignore[union-attr]
+            o = cast(Arrival, item).occurrence
             self._grow(o)
             self._arrival[o] = self._filled // self.capacity
         elif t is Placement:
-            p: Placement = item  # type: ignore[assignment]
+            p = cast(Placement, item)
             if self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]:
                 self._first[p.occurrence] = p.row
         elif t is Filtered:
-            self._reasons[item.occurrence] = item.reason  # type: ignore[union-attr]
+            f = cast(Filtered, item)
+            self._reasons[f.occurrence] = f.reason
         elif t is Horizon:
             self._done = True
         if t is Placement or t is Padding or t is Repeat:
-            self._filled += item.length  # type: ignore[union-attr]
+            self._filled += cast("Placement | Padding | Repeat", item).length
 
     def _batch(self, b: EventBatch) -> None:
         kinds = b.kinds

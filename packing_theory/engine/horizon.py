@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from .._checks import check_int
 from ..errors import InputError
@@ -168,27 +168,29 @@ def cut_at_horizon(items: Iterable[EventItem], budget: Budget | None, *, capacit
             return
         yield ev
         if t is Arrival:
-            held[ev.occurrence] = _Held(ev.source, ev.length)  # type: ignore[union-attr]
+            a = cast(Arrival, ev)
+            held[a.occurrence] = _Held(a.source, a.length)
         elif t is BosAdded:
-            h = held[ev.occurrence]  # type: ignore[union-attr]
-            h.markers += ev.markers  # type: ignore[union-attr]
-            h.amount += ev.markers  # type: ignore[union-attr]
+            b = cast(BosAdded, ev)
+            h = held[b.occurrence]
+            h.markers += b.markers
+            h.amount += b.markers
         elif t is Placement:
-            p: Placement = ev  # type: ignore[assignment]
+            p = cast(Placement, ev)
             h = held[p.occurrence]
             h.markers -= p.bos_inserted
             h.amount -= p.length
             h.start = max(h.start, p.source_stop)
             placed += p.length
         elif t is Discard:
-            d: Discard = ev  # type: ignore[assignment]
+            d = cast(Discard, ev)
             h = held[d.occurrence]
             h.amount -= d.length
             h.start = max(h.start, d.start + d.length)
         elif t is Filtered:
-            held.pop(ev.occurrence, None)  # type: ignore[union-attr]
+            held.pop(cast(Filtered, ev).occurrence, None)
         if t is Placement or t is Padding or t is Repeat:
-            filled += ev.length  # type: ignore[union-attr]
+            filled += cast("Placement | Padding | Repeat", ev).length
             if filled == capacity:
                 rows, filled = rows + 1, 0
                 reached = rows >= limit if limit is not None else placed >= budget.value
