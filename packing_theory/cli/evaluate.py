@@ -316,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     Exit status 0; 2 on bad input or a failed accounting check (a
     ``ValueError`` naming the first mismatch, via the CLI).
     """
-    from ..evaluation.report import REPORT_FILES, report_dict, write_report_files
+    from ..evaluation.report import REPORT_FILES, evaluation_headline, report_dict, write_report_files
     from ..reporting import ReportWriter, progress_bar, require_matplotlib
     from ._common import emit_json, note
 
@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
     n_windows = next(iter(result.scores.values())).n_windows
     drops = (f"; {len(dropped)} stratum/contrast(s) dropped, each with its reason in the report"
              if dropped else "")
-    what = (f"{', '.join(result.models)} on {result.population.n_sources:,} sources ({n_windows:,} windows), "
-            f"{result.comparison.describe_family()}{drops}, in {time.perf_counter() - t0:.1f} s")
+    what = (f"{evaluation_headline(result)} ({n_windows:,} windows; "
+            f"{result.comparison.describe_family()}{drops}; {time.perf_counter() - t0:.1f} s)")
     print(writer.summary_line("evaluate", what), file=sys.stderr)
     return 0

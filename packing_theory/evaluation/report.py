@@ -8,7 +8,7 @@ infrastructure (:mod:`packing_theory.reporting`; matplotlib, the ``plots``
 extra, only when plotting).
 
 The JSON document has ``"schema": "packing-theory/evaluate"`` and
-``"version": 2``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
+``"version": 3``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ __all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "SCHEMA", "SCHEMA_VERS
            "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TOP_LEVEL_KEYS: tuple[str, ...] = (
-    "schema", "version", "generator", "run", "models", "baseline", "settings", "population", "windows",
-    "fingerprints", "support", "summary", "comparison", "census", "natural", "ranking", "statements",
-    "seconds",
+    "schema", "version", "generator", "run", "headline", "models", "baseline", "settings", "population",
+    "windows", "fingerprints", "support", "summary", "comparison", "census", "natural", "ranking",
+    "statements", "seconds",
 )
-"""Top-level keys of a version-2 evaluation report, in order (version 2 added ``run``, ``natural``
-and ``ranking``)."""
+"""Top-level keys of a version-3 evaluation report, in order (version 2 added ``run``, ``natural``
+and ``ranking``; version 3 the plain-words ``headline``)."""
 
 PLOT_FILES: tuple[str, ...] = ("intervals.png", "positions.png")
 """The PNG files :func:`write_plots` writes."""
@@ -51,7 +51,7 @@ REPORT_FILES: tuple[str, ...] = ("evaluate.html", "evaluate.json", "evaluate.md"
 
 
 def report_dict(run: EvaluationRun, *, run_info: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The version-2 JSON document of ``run`` (keys :data:`TOP_LEVEL_KEYS`); ``run_info`` is its ``run``
+    """The version-3 JSON document of ``run`` (keys :data:`TOP_LEVEL_KEYS`); ``run_info`` is its ``run``
     entry (:attr:`ReportWriter.run_info <packing_theory.reporting.ReportWriter.run_info>`)."""
     from .._version import __version__
 
@@ -63,6 +63,7 @@ def report_dict(run: EvaluationRun, *, run_info: Mapping[str, str] | None = None
         "version": SCHEMA_VERSION,
         "generator": {"name": "packing_theory", "version": __version__},
         "run": dict(run_info) if run_info is not None else None,
+        "headline": evaluation_headline(run),
         "models": {name: run.model_info.get(name, {}) for name in run.models},
         "baseline": run.baseline,
         "settings": run.settings,
@@ -118,6 +119,7 @@ def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
     pop = run.population
     cmp = run.comparison
     lines: list[str] = [
+        evaluation_headline(run), "",
         f"# Evaluation: {', '.join(run.models)} (baseline {run.baseline})", "",
         f"Windows: {run.spec.describe()}. Population: {pop.n_sources:,} sources sampled from "
         f"{pop.candidates:,} candidates (at most {pop.per_stratum} per stratum, seed {pop.seed}); "
@@ -341,9 +343,10 @@ def evaluation_headline(run: EvaluationRun) -> str:
     """The evaluation's first sentence: the models, the population and the declared family's outcome."""
     cmp = run.comparison
     excluded = [r for r in cmp.family if r.interval.lo > 0 or r.interval.hi < 0]
-    return (f"{', '.join(run.models)} against {run.baseline} on {run.population.n_sources:,} sources: "
+    others = [m for m in run.models if m != run.baseline] or list(run.models)
+    return (f"{', '.join(others)} against {run.baseline} on {run.population.n_sources:,} sources: "
             f"{len(excluded)} of {len(cmp.family)} declared contrasts have an adjusted interval that "
-            "excludes zero.")
+            "excludes zero")
 
 
 def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> ReportFiles:

@@ -45,7 +45,7 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
     assert main(["evaluate", *SMALL_DEMO, "--no-plots", "--out", str(b)]) == 0
     da = json.loads((a / "evaluate.json").read_text())
     db = json.loads((b / "evaluate.json").read_text())
-    assert tuple(da) == TOP_LEVEL_KEYS and da["schema"] == "packing-theory/evaluate" and da["version"] == 2
+    assert tuple(da) == TOP_LEVEL_KEYS and da["schema"] == "packing-theory/evaluate" and da["version"] == 3
     assert _strip_seconds(da) == _strip_seconds(db)  # same seeds and inputs: identical results
     assert da["baseline"] == "discard" and list(da["models"]) == ["discard", "segment-first"]
     fps = da["fingerprints"]
