@@ -18,15 +18,18 @@ never started      every token of a document that arrived but never had a
 dropped            the discarded (truncated, cropped) and filtered tokens of
                    documents that did start
 still buffered     the tokens of started documents still held at the horizon
+in the partial row the tokens placed in the incomplete last row of a stream
+                   that ran dry (never delivered, so never trained)
 never reached      every token of a document that never arrived (the run
                    stopped before it)
 =================  ==========================================================
 
-so that ``trained + never started + dropped + still buffered + never reached
-== offered`` exactly (:meth:`NeverTrained._check`). The mass view used by
-``compare`` — ``emitted + dropped + buffered + never reached == offered`` with
-every discarded, filtered and buffered token, started or not — is
-:meth:`NeverTrained.mass`.
+so that ``trained + never started + dropped + still buffered + in the partial
+row + never reached == offered`` exactly (:meth:`NeverTrained._check`);
+*trained* counts complete rows only. The mass view used by ``compare`` —
+``emitted + dropped + buffered + never reached == offered`` with every
+discarded, filtered and buffered token, started or not, and the partial row
+among the emitted — is :meth:`NeverTrained.mass`.
 
 >>> from packing_theory import Packer, feed_all
 >>> from packing_theory.audit import Ledger
@@ -50,6 +53,7 @@ import numpy.typing as npt
 from ..engine.horizon import Budget
 from ..errors import InputError
 from ..lengths import validate_lengths
+from .documents import RowFacts, partial_row_tokens
 from .ledger import Ledger
 from .results import Aggregates
 
@@ -145,6 +149,7 @@ class NeverTrained:
     dropped_discarded_tokens: int
     dropped_filtered_tokens: int
     still_buffered: Part
+    partial_row: Part
     never_reached: Part
     largest: bool
     buffered_tokens: int
@@ -170,15 +175,15 @@ class NeverTrained:
         """The compare view: emitted, dropped (discarded + filtered), buffered and never reached tokens.
 
         The four sum to ``offered`` exactly; buffered counts every held token,
-        of started documents or not.
+        of started documents or not; emitted includes the partial row.
         """
-        return {"emitted": self.trained_tokens, "dropped": self.discarded_tokens + self.filtered_tokens,
+        return {"emitted": self.trained_tokens + self.partial_row.tokens, "dropped": self.discarded_tokens + self.filtered_tokens,
                 "buffered": self.buffered_tokens, "never_reached": self.never_reached.tokens,
                 "offered": self.offered_tokens}
 
     def _check(self) -> None:
         parts = (self.never_started.tokens + self.dropped.tokens + self.still_buffered.tokens
-                 + self.never_reached.tokens)
+                 + self.partial_row.tokens + self.never_reached.tokens)
         assert self.trained_tokens + parts == self.offered_tokens, "the parts do not reconcile"
         held = self.never_started_buffered_tokens + self.never_started_filtered_tokens
         assert self.never_started.tokens >= held
@@ -193,8 +198,13 @@ class NeverTrained:
                 "share": self.share, "mass": self.mass()}
 
 
-def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None) -> NeverTrained:
+def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None,
+                  rows: RowFacts | None = None) -> NeverTrained:
     """:class:`NeverTrained` of a finished ``ledger`` whose packer was offered ``lengths``, ``passes`` times.
+
+    ``rows`` (a :class:`~packing_theory.audit.documents.DocumentRows` fed the
+    same stream) says which tokens sit in an incomplete last row; it is
+    required when the run ended with one.
 
     ``passes`` defaults to the passes the stream reached (at least 1), as in
     :func:`~packing_theory.audit.documents.document_table`, whose columns sum
@@ -202,8 +212,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     :meth:`Ledger.arrays` plus one byte per offered document.
 
     Raises:
-        InputError: a ledger without its Horizon, or an arrival that is not a
-            document of ``lengths``.
+        InputError: a ledger without its Horizon, an arrival that is not a
+            document of ``lengths``, or a partial last row without ``rows``.
     """
     if not ledger.finished:
         raise InputError("never_trained needs a ledger fed the whole stream (its Horizon event)")
@@ -215,7 +225,11 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     if source.size and (source.min() < 0 or source.max() >= n):
         raise InputError(f"an arrival names source {int(source.max())}, not a document of the {n:,} offered")
     P = max(int(pas.max()) + 1 if pas.size else 1, 1 if passes is None else int(passes))
+    if rows is None and ledger.result().partial_row_tokens:
+        raise InputError("never_trained needs rows (a DocumentRows fed the same stream): the run ended "
+                         "with a partial row")
     started = a["started"][arrived]
+    partial = (np.zeros(length.size, np.int64) if rows is None else partial_row_tokens(a, rows)[arrived])
     emitted, discarded = a["emitted"][arrived], a["discarded"][arrived]
     filtered, buffered = a["filtered"][arrived], a["buffered"][arrived]
     seen = np.zeros(n * P, np.bool_)
@@ -234,7 +248,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         packer=ledger.policy,
         offered_documents=n * P,
         offered_tokens=int(arr.sum()) * P,
-        trained_tokens=int(emitted.sum()),
+        trained_tokens=int(emitted.sum()) - int(partial.sum()),
         trained_documents=int(started.sum()),
         never_started=Part(int(ns.sum()), s(length, ns)),
         never_started_buffered_tokens=s(buffered, ns),
@@ -243,6 +257,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         dropped_discarded_tokens=s(discarded, started),
         dropped_filtered_tokens=s(filtered, started),
         still_buffered=Part(int((started & (buffered > 0)).sum()), s(buffered, started)),
+        partial_row=Part(int((partial > 0).sum()), int(partial.sum())),
         never_reached=Part(int(unreached.size), int(unreached.sum())),
         largest=largest,
         buffered_tokens=int(buffered.sum()),
