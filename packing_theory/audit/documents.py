@@ -206,7 +206,8 @@ class DocumentRows:
         if not self._done:
             raise InputError("DocumentRows.result() needs the Horizon event: feed the whole stream first")
         n = int(np.flatnonzero(self._arrival >= 0).max()) + 1 if (self._arrival >= 0).any() else 0
-        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons), self._partial.copy())
+        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons),
+                        self._partial.copy())
 
     def _check(self) -> None:
         assert self._first.size == self._arrival.size
@@ -270,7 +271,8 @@ class DocumentTable:
     def _check(self) -> None:
         """Every row reconciles: length = emitted + discarded + filtered + buffered + never_reached."""
         c = self.columns
-        parts = c["emitted"] + c["partial_row"] + c["discarded"] + c["filtered"] + c["buffered"] + c["never_reached"]
+        parts = (c["emitted"] + c["partial_row"] + c["discarded"] + c["filtered"] + c["buffered"]
+                 + c["never_reached"])
         assert np.array_equal(parts, c["length"]), "a document's tokens do not reconcile"
         reached = c["occurrence"] >= 0
         assert np.all(c["never_reached"][reached] == 0)
@@ -298,7 +300,8 @@ def partial_row_tokens(arrays: dict[str, npt.NDArray[Any]], rows: RowFacts) -> I
     if pp.size:
         occ = pp[:, 0]
         if occ.max() >= out.size:
-            raise InputError(f"a partial-row placement names occurrence {int(occ.max())}, which never arrived")
+            raise InputError(f"a partial-row placement names occurrence {int(occ.max())}, "
+                             "which never arrived")
         added = (pp[:, 2] > 0) & (arrays["added_bos"][occ] > 0)
         np.add.at(out, occ, pp[:, 1] - added)
     return out

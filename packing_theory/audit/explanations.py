@@ -137,7 +137,8 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     return Explanation(policy, int(row["document"]), int(row["pass"]), str(row["name"]), int(row["length"]),
                        str(row["fate"]), bool(row["protected"]), int(row["first_row"]), arrival_row,
                        held_rows,
-                       int(row["emitted"]), int(row["partial_row"]), int(row["discarded"]), int(row["filtered"]), int(row["buffered"]),
+                       int(row["emitted"]), int(row["partial_row"]), int(row["discarded"]),
+                       int(row["filtered"]), int(row["buffered"]),
                        int(row["never_reached"]), larger, h, sentence)
 
 

@@ -132,8 +132,10 @@ class Part:
 class NeverTrained:
     """What one packer never trained at its horizon (see the module doc for the parts).
 
-    :attr:`untrained_documents` counts documents with no token trained (never started or
-    never reached); ``largest`` is true when they are exactly the largest
+    :attr:`untrained_documents` counts documents no row holds a token of (never started or
+    never reached); :attr:`partial_row_only_documents` more, started only in the partial
+    row, have no token trained either, and count among :attr:`trained_documents` (the
+    documents started) and the partial row's documents; ``largest`` is true when they are exactly the largest
     documents offered (no trained document is longer than any of them).
     """
 
@@ -149,12 +151,13 @@ class NeverTrained:
     dropped_discarded_tokens: int
     dropped_filtered_tokens: int
     still_buffered: Part
-    partial_row: Part
     never_reached: Part
     largest: bool
     buffered_tokens: int
     discarded_tokens: int
     filtered_tokens: int
+    partial_row: Part = Part(0, 0)
+    partial_row_only_documents: int = 0
 
     @property
     def tokens(self) -> int:
@@ -177,7 +180,8 @@ class NeverTrained:
         The four sum to ``offered`` exactly; buffered counts every held token,
         of started documents or not; emitted includes the partial row.
         """
-        return {"emitted": self.trained_tokens + self.partial_row.tokens, "dropped": self.discarded_tokens + self.filtered_tokens,
+        return {"emitted": self.trained_tokens + self.partial_row.tokens,
+                "dropped": self.discarded_tokens + self.filtered_tokens,
                 "buffered": self.buffered_tokens, "never_reached": self.never_reached.tokens,
                 "offered": self.offered_tokens}
 
@@ -191,6 +195,7 @@ class NeverTrained:
         m = self.mass()
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
         assert self.trained_documents + self.untrained_documents == self.offered_documents
+        assert self.partial_row_only_documents <= min(self.partial_row.documents, self.trained_documents)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
@@ -237,6 +242,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     offered = np.tile(arr, P) if P > 1 else arr
     unreached = offered[~seen]
     ns = ~started
+    only_partial = started & (partial > 0) & (emitted == partial)  # every token placed is in the partial row
     untrained_min = min([int(x.min()) for x in (length[ns], unreached) if x.size], default=None)
     trained_max = int(length[started].max()) if started.any() else None
     largest = untrained_min is not None and (trained_max is None or untrained_min >= trained_max)
@@ -257,12 +263,13 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         dropped_discarded_tokens=s(discarded, started),
         dropped_filtered_tokens=s(filtered, started),
         still_buffered=Part(int((started & (buffered > 0)).sum()), s(buffered, started)),
-        partial_row=Part(int((partial > 0).sum()), int(partial.sum())),
         never_reached=Part(int(unreached.size), int(unreached.sum())),
         largest=largest,
         buffered_tokens=int(buffered.sum()),
         discarded_tokens=int(discarded.sum()),
         filtered_tokens=int(filtered.sum()),
+        partial_row=Part(int((partial > 0).sum()), int(partial.sum())),
+        partial_row_only_documents=int(only_partial.sum()),
     )
     out._check()
     return out

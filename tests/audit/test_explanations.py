@@ -65,7 +65,7 @@ def test_a_started_document_lists_its_rows() -> None:
 
 
 def test_tokens_in_the_partial_row_are_named_never_trained_and_not_among_the_rows() -> None:
-    """212 tokens in rows of 64: three complete rows and a partial row 3 of 20 tokens, some of document 1's."""
+    """212 tokens in rows of 64: three complete rows and a partial row 3 of 20 tokens, some of document 1."""
     e = explain([3, 200, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
     assert e.horizon.stopped_at_row == 3 and e.horizon.partial_row_tokens == 20
     assert e.fate == "partly trained" and 3 not in e.rows and e.rows == tuple(sorted(e.rows))

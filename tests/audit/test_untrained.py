@@ -131,5 +131,17 @@ def test_the_partial_row_of_a_stream_that_runs_dry_is_never_trained() -> None:
     doc = table.row(6)  # its last 6 tokens sit in the partial row
     assert doc["partial_row"] == 6 and doc["emitted"] == 1
     assert doc["fate"] == "partly trained"
-    assert int((table.column("fate") == "trained").sum()) + nt.untrained_documents \
-        + int((table.column("fate") == "partly trained").sum()) == nt.offered_documents
+    assert nt.partial_row_only_documents == 0  # document 6 has a token in a complete row
+
+
+def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> None:
+    lengths = [3, 5, 3, 5, 3, 5, 3, 5]  # continue at R = 8, B = 2: the last row holds a document alone
+    packer = Packer(capacity=8, min_buffer=2, refill=2, policy="continue")
+    ledger, table, nt = _account(packer.stream(lengths), lengths, 8, 2, 1)
+    agg = ledger.result()
+    _reconciles(table, nt, agg)
+    only = (table.column("partial_row") > 0) & (table.column("emitted") == 0)
+    assert agg.partial_row_tokens > 0 and only.any()
+    assert nt.partial_row_only_documents == int(only.sum())
+    assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
+    assert all(f == "partly trained" for f in table.column("fate")[only])
