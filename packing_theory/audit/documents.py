@@ -6,11 +6,14 @@
 corpus in every pass the packer was given — whether it arrived or not. Each
 row's tokens reconcile exactly::
 
-    length == emitted + discarded + filtered + buffered + never_reached
+    length == emitted + partial_row + discarded + filtered + buffered + never_reached
 
-(source tokens; added BOS markers are not a document's tokens). ``fate`` says
-it in one word: ``trained`` (every token emitted), ``partly trained``
-(started, some tokens dropped or still buffered), ``never started`` (arrived,
+(source tokens; added BOS markers are not a document's tokens). ``emitted``
+counts tokens in complete rows only; ``partial_row`` counts those placed in
+the incomplete last row of a stream that ran dry, which is never delivered and
+so never trained. ``fate`` says it in one word: ``trained`` (every token in
+complete rows), ``partly trained`` (started, some tokens dropped, still
+buffered or in the partial row — even all of them), ``never started`` (arrived,
 no token emitted: still buffered or filtered) or ``never reached`` (the run
 stopped before it arrived). :func:`write_documents` writes the table as CSV
 (or Parquet, with the ``parquet`` extra) in chunks.
@@ -33,7 +36,7 @@ import csv
 import io
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -58,6 +61,7 @@ __all__ = [
     "census_names",
     "document_names",
     "document_table",
+    "partial_row_tokens",
     "write_documents",
 ]
 
@@ -65,7 +69,7 @@ Int64Array = npt.NDArray[np.int64]
 
 DOCUMENT_COLUMNS: tuple[str, ...] = (
     "packer", "document", "pass", "occurrence", "name", "length", "stratum", "started", "first_row",
-    "emitted", "discarded", "filtered", "buffered", "never_reached", "protected", "fate",
+    "emitted", "partial_row", "discarded", "filtered", "buffered", "never_reached", "protected", "fate",
 )
 """Columns of the per-document file, in order (``first_row`` and ``occurrence`` are -1 when none)."""
 
@@ -88,13 +92,16 @@ class RowFacts:
     """Complete rows emitted, in stream order, when it arrived (the row its refill fed)."""
     filtered_reason: dict[int, str]
     """Occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason."""
+    partial_placements: Int64Array = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    """The placements of the incomplete last row, never trained: ``(occurrence, length, bos_inserted)``."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RowFacts):
             return NotImplemented
         return (np.array_equal(self.first_row, other.first_row)
                 and np.array_equal(self.arrival_row, other.arrival_row)
-                and self.filtered_reason == other.filtered_reason)
+                and self.filtered_reason == other.filtered_reason
+                and np.array_equal(self.partial_placements, other.partial_placements))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -119,6 +126,9 @@ class DocumentRows:
         self._reasons: dict[int, str] = {}
         self._filled = 0  # row positions filled so far, in stream order
         self._done = False
+        self._last_row = -1  # the highest row placed into so far, and its placements
+        self._last: list[tuple[int, int, int]] = []
+        self._partial = np.zeros((0, 3), np.int64)
 
     @classmethod
     def for_packer(cls, packer: object) -> DocumentRows:
@@ -145,11 +155,15 @@ class DocumentRows:
             p = cast(Placement, item)
             if self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]:
                 self._first[p.occurrence] = p.row
+            if p.row > self._last_row:
+                self._last_row, self._last = p.row, []
+            if p.row == self._last_row:
+                self._last.append((p.occurrence, p.length, int(p.bos_inserted)))
         elif t is Filtered:
             f = cast(Filtered, item)
             self._reasons[f.occurrence] = f.reason
         elif t is Horizon:
-            self._done = True
+            self._end(item)  # type: ignore[arg-type]
         if t is Placement or t is Padding or t is Repeat:
             self._filled += cast("Placement | Padding | Repeat", item).length
 
@@ -170,18 +184,31 @@ class DocumentRows:
             cur = np.where(self._first < 0, big, self._first)
             np.minimum.at(cur, pocc, prow)
             self._first = np.where(cur == big, -1, cur)
+            top = int(prow.max())
+            if top > self._last_row:
+                self._last_row, self._last = top, []
+            if top == self._last_row:
+                at = prow == top
+                self._last += list(zip(pocc[at].tolist(), b.placement.length[at].tolist(),
+                                       b.placement.bos_inserted[at].astype(np.int64).tolist(), strict=True))
         for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
             self._reasons[o] = b.reasons[code]
         self._filled += int(fill.sum())
         if b.horizon is not None:
-            self._done = True
+            self._end(b.horizon)
+
+    def _end(self, h: Horizon) -> None:
+        self._done = True
+        if h.partial_row_tokens and self._last_row == h.rows:  # the incomplete row is the last one
+            self._partial = np.array(self._last, np.int64).reshape(-1, 3)
 
     def result(self) -> RowFacts:
         """The per-occurrence rows (call after the Horizon)."""
         if not self._done:
             raise InputError("DocumentRows.result() needs the Horizon event: feed the whole stream first")
         n = int(np.flatnonzero(self._arrival >= 0).max()) + 1 if (self._arrival >= 0).any() else 0
-        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons))
+        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons),
+                        self._partial.copy())
 
     def _check(self) -> None:
         assert self._first.size == self._arrival.size
@@ -251,7 +278,8 @@ class DocumentTable:
     def _check(self) -> None:
         """Every row reconciles: length = emitted + discarded + filtered + buffered + never_reached."""
         c = self.columns
-        parts = c["emitted"] + c["discarded"] + c["filtered"] + c["buffered"] + c["never_reached"]
+        parts = (c["emitted"] + c["partial_row"] + c["discarded"] + c["filtered"] + c["buffered"]
+                 + c["never_reached"])
         assert np.array_equal(parts, c["length"]), "a document's tokens do not reconcile"
         reached = c["occurrence"] >= 0
         assert np.all(c["never_reached"][reached] == 0)
@@ -287,6 +315,24 @@ def _suffix_matches(names: np.ndarray, ids: np.ndarray, text: str) -> np.ndarray
 
 def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
+
+
+def partial_row_tokens(arrays: dict[str, npt.NDArray[Any]], rows: RowFacts) -> Int64Array:
+    """Per occurrence: source tokens placed in the incomplete last row (never trained). O(occurrences).
+
+    ``arrays`` is :meth:`Ledger.arrays() <packing_theory.audit.Ledger.arrays>`;
+    an inserted BOS counts only when the ledger counts it as an added marker.
+    """
+    out = np.zeros(arrays["length"].size, np.int64)
+    pp = rows.partial_placements
+    if pp.size:
+        occ = pp[:, 0]
+        if occ.max() >= out.size:
+            raise InputError(f"a partial-row placement names occurrence {int(occ.max())}, "
+                             "which never arrived")
+        added = (pp[:, 2] > 0) & (arrays["added_bos"][occ] > 0)
+        np.add.at(out, occ, pp[:, 1] - added)
+    return out
 
 
 def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, passes: int | None = None,
@@ -345,7 +391,9 @@ def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, pa
     firsts[: min(arrived.size, rows.first_row.size)] = rows.first_row[: arrived.size]
     first_row = np.where(reached, firsts[where], -1).astype(np.int64)
     started = reached & take("started")
-    emitted, discarded = take("emitted"), take("discarded")
+    partial = np.where(reached, partial_row_tokens(a, rows)[where], 0) if a["length"].size \
+        else np.zeros(total, np.int64)
+    emitted, discarded = take("emitted") - partial, take("discarded")
     filtered, buffered = take("filtered"), take("buffered")
     never_reached = np.where(reached, 0, length).astype(np.int64)
     fate = np.full(total, "never reached", dtype=object)
@@ -365,6 +413,7 @@ def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, pa
         "started": started,
         "first_row": first_row,
         "emitted": emitted,
+        "partial_row": partial.astype(np.int64),
         "discarded": discarded,
         "filtered": filtered,
         "buffered": buffered,

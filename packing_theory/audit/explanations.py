@@ -59,8 +59,10 @@ class Explanation:
     first_row: int
     arrival_row: int
     rows: tuple[int, ...]
-    """Rows holding its tokens (each once, increasing)."""
+    """Complete rows holding its tokens (each once, increasing); the partial row is not among them."""
     emitted: int
+    partial_row: int
+    """Its tokens in the incomplete last row of a stream that ran dry (never trained)."""
     discarded: int
     filtered: int
     buffered: int
@@ -122,7 +124,7 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     arrival_row = -1
     larger = 0
     if occ >= 0:
-        held_rows = tuple(sorted({iv.row for iv in ledger.record(occ).intervals}))
+        held_rows = tuple(sorted({iv.row for iv in ledger.record(occ).intervals} - {agg.rows}))
         arrival_row = int(facts.arrival_row[occ]) if occ < facts.arrival_row.size else -1
         a = ledger.arrays()
         long_arrived = a["arrived"] & (a["length"] > packer.capacity)
@@ -135,7 +137,8 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     return Explanation(policy, int(row["document"]), int(row["pass"]), str(row["name"]), int(row["length"]),
                        str(row["fate"]), bool(row["protected"]), int(row["first_row"]), arrival_row,
                        held_rows,
-                       int(row["emitted"]), int(row["discarded"]), int(row["filtered"]), int(row["buffered"]),
+                       int(row["emitted"]), int(row["partial_row"]), int(row["discarded"]),
+                       int(row["filtered"]), int(row["buffered"]),
                        int(row["never_reached"]), larger, h, sentence)
 
 
@@ -174,6 +177,9 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
         lost.append(f"{row['filtered']:,} filtered")
     if row["buffered"]:
         lost.append(f"{row['buffered']:,} still buffered at the horizon")
+    if row["partial_row"]:
+        lost.append(f"{row['partial_row']:,} in the partial row {h.stopped_at_row:,}, which is never trained")
     rest = f"; {', '.join(lost)}" if lost else ""
+    where = f" in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}" if rows else ""
     return (f"{head}; started in row {row['first_row']:,} and emitted {row['emitted']:,} of its "
-            f"{row['length']:,} tokens in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}{rest}")
+            f"{row['length']:,} tokens{where}{rest}")

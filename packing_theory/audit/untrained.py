@@ -18,15 +18,18 @@ never started      every token of a document that arrived but never had a
 dropped            the discarded (truncated, cropped) and filtered tokens of
                    documents that did start
 still buffered     the tokens of started documents still held at the horizon
+in the partial row the tokens placed in the incomplete last row of a stream
+                   that ran dry (never delivered, so never trained)
 never reached      every token of a document that never arrived (the run
                    stopped before it)
 =================  ==========================================================
 
-so that ``trained + never started + dropped + still buffered + never reached
-== offered`` exactly (:meth:`NeverTrained._check`). The mass view used by
-``compare`` — ``emitted + dropped + buffered + never reached == offered`` with
-every discarded, filtered and buffered token, started or not — is
-:meth:`NeverTrained.mass`.
+so that ``trained + never started + dropped + still buffered + in the partial
+row + never reached == offered`` exactly (:meth:`NeverTrained._check`);
+*trained* counts complete rows only. The mass view used by ``compare`` —
+``emitted + dropped + buffered + never reached == offered`` with every
+discarded, filtered and buffered token, started or not, and the partial row
+among the emitted — is :meth:`NeverTrained.mass`.
 
 >>> from packing_theory import Packer, feed_all
 >>> from packing_theory.audit import Ledger
@@ -50,6 +53,7 @@ import numpy.typing as npt
 from ..engine.horizon import Budget
 from ..errors import InputError
 from ..lengths import validate_lengths
+from .documents import RowFacts, partial_row_tokens
 from .ledger import Ledger
 from .results import Aggregates
 
@@ -128,8 +132,10 @@ class Part:
 class NeverTrained:
     """What one packer never trained at its horizon (see the module doc for the parts).
 
-    :attr:`untrained_documents` counts documents with no token trained (never started or
-    never reached); ``largest`` is true when they are exactly the largest
+    :attr:`untrained_documents` counts documents no row holds a token of (never started or
+    never reached); :attr:`partial_row_only_documents` more, started only in the partial
+    row, have no token trained either, and count among :attr:`trained_documents` (the
+    documents started) and the partial row's documents; ``largest`` is true when they are exactly the largest
     documents offered (no trained document is longer than any of them).
     """
 
@@ -150,6 +156,8 @@ class NeverTrained:
     buffered_tokens: int
     discarded_tokens: int
     filtered_tokens: int
+    partial_row: Part = Part(0, 0)
+    partial_row_only_documents: int = 0
 
     @property
     def tokens(self) -> int:
@@ -170,15 +178,16 @@ class NeverTrained:
         """The compare view: emitted, dropped (discarded + filtered), buffered and never reached tokens.
 
         The four sum to ``offered`` exactly; buffered counts every held token,
-        of started documents or not.
+        of started documents or not; emitted includes the partial row.
         """
-        return {"emitted": self.trained_tokens, "dropped": self.discarded_tokens + self.filtered_tokens,
+        return {"emitted": self.trained_tokens + self.partial_row.tokens,
+                "dropped": self.discarded_tokens + self.filtered_tokens,
                 "buffered": self.buffered_tokens, "never_reached": self.never_reached.tokens,
                 "offered": self.offered_tokens}
 
     def _check(self) -> None:
         parts = (self.never_started.tokens + self.dropped.tokens + self.still_buffered.tokens
-                 + self.never_reached.tokens)
+                 + self.partial_row.tokens + self.never_reached.tokens)
         assert self.trained_tokens + parts == self.offered_tokens, "the parts do not reconcile"
         held = self.never_started_buffered_tokens + self.never_started_filtered_tokens
         assert self.never_started.tokens >= held
@@ -186,6 +195,7 @@ class NeverTrained:
         m = self.mass()
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
         assert self.trained_documents + self.untrained_documents == self.offered_documents
+        assert self.partial_row_only_documents <= min(self.partial_row.documents, self.trained_documents)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
@@ -193,8 +203,13 @@ class NeverTrained:
                 "share": self.share, "mass": self.mass()}
 
 
-def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None) -> NeverTrained:
+def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None = None,
+                  rows: RowFacts | None = None) -> NeverTrained:
     """:class:`NeverTrained` of a finished ``ledger`` whose packer was offered ``lengths``, ``passes`` times.
+
+    ``rows`` (a :class:`~packing_theory.audit.documents.DocumentRows` fed the
+    same stream) says which tokens sit in an incomplete last row; it is
+    required when the run ended with one.
 
     ``passes`` defaults to the passes the stream reached (at least 1), as in
     :func:`~packing_theory.audit.documents.document_table`, whose columns sum
@@ -202,8 +217,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     :meth:`Ledger.arrays` plus one byte per offered document.
 
     Raises:
-        InputError: a ledger without its Horizon, or an arrival that is not a
-            document of ``lengths``.
+        InputError: a ledger without its Horizon, an arrival that is not a
+            document of ``lengths``, or a partial last row without ``rows``.
     """
     if not ledger.finished:
         raise InputError("never_trained needs a ledger fed the whole stream (its Horizon event)")
@@ -215,7 +230,11 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     if source.size and (source.min() < 0 or source.max() >= n):
         raise InputError(f"an arrival names source {int(source.max())}, not a document of the {n:,} offered")
     P = max(int(pas.max()) + 1 if pas.size else 1, 1 if passes is None else int(passes))
+    if rows is None and ledger.result().partial_row_tokens:
+        raise InputError("never_trained needs rows (a DocumentRows fed the same stream): the run ended "
+                         "with a partial row")
     started = a["started"][arrived]
+    partial = (np.zeros(length.size, np.int64) if rows is None else partial_row_tokens(a, rows)[arrived])
     emitted, discarded = a["emitted"][arrived], a["discarded"][arrived]
     filtered, buffered = a["filtered"][arrived], a["buffered"][arrived]
     seen = np.zeros(n * P, np.bool_)
@@ -223,6 +242,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     offered = np.tile(arr, P) if P > 1 else arr
     unreached = offered[~seen]
     ns = ~started
+    only_partial = started & (partial > 0) & (emitted == partial)  # every token placed is in the partial row
     untrained_min = min([int(x.min()) for x in (length[ns], unreached) if x.size], default=None)
     trained_max = int(length[started].max()) if started.any() else None
     largest = untrained_min is not None and (trained_max is None or untrained_min >= trained_max)
@@ -234,7 +254,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         packer=ledger.policy,
         offered_documents=n * P,
         offered_tokens=int(arr.sum()) * P,
-        trained_tokens=int(emitted.sum()),
+        trained_tokens=int(emitted.sum()) - int(partial.sum()),
         trained_documents=int(started.sum()),
         never_started=Part(int(ns.sum()), s(length, ns)),
         never_started_buffered_tokens=s(buffered, ns),
@@ -248,6 +268,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         buffered_tokens=int(buffered.sum()),
         discarded_tokens=int(discarded.sum()),
         filtered_tokens=int(filtered.sum()),
+        partial_row=Part(int((partial > 0).sum()), int(partial.sum())),
+        partial_row_only_documents=int(only_partial.sum()),
     )
     out._check()
     return out

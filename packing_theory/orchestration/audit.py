@@ -160,24 +160,21 @@ def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget
 def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
              boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
              progress: Callable[[int], None] | None = None, figures: Any = None) -> PackerAccount:
-    """Feed one packer's stream to a ledger (and, for ``documents``, the row consumer); account it.
+    """Feed one packer's stream to a ledger and the row consumer; account it (the table for ``documents``).
 
     ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
     pass; the aggregates then carry the framework's own padding and targets.
     """
     ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries)
-    consumers: list[Any] = [ledger]
-    if documents:
-        rows = DocumentRows(capacity)
-        consumers.append(rows)
+    consumers: list[Any] = [ledger, DocumentRows(capacity)]  # the rows also locate the partial row
     if figures is not None:
         consumers.append(figures)
     results = feed_all(events, *consumers, progress=progress)
-    agg = results[0]
-    table = document_table(ledger, results[1], arr, passes=passes, names=names) if documents else None
+    agg, facts = results[0], results[1]
+    table = document_table(ledger, facts, arr, passes=passes, names=names) if documents else None
     if figures is not None:
         agg = agg.with_peer_figures(results[-1], figures.occurrence_targets())
-    return PackerAccount(agg, never_trained(ledger, arr, passes=passes), table)
+    return PackerAccount(agg, never_trained(ledger, arr, passes=passes, rows=facts), table)
 
 
 def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, boundaries: tuple[int, ...],

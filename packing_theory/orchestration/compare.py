@@ -72,6 +72,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.costs import CostAccumulator, PackerCosts
+from ..audit.documents import DocumentRows
 from ..audit.ledger import Ledger
 from ..audit.strata import STRATA_BOUNDARIES
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
@@ -505,14 +506,15 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
     width = packer.capacity
     ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
     costs = CostAccumulator(width, name)
+    rows = DocumentRows(width)  # locates the partial row, never trained
     figures: PeerFigures | None = None
     counter = packer.figures(arr) if e.kind == "peer" else None
     events = cut_at_horizon(packer.events(arr), budget, capacity=width)
     try:
         if counter is not None:
-            agg, packer_costs, figures = feed_all(events, ledger, costs, counter)
+            agg, packer_costs, facts, figures = feed_all(events, ledger, costs, rows, counter)
         else:
-            agg, packer_costs = feed_all(events, ledger, costs)
+            agg, packer_costs, facts = feed_all(events, ledger, costs, rows)
     except ValueError as exc:
         if e.kind != "peer":
             raise
@@ -539,7 +541,7 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
         unused_capacity_tokens=m.unused_capacity_tokens, targets=agg.targets,
         start_delays="measured" if figures is None else figures.start_delays, peer_figures=figures,
         horizon=horizon_statement(agg, budget, streaming=e.kind != "peer"),
-        never_trained=never_trained(ledger, arr, passes=passes if e.kind != "peer" else None),
+        never_trained=never_trained(ledger, arr, passes=passes if e.kind != "peer" else None, rows=facts),
     )
     return column, None, tuple(s.label for s in agg.strata)
 

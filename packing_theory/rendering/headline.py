@@ -42,11 +42,13 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("target", "a predicted position: row r, position p >= 1 holds target r (R - 1) + p - 1; position 0 "
                "is input only"),
     ("B", "the minimum number of documents a streaming packer keeps buffered before each selection"),
-    ("never trained", "offered tokens no row holds at the horizon: never started + dropped + still "
-                      "buffered + never reached"),
+    ("never trained", "offered tokens no complete row holds at the horizon: never started + dropped + "
+                      "still buffered + in the partial row + never reached"),
     ("never started", "a document that arrived but had no token emitted (still buffered, or filtered)"),
     ("dropped", "tokens of started documents that were discarded, truncated or filtered"),
     ("still buffered", "tokens of started documents still held by the packer at the horizon"),
+    ("in the partial row", "tokens placed in the incomplete last row of a run, never delivered as a "
+                           "training sequence"),
     ("never reached", "documents the run stopped before (they never arrived)"),
     ("protected set K", "the min(B − 1, N_L) largest over-capacity documents arrived so far (key: "
                         "length, then arrival); seed 000 §3 proves every member stays buffered and "
@@ -135,11 +137,12 @@ def horizon_lines(rows: Sequence[tuple[str, HorizonStatement, NeverTrained]]) ->
     row("**never trained**: tokens (share of offered); documents",
         [f"**{_n(nt.tokens)}** ({_pct(nt.share)}); {_n(nt.untrained_documents)}" for _, _, nt in rows])
     for label, attr in (("never started", "never_started"), ("dropped", "dropped"),
-                        ("still buffered", "still_buffered"), ("never reached", "never_reached")):
+                        ("still buffered", "still_buffered"), ("in the partial row", "partial_row"),
+                        ("never reached", "never_reached")):
         row(f"– {label}: tokens; documents",
             [f"{_n(getattr(nt, attr).tokens)}; {_n(getattr(nt, attr).documents)}" for _, _, nt in rows])
     offered = rows[0][2] if rows else None
     total = (f"Offered: {_n(offered.offered_documents)} documents, {_n(offered.offered_tokens)} tokens "
              "(every pass). " if offered else "")
     return [*lines, "", total + "Each document's tokens count once: trained + never started + dropped + "
-                                "still buffered + never reached = offered, exactly.", ""]
+                                "still buffered + in the partial row + never reached = offered, exactly.", ""]

@@ -59,8 +59,9 @@ def test_explain_by_name_and_a_document_never_reached() -> None:
 
 
 def test_a_started_document_lists_its_rows() -> None:
-    e = explain([3, 200, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
+    e = explain([3, 200, 5, 4, 100], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
     assert e.fate == "trained" and len(e.rows) >= 3 and e.rows == tuple(sorted(e.rows))
+    assert e.partial_row == 0
     assert e.sentence.startswith("document 1 (length 200) under continue: trained; started in row 0")
 
 
@@ -92,5 +93,15 @@ def test_an_ambiguous_name_lists_five_candidates_and_the_count() -> None:
 
 
 def test_one_row_is_a_row_not_rows() -> None:
-    e = explain([3, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
+    e = explain([3, 5, 4, 60, 70], 1, policy="continue", capacity=8, min_buffer=1, options={"refill": 1})
     assert e.rows == (0,) and e.sentence.endswith("emitted 5 of its 5 tokens in row 0"), e.sentence
+
+
+def test_tokens_in_the_partial_row_are_named_never_trained_and_not_among_the_rows() -> None:
+    """212 tokens in rows of 64: three complete rows and a partial row 3 of 20 tokens, some of document 1."""
+    e = explain([3, 200, 5, 4], 1, policy="continue", capacity=64, min_buffer=1, options={"refill": 1})
+    assert e.horizon.stopped_at_row == 3 and e.horizon.partial_row_tokens == 20
+    assert e.fate == "partly trained" and 3 not in e.rows and e.rows == tuple(sorted(e.rows))
+    assert 0 < e.partial_row <= 20 and e.emitted + e.partial_row == 200
+    assert e.to_dict()["partial_row"] == e.partial_row
+    assert f"{e.partial_row} in the partial row 3, which is never trained" in e.sentence

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from packing_theory import Packer, build_packer, feed_all
 from packing_theory.audit import Ledger
 from packing_theory.audit.documents import DocumentRows, document_table
-from packing_theory.audit.untrained import horizon_statement, never_trained
+from packing_theory.audit.untrained import Part, horizon_statement, never_trained
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError
@@ -19,8 +19,9 @@ from packing_theory.peers import peer_policies
 def _account(events: object, lengths: list[int], capacity: int, min_buffer: int, passes: int | None):
     ledger, rows = Ledger(capacity, min_buffer), DocumentRows(capacity)
     feed_all(events, ledger, rows)  # type: ignore[arg-type]
-    return ledger, document_table(ledger, rows.result(), lengths, passes=passes), never_trained(
-        ledger, lengths, passes=passes)
+    facts = rows.result()
+    return ledger, document_table(ledger, facts, lengths, passes=passes), never_trained(
+        ledger, lengths, passes=passes, rows=facts)
 
 
 def _reconciles(table, nt, agg) -> None:  # type: ignore[no-untyped-def]
@@ -28,11 +29,13 @@ def _reconciles(table, nt, agg) -> None:  # type: ignore[no-untyped-def]
     nt._check()
     m = agg.mass
     assert nt.trained_tokens + nt.never_started.tokens + nt.dropped.tokens + nt.still_buffered.tokens \
-        + nt.never_reached.tokens == nt.offered_tokens
+        + nt.partial_row.tokens + nt.never_reached.tokens == nt.offered_tokens
     mass = nt.mass()
     assert mass["emitted"] + mass["dropped"] + mass["buffered"] + mass["never_reached"] == mass["offered"]
     # the per-document columns sum exactly to the report's totals
-    assert table.total("emitted") == nt.trained_tokens == m.emitted_tokens - m.emitted_added_bos
+    assert table.total("emitted") == nt.trained_tokens
+    assert table.total("partial_row") == nt.partial_row.tokens
+    assert nt.trained_tokens + nt.partial_row.tokens == m.emitted_tokens - m.emitted_added_bos
     assert table.total("buffered") == nt.buffered_tokens == m.buffered_tokens - m.buffered_added_bos
     assert table.total("discarded") == nt.discarded_tokens == m.discarded_tokens
     assert table.total("filtered") == nt.filtered_tokens == m.filtered_tokens
@@ -104,9 +107,41 @@ def test_never_trained_refuses_foreign_input() -> None:
     feed_all(Packer(capacity=8, min_buffer=2, refill=2).stream([3, 4, 5]), ledger)
     with pytest.raises(InputError, match="not a document of the 2 offered"):
         never_trained(ledger, [3, 4])
+    with pytest.raises(InputError, match="needs rows"):  # this run ends with a partial row of 5
+        never_trained(ledger, [3, 4, 5])
 
 
 def test_peer_horizons_are_natural_ends_or_budgets() -> None:
     lengths = [5, 9, 3, 12, 4]
     agg = feed_all(build_packer("trl-bfd", capacity=16).events(lengths), Ledger(16, 2))[0]
     assert horizon_statement(agg, None, streaming=False).reason == "natural end"
+
+
+def test_the_partial_row_of_a_stream_that_runs_dry_is_never_trained() -> None:
+    """continue at exhaustion ends with an incomplete row: its tokens are not trained, in every view."""
+    lengths = [5, 3, 9, 4, 6, 2, 7, 3]
+    packer = Packer(capacity=8, min_buffer=2, refill=2, policy="continue")
+    ledger, table, nt = _account(packer.stream(lengths), lengths, 8, 2, 1)
+    agg = ledger.result()
+    assert agg.stop_reason == "exhausted" and agg.partial_row_tokens == 6
+    assert nt.trained_tokens == agg.rows * 8  # full rows only, no BOS inserted here
+    assert nt.partial_row == Part(1, 6)
+    assert nt.tokens == sum(lengths) - agg.rows * 8
+    _reconciles(table, nt, agg)
+    doc = table.row(6)  # its last 6 tokens sit in the partial row
+    assert doc["partial_row"] == 6 and doc["emitted"] == 1
+    assert doc["fate"] == "partly trained"
+    assert nt.partial_row_only_documents == 0  # document 6 has a token in a complete row
+
+
+def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> None:
+    lengths = [3, 5, 3, 5, 3, 5, 3, 5]  # continue at R = 8, B = 2: the last row holds a document alone
+    packer = Packer(capacity=8, min_buffer=2, refill=2, policy="continue")
+    ledger, table, nt = _account(packer.stream(lengths), lengths, 8, 2, 1)
+    agg = ledger.result()
+    _reconciles(table, nt, agg)
+    only = (table.column("partial_row") > 0) & (table.column("emitted") == 0)
+    assert agg.partial_row_tokens > 0 and only.any()
+    assert nt.partial_row_only_documents == int(only.sum())
+    assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
+    assert all(f == "partly trained" for f in table.column("fate")[only])
