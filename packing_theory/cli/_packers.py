@@ -183,12 +183,14 @@ def streaming_capacity(args: argparse.Namespace) -> int:
     return capacity_from_args(args, names("streaming")[0])
 
 
-def packer_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = ()) -> Any:
+def packer_from_args(args: argparse.Namespace, name: str, *, alongside: Sequence[str] = (),
+                     common_horizon: bool = False) -> Any:
     """Build packer ``name`` from the command line (row width, knobs and, for streaming, ``--engine``).
 
-    ``alongside``: the other packers of the invocation (see :func:`knobs_from_args`).
+    ``alongside`` and ``common_horizon``: see :func:`knobs_from_args` (a command that cuts a peer at
+    ``--rows`` / ``--targets`` itself passes ``common_horizon=True``).
     """
     e = entry(name)
-    knobs = knobs_from_args(args, name, alongside=alongside)
+    knobs = knobs_from_args(args, name, alongside=alongside, common_horizon=common_horizon)
     engine = getattr(args, "engine", None) if e.kind == "streaming" else None  # a peer has its own
     return e.build(capacity_from_args(args, name, knobs), engine=engine, **knobs)

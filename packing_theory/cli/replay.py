@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from ..engine.consumers import feed_all
+from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.summary import SummaryAccumulator
 from ..invariant.wait_bound import StartDelayMonitor
 from ..registry import entry
@@ -42,7 +43,13 @@ def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
     check_source_options(args)
     e = entry(args.policy)
-    packer = packer_from_args(args, args.policy)
+    packer = packer_from_args(args, args.policy, common_horizon=True)
+    # a peer is cut at --rows / --targets by the common horizon rule (a streaming policy stops there itself)
+    budget = None
+    if e.kind == "peer" and args.rows is not None:
+        budget = Budget("rows", args.rows)
+    elif e.kind == "peer" and args.targets is not None:
+        budget = Budget("targets", args.targets)
     lengths = lengths_from_args(args)
     sources = _SourcesPass(args, packer, lengths) if wants_sources(args) else None
     if sources is not None:
@@ -58,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     bar = progress_bar("replay", getattr(config, "row_budget", None),
                        enabled=False if args.no_progress else None)
     try:
-        stream = with_row_progress(packer.stream(lengths), bar)
+        events = packer.stream(lengths) if budget is None else cut_at_horizon(
+            packer.stream(lengths), budget, capacity=packer.capacity)
+        stream = with_row_progress(events, bar)
         if sources is None:
             feed_all(stream, acc, *extra)
         else:

@@ -60,7 +60,7 @@ def test_check_on_a_peer_is_not_applicable(lengths_file: Path, capsys: pytest.Ca
     (["--policy", "trl-bfd", "--peer-option", "window"], "must be KEY=VALUE"),
     (["--policy", "olmo-truncate"], "power of two"),
     (["--policy", "trl-bfd", "--framework-version", "0.1"], "framework_version"),
-    (["--policy", "trl-bfd", "--rows", "3"], "--rows/--targets"),
+    (["--policy", "trl-bfd", "--passes", "2"], "--rows/--targets"),  # a peer takes --rows (the horizon cut)
 ])
 def test_bad_peer_options(argv: list[str], message: str, lengths_file: Path,
                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,3 +39,15 @@ def test_megatron_replay_draws_num_samples(tmp_path: Path, capsys: pytest.Captur
     assert doc["stop_reason"] == "rows" and doc["targets"] == 40 * 4
     assert doc["options"] == {"seed": 1234, "num_samples": 40, "framework_version": "0.16.1",
                               "samples": "drawn"}
+
+
+@pytest.mark.parametrize("peer", ["trl-bfd", "megatron-gpt", "foundry-concat-wrap"])
+def test_a_peer_replay_stops_at_the_rows_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               peer: str) -> None:
+    """Before the fix ``replay --rows`` was refused for a peer; it now cuts the peer at that row boundary."""
+    whole = _replay(tmp_path, capsys, "--policy", peer, "--capacity", "9")
+    cut = _replay(tmp_path, capsys, "--policy", peer, "--capacity", "9", "--rows", "7")
+    assert int(whole["rows"]) > 7 and cut["rows"] == 7 and cut["stop_reason"] == "rows"  # type: ignore[operator]
+    # nothing is lost at the cut: what was not emitted is still held (buffered) or never arrived
+    assert cut["consumed_tokens"] + cut["added_bos_tokens"] == (  # type: ignore[operator]
+        cut["emitted_tokens"] + cut["discarded_tokens"] + cut["buffered_tokens"])  # type: ignore[operator]
