@@ -214,7 +214,7 @@ def _write(writer: Any, report: ContaminationReport, source_tokenizer: Any) -> d
     from ..reporting.html import write_html
 
     run = writer.run_info
-    doc = {"run": run, **report.to_dict()}
+    doc = {"run": run, "headline": report.headline(), **report.to_dict()}
     if source_tokenizer is not None:
         doc["manifest_tokenizer"] = source_tokenizer
     if report.mask is not None:
@@ -226,10 +226,7 @@ def _write(writer: Any, report: ContaminationReport, source_tokenizer: Any) -> d
         writer.write_json("exclude.json", {"run": run, **sidecar})
     writer.write_json("contamination.json", doc)
     writer.write_text("contamination.md", report.markdown(f"Run {run['id']}, config {run['config_hash']}."))
-    write_html(writer, "contamination.html", doc, title="Contamination audit",
-               headline=f"{report.matched_grams:,} matched {report.n}-grams in "
-                        f"{report.documents_with_any_hit:,} of {report.documents_scanned:,} training "
-                        "document(s).")
+    write_html(writer, "contamination.html", doc, title="Contamination audit", headline=report.headline())
     return doc
 
 

@@ -266,11 +266,25 @@ class ContaminationReport:
             f"{self.verdict} (exit {self.status})")
         return out
 
+    def headline(self) -> str:
+        """The verdict in plain words: what was found, over what, and whether everything listed was read."""
+        over = (f"{self.documents_scanned:,} training document(s), {self.grams_scanned:,} {self.n}-grams "
+                f"against {self.reference_grams:,} reference grams")
+        missing = (f"; {len(self.reasons)} thing(s) not measured, first: {self.reasons[0]}"
+                   if self.reasons else "")
+        if self.status == 1:
+            return (f"overlap found: {self.matched_grams:,} matched {self.n}-grams in "
+                    f"{self.documents_with_any_hit:,} document(s) ({self.majority_hit_documents:,} "
+                    f"majority-hit) of {over}{missing}")
+        if self.status == 3:
+            return f"not measured: {over}{missing}"
+        return f"no overlap: {over}; everything listed was read"
+
     def markdown(self, run_line: str = "") -> str:
         """The Markdown report (counts only)."""
         d = self.to_dict()
         t = d["totals"]
-        md = [f"# Contamination audit: {self.verdict}", "",
+        md = [self.headline(), "", f"# Contamination audit: {self.verdict}", "",
               f"Exit status {self.status}. {self.n}-grams of token ids ({self.tokenizer}), 64-bit hashes; "
               f"{t['inputs_read']}/{t['inputs']} inputs and {t['references_read']}/{t['references']} "
               "references read.", ""]

@@ -91,6 +91,9 @@ def test_planted_overlap_is_found_in_exactly_the_planted_documents(corpus: dict[
     doc = _report(out)
     assert doc["verdict"] == {"status": 1, "verdict": "overlap found", "overlap": True, "measured": True,
                               "reasons": []}
+    assert doc["headline"].startswith("overlap found: 10 matched 13-grams in 5 document(s) (0 majority-hit) "
+                                      "of 75 training document(s)")
+    assert (out / "contamination.md").read_text().splitlines()[0] == doc["headline"]
     t = doc["totals"]
     assert (t["documents"], t["matched_grams"], t["documents_with_any_hit"]) == (75, 10, 5)
     assert t["inputs_read"] == t["inputs"] == len(corpus["shards"])
