@@ -53,8 +53,9 @@ def existing_path(option: str) -> Callable[[str], str]:
     return parse
 
 
-def int_at_least(option: str, minimum: int) -> Callable[[str], int]:
-    """An argparse type: an int ``>= minimum``, else a usage error naming ``option`` and the value.
+def int_at_least(option: str, minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an int ``>= minimum`` (and ``<= maximum``), else a usage error naming ``option``
+    and the value.
 
     >>> int_at_least("--min-buffer", 1)("64")
     64
@@ -70,6 +71,8 @@ def int_at_least(option: str, minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{option} must be an int, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{option} must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{option} must be <= {maximum:,}, got {value:,}")
         return value
 
     parse.__name__ = "int"  # argparse names the type in its own messages

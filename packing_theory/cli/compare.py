@@ -27,6 +27,11 @@ from ._packers import is_peer, parse_options
 from ._ranks import add_executor_option, check_executor_option
 from ._sources import add_source_options, check_source_options, source_config, wants_sources
 
+MAX_COMPARE_CAPACITY = 2**24
+"""The widest row ``compare`` takes (16,777,216 tokens, far above any context length in use): some
+peers' work grows with the row width (a 10**8-token row takes 30 s on a 24-document corpus), and a
+width beyond 2**63 used to end in exit 3."""
+
 __all__ = ["DEMO_DOCUMENTS", "register", "run"]
 
 DEMO_DOCUMENTS = COMPARE_DEMO_DOCUMENTS
@@ -53,7 +58,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--documents", type=int, default=DEMO_DOCUMENTS, help="--demo: corpus prefix size")
     parser.add_argument("--policy", action="append", metavar="P[,P...]",
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
-    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
+    parser.add_argument("--capacity", type=int_at_least("--capacity", 2, MAX_COMPARE_CAPACITY),
                         default=2049, metavar="R", help="streaming row width R")
     parser.add_argument("--seq-length", type=int, default=None, metavar="L",
                         help="the peers' sequence length (default R - 1); each peer's row width follows from "
