@@ -51,7 +51,8 @@ def test_compare_refuses_a_row_wider_than_it_can_replay(lengths_file: Path, tmp_
     """Before the fix ``compare --capacity 10**20`` ran for minutes and ended in exit 3."""
     from packing_theory.cli.compare import MAX_COMPARE_CAPACITY
 
-    argv = ["compare", "--lengths", str(lengths_file), "--capacity", str(10**20), "--out", str(tmp_path / "o")]
+    argv = ["compare", "--lengths", str(lengths_file), "--capacity", str(10**20),
+            "--out", str(tmp_path / "o")]
     assert main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert f"--capacity must be <= {MAX_COMPARE_CAPACITY:,}, got {10**20:,}" in line
