@@ -399,7 +399,7 @@ class ChunkAccounts:
         ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
         protected = self._protected_after(ar)
         for j, na, nb, npl, nd in self._marks:
-            buffered = base + int(ca[na] + cb[nb] - cp[npl] - cd[nd])
+            buffered = base + int(ca[na]) + int(cb[nb]) - int(cp[npl]) - int(cd[nd])  # exact (Python ints)
             self._series.append(SeriesSample(j * (R - 1), buffered, protected(na)))
         self._marks.clear()
         self._thin()
