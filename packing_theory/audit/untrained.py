@@ -10,19 +10,19 @@ peer packed its whole input).
 *offered* to the packer (every document of the corpus in every pass) that no
 row holds. Each document's tokens count once, in the first part that applies:
 
-=================  ==========================================================
-part               tokens
-=================  ==========================================================
-never started      every token of a document that arrived but never had a
-                   token emitted (still buffered, or filtered before packing)
-dropped            the discarded (truncated, cropped) and filtered tokens of
-                   documents that did start
-still buffered     the tokens of started documents still held at the horizon
-in the partial row the tokens placed in the incomplete last row of a stream
-                   that ran dry (never delivered, so never trained)
-never reached      every token of a document that never arrived (the run
-                   stopped before it)
-=================  ==========================================================
+==================  ==========================================================
+part                tokens
+==================  ==========================================================
+never started       every token of a document that arrived but never had a
+                    token emitted (still buffered, or filtered before packing)
+dropped             the discarded (truncated, cropped) and filtered tokens of
+                    documents that did start
+still buffered      the tokens of started documents still held at the horizon
+in the partial row  the tokens placed in the incomplete last row of a stream
+                    that ran dry (never delivered, so never trained)
+never reached       every token of a document that never arrived (the run
+                    stopped before it)
+==================  ==========================================================
 
 so that ``trained + never started + dropped + still buffered + in the partial
 row + never reached == offered`` exactly (:meth:`NeverTrained._check`);
