@@ -13,6 +13,7 @@ import importlib.util
 OPTIONAL_MODULES = {
     "packing_theory/adapters/torch.py": "torch",
     "packing_theory/engine/_kernel.py": "numba",
+    "packing_theory/audit/_ledger_kernel.py": "numba",
 }
 
 collect_ignore = [path for path, dep in OPTIONAL_MODULES.items() if importlib.util.find_spec(dep) is None]
