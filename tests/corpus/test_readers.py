@@ -45,9 +45,9 @@ def _megatron_builder() -> object:
 
 
 def test_megatron_lengths_and_ids_equal_what_megatron_core_wrote(tmp_path: Path) -> None:
+    builder_cls = _megatron_builder()  # skips without megatron-core and torch
     import torch
 
-    builder_cls = _megatron_builder()
     docs = _docs(400, 1)
     docs[7] = np.zeros(0, dtype=np.int64)  # empty: length 1 with bos="add", refused with "included"
     builder = builder_cls(str(tmp_path / "d.bin"), dtype=np.uint16)  # type: ignore[operator]
@@ -66,9 +66,9 @@ def test_megatron_lengths_and_ids_equal_what_megatron_core_wrote(tmp_path: Path)
 
 
 def test_megatron_documents_of_several_sequences(tmp_path: Path) -> None:
+    builder_cls = _megatron_builder()  # skips without megatron-core and torch
     import torch
 
-    builder_cls = _megatron_builder()
     rng = np.random.default_rng(2)
     builder = builder_cls(str(tmp_path / "s.bin"), dtype=np.int32)  # type: ignore[operator]
     expected = []
@@ -86,9 +86,9 @@ def test_megatron_documents_of_several_sequences(tmp_path: Path) -> None:
 
 
 def test_megatron_lengths_never_touch_the_bin(tmp_path: Path) -> None:
+    builder_cls = _megatron_builder()  # skips without megatron-core and torch
     import torch
 
-    builder_cls = _megatron_builder()
     builder = builder_cls(str(tmp_path / "x.bin"), dtype=np.uint16)  # type: ignore[operator]
     for d in _docs(50, 3, longest=20):
         builder.add_document(torch.from_numpy(d.astype(np.int64)), [d.size])
