@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import math
 import pkgutil
@@ -127,6 +128,8 @@ def test_every_consumer_is_in_the_table() -> None:
     for info in pkgutil.walk_packages(pt.__path__, prefix="packing_theory."):
         if info.name.endswith(("._kernel", "._ledger_kernel")):  # numba kernels (the fast extra)
             continue
+        if info.name == "packing_theory.adapters.torch" and importlib.util.find_spec("torch") is None:
+            continue  # the torch extra: its classes are datasets and loaders, no event consumer
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and obj.__module__ == info.name and callable(getattr(obj, "feed", None)):
