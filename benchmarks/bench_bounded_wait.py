@@ -1,4 +1,4 @@
-"""Benchmark: what the bounded-wait guarantee costs (issue 13).
+"""Benchmark: what the bounded-wait guarantee costs.
 
 Method
 ------
@@ -18,8 +18,8 @@ Method
 * Settings: R = 2049, B = 1000, refill 128 (autoresearch), ``stop`` at
   exhaustion. Policies ``discard``, ``continue``, ``segment-first`` and
   ``bounded-wait`` at the recommended A, plus a sweep of A for ``bounded-wait``.
-  Peers (issue 10) are not in this branch; ``packing_theory.audit.costs`` computes
-  the same quantities for them from their event streams.
+  Peers are not benchmarked here; ``packing_theory.audit.costs`` computes the same
+  quantities for them from their event streams (``packing-theory compare``).
 * Costs: :class:`packing_theory.audit.costs.CostAccumulator` on the fast engine's
   event stream (definitions in that module's docstring); for ``bounded-wait``
   also :class:`packing_theory.invariant.wait_bound.StartDelayMonitor` with the proved

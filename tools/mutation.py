@@ -8,7 +8,7 @@ Usage (from the repository root, in an environment with the ``test`` and
     python tools/mutation.py report [--markdown]     # score per module and subpackage, and the survivors
 
 ``planted`` copies the package and the tests to a scratch directory, applies
-one planted bug at a time (the five weak spots named in issue 9) and runs the
+one planted bug at a time (the five known weak spots) and runs the
 module's own test files (each weak spot is pinned there by a hand-computed or brute-force test); it
 fails unless every planted bug makes a test fail (and the unplanted copy
 passes). It takes about a minute.
@@ -82,7 +82,7 @@ TARGETS: tuple[Target, ...] = (
            ("tests/audit/test_ledger.py", "tests/engine/test_events.py"),
            ("Ledger._sample", "Ledger._finish", "Ledger._flush", "Ledger._protected_mass", "_hist_median")),
 )
-"""The scoped targets: the modules holding the five weak spots of issue 9 (for the 778-line
+"""The scoped targets: the modules holding the five known weak spots (for the 778-line
 ledger, the functions of the sampled series and the horizon: the whole module takes hours here)."""
 
 

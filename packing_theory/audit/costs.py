@@ -1,4 +1,4 @@
-"""What a packer's choices cost, read off its event stream (issue 13).
+"""What a packer's choices cost, read off its event stream.
 
 :class:`CostAccumulator` consumes the event stream of *any* packer — the
 streaming family, ``bounded-wait``, or an offline peer with padding, filtered

@@ -88,7 +88,7 @@ class Packer(PackingEngine):
         row = 0
         pos = 0
         announced = False
-        # bounded-wait (issue 13): (arrival row, seq) of every appended span in arrival order;
+        # bounded-wait: (arrival row, seq) of every appended span in arrival order;
         # entries whose span has started (taken, or kept as a continuation with start > 0)
         # are dropped lazily when they reach the front
         waiting: collections.deque[tuple[int, int]] | None = (
@@ -144,7 +144,7 @@ class Packer(PackingEngine):
                         stop_reason = "drained"
                         break
             remaining = R - pos
-            # ---- bounded-wait (issue 13): forced start at a row start ------------------
+            # ---- bounded-wait: forced start at a row start ----------------------------
             if waiting is not None:
                 if synced < buf.issued:  # the spans appended since the last selection arrived now
                     waiting.extend((row, q) for q in range(synced, buf.issued))

@@ -26,7 +26,7 @@ policy               what happens
                      ``max_wait`` rows, it is placed first (cropped with
                      continuation if longer than ``R``); every occurrence starts
                      within :func:`start_delay_bound` rows of its arrival
-                     (issue 13, ``proofs/coq/BoundedWait.v``)
+                     (``proofs/coq/BoundedWait.v``)
 ===================  ==========================================================
 
 Each policy is declared once, in :data:`STREAMING_POLICIES`: its crop rule, its

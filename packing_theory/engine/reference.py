@@ -134,7 +134,7 @@ class ReferencePacker(PackingEngine):
                 remaining = row_capacity - pos
                 best_idx = _largest_fit(doc_buffer, remaining)
 
-                # ---- bounded-wait (issue 13): forced start at a row start ----------------
+                # ---- bounded-wait: forced start at a row start ---------------------------
                 # At a row start, scan for the oldest unstarted span (buffer order is arrival
                 # order; a started span is a continuation with start > 0); if it is overdue it
                 # replaces the choice: taken whole if it fits, else cropped to fill the row.

@@ -1,4 +1,4 @@
-"""The bounded-wait theorem as an executable predicate over the event stream (issue 13).
+"""The bounded-wait theorem as an executable predicate over the event stream.
 
 ``proofs/coq/BoundedWait.v`` proves, for the ``bounded-wait`` policy and every
 arrival sequence:

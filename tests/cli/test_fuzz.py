@@ -9,7 +9,7 @@ run's staging directory, plain text, and option combinations of ``replay``,
 
 Sizes: ``FUZZ_EXAMPLES`` inputs per target in CI; ``PACKING_THEORY_SLOW=1``
 multiplies them by 10. Set ``PACKING_THEORY_FUZZ_REPORT=path`` to write the
-number of inputs each target ran (the closing note of issue 8 quotes them).
+number of inputs each target ran (``docs/reliability.rst``, "The fuzz suite").
 
 A replay without ``--rows``/``--targets`` runs until the stream is spent,
 which for a ``continue`` replay of a document of 2**62 tokens is 2**62 / R

@@ -1,4 +1,4 @@
-"""The ``bounded-wait`` policy (issue 13): rule, engines, proved bound, tightness, monitor, CLI."""
+"""The ``bounded-wait`` policy: rule, engines, proved bound, tightness, monitor, CLI."""
 
 from __future__ import annotations
 
