@@ -24,21 +24,9 @@ from typing import Any
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+from tests.tool_modules import load_tool
 
-
-def _tool(name: str) -> Any:
-    if str(TOOLS) not in sys.path:
-        sys.path.insert(0, str(TOOLS))
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-harness = _tool("peer_golden")
+harness = load_tool("peer_golden")
 runners = sys.modules["peer_runners"]
 inputs_mod = sys.modules["peer_inputs"]
 

@@ -10,8 +10,6 @@ that our drawn rows are the framework's first ``num_samples`` samples.
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,19 +20,7 @@ from packing_theory import Ledger, build_packer
 from packing_theory.engine.events import Horizon
 from packing_theory.errors import InputError
 from packing_theory.orchestration.audit import audit_peer
-
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-
-
-def _tools(name: str) -> Any:
-    if str(TOOLS) not in sys.path:
-        sys.path.insert(0, str(TOOLS))
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from tests.tool_modules import load_tool
 
 
 def _ledger(peer: Any, lengths: list[int]) -> Any:
@@ -56,8 +42,8 @@ def test_drawn_samples_are_the_first_num_samples_of_the_index(lengths: list[int]
     index = build_packer("megatron-gpt", R, num_samples=n, seed=seed, samples="index")
     fig = drawn.horizon_figures(lengths)
     assert fig["samples_drawn"] == n <= fig["samples_in_index"]
-    d_rows, _ = _tools("peer_inputs").our_rows(drawn, lengths)
-    i_rows, _ = _tools("peer_inputs").our_rows(index, lengths)
+    d_rows, _ = load_tool("peer_inputs").our_rows(drawn, lengths)
+    i_rows, _ = load_tool("peer_inputs").our_rows(index, lengths)
     assert d_rows == i_rows[:n]  # the same samples, in dataset order, then the trainer stops
     agg = _ledger(drawn, lengths)
     assert agg.rows == n and agg.mass.identity_holds and agg.conservation_violations == 0
@@ -96,8 +82,8 @@ def test_samples_choice_is_checked() -> None:
 def test_drawn_rows_agree_with_megatron_core(num_samples: int) -> None:
     if importlib.util.find_spec("megatron") is None:
         pytest.skip("megatron-core (pip install --no-deps megatron-core) is not installed")
-    runners = _tools("peer_runners")
-    inputs = _tools("peer_inputs")
+    runners = load_tool("peer_runners")
+    inputs = load_tool("peer_inputs")
     for k, lengths in enumerate(([5, 3, 9, 2, 11, 4], [17, 1, 1, 8, 30, 2, 6, 6], [40, 3])):
         cfg = {"seq_length": 4 + k, "options": {"seed": 7 + k, "num_samples": num_samples}}
         theirs, _ = runners.run_megatron(cfg, lengths)

@@ -8,29 +8,14 @@ failure. Screenshots go to ``$PACKING_THEORY_ARTIFACTS`` when it is set (CI keep
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+from tests.tool_modules import load_tool
 
-
-def _tool(name: str) -> ModuleType:
-    if str(TOOLS) not in sys.path:
-        sys.path.insert(0, str(TOOLS))
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-browser = _tool("browser")
+browser = load_tool("browser")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +43,7 @@ def test_the_checker_sees_errors_and_external_requests(chromium: str, tmp_path: 
 
 @pytest.mark.slow
 def test_demo_reports_open_clean_in_chromium(chromium: str, tmp_path: Path) -> None:
-    screenshots = _tool("screenshots")
+    screenshots = load_tool("screenshots")
     reports = screenshots.write_demo_reports(tmp_path)
     artifacts = os.environ.get("PACKING_THEORY_ARTIFACTS")
     shots = Path(artifacts) if artifacts else tmp_path / "shots"
