@@ -27,14 +27,12 @@ message; the kernels change nothing before they are sure a chunk is valid.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 
-from ..engine.compiled import compiled_available
-from ..errors import MissingDependency
+from ..engine.compiled import load_numba_module
 from .table import FIRST_ORIGIN, SourceTable, TableAggregates, summarise_coverage
 
 __all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "load_ledger_kernels"]
@@ -46,15 +44,13 @@ Int64Array = npt.NDArray[np.int64]
 
 
 def load_ledger_kernels() -> ModuleType:
-    """Import the numba kernels of the compiled ledger.
+    """Import the numba kernels of the compiled ledger
+    (:func:`~packing_theory.engine.compiled.load_numba_module`).
 
     Raises:
         MissingDependency: numba is not installed (``pip install "packing-theory[fast]"``).
     """
-    if not compiled_available():
-        raise MissingDependency("the compiled ledger: numba is not installed "
-                                "(pip install 'packing-theory[fast]')")
-    return importlib.import_module("packing_theory.audit._ledger_kernel")
+    return load_numba_module("packing_theory.audit._ledger_kernel", "the compiled ledger")
 
 
 class LedgerKernels:

@@ -72,7 +72,7 @@ from .state import EngineState
 
 __all__ = [
     "COMPILED_POLICIES", "INPUT_CHUNK", "MAX_COMPILED_CAPACITY", "CompiledPacker", "compiled_available",
-    "load_kernel"]
+    "load_kernel", "load_numba_module"]
 
 MAX_COMPILED_CAPACITY = 2**32
 """The widest row the compiled kernel packs: it keeps per-position index arrays (about 16 bytes per
@@ -99,16 +99,20 @@ def compiled_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def load_kernel() -> ModuleType:
-    """Import the numba kernel.
+def load_numba_module(module: str, purpose: str) -> ModuleType:
+    """Import ``module``, a module of numba kernels, for ``purpose`` (named in the error).
 
     Raises:
         MissingDependency: numba is not installed (``pip install "packing-theory[fast]"``).
     """
     if not compiled_available():
-        raise MissingDependency("the compiled engine: numba is not installed "
-                                "(pip install 'packing-theory[fast]')")
-    return importlib.import_module("packing_theory.engine._kernel")
+        raise MissingDependency(f"{purpose}: numba is not installed (pip install 'packing-theory[fast]')")
+    return importlib.import_module(module)
+
+
+def load_kernel() -> ModuleType:
+    """Import the compiled engine's numba kernel (:func:`load_numba_module`)."""
+    return load_numba_module("packing_theory.engine._kernel", "the compiled engine")
 
 
 def _check_chunk(arr: npt.NDArray[Any], base: int) -> Int64Array:
