@@ -59,10 +59,32 @@ from ._figures import TrainerRule
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
-VERSIONS = ("0.19.0", "0.13.0", "0.12.2", "f5dec2b5eb66")
+VERSIONS = ("0.19.0", "0.13.1", "0.13.0", "0.12.2", "f5dec2b5eb66")
 """Supported releases. ``0.12.2`` estimates the batch count with 4 draws at any
-world size and its ``truncate`` did not truncate (rejected here);
-``f5dec2b5eb66`` (seed 000 §5.10's pin) is replayed as 0.19.0 — see the docs."""
+world size and its ``truncate`` did not truncate (rejected here); 0.13.x's
+``truncate`` did not truncate either (a row longer than ``sequence_len`` is
+refused); 0.12.2 and 0.13.x raise ``IndexError`` where ``drop_last`` meets no
+batch; ``f5dec2b5eb66`` (seed 000 §5.10's pin) is replayed as 0.19.0 — see the docs."""
+
+FILTER_TRUNCATE_VERSIONS = ("0.13.1", "0.13.0")
+"""Releases whose ``truncate`` ran inside ``datasets.filter`` (its change to the row is thrown away).
+
+In ``src/axolotl/utils/data/utils.py`` ``handle_long_seq_in_dataset`` passes
+``truncate_long_seq`` to ``dataset.filter``; the filter keeps the over-long row
+(the function returns True) and discards the slice, so the row stays whole and
+``pack_group`` opens a bin of its own for it, longer than the bin capacity. The
+fix (axolotl #3401, ``_truncate_long_sequences`` through ``dataset.map``) is in
+0.15.0. A bin longer than the row width cannot be replayed, so such a row is
+refused; rows within ``sequence_len`` are kept as ``drop`` keeps them."""
+
+NO_BATCH_INDEX_ERROR_VERSIONS = ("0.13.1", "0.13.0", "0.12.2")
+"""Releases whose ``generate_batches`` reads ``batches[-1]`` unguarded (``IndexError``).
+
+``if self.drop_last and len(batches[-1]) < self.batch_size`` fails when no bin
+was formed at all, and (outside sequential packing) when dropping the one
+incomplete batch leaves none (``len(batches[-1])`` again, for the slot
+statistics). 0.19.0 guards it (``drop_last and batches and ...``) and yields
+no batch."""
 
 STRATEGIES = ("drop", "truncate", "raise")
 
@@ -310,7 +332,12 @@ class AxolotlMultipack(PeerPacker):
 
     # -- stages -------------------------------------------------------------------------
     def keep(self, lengths: Sequence[int]) -> tuple[list[int], list[tuple[int, str]]]:
-        """The filter: (kept row ids, [(filtered row id, reason)])."""
+        """The filter: (kept row ids, [(filtered row id, reason)]).
+
+        Raises:
+            InputError: a row over ``sequence_len`` with ``"raise"``, or with 0.13.x's
+                ``"truncate"`` (:data:`FILTER_TRUNCATE_VERSIONS`: it stays whole).
+        """
         L = self.sequence_len
         low = self.min_sample_len or 2
         kept: list[int] = []
@@ -319,6 +346,14 @@ class AxolotlMultipack(PeerPacker):
             if n > L and self.excess_length_strategy == "raise":
                 raise InputError(
                     f"lengths[{i}] = {n} > capacity (sequence_len) {L} with excess_length_strategy='raise'"
+                )
+            if (n > L and n >= low and self.excess_length_strategy == "truncate"
+                    and self.version in FILTER_TRUNCATE_VERSIONS):
+                raise InputError(
+                    f"lengths[{i}] = {n} > sequence_len {L} is not replayable for framework_version="
+                    f"{self.version!r} with excess_length_strategy='truncate': that release truncates inside "
+                    "datasets.filter, which keeps the row whole, so its bin would hold more than the row "
+                    "width; the truncation works from 0.15.0 (axolotl #3401): use framework_version='0.19.0'"
                 )
             if n < low:
                 gone.append((i, "empty" if n == 0 else "too-short"))
@@ -347,13 +382,19 @@ class AxolotlMultipack(PeerPacker):
             bins = first_fit_groups(lens, self.bin_capacity, self.group_size, self.bin_size)
         mapped = [[order[b] for b in bin_] for bin_ in bins]
         batches = [mapped[i : i + self.batch_size] for i in range(0, len(mapped), self.batch_size)]
+        unguarded = self.drop_last and self.version in NO_BATCH_INDEX_ERROR_VERSIONS
+        if unguarded and not batches:
+            raise InputError(
+                f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
+                f"'IndexError: list index out of range' when no bin is formed ({len(order)} rows kept by the "
+                "filter) and drop_last=True; use framework_version='0.19.0' or more data")
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
-            if not batches and not self.sequential and self.version == "0.12.2":
+            if not batches and not self.sequential and unguarded:
                 raise InputError(
-                    "axolotl 0.12.2's MultipackBatchSampler fails (IndexError) when drop_last leaves no "
-                    f"batch: {len(mapped)} bins < batch_size {self.batch_size}; use "
-                    "framework_version='0.19.0' or more data"
+                    f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
+                    f"'IndexError: list index out of range' when drop_last leaves no batch: {len(mapped)} "
+                    f"bins < batch_size {self.batch_size}; use framework_version='0.19.0' or more data"
                 )
         return batches
 

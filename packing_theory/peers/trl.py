@@ -24,7 +24,10 @@ What the framework does, per ``datasets.map`` batch (the *window*, default
 
 A map batch holding only empty rows makes ``_pack_bfd`` fail (pyarrow cannot
 ``take`` an empty, untyped index list); the bfd peers raise ``ValueError``
-there too. ``wrapped`` emits no row for such a batch.
+there too. ``wrapped`` emits no row for such a batch. An empty dataset (no
+row at all) makes ``pack_dataset`` fail for ``bfd`` and ``bfd_split``
+(``ValueError: Columns ['seq_lengths'] not in the dataset``, run on the 1.16.0
+wheel): the bfd peers raise that message; ``wrapped`` returns no row.
 
 Rows are not padded in the dataset: a bin's unused space is
 :class:`~packing_theory.engine.events.Padding` here; TRL's collator either pads a
@@ -131,6 +134,11 @@ class TrlPacker(PeerPacker):
         """Pack ``lengths`` (token counts; 0 = an empty row, dropped) window by window."""
         values = peer_lengths(lengths)
         L = self.capacity
+        if not values and self.strategy != "wrapped":
+            raise InputError(
+                f"lengths is empty: TRL's pack_dataset(strategy={self.strategy!r}) fails on an empty dataset "
+                "(ValueError: Columns ['seq_lengths'] not in the dataset. Current columns in the dataset: "
+                "['input_ids'], from the 1.16.0 wheel); 'wrapped' returns no row")
         if self.strategy != "bfd":  # bfd truncates: one piece per document
             check_split_budget(values, L, self.name)
         row = 0

@@ -384,3 +384,47 @@ def test_seamless_window_gap_is_discarded() -> None:
 def test_seamless_bad_options(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         Seamless(8, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["trl-bfd", "trl-bfd_split"])
+def test_trl_bfd_on_an_empty_dataset_raises_the_framework_s_error(name: str) -> None:
+    """TRL 1.16.0's pack_dataset fails there; before the fix the replay returned no row."""
+    with pytest.raises(ValueError, match=r"Columns \['seq_lengths'\] not in the dataset"):
+        list(build_packer(name, capacity=8).events([]))
+    ev = list(build_packer("trl-wrapped", capacity=8).events([]))
+    assert not kinds(ev, Placement)
+
+
+@pytest.mark.parametrize("version", ["0.13.0", "0.13.1"])
+def test_axolotl_0_13_truncate_keeps_the_row_whole_so_an_over_long_row_is_refused(version: str) -> None:
+    """0.13.x truncates inside datasets.filter (the slice is thrown away): before the fix the replay
+    truncated as 0.15.0 does."""
+    p = AxolotlMultipack(8, excess_length_strategy="truncate", framework_version=version)
+    with pytest.raises(ValueError, match=rf"lengths\[1\] = 11 > sequence_len 8 is not replayable for "
+                                         rf"framework_version='{version}'.*datasets.filter"):
+        list(p.events([3, 11, 5]))
+    within = [(e.source, e.length) for e in p.events([3, 1, 5]) if isinstance(e, Placement)]
+    drop = AxolotlMultipack(8, framework_version=version)
+    assert within == [(e.source, e.length) for e in drop.events([3, 1, 5]) if isinstance(e, Placement)]
+    fixed = AxolotlMultipack(8, excess_length_strategy="truncate", framework_version="0.19.0")
+    assert sum(e.length for e in kinds(list(fixed.events([3, 11, 5])), Discard)) == 3
+
+
+@pytest.mark.parametrize("version", ["0.12.2", "0.13.0", "0.13.1"])
+@pytest.mark.parametrize("sequential", [False, True])
+def test_axolotl_releases_that_index_an_empty_batch_list_raise_its_index_error(version: str,
+                                                                                sequential: bool) -> None:
+    """No bin at all (every row filtered): generate_batches reads batches[-1] of an empty list. Before the
+    fix only 0.12.2 after a dropped batch raised; 0.13.x and the no-bin case returned no row."""
+    p = AxolotlMultipack(8, framework_version=version, sequential=sequential)
+    with pytest.raises(ValueError, match=rf"axolotl {version}'s MultipackBatchSampler.generate_batches fails "
+                                         r"with 'IndexError: list index out of range' when no bin is formed"):
+        list(p.events([1, 1, 20]))
+    assert not kinds(list(AxolotlMultipack(8, sequential=sequential).events([1, 1, 20])), Placement)
+
+
+@pytest.mark.parametrize("version", ["0.13.0", "0.13.1"])
+def test_axolotl_0_13_raises_when_drop_last_leaves_no_batch(version: str) -> None:
+    p = AxolotlMultipack(16, micro_batch_size=2, multipack_real_batches=True, framework_version=version)
+    with pytest.raises(ValueError, match="when drop_last leaves no batch: 1 bins < batch_size 2"):
+        list(p.events([3, 4]))
