@@ -116,9 +116,18 @@ def megatron_index(sizes: list[int], sequence_length: int, seed: int,
     L = sequence_length
     n = len(sizes)
     tpe = sum(sizes)
-    if tpe <= 1:
-        raise InputError(f"lengths must hold more than 1 token in total (Megatron's build_sample_idx "
-                         f"asserts tokens_per_epoch > 1); got {tpe}")
+    # helpers.cpp asserts seq_length > 1 and tokens_per_epoch > 1, but the shipped compiled helper
+    # (megatron-core 0.16.1's helpers_cpp) is built without asserts: what it does is replayed
+    if n == 0:
+        raise InputError("lengths is empty: Megatron's helpers.build_sample_idx fails on no document "
+                         "(ValueError: zero-size array to reduction operation maximum which has no identity)")
+    if tpe == 0 and num_samples is not None:
+        raise InputError("lengths hold 0 tokens: Megatron's GPTDataset._get_num_epochs never ends when "
+                         "num_samples is set (it adds epochs of 0 tokens until num_samples are reached)")
+    if tpe == 0 and L == 1:
+        raise InputError("lengths hold 0 tokens: with sequence_length 1 Megatron's build_sample_idx gives "
+                         "no sample index (ValueError: zero-size array to reduction operation minimum which "
+                         "has no identity)")
     epochs = 1
     if num_samples is not None:
         requested = num_samples * L + 1
@@ -145,7 +154,7 @@ def megatron_index(sizes: list[int], sequence_length: int, seed: int,
         document_index = np.concatenate((first, doc_index(1)))
     else:
         document_index = doc_index(epochs)
-    total_samples = (epochs * tpe - 1) // L
+    total_samples = max(epochs * tpe - 1, 0) // L  # C++ division truncates: 0 samples from 0 tokens
     dtype = np.uint32 if total_samples < np.iinfo(np.uint32).max - 1 else np.int64
     head = sans if separate else total_samples
     shuffle = np.arange(0, head, dtype=dtype)
@@ -161,7 +170,7 @@ class MegatronGPT(PeerPacker):
     """``GPTDataset`` samples as rows of ``sequence_length + 1`` tokens.
 
     Args:
-        capacity: the row width ``R >= 3``; the framework's ``sequence_length``
+        capacity: the row width ``R >= 2``; the framework's ``sequence_length``
             is ``R - 1`` (:attr:`sequence_length`).
         seed, num_samples, framework_version: see :attr:`knobs`.
 
@@ -215,7 +224,7 @@ class MegatronGPT(PeerPacker):
 
     def __init__(self, capacity: int, *, seed: int = 1234, num_samples: int | None = None,
                  framework_version: str = "0.16.1", samples: str = "drawn") -> None:
-        super().__init__(check_int("capacity", capacity, 3))
+        super().__init__(check_int("capacity", capacity, 2))
         self.sequence_length = self.capacity - 1
         self.seed = check_int("seed", seed, 0)
         self.num_samples = None if num_samples is None else check_int("num_samples", num_samples, 1)

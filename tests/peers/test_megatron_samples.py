@@ -91,3 +91,24 @@ def test_drawn_rows_agree_with_megatron_core(num_samples: int) -> None:
         ours, _ = inputs.our_rows(peer, lengths)
         assert len(theirs) >= num_samples
         assert ours == theirs[:num_samples], lengths
+
+
+@pytest.mark.parametrize(("lengths", "seq_length"), [
+    ([5, 3, 9, 2, 11, 4], 1),  # helpers.cpp asserts seq_length > 1; the shipped compiled helper does not
+    ([1], 4),  # a one-token corpus: tokens_per_epoch > 1 is asserted, not checked: no sample
+    ([1, 0, 0], 1),
+    ([0, 3], 1),
+])
+def test_edge_inputs_replay_the_shipped_helper(lengths: list[int], seq_length: int) -> None:
+    """Before the fix these were refused, citing asserts that megatron-core 0.16.1's compiled helper
+    does not run."""
+    if importlib.util.find_spec("megatron") is None:
+        pytest.skip("megatron-core (pip install --no-deps megatron-core) is not installed")
+    runners = load_tool("peer_runners")
+    inputs = load_tool("peer_inputs")
+    cfg = {"seq_length": seq_length, "options": {"seed": 3, "num_samples": None}}
+    theirs, _ = runners.run_megatron(cfg, lengths)
+    peer = build_packer("megatron-gpt", seq_length=seq_length, seed=3)
+    ours, _ = inputs.our_rows(peer, lengths)
+    assert ours == theirs
+    assert len(ours) == max(sum(lengths) - 1, 0) // seq_length
