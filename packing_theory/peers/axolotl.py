@@ -16,6 +16,8 @@ to efficiency statistics): ``src/axolotl/utils/data/utils.py``
    ``"too-short"`` or ``"empty"``). ``"truncate"`` filters rows shorter than
    ``min_sample_len`` and cuts longer ones to ``sequence_len`` (the tail is a
    :class:`~packing_theory.engine.events.Discard`). ``"raise"`` raises on a long row.
+   In 0.12.2 and 0.13.x ``truncate`` ran inside ``datasets.filter`` and kept the
+   row whole (:data:`FILTER_TRUNCATE_VERSIONS`): refused, see there.
 2. **Sampler order**: each time the sampler is iterated it yields an order of
    the kept rows (a *draw*). ``seed=None`` is a ``SequentialSampler``
    (identity order); an int seed draws ``numpy.random.Generator(PCG64([seed,

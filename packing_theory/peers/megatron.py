@@ -43,6 +43,13 @@ rows, in dataset order, ending with a Horizon whose stop reason is
 shows (never reached); without ``num_samples`` a trainer draws the whole
 epoch. ``samples="index"`` replays every sample of the index
 (``len(GPTDataset)``), the rows the golden fixtures digest.
+
+Edge inputs follow the shipped compiled helper, not ``helpers.cpp``'s
+asserts (``seq_length > 1``, ``tokens_per_epoch > 1``), which it does not run:
+``sequence_length = 1`` gives two-token samples overlapping by one, and one
+token in all gives no sample. No document, zero tokens with
+``sequence_length = 1``, and zero tokens with ``num_samples`` (where
+``_get_num_epochs`` never ends) are refused with the framework's failure.
 :meth:`MegatronGPT.horizon_figures` gives the counts (samples in the index,
 samples drawn, epochs).
 
