@@ -124,8 +124,8 @@ PLANTED: tuple[Planted, ...] = (
 
 def _pytest(cwd: Path, tests: tuple[str, ...], profile: str) -> tuple[int, str]:
     env = {**os.environ, "HYPOTHESIS_PROFILE": profile, "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--rootdir", str(cwd), *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+           "-o", "addopts=", "--rootdir", str(cwd), *tests]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     return proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-1:][0] if (
         proc.stdout + proc.stderr).strip() else ""
@@ -198,7 +198,7 @@ source_paths = ["packing_theory"]
 also_copy = ["examples/", "docs/"]
 only_mutate = [{json.dumps(target.module)}]
 pytest_add_cli_args_test_selection = [{tests}]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "addopts="]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts="]
 use_git_change_detection = false
 timeout_multiplier = 2.0
 timeout_constant = 3.0
