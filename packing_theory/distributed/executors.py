@@ -18,7 +18,8 @@ any ``Executor``      the same on the given executor; when it breaks, the rest r
                       fresh ``ProcessPoolExecutor`` owned by the runner
 ``dask.distributed``  ``client.submit(..., pure=False, retries=retries)``: the scheduler
                       reruns a task whose worker died, and ``retries`` reruns a task that
-                      raised; attempts are read back from the scheduler's story of the key
+                      raised; attempts are read back from the scheduler's story of the key;
+                      no worker for ``no_worker_wait_s`` (all died, none joined) fails the run
 ====================  ==================================================================
 
 Every task's :class:`TaskRecord` names the worker that produced the accepted
@@ -49,7 +50,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_int
-from ..errors import InputError, InputTypeError, NotMeasured, import_optional
+from ..errors import InputError, InputTypeError, NotMeasured
+from .dask_client import (
+    CONNECT_TIMEOUT_S,
+    DASK_INSTALL_HINT,
+    connect_dask,
+    dask_attempts,
+    dask_completed,
+    default_no_worker_wait,
+    import_distributed,
+    is_dask_client,
+)
 from .pool_rules import bad_input, local_workers
 
 __all__ = [
@@ -71,9 +82,6 @@ __all__ = [
     "parse_executor_spec",
     "worker_identity",
 ]
-
-DASK_INSTALL_HINT = "pip install 'packing-theory[distributed]'"
-"""What to install for the Dask executor (named in the ImportError)."""
 
 Accept = Callable[[int, Any], None]
 OnResult = Callable[[int, Any], None]
@@ -130,16 +138,6 @@ class TaskRecord:
         return {"worker": self.worker, "attempts": self.attempts}
 
 
-def import_distributed() -> Any:
-    """The ``distributed`` module, or :class:`~packing_theory.errors.MissingDependency` naming the extra."""
-    return import_optional("distributed", extra="distributed", purpose="the dask executor")
-
-
-def is_dask_client(obj: object) -> bool:
-    """Whether ``obj`` is a ``dask.distributed.Client`` (checked without importing dask)."""
-    return any(c.__module__.startswith("distributed.") and c.__name__ == "Client" for c in type(obj).__mro__)
-
-
 def parse_executor_spec(spec: str) -> str:
     """``"local"`` -> ``"local"``; ``"dask://HOST:PORT"`` -> ``"tcp://HOST:PORT"`` (the scheduler address).
 
@@ -175,58 +173,6 @@ def default_signals() -> None:
             signal.signal(sig, signal.SIG_DFL)
 
 
-CONNECT_TIMEOUT_S = 20.0
-"""How long :func:`connect_dask` waits for a Dask scheduler before giving up (seconds)."""
-
-
-def connect_dask(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
-    """A ``dask.distributed.Client`` connected to ``address`` (``tcp://HOST:PORT``), or a one-line error.
-
-    The TCP port is tried first (a closed port or an unknown host fails at
-    once); the client's handshake then runs in a daemon thread with a deadline,
-    since a port held by another service (an HTTP server, say) can leave it
-    waiting forever. A half-built client is closed, never left to its
-    ``__del__``.
-
-    Raises:
-        ValueError: the scheduler cannot be reached within ``timeout`` seconds,
-            naming ``--executor`` and the address.
-        ImportError: dask is not installed (naming the extra).
-    """
-    import threading
-
-    distributed = import_distributed()
-    spec = "dask://" + address[len("tcp://"):]
-    host, _, port = address[len("tcp://"):].rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except OSError as exc:
-        raise InputError(f"--executor {spec}: cannot reach a Dask scheduler ({exc})") from None
-    box: dict[str, Any] = {}
-
-    def connect() -> None:
-        try:
-            box["client"] = distributed.Client(address, set_as_default=False, timeout=timeout)
-        except BaseException as exc:  # handed to the caller below
-            box["error"] = exc
-        if box.pop("abandoned", False) and "client" in box:
-            with contextlib.suppress(Exception):
-                box["client"].close(timeout=1)
-
-    thread = threading.Thread(target=connect, name="packing-theory-dask-connect", daemon=True)
-    thread.start()
-    thread.join(timeout + 1.0)
-    if thread.is_alive():
-        box["abandoned"] = True
-        raise InputError(f"--executor {spec}: no Dask scheduler answered within {timeout:g} s "
-                         "(is it a Dask scheduler's address?)")
-    if "error" in box:
-        failure = box["error"]
-        raise InputError(f"--executor {spec}: cannot connect to a Dask scheduler "
-                         f"({type(failure).__name__}: {' '.join(str(failure).split())[:200]})") from None
-    return box["client"]
-
-
 def worker_identity() -> str:
     """Where this code runs: the Dask worker's address inside a Dask task, else ``host/pid N``."""
     if "distributed" in sys.modules:  # never import dask just to ask
@@ -251,17 +197,27 @@ class TaskRunner:
         workers: pool size for an owned process pool.
         retries: extra attempts per task (a task runs at most ``1 + retries`` times).
         spec: how the executor was named, recorded in manifests.
+        no_worker_wait_s: a Dask run that has had no worker (all died, none joined)
+            for this long fails with :class:`TaskFailed` naming the executor
+            (``None``: :data:`~packing_theory.distributed.dask_client.NO_WORKER_WAIT_S`,
+            read when the runner is made).
 
     Use :func:`open_runner` to build one; :meth:`close` shuts down what it owns.
     """
 
-    def __init__(self, kind: str, target: Any, *, workers: int, retries: int, spec: str) -> None:
+    def __init__(self, kind: str, target: Any, *, workers: int, retries: int, spec: str,
+                 no_worker_wait_s: float | None = None) -> None:
         if kind not in ("inprocess", "processes", "executor", "dask"):
             raise InputError(f"kind must be inprocess, processes, executor or dask, got {kind!r}")
         self.kind = kind
         self.spec = spec
         self.workers = check_int("workers", workers, 1)
         self.retries = check_int("retries", retries, 0)
+        wait_s = default_no_worker_wait() if no_worker_wait_s is None else no_worker_wait_s
+        if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or not 0 < wait_s < float("inf"):
+            raise InputError(f"no_worker_wait_s must be a finite number of seconds > 0, got {wait_s!r}")
+        self.no_worker_wait_s = float(wait_s)
+        """How long a Dask run waits while the scheduler has no worker before it gives up."""
         self._target = target
         self._owned: ProcessPoolExecutor | None = None
         self.fresh_pools = 0
@@ -457,9 +413,10 @@ class TaskRunner:
             index[future.key] = i
             futures.append(future)
         queue = distributed.as_completed(futures, loop=client.loop)
-        for future in queue:
+        for future in dask_completed(queue, client, no_worker_wait_s=self.no_worker_wait_s, spec=self.spec,
+                                     error=TaskFailed):
             i = index[future.key]
-            tries = _dask_attempts(client, future.key)
+            tries = dask_attempts(client, future.key)
             try:  # the scheduler already reran it: after a worker died, and `retries` times after an error
                 value, where = future.result()
             except Exception as exc:  # KilledWorker, or the task's own error
@@ -481,17 +438,6 @@ class TaskRunner:
             done[i] = TaskRecord(i, where, extra[i] + tries)
         _raise_failures(failures)
         return [done[i] for i in sorted(done)]
-
-
-def _dask_attempts(client: Any, key: str) -> int:
-    """How often the scheduler started ``key`` (its story's transitions to ``processing``); at least 1."""
-    try:
-        story = client.story(key)
-    except Exception:  # an older scheduler without stories: count what we know
-        return 1
-    starts = sum(1 for entry in story if len(entry) >= 4 and entry[0] == "scheduler" and entry[1] == key
-                 and entry[3] == "processing")
-    return max(starts, 1)
 
 
 def _failure(label: str, i: int, attempts: int, exc: BaseException,
