@@ -13,6 +13,7 @@ so a refused chunk leaves the accumulators as they were.
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -64,6 +65,7 @@ class ChunkAccounts:
         chunk: int = _CHUNK,
         spill: str | os.PathLike[str] | None = None,
         compiled: bool = False,
+        keep_first_targets: bool = True,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
@@ -82,11 +84,19 @@ class ChunkAccounts:
         if not isinstance(compiled, bool):
             raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
         self.compiled = compiled
+        if not isinstance(keep_first_targets, bool):
+            raise InputTypeError("keep_first_targets must be a bool, got "
+                                 f"{type(keep_first_targets).__name__} {keep_first_targets!r}")
+        if detail and not keep_first_targets:
+            raise InputError("detail=True needs keep_first_targets=True (a record holds its first target)")
+        self.keep_first_targets = keep_first_targets
+        """Whether each occurrence's first target is kept (8 bytes per occurrence)."""
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
         self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
         """Arrived tokens this ledger accounts exactly (see the class docstring)."""
-        self._t = SourceTable()
+        self._t = SourceTable(keep_first_targets)
+        self._first_long_inv = 0  # the largest FIRST_ORIGIN - first target of an over-capacity placement
         # pending single events
         self._pl: list[Placement] = []
         self._ar: list[Arrival] = []
@@ -132,6 +142,71 @@ class ChunkAccounts:
             from .compiled import LedgerKernels
 
             self._kernels = LedgerKernels(self.capacity, self.boundaries, self.bins)
+
+    # ------------------------------------------------------------------ invariants
+
+    def _check(self) -> None:
+        """Assert the ledger's internal invariants over the events accounted so far.
+
+        Pending (not yet flushed) events are not included; tests call this
+        after every event and after the Horizon.
+        """
+        self._fold_counts()
+        t = self._t
+        n, cap = t.n, t.cap
+        assert 0 <= n <= cap
+        for name in SourceTable._FIXED + SourceTable._LAZY:
+            col = getattr(t, name)
+            assert col is None or col.size == cap, name
+        fl = t.flags[:n]
+        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
+        emitted = t.emitted[:n].astype(np.int64)
+        length = t.length[:n].astype(np.int64)
+        added = np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64)
+        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
+        assert not (started & ~arrived).any(), "a started occurrence never arrived"
+        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
+        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
+        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
+        assert int(length[arrived].sum()) == self._arrived_tokens
+        assert (length[arrived] >= 0).all()
+        assert int(added.sum()) == self._added_bos
+        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
+        assert int(emitted.sum()) + self._emitted_added == self._emitted_tokens
+        assert int(t.discarded[:n].astype(np.int64).sum()) == self._discarded_tokens
+        assert int(filtered.sum()) == self._filtered_tokens
+        assert int(((fl & F_FILTERED) != 0).sum()) == self._filtered_sources
+        spent = emitted + t.discarded[:n] + filtered
+        assert (spent <= length).all(), "source tokens overspent"
+        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
+        if t.first_inv is not None:
+            assert (t.first_inv[:n][~started] == 0).all()
+            assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
+            long_inv = t.first_inv[:n][length > self.capacity]
+            assert int(long_inv.max(initial=0)) == self._first_long_inv, "running first long target"
+        if t.pass_index is not None:
+            assert (t.pass_index[:n] >= 0).all()
+        assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
+        assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
+        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
+        assert self._prot_len.size == self._prot_occ.size == expected_protected
+        assert (self._prot_len > self.capacity).all()
+        assert (t.length[self._prot_occ] == self._prot_len).all()
+        assert (self._arrived_tokens + self._added_bos
+                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
+        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
+        assert all(0 <= c < self._chunk for c in self._carry)
+        assert all(m[0] < self._rows_started for m in self._marks), "a mark of a row not yet started"
+        assert not self._marks or self._pl, "marks pending without pending placements"
+        assert all(a.targets <= b.targets for a, b in itertools.pairwise(self._series)), "series out of order"
+        assert len(self._series) <= _MAX_SERIES, "series not thinned"
+        if self._horizon is not None:
+            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
+            assert (self._arrived_tokens + self._added_bos
+                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
+                    + self._buffered_tokens)
+            assert int(self._buf_amt.sum()) + self._buffered_added == self._buffered_tokens
+            assert (np.diff(self._buf_occ) > 0).all()
 
     @property
     def _n(self) -> int:
@@ -222,7 +297,8 @@ class ChunkAccounts:
         kernels = self._kernels
         if kernels is not None and kernels.placements(self._t, row, off, occ, start, ln, bos, crop,
                                                       self._targets_by_stratum, self._expo):
-            emitted, added_n, long_emitted = kernels.take_sums()
+            emitted, added_n, long_emitted, first_long = kernels.take_sums()
+            self._first_long_inv = max(self._first_long_inv, first_long)
             self._emitted_tokens += emitted
             self._emitted_added += added_n
             self._long_emitted += long_emitted
@@ -254,7 +330,11 @@ class ChunkAccounts:
         t.flags[occ] = fl | STARTED
         has_target = (off > 0) | (ln > 1)
         first = first_target(row, off, R)
-        np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
+        if t.first_inv is not None:
+            np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
+        long_first = first[has_target & (L > R)]
+        if long_first.size:
+            self._first_long_inv = max(self._first_long_inv, FIRST_ORIGIN - int(long_first.min()))
         self._emitted_tokens += int(ln.sum())
         self._emitted_added += int(added.sum())
         self._long_emitted += int(ln[L > R].sum())

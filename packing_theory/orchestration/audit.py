@@ -159,14 +159,20 @@ def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget
 
 def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
              boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
-             progress: Callable[[int], None] | None = None, figures: Any = None) -> PackerAccount:
+             progress: Callable[[int], None] | None = None, figures: Any = None,
+             compiled: bool = False) -> PackerAccount:
     """Feed one packer's stream to a ledger and the row consumer; account it (the table for ``documents``).
 
     ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
-    pass; the aggregates then carry the framework's own padding and targets.
+    pass; the aggregates then carry the framework's own padding and targets. ``compiled``: the
+    compiled ledger (same results). Per-occurrence first targets and rows are kept only for
+    ``documents``: without them the ledger holds 13 bytes per occurrence
+    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`).
     """
-    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries)
-    consumers: list[Any] = [ledger, DocumentRows(capacity)]  # the rows also locate the partial row
+    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
+                    keep_first_targets=documents)
+    # the rows also locate the partial row
+    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents)]
     if figures is not None:
         consumers.append(figures)
     results = feed_all(events, *consumers, progress=progress)
@@ -182,7 +188,7 @@ def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, bou
                       progress: Callable[[int], None] | None = None) -> PackerAccount:
     packer = make_packer(engine, config)
     return _account(packer.stream(arr), config.capacity, config.min_buffer, config.policy, arr, config.passes,
-                    boundaries, documents, names, progress)
+                    boundaries, documents, names, progress, compiled=engine == "compiled")
 
 
 def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, options: Mapping[str, Any],
