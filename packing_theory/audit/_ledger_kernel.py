@@ -176,12 +176,13 @@ def length_histogram(flags, length_col, n, hist):
 
 
 @njit(cache=True)
-def coverage_values(flags, length_col, emitted, n, bounds, s, out):
-    """Fill ``out`` with ``emitted / length`` of the arrived occurrences of stratum ``s``, in id order."""
+def coverage_values(flags, length_col, emitted, n, lo, hi, out):
+    """Fill ``out`` with ``emitted / length`` of the arrived occurrences with ``lo < length <= hi`` (one
+    stratum), in id order."""
     k = 0
     for o in range(n):
-        if flags[o] & ARRIVED and _stratum(bounds, np.int64(length_col[o])) == s:
-            L = np.int64(length_col[o])
+        L = np.int64(length_col[o])
+        if lo < L <= hi and flags[o] & ARRIVED:
             out[k] = emitted[o] / L if L > 0 else 0.0
             k += 1
     return k

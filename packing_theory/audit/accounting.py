@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,7 @@ class ChunkAccounts:
         spill: str | os.PathLike[str] | None = None,
         compiled: bool = False,
         keep_first_targets: bool = True,
+        occurrences_hint: int | None = None,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
@@ -96,6 +97,8 @@ class ChunkAccounts:
         self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
         """Arrived tokens this ledger accounts exactly (see the class docstring)."""
         self._t = SourceTable(keep_first_targets)
+        if occurrences_hint is not None:  # zero pages: committed only as occurrences arrive
+            self._t.grow(check_int("occurrences_hint", occurrences_hint, 0))
         self._first_long_inv = 0  # the largest FIRST_ORIGIN - first target of an over-capacity placement
         # pending single events
         self._pl: list[Placement] = []
@@ -450,25 +453,36 @@ class ChunkAccounts:
         return (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
                 - self._filtered_tokens)
 
-    def _protected_after(self, lengths: Int64Array) -> Callable[[int], int]:
-        """``n ->`` the protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the
-        accounted ones). O(B + long arrivals × log B)."""
+    def _protected_at(self, lengths: Int64Array, points: Sequence[int]) -> list[int]:
+        """The protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the accounted
+        ones), for each ``n`` of ``points``: the sum of the ``B - 1`` largest long lengths so far (a sum,
+        so ties do not matter). A few points: one ``np.partition`` each, O(B + long arrivals); many:
+        one heap walk, O(B + long arrivals × log B)."""
         k = self.min_buffer - 1
+        idx = np.flatnonzero(lengths > self.capacity)
+        longs = lengths[idx]
+        counts = np.searchsorted(idx, np.asarray(points, dtype=np.int64)).tolist()
+        if k <= 0:
+            return [0] * len(counts)
+        if len(counts) * 16 < longs.size:
+            out = []
+            for m in counts:
+                vals = np.concatenate([self._prot_len, longs[:m]])
+                top = vals if vals.size <= k else np.partition(vals, vals.size - k)[vals.size - k:]
+                out.append(int(top.sum()))
+            return out
         heap = self._prot_len.tolist()
         heapq.heapify(heap)
         total = sum(heap)
-        idx = np.flatnonzero(lengths > self.capacity)
         sums = [total]
-        for n in lengths[idx].tolist():
-            if k <= 0:
-                pass
-            elif len(heap) < k:
+        for n in longs.tolist():
+            if len(heap) < k:
                 heapq.heappush(heap, n)
                 total += n
             elif n > heap[0]:
                 total += n - heapq.heapreplace(heap, n)
             sums.append(total)
-        return lambda n: sums[int(np.searchsorted(idx, n))]
+        return [sums[m] for m in counts]
 
     def _sample_marks(self, ar: Int64Array, ba: Int64Array, pl: Int64Array, dc: Int64Array) -> None:
         """Turn the marks taken in the pending events into samples (exact: prefix sums of each kind)."""
@@ -477,10 +491,10 @@ class ChunkAccounts:
 
         base, R = self._buffered_accounted(), self.capacity
         ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
-        protected = self._protected_after(ar)
-        for j, na, nb, npl, nd in self._marks:
+        protected = self._protected_at(ar, [m[1] for m in self._marks])
+        for (j, na, nb, npl, nd), prot in zip(self._marks, protected, strict=True):
             buffered = base + int(ca[na]) + int(cb[nb]) - int(cp[npl]) - int(cd[nd])  # exact (Python ints)
-            self._series.append(SeriesSample(j * (R - 1), buffered, protected(na)))
+            self._series.append(SeriesSample(j * (R - 1), buffered, prot))
         self._marks.clear()
         self._thin()
 
@@ -506,11 +520,11 @@ class ChunkAccounts:
         delta[pos[DISCARD] + 1] = -b.discard.length
         delta[filt + 1] = -b.filtered.length
         mass = self._buffered_accounted() + np.cumsum(delta)
-        protected = self._protected_after(b.arrival.length)
-        arrived = np.searchsorted(pos[ARRIVAL], at)
+        arrived = np.searchsorted(pos[ARRIVAL], at).tolist()
+        protected = self._protected_at(b.arrival.length, arrived)
         R = self.capacity
-        for jj, p, na in zip(j[keep].tolist(), at.tolist(), arrived.tolist(), strict=True):
-            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), protected(na)))
+        for jj, p, prot in zip(j[keep].tolist(), at.tolist(), protected, strict=True):
+            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), prot))
         self._thin()
 
     def _thin(self) -> None:

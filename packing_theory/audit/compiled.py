@@ -129,9 +129,11 @@ class LedgerKernels:
         k.length_histogram(t.flags, t.length, n, hist)
         lengths = np.flatnonzero(hist).astype(np.int64)
         coverage = []
+        edges = [-1, *self.bounds.tolist(), np.iinfo(np.int64).max]  # stratum s: edges[s] < L <= edges[s + 1]
         for s in range(S):
             values = np.empty(int(table[0, s]), dtype=np.float64)
-            k.coverage_values(t.flags, t.length, t.emitted, n, self.bounds, s, values)
+            if values.size:
+                k.coverage_values(t.flags, t.length, t.emitted, n, edges[s], edges[s + 1], values)
             coverage.append(summarise_coverage(values))
         rows = [[int(v) for v in r] for r in table.tolist()]
         arrived, started, full, violations = (int(v) for v in scalars[:4].tolist())

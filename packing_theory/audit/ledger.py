@@ -104,6 +104,9 @@ class Ledger(ChunkAccounts):
         keep_first_targets: keep each occurrence's first target (8 bytes per
             occurrence: :meth:`first_targets`, ``first_target`` in :meth:`arrays`);
             ``False`` keeps only the first over-capacity target the aggregates report.
+        occurrences_hint: the occurrences expected (e.g. documents x passes):
+            the table is sized for them at once (zero pages, committed only as
+            occurrences arrive) instead of grown by doubling and copying.
 
     Build it from a packer with :meth:`for_packer`. Feed events with
     :meth:`feed` (one at a time, e.g. inside a loader) or a whole stream with

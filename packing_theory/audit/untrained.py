@@ -247,8 +247,11 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     acc = _Sums()
     for a, c in ledger.array_blocks(columns=_COLUMNS):
         arrived = c["arrived"]
-        seen[c["pass_index"][arrived] * n + c["source"][arrived]] = True
-        acc.add({k: v[arrived] for k, v in c.items()}, _partial_block(pp, c, a)[arrived])
+        partial = _partial_block(pp, c, a)
+        if not arrived.all():
+            c, partial = {k: v[arrived] for k, v in c.items()}, partial[arrived]
+        seen[c["pass_index"] * n + c["source"]] = True
+        acc.add(c, partial)
     unreached = _unreached(arr, seen, P)
     untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
     largest = untrained_min is not None and (acc.trained_max is None or untrained_min >= acc.trained_max)
@@ -307,29 +310,43 @@ class _Sums:
         self.trained_max: int | None = None
 
     def add(self, c: dict[str, npt.NDArray[Any]], partial: npt.NDArray[np.int64]) -> None:
+        """Add one block of arrived occurrences. The never-started ones are few (at most the buffer
+        at the horizon and the filtered ones), so sums over the started ones are taken as the whole
+        block's minus theirs."""
         started = c["started"]
         length, emitted, discarded = c["length"], c["emitted"], c["discarded"]
         filtered, buffered = c["filtered"], c["buffered"]
-        ns = ~started
+        ns = np.flatnonzero(~started)
         lost = discarded + filtered
+        lost_pos, held_pos, partial_pos = lost > 0, buffered > 0, partial > 0
+
+        def count(mask: npt.NDArray[np.bool_]) -> int:
+            return int(np.count_nonzero(mask))
+
+        def total(x: npt.NDArray[np.int64]) -> int:
+            return int(x.sum())
+
         parts = {
-            "emitted": emitted.sum(), "partial": partial.sum(), "started": started.sum(),
-            "ns": ns.sum(), "ns_length": length[ns].sum(), "ns_buffered": buffered[ns].sum(),
-            "ns_filtered": filtered[ns].sum(), "dropped_docs": (started & (lost > 0)).sum(),
-            "dropped": lost[started].sum(), "dropped_discarded": discarded[started].sum(),
-            "dropped_filtered": filtered[started].sum(), "held_docs": (started & (buffered > 0)).sum(),
-            "held": buffered[started].sum(), "buffered": buffered.sum(), "discarded": discarded.sum(),
-            "filtered": filtered.sum(), "partial_docs": (partial > 0).sum(),
-            "only_partial": (started & (partial > 0) & (emitted == partial)).sum(),
+            "emitted": total(emitted), "partial": total(partial), "started": started.size - ns.size,
+            "ns": ns.size, "ns_length": total(length[ns]), "ns_buffered": total(buffered[ns]),
+            "ns_filtered": total(filtered[ns]),
+            "dropped_docs": count(lost_pos) - count(lost_pos[ns]),
+            "dropped": total(lost) - total(lost[ns]),
+            "dropped_discarded": total(discarded) - total(discarded[ns]),
+            "dropped_filtered": total(filtered) - total(filtered[ns]),
+            "held_docs": count(held_pos) - count(held_pos[ns]),
+            "held": total(buffered) - total(buffered[ns]), "buffered": total(buffered),
+            "discarded": total(discarded), "filtered": total(filtered), "partial_docs": count(partial_pos),
+            "only_partial": count(started & partial_pos & (emitted == partial)) if partial_pos.any() else 0,
         }
         for k, v in parts.items():
             self.total[k] = self.total.get(k, 0) + int(v)
-        if ns.any():
+        if ns.size:
             low = int(length[ns].min())
             old = self.never_started_min
             self.never_started_min = low if old is None else min(old, low)
-        if started.any():
-            high = int(length[started].max())
+        if ns.size < started.size:
+            high = int(length.max()) if not ns.size else int(length[started].max())
             self.trained_max = high if self.trained_max is None else max(self.trained_max, high)
 
 

@@ -170,7 +170,7 @@ def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64A
     (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`).
     """
     ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
-                    keep_first_targets=documents)
+                    keep_first_targets=documents, occurrences_hint=int(arr.size) * (passes or 1))
     # the rows also locate the partial row
     consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents)]
     if figures is not None:
