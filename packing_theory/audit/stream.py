@@ -114,6 +114,7 @@ class StreamLedger:
         self._left = np.zeros(0, dtype=np.int64)
         self._emit = np.zeros(0, dtype=np.int64)
         self._flags = np.zeros(0, dtype=np.uint8)
+        self._map: tuple[int, int, Int64Array] | None = None  # _recent() of the live ids, while they hold
         self._next_occ = 0
         self._arrived_exact = 0  # arrived tokens as a Python int: refused past MAX_EXACT_TOKENS
         self.live_peak = 0
@@ -167,13 +168,39 @@ class StreamLedger:
             self._batch(batch)
 
     def _idx(self, occ: Int64Array, what: str) -> Int64Array:
-        i = np.searchsorted(self._occ, occ)
-        ok = i < self._occ.size
-        ok[ok] = self._occ[i[ok]] == occ[ok]
-        if not ok.all():
-            o = int(occ[np.argmax(~ok)])
+        """Positions of ``occ`` among the live occurrences (an InputError naming the first that is not).
+
+        The live ids are sorted; the recent ones (at least the last ``4 x live + 1024`` ids arrived)
+        are looked up in a dense map built once per batch (:meth:`_recent`), the older ones (the few
+        long documents the buffer keeps) by binary search. O(live + len(occ))."""
+        live = self._occ
+        if self._map is None:
+            self._map = self._recent()
+        base, k, dense = self._map
+        out = np.full(occ.size, -1, np.int64)
+        recent = (occ >= base) & (occ < base + dense.size)
+        out[recent] = dense[occ[recent] - base]
+        older = np.flatnonzero(~recent)
+        if older.size:
+            i = np.searchsorted(live[:k], occ[older])
+            ok = i < k
+            ok[ok] = live[i[ok]] == occ[older][ok]
+            out[older[ok]] = i[ok]
+        if (out < 0).any():
+            o = int(occ[np.argmax(out < 0)])
             raise InputError(f"inconsistent event stream: {what} for occurrence {o}, which holds no tokens")
-        return i
+        return out
+
+    def _recent(self) -> tuple[int, int, Int64Array]:
+        """(first recent id, position of the first recent live occurrence, id - base -> position or -1)."""
+        live = self._occ
+        if not live.size:
+            return 0, 0, np.zeros(0, np.int64)
+        base = max(int(live[0]), int(live[-1]) + 1 - 4 * int(live.size) - 1024)
+        k = int(np.searchsorted(live, base))
+        dense = np.full(int(live[-1]) + 1 - base, -1, np.int64)
+        dense[live[k:] - base] = np.arange(k, live.size, dtype=np.int64)
+        return base, k, dense
 
     def _batch(self, b: EventBatch) -> None:
         R, S, c, t = self.capacity, self._S, self._counts, self._t
@@ -196,6 +223,7 @@ class StreamLedger:
             self._left = np.concatenate([self._left, L])
             self._emit = np.concatenate([self._emit, np.zeros(occ.size, np.int64)])
             self._flags = np.concatenate([self._flags, np.where(long, _LONG, 0).astype(np.uint8)])
+            self._map = None
             self.live_peak = max(self.live_peak, int(self._occ.size))
             if long.any():
                 self._long_arrivals += int(long.sum())
@@ -286,6 +314,7 @@ class StreamLedger:
         self._counts["full"] += np.bincount(strat, weights=((em == L) & (L > 0)), minlength=self._S
                                             ).round().astype(np.int64)
         keep = ~done
+        self._map = None
         self._occ, self._len, self._left = self._occ[keep], self._len[keep], self._left[keep]
         self._strat = self._strat[keep]
         self._emit, self._flags = self._emit[keep], self._flags[keep]
@@ -307,6 +336,7 @@ class StreamLedger:
         self._counts["full"] += np.bincount(self._strat, weights=full,
                                             minlength=self._S).round().astype(np.int64)
         empty = np.zeros(0, dtype=np.int64)
+        self._map = None
         self._occ, self._len, self._left, self._emit = empty, empty, empty, empty
         self._flags = np.zeros(0, dtype=np.uint8)
         self._strat = np.zeros(0, dtype=np.intp)
