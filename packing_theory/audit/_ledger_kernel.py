@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["arrivals", "coverage_values", "placements", "reduce_table"]
+__all__ = ["arrival_stats", "arrivals", "coverage_values", "discards", "placements", "reduce_table"]
 
 ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
 FIRST_ORIGIN = 1 << 62
@@ -57,6 +57,37 @@ def arrivals(occ, length, flags, length_col):
         flags[o] |= ARRIVED
         length_col[o] = length[i]
     return -1
+
+
+@njit(cache=True)
+def arrival_stats(occ, length, out):
+    """``out = [min occ, min length, max occ, max length, sum of lengths]`` of a non-empty chunk (the sum
+    wraps past ``2**63``: the caller uses it only when ``max length x size`` fits)."""
+    lo_o, lo_l, hi_o, hi_l, total = occ[0], length[0], occ[0], length[0], 0
+    for i in range(occ.size):
+        o, L = occ[i], length[i]
+        lo_o = min(lo_o, o)
+        hi_o = max(hi_o, o)
+        lo_l = min(lo_l, L)
+        hi_l = max(hi_l, L)
+        total += L
+    out[0], out[1], out[2], out[3], out[4] = lo_o, lo_l, hi_o, hi_l, total
+
+
+@njit(cache=True)
+def discards(occ, ln, n, flags, discarded, out):
+    """Add a chunk of discards; ``out[0]`` their tokens. Return 0, or 1 (nothing changed) when one is
+    inconsistent (an occurrence that never arrived, a negative length)."""
+    total = 0
+    for i in range(occ.size):
+        o = occ[i]
+        if o < 0 or o >= n or not flags[o] & ARRIVED or ln[i] < 0:
+            return 1
+        total += ln[i]
+    for i in range(occ.size):
+        discarded[occ[i]] += ln[i]
+    out[0] = total
+    return 0
 
 
 @njit(cache=True, inline="always")
@@ -177,12 +208,13 @@ def length_histogram(flags, length_col, n, hist):
 
 @njit(cache=True)
 def coverage_values(flags, length_col, emitted, n, lo, hi, out):
-    """Fill ``out`` with ``emitted / length`` of the arrived occurrences with ``lo < length <= hi`` (one
-    stratum), in id order."""
+    """Fill ``out`` with ``emitted / length`` (0 for length 0) of the arrived occurrences with
+    ``lo < length <= hi`` (one stratum), in id order; ``out`` holds one more slot than they are.
+
+    Branch-free: every occurrence's value is written at the cursor, which moves only for a member."""
     k = 0
     for o in range(n):
-        L = np.int64(length_col[o])
-        if lo < L <= hi and flags[o] & ARRIVED:
-            out[k] = emitted[o] / L if L > 0 else 0.0
-            k += 1
+        size = np.int64(length_col[o])
+        out[k] = emitted[o] / max(size, 1)
+        k += (size > lo) & (size <= hi) & ((flags[o] & ARRIVED) != 0)
     return k

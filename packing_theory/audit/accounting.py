@@ -238,19 +238,27 @@ class ChunkAccounts:
 
     def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
                           length: Int64Array) -> None:
-        if (occ < 0).any():
-            raise InputError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
-        if (length < 0).any():
+        kernels = self._kernels
+        if kernels is not None and occ.size:  # one pass for the checks, the bounds and the sum
+            low_occ, low_len, top_occ, top_len, chunk_sum = kernels.arrival_stats(occ, length)
+        else:
+            low_occ, low_len = int(occ.min(initial=0)), int(length.min(initial=0))
+            top_occ, top_len, chunk_sum = int(occ.max(initial=-1)), int(length.max(initial=0)), -1
+        if low_occ < 0:
+            raise InputError(f"inconsistent event stream: negative occurrence id {low_occ}")
+        if low_len < 0:
             i = int(np.argmax(length < 0))
             raise InputError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
-        total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
+        total = self._arrived_tokens + chunk_sum
+        if chunk_sum < 0 or top_len * occ.size >= 1 << 63 or total > self.max_tokens:
+            total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
         t = self._t
-        top = int(occ.max()) + 1
+        top = top_occ + 1
         t.grow(top)
-        if self._kernels is not None:
-            t.widen(int(length.max()))
-            dup = self._kernels.arrivals(t, occ, length)
+        if kernels is not None:
+            t.widen(top_len)
+            dup = kernels.arrivals(t, occ, length)
             if dup >= 0:
                 raise InputError(f"inconsistent event stream: occurrence {int(occ[dup])} arrived twice")
         else:
@@ -379,6 +387,12 @@ class ChunkAccounts:
                                   ).astype(np.int64)
 
     def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
+        added = None if self._kernels is None else self._kernels.discards(self._t, occ, ln)
+        if added is not None:
+            self._discarded_tokens += added
+            if self.detail:
+                self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
+            return
         self._known(occ, "Discard")
         if (ln < 0).any():
             raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")

@@ -72,6 +72,7 @@ class LedgerKernels:
         # emitted, emitted added BOS, emitted of long documents, max FIRST_ORIGIN - first long target
         self.sums = np.zeros(4, dtype=np.int64)
         self._no_first = np.zeros(0, dtype=np.int64)
+        self._stats = np.zeros(5, dtype=np.int64)
 
     def arrivals(self, t: SourceTable, occ: Int64Array, length: Int64Array) -> int:
         """Mark ``occ`` arrived with ``length`` (columns grown and widened by the caller).
@@ -80,6 +81,22 @@ class LedgerKernels:
         twice (nothing is changed then). O(len(occ)).
         """
         return int(self.k.arrivals(occ, length, t.flags, t.length))
+
+    def arrival_stats(self, occ: Int64Array, length: Int64Array) -> tuple[int, int, int, int, int]:
+        """(min occurrence, min length, max occurrence, max length, sum of lengths) of a non-empty chunk in
+        one pass; the sum is exact only when ``max length x len(chunk) < 2**63``. O(len(occ))."""
+        out = self._stats
+        self.k.arrival_stats(occ, length, out)
+        a, b, c, d, e = (int(v) for v in out.tolist())
+        return a, b, c, d, e
+
+    def discards(self, t: SourceTable, occ: Int64Array, ln: Int64Array) -> int | None:
+        """Add a chunk of discards to the table; their tokens, or ``None`` (nothing changed) when one is
+        inconsistent. O(len(occ))."""
+        out = self._stats
+        if int(self.k.discards(occ, ln, t.n, t.flags, t.discarded, out)):
+            return None
+        return int(out[0])
 
     def placements(self, t: SourceTable, row: Int64Array, off: Int64Array, occ: Int64Array,
                    start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_], crop: npt.NDArray[np.bool_],
@@ -131,10 +148,11 @@ class LedgerKernels:
         coverage = []
         edges = [-1, *self.bounds.tolist(), np.iinfo(np.int64).max]  # stratum s: edges[s] < L <= edges[s + 1]
         for s in range(S):
-            values = np.empty(int(table[0, s]), dtype=np.float64)
-            if values.size:
+            count = int(table[0, s])
+            values = np.empty(count + 1, dtype=np.float64)
+            if count:
                 k.coverage_values(t.flags, t.length, t.emitted, n, edges[s], edges[s + 1], values)
-            coverage.append(summarise_coverage(values))
+            coverage.append(summarise_coverage(values[:count]))
         rows = [[int(v) for v in r] for r in table.tolist()]
         arrived, started, full, violations = (int(v) for v in scalars[:4].tolist())
         return TableAggregates(
