@@ -227,7 +227,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
     n = int(arr.size)
     top_source, low_source, top_pass = -1, 0, -1
-    for _, c in ledger.array_blocks(columns=("arrived", "source", "pass_index")):
+    for _, c in ledger.array_blocks(_BLOCK, columns=("arrived", "source", "pass_index")):
         arrived = c["arrived"]
         if arrived.any():
             src, pas = c["source"][arrived], c["pass_index"][arrived]
@@ -245,7 +245,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
                          "which never arrived")
     seen = np.zeros(n * P, np.bool_)
     acc = _Sums()
-    for a, c in ledger.array_blocks(columns=_COLUMNS):
+    for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
         arrived = c["arrived"]
         partial = _partial_block(pp, c, a)
         if not arrived.all():
@@ -296,6 +296,10 @@ def _partial_block(pp: npt.NDArray[np.int64], c: dict[str, npt.NDArray[Any]], a:
             np.add.at(out, occ, pp[sel, 1] - added)
     return out
 
+
+_BLOCK = 1 << 16
+"""Occurrences per block: 512 KiB columns, which the allocator reuses (a block of a million would
+take fresh, zeroed huge pages for every column of every block)."""
 
 _COLUMNS = ("arrived", "source", "pass_index", "length", "started", "emitted", "discarded", "filtered",
             "buffered", "added_bos")

@@ -37,7 +37,7 @@ from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
+from ..lengths import exact_sum, release_pages, validate_lengths
 from ..registry import entry
 from ..registry import names as packer_names
 
@@ -48,6 +48,11 @@ __all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "PackerAccount",
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
+
+_SUMMARY_CHUNK = 1 << 16
+"""Lengths per step of :func:`corpus_summary`: its scratch columns (512 KiB) are reused by the allocator
+instead of being fresh, zeroed huge pages at every step."""
+
 
 @dataclass(frozen=True, slots=True)
 class CorpusSummary:
@@ -79,8 +84,8 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
     sources = [0] * S
     tokens = [0] * S
     over = top = 0
-    for lo in range(0, arr.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
-        part = arr[lo : lo + VALIDATE_CHUNK]
+    for lo in range(0, arr.size, _SUMMARY_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
+        part = arr[lo : lo + _SUMMARY_CHUNK]
         s = stratum_index(part, boundaries)
         over += int((part > capacity).sum())
         top = max(top, int(part.max()))
