@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,7 +13,7 @@ from packing_theory.audit.documents import DocumentRows, document_table
 from packing_theory.audit.untrained import Part, horizon_statement, never_trained
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.policies import POLICIES
-from packing_theory.errors import InputError
+from packing_theory.errors import InputError, InputTypeError
 from packing_theory.peers import peer_policies
 
 
@@ -145,3 +146,42 @@ def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> Non
     assert nt.partial_row_only_documents == int(only.sum())
     assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
     assert all(f == "partly trained" for f in table.column("fate")[only])
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
+       passes=st.integers(1, 2), block=st.integers(1, 5), policy=st.sampled_from(POLICIES))
+def test_never_trained_in_blocks_equals_one_block(lengths: list[int], rows: int | None, passes: int,
+                                                  block: int, policy: str) -> None:
+    import packing_theory.audit.untrained as untrained
+
+    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, passes=passes, rows=rows)
+    ledger, facts = Ledger(8, 3), DocumentRows(8, per_occurrence=False)
+    feed_all(packer.stream(lengths), ledger, facts)
+    whole = never_trained(ledger, lengths, passes=passes, rows=facts.result())
+    saved = untrained._BLOCK
+    untrained._BLOCK = block
+    try:
+        assert never_trained(ledger, lengths, passes=passes, rows=facts.result()) == whole
+    finally:
+        untrained._BLOCK = saved
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
+       size=st.integers(1, 9), policy=st.sampled_from(POLICIES))
+def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
+        lengths: list[int], rows: int | None, size: int, policy: str) -> None:
+    from packing_theory.engine.batches import batched
+
+    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, rows=rows, exhausted="drain")
+    events = list(packer.stream(lengths))
+    full, lean, lean_batches = DocumentRows(8), DocumentRows(8, per_occurrence=False), DocumentRows(8, False)
+    feed_all(events, full, lean)
+    feed_all(batched(events, size), lean_batches)
+    lean._check()
+    a, b, c = full.result(), lean.result(), lean_batches.result()
+    assert b == c
+    assert b.first_row.size == b.arrival_row.size == 0
+    assert np.array_equal(a.partial_placements, b.partial_placements)
+    assert a.filtered_reason == b.filtered_reason
+    with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
+        DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
