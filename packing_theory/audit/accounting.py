@@ -82,12 +82,10 @@ class ChunkAccounts:
             self.spill = self.spill.with_name(self.spill.name + ".npz")
         self.boundaries = check_boundaries(boundaries)
         self.n_strata = len(self.boundaries) + 1
-        if not isinstance(compiled, bool):
-            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
+        for flag, value in (("compiled", compiled), ("keep_first_targets", keep_first_targets)):
+            if not isinstance(value, bool):
+                raise InputTypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
         self.compiled = compiled
-        if not isinstance(keep_first_targets, bool):
-            raise InputTypeError("keep_first_targets must be a bool, got "
-                                 f"{type(keep_first_targets).__name__} {keep_first_targets!r}")
         if detail and not keep_first_targets:
             raise InputError("detail=True needs keep_first_targets=True (a record holds its first target)")
         self.keep_first_targets = keep_first_targets
