@@ -308,8 +308,12 @@ _COLUMNS = ("arrived", "source", "pass_index", "length", "started", "emitted", "
 class _Sums:
     """Exact running totals of :func:`never_trained` over blocks of arrived occurrences."""
 
+    KEYS = ("emitted", "partial", "started", "ns", "ns_length", "ns_buffered", "ns_filtered", "dropped_docs",
+            "dropped", "dropped_discarded", "dropped_filtered", "held_docs", "held", "buffered", "discarded",
+            "filtered", "partial_docs", "only_partial")
+
     def __init__(self) -> None:
-        self.total: dict[str, int] = {}
+        self.total: dict[str, int] = dict.fromkeys(self.KEYS, 0)
         self.never_started_min: int | None = None
         self.trained_max: int | None = None
 
@@ -344,7 +348,7 @@ class _Sums:
             "only_partial": count(started & partial_pos & (emitted == partial)) if partial_pos.any() else 0,
         }
         for k, v in parts.items():
-            self.total[k] = self.total.get(k, 0) + int(v)
+            self.total[k] += int(v)
         if ns.size:
             low = int(length[ns].min())
             old = self.never_started_min

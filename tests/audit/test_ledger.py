@@ -621,7 +621,8 @@ def test_array_blocks_concatenate_to_arrays(case: tuple[list[int], dict[str, Any
     blocks = list(ledger.array_blocks(block))
     assert [a for a, _ in blocks] == list(range(0, ledger.occurrences, block))
     for key, col in whole.items():
-        assert np.array_equal(np.concatenate([c[key] for _, c in blocks]), col), key
+        parts = [c[key] for _, c in blocks]
+        assert np.array_equal(np.concatenate(parts) if parts else col[:0], col), key
     picked = list(ledger.array_blocks(block, columns=("length", "buffered")))
     assert all(list(c) == ["length", "buffered"] for _, c in picked)
 

@@ -185,3 +185,12 @@ def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
     assert a.filtered_reason == b.filtered_reason
     with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
         DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
+
+
+def test_never_trained_when_nothing_arrived() -> None:
+    from packing_theory.engine.events import Horizon
+
+    ledger = Ledger(8, 2)
+    feed_all([Horizon(0, 0, "rows", ())], ledger)
+    nt = never_trained(ledger, [3, 4])
+    assert (nt.never_reached, nt.trained_tokens, nt.never_started) == (Part(2, 7), 0, Part(0, 0))
