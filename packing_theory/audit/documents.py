@@ -182,12 +182,13 @@ class DocumentRows:
 
     def _batch(self, b: EventBatch) -> None:
         kinds = b.kinds
-        fill = np.zeros(kinds.size, np.int64)
-        fill[kinds == PLACEMENT] = b.placement.length
-        fill[kinds == PADDING] = b.padding.length
-        fill[kinds == REPEAT] = b.repeat.length
         occ = b.arrival.occurrence
-        if occ.size and self.per_occurrence:
+        filled = int(b.placement.length.sum()) + int(b.padding.length.sum()) + int(b.repeat.length.sum())
+        if occ.size and self.per_occurrence:  # the positions filled before each arrival
+            fill = np.zeros(kinds.size, np.int64)
+            fill[kinds == PLACEMENT] = b.placement.length
+            fill[kinds == PADDING] = b.padding.length
+            fill[kinds == REPEAT] = b.repeat.length
             before = self._filled + np.cumsum(fill) - fill
             self._grow(int(occ.max()))
             self._arrival[occ] = before[kinds == ARRIVAL] // self.capacity
@@ -208,7 +209,7 @@ class DocumentRows:
                                        b.placement.bos_inserted[at].astype(np.int64).tolist(), strict=True))
         for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
             self._reasons[o] = b.reasons[code]
-        self._filled += int(fill.sum())
+        self._filled += filled
         if b.horizon is not None:
             self._end(b.horizon)
 
