@@ -35,6 +35,7 @@ helpers live in :mod:`packing_theory.testing`. The public surface is frozen in
 (3, 1, 'exhausted', 9)
 """
 
+from . import _startup  # noqa: F401  (first: Ctrl-C while the command starts is one line; see its docstring)
 from ._version import __version__
 from .audit import Ledger, StreamLedger, audit_events, audit_lengths
 from .engine import (

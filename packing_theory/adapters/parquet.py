@@ -81,6 +81,9 @@ def parquet_documents(
             raise InputError(
                 f"parquet file {name!r} has no column {column!r} (columns: {pf.schema_arrow.names})"
             )
+        if pf.schema_arrow.names.count(column) > 1:
+            raise InputError(f"parquet file {name!r} has {pf.schema_arrow.names.count(column)} columns "
+                             f"named {column!r}; the text column must be named once")
         for g in range(rank, pf.num_row_groups, world_size):
             texts = pf.read_row_group(g, columns=[column]).column(column).to_pylist()
             for i in range(0, len(texts), size):

@@ -507,9 +507,9 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
 
     Written in chunks of 65,536 rows (memory O(chunk) beyond the tables).
-    ``run_id`` (a report's run) is a last CSV column ``run`` on every row, and
-    the Parquet file's ``run`` metadata, so that the report's check can tie the
-    file to its run.
+    ``run_id`` (a report's run) is a last column ``run`` on every row, in both
+    formats (and the Parquet file's ``run`` metadata), so that a row read on its
+    own, or the report's check, ties the file to its run.
 
     Raises:
         InputError: another suffix.
@@ -525,14 +525,17 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     if suffix == ".parquet":
         pa = import_optional("pyarrow", extra="parquet", purpose="a Parquet documents file")
         pq = import_optional("pyarrow.parquet", extra="parquet", purpose="a Parquet documents file")
-        schema = pa.schema([(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
-                             pa.bool_() if c in ("started", "protected") else pa.int64())
-                            for c in DOCUMENT_COLUMNS], metadata={"run": run_id or ""})
+        fields = [(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
+                   pa.bool_() if c in ("started", "protected") else pa.int64()) for c in DOCUMENT_COLUMNS]
+        schema = pa.schema([*fields, *([("run", pa.string())] if run_id else [])],
+                           metadata={"run": run_id or ""})
         with pq.ParquetWriter(str(out), schema) as w:
             for t in tables:
                 for lo in range(0, len(t), _CHUNK):
                     hi = min(lo + _CHUNK, len(t))
-                    w.write_table(pa.table({c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS},
-                                           schema=schema))
+                    cols: dict[str, Any] = {c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS}
+                    if run_id:
+                        cols["run"] = [run_id] * (hi - lo)
+                    w.write_table(pa.table(cols, schema=schema))
         return out
     raise InputError(f"--documents must end in .csv or .parquet, got {os.fspath(path)!r}")

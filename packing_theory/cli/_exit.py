@@ -14,6 +14,14 @@ code   meaning
        I/O error); one line, the traceback only with ``--debug``
 =====  ========================================================================
 
+An interrupt is status 3 however it reaches the command: a signal whose
+exception Python swallowed (raised inside a ``__del__`` or an at-fork hook, as
+while a process pool starts) still ends the command with status 3 and one
+line, and a forked worker that gets the signal before it resets its handlers
+just ends. Ctrl-C *before* a command runs (while the package is imported or the
+arguments are parsed) is one line and status 130, the shell's status for
+SIGINT (:mod:`packing_theory._startup`).
+
 Every command is run through :func:`run_command` by
 :func:`packing_theory.cli.main`, so a new subcommand gets the contract by
 construction: its ``run(args)`` returns 0 or 1 and raises for everything else.
@@ -152,31 +160,94 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
     return ExitCode.FAILED, f"internal error: {what} (a bug; --debug prints the traceback)"
 
 
+_SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
 @contextmanager
-def signals_as_exceptions() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
+def signals_as_exceptions(received: list[int] | None = None) -> Iterator[list[int]]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` and SIGINT ``KeyboardInterrupt``.
+
+    Each signal's number is appended to ``received`` (a new list unless given; it
+    is what the block yields), so that the caller sees an interrupt whose exception
+    was swallowed: a signal that arrives while Python runs a ``__del__`` method, a
+    weakref callback or an at-fork hook (e.g. ``logging``'s while a process pool
+    forks its workers) raises there, and Python prints "Exception ignored" and
+    carries on (see :func:`run_command`).
+
+    A process forked inside the block (a pool worker, before its initializer
+    resets the handlers) that gets one of these signals ends by the signal's
+    default action, without an exception or a traceback.
 
     Outside the main thread (where handlers cannot be installed) nothing changes.
-    The previous handlers are restored on exit.
+    On exit the previous handlers are restored — Python's own SIGINT handler in
+    place of the start-up guard of :mod:`packing_theory._startup` (the command has
+    started) — except in the command line's own process after an interrupt: the
+    process is ending with status 3, so further signals are ignored rather than
+    printing a second line or a traceback.
     """
     import threading
 
+    from .._startup import IS_COMMAND_LINE, interrupted_while_starting
+
+    got = received if received is not None else []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield got
         return
+    owner = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:  # a forked worker that has not reset its handlers yet: just end
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        got.append(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Terminated(signum)
 
     previous: dict[int, object] = {}
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+    for name in _SIGNAL_NAMES:
+        sig = getattr(signal, name, None)
         if sig is not None:
             previous[sig] = signal.signal(sig, handler)
     try:
-        yield
+        yield got
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
+            if got and IS_COMMAND_LINE:
+                signal.signal(sig, signal.SIG_IGN)
+            elif old is interrupted_while_starting:
+                signal.signal(sig, signal.default_int_handler)
+            else:
+                signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _quiet_unraisable(debug: bool) -> Iterator[None]:
+    """Within the block, an interrupt swallowed as "Exception ignored" prints nothing (unless ``debug``).
+
+    :func:`run_command` reports it once, on one line; any other unraisable
+    exception goes to the previous hook.
+    """
+    previous = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        kind = unraisable.exc_type
+        if not debug and isinstance(kind, type) and issubclass(kind, (Terminated, KeyboardInterrupt)):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _interrupt_line(signum: int) -> str:
+    if signum == signal.SIGINT:
+        return classify(KeyboardInterrupt())[1]
+    return classify(Terminated(signum))[1]
 
 
 def _silence_stdout() -> None:
@@ -207,10 +278,14 @@ def run_command(
     by ``func`` is itself an internal error (3).
     """
     err = stderr if stderr is not None else sys.stderr
+    received: list[int] = []
     try:
-        with signals_as_exceptions():
+        with _quiet_unraisable(debug), signals_as_exceptions(received):
             status = func()
     except SystemExit as exc:  # a library called sys.exit(): keep a contract status, else it is a bug
+        if received:  # ... after it caught the interrupt
+            print(f"packing-theory {name}: {_interrupt_line(received[0])}", file=err)
+            return int(ExitCode.FAILED)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.FAILED)
         if code in tuple(ExitCode):
             return int(code)
@@ -218,12 +293,17 @@ def run_command(
         return int(ExitCode.FAILED)
     except BaseException as exc:  # the contract: every failure becomes one line and a status
         code, line = classify(exc)
+        if received and not isinstance(exc, (KeyboardInterrupt, Terminated)):
+            code, line = ExitCode.FAILED, _interrupt_line(received[0])  # what the interrupt turned into
         if isinstance(exc, BrokenPipeError):
             _silence_stdout()
         if debug:
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=err)
         print(f"packing-theory {name}: {line}", file=err)
         return int(code)
+    if received:  # the interrupt's exception was swallowed ("Exception ignored") and the command went on
+        print(f"packing-theory {name}: {_interrupt_line(received[0])}", file=err)
+        return int(ExitCode.FAILED)
     if not isinstance(status, int) or isinstance(status, bool) or status not in tuple(ExitCode):
         print(f"packing-theory {name}: internal error: the command returned {status!r}, not a status 0-3",
               file=err)

@@ -61,21 +61,61 @@ def parse_models(values: list[str] | None) -> dict[str, str]:
 
 
 def resolve_model(spec: str) -> Any:
-    """Import ``module:attribute`` and return it if it is callable (an NllFn)."""
+    """Import ``module:attribute`` and return it if it is callable (an NllFn).
+
+    Raises:
+        InputError: the module cannot be imported or raises while it is imported, the
+            attribute is missing or raises when read, or the object is not callable
+            (each naming ``--model`` and ``spec``).
+    """
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InputError(f"--model {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # the user's module may raise anything while it loads its weights
+        raise InputError(f"--model {spec!r}: importing {module_name!r} raised {type(exc).__name__}: "
+                         f"{_detail(exc)}") from exc
     obj = module
     for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise InputError(f"--model {spec!r}: {module_name} has no attribute {attr!r}")
-        obj = getattr(obj, part)
+        try:
+            if not hasattr(obj, part):
+                raise InputError(f"--model {spec!r}: {module_name} has no attribute {attr!r}")
+            obj = getattr(obj, part)
+        except (InputError, MemoryError, RecursionError):
+            raise
+        except Exception as exc:  # a lazy attribute that loads a model on first access
+            raise InputError(f"--model {spec!r}: reading {module_name}.{attr} raised "
+                             f"{type(exc).__name__}: {_detail(exc)}") from exc
     if not callable(obj):
         raise InputError(f"--model {spec!r}: {module_name}.{attr} is not callable (an NllFn is "
                          f"nll_fn(input_ids, segment_ids) -> nll)")
-    return obj
+    return _NamedModel(obj, spec)
+
+
+def _detail(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+class _NamedModel:
+    """A ``--model`` callable whose failures while scoring are bad input naming ``--model`` (status 2)."""
+
+    def __init__(self, fn: Any, spec: str) -> None:
+        self.fn = fn
+        self.spec = spec
+
+    def __call__(self, input_ids: Any, segment_ids: Any, /) -> Any:
+        from ..errors import PackingTheoryError
+
+        try:
+            return self.fn(input_ids, segment_ids)
+        except (MemoryError, RecursionError, PackingTheoryError):
+            raise
+        except Exception as exc:  # the user's model may raise anything: name it
+            raise InputError(f"--model {self.spec!r} raised {type(exc).__name__} while scoring input_ids "
+                             f"of shape {getattr(input_ids, 'shape', '?')}: {_detail(exc)}") from exc
 
 
 def register(sub: Any) -> None:

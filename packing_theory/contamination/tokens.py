@@ -193,6 +193,10 @@ def _parquet_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
     missing = [c for c in spec.columns if c not in names]
     if missing:
         raise InputError(f"reference {spec.path!r} has no column {missing[0]!r}; available columns: {names}")
+    repeated = [c for c in spec.columns if names.count(c) > 1]
+    if repeated:
+        raise InputError(f"reference {spec.path!r} has {names.count(repeated[0])} columns named "
+                         f"{repeated[0]!r}; a reference column must be named once")
     return _parquet_rows(pf, spec, tally)
 
 

@@ -484,6 +484,9 @@ def _open_column(pq: Any, path: str, column: str) -> Any:
     names = list(pf.schema_arrow.names)
     if column not in names:
         raise InputError(f"parquet file {path!r} has no column {column!r}; available columns: {names}")
+    if names.count(column) > 1:
+        raise InputError(f"parquet file {path!r} has {names.count(column)} columns named {column!r}; "
+                         "the text column must be named once")
     return pf
 
 

@@ -45,12 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError, PackingTheoryError
 from .protocol import NllFn
 from .windows import KINDS, Int64Array, Window, WindowSpec, pad_batch
 
 __all__ = [
     "LN2",
+    "MAX_NLL",
     "POSITION_BINS",
     "Fingerprint",
     "Float64Array",
@@ -72,6 +73,13 @@ POSITION_BINS: tuple[int, ...] = (0, 32, 128, 512)
 """Left edges of seed 000's position bins ``[0,32), [32,128), [128,512), [512,R-1)``."""
 
 _NEG_TOLERANCE = 1e-6  # an NLL of -1e-7 is rounding in a log-softmax; below this it is an error
+MAX_NLL = 1e100
+"""The largest scored NLL (nats per target) :func:`score` accepts.
+
+A float32 logit is below 3.4e38, so no real model's log-softmax comes near it;
+larger values (e.g. 1e308) would overflow the per-bin, per-source and bootstrap
+sums to ``inf``, so they are refused, naming the model and the value.
+"""
 
 
 def bin_labels(edges: Sequence[int] = POSITION_BINS) -> list[str]:
@@ -411,8 +419,9 @@ def score(
         TypeError: a non-:class:`Window` item, a non-callable ``nll_fn``, or an
             ``nll_fn`` result that is not a real floating array.
         ValueError: no windows; a target id outside ``token_bytes``; an
-            ``nll_fn`` result of the wrong shape, or with a non-finite or
-            negative scored value; a padding check that fails.
+            ``nll_fn`` that raised (naming ``model``), a result of the wrong shape,
+            or with a non-finite, negative or above :data:`MAX_NLL` scored value;
+            a padding check that fails.
 
     >>> from packing_theory.evaluation.windows import beginning_window
     >>> def uniform(ids, seg, /):
@@ -443,6 +452,7 @@ def score(
         if int(t.max()) >= tb.size:
             raise InputError(f"windows[{i}] has target id {int(t.max())} outside token_bytes "
                              f"(size {tb.size})")
+    label = f"model {model!r}" if model else "nll_fn"
     t0 = time.perf_counter()
     n, k = len(ws), len(edges)
     nll = np.zeros((n, k), dtype=np.float64)
@@ -455,10 +465,12 @@ def score(
     for b0 in range(0, n, bs):
         idx = order[b0 : b0 + bs]
         batch = [ws[i] for i in idx]
-        out = _call(nll_fn, batch, pad_id, width, document_mask)
+        out = _call(nll_fn, batch, pad_id, width, document_mask, label)
+        _check_scored(out, batch, idx, label)
         if check_padding and b0 == 0:
             extra = (width if width is not None else max(w.n_tokens for w in batch)) + 8
-            again = _call(nll_fn, batch[::-1], pad_id, extra, document_mask)[::-1]
+            again = _call(nll_fn, batch[::-1], pad_id, extra, document_mask, label)[::-1]
+            _check_scored(again, batch, idx, label)
             padding_diff = max(float(np.max(np.abs(out[r, w.first_target : w.n_tokens - 1]
                                                    - again[r, w.first_target : w.n_tokens - 1])))
                                for r, w in enumerate(batch))
@@ -469,11 +481,6 @@ def score(
         for r, i in enumerate(idx):
             w = ws[i]
             vals = out[r, w.first_target : w.n_tokens - 1]
-            if not np.isfinite(vals).all() or (vals < -_NEG_TOLERANCE).any():
-                bad = int(np.argmax(~np.isfinite(vals) | (vals < -_NEG_TOLERANCE)))
-                raise InputError(f"nll_fn returned {vals[bad]!r} for window {i} target "
-                                 f"{w.first_target + bad}: "
-                                 f"scored NLLs must be finite and >= 0")
             tbytes = tb[w.targets()]
             pos = tbytes > 0
             masked = np.where(pos, vals, 0.0)
@@ -502,16 +509,35 @@ def score(
     return result
 
 
+def _check_scored(out: Float64Array, batch: Sequence[Window], idx: Sequence[int], label: str) -> None:
+    """Refuse a scored value that is not finite, is negative, or exceeds :data:`MAX_NLL`."""
+    for r, (i, w) in enumerate(zip(idx, batch, strict=True)):
+        vals = out[r, w.first_target : w.n_tokens - 1]
+        bad_mask = ~np.isfinite(vals) | (vals < -_NEG_TOLERANCE) | (vals > MAX_NLL)
+        if bad_mask.any():
+            bad = int(np.argmax(bad_mask))
+            raise InputError(f"{label} returned the NLL {float(vals[bad])!r} for window {i} target "
+                             f"{w.first_target + bad}: scored NLLs must be finite and >= 0, and at most "
+                             f"{MAX_NLL:g} nats (larger ones overflow the sums)")
+
+
 def _call(nll_fn: Callable[..., Any], batch: Sequence[Window], pad_id: int, width: int | None,
-          document_mask: bool) -> Float64Array:
+          document_mask: bool, label: str) -> Float64Array:
     ids, seg = pad_batch(batch, pad_id=pad_id, width=width)
-    out = nll_fn(ids, seg if document_mask else None)
+    try:
+        out = nll_fn(ids, seg if document_mask else None)
+    except (MemoryError, RecursionError, PackingTheoryError):
+        raise
+    except Exception as exc:  # a user's model may raise anything: name it and the batch
+        detail = " ".join(str(exc).split())[:200]
+        raise InputError(f"{label} raised {type(exc).__name__} while scoring a batch of {len(batch)} "
+                         f"windows of input_ids shape {ids.shape}: {detail}") from exc
     arr = np.asarray(out)
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.floating)):
-        raise InputTypeError(f"nll_fn must return a real floating array, got dtype {arr.dtype}")
+        raise InputTypeError(f"{label} must return a real floating array, got dtype {arr.dtype}")
     expect = (ids.shape[0], ids.shape[1] - 1)
     if arr.shape != expect:
-        raise InputError(f"nll_fn returned shape {arr.shape} for input_ids of shape {ids.shape}; "
+        raise InputError(f"{label} returned shape {arr.shape} for input_ids of shape {ids.shape}; "
                          f"expected {expect} (one NLL per next-token target)")
     result: Float64Array = arr.astype(np.float64, copy=False)
     return result

@@ -46,7 +46,10 @@ class NllFn(Protocol):
         column ``j`` (a model's logits at positions ``0 .. n - 2`` scored
         against ``input_ids[:, 1:]``). Entries whose target column
         ``j + 1 >= n_i`` is padding are ignored and may hold any value;
-        every other entry must be finite and ``>= 0``.
+        every other entry must be finite, ``>= 0`` and at most
+        :data:`~packing_theory.evaluation.metrics.MAX_NLL` (``1e100``; larger
+        values overflow the sums). An exception raised by the model is reported
+        as bad input naming the model.
 
     Contract:
         * causal and row-independent: ``out[i, j]`` depends only on

@@ -24,11 +24,21 @@ from __future__ import annotations
 import importlib
 
 from ._base import PeerPacker
-from ._common import Piece, RowEmitter
+from ._common import SPLIT_BUDGET, Piece, RowEmitter
 from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
 
-__all__ = ["PEER_MODULES", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "PeerPacker", "Piece",
-           "RowEmitter", "TrainerRule", "peer_policies"]
+__all__ = [
+    "PEER_MODULES",
+    "SPLIT_BUDGET",
+    "TARGET_UNITS",
+    "FigureAccumulator",
+    "PeerFigures",
+    "PeerPacker",
+    "Piece",
+    "RowEmitter",
+    "TrainerRule",
+    "peer_policies",
+]
 
 PEER_MODULES: tuple[str, ...] = (
     "trl", "olmo", "megatron", "foundry", "torchtune", "axolotl", "nemo", "paper",

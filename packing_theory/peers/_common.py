@@ -30,6 +30,7 @@ from ..engine.events import Arrival, Discard, Event, Filtered, Horizon, Padding,
 from ..errors import InputError, InputTypeError
 
 __all__ = [
+    "SPLIT_BUDGET",
     "TIE_RULES",
     "EventLog",
     "FirstFitTree",
@@ -41,6 +42,7 @@ __all__ = [
     "best_fit_decreasing",
     "check_choice",
     "check_optional_int",
+    "check_split_budget",
     "first_fit",
     "peer_lengths",
     "row_events",
@@ -229,6 +231,50 @@ def peer_lengths(lengths: Any, *, allow_empty: bool = True, who: str = "this pac
             raise InputError(f"lengths[{i}] must be {what}, got {v}")
         out.append(int(v))
     return out
+
+
+SPLIT_BUDGET = 10_000_000
+"""The most pieces beyond one per document that cutting documents at the row width may make (whole input).
+
+A peer that cuts a document of ``n`` tokens at the row width ``R`` into
+``ceil(n / R)`` pieces before it emits a row (TRL ``bfd_split`` and ``wrapped``,
+OLMo-core ``fragment``, torchtune ``split``, ``fewer-truncations``, ``seamless``)
+holds every piece as a Python object, about 400 bytes with its events: a length
+near 2**63 would grow memory without bound (about 100 MB/s). These 10,000,000
+extra pieces are about 4 GB; :func:`check_split_budget` refuses more before
+anything is allocated. A document's first piece is not counted: those are
+bounded by the input itself.
+"""
+
+
+def check_split_budget(lengths: Sequence[int], capacity: int, who: str, *,
+                       budget: int = SPLIT_BUDGET) -> None:
+    """Refuse ``lengths`` if cutting them at ``capacity`` makes more than ``budget`` extra pieces.
+
+    O(N) integer arithmetic; nothing is allocated.
+
+    >>> check_split_budget([10, 3], 4, "trl-bfd_split")  # 3 + 1 pieces: 2 beyond one per document
+    >>> try:
+    ...     check_split_budget([2**63 - 1], 64, "trl-bfd_split")
+    ... except ValueError as exc:
+    ...     print(str(exc)[:92])
+    lengths[0] = 9223372036854775807 is cut by trl-bfd_split into 144,115,188,075,855,872 pieces
+
+    Raises:
+        InputError: over the budget, naming the first length that crosses it, its
+            piece count and ``capacity``.
+    """
+    extra = 0
+    for i, n in enumerate(lengths):
+        if n > capacity:
+            pieces = -(-n // capacity)
+            extra += pieces - 1
+            if extra > budget:
+                raise InputError(
+                    f"lengths[{i}] = {n} is cut by {who} into {pieces:,} pieces of capacity {capacity}, "
+                    f"{extra:,} beyond one per document so far: over the budget of {budget:,} "
+                    f"(peers.SPLIT_BUDGET, about 400 bytes a piece); use a larger capacity or leave the "
+                    f"document out")
 
 
 def check_choice(name: str, value: object, choices: Sequence[T]) -> T:

@@ -47,7 +47,7 @@ from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
-from ._common import Piece, arrivals, best_fit, peer_lengths, row_events
+from ._common import Piece, arrivals, best_fit, check_split_budget, peer_lengths, row_events
 from ._figures import TrainerRule
 
 __all__ = ["PEERS", "OlmoFragment", "OlmoPacker", "OlmoTruncate", "olmo_order"]
@@ -121,6 +121,8 @@ class OlmoPacker(PeerPacker):
         """Pack ``lengths`` (documents of >= 1 token) group by group."""
         values = peer_lengths(lengths, allow_empty=False, who="OLMo-core")
         L = self.capacity
+        if self.long_doc_strategy == "fragment":
+            check_split_budget(values, L, self.name)
         per_group = (len(values) if self.documents_per_file is None
                      else self.documents_per_file * self.source_group_size)
         row = 0

@@ -28,7 +28,15 @@ from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
-from ._common import EventLog, Piece, arrivals, best_fit_decreasing, first_fit, peer_lengths
+from ._common import (
+    EventLog,
+    Piece,
+    arrivals,
+    best_fit_decreasing,
+    check_split_budget,
+    first_fit,
+    peer_lengths,
+)
 from ._figures import TrainerRule
 
 __all__ = ["PEERS", "FewerTruncations", "Seamless", "seamless_windows"]
@@ -79,6 +87,7 @@ class FewerTruncations(PeerPacker):
         """The rows as pieces."""
         ls = peer_lengths(lengths)
         L = self.capacity
+        check_split_budget(ls, L, self.name)
         items = [_Item(d, k, min(L, n - k)) for d, n in enumerate(ls) for k in range(0, n, L)]
         bins = best_fit_decreasing([it.length for it in items], L, ties="first-opened")
         return [
@@ -206,6 +215,7 @@ class Seamless(PeerPacker):
         return replace(self.trainer_rule, stores_padding=self.padding)
     def _plan(self, ls: Sequence[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]]]:
         L = self.capacity
+        check_split_budget(ls, L, self.name)
         rows: list[list[Piece]] = []
         dropped: list[tuple[int, int, int]] = []  # source, start, length
         short: list[_Item] = []

@@ -39,7 +39,16 @@ from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
-from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, peer_lengths
+from ._common import (
+    SPLIT_BUDGET,
+    EventLog,
+    Piece,
+    arrivals,
+    check_choice,
+    check_optional_int,
+    check_split_budget,
+    peer_lengths,
+)
 from ._figures import TrainerRule
 
 __all__ = ["PEERS", "TorchtuneNextFit", "TorchtunePacker", "TorchtuneSplit"]
@@ -136,6 +145,8 @@ class TorchtunePacker(PeerPacker):
         cur_len = 0
         read = 0
         max_packs = self.max_packs
+        if self.split_across_pack and (max_packs is None or max_packs > SPLIT_BUDGET):
+            check_split_budget(lengths, L, self.name)  # max_packs bounds the packs cut otherwise
 
         def stop() -> bool:
             return max_packs is not None and len(packs) == max_packs

@@ -58,7 +58,15 @@ from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
-from ._common import Piece, arrivals, best_fit_decreasing, check_choice, peer_lengths, row_events
+from ._common import (
+    Piece,
+    arrivals,
+    best_fit_decreasing,
+    check_choice,
+    check_split_budget,
+    peer_lengths,
+    row_events,
+)
 from ._figures import TrainerRule
 
 __all__ = ["PEERS", "TRL_VERSIONS", "TrlBfd", "TrlBfdSplit", "TrlPacker", "TrlWrapped"]
@@ -123,6 +131,8 @@ class TrlPacker(PeerPacker):
         """Pack ``lengths`` (token counts; 0 = an empty row, dropped) window by window."""
         values = peer_lengths(lengths)
         L = self.capacity
+        if self.strategy != "bfd":  # bfd truncates: one piece per document
+            check_split_budget(values, L, self.name)
         row = 0
         for lo, hi in self._windows(len(values)):
             batch = values[lo:hi]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +12,7 @@ from packing_theory.audit.documents import DocumentRows, document_table
 from packing_theory.audit.untrained import Part, horizon_statement, never_trained
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.policies import POLICIES
-from packing_theory.errors import InputError, InputTypeError
+from packing_theory.errors import InputError
 from packing_theory.peers import peer_policies
 
 
@@ -164,27 +163,6 @@ def test_never_trained_in_blocks_equals_one_block(lengths: list[int], rows: int 
         assert never_trained(ledger, lengths, passes=passes, rows=facts.result()) == whole
     finally:
         untrained._BLOCK = saved
-
-
-@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
-       size=st.integers(1, 9), policy=st.sampled_from(POLICIES))
-def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
-        lengths: list[int], rows: int | None, size: int, policy: str) -> None:
-    from packing_theory.engine.batches import batched
-
-    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, rows=rows, exhausted="drain")
-    events = list(packer.stream(lengths))
-    full, lean, lean_batches = DocumentRows(8), DocumentRows(8, per_occurrence=False), DocumentRows(8, False)
-    feed_all(events, full, lean)
-    feed_all(batched(events, size), lean_batches)
-    lean._check()
-    a, b, c = full.result(), lean.result(), lean_batches.result()
-    assert b == c
-    assert b.first_row.size == b.arrival_row.size == 0
-    assert np.array_equal(a.partial_placements, b.partial_placements)
-    assert a.filtered_reason == b.filtered_reason
-    with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
-        DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
 
 
 def test_never_trained_when_nothing_arrived() -> None:

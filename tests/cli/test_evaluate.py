@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +103,19 @@ def own_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, P
             return -np.log(_Q[input_ids[:, 1:]])
 
         not_callable = 3
+
+        def raising(input_ids, segment_ids, /):
+            raise RuntimeError("CUDA out of sorts")
+
+        def huge(input_ids, segment_ids, /):
+            return np.full((input_ids.shape[0], input_ids.shape[1] - 1), 1e308)
+
+        def __getattr__(name):
+            if name == "lazy":
+                raise OSError("weights.bin not found")
+            raise AttributeError(name)
     """))
+    (tmp_path / "brokenmodels.py").write_text("raise RuntimeError('no weights here')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path / "eval.bin", tmp_path / "train.bin", tmp_path / "tb.npy"
 
@@ -158,6 +171,29 @@ def test_bad_input_is_one_line_and_status_2(own_inputs: tuple[Path, Path, Path],
     ev, _, tb = own_inputs
     argv = ["evaluate", *(a.format(ev=ev, tb=tb) for a in args), "--no-plots", "--out", str(tmp_path / "x")]
     assert main(argv) == 2
+    assert needle in one_line_error(capsys)
+
+
+@pytest.mark.parametrize(("model", "needle"), [
+    ("evalmodels:raising", "--model 'evalmodels:raising' raised RuntimeError while scoring input_ids "),
+    ("brokenmodels:nll", "--model 'brokenmodels:nll': importing 'brokenmodels' raised RuntimeError: no "
+                         "weights here"),
+    ("evalmodels:lazy", "--model 'evalmodels:lazy': reading evalmodels.lazy raised OSError: weights.bin not "
+                        "found"),
+    ("evalmodels:huge", "model 'b' returned the NLL 1e+308 for window "),
+])
+def test_a_model_that_fails_is_bad_input_naming_it(own_inputs: tuple[Path, Path, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str], model: str,
+                                                  needle: str) -> None:
+    """Before the fix a raising model was exit 3 ("internal error ... a bug") and 1e308 overflowed the sums
+    (numpy's RuntimeWarning, then "replicates hold a non-finite value (a resample without bytes?)")."""
+    ev, _, tb = own_inputs
+    argv = ["evaluate", "--sources", str(ev), "--token-bytes", str(tb), "--model", "a=evalmodels:flat",
+            "--model", f"b={model}", "--capacity", "129", "--context", "64", "--stride", "16",
+            "--natural-targets", "32", "--replicates", "50", "--no-plots", "--out", str(tmp_path / "x")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning fails the test
+        assert main(argv) == 2
     assert needle in one_line_error(capsys)
 
 

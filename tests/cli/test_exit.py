@@ -16,6 +16,7 @@ import pytest
 from packing_theory.cli import COMMANDS, build_parser, main
 from packing_theory.cli._exit import EPILOG, ExitCode, Terminated, classify, run_command
 from packing_theory.errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured
+from tests.signal_helpers import wait_until_caught
 
 SMALL = ["--capacity", "16", "--min-buffer", "4", "--refill", "2"]
 
@@ -242,25 +243,6 @@ def test_violation_is_status_1_and_clean_run_status_0(tmp_path: Path, capsys: py
     assert main([*base, "--policy", "requeue-bos"]) == 1
 
 
-def _wait_until_caught(proc: subprocess.Popen[str], signum: int, timeout: float = 300.0) -> None:
-    """Block until ``proc`` has installed a handler for ``signum`` (Linux: ``SigCgt`` of /proc/PID/status).
-
-    The readiness signal is the handler itself, not elapsed time: on a loaded machine the child may
-    still be importing after any fixed delay, and a SIGTERM before the handler kills it outright.
-    """
-    import time
-
-    deadline = time.monotonic() + timeout
-    status = Path(f"/proc/{proc.pid}/status")
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the process ended before it installed its signal handler"
-        caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
-        if int(caught.split()[1], 16) >> (signum - 1) & 1:
-            return
-        time.sleep(0.02)
-    pytest.fail(f"no handler for signal {signum} after {timeout} s")
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the signal mask from /proc (Linux)")
 def test_sigterm_in_a_real_process_is_status_3_without_traceback(tmp_path: Path) -> None:
     """A long replay terminated by SIGTERM once its handler is installed: one line, status 3."""
@@ -270,9 +252,177 @@ def test_sigterm_in_a_real_process_is_status_3_without_traceback(tmp_path: Path)
     np.save(path, (np.arange(3_000_000, dtype=np.int64) % 3000) + 1)
     proc = subprocess.Popen([sys.executable, "-m", "packing_theory.cli", "replay", "--lengths", str(path),
                              "--passes", "50"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_until_caught(proc, signal.SIGTERM)
+    wait_until_caught(proc, signal.SIGTERM)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
     assert "Traceback" not in err and "interrupted (terminated by SIGTERM)" in err
     assert len(err.strip().splitlines()) == 1
+
+
+class _RaisesSignalWhenCollected:
+    """Sends ``signum`` to this process from ``__del__``: the handler's exception is "unraisable" there."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        import signal
+
+        signal.raise_signal(self.signum)
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_an_interrupt_python_swallows_is_still_status_3_on_one_line(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A signal handled inside ``__del__`` (or an at-fork hook, as while a pool forks its workers) raises
+    where Python can only print "Exception ignored" and go on: before the fix the command then finished
+    and returned 0, after a traceback."""
+    import signal
+
+    signum = getattr(signal, name)
+
+    def body() -> int:
+        _RaisesSignalWhenCollected(signum)  # collected at once: __del__ runs the handler
+        return 0
+
+    assert run_command("x", body) == 3
+    line = stderr_line(capsys)
+    assert "Exception ignored" not in line
+    expected = "interrupted (SIGINT)" if name == "SIGINT" else "interrupted (terminated by SIGTERM)"
+    assert line == f"packing-theory x: {expected}; nothing more was measured"
+
+
+def test_an_interrupt_turned_into_another_error_is_reported_as_the_interrupt(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import signal
+
+    def body() -> int:
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except BaseException as exc:  # a library that wraps whatever it catches
+            raise RuntimeError("worker pool failed") from exc
+        return 0
+
+    assert run_command("x", body) == 3
+    assert stderr_line(capsys) == ("packing-theory x: interrupted (terminated by SIGTERM); "
+                                   "nothing more was measured")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_process_forked_under_the_handlers_ends_by_the_signal_without_an_exception() -> None:
+    """A pool worker forked inside a command and signalled before its initializer ran: before the fix the
+    inherited handler raised Terminated in the worker (a traceback per worker)."""
+    import os
+    import signal
+
+    from packing_theory.cli._exit import signals_as_exceptions
+
+    with signals_as_exceptions():
+        pid = os.fork()
+        if pid == 0:  # the child: whatever happens, never return into pytest
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                os._exit(0)
+            except BaseException:
+                os._exit(7)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, status
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux: the ppid field of /proc/*/stat)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _census_inputs(tmp_path: Path) -> list[str]:
+    names = []
+    for i in range(40):
+        (tmp_path / f"t{i}.txt").write_text(("lorem ipsum dolor " * 4000 + "\n") * 20)
+        names.append(f"t{i}.txt")
+    return names
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc (Linux)")
+@pytest.mark.parametrize("command", ["audit", "census"])
+def test_sigterm_while_the_worker_pool_starts_is_status_3_on_one_line(command: str, tmp_path: Path) -> None:
+    """SIGTERM to the whole process group as soon as the pool's first worker exists, then again until the
+    command ends: status 3 and one line, whatever the signals interrupt (a fork, an at-fork hook, a
+    worker's start, the pool's shutdown). Before the fix a signal handled in logging's at-fork hook was
+    swallowed ("Exception ignored ... Terminated", then the report and status 0)."""
+    import os
+    import signal
+    import time
+
+    if command == "audit":
+        np.save(tmp_path / "big.npy", (np.arange(2_000_000, dtype=np.int64) % 3000) + 1)
+        argv = ["audit", "--lengths", "big.npy", "--workers", "2", "--no-plots", "--no-progress",
+                "--out", "rep"]
+    else:
+        argv = ["census", "--text", *_census_inputs(tmp_path), "--workers", "2", "--out", "rep"]
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "packing_theory.cli", *argv], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and not _children(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert proc.poll() is None, "the command ended before its pool started"
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.strip().splitlines() == [f"packing-theory {command}: interrupted (terminated by SIGTERM); "
+                                        "nothing more was measured"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads the mappings from /proc (Linux)")
+def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path: Path) -> None:
+    """SIGINT every 5 ms from the moment the package starts importing (numpy's library is mapped) until the
+    process ends: during the imports and the argument parsing it is one line and status 130; once the
+    command runs, the contract's status 3. Before the fix: a KeyboardInterrupt traceback."""
+    import os
+    import signal
+    import time
+
+    np.save(tmp_path / "big.npy", (np.arange(3_000_000, dtype=np.int64) % 3000) + 1)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "packing_theory.cli", "replay", "--lengths", "big.npy",
+                             "--passes", "50"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    maps = Path(f"/proc/{proc.pid}/maps")
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if "numpy" in maps.read_text():
+                break
+        except OSError:
+            break
+        time.sleep(0.001)
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            proc.send_signal(signal.SIGINT)
+        except ProcessLookupError:
+            break
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=60)
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert (proc.returncode, lines[0]) in {
+        (130, "packing-theory: interrupted (SIGINT) while starting; nothing was run"),
+        (3, "packing-theory replay: interrupted (SIGINT); nothing more was measured"),
+    }

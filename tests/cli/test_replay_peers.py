@@ -51,3 +51,12 @@ def test_a_peer_replay_stops_at_the_rows_asked(tmp_path: Path, capsys: pytest.Ca
     # nothing is lost at the cut: what was not emitted is still held (buffered) or never arrived
     assert cut["consumed_tokens"] + cut["added_bos_tokens"] == (  # type: ignore[operator]
         cut["emitted_tokens"] + cut["discarded_tokens"] + cut["buffered_tokens"])  # type: ignore[operator]
+
+
+def test_a_peer_refuses_a_length_it_would_cut_past_the_budget(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "huge.npy"
+    np.save(path, np.array([7, 2**63 - 1], dtype=np.int64))
+    assert main(["replay", "--lengths", str(path), "--policy", "trl-wrapped", "--capacity", "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "lengths[1] = 9223372036854775807 is cut by trl-wrapped" in err

@@ -56,3 +56,18 @@ def test_a_sequence_length_below_one_is_bad_input(command: str, value: str, leng
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith(f"--seq-length must be >= 1, got {value}")
     assert not (lengths / f"rep-{command}{value}").exists()
+
+
+@pytest.mark.parametrize("command", ["audit", "census"])
+def test_a_parquet_text_column_named_twice_is_bad_input(command: str, tmp_path: Path) -> None:
+    """Before the fix pyarrow's KeyError ('Field "text" exists 2 times in schema') was exit 3, "a bug"."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.Table.from_arrays([pa.array(["a b c"]), pa.array(["d"])], names=["text", "text"]),
+                   str(tmp_path / "dup.parquet"))
+    source = ["--text", "dup.parquet"] if command == "audit" else ["--parquet", "dup.parquet"]
+    proc = run(tmp_path, command, *source, "--out", "rep")
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "dup.parquet' has 2 columns named 'text'" in line and "internal" not in line
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -32,6 +32,7 @@ from packing_theory.contamination import (
     window_hashes,
 )
 from packing_theory.contamination.index import PARTITIONS, unique_members
+from packing_theory.contamination.tokens import ReferenceItems, reference_items
 from packing_theory.corpus import write_shards
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.testing import scaled_examples
@@ -264,3 +265,14 @@ def test_scan_refuses_bad_arguments(tmp_path: Path) -> None:
         CorpusInput("x.bin", "shard", per_line=True)
     with pytest.raises(InputError, match="per_line applies to plain text, not parquet"):
         ReferenceSpec("r.parquet", per_line=True)
+
+
+def test_a_reference_column_named_twice_is_bad_input(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "ref.parquet"
+    table = pa.Table.from_arrays([pa.array(["1 2"]), pa.array(["3 4"])], names=["text", "text"])
+    pq.write_table(table, str(path))
+    with pytest.raises(InputError, match=r"ref\.parquet' has 2 columns named 'text'"):
+        list(reference_items(ReferenceSpec(str(path)), lambda s: [int(x) for x in s.split()],
+                             ReferenceItems()))

@@ -25,6 +25,7 @@ from packing_theory.corpus import (
     read_shard,
     write_shard,
 )
+from packing_theory.errors import InputError
 
 DOCS = [[1, 5, 6], [1, 7], [1], [1, 2, 3, 4]]
 
@@ -346,3 +347,17 @@ def test_default_corpus_soft_fit() -> None:
     assert abs(fit["discarded_tokens"].rel_error) < 0.05
     assert abs(fit["crop_events"].rel_error) < 0.03
     assert 12_000_000 < fit["first_over_capacity_target"].measured < 16_000_000
+
+
+def test_parquet_text_column_named_twice_is_bad_input(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "dup.parquet"
+    table = pa.Table.from_arrays([pa.array(["a b"]), pa.array(["c"])], names=["text", "text"])
+    pq.write_table(table, str(path))
+    with pytest.raises(InputError, match=r"dup\.parquet' has 2 columns named 'text'"):
+        iter_parquet_texts(path)
+    other = tmp_path / "other.parquet"  # a repeated column the reader does not read is no obstacle
+    pq.write_table(pa.Table.from_arrays([pa.array(["a b"]), pa.array(["c"]), pa.array(["d"])],
+                                        names=["text", "meta", "meta"]), str(other))
+    assert list(iter_parquet_texts(other)) == ["a b"]

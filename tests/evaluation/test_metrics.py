@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from packing_theory.errors import InputError
 from packing_theory.evaluation import (
     NGramModel,
     NllFn,
@@ -21,6 +24,7 @@ from packing_theory.evaluation import (
     source_windows,
     validate_token_bytes,
 )
+from packing_theory.evaluation.metrics import MAX_NLL
 
 V = 12
 TB = np.array([0, 1, 2, 3, 1, 2, 0, 4, 1, 1, 2, 3], dtype=np.int64)  # ids 0 and 6 are special (0 bytes)
@@ -235,3 +239,43 @@ def test_scores_check_catches_corruption(model: NGramModel) -> None:
 def test_ngram_model_is_an_nll_fn(model: NGramModel) -> None:
     assert isinstance(model, NllFn)
     assert isinstance(model.nll, NllFn)
+
+
+@pytest.mark.parametrize("value", [1e308, 1e101, np.inf, np.nan])
+def test_an_nll_beyond_the_bound_names_the_model_and_the_value(value: float) -> None:
+    """Before the fix 1e308 passed the check and overflowed the sums (numpy's warning, then "a resample
+    without bytes"); inf in the padding check's rescore slipped through as a nan difference."""
+    ws = [beginning_window([0, 1, 2, 3]), beginning_window([0, 4])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow / invalid-value warnings fail the test
+        expected = re.escape(f"model 'huge' returned the NLL {value!r} for window 0 target 0: ")
+        with pytest.raises(InputError, match=expected + r".*at most 1e\+100 nats"):
+            score(ws, lambda ids, seg, /: np.full((ids.shape[0], ids.shape[1] - 1), value), TB, model="huge",
+                  check_padding=True)
+    assert score(ws, lambda ids, seg, /: np.full((ids.shape[0], ids.shape[1] - 1), MAX_NLL), TB,
+                 model="bound").metrics().counted_targets == 4
+
+
+def test_a_model_that_raises_is_named() -> None:
+    ws = [beginning_window([0, 1, 2, 3])]
+
+    def broken(ids: np.ndarray, seg: np.ndarray | None, /) -> np.ndarray:
+        raise RuntimeError("CUDA out of sorts")
+
+    with pytest.raises(InputError, match=r"model 'b' raised RuntimeError while scoring a batch of 1 windows "
+                       r"of input_ids shape \(1, 4\): CUDA out of sorts"):
+        score(ws, broken, TB, model="b")
+    with pytest.raises(InputError, match=r"^nll_fn raised RuntimeError"):
+        score(ws, broken, TB)
+
+
+def test_a_padding_rescore_that_turns_non_finite_is_refused() -> None:
+    ws = [beginning_window([0, 1, 2, 3]), beginning_window([0, 4])]
+    calls: list[int] = []
+
+    def flaky(ids: np.ndarray, seg: np.ndarray | None, /) -> np.ndarray:
+        calls.append(ids.shape[1])
+        return np.full((ids.shape[0], ids.shape[1] - 1), 1.0 if len(calls) == 1 else np.nan)
+
+    with pytest.raises(InputError, match="model 'f' returned the NLL nan"):
+        score(ws, flaky, TB, model="f", check_padding=True)

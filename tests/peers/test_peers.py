@@ -27,6 +27,7 @@ from packing_theory.engine.events import (
     Repeat,
 )
 from packing_theory.engine.rows import token_rows as _token_rows
+from packing_theory.errors import InputError
 from packing_theory.peers import peer_policies
 from packing_theory.peers._common import (
     TIE_RULES,
@@ -35,6 +36,7 @@ from packing_theory.peers._common import (
     TieRule,
     best_fit,
     best_fit_decreasing,
+    check_split_budget,
     first_fit,
     peer_lengths,
 )
@@ -312,3 +314,29 @@ def test_best_fit_prefers_the_smallest_space_fifo() -> None:
 def test_peer_lengths_rejects_bad_input(bad: Any) -> None:
     with pytest.raises((TypeError, ValueError)):
         peer_lengths(bad)
+
+
+SPLITTING = ["trl-bfd_split", "trl-wrapped", "olmo-fragment", "torchtune-split", "fewer-truncations",
+             "seamless"]
+
+
+@pytest.mark.parametrize("name", SPLITTING)
+def test_a_length_near_2_63_is_refused_before_it_is_cut(name: str) -> None:
+    """Before the fix these peers built ceil(n / R) pieces one by one (memory grew at about 100 MB/s)."""
+    packer = build_packer(name, capacity=64)
+    expected = (rf"lengths\[1\] = 9223372036854775807 is cut by {name} into 144,115,188,075,855,872 "
+                r"pieces of capacity 64, .* over the budget of 10,000,000")
+    with pytest.raises(InputError, match=expected):
+        next(iter(packer.events([5, 2**63 - 1, 3])))
+
+
+def test_the_split_budget_counts_pieces_beyond_one_per_document() -> None:
+    check_split_budget([10, 3, 4], 4, "p", budget=2)  # 3 + 1 + 1 pieces: 2 beyond one per document
+    with pytest.raises(InputError, match=r"lengths\[2\] = 9 is cut by p into 3 pieces of capacity 4, 4 "):
+        check_split_budget([10, 3, 9], 4, "p", budget=3)
+
+
+def test_a_torchtune_max_packs_bounds_the_cut() -> None:
+    packer = build_packer("torchtune-split", capacity=64, max_packs=3)
+    rows = {e.row for e in packer.events([2**63 - 1]) if isinstance(e, Placement)}
+    assert rows == {0, 1, 2}
