@@ -5,12 +5,16 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from packing_theory import Packer, PackerConfig, feed_all
 from packing_theory.audit import Ledger
 from packing_theory.audit.documents import DOCUMENT_COLUMNS, DocumentRows, document_table, write_documents
-from packing_theory.errors import InputError
+from packing_theory.engine.policies import POLICIES
+from packing_theory.errors import InputError, InputTypeError
 
 LENGTHS = [5, 30, 3, 41, 2, 7, 9, 60, 4, 12] * 3
 
@@ -50,3 +54,24 @@ def test_without_a_run_there_is_no_run_column(tmp_path: Path) -> None:
 def test_another_suffix_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"--documents must end in \.csv or \.parquet, got .*d\.tsv"):
         write_documents(tmp_path / "d.tsv", [_table()])
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
+       size=st.integers(1, 9), policy=st.sampled_from(POLICIES))
+def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
+        lengths: list[int], rows: int | None, size: int, policy: str) -> None:
+    from packing_theory.engine.batches import batched
+
+    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, rows=rows, exhausted="drain")
+    events = list(packer.stream(lengths))
+    full, lean, lean_batches = DocumentRows(8), DocumentRows(8, per_occurrence=False), DocumentRows(8, False)
+    feed_all(events, full, lean)
+    feed_all(batched(events, size), lean_batches)
+    lean._check()
+    a, b, c = full.result(), lean.result(), lean_batches.result()
+    assert b == c
+    assert b.first_row.size == b.arrival_row.size == 0
+    assert np.array_equal(a.partial_placements, b.partial_placements)
+    assert a.filtered_reason == b.filtered_reason
+    with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
+        DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
