@@ -80,6 +80,7 @@ from ..engine.batches import EventItem
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
+from ..engine.horizon_batches import cut_batches_at_horizon
 from ..engine.policies import PackerConfig
 from ..engine.replay import ENGINES, make_packer
 from ..errors import InputError, MissingDependency
@@ -529,12 +530,14 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
     min_buffer, passes = settings[2], settings[5]
     packer, opts = _build(name, given, settings)
     width = packer.capacity
-    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
+    compiled = settings[6] == "compiled"
+    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries, compiled=compiled)
     costs = CostAccumulator(width, name)
     rows = DocumentRows(width)  # locates the partial row, never trained
     figures: PeerFigures | None = None
     counter = packer.figures(arr) if e.kind == "peer" else None
-    events = cut_at_horizon(_stream(packer, arr, settings[6]), budget, capacity=width)
+    cut = cut_batches_at_horizon if compiled else cut_at_horizon  # the same events; batches kept as batches
+    events = cut(_stream(packer, arr, settings[6]), budget, capacity=width)
     try:
         if counter is not None:
             agg, packer_costs, facts, figures = feed_all(events, ledger, costs, rows, counter)
