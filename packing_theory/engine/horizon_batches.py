@@ -75,7 +75,7 @@ class _HeldColumns:
             setattr(self, name, new)
 
     def account(self, b: EventBatch) -> None:
-        """Account the batch: its arrivals first (an occurrence's events follow its arrival), the rest next."""
+        """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
         a = b.arrival
         if a.occurrence.size:
             want = self.arrived + np.arange(a.occurrence.size, dtype=np.int64)
