@@ -41,8 +41,8 @@ from ..engine.events import Horizon
 from ..errors import InputError
 from ._common import best_fit, peer_lengths
 
-__all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "discard_section",
-           "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section"]
+__all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
+           "discard_section", "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -280,3 +280,33 @@ def packed_rows(sizes: Int64Array, window: Int64Array, order: Int64Array, capaci
     row_window = np.empty(rows, np.int64)
     row_window[bins] = wseq
     return order[by_row], bins[by_row], row_window, rows
+
+
+def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compiled: bool | None = None
+                         ) -> tuple[Int64Array, int]:
+    """Tokens of each document kept by a concatenation that discards the rest of an overflowing document.
+
+    ``used``: the current row's fill before the first document; returns the
+    kept tokens per document and the fill after the last. The numba kernel
+    when ``compiled`` (``None``: when numba is installed), else a Python loop.
+
+    >>> concat_no_wrap_takes(np.array([3, 3, 0, 2]), 4, 0, compiled=False)[0].tolist()
+    [3, 1, 0, 2]
+    """
+    use = compiled_available() if compiled is None else compiled
+    if use:
+        kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled concatenation")
+        take, after = kernel.concat_no_wrap_takes(np.ascontiguousarray(lengths, np.int64), int(capacity),
+                                                  int(used))
+        return take, int(after)
+    out = []
+    for n in lengths.tolist():
+        if n == 0:
+            out.append(0)
+        elif used + n < capacity:
+            out.append(n)
+            used += n
+        else:
+            out.append(capacity - used)
+            used = 0
+    return np.asarray(out, dtype=np.int64), used

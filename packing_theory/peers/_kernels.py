@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["best_fit_fifo"]
+__all__ = ["best_fit_fifo", "concat_no_wrap_takes"]
 
 
 @njit(cache=True)
@@ -106,3 +106,24 @@ def best_fit_fifo(sizes, order, window_starts, capacity):  # pragma: no cover - 
                 tail[left] = b
                 _mark(tree, leaves, left, 1)
     return bin_of
+
+
+@njit(cache=True)
+def concat_no_wrap_takes(lengths, capacity, used):  # pragma: no cover - compiled
+    """Tokens of each document that LLM Foundry's ``no_wrap`` concatenation keeps, and the row fill after.
+
+    A document that overflows the current row keeps what fills it; the rest is
+    discarded and the next document starts a new row.
+    """
+    take = np.empty(lengths.size, np.int64)
+    for i in range(lengths.size):
+        n = lengths[i]
+        if n == 0:
+            take[i] = 0
+        elif used + n < capacity:
+            take[i] = n
+            used += n
+        else:
+            take[i] = capacity - used
+            used = 0
+    return take, used
