@@ -25,6 +25,7 @@ memory 33 bytes per arrived occurrence.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -43,7 +44,7 @@ from .batches import (
     EventItem,
 )
 from .events import BufferedSpan, Horizon
-from .horizon import Budget, held_spans
+from .horizon import Budget, cut_at_horizon, held_spans
 
 __all__ = ["cut_batches_at_horizon"]
 
@@ -126,7 +127,9 @@ def cut_batches_at_horizon(items: Iterable[EventItem], budget: Budget | None, *,
                            ) -> Iterator[EventItem]:
     """:func:`~packing_theory.engine.horizon.cut_at_horizon`, batches kept as batches (see the module doc).
 
-    A single event in the stream is taken as a batch of one.
+    A stream that starts with a single event is cut by ``cut_at_horizon``
+    itself (event by event, as fast as it goes); a single event later in a
+    stream of batches is taken as a batch of one.
 
     >>> from packing_theory import Packer
     >>> from packing_theory.engine.horizon import cut_at_horizon
@@ -144,6 +147,18 @@ def cut_batches_at_horizon(items: Iterable[EventItem], budget: Budget | None, *,
     if budget is None:
         yield from items
         return
+    it = iter(items)
+    first = next(it, None)
+    if first is None:
+        raise InputError("the event stream ended without a Horizon event")
+    if type(first) is not EventBatch:
+        yield from cut_at_horizon(itertools.chain([first], it), budget, capacity=capacity)
+        return
+    yield from _cut(itertools.chain([first], it), budget, capacity)
+
+
+def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[EventItem]:
+    """The batch cut (:func:`cut_batches_at_horizon`) of a stream that starts with a batch."""
     limit = budget.row_limit(capacity)
     held = _HeldColumns()
     rows = filled = placed = 0

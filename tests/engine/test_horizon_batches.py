@@ -45,6 +45,7 @@ def test_the_batch_cut_is_the_event_cut(name: str, lengths: list[int], unit: str
     got = outcome(lambda: unbatched(cut_batches_at_horizon(batched(events, size), budget,
                                                            capacity=packer.capacity)))
     assert got == want
+    assert outcome(lambda: cut_batches_at_horizon(iter(events), budget, capacity=packer.capacity)) == want
     items = list(cut_batches_at_horizon(batched(events, size), budget, capacity=packer.capacity))
     assert all(type(i) is EventBatch for i in items[:-1])  # batches stay batches; the Horizon may be single
 
