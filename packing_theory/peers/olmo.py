@@ -162,6 +162,8 @@ class OlmoPacker(PeerPacker):
         """:meth:`events` in columns: whole source groups at a time, best fit compiled (:meth:`batches`)."""
         values = peer_array(lengths, allow_empty=False, who="OLMo-core")
         L = self.capacity
+        if self.long_doc_strategy == "fragment":  # as events()
+            check_split_budget(values, L, self.name)
         per_group = (values.size if self.documents_per_file is None
                      else self.documents_per_file * self.source_group_size)
         row = 0

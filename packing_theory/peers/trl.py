@@ -181,6 +181,8 @@ class TrlPacker(PeerPacker):
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
         """:meth:`events` in columns: whole map batches at a time, best fit compiled (:meth:`batches`)."""
         values = peer_array(lengths)
+        if self.strategy != "bfd":  # as events(): bfd truncates, one piece per document
+            check_split_budget(values, self.capacity, self.name)
         step = values.size if self.window is None else self.window
         row = 0
         for lo, hi in chunk_bounds(values.size, step, size):
