@@ -14,6 +14,7 @@ OPTIONAL_MODULES = {
     "packing_theory/adapters/torch.py": "torch",
     "packing_theory/engine/_kernel.py": "numba",
     "packing_theory/audit/_ledger_kernel.py": "numba",
+    "packing_theory/peers/_kernels.py": "numba",
 }
 
 collect_ignore = [path for path, dep in OPTIONAL_MODULES.items() if importlib.util.find_spec(dep) is None]

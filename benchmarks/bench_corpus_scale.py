@@ -23,7 +23,10 @@ Method
 * ``audit``: ``packing-theory audit --lengths FILE.npy --policy discard
   --engine compiled --rows 10**15 --permutations 0 --no-plots`` (to
   exhaustion: the stop reason must be ``exhausted``) at each ``--audit-documents``
-  (wall, CPU, peak RSS; goal at 100 M: < 30 s wall, < 2 GiB).
+  (wall, CPU split into user and system time, peak RSS, the load average
+  before and after; goal at 100 M: < 30 s wall, < 2 GiB). The audit's
+  ledger is the compiled one without per-document first targets or rows
+  (13 bytes per document: ``packing_theory.audit.table.BYTES_PER_OCCURRENCE``).
 * ``demo``: ``packing-theory audit --demo --no-plots`` with ``--engine fast``
   and ``--engine compiled``, whole process, same run (goal: >= 5x).
 * ``compare``: ``packing-theory compare --lengths FILE.npy --no-plots`` over
@@ -34,6 +37,13 @@ Method
   ``MegatronIndex(...).lengths()`` in a fresh process (seconds of the read,
   peak RSS; the index is written and dropped from the page cache's dirty
   state with ``os.sync`` first).
+
+* ``summary``: the streaming summary (``StreamLedger``) of the compiled
+  engine's ``discard`` replay of ``--summary-documents`` documents generated
+  chunk by chunk (``default_length_chunks``, nothing held), in a fresh
+  process: CPU s of the replay and summary with and without the length
+  generation (measured apart; the process's own figures add the imports and
+  the kernel load), wall, peak RSS (goal at 1 B: < 3 CPU minutes).
 
 Absolute times are provisional (a shared 2-core machine: the load average
 before each part is recorded); ratios are taken in the same run.
@@ -62,7 +72,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 HERE = Path(__file__).resolve()
-PARTS = ("ledger", "audit", "demo", "compare", "megatron")
+PARTS = ("ledger", "audit", "demo", "compare", "megatron", "summary")
 POLICIES = ("discard", "continue", "requeue-bos", "segment-first", "random-span")
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE.parent))
@@ -91,6 +101,7 @@ def run_child(argv: list[str]) -> dict[str, Any]:
     if code not in (0, 1):
         raise RuntimeError(f"{argv} failed ({code}):\n{stderr[-3000:]}")
     return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "user_s": round(usage.ru_utime, 2), "sys_s": round(usage.ru_stime, 2),
             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "status": code, "load_before": round(load, 2),
             "stdout": stdout.strip()}
 
@@ -143,7 +154,49 @@ def task_write_idx(prefix: str, n: int) -> dict[str, Any]:
     return {"checksum": int(sizes[:: max(1, sizes.size // 1000)].astype(np.int64).sum())}
 
 
-TASKS = {"ledger": task_ledger, "megatron": task_megatron, "write": task_write, "write_idx": task_write_idx}
+class _TimedChunks:
+    """The default corpus's length chunks, their generation CPU time measured apart."""
+
+    def __init__(self, n: int) -> None:
+        from packing_theory.corpus import default_length_chunks
+
+        self._it = default_length_chunks(n, seed=0, chunk=1 << 20)
+        self.cpu = 0.0
+
+    def __iter__(self) -> Any:
+        while True:
+            c0 = time.process_time()
+            part = next(self._it, None)
+            self.cpu += time.process_time() - c0
+            if part is None:
+                return
+            yield part
+
+
+def task_summary(documents: int) -> dict[str, Any]:
+    import packing_theory as pt
+    from packing_theory.audit.stream import StreamLedger
+    from packing_theory.engine import make_packer
+    from packing_theory.engine.batches import LengthChunks
+
+    cfg = pt.PackerConfig(capacity=2049, min_buffer=1000, refill=128, policy="discard")
+    for _ in make_packer("compiled", capacity=8, min_buffer=2).batches([3, 5, 9]):  # type: ignore[union-attr]
+        pass  # load the cached kernel
+    gen = _TimedChunks(documents)
+    c0, w0 = time.process_time(), time.perf_counter()
+    sl = StreamLedger(2049, 1000)
+    pt.feed_all(make_packer("compiled", cfg).stream(LengthChunks(gen)), sl)
+    r = sl.result()
+    cpu = time.process_time() - c0
+    return {"documents": documents, "summary_cpu_s": round(cpu, 2), "generation_cpu_s": round(gen.cpu, 2),
+            "cpu_without_generation_s": round(cpu - gen.cpu, 2),
+            "summary_wall_s": round(time.perf_counter() - w0, 2),
+            "arrived": r.summary.consumed_sources, "started": r.summary.sources_started,
+            "identity_holds": r.summary.identity_holds(), "live_peak": r.live_peak}
+
+
+TASKS = {"summary": task_summary, "ledger": task_ledger, "megatron": task_megatron, "write": task_write,
+         "write_idx": task_write_idx}
 
 
 def task(kind: str, **spec: Any) -> dict[str, Any]:
@@ -178,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audit-documents", default="10000000,100000000")
     parser.add_argument("--compare-documents", type=int, default=1_000_000)
     parser.add_argument("--megatron-documents", type=int, default=100_000_000)
+    parser.add_argument("--summary-documents", default="10000000,100000000,1000000000",
+                        help="streaming-summary sizes (comma-separated)")
     parser.add_argument("--skip", default="",
                         help="comma-separated parts: ledger,audit,demo,compare,megatron")
     parser.add_argument("--tmp", default=None, help="scratch directory (default: a temporary one)")
@@ -192,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.ledger_documents, args.audit_documents = 50_000, "100000"
         args.compare_documents, args.megatron_documents = 5_000, 200_000
+        args.summary_documents = "200000"
     skip = set(filter(None, args.skip.split(",")))
     audit_sizes = [int(v) for v in args.audit_documents.split(",") if v]
     result: dict[str, Any] = {
@@ -224,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "compiled", "--rows", str(10**15), "--permutations", "0", "--no-plots",
                                   "--no-progress",
                                   "--out", f"{tmp}/audit{n}"))
+                r["load_after"] = round(os.getloadavg()[0], 2)
                 report = json.loads((Path(tmp) / f"audit{n}" / "audit.json").read_text())
                 r["documents"] = n
                 r["identity_holds"] = bool(report["policies"][0]["mass"]["identity_holds"])
@@ -284,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
             ok &= r["equal"]
             result["megatron"] = r
             print(json.dumps(r), flush=True)
+        if "summary" not in skip:
+            result["summary"] = []
+            for n in [int(v) for v in args.summary_documents.split(",") if v]:
+                r = task("summary", documents=n)
+                ok &= bool(r["identity_holds"]) and r["arrived"] == n
+                result["summary"].append(r)
+                print(json.dumps(r), flush=True)
     result["parent_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.update and (RESULTS / "corpus_scale.json").exists():
         old = json.loads((RESULTS / "corpus_scale.json").read_text())
@@ -315,11 +379,13 @@ def render(r: dict[str, Any]) -> str:
     if "audit" in r:
         lines += ["", "## `audit --lengths FILE.npy` (int64, memory-mapped; discard, compiled, exhaustion)",
                   "",
-                  "| documents | rows | stop | wall s | CPU s | peak RSS MiB | load before | identity |",
-                  "|---:|---:|---|---:|---:|---:|---:|---|"]
+                  "| documents | rows | stop | wall s | CPU s | user s | system s | peak RSS MiB "
+                  "| load before | load after | identity |",
+                  "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for x in r["audit"]:
             lines.append(f"| {x['documents']:,} | {x.get('rows', 0):,} | {x.get('stop_reason')} | "
-                         f"{x['wall_s']} | {x['cpu_s']} | {x['peak_rss_mib']} | {x['load_before']} | "
+                         f"{x['wall_s']} | {x['cpu_s']} | {x.get('user_s', '-')} | {x.get('sys_s', '-')} | "
+                         f"{x['peak_rss_mib']} | {x['load_before']} | {x.get('load_after', '-')} | "
                          f"{x['identity_holds']} |")
     if "demo" in r:
         d = r["demo"]
@@ -344,6 +410,16 @@ def render(r: dict[str, Any]) -> str:
                   "",
                   "| read s | process wall s | peak RSS MiB | equal |", "|---:|---:|---:|---|",
                   f"| {m['read_s']} | {m['wall_s']} | {m['peak_rss_mib']} | {m['equal']} |"]
+    if "summary" in r:
+        lines += ["", "## Streaming summary (`StreamLedger`, compiled engine, discard, to exhaustion)", "",
+                  "| documents | CPU s | of which generation | CPU s without generation | wall s | "
+                  "process CPU s | process wall s | peak RSS MiB | load before | live peak | identity |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for x in r["summary"]:
+            lines.append(f"| {x['documents']:,} | {x['summary_cpu_s']} | {x['generation_cpu_s']} | "
+                         f"{x['cpu_without_generation_s']} | {x['summary_wall_s']} | {x['cpu_s']} | "
+                         f"{x['wall_s']} | {x['peak_rss_mib']} | "
+                         f"{x['load_before']} | {x['live_peak']:,} | {x['identity_holds']} |")
     if "parent_peak_rss_mib" in r:
         lines += ["", f"Peak RSS of the benchmark's own process (a floor under every child's figure): "
                   f"{r['parent_peak_rss_mib']} MiB."]

@@ -74,6 +74,9 @@ class PackerEntry:
         repeats_tokens: the packer emits :class:`~packing_theory.engine.events.Repeat` events.
         constructor: the callable :meth:`build` calls (a peer's class; the
             streaming engines' :func:`~packing_theory.engine.replay.make_packer`).
+        columnar: a peer whose ``batches`` builds its event batches as numpy
+            columns (:attr:`~packing_theory.peers.PeerPacker.columnar`), so
+            ``compare --engine compiled`` reads it without per-event objects.
     """
 
     name: str
@@ -89,6 +92,7 @@ class PackerEntry:
     trainer_view: str
     repeats_tokens: bool
     constructor: Callable[..., Any]
+    columnar: bool = False
 
     @property
     def status(self) -> str:
@@ -161,7 +165,7 @@ def _streaming_entry(p: StreamingPolicy) -> PackerEntry:
 
 def _peer_entry(cls: type[PeerPacker]) -> PackerEntry:
     return PackerEntry(cls.name, "peer", cls.framework, cls.in_family, cls.family_note, False, cls.knobs, (),
-                       cls.row_width, cls.reference, cls.trainer_view, cls.repeats_tokens, cls)
+                       cls.row_width, cls.reference, cls.trainer_view, cls.repeats_tokens, cls, cls.columnar)
 
 
 def entries() -> dict[str, PackerEntry]:

@@ -1,10 +1,35 @@
-"""Shared test configuration: hypothesis profiles (``ci`` is the default)."""
+"""Shared test configuration: parallel workers by default, hypothesis profiles (``ci`` is the default)."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Run the tests on pytest-xdist workers, one per CPU (``-n auto``), unless told otherwise.
+
+    This is a hook rather than ``-n auto`` in ``addopts`` so that ``-p no:xdist`` (or a machine
+    without pytest-xdist) still runs everything in one process: ``addopts`` would then hold an
+    option nobody defines. ``-n 0`` or ``-p no:xdist`` run in this process, ``-n N`` on N
+    workers; ``PYTEST_XDIST_AUTO_NUM_WORKERS`` sets the ``auto`` count. Tests are handed out one
+    by one (``--dist loadgroup``), except that a module marked ``xdist_group`` (an expensive
+    module fixture: the Coq build, a Dask cluster) runs on one worker, which builds it once.
+
+    The hook runs before pytest-xdist's own ``pytest_cmdline_main`` (a conftest's hook is called
+    before a plugin's of the same priority), which turns ``auto`` into the number of workers. Only
+    the conftest of the directories named on the command line (or of ``testpaths``) is read this
+    early, so ``python -m pytest --nbmake examples/notebooks`` stays in one process.
+    """
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    if config.getoption("numprocesses", None) is None and not config.getoption("collectonly"):
+        config.option.numprocesses = "auto"
+    if config.getoption("dist", "no") == "no":  # unless --dist says otherwise; "no" again under -n 0
+        config.option.dist = "loadgroup"  # like "load", but an xdist_group stays on one worker
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -78,12 +78,16 @@ TARGETS: tuple[Target, ...] = (
            ("tests/invariant/test_monitor.py", "tests/invariant/test_protected.py")),
     Target("audit.population", "packing_theory/audit/population.py",
            ("tests/audit/test_population.py", "tests/audit/test_ledger.py")),
+    Target("audit.accounting", "packing_theory/audit/accounting.py",
+           ("tests/audit/test_ledger.py", "tests/engine/test_events.py"),
+           ("ChunkAccounts._new_row", "ChunkAccounts._buffered_accounted", "ChunkAccounts._sample_marks",
+            "ChunkAccounts._sample_batch", "ChunkAccounts._flush", "counts_median")),
     Target("audit.ledger", "packing_theory/audit/ledger.py",
            ("tests/audit/test_ledger.py", "tests/engine/test_events.py"),
-           ("Ledger._sample", "Ledger._finish", "Ledger._flush", "Ledger._protected_mass", "_hist_median")),
+           ("Ledger._finish", "Ledger._protected_mass")),
 )
-"""The scoped targets: the modules holding the five known weak spots (for the 778-line
-ledger, the functions of the sampled series and the horizon: the whole module takes hours here)."""
+"""The scoped targets: the modules holding the five known weak spots (for the ledger and its
+accounting, the functions of the sampled series and the horizon: the whole modules take hours here)."""
 
 
 @dataclass(frozen=True)
@@ -104,9 +108,9 @@ PLANTED: tuple[Planted, ...] = (
     Planted("random-span window range", "packing_theory/engine/policies.py",
             "a = 1 + rng.randrange(length - m + 1)", "a = 1 + rng.randrange(length - m)",
             ("tests/engine/test_policies.py", "tests/engine/test_engines.py")),
-    Planted("sampled buffered-mass series", "packing_theory/audit/ledger.py",
-            "buffered = (self._arrived_tokens + self._added_bos - self._emitted_tokens",
-            "buffered = (self._arrived_tokens - self._emitted_tokens",
+    Planted("sampled buffered-mass series", "packing_theory/audit/accounting.py",
+            "return (self._arrived_tokens + self._added_bos - self._emitted_tokens",
+            "return (self._arrived_tokens - self._emitted_tokens",
             ("tests/audit/test_ledger.py",)),
     Planted("monitor end-of-stream check", "packing_theory/invariant/monitor.py",
             "        for v in protected_violations(ev.buffered, self.protected, capacity=self.capacity):\n",
@@ -120,8 +124,8 @@ PLANTED: tuple[Planted, ...] = (
 
 def _pytest(cwd: Path, tests: tuple[str, ...], profile: str) -> tuple[int, str]:
     env = {**os.environ, "HYPOTHESIS_PROFILE": profile, "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--rootdir", str(cwd), *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+           "-o", "addopts=", "--rootdir", str(cwd), *tests]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     return proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-1:][0] if (
         proc.stdout + proc.stderr).strip() else ""
@@ -194,7 +198,7 @@ source_paths = ["packing_theory"]
 also_copy = ["examples/", "docs/"]
 only_mutate = [{json.dumps(target.module)}]
 pytest_add_cli_args_test_selection = [{tests}]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "addopts="]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts="]
 use_git_change_detection = false
 timeout_multiplier = 2.0
 timeout_constant = 3.0

@@ -19,19 +19,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["arrivals", "coverage_values", "placements", "reduce_table"]
+__all__ = ["arrival_stats", "arrivals", "coverage_values", "discards", "placements", "reduce_table"]
 
 ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
 FIRST_ORIGIN = 1 << 62
 # sums of placements
-S_EMITTED, S_ADDED, S_LONG = 0, 1, 2
+S_EMITTED, S_ADDED, S_LONG, S_FIRST_LONG = 0, 1, 2, 3
 # per-stratum columns of reduce_table
 (T_COUNTS, T_STARTED, T_FULL, T_ARRIVED, T_EMITTED, T_DISCARDED, T_BUFFERED, T_FSOURCES,
  T_FTOKENS) = range(9)
 N_TABLE = 9
 # scalars of reduce_table
-R_ARRIVED, R_STARTED, R_FULL, R_VIOLATIONS, R_FIRST_LONG, R_MAX_LENGTH = range(6)
-N_SCALARS = 6
+R_ARRIVED, R_STARTED, R_FULL, R_VIOLATIONS, R_MAX_LENGTH = range(5)
+N_SCALARS = 5
 
 
 @njit(cache=True, inline="always")
@@ -59,6 +59,37 @@ def arrivals(occ, length, flags, length_col):
     return -1
 
 
+@njit(cache=True)
+def arrival_stats(occ, length, out):
+    """``out = [min occ, min length, max occ, max length, sum of lengths]`` of a non-empty chunk (the sum
+    wraps past ``2**63``: the caller uses it only when ``max length x size`` fits)."""
+    lo_o, lo_l, hi_o, hi_l, total = occ[0], length[0], occ[0], length[0], 0
+    for i in range(occ.size):
+        o, L = occ[i], length[i]
+        lo_o = min(lo_o, o)
+        hi_o = max(hi_o, o)
+        lo_l = min(lo_l, L)
+        hi_l = max(hi_l, L)
+        total += L
+    out[0], out[1], out[2], out[3], out[4] = lo_o, lo_l, hi_o, hi_l, total
+
+
+@njit(cache=True)
+def discards(occ, ln, n, flags, discarded, out):
+    """Add a chunk of discards; ``out[0]`` their tokens. Return 0, or 1 (nothing changed) when one is
+    inconsistent (an occurrence that never arrived, a negative length)."""
+    total = 0
+    for i in range(occ.size):
+        o = occ[i]
+        if o < 0 or o >= n or not flags[o] & ARRIVED or ln[i] < 0:
+            return 1
+        total += ln[i]
+    for i in range(occ.size):
+        discarded[occ[i]] += ln[i]
+    out[0] = total
+    return 0
+
+
 @njit(cache=True, inline="always")
 def _expose(expo, s, bins, a, b, L):
     """Add the positions ``[a, b)`` of a document of length ``L`` to its stratum's relative bins.
@@ -80,9 +111,12 @@ def _expose(expo, s, bins, a, b, L):
 
 
 @njit(cache=True)
-def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitted, first_inv, R, bounds, bins,
-               targets, expo, crop_hist, whole_hist, sums):
-    """Account a chunk of placements; return 0, or 1 (nothing changed) when one is inconsistent."""
+def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitted, first_inv, keep_first, R,
+               bounds, bins, targets, expo, crop_hist, whole_hist, sums):
+    """Account a chunk of placements; return 0, or 1 (nothing changed) when one is inconsistent.
+
+    ``first_inv`` is updated only with ``keep_first``; ``sums[S_FIRST_LONG]`` keeps the largest
+    ``FIRST_ORIGIN - first target`` of an over-capacity document either way."""
     m = occ.size
     for i in range(m):  # validate the whole chunk first
         o = occ[i]
@@ -104,8 +138,10 @@ def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitte
         flags[o] = fl | STARTED
         if off[i] > 0 or ln[i] > 1:
             v = FIRST_ORIGIN - (row[i] * (R - 1) + max(off[i] - 1, 0))
-            if v > first_inv[o]:
+            if keep_first and v > first_inv[o]:
                 first_inv[o] = v
+            if L > R and v > sums[S_FIRST_LONG]:
+                sums[S_FIRST_LONG] = v
         sums[S_EMITTED] += ln[i]
         sums[S_ADDED] += added
         if L > R:
@@ -124,10 +160,8 @@ def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitte
 
 
 @njit(cache=True)
-def reduce_table(flags, length_col, emitted, discarded, first_inv, buf_occ, buf_amt, n, bounds, capacity,
-                 table, scalars, strata):
-    """Per-stratum sums (``table[column, stratum]``) and scalars of occurrences ``[0, n)``; ``strata[o]``
-    receives each occurrence's stratum (255 when it never arrived)."""
+def reduce_table(flags, length_col, emitted, discarded, buf_occ, buf_amt, n, bounds, table, scalars):
+    """Per-stratum sums (``table[column, stratum]``) and scalars of occurrences ``[0, n)``."""
     j = 0  # cursor into buf_occ (sorted)
     for o in range(n):
         fl = flags[o]
@@ -137,14 +171,12 @@ def reduce_table(flags, length_col, emitted, discarded, first_inv, buf_occ, buf_
         if j < buf_occ.size and buf_occ[j] == o:
             buffered = buf_amt[j]
         if not fl & ARRIVED:
-            strata[o] = 255
             continue
         L = np.int64(length_col[o])
         em = np.int64(emitted[o])
         dc = np.int64(discarded[o])
         ft = L if fl & FILTERED else 0
         s = _stratum(bounds, L)
-        strata[o] = s
         started = 1 if fl & STARTED else 0
         full = 1 if em == L and L > 0 else 0
         scalars[R_ARRIVED] += 1
@@ -152,8 +184,6 @@ def reduce_table(flags, length_col, emitted, discarded, first_inv, buf_occ, buf_
         scalars[R_FULL] += full
         if em + dc + ft + buffered != L:
             scalars[R_VIOLATIONS] += 1
-        if first_inv[o] > 0 and capacity < L and first_inv[o] > scalars[R_FIRST_LONG]:
-            scalars[R_FIRST_LONG] = first_inv[o]
         if scalars[R_MAX_LENGTH] < L:
             scalars[R_MAX_LENGTH] = L
         table[T_COUNTS, s] += 1
@@ -177,12 +207,14 @@ def length_histogram(flags, length_col, n, hist):
 
 
 @njit(cache=True)
-def coverage_values(strata, length_col, emitted, n, s, out):
-    """Fill ``out`` with ``emitted / length`` of the occurrences of stratum ``s``, in id order."""
+def coverage_values(flags, length_col, emitted, n, lo, hi, out):
+    """Fill ``out`` with ``emitted / length`` (0 for length 0) of the arrived occurrences with
+    ``lo < length <= hi`` (one stratum), in id order; ``out`` holds one more slot than they are.
+
+    Branch-free: every occurrence's value is written at the cursor, which moves only for a member."""
     k = 0
     for o in range(n):
-        if strata[o] == s:
-            L = np.int64(length_col[o])
-            out[k] = emitted[o] / L if L > 0 else 0.0
-            k += 1
+        size = np.int64(length_col[o])
+        out[k] = emitted[o] / max(size, 1)
+        k += (size > lo) & (size <= hi) & ((flags[o] & ARRIVED) != 0)
     return k

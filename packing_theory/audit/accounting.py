@@ -13,8 +13,9 @@ so a refused chunk leaves the accumulators as they were.
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,8 @@ class ChunkAccounts:
         chunk: int = _CHUNK,
         spill: str | os.PathLike[str] | None = None,
         compiled: bool = False,
+        keep_first_targets: bool = True,
+        occurrences_hint: int | None = None,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
                                 ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
@@ -79,14 +82,22 @@ class ChunkAccounts:
             self.spill = self.spill.with_name(self.spill.name + ".npz")
         self.boundaries = check_boundaries(boundaries)
         self.n_strata = len(self.boundaries) + 1
-        if not isinstance(compiled, bool):
-            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
+        for flag, value in (("compiled", compiled), ("keep_first_targets", keep_first_targets)):
+            if not isinstance(value, bool):
+                raise InputTypeError(f"{flag} must be a bool, got {type(value).__name__} {value!r}")
         self.compiled = compiled
+        if detail and not keep_first_targets:
+            raise InputError("detail=True needs keep_first_targets=True (a record holds its first target)")
+        self.keep_first_targets = keep_first_targets
+        """Whether each occurrence's first target is kept (8 bytes per occurrence)."""
         self.bins = int(exposure_bins)
         self._chunk = int(chunk)
         self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
         """Arrived tokens this ledger accounts exactly (see the class docstring)."""
-        self._t = SourceTable()
+        self._t = SourceTable(keep_first_targets)
+        if occurrences_hint is not None:  # zero pages: committed only as occurrences arrive
+            self._t.grow(check_int("occurrences_hint", occurrences_hint, 0))
+        self._first_long_inv = 0  # the largest FIRST_ORIGIN - first target of an over-capacity placement
         # pending single events
         self._pl: list[Placement] = []
         self._ar: list[Arrival] = []
@@ -133,6 +144,71 @@ class ChunkAccounts:
 
             self._kernels = LedgerKernels(self.capacity, self.boundaries, self.bins)
 
+    # ------------------------------------------------------------------ invariants
+
+    def _check(self) -> None:
+        """Assert the ledger's internal invariants over the events accounted so far.
+
+        Pending (not yet flushed) events are not included; tests call this
+        after every event and after the Horizon.
+        """
+        self._fold_counts()
+        t = self._t
+        n, cap = t.n, t.cap
+        assert 0 <= n <= cap
+        for name in SourceTable._FIXED + SourceTable._LAZY:
+            col = getattr(t, name)
+            assert col is None or col.size == cap, name
+        fl = t.flags[:n]
+        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
+        emitted = t.emitted[:n].astype(np.int64)
+        length = t.length[:n].astype(np.int64)
+        added = np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64)
+        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
+        assert not (started & ~arrived).any(), "a started occurrence never arrived"
+        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
+        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
+        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
+        assert int(length[arrived].sum()) == self._arrived_tokens
+        assert (length[arrived] >= 0).all()
+        assert int(added.sum()) == self._added_bos
+        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
+        assert int(emitted.sum()) + self._emitted_added == self._emitted_tokens
+        assert int(t.discarded[:n].astype(np.int64).sum()) == self._discarded_tokens
+        assert int(filtered.sum()) == self._filtered_tokens
+        assert int(((fl & F_FILTERED) != 0).sum()) == self._filtered_sources
+        spent = emitted + t.discarded[:n] + filtered
+        assert (spent <= length).all(), "source tokens overspent"
+        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
+        if t.first_inv is not None:
+            assert (t.first_inv[:n][~started] == 0).all()
+            assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
+            long_inv = t.first_inv[:n][length > self.capacity]
+            assert int(long_inv.max(initial=0)) == self._first_long_inv, "running first long target"
+        if t.pass_index is not None:
+            assert (t.pass_index[:n] >= 0).all()
+        assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
+        assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
+        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
+        assert self._prot_len.size == self._prot_occ.size == expected_protected
+        assert (self._prot_len > self.capacity).all()
+        assert (t.length[self._prot_occ] == self._prot_len).all()
+        assert (self._arrived_tokens + self._added_bos
+                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
+        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
+        assert all(0 <= c < self._chunk for c in self._carry)
+        assert all(m[0] < self._rows_started for m in self._marks), "a mark of a row not yet started"
+        assert not self._marks or self._pl, "marks pending without pending placements"
+        assert all(a.targets <= b.targets for a, b in itertools.pairwise(self._series)), "series out of order"
+        assert len(self._series) <= _MAX_SERIES, "series not thinned"
+        if self._horizon is not None:
+            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
+            assert (self._arrived_tokens + self._added_bos
+                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
+                    + self._buffered_tokens)
+            assert int(self._buf_amt.sum()) + self._buffered_added == self._buffered_tokens
+            assert (np.diff(self._buf_occ) > 0).all()
+
     @property
     def _n(self) -> int:
         return self._t.n
@@ -160,19 +236,27 @@ class ChunkAccounts:
 
     def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
                           length: Int64Array) -> None:
-        if (occ < 0).any():
-            raise InputError(f"inconsistent event stream: negative occurrence id {int(occ.min())}")
-        if (length < 0).any():
+        kernels = self._kernels
+        if kernels is not None and occ.size:  # one pass for the checks, the bounds and the sum
+            low_occ, low_len, top_occ, top_len, chunk_sum = kernels.arrival_stats(occ, length)
+        else:
+            low_occ, low_len = int(occ.min(initial=0)), int(length.min(initial=0))
+            top_occ, top_len, chunk_sum = int(occ.max(initial=-1)), int(length.max(initial=0)), -1
+        if low_occ < 0:
+            raise InputError(f"inconsistent event stream: negative occurrence id {low_occ}")
+        if low_len < 0:
             i = int(np.argmax(length < 0))
             raise InputError(f"inconsistent event stream: Arrival of occurrence {int(occ[i])} "
                              f"has negative length {int(length[i])}")
-        total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
+        total = self._arrived_tokens + chunk_sum
+        if chunk_sum < 0 or top_len * occ.size >= 1 << 63 or total > self.max_tokens:
+            total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
         t = self._t
-        top = int(occ.max()) + 1
+        top = top_occ + 1
         t.grow(top)
-        if self._kernels is not None:
-            t.widen(int(length.max()))
-            dup = self._kernels.arrivals(t, occ, length)
+        if kernels is not None:
+            t.widen(top_len)
+            dup = kernels.arrivals(t, occ, length)
             if dup >= 0:
                 raise InputError(f"inconsistent event stream: occurrence {int(occ[dup])} arrived twice")
         else:
@@ -222,7 +306,8 @@ class ChunkAccounts:
         kernels = self._kernels
         if kernels is not None and kernels.placements(self._t, row, off, occ, start, ln, bos, crop,
                                                       self._targets_by_stratum, self._expo):
-            emitted, added_n, long_emitted = kernels.take_sums()
+            emitted, added_n, long_emitted, first_long = kernels.take_sums()
+            self._first_long_inv = max(self._first_long_inv, first_long)
             self._emitted_tokens += emitted
             self._emitted_added += added_n
             self._long_emitted += long_emitted
@@ -254,7 +339,11 @@ class ChunkAccounts:
         t.flags[occ] = fl | STARTED
         has_target = (off > 0) | (ln > 1)
         first = first_target(row, off, R)
-        np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
+        if t.first_inv is not None:
+            np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
+        long_first = first[has_target & (L > R)]
+        if long_first.size:
+            self._first_long_inv = max(self._first_long_inv, FIRST_ORIGIN - int(long_first.min()))
         self._emitted_tokens += int(ln.sum())
         self._emitted_added += int(added.sum())
         self._long_emitted += int(ln[L > R].sum())
@@ -296,6 +385,12 @@ class ChunkAccounts:
                                   ).astype(np.int64)
 
     def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
+        added = None if self._kernels is None else self._kernels.discards(self._t, occ, ln)
+        if added is not None:
+            self._discarded_tokens += added
+            if self.detail:
+                self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
+            return
         self._known(occ, "Discard")
         if (ln < 0).any():
             raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
@@ -370,25 +465,36 @@ class ChunkAccounts:
         return (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
                 - self._filtered_tokens)
 
-    def _protected_after(self, lengths: Int64Array) -> Callable[[int], int]:
-        """``n ->`` the protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the
-        accounted ones). O(B + long arrivals × log B)."""
+    def _protected_at(self, lengths: Int64Array, points: Sequence[int]) -> list[int]:
+        """The protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the accounted
+        ones), for each ``n`` of ``points``: the sum of the ``B - 1`` largest long lengths so far (a sum,
+        so ties do not matter). A few points: one ``np.partition`` each, O(B + long arrivals); many:
+        one heap walk, O(B + long arrivals × log B)."""
         k = self.min_buffer - 1
+        idx = np.flatnonzero(lengths > self.capacity)
+        longs = lengths[idx]
+        counts = np.searchsorted(idx, np.asarray(points, dtype=np.int64)).tolist()
+        if k <= 0:
+            return [0] * len(counts)
+        if len(counts) * 16 < longs.size:
+            out = []
+            for m in counts:
+                vals = np.concatenate([self._prot_len, longs[:m]])
+                top = vals if vals.size <= k else np.partition(vals, vals.size - k)[vals.size - k:]
+                out.append(int(top.sum()))
+            return out
         heap = self._prot_len.tolist()
         heapq.heapify(heap)
         total = sum(heap)
-        idx = np.flatnonzero(lengths > self.capacity)
         sums = [total]
-        for n in lengths[idx].tolist():
-            if k <= 0:
-                pass
-            elif len(heap) < k:
+        for n in longs.tolist():
+            if len(heap) < k:
                 heapq.heappush(heap, n)
                 total += n
             elif n > heap[0]:
                 total += n - heapq.heapreplace(heap, n)
             sums.append(total)
-        return lambda n: sums[int(np.searchsorted(idx, n))]
+        return [sums[m] for m in counts]
 
     def _sample_marks(self, ar: Int64Array, ba: Int64Array, pl: Int64Array, dc: Int64Array) -> None:
         """Turn the marks taken in the pending events into samples (exact: prefix sums of each kind)."""
@@ -397,10 +503,10 @@ class ChunkAccounts:
 
         base, R = self._buffered_accounted(), self.capacity
         ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
-        protected = self._protected_after(ar)
-        for j, na, nb, npl, nd in self._marks:
+        protected = self._protected_at(ar, [m[1] for m in self._marks])
+        for (j, na, nb, npl, nd), prot in zip(self._marks, protected, strict=True):
             buffered = base + int(ca[na]) + int(cb[nb]) - int(cp[npl]) - int(cd[nd])  # exact (Python ints)
-            self._series.append(SeriesSample(j * (R - 1), buffered, protected(na)))
+            self._series.append(SeriesSample(j * (R - 1), buffered, prot))
         self._marks.clear()
         self._thin()
 
@@ -426,11 +532,11 @@ class ChunkAccounts:
         delta[pos[DISCARD] + 1] = -b.discard.length
         delta[filt + 1] = -b.filtered.length
         mass = self._buffered_accounted() + np.cumsum(delta)
-        protected = self._protected_after(b.arrival.length)
-        arrived = np.searchsorted(pos[ARRIVAL], at)
+        arrived = np.searchsorted(pos[ARRIVAL], at).tolist()
+        protected = self._protected_at(b.arrival.length, arrived)
         R = self.capacity
-        for jj, p, na in zip(j[keep].tolist(), at.tolist(), arrived.tolist(), strict=True):
-            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), protected(na)))
+        for jj, p, prot in zip(j[keep].tolist(), at.tolist(), protected, strict=True):
+            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), prot))
         self._thin()
 
     def _thin(self) -> None:

@@ -18,8 +18,8 @@ over the table instead of one per block plus one per stratum. Memory: the two
 histograms (16 (R + 1) bytes), a length histogram of ``8 (max length + 1)``
 bytes at the end (the numpy reduction is used instead when the longest
 document exceeds :data:`MAX_HISTOGRAM_LENGTH`), and one stratum's coverage
-values at a time, as in the numpy path, plus one byte per occurrence (its
-stratum) during the reduction.
+values at a time, as in the numpy path (the stratum of an occurrence is
+recomputed from its length, not held).
 
 An inconsistent chunk is handed back to the numpy path, which raises its own
 message; the kernels change nothing before they are sure a chunk is valid.
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine.compiled import load_numba_module
-from .table import FIRST_ORIGIN, SourceTable, TableAggregates, summarise_coverage
+from .table import SourceTable, TableAggregates, summarise_coverage
 
 __all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "load_ledger_kernels"]
 
@@ -69,7 +69,10 @@ class LedgerKernels:
         self.bins = int(bins)
         self.crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
         self.whole_hist = np.zeros(self.capacity + 1, dtype=np.int64)
-        self.sums = np.zeros(3, dtype=np.int64)  # emitted, emitted added BOS, emitted of long documents
+        # emitted, emitted added BOS, emitted of long documents, max FIRST_ORIGIN - first long target
+        self.sums = np.zeros(4, dtype=np.int64)
+        self._no_first = np.zeros(0, dtype=np.int64)
+        self._stats = np.zeros(5, dtype=np.int64)
 
     def arrivals(self, t: SourceTable, occ: Int64Array, length: Int64Array) -> int:
         """Mark ``occ`` arrived with ``length`` (columns grown and widened by the caller).
@@ -79,14 +82,32 @@ class LedgerKernels:
         """
         return int(self.k.arrivals(occ, length, t.flags, t.length))
 
+    def arrival_stats(self, occ: Int64Array, length: Int64Array) -> tuple[int, int, int, int, int]:
+        """(min occurrence, min length, max occurrence, max length, sum of lengths) of a non-empty chunk in
+        one pass; the sum is exact only when ``max length x len(chunk) < 2**63``. O(len(occ))."""
+        out = self._stats
+        self.k.arrival_stats(occ, length, out)
+        a, b, c, d, e = (int(v) for v in out.tolist())
+        return a, b, c, d, e
+
+    def discards(self, t: SourceTable, occ: Int64Array, ln: Int64Array) -> int | None:
+        """Add a chunk of discards to the table; their tokens, or ``None`` (nothing changed) when one is
+        inconsistent. O(len(occ))."""
+        out = self._stats
+        if int(self.k.discards(occ, ln, t.n, t.flags, t.discarded, out)):
+            return None
+        return int(out[0])
+
     def placements(self, t: SourceTable, row: Int64Array, off: Int64Array, occ: Int64Array,
                    start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_], crop: npt.NDArray[np.bool_],
                    targets: Int64Array, expo: Int64Array) -> bool:
         """Account a chunk of placements; ``False`` (nothing changed) when one is inconsistent.
 
         O(chunk x bins)."""
+        keep = t.first_inv is not None
+        first_inv = t.first_inv if t.first_inv is not None else self._no_first
         status = self.k.placements(row, off, occ, start, ln, bos.view(np.uint8), crop.view(np.uint8), t.n,
-                                   t.flags, t.length, t.emitted, t.first_inv, self.capacity, self.bounds,
+                                   t.flags, t.length, t.emitted, first_inv, keep, self.capacity, self.bounds,
                                    self.bins, targets, expo, self.crop_hist, self.whole_hist, self.sums)
         return int(status) == 0
 
@@ -97,40 +118,44 @@ class LedgerKernels:
                 counts[k] = counts.get(k, 0) + int(hist[k])
             hist[:] = 0
 
-    def take_sums(self) -> tuple[int, int, int]:
-        """(emitted, emitted added BOS, emitted of long documents) since the last call, and reset."""
+    def take_sums(self) -> tuple[int, int, int, int]:
+        """(emitted, emitted added BOS, emitted of long documents, the largest ``FIRST_ORIGIN - first
+        target`` of a long document or 0) since the last call, and reset."""
         out = tuple(int(v) for v in self.sums.tolist())
         self.sums[:] = 0
-        return out[0], out[1], out[2]
+        return out[0], out[1], out[2], out[3]
 
-    def reduce(self, t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, capacity: int
+    def reduce(self, t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, first_long: int | None
                ) -> TableAggregates | None:
         """:func:`~packing_theory.audit.table.table_aggregates` in one compiled pass (one more per stratum
         for the coverage values), or ``None`` when the numpy reduction must do it (a source column, or a
-        document longer than :data:`MAX_HISTOGRAM_LENGTH`). O(occurrences x strata)."""
+        document longer than :data:`MAX_HISTOGRAM_LENGTH`). ``first_long`` is the ledger's running first
+        over-capacity target. O(occurrences x strata)."""
         if t.source is not None:
             return None
         k, n = self.k, t.n
         S = self.bounds.size + 1
         table = np.zeros((9, S), dtype=np.int64)
-        scalars = np.zeros(6, dtype=np.int64)
-        strata = np.empty(n, dtype=np.uint8)
-        k.reduce_table(t.flags, t.length, t.emitted, t.discarded, t.first_inv, buf_occ, buf_amt, n,
-                       self.bounds, capacity, table, scalars, strata)
-        top = int(scalars[5])
+        scalars = np.zeros(5, dtype=np.int64)
+        k.reduce_table(t.flags, t.length, t.emitted, t.discarded, buf_occ, buf_amt, n, self.bounds, table,
+                       scalars)
+        top = int(scalars[4])
         if top > MAX_HISTOGRAM_LENGTH:
             return None
         hist = np.zeros(top + 1, dtype=np.int64)
         k.length_histogram(t.flags, t.length, n, hist)
         lengths = np.flatnonzero(hist).astype(np.int64)
         coverage = []
+        edges = [-1, *self.bounds.tolist(), np.iinfo(np.int64).max]  # stratum s: edges[s] < L <= edges[s + 1]
         for s in range(S):
-            values = np.empty(int(table[0, s]), dtype=np.float64)
-            k.coverage_values(strata, t.length, t.emitted, n, s, values)
-            coverage.append(summarise_coverage(values))
+            count = int(table[0, s])
+            values = np.empty(count + 1, dtype=np.float64)
+            if count:
+                k.coverage_values(t.flags, t.length, t.emitted, n, edges[s], edges[s + 1], values)
+            coverage.append(summarise_coverage(values[:count]))
         rows = [[int(v) for v in r] for r in table.tolist()]
-        arrived, started, full, violations, first_long = (int(v) for v in scalars[:5].tolist())
+        arrived, started, full, violations = (int(v) for v in scalars[:4].tolist())
         return TableAggregates(
-            arrived, started, full, started, violations, FIRST_ORIGIN - first_long if first_long else None,
+            arrived, started, full, started, violations, first_long,
             rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8],
             lengths, hist[lengths], coverage)

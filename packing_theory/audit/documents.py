@@ -46,7 +46,7 @@ import numpy.typing as npt
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
-from ..errors import InputError, import_optional
+from ..errors import InputError, InputTypeError, import_optional
 from ..lengths import validate_lengths
 from .ledger import Ledger
 from .strata import stratum_labels
@@ -113,14 +113,26 @@ class DocumentRows:
     BOS at a row's position 0 (an input, never a target); this consumer counts
     rows instead. Rows are counted in the order the packer emits them.
 
-    Complexity: O(1) per event (a batch is walked event by event); memory
-    O(occurrences).
+    Args:
+        capacity: the row capacity ``R``.
+        per_occurrence: keep each occurrence's first and arrival rows (16 bytes
+            per occurrence). ``False`` keeps only what :func:`never_trained
+            <packing_theory.audit.untrained.never_trained>` needs (the last row's
+            placements and the filter reasons); the result's ``first_row`` and
+            ``arrival_row`` are then empty.
+
+    Complexity: O(1) per event, a batch O(its events log its events) numpy
+    work; memory O(occurrences) with ``per_occurrence``, else O(row + filtered).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, per_occurrence: bool = True) -> None:
         if capacity < 1:
             raise InputError(f"capacity must be >= 1, got {capacity}")
+        if not isinstance(per_occurrence, bool):
+            raise InputTypeError(f"per_occurrence must be a bool, got {type(per_occurrence).__name__} "
+                                 f"{per_occurrence!r}")
         self.capacity = capacity
+        self.per_occurrence = per_occurrence
         self._first = np.full(0, -1, np.int64)
         self._arrival = np.full(0, -1, np.int64)
         self._reasons: dict[int, str] = {}
@@ -136,7 +148,7 @@ class DocumentRows:
         return cls(consumer_settings(packer).capacity)
 
     def _grow(self, top: int) -> None:
-        if top >= self._first.size:
+        if self.per_occurrence and top >= self._first.size:
             size = max(top + 1, 2 * self._first.size)
             self._first = np.concatenate([self._first, np.full(size - self._first.size, -1, np.int64)])
             self._arrival = np.concatenate([self._arrival, np.full(size - self._arrival.size, -1, np.int64)])
@@ -148,12 +160,13 @@ class DocumentRows:
             return
         t = type(item)
         if t is Arrival:
-            o = cast(Arrival, item).occurrence
-            self._grow(o)
-            self._arrival[o] = self._filled // self.capacity
+            if self.per_occurrence:
+                o = cast(Arrival, item).occurrence
+                self._grow(o)
+                self._arrival[o] = self._filled // self.capacity
         elif t is Placement:
             p = cast(Placement, item)
-            if self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]:
+            if self.per_occurrence and (self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]):
                 self._first[p.occurrence] = p.row
             if p.row > self._last_row:
                 self._last_row, self._last = p.row, []
@@ -169,21 +182,24 @@ class DocumentRows:
 
     def _batch(self, b: EventBatch) -> None:
         kinds = b.kinds
-        fill = np.zeros(kinds.size, np.int64)
-        fill[kinds == PLACEMENT] = b.placement.length
-        fill[kinds == PADDING] = b.padding.length
-        fill[kinds == REPEAT] = b.repeat.length
-        before = self._filled + np.cumsum(fill) - fill
         occ = b.arrival.occurrence
-        if occ.size:
+        filled = int(b.placement.length.sum()) + int(b.padding.length.sum()) + int(b.repeat.length.sum())
+        if occ.size and self.per_occurrence:  # the positions filled before each arrival
+            fill = np.zeros(kinds.size, np.int64)
+            fill[kinds == PLACEMENT] = b.placement.length
+            fill[kinds == PADDING] = b.padding.length
+            fill[kinds == REPEAT] = b.repeat.length
+            before = self._filled + np.cumsum(fill) - fill
             self._grow(int(occ.max()))
             self._arrival[occ] = before[kinds == ARRIVAL] // self.capacity
         pocc, prow = b.placement.occurrence, b.placement.row
         if pocc.size:
-            big = np.iinfo(np.int64).max
-            cur = np.where(self._first < 0, big, self._first)
-            np.minimum.at(cur, pocc, prow)
-            self._first = np.where(cur == big, -1, cur)
+            if self.per_occurrence:  # O(batch log batch): only the occurrences placed in it
+                u, inv = np.unique(pocc, return_inverse=True)
+                low = np.full(u.size, np.iinfo(np.int64).max, np.int64)
+                np.minimum.at(low, inv.ravel(), prow)
+                cur = self._first[u]
+                self._first[u] = np.where((cur < 0) | (low < cur), low, cur)
             top = int(prow.max())
             if top > self._last_row:
                 self._last_row, self._last = top, []
@@ -193,7 +209,7 @@ class DocumentRows:
                                        b.placement.bos_inserted[at].astype(np.int64).tolist(), strict=True))
         for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
             self._reasons[o] = b.reasons[code]
-        self._filled += int(fill.sum())
+        self._filled += filled
         if b.horizon is not None:
             self._end(b.horizon)
 
@@ -212,6 +228,7 @@ class DocumentRows:
 
     def _check(self) -> None:
         assert self._first.size == self._arrival.size
+        assert self.per_occurrence or self._first.size == 0
         assert self._filled >= 0
         assert np.all((self._first < 0) | (self._arrival >= 0)), "a placement before its arrival"
 
@@ -490,9 +507,9 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
 
     Written in chunks of 65,536 rows (memory O(chunk) beyond the tables).
-    ``run_id`` (a report's run) is a last CSV column ``run`` on every row, and
-    the Parquet file's ``run`` metadata, so that the report's check can tie the
-    file to its run.
+    ``run_id`` (a report's run) is a last column ``run`` on every row, in both
+    formats (and the Parquet file's ``run`` metadata), so that a row read on its
+    own, or the report's check, ties the file to its run.
 
     Raises:
         InputError: another suffix.
@@ -508,14 +525,17 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     if suffix == ".parquet":
         pa = import_optional("pyarrow", extra="parquet", purpose="a Parquet documents file")
         pq = import_optional("pyarrow.parquet", extra="parquet", purpose="a Parquet documents file")
-        schema = pa.schema([(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
-                             pa.bool_() if c in ("started", "protected") else pa.int64())
-                            for c in DOCUMENT_COLUMNS], metadata={"run": run_id or ""})
+        fields = [(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
+                   pa.bool_() if c in ("started", "protected") else pa.int64()) for c in DOCUMENT_COLUMNS]
+        schema = pa.schema([*fields, *([("run", pa.string())] if run_id else [])],
+                           metadata={"run": run_id or ""})
         with pq.ParquetWriter(str(out), schema) as w:
             for t in tables:
                 for lo in range(0, len(t), _CHUNK):
                     hi = min(lo + _CHUNK, len(t))
-                    w.write_table(pa.table({c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS},
-                                           schema=schema))
+                    cols: dict[str, Any] = {c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS}
+                    if run_id:
+                        cols["run"] = [run_id] * (hi - lo)
+                    w.write_table(pa.table(cols, schema=schema))
         return out
     raise InputError(f"--documents must end in .csv or .parquet, got {os.fspath(path)!r}")

@@ -34,9 +34,8 @@ Length strata are those of :mod:`packing_theory.audit.strata`.
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ from ..engine.events import (
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from .accounting import _MAX_SERIES, MAX_EXACT_TOKENS, ChunkAccounts, counts_median, exact_total
+from .accounting import MAX_EXACT_TOKENS, ChunkAccounts, counts_median, exact_total
 from .exposure import exposure_profile, whole_exposure
 from .results import (
     Aggregates,
@@ -73,12 +72,15 @@ from .results import (
     StratumRow,
 )
 from .strata import stratum_index, stratum_labels
-from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable, table_aggregates
+from .table import ADDED, ARRIVED, BLOCK, FIRST_ORIGIN, STARTED, table_aggregates
 from .table import FILTERED as F_FILTERED
 
 __all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median", "exact_total"]
 
 Int64Array = npt.NDArray[np.int64]
+
+_ARRAY_KEYS = ("arrived", "source", "pass_index", "length", "stratum", "started", "emitted", "discarded",
+               "filtered", "buffered", "added_bos", "first_target")
 
 # --------------------------------------------------------------------------- the ledger
 
@@ -97,6 +99,14 @@ class Ledger(ChunkAccounts):
         spill: with ``detail=True``, a path: the detail rows are written to
             ``PATH`` (an ``.npz`` file, completed at the Horizon) instead of being
             held in memory; :meth:`record` reads them back on request.
+        compiled: account chunks and reduce the table with the numba kernels
+            (:mod:`packing_theory.audit.compiled`; the ``fast`` extra), same results.
+        keep_first_targets: keep each occurrence's first target (8 bytes per
+            occurrence: :meth:`first_targets`, ``first_target`` in :meth:`arrays`);
+            ``False`` keeps only the first over-capacity target the aggregates report.
+        occurrences_hint: the occurrences expected (e.g. documents x passes):
+            the table is sized for them at once (zero pages, committed only as
+            occurrences arrive) instead of grown by doubling and copying.
 
     Build it from a packer with :meth:`for_packer`. Feed events with
     :meth:`feed` (one at a time, e.g. inside a loader) or a whole stream with
@@ -110,8 +120,9 @@ class Ledger(ChunkAccounts):
     chunks of 8,192 with numpy; a batch costs O(1) Python work per chunk),
     O(B log B) per chunk for the protected set, O(bins) numpy work per
     placement for the exposure profile. Memory: 21 bytes per occurrence for a
-    one-pass stream without added BOS markers (see
-    :mod:`packing_theory.audit.table`), plus O(chunk + B + R);
+    one-pass stream without added BOS markers, 13
+    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`) with
+    ``keep_first_targets=False`` (see :mod:`packing_theory.audit.table`), plus O(chunk + B + R);
     ``detail=True`` adds O(placements + discards) unless spilled.
 
     Exactness: every total is exact or refused. Arrivals whose tokens sum past
@@ -290,68 +301,6 @@ class Ledger(ChunkAccounts):
         if self.spill is not None:
             self._write_spill()
 
-    # ------------------------------------------------------------------ invariants
-
-    def _check(self) -> None:
-        """Assert the ledger's internal invariants over the events accounted so far.
-
-        Pending (not yet flushed) events are not included; tests call this
-        after every event and after the Horizon.
-        """
-        self._fold_counts()
-        t = self._t
-        n, cap = t.n, t.cap
-        assert 0 <= n <= cap
-        for name in SourceTable._FIXED + SourceTable._LAZY:
-            col = getattr(t, name)
-            assert col is None or col.size == cap, name
-        fl = t.flags[:n]
-        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
-        emitted = t.emitted[:n].astype(np.int64)
-        length = t.length[:n].astype(np.int64)
-        added = np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64)
-        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
-        assert not (started & ~arrived).any(), "a started occurrence never arrived"
-        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
-        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
-        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
-        assert int(length[arrived].sum()) == self._arrived_tokens
-        assert (length[arrived] >= 0).all()
-        assert int(added.sum()) == self._added_bos
-        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
-        assert int(emitted.sum()) + self._emitted_added == self._emitted_tokens
-        assert int(t.discarded[:n].astype(np.int64).sum()) == self._discarded_tokens
-        assert int(filtered.sum()) == self._filtered_tokens
-        assert int(((fl & F_FILTERED) != 0).sum()) == self._filtered_sources
-        spent = emitted + t.discarded[:n] + filtered
-        assert (spent <= length).all(), "source tokens overspent"
-        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
-        assert (t.first_inv[:n][~started] == 0).all()
-        assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
-        if t.pass_index is not None:
-            assert (t.pass_index[:n] >= 0).all()
-        assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
-        assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
-        expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
-        assert self._prot_len.size == self._prot_occ.size == expected_protected
-        assert (self._prot_len > self.capacity).all()
-        assert (t.length[self._prot_occ] == self._prot_len).all()
-        assert (self._arrived_tokens + self._added_bos
-                >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
-        assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
-        assert all(0 <= c < self._chunk for c in self._carry)
-        assert all(m[0] < self._rows_started for m in self._marks), "a mark of a row not yet started"
-        assert not self._marks or self._pl, "marks pending without pending placements"
-        assert all(a.targets <= b.targets for a, b in itertools.pairwise(self._series)), "series out of order"
-        assert len(self._series) <= _MAX_SERIES, "series not thinned"
-        if self._horizon is not None:
-            assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
-            assert (self._arrived_tokens + self._added_bos
-                    == self._emitted_tokens + self._discarded_tokens + self._filtered_tokens
-                    + self._buffered_tokens)
-            assert int(self._buf_amt.sum()) + self._buffered_added == self._buffered_tokens
-            assert (np.diff(self._buf_occ) > 0).all()
-
     # ------------------------------------------------------------------ results
 
     @property
@@ -370,9 +319,11 @@ class Ledger(ChunkAccounts):
         R = self.capacity
         self._fold_counts()
         kernels = self._kernels
-        agg = None if kernels is None else kernels.reduce(self._t, self._buf_occ, self._buf_amt, R)
+        first_long = FIRST_ORIGIN - self._first_long_inv if self._first_long_inv else None
+        agg = None if kernels is None else kernels.reduce(self._t, self._buf_occ, self._buf_amt, first_long)
         if agg is None:
-            agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)
+            agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)._replace(
+                first_long=first_long)
         labels = stratum_labels(self.boundaries)
         crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
@@ -440,37 +391,90 @@ class Ledger(ChunkAccounts):
         return self._prot_occ.copy()
 
     def first_targets(self) -> Int64Array:
-        """Per occurrence: target index of its first emitted target, ``-1`` if none. O(occurrences)."""
-        inv = self._t.first_inv[: self._n]
-        return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
+        """Per occurrence: target index of its first emitted target, ``-1`` if none. O(occurrences).
+
+        Raises:
+            InputError: the ledger was built with ``keep_first_targets=False``.
+        """
+        if self._t.first_inv is None:
+            raise InputError("per-occurrence first targets need Ledger(keep_first_targets=True)")
+        return self._first_target_block(0, self._n)
 
     def arrays(self) -> dict[str, npt.NDArray[Any]]:
         """Per-occurrence columns (available in both modes; index = occurrence id). O(occurrences) memory.
 
         Keys: ``arrived, source, pass_index, length, stratum, started, emitted,
         discarded, filtered, buffered, added_bos, first_target`` (``emitted``, ``discarded``
-        and ``buffered`` count source tokens; ``buffered`` needs the Horizon).
+        and ``buffered`` count source tokens; ``buffered`` needs the Horizon;
+        ``first_target`` only with ``keep_first_targets=True``). About 90 bytes per
+        occurrence: to stream the table instead, use :meth:`array_blocks`.
         """
-        t, n = self._t, self._n
-        fl = t.flags[:n]
-        length = t.length[:n].astype(np.int64)
-        buffered = np.zeros(n, np.int64)
-        buffered[self._buf_occ] = self._buf_amt
-        return {
-            "arrived": (fl & ARRIVED) != 0,
-            "source": t.sources(0, n).copy(),
-            "pass_index": (np.zeros(n, np.int64) if t.pass_index is None
-                           else t.pass_index[:n].astype(np.int64)),
+        return self._columns(0, self._n)
+
+    @property
+    def occurrences(self) -> int:
+        """Occurrence ids accounted so far: one past the largest arrived (the length of :meth:`arrays`)."""
+        return self._n
+
+    def array_blocks(self, block: int = BLOCK, columns: Sequence[str] | None = None
+                     ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]:
+        """:meth:`arrays` in blocks of ``block`` occurrences: ``(first occurrence id, columns)`` pairs,
+        in id order (nothing when no occurrence arrived); ``columns`` picks keys (default: all).
+        Memory O(block) besides the table.
+
+        Raises:
+            InputError: ``block`` is not a positive int, or an unknown column.
+        """
+        block = check_int("block", block, 1)
+        names = _ARRAY_KEYS if columns is None else tuple(columns)
+        for name in names:
+            if name not in _ARRAY_KEYS:
+                raise InputError(f"columns must be among {', '.join(_ARRAY_KEYS)}; got {name!r}")
+        for a in range(0, self._n, block):
+            yield a, self._columns(a, min(self._n, a + block), names)
+
+    def _columns(self, a: int, b: int, names: Sequence[str] = ()) -> dict[str, npt.NDArray[Any]]:
+        t, n = self._t, b - a
+        fl = t.flags[a:b]
+        names = names or _ARRAY_KEYS
+        out: dict[str, npt.NDArray[Any]] = {}
+
+        def length() -> Int64Array:
+            if "length" not in out:
+                out["length"] = t.length[a:b].astype(np.int64)
+            return out["length"]
+
+        def buffered() -> Int64Array:
+            col = np.zeros(n, np.int64)
+            lo, hi = np.searchsorted(self._buf_occ, [a, b])
+            col[self._buf_occ[lo:hi] - a] = self._buf_amt[lo:hi]
+            return col
+
+        make: dict[str, Callable[[], npt.NDArray[Any]]] = {
+            "arrived": lambda: (fl & ARRIVED) != 0,
+            "source": lambda: t.sources(a, b).copy(),
+            "pass_index": lambda: (np.zeros(n, np.int64) if t.pass_index is None
+                                   else t.pass_index[a:b].astype(np.int64)),
             "length": length,
-            "stratum": stratum_index(length, self.boundaries),
-            "started": (fl & STARTED) != 0,
-            "emitted": t.emitted[:n].astype(np.int64),
-            "discarded": t.discarded[:n].astype(np.int64),
-            "filtered": np.where((fl & F_FILTERED) != 0, length, 0),
+            "stratum": lambda: stratum_index(length(), self.boundaries),
+            "started": lambda: (fl & STARTED) != 0,
+            "emitted": lambda: t.emitted[a:b].astype(np.int64),
+            "discarded": lambda: t.discarded[a:b].astype(np.int64),
+            "filtered": lambda: np.where((fl & F_FILTERED) != 0, length(), 0),
             "buffered": buffered,
-            "added_bos": np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64),
-            "first_target": self.first_targets(),
+            "added_bos": lambda: np.zeros(n, np.int64) if t.added is None else t.added[a:b].astype(np.int64),
+            "first_target": lambda: self._first_target_block(a, b),
         }
+        for name in names:
+            if name == "first_target" and t.first_inv is None:
+                continue
+            out[name] = make[name]()
+        return {k: out[k] for k in names if k in out}
+
+    def _first_target_block(self, a: int, b: int) -> Int64Array:
+        assert self._t.first_inv is not None
+        inv = self._t.first_inv[a:b]
+        return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`arrays` (and, with ``detail=True``, the detail rows) to an ``.npz`` file.
@@ -520,6 +524,7 @@ class Ledger(ChunkAccounts):
         rows = pl[bounds[occurrence]: bounds[occurrence + 1]]
         intervals = tuple(EmittedInterval(int(r[4]), int(r[5]), int(r[0]), int(r[1]), bool(r[6]), bool(r[8]))
                           for r in rows)
+        assert t.first_inv is not None  # detail=True keeps the first targets
         inv = int(t.first_inv[occurrence])
         occ = np.asarray([occurrence], dtype=np.int64)
         return SourceRecord(

@@ -110,9 +110,11 @@ class StreamLedger:
         # live occurrences, sorted by id
         self._occ = np.zeros(0, dtype=np.int64)
         self._len = np.zeros(0, dtype=np.int64)
+        self._strat = np.zeros(0, dtype=np.intp)  # each live occurrence's stratum (from its length)
         self._left = np.zeros(0, dtype=np.int64)
         self._emit = np.zeros(0, dtype=np.int64)
         self._flags = np.zeros(0, dtype=np.uint8)
+        self._map: tuple[int, int, Int64Array] | None = None  # _recent() of the live ids, while they hold
         self._next_occ = 0
         self._arrived_exact = 0  # arrived tokens as a Python int: refused past MAX_EXACT_TOKENS
         self.live_peak = 0
@@ -166,13 +168,39 @@ class StreamLedger:
             self._batch(batch)
 
     def _idx(self, occ: Int64Array, what: str) -> Int64Array:
-        i = np.searchsorted(self._occ, occ)
-        ok = i < self._occ.size
-        ok[ok] = self._occ[i[ok]] == occ[ok]
-        if not ok.all():
-            o = int(occ[np.argmax(~ok)])
+        """Positions of ``occ`` among the live occurrences (an InputError naming the first that is not).
+
+        The live ids are sorted; the recent ones (at least the last ``4 x live + 1024`` ids arrived)
+        are looked up in a dense map built once per batch (:meth:`_recent`), the older ones (the few
+        long documents the buffer keeps) by binary search. O(live + len(occ))."""
+        live = self._occ
+        if self._map is None:
+            self._map = self._recent()
+        base, k, dense = self._map
+        out = np.full(occ.size, -1, np.int64)
+        recent = (occ >= base) & (occ < base + dense.size)
+        out[recent] = dense[occ[recent] - base]
+        older = np.flatnonzero(~recent)
+        if older.size:
+            i = np.searchsorted(live[:k], occ[older])
+            ok = i < k
+            ok[ok] = live[i[ok]] == occ[older][ok]
+            out[older[ok]] = i[ok]
+        if (out < 0).any():
+            o = int(occ[np.argmax(out < 0)])
             raise InputError(f"inconsistent event stream: {what} for occurrence {o}, which holds no tokens")
-        return i
+        return out
+
+    def _recent(self) -> tuple[int, int, Int64Array]:
+        """(first recent id, position of the first recent live occurrence, id - base -> position or -1)."""
+        live = self._occ
+        if not live.size:
+            return 0, 0, np.zeros(0, np.int64)
+        base = max(int(live[0]), int(live[-1]) + 1 - 4 * int(live.size) - 1024)
+        k = int(np.searchsorted(live, base))
+        dense = np.full(int(live[-1]) + 1 - base, -1, np.int64)
+        dense[live[k:] - base] = np.arange(k, live.size, dtype=np.int64)
+        return base, k, dense
 
     def _batch(self, b: EventBatch) -> None:
         R, S, c, t = self.capacity, self._S, self._counts, self._t
@@ -191,9 +219,11 @@ class StreamLedger:
             long = L > R
             self._occ = np.concatenate([self._occ, occ])
             self._len = np.concatenate([self._len, L])
+            self._strat = np.concatenate([self._strat, strat])
             self._left = np.concatenate([self._left, L])
             self._emit = np.concatenate([self._emit, np.zeros(occ.size, np.int64)])
             self._flags = np.concatenate([self._flags, np.where(long, _LONG, 0).astype(np.uint8)])
+            self._map = None
             self.live_peak = max(self.live_peak, int(self._occ.size))
             if long.any():
                 self._long_arrivals += int(long.sum())
@@ -214,9 +244,11 @@ class StreamLedger:
             i = self._idx(p.occurrence, "Placement")
             f = self._flags[i]
             fresh = (f & _STARTED) == 0
-            new = np.unique(i[fresh])
+            mark = np.zeros(self._occ.size, np.bool_)  # O(live): the distinct fresh occurrences
+            mark[i[fresh]] = True
+            new = np.flatnonzero(mark)
             t["started"] += int(new.size)
-            strat_new = stratum_index(self._len[new], self.boundaries)
+            strat_new = self._strat[new]
             c["started"] += np.bincount(strat_new, minlength=S)
             if self._first_long is None:
                 hit = np.flatnonzero(fresh & ((f & _LONG) != 0))
@@ -225,27 +257,30 @@ class StreamLedger:
                     self._first_long = int(first_target(int(p.row[j]), int(p.offset[j]), R))
             self._flags[i] = f | _STARTED
             if self._prot_occ.size:
-                self._prot_started |= np.isin(self._prot_occ, p.occurrence)
+                mark[:] = False
+                mark[i] = True  # the live occurrences placed in this batch
+                at = np.minimum(np.searchsorted(self._occ, self._prot_occ), max(self._occ.size - 1, 0))
+                self._prot_started |= (self._occ[at] == self._prot_occ) & mark[at]
             added = p.bos_inserted & ((f & _ADDED) != 0)
             np.add.at(self._left, i, -p.length)
             np.add.at(self._emit, i, p.length - added)
-            strat = stratum_index(self._len[i], self.boundaries)
+            strat = self._strat[i]
             c["emitted"] += np.bincount(strat, weights=p.length - added, minlength=S).round().astype(np.int64)
             c["targets"] += np.bincount(strat, weights=p.length - (p.offset == 0), minlength=S
                                         ).round().astype(np.int64)
             t["emitted"] += int(p.length.sum())
             t["crops"] += int(p.crop.sum())
             t["bos_only"] += int((p.crop & (p.length == 1)).sum())
-            if p.crop.any():
+            if p.crop.any():  # a crop emits at most R tokens: a dense histogram
                 counts = self._crop_counts
-                for k, v in zip(*(a.tolist() for a in np.unique(p.length[p.crop], return_counts=True)),
-                                strict=True):
-                    counts[k] = counts.get(k, 0) + v
+                hist = np.bincount(p.length[p.crop], minlength=R + 1)
+                for k in np.flatnonzero(hist).tolist():
+                    counts[k] = counts.get(k, 0) + int(hist[k])
         d = b.discard
         if d.occurrence.size:
             i = self._idx(d.occurrence, "Discard")
             np.add.at(self._left, i, -d.length)
-            strat = stratum_index(self._len[i], self.boundaries)
+            strat = self._strat[i]
             c["discarded"] += np.bincount(strat, weights=d.length, minlength=S).round().astype(np.int64)
             t["discarded"] += int(d.length.sum())
         fl = b.filtered
@@ -275,11 +310,13 @@ class StreamLedger:
         if not done.any():
             return
         L, em = self._len[done], self._emit[done]
-        strat = stratum_index(L, self.boundaries)
+        strat = self._strat[done]
         self._counts["full"] += np.bincount(strat, weights=((em == L) & (L > 0)), minlength=self._S
                                             ).round().astype(np.int64)
         keep = ~done
+        self._map = None
         self._occ, self._len, self._left = self._occ[keep], self._len[keep], self._left[keep]
+        self._strat = self._strat[keep]
         self._emit, self._flags = self._emit[keep], self._flags[keep]
 
     def _finish(self, h: Horizon) -> None:
@@ -288,7 +325,7 @@ class StreamLedger:
             spans = np.array([(s.occurrence, s.length, s.bos_inserted) for s in h.buffered], dtype=np.int64)
             i = self._idx(spans[:, 0], "buffered span")
             added = (spans[:, 2] == 1) & ((self._flags[i] & _ADDED) != 0)
-            strat = stratum_index(self._len[i], self.boundaries)
+            strat = self._strat[i]
             self._buffered_by = np.bincount(strat, weights=spans[:, 1] - added, minlength=self._S
                                             ).round().astype(np.int64)
             self._buffered_tokens = int(spans[:, 1].sum())
@@ -296,16 +333,19 @@ class StreamLedger:
             self._buffered_tokens = 0
         # the horizon settles every live occurrence: nothing more can happen to it
         full = (self._emit == self._len) & (self._len > 0)
-        self._counts["full"] += np.bincount(stratum_index(self._len, self.boundaries), weights=full,
+        self._counts["full"] += np.bincount(self._strat, weights=full,
                                             minlength=self._S).round().astype(np.int64)
         empty = np.zeros(0, dtype=np.int64)
+        self._map = None
         self._occ, self._len, self._left, self._emit = empty, empty, empty, empty
         self._flags = np.zeros(0, dtype=np.uint8)
+        self._strat = np.zeros(0, dtype=np.intp)
 
     def _check(self) -> None:
         """Assert the internal invariants."""
         n = self._occ.size
         assert self._len.size == self._left.size == self._emit.size == self._flags.size == n
+        assert np.array_equal(self._strat, stratum_index(self._len, self.boundaries)), "live strata"
         assert (np.diff(self._occ) > 0).all(), "live occurrences out of order"
         assert (self._left > 0).all(), "a settled occurrence is still live"
         assert self.live_peak >= n

@@ -11,17 +11,20 @@ column          bytes      meaning
 ``length``      4 (or 8)   original length; ``int32`` until a length needs 64 bits
 ``emitted``     4 (or 8)   source tokens emitted (added BOS markers excluded)
 ``discarded``   4 (or 8)   source tokens dropped
-``first_inv``   8          ``FIRST_ORIGIN - first target`` (0: none yet), so that
-                           ``np.maximum.at`` keeps the first target
+``first_inv``   8, kept    ``FIRST_ORIGIN - first target`` (0: none yet), so that
+                           ``np.maximum.at`` keeps the first target; only when the
+                           per-occurrence first target is asked for
+                           (``SourceTable(keep_first_targets=True)``, the default)
 ``source``      8, lazy    only once some source id differs from its occurrence id
 ``pass_index``  4, lazy    only once some pass index is not 0
 ``added``       4, lazy    BOS markers per occurrence, only once one was added
 ==============  =========  ====================================================
 
-That is 21 bytes per occurrence for a one-pass stream of the ``discard``,
-``continue`` or ``random-span`` policy (59 before). ``filtered`` is the whole
-length when the ``FILTERED`` bit is set; the stratum is recomputed from the
-length.
+That is :data:`BYTES_PER_OCCURRENCE` = 13 bytes per occurrence for a one-pass
+stream of the ``discard``, ``continue`` or ``random-span`` policy without the
+first targets (what ``audit`` keeps unless the per-document table is asked
+for), 21 with them (59 before). ``filtered`` is the whole length when the
+``FILTERED`` bit is set; the stratum is recomputed from the length.
 
 :func:`table_aggregates` reduces the table in blocks of :data:`BLOCK`
 occurrences (memory O(block + strata) besides one stratum's coverage values),
@@ -38,8 +41,8 @@ import numpy.typing as npt
 
 from .strata import stratum_index
 
-__all__ = ["ADDED", "ARRIVED", "BLOCK", "FILTERED", "FIRST_ORIGIN", "STARTED", "SourceTable",
-           "TableAggregates", "summarise_coverage", "table_aggregates"]
+__all__ = ["ADDED", "ARRIVED", "BLOCK", "BYTES_PER_OCCURRENCE", "FILTERED", "FIRST_ORIGIN", "STARTED",
+           "SourceTable", "TableAggregates", "summarise_coverage", "table_aggregates"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -50,24 +53,32 @@ FIRST_ORIGIN = 1 << 62
 BLOCK = 1 << 20
 """Occurrences reduced per block by :func:`table_aggregates`."""
 
+BYTES_PER_OCCURRENCE = 13
+"""Bytes per occurrence of a one-pass table without first targets: ``flags`` (1) and the ``int32``
+``length``, ``emitted`` and ``discarded`` (4 each); ``first_inv`` adds 8 when kept."""
+
 _NARROW = np.int32
 _NARROW_MAX = int(np.iinfo(np.int32).max)
 
 
 class SourceTable:
-    """Per-occurrence columns (see the module doc). Not thread-safe; owned by one ledger."""
+    """Per-occurrence columns (see the module doc). Not thread-safe; owned by one ledger.
+
+    Args:
+        keep_first_targets: hold the ``first_inv`` column (8 bytes per occurrence).
+    """
 
     _FIXED = ("flags", "length", "emitted", "discarded", "first_inv")
     _LAZY = ("source", "pass_index", "added")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_first_targets: bool = True) -> None:
         self.n = 0
         self.cap = 0
         self.flags = np.zeros(0, dtype=np.uint8)
         self.length: npt.NDArray[Any] = np.zeros(0, dtype=_NARROW)
         self.emitted: npt.NDArray[Any] = np.zeros(0, dtype=_NARROW)
         self.discarded: npt.NDArray[Any] = np.zeros(0, dtype=_NARROW)
-        self.first_inv = np.zeros(0, dtype=np.int64)
+        self.first_inv: Int64Array | None = np.zeros(0, dtype=np.int64) if keep_first_targets else None
         self.source: Int64Array | None = None
         self.pass_index: npt.NDArray[np.int32] | None = None
         self.added: npt.NDArray[np.int32] | None = None
@@ -166,13 +177,18 @@ def _block_columns(t: SourceTable, a: int, b: int, buf_occ: Int64Array, buf_amt:
         "discarded": t.discarded[a:b][arrived].astype(np.int64),
         "filtered": np.where((fl & FILTERED) != 0, L_all, 0)[arrived],
         "buffered": buffered[arrived], "started": (fl[arrived] & STARTED) != 0,
-        "first_inv": t.first_inv[a:b][arrived], "source": t.sources(a, b)[arrived],
+        "first_inv": None if t.first_inv is None else t.first_inv[a:b][arrived],
+        "source": t.sources(a, b)[arrived],
     }
 
 
 def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, boundaries: tuple[int, ...],
                      capacity: int, block: int | None = None) -> TableAggregates:
     """Reduce the table (``buf_occ`` sorted, with ``buf_amt`` source tokens buffered at the horizon).
+
+    ``first_long`` (the first target of an over-capacity occurrence) is
+    ``None`` for a table without first targets: its ledger keeps it as a
+    running minimum instead.
 
     Complexity: O(occurrences) numpy work in ``1 + strata`` passes over blocks;
     memory O(block + strata) plus the coverage values of the largest stratum.
@@ -215,8 +231,9 @@ def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, b
         add("started_by", started.astype(np.int64), strat)
         add("full_by", full.astype(np.int64), strat)
         add("filtered_sources", (c["filtered"] > 0).astype(np.int64), strat)
-        long_first = c["first_inv"][(c["first_inv"] > 0) & np.greater(L, capacity)]
-        if long_first.size:
+        inv = c["first_inv"]
+        long_first = inv[(inv > 0) & np.greater(L, capacity)] if inv is not None else inv
+        if long_first is not None and long_first.size:
             first_long = max(first_long, int(long_first.max()))
         if t.source is not None:
             src = c["source"][started]

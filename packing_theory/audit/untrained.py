@@ -52,8 +52,8 @@ import numpy.typing as npt
 
 from ..engine.horizon import Budget
 from ..errors import InputError
-from ..lengths import validate_lengths
-from .documents import RowFacts, partial_row_tokens
+from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
+from .documents import RowFacts
 from .ledger import Ledger
 from .results import Aggregates
 
@@ -213,8 +213,10 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
 
     ``passes`` defaults to the passes the stream reached (at least 1), as in
     :func:`~packing_theory.audit.documents.document_table`, whose columns sum
-    to these figures. O(offered documents) numpy work; memory
-    :meth:`Ledger.arrays` plus one byte per offered document.
+    to these figures. O(offered documents) numpy work, in blocks of
+    occurrences (:meth:`Ledger.array_blocks`) and of offered documents (a
+    memory-mapped ``lengths`` has its pages dropped after each): memory one
+    byte per offered document plus O(block).
 
     Raises:
         InputError: a ledger without its Horizon, an arrival that is not a
@@ -222,54 +224,156 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     """
     if not ledger.finished:
         raise InputError("never_trained needs a ledger fed the whole stream (its Horizon event)")
-    arr = validate_lengths(np.asarray(lengths))
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
     n = int(arr.size)
-    a = ledger.arrays()
-    arrived = a["arrived"]
-    length, source, pas = a["length"][arrived], a["source"][arrived], a["pass_index"][arrived]
-    if source.size and (source.min() < 0 or source.max() >= n):
-        raise InputError(f"an arrival names source {int(source.max())}, not a document of the {n:,} offered")
-    P = max(int(pas.max()) + 1 if pas.size else 1, 1 if passes is None else int(passes))
+    top_source, low_source, top_pass = -1, 0, -1
+    for _, c in ledger.array_blocks(_BLOCK, columns=("arrived", "source", "pass_index")):
+        arrived = c["arrived"]
+        if arrived.any():
+            src, pas = c["source"][arrived], c["pass_index"][arrived]
+            top_source, low_source = max(top_source, int(src.max())), min(low_source, int(src.min()))
+            top_pass = max(top_pass, int(pas.max()))
+    if low_source < 0 or top_source >= n:
+        raise InputError(f"an arrival names source {top_source}, not a document of the {n:,} offered")
+    P = max(top_pass + 1, 1, 1 if passes is None else int(passes))
     if rows is None and ledger.result().partial_row_tokens:
         raise InputError("never_trained needs rows (a DocumentRows fed the same stream): the run ended "
                          "with a partial row")
-    started = a["started"][arrived]
-    partial = (np.zeros(length.size, np.int64) if rows is None else partial_row_tokens(a, rows)[arrived])
-    emitted, discarded = a["emitted"][arrived], a["discarded"][arrived]
-    filtered, buffered = a["filtered"][arrived], a["buffered"][arrived]
+    pp = np.zeros((0, 3), np.int64) if rows is None else rows.partial_placements
+    if pp.size and int(pp[:, 0].max()) >= ledger.occurrences:
+        raise InputError(f"a partial-row placement names occurrence {int(pp[:, 0].max())}, "
+                         "which never arrived")
     seen = np.zeros(n * P, np.bool_)
-    seen[pas * n + source] = True
-    offered = np.tile(arr, P) if P > 1 else arr
-    unreached = offered[~seen]
-    ns = ~started
-    only_partial = started & (partial > 0) & (emitted == partial)  # every token placed is in the partial row
-    untrained_min = min([int(x.min()) for x in (length[ns], unreached) if x.size], default=None)
-    trained_max = int(length[started].max()) if started.any() else None
-    largest = untrained_min is not None and (trained_max is None or untrained_min >= trained_max)
-
-    def s(x: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_]) -> int:
-        return int(x[mask].sum())
-
+    acc = _Sums()
+    for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
+        arrived = c["arrived"]
+        partial = _partial_block(pp, c, a)
+        if not arrived.all():
+            c, partial = {k: v[arrived] for k, v in c.items()}, partial[arrived]
+        seen[c["pass_index"] * n + c["source"]] = True
+        acc.add(c, partial)
+    unreached = _unreached(arr, seen, P)
+    untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
+    largest = untrained_min is not None and (acc.trained_max is None or untrained_min >= acc.trained_max)
+    t = acc.total
     out = NeverTrained(
         packer=ledger.policy,
         offered_documents=n * P,
-        offered_tokens=int(arr.sum()) * P,
-        trained_tokens=int(emitted.sum()) - int(partial.sum()),
-        trained_documents=int(started.sum()),
-        never_started=Part(int(ns.sum()), s(length, ns)),
-        never_started_buffered_tokens=s(buffered, ns),
-        never_started_filtered_tokens=s(filtered, ns),
-        dropped=Part(int((started & ((discarded + filtered) > 0)).sum()), s(discarded + filtered, started)),
-        dropped_discarded_tokens=s(discarded, started),
-        dropped_filtered_tokens=s(filtered, started),
-        still_buffered=Part(int((started & (buffered > 0)).sum()), s(buffered, started)),
-        never_reached=Part(int(unreached.size), int(unreached.sum())),
+        offered_tokens=exact_sum(arr) * P,
+        trained_tokens=t["emitted"] - t["partial"],
+        trained_documents=t["started"],
+        never_started=Part(t["ns"], t["ns_length"]),
+        never_started_buffered_tokens=t["ns_buffered"],
+        never_started_filtered_tokens=t["ns_filtered"],
+        dropped=Part(t["dropped_docs"], t["dropped"]),
+        dropped_discarded_tokens=t["dropped_discarded"],
+        dropped_filtered_tokens=t["dropped_filtered"],
+        still_buffered=Part(t["held_docs"], t["held"]),
+        never_reached=Part(unreached[0], unreached[1]),
         largest=largest,
-        buffered_tokens=int(buffered.sum()),
-        discarded_tokens=int(discarded.sum()),
-        filtered_tokens=int(filtered.sum()),
-        partial_row=Part(int((partial > 0).sum()), int(partial.sum())),
-        partial_row_only_documents=int(only_partial.sum()),
+        buffered_tokens=t["buffered"],
+        discarded_tokens=t["discarded"],
+        filtered_tokens=t["filtered"],
+        partial_row=Part(t["partial_docs"], t["partial"]),
+        partial_row_only_documents=t["only_partial"],
     )
     out._check()
     return out
+
+
+def _partial_block(pp: npt.NDArray[np.int64], c: dict[str, npt.NDArray[Any]], a: int
+                   ) -> npt.NDArray[np.int64]:
+    """Source tokens of occurrences ``[a, a + block)`` placed in the partial row (an inserted BOS counts
+    only when the ledger counts it as an added marker), as
+    :func:`~packing_theory.audit.documents.partial_row_tokens` does for the whole table."""
+    size = int(c["length"].size)
+    out = np.zeros(size, np.int64)
+    if pp.size:
+        sel = (pp[:, 0] >= a) & (pp[:, 0] < a + size)
+        if sel.any():
+            occ = pp[sel, 0] - a
+            added = (pp[sel, 2] > 0) & (c["added_bos"][occ] > 0)
+            np.add.at(out, occ, pp[sel, 1] - added)
+    return out
+
+
+_BLOCK = 1 << 16
+"""Occurrences per block: 512 KiB columns, which the allocator reuses (a block of a million would
+take fresh, zeroed huge pages for every column of every block)."""
+
+_COLUMNS = ("arrived", "source", "pass_index", "length", "started", "emitted", "discarded", "filtered",
+            "buffered", "added_bos")
+
+
+class _Sums:
+    """Exact running totals of :func:`never_trained` over blocks of arrived occurrences."""
+
+    KEYS = ("emitted", "partial", "started", "ns", "ns_length", "ns_buffered", "ns_filtered", "dropped_docs",
+            "dropped", "dropped_discarded", "dropped_filtered", "held_docs", "held", "buffered", "discarded",
+            "filtered", "partial_docs", "only_partial")
+
+    def __init__(self) -> None:
+        self.total: dict[str, int] = dict.fromkeys(self.KEYS, 0)
+        self.never_started_min: int | None = None
+        self.trained_max: int | None = None
+
+    def add(self, c: dict[str, npt.NDArray[Any]], partial: npt.NDArray[np.int64]) -> None:
+        """Add one block of arrived occurrences. The never-started ones are few (at most the buffer
+        at the horizon and the filtered ones), so sums over the started ones are taken as the whole
+        block's minus theirs."""
+        started = c["started"]
+        length, emitted, discarded = c["length"], c["emitted"], c["discarded"]
+        filtered, buffered = c["filtered"], c["buffered"]
+        ns = np.flatnonzero(~started)
+        lost = discarded + filtered
+        lost_pos, held_pos, partial_pos = lost > 0, buffered > 0, partial > 0
+
+        def count(mask: npt.NDArray[np.bool_]) -> int:
+            return int(np.count_nonzero(mask))
+
+        def total(x: npt.NDArray[np.int64]) -> int:
+            return int(x.sum())
+
+        parts = {
+            "emitted": total(emitted), "partial": total(partial), "started": started.size - ns.size,
+            "ns": ns.size, "ns_length": total(length[ns]), "ns_buffered": total(buffered[ns]),
+            "ns_filtered": total(filtered[ns]),
+            "dropped_docs": count(lost_pos) - count(lost_pos[ns]),
+            "dropped": total(lost) - total(lost[ns]),
+            "dropped_discarded": total(discarded) - total(discarded[ns]),
+            "dropped_filtered": total(filtered) - total(filtered[ns]),
+            "held_docs": count(held_pos) - count(held_pos[ns]),
+            "held": total(buffered) - total(buffered[ns]), "buffered": total(buffered),
+            "discarded": total(discarded), "filtered": total(filtered), "partial_docs": count(partial_pos),
+            "only_partial": count(started & partial_pos & (emitted == partial)) if partial_pos.any() else 0,
+        }
+        for k, v in parts.items():
+            self.total[k] += int(v)
+        if ns.size:
+            low = int(length[ns].min())
+            old = self.never_started_min
+            self.never_started_min = low if old is None else min(old, low)
+        if ns.size < started.size:
+            high = int(length.max()) if not ns.size else int(length[started].max())
+            self.trained_max = high if self.trained_max is None else max(self.trained_max, high)
+
+
+def _unreached(arr: npt.NDArray[np.int64], seen: npt.NDArray[np.bool_], passes: int
+               ) -> tuple[int, int, int | None]:
+    """(documents, tokens, shortest length) offered in ``passes`` passes of ``arr`` and never seen; by
+    chunks of ``arr`` (a mapped file's pages are dropped after each). O(offered)."""
+    n = int(arr.size)
+    docs = tokens = 0
+    low: int | None = None
+    for lo in range(0, n, VALIDATE_CHUNK):
+        part = arr[lo : lo + VALIDATE_CHUNK]
+        hi = lo + part.size
+        for p in range(passes):
+            miss = part[~seen[p * n + lo : p * n + hi]]
+            if miss.size:
+                docs += int(miss.size)
+                tokens += exact_sum(miss)
+                m = int(miss.min())
+                low = m if low is None else min(low, m)
+        release_pages(part)
+    return docs, tokens, low

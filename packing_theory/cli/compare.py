@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.horizon import Budget
+from ..engine.replay import ENGINES
 from ..errors import InputError
 from ..orchestration import compare_packers, default_packers
 from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
@@ -98,6 +99,11 @@ def register(sub: Any) -> None:
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="run the packers in N processes, one task per packer (default 1: in this "
                              "process; 0: one per CPU); the report is the same apart from the timings")
+    parser.add_argument("--engine", choices=ENGINES, default="fast",
+                        help="fast (default: every packer's pure Python events), compiled (streaming "
+                             "policies on the compiled engine where declared, the peers' event batches built "
+                             "as numpy columns; numba: pip install 'packing-theory[fast]') or reference; the "
+                             "report is the same apart from the timings")
     add_executor_option(parser)
     add_source_options(parser)
     parser.add_argument("--json", action="store_true", help="also print the JSON on standard output")
@@ -211,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
                                       seq_length=args.seq_length, min_buffer=args.min_buffer,
                                       refill=args.refill, peer_options=options, corpus_label=label,
                                       progress=bar, executor=executor, horizon=horizon,
-                                      exhausted="drain" if args.drain else "stop", passes=args.passes)
+                                      exhausted="drain" if args.drain else "stop", passes=args.passes,
+                                      engine=args.engine)
         finally:
             if bar is not None:
                 bar.close()

@@ -325,6 +325,23 @@ class EventBatch:
             else:
                 yield next(its[code])
 
+    def head(self, n: int) -> EventBatch:
+        """The batch's first ``n`` events (a prefix of its stretch of the stream). O(groups).
+
+        >>> from packing_theory import Packer
+        >>> b = EventBatch.from_events(Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4]))
+        >>> list(b.head(3).events()) == list(b.events())[:3]
+        True
+        """
+        n = max(0, min(int(n), len(self)))
+        if n == len(self):
+            return self
+        counts = np.bincount(self.kinds[:n], minlength=9)
+        parts = {name: cols(*(c[: int(counts[KIND_CODES[t]])] for c in getattr(self, name)))
+                 for name, t, cols, _ in _GROUPS}
+        return EventBatch(self.kinds[:n], horizon=self.horizon if counts[HORIZON] else None,
+                          reasons=self.reasons, **parts)
+
     def _validate(self) -> None:
         counts = np.bincount(self.kinds, minlength=9) if self.kinds.size else np.zeros(9, np.int64)
         if self.kinds.size and int(self.kinds.max()) > HORIZON:

@@ -120,13 +120,21 @@ class _Held:
         self.start = 0
 
     def spans(self, occurrence: int) -> list[BufferedSpan]:
-        """What is held, as buffered spans: one per held BOS marker beyond the first, then the rest."""
-        if self.amount <= 0:
-            return []
-        extra = max(self.markers - 1, 0)  # a span carries at most one marker (segment-first chunks)
-        rest = self.amount - extra
-        head = BufferedSpan(occurrence, self.source, self.start, rest, self.markers > 0)
-        return [head, *[BufferedSpan(occurrence, self.source, self.start, 1, True)] * extra]
+        """What is held, as buffered spans (:func:`held_spans`)."""
+        return held_spans(occurrence, self.source, self.start, self.amount, self.markers)
+
+
+def held_spans(occurrence: int, source: int, start: int, amount: int, markers: int) -> list[BufferedSpan]:
+    """An occurrence's held tokens as buffered spans: one per held BOS marker beyond the first, then the rest.
+
+    ``amount`` counts its held tokens, ``markers`` (of them) its held BOS markers,
+    ``start`` its first offset not yet placed or discarded.
+    """
+    if amount <= 0:
+        return []
+    extra = max(markers - 1, 0)  # a span carries at most one marker (segment-first chunks)
+    head = BufferedSpan(occurrence, source, start, amount - extra, markers > 0)
+    return [head, *[BufferedSpan(occurrence, source, start, 1, True)] * extra]
 
 
 def cut_at_horizon(items: Iterable[EventItem], budget: Budget | None, *, capacity: int) -> Iterator[Event]:

@@ -37,7 +37,7 @@ from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
+from ..lengths import exact_sum, release_pages, validate_lengths
 from ..registry import entry
 from ..registry import names as packer_names
 
@@ -48,6 +48,11 @@ __all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "PackerAccount",
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
+
+_SUMMARY_CHUNK = 1 << 16
+"""Lengths per step of :func:`corpus_summary`: its scratch columns (512 KiB) are reused by the allocator
+instead of being fresh, zeroed huge pages at every step."""
+
 
 @dataclass(frozen=True, slots=True)
 class CorpusSummary:
@@ -79,8 +84,8 @@ def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str =
     sources = [0] * S
     tokens = [0] * S
     over = top = 0
-    for lo in range(0, arr.size, VALIDATE_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
-        part = arr[lo : lo + VALIDATE_CHUNK]
+    for lo in range(0, arr.size, _SUMMARY_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
+        part = arr[lo : lo + _SUMMARY_CHUNK]
         s = stratum_index(part, boundaries)
         over += int((part > capacity).sum())
         top = max(top, int(part.max()))
@@ -159,14 +164,20 @@ def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget
 
 def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
              boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
-             progress: Callable[[int], None] | None = None, figures: Any = None) -> PackerAccount:
+             progress: Callable[[int], None] | None = None, figures: Any = None,
+             compiled: bool = False) -> PackerAccount:
     """Feed one packer's stream to a ledger and the row consumer; account it (the table for ``documents``).
 
     ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
-    pass; the aggregates then carry the framework's own padding and targets.
+    pass; the aggregates then carry the framework's own padding and targets. ``compiled``: the
+    compiled ledger (same results). Per-occurrence first targets and rows are kept only for
+    ``documents``: without them the ledger holds 13 bytes per occurrence
+    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`).
     """
-    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries)
-    consumers: list[Any] = [ledger, DocumentRows(capacity)]  # the rows also locate the partial row
+    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
+                    keep_first_targets=documents, occurrences_hint=int(arr.size) * (passes or 1))
+    # the rows also locate the partial row
+    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents)]
     if figures is not None:
         consumers.append(figures)
     results = feed_all(events, *consumers, progress=progress)
@@ -182,7 +193,7 @@ def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, bou
                       progress: Callable[[int], None] | None = None) -> PackerAccount:
     packer = make_packer(engine, config)
     return _account(packer.stream(arr), config.capacity, config.min_buffer, config.policy, arr, config.passes,
-                    boundaries, documents, names, progress)
+                    boundaries, documents, names, progress, compiled=engine == "compiled")
 
 
 def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, options: Mapping[str, Any],

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -76,16 +76,19 @@ from ..audit.documents import DocumentRows
 from ..audit.ledger import Ledger
 from ..audit.strata import STRATA_BOUNDARIES
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
+from ..engine.batches import EventItem
+from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
-from ..engine.events import Padding, Placement, Repeat
 from ..engine.horizon import Budget, cut_at_horizon
+from ..engine.horizon_batches import cut_batches_at_horizon
 from ..engine.policies import PackerConfig
-from ..engine.replay import make_packer
-from ..errors import InputError
+from ..engine.replay import ENGINES, make_packer
+from ..errors import InputError, MissingDependency
 from ..invariant import InvariantMonitor
 from ..lengths import exact_sum, validate_lengths
-from ..peers import PeerFigures
+from ..peers import PeerFigures, PeerPacker
 from ..registry import PackerEntry, entries, names
+from ._reach import placed_tokens
 
 __all__ = [
     "HORIZON_RULES",
@@ -364,6 +367,7 @@ def compare_packers(
     horizon: Budget | str = "common",
     exhausted: str = "stop",
     passes: int = 1,
+    engine: str = "fast",
 ) -> PackerComparison:
     """Replay ``lengths`` with each packer, cut at one horizon, and collect the columns (see the module doc).
 
@@ -387,6 +391,13 @@ def compare_packers(
             first pass to every packer's natural end), ``"natural"`` (each to its
             own end) or a :class:`~packing_theory.engine.horizon.Budget`.
         exhausted, passes: the streaming family's ``stop`` / ``drain`` and corpus passes.
+        engine: ``"fast"`` (default: every packer's pure Python events),
+            ``"compiled"`` (streaming policies on the compiled engine where
+            declared, every peer's :meth:`~packing_theory.peers.PeerPacker.batches`:
+            numpy columns, compiled loops with the ``fast`` extra) or
+            ``"reference"``; a streaming policy the engine does not implement
+            runs on ``"fast"``. The comparison is the same apart from the
+            ``seconds`` (``tests/orchestration/test_compare.py``).
 
     Raises:
         InputError: an unknown packer name, bad lengths, a peer's bad option, a bad horizon.
@@ -412,9 +423,14 @@ def compare_packers(
         raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
     if exhausted not in ("stop", "drain"):
         raise InputError(f"exhausted must be 'stop' or 'drain', got {exhausted!r}")
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "compiled" and not compiled_available():
+        raise MissingDependency("compare --engine compiled: numba is not installed "
+                                "(pip install 'packing-theory[fast]')")
     L = capacity - 1 if seq_length is None else seq_length
     t_all = time.perf_counter()
-    settings = (capacity, L, min_buffer, refill, exhausted, passes)
+    settings = (capacity, L, min_buffer, refill, exhausted, passes, engine)
     given_of = {name: dict((peer_options or {}).get(name, {})) for name in chosen}
 
     def run_all(fn: Callable[..., Any], args: list[tuple[Any, ...]], counted: bool) -> list[Any]:
@@ -464,19 +480,29 @@ def compare_packers(
                             horizon_set_by=set_by)
 
 
-_Settings = tuple[int, int, int, int, str, int]  # capacity, seq_length, min_buffer, refill, exhausted, passes
+_Settings = tuple[int, int, int, int, str, int, str]
+"""capacity, seq_length, min_buffer, refill, exhausted, passes, engine"""
 
 
 def _build(name: str, given: dict[str, Any], settings: _Settings) -> tuple[Any, dict[str, Any]]:
     """The packer ``name`` of a comparison and every knob it runs with, defaults included."""
-    capacity, seq_length, min_buffer, refill, exhausted, passes = settings
+    capacity, seq_length, min_buffer, refill, exhausted, passes, engine = settings
     e = entries()[name]
     if e.kind == "peer":
         packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
         return packer, packer.options()
     knobs: dict[str, Any] = {"min_buffer": min_buffer, "refill": refill, "exhausted": exhausted,
                              "passes": passes}
-    return e.build(capacity, **knobs), e.options(knobs)
+    return e.build(capacity, engine=engine if engine in e.engines else "fast", **knobs), e.options(knobs)
+
+
+def _stream(packer: Any, arr: npt.NDArray[np.int64], engine: str) -> Iterator[EventItem]:
+    """The packer's event stream: batches on the compiled engine (a peer's columns), else single events."""
+    if engine != "compiled":
+        return packer.events(arr)  # type: ignore[no-any-return]
+    if isinstance(packer, PeerPacker):
+        return packer.batches(arr)
+    return packer.stream(arr)  # type: ignore[no-any-return]
 
 
 def _reach_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], settings: _Settings
@@ -484,7 +510,7 @@ def _reach_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], set
     """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
     try:
         packer, _ = _build(name, given, settings)
-        return _placed_tokens(packer.events(arr), packer.capacity), None
+        return placed_tokens(_stream(packer, arr, settings[6]), packer.capacity), None
     except ValueError as exc:
         if entries()[name].kind != "peer":
             raise
@@ -504,12 +530,14 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
     min_buffer, passes = settings[2], settings[5]
     packer, opts = _build(name, given, settings)
     width = packer.capacity
-    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries)
+    compiled = settings[6] == "compiled"
+    ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries, compiled=compiled)
     costs = CostAccumulator(width, name)
     rows = DocumentRows(width)  # locates the partial row, never trained
     figures: PeerFigures | None = None
     counter = packer.figures(arr) if e.kind == "peer" else None
-    events = cut_at_horizon(packer.events(arr), budget, capacity=width)
+    cut = cut_batches_at_horizon if compiled else cut_at_horizon  # the same events; batches kept as batches
+    events = cut(_stream(packer, arr, settings[6]), budget, capacity=width)
     try:
         if counter is not None:
             agg, packer_costs, facts, figures = feed_all(events, ledger, costs, rows, counter)
@@ -544,17 +572,3 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
         never_trained=never_trained(ledger, arr, passes=passes if e.kind != "peer" else None, rows=facts),
     )
     return column, None, tuple(s.label for s in agg.strata)
-
-
-def _placed_tokens(events: Any, capacity: int) -> int:
-    """Tokens placed in the complete rows of a whole stream (the most a token horizon can ask of it)."""
-    filled = placed = done = 0
-    for ev in events:
-        t = type(ev)
-        if t is Placement or t is Padding or t is Repeat:
-            filled += ev.length
-            if t is Placement:
-                placed += ev.length
-            if filled == capacity:
-                done, filled, placed = done + placed, 0, 0
-    return done

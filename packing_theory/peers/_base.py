@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from .._checks import check_int
+from ..engine.batches import DEFAULT_BATCH_EVENTS, EventBatch, batched
 from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
 from ._figures import SEED_RULE, FigureAccumulator, TrainerRule
@@ -63,6 +64,9 @@ class PeerPacker(abc.ABC):
         row_width: how the row width follows from the framework's sequence length.
         trainer_rule: what the framework stores and which positions its training
             collator predicts (:class:`~packing_theory.peers.TrainerRule`).
+        columnar: :meth:`batches` builds the event batches as numpy columns
+            (:mod:`packing_theory.peers._columns`, a compiled kernel where the
+            algorithm is a loop) instead of grouping :meth:`events`.
         offline: the framework reads the whole dataset, or a window of it, before
             emitting that window's rows (start delays are then not reported:
             :attr:`start_delays`); ``False`` for a packer that emits rows as it reads.
@@ -79,6 +83,7 @@ class PeerPacker(abc.ABC):
     row_width: ClassVar[RowWidth] = SAME_WIDTH
     trainer_rule: ClassVar[TrainerRule] = SEED_RULE
     offline: ClassVar[bool] = True
+    columnar: ClassVar[bool] = False
 
     def __init__(self, capacity: int) -> None:
         self._capacity = check_int("capacity", capacity, 1)
@@ -122,6 +127,29 @@ class PeerPacker(abc.ABC):
     @abc.abstractmethod
     def events(self, lengths: Any) -> Iterator[Event]:
         """Pack ``lengths`` and yield the event stream, ending with a Horizon."""
+
+    def batches(self, lengths: Any, size: int = DEFAULT_BATCH_EVENTS, *,
+                compiled: bool | None = None) -> Iterator[EventBatch]:
+        """The event stream of :meth:`events` as :class:`~packing_theory.engine.batches.EventBatch` values.
+
+        A :attr:`columnar` peer builds the columns with numpy (about ``size``
+        documents per batch, a window never split; its loop compiled with numba
+        when ``compiled`` is ``True``, or ``None`` and numba is installed);
+        any other peer groups :meth:`events` into batches of ``size`` events.
+        The events are the same either way (batch boundaries carry no meaning).
+
+        >>> from packing_theory.peers.trl import TrlBfd
+        >>> b = list(TrlBfd(4, window=2).batches([5, 2, 3, 1], compiled=False))
+        >>> [e for x in b for e in x.events()] == list(TrlBfd(4, window=2).events([5, 2, 3, 1]))
+        True
+        """
+        if not self.columnar:
+            return batched(self.events(lengths), size)
+        return self._columns(lengths, check_int("size", size, 1), compiled)
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """The columnar path of a :attr:`columnar` peer (see :meth:`batches`)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no columnar path")
 
     def stream(self, lengths: Any) -> Iterator[Event]:
         """The event stream in this packer's own form (as the engines' ``stream``): its events.

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.events import Arrival, Discard, Event, Filtered, Horizon, Padding, Placement, Repeat
@@ -247,11 +248,12 @@ bounded by the input itself.
 """
 
 
-def check_split_budget(lengths: Sequence[int], capacity: int, who: str, *,
+def check_split_budget(lengths: Sequence[int] | npt.NDArray[np.integer[Any]], capacity: int, who: str, *,
                        budget: int = SPLIT_BUDGET) -> None:
     """Refuse ``lengths`` if cutting them at ``capacity`` makes more than ``budget`` extra pieces.
 
-    O(N) integer arithmetic; nothing is allocated.
+    O(N) integer arithmetic, nothing per piece allocated (an integer array: numpy
+    over its long documents, the same refusal and message; the columnar paths ask it too).
 
     >>> check_split_budget([10, 3], 4, "trl-bfd_split")  # 3 + 1 pieces: 2 beyond one per document
     >>> try:
@@ -264,6 +266,9 @@ def check_split_budget(lengths: Sequence[int], capacity: int, who: str, *,
         InputError: over the budget, naming the first length that crosses it, its
             piece count and ``capacity``.
     """
+    if isinstance(lengths, np.ndarray) and lengths.dtype.kind in "iu":
+        _check_split_budget_array(lengths, capacity, who, budget)
+        return
     extra = 0
     for i, n in enumerate(lengths):
         if n > capacity:
@@ -275,6 +280,21 @@ def check_split_budget(lengths: Sequence[int], capacity: int, who: str, *,
                     f"{extra:,} beyond one per document so far: over the budget of {budget:,} "
                     f"(peers.SPLIT_BUDGET, about 400 bytes a piece); use a larger capacity or leave the "
                     f"document out")
+
+
+def _check_split_budget_array(lengths: npt.NDArray[Any], capacity: int, who: str, budget: int) -> None:
+    """:func:`check_split_budget` for an integer array: O(N) numpy, the same refusal, the same message."""
+    long = np.flatnonzero(lengths > capacity)
+    if long.size == 0:
+        return
+    n = lengths[long].astype(np.int64)
+    extra = n // capacity + (n % capacity != 0) - 1  # pieces - 1 per long document, no overflow
+    over = np.flatnonzero(extra > budget)  # one document alone over the budget: the running sum wraps no more
+    upto = long.size if over.size == 0 else int(over[0]) + 1
+    running = np.cumsum(np.minimum(extra[:upto], budget + 1), dtype=np.int64)  # each term <= budget + 1
+    first = np.flatnonzero(running > budget)
+    if first.size:
+        check_split_budget(lengths[: int(long[first[0]]) + 1].tolist(), capacity, who, budget=budget)
 
 
 def check_choice(name: str, value: object, choices: Sequence[T]) -> T:

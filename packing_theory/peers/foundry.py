@@ -39,11 +39,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import numpy as np
+
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
 from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
+from ._columns import (
+    arrival_sections,
+    assemble,
+    chunk_bounds,
+    concat_no_wrap_takes,
+    discard_section,
+    horizon_batch,
+    peer_array,
+    row_section,
+)
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
@@ -104,6 +117,58 @@ class FoundryConcat(PeerPacker):
             yield Discard(p.occurrence, p.source, p.start, p.length)
         yield Horizon(row, 0, "drained", ())
 
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: the kept tokens cut every ``L`` (:meth:`batches`).
+
+        Each document is its own window (its arrival, its Filtered, the rows it
+        completes, the discard of its rest); one more window after the last
+        document holds the discarded partial row.
+        """
+        values = peer_array(lengths)
+        L = self.capacity
+        row = used = 0
+        nothing = np.zeros(0, np.int64)
+        carry = (nothing, nothing, nothing, np.zeros(0, np.bool_))  # the pieces of the current row
+        for lo, hi in chunk_bounds(values.size, 1, size):
+            ls = values[lo:hi]
+            m = ls.size
+            occ = lo + np.arange(m, dtype=np.int64)
+            sections = list(arrival_sections(occ, ls, np.arange(m, dtype=np.int64)))
+            take = concat_no_wrap_takes(ls, L, used, compiled=compiled)[0] if self.no_wrap else ls
+            t0 = used + np.cumsum(take) - take  # the first kept token's position, row 0 = the current row
+            per = np.where(take > 0, (t0 + take - 1) // L - t0 // L + 1, 0)
+            doc = np.repeat(np.arange(m, dtype=np.int64), per)
+            r = t0[doc] // L + np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+            g0 = np.maximum(t0[doc], r * L)
+            plen = np.minimum(t0[doc] + take[doc], (r + 1) * L) - g0
+            p_row = np.concatenate((np.zeros(carry[0].size, np.int64), r))
+            p_occ = np.concatenate((carry[0], occ[doc]))
+            p_start = np.concatenate((carry[1], g0 - t0[doc]))
+            p_len = np.concatenate((carry[2], plen))
+            p_crop = np.concatenate((carry[3], plen < ls[doc]))
+            total = used + int(take.sum())
+            rows = total // L
+            ends = t0 + take
+            row_window = np.searchsorted(ends, (np.arange(rows, dtype=np.int64) + 1) * L - 1, side="right")
+            out = p_row < rows
+            sections.append(row_section(L, rows, row, row_window.astype(np.int64), p_row[out], p_occ[out],
+                                        p_occ[out], p_start[out], p_len[out], p_crop[out]))
+            cut = (take < ls) & (ls > 0)
+            left = ~out
+            carry = (p_occ[left], p_start[left], p_len[left], p_crop[left])
+            used = total - rows * L
+            if hi == values.size:  # the partial row is discarded after the last document
+                d_occ = np.concatenate((occ[cut], carry[0]))
+                d_start = np.concatenate((take[cut], carry[1]))
+                d_len = np.concatenate(((ls - take)[cut], carry[2]))
+                d_win = np.concatenate((np.flatnonzero(cut), np.full(carry[0].size, m, np.int64)))
+            else:
+                d_occ, d_start, d_len, d_win = occ[cut], take[cut], (ls - take)[cut], np.flatnonzero(cut)
+            sections.append(discard_section(d_occ, d_start, d_len, d_win.astype(np.int64)))
+            row += rows
+            yield assemble(m + 1, sections, ("empty",))
+        yield horizon_batch(row)
+
 
 class FoundryConcatWrap(FoundryConcat):
     """``no_wrap=False``: the rest of a cut document starts the next row.
@@ -114,6 +179,7 @@ class FoundryConcatWrap(FoundryConcat):
     """
 
     name: ClassVar[str] = "foundry-concat-wrap"
+    columnar: ClassVar[bool] = True
     no_wrap: ClassVar[bool] = False
 
 
@@ -126,6 +192,7 @@ class FoundryConcatNoWrap(FoundryConcat):
     """
 
     name: ClassVar[str] = "foundry-concat-no_wrap"
+    columnar: ClassVar[bool] = True
     no_wrap: ClassVar[bool] = True
 
 

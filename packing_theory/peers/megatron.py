@@ -71,12 +71,15 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, EventBatch
 from ..engine.events import BufferedSpan, Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
+from ._columns import Section, assemble, horizon_batch, peer_array, row_section
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
@@ -216,6 +219,7 @@ class MegatronGPT(PeerPacker):
         "0 only where a label is the pad token id); the drawn rows are checked against its index builders "
         "(tests/peers/test_megatron_samples.py)")
     repeats_tokens: ClassVar[bool] = True
+    columnar: ClassVar[bool] = True
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("seed", "int", 1234, "random_seed of the dataset config (Megatron-LM's --seed default)"),
         Knob("num_samples", "int", None, "samples requested (train iterations x global batch size; None: "
@@ -326,21 +330,108 @@ class MegatronGPT(PeerPacker):
         if drawn == total:
             yield Horizon(total, 0, "drained", ())
             return
-        spans: list[BufferedSpan] = []
-        pos = 0  # flat tokens [0, covered) that no drawn sample shows, occurrence by occurrence
-        for s in [*sorted(order), None]:
-            gap_end = covered if s is None else s * L
-            if gap_end > pos:
-                k = bisect.bisect_right(starts, pos) - 1
-                while pos < gap_end:
-                    while starts[k + 1] <= pos:
-                        k += 1
-                    end = min(gap_end, starts[k + 1])
-                    spans.append(BufferedSpan(occ_of[k], docs[k], pos - starts[k], end - pos, False))
-                    pos = end
-            if s is not None:
-                pos = max(pos, s * L + L + 1)
-        yield Horizon(drawn, 0, "rows", tuple(spans))
+        yield Horizon(drawn, 0, "rows", unshown_spans(order, covered, L, starts, occ_of, docs))
+
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: the arrivals, the drawn samples ``size`` rows a batch, the discards."""
+        sizes = peer_array(lengths)
+        L = self.sequence_length
+        ix = megatron_index(sizes.tolist(), L, self.seed, self.num_samples)
+        docs = ix.document_index.astype(np.int64)
+        n_docs = sizes.size
+        occ_len = sizes[docs]
+        by_doc = np.argsort(docs, kind="stable")  # the k-th appearance of each document
+        rank = np.empty(docs.size, np.int64)
+        rank[by_doc] = np.arange(docs.size, dtype=np.int64) - np.searchsorted(docs[by_doc], docs[by_doc])
+        occ_of = rank * n_docs + docs
+        occ = np.arange(docs.size, dtype=np.int64)
+        zero = np.zeros(occ.size, np.int64)
+        src = occ % max(n_docs, 1)
+        every = sizes[src]
+        gone = every == 0
+        yield assemble(1, [
+            Section(zero, np.full(occ.size, ARRIVAL, np.uint8),
+                    {"arrival": (occ, src, occ // max(n_docs, 1), every)}),
+            Section(zero[gone], np.full(int(gone.sum()), FILTERED, np.uint8),
+                    {"filtered": (occ[gone], src[gone], zero[gone], zero[gone])})], ("empty",))
+        starts = np.concatenate((np.zeros(1, np.int64), np.cumsum(occ_len)))
+        total = ix.num_samples_total
+        drawn = self.drawn(ix)
+        order = ix.shuffle_index[:drawn].astype(np.int64)
+        when = np.full(total, total, np.int64)
+        when[order] = np.arange(drawn, dtype=np.int64)
+        for lo in range(0, drawn, max(size, 1)):
+            hi = min(drawn, lo + max(size, 1))
+            rows = self._sample_rows(order[lo:hi], lo, when, total, starts, occ_len, occ_of, docs)
+            yield assemble(1, [rows])
+        covered = total * L + 1 if total else 0
+        first = max(int(np.searchsorted(starts, covered, side="right")) - 1, 0)
+        k = np.arange(first, occ_len.size, dtype=np.int64)
+        a = np.maximum(covered, starts[k])
+        keep = starts[k + 1] > a
+        k, a = k[keep], a[keep]
+        yield assemble(1, [Section(np.zeros(k.size, np.int64), np.full(k.size, DISCARD, np.uint8),
+                                   {"discard": (occ_of[k], docs[k], a - starts[k], starts[k + 1] - a)})])
+        if drawn == total:
+            yield horizon_batch(total)
+        else:
+            spans = unshown_spans(order.tolist(), covered, L, starts.tolist(), occ_of.tolist(), docs.tolist())
+            yield EventBatch.from_columns(np.array([HORIZON], np.uint8), Horizon(drawn, 0, "rows", spans))
+
+    def _sample_rows(self, samples: npt.NDArray[np.int64], row: int, when: npt.NDArray[np.int64], total: int,
+                     starts: npt.NDArray[np.int64], occ_len: npt.NDArray[np.int64],
+                     occ_of: npt.NDArray[np.int64], docs: npt.NDArray[np.int64]) -> Section:
+        """Rows from ``row``: the samples' flat token ranges cut at occurrences, overlaps as repeats."""
+        L = self.sequence_length
+        i = row + np.arange(samples.size, dtype=np.int64)
+        lo = samples * L
+        hi = lo + L + 1
+        first_repeat = (samples >= 1) & (when[np.maximum(samples - 1, 0)] < i)
+        last_repeat = (samples + 1 < total) & (when[np.minimum(samples + 1, total - 1)] < i)
+        j0 = np.searchsorted(starts[1:], lo, side="right")  # the first occurrence ending after lo
+        j1 = np.searchsorted(starts[:-1], hi, side="left")  # one past the last starting before hi
+        per = j1 - j0
+        smp = np.repeat(np.arange(samples.size, dtype=np.int64), per)
+        j = j0[smp] + np.arange(smp.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+        full = occ_len[j] > 0
+        smp, j = smp[full], j[full]
+        a = np.maximum(lo[smp], starts[j])
+        b = np.minimum(hi[smp], starts[j + 1])
+        head = first_repeat[smp] & (a == lo[smp])
+        tail = last_repeat[smp] & (b == hi[smp])
+        a2, b2 = a + head, b - tail
+        main = b2 > a2
+        parts = head.astype(np.int64) + main + tail
+        idx = np.repeat(np.arange(smp.size, dtype=np.int64), parts)
+        k = np.arange(idx.size, dtype=np.int64) - np.repeat(np.cumsum(parts) - parts, parts)
+        is_head = head[idx] & (k == 0)
+        is_tail = tail[idx] & (k == parts[idx] - 1)
+        start = np.where(is_head, a[idx], np.where(is_tail, b2[idx], a2[idx])) - starts[j[idx]]
+        length = np.where(is_head | is_tail, 1, b2[idx] - a2[idx])
+        crop = ~(is_head | is_tail) & (length < occ_len[j[idx]])
+        return row_section(L + 1, samples.size, row, np.zeros(samples.size, np.int64), smp[idx],
+                           occ_of[j[idx]], docs[j[idx]], start, length, crop, is_head | is_tail)
+
+
+def unshown_spans(order: list[int], covered: int, L: int, starts: list[int], occ_of: list[int],
+                  docs: list[int]) -> tuple[BufferedSpan, ...]:
+    """The flat tokens ``[0, covered)`` no drawn sample shows, occurrence by occurrence, as buffered spans."""
+    spans: list[BufferedSpan] = []
+    pos = 0
+    for s in [*sorted(order), None]:
+        gap_end = covered if s is None else s * L
+        if gap_end > pos:
+            k = bisect.bisect_right(starts, pos) - 1
+            while pos < gap_end:
+                while starts[k + 1] <= pos:
+                    k += 1
+                end = min(gap_end, starts[k + 1])
+                spans.append(BufferedSpan(occ_of[k], docs[k], pos - starts[k], end - pos, False))
+                pos = end
+        if s is not None:
+            pos = max(pos, s * L + L + 1)
+    return tuple(spans)
 
 
 PEERS: dict[str, type[PeerPacker]] = {MegatronGPT.name: MegatronGPT}

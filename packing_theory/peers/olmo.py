@@ -37,16 +37,29 @@ truncation before placement — so the proposition does not apply.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
+from ._columns import (
+    arrival_sections,
+    assemble,
+    chunk_bounds,
+    discard_section,
+    fragments,
+    horizon_batch,
+    packed_rows,
+    peer_array,
+    row_section,
+)
 from ._common import Piece, arrivals, best_fit, check_split_budget, peer_lengths, row_events
 from ._figures import TrainerRule
 
@@ -145,6 +158,39 @@ class OlmoPacker(PeerPacker):
                 row += 1
         yield Horizon(row, 0, "drained", ())
 
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: whole source groups at a time, best fit compiled (:meth:`batches`)."""
+        values = peer_array(lengths, allow_empty=False, who="OLMo-core")
+        L = self.capacity
+        if self.long_doc_strategy == "fragment":  # as events()
+            check_split_budget(values, L, self.name)
+        per_group = (values.size if self.documents_per_file is None
+                     else self.documents_per_file * self.source_group_size)
+        row = 0
+        for lo, hi in chunk_bounds(values.size, per_group, size):
+            ls = values[lo:hi]
+            occ = lo + np.arange(ls.size, dtype=np.int64)
+            window = (occ - lo) // max(per_group, 1)
+            windows = int(window[-1]) + 1
+            sections = list(arrival_sections(occ, ls, window))
+            long = ls > L
+            if self.long_doc_strategy == "truncate":
+                sections.append(discard_section(occ[long], np.full(int(long.sum()), L, np.int64),
+                                                ls[long] - L, window[long]))
+                p_occ, p_start, p_len = occ, np.zeros(ls.size, np.int64), np.minimum(ls, L)
+            else:
+                p_occ, p_start, p_len = fragments(occ, ls, L)
+            p_window = (p_occ - lo) // max(per_group, 1)
+            bounds = np.searchsorted(p_window, np.arange(windows + 1))
+            order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
+                                    itertools.pairwise(bounds.tolist())]).astype(np.int64)
+            items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
+            sections.append(row_section(L, rows, row, row_window, item_row, p_occ[items], p_occ[items],
+                                        p_start[items], p_len[items], long[p_occ[items] - lo]))
+            row += rows
+            yield assemble(windows, sections, ("empty",))
+        yield horizon_batch(row)
+
 
 class OlmoTruncate(OlmoPacker):
     """``long_doc_strategy="truncate"``: keep the first ``sequence_length`` tokens of a long document.
@@ -155,6 +201,7 @@ class OlmoTruncate(OlmoPacker):
     """
 
     name: ClassVar[str] = "olmo-truncate"
+    columnar: ClassVar[bool] = True
     long_doc_strategy: ClassVar[str] = "truncate"
 
 
@@ -162,6 +209,7 @@ class OlmoFragment(OlmoPacker):
     """``long_doc_strategy="fragment"``: cut a long document into ``sequence_length`` fragments."""
 
     name: ClassVar[str] = "olmo-fragment"
+    columnar: ClassVar[bool] = True
     long_doc_strategy: ClassVar[str] = "fragment"
 
 

@@ -56,11 +56,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
+from ._columns import (
+    Section,
+    arrival_sections,
+    assemble,
+    chunk_bounds,
+    discard_section,
+    fragments,
+    horizon_batch,
+    packed_rows,
+    peer_array,
+    row_section,
+)
 from ._common import (
     Piece,
     arrivals,
@@ -170,6 +186,53 @@ class TrlPacker(PeerPacker):
                 row += 1
         yield Horizon(row, 0, "drained", ())
 
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: whole map batches at a time, best fit compiled (:meth:`batches`)."""
+        values = peer_array(lengths)
+        if self.strategy != "bfd":  # as events(): bfd truncates, one piece per document
+            check_split_budget(values, self.capacity, self.name)
+        step = values.size if self.window is None else self.window
+        row = 0
+        for lo, hi in chunk_bounds(values.size, step, size):
+            batch, rows = self._chunk(values[lo:hi], lo, step, row, compiled)
+            row += rows
+            yield batch
+        yield horizon_batch(row)
+
+    def _chunk(self, ls: npt.NDArray[np.int64], lo: int, step: int, row: int, compiled: bool | None
+               ) -> tuple[EventBatch, int]:
+        """The events of the map batches of documents ``lo, lo + 1, ...`` (``ls``), rows from ``row``."""
+        L = self.capacity
+        occ = lo + np.arange(ls.size, dtype=np.int64)
+        window = (occ - lo) // max(step, 1)
+        windows = int(window[-1]) + 1
+        sections = list(arrival_sections(occ, ls, window))
+        if self.strategy == "wrapped":
+            rows_section, rows = wrapped_rows(L, ls, occ, window, windows, row)
+            return assemble(windows, [*sections, rows_section], ("empty",)), rows
+        if self.strategy == "bfd":
+            long = ls > L
+            sections.append(discard_section(occ[long], np.full(int(long.sum()), L, np.int64), ls[long] - L,
+                                            window[long]))
+            keep = ls > 0
+            p_occ, p_start, p_len = occ[keep], np.zeros(int(keep.sum()), np.int64), np.minimum(ls[keep], L)
+        else:
+            p_occ, p_start, p_len = fragments(occ, ls, L)
+        p_window = (p_occ - lo) // max(step, 1)
+        p_crop = ls[p_occ - lo] > L
+        filled = np.bincount(p_window, minlength=windows)
+        if (filled == 0).any():
+            w = int(np.argmin(filled))
+            a, b = lo + w * step, min(lo + (w + 1) * step, lo + ls.size)
+            raise InputError(
+                f"lengths[{a}:{b}] (one map batch, window={self.window}) holds only empty rows: "
+                f"TRL's _pack_bfd fails on such a batch (pyarrow 'take' of an empty index list)")
+        order = np.lexsort((np.arange(p_len.size), -p_len, p_window)).astype(np.int64)
+        items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
+        sections.append(row_section(L, rows, row, row_window, item_row, p_occ[items], p_occ[items],
+                                    p_start[items], p_len[items], p_crop[items]))
+        return assemble(windows, sections, ("empty",)), rows
+
     def _wrapped(self, batch: list[int], lo: int) -> list[list[Piece]]:
         L = self.capacity
         rows: list[list[Piece]] = []
@@ -191,6 +254,32 @@ class TrlPacker(PeerPacker):
         return rows
 
 
+def wrapped_rows(L: int, ls: npt.NDArray[np.int64], occ: npt.NDArray[np.int64], window: npt.NDArray[np.int64],
+                 windows: int, row: int) -> tuple[Section, int]:
+    """The rows of ``_pack_wrapped`` in columns: each window's tokens concatenated and cut every ``L``.
+
+    Returns the rows' section (numbered from ``row``) and the number of rows.
+    """
+    c = np.cumsum(ls) - ls
+    wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
+    t0 = c - c[wfirst][window]  # a document's first token within its window
+    total = np.add.reduceat(ls, wfirst)
+    rows_w = -(-total // L)
+    base = np.cumsum(rows_w) - rows_w
+    r0, r1 = t0 // L, (t0 + ls - 1) // L
+    per = np.where(ls > 0, r1 - r0 + 1, 0)
+    doc = np.repeat(np.arange(ls.size, dtype=np.int64), per)
+    k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    r = r0[doc] + k
+    g0 = np.maximum(t0[doc], r * L)
+    length = np.minimum(t0[doc] + ls[doc], (r + 1) * L) - g0
+    piece_row = base[window[doc]] + r
+    rows = int(rows_w.sum())
+    row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
+    return row_section(L, rows, row, row_window, piece_row, occ[doc], occ[doc], g0 - t0[doc], length,
+                       length < ls[doc]), rows
+
+
 class TrlBfd(TrlPacker):
     """``pack_dataset(strategy="bfd")``: truncate to ``seq_length``, then best-fit decreasing.
 
@@ -200,6 +289,7 @@ class TrlBfd(TrlPacker):
     """
 
     name: ClassVar[str] = "trl-bfd"
+    columnar: ClassVar[bool] = True
     strategy: ClassVar[str] = "bfd"
 
 
@@ -212,6 +302,7 @@ class TrlBfdSplit(TrlPacker):
     """
 
     name: ClassVar[str] = "trl-bfd_split"
+    columnar: ClassVar[bool] = True
     strategy: ClassVar[str] = "bfd_split"
 
 
@@ -224,6 +315,7 @@ class TrlWrapped(TrlPacker):
     """
 
     name: ClassVar[str] = "trl-wrapped"
+    columnar: ClassVar[bool] = True
     strategy: ClassVar[str] = "wrapped"
     trainer_rule: ClassVar[TrainerRule] = TrainerRule(
         "row", False,

@@ -281,9 +281,24 @@ def _md_corpus_line(result: AuditResult) -> str:
         budget = f"{result.horizon.describe()} ({budget} for the streaming policies)"
     refill = ",".join(map(str, cfg.batch_sizes))
     name = f": {c.label}" if c.label else ""
-    return (f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
+    line = (f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
             f"({c.over_capacity_documents:,} longer than R). R = {cfg.capacity:,}, "
             f"B = {cfg.min_buffer:,}, refill {refill}, passes {cfg.passes}, budget {budget}.")
+    peers = [_peer_width(a.policy, a.capacity, a.peer_figures.options if a.peer_figures else {})
+             for a in result.policies if entry(a.policy).kind != "streaming"]
+    if peers:
+        line += (" Peers (B and refill do not apply): " + "; ".join(peers)
+                 + ". `--capacity` is the row width of every packer; `--seq-length L` gives the framework's "
+                   "sequence length instead.")
+    return line
+
+
+def _peer_width(name: str, capacity: int, options: Mapping[str, Any]) -> str:
+    """``name`` at its row width and the framework's sequence length that width is (its registry rule)."""
+    e = entry(name)
+    knobs = {k.name: options[k.name] for k in e.knobs if k.name in options}
+    seq = e.row_width.seq_length(capacity, e.options(knobs))
+    return f"{name} at row width {capacity:,} = sequence length {seq:,} ({e.row_width.rule})"
 
 
 def _md_main_table(result: AuditResult, ref: Mapping[str, Any] | None) -> list[str]:

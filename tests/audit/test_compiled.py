@@ -87,6 +87,10 @@ BAD_STREAMS = [
     [pt.Arrival(0, 0, 0, 3), pt.Placement(0, 6, 0, 0, 0, 3, False, False)],
     [pt.Arrival(0, 0, 0, 3), pt.Placement(0, 0, 0, 0, 1, 3, False, False)],
     [pt.Arrival(0, 0, 0, 3), pt.Filtered(0, 0, 3, "x"), pt.Placement(0, 0, 0, 0, 0, 3, False, False)],
+    [pt.Arrival(0, 0, 0, 3), pt.Discard(1, 1, 0, 2)],
+    [pt.Arrival(0, 0, 0, 3), pt.Discard(0, 0, 0, -1)],
+    [pt.Arrival(0, 0, 0, 3), pt.Arrival(1, 1, 0, -2)],
+    [pt.Arrival(-1, 0, 0, 3)],
 ]
 
 
@@ -105,3 +109,12 @@ def test_inconsistent_streams_refused_with_the_same_message(events: list[Any]) -
 def test_compiled_must_be_a_bool() -> None:
     with pytest.raises(InputTypeError, match="compiled must be a bool, got str 'yes'"):
         Ledger(8, 2, compiled="yes")  # type: ignore[arg-type]
+
+
+@given(cases(), st.integers(1, 7))
+def test_without_first_targets_identical(case: tuple[list[int], dict[str, Any]], chunk: int) -> None:
+    lengths, kwargs = case
+    events = pt.replay(lengths, **kwargs).events  # type: ignore[arg-type]
+    plain, compiled = _pair(kwargs["capacity"], kwargs["min_buffer"], chunk=chunk, keep_first_targets=False)
+    pt.feed_all(events, plain, compiled)
+    _same(plain, compiled)

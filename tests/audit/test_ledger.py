@@ -37,6 +37,7 @@ from packing_theory.engine.events import (
     Placement,
 )
 from packing_theory.engine.policies import POLICIES
+from packing_theory.errors import InputError, InputTypeError
 from packing_theory.orchestration import run_audit
 from packing_theory.testing import scaled_examples
 
@@ -590,3 +591,65 @@ def test_ledger_protected_mass_by_hand() -> None:
     empty = Ledger(4, 3)
     pt.feed_all([Horizon(0, 0, "exhausted", ())], empty)
     assert empty.result().protected == ProtectedMass(0, 0, 0, 0, 0, None, None)
+
+
+@given(cases(), st.integers(1, 7))
+def test_a_ledger_without_first_targets_reports_the_same(case: tuple[list[int], dict[str, Any]],
+                                                         chunk: int) -> None:
+    lengths, kwargs = case
+    events = pt.replay(lengths, **kwargs).events  # type: ignore[arg-type]
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    full = Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk)
+    lean = Ledger(R, B, boundaries=SMALL_BOUNDS, exposure_bins=4, chunk=chunk, keep_first_targets=False)
+    pt.feed_all(events, full, lean)
+    lean._check()
+    assert lean.result() == full.result()  # first_over_capacity_target from the running minimum
+    a, b = full.arrays(), lean.arrays()
+    assert set(a) - set(b) == {"first_target"}
+    for key, col in b.items():
+        assert np.array_equal(a[key], col), key
+    with pytest.raises(InputError, match="keep_first_targets=True"):
+        lean.first_targets()
+
+
+@given(cases(), st.integers(1, 9))
+def test_array_blocks_concatenate_to_arrays(case: tuple[list[int], dict[str, Any]], block: int) -> None:
+    lengths, kwargs = case
+    ledger = Ledger(kwargs["capacity"], kwargs["min_buffer"], boundaries=SMALL_BOUNDS)
+    pt.feed_all(pt.replay(lengths, **kwargs).events, ledger)  # type: ignore[arg-type]
+    whole = ledger.arrays()
+    blocks = list(ledger.array_blocks(block))
+    assert [a for a, _ in blocks] == list(range(0, ledger.occurrences, block))
+    for key, col in whole.items():
+        parts = [c[key] for _, c in blocks]
+        assert np.array_equal(np.concatenate(parts) if parts else col[:0], col), key
+    picked = list(ledger.array_blocks(block, columns=("length", "buffered")))
+    assert all(list(c) == ["length", "buffered"] for _, c in picked)
+
+
+def test_array_blocks_and_first_targets_refuse_bad_arguments() -> None:
+    ledger = Ledger(8, 2)
+    with pytest.raises(InputError, match="block"):
+        list(ledger.array_blocks(0))
+    with pytest.raises(InputError, match=r"columns must be among .*got 'lengths'"):
+        list(ledger.array_blocks(4, columns=("lengths",)))
+    with pytest.raises(InputError, match="detail=True needs keep_first_targets=True"):
+        Ledger(8, 2, detail=True, keep_first_targets=False)
+    with pytest.raises(InputTypeError, match="keep_first_targets must be a bool, got int 1"):
+        Ledger(8, 2, keep_first_targets=1)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="occurrences_hint"):
+        Ledger(8, 2, occurrences_hint=-1)
+
+
+@pytest.mark.parametrize("points", [[0, 3, 250], list(range(0, 401, 2))])  # the partition and heap paths
+def test_protected_mass_at_sample_points_equals_brute_force(points: list[int]) -> None:
+    R, B = 8, 5
+    rng = np.random.default_rng(3)
+    ledger = Ledger(R, B)
+    before = rng.integers(1, 40, 30)
+    ledger.feed(pt.EventBatch.from_events([pt.Arrival(i, i, 0, int(n)) for i, n in enumerate(before)]))
+    lengths = rng.integers(1, 40, 400).astype(np.int64)
+    got = ledger._protected_at(lengths, points)
+    for n, mass in zip(points, got, strict=True):
+        longs = sorted(int(x) for x in np.concatenate([before, lengths[:n]]) if x > R)
+        assert mass == sum(longs[-(B - 1):]), n

@@ -145,3 +145,30 @@ def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> Non
     assert nt.partial_row_only_documents == int(only.sum())
     assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
     assert all(f == "partly trained" for f in table.column("fate")[only])
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
+       passes=st.integers(1, 2), block=st.integers(1, 5), policy=st.sampled_from(POLICIES))
+def test_never_trained_in_blocks_equals_one_block(lengths: list[int], rows: int | None, passes: int,
+                                                  block: int, policy: str) -> None:
+    import packing_theory.audit.untrained as untrained
+
+    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, passes=passes, rows=rows)
+    ledger, facts = Ledger(8, 3), DocumentRows(8, per_occurrence=False)
+    feed_all(packer.stream(lengths), ledger, facts)
+    whole = never_trained(ledger, lengths, passes=passes, rows=facts.result())
+    saved = untrained._BLOCK
+    untrained._BLOCK = block
+    try:
+        assert never_trained(ledger, lengths, passes=passes, rows=facts.result()) == whole
+    finally:
+        untrained._BLOCK = saved
+
+
+def test_never_trained_when_nothing_arrived() -> None:
+    from packing_theory.engine.events import Horizon
+
+    ledger = Ledger(8, 2)
+    feed_all([Horizon(0, 0, "rows", ())], ledger)
+    nt = never_trained(ledger, [3, 4])
+    assert (nt.never_reached, nt.trained_tokens, nt.never_started) == (Part(2, 7), 0, Part(0, 0))

@@ -136,7 +136,8 @@ def _without_run_metadata(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k not in ("run", "seconds")}
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+# workers=2 repeats the check through a process pool: in the slow step, beside test_scale's workers test
+@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
 def test_the_api_audits_peers_exactly_as_the_command(workers: str, lengths_file: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Before the fix run_audit refused peers and the command spliced them into its result."""

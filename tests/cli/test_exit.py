@@ -16,6 +16,7 @@ import pytest
 from packing_theory.cli import COMMANDS, build_parser, main
 from packing_theory.cli._exit import EPILOG, ExitCode, Terminated, classify, run_command
 from packing_theory.errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured
+from tests.signal_helpers import wait_until_caught
 
 SMALL = ["--capacity", "16", "--min-buffer", "4", "--refill", "2"]
 
@@ -242,25 +243,6 @@ def test_violation_is_status_1_and_clean_run_status_0(tmp_path: Path, capsys: py
     assert main([*base, "--policy", "requeue-bos"]) == 1
 
 
-def _wait_until_caught(proc: subprocess.Popen[str], signum: int, timeout: float = 300.0) -> None:
-    """Block until ``proc`` has installed a handler for ``signum`` (Linux: ``SigCgt`` of /proc/PID/status).
-
-    The readiness signal is the handler itself, not elapsed time: on a loaded machine the child may
-    still be importing after any fixed delay, and a SIGTERM before the handler kills it outright.
-    """
-    import time
-
-    deadline = time.monotonic() + timeout
-    status = Path(f"/proc/{proc.pid}/status")
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the process ended before it installed its signal handler"
-        caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
-        if int(caught.split()[1], 16) >> (signum - 1) & 1:
-            return
-        time.sleep(0.02)
-    pytest.fail(f"no handler for signal {signum} after {timeout} s")
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the signal mask from /proc (Linux)")
 def test_sigterm_in_a_real_process_is_status_3_without_traceback(tmp_path: Path) -> None:
     """A long replay terminated by SIGTERM once its handler is installed: one line, status 3."""
@@ -270,7 +252,7 @@ def test_sigterm_in_a_real_process_is_status_3_without_traceback(tmp_path: Path)
     np.save(path, (np.arange(3_000_000, dtype=np.int64) % 3000) + 1)
     proc = subprocess.Popen([sys.executable, "-m", "packing_theory.cli", "replay", "--lengths", str(path),
                              "--passes", "50"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_until_caught(proc, signal.SIGTERM)
+    wait_until_caught(proc, signal.SIGTERM)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err

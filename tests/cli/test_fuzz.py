@@ -7,9 +7,11 @@ corruption), seed-002 token shards, the report manifest and an interrupted
 run's staging directory, plain text, and option combinations of ``replay``,
 ``check``, ``bounds`` and ``audit``.
 
+The whole module is marked ``slow``: ``python -m pytest -m slow`` (CI's slow step) runs it.
 Sizes: ``FUZZ_EXAMPLES`` inputs per target in CI; ``PACKING_THEORY_SLOW=1``
 multiplies them by 10. Set ``PACKING_THEORY_FUZZ_REPORT=path`` to write the
-number of inputs each target ran (``docs/reliability.rst``, "The fuzz suite").
+number of inputs each target ran (``docs/reliability.rst``, "The fuzz suite"; in one process:
+``-p no:xdist``).
 
 A replay without ``--rows``/``--targets`` runs until the stream is spent,
 which for a ``continue`` replay of a document of 2**62 tokens is 2**62 / R
@@ -40,6 +42,9 @@ from packing_theory.corpus import write_shard
 from packing_theory.reporting import REPORT_MANIFEST_NAME
 from packing_theory.testing import scaled_examples
 
+# A search for crashes (about 700 command runs in-process, ~55 s): CI's slow step runs it
+pytestmark = pytest.mark.slow
+
 SLOW = os.environ.get("PACKING_THEORY_SLOW") == "1"
 FUZZ_EXAMPLES = {"npy": 120, "npy_header": 120, "shards": 100, "manifest": 50, "text": 80, "options": 200}
 COUNTS: Counter[str] = Counter()
@@ -54,8 +59,10 @@ def fuzz(target: str) -> Any:
 
 @pytest.fixture(scope="module", autouse=True)
 def _report_counts() -> Iterator[None]:
-    yield
     path = os.environ.get("PACKING_THEORY_FUZZ_REPORT")
+    if path and os.environ.get("PYTEST_XDIST_WORKER"):  # each worker would overwrite the others' counts
+        pytest.fail("PACKING_THEORY_FUZZ_REPORT counts the inputs of one process: run with -p no:xdist")
+    yield
     if path:
         Path(path).write_text(json.dumps(dict(sorted(COUNTS.items())), indent=2) + "\n")
 

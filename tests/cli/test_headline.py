@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -125,6 +126,7 @@ def test_the_evaluation_section_claims_only_what_was_scored(tmp_path: Path) -> N
     assert "0.50 M: not reached" in md
 
 
+@pytest.mark.slow  # six real processes; tests/audit/test_explanations.py checks the same agreement in-process
 def test_explain_agrees_with_documents_csv_on_a_sample(tmp_path: Path) -> None:
     """Text files named by path: audit writes documents.csv; explain (by id and by name) agrees with it."""
     rng = np.random.default_rng(8)

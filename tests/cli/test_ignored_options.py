@@ -66,7 +66,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# refused only after the whole demo evaluation (about 9 s): in the slow step
+AFTER_THE_DEMO = {"evaluate_family_strata"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow if c in AFTER_THE_DEMO else ())
+                                  for c in sorted(CASES)])
 def test_an_ignored_option_is_refused_naming_it(case: str, inputs: Path, tmp_path: Path) -> None:
     argv, option = CASES[case]
     out = tmp_path / "out"
@@ -80,6 +85,7 @@ def test_an_ignored_option_is_refused_naming_it(case: str, inputs: Path, tmp_pat
     assert not out.exists() or not any(out.iterdir())  # nothing written
 
 
+@pytest.mark.slow  # the whole demo evaluation with 200 replicates (about 9 s)
 def test_the_demo_applies_its_level(inputs: Path, tmp_path: Path) -> None:
     proc = run(inputs, ["evaluate", "--demo", "--level", "0.99", "--replicates", "200", "--no-plots",
                         "--out", str(tmp_path / "e")])

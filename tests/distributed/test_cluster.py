@@ -35,6 +35,8 @@ from tests.distributed_helpers import KillOnce, make_parquet, make_shards, make_
 
 cloudpickle.register_pickle_by_value(distributed_helpers)  # the workers cannot import tests/
 
+pytestmark = pytest.mark.xdist_group("dask_cluster")  # one pytest worker starts the cluster, once
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:

@@ -47,6 +47,7 @@ MISSING = [tool for tool in TOOLS if shutil.which(tool) is None]
 
 pytestmark = [
     pytest.mark.slow,  # builds the Coq development and the OCaml driver: CI's slow step runs it
+    pytest.mark.xdist_group("coq_extraction"),  # one worker builds the driver once (tests/conftest.py)
     pytest.mark.skipif(
         bool(MISSING),
         reason=f"Coq extraction test needs {', '.join(MISSING)} on PATH (bash proofs/ci.sh installs Coq)",

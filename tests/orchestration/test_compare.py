@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
-from packing_theory.orchestration.compare import compare_packers
+import pytest
+
+from packing_theory import InputError
+from packing_theory.engine.compiled import compiled_available
+from packing_theory.orchestration.compare import compare_packers, default_packers
 from packing_theory.rendering.compare import render_markdown
 
 LENGTHS = [3, 9, 2, 4, 10, 1, 7, 7, 12, 5] * 3
@@ -37,3 +41,32 @@ def test_peer_columns_carry_the_frameworks_figures() -> None:
     assert packer["peer_figures"]["options"] == {"window": 7, "framework_version": "1.16.0"}
     md = render_markdown(cmp)
     assert "unused capacity" in md and "Start delays of trl-bfd, olmo-truncate, torchtune-split" in md
+
+
+# ----------------------------------------------------------------------------- engines
+
+
+def _timeless(v: object) -> object:
+    if isinstance(v, dict):
+        return {k: _timeless(x) for k, x in v.items() if k != "seconds"}
+    return [_timeless(x) for x in v] if isinstance(v, list) else v
+
+
+@pytest.mark.skipif(not compiled_available(), reason="numba is not installed (the fast extra)")
+@pytest.mark.parametrize("horizon", ["common", "natural"])
+def test_the_compiled_engine_gives_the_pure_comparison(horizon: str) -> None:
+    """Every packer, streaming policies compiled and peers columnar: the JSON apart from timings."""
+    lengths = [(d * 37) % 23 + 1 for d in range(300)] + [60, 1, 2]
+    kw: dict[str, object] = {"capacity": 17, "min_buffer": 6, "refill": 3, "horizon": horizon}
+    try:
+        pure = compare_packers(lengths, **kw).to_dict()  # type: ignore[arg-type]
+    except ValueError as exc:  # pragma: no cover - the corpus is chosen so that it runs
+        pytest.fail(str(exc))
+    fast = compare_packers(lengths, engine="compiled", **kw).to_dict()  # type: ignore[arg-type]
+    assert len(pure["packers"]) == len(default_packers()) - len(pure["refused"])
+    assert _timeless(fast) == _timeless(pure)
+
+
+def test_an_unknown_engine_is_refused() -> None:
+    with pytest.raises(InputError, match="engine must be one of fast, compiled, reference; got 'jit'"):
+        compare_packers([3, 4], ["discard"], capacity=8, min_buffer=2, refill=1, engine="jit")

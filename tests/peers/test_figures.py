@@ -18,10 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from packing_theory import build_packer
+from packing_theory.engine.batches import batched
 from packing_theory.engine.consumers import feed_all
 from packing_theory.engine.events import Horizon, Padding, Placement
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.peers import FigureAccumulator, PeerFigures, PeerPacker, TrainerRule, peer_policies
+from packing_theory.testing import scaled_examples
 
 PAD = 0  # no document token is 0 below
 
@@ -144,3 +146,23 @@ def test_trl_figures_agree_with_trl_itself(L: int, strategy: str, window: int | 
         assert added <= f.unused_capacity_tokens  # batch-dependent, at most the short rows' room
     assert f.targets == predicted
     assert f.targets == f.placed_tokens - f.sequences
+
+
+@pytest.mark.parametrize("name", sorted(peer_policies()))
+@settings(max_examples=scaled_examples(25), deadline=None)
+@given(st.lists(st.integers(2, 30), min_size=1, max_size=30), st.sampled_from([1, 4, 1000]))
+def test_figures_of_batches_are_the_figures_of_events(name: str, lengths: list[int], size: int) -> None:
+    """The batch path (numpy columns) gives the per-event path's figures and per-occurrence targets."""
+    packer = build_packer(name, capacity=8)
+    try:
+        events = list(packer.events(lengths))
+    except ValueError:
+        return  # the framework refuses this corpus
+    one, many = packer.figures(), packer.figures()
+    for ev in events:
+        one.feed(ev)
+    for b in batched(events, size):
+        many.feed(b)
+        many._check()
+    assert many.result() == one.result()
+    assert many.occurrence_targets() == one.occurrence_targets()

@@ -11,8 +11,9 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from packing_theory import Ledger, build_packer, feed_all
@@ -45,6 +46,7 @@ from packing_theory.peers.megatron import MegatronGPT
 from packing_theory.peers.olmo import OlmoTruncate
 from packing_theory.peers.trl import TrlBfd, TrlWrapped
 from packing_theory.registry import entry
+from packing_theory.testing import scaled_examples
 
 NO_EMPTY = {"olmo-truncate", "olmo-fragment", "foundry-binpack"}
 ANY_STREAM = [
@@ -330,6 +332,29 @@ def test_a_length_near_2_63_is_refused_before_it_is_cut(name: str) -> None:
                 r"pieces of capacity 64, .* over the budget of 10,000,000")
     with pytest.raises(InputError, match=expected):
         next(iter(packer.events([5, 2**63 - 1, 3])))
+
+
+@pytest.mark.parametrize("name", [n for n in SPLITTING if build_packer(n, capacity=64).columnar])
+def test_a_length_near_2_63_is_refused_on_the_columnar_path_too(name: str) -> None:
+    """The columnar path allocated the pieces at once (a numpy MemoryError, exit 3) before it asked."""
+    packer = build_packer(name, capacity=64)
+    with pytest.raises(InputError, match=rf"lengths\[1\] = 9223372036854775807 is cut by {name} into "):
+        next(iter(packer.batches(np.array([5, 2**63 - 1, 3], dtype=np.int64), compiled=False)))
+
+
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(st.lists(st.integers(1, 60), max_size=12), st.integers(2, 9), st.integers(0, 12))
+def test_the_split_budget_on_an_array_refuses_as_on_a_list(lengths: list[int], capacity: int,
+                                                           budget: int) -> None:
+    """The vectorised check (integer arrays) and the loop agree: both accept, or both refuse alike."""
+    def outcome(values: Any) -> str | None:
+        try:
+            check_split_budget(values, capacity, "p", budget=budget)
+        except InputError as exc:
+            return str(exc)
+        return None
+
+    assert outcome(np.array(lengths, dtype=np.int64)) == outcome(lengths)
 
 
 def test_the_split_budget_counts_pieces_beyond_one_per_document() -> None:

@@ -125,3 +125,16 @@ def test_progress_bar_off_when_not_a_tty(monkeypatch: pytest.MonkeyPatch) -> Non
     bar(4)
     bar(10)
     bar.close()
+
+
+def test_markdown_states_each_peers_row_width_and_sequence_length() -> None:
+    """A peer audited at ``--capacity R`` runs at row width R; the report names that sequence length."""
+    lengths = np.random.default_rng(3).integers(1, 200, 600)
+    cfg = pt.PackerConfig(capacity=129, min_buffer=8, refill=4)
+    res = run_audit(lengths, cfg, policies=["discard", "trl-bfd", "megatron-gpt"], permutations=0)
+    corpus_line = next(line for line in render_markdown(res).splitlines() if line.startswith("Corpus"))
+    assert "trl-bfd at row width 129 = sequence length 129" in corpus_line
+    assert "megatron-gpt at row width 129 = sequence length 128" in corpus_line
+    assert "discard at" not in corpus_line
+    streaming_only = run_audit(lengths, cfg, policies=["discard"], permutations=0)
+    assert "Peers" not in render_markdown(streaming_only)

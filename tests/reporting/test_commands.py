@@ -155,6 +155,9 @@ COMMANDS = {c.name: c for c in (
 )}
 NAMES = sorted(COMMANDS)
 WITH_PLOTS = [n for n in NAMES if COMMANDS[n].plots]
+# The crash tests (SIGKILL, full disk) exercise the writer every command shares; the default run kills
+# audit, the slow step (CI) every command. The refusals are each command's own code: every command, always.
+AUDIT_DEFAULT = [pytest.param(n, marks=() if n == "audit" else pytest.mark.slow) for n in NAMES]
 needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (plots extra) missing")
 
 
@@ -355,7 +358,7 @@ def test_no_plots_leaves_no_stale_png(name: str, inputs: Path, tmp_path: Path) -
 # --------------------------------------------------------------------------- SIGKILL
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", AUDIT_DEFAULT)
 @pytest.mark.parametrize("where", ["commit", "swap"])
 def test_a_sigkill_leaves_the_old_report_or_the_new_one(name: str, where: str, inputs: Path,
                                                         tmp_path: Path) -> None:
@@ -422,6 +425,8 @@ def fill(disk: Path, free_pages: int) -> Path:
     return filler
 
 
+@pytest.mark.slow  # five runs of each command on a filled tmpfs; the in-process ENOSPC test of
+# tests/reporting/test_writer.py stays in the default run
 @pytest.mark.parametrize("name", NAMES)
 def test_a_full_disk_leaves_the_old_report_whole(name: str, inputs: Path, tmp_path: Path) -> None:
     """A tmpfs filled to leave half the report's pages, or about all of them (the data files fit, then

@@ -30,6 +30,7 @@ from packing_theory.reporting import (
     recover,
     verify_report,
 )
+from tests.signal_helpers import wait_until_caught
 
 needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (plots extra) missing")
 SMALL = ["--capacity", "32", "--min-buffer", "20", "--refill", "8", "--rows", "200", "--permutations", "2",
@@ -210,14 +211,28 @@ def test_unrelated_files_are_left_alone(lengths_file: Path, tmp_path: Path) -> N
 
 def test_a_held_lock_fails_fast(lengths_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The contender asks for the lock without waiting (``LOCK_NB``) and is refused at once: the check is
+    on the flag, not on a clock (a blocking request fails the test instead of waiting for the holder)."""
+    import fcntl
+
     import packing_theory.cli.audit as cli_audit
 
     out = tmp_path / "rep"
     with ReportWriter(out, names=REPORT_FILES, config={}) as holder:
         monkeypatch.setattr(cli_audit, "run_audit", lambda *a, **k: pytest.fail("ran while locked"))
-        t0 = time.perf_counter()
+        requests: list[int] = []
+        real_flock = fcntl.flock
+
+        def flock(fd: int, operation: int) -> None:
+            requests.append(operation)
+            if not operation & fcntl.LOCK_NB:
+                pytest.fail(f"a blocking flock request ({operation}) would wait for the holder")
+            real_flock(fd, operation)
+
+        monkeypatch.setattr(fcntl, "flock", flock)
         assert audit(lengths_file, out, "--no-plots") == 2
-        assert time.perf_counter() - t0 < 5
+        monkeypatch.setattr(fcntl, "flock", real_flock)
+        assert requests, "the contender never asked for the lock"
         line = one_line(capsys)
         assert "is being written by another run" in line and holder.run_id in line
         with pytest.raises(ReportBusy):
@@ -351,12 +366,13 @@ def bigger_lengths(tmp_path: Path) -> Path:
 
 
 @needs_plots
+@pytest.mark.slow  # five real audits per signal; the paused SIGKILLs of test_commands.py stay default
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger_lengths: Path,
                                                                 tmp_path: Path) -> None:
     """Interrupts at spread-out moments, real processes: never a mixed or truncated report (a SIGKILL
     at chosen points of the commit, and a second run while one holds the directory, are in
-    ``tests/test_report_commands.py`` for every report-writing command)."""
+    ``tests/reporting/test_commands.py`` for every report-writing command)."""
     out = tmp_path / "rep"
     base = _audit_process(bigger_lengths, out)
     assert base.wait(timeout=300) == 0
@@ -369,6 +385,7 @@ def test_interrupted_audits_leave_the_old_report_or_the_new_one(sig: int, bigger
         old = verify_report(out, names=REPORT_FILES)
         assert old.ok
         proc = _audit_process(bigger_lengths, out)
+        wait_until_caught(proc, signal.SIGTERM)  # inside main(): an interrupt is handled, not a traceback
         time.sleep(duration * fraction)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)

@@ -1,0 +1,210 @@
+"""The horizon cut of :mod:`packing_theory.engine.horizon` for a stream of event batches, kept in batches.
+
+:func:`cut_batches_at_horizon` gives the events of
+:func:`~packing_theory.engine.horizon.cut_at_horizon` — the same cut, the same
+Horizon with the same buffered spans — but passes every
+:class:`~packing_theory.engine.batches.EventBatch` through as a batch (the one
+holding the cut is sliced, :meth:`~packing_theory.engine.batches.EventBatch.head`)
+and emits the Horizon as a single event after it, so that batch-aware
+consumers account the stream with numpy. ``tests/engine/test_horizon_batches.py``
+compares the two cuts event for event.
+
+How: per batch, the row-filling events' lengths in stream order, their running
+sum from the row fill carried in, the events that complete a row (the sum
+reaches a multiple of ``R``) and the placed tokens there find the first
+completed row that reaches the budget; the cut is the next event that
+:func:`~packing_theory.engine.horizon.cut_at_horizon` stops at (an arrival, a
+row-filling event, an ``Exhausted`` or the stream's own ``Horizon``). What each
+arrived occurrence still holds is kept in columns indexed by occurrence
+(occurrence ids ``0, 1, 2, ...`` in arrival order, as every packer numbers
+them) and updated per batch with ``numpy.ufunc.at``.
+
+Complexity: O(events) numpy work per batch, O(1) Python work per batch;
+memory 33 bytes per arrived occurrence.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_int
+from ..errors import InputError
+from .batches import (
+    ARRIVAL,
+    EXHAUSTED,
+    HORIZON,
+    PADDING,
+    PLACEMENT,
+    REPEAT,
+    EventBatch,
+    EventItem,
+)
+from .events import BufferedSpan, Horizon
+from .horizon import Budget, cut_at_horizon, held_spans
+
+__all__ = ["cut_batches_at_horizon"]
+
+_STOP = np.zeros(9, np.bool_)
+_STOP[[ARRIVAL, PLACEMENT, PADDING, REPEAT, EXHAUSTED, HORIZON]] = True
+
+
+class _HeldColumns:
+    """What each arrived occurrence still holds, in columns indexed by occurrence id."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+        self.source = np.zeros(1024, np.int64)
+        self.amount = np.zeros(1024, np.int64)
+        self.markers = np.zeros(1024, np.int64)
+        self.start = np.zeros(1024, np.int64)
+        self.alive = np.zeros(1024, np.bool_)
+
+    def _grow(self, n: int) -> None:
+        size = self.source.size
+        if n <= size:
+            return
+        while size < n:
+            size *= 2
+        for name in ("source", "amount", "markers", "start", "alive"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: old.size] = old
+            setattr(self, name, new)
+
+    def account(self, b: EventBatch) -> None:
+        """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
+        a = b.arrival
+        if a.occurrence.size:
+            want = self.arrived + np.arange(a.occurrence.size, dtype=np.int64)
+            if not np.array_equal(a.occurrence, want):
+                raise InputError("cutting batches at a horizon needs occurrence ids 0, 1, 2, ... in arrival "
+                                 f"order; got {a.occurrence[:5].tolist()} after {self.arrived} arrivals")
+            self.arrived += a.occurrence.size
+            self._grow(self.arrived)
+            occ = a.occurrence
+            self.source[occ], self.amount[occ], self.markers[occ], self.start[occ] = a.source, a.length, 0, 0
+            self.alive[occ] = True
+        ba = b.bos_added
+        np.add.at(self.markers, ba.occurrence, ba.markers)
+        np.add.at(self.amount, ba.occurrence, ba.markers)
+        p = b.placement
+        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(np.int64))
+        np.subtract.at(self.amount, p.occurrence, p.length)
+        np.maximum.at(self.start, p.occurrence, p.start + p.length - p.bos_inserted.astype(np.int64))
+        d = b.discard
+        np.subtract.at(self.amount, d.occurrence, d.length)
+        np.maximum.at(self.start, d.occurrence, d.start + d.length)
+        self.alive[b.filtered.occurrence] = False
+
+    def spans(self) -> tuple[BufferedSpan, ...]:
+        """The buffered spans of every arrived occurrence still holding tokens, in arrival order."""
+        n = self.arrived
+        live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
+        out: list[BufferedSpan] = []
+        for occ, src, start, amount, markers in zip(live.tolist(), self.source[live].tolist(),
+                                                    self.start[live].tolist(), self.amount[live].tolist(),
+                                                    self.markers[live].tolist(), strict=True):
+            out.extend(held_spans(occ, src, start, amount, markers))
+        return tuple(out)
+
+
+def _fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per event of ``b``: the row positions it fills, and the tokens it places."""
+    fill = np.zeros(len(b), np.int64)
+    placed = np.zeros(len(b), np.int64)
+    fill[b.kinds == PLACEMENT] = b.placement.length
+    placed[b.kinds == PLACEMENT] = b.placement.length
+    fill[b.kinds == PADDING] = b.padding.length
+    fill[b.kinds == REPEAT] = b.repeat.length
+    return fill, placed
+
+
+def cut_batches_at_horizon(items: Iterable[EventItem], budget: Budget | None, *, capacity: int
+                           ) -> Iterator[EventItem]:
+    """:func:`~packing_theory.engine.horizon.cut_at_horizon`, batches kept as batches (see the module doc).
+
+    A stream that starts with a single event is cut by ``cut_at_horizon``
+    itself (event by event, as fast as it goes); a single event later in a
+    stream of batches is taken as a batch of one.
+
+    >>> from packing_theory import Packer
+    >>> from packing_theory.engine.horizon import cut_at_horizon
+    >>> from packing_theory.engine.batches import batched, unbatched
+    >>> events = list(Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4, 6, 2]))
+    >>> got = list(unbatched(cut_batches_at_horizon(batched(events, 4), Budget("rows", 1), capacity=8)))
+    >>> got == list(cut_at_horizon(events, Budget("rows", 1), capacity=8))
+    True
+
+    Raises:
+        InputError: a stream that ends without a ``Horizon``, or occurrence ids
+            not ``0, 1, 2, ...`` in arrival order.
+    """
+    capacity = check_int("capacity", capacity, 1)
+    if budget is None:
+        yield from items
+        return
+    it = iter(items)
+    first = next(it, None)
+    if first is None:
+        raise InputError("the event stream ended without a Horizon event")
+    if type(first) is not EventBatch:
+        yield from cut_at_horizon(itertools.chain([first], it), budget, capacity=capacity)
+        return
+    yield from _cut(itertools.chain([first], it), budget, capacity)
+
+
+def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[EventItem]:
+    """The batch cut (:func:`cut_batches_at_horizon`) of a stream that starts with a batch."""
+    limit = budget.row_limit(capacity)
+    held = _HeldColumns()
+    rows = filled = placed = 0
+    broken = False  # a row overfilled: no row completes any more (as cut_at_horizon counts them)
+    reached = limit == 0
+    for item in items:
+        b = item if type(item) is EventBatch else EventBatch.from_events([item])  # type: ignore[list-item]
+        stop_from = 0
+        if not reached:
+            fill, took = _fill(b)
+            idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
+            f = fill[idx]
+            cf = filled + np.cumsum(f)
+            cp = placed + np.cumsum(took[idx])
+            if not broken:
+                over = np.flatnonzero((cf - f) % capacity + f > capacity)
+                usable = idx.size if not over.size else int(over[0])
+            else:
+                usable = 0
+            done = np.flatnonzero((f[:usable] > 0) & (cf[:usable] % capacity == 0))
+            hits = (np.flatnonzero(rows + 1 + np.arange(done.size) >= limit) if limit is not None
+                    else np.flatnonzero(cp[done] >= budget.value))
+            if hits.size:
+                k = int(hits[0])
+                rows += k + 1
+                reached = True
+                stop_from = int(idx[done[k]]) + 1
+            else:
+                rows += int(done.size)
+                if usable < idx.size:
+                    broken = True
+                if idx.size:
+                    last_done = int(done[-1]) if done.size else -1
+                    filled = int(cf[-1] - cf[last_done]) if last_done >= 0 else int(cf[-1])
+                    placed = int(cp[-1])
+        if reached:
+            stops = np.flatnonzero(_STOP[b.kinds[stop_from:]])
+            if stops.size:
+                head = b.head(stop_from + int(stops[0]))
+                held.account(head)
+                if len(head):
+                    yield head
+                yield Horizon(rows, 0, "rows", held.spans())
+                return
+        held.account(b)
+        yield b
+        if b.horizon is not None:
+            return
+    raise InputError("the event stream ended without a Horizon event")

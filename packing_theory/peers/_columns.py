@@ -1,0 +1,312 @@
+"""The peers' columnar path: a peer's event stream built as numpy columns (:class:`EventBatch`).
+
+A peer that declares ``columnar = True`` implements
+:meth:`~packing_theory.peers.PeerPacker.batches` with these helpers, and its
+batches hold exactly the events of its pure Python
+:meth:`~packing_theory.peers.PeerPacker.events`, in the same order
+(``tests/peers/test_columns.py`` compares them event for event on generated
+inputs and on every golden fixture's inputs). Pure Python stays the oracle.
+
+* :class:`Section` — a run of events of one *job* (the arrivals of a window,
+  its filtered documents, its discards, its rows), each tagged with its
+  window; :func:`assemble` interleaves the sections of every window in
+  window-major, section-minor order into one batch (the order in which a peer's
+  ``events`` yields them), computing each event's position arithmetically
+  (no sort).
+* :func:`row_section` — the one row emitter's columns: a row's pieces in
+  order, padded to the row width on the right or the left (what
+  :func:`~packing_theory.peers._common.row_events` does event by event).
+* :func:`best_fit_fifo` — best fit with first-to-reach ties over windows:
+  the numba kernel of the ``fast`` extra when numba is present, else the pure
+  Python :func:`~packing_theory.peers._common.best_fit` (same bins).
+* :func:`peer_array` — :func:`~packing_theory.peers._common.peer_lengths`
+  vectorised (the same checks and messages) for an integer array.
+
+Complexity: O(events) numpy work per batch, plus the packing algorithm
+(O(items log R) for best fit, compiled).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACEMENT, REPEAT, EventBatch
+from ..engine.compiled import compiled_available, load_numba_module
+from ..engine.events import Horizon
+from ..errors import InputError
+from ._common import best_fit, peer_lengths
+
+__all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
+           "discard_section", "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section"]
+
+Int64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_GROUP_OF = {ARRIVAL: "arrival", PLACEMENT: "placement", DISCARD: "discard", FILTERED: "filtered",
+             PADDING: "padding", REPEAT: "repeat"}
+
+
+class Section(NamedTuple):
+    """A run of events: the window of each (non-decreasing), its kind code, and its column groups.
+
+    ``groups`` maps a group name of :class:`EventBatch` (``"placement"``, ...)
+    to the columns of the section's events of that kind, in section order.
+    """
+
+    window: Int64Array
+    kinds: npt.NDArray[np.uint8]
+    groups: dict[str, tuple[npt.NDArray[Any], ...]]
+
+
+def _zeros(n: int = 0) -> Int64Array:
+    return np.zeros(n, np.int64)
+
+
+def assemble(windows: int, sections: Sequence[Section], reasons: Sequence[str] = ()) -> EventBatch:
+    """One batch: window by window, each window's events of ``sections[0]``, then ``sections[1]``, ...
+
+    O(events) numpy work: an event's position is its window's offset plus its
+    section's offset in that window plus its rank there.
+    """
+    S = len(sections)
+    counts = np.zeros((max(windows, 1), S), np.int64)
+    for s, sec in enumerate(sections):
+        counts[:, s] = np.bincount(sec.window, minlength=max(windows, 1))
+    flat = counts.ravel()
+    offsets = (np.cumsum(flat) - flat).reshape(counts.shape)
+    kinds = np.empty(int(flat.sum()), np.uint8)
+    found: dict[str, list[tuple[Int64Array, tuple[npt.NDArray[Any], ...]]]] = {}
+    for s, sec in enumerate(sections):
+        n = sec.window.size
+        if not n:
+            continue
+        first = np.cumsum(counts[:, s]) - counts[:, s]
+        pos = offsets[sec.window, s] + np.arange(n, dtype=np.int64) - first[sec.window]
+        kinds[pos] = sec.kinds
+        for name, cols in sec.groups.items():
+            code = next(c for c, g in _GROUP_OF.items() if g == name)
+            found.setdefault(name, []).append((pos[sec.kinds == code], cols))
+    groups: dict[str, Any] = {}
+    for name, parts in found.items():
+        if len(parts) == 1:
+            groups[name] = parts[0][1]
+            continue
+        order = np.argsort(np.concatenate([p for p, _ in parts]), kind="stable")
+        groups[name] = tuple(np.concatenate(cs)[order] for cs in zip(*(c for _, c in parts), strict=True))
+    return EventBatch.from_columns(kinds, None, tuple(reasons), **groups)
+
+
+def arrival_sections(occurrence: Int64Array, lengths: Int64Array, window: Int64Array, *,
+                     empty: bool = True) -> tuple[Section, Section]:
+    """The Arrival section and the Filtered (``"empty"``, reason code 0) section of documents.
+
+    What :func:`~packing_theory.peers._common.arrivals` yields per window:
+    every arrival, then a Filtered for each empty document (none with ``empty=False``).
+    """
+    n = occurrence.size
+    arr = Section(window, np.full(n, ARRIVAL, np.uint8),
+                  {"arrival": (occurrence, occurrence, _zeros(n), lengths)})
+    gone = (lengths == 0) if empty else np.zeros(n, np.bool_)
+    occ = occurrence[gone]
+    filt = Section(window[gone], np.full(occ.size, FILTERED, np.uint8),
+                   {"filtered": (occ, occ, _zeros(occ.size), _zeros(occ.size))})
+    return arr, filt
+
+
+def discard_section(occurrence: Int64Array, start: Int64Array, length: Int64Array,
+                    window: Int64Array) -> Section:
+    """A Discard section (each occurrence is its own source)."""
+    return Section(window, np.full(occurrence.size, DISCARD, np.uint8),
+                   {"discard": (occurrence, occurrence, start, length)})
+
+
+def row_section(capacity: int, rows: int, row_base: int, row_window: Int64Array, piece_row: Int64Array,
+                occurrence: Int64Array, source: Int64Array, start: Int64Array, length: Int64Array,
+                crop: BoolArray, repeat: BoolArray | None = None, *, left_pad: bool = False) -> Section:
+    """The events of ``rows`` rows numbered from ``row_base``: each row's pieces, padded to ``capacity``.
+
+    Pieces are given row by row (``piece_row``: the row of each, ``0..rows-1``,
+    non-decreasing); ``row_window``: the window of each row. A row's pad goes
+    on the right (``left_pad``: on the left), nothing for a full row.
+
+    Raises:
+        InputError: an empty piece, or pieces that overflow their row.
+    """
+    n = piece_row.size
+    if n and int(length.min()) < 1:
+        raise InputError(f"a piece is empty (length {int(length.min())})")
+    per_row = np.bincount(piece_row, minlength=rows).astype(np.int64)
+    first = np.cumsum(per_row) - per_row
+    c0 = np.concatenate((_zeros(1), np.cumsum(length)))
+    used = c0[first + per_row] - c0[first]
+    pad = capacity - used
+    if rows and int(pad.min()) < 0:
+        r = int(np.argmin(pad))
+        raise InputError(f"row {row_base + r} holds {int(used[r])} tokens > capacity {capacity}")
+    has_pad = pad > 0
+    per_event = per_row + has_pad
+    row_ev = np.cumsum(per_event) - per_event
+    lead = has_pad if left_pad else np.zeros(rows, np.bool_)
+    rank = np.arange(n, dtype=np.int64) - first[piece_row]
+    piece_pos = row_ev[piece_row] + rank + lead[piece_row]
+    offset = c0[:-1] - c0[first][piece_row] + np.where(lead, pad, 0)[piece_row]
+    pad_rows = np.flatnonzero(has_pad)
+    pad_pos = row_ev[pad_rows] + (0 if left_pad else per_row[pad_rows])
+    pad_offset = _zeros(pad_rows.size) if left_pad else used[pad_rows]
+    total = int(per_event.sum())
+    kinds = np.empty(total, np.uint8)
+    is_rep = np.zeros(n, np.bool_) if repeat is None else repeat
+    kinds[piece_pos] = np.where(is_rep, REPEAT, PLACEMENT).astype(np.uint8)
+    kinds[pad_pos] = PADDING
+    row_id = piece_row + row_base
+    pl = ~is_rep
+    groups: dict[str, tuple[npt.NDArray[Any], ...]] = {
+        "placement": (row_id[pl], offset[pl], occurrence[pl], source[pl], start[pl], length[pl],
+                      np.zeros(int(pl.sum()), np.bool_), crop[pl]),
+        "padding": (pad_rows + row_base, pad_offset, pad[pad_rows]),
+    }
+    if repeat is not None:
+        groups["repeat"] = (row_id[is_rep], offset[is_rep], occurrence[is_rep], source[is_rep], start[is_rep],
+                            length[is_rep])
+    return Section(np.repeat(row_window, per_event), kinds, groups)
+
+
+def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packer") -> Int64Array:
+    """``lengths`` as an ``int64`` array of lengths ``>= 0`` (``>= 1`` without ``allow_empty``).
+
+    The checks and messages of :func:`~packing_theory.peers._common.peer_lengths`,
+    vectorised for an integer array (anything else goes through it).
+
+    >>> peer_array(np.array([3, 0, 2])).tolist()
+    [3, 0, 2]
+    >>> peer_array(np.array([3, -1]))
+    Traceback (most recent call last):
+    packing_theory.InputError: lengths[1] must be a length >= 0, got -1
+    """
+    if not (isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != np.bool_
+            and np.issubdtype(lengths.dtype, np.integer) and lengths.dtype.itemsize <= 8
+            and not (lengths.dtype.kind == "u" and lengths.dtype.itemsize == 8)):
+        return np.asarray(peer_lengths(lengths, allow_empty=allow_empty, who=who), dtype=np.int64)
+    lo = 0 if allow_empty else 1
+    bad = lengths < lo
+    if bad.any():
+        i = int(np.argmax(bad))
+        what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
+        raise InputError(f"lengths[{i}] must be {what}, got {int(lengths[i])}")
+    return lengths.astype(np.int64, copy=False)
+
+
+def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Array, capacity: int, *,
+                  compiled: bool | None = None) -> Int64Array:
+    """The bin of each item of ``order`` (processing order) under best fit with first-to-reach ties.
+
+    Window ``w`` is ``order[window_starts[w]:window_starts[w + 1]]``; each
+    window starts with no open bin; bins are numbered in creation order
+    across windows. ``compiled``: ``True`` the numba kernel
+    (:class:`~packing_theory.MissingDependency` without numba), ``False`` the
+    pure Python :func:`~packing_theory.peers._common.best_fit`, ``None`` the
+    kernel when numba is installed.
+
+    >>> best_fit_fifo(np.array([2, 4, 2, 1, 1]), np.arange(5), np.array([0]), 5, compiled=False).tolist()
+    [0, 1, 0, 1, 0]
+    """
+    use = compiled_available() if compiled is None else compiled
+    if use:
+        kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled bin packing")
+        bins: Int64Array = kernel.best_fit_fifo(np.ascontiguousarray(sizes, np.int64),
+                                                np.ascontiguousarray(order, np.int64),
+                                                np.ascontiguousarray(window_starts, np.int64), int(capacity))
+        return bins
+    out = np.empty(order.size, np.int64)
+    size_list = sizes.tolist()
+    bounds = [*window_starts.tolist(), order.size]
+    base = 0
+    for lo, hi in itertools.pairwise(bounds):
+        seq = order[lo:hi].tolist()
+        where = {item: j for j, item in enumerate(seq)}
+        packed = best_fit(size_list, seq, capacity, ties="first-to-reach")
+        for b, items in enumerate(packed):
+            for item in items:
+                out[lo + where[item]] = base + b
+        base += len(packed)
+    return out
+
+
+def horizon_batch(rows: int, stop_reason: str = "drained") -> EventBatch:
+    """The last batch of an offline peer's stream: its Horizon alone (nothing buffered)."""
+    return EventBatch.from_columns(np.array([HORIZON], np.uint8), Horizon(rows, 0, stop_reason, ()))
+
+
+def chunk_bounds(n: int, step: int, size: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` document ranges of whole windows of ``step`` documents, about ``size`` documents each."""
+    per = max(step, (max(size, 1) // max(step, 1)) * step)
+    return [(lo, min(n, lo + per)) for lo in range(0, n, max(per, 1))]
+
+
+def fragments(occurrence: Int64Array, lengths: Int64Array, width: int) -> tuple[Int64Array, Int64Array,
+                                                                                 Int64Array]:
+    """Each document cut into pieces of ``width`` tokens (the last shorter): occurrence, start, length.
+
+    Empty documents give no piece (``range(0, 0, width)`` is empty).
+    """
+    per = -(-lengths // width)
+    occ = np.repeat(occurrence, per)
+    first = np.cumsum(per) - per
+    k = np.arange(occ.size, dtype=np.int64) - np.repeat(first, per)
+    start = k * width
+    return occ, start, np.minimum(width, np.repeat(lengths, per) - start)
+
+
+def packed_rows(sizes: Int64Array, window: Int64Array, order: Int64Array, capacity: int,
+                compiled: bool | None) -> tuple[Int64Array, Int64Array, Int64Array, int]:
+    """Best fit (first-to-reach ties) of items processed in ``order``, window by window.
+
+    ``window``: each item's window (the items of a window contiguous in
+    ``order``). Returns the items row by row (rows in creation order, items in
+    insertion order), the row of each of them, the window of each row and the number of rows.
+    """
+    if not order.size:
+        return _zeros(), _zeros(), _zeros(), 0
+    wseq = window[order]
+    starts = np.flatnonzero(np.concatenate(([True], wseq[1:] != wseq[:-1]))).astype(np.int64)
+    bins = best_fit_fifo(sizes, order, starts, capacity, compiled=compiled)
+    by_row = np.argsort(bins, kind="stable")
+    rows = int(bins.max()) + 1
+    row_window = np.empty(rows, np.int64)
+    row_window[bins] = wseq
+    return order[by_row], bins[by_row], row_window, rows
+
+
+def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compiled: bool | None = None
+                         ) -> tuple[Int64Array, int]:
+    """Tokens of each document kept by a concatenation that discards the rest of an overflowing document.
+
+    ``used``: the current row's fill before the first document; returns the
+    kept tokens per document and the fill after the last. The numba kernel
+    when ``compiled`` (``None``: when numba is installed), else a Python loop.
+
+    >>> concat_no_wrap_takes(np.array([3, 3, 0, 2]), 4, 0, compiled=False)[0].tolist()
+    [3, 1, 0, 2]
+    """
+    use = compiled_available() if compiled is None else compiled
+    if use:
+        kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled concatenation")
+        take, after = kernel.concat_no_wrap_takes(np.ascontiguousarray(lengths, np.int64), int(capacity),
+                                                  int(used))
+        return take, int(after)
+    out = []
+    for n in lengths.tolist():
+        if n == 0:
+            out.append(0)
+        elif used + n < capacity:
+            out.append(n)
+            used += n
+        else:
+            out.append(capacity - used)
+            used = 0
+    return np.asarray(out, dtype=np.int64), used

@@ -1,0 +1,77 @@
+"""documents.csv and documents.parquet: the same rows, each tied to its report's run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from packing_theory import Packer, PackerConfig, feed_all
+from packing_theory.audit import Ledger
+from packing_theory.audit.documents import DOCUMENT_COLUMNS, DocumentRows, document_table, write_documents
+from packing_theory.engine.policies import POLICIES
+from packing_theory.errors import InputError, InputTypeError
+
+LENGTHS = [5, 30, 3, 41, 2, 7, 9, 60, 4, 12] * 3
+
+
+def _table():  # type: ignore[no-untyped-def]
+    ledger, rows = Ledger(16, 4), DocumentRows(16)
+    feed_all(Packer(PackerConfig(capacity=16, min_buffer=4, refill=2)).events(LENGTHS), ledger, rows)
+    return document_table(ledger, rows.result(), LENGTHS, names=[f"doc{i}" for i in range(len(LENGTHS))])
+
+
+def test_csv_and_parquet_hold_the_same_rows_and_the_run(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = _table()
+    write_documents(tmp_path / "d.csv", [table], run_id="run-1")
+    write_documents(tmp_path / "d.parquet", [table], run_id="run-1")
+    with open(tmp_path / "d.csv", encoding="utf-8", newline="") as f:
+        from_csv = list(csv.DictReader(f))
+    parquet = pq.read_table(tmp_path / "d.parquet")
+    assert parquet.column_names == [*DOCUMENT_COLUMNS, "run"]
+    assert parquet.schema.metadata[b"run"] == b"run-1"
+    from_parquet = parquet.to_pylist()
+    assert len(from_csv) == len(from_parquet) == len(table) == len(LENGTHS)
+    for c_row, p_row in zip(from_csv, from_parquet, strict=True):
+        assert c_row["run"] == p_row["run"] == "run-1"
+        assert c_row == {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in p_row.items()}
+
+
+def test_without_a_run_there_is_no_run_column(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    write_documents(tmp_path / "d.parquet", [_table()])
+    assert "run" not in pq.read_table(tmp_path / "d.parquet").column_names
+    write_documents(tmp_path / "d.csv", [_table()])
+    header = (tmp_path / "d.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header.split(",") == list(DOCUMENT_COLUMNS)
+
+
+def test_another_suffix_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"--documents must end in \.csv or \.parquet, got .*d\.tsv"):
+        write_documents(tmp_path / "d.tsv", [_table()])
+
+
+@given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
+       size=st.integers(1, 9), policy=st.sampled_from(POLICIES))
+def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
+        lengths: list[int], rows: int | None, size: int, policy: str) -> None:
+    from packing_theory.engine.batches import batched
+
+    packer = Packer(capacity=8, min_buffer=3, refill=2, policy=policy, rows=rows, exhausted="drain")
+    events = list(packer.stream(lengths))
+    full, lean, lean_batches = DocumentRows(8), DocumentRows(8, per_occurrence=False), DocumentRows(8, False)
+    feed_all(events, full, lean)
+    feed_all(batched(events, size), lean_batches)
+    lean._check()
+    a, b, c = full.result(), lean.result(), lean_batches.result()
+    assert b == c
+    assert b.first_row.size == b.arrival_row.size == 0
+    assert np.array_equal(a.partial_placements, b.partial_placements)
+    assert a.filtered_reason == b.filtered_reason
+    with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
+        DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]

@@ -1,0 +1,154 @@
+"""The peers' columnar path (``packing_theory/peers/_columns.py``) against the pure Python events, the oracle.
+
+Every peer that declares ``columnar`` must give, through ``batches``, exactly
+the events of its ``events``, in the same order: on generated inputs, on
+every golden fixture's inputs, with the pure Python bin packing and (when
+numba is installed) with the compiled kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from packing_theory import InputError, build_packer
+from packing_theory.engine.batches import EventBatch, batched
+from packing_theory.engine.compiled import compiled_available
+from packing_theory.peers._columns import best_fit_fifo, peer_array, row_section
+from packing_theory.peers._common import peer_lengths
+from packing_theory.registry import entries
+from packing_theory.testing import scaled_examples
+from tests.tool_modules import load_tool
+
+COLUMNAR = [n for n, e in entries().items() if e.kind == "peer" and e.columnar]
+NO_NUMBA = "numba is not installed (the fast extra)"
+MODES = [False, pytest.param(True, marks=pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA))]
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "peer_golden").glob("*.json"))
+
+
+def outcome(fn: Any) -> Any:
+    """The events of a replay, or the message of the error it raises (a framework's refusal)."""
+    try:
+        return list(fn())
+    except ValueError as exc:
+        return ("refused", type(exc).__name__, str(exc))
+
+
+def columnar_events(packer: Any, lengths: Any, size: int, compiled: bool) -> list[Any]:
+    out = []
+    for b in packer.batches(lengths, size, compiled=compiled):
+        b._check()
+        out.extend(b.events())
+    return out
+
+
+def options_for(name: str, draw: Any) -> dict[str, Any]:
+    if name.startswith("trl"):
+        return {"window": draw(st.sampled_from([None, 1, 2, 3, 7, 1000]))}
+    if name.startswith("olmo"):
+        per = draw(st.sampled_from([None, 1, 2, 5]))
+        return {"documents_per_file": per, "source_group_size": draw(st.integers(1, 3)) if per else 1}
+    if name == "megatron-gpt":  # more samples than one epoch holds, or fewer drawn than the index holds
+        return {"num_samples": draw(st.sampled_from([None, 1, 3, 20])),
+                "samples": draw(st.sampled_from(["drawn", "index"])), "seed": draw(st.integers(0, 3))}
+    return {}
+
+
+def test_the_expensive_peers_are_columnar() -> None:
+    assert {"trl-bfd", "trl-bfd_split", "trl-wrapped", "olmo-truncate", "olmo-fragment",
+            "foundry-concat-wrap", "foundry-concat-no_wrap", "megatron-gpt"} <= set(COLUMNAR)
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("name", COLUMNAR)
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(data=st.data())
+@example(data=None)
+def test_batches_are_the_events(name: str, compiled: bool, data: Any) -> None:
+    if data is None:  # a hand-made case: ties, a long document, an empty one (where the framework takes it)
+        width, ls, opts, size = 4, [5, 2, 2, 0, 3, 1, 1, 9], {}, 3
+    else:
+        width = data.draw(st.sampled_from([2, 4, 8, 16] if name != "megatron-gpt" else [3, 5, 8, 16]))
+        ls = data.draw(st.lists(st.integers(0, 3 * width), max_size=40))
+        opts, size = options_for(name, data.draw), data.draw(st.sampled_from([1, 5, 64, 65_536]))
+    if name.startswith("olmo"):
+        ls = [n + 1 for n in ls]
+    packer = build_packer(name, capacity=width, **opts)
+    want = outcome(lambda: packer.events(np.asarray(ls, dtype=np.int64)))
+    assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), size, compiled)) == want
+    assert outcome(lambda: columnar_events(packer, ls, size, compiled)) == want  # a list goes the same way
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("path", [p for p in FIXTURES if json.loads(p.read_text()).get("policy") in COLUMNAR],
+                         ids=lambda p: p.stem)
+def test_batches_are_the_events_on_every_golden_input(path: Path, compiled: bool) -> None:
+    inputs_mod = load_tool("peer_inputs")
+    meta = json.loads(path.read_text())
+    g = meta["gen"]
+    for ls in inputs_mod.inputs(g["seed"], meta["count"], meta["seq_length"], empty=g["empty"],
+                                min_total=g.get("min_total", 0)):
+        opts = dict(meta.get("options", {}))
+        if isinstance(opts.get("num_samples"), str):  # Megatron: a share of one epoch's samples
+            per_epoch = max((sum(ls) - 1) // meta["seq_length"], 1)
+            opts["num_samples"] = max(1, int(float(opts["num_samples"]) * per_epoch))
+        packer = build_packer(meta["policy"], seq_length=meta["seq_length"], **opts)
+        want = outcome(lambda ls=ls, packer=packer: packer.events(ls))
+        assert want[0] != "refused" or meta["policy"] != "megatron-gpt", want
+        assert outcome(lambda ls=ls, packer=packer: columnar_events(packer, ls, 65_536, compiled)) == want, ls
+
+
+def test_a_peer_without_columns_groups_its_events() -> None:
+    plain = next(n for n, e in entries().items() if e.kind == "peer" and not e.columnar)
+    packer = build_packer(plain, capacity=4)
+    got = list(packer.batches([5, 2, 3, 1], 3))
+    assert got == list(batched(packer.events([5, 2, 3, 1]), 3))
+
+
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.integers(1, 12), st.lists(st.integers(1, 12), max_size=60),
+       st.lists(st.integers(0, 60), max_size=4))
+def test_compiled_best_fit_is_the_pure_one(capacity: int, sizes: list[int], cuts: list[int]) -> None:
+    arr = np.minimum(np.asarray(sizes, dtype=np.int64), capacity)
+    order = np.argsort(-arr, kind="stable").astype(np.int64)
+    starts = np.unique(np.asarray([0, *[c for c in cuts if c < max(arr.size, 1)]], dtype=np.int64))
+    pure = best_fit_fifo(arr, order, starts, capacity, compiled=False)
+    assert best_fit_fifo(arr, order, starts, capacity, compiled=True).tolist() == pure.tolist()
+
+
+def test_rows_are_padded_on_either_side() -> None:
+    one = np.zeros(1, np.int64)
+    for left, kinds in ((False, [2, 5]), (True, [5, 2])):
+        sec = row_section(5, 1, 7, one, one, one + 3, one + 3, one, one + 2, np.zeros(1, np.bool_),
+                          left_pad=left)
+        assert sec.kinds.tolist() == kinds
+        assert sec.groups["placement"][0].tolist() == [7]  # rows are numbered from row_base
+        assert sec.groups["placement"][1].tolist() == [3 if left else 0]
+        assert sec.groups["padding"][1:] == (one + (0 if left else 2), one + 3)
+
+
+def test_an_overfull_row_is_refused() -> None:
+    one = np.zeros(1, np.int64)
+    with pytest.raises(InputError, match="row 0 holds 6 tokens > capacity 5"):
+        row_section(5, 1, 0, one, one, one, one, one, one + 6, np.zeros(1, np.bool_))
+
+
+@pytest.mark.parametrize("bad", [np.array([3, -1]), np.array([[1]]), np.array([1.0]), "abc", [1, True]])
+def test_the_lengths_check_is_the_pure_one(bad: Any) -> None:
+    with pytest.raises(ValueError) as want:
+        peer_lengths(bad)
+    with pytest.raises(ValueError) as got:
+        peer_array(bad)
+    assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+
+
+def test_an_empty_stream_is_its_horizon() -> None:
+    (only,) = build_packer("trl-bfd", capacity=4).batches(np.zeros(0, np.int64))
+    assert isinstance(only, EventBatch) and [type(e).__name__ for e in only.events()] == ["Horizon"]
