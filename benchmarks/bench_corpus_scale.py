@@ -38,7 +38,7 @@ Method
   peak RSS; the index is written and dropped from the page cache's dirty
   state with ``os.sync`` first).
 
-* ``summary``: the streaming summary (``StreamLedger``) of the compiled
+* ``summary``: the streaming summary (``StreamLedger(compiled=True)``) of the compiled
   engine's ``discard`` replay of ``--summary-documents`` documents generated
   chunk by chunk (``default_length_chunks``, nothing held), in a fresh
   process: CPU s of the replay and summary with and without the length
@@ -184,7 +184,7 @@ def task_summary(documents: int) -> dict[str, Any]:
         pass  # load the cached kernel
     gen = _TimedChunks(documents)
     c0, w0 = time.process_time(), time.perf_counter()
-    sl = StreamLedger(2049, 1000)
+    sl = StreamLedger(2049, 1000, compiled=True)
     pt.feed_all(make_packer("compiled", cfg).stream(LengthChunks(gen)), sl)
     r = sl.result()
     cpu = time.process_time() - c0

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["arrival_stats", "arrivals", "coverage_values", "discards", "placements", "reduce_table"]
+__all__ = ["arrival_stats", "arrivals", "coverage_values", "discards", "placements", "reduce_table",
+           "stream_placements"]
 
 ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
 FIRST_ORIGIN = 1 << 62
@@ -218,3 +219,45 @@ def coverage_values(flags, length_col, emitted, n, lo, hi, out):
         out[k] = emitted[o] / max(size, 1)
         k += (size > lo) & (size <= hi) & ((flags[o] & ARRIVED) != 0)
     return k
+
+
+# flags and sums of stream_placements (the streaming summary's live occurrences)
+LIVE_STARTED, LIVE_LONG, LIVE_ADDED = 1, 2, 4
+P_STARTED, P_EMITTED, P_CROPS, P_BOS_ONLY, P_FIRST_LONG = range(5)
+
+
+@njit(cache=True)
+def stream_placements(i, ln, off, bos, crop, R, flags, left, emit, strat, started_by, emitted_by, targets_by,
+                      crop_hist, sums):
+    """Account a batch of placements of live occurrences ``i`` (positions) for the streaming summary;
+    return 0, or 1 (nothing changed) when a length is outside ``0..R``.
+
+    ``sums``: occurrences started, tokens emitted, crops, BOS-only crops, and the batch position of the
+    first placement of an unstarted over-capacity occurrence (-1: none; the caller keeps the first)."""
+    m = i.size
+    for k in range(m):
+        if ln[k] < 0 or ln[k] > R:
+            return 1
+    sums[P_FIRST_LONG] = -1
+    for k in range(m):
+        j = i[k]
+        f = flags[j]
+        s = strat[j]
+        if not f & LIVE_STARTED:
+            sums[P_STARTED] += 1
+            started_by[s] += 1
+            if f & LIVE_LONG and sums[P_FIRST_LONG] < 0:
+                sums[P_FIRST_LONG] = k
+            flags[j] = f | LIVE_STARTED
+        added = 1 if bos[k] and f & LIVE_ADDED else 0
+        left[j] -= ln[k]
+        emit[j] += ln[k] - added
+        emitted_by[s] += ln[k] - added
+        targets_by[s] += ln[k] - (1 if off[k] == 0 else 0)
+        sums[P_EMITTED] += ln[k]
+        if crop[k]:
+            sums[P_CROPS] += 1
+            crop_hist[ln[k]] += 1
+            if ln[k] == 1:
+                sums[P_BOS_ONLY] += 1
+    return 0

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from ..engine.compiled import load_numba_module
 from .table import SourceTable, TableAggregates, summarise_coverage
 
-__all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "load_ledger_kernels"]
+__all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "StreamKernels", "load_ledger_kernels"]
 
 MAX_HISTOGRAM_LENGTH = 1 << 24
 """The longest document for which the compiled reduction counts lengths in a dense histogram."""
@@ -159,3 +159,45 @@ class LedgerKernels:
             arrived, started, full, started, violations, first_long,
             rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8],
             lengths, hist[lengths], coverage)
+
+
+class StreamKernels:
+    """The compiled placement accounting of one :class:`~packing_theory.audit.stream.StreamLedger`.
+
+    Args:
+        capacity: row capacity ``R`` (the crop histogram holds lengths ``0..R``).
+        strata: the number of length strata.
+    """
+
+    def __init__(self, capacity: int, strata: int) -> None:
+        self.k = load_ledger_kernels()
+        self.capacity = int(capacity)
+        self.crop_hist = np.zeros(self.capacity + 1, dtype=np.int64)
+        self.by = np.zeros((3, strata), dtype=np.int64)  # started, emitted, targets per stratum
+        self.sums = np.zeros(5, dtype=np.int64)
+
+    def placements(self, i: Int64Array, ln: Int64Array, off: Int64Array, bos: npt.NDArray[np.bool_],
+                   crop: npt.NDArray[np.bool_], flags: npt.NDArray[np.uint8], left: Int64Array,
+                   emit: Int64Array, strat: npt.NDArray[np.intp]) -> bool:
+        """Account a batch of placements of the live occurrences at positions ``i``; ``False`` (nothing
+        changed) when a length is outside ``0..R``. O(len(i))."""
+        status = self.k.stream_placements(i, ln, off, bos.view(np.uint8), crop.view(np.uint8), self.capacity,
+                                          flags, left, emit, strat, self.by[0], self.by[1], self.by[2],
+                                          self.crop_hist, self.sums)
+        return int(status) == 0
+
+    def take(self) -> tuple[list[int], Int64Array]:
+        """(started, emitted, crops, BOS-only crops, first long position or -1) and the per-stratum
+        (started, emitted, targets) since the last call; reset. The crop histogram keeps accumulating
+        (:meth:`take_crops`)."""
+        sums = [int(v) for v in self.sums.tolist()]
+        by = self.by.copy()
+        self.sums[:] = 0
+        self.by[:] = 0
+        return sums, by
+
+    def take_crops(self, counts: dict[int, int]) -> None:
+        """Fold the crop histogram into the sparse ``length -> crops`` dict, and empty it. O(R)."""
+        for k in np.flatnonzero(self.crop_hist).tolist():
+            counts[k] = counts.get(k, 0) + int(self.crop_hist[k])
+        self.crop_hist[:] = 0

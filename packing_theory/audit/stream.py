@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,10 +39,13 @@ from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Event, Horizon, first_target
 from ..engine.summary import ReplaySummary
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from .accounting import MAX_EXACT_TOKENS, counts_median, exact_total
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
+
+if TYPE_CHECKING:
+    from .compiled import StreamKernels
 
 __all__ = ["StreamLedger", "StreamResult"]
 
@@ -88,6 +91,9 @@ class StreamLedger:
         min_buffer: ``B`` (for the protected set).
         boundaries: length-stratum boundaries.
         chunk: single events collected before they are accounted as one batch.
+        compiled: account placements with a numba kernel
+            (:class:`~packing_theory.audit.compiled.StreamKernels`; the ``fast``
+            extra); the numpy path is its oracle, the results are identical.
 
     Build it from a packer with :meth:`for_packer`. Feed events or
     :class:`~packing_theory.engine.batches.EventBatch` values with :meth:`feed`
@@ -99,12 +105,20 @@ class StreamLedger:
     """
 
     def __init__(self, capacity: int, min_buffer: int, *,
-                 boundaries: Sequence[int] = STRATA_BOUNDARIES, chunk: int = 4096) -> None:
+                 boundaries: Sequence[int] = STRATA_BOUNDARIES, chunk: int = 4096,
+                 compiled: bool = False) -> None:
         self.capacity = check_int("capacity", capacity, 2)
         self.min_buffer = check_int("min_buffer", min_buffer, 1)
         self.boundaries = check_boundaries(boundaries)
         self._chunk = check_int("chunk", chunk, 1)
+        if not isinstance(compiled, bool):
+            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
         S = len(self.boundaries) + 1
+        self._kernels: StreamKernels | None = None
+        if compiled:
+            from .compiled import StreamKernels
+
+            self._kernels = StreamKernels(self.capacity, S)
         self._S = S
         self._pending: list[Event] = []
         # live occurrences, sorted by id
@@ -240,8 +254,15 @@ class StreamLedger:
             self._flags[i] |= _ADDED
             t["added"] += int(m.markers.sum())
         p = b.placement
+        i = np.zeros(0, np.int64)
         if p.occurrence.size:
             i = self._idx(p.occurrence, "Placement")
+            if self._kernels is not None and self._kernels.placements(
+                    i, p.length, p.offset, p.bos_inserted, p.crop, self._flags, self._left, self._emit,
+                    self._strat):
+                self._take_placements(p.row, p.offset, i)
+                i = np.zeros(0, np.int64)  # accounted
+        if i.size:
             f = self._flags[i]
             fresh = (f & _STARTED) == 0
             mark = np.zeros(self._occ.size, np.bool_)  # O(live): the distinct fresh occurrences
@@ -303,6 +324,26 @@ class StreamLedger:
         if b.horizon is not None:
             self._finish(b.horizon)
         self._settle()
+
+    def _take_placements(self, row: Int64Array, off: Int64Array, i: Int64Array) -> None:
+        """Fold the compiled placement accounting of a batch into the totals (the numpy path's result)."""
+        assert self._kernels is not None
+        sums, by = self._kernels.take()
+        t, c = self._t, self._counts
+        started, emitted, n_crops, bos_only, first = sums
+        t["started"] += started
+        t["emitted"] += emitted
+        t["crops"] += n_crops
+        t["bos_only"] += bos_only
+        for key, row_by in zip(("started", "emitted", "targets"), by, strict=True):
+            c[key] += row_by
+        if self._first_long is None and first >= 0:
+            self._first_long = int(first_target(int(row[first]), int(off[first]), self.capacity))
+        if self._prot_occ.size:
+            mark = np.zeros(self._occ.size, np.bool_)
+            mark[i] = True  # the live occurrences placed in this batch
+            at = np.minimum(np.searchsorted(self._occ, self._prot_occ), max(self._occ.size - 1, 0))
+            self._prot_started |= (self._occ[at] == self._prot_occ) & mark[at]
 
     def _settle(self) -> None:
         """Settle and forget the occurrences with no token left (the filtered ones before their Filtered)."""
@@ -385,6 +426,8 @@ class StreamLedger:
                        int(self._buffered_by[s]), int(c["targets"][s]), int(c["filtered_sources"][s]),
                        int(c["filtered_tokens"][s]))
             for s in range(self._S))
+        if self._kernels is not None:
+            self._kernels.take_crops(self._crop_counts)
         median = counts_median(self._crop_counts)
         return StreamResult(summary, strata, int(self._prot_occ.size), int(self._prot_len.sum()),
                             int(self._prot_started.sum()), median, self.live_peak)

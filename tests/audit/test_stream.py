@@ -197,6 +197,43 @@ def test_stream_ledger_equals_ledger_and_summary(case: tuple[list[int], dict[str
     assert r.median_crop_prefix == agg.median_crop_prefix
 
 
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
+@given(cases(), st.integers(1, 40), st.booleans())
+def test_compiled_stream_ledger_equals_the_numpy_one(case: tuple[list[int], dict[str, Any]], size: int,
+                                                     as_batches: bool) -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    lengths, kwargs = case
+    events = pt.replay(lengths, **kwargs).events
+    R, B = kwargs["capacity"], kwargs["min_buffer"]
+    plain = StreamLedger(R, B, boundaries=SMALL_BOUNDS, chunk=size)
+    compiled = StreamLedger(R, B, boundaries=SMALL_BOUNDS, chunk=size, compiled=True)
+    for item in (batched(events, size) if as_batches else events):
+        plain.feed(item)
+        compiled.feed(item)
+        compiled._check()
+    assert compiled.result() == plain.result()
+
+
+@pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA)
+def test_compiled_stream_ledger_on_peers_and_old_live_occurrences() -> None:
+    from packing_theory.audit.stream import StreamLedger
+
+    events = _peer_events()
+    plain, compiled = StreamLedger(6, 1, chunk=3), StreamLedger(6, 1, chunk=3, compiled=True)
+    pt.feed_all(events, plain, compiled)
+    assert compiled.result() == plain.result()
+    # one long document stays buffered (protected) while thousands pass: the old-id lookup path
+    lengths = [50, *([1, 2, 3] * 2000)]
+    cfg = pt.PackerConfig(capacity=8, min_buffer=2, refill=4, policy="discard")
+    plain, compiled = StreamLedger(8, 2), StreamLedger(8, 2, compiled=True)
+    pt.feed_all(batched(pt.Packer(cfg).events(lengths), 500), plain, compiled)
+    assert compiled.result() == plain.result()
+    assert plain.result().summary == summarize(pt.Packer(cfg).events(lengths), 8)
+    with pytest.raises(TypeError, match="compiled must be a bool, got int 1"):
+        StreamLedger(8, 2, compiled=1)  # type: ignore[arg-type]
+
+
 def test_stream_ledger_memory_is_bounded_by_the_buffer() -> None:
     from packing_theory.audit.stream import StreamLedger
 
