@@ -63,8 +63,8 @@ def options_for(name: str, draw: Any) -> dict[str, Any]:
 
 
 def test_the_expensive_peers_are_columnar() -> None:
-    assert {"trl-bfd", "trl-bfd_split", "trl-wrapped", "olmo-truncate", "olmo-fragment",
-            "foundry-concat-wrap", "foundry-concat-no_wrap", "megatron-gpt", "torchtune-split"} <= set(COLUMNAR)
+    assert {"trl-bfd", "trl-bfd_split", "trl-wrapped", "olmo-truncate", "olmo-fragment", "megatron-gpt",
+            "foundry-concat-wrap", "foundry-concat-no_wrap", "torchtune-split"} <= set(COLUMNAR)
 
 
 @pytest.mark.parametrize("compiled", MODES)
