@@ -497,11 +497,15 @@ def _build(name: str, given: dict[str, Any], settings: _Settings) -> tuple[Any, 
 
 
 def _stream(packer: Any, arr: npt.NDArray[np.int64], engine: str) -> Iterator[EventItem]:
-    """The packer's event stream: batches on the compiled engine (a peer's columns), else single events."""
+    """The packer's stream: batches on the compiled engine (a columnar peer's columns), else single events.
+
+    A peer without columns gives its events (grouping them into batches would
+    cost more than its consumers save).
+    """
     if engine != "compiled":
         return packer.events(arr)  # type: ignore[no-any-return]
     if isinstance(packer, PeerPacker):
-        return packer.batches(arr)
+        return packer.batches(arr) if packer.columnar else packer.events(arr)
     return packer.stream(arr)  # type: ignore[no-any-return]
 
 

@@ -42,7 +42,8 @@ from ..errors import InputError
 from ._common import best_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section"]
+           "discard_section", "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section",
+           "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -310,3 +311,32 @@ def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compi
             out.append(capacity - used)
             used = 0
     return np.asarray(out, dtype=np.int64), used
+
+
+def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, windows: int, row: int, *,
+                 crop: bool = True) -> tuple[Section, int]:
+    """Each window's tokens concatenated and cut every ``L`` (TRL's ``_pack_wrapped``), the last row padded.
+
+    ``crop``: a piece shorter than its document is marked cropped (else no
+    piece is). Returns the rows' section (numbered from ``row``) and the
+    number of rows.
+    """
+    c = np.cumsum(ls) - ls
+    wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
+    t0 = c - c[wfirst][window]  # a document's first token within its window
+    total = np.add.reduceat(ls, wfirst)
+    rows_w = -(-total // L)
+    base = np.cumsum(rows_w) - rows_w
+    r0, r1 = t0 // L, (t0 + ls - 1) // L
+    per = np.where(ls > 0, r1 - r0 + 1, 0)
+    doc = np.repeat(np.arange(ls.size, dtype=np.int64), per)
+    k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    r = r0[doc] + k
+    g0 = np.maximum(t0[doc], r * L)
+    length = np.minimum(t0[doc] + ls[doc], (r + 1) * L) - g0
+    piece_row = base[window[doc]] + r
+    rows = int(rows_w.sum())
+    row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
+    cropped = (length < ls[doc]) if crop else np.zeros(length.size, np.bool_)
+    return row_section(L, rows, row, row_window, piece_row, occ[doc], occ[doc], g0 - t0[doc], length,
+                       cropped), rows

@@ -34,11 +34,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, NamedTuple
 
+import numpy as np
+
 from .._checks import check_int
+from ..engine.batches import EventBatch, batched
 from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
+from ._columns import arrival_sections, assemble, horizon_batch, peer_array, wrapped_rows
 from ._common import (
     SPLIT_BUDGET,
     EventLog,
@@ -138,6 +142,7 @@ class TorchtunePacker(PeerPacker):
     def framework_version(self) -> str:
         """The release whose behaviour is replayed (the ``framework_version`` knob)."""
         return self.version
+
     def _plan(self, lengths: Sequence[int]) -> _Plan:
         L = self.capacity
         packs: list[list[_Entry]] = []
@@ -238,6 +243,25 @@ class TorchtuneSplit(TorchtunePacker):
 
     name: ClassVar[str] = "torchtune-split"
     default_split: ClassVar[bool] = True
+    columnar: ClassVar[bool] = True
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: with ``max_packs=None`` the samples are concatenated and cut every
+        ``max_seq_len`` tokens (the last pack padded), as one window; with ``max_packs`` the events grouped.
+        """
+        if self.max_packs is not None:
+            yield from batched(self.events(lengths), size)
+            return
+        ls = peer_array(lengths)
+        check_split_budget(ls, self.capacity, self.name)  # as events(): no max_packs bounds the cut
+        occ = np.arange(ls.size, dtype=np.int64)
+        window = np.zeros(ls.size, np.int64)
+        if ls.size:
+            rows_section, rows = wrapped_rows(self.capacity, ls, occ, window, 1, 0, crop=False)
+            yield assemble(1, [*arrival_sections(occ, ls, window), rows_section], ("empty",))
+        else:
+            rows = 0
+        yield horizon_batch(rows)
 
 
 PEERS: dict[str, type[PeerPacker]] = {

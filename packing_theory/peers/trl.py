@@ -66,7 +66,6 @@ from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
 from ._columns import (
-    Section,
     arrival_sections,
     assemble,
     chunk_bounds,
@@ -76,6 +75,7 @@ from ._columns import (
     packed_rows,
     peer_array,
     row_section,
+    wrapped_rows,
 )
 from ._common import (
     Piece,
@@ -252,32 +252,6 @@ class TrlPacker(PeerPacker):
         if cur:
             rows.append(cur)
         return rows
-
-
-def wrapped_rows(L: int, ls: npt.NDArray[np.int64], occ: npt.NDArray[np.int64], window: npt.NDArray[np.int64],
-                 windows: int, row: int) -> tuple[Section, int]:
-    """The rows of ``_pack_wrapped`` in columns: each window's tokens concatenated and cut every ``L``.
-
-    Returns the rows' section (numbered from ``row``) and the number of rows.
-    """
-    c = np.cumsum(ls) - ls
-    wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
-    t0 = c - c[wfirst][window]  # a document's first token within its window
-    total = np.add.reduceat(ls, wfirst)
-    rows_w = -(-total // L)
-    base = np.cumsum(rows_w) - rows_w
-    r0, r1 = t0 // L, (t0 + ls - 1) // L
-    per = np.where(ls > 0, r1 - r0 + 1, 0)
-    doc = np.repeat(np.arange(ls.size, dtype=np.int64), per)
-    k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-    r = r0[doc] + k
-    g0 = np.maximum(t0[doc], r * L)
-    length = np.minimum(t0[doc] + ls[doc], (r + 1) * L) - g0
-    piece_row = base[window[doc]] + r
-    rows = int(rows_w.sum())
-    row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
-    return row_section(L, rows, row, row_window, piece_row, occ[doc], occ[doc], g0 - t0[doc], length,
-                       length < ls[doc]), rows
 
 
 class TrlBfd(TrlPacker):
