@@ -150,11 +150,7 @@ class TrlPacker(PeerPacker):
         """Pack ``lengths`` (token counts; 0 = an empty row, dropped) window by window."""
         values = peer_lengths(lengths)
         L = self.capacity
-        if not values and self.strategy != "wrapped":
-            raise InputError(
-                f"lengths is empty: TRL's pack_dataset(strategy={self.strategy!r}) fails on an empty dataset "
-                "(ValueError: Columns ['seq_lengths'] not in the dataset. Current columns in the dataset: "
-                "['input_ids'], from the 1.16.0 wheel); 'wrapped' returns no row")
+        self._refuse_an_empty_dataset(len(values))
         if self.strategy != "bfd":  # bfd truncates: one piece per document
             check_split_budget(values, L, self.name)
         row = 0
@@ -186,9 +182,17 @@ class TrlPacker(PeerPacker):
                 row += 1
         yield Horizon(row, 0, "drained", ())
 
+    def _refuse_an_empty_dataset(self, n: int) -> None:
+        if n == 0 and self.strategy != "wrapped":
+            raise InputError(
+                f"lengths is empty: TRL's pack_dataset(strategy={self.strategy!r}) fails on an empty dataset "
+                "(ValueError: Columns ['seq_lengths'] not in the dataset. Current columns in the dataset: "
+                "['input_ids'], from the 1.16.0 wheel); 'wrapped' returns no row")
+
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
         """:meth:`events` in columns: whole map batches at a time, best fit compiled (:meth:`batches`)."""
         values = peer_array(lengths)
+        self._refuse_an_empty_dataset(int(values.size))
         if self.strategy != "bfd":  # as events(): bfd truncates, one piece per document
             check_split_budget(values, self.capacity, self.name)
         step = values.size if self.window is None else self.window

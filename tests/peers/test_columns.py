@@ -152,5 +152,22 @@ def test_the_lengths_check_is_the_pure_one(bad: Any) -> None:
 
 
 def test_an_empty_stream_is_its_horizon() -> None:
-    (only,) = build_packer("trl-bfd", capacity=4).batches(np.zeros(0, np.int64))
+    (only,) = build_packer("trl-wrapped", capacity=4).batches(np.zeros(0, np.int64))
     assert isinstance(only, EventBatch) and [type(e).__name__ for e in only.events()] == ["Horizon"]
+
+
+@pytest.mark.parametrize(("name", "options", "lengths"), [
+    ("megatron-gpt", {"seq_length": 1, "seed": 3}, [5, 3, 9, 2, 11, 4]),
+    ("megatron-gpt", {"seq_length": 4}, [1]),
+    ("megatron-gpt", {"seq_length": 1, "samples": "index"}, [0, 3]),
+    ("megatron-gpt", {"seq_length": 1}, [0, 0]),
+    ("megatron-gpt", {"seq_length": 3}, []),
+    ("trl-bfd", {"capacity": 8}, []),
+    ("trl-bfd_split", {"capacity": 8}, []),
+    ("trl-wrapped", {"capacity": 8}, []),
+])
+def test_edge_inputs_agree_on_both_paths(name: str, options: dict[str, Any], lengths: list[int]) -> None:
+    """The frameworks' edge inputs (seq_length 1, one token, no document) replay or refuse alike."""
+    packer = build_packer(name, **options)
+    columns = outcome(lambda: columnar_events(packer, lengths, 64, False))
+    assert columns == outcome(lambda: packer.events(lengths))

@@ -391,6 +391,8 @@ def test_trl_bfd_on_an_empty_dataset_raises_the_framework_s_error(name: str) -> 
     """TRL 1.16.0's pack_dataset fails there; before the fix the replay returned no row."""
     with pytest.raises(ValueError, match=r"Columns \['seq_lengths'\] not in the dataset"):
         list(build_packer(name, capacity=8).events([]))
+    with pytest.raises(ValueError, match=r"Columns \['seq_lengths'\] not in the dataset"):
+        list(build_packer(name, capacity=8).batches([]))  # the columnar path too
     ev = list(build_packer("trl-wrapped", capacity=8).events([]))
     assert not kinds(ev, Placement)
 
