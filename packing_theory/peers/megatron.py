@@ -83,7 +83,8 @@ from ._columns import Section, assemble, horizon_batch, peer_array, row_section
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
-__all__ = ["MEGATRON_SAMPLES", "MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex", "megatron_index"]
+__all__ = ["INDEX_BUDGET", "MEGATRON_SAMPLES", "MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex",
+           "megatron_index"]
 
 MEGATRON_VERSIONS: tuple[str, ...] = ("0.16.1", "29515183a63c")
 """Supported ``framework_version`` values (same behaviour; see the module doc)."""
@@ -93,6 +94,12 @@ MEGATRON_SAMPLES: tuple[str, ...] = ("drawn", "index")
 
 SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
 """The final epoch is shuffled separately below this fraction of an epoch's samples."""
+
+INDEX_BUDGET = 1_000_000_000
+"""The most samples, and the most document-index entries, :func:`megatron_index` builds: its shuffle
+index alone is 4 bytes a sample (Megatron's own ``sample_idx`` another 8–16), and the replay keeps
+per-sample state, so a larger index (a length near 2**63, or ``num_samples`` in the billions) is
+refused before anything is allocated instead of failing with numpy's ``MemoryError``."""
 
 
 class MegatronIndex:
@@ -139,12 +146,15 @@ def megatron_index(sizes: list[int], sequence_length: int, seed: int,
                          "no sample index (ValueError: zero-size array to reduction operation minimum which "
                          "has no identity)")
     epochs = 1
-    if num_samples is not None:
-        requested = num_samples * L + 1
-        total = tpe
-        while total < requested:
-            epochs += 1
-            total += tpe
+    if num_samples is not None:  # GPTDataset._get_num_epochs: add epochs until num_samples * L + 1 tokens
+        epochs = max(1, -(-(num_samples * L + 1) // tpe))
+    if n * epochs > INDEX_BUDGET or max(epochs * tpe - 1, 0) // L > INDEX_BUDGET:
+        raise InputError(
+            f"lengths ({n:,} documents, {tpe:,} tokens) at sequence_length {L:,}"
+            + ("" if num_samples is None else f" and num_samples {num_samples:,}")
+            + f" make a Megatron index of {max(epochs * tpe - 1, 0) // L:,} samples over {n * epochs:,} "
+              f"document-index entries ({epochs:,} epochs): over peers.megatron.INDEX_BUDGET "
+              f"({INDEX_BUDGET:,}); use a larger sequence length or fewer samples")
     separate = False
     sans = 0
     if epochs > 1:

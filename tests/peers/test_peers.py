@@ -367,3 +367,17 @@ def test_a_torchtune_max_packs_bounds_the_cut() -> None:
     packer = build_packer("torchtune-split", capacity=64, max_packs=3)
     rows = {e.row for e in packer.events([2**63 - 1]) if isinstance(e, Placement)}
     assert rows == {0, 1, 2}
+
+
+@pytest.mark.parametrize(("lengths", "options", "match"), [
+    ([5, 2**62, 3], {}, r"make a Megatron index of 72,057,594,037,927,936 samples over 3 document-index"),
+    ([5, 3], {"num_samples": 10**17}, r"and num_samples 100,000,000,000,000,000 make a Megatron index"),
+])
+def test_a_megatron_index_past_the_budget_is_refused_before_it_is_built(
+        lengths: list[int], options: dict[str, Any], match: str) -> None:
+    """Before, numpy's MemoryError (exit 3) for a length near 2**63; an epoch loop of 8 * 10**17 turns."""
+    packer = build_packer("megatron-gpt", capacity=65, **options)
+    with pytest.raises(InputError, match=match + r".*INDEX_BUDGET \(1,000,000,000\)"):
+        next(iter(packer.events(lengths)))
+    with pytest.raises(InputError, match=match):
+        next(iter(packer.batches(np.array(lengths, dtype=np.int64), compiled=False)))
