@@ -38,6 +38,7 @@ from ..orchestration.demo import (
     audit_demo,
     audit_demo_budget,
 )
+from ..registry import entry, names
 from ..rendering.audit import DOCUMENTS_FILES
 from ..reporting import require_matplotlib
 from ._common import add_stream_options, check_max_wait, emit_json, existing_path, parse_int_list
@@ -280,6 +281,10 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
         prefixes = tuple(p for p in prefixes if p <= eval_targets)
     options = {p: knobs_from_args(args, p, alongside=policies, common_horizon=True)
                for p in policies if is_peer(p)}
+    if args.seed is not None and not any(entry(p).takes("seed") for p in policies):
+        takers = ", ".join(n for n in names() if entry(n).takes("seed"))
+        raise InputError(f"--seed is the seed of a packer that draws at random ({takers}); none of the packers "
+                         f"audited ({', '.join(policies)}) takes one, so it would be ignored")
     for name, value in (("--rows", rows), ("--targets", args.targets), ("--tokens", args.tokens)):
         if value is not None and value < 0:
             raise InputError(f"{name} must be >= 0, got {value}")

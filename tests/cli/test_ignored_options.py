@@ -5,7 +5,8 @@ Before the fix each of these exited 0: ``evaluate --demo --level 0.99`` reported
 ``--family-strata nope`` emptied the declared family; ``replay --window /
 --epochs / --peer-option`` with a streaming policy and ``--seed`` with discard;
 ``check --originals`` without segment-first and ``--rows`` with a peer;
-``audit --tokenizer / --per-line / --text-column`` with ``--lengths``;
+``audit --tokenizer / --per-line / --text-column`` with ``--lengths`` and ``audit --seed``
+with no packer that takes a seed;
 ``compare --policy discard,discard``; ``verify-shards --no-sources --min-sources 2``.
 ``evaluate --sample-seed -1`` said "seed must be an int >= 0" without naming the option.
 """
@@ -44,6 +45,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "audit_tokenizer": (["audit", *STREAM, "--tokenizer", "chars", "--no-plots"], "--tokenizer"),
     "audit_per_line": (["audit", *STREAM, "--per-line", "--no-plots"], "--per-line"),
     "audit_text_column": (["audit", *STREAM, "--text-column", "body", "--no-plots"], "--text-column"),
+    "audit_seed": (["audit", *STREAM, "--policy", "discard,trl-bfd", "--seed", "3", "--no-plots"], "--seed"),
     "compare_repeated_policy": (["compare", *STREAM, "--policy", "discard,discard", "--no-plots"],
                                 "--policy"),
     "verify_min_sources": (["verify-shards", "shards/manifest.json", "--no-sources", "--min-sources", "2"],

@@ -91,7 +91,7 @@ def test_same_options_same_config_hash(lengths_file: Path, tmp_path: Path) -> No
         assert audit(lengths_file, tmp_path / f"r{k}", "--no-plots") == 0
         hashes.append(json.loads((tmp_path / f"r{k}" / "audit.json").read_text())["run"])
     assert hashes[0]["config_hash"] == hashes[1]["config_hash"] and hashes[0]["id"] != hashes[1]["id"]
-    assert audit(lengths_file, tmp_path / "r2", "--no-plots", "--seed", "7") == 0
+    assert audit(lengths_file, tmp_path / "r2", "--no-plots", "--permutation-seed", "7") == 0
     assert json.loads((tmp_path / "r2" / "audit.json").read_text())["run"]["config_hash"] != hashes[0][
         "config_hash"]
 
