@@ -283,8 +283,8 @@ def plan_audit(args: argparse.Namespace) -> AuditPlan:
                for p in policies if is_peer(p)}
     if args.seed is not None and not any(entry(p).takes("seed") for p in policies):
         takers = ", ".join(n for n in names() if entry(n).takes("seed"))
-        raise InputError(f"--seed is the seed of a packer that draws at random ({takers}); none of the packers "
-                         f"audited ({', '.join(policies)}) takes one, so it would be ignored")
+        raise InputError(f"--seed is the seed of a packer that draws at random ({takers}); none of the "
+                         f"packers audited ({', '.join(policies)}) takes one, so it would be ignored")
     for name, value in (("--rows", rows), ("--targets", args.targets), ("--tokens", args.tokens)):
         if value is not None and value < 0:
             raise InputError(f"{name} must be >= 0, got {value}")
