@@ -54,8 +54,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from .._checks import check_int
-from ..engine.batches import EventBatch, EventItem
+from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
 from ..engine.starts import StartTracker
@@ -155,8 +157,8 @@ class CostAccumulator:
     row are the rows the stream has completed at its arrival and at its first
     placement.
 
-    Complexity: O(1) per event (a batch is walked event by event: the rows so
-    far depend on how placements, padding and repeats interleave); memory
+    Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
+    each event from the running sum of the positions filled before it); memory
     about 33 bytes per occurrence plus one dict entry per distinct source.
     """
 
@@ -223,9 +225,58 @@ class CostAccumulator:
         elif type(ev) is Horizon:
             self.horizon = ev
         elif type(ev) is EventBatch:
-            feed = self.feed
-            for e in ev.events():
-                feed(e)
+            self._batch(ev)
+
+    def _batch(self, b: EventBatch) -> None:
+        """A batch in bulk: the rows completed at each event from the running sum of the positions
+        filled before it (placements, padding, repeats, in stream order). O(n log n) numpy.
+
+        A batch the per-event rules would refuse (an arrival out of order, a placement
+        before its arrival) is walked event by event, so it raises at the same event
+        with the same message.
+        """
+        kinds, ar, pl = b.kinds, b.arrival, b.placement
+        before = self.starts.arrivals
+        a_pos = np.flatnonzero(kinds == ARRIVAL)
+        p_pos = np.flatnonzero(kinds == PLACEMENT)
+        occ = pl.occurrence
+        fresh = occ >= before  # placements of occurrences arriving in this batch: after their arrival?
+        if (not np.array_equal(ar.occurrence, np.arange(before, before + a_pos.size))
+                or (occ < 0).any() or (occ >= before + a_pos.size).any()
+                or (a_pos[occ[fresh] - before] > p_pos[fresh]).any()):
+            for e in b.events():
+                self.feed(e)
+            return
+        advance = np.zeros(kinds.size, dtype=np.int64)
+        advance[p_pos] = pl.length
+        advance[kinds == PADDING] = b.padding.length
+        advance[kinds == REPEAT] = b.repeat.length
+        filled = np.cumsum(advance, dtype=np.int64)
+        done = self.fill + filled - advance  # positions of the current row filled before each event
+        R = self.capacity
+        self.starts.arrive_all(ar.occurrence, self.rows + done[a_pos] // R)
+        self._frag.frombytes(np.zeros(a_pos.size, dtype=np.int64).tobytes())
+        self._long.extend((ar.length > R).astype(np.uint8).tobytes())
+        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=np.int64).tobytes())
+        if p_pos.size:
+            self.starts.start_all(occ, self.rows + done[p_pos] // R)
+            placed, times = np.unique(occ, return_counts=True)
+            frag = np.frombuffer(self._frag, dtype=np.int64)
+            frag[placed] += times
+            del frag
+            targets = pl.length - (pl.offset == 0)
+            self.targets += int(targets.sum())
+            self.targets_without_context += int(targets[pl.start > 0].sum())
+            self.placed += int(pl.length.sum())
+        self.padding += int(b.padding.length.sum())
+        self.repeated += int(b.repeat.length.sum())
+        self.discarded += int(b.discard.length.sum())
+        self.filtered += int(b.filtered.length.sum())
+        total = self.fill + (int(filled[-1]) if filled.size else 0)
+        self.rows += total // R
+        self.fill = total % R
+        if b.horizon is not None:
+            self.horizon = b.horizon
 
     def _advance(self, n: int) -> None:
         self.fill += n

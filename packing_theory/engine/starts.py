@@ -23,6 +23,9 @@ import collections
 import itertools
 from array import array
 
+import numpy as np
+import numpy.typing as npt
+
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
@@ -41,7 +44,8 @@ class StartTracker:
         started: occurrences with a recorded start.
         max_delay: the largest start delay, ``None`` before the first start.
 
-    Complexity: O(1) per arrival and per start; :meth:`oldest_unstarted`
+    Complexity: O(1) per arrival and per start (:meth:`arrive_all` and
+    :meth:`start_all` take a batch's columns in bulk); :meth:`oldest_unstarted`
     O(1) amortised. Memory 16 bytes per occurrence plus the histogram.
     """
 
@@ -90,6 +94,57 @@ class StartTracker:
         if self.max_delay is None or delay > self.max_delay:
             self.max_delay = delay
         return delay
+
+    def arrive_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
+        """:meth:`arrive` for each ``(occurrence, row)`` in order, in bulk. O(k).
+
+        Raises:
+            InputError: the first occurrence that is not the next id (nothing is recorded).
+        """
+        k = int(occurrences.size)
+        if k == 0:
+            return
+        lo = len(self._arow)
+        expected = np.arange(lo, lo + k, dtype=np.int64)
+        bad = np.flatnonzero(occurrences != expected)
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"arrival of occurrence {int(occurrences[i])}, expected {lo + i} "
+                             "(ids must be dense)")
+        self._arow.frombytes(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+        self._srow.frombytes(np.full(k, _UNSTARTED, dtype=np.int64).tobytes())
+        self._waiting.extend(range(lo, lo + k))
+
+    def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
+        """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
+        unstarted occurrence is its start. O(k log k).
+
+        Raises:
+            InputError: an occurrence that has not arrived (nothing is recorded).
+        """
+        if occurrences.size == 0:
+            return
+        n = len(self._arow)
+        bad = np.flatnonzero((occurrences < 0) | (occurrences >= n))
+        if bad.size:
+            raise InputError(f"placement of occurrence {int(occurrences[bad[0]])}, which has not arrived")
+        occ, first = np.unique(occurrences, return_index=True)
+        srow = np.frombuffer(self._srow, dtype=np.int64)  # views: released before any append
+        arow = np.frombuffer(self._arow, dtype=np.int64)
+        new = srow[occ] == _UNSTARTED
+        occ, at = occ[new], np.asarray(rows, dtype=np.int64)[first[new]]
+        srow[occ] = at
+        delays = at - arow[occ]
+        del srow, arow
+        if delays.size == 0:
+            return
+        values, counts = np.unique(delays, return_counts=True)
+        for d, c in zip(values.tolist(), counts.tolist(), strict=True):
+            self.delays[d] += c
+        self.started += int(delays.size)
+        top = int(values[-1])
+        if self.max_delay is None or top > self.max_delay:
+            self.max_delay = top
 
     def is_started(self, occurrence: int) -> bool:
         """Whether ``occurrence`` has a recorded start. O(1)."""

@@ -5,12 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import packing_theory as pt
+from packing_theory import build_packer
 from packing_theory.audit.costs import COST_COLUMNS, CostAccumulator, costs_table, nearest_rank, packer_costs
+from packing_theory.engine.batches import EventBatch, batched
+from packing_theory.errors import InputError
 from packing_theory.invariant import strategies as pst
 from packing_theory.invariant.wait_bound import StartDelayMonitor
+from packing_theory.registry import names
+from packing_theory.testing import scaled_examples
 
 
 def test_hand_checked_continue_stream() -> None:
@@ -118,3 +124,39 @@ def test_costs_of_each_policy_differ_as_expected() -> None:
     assert out["segment-first"].fragments_per_long_mean is not None
     assert out["bounded-wait"].start_delay_max is not None
     assert out["bounded-wait"].start_delay_max <= 2 + 12 + 4 - 2
+
+
+def _costs_both_ways(events: list[Any], capacity: int, size: int) -> tuple[Any, Any, CostAccumulator]:
+    one, bulk = CostAccumulator(capacity), CostAccumulator(capacity)
+    for e in events:
+        one.feed(e)
+    for b in batched(iter(events), size):
+        bulk.feed(b)
+    bulk._check()
+    return one.result(), bulk.result(), bulk
+
+
+@settings(max_examples=scaled_examples(80), deadline=None)
+@given(st.sampled_from(names()), st.lists(st.integers(1, 40), max_size=40), st.sampled_from([8, 16]),
+       st.integers(1, 50))
+def test_a_batch_in_bulk_is_its_events_one_by_one(name: str, lengths: list[int], capacity: int,
+                                                  size: int) -> None:
+    """Every packer, streaming and peer (padding, repeats, filtered): bulk equals the per-event oracle."""
+    try:
+        packer = build_packer(name, capacity=capacity)
+        events = list(packer.events(lengths))
+    except InputError:  # a framework's own refusal (e.g. an empty dataset, a length it cannot take)
+        return
+    one, bulk, acc = _costs_both_ways(events, capacity, size)
+    assert bulk == one
+    assert acc.starts.delays == _costs_both_ways(events, capacity, 1)[2].starts.delays
+
+
+def test_a_batch_the_rules_refuse_raises_at_the_same_event() -> None:
+    arrive = [pt.Arrival(0, 0, 0, 3), pt.Arrival(2, 2, 0, 3)]  # occurrence 1 skipped
+    with pytest.raises(ValueError, match=r"arrival of occurrence 2, expected 1 \(ids must be dense\)"):
+        CostAccumulator(4).feed(EventBatch.from_events(arrive))
+    early = [pt.Placement(0, 0, 0, 0, 0, 2, False, False), pt.Arrival(0, 0, 0, 2)]  # placed before it arrived
+    acc = CostAccumulator(4)
+    with pytest.raises(ValueError, match="placement of occurrence 0, which has not arrived"):
+        acc.feed(EventBatch.from_events(early))
