@@ -15,8 +15,8 @@ from ..engine.policies import POLICIES, RANDOM_SPAN_SEED
 from ..engine.replay import ENGINES
 from ._packers import add_packer_options, check_max_wait, policy_name
 
-__all__ = ["add_stream_options", "check_max_wait", "emit_json", "existing_path", "int_at_least", "note",
-           "parse_int_list", "parse_refill", "with_row_progress"]
+__all__ = ["MAX_ROW_WIDTH", "add_stream_options", "check_max_wait", "emit_json", "existing_path",
+           "int_at_least", "note", "parse_int_list", "parse_refill", "with_row_progress"]
 
 
 def parse_refill(text: str) -> int | tuple[int, ...]:
@@ -51,6 +51,12 @@ def existing_path(option: str) -> Callable[[str], str]:
 
     parse.__name__ = "path"
     return parse
+
+
+MAX_ROW_WIDTH = 2**40
+"""The widest row ``--capacity`` (and ``--seq-length``) takes on ``replay``, ``check`` and ``audit``:
+far above any context length, and low enough that every target index, ``row * (R - 1) + offset``,
+stays an exact ``int64`` for any corpus the ledger accounts (beyond it a value overflowed into exit 3)."""
 
 
 def int_at_least(option: str, minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -108,9 +114,11 @@ def add_stream_options(
         parser.add_argument("--lengths", type=existing_path("--lengths"), required=True, metavar="FILE.npy",
                             help="1-D integer .npy array of BOS-inclusive document lengths")
     width = parser.add_mutually_exclusive_group()
-    width.add_argument("--capacity", type=int_at_least("--capacity", 2), default=2049, metavar="R",
+    width.add_argument("--capacity", type=int_at_least("--capacity", 2, MAX_ROW_WIDTH), default=2049,
+                       metavar="R",
                        help="row width R: the tokens of every emitted row, for every packer (default 2049)")
-    width.add_argument("--seq-length", type=int, default=None, metavar="L",
+    width.add_argument("--seq-length", type=int_at_least("--seq-length", 1, MAX_ROW_WIDTH - 1), default=None,
+                       metavar="L",
                        help="instead of --capacity: the framework's sequence length; each packer's row width "
                             "follows from it by its rule (streaming and Megatron: R = L + 1; TRL: R = L; see "
                             "`packing-theory policies`)")

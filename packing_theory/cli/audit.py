@@ -41,7 +41,14 @@ from ..orchestration.demo import (
 from ..registry import entry, names
 from ..rendering.audit import DOCUMENTS_FILES
 from ..reporting import require_matplotlib
-from ._common import add_stream_options, check_max_wait, emit_json, existing_path, parse_int_list
+from ._common import (
+    add_stream_options,
+    check_max_wait,
+    emit_json,
+    existing_path,
+    int_at_least,
+    parse_int_list,
+)
 from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 from ._sources import add_source_options, check_source_options, source_config, wants_sources
@@ -92,6 +99,11 @@ def parse_policies(values: Sequence[str] | None) -> list[str]:
     return out
 
 
+MAX_PERMUTATIONS = 1000
+"""The most startup permutations ``--permutations`` takes: each is a whole replay of the corpus per
+policy (the paper uses 20), so a larger count only runs for hours."""
+
+
 def register(sub: Any) -> None:
     """Add the ``audit`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -120,7 +132,8 @@ def register(sub: Any) -> None:
                        rows_help=f"the horizon in rows, for every packer, streaming and peer (default "
                                  f"{AUTORESEARCH_ROWS:,}, autoresearch's budget, when no --targets or "
                                  "--tokens is given)")
-    parser.add_argument("--permutations", type=int, default=20,
+    parser.add_argument("--permutations", type=int_at_least("--permutations", 0, MAX_PERMUTATIONS),
+                        default=20,
                         help="startup-delay permutations per policy (default 20, as the paper; 0 skips)")
     parser.add_argument("--permutation-seed", type=int, default=0, help="permutation RNG seed (default 0)")
     parser.add_argument("--eval-lengths", type=existing_path("--eval-lengths"),

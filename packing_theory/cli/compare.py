@@ -61,7 +61,8 @@ def register(sub: Any) -> None:
                         help="packers to compare (repeatable; default: every streaming policy and peer)")
     parser.add_argument("--capacity", type=int_at_least("--capacity", 2, MAX_COMPARE_CAPACITY),
                         default=2049, metavar="R", help="streaming row width R")
-    parser.add_argument("--seq-length", type=int, default=None, metavar="L",
+    parser.add_argument("--seq-length", type=int_at_least("--seq-length", 1, MAX_COMPARE_CAPACITY - 1),
+                        default=None, metavar="L",
                         help="the peers' sequence length (default R - 1); each peer's row width follows from "
                              "it by its framework's rule (see `packing-theory policies`)")
     parser.add_argument("--min-buffer", type=int_at_least("--min-buffer", 1), default=1000, metavar="B",

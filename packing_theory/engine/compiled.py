@@ -66,7 +66,7 @@ from .batches import (
     unbatched,
 )
 from .events import BufferedSpan, Event, Horizon
-from .policies import STREAMING_POLICIES, PackerConfig, Policy, resolve_config
+from .policies import MAX_SEGMENTS, STREAMING_POLICIES, PackerConfig, Policy, resolve_config, segment
 from .refill import as_length_list
 from .state import EngineState
 
@@ -129,6 +129,21 @@ def _check_chunk(arr: npt.NDArray[Any], base: int) -> Int64Array:
         i = int(np.argmax(bad))
         raise InputError(f"lengths[{base + i}] must be a positive BOS-inclusive length, got {arr[i]}")
     return arr.astype(np.int64, copy=False)
+
+
+def _check_segments(chunk: Int64Array, capacity: int) -> None:
+    """The chunk limit of :func:`~packing_theory.engine.policies.segment` for a chunk of lengths, in bulk.
+
+    The kernel splits long documents itself; a document past
+    :data:`~packing_theory.engine.policies.MAX_SEGMENTS` chunks is refused as the
+    fast engine refuses it (same message), before the kernel reads the chunk.
+    """
+    long = chunk[chunk > capacity]
+    if long.size:
+        pieces = 1 + (long - 2) // (capacity - 1)  # 1 + ceil((long - R) / (R - 1)), without overflow
+        over = np.flatnonzero(pieces > MAX_SEGMENTS)
+        if over.size:
+            segment(int(long[over[0]]), capacity)  # raises with the fast engine's message
 
 
 def _validated_ints(values: Iterable[object]) -> Iterator[int]:
@@ -290,6 +305,8 @@ class CompiledPacker(PackingEngine):
                 out.exhausted = (int(st[k.EX_ROW]), int(st[k.EX_POS]), int(st[k.EX_BUF]))
             if status == k.NEED_INPUT:
                 chunk, base, p, pass_end, stream_end = next(chunks)
+                if cfg.spec.segments:
+                    _check_segments(chunk, R)
                 if p != st[k.PASS_INDEX]:
                     st[k.BATCH_K] = 0  # batch sizes restart at every pass
                 st[k.IN_POS] = 0

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._checks import check_int
 from ..errors import InputError
+from ..lengths import exact_sum
 from .batches import EventBatch, EventItem
 from .consumers import consumer_settings, feed_all
 from .events import (
@@ -206,10 +207,10 @@ class SummaryAccumulator:
             flags[a.occurrence[a.length > self.capacity]] = _LONG
             del flags
             self.consumed_sources += int(a.occurrence.size)
-            self.consumed_tokens += int(a.length.sum())
+            self.consumed_tokens += exact_sum(a.length)
         p = b.placement
         if p.occurrence.size:
-            self.emitted += int(p.length.sum())
+            self.emitted += exact_sum(p.length)
             self.crops += int(p.crop.sum())
             self.crop_bos_only += int((p.crop & (p.length == 1)).sum())
             flags = np.frombuffer(self._flags, dtype=np.uint8)
@@ -223,12 +224,12 @@ class SummaryAccumulator:
                     self.first_long_target = first_target(int(p.row[i]), int(p.offset[i]), self.capacity)
             flags[p.occurrence] = f | _STARTED
             del flags
-        self.discarded += int(b.discard.length.sum())
+        self.discarded += exact_sum(b.discard.length)
         self.added_bos += int(b.bos_added.markers.sum())
-        self.padding += int(b.padding.length.sum())
-        self.repeated += int(b.repeat.length.sum())
+        self.padding += exact_sum(b.padding.length)
+        self.repeated += exact_sum(b.repeat.length)
         self.filtered_sources += int(b.filtered.length.size)
-        self.filtered += int(b.filtered.length.sum())
+        self.filtered += exact_sum(b.filtered.length)
         if b.exhausted.row.size and self.exhausted_at_row is None:
             self.exhausted_at_row = int(b.exhausted.row[0])
         if b.horizon is not None:

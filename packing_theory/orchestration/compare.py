@@ -489,7 +489,12 @@ def _build(name: str, given: dict[str, Any], settings: _Settings) -> tuple[Any, 
     capacity, seq_length, min_buffer, refill, exhausted, passes, engine = settings
     e = entries()[name]
     if e.kind == "peer":
-        packer = e.build(e.capacity_for(e.row_width.admissible(seq_length), given), **given)
+        L = e.row_width.admissible(seq_length)
+        width = e.capacity_for(L, given)
+        if width < 2:  # the accounting needs a BOS and one more position per row
+            raise InputError(f"{name} packs rows of {width} token(s) at sequence length {L} "
+                             f"({e.row_width.rule}); rows of at least 2 tokens are needed")
+        packer = e.build(width, **given)
         return packer, packer.options()
     knobs: dict[str, Any] = {"min_buffer": min_buffer, "refill": refill, "exhausted": exhausted,
                              "passes": passes}
@@ -532,7 +537,12 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
     t0 = time.perf_counter()
     e = entries()[name]
     min_buffer, passes = settings[2], settings[5]
-    packer, opts = _build(name, given, settings)
+    try:
+        packer, opts = _build(name, given, settings)
+    except ValueError as exc:
+        if e.kind != "peer":
+            raise
+        return None, str(exc), ()  # this corpus's settings give the framework no rows it can pack
     width = packer.capacity
     compiled = settings[6] == "compiled"
     ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries, compiled=compiled)

@@ -287,8 +287,11 @@ class FoundryBinPack(PeerPacker):
         super().__init__(capacity)
         self.batch_size = check_int("batch_size", batch_size, 1)
         if (isinstance(packing_ratio, bool) or not isinstance(packing_ratio, (int, float))
-                or packing_ratio < 1):
+                or not packing_ratio >= 1):  # nan fails too
             raise InputError(f"packing_ratio must be a number >= 1, got {packing_ratio!r}")
+        if not batch_size * packing_ratio < 2**31:  # inf too: int(batch_size * packing_ratio) examples a call
+            raise InputError(f"batch_size * packing_ratio must be < 2**31 (examples per collate call), got "
+                             f"{batch_size!r} * {packing_ratio!r}")
         self.packing_ratio = float(packing_ratio)
         keep = max_leftover_bins_to_keep
         self.max_leftover_bins_to_keep = (None if keep is None

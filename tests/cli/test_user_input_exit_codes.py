@@ -42,10 +42,12 @@ def test_the_compiled_engine_refuses_a_value_beyond_64_bits(option: str, lengths
     proc = run(lengths, *argv, "--engine", "compiled")
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
+    if option == "--capacity":  # refused by every engine: rows wider than MAX_ROW_WIDTH (2**40)
+        assert "--capacity must be <= 1,099,511,627,776" in line and "internal" not in line
+        return
     assert option.lstrip("-").replace("-", "_") in line and "engine='fast'" in line and "internal" not in line
-    if option != "--capacity":  # the fast engine takes the same value exactly
-        fast = run(lengths, *argv, "--engine", "fast")
-        assert fast.returncode == 0, fast.stderr
+    fast = run(lengths, *argv, "--engine", "fast")  # the fast engine takes the same value exactly
+    assert fast.returncode == 0, fast.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])
@@ -54,7 +56,7 @@ def test_a_sequence_length_below_one_is_bad_input(command: str, value: str, leng
     out = [] if command == "replay" else ["--out", f"rep-{command}{value}", "--no-plots"]
     proc = run(lengths, command, "--lengths", "l.npy", "--seq-length", value, *out)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].endswith(f"--seq-length must be >= 1, got {value}")
+    assert f"--seq-length must be >= 1, got {value}" in proc.stderr.strip().splitlines()[-1]
     assert not (lengths / f"rep-{command}{value}").exists()
 
 

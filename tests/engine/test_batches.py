@@ -129,3 +129,15 @@ def test_compiled_engine_without_numba_says_how_to_install(monkeypatch: pytest.M
     monkeypatch.setattr(compiled, "compiled_available", lambda: False)
     with pytest.raises(ImportError, match=r"pip install 'packing-theory\[fast\]'"):
         list(compiled.CompiledPacker(capacity=4).batches([1, 2]))
+
+
+def test_batch_totals_past_2_63_are_exact() -> None:
+    """A batch's sums were taken in int64: replay --engine compiled printed negative totals past 2**63."""
+    lengths = [2**62] * 3 + [5]
+    events = list(pt.Packer(capacity=64, min_buffer=1, refill=1).events(lengths))
+    one, bulk = SummaryAccumulator(64), SummaryAccumulator(64)
+    for e in events:
+        one.feed(e)
+    bulk.feed(EventBatch.from_events(events))
+    assert bulk.result() == one.result()
+    assert bulk.result().consumed_tokens == 3 * 2**62 + 5

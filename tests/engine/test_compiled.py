@@ -142,3 +142,17 @@ def test_compiled_refuses_a_policy_it_does_not_implement() -> None:
     with pytest.raises(ValueError, match="got policy 'bounded-wait' \\(use engine='fast'\\)"):
         CompiledPacker(capacity=8, min_buffer=2, policy="bounded-wait")
 
+
+
+@pytest.mark.parametrize("lengths", [[10**9, 5], [2**63 - 1, 5], [2**62, 2**62, 3]])
+def test_segment_first_refuses_too_many_chunks_as_the_fast_engine_does(lengths: list[int]) -> None:
+    """The kernel split long documents without the chunk limit: 10**9 ran (13.5 s, 1.4 GB), 2**63 - 1
+    ended in numpy's 'array is too big' (exit 3)."""
+    arr = np.array(lengths, dtype=np.int64)
+    cfg = pt.PackerConfig(capacity=64, min_buffer=1, policy="segment-first")
+    with pytest.raises(pt.InputError) as fast:
+        list(pt.Packer(cfg).events(arr))
+    with pytest.raises(pt.InputError) as compiled:
+        list(CompiledPacker(cfg).batches(arr))
+    assert str(compiled.value) == str(fast.value)
+    assert "segment-first would split a document of length" in str(compiled.value)
