@@ -154,26 +154,9 @@ def task_write_idx(prefix: str, n: int) -> dict[str, Any]:
     return {"checksum": int(sizes[:: max(1, sizes.size // 1000)].astype(np.int64).sum())}
 
 
-class _TimedChunks:
-    """The default corpus's length chunks, their generation CPU time measured apart."""
-
-    def __init__(self, n: int) -> None:
-        from packing_theory.corpus import default_length_chunks
-
-        self._it = default_length_chunks(n, seed=0, chunk=1 << 20)
-        self.cpu = 0.0
-
-    def __iter__(self) -> Any:
-        while True:
-            c0 = time.process_time()
-            part = next(self._it, None)
-            self.cpu += time.process_time() - c0
-            if part is None:
-                return
-            yield part
-
-
 def task_summary(documents: int) -> dict[str, Any]:
+    from bench_scale import TimedChunks  # the default corpus's chunks, their generation CPU time apart
+
     import packing_theory as pt
     from packing_theory.audit.stream import StreamLedger
     from packing_theory.engine import make_packer
@@ -182,7 +165,7 @@ def task_summary(documents: int) -> dict[str, Any]:
     cfg = pt.PackerConfig(capacity=2049, min_buffer=1000, refill=128, policy="discard")
     for _ in make_packer("compiled", capacity=8, min_buffer=2).batches([3, 5, 9]):  # type: ignore[union-attr]
         pass  # load the cached kernel
-    gen = _TimedChunks(documents)
+    gen = TimedChunks(documents)
     c0, w0 = time.process_time(), time.perf_counter()
     sl = StreamLedger(2049, 1000, compiled=True)
     pt.feed_all(make_packer("compiled", cfg).stream(LengthChunks(gen)), sl)

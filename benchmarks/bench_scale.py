@@ -59,8 +59,8 @@ POLICIES = ("discard", "continue", "requeue-bos", "segment-first", "random-span"
 # --------------------------------------------------------------------------- tasks (in a subprocess)
 
 
-class _Timed:
-    """Length chunks whose generation CPU time is measured apart."""
+class TimedChunks:
+    """Length chunks whose generation CPU time is measured apart (also used by ``bench_corpus_scale.py``)."""
 
     def __init__(self, n: int, chunk: int = 1 << 20) -> None:
         from packing_theory.corpus import default_length_chunks
@@ -90,14 +90,14 @@ def task_replay(engine: str, policy: str, docs: int) -> dict[str, Any]:
 
     cfg = _config(policy)
     if engine == "compiled":
-        gen = _Timed(docs)
+        gen = TimedChunks(docs)
         packer: Any = make_packer("compiled", cfg)
         _warm()
         c0, w0 = time.process_time(), time.perf_counter()
         events = sum(len(b) for b in packer.batches(LengthChunks(gen)))
         return {"cpu": time.process_time() - c0 - gen.cpu, "wall": time.perf_counter() - w0,
                 "gen_cpu_s": gen.cpu, "events": events}
-    lengths = np.concatenate(list(_Timed(docs)))
+    lengths = np.concatenate(list(TimedChunks(docs)))
     c0, w0 = time.process_time(), time.perf_counter()
     events = sum(1 for _ in make_packer(engine, cfg).events(lengths))  # type: ignore[arg-type]
     return {"cpu": time.process_time() - c0, "wall": time.perf_counter() - w0, "gen_cpu_s": 0.0,
@@ -116,7 +116,7 @@ def task_audit(docs: int, policy: str) -> dict[str, Any]:
     from packing_theory.audit import audit_lengths
     from packing_theory.engine.batches import LengthChunks
 
-    gen = _Timed(docs)
+    gen = TimedChunks(docs)
     _warm()
     c0, w0 = time.process_time(), time.perf_counter()
     agg = audit_lengths(LengthChunks(gen), _config(policy), engine="compiled")
@@ -132,7 +132,7 @@ def task_stream(docs: int, policy: str) -> dict[str, Any]:
     from packing_theory.engine import make_packer
     from packing_theory.engine.batches import LengthChunks
 
-    gen = _Timed(docs)
+    gen = TimedChunks(docs)
     _warm()
     c0, w0 = time.process_time(), time.perf_counter()
     sl = StreamLedger(2049, 1000)
