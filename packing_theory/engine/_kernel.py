@@ -7,15 +7,23 @@ numpy arrays. Nothing here is public API.
 
 Data structures (all fixed-width numpy arrays, grown by the caller):
 
-* **slots** — ``sl[field, slot]`` rows ``OCC SRC START LEN BOS SEQ NXT PRV``;
-  a span occupies one slot while buffered; free slots are a stack.
+* **slots** — ``sl[field, slot]`` rows ``OCC SRC START LEN BOS SEQ NXT PRV HPOS``;
+  a span occupies one slot while buffered; free slots are a stack (a freed
+  slot's ``SEQ`` is ``-1``).
 * **length buckets** — for spans of length ``<= R``: one doubly linked list per
   length, sorted by buffer sequence number ``SEQ`` (head = earliest), plus a
   two-level bitset of non-empty lengths (32-bit words in ``int64``, so no sign
   games). "Largest non-empty length ``<= r``" and "shortest" are a few word
   operations.
 * **long heap** — a binary min-heap of the slots of spans longer than ``R``,
-  keyed ``(LEN, SEQ)``.
+  keyed ``(LEN, SEQ)``; ``HPOS`` is a slot's index in it, so that any slot can
+  be removed in O(log n).
+* **wait ring** (``bounded-wait``) — ``wq[0, q & mask]`` is the slot and
+  ``wq[1, q & mask]`` the arrival row of the span with sequence number ``q``,
+  for ``WQ_HEAD <= q < SEQ_NEXT`` (buffer order is arrival order under this
+  policy: a crop keeps its span's number). The front is advanced lazily past
+  spans that have started (freed, reused, or ``START > 0``); the forced start
+  looks at the front only.
 * **MT19937** — the state of Python's :class:`random.Random` (copied from
   ``random.Random(seed).getstate()``), advanced exactly as CPython does, so that
   ``randrange`` draws are bit-identical.
@@ -35,21 +43,22 @@ __all__ = ["run", "snapshot"]
 # --- st fields
 OCCURRENCE, ROW, POS, SIZE, SEQ_NEXT, STREAM_DONE, ANNOUNCED, STOP, BATCH_LEFT, BATCH_K = range(10)
 IN_POS, PASS_END, STREAM_END, SOURCE_BASE, PASS_INDEX, FREE_TOP, HEAP_N, MTI = range(10, 18)
-N_KINDS, N_ARR, N_BOS, N_PL, N_DC, NEED, EX_ROW, EX_POS, EX_BUF = range(18, 27)
-ST_SIZE = 27
+N_KINDS, N_ARR, N_BOS, N_PL, N_DC, NEED, EX_ROW, EX_POS, EX_BUF, WQ_HEAD = range(18, 28)
+ST_SIZE = 28
 # --- cfg fields
-C_R, C_B, C_POLICY, C_BUDGET, C_DRAIN, C_NSIZES = range(6)
+C_R, C_B, C_POLICY, C_BUDGET, C_DRAIN, C_NSIZES, C_MAX_WAIT = range(7)
 # --- policies: the kernel's code of each policy it implements, by name (compiled.py looks the name up;
 # a policy declared compiled=False in engine/policies.py has no code and is refused before the kernel runs)
-DISCARD, CONTINUE, REQUEUE, SEGMENT, RANDOM = range(5)
+DISCARD, CONTINUE, REQUEUE, SEGMENT, RANDOM, BOUNDED_WAIT = range(6)
 POLICY_CODES = {"discard": DISCARD, "continue": CONTINUE, "requeue-bos": REQUEUE, "segment-first": SEGMENT,
-                "random-span": RANDOM}
+                "random-span": RANDOM, "bounded-wait": BOUNDED_WAIT}
 # --- statuses
-DONE, NEED_INPUT, NEED_SLOTS, OUT_FULL = range(4)
+DONE, NEED_INPUT, NEED_SLOTS, OUT_FULL, NEED_WAIT = range(5)
 # --- stop reasons
 STOP_ROWS, STOP_EXHAUSTED, STOP_DRAINED = 1, 2, 3
 # --- slot fields
-F_OCC, F_SRC, F_START, F_LEN, F_BOS, F_SEQ, F_NXT, F_PRV = range(8)
+F_OCC, F_SRC, F_START, F_LEN, F_BOS, F_SEQ, F_NXT, F_PRV, F_HPOS = range(9)
+SLOT_FIELDS = 9
 # --- event kinds (packing_theory.engine.batches)
 K_ARRIVAL, K_BOS, K_PLACEMENT, K_DISCARD, K_EXHAUSTED = 0, 1, 2, 3, 7
 
@@ -115,14 +124,16 @@ def randbelow(mt, st, n):
 
 
 @njit(cache=True)
-def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kinds, oa, ob, op, od):
-    """Advance the replay until it needs input/slots/output room or is done; return the status."""
+def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, wq, kinds, oa, ob, op, od):
+    """Advance the replay until it needs input/slots/wait-ring/output room or is done; return the status."""
     R = cfg[C_R]
     B = cfg[C_B]
     policy = cfg[C_POLICY]
     budget = cfg[C_BUDGET]
     drain = cfg[C_DRAIN]
     nsizes = cfg[C_NSIZES]
+    max_wait = cfg[C_MAX_WAIT]
+    wmask = wq.shape[1] - 1  # the wait ring's size is a power of two
     cap = kinds.size - 1  # one place is kept for the Horizon
 
     def msb32(x):  # index of the highest set bit of 0 < x < 2**32
@@ -226,36 +237,50 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
         lb = sl[F_LEN, b]
         return la < lb or (la == lb and sl[F_SEQ, a] < sl[F_SEQ, b])
 
+    def heap_put(i, slot):
+        heap[i] = slot
+        sl[F_HPOS, slot] = i
+
+    def sift_up(i):
+        slot = heap[i]
+        while i > 0:
+            p = (i - 1) >> 1
+            if not less(slot, heap[p]):
+                break
+            heap_put(i, heap[p])
+            i = p
+        heap_put(i, slot)
+
+    def sift_down(i):
+        n = st[HEAP_N]
+        slot = heap[i]
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and less(heap[c + 1], heap[c]):
+                c += 1
+            if not less(heap[c], slot):
+                break
+            heap_put(i, heap[c])
+            i = c
+        heap_put(i, slot)
+
     def heap_push(slot):
         i = st[HEAP_N]
         st[HEAP_N] = i + 1
         heap[i] = slot
-        while i > 0:
-            p = (i - 1) >> 1
-            if less(heap[i], heap[p]):
-                heap[i], heap[p] = heap[p], heap[i]
-                i = p
-            else:
-                break
+        sift_up(i)
 
-    def heap_pop():
-        top = heap[0]
+    def heap_remove(i):  # remove the entry at index i; return its slot
+        top = heap[i]
         n = st[HEAP_N] - 1
         st[HEAP_N] = n
-        heap[0] = heap[n]
-        i = 0
-        while True:
-            a = 2 * i + 1
-            if a >= n:
-                break
-            c = a
-            if a + 1 < n and less(heap[a + 1], heap[a]):
-                c = a + 1
-            if less(heap[c], heap[i]):
-                heap[i], heap[c] = heap[c], heap[i]
-                i = c
-            else:
-                break
+        if i < n:
+            moved = heap[n]
+            heap_put(i, moved)
+            sift_down(i)
+            sift_up(sl[F_HPOS, moved])
         return top
 
     def insert(slot):
@@ -278,8 +303,43 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
         return slot
 
     def free_slot(slot):
+        sl[F_SEQ, slot] = -1  # no longer buffered (the wait ring checks SEQ)
         free[st[FREE_TOP]] = slot
         st[FREE_TOP] += 1
+
+    def unlink(slot):  # take one given buffered slot out of its length list or the long heap
+        L = sl[F_LEN, slot]
+        if L > R:
+            heap_remove(sl[F_HPOS, slot])
+            return
+        prv = sl[F_PRV, slot]
+        nxt = sl[F_NXT, slot]
+        if prv < 0:
+            head[L] = nxt
+        else:
+            sl[F_NXT, prv] = nxt
+        if nxt < 0:
+            tail[L] = prv
+        else:
+            sl[F_PRV, nxt] = prv
+        if head[L] < 0:
+            bit_clear(L)
+
+    def forced_start():  # bounded-wait at a row start: the oldest unstarted span's slot if overdue, else -1
+        q = st[WQ_HEAD]
+        end = st[SEQ_NEXT]
+        s = -1
+        while q < end:  # skip spans that have started: freed (SEQ -1), reused (another SEQ), or cropped
+            s = wq[0, q & wmask]
+            if sl[F_SEQ, s] == q and sl[F_START, s] == 0:
+                break
+            q += 1
+        st[WQ_HEAD] = q
+        if q == end or st[ROW] - wq[1, q & wmask] <= max_wait:  # policies.overdue
+            return -1
+        st[WQ_HEAD] = q + 1
+        unlink(s)
+        return s
 
     def take(remaining):  # the selection rule: (slot, crop)
         r = remaining if remaining < R else R
@@ -289,7 +349,7 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
         L = smallest()
         if L >= 0:
             return bucket_pop(L), True
-        return heap_pop(), True
+        return heap_remove(0), True
 
     def genrand():  # CPython's genrand_uint32
         if st[MTI] >= 624:
@@ -373,7 +433,7 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
         bos = sl[F_BOS, slot]
         rest = start + m - bos
         left = n - m
-        if policy == CONTINUE:  # the suffix stays in place: same slot, same SEQ
+        if policy == CONTINUE or policy == BOUNDED_WAIT:  # the suffix stays in place: same slot, same SEQ
             emit_placement(occ, src, start, m, bos, 1)
             sl[F_START, slot] = rest
             sl[F_LEN, slot] = left
@@ -434,6 +494,8 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
             if st[FREE_TOP] < need:
                 st[NEED] = need
                 return NEED_SLOTS
+            if policy == BOUNDED_WAIT and st[SEQ_NEXT] - st[WQ_HEAD] > wmask:
+                return NEED_WAIT
             if st[N_KINDS] + 2 > cap:
                 return OUT_FULL
             occ = st[OCCURRENCE]
@@ -458,8 +520,13 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
                     s += k
                 st[SIZE] += need
             else:
-                insert(new_slot(occ, src, 0, length, 0))
+                slot = new_slot(occ, src, 0, length, 0)
+                insert(slot)
                 st[SIZE] += 1
+                if policy == BOUNDED_WAIT:  # it arrives in this row (the next selection's row)
+                    q = sl[F_SEQ, slot] & wmask
+                    wq[0, q] = slot
+                    wq[1, q] = st[ROW]
             st[OCCURRENCE] = occ + 1
             st[IN_POS] += 1
             st[BATCH_LEFT] -= 1
@@ -482,9 +549,15 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, kind
                 return DONE
         if st[N_KINDS] + 4 > cap:
             return OUT_FULL
-        # ---- one selection (a forced-start policy would choose its slot here instead)
+        # ---- one selection: bounded-wait's forced start at a row start, else the selection rule
         remaining = R - st[POS]
-        slot, cropped = take(remaining)
+        slot = -1
+        if policy == BOUNDED_WAIT and st[POS] == 0:
+            slot = forced_start()
+        if slot >= 0:
+            cropped = sl[F_LEN, slot] > remaining
+        else:
+            slot, cropped = take(remaining)
         st[SIZE] -= 1
         if not cropped:
             n = sl[F_LEN, slot]

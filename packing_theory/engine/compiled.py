@@ -276,10 +276,10 @@ class CompiledPacker(PackingEngine):
         sizes = np.asarray(cfg.batch_sizes, dtype=np.int64)
         budget = cfg.row_budget
         cfgarr = np.array([R, B, k.POLICY_CODES[cfg.policy], -1 if budget is None else budget,
-                           int(cfg.exhausted == "drain"), sizes.size], dtype=np.int64)
+                           int(cfg.exhausted == "drain"), sizes.size, cfg.wait_threshold or 0], dtype=np.int64)
         st = np.zeros(k.ST_SIZE, dtype=np.int64)
         nslots = max(1024, 2 * B + 2 * int(sizes.max()) + 2)
-        sl = np.zeros((8, nslots), dtype=np.int64)
+        sl = np.zeros((k.SLOT_FIELDS, nslots), dtype=np.int64)
         free = np.arange(nslots - 1, -1, -1, dtype=np.int64)
         st[k.FREE_TOP] = nslots
         heap = np.zeros(nslots, dtype=np.int64)
@@ -288,6 +288,8 @@ class CompiledPacker(PackingEngine):
         words = np.zeros((R >> 5) + 1, dtype=np.int64)
         summ = np.zeros((words.size >> 5) + 1, dtype=np.int64)
         mt = np.zeros(624, dtype=np.int64)
+        ring = 1 << (2 * (B + int(sizes.max())) + 2).bit_length() if cfg.spec.forced_start else 1
+        wq = np.zeros((2, ring), dtype=np.int64)  # bounded-wait's wait ring (a power of two; grown on demand)
         st[k.MTI] = 624
         if cfg.spec.random:
             state = random.Random(cfg.seed).getstate()[1]
@@ -298,7 +300,7 @@ class CompiledPacker(PackingEngine):
         out = _Out(size)
         announced = False
         while True:
-            status = k.run(st, cfgarr, sizes, chunk, sl, free, head, tail, words, summ, heap, mt,
+            status = k.run(st, cfgarr, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, wq,
                            out.kinds, out.oa, out.ob, out.op, out.od)
             if st[k.ANNOUNCED] and not announced:
                 announced = True
@@ -316,6 +318,8 @@ class CompiledPacker(PackingEngine):
                 st[k.STREAM_END] = stream_end
             elif status == k.NEED_SLOTS:
                 sl, free, heap = _grow(k, st, sl, free, heap, int(st[k.NEED]))
+            elif status == k.NEED_WAIT:
+                wq = _grow_wait_ring(k, st, wq)
             elif status == k.OUT_FULL:
                 yield _batch(k, st, out, None)
                 out = _Out(size)
@@ -333,7 +337,7 @@ def _grow(k: ModuleType, st: Int64Array, sl: Int64Array, free: Int64Array, heap:
           need: int) -> tuple[Int64Array, Int64Array, Int64Array]:
     n = sl.shape[1]
     m = max(2 * n, n + 2 * need)
-    sl2 = np.zeros((8, m), dtype=np.int64)
+    sl2 = np.zeros((sl.shape[0], m), dtype=np.int64)
     sl2[:, :n] = sl
     top = int(st[k.FREE_TOP])
     free2 = np.empty(m, dtype=np.int64)
@@ -343,6 +347,15 @@ def _grow(k: ModuleType, st: Int64Array, sl: Int64Array, free: Int64Array, heap:
     heap2 = np.zeros(m, dtype=np.int64)
     heap2[: heap.size] = heap
     return sl2, free2, heap2
+
+
+def _grow_wait_ring(k: ModuleType, st: Int64Array, wq: Int64Array) -> Int64Array:
+    """Double ``bounded-wait``'s wait ring, keeping entry ``q`` at index ``q mod size``."""
+    size = wq.shape[1]
+    q = np.arange(int(st[k.WQ_HEAD]), int(st[k.SEQ_NEXT]), dtype=np.int64)
+    wider = np.zeros((2, 2 * size), dtype=np.int64)
+    wider[:, q & (2 * size - 1)] = wq[:, q & (size - 1)]
+    return wider
 
 
 def _batch(k: ModuleType, st: Int64Array, out: _Out, horizon: Horizon | None) -> EventBatch:

@@ -253,7 +253,7 @@ STREAMING_POLICIES: dict[str, StreamingPolicy] = {p.name: p for p in (
         "packing_theory.invariant.wait_bound.StartDelayMonitor instead", "proofs/coq/BoundedWait.v",
         knobs=(Knob("max_wait", "int", DEFAULT_MAX_WAIT, "A: force the oldest unstarted span at a row start "
                     "once it has waited more than A rows"),),
-        forced_start=True, protected_set=False, compiled=False),
+        forced_start=True, protected_set=False),
 )}
 """Every streaming policy's declaration, by name; the registry (:mod:`packing_theory.registry`) reads it."""
 
