@@ -433,7 +433,7 @@ def run(st, cfg, sizes, chunk, sl, free, head, tail, words, summ, heap, mt, wq, 
         bos = sl[F_BOS, slot]
         rest = start + m - bos
         left = n - m
-        if policy == CONTINUE or policy == BOUNDED_WAIT:  # the suffix stays in place: same slot, same SEQ
+        if policy in (CONTINUE, BOUNDED_WAIT):  # the suffix stays in place: same slot, same SEQ
             emit_placement(occ, src, start, m, bos, 1)
             sl[F_START, slot] = rest
             sl[F_LEN, slot] = left

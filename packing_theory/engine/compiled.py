@@ -32,7 +32,10 @@ earlier in the event stream (with the same message).
 Complexity: O(1) amortised per arrival; per selection O(R / 1024) word
 operations for the largest-fit query, O(1) bucket operations (a ``continue``
 suffix walks its length's list to its place) and O(log n) for spans longer
-than ``R``. Memory O(B + R + batch).
+than ``R``; ``bounded-wait``'s forced start is amortised O(1) plus the unlink
+of one slot (O(1) from a length list, O(log n) from the long heap). Memory
+O(B + R + batch), plus for ``bounded-wait`` a wait ring of the arrivals since
+the oldest unstarted span arrived.
 """
 
 from __future__ import annotations
@@ -276,7 +279,8 @@ class CompiledPacker(PackingEngine):
         sizes = np.asarray(cfg.batch_sizes, dtype=np.int64)
         budget = cfg.row_budget
         cfgarr = np.array([R, B, k.POLICY_CODES[cfg.policy], -1 if budget is None else budget,
-                           int(cfg.exhausted == "drain"), sizes.size, cfg.wait_threshold or 0], dtype=np.int64)
+                           int(cfg.exhausted == "drain"), sizes.size, cfg.wait_threshold or 0],
+                          dtype=np.int64)
         st = np.zeros(k.ST_SIZE, dtype=np.int64)
         nslots = max(1024, 2 * B + 2 * int(sizes.max()) + 2)
         sl = np.zeros((k.SLOT_FIELDS, nslots), dtype=np.int64)
