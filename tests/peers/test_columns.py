@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from packing_theory import InputError, build_packer
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._columns import best_fit_fifo, peer_array, row_section
-from packing_theory.peers._common import peer_lengths
+from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, peer_array, row_section
+from packing_theory.peers._common import first_fit, peer_lengths
 from packing_theory.registry import entries
 from packing_theory.testing import scaled_examples
 from tests.tool_modules import load_tool
@@ -123,6 +123,24 @@ def test_compiled_best_fit_is_the_pure_one(capacity: int, sizes: list[int], cuts
     starts = np.unique(np.asarray([0, *[c for c in cuts if c < max(arr.size, 1)]], dtype=np.int64))
     pure = best_fit_fifo(arr, order, starts, capacity, compiled=False)
     assert best_fit_fifo(arr, order, starts, capacity, compiled=True).tolist() == pure.tolist()
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.integers(1, 12), st.lists(st.integers(0, 16), max_size=60), st.sampled_from([None, 1, 2, 3, 7]))
+def test_first_fit_bins_are_the_pure_bins(compiled: bool, capacity: int, sizes: list[int],
+                                          max_items: int | None) -> None:
+    """Item sizes above the capacity open bins of their own (negative free space) on both paths."""
+    bins = first_fit_bins(np.asarray(sizes, dtype=np.int64), capacity, max_items, compiled=compiled)
+    got: list[list[int]] = [[] for _ in range(int(bins.max()) + 1 if bins.size else 0)]
+    for item, b in enumerate(bins.tolist()):
+        got[b].append(item)
+    assert got == first_fit(sizes, capacity, max_items)
+
+
+def test_first_fit_bins_refuses_a_cap_below_one() -> None:
+    with pytest.raises(InputError, match="max_items must be >= 1 or None, got 0"):
+        first_fit_bins(np.array([1, 2]), 4, 0)
 
 
 def test_rows_are_padded_on_either_side() -> None:
