@@ -58,17 +58,35 @@ knobs = st.fixed_dictionaries({
 
 @pytest.mark.parametrize("compiled", MODES)
 @settings(max_examples=scaled_examples(150), deadline=None)
-@given(width=st.sampled_from([1, 2, 3, 8, 16]), data=st.data(), options=knobs,
+@given(width=st.sampled_from([1, 2, 3, 8, 10, 16]), data=st.data(), options=knobs,
        size=st.sampled_from([1, 3, 64, 65_536]))
 @example(width=4, data=None, options={"batch_size": 1, "packing_ratio": 2.0}, size=1)
 def test_batches_are_the_events(compiled: bool, width: int, data: Any, options: dict[str, Any],
                                 size: int) -> None:
     """Lengths up to three rows (cropped at the row width), every knob, any batch size."""
-    ls = [3, 2, 2, 1] if data is None else data.draw(st.lists(st.integers(1, 3 * width), max_size=60))
+    sizes = st.one_of(st.integers(1, width), st.integers(1, 3 * width))  # most fit a row, some are cropped
+    ls = [3, 2, 2, 1] if data is None else data.draw(st.lists(sizes, max_size=60))
     packer = FoundryBinPack(width, **options)
     want = outcome(lambda: packer.events(ls))
     assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), size, compiled)) == want
     assert outcome(lambda: columnar_events(packer, ls, size, compiled)) == want  # a list goes the same way
+
+
+@pytest.mark.parametrize("compiled", MODES)
+def test_a_seeded_sweep_of_longer_streams(compiled: bool) -> None:
+    """300 streams of 10 to 60 documents (hypothesis favours short ones): every knob, a tenth cropped."""
+    rng = np.random.default_rng(2026)
+    for _ in range(300):
+        width = int(rng.choice([4, 8, 10, 16]))
+        ls = rng.integers(1, width + 1, size=int(rng.integers(10, 61)))
+        ls[rng.random(ls.size) < 0.1] += width
+        packer = FoundryBinPack(width, batch_size=int(rng.integers(1, 5)),
+                                packing_ratio=float(rng.choice([1.0, 1.5, 2.0, 3.0])),
+                                max_leftover_bins_to_keep=[None, 0, 1, 3][int(rng.integers(4))],
+                                padding_side=str(rng.choice(["right", "left"])),
+                                drop_last=bool(rng.random() < 0.5))
+        assert columnar_events(packer, ls, int(rng.choice([5, 64])), compiled) == list(packer.events(ls)), (
+            width, ls.tolist(), packer.options())
 
 
 @pytest.mark.parametrize("compiled", MODES)
@@ -93,6 +111,22 @@ def test_an_unbounded_leftover_list_grows_the_tables(compiled: bool) -> None:
     final = want[-1]
     assert isinstance(final, Horizon) and len(final.buffered) == 1500 and final.stop_reason == "exhausted"
     assert columnar_events(packer, ls, 256, compiled) == want
+
+
+@pytest.mark.parametrize("compiled", MODES)
+def test_a_leftover_bin_comes_before_a_bin_this_call_opened(compiled: bool) -> None:
+    """The bin list is the leftovers, then this call's bins: 3 joins the leftover [7], not the new [4]."""
+    packer = FoundryBinPack(10, batch_size=1, packing_ratio=2.0)
+    ls = [7, 7, 4, 3]  # call 1: bins [7] [7], one emitted; call 2: 4 opens [4] (7 + 4 > 10), 3 fits both
+    events = columnar_events(packer, ls, 64, compiled)
+    assert events == list(packer.events(ls))
+    rows: dict[int, list[int]] = {}
+    for e in events:
+        if isinstance(e, Placement):
+            rows.setdefault(e.row, []).append(e.occurrence)
+    assert rows == {0: [0], 1: [1, 3]}
+    final = events[-1]
+    assert isinstance(final, Horizon) and [s.occurrence for s in final.buffered] == [2]
 
 
 @pytest.mark.parametrize("compiled", MODES)
