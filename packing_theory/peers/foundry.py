@@ -418,7 +418,15 @@ class FoundryBinPack(PeerPacker):
         return int(self.batch_size * self.packing_ratio)
 
     def events(self, lengths: Any) -> Iterator[Event]:
-        """Collate batches in stream order; the final leftovers are buffered at the horizon."""
+        """Collate batches in stream order; the final leftovers are buffered at the horizon.
+
+        Complexity: O(examples * bins), the framework's linear first-fit scan.
+        The leftover list is unbounded with ``max_leftover_bins_to_keep=None``:
+        when most examples are longer than half a row, each call keeps about
+        ``examples_per_call - batch_size`` more bins (all of them held at the
+        horizon), and this loop is then quadratic; :meth:`batches` replays the
+        same calls in O(log) per example when compiled.
+        """
         values = peer_lengths(lengths, allow_empty=False, who="foundry-binpack")
         L = self.capacity
         per = self.examples_per_call
