@@ -45,7 +45,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..engine.batches import FILTERED, HORIZON, EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
-from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
+from ..engine.events import BufferedSpan, BufferedSpans, Discard, Event, Filtered, Horizon
 from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
@@ -511,10 +511,10 @@ def _held_horizon(rows: int, occurrence: Int64Array, length: Int64Array) -> Even
 
     ``"exhausted"`` when it holds any, else ``"drained"``.
     """
-    held = tuple(BufferedSpan(o, o, 0, n, False) for o, n in zip(occurrence.tolist(), length.tolist(),
-                                                                   strict=True))
+    zeros = np.zeros(occurrence.size, np.int64)
+    held = BufferedSpans(occurrence, occurrence, zeros, length, zeros.astype(np.bool_))
     return EventBatch.from_columns(np.array([HORIZON], np.uint8),
-                                   Horizon(rows, 0, "exhausted" if held else "drained", held))
+                                   Horizon(rows, 0, "exhausted" if len(held) else "drained", held))
 
 
 PEERS: dict[str, type[PeerPacker]] = {

@@ -174,6 +174,11 @@ def test_the_lengths_check_is_the_pure_one(bad: Any) -> None:
     assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
 
 
+def test_a_length_past_int64_is_refused_by_the_columns_naming_it() -> None:
+    with pytest.raises(InputError, match=r"lengths\[1\] = 18446744073709551616 exceeds the columnar path"):
+        peer_array([3, 2**64])
+
+
 def test_an_empty_stream_is_its_horizon() -> None:
     (only,) = build_packer("trl-wrapped", capacity=4).batches(np.zeros(0, np.int64))
     assert isinstance(only, EventBatch) and [type(e).__name__ for e in only.events()] == ["Horizon"]
