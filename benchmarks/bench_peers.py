@@ -27,7 +27,8 @@ load average before each part is recorded); ratios are from the same run.
 
 Run: ``python benchmarks/bench_peers.py`` (writes
 ``benchmarks/results/peers.{json,md}``); ``--quick`` runs small sizes and
-writes nothing.
+writes nothing; ``--parts peers --peers NAME,...`` measures those peers again
+and replaces only their rows (marked with the load before that run).
 """
 
 from __future__ import annotations
@@ -53,14 +54,14 @@ sys.path.insert(0, str(HERE.parent))
 from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 
-def peer_rates(lengths: np.ndarray) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer, pure events vs batches, on the same lengths."""
+def peer_rates(lengths: np.ndarray, only: set[str] | None = None) -> list[dict[str, Any]]:
+    """Events per CPU second of every peer (or those in ``only``), pure events vs batches, same lengths."""
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
 
     out = []
     for name, e in entries().items():
-        if e.kind != "peer":
+        if e.kind != "peer" or (only is not None and name not in only):
             continue
         packer = e.build(e.capacity_for(e.row_width.admissible(2048)))
         row: dict[str, Any] = {"peer": name, "columnar": e.columnar, "compiled": compiled_available()}
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-documents", type=int, default=10_000_000)
     parser.add_argument("--parts", default="peers,compare,large")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--peers", default=None,
+                        help="comma-separated peers the peers part measures (default: all); their rows "
+                             "replace theirs in the saved results, the other rows are kept")
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.compare_documents, args.large_documents = 20_000, 5_000, 20_000
@@ -118,12 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         files: dict[int, Path] = {}
-        for n in {args.documents, args.compare_documents, args.large_documents}:
+        sizes = {"peers": args.documents, "compare": args.compare_documents, "large": args.large_documents}
+        for n in {sizes[p] for p in parts if p in sizes}:
             files[n] = Path(tmp) / f"lengths_{n}.npy"
             write_lengths(files[n], n)
         if "peers" in parts:
+            only = None if args.peers is None else set(args.peers.split(","))
             result["peers"] = {"documents": args.documents, "load_before": round(os.getloadavg()[0], 2),
-                               "rows": peer_rates(np.load(files[args.documents]))}
+                               "rows": peer_rates(np.load(files[args.documents]), only)}
             ok &= all(r.get("same_count", True) and r.get("equal_on_20k", True)
                       for r in result["peers"]["rows"])
         if "compare" in parts:
@@ -151,10 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
-        merged = {**(json.loads(old.read_text()) if old.exists() else {}), **result}
+        previous = json.loads(old.read_text()) if old.exists() else {}
+        if args.peers is not None and "peers" in result and "peers" in previous:
+            result["peers"] = merged_rows(previous["peers"], result["peers"])
+        merged = {**previous, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
     return 0 if ok else 1
+
+
+def merged_rows(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """An earlier peers part with the rows measured again replaced (registry order; their load noted)."""
+    fresh = {r["peer"]: dict(r, load_before=new["load_before"]) for r in new["rows"]}
+    rows = [fresh.pop(r["peer"], r) for r in old["rows"]] + list(fresh.values())
+    return {**old, "rows": rows}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -173,7 +189,8 @@ def render(r: dict[str, Any]) -> str:
             if "refused" in x:
                 lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
-            lines.append(f"| {x['peer']} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
+            again = f" (again, load {x['load_before']})" if "load_before" in x else ""
+            lines.append(f"| {x['peer']}{again} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "
                          f"{x['same_count'] and x['equal_on_20k']} |")

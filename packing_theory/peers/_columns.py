@@ -19,6 +19,8 @@ inputs and on every golden fixture's inputs). Pure Python stays the oracle.
 * :func:`best_fit_fifo` — best fit with first-to-reach ties over windows:
   the numba kernel of the ``fast`` extra when numba is present, else the pure
   Python :func:`~packing_theory.peers._common.best_fit` (same bins).
+* :func:`first_fit_bins` — first fit in a given order (the kernel, else
+  the pure Python :func:`~packing_theory.peers._common.first_fit`; same bins).
 * :func:`peer_array` — :func:`~packing_theory.peers._common.peer_lengths`
   vectorised (the same checks and messages) for an integer array.
 
@@ -39,11 +41,11 @@ from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACE
 from ..engine.compiled import compiled_available, load_numba_module
 from ..engine.events import Horizon
 from ..errors import InputError
-from ._common import best_fit, peer_lengths
+from ._common import best_fit, first_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "fragments", "horizon_batch", "packed_rows", "peer_array", "row_section",
-           "wrapped_rows"]
+           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "packed_rows", "peer_array",
+           "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -192,7 +194,13 @@ def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packe
     if not (isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != np.bool_
             and np.issubdtype(lengths.dtype, np.integer) and lengths.dtype.itemsize <= 8
             and not (lengths.dtype.kind == "u" and lengths.dtype.itemsize == 8)):
-        return np.asarray(peer_lengths(lengths, allow_empty=allow_empty, who=who), dtype=np.int64)
+        values = peer_lengths(lengths, allow_empty=allow_empty, who=who)
+        top = np.iinfo(np.int64).max
+        over = next((i for i, n in enumerate(values) if n > top), None)
+        if over is not None:  # the columns are int64; the pure events take any Python int
+            raise InputError(f"lengths[{over}] = {values[over]} exceeds the columnar path's int64 columns "
+                             f"(at most {top}); replay it with events()")
+        return np.asarray(values, dtype=np.int64)
     lo = 0 if allow_empty else 1
     bad = lengths < lo
     if bad.any():
@@ -235,6 +243,35 @@ def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Arra
             for item in items:
                 out[lo + where[item]] = base + b
         base += len(packed)
+    return out
+
+
+def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = None, *,
+                   compiled: bool | None = None) -> Int64Array:
+    """The bin of each item under :func:`~packing_theory.peers._common.first_fit` (in the given order).
+
+    Bins are numbered in opening order, and a bin's items are in processing
+    order, so ``np.argsort(bins, kind="stable")`` lists the items bin by bin.
+    ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
+    without numba), ``False`` the pure Python ``first_fit``, ``None`` the
+    kernel when numba is installed. Complexity: O(n log n).
+
+    >>> first_fit_bins(np.array([5, 3, 4, 2, 2]), 8, compiled=False).tolist()
+    [0, 0, 1, 1, 1]
+    >>> first_fit_bins(np.array([1, 1, 1]), 8, max_items=2, compiled=False).tolist()
+    [0, 0, 1]
+    """
+    if max_items is not None and max_items < 1:
+        raise InputError(f"max_items must be >= 1 or None, got {max_items!r}")
+    use = compiled_available() if compiled is None else compiled
+    if use:
+        kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
+        bins: Int64Array = kernel.first_fit(np.ascontiguousarray(sizes, np.int64), int(capacity),
+                                            0 if max_items is None else int(max_items))
+        return bins
+    out = np.empty(sizes.size, np.int64)
+    for b, items in enumerate(first_fit(sizes.tolist(), capacity, max_items)):
+        out[items] = b
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["best_fit_fifo", "concat_no_wrap_takes"]
+__all__ = ["best_fit_fifo", "concat_no_wrap_takes", "first_fit"]
 
 
 @njit(cache=True)
@@ -127,3 +127,49 @@ def concat_no_wrap_takes(lengths, capacity, used):  # pragma: no cover - compile
             take[i] = capacity - used
             used = 0
     return take, used
+
+
+@njit(cache=True)
+def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
+    """First fit in the given order: the bin of each item (bins numbered in opening order).
+
+    The leftmost open bin whose free space is ``>= size`` takes the item; an
+    item that fits none opens a bin (free ``capacity - size``, negative for an
+    item larger than the capacity). A bin holding ``max_items`` items
+    (``max_items <= 0``: no cap) takes no more. A max segment tree over the
+    bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`.
+    """
+    n = sizes.size
+    size = 1
+    while size < max(n, 1):
+        size *= 2
+    closed = -(1 << 62)
+    tree = np.full(2 * size, closed, np.int64)
+    free = np.zeros(max(n, 1), np.int64)
+    count = np.zeros(max(n, 1), np.int64)
+    out = np.empty(n, np.int64)
+    bins = 0
+    for k in range(n):
+        need = sizes[k]
+        if tree[1] >= need:
+            i = 1
+            while i < size:
+                i = 2 * i if tree[2 * i] >= need else 2 * i + 1
+            b = i - size
+            free[b] -= need
+        else:
+            b = bins
+            bins += 1
+            free[b] = capacity - need
+        count[b] += 1
+        out[k] = b
+        value = closed if max_items > 0 and count[b] >= max_items else free[b]
+        i = b + size
+        tree[i] = value
+        i //= 2
+        while i:
+            a = tree[2 * i]
+            c = tree[2 * i + 1]
+            tree[i] = a if a >= c else c
+            i //= 2
+    return out

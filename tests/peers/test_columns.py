@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from packing_theory import InputError, build_packer
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._columns import best_fit_fifo, peer_array, row_section
-from packing_theory.peers._common import peer_lengths
+from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, peer_array, row_section
+from packing_theory.peers._common import first_fit, peer_lengths
 from packing_theory.registry import entries
 from packing_theory.testing import scaled_examples
 from tests.tool_modules import load_tool
@@ -56,6 +56,11 @@ def options_for(name: str, draw: Any) -> dict[str, Any]:
         return {"documents_per_file": per, "source_group_size": draw(st.integers(1, 3)) if per else 1}
     if name.startswith("torchtune"):
         return {"max_packs": draw(st.sampled_from([None, 0, 2]))}
+    if name == "foundry-binpack":  # leftovers kept, capped or dropped; a short final call kept or dropped
+        return {"batch_size": draw(st.integers(1, 3)),
+                "packing_ratio": draw(st.sampled_from([1.0, 2.0, 2.5])),
+                "max_leftover_bins_to_keep": draw(st.sampled_from([None, 0, 2])),
+                "padding_side": draw(st.sampled_from(["right", "left"])), "drop_last": draw(st.booleans())}
     if name == "megatron-gpt":  # more samples than one epoch holds, or fewer drawn than the index holds
         return {"num_samples": draw(st.sampled_from([None, 1, 3, 20])),
                 "samples": draw(st.sampled_from(["drawn", "index"])), "seed": draw(st.integers(0, 3))}
@@ -79,7 +84,7 @@ def test_batches_are_the_events(name: str, compiled: bool, data: Any) -> None:
         width = data.draw(st.sampled_from([2, 4, 8, 16] if name != "megatron-gpt" else [3, 5, 8, 16]))
         ls = data.draw(st.lists(st.integers(0, 3 * width), max_size=40))
         opts, size = options_for(name, data.draw), data.draw(st.sampled_from([1, 5, 64, 65_536]))
-    if name.startswith("olmo"):
+    if name.startswith("olmo") or name == "foundry-binpack":  # frameworks that take no empty document
         ls = [n + 1 for n in ls]
     packer = build_packer(name, capacity=width, **opts)
     want = outcome(lambda: packer.events(np.asarray(ls, dtype=np.int64)))
@@ -108,7 +113,7 @@ def test_batches_are_the_events_on_every_golden_input(path: Path, compiled: bool
 
 def test_a_peer_without_columns_groups_its_events() -> None:
     plain = next(n for n, e in entries().items() if e.kind == "peer" and not e.columnar)
-    packer = build_packer(plain, capacity=4)
+    packer = build_packer(plain, capacity=8)  # every length fits a row: no framework refuses them
     got = list(packer.batches([5, 2, 3, 1], 3))
     assert got == list(batched(packer.events([5, 2, 3, 1]), 3))
 
@@ -123,6 +128,24 @@ def test_compiled_best_fit_is_the_pure_one(capacity: int, sizes: list[int], cuts
     starts = np.unique(np.asarray([0, *[c for c in cuts if c < max(arr.size, 1)]], dtype=np.int64))
     pure = best_fit_fifo(arr, order, starts, capacity, compiled=False)
     assert best_fit_fifo(arr, order, starts, capacity, compiled=True).tolist() == pure.tolist()
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.integers(1, 12), st.lists(st.integers(0, 16), max_size=60), st.sampled_from([None, 1, 2, 3, 7]))
+def test_first_fit_bins_are_the_pure_bins(compiled: bool, capacity: int, sizes: list[int],
+                                          max_items: int | None) -> None:
+    """Item sizes above the capacity open bins of their own (negative free space) on both paths."""
+    bins = first_fit_bins(np.asarray(sizes, dtype=np.int64), capacity, max_items, compiled=compiled)
+    got: list[list[int]] = [[] for _ in range(int(bins.max()) + 1 if bins.size else 0)]
+    for item, b in enumerate(bins.tolist()):
+        got[b].append(item)
+    assert got == first_fit(sizes, capacity, max_items)
+
+
+def test_first_fit_bins_refuses_a_cap_below_one() -> None:
+    with pytest.raises(InputError, match="max_items must be >= 1 or None, got 0"):
+        first_fit_bins(np.array([1, 2]), 4, 0)
 
 
 def test_rows_are_padded_on_either_side() -> None:
@@ -149,6 +172,11 @@ def test_the_lengths_check_is_the_pure_one(bad: Any) -> None:
     with pytest.raises(ValueError) as got:
         peer_array(bad)
     assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+
+
+def test_a_length_past_int64_is_refused_by_the_columns_naming_it() -> None:
+    with pytest.raises(InputError, match=r"lengths\[1\] = 18446744073709551616 exceeds the columnar path"):
+        peer_array([3, 2**64])
 
 
 def test_an_empty_stream_is_its_horizon() -> None:
