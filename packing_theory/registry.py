@@ -234,9 +234,9 @@ def build_packer(name: str, capacity: int | None = None, *, seq_length: int | No
 
     >>> build_packer("discard", capacity=8, min_buffer=2, refill=1).config.min_buffer
     2
-    >>> build_packer("bounded-wait", capacity=8, engine="compiled")  # doctest: +ELLIPSIS
+    >>> build_packer("trl-bfd", capacity=8, engine="compiled")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    packing_theory.InputError: streaming policy 'bounded-wait' runs on the engines fast, reference; got ...
+    packing_theory.InputError: peer policy 'trl-bfd' runs on its own implementation (...); got engine=...
     """
     e = entry(name)
     if (capacity is None) == (seq_length is None):
