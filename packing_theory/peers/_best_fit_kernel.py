@@ -1,4 +1,4 @@
-"""Best fit with first-opened ties as a numba kernel (imported only by :mod:`packing_theory.peers._paper_columns`).
+"""Best fit with first-opened ties in numba (imported only by :mod:`packing_theory.peers._paper_columns`).
 
 Typing boundary: numba's ``@njit`` is untyped, so this one module is checked
 by mypy without ``disallow_untyped_decorators`` (``pyproject.toml``); its only
@@ -35,7 +35,7 @@ def _smallest_at_least(tree, leaves, need):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _present(tree, leaves, space, flag):  # pragma: no cover - compiled
-    """Set (``flag`` 1) or clear (0) the leaf of ``space``; an inner node holds whether any leaf below is set."""
+    """Set (``flag`` 1) or clear (0) the leaf of ``space``; an inner node: whether a leaf below is set."""
     i = space + leaves
     tree[i] = flag
     i //= 2

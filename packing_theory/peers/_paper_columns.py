@@ -30,7 +30,6 @@ import numpy.typing as npt
 from ..engine.batches import EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
 from ._columns import (
-    Int64Array,
     arrival_sections,
     assemble,
     discard_section,
@@ -41,8 +40,10 @@ from ._columns import (
 )
 from ._common import best_fit, check_split_budget
 
-__all__ = ["Pieces", "first_opened_bins", "fewer_truncations_batches", "seamless_batches", "window_columns"]
+__all__ = ["Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins", "seamless_batches",
+           "window_columns"]
 
+Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -221,9 +222,9 @@ def _window_rows(occ: Int64Array, windows: Windows, L: int) -> tuple[Pieces, Dro
     return pieces, Drops(o[gap], frontier[gap], (s - frontier)[gap])
 
 
-def _short_items(values: Int64Array, long: Int64Array, rest: Int64Array) -> tuple[Int64Array, Int64Array,
-                                                                                Int64Array]:
-    """Stage 2's items in text order: each text under ``L`` whole (an empty one too), each deferred remainder."""
+def _short_items(values: Int64Array, long: Int64Array, rest: Int64Array
+                 ) -> tuple[Int64Array, Int64Array, Int64Array]:
+    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder."""
     rest_of = np.full(values.size, -1, np.int64)
     rest_of[long] = rest
     is_short = np.ones(values.size, np.bool_)
@@ -242,13 +243,14 @@ def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: In
     take = np.clip(L - within, 0, length)
     kept = take > 0
     cut = take < length
-    pieces = Pieces(row[kept], doc[kept], start[kept], take[kept], cut[kept], np.zeros(int(kept.sum()), np.bool_))
+    pieces = Pieces(row[kept], doc[kept], start[kept], take[kept], cut[kept],
+                    np.zeros(int(kept.sum()), np.bool_))
     return pieces, Drops(doc[cut], (start + take)[cut], (length - take)[cut])
 
 
 def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int, row: int
                  ) -> tuple[Pieces, Drops, int]:
-    """The items concatenated and cut into rows of ``L`` (numbered from ``row``); the partial last row dropped.
+    """The items concatenated and cut into rows of ``L`` (numbered from ``row``), the partial last dropped.
 
     A piece that stops before its item's (or its remainder's) end is a crop.
     """
@@ -268,8 +270,8 @@ def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int,
     return pieces, Drops(doc[tail], (start + t0 - c)[tail], (end - t0)[tail]), rows
 
 
-def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int, padding: bool,
-                     size: int, compiled: bool | None) -> Iterator[EventBatch]:
+def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int,
+                     padding: bool, size: int, compiled: bool | None) -> Iterator[EventBatch]:
     """:meth:`~packing_theory.peers.paper.Seamless.events` in columns.
 
     Rows: the windows of the long texts (text order), then the bins cut to

@@ -306,8 +306,8 @@ class Seamless(PeerPacker):
 
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
         """:meth:`events` in columns, first fit compiled (:meth:`batches`; one window: the whole input)."""
-        yield from seamless_batches(peer_array(lengths), self.capacity, self.name, self.repetition, self.extra,
-                                    self.padding, size, compiled)
+        yield from seamless_batches(peer_array(lengths), self.capacity, self.name, self.repetition,
+                                    self.extra, self.padding, size, compiled)
 
 
 PEERS: dict[str, type[PeerPacker]] = {FewerTruncations.name: FewerTruncations, Seamless.name: Seamless}
