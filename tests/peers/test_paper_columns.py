@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from packing_theory import build_packer
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._common import best_fit
+from packing_theory.peers._common import best_fit, best_fit_decreasing
 from packing_theory.peers._paper_columns import first_opened_bins, window_columns
 from packing_theory.peers.paper import seamless_windows
 from packing_theory.testing import scaled_examples
@@ -83,6 +83,33 @@ def test_every_row_kind_of_seamless_appears_and_agrees(compiled: bool, padding: 
     kinds = {type(e).__name__ for e in want}
     assert {"Repeat", "Discard", "Filtered", "Placement"} <= kinds
     assert columnar_events(packer, ls, 4, compiled) == want
+
+
+HAND_PICKED = [
+    # best fit ties: after 13, 10, 8, 5, 2 bins 0 and 1 both hold space 1; bin 1 reached it first
+    ("fewer-truncations", 16, {}, [2, 10, 8, 1, 5, 13]),
+    ("seamless", 10, {"extra": 0}, [9, 6, 4]),  # a bin of exactly L after a streamed bin: streamed too
+    ("seamless", 10, {"extra": 0}, [6, 4, 7, 3]),  # the stream is two rows exactly: no tail to drop
+    ("seamless", 10, {"extra": 0}, [9, 6, 3]),  # a stream item straddles the row end: a crop, a dropped rest
+    ("seamless", 10, {"extra": 5}, [9, 6, 3, 20, 30]),  # an over-full bin cut at L, windows, the stream
+    ("seamless", 10, {"padding": True}, [0, 0, 3]),  # the empty texts join the first bin
+    ("seamless", 10, {"padding": True}, [0, 0]),  # a bin of empty texts only: an all-padding row
+]
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize(("name", "width", "options", "lengths"), HAND_PICKED)
+def test_hand_picked_inputs_agree(compiled: bool, name: str, width: int, options: dict[str, Any],
+                                  lengths: list[int]) -> None:
+    packer = build_packer(name, capacity=width, **options)
+    assert columnar_events(packer, lengths, 2, compiled) == list(packer.events(lengths))
+
+
+def test_the_tie_case_tells_the_rules_apart() -> None:
+    """The hand-picked tie input packs differently under first-to-reach ties (so it pins first-opened)."""
+    sizes = [2, 10, 8, 1, 5, 13]
+    assert (best_fit_decreasing(sizes, 16, ties="first-opened")
+            != best_fit_decreasing(sizes, 16, ties="first-to-reach"))
 
 
 @pytest.mark.parametrize("compiled", MODES)
