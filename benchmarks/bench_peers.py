@@ -27,7 +27,9 @@ load average before each part is recorded); ratios are from the same run.
 
 Run: ``python benchmarks/bench_peers.py`` (writes
 ``benchmarks/results/peers.{json,md}``); ``--quick`` runs small sizes and
-writes nothing.
+writes nothing; ``--parts peers --peers NAME,...`` measures those peers only
+and replaces their rows of the saved table (each such row records its own
+load before).
 """
 
 from __future__ import annotations
@@ -53,14 +55,14 @@ sys.path.insert(0, str(HERE.parent))
 from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 
-def peer_rates(lengths: np.ndarray) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer, pure events vs batches, on the same lengths."""
+def peer_rates(lengths: np.ndarray, only: set[str] | None = None) -> list[dict[str, Any]]:
+    """Events per CPU second of every peer (or those named in ``only``), pure events vs batches."""
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
 
     out = []
     for name, e in entries().items():
-        if e.kind != "peer":
+        if e.kind != "peer" or (only is not None and name not in only):
             continue
         packer = e.build(e.capacity_for(e.row_width.admissible(2048)))
         row: dict[str, Any] = {"peer": name, "columnar": e.columnar, "compiled": compiled_available()}
@@ -107,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-documents", type=int, default=1_000_000)
     parser.add_argument("--large-documents", type=int, default=10_000_000)
     parser.add_argument("--parts", default="peers,compare,large")
+    parser.add_argument("--peers", default=None, help="comma-separated peer names for the peers part "
+                        "(default: every peer); their rows replace the saved ones (same documents)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
@@ -122,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             files[n] = Path(tmp) / f"lengths_{n}.npy"
             write_lengths(files[n], n)
         if "peers" in parts:
+            only = None if args.peers is None else set(args.peers.split(","))
             result["peers"] = {"documents": args.documents, "load_before": round(os.getloadavg()[0], 2),
-                               "rows": peer_rates(np.load(files[args.documents]))}
+                               "rows": peer_rates(np.load(files[args.documents]), only)}
             ok &= all(r.get("same_count", True) and r.get("equal_on_20k", True)
                       for r in result["peers"]["rows"])
         if "compare" in parts:
@@ -151,10 +156,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
-        merged = {**(json.loads(old.read_text()) if old.exists() else {}), **result}
+        saved = json.loads(old.read_text()) if old.exists() else {}
+        if args.peers is not None and "peers" in result:
+            result["peers"] = merge_rows(saved.get("peers"), result["peers"])
+        merged = {**saved, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
     return 0 if ok else 1
+
+
+def merge_rows(saved: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
+    """The saved peers table with ``part``'s rows in place of the saved rows of the same peers.
+
+    Rows measured now carry the load before their run (``load_before``);
+    a table on other documents is replaced whole.
+    """
+    if not saved or saved.get("documents") != part["documents"]:
+        return part
+    fresh = {r["peer"]: {**r, "load_before": part["load_before"]} for r in part["rows"]}
+    rows = [fresh.pop(r["peer"], r) for r in saved["rows"]]
+    return {**saved, "rows": rows + list(fresh.values())}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -173,7 +194,8 @@ def render(r: dict[str, Any]) -> str:
             if "refused" in x:
                 lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
-            lines.append(f"| {x['peer']} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
+            peer = x["peer"] + (f" (load before {x['load_before']})" if "load_before" in x else "")
+            lines.append(f"| {peer} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "
                          f"{x['same_count'] and x['equal_on_20k']} |")
