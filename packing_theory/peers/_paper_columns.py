@@ -40,11 +40,16 @@ from ._columns import (
 )
 from ._common import best_fit, check_split_budget
 
-__all__ = ["Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins", "seamless_batches",
-           "window_columns"]
+__all__ = ["KERNEL_SPACES", "Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins",
+           "seamless_batches", "window_columns"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+KERNEL_SPACES = 1 << 22
+"""The largest capacity the first-opened kernel packs: it holds O(capacity) arrays (about 40 MB here).
+
+Above it :func:`first_opened_bins` answers with the pure Python best fit (the same bins)."""
 
 
 class Pieces(NamedTuple):
@@ -86,7 +91,8 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
     ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
     without numba), ``False`` the pure Python
     :func:`~packing_theory.peers._common.best_fit`, ``None`` the kernel when
-    numba is installed.
+    numba is installed; a capacity over :data:`KERNEL_SPACES` is packed by
+    the pure best fit either way.
 
     >>> first_opened_bins(np.array([2, 4, 2, 1, 1]), np.arange(5), 5, compiled=False).tolist()
     [0, 1, 0, 0, 1]
@@ -95,9 +101,10 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
     if use:
         kernel = load_numba_module("packing_theory.peers._best_fit_kernel",
                                    "the peers' compiled best fit (first-opened ties)")
-        bins: Int64Array = kernel.best_fit_first_opened(np.ascontiguousarray(sizes, np.int64),
-                                                        np.ascontiguousarray(order, np.int64), int(capacity))
-        return bins
+        if capacity <= KERNEL_SPACES:
+            bins: Int64Array = kernel.best_fit_first_opened(
+                np.ascontiguousarray(sizes, np.int64), np.ascontiguousarray(order, np.int64), int(capacity))
+            return bins
     out = np.empty(order.size, np.int64)
     seq = order.tolist()
     where = {item: j for j, item in enumerate(seq)}
@@ -290,7 +297,9 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     row = windows.start.size
     doc, start, length = _short_items(values, long, windows.rest)
     order = np.argsort(-length, kind="stable").astype(np.int64)
-    bins = first_fit_bins(length[order], L if padding else L + extra, compiled=compiled)
+    # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
+    room = L if padding else min(L + extra, max(L, int(length.sum())))
+    bins = first_fit_bins(length[order], room, compiled=compiled)
     by_bin = np.argsort(bins, kind="stable")
     item, item_bin = order[by_bin], bins[by_bin]
     doc, start, length = doc[item], start[item], length[item]

@@ -105,6 +105,20 @@ def test_hand_picked_inputs_agree(compiled: bool, name: str, width: int, options
     assert columnar_events(packer, lengths, 2, compiled) == list(packer.events(lengths))
 
 
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize(("name", "width", "options"), [
+    ("seamless", 10, {"extra": 2**70}),  # bins of L + extra tokens: past int64
+    ("seamless", 2**62, {"extra": 2**62}),
+    ("fewer-truncations", 2**40, {}),  # over the kernel's spaces: the pure best fit packs
+    ("fewer-truncations", (1 << 22) + 1, {}),
+])
+def test_huge_knobs_agree_on_both_paths(compiled: bool, name: str, width: int,
+                                        options: dict[str, Any]) -> None:
+    packer = build_packer(name, capacity=width, **options)
+    ls = [9, 3, 0, 25, 7, 7, 12] + ([2**40 + 5, width, width + 1, width - 1] if width > 2**20 else [])
+    assert columnar_events(packer, ls, 3, compiled) == list(packer.events(ls))
+
+
 def test_the_tie_case_tells_the_rules_apart() -> None:
     """The hand-picked tie input packs differently under first-to-reach ties (so it pins first-opened)."""
     sizes = [2, 10, 8, 1, 5, 13]
