@@ -27,9 +27,8 @@ load average before each part is recorded); ratios are from the same run.
 
 Run: ``python benchmarks/bench_peers.py`` (writes
 ``benchmarks/results/peers.{json,md}``); ``--quick`` runs small sizes and
-writes nothing; ``--parts peers --peers NAME,...`` measures those peers only
-and replaces their rows of the saved table (each such row records its own
-load before).
+writes nothing; ``--parts peers --peers NAME,...`` measures those peers again
+and replaces only their rows (marked with the load before that run).
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 
 def peer_rates(lengths: np.ndarray, only: set[str] | None = None) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer (or those named in ``only``), pure events vs batches."""
+    """Events per CPU second of every peer (or those in ``only``), pure events vs batches, same lengths."""
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
 
@@ -109,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-documents", type=int, default=1_000_000)
     parser.add_argument("--large-documents", type=int, default=10_000_000)
     parser.add_argument("--parts", default="peers,compare,large")
-    parser.add_argument("--peers", default=None, help="comma-separated peer names for the peers part "
-                        "(default: every peer); their rows replace the saved ones (same documents)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--peers", default=None,
+                        help="comma-separated peers the peers part measures (default: all); their rows "
+                             "replace theirs in the saved results, the other rows are kept")
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.compare_documents, args.large_documents = 20_000, 5_000, 20_000
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         files: dict[int, Path] = {}
-        for n in {args.documents, args.compare_documents, args.large_documents}:
+        sizes = {"peers": args.documents, "compare": args.compare_documents, "large": args.large_documents}
+        for n in {sizes[p] for p in parts if p in sizes}:
             files[n] = Path(tmp) / f"lengths_{n}.npy"
             write_lengths(files[n], n)
         if "peers" in parts:
@@ -156,26 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
-        saved = json.loads(old.read_text()) if old.exists() else {}
-        if args.peers is not None and "peers" in result:
-            result["peers"] = merge_rows(saved.get("peers"), result["peers"])
-        merged = {**saved, **result}
+        previous = json.loads(old.read_text()) if old.exists() else {}
+        if args.peers is not None and "peers" in result and "peers" in previous:
+            result["peers"] = merged_rows(previous["peers"], result["peers"])
+        merged = {**previous, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
     return 0 if ok else 1
 
 
-def merge_rows(saved: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
-    """The saved peers table with ``part``'s rows in place of the saved rows of the same peers.
-
-    Rows measured now carry the load before their run (``load_before``);
-    a table on other documents is replaced whole.
-    """
-    if not saved or saved.get("documents") != part["documents"]:
-        return part
-    fresh = {r["peer"]: {**r, "load_before": part["load_before"]} for r in part["rows"]}
-    rows = [fresh.pop(r["peer"], r) for r in saved["rows"]]
-    return {**saved, "rows": rows + list(fresh.values())}
+def merged_rows(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """An earlier peers part with the rows measured again replaced (registry order; their load noted)."""
+    fresh = {r["peer"]: dict(r, load_before=new["load_before"]) for r in new["rows"]}
+    rows = [fresh.pop(r["peer"], r) for r in old["rows"]] + list(fresh.values())
+    return {**old, "rows": rows}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -194,8 +189,8 @@ def render(r: dict[str, Any]) -> str:
             if "refused" in x:
                 lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
-            peer = x["peer"] + (f" (load before {x['load_before']})" if "load_before" in x else "")
-            lines.append(f"| {peer} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
+            again = f" (again, load {x['load_before']})" if "load_before" in x else ""
+            lines.append(f"| {x['peer']}{again} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "
                          f"{x['same_count'] and x['equal_on_20k']} |")
