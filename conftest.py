@@ -15,6 +15,7 @@ OPTIONAL_MODULES = {
     "packing_theory/engine/_kernel.py": "numba",
     "packing_theory/audit/_ledger_kernel.py": "numba",
     "packing_theory/peers/_kernels.py": "numba",
+    "packing_theory/peers/_best_fit_kernel.py": "numba",
 }
 
 collect_ignore = [path for path, dep in OPTIONAL_MODULES.items() if importlib.util.find_spec(dep) is None]

@@ -24,10 +24,12 @@ from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
+from ._columns import peer_array
 from ._common import (
     EventLog,
     Piece,
@@ -38,6 +40,7 @@ from ._common import (
     peer_lengths,
 )
 from ._figures import TrainerRule
+from ._paper_columns import fewer_truncations_batches, seamless_batches
 
 __all__ = ["PEERS", "FewerTruncations", "Seamless", "seamless_windows"]
 
@@ -78,6 +81,7 @@ class FewerTruncations(PeerPacker):
         "row", True, "Ding et al., arXiv:2404.10830 §3 (Best-fit Packing); the method fixes no collator",
         "rows are right-padded to L; with no collator of its own, targets follow seed 000's convention: "
         "every non-padding position but the first of a row (targets = placed tokens - rows)")
+    columnar: ClassVar[bool] = True
     trainer_view: ClassVar[str] = (
         "rows of L tokens right-padded, each holding whole chunks; attention masking and position ids "
         "are the trainer's choice (the method does not fix them)"
@@ -103,6 +107,10 @@ class FewerTruncations(PeerPacker):
         for row in self.rows_of(ls):
             log.row(row)
         yield from log.finish("drained")
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns, best fit compiled (:meth:`batches`; one window: the whole input)."""
+        yield from fewer_truncations_batches(peer_array(lengths), self.capacity, self.name, size, compiled)
 
 
 def seamless_windows(n: int, L: int, repetition: float) -> tuple[list[int], int]:
@@ -176,6 +184,7 @@ class Seamless(PeerPacker):
         "oversized bins, truncating overflow); no buffer of B spans"
     )
     repeats_tokens: ClassVar[bool] = True
+    columnar: ClassVar[bool] = True
     trainer_rule: ClassVar[TrainerRule] = TrainerRule(
         "row", False,
         "Infernus-WIND/Seamless-Packing@f81d0bb7ea0d src/continual_pretraining_utils.py (labels = tokens, "
@@ -209,10 +218,10 @@ class Seamless(PeerPacker):
             raise InputTypeError(f"padding must be a bool, got {type(padding).__name__} {padding!r}")
         self.padding = padding
 
-
     def rule(self) -> TrainerRule:
         """:attr:`trainer_rule`, storing pad tokens when ``padding=True``."""
         return replace(self.trainer_rule, stores_padding=self.padding)
+
     def _plan(self, ls: Sequence[int]) -> tuple[list[list[Piece]], list[tuple[int, int, int]]]:
         L = self.capacity
         check_split_budget(ls, L, self.name)
@@ -294,6 +303,11 @@ class Seamless(PeerPacker):
         for d, start, length in dropped:
             log.discard(d, d, start, length)
         yield from log.finish("drained")
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns, first fit compiled (:meth:`batches`; one window: the whole input)."""
+        yield from seamless_batches(peer_array(lengths), self.capacity, self.name, self.repetition,
+                                    self.extra, self.padding, size, compiled)
 
 
 PEERS: dict[str, type[PeerPacker]] = {FewerTruncations.name: FewerTruncations, Seamless.name: Seamless}

@@ -56,6 +56,9 @@ def options_for(name: str, draw: Any) -> dict[str, Any]:
         return {"documents_per_file": per, "source_group_size": draw(st.integers(1, 3)) if per else 1}
     if name.startswith("torchtune"):
         return {"max_packs": draw(st.sampled_from([None, 0, 2]))}
+    if name == "seamless":
+        return {"repetition": draw(st.sampled_from([0.0, 0.3, 0.5, 0.99])),
+                "extra": draw(st.sampled_from([0, 1, 50])), "padding": draw(st.booleans())}
     if name == "foundry-binpack":  # leftovers kept, capped or dropped; a short final call kept or dropped
         return {"batch_size": draw(st.integers(1, 3)),
                 "packing_ratio": draw(st.sampled_from([1.0, 2.0, 2.5])),
@@ -69,7 +72,8 @@ def options_for(name: str, draw: Any) -> dict[str, Any]:
 
 def test_the_expensive_peers_are_columnar() -> None:
     assert {"trl-bfd", "trl-bfd_split", "trl-wrapped", "olmo-truncate", "olmo-fragment", "megatron-gpt",
-            "foundry-concat-wrap", "foundry-concat-no_wrap", "torchtune-split"} <= set(COLUMNAR)
+            "foundry-concat-wrap", "foundry-concat-no_wrap", "torchtune-split", "fewer-truncations",
+            "seamless"} <= set(COLUMNAR)
 
 
 @pytest.mark.parametrize("compiled", MODES)

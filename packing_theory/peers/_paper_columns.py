@@ -1,0 +1,320 @@
+"""The columnar path of the paper peers (``fewer-truncations``, ``seamless``): their events as numpy columns.
+
+:class:`~packing_theory.peers.paper.FewerTruncations` and
+:class:`~packing_theory.peers.paper.Seamless` pack a finite table offline, so
+their event stream is one window: every Arrival, then the Filtered of the
+empty documents, then the rows, then the Discards, then the Horizon. These
+functions build the same events, in the same order, with numpy (the packing
+loop compiled with numba when asked) — the pure Python ``events`` of both
+classes stay the oracle (``tests/peers/test_paper_columns.py``).
+
+* :func:`first_opened_bins` — best fit with first-opened ties: the numba
+  kernel of :mod:`packing_theory.peers._best_fit_kernel`, else the pure
+  :func:`~packing_theory.peers._common.best_fit` (same bins);
+* :func:`window_columns` — :func:`~packing_theory.peers.paper.seamless_windows`
+  for every long text at once;
+* :func:`fewer_truncations_batches`, :func:`seamless_batches` — the batches.
+
+Complexity: O(events) numpy work plus the packing (O(items log R) best fit,
+O(items log items) first fit, compiled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine.batches import EventBatch
+from ..engine.compiled import compiled_available, load_numba_module
+from ._columns import (
+    arrival_sections,
+    assemble,
+    discard_section,
+    first_fit_bins,
+    fragments,
+    horizon_batch,
+    row_section,
+)
+from ._common import best_fit, check_split_budget
+
+__all__ = ["KERNEL_SPACES", "Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins",
+           "seamless_batches", "window_columns"]
+
+Int64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+KERNEL_SPACES = 1 << 22
+"""The largest capacity the first-opened kernel packs: it holds O(capacity) arrays (about 40 MB here).
+
+Above it :func:`first_opened_bins` answers with the pure Python best fit (the same bins)."""
+
+
+class Pieces(NamedTuple):
+    """Row pieces in row order (``row`` non-decreasing), each its own document's tokens."""
+
+    row: Int64Array
+    occurrence: Int64Array
+    start: Int64Array
+    length: Int64Array
+    crop: BoolArray
+    repeat: BoolArray
+
+
+class Drops(NamedTuple):
+    """Discarded token ranges in stream order."""
+
+    occurrence: Int64Array
+    start: Int64Array
+    length: Int64Array
+
+
+def _zeros(n: int = 0) -> Int64Array:
+    return np.zeros(n, np.int64)
+
+
+def _cat_pieces(*parts: Pieces) -> Pieces:
+    return Pieces(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
+
+
+def _cat_drops(*parts: Drops) -> Drops:
+    return Drops(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
+
+
+def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
+                      compiled: bool | None = None) -> Int64Array:
+    """The bin of each item of ``order`` (processing order) under best fit with first-opened ties.
+
+    Sizes lie in ``1..capacity``; bins are numbered in opening order.
+    ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
+    without numba), ``False`` the pure Python
+    :func:`~packing_theory.peers._common.best_fit`, ``None`` the kernel when
+    numba is installed; a capacity over :data:`KERNEL_SPACES` is packed by
+    the pure best fit either way.
+
+    >>> first_opened_bins(np.array([2, 4, 2, 1, 1]), np.arange(5), 5, compiled=False).tolist()
+    [0, 1, 0, 0, 1]
+    """
+    use = compiled_available() if compiled is None else compiled
+    if use:
+        kernel = load_numba_module("packing_theory.peers._best_fit_kernel",
+                                   "the peers' compiled best fit (first-opened ties)")
+        if capacity <= KERNEL_SPACES:
+            bins: Int64Array = kernel.best_fit_first_opened(
+                np.ascontiguousarray(sizes, np.int64), np.ascontiguousarray(order, np.int64), int(capacity))
+            return bins
+    out = np.empty(order.size, np.int64)
+    seq = order.tolist()
+    where = {item: j for j, item in enumerate(seq)}
+    for b, items in enumerate(best_fit(sizes.tolist(), seq, capacity, ties="first-opened")):
+        for item in items:
+            out[where[item]] = b
+    return out
+
+
+def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops: Drops, size: int,
+             repeats: bool) -> Iterator[EventBatch]:
+    """One offline window's events in batches of about ``size`` documents, rows or discards each.
+
+    Every Arrival, the Filtered (``"empty"``) of each empty document, the rows
+    (``pieces``, padded on the right), the discards, the Horizon.
+    """
+    n = values.size
+    occ = np.arange(n, dtype=np.int64)
+    reasons = ("empty",)
+    for lo in range(0, n, size):
+        arr, _ = arrival_sections(occ[lo:lo + size], values[lo:lo + size], _zeros(min(size, n - lo)),
+                                  empty=False)
+        yield assemble(1, [arr], reasons)
+    empty = occ[values == 0]
+    for lo in range(0, empty.size, size):
+        part = empty[lo:lo + size]
+        _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
+        yield assemble(1, [filt], reasons)
+    for r0 in range(0, rows, size):
+        r1 = min(rows, r0 + size)
+        a, b = np.searchsorted(pieces.row, [r0, r1]).tolist()
+        p_occ = pieces.occurrence[a:b]
+        yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), pieces.row[a:b] - r0, p_occ,
+                                       p_occ, pieces.start[a:b], pieces.length[a:b], pieces.crop[a:b],
+                                       pieces.repeat[a:b] if repeats else None)], reasons)
+    for lo in range(0, drops.occurrence.size, size):
+        d_occ = drops.occurrence[lo:lo + size]
+        yield assemble(1, [discard_section(d_occ, drops.start[lo:lo + size], drops.length[lo:lo + size],
+                                           _zeros(d_occ.size))], reasons)
+    yield horizon_batch(rows)
+
+
+def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size: int,
+                              compiled: bool | None) -> Iterator[EventBatch]:
+    """:meth:`~packing_theory.peers.paper.FewerTruncations.events` in columns.
+
+    Chunks of at most ``capacity`` tokens (:func:`~packing_theory.peers._columns.fragments`),
+    ordered longest first stably, best fit with first-opened ties; rows are
+    the bins in opening order, chunks in insertion order. ``values`` is
+    checked (:func:`~packing_theory.peers._columns.peer_array`); the split
+    budget is asked here, before any batch.
+    """
+    L = capacity
+    check_split_budget(values, L, name)
+    c_occ, c_start, c_len = fragments(np.arange(values.size, dtype=np.int64), values, L)
+    order = np.argsort(-c_len, kind="stable").astype(np.int64)
+    bins = first_opened_bins(c_len, order, L, compiled=compiled)
+    by_row = np.argsort(bins, kind="stable")
+    items = order[by_row]
+    rows = int(bins.max()) + 1 if bins.size else 0
+    none = np.zeros(items.size, np.bool_)
+    pieces = Pieces(bins[by_row], c_occ[items], c_start[items], c_len[items], none, none)
+    yield from _batches(values, L, rows, pieces, Drops(_zeros(), _zeros(), _zeros()), size, False)
+
+
+class Windows(NamedTuple):
+    """Stage 1 of Seamless Packing for every text of ``n >= L`` tokens, in text order."""
+
+    text: Int64Array  # the text of each window (non-decreasing)
+    start: Int64Array  # each window's first token; windows are [start, start + L)
+    rest: Int64Array  # per text given: start of the short remainder deferred to stage 2, or -1
+
+
+def window_columns(lengths: Int64Array, capacity: int, repetition: float) -> Windows:
+    """:func:`~packing_theory.peers.paper.seamless_windows` of each length (all ``>= capacity``) at once.
+
+    With ``q = n // L`` and ``r = n % L`` the pure rule's tests are rewritten
+    without a product that could pass ``2**63``: ``n < (L - m)(q + 1) + m``
+    is ``r + m q < L`` and ``o = (L(q + 1) - n) // (q + 1) + 1`` is
+    ``(L - r) // (q + 1) + 1``.
+
+    >>> w = window_columns(np.array([20, 22, 25]), 10, 0.3)
+    >>> w.text.tolist(), w.start.tolist(), w.rest.tolist()
+    ([0, 0, 1, 1, 2, 2, 2], [0, 10, 0, 10, 0, 8, 15], [-1, 20, -1])
+    """
+    L = capacity
+    m = int(L * repetition)
+    q = lengths // L
+    r = lengths - q * L
+    exact = r == 0
+    defer = ~exact & (r + m * q < L)
+    overlap = ~exact & ~defer
+    step = np.where(overlap, L - ((L - r) // (q + 1) + 1), L)
+    count = q + overlap
+    text = np.repeat(np.arange(lengths.size, dtype=np.int64), count)
+    k = np.arange(text.size, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    start = np.where(k < q[text], k * step[text], lengths[text] - L)
+    return Windows(text, start, np.where(defer, q * L, -1))
+
+
+def _window_rows(occ: Int64Array, windows: Windows, L: int) -> tuple[Pieces, Drops]:
+    """Each window a row: the tokens the previous window of its text showed (Repeat), then the new ones.
+
+    Tokens skipped between two windows of a text are discarded.
+    """
+    s = windows.start
+    w = s.size
+    first = np.ones(w, np.bool_)
+    first[1:] = windows.text[1:] != windows.text[:-1]
+    frontier = np.where(first, 0, np.concatenate((_zeros(1), s[:-1] + L)))
+    gap = s > frontier
+    rep = s < frontier
+    per = 1 + rep
+    row = np.repeat(np.arange(w, dtype=np.int64), per)
+    second = np.arange(row.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per) == 1
+    is_rep = rep[row] & ~second  # a row with a Repeat shows it first
+    new = np.maximum(s, frontier)[row]
+    p_start = np.where(is_rep, s[row], new)
+    p_len = np.where(is_rep, frontier[row] - s[row], s[row] + L - new)
+    o = occ[windows.text]
+    pieces = Pieces(row, o[row], p_start, p_len, np.zeros(row.size, np.bool_), is_rep)
+    return pieces, Drops(o[gap], frontier[gap], (s - frontier)[gap])
+
+
+def _short_items(values: Int64Array, long: Int64Array, rest: Int64Array
+                 ) -> tuple[Int64Array, Int64Array, Int64Array]:
+    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder."""
+    rest_of = np.full(values.size, -1, np.int64)
+    rest_of[long] = rest
+    is_short = np.ones(values.size, np.bool_)
+    is_short[long] = False
+    doc = np.flatnonzero(is_short | (rest_of >= 0)).astype(np.int64)
+    start = np.where(is_short[doc], 0, rest_of[doc])
+    return doc, start, values[doc] - start
+
+
+def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: Int64Array, row: Int64Array,
+              L: int) -> tuple[Pieces, Drops]:
+    """Bins cut to their first ``L`` tokens: each item's kept tokens (row ``row``), the rest discarded.
+
+    Items are bin by bin, non-empty; ``within``: an item's first token in its bin.
+    """
+    take = np.clip(L - within, 0, length)
+    kept = take > 0
+    cut = take < length
+    pieces = Pieces(row[kept], doc[kept], start[kept], take[kept], cut[kept],
+                    np.zeros(int(kept.sum()), np.bool_))
+    return pieces, Drops(doc[cut], (start + take)[cut], (length - take)[cut])
+
+
+def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int, row: int
+                 ) -> tuple[Pieces, Drops, int]:
+    """The items concatenated and cut into rows of ``L`` (numbered from ``row``), the partial last dropped.
+
+    A piece that stops before its item's (or its remainder's) end is a crop.
+    """
+    c = np.cumsum(length) - length
+    end = c + length
+    rows = int(end[-1]) // L if end.size else 0
+    r0 = c // L
+    per = np.maximum(np.minimum((end - 1) // L, rows - 1) - r0 + 1, 0)
+    item = np.repeat(np.arange(length.size, dtype=np.int64), per)
+    r = r0[item] + np.arange(item.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    g0 = np.maximum(c[item], r * L)
+    g1 = np.minimum(end[item], (r + 1) * L)
+    pieces = Pieces(row + r, doc[item], start[item] + g0 - c[item], g1 - g0, g1 < end[item],
+                    np.zeros(item.size, np.bool_))
+    tail = end > rows * L
+    t0 = np.maximum(c, rows * L)
+    return pieces, Drops(doc[tail], (start + t0 - c)[tail], (end - t0)[tail]), rows
+
+
+def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int,
+                     padding: bool, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+    """:meth:`~packing_theory.peers.paper.Seamless.events` in columns.
+
+    Rows: the windows of the long texts (text order), then the bins cut to
+    ``L`` (every bin with ``padding``; bin order), then the other bins'
+    tokens concatenated and cut every ``L``. Discards: the gaps between
+    windows, the bins' overflow, the unfinished last row. First fit is
+    :func:`~packing_theory.peers._columns.first_fit_bins` (compiled when asked).
+    """
+    L = capacity
+    check_split_budget(values, L, name)
+    occ = np.arange(values.size, dtype=np.int64)
+    long = np.flatnonzero(values >= L).astype(np.int64)
+    windows = window_columns(values[long], L, repetition)
+    windows = Windows(long[windows.text], windows.start, windows.rest)
+    w_pieces, w_drops = _window_rows(occ, windows, L)
+    row = windows.start.size
+    doc, start, length = _short_items(values, long, windows.rest)
+    order = np.argsort(-length, kind="stable").astype(np.int64)
+    # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
+    room = L if padding else min(L + extra, max(L, int(length.sum())))
+    bins = first_fit_bins(length[order], room, compiled=compiled)
+    by_bin = np.argsort(bins, kind="stable")
+    item, item_bin = order[by_bin], bins[by_bin]
+    doc, start, length = doc[item], start[item], length[item]
+    first = np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item.size else _zeros()
+    c = np.cumsum(length) - length
+    within = c - c[first][item_bin]
+    totals = np.add.reduceat(length, first) if item.size else _zeros()
+    cut = (totals > L) | padding
+    cut_row = row + np.cumsum(cut) - cut
+    on_row = cut[item_bin] & (length > 0)
+    c_pieces, c_drops = _cut_rows(doc[on_row], start[on_row], length[on_row], within[on_row],
+                                  cut_row[item_bin][on_row], L)
+    row += int(cut.sum())
+    streamed = ~cut[item_bin] & (length > 0)
+    s_pieces, s_drops, s_rows = _stream_rows(doc[streamed], start[streamed], length[streamed], L, row)
+    pieces = _cat_pieces(w_pieces, c_pieces, s_pieces)
+    drops = _cat_drops(w_drops, c_drops, s_drops)
+    yield from _batches(values, L, row + s_rows, pieces, drops, size, True)
