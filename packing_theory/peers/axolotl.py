@@ -57,11 +57,11 @@ from ..engine.batches import EventBatch
 from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError, InputTypeError
-from ._axolotl_columns import DrawBins, draw_bins, filter_rows, multipack_batches
 from ._base import PeerPacker
 from ._columns import peer_array
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 from ._figures import TrainerRule
+from ._first_fit_columns import DrawBins, draw_bins, filter_rows, multipack_batches
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
@@ -513,7 +513,7 @@ class AxolotlMultipack(PeerPacker):
         yield from log.finish("drained")
 
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
-        """:meth:`events` in columns (:mod:`~packing_theory.peers._axolotl_columns`): the plan vectorised.
+        """:meth:`events` in columns (:mod:`~packing_theory.peers._first_fit_columns`): the plan vectorised.
 
         The filter's refusals are the pure filter's own, raised on the rows up
         to the first refused one; every draw is packed (and refused) in the order :meth:`plan` packs them.

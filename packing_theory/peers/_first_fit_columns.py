@@ -1,9 +1,10 @@
-"""Axolotl's multipack sampler on the columnar path: the filter, the bins and the events as numpy columns.
+"""The first-fit peers on the columnar path: Axolotl's multipack sampler and NeMo's packing as numpy columns.
 
-:class:`~packing_theory.peers.axolotl.AxolotlMultipack` plans with these
-functions when its :meth:`~packing_theory.peers.PeerPacker.batches` is asked
-(its pure Python ``events`` stays the oracle: ``tests/peers/test_columns.py``
-compares the two event for event).
+:class:`~packing_theory.peers.axolotl.AxolotlMultipack` and the NeMo peers
+(:mod:`packing_theory.peers.nemo`) plan with these functions when their
+:meth:`~packing_theory.peers.PeerPacker.batches` is asked (their pure Python
+``events`` stay the oracle: ``tests/peers/test_columns.py`` compares the two
+event for event).
 
 * :func:`filter_rows` — the long-row filter (``keep``) vectorised.
 * :func:`next_fit_starts` — ``allocate_sequentially`` (next fit, no row cap):
@@ -16,6 +17,8 @@ compares the two event for event).
 * :func:`multipack_batches` — the event stream of a plan: every epoch's
   arrivals and filtered rows, the rows of the emitted bins, the tails cut by
   ``truncate``, the rows of dropped batches, the Horizon.
+* :func:`nemo_packs` / :func:`nemo_batches` — NeMo's histogram first fit, the
+  per-length draws that fill its bins, and its event stream.
 
 Complexity: O(N log N) per sampler draw (the first fit), O(events) numpy work.
 """
@@ -33,7 +36,7 @@ from ..engine.batches import ARRIVAL, DISCARD, FILTERED, EventBatch
 from ._columns import Section, assemble, first_fit_bins, horizon_batch, row_section
 
 __all__ = ["REASONS", "DrawBins", "draw_bins", "filter_rows", "grouped_first_fit", "multipack_batches",
-           "next_fit_starts"]
+           "nemo_batches", "nemo_packs", "next_fit_starts"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -193,3 +196,73 @@ def _row_chunks(bounds: Int64Array, size: int) -> list[tuple[int, int]]:
     cuts = np.searchsorted(bounds, np.arange(size, int(bounds[-1]), size), side="left")
     edges = np.unique(np.concatenate(([0], np.clip(cuts, 1, rows), [rows])))
     return [(int(a), int(c)) for a, c in itertools.pairwise(edges.tolist())]
+
+
+def nemo_packs(seq: Int64Array, capacity: int, algorithm: str, seed: int,
+               compiled: bool | None) -> tuple[Int64Array, Int64Array, Int64Array]:
+    """NeMo's packs of the examples with ``seq_len`` values ``seq`` (-1: empty, in no pack).
+
+    Returns the examples pack by pack, their ``seq_len`` and the pack of each
+    (packs numbered in order). ``create_packing_strategy`` first-fits the
+    ascending ``seq_len`` values (sorted descending, or shuffled by the global
+    RNG seeded with ``seed``); ``fill_packing_strategy`` permutes the examples
+    of each ``seq_len`` (ascending) with the same RNG and fills the packs by
+    taking them from the end of their length's list.
+
+    >>> [a.tolist() for a in nemo_packs(np.array([4, 3, 4, -1, 1]), 8, "first_fit", 0, False)]
+    [[4, 1, 0, 2], [1, 3, 4, 4], [0, 0, 0, 1]]
+    """
+    examples = np.flatnonzero(seq >= 0).astype(np.int64)
+    by_len = examples[np.argsort(seq[examples], kind="stable")]  # ascending seq_len, then example id
+    lens = seq[by_len]
+    rs = np.random.RandomState(seed)
+    if algorithm == "first_fit_decreasing":
+        items = lens[::-1].copy()
+    elif algorithm == "first_fit_shuffle":
+        items = lens.copy()
+        rs.shuffle(items)
+    else:
+        items = lens
+    bins = first_fit_bins(items, capacity, compiled=compiled)
+    in_bins = np.argsort(bins, kind="stable")
+    sizes = items[in_bins]
+    values, first, counts = np.unique(lens, return_index=True, return_counts=True)
+    pool = by_len.copy()
+    for lo, k in zip(first.tolist(), counts.tolist(), strict=True):  # one draw per seq_len, ascending
+        pool[lo : lo + k] = by_len[lo : lo + k][rs.permutation(k)]
+    slot = np.argsort(sizes, kind="stable")  # pack positions grouped by seq_len, in pack order
+    group = np.searchsorted(values, sizes[slot])
+    rank = np.arange(slot.size, dtype=np.int64) - first[group]
+    chosen = np.empty(slot.size, np.int64)
+    chosen[slot] = pool[first[group] + counts[group] - 1 - rank]  # each pack takes from the end of its pool
+    return chosen, sizes, bins[in_bins]
+
+
+def nemo_batches(ls: Int64Array, kept: Int64Array, chosen: Int64Array, sizes: Int64Array, pack: Int64Array,
+                 capacity: int, size: int) -> Iterator[EventBatch]:
+    """NeMo's events: arrivals, the tails cut by ``max_seq_length``, empty examples, then pack by pack
+    its row (the input positions) and the one-token label discard of each of its examples."""
+    n = ls.size
+    ids = np.arange(n, dtype=np.int64)
+    for lo, hi in _chunks(n, size):
+        yield _one(ARRIVAL, "arrival", (ids[lo:hi], ids[lo:hi], np.zeros(hi - lo, np.int64), ls[lo:hi]))
+    cut = np.flatnonzero(ls > kept).astype(np.int64)
+    yield from _discards(cut, cut, kept[cut], ls[cut] - kept[cut], size)
+    empty = np.flatnonzero(ls == 0).astype(np.int64)
+    for lo, hi in _chunks(empty.size, size):
+        e = empty[lo:hi]
+        yield _one(FILTERED, "filtered", (e, e, np.zeros(e.size, np.int64), np.zeros(e.size, np.int64)),
+                   ("empty",))
+    packs = int(pack[-1]) + 1 if pack.size else 0
+    bounds = np.concatenate((np.zeros(1, np.int64), np.cumsum(np.bincount(pack, minlength=packs))))
+    for r0, r1 in _row_chunks(bounds, size):
+        p0, p1 = int(bounds[r0]), int(bounds[r1])
+        d, s, row = chosen[p0:p1], sizes[p0:p1], pack[p0:p1] - r0
+        placed = s > 0
+        rows = row_section(capacity, r1 - r0, r0, np.arange(r1 - r0, dtype=np.int64), row[placed], d[placed],
+                           d[placed], np.zeros(int(placed.sum()), np.int64), s[placed],
+                           np.zeros(int(placed.sum()), np.bool_))
+        labels = Section(row, np.full(d.size, DISCARD, np.uint8),
+                         {"discard": (d, d, s, np.ones(d.size, np.int64))})
+        yield assemble(r1 - r0, [rows, labels])
+    yield horizon_batch(packs)

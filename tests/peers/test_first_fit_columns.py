@@ -1,4 +1,4 @@
-"""Axolotl's columnar stages (``packing_theory/peers/_axolotl_columns.py``) against the pure Python peer.
+"""Axolotl's columnar stages (``packing_theory/peers/_first_fit_columns.py``) against the pure Python peer.
 
 The pure ``AxolotlMultipack`` stages (``keep``, ``next_fit``,
 ``first_fit_groups``, ``events``) are the oracle: every columnar stage must
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._axolotl_columns import (
+from packing_theory.peers._first_fit_columns import (
     REASONS,
     draw_bins,
     filter_rows,
