@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, is_int
+from .._unique import distinct
 from ..errors import InputError, InputTypeError
 from .records import PackedBatch
 from .state import LoaderState
@@ -174,7 +175,7 @@ def take_rows(batch: PackedBatch, rows: npt.ArrayLike) -> PackedBatch:
     idx = np.asarray(rows, dtype=np.int64)
     if idx.ndim != 1 or (idx.size and (idx.min() < 0 or idx.max() >= batch.n_rows)):
         raise InputError(f"rows must be row indices of the {batch.n_rows}-row batch, got {idx.tolist()[:8]}")
-    if np.unique(idx).size != idx.size:
+    if distinct(idx).size != idx.size:
         raise InputError("rows must not repeat")
     p = batch.pieces
     new_of_old = np.full(batch.n_rows, -1, dtype=np.int64)

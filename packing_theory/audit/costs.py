@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from .._unique import distinct
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
@@ -285,25 +286,20 @@ class CostAccumulator:
             self.rows += 1
 
     def result(self) -> PackerCosts:
-        """The costs of the events consumed so far. O(occurrences)."""
-        frag = self._frag
+        """The costs of the events consumed so far. O(occurrences) numpy work (a sort of the sources)."""
         starts = self.starts
-        arrived = len(frag)
-        started_sources: set[int] = set()
-        sources: set[int] = set()
-        long_n = long_started = frag_sum = frag_max = 0
-        for occ in range(arrived):
-            src = self._source[occ]
-            sources.add(src)
-            f = frag[occ]
-            if f:
-                started_sources.add(src)
-            if self._long[occ]:
-                long_n += 1
-                if f:
-                    long_started += 1
-                    frag_sum += f
-                    frag_max = max(frag_max, f)
+        frag = np.frombuffer(self._frag, dtype=np.int64) if self._frag else np.zeros(0, np.int64)
+        source = np.frombuffer(self._source, dtype=np.int64) if self._source else np.zeros(0, np.int64)
+        long = (np.frombuffer(self._long, dtype=np.uint8).astype(np.bool_) if self._long
+                else np.zeros(0, np.bool_))
+        arrived = int(frag.size)
+        sources = distinct(source)
+        started_sources = distinct(source[frag > 0])
+        long_frag = frag[long & (frag > 0)]
+        long_n, long_started = int(np.count_nonzero(long)), int(long_frag.size)
+        frag_sum = int(long_frag.sum(dtype=np.int64)) if long_started else 0
+        frag_max = int(long_frag.max()) if long_started else 0
+        del frag, source, long  # views of the growing buffers: released before any append
         positions = self.rows * self.capacity + self.fill
         return PackerCosts(
             label=self.label,
@@ -318,8 +314,8 @@ class CostAccumulator:
             arrived_occurrences=arrived,
             started_occurrences=starts.started,
             never_started_occurrences=arrived - starts.started,
-            arrived_sources=len(sources),
-            never_started_sources=len(sources - started_sources),
+            arrived_sources=int(sources.size),
+            never_started_sources=int(sources.size - started_sources.size),
             start_delay_max=starts.max_delay,
             start_delay_p50=nearest_rank(starts.delays, 0.5),
             start_delay_p99=nearest_rank(starts.delays, 0.99),

@@ -43,6 +43,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
@@ -320,7 +321,7 @@ def _suffix_matches(names: np.ndarray, ids: np.ndarray, text: str) -> np.ndarray
     if k == 0:
         return np.zeros(0, dtype=np.int64)
     hits = np.array([i for i, n in enumerate(names) if _parts(str(n))[-k:] == want], dtype=np.int64)
-    documents = np.unique(ids[hits]) if hits.size else hits
+    documents = distinct(ids[hits]) if hits.size else hits
     if documents.size > 1:
         first = {int(d): str(names[hits[np.flatnonzero(ids[hits] == d)[0]]]) for d in documents[:5]}
         shown = ", ".join(f"{n} (document {d})" for d, n in first.items())
@@ -383,7 +384,7 @@ def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, pa
         raise InputError(f"names has {len(names):,} entries for {n:,} documents")
     total = n * P
     key = pas * n + src
-    if np.unique(key).size != key.size:
+    if distinct(key).size != key.size:
         raise InputError("two arrivals are the same document in the same pass")
     occurrence = np.full(total, -1, np.int64)
     occurrence[key] = occ

@@ -55,6 +55,7 @@ from ..engine.events import (
     Padding,
     Placement,
     Repeat,
+    span_columns,
 )
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
@@ -287,9 +288,7 @@ class Ledger(ChunkAccounts):
         if self._exhausted_at_row is None and h.stop_reason == "exhausted":
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
-            spans = np.array([(s.occurrence, s.start, s.length, s.bos_inserted) for s in h.buffered],
-                             dtype=np.int64)
-            occ, ln, bos = spans[:, 0], spans[:, 2], spans[:, 3].astype(np.bool_)
+            occ, _, _, ln, bos = span_columns(h.buffered)
             self._known(occ, "buffered span")
             added = bos & ((self._t.flags[occ] & ADDED) != 0)
             self._buf_occ, inv = np.unique(occ, return_inverse=True)

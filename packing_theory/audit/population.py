@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Placement, first_target
@@ -174,7 +175,7 @@ def evaluation_population(
     inc = included_within(int(targets))
     pre = tuple(EvalPrefix(int(p), included_within(int(p)), zero(included_within(int(p))))
                 for p in sorted(prefixes))
-    sources = np.unique(src[(first >= 0) & (first < targets)])
+    sources = distinct(src[(first >= 0) & (first < targets)])
     first_long = agg.first_over_capacity_target
     return EvalPopulation(
         policy=cfg.policy,

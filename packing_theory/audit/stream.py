@@ -37,7 +37,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..engine.batches import EventBatch, EventItem
 from ..engine.consumers import consumer_settings
-from ..engine.events import Event, Horizon, first_target
+from ..engine.events import Event, Horizon, first_target, span_columns
 from ..engine.summary import ReplaySummary
 from ..errors import InputError, InputTypeError
 from .accounting import MAX_EXACT_TOKENS, counts_median, exact_total
@@ -363,13 +363,13 @@ class StreamLedger:
     def _finish(self, h: Horizon) -> None:
         self.horizon = h
         if h.buffered:
-            spans = np.array([(s.occurrence, s.length, s.bos_inserted) for s in h.buffered], dtype=np.int64)
-            i = self._idx(spans[:, 0], "buffered span")
-            added = (spans[:, 2] == 1) & ((self._flags[i] & _ADDED) != 0)
+            occ, _, _, ln, bos = span_columns(h.buffered)
+            i = self._idx(occ, "buffered span")
+            added = bos & ((self._flags[i] & _ADDED) != 0)
             strat = self._strat[i]
-            self._buffered_by = np.bincount(strat, weights=spans[:, 1] - added, minlength=self._S
+            self._buffered_by = np.bincount(strat, weights=ln - added, minlength=self._S
                                             ).round().astype(np.int64)
-            self._buffered_tokens = int(spans[:, 1].sum())
+            self._buffered_tokens = int(ln.sum())
         else:
             self._buffered_tokens = 0
         # the horizon settles every live occurrence: nothing more can happen to it

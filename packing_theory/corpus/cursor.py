@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..errors import InputError
 from .documents import _boundary, _document_index, copy_runs, run_index
 from .shards import PathLike, Shard, read_shard
@@ -121,7 +122,7 @@ class ShardDocuments(Sequence[npt.NDArray[np.uint16]]):
             return copy_runs(self.shards[first].ids, base, length)
         out = np.empty(int(length.sum()), dtype=np.int64)
         ends = np.cumsum(length)
-        for k in np.unique(shard).tolist():
+        for k in distinct(shard).tolist():
             sel = np.flatnonzero(shard == k)
             base = self._offsets[k][doc[sel] - self.doc_starts[k]] + start[sel]
             part = length[sel]

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.events import buffered_length
 from ..errors import InputError
 from ..lengths import validate_lengths
 
@@ -254,7 +255,7 @@ def _replay_metrics(lengths: npt.NDArray[np.int64], policy: str = "discard") -> 
         "consumed_sources": float(n),
         "consumed_tokens": float(consumed_tokens),
         "discarded_tokens": float(discarded),
-        "buffered_tokens": float(sum(s.length for s in horizon.buffered)),
+        "buffered_tokens": float(buffered_length(horizon.buffered)),
         "over_capacity_emitted_fraction": float(em[lengths > R].sum()) / max(1, int(em.sum())),
     }
     if packer.config.spec.segments:  # a segmenting policy: its own soft targets (segment_first_*)

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import is_int
+from .._unique import distinct
 from ..errors import InputError
 from ..lengths import validate_lengths
 from .labels import SourceLabels
@@ -292,7 +293,7 @@ class Funnel:
         if not isinstance(values, list) or not all(is_int(v) for v in values):
             raise InputError(f"stage {st.name!r}: an id list holds integers (raw document ids)")
         ids = np.asarray(values, dtype=np.int64)
-        if np.unique(ids).size != ids.size:
+        if distinct(ids).size != ids.size:
             raise InputError(f"stage {st.name!r}: its id list repeats an id")
         return ids
 

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct
 from ..errors import InputError, InputTypeError, import_optional
 
 __all__ = [
@@ -97,7 +98,7 @@ class SourceLabels:
             raise InputError(f"source labels from {origin}: a code outside 0..{len(names) - 1}")
         uniq = sorted(set(str(n) for n in names))
         remap = np.asarray([uniq.index(str(n)) for n in names], dtype=np.int32)
-        used = np.unique(remap[arr]) if arr.size else np.zeros(0, np.int32)
+        used = distinct(remap[arr]) if arr.size else np.zeros(0, np.int32)
         kept = tuple(uniq[i] for i in used)
         squeeze = np.full(len(uniq), -1, dtype=np.int32)
         squeeze[used] = np.arange(used.size, dtype=np.int32)

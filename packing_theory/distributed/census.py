@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int, distinct_files
+from .._unique import distinct
 from ..corpus.manifest import file_sha256
 from ..errors import InputError
 from ..reporting import ReportWriter, verify_report
@@ -298,7 +299,7 @@ def _assemble(writer: ReportWriter, parts: str, ordered: list[_Part], options: C
                                "lengths_sha256": file_sha256(writer.path("lengths.npy"))}
     if options.hashes:
         hashes = np.load(writer.path("doc_hashes.npy"), mmap_mode="r")
-        summary["duplicate_documents"] = int(total - np.unique(hashes).size)
+        summary["duplicate_documents"] = int(total - distinct(hashes).size)
     return summary
 
 

@@ -58,17 +58,20 @@ field by field, and cheap enough to create per selection.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, overload, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from ..errors import InputError
 
 __all__ = [
     "STOP_REASONS",
     "Arrival",
     "BosAdded",
     "BufferedSpan",
+    "BufferedSpans",
     "Discard",
     "Event",
     "EventSource",
@@ -78,8 +81,10 @@ __all__ = [
     "Padding",
     "Placement",
     "Repeat",
+    "buffered_length",
     "fill_length",
     "first_target",
+    "span_columns",
 ]
 
 
@@ -230,6 +235,109 @@ class BufferedSpan(NamedTuple):
     bos_inserted: bool
 
 
+class BufferedSpans(Sequence[BufferedSpan]):
+    """The buffered spans of a Horizon as numpy columns: a read-only sequence of :class:`BufferedSpan`.
+
+    A stream cut at a horizon with millions of documents still held gives its
+    Horizon one of these instead of a tuple of millions of objects; it is
+    equal to the tuple of the same spans (and hashes as it), and consumers
+    that account spans with numpy read :meth:`columns` (:func:`span_columns`).
+
+    >>> spans = BufferedSpans([4, 7], [4, 7], [0, 3], [5, 2], [False, True])
+    >>> spans == (BufferedSpan(4, 4, 0, 5, False), BufferedSpan(7, 7, 3, 2, True)), len(spans)
+    (True, 2)
+    >>> spans[1], spans.total_length()
+    (BufferedSpan(occurrence=7, source=7, start=3, length=2, bos_inserted=True), 7)
+
+    Complexity: O(1) to build from columns, O(n) to iterate or compare.
+    """
+
+    __slots__ = ("_cols",)
+
+    def __init__(self, occurrence: Any, source: Any, start: Any, length: Any, bos_inserted: Any) -> None:
+        cols = tuple(np.asarray(c, dtype=np.int64) for c in (occurrence, source, start, length))
+        bos = np.asarray(bos_inserted, dtype=np.bool_)
+        n = cols[0].size
+        if any(c.ndim != 1 or c.size != n for c in (*cols, bos)):
+            raise InputError("BufferedSpans columns must be 1-D of one length, got shapes "
+                             f"{[np.shape(c) for c in (*cols, bos)]}")
+        self._cols: tuple[npt.NDArray[Any], ...] = (*cols, bos)
+
+    @classmethod
+    def of(cls, spans: Iterable[BufferedSpan]) -> BufferedSpans:
+        """The columns of ``spans`` (a tuple of :class:`BufferedSpan`, or columns already)."""
+        if isinstance(spans, BufferedSpans):
+            return spans
+        rows = list(spans)
+        if not rows:
+            return cls([], [], [], [], [])
+        occ, src, start, length, bos = zip(*rows, strict=True)
+        return cls(occ, src, start, length, bos)
+
+    def columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                               npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """``(occurrence, source, start, length, bos_inserted)``, in buffer order (not copies)."""
+        occ, src, start, length, bos = self._cols
+        return occ, src, start, length, bos
+
+    def total_length(self) -> int:
+        """The tokens held (exact)."""
+        return int(self._cols[3].sum(dtype=np.int64)) if len(self) else 0
+
+    def __len__(self) -> int:
+        return int(self._cols[0].size)
+
+    @overload
+    def __getitem__(self, i: int) -> BufferedSpan: ...
+    @overload
+    def __getitem__(self, i: slice) -> BufferedSpans: ...
+    def __getitem__(self, i: int | slice) -> BufferedSpan | BufferedSpans:
+        if isinstance(i, slice):
+            return BufferedSpans(*(c[i] for c in self._cols))
+        occ, src, start, length, bos = (c[i] for c in self._cols)  # an IndexError past the end
+        return BufferedSpan(int(occ), int(src), int(start), int(length), bool(bos))
+
+    def __iter__(self) -> Iterator[BufferedSpan]:
+        occ, src, start, length, bos = (c.tolist() for c in self._cols)
+        return map(BufferedSpan, occ, src, start, length, bos)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BufferedSpans):
+            return len(self) == len(other) and all(
+                np.array_equal(a, b) for a, b in zip(self._cols, other._cols, strict=True))
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"BufferedSpans({len(self)} spans, {self.total_length():,} tokens)"
+
+
+def span_columns(spans: Sequence[BufferedSpan]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                                         npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                                         npt.NDArray[np.bool_]]:
+    """A Horizon's buffered spans as columns ``(occurrence, source, start, length, bos_inserted)``.
+
+    >>> [c.tolist() for c in span_columns((BufferedSpan(2, 2, 1, 3, True),))]
+    [[2], [2], [1], [3], [True]]
+    """
+    return BufferedSpans.of(spans).columns()
+
+
+def buffered_length(spans: Sequence[BufferedSpan]) -> int:
+    """The tokens a Horizon's buffered spans hold (exact).
+
+    >>> buffered_length((BufferedSpan(2, 2, 1, 3, True), BufferedSpan(5, 5, 0, 4, False)))
+    7
+    """
+    if isinstance(spans, BufferedSpans):
+        return spans.total_length()
+    return sum(s.length for s in spans)
+
+
 class Exhausted(NamedTuple):
     """The stream could not refill the buffer to ``B`` before the selection at (row, offset).
 
@@ -253,13 +361,15 @@ class Horizon(NamedTuple):
         partial_row_tokens: tokens placed in an incomplete last row (0 if none).
         stop_reason: ``"rows"`` (budget reached), ``"exhausted"`` (could not
             refill to ``B``; stopped) or ``"drained"`` (drain mode emptied the buffer).
-        buffered: the spans still buffered, in buffer order.
+        buffered: the spans still buffered, in buffer order: a tuple, or
+            :class:`BufferedSpans` (columns, equal to the tuple) from a stream
+            cut in batches.
     """
 
     rows: int
     partial_row_tokens: int
     stop_reason: str
-    buffered: tuple[BufferedSpan, ...]
+    buffered: tuple[BufferedSpan, ...] | BufferedSpans
 
 
 Event = Arrival | BosAdded | Placement | Discard | Filtered | Padding | Repeat | Exhausted | Horizon

@@ -43,8 +43,8 @@ from .batches import (
     EventBatch,
     EventItem,
 )
-from .events import BufferedSpan, Horizon
-from .horizon import Budget, cut_at_horizon, held_spans
+from .events import BufferedSpans, Horizon
+from .horizon import Budget, cut_at_horizon
 
 __all__ = ["cut_batches_at_horizon"]
 
@@ -100,16 +100,27 @@ class _HeldColumns:
         np.maximum.at(self.start, d.occurrence, d.start + d.length)
         self.alive[b.filtered.occurrence] = False
 
-    def spans(self) -> tuple[BufferedSpan, ...]:
-        """The buffered spans of every arrived occurrence still holding tokens, in arrival order."""
+    def spans(self) -> BufferedSpans:
+        """The buffered spans of every arrived occurrence still holding tokens, in arrival order.
+
+        :func:`~packing_theory.engine.horizon.held_spans` in columns: per
+        occurrence its head span, then one single-token span per held BOS
+        marker beyond the first.
+        """
         n = self.arrived
         live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
-        out: list[BufferedSpan] = []
-        for occ, src, start, amount, markers in zip(live.tolist(), self.source[live].tolist(),
-                                                    self.start[live].tolist(), self.amount[live].tolist(),
-                                                    self.markers[live].tolist(), strict=True):
-            out.extend(held_spans(occ, src, start, amount, markers))
-        return tuple(out)
+        src, start, amount, markers = (self.source[live], self.start[live], self.amount[live],
+                                       self.markers[live])
+        extra = np.maximum(markers - 1, 0)
+        per = 1 + extra
+        first = np.cumsum(per) - per  # each occurrence's head span
+        total = int(per.sum())
+        occ_of = np.repeat(live, per)
+        length = np.ones(total, np.int64)
+        length[first] = amount - extra
+        bos = np.ones(total, np.bool_)
+        bos[first] = markers > 0
+        return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
 
 
 def _fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -46,15 +46,16 @@ class StartTracker:
 
     Complexity: O(1) per arrival and per start (:meth:`arrive_all` and
     :meth:`start_all` take a batch's columns in bulk); :meth:`oldest_unstarted`
-    O(1) amortised. Memory 16 bytes per occurrence plus the histogram.
+    O(1) amortised (a cursor over the dense ids: every id below it has started).
+    Memory 16 bytes per occurrence plus the histogram.
     """
 
-    __slots__ = ("_arow", "_srow", "_waiting", "delays", "max_delay", "started")
+    __slots__ = ("_arow", "_cursor", "_srow", "delays", "max_delay", "started")
 
     def __init__(self) -> None:
         self._arow = array("q")
         self._srow = array("q")
-        self._waiting: collections.deque[int] = collections.deque()
+        self._cursor = 0  # every occurrence below it has started
         self.delays: collections.Counter[int] = collections.Counter()
         self.started = 0
         self.max_delay: int | None = None
@@ -75,7 +76,6 @@ class StartTracker:
                              "(ids must be dense)")
         self._arow.append(row)
         self._srow.append(_UNSTARTED)
-        self._waiting.append(occurrence)
 
     def start(self, occurrence: int, row: int) -> int | None:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
@@ -113,7 +113,6 @@ class StartTracker:
                              "(ids must be dense)")
         self._arow.frombytes(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
         self._srow.frombytes(np.full(k, _UNSTARTED, dtype=np.int64).tobytes())
-        self._waiting.extend(range(lo, lo + k))
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
@@ -160,12 +159,29 @@ class StartTracker:
         return None if row == _UNSTARTED else row
 
     def oldest_unstarted(self) -> int | None:
-        """The earliest-arrived occurrence without a start, or ``None``. O(1) amortised."""
-        waiting = self._waiting
+        """The earliest-arrived occurrence without a start, or ``None``. O(1) amortised.
+
+        The cursor moves over started occurrences in blocks of numpy work (a
+        block of up to 65,536 ids per step), so a bulk run pays no Python loop
+        per occurrence.
+        """
         srow = self._srow
-        while waiting and srow[waiting[0]] != _UNSTARTED:
-            waiting.popleft()
-        return waiting[0] if waiting else None
+        n = len(srow)
+        cur = self._cursor
+        if cur < n and srow[cur] == _UNSTARTED:
+            return cur
+        view = np.frombuffer(srow, dtype=np.int64)  # released before any append
+        block = 64
+        while cur < n:
+            hit = np.flatnonzero(view[cur : cur + block] == _UNSTARTED)
+            if hit.size:
+                cur += int(hit[0])
+                break
+            cur = min(n, cur + block)
+            block = min(block * 4, 1 << 16)
+        del view
+        self._cursor = cur
+        return cur if cur < n else None
 
     def unstarted_wait(self, rows: int) -> int | None:
         """``rows`` minus the oldest unstarted occurrence's arrival row (a censored delay), or ``None``."""
@@ -181,8 +197,8 @@ class StartTracker:
         assert collections.Counter(self._srow[i] - self._arow[i] for i in started) == self.delays
         assert self.max_delay == (max(self.delays) if self.delays else None)
         assert all(x <= y for x, y in itertools.pairwise(self._arow)), "arrival rows decrease"
-        assert all(0 <= o < n for o in self._waiting)
-        assert list(self._waiting) == sorted(self._waiting), "the waiting queue is out of arrival order"
+        assert 0 <= self._cursor <= n
+        assert all(self._srow[i] != _UNSTARTED for i in range(self._cursor)), "unstarted below the cursor"
         oldest = self.oldest_unstarted()
         if oldest is not None:
             assert all(self._srow[i] != _UNSTARTED for i in range(oldest))

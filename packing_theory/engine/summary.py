@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int
+from .._unique import distinct
 from ..errors import InputError
 from ..lengths import exact_sum
 from .batches import EventBatch, EventItem
@@ -29,6 +30,7 @@ from .events import (
     Padding,
     Placement,
     Repeat,
+    buffered_length,
     first_target,
 )
 from .policies import PackerConfig
@@ -216,7 +218,7 @@ class SummaryAccumulator:
             flags = np.frombuffer(self._flags, dtype=np.uint8)
             f = flags[p.occurrence]
             fresh = (f & _STARTED) == 0
-            self.started += int(np.unique(p.occurrence[fresh]).size)
+            self.started += int(distinct(p.occurrence[fresh]).size)
             if self.first_long_target is None:
                 idx = np.flatnonzero(fresh & ((f & _LONG) != 0))
                 if idx.size:
@@ -260,7 +262,7 @@ class SummaryAccumulator:
             targets=h.rows * (self.capacity - 1),
             emitted_tokens=self.emitted,
             discarded_tokens=self.discarded,
-            buffered_tokens=sum(span.length for span in h.buffered),
+            buffered_tokens=buffered_length(h.buffered),
             consumed_sources=self.consumed_sources,
             consumed_tokens=self.consumed_tokens,
             added_bos_tokens=self.added_bos,

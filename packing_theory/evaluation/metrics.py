@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..errors import InputError, InputTypeError, PackingTheoryError
 from .protocol import NllFn
 from .windows import KINDS, Int64Array, Window, WindowSpec, pad_batch
@@ -344,7 +345,7 @@ class WindowScores:
         if m.shape != (self.n_windows,):
             raise InputError(f"mask must have shape ({self.n_windows},), got {m.shape}")
         return metrics_from_sums(self.nll[m], self.counted[m], self.targets[m], self.bytes[m],
-                                 sources=np.unique(self.sources[m]).size, windows=int(m.sum()))
+                                 sources=distinct(self.sources[m]).size, windows=int(m.sum()))
 
     def same_inputs(self, other: WindowScores) -> bool:
         """Whether ``other`` scored exactly the same windows, bins and byte table."""

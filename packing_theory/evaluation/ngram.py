@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..errors import InputError, InputTypeError
 
 __all__ = ["NGramModel"]
@@ -220,4 +221,4 @@ class NGramModel:
             assert (np.diff(keys) > 0).all() and (counts > 0).all()
         assert int(self._counts.sum()) == int(self._ctx_counts.sum()) == self.targets_fitted
         assert (self._keys % self.base < self.vocab_size).all()
-        assert np.array_equal(np.unique(self._keys // self.base), self._ctx_keys)
+        assert np.array_equal(distinct(self._keys // self.base), self._ctx_keys)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct
 from ..errors import InputError, InputTypeError
 from .metrics import LN2, Metrics, WindowScores, bin_labels, validate_token_bytes
 from .population import Population
@@ -155,7 +156,7 @@ def account(population: Population, scores: WindowScores, token_bytes: npt.Array
                            f"expected positions {r.start}..{r.stop - 1}")
         if by_source and problem is None:
             problem = f"{kind} windows name sources outside the population: {sorted(by_source)[:5]}"
-        out.append(Accounting(scores.model, kind, exp_sources, int(np.unique(src).size), exp_targets,
+        out.append(Accounting(scores.model, kind, exp_sources, int(distinct(src).size), exp_targets,
                               int(ntg.sum()), exp_bytes, int(win_bytes[m].sum()), problem is None, problem))
     return tuple(out)
 

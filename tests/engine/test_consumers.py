@@ -340,7 +340,9 @@ def test_start_tracker_by_hand() -> None:
     lambda t: setattr(t, "max_delay", 99),
     lambda t: t._srow.__setitem__(0, 2),
     lambda t: t._arow.__setitem__(0, 3),
-    lambda t: t._waiting.appendleft(9),
+    lambda t: setattr(t, "_cursor", 4),
+    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, -(1 << 63)), t.delays.clear(),
+               setattr(t, "started", 0), setattr(t, "max_delay", None)),
 ])
 def test_start_tracker_check_detects_corruption(corrupt: Callable[[StartTracker], None]) -> None:
     t = StartTracker()

@@ -10,11 +10,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from packing_theory import Ledger, feed_all
+from packing_theory import InputError, Ledger, feed_all
 from packing_theory.engine import SummaryAccumulator
 from packing_theory.engine.events import (
     Arrival,
+    BufferedSpan,
+    BufferedSpans,
     Discard,
     Event,
     Filtered,
@@ -22,9 +26,12 @@ from packing_theory.engine.events import (
     Padding,
     Placement,
     Repeat,
+    buffered_length,
     fill_length,
+    span_columns,
 )
 from packing_theory.engine.rows import group_rows, token_rows
+from packing_theory.testing import scaled_examples
 
 R = 5
 
@@ -146,3 +153,31 @@ def test_token_rows_fill_padding_and_repeats() -> None:
     docs = [[100, 1, 2], [], [200, 11, 12, 13, 14, 15, 16], [300, 21]]
     rows = list(token_rows(_Toy(), docs, pad_id=-1))
     assert rows == [[100, 1, 2, -1, -1], [200, 11, 12, 13, 14], [14, 300, 21, -1, -1]]
+
+
+# --------------------------------------------------------------------------- buffered spans as columns
+
+
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 50), st.integers(1, 50),
+                          st.booleans()), max_size=12))
+def test_buffered_spans_are_the_tuple_of_their_spans(rows: list[tuple[int, int, int, int, bool]]) -> None:
+    spans = tuple(BufferedSpan(*r) for r in rows)
+    cols = BufferedSpans.of(spans)
+    assert cols == spans and spans == cols and list(cols) == list(spans) and len(cols) == len(spans)
+    assert hash(cols) == hash(spans)
+    assert cols.total_length() == buffered_length(spans) == sum(r[3] for r in rows)
+    assert Horizon(1, 0, "rows", cols) == Horizon(1, 0, "rows", spans)
+    assert [cols[i] for i in range(len(cols))] == list(spans) and cols[1:] == spans[1:]
+    assert [c.tolist() for c in span_columns(spans)] == [c.tolist() for c in cols.columns()]
+    if spans:
+        changed = (*spans[:-1], spans[-1]._replace(length=spans[-1].length + 1))
+        assert cols != changed and cols != BufferedSpans.of(changed) and cols != spans[:-1]
+
+
+def test_buffered_spans_refuse_ragged_columns_and_index_past_the_end() -> None:
+    with pytest.raises(InputError, match="BufferedSpans columns must be 1-D of one length"):
+        BufferedSpans([1, 2], [1], [0, 0], [1, 1], [False, False])
+    with pytest.raises(IndexError):
+        BufferedSpans([1], [1], [0], [2], [False])[1]
+    assert BufferedSpans.of(()) == () and repr(BufferedSpans.of(())) == "BufferedSpans(0 spans, 0 tokens)"
