@@ -53,17 +53,24 @@ sys.path.insert(0, str(HERE.parent))
 from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 
-def peer_rates(lengths: np.ndarray) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer, pure events vs batches, on the same lengths."""
+def peer_rates(lengths: np.ndarray, only: set[str] | None = None,
+               options: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Events per CPU second of every peer (or of ``only``), pure events vs batches, on the same lengths.
+
+    ``options``: knobs per peer name (recorded in its row), e.g. a NeMo cut that makes the corpus packable.
+    """
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
 
     out = []
     for name, e in entries().items():
-        if e.kind != "peer":
+        if e.kind != "peer" or (only is not None and name not in only):
             continue
-        packer = e.build(e.capacity_for(e.row_width.admissible(2048)))
+        knobs = (options or {}).get(name, {})
+        packer = e.build(e.capacity_for(e.row_width.admissible(2048)), **knobs)
         row: dict[str, Any] = {"peer": name, "columnar": e.columnar, "compiled": compiled_available()}
+        if knobs:
+            row["options"] = knobs
         try:
             sum(len(b) for b in packer.batches(lengths[:5000]))
             head = lengths[:20_000]
@@ -108,10 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-documents", type=int, default=10_000_000)
     parser.add_argument("--parts", default="peers,compare,large")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--peers", default=None, help="comma-separated peers to measure (default: all); "
+                        "their rows replace the same peers' rows of the results")
+    parser.add_argument("--peer-options", default="{}", help='JSON knobs per peer, e.g. '
+                        '\'{"nemo-first_fit": {"max_seq_length": 2049}}\'')
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.compare_documents, args.large_documents = 20_000, 5_000, 20_000
     parts = set(args.parts.split(","))
+    only = None if args.peers is None else set(args.peers.split(","))
     result: dict[str, Any] = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "python": platform.python_version(), "numpy": np.__version__,
                               "cpus": os.cpu_count(), "platform": platform.platform()}
@@ -123,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             write_lengths(files[n], n)
         if "peers" in parts:
             result["peers"] = {"documents": args.documents, "load_before": round(os.getloadavg()[0], 2),
-                               "rows": peer_rates(np.load(files[args.documents]))}
+                               "rows": peer_rates(np.load(files[args.documents]), only,
+                                                  json.loads(args.peer_options))}
             ok &= all(r.get("same_count", True) and r.get("equal_on_20k", True)
                       for r in result["peers"]["rows"])
         if "compare" in parts:
@@ -151,7 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
-        merged = {**(json.loads(old.read_text()) if old.exists() else {}), **result}
+        previous = json.loads(old.read_text()) if old.exists() else {}
+        if args.peers is not None and "peers" in previous and "peers" in result:  # replace only those rows
+            mine = {r["peer"]: r for r in result["peers"]["rows"]}
+            rows = [mine.pop(r["peer"], r) for r in previous["peers"]["rows"]] + list(mine.values())
+            result["peers"] = {**previous["peers"], "rows": rows,
+                               "partial_runs": [*previous["peers"].get("partial_runs", []), {
+                                   "peers": sorted(only or ()), "generated": result["generated"],
+                                   "documents": args.documents,
+                                   "load_before": result["peers"]["load_before"]}]}
+        merged = {**previous, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
     return 0 if ok else 1
@@ -170,13 +192,17 @@ def render(r: dict[str, Any]) -> str:
                   "| peer | columnar | events | pure CPU s | pure ev/CPU s | batches CPU s "
                   "| batches ev/CPU s | speed-up | equal |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
         for x in p["rows"]:
+            peer = x["peer"] + (f" ({json.dumps(x['options'])})" if x.get("options") else "")
             if "refused" in x:
-                lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
+                lines.append(f"| {peer} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
-            lines.append(f"| {x['peer']} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
+            lines.append(f"| {peer} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "
                          f"{x['same_count'] and x['equal_on_20k']} |")
+        lines += [f"\nRows of {', '.join(q['peers'])} re-measured {q['generated']} on {q['documents']:,} "
+                  f"documents (`--peers`; load before: {q['load_before']})."
+                  for q in p.get("partial_runs", [])]
     if "compare" in r:
         c = r["compare"]
         lines += ["", f"## `compare --workers 2` of every packer ({c['packers']} columns) on "
