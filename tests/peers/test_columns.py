@@ -217,9 +217,17 @@ def test_an_empty_stream_is_its_horizon() -> None:
     ("trl-bfd", {"capacity": 8}, []),
     ("trl-bfd_split", {"capacity": 8}, []),
     ("trl-wrapped", {"capacity": 8}, []),
+    ("axolotl-multipack", {"capacity": 8}, []),
+    ("axolotl-multipack", {"capacity": 8, "framework_version": "0.12.2"}, []),
+    ("axolotl-multipack", {"capacity": 1, "min_sample_len": 1}, [1, 0, 2, 1]),
+    ("axolotl-multipack", {"capacity": 1, "min_sample_len": 1, "excess_length_strategy": "truncate"}, [3, 1]),
+    ("nemo-first_fit", {"capacity": 8}, []),
+    ("nemo-first_fit", {"capacity": 8}, [0, 0]),
+    ("nemo-first_fit_shuffle", {"capacity": 1}, [1, 2, 0, 1]),
+    ("nemo-first_fit_decreasing", {"capacity": 1, "framework_version": "2.0.0"}, [1, 2]),
 ])
 def test_edge_inputs_agree_on_both_paths(name: str, options: dict[str, Any], lengths: list[int]) -> None:
-    """The frameworks' edge inputs (seq_length 1, one token, no document) replay or refuse alike."""
+    """The frameworks' edge inputs (seq_length 1, one token, none or only empty) replay or refuse alike."""
     packer = build_packer(name, **options)
     columns = outcome(lambda: columnar_events(packer, lengths, 64, False))
     assert columns == outcome(lambda: packer.events(lengths))
