@@ -1,10 +1,11 @@
-"""Axolotl's columnar stages (``packing_theory/peers/_first_fit_columns.py``) against the pure Python peer.
+"""The first-fit peers' columnar stages (``packing_theory/peers/_first_fit_columns.py``) against pure peers.
 
 The pure ``AxolotlMultipack`` stages (``keep``, ``next_fit``,
-``first_fit_groups``, ``events``) are the oracle: every columnar stage must
-give their answer, and the columnar events their events, refusals included
-(recorded sampler orders, the releases' ``IndexError``, ``raise`` and 0.13.x's
-``truncate``). ``tests/peers/test_columns.py`` draws the other knobs.
+``first_fit_groups``, ``events``) and NeMo's ``assignment`` are the oracle:
+every columnar stage must give their answer, and the columnar events their
+events, refusals included (recorded sampler orders, the releases'
+``IndexError``, ``raise`` and 0.13.x's ``truncate``).
+``tests/peers/test_columns.py`` draws the other knobs.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from packing_theory import build_packer
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.peers._first_fit_columns import (
     REASONS,
     draw_bins,
     filter_rows,
     grouped_first_fit,
+    nemo_packs,
     next_fit_starts,
 )
 from packing_theory.peers.axolotl import VERSIONS, AxolotlMultipack, first_fit_groups, next_fit
@@ -162,3 +165,20 @@ def test_batches_hold_about_size_documents_or_pieces(size: int) -> None:
         assert rest <= size and (not placed or not rest)
         assert placed < size + 3  # whole bins of at most bin_size pieces
     assert [e for b in batches for e in b.events()] == list(packer.events(ls))
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("algorithm", ["first_fit", "first_fit_decreasing", "first_fit_shuffle"])
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=40), st.integers(8, 12), st.integers(0, 5))
+def test_nemo_packs_are_the_assignment(compiled: bool, algorithm: str, ls: list[int], capacity: int,
+                                       seed: int) -> None:
+    """The histogram's first fit and the per-length draws from one global RNG stream fill the same packs."""
+    packer = build_packer(f"nemo-{algorithm}", capacity=capacity, seed=seed)
+    if not any(ls):
+        return
+    chosen, sizes, pack = nemo_packs(np.asarray(ls, dtype=np.int64) - 1, capacity, algorithm, seed, compiled)
+    got: list[list[tuple[int, int]]] = [[] for _ in range(int(pack[-1]) + 1)]
+    for d, s, r in zip(chosen.tolist(), sizes.tolist(), pack.tolist(), strict=True):
+        got[r].append((d, s))
+    assert got == [[(p.source, p.length) for p in row] for row in packer.assignment(ls)]
