@@ -42,6 +42,10 @@ to the bin capacity here; the collator pads a batch only to its longest row
 (rounded up to ``pad_to_multiple_of``), so Padding events overstate the pad
 tokens the model sees but equal the unused bin capacity. Position ids restart
 at 0 for every row of a bin (``V2BatchSamplerDataCollatorForSeq2Seq``).
+
+Columnar (:meth:`~packing_theory.peers.PeerPacker.batches`): the same plan with
+numpy and the shared first-fit kernel (:mod:`packing_theory.peers._first_fit_columns`);
+:meth:`AxolotlMultipack.events` is the oracle it is tested against.
 """
 
 from __future__ import annotations

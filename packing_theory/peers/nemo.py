@@ -30,6 +30,10 @@ per example, and an example of one token (``seq_len = 0``) is packed with no
 input position at all (one Discard). :meth:`NemoPacker.trainer_rows` gives
 the stored pack (``input_ids`` with whole examples, ``seq_start_id``) and the
 trainer's ``cu_seqlens`` / ``position_ids``.
+
+Columnar (:meth:`~packing_theory.peers.PeerPacker.batches`): the same packs
+from numpy, the shared first-fit kernel and the same global RNG stream
+(:mod:`packing_theory.peers._first_fit_columns`); ``events`` is the oracle.
 """
 
 from __future__ import annotations
