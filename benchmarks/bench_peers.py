@@ -27,7 +27,8 @@ load average before each part is recorded); ratios are from the same run.
 
 Run: ``python benchmarks/bench_peers.py`` (writes
 ``benchmarks/results/peers.{json,md}``); ``--quick`` runs small sizes and
-writes nothing.
+writes nothing; ``--parts peers --peers NAME,...`` measures those peers again
+and replaces only their rows (marked with the load before that run).
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 def peer_rates(lengths: np.ndarray, only: set[str] | None = None,
                options: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer (or of ``only``), pure events vs batches, on the same lengths.
+    """Events per CPU second of every peer (or those in ``only``), pure events vs batches, same lengths.
 
-    ``options``: knobs per peer name (recorded in its row), e.g. a NeMo cut that makes the corpus packable.
+    ``options``: knobs per peer (kept in its row), e.g. a NeMo cut that makes the corpus packable.
     """
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
@@ -115,25 +116,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-documents", type=int, default=10_000_000)
     parser.add_argument("--parts", default="peers,compare,large")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--peers", default=None, help="comma-separated peers to measure (default: all); "
-                        "their rows replace the same peers' rows of the results")
-    parser.add_argument("--peer-options", default="{}", help='JSON knobs per peer, e.g. '
+    parser.add_argument("--peers", default=None,
+                        help="comma-separated peers the peers part measures (default: all); their rows "
+                             "replace theirs in the saved results, the other rows are kept")
+    parser.add_argument("--peer-options", default="{}", help='JSON knobs per peer for the peers part, e.g. '
                         '\'{"nemo-first_fit": {"max_seq_length": 2049}}\'')
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.compare_documents, args.large_documents = 20_000, 5_000, 20_000
     parts = set(args.parts.split(","))
-    only = None if args.peers is None else set(args.peers.split(","))
     result: dict[str, Any] = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "python": platform.python_version(), "numpy": np.__version__,
                               "cpus": os.cpu_count(), "platform": platform.platform()}
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         files: dict[int, Path] = {}
-        for n in {args.documents, args.compare_documents, args.large_documents}:
+        sizes = {"peers": args.documents, "compare": args.compare_documents, "large": args.large_documents}
+        for n in {sizes[p] for p in parts if p in sizes}:
             files[n] = Path(tmp) / f"lengths_{n}.npy"
             write_lengths(files[n], n)
         if "peers" in parts:
+            only = None if args.peers is None else set(args.peers.split(","))
             result["peers"] = {"documents": args.documents, "load_before": round(os.getloadavg()[0], 2),
                                "rows": peer_rates(np.load(files[args.documents]), only,
                                                   json.loads(args.peer_options))}
@@ -165,18 +168,19 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
         previous = json.loads(old.read_text()) if old.exists() else {}
-        if args.peers is not None and "peers" in previous and "peers" in result:  # replace only those rows
-            mine = {r["peer"]: r for r in result["peers"]["rows"]}
-            rows = [mine.pop(r["peer"], r) for r in previous["peers"]["rows"]] + list(mine.values())
-            result["peers"] = {**previous["peers"], "rows": rows,
-                               "partial_runs": [*previous["peers"].get("partial_runs", []), {
-                                   "peers": sorted(only or ()), "generated": result["generated"],
-                                   "documents": args.documents,
-                                   "load_before": result["peers"]["load_before"]}]}
+        if args.peers is not None and "peers" in result and "peers" in previous:
+            result["peers"] = merged_rows(previous["peers"], result["peers"])
         merged = {**previous, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
     return 0 if ok else 1
+
+
+def merged_rows(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """An earlier peers part with the rows measured again replaced (registry order; their load noted)."""
+    fresh = {r["peer"]: dict(r, load_before=new["load_before"]) for r in new["rows"]}
+    rows = [fresh.pop(r["peer"], r) for r in old["rows"]] + list(fresh.values())
+    return {**old, "rows": rows}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -192,17 +196,15 @@ def render(r: dict[str, Any]) -> str:
                   "| peer | columnar | events | pure CPU s | pure ev/CPU s | batches CPU s "
                   "| batches ev/CPU s | speed-up | equal |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
         for x in p["rows"]:
-            peer = x["peer"] + (f" ({json.dumps(x['options'])})" if x.get("options") else "")
             if "refused" in x:
-                lines.append(f"| {peer} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
+                lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
-            lines.append(f"| {peer} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
+            again = f" (again, load {x['load_before']})" if "load_before" in x else ""
+            again += f" ({json.dumps(x['options'])})" if x.get("options") else ""
+            lines.append(f"| {x['peer']}{again} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "
                          f"{x['same_count'] and x['equal_on_20k']} |")
-        lines += [f"\nRows of {', '.join(q['peers'])} re-measured {q['generated']} on {q['documents']:,} "
-                  f"documents (`--peers`; load before: {q['load_before']})."
-                  for q in p.get("partial_runs", [])]
     if "compare" in r:
         c = r["compare"]
         lines += ["", f"## `compare --workers 2` of every packer ({c['packers']} columns) on "

@@ -521,6 +521,7 @@ class ChunkAccounts:
         j = self._rows_started + np.arange(starts.size, dtype=np.int64)
         self._rows_started += int(starts.size)
         self._row = int(rows[-1])
+        self._widen_stride(j)
         keep = j % self._series_stride == 0
         if not keep.any():
             return
@@ -538,6 +539,16 @@ class ChunkAccounts:
         for jj, p, prot in zip(j[keep].tolist(), at.tolist(), protected, strict=True):
             self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), prot))
         self._thin()
+
+    def _widen_stride(self, j: Int64Array) -> None:
+        """Double the stride before sampling rows ``j`` while :meth:`_thin` would (the same samples
+        kept, without building the ones it would drop)."""
+        step = self.capacity - 1
+        kept = np.asarray([s.targets // step for s in self._series], dtype=np.int64)
+        while (int(np.count_nonzero(kept % self._series_stride == 0))
+               + int(np.count_nonzero(j % self._series_stride == 0))) >= _MAX_SERIES:
+            self._series_stride *= 2
+        self._series = [s for s in self._series if (s.targets // step) % self._series_stride == 0]
 
     def _thin(self) -> None:
         """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride."""

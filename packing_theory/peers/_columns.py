@@ -194,7 +194,13 @@ def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packe
     if not (isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != np.bool_
             and np.issubdtype(lengths.dtype, np.integer) and lengths.dtype.itemsize <= 8
             and not (lengths.dtype.kind == "u" and lengths.dtype.itemsize == 8)):
-        return np.asarray(peer_lengths(lengths, allow_empty=allow_empty, who=who), dtype=np.int64)
+        values = peer_lengths(lengths, allow_empty=allow_empty, who=who)
+        top = np.iinfo(np.int64).max
+        over = next((i for i, n in enumerate(values) if n > top), None)
+        if over is not None:  # the columns are int64; the pure events take any Python int
+            raise InputError(f"lengths[{over}] = {values[over]} exceeds the columnar path's int64 columns "
+                             f"(at most {top}); replay it with events()")
+        return np.asarray(values, dtype=np.int64)
     lo = 0 if allow_empty else 1
     bad = lengths < lo
     if bad.any():

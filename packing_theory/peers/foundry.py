@@ -40,14 +40,17 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.batches import EventBatch
-from ..engine.events import BufferedSpan, Discard, Event, Filtered, Horizon
+from ..engine.batches import FILTERED, HORIZON, EventBatch
+from ..engine.compiled import compiled_available, load_numba_module
+from ..engine.events import BufferedSpan, BufferedSpans, Discard, Event, Filtered, Horizon
 from ..engine.knobs import Knob
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
 from ._columns import (
+    Section,
     arrival_sections,
     assemble,
     chunk_bounds,
@@ -236,6 +239,113 @@ def first_fit_bin_packing(sizes: list[int], items: list[Piece], num_bins: int, m
     return ranked[:num_bins], ranked[num_bins:]
 
 
+Int64Array = npt.NDArray[np.int64]
+_Calls = tuple[int, Int64Array, Int64Array, Int64Array, Int64Array, Int64Array]
+"""``_CollateCalls.pack``: rows, row call, piece row, piece and discard occurrence, discard call."""
+
+_KERNEL_MAX_CAPACITY = 1 << 20
+"""The widest row the compiled collate replay takes (its tables hold one entry per bin size ``0..L``).
+
+A wider ``foundry-binpack`` runs the pure Python replay on the columnar path (the same events).
+"""
+
+
+class _CollateCalls:
+    """The collate calls of ``BinPackCollator`` over a stream, in flat arrays, call after call.
+
+    :meth:`pack` replays the calls of documents ``lo .. hi - 1`` (whole calls
+    of ``per_call`` documents, the last maybe fewer) and :meth:`held` gives the
+    leftover bins' pieces at the end. ``compiled``: the numba kernel of
+    :mod:`packing_theory.peers._binpack_kernel` (O(log) per example), else
+    :func:`first_fit_bin_packing` call by call (O(examples * bins), as the
+    framework); the same arrays either way.
+
+    >>> calls = _CollateCalls(np.array([3, 2, 2, 1]), 4, 2, 1, None, compiled=False)
+    >>> rows, row_call, piece_row, piece_occ, dropped, dropped_call = calls.pack(0, 4)
+    >>> rows, row_call.tolist(), piece_row.tolist(), piece_occ.tolist(), calls.held().tolist()
+    (2, [0, 1], [0, 1, 1], [0, 1, 2], [3])
+    """
+
+    def __init__(self, values: Int64Array, capacity: int, per_call: int, num_bins: int, keep: int | None, *,
+                 compiled: bool) -> None:
+        self.values, self.capacity, self.per_call, self.num_bins, self.keep = (
+            values, capacity, per_call, num_bins, keep)
+        self._kernel = (load_numba_module("packing_theory.peers._binpack_kernel",
+                                          "the compiled foundry-binpack replay")
+                        if compiled and capacity <= _KERNEL_MAX_CAPACITY else None)
+        self._state: tuple[Int64Array, ...] | None = None
+        self._leftovers: list[Bin] = []
+        self._lengths: list[int] | None = None
+
+    def pack(self, lo: int, hi: int) -> _Calls:
+        """The calls of documents ``lo .. hi - 1`` (``lo`` at a call boundary).
+
+        Returns the rows emitted, each row's call (counted from 0 at ``lo``),
+        the row of each piece and its occurrence (row by row, in bin order),
+        and the occurrence and call of each discarded leftover piece, in the
+        framework's order.
+        """
+        if self._kernel is None:
+            return self._pack_pure(lo, hi)
+        k = self._kernel
+        if self._state is None:
+            self._state = k.new_state(self.capacity, min(self.per_call, int(self.values.size)), 1024, 1024)
+        meta, bins, pieces, *rest = self._state
+        if bins.shape[1] < int(meta[k.FRESH_BINS]) + hi - lo:
+            bins = _grown(bins, int(meta[k.FRESH_BINS]) + hi - lo)
+        if pieces.shape[1] < int(meta[k.FRESH_PIECES]) + hi - lo:
+            pieces = _grown(pieces, int(meta[k.FRESH_PIECES]) + hi - lo)
+        self._state = (meta, bins, pieces, *rest)
+        tree, q_head, q_tail, tail_tree, tail_bin = rest
+        rows, *arrays = k.pack_calls(self.values, lo, hi, self.per_call, self.capacity, self.num_bins,
+                                     -1 if self.keep is None else self.keep, meta, bins, pieces, tree,
+                                     q_head, q_tail, tail_tree, tail_bin)
+        return (int(rows), *arrays)
+
+    def held(self) -> Int64Array:
+        """The occurrences of the leftover bins' pieces, in the leftover list's order."""
+        if self._kernel is None:
+            return np.asarray([p.occurrence for _, content in self._leftovers for p in content], np.int64)
+        if self._state is None:
+            return np.zeros(0, np.int64)
+        meta, bins, pieces, tree, q_head = self._state[:5]
+        out: Int64Array = self._kernel.held_pieces(meta, bins, pieces, tree, q_head)
+        return out
+
+    def _pack_pure(self, lo: int, hi: int) -> _Calls:
+        if self._lengths is None:
+            self._lengths = self.values.tolist()
+        L, keep = self.capacity, self.keep
+        row_call: list[int] = []
+        piece_row: list[int] = []
+        piece_occ: list[int] = []
+        dropped: list[int] = []
+        dropped_call: list[int] = []
+        for call, c0 in enumerate(range(lo, hi, self.per_call)):
+            batch = self._lengths[c0 : min(hi, c0 + self.per_call)]
+            items = [Piece(c0 + j, c0 + j, 0, min(n, L), crop=n > L) for j, n in enumerate(batch)]
+            out, rest = first_fit_bin_packing([p.length for p in items], items, self.num_bins, L,
+                                              self._leftovers)
+            for _, content in out:
+                piece_row.extend([len(row_call)] * len(content))
+                piece_occ.extend(p.occurrence for p in content)
+                row_call.append(call)
+            self._leftovers = rest if keep is None else rest[:keep]
+            for _, content in ([] if keep is None else rest[keep:]):
+                dropped.extend(p.occurrence for p in content)
+                dropped_call.extend([call] * len(content))
+        a, b, c, d, e = (np.asarray(x, np.int64) for x in (row_call, piece_row, piece_occ, dropped,
+                                                              dropped_call))
+        return len(row_call), a, b, c, d, e
+
+
+def _grown(table: Int64Array, need: int) -> Int64Array:
+    """``table`` with at least ``need`` columns (doubling), its columns kept."""
+    out = np.zeros((table.shape[0], max(need, 2 * table.shape[1])), np.int64)
+    out[:, : table.shape[1]] = table
+    return out
+
+
 class FoundryBinPack(PeerPacker):
     """``BinPackCollator`` over finetuning examples, ``max_seq_len = capacity``.
 
@@ -253,6 +363,7 @@ class FoundryBinPack(PeerPacker):
     """
 
     name: ClassVar[str] = "foundry-binpack"
+    columnar: ClassVar[bool] = True
     framework: ClassVar[str] = "LLM Foundry"
     reference: ClassVar[str] = _REF_BINPACK
     family_note: ClassVar[str] = (
@@ -307,7 +418,15 @@ class FoundryBinPack(PeerPacker):
         return int(self.batch_size * self.packing_ratio)
 
     def events(self, lengths: Any) -> Iterator[Event]:
-        """Collate batches in stream order; the final leftovers are buffered at the horizon."""
+        """Collate batches in stream order; the final leftovers are buffered at the horizon.
+
+        Complexity: O(examples * bins), the framework's linear first-fit scan.
+        The leftover list is unbounded with ``max_leftover_bins_to_keep=None``:
+        when most examples are longer than half a row, each call keeps about
+        ``examples_per_call - batch_size`` more bins (all of them held at the
+        horizon), and this loop is then quadratic; :meth:`batches` replays the
+        same calls in O(log) per example when compiled.
+        """
         values = peer_lengths(lengths, allow_empty=False, who="foundry-binpack")
         L = self.capacity
         per = self.examples_per_call
@@ -339,6 +458,63 @@ class FoundryBinPack(PeerPacker):
         held = tuple(BufferedSpan(p.occurrence, p.source, p.start, p.length, False)
                      for _, content in leftovers for p in content)
         yield Horizon(row, 0, "exhausted" if held else "drained", held)
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns: whole collate calls at a time (``_CollateCalls``, :meth:`batches`).
+
+        Each collate call is a window: its arrivals, its ``drop_last``
+        filtered documents, the discarded tails of its cropped examples, its
+        rows, its discarded leftover bins. The last batch is the Horizon with
+        the leftover bins still held.
+        """
+        values = peer_array(lengths, allow_empty=False, who="foundry-binpack")
+        per, n = self.examples_per_call, int(values.size)
+        packed = n - n % per if self.drop_last else n  # the documents of the calls that run
+        calls = _CollateCalls(values, self.capacity, per, self.batch_size, self.max_leftover_bins_to_keep,
+                              compiled=compiled_available() if compiled is None else compiled)
+        row = 0
+        for lo, hi in chunk_bounds(n, per, size):
+            batch, rows = self._chunk(values, lo, hi, packed, calls, row)
+            row += rows
+            yield batch
+        held = calls.held()
+        yield _held_horizon(row, held, np.minimum(values[held], self.capacity))
+
+    def _chunk(self, values: Int64Array, lo: int, hi: int, packed: int, calls: _CollateCalls, row: int
+               ) -> tuple[EventBatch, int]:
+        """The events of the collate calls of documents ``lo .. hi - 1``, rows from ``row``.
+
+        Documents from ``packed`` on are the final call that ``drop_last`` drops.
+        """
+        L = self.capacity
+        ls = values[lo:hi]
+        local = np.arange(hi - lo, dtype=np.int64)
+        occ, window = lo + local, local // self.examples_per_call
+        sections = list(arrival_sections(occ, ls, window, empty=False))
+        gone = occ >= packed
+        dropped = occ[gone]
+        sections.append(Section(window[gone], np.full(dropped.size, FILTERED, np.uint8),
+                                {"filtered": (dropped, dropped, ls[gone], np.ones(dropped.size, np.int64))}))
+        long = (ls > L) & ~gone
+        sections.append(discard_section(occ[long], np.full(int(long.sum()), L, np.int64), ls[long] - L,
+                                        window[long]))
+        rows, row_call, piece_row, p_occ, d_occ, d_call = calls.pack(lo, max(lo, min(hi, packed)))
+        p_len = values[p_occ]
+        sections.append(row_section(L, rows, row, row_call, piece_row, p_occ, p_occ, np.zeros_like(p_occ),
+                                    np.minimum(p_len, L), p_len > L, left_pad=self.padding_side == "left"))
+        sections.append(discard_section(d_occ, np.zeros_like(d_occ), np.minimum(values[d_occ], L), d_call))
+        return assemble(int(window[-1]) + 1, sections, ("empty", "drop_last")), rows
+
+
+def _held_horizon(rows: int, occurrence: Int64Array, length: Int64Array) -> EventBatch:
+    """The Horizon batch of a peer that still holds whole-document pieces (``start`` 0) at the end.
+
+    ``"exhausted"`` when it holds any, else ``"drained"``.
+    """
+    zeros = np.zeros(occurrence.size, np.int64)
+    held = BufferedSpans(occurrence, occurrence, zeros, length, zeros.astype(np.bool_))
+    return EventBatch.from_columns(np.array([HORIZON], np.uint8),
+                                   Horizon(rows, 0, "exhausted" if len(held) else "drained", held))
 
 
 PEERS: dict[str, type[PeerPacker]] = {
