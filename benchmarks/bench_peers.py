@@ -54,8 +54,12 @@ sys.path.insert(0, str(HERE.parent))
 from bench_corpus_scale import cli, run_child, write_lengths  # noqa: E402
 
 
-def peer_rates(lengths: np.ndarray, only: set[str] | None = None) -> list[dict[str, Any]]:
-    """Events per CPU second of every peer (or those in ``only``), pure events vs batches, same lengths."""
+def peer_rates(lengths: np.ndarray, only: set[str] | None = None,
+               options: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Events per CPU second of every peer (or those in ``only``), pure events vs batches, same lengths.
+
+    ``options``: knobs per peer (kept in its row), e.g. a NeMo cut that makes the corpus packable.
+    """
     from packing_theory.engine.compiled import compiled_available
     from packing_theory.registry import entries
 
@@ -63,8 +67,11 @@ def peer_rates(lengths: np.ndarray, only: set[str] | None = None) -> list[dict[s
     for name, e in entries().items():
         if e.kind != "peer" or (only is not None and name not in only):
             continue
-        packer = e.build(e.capacity_for(e.row_width.admissible(2048)))
+        knobs = (options or {}).get(name, {})
+        packer = e.build(e.capacity_for(e.row_width.admissible(2048)), **knobs)
         row: dict[str, Any] = {"peer": name, "columnar": e.columnar, "compiled": compiled_available()}
+        if knobs:
+            row["options"] = knobs
         try:
             sum(len(b) for b in packer.batches(lengths[:5000]))
             head = lengths[:20_000]
@@ -112,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", default=None,
                         help="comma-separated peers the peers part measures (default: all); their rows "
                              "replace theirs in the saved results, the other rows are kept")
+    parser.add_argument("--peer-options", default="{}", help='JSON knobs per peer for the peers part, e.g. '
+                        '\'{"nemo-first_fit": {"max_seq_length": 2049}}\'')
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.compare_documents, args.large_documents = 20_000, 5_000, 20_000
@@ -129,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         if "peers" in parts:
             only = None if args.peers is None else set(args.peers.split(","))
             result["peers"] = {"documents": args.documents, "load_before": round(os.getloadavg()[0], 2),
-                               "rows": peer_rates(np.load(files[args.documents]), only)}
+                               "rows": peer_rates(np.load(files[args.documents]), only,
+                                                  json.loads(args.peer_options))}
             ok &= all(r.get("same_count", True) and r.get("equal_on_20k", True)
                       for r in result["peers"]["rows"])
         if "compare" in parts:
@@ -190,6 +200,7 @@ def render(r: dict[str, Any]) -> str:
                 lines.append(f"| {x['peer']} | {x['columnar']} | refused: {x['refused']} | | | | | | |")
                 continue
             again = f" (again, load {x['load_before']})" if "load_before" in x else ""
+            again += f" ({json.dumps(x['options'])})" if x.get("options") else ""
             lines.append(f"| {x['peer']}{again} | {x['columnar']} | {x['events']:,} | {x['pure_cpu_s']} | "
                          f"{x['pure_events_per_cpu_s']:,} | {x['columnar_cpu_s']} | "
                          f"{x['columnar_events_per_cpu_s']:,} | {x['speedup']}x | "

@@ -42,6 +42,10 @@ to the bin capacity here; the collator pads a batch only to its longest row
 (rounded up to ``pad_to_multiple_of``), so Padding events overstate the pad
 tokens the model sees but equal the unused bin capacity. Position ids restart
 at 0 for every row of a bin (``V2BatchSamplerDataCollatorForSeq2Seq``).
+
+Columnar (:meth:`~packing_theory.peers.PeerPacker.batches`): the same plan with
+numpy and the shared first-fit kernel (:mod:`packing_theory.peers._first_fit_columns`);
+:meth:`AxolotlMultipack.events` is the oracle it is tested against.
 """
 
 from __future__ import annotations
@@ -50,14 +54,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
+from ._columns import peer_array
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 from ._figures import TrainerRule
+from ._first_fit_columns import DrawBins, draw_bins, filter_rows, multipack_batches
 
 __all__ = ["PEERS", "AxolotlMultipack"]
 
@@ -206,6 +214,7 @@ class AxolotlMultipack(PeerPacker):
     """
 
     name: ClassVar[str] = "axolotl-multipack"
+    columnar: ClassVar[bool] = True
     framework: ClassVar[str] = "Axolotl"
     reference: ClassVar[str] = (
         "axolotl-ai-cloud/axolotl 0.19.0 (@067b021c8b87) src/axolotl/utils/samplers/multipack.py, "
@@ -374,7 +383,12 @@ class AxolotlMultipack(PeerPacker):
             return list(order)
         if self.seed is None:
             return list(range(k))
-        return [int(x) for x in np.random.Generator(np.random.PCG64([self.seed, d])).permutation(k)]
+        return [int(x) for x in self._permutation(d, k)]
+
+    def _permutation(self, d: int, k: int) -> npt.NDArray[np.int64]:
+        """The ``d``-th draw of our permutation stream (``seed`` set, no ``orders``)."""
+        seed = check_int("seed", self.seed, 0)
+        return np.random.Generator(np.random.PCG64([seed, d])).permutation(k).astype(np.int64)
 
     def _batches(self, sizes: Sequence[int], order: Sequence[int]) -> list[list[list[int]]]:
         lens = [sizes[i] for i in order]
@@ -386,19 +400,36 @@ class AxolotlMultipack(PeerPacker):
         batches = [mapped[i : i + self.batch_size] for i in range(0, len(mapped), self.batch_size)]
         unguarded = self.drop_last and self.version in NO_BATCH_INDEX_ERROR_VERSIONS
         if unguarded and not batches:
-            raise InputError(
-                f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
-                f"'IndexError: list index out of range' when no bin is formed ({len(order)} rows kept by the "
-                "filter) and drop_last=True; use framework_version='0.19.0' or more data")
+            raise self._no_bin_error(len(order))
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
             if not batches and not self.sequential and unguarded:
-                raise InputError(
-                    f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
-                    f"'IndexError: list index out of range' when drop_last leaves no batch: {len(mapped)} "
-                    f"bins < batch_size {self.batch_size}; use framework_version='0.19.0' or more data"
-                )
+                raise self._no_batch_error(len(mapped))
         return batches
+
+    def _no_bin_error(self, kept: int) -> InputError:
+        return InputError(
+            f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
+            f"'IndexError: list index out of range' when no bin is formed ({kept} rows kept by the "
+            "filter) and drop_last=True; use framework_version='0.19.0' or more data")
+
+    def _no_batch_error(self, bins: int) -> InputError:
+        return InputError(
+            f"axolotl {self.version}'s MultipackBatchSampler.generate_batches fails with "
+            f"'IndexError: list index out of range' when drop_last leaves no batch: {bins} "
+            f"bins < batch_size {self.batch_size}; use framework_version='0.19.0' or more data")
+
+    def _batch_count(self, bins: int) -> int:
+        """``generate_batches``' batch count for ``bins`` bins (after ``drop_last``), or its refusal."""
+        unguarded = self.drop_last and self.version in NO_BATCH_INDEX_ERROR_VERSIONS
+        if unguarded and not bins:
+            raise self._no_bin_error(0)
+        count = -(-bins // self.batch_size)
+        if self.drop_last and count and bins % self.batch_size:
+            count -= 1
+            if not count and not self.sequential and unguarded:
+                raise self._no_batch_error(bins)
+        return count
 
     def plan(
         self, lengths: Sequence[int]
@@ -484,6 +515,56 @@ class AxolotlMultipack(PeerPacker):
         for occ, src, length in dropped:
             log.discard(occ, src, 0, length)
         yield from log.finish("drained")
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns (:mod:`~packing_theory.peers._first_fit_columns`): the plan vectorised.
+
+        The filter's refusals are the pure filter's own, raised on the rows up
+        to the first refused one; every draw is packed (and refused) in the order :meth:`plan` packs them.
+        """
+        ls = peer_array(lengths)
+        L = self.sequence_len
+        low = self.min_sample_len or 2
+        strategy = self.excess_length_strategy
+        refused = (ls > L) & (strategy == "raise" or (
+            strategy == "truncate" and self.version in FILTER_TRUNCATE_VERSIONS and ls >= low))
+        if refused.any():
+            self.keep(ls[: int(np.argmax(refused)) + 1].tolist())
+        kept, gone, reason = filter_rows(ls, L, low, strategy == "drop")
+        sizes = np.minimum(ls[kept], L)
+        k = kept.size
+        cache: dict[int, tuple[DrawBins, int]] = {}
+
+        def packed(d: int) -> tuple[DrawBins, int]:
+            key = 0 if self.orders is None and self.seed is None else d  # every draw is the identity order
+            if key not in cache:
+                bins = draw_bins(sizes, self._order(d, k), self.bin_capacity, sequential=self.sequential,
+                                 group_size=self.group_size, bin_size=self.bin_size, compiled=compiled)
+                cache.clear()
+                cache[key] = (bins, self._batch_count(bins.bins))
+            return cache[key]
+
+        limit = min(packed(d)[1] for d in range(1, 1 + self.estimate_draws))
+        emitted, bounds = [], []
+        for e in range(self.epochs):
+            bins, count = packed(1 + self.estimate_draws + e)
+            shown = min(bins.bins, self.batch_size * (min(count, limit) if limit else count))
+            emitted.append(bins.items[: bins.bounds[shown]])
+            bounds.append(bins.bounds[: shown + 1])
+        yield from multipack_batches(ls, kept, gone, reason, emitted, bounds, sequence_len=L,
+                                     capacity=self.bin_capacity,
+                                     truncate_low=low if strategy == "truncate" else None, size=size)
+
+    def _order(self, d: int, k: int) -> npt.NDArray[np.int64]:
+        """:meth:`draw` as an array (recorded ``orders`` checked as :meth:`draw` checks them)."""
+        if self.orders is None:
+            return np.arange(k, dtype=np.int64) if self.seed is None else self._permutation(d, k)
+        order = self.draw(d, k)
+        arr = np.asarray(order)
+        if k and arr.dtype.kind not in "biu":  # the pure path indexes a list with each entry
+            bad = next(x for x in order if not isinstance(x, (int, np.integer)))
+            raise TypeError(f"list indices must be integers or slices, not {type(bad).__name__}")
+        return arr.astype(np.int64)
 
     def trainer_rows(self, documents: Sequence[Sequence[int]]) -> list[dict[str, list[int]]]:
         """Per emitted bin: its rows' ``tokens`` concatenated and ``position_ids`` restarting per row."""

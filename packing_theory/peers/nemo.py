@@ -30,6 +30,10 @@ per example, and an example of one token (``seq_len = 0``) is packed with no
 input position at all (one Discard). :meth:`NemoPacker.trainer_rows` gives
 the stored pack (``input_ids`` with whole examples, ``seq_start_id``) and the
 trainer's ``cu_seqlens`` / ``position_ids``.
+
+Columnar (:meth:`~packing_theory.peers.PeerPacker.batches`): the same packs
+from numpy, the shared first-fit kernel and the same global RNG stream
+(:mod:`packing_theory.peers._first_fit_columns`); ``events`` is the oracle.
 """
 
 from __future__ import annotations
@@ -40,12 +44,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._checks import check_int
+from ..engine.batches import EventBatch
 from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
+from ._columns import peer_array
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 from ._figures import TrainerRule
+from ._first_fit_columns import nemo_batches, nemo_packs
 
 __all__ = [
     "PEERS",
@@ -95,6 +102,7 @@ class NemoPacker(PeerPacker):
         "no crop); examples are assigned to bins by length only and drawn at random per length"
     )
     algorithm: ClassVar[str] = "first_fit"
+    columnar: ClassVar[bool] = True
     trainer_rule: ClassVar[TrainerRule] = TrainerRule(
         "position", False,
         "NVIDIA/NeMo nemo/collections/nlp/data/language_modeling/megatron/gpt_sft_dataset.py "
@@ -176,6 +184,22 @@ class NemoPacker(PeerPacker):
                 perm = rs.permutation(len(docs))
                 pools[s] = [docs[int(k)] for k in perm]
         return [[Piece(d, d, 0, s) for s in bin_ for d in (pools[s].pop(),)] for bin_ in bins]
+
+    def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
+        """:meth:`events` in columns (:func:`~packing_theory.peers._first_fit_columns.nemo_packs`).
+
+        A refused example is refused by :meth:`assignment` itself, on the
+        examples up to it (the same message).
+        """
+        ls = peer_array(lengths)
+        kept = ls if self.max_seq_length is None else np.minimum(ls, self.max_seq_length)
+        hist = (self.max_seq_length if self.max_seq_length is not None else self.capacity) + (
+            1 if self.version != "2.0.0" else 0)
+        refused = (kept - 1 > self.capacity) | (kept - 1 >= hist)
+        if refused.any() or not (ls > 0).any():
+            self.assignment(ls[: int(np.argmax(refused)) + 1].tolist() if refused.any() else [])
+        chosen, sizes, pack = nemo_packs(kept - 1, self.capacity, self.algorithm, self.seed, compiled)
+        yield from nemo_batches(ls, kept, chosen, sizes, pack, self.capacity, size)
 
     def _cut(self, ls: list[int]) -> list[int]:
         m = self.max_seq_length

@@ -22,14 +22,17 @@ from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, peer_array, row_section
 from packing_theory.peers._common import first_fit, peer_lengths
+from packing_theory.peers.axolotl import VERSIONS as AXOLOTL_VERSIONS
 from packing_theory.registry import entries
 from packing_theory.testing import scaled_examples
+from tests.golden_params import first_of_each_group, fixture_params
 from tests.tool_modules import load_tool
 
 COLUMNAR = [n for n, e in entries().items() if e.kind == "peer" and e.columnar]
 NO_NUMBA = "numba is not installed (the fast extra)"
 MODES = [False, pytest.param(True, marks=pytest.mark.skipif(not compiled_available(), reason=NO_NUMBA))]
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "peer_golden").glob("*.json"))
+TRAINER_FIXTURES = [p for p in FIXTURES if "streams" in json.loads(p.read_text())]
 
 
 def outcome(fn: Any) -> Any:
@@ -67,13 +70,29 @@ def options_for(name: str, draw: Any) -> dict[str, Any]:
     if name == "megatron-gpt":  # more samples than one epoch holds, or fewer drawn than the index holds
         return {"num_samples": draw(st.sampled_from([None, 1, 3, 20])),
                 "samples": draw(st.sampled_from(["drawn", "index"])), "seed": draw(st.integers(0, 3))}
+    if name.startswith("nemo"):  # a cut makes most drawn examples packable (NeMo refuses a longer one)
+        return {"max_seq_length": draw(st.sampled_from([None, 1, 2, 3, 9])), "seed": draw(st.integers(0, 3)),
+                "framework_version": draw(st.sampled_from(["3.0.0", "2.0.0"]))}
+    if name == "axolotl-multipack":  # every release; micro_batch_size divides every drawn width
+        version = draw(st.sampled_from(AXOLOTL_VERSIONS))
+        return {"framework_version": version,
+                "excess_length_strategy": draw(st.sampled_from(["drop"] if version == "0.12.2"
+                                                               else ["drop", "truncate", "raise"])),
+                "min_sample_len": draw(st.sampled_from([None, 0, 1, 3])),
+                "micro_batch_size": draw(st.sampled_from([1, 2])),
+                "multipack_real_batches": draw(st.booleans()), "bin_size": draw(st.sampled_from([1, 2, 200])),
+                "group_size": draw(st.sampled_from([1, 3, 100_000])), "sequential": draw(st.booleans()),
+                "drop_last": draw(st.booleans()), "epochs": draw(st.integers(1, 3)),
+                "seed": draw(st.sampled_from([None, 0, 5])), "world_size": draw(st.sampled_from([1, 4])),
+                "num_count_samples": draw(st.sampled_from([1, 4]))}
     return {}
 
 
 def test_the_expensive_peers_are_columnar() -> None:
     assert {"trl-bfd", "trl-bfd_split", "trl-wrapped", "olmo-truncate", "olmo-fragment", "megatron-gpt",
-            "foundry-concat-wrap", "foundry-concat-no_wrap", "torchtune-split", "fewer-truncations",
-            "seamless"} <= set(COLUMNAR)
+            "foundry-concat-wrap", "foundry-concat-no_wrap", "foundry-binpack", "torchtune-split",
+            "fewer-truncations", "seamless", "axolotl-multipack", "nemo-first_fit",
+            "nemo-first_fit_decreasing", "nemo-first_fit_shuffle"} <= set(COLUMNAR)
 
 
 @pytest.mark.parametrize("compiled", MODES)
@@ -113,6 +132,20 @@ def test_batches_are_the_events_on_every_golden_input(path: Path, compiled: bool
         want = outcome(lambda ls=ls, packer=packer: packer.events(ls))
         assert want[0] != "refused" or meta["policy"] != "megatron-gpt", want
         assert outcome(lambda ls=ls, packer=packer: columnar_events(packer, ls, 65_536, compiled)) == want, ls
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("path", fixture_params(TRAINER_FIXTURES, first_of_each_group(TRAINER_FIXTURES)))
+def test_batches_are_the_events_on_every_trainer_view_stream(path: Path, compiled: bool) -> None:
+    """The trainer-view fixtures' streams (axolotl, NeMo, torchtune), in batches of 1-7 documents."""
+    inputs_mod = load_tool("peer_inputs")
+    meta = json.loads(path.read_text())
+    packer = inputs_mod.trainer_peer(meta["framework"], meta["config"])
+    if not packer.columnar:
+        pytest.skip(f"{packer.name} has no columnar path")
+    for k, ls in enumerate(meta["streams"]):
+        want = outcome(lambda ls=ls: packer.events(ls))
+        assert outcome(lambda ls=ls, k=k: columnar_events(packer, ls, 1 + k % 7, compiled)) == want, ls
 
 
 def test_a_peer_without_columns_groups_its_events() -> None:
@@ -197,9 +230,17 @@ def test_an_empty_stream_is_its_horizon() -> None:
     ("trl-bfd", {"capacity": 8}, []),
     ("trl-bfd_split", {"capacity": 8}, []),
     ("trl-wrapped", {"capacity": 8}, []),
+    ("axolotl-multipack", {"capacity": 8}, []),
+    ("axolotl-multipack", {"capacity": 8, "framework_version": "0.12.2"}, []),
+    ("axolotl-multipack", {"capacity": 1, "min_sample_len": 1}, [1, 0, 2, 1]),
+    ("axolotl-multipack", {"capacity": 1, "min_sample_len": 1, "excess_length_strategy": "truncate"}, [3, 1]),
+    ("nemo-first_fit", {"capacity": 8}, []),
+    ("nemo-first_fit", {"capacity": 8}, [0, 0]),
+    ("nemo-first_fit_shuffle", {"capacity": 1}, [1, 2, 0, 1]),
+    ("nemo-first_fit_decreasing", {"capacity": 1, "framework_version": "2.0.0"}, [1, 2]),
 ])
 def test_edge_inputs_agree_on_both_paths(name: str, options: dict[str, Any], lengths: list[int]) -> None:
-    """The frameworks' edge inputs (seq_length 1, one token, no document) replay or refuse alike."""
+    """The frameworks' edge inputs (seq_length 1, one token, none or only empty) replay or refuse alike."""
     packer = build_packer(name, **options)
     columns = outcome(lambda: columnar_events(packer, lengths, 64, False))
     assert columns == outcome(lambda: packer.events(lengths))
