@@ -30,15 +30,8 @@ Method
 * ``demo``: ``packing-theory audit --demo --no-plots`` with ``--engine fast``
   and ``--engine compiled``, whole process, same run (goal: >= 5x).
 * ``compare``: ``packing-theory compare --lengths FILE.npy --no-plots`` over
-  every packer (the default set: every streaming policy and peer) with
-  ``--engine compiled --workers 2`` on ``--compare-documents`` documents
-  (goal at 10 M: < 2 min wall); and on ``--compare-pure-documents`` documents
-  the same command with ``--engine fast`` (every packer's pure Python events)
-  and with ``--engine compiled --workers 1``: the three ``compare.json`` must
-  be equal apart from timings (``seconds``, ``run``). A pure run at 10 M
-  documents would take over an hour here (about 460 CPU s per million), so the
-  identity is shown at the smaller size. The CPU s of a run includes its
-  worker processes (reaped before it exits, so ``wait4`` counts them).
+  every packer on ``--compare-documents`` documents, ``--workers 1`` and
+  ``--workers 2``; the two ``compare.json`` must be equal apart from timings.
 * ``megatron``: a version-1 Megatron index of ``--megatron-documents``
   documents (``bench_readers.write_big_idx``) with no ``.bin``;
   ``MegatronIndex(...).lengths()`` in a fresh process (seconds of the read,
@@ -219,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes; writes nothing")
     parser.add_argument("--ledger-documents", type=int, default=2_000_000)
     parser.add_argument("--audit-documents", default="10000000,100000000")
-    parser.add_argument("--compare-documents", type=int, default=10_000_000)
-    parser.add_argument("--compare-pure-documents", type=int, default=1_000_000)
+    parser.add_argument("--compare-documents", type=int, default=1_000_000)
     parser.add_argument("--megatron-documents", type=int, default=100_000_000)
     parser.add_argument("--summary-documents", default="10000000,100000000,1000000000",
                         help="streaming-summary sizes (comma-separated)")
@@ -238,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.ledger_documents, args.audit_documents = 50_000, "100000"
         args.compare_documents, args.megatron_documents = 5_000, 200_000
-        args.compare_pure_documents = 2_000
         args.summary_documents = "200000"
     skip = set(filter(None, args.skip.split(",")))
     audit_sizes = [int(v) for v in args.audit_documents.split(",") if v]
@@ -249,11 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     ok = True
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        largest = max([args.ledger_documents, args.compare_documents, args.compare_pure_documents,
-                       *audit_sizes])
+        largest = max([args.ledger_documents, args.compare_documents, *audit_sizes])
         big = Path(tmp) / "lengths.npy"
         files = {n: big if n == largest else Path(tmp) / f"lengths_{n}.npy"
-                 for n in {args.compare_documents, args.compare_pure_documents, *audit_sizes}}
+                 for n in {args.compare_documents, *audit_sizes}}
         # written by a child: this process stays small (a spawned child's peak RSS starts at its parent's)
         task("write", path=str(big), n=largest, prefixes={str(p): n for n, p in files.items() if p != big})
         # warm-up: compile / load the cached kernels once
@@ -304,6 +294,15 @@ def main(argv: list[str] | None = None) -> int:
             ok &= result["demo"]["differences"] == 0
             print(json.dumps(result["demo"]), flush=True)
         if "compare" not in skip:
+            result["compare"] = {"documents": args.compare_documents}
+            reports = []
+            for workers in (1, 2):
+                out = f"{tmp}/compare{workers}"
+                r = run_child(cli("compare", "--lengths", str(files[args.compare_documents]), "--no-plots",
+                                  "--workers", str(workers), "--out", out))
+                r.pop("stdout")
+                result["compare"][f"workers_{workers}"] = r
+                reports.append(json.loads((Path(out) / "compare.json").read_text()))
             from diff_audit_json import differences
 
             def timeless(v: Any) -> Any:
@@ -311,32 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                     return {k: timeless(x) for k, x in v.items() if k not in ("seconds", "run")}
                 return [timeless(x) for x in v] if isinstance(v, list) else v
 
-            def compare_run(n: int, engine: str, workers: int) -> tuple[dict[str, Any], Any]:
-                out = f"{tmp}/compare_{n}_{engine}_{workers}"
-                r = run_child(cli("compare", "--lengths", str(files[n]), "--no-plots", "--no-progress",
-                                  "--engine", engine, "--workers", str(workers), "--out", out))
-                r.pop("stdout")
-                r["load_after"] = round(os.getloadavg()[0], 2)
-                r.update(documents=n, engine=engine, workers=workers)
-                print(json.dumps(r), flush=True)
-                return r, json.loads((Path(out) / "compare.json").read_text())
-
-            big_run, big_report = compare_run(args.compare_documents, "compiled", 2)
-            runs = [big_run]
-            reports = []
-            for engine, workers in (("compiled", 2), ("fast", 2), ("compiled", 1)):
-                r, rep = compare_run(args.compare_pure_documents, engine, workers)
-                runs.append(r)
-                reports.append(timeless(rep))
-            diffs = [len(differences(reports[0], x)) for x in reports[1:]]
-            result["compare"] = {"documents": args.compare_documents, "runs": runs,
-                                 "packers": len(big_report["packers"]),
-                                 "refused": [x["packer"] for x in big_report["refused"]],
-                                 "pure_documents": args.compare_pure_documents,
-                                 "differences_fast": diffs[0], "differences_one_worker": diffs[1],
-                                 "seconds_per_packer": {p["policy"]: round(p["seconds"], 2)
-                                                        for p in big_report["packers"]}}
-            ok &= diffs == [0, 0]
+            result["compare"]["differences"] = len(differences(timeless(reports[0]), timeless(reports[1])))
+            result["compare"]["packers"] = len(reports[0]["packers"])
+            ok &= result["compare"]["differences"] == 0
             print(json.dumps(result["compare"]), flush=True)
         if "megatron" not in skip:
             prefix = f"{tmp}/big"
@@ -402,22 +378,15 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"| {e} | {d[e]['wall_s']} | {d[e]['cpu_s']} | {d[e]['peak_rss_mib']} |")
         lines += ["", f"fast / compiled: {d['wall_ratio']}x wall, {d['cpu_ratio']}x CPU; audit.json "
                   f"differences apart from timings: {d['differences']}."]
-    if "compare" in r and "runs" in r["compare"]:
+    if "compare" in r:
         c = r["compare"]
-        lines += ["", f"## `compare` of every packer ({c['packers']} compared, refused: "
-                  f"{', '.join(c['refused']) or 'none'})", "",
-                  "| documents | engine | workers | wall s | CPU s (workers included) | peak RSS MiB "
-                  "| load before | load after |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
-        for x in c["runs"]:
-            lines.append(f"| {x['documents']:,} | {x['engine']} | {x['workers']} | {x['wall_s']} | "
-                         f"{x['cpu_s']} | {x['peak_rss_mib']} | {x['load_before']} | {x['load_after']} |")
-        lines += ["", f"compare.json differences apart from timings at {c['pure_documents']:,} documents: "
-                  f"compiled vs fast (pure) {c['differences_fast']}, 2 workers vs 1 "
-                  f"{c['differences_one_worker']}.", "",
-                  f"Seconds per packer at {c['documents']:,} documents (its `seconds` in compare.json: the "
-                  "second pass, cut at the common horizon; the first pass to each packer's natural end is "
-                  "not in it):", "",
-                  ", ".join(f"{k} {v}" for k, v in c["seconds_per_packer"].items()) + "."]
+        lines += ["", f"## `compare` of every packer ({c['packers']}) on {c['documents']:,} documents", "",
+                  "| workers | wall s | CPU s (the parent; workers are children) | peak RSS MiB |",
+                  "|---:|---:|---:|---:|"]
+        for w in (1, 2):
+            x = c[f"workers_{w}"]
+            lines.append(f"| {w} | {x['wall_s']} | {x['cpu_s']} | {x['peak_rss_mib']} |")
+        lines += ["", f"compare.json differences apart from timings: {c['differences']}."]
     if "megatron" in r:
         m = r["megatron"]
         lines += ["", f"## Megatron index of {m['documents']:,} documents ({m['idx_bytes']:,} B, no .bin)",
