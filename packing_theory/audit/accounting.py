@@ -37,7 +37,7 @@ from .table import FILTERED as F_FILTERED
 if TYPE_CHECKING:
     from .compiled import LedgerKernels
 
-__all__ = ["MAX_EXACT_TOKENS", "ChunkAccounts", "counts_median", "exact_total"]
+__all__ = ["MAX_EXACT_TOKENS", "ChunkAccounts", "exact_total"]
 
 MAX_EXACT_TOKENS = 1 << 53
 """Arrived tokens a :class:`~packing_theory.audit.ledger.Ledger` accounts exactly (per-source columns are
@@ -521,7 +521,7 @@ class ChunkAccounts:
         j = self._rows_started + np.arange(starts.size, dtype=np.int64)
         self._rows_started += int(starts.size)
         self._row = int(rows[-1])
-        self._widen_stride(j)
+        self._thin(j)
         keep = j % self._series_stride == 0
         if not keep.any():
             return
@@ -538,24 +538,20 @@ class ChunkAccounts:
         R = self.capacity
         for jj, p, prot in zip(j[keep].tolist(), at.tolist(), protected, strict=True):
             self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), prot))
-        self._thin()
 
-    def _widen_stride(self, j: Int64Array) -> None:
-        """Double the stride before sampling rows ``j`` while :meth:`_thin` would (the same samples
-        kept, without building the ones it would drop)."""
+    def _thin(self, pending: Int64Array | None = None) -> None:
+        """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride, counting
+        the ``pending`` rows about to be sampled (so the samples it would drop are never built)."""
+        if pending is None and len(self._series) < _MAX_SERIES:
+            return
         step = self.capacity - 1
-        kept = np.asarray([s.targets // step for s in self._series], dtype=np.int64)
-        while (int(np.count_nonzero(kept % self._series_stride == 0))
-               + int(np.count_nonzero(j % self._series_stride == 0))) >= _MAX_SERIES:
+        rows = np.asarray([s.targets // step for s in self._series], dtype=np.int64)
+        todo = np.zeros(0, np.int64) if pending is None else pending
+        while np.count_nonzero(rows % self._series_stride == 0) + np.count_nonzero(
+                todo % self._series_stride == 0) >= _MAX_SERIES:
             self._series_stride *= 2
-        self._series = [s for s in self._series if (s.targets // step) % self._series_stride == 0]
-
-    def _thin(self) -> None:
-        """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride."""
-        step = self.capacity - 1
-        while len(self._series) >= _MAX_SERIES:
-            self._series_stride *= 2
-            self._series = [s for s in self._series if (s.targets // step) % self._series_stride == 0]
+        stride = self._series_stride
+        self._series = [s for s, r in zip(self._series, rows.tolist(), strict=True) if r % stride == 0]
 
     def _fold_counts(self) -> None:
         """Move the compiled accounting's dense crop and whole-document histograms into the sparse
@@ -593,19 +589,3 @@ def exact_total(before: int, occ: Int64Array, length: Int64Array, limit: int) ->
                      f"{int(occ[i])} (length {int(length[i])}) hold more than {limit:,} "
                      "tokens (per-source counts are int64, per-stratum sums float64); audit fewer "
                      "tokens")
-
-
-def counts_median(counts: dict[int, int]) -> float | None:
-    """Median of a sparse histogram ``value -> count`` (the mean of the two middle values).
-
-    >>> counts_median({3: 1, 10: 2}), counts_median({2: 1, 4: 1}), counts_median({})
-    (10.0, 3.0, None)
-    """
-    total = sum(counts.values())
-    if total == 0:
-        return None
-    keys = sorted(counts)
-    cum = np.cumsum([counts[k] for k in keys])
-    lo = keys[int(np.searchsorted(cum, (total - 1) // 2, side="right"))]
-    hi = keys[int(np.searchsorted(cum, total // 2, side="right"))]
-    return (lo + hi) / 2

@@ -63,6 +63,7 @@ from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
 from ..engine.starts import StartTracker
 from ..errors import InputError
+from .histograms import nearest_rank
 
 __all__ = [
     "COST_COLUMNS",
@@ -122,26 +123,6 @@ COST_COLUMNS: tuple[tuple[str, str], ...] = (
     ("share_without_context", "targets without preceding context"),
 )
 """The default columns of :func:`costs_table`: (field, header)."""
-
-
-def nearest_rank(counts: dict[int, int], q: float) -> int | None:
-    """The nearest-rank ``q``-quantile of a histogram ``{value: count}`` (``None`` if empty).
-
-    >>> nearest_rank({0: 98, 5: 1, 9: 1}, 0.99), nearest_rank({0: 98, 5: 1, 9: 1}, 0.5)
-    (5, 0)
-    """
-    if not 0 < q <= 1:
-        raise InputError(f"q must be in (0, 1], got {q!r}")
-    total = sum(counts.values())
-    if total == 0:
-        return None
-    rank = -(-q * total // 1)  # ceil(q * total)
-    seen = 0
-    for value in sorted(counts):
-        seen += counts[value]
-        if seen >= rank:
-            return value
-    return max(counts)  # pragma: no cover - unreachable
 
 
 class CostAccumulator:

@@ -60,8 +60,9 @@ from ..engine.events import (
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
-from .accounting import MAX_EXACT_TOKENS, ChunkAccounts, counts_median, exact_total
+from .accounting import MAX_EXACT_TOKENS, ChunkAccounts, exact_total
 from .exposure import exposure_profile, whole_exposure
+from .histograms import counts_median
 from .results import (
     Aggregates,
     CoverageRow,

@@ -40,7 +40,8 @@ from ..engine.consumers import consumer_settings
 from ..engine.events import Event, Horizon, first_target, span_columns
 from ..engine.summary import ReplaySummary
 from ..errors import InputError, InputTypeError
-from .accounting import MAX_EXACT_TOKENS, counts_median, exact_total
+from .accounting import MAX_EXACT_TOKENS, exact_total
+from .histograms import counts_median
 from .results import StratumRow
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index, stratum_labels
 

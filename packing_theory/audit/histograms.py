@@ -1,0 +1,49 @@
+"""Statistics of a sparse histogram ``{value: count}``: its median and its nearest-rank quantiles.
+
+The ledgers keep crop lengths and start delays as such histograms
+(:class:`~packing_theory.audit.ledger.Ledger`, :class:`~packing_theory.audit.costs.CostAccumulator`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["counts_median", "nearest_rank"]
+
+
+def counts_median(counts: dict[int, int]) -> float | None:
+    """Median of a sparse histogram ``value -> count`` (the mean of the two middle values).
+
+    >>> counts_median({3: 1, 10: 2}), counts_median({2: 1, 4: 1}), counts_median({})
+    (10.0, 3.0, None)
+    """
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    keys = sorted(counts)
+    cum = np.cumsum([counts[k] for k in keys])
+    lo = keys[int(np.searchsorted(cum, (total - 1) // 2, side="right"))]
+    hi = keys[int(np.searchsorted(cum, total // 2, side="right"))]
+    return (lo + hi) / 2
+
+
+def nearest_rank(counts: dict[int, int], q: float) -> int | None:
+    """The nearest-rank ``q``-quantile of a histogram ``{value: count}`` (``None`` if empty).
+
+    >>> nearest_rank({0: 98, 5: 1, 9: 1}, 0.99), nearest_rank({0: 98, 5: 1, 9: 1}, 0.5)
+    (5, 0)
+    """
+    if not 0 < q <= 1:
+        raise InputError(f"q must be in (0, 1], got {q!r}")
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    rank = -(-q * total // 1)  # ceil(q * total)
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return value
+    return max(counts)  # pragma: no cover - unreachable
