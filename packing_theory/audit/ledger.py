@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, PLACEMENT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import (
@@ -60,6 +61,7 @@ from ..engine.events import (
 from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
+from ..lengths import exact_sum
 from .accounting import MAX_EXACT_TOKENS, ChunkAccounts, exact_total
 from .exposure import exposure_profile, whole_exposure
 from .histograms import counts_median
@@ -222,8 +224,9 @@ class Ledger(ChunkAccounts):
         ba_pos = np.flatnonzero(kinds == 1)
         self._sample_batch(b, pos, filt, ba_pos)
         end = int(kinds.size) - (1 if b.horizon is not None else 0)
+        bulk = self._filtered_in_bulk(b, pos[ARRIVAL], filt)
         p = 0
-        fi = 0
+        fi = filt.size if bulk else 0
         while p < end:
             stops = []
             for j, k in enumerate((ARRIVAL, PLACEMENT, DISCARD)):
@@ -248,6 +251,10 @@ class Ledger(ChunkAccounts):
                 self._segment(b, p, end, pos, ba_pos)
                 self._carry = carry
                 p = end
+        if bulk and filt.size:
+            self._t.flags[b.filtered.occurrence] |= F_FILTERED
+            self._filtered_tokens += exact_sum(b.filtered.length)
+            self._filtered_sources += int(filt.size)
         self._padding_tokens += int(b.padding.length.sum())
         self._repeated_tokens += int(b.repeat.length.sum())
         if (b.padding.length < 0).any() or (b.repeat.length < 1).any():
@@ -257,6 +264,37 @@ class Ledger(ChunkAccounts):
         if b.horizon is not None:
             self._carry = [0, 0, 0]
             self._finish(b.horizon)
+
+    def _filtered_in_bulk(self, b: EventBatch, arrival_pos: Int64Array, filt: Int64Array) -> bool:
+        """Whether the batch's Filtered events may be accounted after its other events, in bulk.
+
+        They may when each is valid where it stands — its occurrence arrived
+        before it (earlier, unfiltered, unstarted and undiscarded, or in this
+        batch before it) with its length, it is filtered once, and nothing of
+        it is placed, discarded or given a BOS marker in the batch — so that
+        the event-by-event walk would account the same and raise nowhere
+        earlier. Otherwise the walk stops at each of them (the same errors).
+        """
+        if not filt.size:
+            return True
+        f, t = b.filtered, self._t
+        occ = f.occurrence
+        if distinct(occ).size != occ.size or (occ < 0).any() or np.isin(occ, np.concatenate(
+                (b.placement.occurrence, b.discard.occurrence, b.bos_added.occurrence))).any():
+            return False
+        old = occ < t.n
+        o = occ[old]
+        if ((t.flags[o] & ARRIVED) == 0).any() or (t.flags[o] & (F_FILTERED | STARTED)).any() or (
+                t.discarded[o] != 0).any() or (t.length[o] != f.length[old]).any():
+            return False
+        a = b.arrival.occurrence
+        order = np.argsort(a, kind="stable")
+        k = np.searchsorted(a[order], occ[~old])
+        if (k >= a.size).any():
+            return False
+        k = order[k]
+        return bool((a[k] == occ[~old]).all() and (arrival_pos[k] < filt[~old]).all()
+                    and (b.arrival.length[k] == f.length[~old]).all())
 
     def _segment(self, b: EventBatch, p: int, q: int, pos: dict[int, Int64Array], ba_pos: Int64Array) -> None:
         """Account events ``[p, q)`` of a batch (arrivals, markers, placements, discards)."""

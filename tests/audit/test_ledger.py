@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import given, note, reject, settings
 from hypothesis import strategies as st
 
 import packing_theory as pt
@@ -26,6 +26,8 @@ from packing_theory.audit import (
     stratum_index,
     stratum_labels,
 )
+from packing_theory.engine.batches import batched
+from packing_theory.engine.compiled import compiled_available
 from packing_theory.engine.events import (
     Arrival,
     BosAdded,
@@ -653,3 +655,57 @@ def test_protected_mass_at_sample_points_equals_brute_force(points: list[int]) -
     for n, mass in zip(points, got, strict=True):
         longs = sorted(int(x) for x in np.concatenate([before, lengths[:n]]) if x > R)
         assert mass == sum(longs[-(B - 1):]), n
+
+
+# --------------------------------------------------------------------------- Filtered events in batches
+
+
+def _ledger_outcome(items: Any, compiled: bool = False) -> Any:
+    led = Ledger(8, 2, compiled=compiled)
+    try:
+        for item in items:
+            led.feed(item)
+        led._check()
+        return led.result()
+    except ValueError as exc:
+        return ("refused", str(exc))
+
+
+def _filtering_stream(draw: Any) -> list[Event]:
+    """A peer's events over lengths with empty and over-long documents (Filtered), maybe corrupted."""
+    lengths = draw(st.lists(st.sampled_from([0, 0, 1, 3, 5, 8, 9, 20]), min_size=1, max_size=25))
+    name = draw(st.sampled_from(["trl-bfd", "axolotl-multipack", "fewer-truncations", "seamless"]))
+    try:
+        events = list(pt.build_packer(name, capacity=8).events(lengths))
+    except ValueError:  # the framework refuses this corpus
+        reject()
+    filtered = [i for i, e in enumerate(events) if type(e) is Filtered]
+    corrupt = draw(st.sampled_from(["none", "none", "twice", "early", "length", "placed", "moved"]))
+    if corrupt != "none" and filtered:
+        i = draw(st.sampled_from(filtered))
+        f = events[i]
+        assert isinstance(f, Filtered)
+        if corrupt == "twice":
+            events.insert(i, f)
+        elif corrupt == "early":  # before its own arrival
+            events.insert(0, events.pop(i))
+        elif corrupt == "length":
+            events[i] = f._replace(length=f.length + 1)
+        elif corrupt == "placed":  # a placement of the filtered occurrence after it
+            events.insert(i + 1, Placement(0, 0, f.occurrence, f.source, 0, 1, False, False))
+        else:  # the Filtered moved after another occurrence's events (still before the Horizon)
+            moved = events.pop(i)
+            events.insert(len(events) - 1, moved)
+    return events
+
+
+@settings(max_examples=scaled_examples(150), deadline=None)
+@given(st.data(), st.sampled_from([1, 2, 5, 1000]), st.booleans())
+def test_filtered_events_in_batches_account_as_one_by_one(data: Any, size: int, compiled: bool) -> None:
+    """Batches take their Filtered events in bulk when each is valid where it stands, else one by one:
+    the same aggregates, or the same refusal, as the events fed singly."""
+    if compiled and not compiled_available():
+        compiled = False
+    events = _filtering_stream(data.draw)
+    want = _ledger_outcome(events, compiled)
+    assert _ledger_outcome(batched(events, size), compiled) == want
