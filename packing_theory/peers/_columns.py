@@ -31,12 +31,13 @@ Complexity: O(events) numpy work per batch, plus the packing algorithm
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACEMENT, REPEAT, EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
 from ..engine.events import Horizon
@@ -45,7 +46,7 @@ from ._common import best_fit, first_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
            "discard_section", "first_fit_bins", "fragments", "horizon_batch", "packed_rows", "peer_array",
-           "row_section", "wrapped_rows"]
+           "row_chunks", "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -177,6 +178,25 @@ def row_section(capacity: int, rows: int, row_base: int, row_window: Int64Array,
         groups["repeat"] = (row_id[is_rep], offset[is_rep], occurrence[is_rep], source[is_rep], start[is_rep],
                             length[is_rep])
     return Section(np.repeat(row_window, per_event), kinds, groups)
+
+
+def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, occurrence: Int64Array,
+               source: Int64Array, start: Int64Array, length: Int64Array, crop: BoolArray, size: int
+               ) -> Iterator[Section]:
+    """:func:`row_section` of one window's rows, about ``size`` pieces at a time (whole rows).
+
+    The same events in the same order as one section of all the rows; a large
+    window's batch is never built whole.
+    """
+    n = piece_row.size
+    starts = np.searchsorted(piece_row, piece_row[np.arange(0, n, max(size, 1))])  # cuts at row starts
+    bounds = [*distinct(np.concatenate((starts, [0]))).tolist(), n] if n else [0, 0]
+    r0 = 0
+    for a, b in itertools.pairwise(bounds):
+        r1 = rows if b == n else int(piece_row[b])
+        yield row_section(capacity, r1 - r0, row_base + r0, np.zeros(r1 - r0, np.int64), piece_row[a:b] - r0,
+                          occurrence[a:b], source[a:b], start[a:b], length[a:b], crop[a:b])
+        r0 = r1
 
 
 def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packer") -> Int64Array:

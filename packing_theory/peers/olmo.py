@@ -58,6 +58,7 @@ from ._columns import (
     horizon_batch,
     packed_rows,
     peer_array,
+    row_chunks,
     row_section,
 )
 from ._common import Piece, arrivals, best_fit, check_split_budget, peer_lengths, row_events
@@ -185,10 +186,17 @@ class OlmoPacker(PeerPacker):
             order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
                                     itertools.pairwise(bounds.tolist())]).astype(np.int64)
             items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
-            sections.append(row_section(L, rows, row, row_window, item_row, p_occ[items], p_occ[items],
-                                        p_start[items], p_len[items], long[p_occ[items] - lo]))
+            p_occ, p_start, p_len = p_occ[items], p_start[items], p_len[items]
+            crop = long[p_occ - lo]
+            if windows == 1:  # one large window: its rows a batch of about `size` pieces at a time
+                yield assemble(1, sections, ("empty",))
+                for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, p_len, crop, size):
+                    yield assemble(1, [sec])
+            else:
+                sections.append(row_section(L, rows, row, row_window, item_row, p_occ, p_occ, p_start, p_len,
+                                            crop))
+                yield assemble(windows, sections, ("empty",))
             row += rows
-            yield assemble(windows, sections, ("empty",))
         yield horizon_batch(row)
 
 

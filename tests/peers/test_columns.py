@@ -244,3 +244,22 @@ def test_edge_inputs_agree_on_both_paths(name: str, options: dict[str, Any], len
     packer = build_packer(name, **options)
     columns = outcome(lambda: columnar_events(packer, lengths, 64, False))
     assert columns == outcome(lambda: packer.events(lengths))
+
+
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.lists(st.lists(st.integers(1, 3), max_size=3), max_size=12), st.integers(1, 7))
+def test_row_chunks_are_the_row_section(rows: list[list[int]], size: int) -> None:
+    """Rows cut into sections of about ``size`` pieces give the events of one section, rows without
+    pieces (all padding) included."""
+    from packing_theory.peers._columns import Section, assemble, row_chunks
+
+    piece_row = np.asarray([r for r, pieces in enumerate(rows) for _ in pieces], dtype=np.int64)
+    length = np.asarray([n for pieces in rows for n in pieces], dtype=np.int64)
+    occ = np.arange(length.size, dtype=np.int64)
+    zeros, crop = np.zeros(length.size, np.int64), np.zeros(length.size, np.bool_)
+    whole: Section = row_section(9, len(rows), 3, np.zeros(len(rows), np.int64), piece_row, occ, occ, zeros,
+                                 length, crop)
+    parts = list(row_chunks(9, len(rows), 3, piece_row, occ, occ, zeros, length, crop, size))
+    assert [e for s in parts for e in assemble(1, [s]).events()] == list(assemble(1, [whole]).events())
+    widest = max((len(p) for p in rows), default=0)  # a chunk ends at a row start
+    assert all(s.groups["placement"][0].size < size + max(widest, 1) for s in parts)
