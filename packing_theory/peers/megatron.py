@@ -399,8 +399,10 @@ class MegatronGPT(PeerPacker):
         hi = lo + L + 1
         first_repeat = (samples >= 1) & (when[np.maximum(samples - 1, 0)] < i)
         last_repeat = (samples + 1 < total) & (when[np.minimum(samples + 1, total - 1)] < i)
-        j0 = np.searchsorted(starts[1:], lo, side="right")  # the first occurrence ending after lo
-        j1 = np.searchsorted(starts[:-1], hi, side="left")  # one past the last starting before hi
+        by = np.argsort(lo, kind="stable")  # sorted keys: numpy's search walks on from the last hit
+        j0, j1 = np.empty(lo.size, np.int64), np.empty(lo.size, np.int64)
+        j0[by] = np.searchsorted(starts[1:], lo[by], side="right")  # the first occurrence ending after lo
+        j1[by] = np.searchsorted(starts[:-1], hi[by], side="left")  # one past the last starting before hi
         per = j1 - j0
         smp = np.repeat(np.arange(samples.size, dtype=np.int64), per)
         j = j0[smp] + np.arange(smp.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
