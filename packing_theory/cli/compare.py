@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     """
     import numpy as np
 
+    from .._allocator import keep_freed_memory
     from ..distributed.executors import open_executor
     from ..rendering.compare import REPORT_FILES, write_report_files
     from ..rendering.sources import SOURCES_PLOT
@@ -212,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         if sources is not None and sources.funnel is not None:
             lengths = raw[sources.funnel.keep]  # the packers replay what the cleaning funnel keeps
         bar = progress_bar("compare", len(names), enabled=False if args.no_progress else None, unit="packer")
+        keep_freed_memory()  # before the worker processes start: they inherit it
         try:
             with open_executor(args.executor, workers=args.workers) as executor:
                 cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
