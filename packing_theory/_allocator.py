@@ -7,7 +7,7 @@ one of them is faulted in afresh, page by page. On the 2-core virtual machine
 of ``benchmarks/results/peers.md`` first-touch faults were about half of the
 CPU time of ``compare`` on 10 M documents (226 s system time against 170 s
 user time). :func:`keep_freed_memory` turns glibc's own ``mmap`` off
-(``M_MMAP_MAX = 0``) and raises the trim threshold, so freed blocks stay in
+(``M_MMAP_MAX = 0``) and trimming off (``M_TRIM_THRESHOLD = -1``), so freed blocks stay in
 the heap and are reused; the process keeps its peak resident size until it
 exits. ``packing-theory compare`` calls it before it starts its worker
 processes (forked, they inherit it). Elsewhere (not glibc) it does nothing.
@@ -38,4 +38,4 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):  # a libc without mallopt (musl)
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, -1))  # -1: never trim
