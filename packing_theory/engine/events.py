@@ -261,7 +261,10 @@ class BufferedSpans(Sequence[BufferedSpan]):
         if any(c.ndim != 1 or c.size != n for c in (*cols, bos)):
             raise InputError("BufferedSpans columns must be 1-D of one length, got shapes "
                              f"{[np.shape(c) for c in (*cols, bos)]}")
-        self._cols: tuple[npt.NDArray[Any], ...] = (*cols, bos)
+        views = tuple(c.view() for c in (*cols, bos))  # the caller's arrays stay writable
+        for c in views:
+            c.setflags(write=False)  # read-only: the spans are a value (their hash is the tuple's)
+        self._cols: tuple[npt.NDArray[Any], ...] = views
 
     @classmethod
     def of(cls, spans: Iterable[BufferedSpan]) -> BufferedSpans:

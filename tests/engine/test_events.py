@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -181,3 +182,8 @@ def test_buffered_spans_refuse_ragged_columns_and_index_past_the_end() -> None:
     with pytest.raises(IndexError):
         BufferedSpans([1], [1], [0], [2], [False])[1]
     assert BufferedSpans.of(()) == () and repr(BufferedSpans.of(())) == "BufferedSpans(0 spans, 0 tokens)"
+    mine = np.array([1, 2])
+    spans = BufferedSpans(mine, mine, [0, 0], [1, 1], [False, False])
+    with pytest.raises(ValueError, match="read-only"):
+        spans.columns()[0][0] = 9
+    mine[0] = 5  # the caller's array is not frozen
