@@ -81,7 +81,7 @@ TARGETS: tuple[Target, ...] = (
     Target("audit.accounting", "packing_theory/audit/accounting.py",
            ("tests/audit/test_ledger.py", "tests/engine/test_events.py"),
            ("ChunkAccounts._new_row", "ChunkAccounts._buffered_accounted", "ChunkAccounts._sample_marks",
-            "ChunkAccounts._sample_batch", "ChunkAccounts._flush", "counts_median")),
+            "ChunkAccounts._sample_batch", "ChunkAccounts._flush", "ChunkAccounts._thin")),
     Target("audit.ledger", "packing_theory/audit/ledger.py",
            ("tests/audit/test_ledger.py", "tests/engine/test_events.py"),
            ("Ledger._finish", "Ledger._protected_mass")),

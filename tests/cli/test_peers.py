@@ -98,7 +98,7 @@ def test_policies_lists_every_policy(capsys: pytest.CaptureFixture[str]) -> None
     megatron = next(r for r in table if r["policy"] == "megatron-gpt")
     assert megatron["row_width"].startswith("R = sequence_length + 1") and megatron["engines"] == []
     bw = next(r for r in table if r["policy"] == "bounded-wait")
-    assert bw["engines"] == ["fast", "reference"] and bw["knobs"]["max_wait"]["default"] == 16
+    assert bw["engines"] == ["fast", "compiled", "reference"] and bw["knobs"]["max_wait"]["default"] == 16
 
 
 def test_audit_accepts_peers(lengths_file: Path, tmp_path: Path) -> None:
