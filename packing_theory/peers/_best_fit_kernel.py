@@ -12,25 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._kernels import _find_ge  # the smallest set leaf >= need: the same presence-tree search
+
 __all__ = ["best_fit_first_opened"]
-
-
-@njit(cache=True)
-def _smallest_at_least(tree, leaves, need):  # pragma: no cover - compiled
-    """The smallest space ``>= need`` whose leaf is set in the presence tree, or -1."""
-    if need >= leaves:
-        return -1
-    i = need + leaves
-    if tree[i]:
-        return need
-    while i > 1:
-        if i % 2 == 0 and tree[i + 1]:
-            i += 1
-            while i < leaves:
-                i = 2 * i if tree[2 * i] else 2 * i + 1
-            return i - leaves
-        i //= 2
-    return -1
 
 
 @njit(cache=True)
@@ -97,7 +81,7 @@ def best_fit_first_opened(sizes, order, capacity):  # pragma: no cover - compile
     bins = 0
     for j in range(n):
         size = sizes[order[j]]
-        space = _smallest_at_least(tree, leaves, size)
+        space = _find_ge(tree, leaves, size)
         if space >= 0:
             b = root[space]
             root[space] = _meld(left[b], right[b], left, right)
