@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct_counts
 from ..engine.batches import ARRIVAL, DISCARD, PLACEMENT, EventBatch
 from ..engine.events import Arrival, BosAdded, Discard, Horizon, Placement, first_target
 from ..errors import InputError, InputTypeError
@@ -349,7 +350,7 @@ class ChunkAccounts:
         self._long_emitted += int(ln[L > R].sum())
         if crop.any():
             counts = self._crop_counts
-            for k, v in zip(*(a.tolist() for a in np.unique(ln[crop], return_counts=True)), strict=True):
+            for k, v in zip(*(a.tolist() for a in distinct_counts(ln[crop])), strict=True):
                 counts[k] = counts.get(k, 0) + v
         strat = stratum_index(L, self.boundaries)
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
@@ -362,7 +363,7 @@ class ChunkAccounts:
         whole = (start == 0) & (stop == L) & ~bos
         if whole.any():
             counts = self._whole_counts
-            for k, v in zip(*(a.tolist() for a in np.unique(L[whole], return_counts=True)), strict=True):
+            for k, v in zip(*(a.tolist() for a in distinct_counts(L[whole])), strict=True):
                 counts[k] = counts.get(k, 0) + v
             keep = ~whole
             start, stop, L, strat, own = start[keep], stop[keep], L[keep], strat[keep], own[keep]

@@ -43,7 +43,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from .._unique import distinct
+from .._unique import distinct, group_min
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
@@ -196,9 +196,7 @@ class DocumentRows:
         pocc, prow = b.placement.occurrence, b.placement.row
         if pocc.size:
             if self.per_occurrence:  # O(batch log batch): only the occurrences placed in it
-                u, inv = np.unique(pocc, return_inverse=True)
-                low = np.full(u.size, np.iinfo(np.int64).max, np.int64)
-                np.minimum.at(low, inv.ravel(), prow)
+                u, low = group_min(pocc, prow)
                 cur = self._first[u]
                 self._first[u] = np.where((cur < 0) | (low < cur), low, cur)
             top = int(prow.max())

@@ -26,6 +26,7 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct_counts, group_min
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
@@ -127,7 +128,7 @@ class StartTracker:
         bad = np.flatnonzero((occurrences < 0) | (occurrences >= n))
         if bad.size:
             raise InputError(f"placement of occurrence {int(occurrences[bad[0]])}, which has not arrived")
-        occ, first = np.unique(occurrences, return_index=True)
+        occ, first = group_min(occurrences, np.arange(occurrences.size, dtype=np.int64))
         srow = np.frombuffer(self._srow, dtype=np.int64)  # views: released before any append
         arow = np.frombuffer(self._arow, dtype=np.int64)
         new = srow[occ] == _UNSTARTED
@@ -137,7 +138,7 @@ class StartTracker:
         del srow, arow
         if delays.size == 0:
             return
-        values, counts = np.unique(delays, return_counts=True)
+        values, counts = distinct_counts(delays)
         for d, c in zip(values.tolist(), counts.tolist(), strict=True):
             self.delays[d] += c
         self.started += int(delays.size)

@@ -547,7 +547,7 @@ def _compare_one(name: str, arr: npt.NDArray[np.int64], given: dict[str, Any], s
     compiled = settings[6] == "compiled"
     ledger = Ledger(width, min_buffer, policy=name, boundaries=boundaries, compiled=compiled)
     costs = CostAccumulator(width, name)
-    rows = DocumentRows(width)  # locates the partial row, never trained
+    rows = DocumentRows(width, per_occurrence=False)  # locates the partial row, never trained
     figures: PeerFigures | None = None
     counter = packer.figures(arr) if e.kind == "peer" else None
     cut = cut_batches_at_horizon if compiled else cut_at_horizon  # the same events; batches kept as batches

@@ -42,7 +42,7 @@ from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACE
 from ..engine.compiled import compiled_available, load_numba_module
 from ..engine.events import Horizon
 from ..errors import InputError
-from ._common import best_fit, first_fit, peer_lengths
+from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
            "discard_section", "first_fit_bins", "fragments", "horizon_batch", "packed_rows", "peer_array",
@@ -221,12 +221,7 @@ def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packe
             raise InputError(f"lengths[{over}] = {values[over]} exceeds the columnar path's int64 columns "
                              f"(at most {top}); replay it with events()")
         return np.asarray(values, dtype=np.int64)
-    lo = 0 if allow_empty else 1
-    bad = lengths < lo
-    if bad.any():
-        i = int(np.argmax(bad))
-        what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
-        raise InputError(f"lengths[{i}] must be {what}, got {int(lengths[i])}")
+    check_short_lengths(lengths, allow_empty=allow_empty, who=who)
     return lengths.astype(np.int64, copy=False)
 
 

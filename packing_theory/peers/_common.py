@@ -211,27 +211,41 @@ def peer_lengths(lengths: Any, *, allow_empty: bool = True, who: str = "this pac
         InputTypeError: not a sequence of ints / an integer array.
         InputError: not 1-D, a negative length, or an empty document where none is taken.
     """
+    lo = 0 if allow_empty else 1
+    what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
     if isinstance(lengths, np.ndarray):
         if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
             raise InputTypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
         if lengths.ndim != 1:
             raise InputError(f"lengths must be 1-D, got shape {lengths.shape}")
-        values: Iterable[Any] = lengths.tolist()
-    elif isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+        check_short_lengths(lengths, allow_empty=allow_empty, who=who)  # its values are ints: one bulk check
+        out: list[int] = lengths.tolist()
+        return out
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
         raise InputTypeError(f"lengths must be a sequence of ints or a numpy array, "
                              f"got {type(lengths).__name__}")
-    else:
-        values = lengths
-    lo = 0 if allow_empty else 1
-    out: list[int] = []
-    for i, v in enumerate(values):
+    out = []
+    for i, v in enumerate(lengths):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise InputTypeError(f"lengths[{i}] must be an int, got {type(v).__name__} {v!r}")
         if v < lo:
-            what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
             raise InputError(f"lengths[{i}] must be {what}, got {v}")
         out.append(int(v))
     return out
+
+
+def check_short_lengths(lengths: npt.NDArray[np.integer[Any]], *, allow_empty: bool = True,
+                        who: str = "this packer") -> None:
+    """:func:`peer_lengths`'s length check on an integer array, in bulk: the first too short one. O(n).
+
+    Raises:
+        InputError: a negative length, or an empty document where none is taken.
+    """
+    short = np.flatnonzero(lengths < (0 if allow_empty else 1))
+    if short.size:
+        i = int(short[0])
+        what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
+        raise InputError(f"lengths[{i}] must be {what}, got {int(lengths[i])}")
 
 
 SPLIT_BUDGET = 10_000_000

@@ -47,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._checks import check_int
+from .._unique import group_min
 from ..engine.batches import PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Horizon, Padding, Placement, Repeat
@@ -243,7 +244,7 @@ class FigureAccumulator:
         if arr.occurrence.size:
             _grow_ints(self._length, int(arr.occurrence.max()) + 1)
         seen = np.frombuffer(self._row_seen, np.uint8)
-        uniq, first_at = np.unique(rows, return_index=True)
+        uniq, first_at = group_min(rows, np.arange(rows.size, dtype=np.int64))
         new = seen[uniq] == 0
         first = np.zeros(n, np.bool_)
         first[first_at[new]] = True

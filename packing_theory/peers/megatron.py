@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -78,6 +78,7 @@ from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, EventBatch
 from ..engine.events import BufferedSpan, Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
+from ..lengths import exact_sum
 from ._base import PeerPacker
 from ._columns import Section, assemble, horizon_batch, peer_array, row_section
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
@@ -122,7 +123,7 @@ class MegatronIndex:
         self.separate_final_epoch = separate_final_epoch
 
 
-def megatron_index(sizes: list[int], sequence_length: int, seed: int,
+def megatron_index(sizes: Sequence[int] | npt.NDArray[np.integer[Any]], sequence_length: int, seed: int,
                    num_samples: int | None) -> MegatronIndex:
     """Document, sample-count and shuffle indices as ``GPTDataset`` builds them.
 
@@ -132,7 +133,7 @@ def megatron_index(sizes: list[int], sequence_length: int, seed: int,
     """
     L = sequence_length
     n = len(sizes)
-    tpe = sum(sizes)
+    tpe = exact_sum(sizes)
     # helpers.cpp asserts seq_length > 1 and tokens_per_epoch > 1, but the shipped compiled helper
     # (megatron-core 0.16.1's helpers_cpp) is built without asserts: what it does is replayed
     if n == 0:
@@ -253,8 +254,9 @@ class MegatronGPT(PeerPacker):
         self.samples = check_choice("samples", samples, MEGATRON_SAMPLES)
 
     def index(self, lengths: Any) -> MegatronIndex:
-        """The framework's indices for ``lengths``."""
-        return megatron_index(peer_lengths(lengths), self.sequence_length, self.seed, self.num_samples)
+        """The framework's indices for ``lengths`` (an integer array is checked in bulk, not listed)."""
+        sizes = peer_array(lengths) if isinstance(lengths, np.ndarray) else peer_lengths(lengths)
+        return megatron_index(sizes, self.sequence_length, self.seed, self.num_samples)
 
     def drawn(self, ix: MegatronIndex) -> int:
         """Samples replayed for index ``ix``: ``num_samples`` (``samples="drawn"``) or all of the index."""
@@ -347,7 +349,7 @@ class MegatronGPT(PeerPacker):
         """:meth:`events` in columns: the arrivals, the drawn samples ``size`` rows a batch, the discards."""
         sizes = peer_array(lengths)
         L = self.sequence_length
-        ix = megatron_index(sizes.tolist(), L, self.seed, self.num_samples)
+        ix = megatron_index(sizes, L, self.seed, self.num_samples)
         docs = ix.document_index.astype(np.int64)
         n_docs = sizes.size
         occ_len = sizes[docs]
