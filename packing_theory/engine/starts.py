@@ -26,7 +26,7 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
-from .._unique import distinct_counts, group_min
+from .._unique import distinct_counts
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
@@ -128,11 +128,16 @@ class StartTracker:
         bad = np.flatnonzero((occurrences < 0) | (occurrences >= n))
         if bad.size:
             raise InputError(f"placement of occurrence {int(occurrences[bad[0]])}, which has not arrived")
-        occ, first = group_min(occurrences, np.arange(occurrences.size, dtype=np.int64))
         srow = np.frombuffer(self._srow, dtype=np.int64)  # views: released before any append
         arow = np.frombuffer(self._arow, dtype=np.int64)
-        new = srow[occ] == _UNSTARTED
-        occ, at = occ[new], np.asarray(rows, dtype=np.int64)[first[new]]
+        fresh = np.flatnonzero(srow[occurrences] == _UNSTARTED)  # placements of unstarted occurrences
+        occ = occurrences[fresh]
+        # each one's first placement in this batch, in O(k): the smallest position lands in its
+        # start-row slot (free until the start is recorded), and only that placement matches it
+        srow[occ] = np.iinfo(np.int64).max
+        np.minimum.at(srow, occ, fresh)
+        first = fresh[srow[occ] == fresh]
+        occ, at = occurrences[first], np.asarray(rows, dtype=np.int64)[first]
         srow[occ] = at
         delays = at - arow[occ]
         del srow, arow

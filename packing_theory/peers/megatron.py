@@ -353,10 +353,13 @@ class MegatronGPT(PeerPacker):
         docs = ix.document_index.astype(np.int64)
         n_docs = sizes.size
         occ_len = sizes[docs]
-        by_doc = np.argsort(docs, kind="stable")  # the k-th appearance of each document
-        rank = np.empty(docs.size, np.int64)
-        rank[by_doc] = np.arange(docs.size, dtype=np.int64) - np.searchsorted(docs[by_doc], docs[by_doc])
-        occ_of = rank * n_docs + docs
+        if docs.size == n_docs:  # one epoch: every document appears once, as occurrence = document
+            occ_of = docs
+        else:  # the k-th appearance of each document is occurrence k * n_docs + document
+            by_doc = np.argsort(docs, kind="stable")
+            rank = np.empty(docs.size, np.int64)
+            rank[by_doc] = np.arange(docs.size, dtype=np.int64) - np.searchsorted(docs[by_doc], docs[by_doc])
+            occ_of = rank * n_docs + docs
         occ = np.arange(docs.size, dtype=np.int64)
         zero = np.zeros(occ.size, np.int64)
         src = occ % max(n_docs, 1)

@@ -334,6 +334,30 @@ def test_start_tracker_by_hand() -> None:
         t.start(-1, 5)
 
 
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 5), min_size=n, max_size=n),
+    st.lists(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 9)), max_size=25), max_size=4))))
+def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[int, int]]]]) -> None:
+    """Bulk starts with repeated occurrences and rows out of order: the first placement in order wins."""
+    arrival_rows = sorted(case[0])  # rows only grow along the stream
+    batches = [[(o, arrival_rows[o] + d) for o, d in batch] for batch in case[1]]
+    bulk, single = StartTracker(), StartTracker()
+    bulk.arrive_all(np.arange(len(arrival_rows), dtype=np.int64), np.array(arrival_rows, np.int64))
+    for o, r in enumerate(arrival_rows):
+        single.arrive(o, r)
+    for batch in batches:
+        occ = np.array([o for o, _ in batch], np.int64)
+        rows = np.array([r for _, r in batch], np.int64)
+        bulk.start_all(occ, rows)
+        for o, r in batch:
+            single.start(o, r)
+        bulk._check()
+        assert (bulk.started, bulk.max_delay, dict(bulk.delays)) == (single.started, single.max_delay,
+                                                                     dict(single.delays))
+        assert [bulk.start_row(o) for o in range(len(arrival_rows))] == [
+            single.start_row(o) for o in range(len(arrival_rows))]
+
+
 @pytest.mark.parametrize("corrupt", [
     lambda t: setattr(t, "started", t.started + 1),
     lambda t: t.delays.update({5: 1}),
