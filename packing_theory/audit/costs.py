@@ -281,6 +281,7 @@ class CostAccumulator:
         frag_max = int(long_frag.max()) if long_started else 0
         del frag, source, long  # views of the growing buffers: released before any append
         positions = self.rows * self.capacity + self.fill
+        delays = starts.delay_histogram
         return PackerCosts(
             label=self.label,
             capacity=self.capacity,
@@ -297,8 +298,8 @@ class CostAccumulator:
             arrived_sources=int(sources.size),
             never_started_sources=int(sources.size - started_sources.size),
             start_delay_max=starts.max_delay,
-            start_delay_p50=nearest_rank(starts.delays, 0.5),
-            start_delay_p99=nearest_rank(starts.delays, 0.99),
+            start_delay_p50=nearest_rank(delays, 0.5),
+            start_delay_p99=nearest_rank(delays, 0.99),
             unstarted_wait_max=starts.unstarted_wait(self.rows),
             long_occurrences=long_n,
             long_started=long_started,

@@ -7,6 +7,7 @@ The ledgers keep crop lengths and start delays as such histograms
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InputError
 
@@ -29,14 +30,25 @@ def counts_median(counts: dict[int, int]) -> float | None:
     return (lo + hi) / 2
 
 
-def nearest_rank(counts: dict[int, int], q: float) -> int | None:
-    """The nearest-rank ``q``-quantile of a histogram ``{value: count}`` (``None`` if empty).
+def nearest_rank(counts: dict[int, int] | npt.NDArray[np.int64], q: float) -> int | None:
+    """The nearest-rank ``q``-quantile of a histogram (``None`` if empty): the smallest value whose
+    cumulative count reaches ``ceil(q * total)``.
+
+    ``counts``: ``{value: count}``, or a dense array of the counts of ``0, 1, 2, ...``
+    (O(len) numpy work, no sort).
 
     >>> nearest_rank({0: 98, 5: 1, 9: 1}, 0.99), nearest_rank({0: 98, 5: 1, 9: 1}, 0.5)
     (5, 0)
+    >>> nearest_rank(np.array([98, 0, 0, 0, 0, 1, 0, 0, 0, 1]), 0.99)
+    5
     """
     if not 0 < q <= 1:
         raise InputError(f"q must be in (0, 1], got {q!r}")
+    if isinstance(counts, np.ndarray):
+        cum = np.cumsum(counts, dtype=np.int64)
+        if not cum.size or int(cum[-1]) == 0:
+            return None
+        return int(np.searchsorted(cum, -(-q * int(cum[-1]) // 1), side="left"))
     total = sum(counts.values())
     if total == 0:
         return None

@@ -26,7 +26,6 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
-from .._unique import distinct_counts
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
@@ -41,25 +40,42 @@ class StartTracker:
     numbers them so).
 
     Attributes:
-        delays: histogram ``{start delay: occurrences}`` of the started occurrences.
         started: occurrences with a recorded start.
         max_delay: the largest start delay, ``None`` before the first start.
 
     Complexity: O(1) per arrival and per start (:meth:`arrive_all` and
     :meth:`start_all` take a batch's columns in bulk); :meth:`oldest_unstarted`
     O(1) amortised (a cursor over the dense ids: every id below it has started).
-    Memory 16 bytes per occurrence plus the histogram.
+    Memory 16 bytes per occurrence plus 8 bytes per row of the largest start delay
+    (the histogram is dense: a count per delay ``0, 1, ..., max_delay``).
     """
 
-    __slots__ = ("_arow", "_cursor", "_srow", "delays", "max_delay", "started")
+    __slots__ = ("_arow", "_cursor", "_hist", "_srow", "max_delay", "started")
 
     def __init__(self) -> None:
         self._arow = array("q")
         self._srow = array("q")
         self._cursor = 0  # every occurrence below it has started
-        self.delays: collections.Counter[int] = collections.Counter()
+        self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d
         self.started = 0
         self.max_delay: int | None = None
+
+    @property
+    def delays(self) -> collections.Counter[int]:
+        """Histogram ``{start delay: occurrences}`` of the started (a new Counter). O(max delay)."""
+        h = self.delay_histogram
+        at = np.flatnonzero(h)
+        return collections.Counter(dict(zip(at.tolist(), h[at].tolist(), strict=True)))
+
+    @property
+    def delay_histogram(self) -> npt.NDArray[np.int64]:
+        """The started occurrences per start delay ``0, 1, ..., max_delay`` (a copy). O(max delay)."""
+        return np.frombuffer(self._hist, dtype=np.int64).copy() if self._hist else np.zeros(0, np.int64)
+
+    def _widen(self, top: int) -> None:
+        """Make room in the histogram for delay ``top``."""
+        if top >= len(self._hist):
+            self._hist.frombytes(bytes(8 * (top + 1 - len(self._hist))))
 
     @property
     def arrivals(self) -> int:
@@ -82,15 +98,19 @@ class StartTracker:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
 
         Raises:
-            InputError: ``occurrence`` has not arrived.
+            InputError: ``occurrence`` has not arrived, or ``row`` is before its arrival row.
         """
         if not 0 <= occurrence < len(self._arow):
             raise InputError(f"placement of occurrence {occurrence}, which has not arrived")
         if self._srow[occurrence] != _UNSTARTED:
             return None
-        self._srow[occurrence] = row
         delay = row - self._arow[occurrence]
-        self.delays[delay] += 1
+        if delay < 0:
+            raise InputError(f"occurrence {occurrence} starts in row {row}, before its arrival row "
+                             f"{self._arow[occurrence]}")
+        self._srow[occurrence] = row
+        self._widen(delay)
+        self._hist[delay] += 1
         self.started += 1
         if self.max_delay is None or delay > self.max_delay:
             self.max_delay = delay
@@ -117,10 +137,11 @@ class StartTracker:
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
-        unstarted occurrence is its start. O(k log k).
+        unstarted occurrence is its start. O(k + max delay).
 
         Raises:
-            InputError: an occurrence that has not arrived (nothing is recorded).
+            InputError: an occurrence that has not arrived, or a start before its arrival row
+                (nothing is recorded).
         """
         if occurrences.size == 0:
             return
@@ -138,16 +159,23 @@ class StartTracker:
         np.minimum.at(srow, occ, fresh)
         first = fresh[srow[occ] == fresh]
         occ, at = occurrences[first], np.asarray(rows, dtype=np.int64)[first]
-        srow[occ] = at
         delays = at - arow[occ]
+        early = np.flatnonzero(delays < 0)
+        if early.size:
+            srow[occurrences[fresh]] = _UNSTARTED  # nothing is recorded
+            i = int(early[0])
+            raise InputError(f"occurrence {int(occ[i])} starts in row {int(at[i])}, before its arrival row "
+                             f"{int(arow[occ[i]])}")
+        srow[occ] = at
         del srow, arow
         if delays.size == 0:
             return
-        values, counts = distinct_counts(delays)
-        for d, c in zip(values.tolist(), counts.tolist(), strict=True):
-            self.delays[d] += c
+        top = int(delays.max())
+        self._widen(top)
+        hist = np.frombuffer(self._hist, dtype=np.int64)
+        hist[: top + 1] += np.bincount(delays, minlength=top + 1)
+        del hist
         self.started += int(delays.size)
-        top = int(values[-1])
         if self.max_delay is None or top > self.max_delay:
             self.max_delay = top
 
@@ -199,9 +227,10 @@ class StartTracker:
         n = len(self._arow)
         assert len(self._srow) == n
         started = [i for i in range(n) if self._srow[i] != _UNSTARTED]
-        assert self.started == len(started) == sum(self.delays.values())
+        assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist)
         assert collections.Counter(self._srow[i] - self._arow[i] for i in started) == self.delays
         assert self.max_delay == (max(self.delays) if self.delays else None)
+        assert len(self._hist) == (0 if self.max_delay is None else self.max_delay + 1)
         assert all(x <= y for x, y in itertools.pairwise(self._arow)), "arrival rows decrease"
         assert 0 <= self._cursor <= n
         assert all(self._srow[i] != _UNSTARTED for i in range(self._cursor)), "unstarted below the cursor"

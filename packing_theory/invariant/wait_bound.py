@@ -241,7 +241,7 @@ class StartDelayMonitor:
 
     @property
     def delay_counts(self) -> collections.Counter[int]:
-        """Histogram ``{start delay: occurrences}`` (a live view of :attr:`starts`)."""
+        """Histogram ``{start delay: occurrences}`` (a snapshot of :attr:`starts`)."""
         return self.starts.delays
 
     def arrival_row(self, occurrence: int) -> int:

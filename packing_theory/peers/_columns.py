@@ -366,29 +366,58 @@ def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compi
 
 
 def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, windows: int, row: int, *,
-                 crop: bool = True) -> tuple[Section, int]:
+                 crop: bool = True, size: int | None = None) -> tuple[Iterator[Section], int]:
     """Each window's tokens concatenated and cut every ``L`` (TRL's ``_pack_wrapped``), the last row padded.
 
     ``crop``: a piece shorter than its document is marked cropped (else no
-    piece is). Returns the rows' section (numbered from ``row``) and the
-    number of rows.
+    piece is). ``size``: the rows come as sections of about ``size`` pieces
+    each (whole rows), so a large window's pieces are never built at once;
+    ``None``: one section of every row. Returns the sections (numbered from
+    ``row``) and the number of rows. O(documents) numpy work up front, then
+    O(pieces) over the sections.
     """
     c = np.cumsum(ls) - ls
     wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
     t0 = c - c[wfirst][window]  # a document's first token within its window
-    total = np.add.reduceat(ls, wfirst)
-    rows_w = -(-total // L)
+    del c
+    rows_w = -(-np.add.reduceat(ls, wfirst) // L)
     base = np.cumsum(rows_w) - rows_w
-    r0, r1 = t0 // L, (t0 + ls - 1) // L
-    per = np.where(ls > 0, r1 - r0 + 1, 0)
-    doc = np.repeat(np.arange(ls.size, dtype=np.int64), per)
-    k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-    r = r0[doc] + k
-    g0 = np.maximum(t0[doc], r * L)
-    length = np.minimum(t0[doc] + ls[doc], (r + 1) * L) - g0
-    piece_row = base[window[doc]] + r
+    r0 = t0 // L
+    per = np.where(ls > 0, (t0 + ls - 1) // L - r0 + 1, 0)  # pieces per document
     rows = int(rows_w.sum())
     row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
-    cropped = (length < ls[doc]) if crop else np.zeros(length.size, np.bool_)
-    return row_section(L, rows, row, row_window, piece_row, occ[doc], occ[doc], g0 - t0[doc], length,
-                       cropped), rows
+    cum = np.cumsum(per)
+    n = int(ls.size)
+    if size is None or not n:
+        cuts = [0, n]
+    else:  # document blocks of about `size` pieces
+        cuts = [*distinct(np.concatenate(([0], np.searchsorted(cum, np.arange(size, int(cum[-1]), size)) + 1,
+                                          [n])).clip(0, n)).tolist()]
+
+    def sections() -> Iterator[Section]:
+        done = 0  # rows given so far
+        held: list[npt.NDArray[Any]] | None = None  # the pieces of a row the next block may continue
+        for a, b in itertools.pairwise(cuts):
+            k_per = per[a:b]
+            doc = a + np.repeat(np.arange(b - a, dtype=np.int64), k_per)
+            k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)
+            r = r0[doc] + k
+            td = t0[doc]
+            g0 = np.maximum(td, r * L)
+            length = np.minimum(td + ls[doc], (r + 1) * L) - g0
+            cropped = (length < ls[doc]) if crop else np.zeros(length.size, np.bool_)
+            cols: list[npt.NDArray[Any]] = [base[window[doc]] + r, occ[doc], g0 - td, length, cropped]
+            if held is not None:
+                cols = [np.concatenate((h, x)) for h, x in zip(held, cols, strict=True)]
+            piece_row = cols[0]
+            last = b == n
+            upto = rows if last else (int(piece_row[-1]) if piece_row.size else done)
+            cut = piece_row.size if last else int(np.searchsorted(piece_row, upto))
+            held = None if last else [x[cut:] for x in cols]
+            if upto > done or (last and size is None):
+                pr, o, st, ln, cr = (x[:cut] for x in cols)
+                yield row_section(L, upto - done, row + done, row_window[done:upto], pr - done, o, o, st, ln,
+                                  cr)
+                done = upto
+
+    return sections(), rows

@@ -256,9 +256,11 @@ class TorchtuneSplit(TorchtunePacker):
         check_split_budget(ls, self.capacity, self.name)  # as events(): no max_packs bounds the cut
         occ = np.arange(ls.size, dtype=np.int64)
         window = np.zeros(ls.size, np.int64)
-        if ls.size:
-            rows_section, rows = wrapped_rows(self.capacity, ls, occ, window, 1, 0, crop=False)
-            yield assemble(1, [*arrival_sections(occ, ls, window), rows_section], ("empty",))
+        if ls.size:  # one window: its rows a batch of about `size` pieces at a time
+            rows_sections, rows = wrapped_rows(self.capacity, ls, occ, window, 1, 0, crop=False, size=size)
+            yield assemble(1, list(arrival_sections(occ, ls, window)), ("empty",))
+            for sec in rows_sections:
+                yield assemble(1, [sec])
         else:
             rows = 0
         yield horizon_batch(rows)

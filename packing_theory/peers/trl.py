@@ -212,8 +212,8 @@ class TrlPacker(PeerPacker):
         windows = int(window[-1]) + 1
         sections = list(arrival_sections(occ, ls, window))
         if self.strategy == "wrapped":
-            rows_section, rows = wrapped_rows(L, ls, occ, window, windows, row)
-            return assemble(windows, [*sections, rows_section], ("empty",)), rows
+            rows_sections, rows = wrapped_rows(L, ls, occ, window, windows, row)
+            return assemble(windows, [*sections, *rows_sections], ("empty",)), rows
         if self.strategy == "bfd":
             long = ls > L
             sections.append(discard_section(occ[long], np.full(int(long.sum()), L, np.int64), ls[long] - L,

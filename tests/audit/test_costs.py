@@ -160,3 +160,33 @@ def test_a_batch_the_rules_refuse_raises_at_the_same_event() -> None:
     acc = CostAccumulator(4)
     with pytest.raises(ValueError, match="placement of occurrence 0, which has not arrived"):
         acc.feed(EventBatch.from_events(early))
+
+
+@settings(max_examples=scaled_examples(200), deadline=None)
+@given(st.dictionaries(st.integers(0, 40), st.integers(0, 5), max_size=12),
+       st.floats(0.01, 1.0, allow_nan=False))
+def test_nearest_rank_of_a_dense_histogram_is_the_sparse_one_s(counts: dict[int, int], q: float) -> None:
+    import numpy as np
+
+    dense = np.zeros(max(counts, default=-1) + 1, np.int64)
+    for value, n in counts.items():
+        dense[value] = n
+    assert nearest_rank(dense, q) == nearest_rank({v: n for v, n in counts.items() if n}, q)
+
+
+def test_a_start_before_its_arrival_row_is_refused_in_bulk_and_one_by_one() -> None:
+    import numpy as np
+
+    from packing_theory.engine.starts import StartTracker
+
+    for bulk in (False, True):
+        t = StartTracker()
+        t.arrive_all(np.arange(2, dtype=np.int64), np.array([0, 4], np.int64))
+        with pytest.raises(InputError, match=r"^occurrence 1 starts in row 3, before its arrival row 4$"):
+            if bulk:
+                t.start_all(np.array([0, 1], np.int64), np.array([2, 3], np.int64))
+            else:
+                t.start(0, 2)
+                t.start(1, 3)
+        t._check()
+        assert t.started == (0 if bulk else 1)  # the bulk call records nothing

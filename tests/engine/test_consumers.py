@@ -360,12 +360,12 @@ def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[in
 
 @pytest.mark.parametrize("corrupt", [
     lambda t: setattr(t, "started", t.started + 1),
-    lambda t: t.delays.update({5: 1}),
+    lambda t: t._hist.__setitem__(0, t._hist[0] + 1),
     lambda t: setattr(t, "max_delay", 99),
     lambda t: t._srow.__setitem__(0, 2),
     lambda t: t._arow.__setitem__(0, 3),
     lambda t: setattr(t, "_cursor", 4),
-    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, -(1 << 63)), t.delays.clear(),
+    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, -(1 << 63)), t._hist.__delitem__(slice(None)),
                setattr(t, "started", 0), setattr(t, "max_delay", None)),
 ])
 def test_start_tracker_check_detects_corruption(corrupt: Callable[[StartTracker], None]) -> None:

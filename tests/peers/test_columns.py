@@ -263,3 +263,28 @@ def test_row_chunks_are_the_row_section(rows: list[list[int]], size: int) -> Non
     assert [e for s in parts for e in assemble(1, [s]).events()] == list(assemble(1, [whole]).events())
     widest = max((len(p) for p in rows), default=0)  # a chunk ends at a row start
     assert all(s.groups["placement"][0].size < size + max(widest, 1) for s in parts)
+
+
+@settings(max_examples=scaled_examples(150), deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=30), st.integers(2, 9), st.integers(1, 4),
+       st.integers(1, 12), st.booleans())
+def test_wrapped_rows_in_sections_are_the_whole_rows(ls: list[int], L: int, per_window: int, size: int,
+                                                     crop: bool) -> None:
+    """Wrapped rows given about ``size`` pieces at a time (whole rows, a document's pieces split
+    between sections) are the events of one section of every row, empty documents and windows included."""
+    from packing_theory.peers._columns import assemble, wrapped_rows
+
+    lengths = np.asarray(ls, dtype=np.int64)
+    occ = 5 + np.arange(lengths.size, dtype=np.int64)
+    window = np.arange(lengths.size, dtype=np.int64) // per_window
+    windows = int(window[-1]) + 1
+    whole, rows = wrapped_rows(L, lengths, occ, window, windows, 7, crop=crop)
+    (one,) = list(whole)
+    parts, rows_in_parts = wrapped_rows(L, lengths, occ, window, windows, 7, crop=crop, size=size)
+    sections = list(parts)
+    assert rows_in_parts == rows == sum(-(-int(lengths[window == w].sum()) // L) for w in range(windows))
+    assert [e for s in sections for e in assemble(windows, [s]).events()] == list(
+        assemble(windows, [one]).events())
+    assert sum(int(s.groups["placement"][0].size) for s in sections) == int(one.groups["placement"][0].size)
+    longest = max(n // L + 2 for n in ls)  # the pieces of one document, and of one held row, at most
+    assert all(s.groups["placement"][0].size <= size + longest + L for s in sections)
