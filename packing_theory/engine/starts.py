@@ -137,7 +137,7 @@ class StartTracker:
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
-        unstarted occurrence is its start. O(k + max delay).
+        unstarted occurrence is its start. O(k).
 
         Raises:
             InputError: an occurrence that has not arrived, or a start before its arrival row
@@ -170,10 +170,13 @@ class StartTracker:
         del srow, arow
         if delays.size == 0:
             return
-        top = int(delays.max())
+        low, top = int(delays.min()), int(delays.max())
         self._widen(top)
         hist = np.frombuffer(self._hist, dtype=np.int64)
-        hist[: top + 1] += np.bincount(delays, minlength=top + 1)
+        if top - low < 4 * delays.size + 1024:  # a batch's delays are near each other: count their span
+            hist[low : top + 1] += np.bincount(delays - low, minlength=top - low + 1)
+        else:
+            np.add.at(hist, delays, 1)
         del hist
         self.started += int(delays.size)
         if self.max_delay is None or top > self.max_delay:

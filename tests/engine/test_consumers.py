@@ -358,6 +358,16 @@ def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[in
             single.start_row(o) for o in range(len(arrival_rows))]
 
 
+def test_start_all_counts_delays_far_apart() -> None:
+    """Delays spread wider than a table of their span is worth: counted one by one, same histogram."""
+    t = StartTracker()
+    t.arrive_all(np.arange(4, dtype=np.int64), np.zeros(4, np.int64))
+    t.start_all(np.array([2, 0, 3, 2], np.int64), np.array([5000, 1, 5000, 7], np.int64))
+    t._check()
+    assert (dict(t.delays), t.max_delay, t.started) == ({1: 1, 5000: 2}, 5000, 3)
+    assert t.delay_histogram.size == 5001 and int(t.delay_histogram.sum()) == 3
+
+
 @pytest.mark.parametrize("corrupt", [
     lambda t: setattr(t, "started", t.started + 1),
     lambda t: t._hist.__setitem__(0, t._hist[0] + 1),
