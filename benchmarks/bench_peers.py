@@ -17,7 +17,8 @@ corpus of ``bench_corpus_scale.py``), written once to an ``int64`` ``.npy``.
 * ``compare``: ``packing-theory compare --lengths FILE.npy --no-plots
   --workers 2`` with ``--engine fast`` and ``--engine compiled`` on
   ``--compare-documents``, and ``--engine compiled`` alone on
-  ``--large-documents``, each in a fresh process: wall seconds, CPU seconds
+  ``--large-documents`` (with the ``large_pure`` part, ``--engine fast`` on it
+  too, and the two reports compared), each in a fresh process: wall seconds, CPU seconds
   (the child and its workers, from ``os.wait4``), the load average before it.
   The two ``compare.json`` of the same corpus must be equal apart from
   ``seconds`` and ``run``.
@@ -114,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=1_000_000)
     parser.add_argument("--compare-documents", type=int, default=1_000_000)
     parser.add_argument("--large-documents", type=int, default=10_000_000)
-    parser.add_argument("--parts", default="peers,compare,large")
+    parser.add_argument("--parts", default="peers,compare,large",
+                        help="comma-separated parts: peers, compare, large, and large_pure (with large: "
+                             "the large corpus on --engine fast too, its report compared; over half an "
+                             "hour on 2 cores at 10 M documents)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--peers", default=None,
                         help="comma-separated peers the peers part measures (default: all); their rows "
@@ -164,6 +168,15 @@ def main(argv: list[str] | None = None) -> int:
                                "seconds_by_packer": {c["policy"]: round(c["seconds"], 2)
                                                      for c in report["packers"]}}
             print(json.dumps(result["large"]), flush=True)
+            if "large_pure" in parts:  # the same corpus on the pure Python engine: the same report?
+                from diff_audit_json import differences
+
+                pure = compare_run(files[args.large_documents], "fast", f"{tmp}/compare_large_fast")
+                pure_report = json.loads((Path(tmp) / "compare_large_fast" / "compare.json").read_text())
+                result["large"]["pure"] = {"run": pure, "differences": len(differences(
+                    timeless(report), timeless(pure_report)))}
+                print(json.dumps(result["large"]["pure"]), flush=True)
+                ok &= result["large"]["pure"]["differences"] == 0
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
         old = RESULTS / "peers.json"
@@ -220,6 +233,11 @@ def render(r: dict[str, Any]) -> str:
                   f"{x['load_before']}. Seconds per packer (inside its worker):", "",
                   "| packer | s |", "|---|---:|"]
         lines += [f"| {k} | {v} |" for k, v in g["seconds_by_packer"].items()]
+        if "pure" in g:
+            p = g["pure"]["run"]
+            lines += ["", f"The same corpus with `--engine fast` (every packer's pure Python events): "
+                      f"{p['wall_s']} s wall, {p['cpu_s']} CPU s, load before {p['load_before']}; "
+                      f"compare.json differences apart from timings: {g['pure']['differences']}."]
     return "\n".join(lines) + "\n"
 
 
