@@ -18,7 +18,9 @@ corpus of ``bench_corpus_scale.py``), written once to an ``int64`` ``.npy``.
   --workers 2`` with ``--engine fast`` and ``--engine compiled`` on
   ``--compare-documents``, and ``--engine compiled`` alone on
   ``--large-documents`` (with the ``large_pure`` part, ``--engine fast`` on it
-  too, and the two reports compared), each in a fresh process: wall seconds, CPU seconds
+  too, and the two reports compared; a later ``large`` run alone keeps that
+  result and checks that its report is the same, by a SHA-256 of the report
+  apart from timings), each in a fresh process: wall seconds, CPU seconds
   (the child and its workers, from ``os.wait4``), the load average before it.
   The two ``compare.json`` of the same corpus must be equal apart from
   ``seconds`` and ``run``.
@@ -104,6 +106,13 @@ def compare_run(path: Path, engine: str, out: str) -> dict[str, Any]:
     return r
 
 
+def report_digest(report: dict[str, Any]) -> str:
+    """SHA-256 of a ``compare.json`` apart from timings: equal digests, equal reports."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(timeless(report), sort_keys=True).encode()).hexdigest()
+
+
 def timeless(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: timeless(x) for k, x in v.items() if k not in ("seconds", "run")}
@@ -166,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             result["large"] = {"documents": args.large_documents, "run": run,
                                "packers": len(report["packers"]),
                                "seconds_by_packer": {c["policy"]: round(c["seconds"], 2)
-                                                     for c in report["packers"]}}
+                                                     for c in report["packers"]},
+                               "report_sha256": report_digest(report)}
             print(json.dumps(result["large"]), flush=True)
             if "large_pure" in parts:  # the same corpus on the pure Python engine: the same report?
                 from diff_audit_json import differences
@@ -174,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                 pure = compare_run(files[args.large_documents], "fast", f"{tmp}/compare_large_fast")
                 pure_report = json.loads((Path(tmp) / "compare_large_fast" / "compare.json").read_text())
                 result["large"]["pure"] = {"run": pure, "differences": len(differences(
-                    timeless(report), timeless(pure_report)))}
+                    timeless(report), timeless(pure_report))), "report_sha256": report_digest(pure_report)}
                 print(json.dumps(result["large"]["pure"]), flush=True)
                 ok &= result["large"]["pure"]["differences"] == 0
     if not args.quick:
@@ -183,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         previous = json.loads(old.read_text()) if old.exists() else {}
         if args.peers is not None and "peers" in result and "peers" in previous:
             result["peers"] = merged_rows(previous["peers"], result["peers"])
+        if "large" in result and "pure" not in result["large"] and "pure" in previous.get("large", {}):
+            # an earlier large_pure run of the same corpus: kept, and whether this report is that one
+            kept = previous["large"]["pure"]
+            result["large"]["pure"] = {**kept, "measured": kept.get("measured", previous.get("generated")),
+                                       "same_report": kept.get("report_sha256")
+                                       == result["large"]["report_sha256"]}
+            ok &= result["large"]["pure"]["same_report"]
         merged = {**previous, **result}
         old.write_text(json.dumps(merged, indent=2) + "\n")
         (RESULTS / "peers.md").write_text(render(merged))
@@ -235,7 +252,9 @@ def render(r: dict[str, Any]) -> str:
         lines += [f"| {k} | {v} |" for k, v in g["seconds_by_packer"].items()]
         if "pure" in g:
             p = g["pure"]["run"]
-            lines += ["", f"The same corpus with `--engine fast` (every packer's pure Python events): "
+            when = (f" (run {g['pure']['measured']}; this run's compare.json is the one that run compared: "
+                    f"{g['pure']['same_report']})") if "measured" in g["pure"] else ""
+            lines += ["", f"The same corpus with `--engine fast` (every packer's pure Python events){when}: "
                       f"{p['wall_s']} s wall, {p['cpu_s']} CPU s, load before {p['load_before']}; "
                       f"compare.json differences apart from timings: {g['pure']['differences']}."]
     return "\n".join(lines) + "\n"
