@@ -281,7 +281,8 @@ class CostAccumulator:
         frag_max = int(long_frag.max()) if long_started else 0
         del frag, source, long  # views of the growing buffers: released before any append
         positions = self.rows * self.capacity + self.fill
-        delays = starts.delay_histogram
+        dense = starts.delay_histogram
+        delays = starts.delays if dense is None else dense
         return PackerCosts(
             label=self.label,
             capacity=self.capacity,

@@ -26,6 +26,7 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
+from .._unique import distinct_counts
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
@@ -46,36 +47,61 @@ class StartTracker:
     Complexity: O(1) per arrival and per start (:meth:`arrive_all` and
     :meth:`start_all` take a batch's columns in bulk); :meth:`oldest_unstarted`
     O(1) amortised (a cursor over the dense ids: every id below it has started).
-    Memory 16 bytes per occurrence plus 8 bytes per row of the largest start delay
-    (the histogram is dense: a count per delay ``0, 1, ..., max_delay``).
+    Memory 16 bytes per occurrence plus the delay histogram: a dense count per
+    delay ``0, 1, ...`` up to ``4 * occurrences + 65,536`` delays at most
+    (:attr:`delay_histogram`), a ``Counter`` for any other (negative or farther:
+    a broken stream's row, or rows much longer than documents).
     """
 
-    __slots__ = ("_arow", "_cursor", "_hist", "_srow", "max_delay", "started")
+    __slots__ = ("_arow", "_cursor", "_hist", "_other", "_srow", "max_delay", "started")
 
     def __init__(self) -> None:
         self._arow = array("q")
         self._srow = array("q")
         self._cursor = 0  # every occurrence below it has started
-        self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d
+        self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d ...
+        self._other: collections.Counter[int] = collections.Counter()  # ... and every delay past it
         self.started = 0
         self.max_delay: int | None = None
 
     @property
     def delays(self) -> collections.Counter[int]:
-        """Histogram ``{start delay: occurrences}`` of the started (a new Counter). O(max delay)."""
-        h = self.delay_histogram
+        """Histogram ``{start delay: occurrences}`` of the started (a new Counter). O(dense span)."""
+        h = np.frombuffer(self._hist, dtype=np.int64) if self._hist else np.zeros(0, np.int64)
         at = np.flatnonzero(h)
-        return collections.Counter(dict(zip(at.tolist(), h[at].tolist(), strict=True)))
+        out = collections.Counter(dict(zip(at.tolist(), h[at].tolist(), strict=True)))
+        out.update(self._other)
+        return out
 
     @property
-    def delay_histogram(self) -> npt.NDArray[np.int64]:
-        """The started occurrences per start delay ``0, 1, ..., max_delay`` (a copy). O(max delay)."""
+    def delay_histogram(self) -> npt.NDArray[np.int64] | None:
+        """The started occurrences per start delay ``0, 1, ...`` (a copy, as long as the largest
+        delay), or ``None`` when a delay lies outside the dense span (then :attr:`delays` only).
+        O(max delay)."""
+        if self._other:
+            return None
         return np.frombuffer(self._hist, dtype=np.int64).copy() if self._hist else np.zeros(0, np.int64)
 
+    def _dense_limit(self) -> int:
+        """Delays below this are counted in the dense histogram (it grows with the occurrences)."""
+        return 4 * len(self._arow) + (1 << 16)
+
     def _widen(self, top: int) -> None:
-        """Make room in the histogram for delay ``top``."""
-        if top >= len(self._hist):
-            self._hist.frombytes(bytes(8 * (top + 1 - len(self._hist))))
+        """Make room in the dense histogram for delay ``top``, moving in the counts it now covers."""
+        n = len(self._hist)
+        if top < n:
+            return
+        self._hist.frombytes(bytes(8 * (top + 1 - n)))
+        for d in [d for d in self._other if n <= d <= top]:
+            self._hist[d] += self._other.pop(d)
+
+    def _count(self, delay: int) -> None:
+        """One start with ``delay``."""
+        if 0 <= delay < self._dense_limit():
+            self._widen(delay)
+            self._hist[delay] += 1
+        else:
+            self._other[delay] += 1
 
     @property
     def arrivals(self) -> int:
@@ -98,19 +124,15 @@ class StartTracker:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
 
         Raises:
-            InputError: ``occurrence`` has not arrived, or ``row`` is before its arrival row.
+            InputError: ``occurrence`` has not arrived.
         """
         if not 0 <= occurrence < len(self._arow):
             raise InputError(f"placement of occurrence {occurrence}, which has not arrived")
         if self._srow[occurrence] != _UNSTARTED:
             return None
         delay = row - self._arow[occurrence]
-        if delay < 0:
-            raise InputError(f"occurrence {occurrence} starts in row {row}, before its arrival row "
-                             f"{self._arow[occurrence]}")
         self._srow[occurrence] = row
-        self._widen(delay)
-        self._hist[delay] += 1
+        self._count(delay)
         self.started += 1
         if self.max_delay is None or delay > self.max_delay:
             self.max_delay = delay
@@ -140,9 +162,13 @@ class StartTracker:
         unstarted occurrence is its start. O(k).
 
         Raises:
-            InputError: an occurrence that has not arrived, or a start before its arrival row
+            InputError: an occurrence that has not arrived, or ``rows`` not one per occurrence
                 (nothing is recorded).
         """
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.shape != occurrences.shape:
+            raise InputError(f"rows must give one row per occurrence: {rows.size} rows for "
+                             f"{occurrences.size} occurrences")
         if occurrences.size == 0:
             return
         n = len(self._arow)
@@ -158,27 +184,31 @@ class StartTracker:
         srow[occ] = np.iinfo(np.int64).max
         np.minimum.at(srow, occ, fresh)
         first = fresh[srow[occ] == fresh]
-        occ, at = occurrences[first], np.asarray(rows, dtype=np.int64)[first]
-        delays = at - arow[occ]
-        early = np.flatnonzero(delays < 0)
-        if early.size:
-            srow[occurrences[fresh]] = _UNSTARTED  # nothing is recorded
-            i = int(early[0])
-            raise InputError(f"occurrence {int(occ[i])} starts in row {int(at[i])}, before its arrival row "
-                             f"{int(arow[occ[i]])}")
+        occ, at = occurrences[first], rows[first]
         srow[occ] = at
+        delays = at - arow[occ]
         del srow, arow
         if delays.size == 0:
             return
-        low, top = int(delays.min()), int(delays.max())
-        self._widen(top)
-        hist = np.frombuffer(self._hist, dtype=np.int64)
-        if top - low < 4 * delays.size + 1024:  # a batch's delays are near each other: count their span
-            hist[low : top + 1] += np.bincount(delays - low, minlength=top - low + 1)
+        limit = self._dense_limit()
+        dense = (delays >= 0) & (delays < limit)
+        if not dense.all():  # a broken stream's rows, or rows far longer than documents: one by one
+            for d, c in zip(*(a.tolist() for a in distinct_counts(delays[~dense])), strict=True):
+                self._other[d] += c
+            near = delays[dense]
         else:
-            np.add.at(hist, delays, 1)
-        del hist
+            near = delays
+        if near.size:
+            low, top = int(near.min()), int(near.max())
+            self._widen(top)
+            hist = np.frombuffer(self._hist, dtype=np.int64)
+            if top - low < 4 * near.size + 1024:  # a batch's delays are near each other: count their span
+                hist[low : top + 1] += np.bincount(near - low, minlength=top - low + 1)
+            else:
+                np.add.at(hist, near, 1)
+            del hist
         self.started += int(delays.size)
+        top = int(delays.max())
         if self.max_delay is None or top > self.max_delay:
             self.max_delay = top
 
@@ -230,10 +260,12 @@ class StartTracker:
         n = len(self._arow)
         assert len(self._srow) == n
         started = [i for i in range(n) if self._srow[i] != _UNSTARTED]
-        assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist)
+        assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist) + sum(
+            self._other.values())
+        assert not any(0 <= d < len(self._hist) for d in self._other), "a delay counted in both parts"
+        assert not self._hist or self._hist[-1] > 0
         assert collections.Counter(self._srow[i] - self._arow[i] for i in started) == self.delays
         assert self.max_delay == (max(self.delays) if self.delays else None)
-        assert len(self._hist) == (0 if self.max_delay is None else self.max_delay + 1)
         assert all(x <= y for x, y in itertools.pairwise(self._arow)), "arrival rows decrease"
         assert 0 <= self._cursor <= n
         assert all(self._srow[i] != _UNSTARTED for i in range(self._cursor)), "unstarted below the cursor"

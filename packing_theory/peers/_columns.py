@@ -45,8 +45,8 @@ from ..errors import InputError
 from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "packed_rows", "peer_array",
-           "row_chunks", "row_section", "wrapped_rows"]
+           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "int64_lengths", "packed_rows",
+           "peer_array", "row_chunks", "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -199,6 +199,14 @@ def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, o
         r0 = r1
 
 
+def int64_lengths(lengths: Any) -> bool:
+    """Whether ``lengths`` is a 1-D integer array whose values all fit ``int64`` (not ``uint64``, not
+    masked): :func:`peer_array` takes it as it is, anything else goes through ``peer_lengths``."""
+    return (isinstance(lengths, np.ndarray) and not isinstance(lengths, np.ma.MaskedArray)
+            and lengths.ndim == 1 and lengths.dtype != np.bool_ and np.issubdtype(lengths.dtype, np.integer)
+            and not (lengths.dtype.kind == "u" and lengths.dtype.itemsize == 8))
+
+
 def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packer") -> Int64Array:
     """``lengths`` as an ``int64`` array of lengths ``>= 0`` (``>= 1`` without ``allow_empty``).
 
@@ -211,9 +219,7 @@ def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packe
     Traceback (most recent call last):
     packing_theory.InputError: lengths[1] must be a length >= 0, got -1
     """
-    if not (isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != np.bool_
-            and np.issubdtype(lengths.dtype, np.integer) and lengths.dtype.itemsize <= 8
-            and not (lengths.dtype.kind == "u" and lengths.dtype.itemsize == 8)):
+    if not int64_lengths(lengths):
         values = peer_lengths(lengths, allow_empty=allow_empty, who=who)
         top = np.iinfo(np.int64).max
         over = next((i for i, n in enumerate(values) if n > top), None)
@@ -222,7 +228,8 @@ def peer_array(lengths: Any, *, allow_empty: bool = True, who: str = "this packe
                              f"(at most {top}); replay it with events()")
         return np.asarray(values, dtype=np.int64)
     check_short_lengths(lengths, allow_empty=allow_empty, who=who)
-    return lengths.astype(np.int64, copy=False)
+    out: Int64Array = lengths.astype(np.int64, copy=False)
+    return out
 
 
 def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Array, capacity: int, *,

@@ -213,7 +213,7 @@ def peer_lengths(lengths: Any, *, allow_empty: bool = True, who: str = "this pac
     """
     lo = 0 if allow_empty else 1
     what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
-    if isinstance(lengths, np.ndarray):
+    if isinstance(lengths, np.ndarray) and not isinstance(lengths, np.ma.MaskedArray):
         if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
             raise InputTypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
         if lengths.ndim != 1:

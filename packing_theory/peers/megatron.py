@@ -80,7 +80,7 @@ from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ..lengths import exact_sum
 from ._base import PeerPacker
-from ._columns import Section, assemble, horizon_batch, peer_array, row_section
+from ._columns import Section, assemble, horizon_batch, int64_lengths, peer_array, row_section
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
@@ -255,7 +255,7 @@ class MegatronGPT(PeerPacker):
 
     def index(self, lengths: Any) -> MegatronIndex:
         """The framework's indices for ``lengths`` (an integer array is checked in bulk, not listed)."""
-        sizes = peer_array(lengths) if isinstance(lengths, np.ndarray) else peer_lengths(lengths)
+        sizes = peer_array(lengths) if int64_lengths(lengths) else peer_lengths(lengths)
         return megatron_index(sizes, self.sequence_length, self.seed, self.num_samples)
 
     def drawn(self, ix: MegatronIndex) -> int:

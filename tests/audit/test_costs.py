@@ -174,19 +174,16 @@ def test_nearest_rank_of_a_dense_histogram_is_the_sparse_one_s(counts: dict[int,
     assert nearest_rank(dense, q) == nearest_rank({v: n for v, n in counts.items() if n}, q)
 
 
-def test_a_start_before_its_arrival_row_is_refused_in_bulk_and_one_by_one() -> None:
-    import numpy as np
-
-    from packing_theory.engine.starts import StartTracker
-
-    for bulk in (False, True):
-        t = StartTracker()
-        t.arrive_all(np.arange(2, dtype=np.int64), np.array([0, 4], np.int64))
-        with pytest.raises(InputError, match=r"^occurrence 1 starts in row 3, before its arrival row 4$"):
-            if bulk:
-                t.start_all(np.array([0, 1], np.int64), np.array([2, 3], np.int64))
-            else:
-                t.start(0, 2)
-                t.start(1, 3)
-        t._check()
-        assert t.started == (0 if bulk else 1)  # the bulk call records nothing
+def test_a_broken_stream_s_start_delays_are_recorded_not_refused() -> None:
+    """The bounded-wait monitor checks any stream: a start before its arrival row, or in a far-off
+    row, is a recorded delay (and the monitor's row-layout violation), never an error or a huge table."""
+    m = StartDelayMonitor(4)
+    m.feed(pt.Padding(0, 0, 4))
+    m.feed(pt.Arrival(0, 0, 0, 1))
+    m.feed(pt.Placement(0, 0, 0, 0, 0, 1, False, False))  # row 0, before the arrival row 1
+    assert dict(m.delay_counts) == {-1: 1}
+    far = StartDelayMonitor(4)
+    far.feed(pt.Arrival(0, 0, 0, 1))
+    far.feed(pt.Placement(10**15, 0, 0, 0, 0, 1, False, False))
+    assert dict(far.delay_counts) == {10**15: 1} and far.starts.delay_histogram is None
+    far.starts._check()

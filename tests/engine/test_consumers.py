@@ -336,9 +336,12 @@ def test_start_tracker_by_hand() -> None:
 
 @given(st.integers(1, 12).flatmap(lambda n: st.tuples(
     st.lists(st.integers(0, 5), min_size=n, max_size=n),
-    st.lists(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 9)), max_size=25), max_size=4))))
+    st.lists(st.lists(st.tuples(st.integers(0, n - 1),
+                                st.integers(-3, 9) | st.sampled_from([70_000, 10**15])), max_size=25),
+             max_size=4))))
 def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[int, int]]]]) -> None:
-    """Bulk starts with repeated occurrences and rows out of order: the first placement in order wins."""
+    """Bulk starts with repeated occurrences and rows out of order: the first placement in order wins;
+    delays before the arrival row or far past the dense histogram are counted too."""
     arrival_rows = sorted(case[0])  # rows only grow along the stream
     batches = [[(o, arrival_rows[o] + d) for o, d in batch] for batch in case[1]]
     bulk, single = StartTracker(), StartTracker()
@@ -358,6 +361,29 @@ def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[in
             single.start_row(o) for o in range(len(arrival_rows))]
 
 
+def test_start_all_refuses_rows_that_are_not_one_per_occurrence() -> None:
+    t = StartTracker()
+    t.arrive_all(np.arange(3, dtype=np.int64), np.zeros(3, np.int64))
+    with pytest.raises(InputError, match=r"^rows must give one row per occurrence: 1 rows for 3 occurrence"):
+        t.start_all(np.arange(3, dtype=np.int64), np.array([5], np.int64))
+    t._check()
+    assert t.started == 0 and t.start_row(0) is None
+
+
+def test_a_delay_past_the_dense_histogram_moves_in_when_it_grows() -> None:
+    """A delay beyond the dense span is kept aside, then counted densely once the span covers it."""
+    t = StartTracker()
+    t.arrive(0, 0)
+    t.start(0, 70_000)  # beyond 4 * 1 + 65,536
+    assert t.delay_histogram is None and dict(t.delays) == {70_000: 1}
+    t.arrive_all(np.arange(1, 5001, dtype=np.int64), np.zeros(5000, np.int64))
+    t.start(1, 70_001)  # now inside the span: the histogram widens over 70,000 as well
+    t._check()
+    h = t.delay_histogram
+    assert h is not None and h.size == 70_002 and h[70_000] == 1 and h[70_001] == 1
+    assert dict(t.delays) == {70_000: 1, 70_001: 1} and t.max_delay == 70_001
+
+
 def test_start_all_counts_delays_far_apart() -> None:
     """Delays spread wider than a table of their span is worth: counted one by one, same histogram."""
     t = StartTracker()
@@ -365,7 +391,8 @@ def test_start_all_counts_delays_far_apart() -> None:
     t.start_all(np.array([2, 0, 3, 2], np.int64), np.array([5000, 1, 5000, 7], np.int64))
     t._check()
     assert (dict(t.delays), t.max_delay, t.started) == ({1: 1, 5000: 2}, 5000, 3)
-    assert t.delay_histogram.size == 5001 and int(t.delay_histogram.sum()) == 3
+    h = t.delay_histogram
+    assert h is not None and h.size == 5001 and int(h.sum()) == 3
 
 
 @pytest.mark.parametrize("corrupt", [

@@ -288,3 +288,19 @@ def test_wrapped_rows_in_sections_are_the_whole_rows(ls: list[int], L: int, per_
     assert sum(int(s.groups["placement"][0].size) for s in sections) == int(one.groups["placement"][0].size)
     longest = max(n // L + 2 for n in ls)  # the pieces of one document, and of one held row, at most
     assert all(s.groups["placement"][0].size <= size + longest + L for s in sections)
+
+
+def test_masked_lengths_are_refused_as_the_list_path_refuses_them() -> None:
+    masked = np.ma.array([3, 5, 2], mask=[0, 1, 0])
+    for check in (peer_lengths, peer_array):
+        with pytest.raises(TypeError, match=r"^lengths\[1\] must be an int, got MaskedConstant masked$"):
+            check(masked)
+
+
+def test_megatron_s_index_takes_a_uint64_length_past_int64_as_its_events_do() -> None:
+    from packing_theory.peers.megatron import MegatronGPT
+
+    lengths = np.array([1, 2**63 + 5], np.uint64)
+    packer = MegatronGPT(2**62 + 1)
+    assert packer.horizon_figures(lengths) == packer.horizon_figures(lengths.tolist())
+    assert packer.horizon_figures(lengths)["samples_in_index"] == 2
