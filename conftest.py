@@ -16,6 +16,7 @@ OPTIONAL_MODULES = {
     "packing_theory/audit/_ledger_kernel.py": "numba",
     "packing_theory/peers/_kernels.py": "numba",
     "packing_theory/peers/_best_fit_kernel.py": "numba",
+    "packing_theory/peers/_binpack_kernel.py": "numba",
 }
 
 collect_ignore = [path for path, dep in OPTIONAL_MODULES.items() if importlib.util.find_spec(dep) is None]
