@@ -190,25 +190,17 @@ class StartTracker:
         del srow, arow
         if delays.size == 0:
             return
-        limit = self._dense_limit()
-        dense = (delays >= 0) & (delays < limit)
-        if not dense.all():  # a broken stream's rows, or rows far longer than documents: one by one
-            for d, c in zip(*(a.tolist() for a in distinct_counts(delays[~dense])), strict=True):
-                self._other[d] += c
-            near = delays[dense]
-        else:
-            near = delays
-        if near.size:
-            low, top = int(near.min()), int(near.max())
-            self._widen(top)
+        values, counts = distinct_counts(delays)  # sorted; a batch's delays are near each other
+        dense = (values >= 0) & (values < self._dense_limit())
+        for d, c in zip(values[~dense].tolist(), counts[~dense].tolist(), strict=True):
+            self._other[d] += c  # a broken stream's rows, or rows far longer than documents
+        if dense.any():
+            self._widen(int(values[dense][-1]))
             hist = np.frombuffer(self._hist, dtype=np.int64)
-            if top - low < 4 * near.size + 1024:  # a batch's delays are near each other: count their span
-                hist[low : top + 1] += np.bincount(near - low, minlength=top - low + 1)
-            else:
-                np.add.at(hist, near, 1)
+            hist[values[dense]] += counts[dense]
             del hist
         self.started += int(delays.size)
-        top = int(delays.max())
+        top = int(values[-1])
         if self.max_delay is None or top > self.max_delay:
             self.max_delay = top
 

@@ -211,8 +211,6 @@ def peer_lengths(lengths: Any, *, allow_empty: bool = True, who: str = "this pac
         InputTypeError: not a sequence of ints / an integer array.
         InputError: not 1-D, a negative length, or an empty document where none is taken.
     """
-    lo = 0 if allow_empty else 1
-    what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
     if isinstance(lengths, np.ndarray) and not isinstance(lengths, np.ma.MaskedArray):
         if lengths.dtype == np.bool_ or not np.issubdtype(lengths.dtype, np.integer):
             raise InputTypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
@@ -228,8 +226,8 @@ def peer_lengths(lengths: Any, *, allow_empty: bool = True, who: str = "this pac
     for i, v in enumerate(lengths):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise InputTypeError(f"lengths[{i}] must be an int, got {type(v).__name__} {v!r}")
-        if v < lo:
-            raise InputError(f"lengths[{i}] must be {what}, got {v}")
+        if v < (0 if allow_empty else 1):
+            raise _too_short(i, v, allow_empty, who)
         out.append(int(v))
     return out
 
@@ -244,8 +242,13 @@ def check_short_lengths(lengths: npt.NDArray[np.integer[Any]], *, allow_empty: b
     short = np.flatnonzero(lengths < (0 if allow_empty else 1))
     if short.size:
         i = int(short[0])
-        what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
-        raise InputError(f"lengths[{i}] must be {what}, got {int(lengths[i])}")
+        raise _too_short(i, int(lengths[i]), allow_empty, who)
+
+
+def _too_short(i: int, value: Any, allow_empty: bool, who: str) -> InputError:
+    """The error of ``lengths[i] = value`` below the least length (one message for list and array)."""
+    what = "a length >= 0" if allow_empty else f"a length >= 1 ({who} takes no empty documents)"
+    return InputError(f"lengths[{i}] must be {what}, got {value}")
 
 
 SPLIT_BUDGET = 10_000_000
