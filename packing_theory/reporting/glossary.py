@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GLOSSARY", "Term", "glossary_for"]
+from ..errors import InputError
+
+__all__ = ["GLOSSARY", "Term", "glossary_for", "term"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +114,21 @@ def glossary_for(doc: Mapping[str, Any]) -> list[Term]:
     """
     used = set(_keys(doc))
     return sorted((t for t in GLOSSARY if used.intersection(t.keys)), key=lambda t: t.term.lower())
+
+
+_BY_TERM: dict[str, Term] = {t.term: t for t in GLOSSARY}
+
+
+def term(name: str) -> Term:
+    """The glossary entry named ``name``.
+
+    Raises:
+        InputError: ``name`` is not a term of :data:`GLOSSARY`.
+
+    >>> term("horizon").page
+    'engine'
+    """
+    found = _BY_TERM.get(name)
+    if found is None:
+        raise InputError(f"glossary term must be one of {', '.join(sorted(_BY_TERM))}; got {name!r}")
+    return found
