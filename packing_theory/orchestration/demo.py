@@ -17,7 +17,7 @@ command                the demo's inputs
 >>> demo.policies, demo.rows, demo.lengths.size, demo.eval_lengths.size
 (('discard', 'continue', 'segment-first'), 2439, 8468, 500)
 >>> result = demo.run(permutations=0)
->>> [a.policy for a in result.policies] == list(demo.policies)
+>>> [r.packer for r in result.measurement.runs] == list(demo.policies)
 True
 >>> cmp = compare_demo(1000)
 >>> cmp.lengths.size, cmp.packers[:2], cmp.label
@@ -35,10 +35,11 @@ import numpy.typing as npt
 
 from ..audit.population import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
 from ..corpus import default_lengths
-from ..engine.policies import PackerConfig
+from ..engine.horizon import Budget
 from ..errors import InputError
-from .audit import AUTORESEARCH_ROWS, AuditResult, run_audit
+from .audit import AUTORESEARCH_ROWS, AuditResult, EvalStream, audit
 from .compare import default_packers
+from .measure import Settings
 
 __all__ = [
     "COMPARE_DEMO_DOCUMENTS",
@@ -105,18 +106,19 @@ class AuditDemo:
     policies: tuple[str, ...] = DEMO_POLICIES
     scale: float = 1.0
 
-    def config(self, **settings: Any) -> PackerConfig:
-        """The demo's loader settings (autoresearch's, ``rows`` = :attr:`rows`); ``settings`` override."""
-        return PackerConfig(**{"rows": self.rows, **settings})
+    @property
+    def evaluation(self) -> EvalStream:
+        """The demo's evaluation stream and its budgets."""
+        return EvalStream(self.eval_lengths, self.eval_targets, self.eval_prefixes, self.eval_label)
 
-    def run(self, *, policies: Sequence[str] | None = None, config: PackerConfig | None = None,
+    def run(self, *, policies: Sequence[str] | None = None, settings: Settings | None = None,
             **kwargs: Any) -> AuditResult:
-        """:func:`~packing_theory.orchestration.run_audit` of the demo (``kwargs`` go to it)."""
-        return run_audit(self.lengths, config if config is not None else self.config(),
-                         policies=list(policies if policies is not None else self.policies),
-                         eval_lengths=self.eval_lengths, eval_targets=self.eval_targets,
-                         eval_prefixes=self.eval_prefixes, corpus_label=self.corpus_label,
-                         eval_label=self.eval_label, **kwargs)
+        """:func:`~packing_theory.orchestration.audit` of the demo at autoresearch's settings (R = 2049,
+        B = 1000, refill 128) and :attr:`rows` (``kwargs`` go to it)."""
+        return audit(self.lengths, list(policies if policies is not None else self.policies),
+                     settings if settings is not None else Settings(capacity=2049),
+                     horizon=kwargs.pop("horizon", Budget("rows", self.rows)), evaluation=self.evaluation,
+                     label=self.corpus_label, **kwargs)
 
 
 def audit_demo(scale: float = 1.0) -> AuditDemo:

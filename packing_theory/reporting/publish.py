@@ -41,10 +41,14 @@ __all__ = ["report_file_names", "stage_report", "write_report"]
 
 
 def report_file_names(report: Report) -> tuple[str, ...]:
-    """Every file name a report of this kind may write (its JSON, Markdown, page, plots, attachments)."""
+    """Every file name a report of this kind may write: its JSON, Markdown, page, plots and attachments,
+    and the names in its optional ``file_names`` attribute (attachments it writes only sometimes: a
+    run without them removes the previous run's)."""
     k = report.kind
-    return (f"{k}.html", f"{k}.json", f"{k}.md", *(p.name for p in report.plots()),
-            *(a.name for a in report.attachments()))
+    extra = tuple(getattr(report, "file_names", ()))
+    names = (f"{k}.html", f"{k}.json", f"{k}.md", *(p.name for p in report.plots()),
+             *(a.name for a in report.attachments()), *extra)
+    return tuple(dict.fromkeys(names))
 
 
 def stage_report(writer: ReportWriter, report: Report, *, plots: bool = True) -> ReportFiles:
