@@ -37,7 +37,22 @@ from .model import Report
 from .page import render_page
 from .writer import ReportFiles, ReportWriter
 
-__all__ = ["report_file_names", "stage_report", "write_report"]
+__all__ = ["report_config", "report_file_names", "stage_report", "write_report"]
+
+
+def report_config(report: Report) -> dict[str, Any]:
+    """What determines a report, hashed into each of its files: its kind, ``settings`` and inputs.
+
+    The JSON document's ``settings`` entry (the packers' settings) and its
+    ``corpus`` entry's identity (label, size) — never timings or run ids, so
+    that two runs of one configuration, from Python or the command line, carry
+    the same hash.
+    """
+    doc = report.to_dict(None)
+    corpus = doc.get("corpus")
+    ident = ({k: corpus.get(k) for k in ("label", "documents", "tokens")} if isinstance(corpus, Mapping)
+             else corpus)
+    return {"kind": report.kind, "settings": doc.get("settings"), "corpus": ident}
 
 
 def report_file_names(report: Report) -> tuple[str, ...]:
@@ -51,11 +66,13 @@ def report_file_names(report: Report) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def stage_report(writer: ReportWriter, report: Report, *, plots: bool = True) -> ReportFiles:
+def stage_report(writer: ReportWriter, report: Report, *, plots: bool = True,
+                 config: Mapping[str, Any] | None = None) -> ReportFiles:
     """Stage every file of ``report`` in an open ``writer`` (the caller commits). Returns their paths.
 
     ``plots``: draw the PNG plots (each plot the report cannot draw is named,
-    with the reason, in the Markdown and on the page).
+    with the reason, in the Markdown and on the page). ``config`` (default
+    :func:`report_config`) is hashed into every file.
 
     Raises:
         InputTypeError: ``report`` does not implement :class:`Report`.
@@ -64,6 +81,7 @@ def stage_report(writer: ReportWriter, report: Report, *, plots: bool = True) ->
     if not isinstance(report, Report):
         raise InputTypeError(f"report must implement packing_theory.reporting.Report, got "
                              f"{type(report).__name__}")
+    writer.set_config(report_config(report) if config is None else config)
     run = writer.run_info
     for a in report.attachments():
         a.write(writer.path(a.name), writer.run_id)
@@ -92,8 +110,8 @@ def write_report(report: Report, out: str | os.PathLike[str], *, plots: bool = F
                  config: Mapping[str, Any] | None = None, tool: str | None = None) -> ReportFiles:
     """Write every file of ``report`` into the directory ``out`` as one unit; return their paths.
 
-    ``config`` (default: the report's own ``settings`` entry) is hashed into
-    every file; ``force`` replaces report-named files this library did not
+    ``config`` (default :func:`report_config`) is hashed into every file;
+    ``force`` replaces report-named files this library did not
     write. ``tool``
     names the writer in the manifest (default ``packing-theory KIND``, as the
     command line).
@@ -102,13 +120,10 @@ def write_report(report: Report, out: str | os.PathLike[str], *, plots: bool = F
         ReportError: see :meth:`~packing_theory.reporting.ReportWriter.open`.
         OSError: ``out`` cannot be created or written.
     """
-    if config is None:
-        doc = report.to_dict(None)
-        config = {"kind": report.kind, "settings": doc.get("settings")}
     names = report_file_names(report)
-    with ReportWriter(out, names=names, config=config, tool=tool or f"packing-theory {report.kind}",
+    with ReportWriter(out, names=names, config={}, tool=tool or f"packing-theory {report.kind}",
                       force=force) as writer:
-        files = stage_report(writer, report, plots=plots)
+        files = stage_report(writer, report, plots=plots, config=config)
         writer.commit()
     root = Path(os.path.realpath(out))
     return ReportFiles(root / files.json.name, root / files.markdown.name,
