@@ -22,6 +22,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._checks import distinct_files
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def data_spec(args: argparse.Namespace) -> tuple[list[str], str, str]:
             if parquet and len(parquet) != len(paths):
                 raise InputError("--text mixes .parquet and plain text files; give one kind")
             fmt = "parquet" if parquet else "text"
+        distinct_files(f"--{key}", paths)  # a file named twice would be read twice
         return paths, fmt, f"--{key}"
     if getattr(args, "data", None):
         return list(args.data), args.format, "--data"
@@ -145,7 +147,8 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
 
     check_source_options(args)
     specs, asked, given_by = data_spec(args)
-    _, fmt, _ = expand_inputs(specs, asked)
+    paths, fmt, _ = expand_inputs(specs, asked)
+    distinct_files(given_by, paths)
     _check_reader_options(args, fmt, given_by)
     options: dict[str, Any] = {}
     for attr, _, key in _READER_OPTIONS:

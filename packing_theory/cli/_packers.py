@@ -48,7 +48,10 @@ def _refuse(flag: str, key: str, packers: Sequence[str]) -> InputError:
             entry(packers[0]).knob(key)
         except InputError as exc:
             return InputError(f"{flag}: {exc}; {flag} applies to {', '.join(takers) or 'no packer'}")
-    return InputError(f"{flag} applies to {', '.join(takers) or 'no packer'}; none of the packers measured "
+    if not takers:
+        return InputError(f"{flag}: no packer takes an option {key!r} (`packing-theory policies` lists each "
+                          "packer's options)")
+    return InputError(f"{flag} applies to {', '.join(takers)}; none of the packers measured "
                       f"({', '.join(packers)}) takes it, so it would be ignored")
 
 

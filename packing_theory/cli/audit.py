@@ -81,6 +81,10 @@ def _evaluation(args: argparse.Namespace, demo: Any) -> Any:
             demo.eval_prefixes
     else:
         data, fmt = (args.eval_lengths, "lengths") if args.eval_lengths else (args.eval_shards, "shards")
+        if args.eval_shards:
+            from .._checks import distinct_files
+
+            distinct_files("--eval-shards", args.eval_shards)
         stream = open_corpus(data, format=fmt)
         lengths, label, targets, prefixes = stream.raw_lengths, stream.label, AUTORESEARCH_EVAL_TARGETS, \
             DEFAULT_EVAL_PREFIXES

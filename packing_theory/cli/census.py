@@ -45,6 +45,7 @@ def register(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
+    from .._checks import distinct_files
     from ..corpus.readers import expand_inputs
     from ..corpus.text import resolve_bos
     from ..corpus.textcount import load_tokenizer
@@ -54,6 +55,7 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
 
     specs, asked, given_by = data_spec(args)
     paths, kind, why = expand_inputs(specs, asked)
+    distinct_files(given_by, paths)
     if kind not in CENSUS_FORMATS:
         raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task per "
                          f"file); {kind} data already holds token ids: read it with audit/replay/check --data "
