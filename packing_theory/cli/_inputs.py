@@ -78,6 +78,10 @@ def data_spec(args: argparse.Namespace) -> tuple[list[str], str, str]:
             if parquet and len(parquet) != len(paths):
                 raise InputError("--text mixes .parquet and plain text files; give one kind")
             fmt = "parquet" if parquet else "text"
+        for p in paths:
+            if os.path.isdir(p):
+                raise InputError(f"{fmt} file {p!r} is a directory (--{key} takes files; --data takes a "
+                                 "directory)")
         distinct_files(f"--{key}", paths)  # a file named twice would be read twice
         return paths, fmt, f"--{key}"
     if getattr(args, "data", None):
@@ -119,10 +123,10 @@ def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> 
             continue
         wrong.append(flag if isinstance(value, bool) else f"{flag} {value!r}")
     if wrong:
-        named = {opt for _, opt, k in _READER_OPTIONS if k in uses}
-        what = ", ".join(sorted(named)) if named else "none of them"
+        named = sorted(opt for _, opt, k in _READER_OPTIONS if k in uses)
+        what = f"it takes {', '.join(named)}" if named else "it takes no reader option"
         raise InputError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to {fmt} data "
-                         f"({given_by}); it uses {what}")
+                         f"({given_by}); {what}")
     if getattr(args, "errors", None) == "skip":
         raise InputError("--errors skip applies to the census (which lists what it skips); use strict or "
                          "replace here")
