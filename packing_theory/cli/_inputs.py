@@ -159,6 +159,13 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         value = getattr(args, attr, None)
         if value is not None and value is not False:
             options["column" if key == "field" else attr] = value
+    if "tokenizer" in options:
+        from ..corpus.textcount import load_tokenizer
+
+        try:
+            options["tokenizer"] = load_tokenizer(options["tokenizer"])
+        except InputError as exc:  # "tokenizer 'x': ..." names the option as the command spells it
+            raise InputError(f"--{exc}") from exc
     for key in (*_ORIGINS, "mixture", "funnel"):
         value = getattr(args, key, None)
         if value is not None:

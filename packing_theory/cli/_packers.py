@@ -100,7 +100,8 @@ def peer_options(args: argparse.Namespace, packers: Sequence[str]) -> dict[str, 
         for p in peers:
             if entry(p).takes("seed"):
                 put("--seed", p, "seed", args.seed)
-    for item in getattr(args, "peer_option", None) or ():
+    items = list(getattr(args, "peer_option", None) or ())
+    for item in sorted(items, key=lambda i: i.policy is not None):  # a named packer's value wins
         flag = f"--peer-option {item.key}"
         if item.policy is None:
             takers = [p for p in peers if entry(p).takes(item.key)]

@@ -157,8 +157,10 @@ def run(args: argparse.Namespace) -> int:
     with ReportWriter(args.out, names=report_names(), config={}, tool="packing-theory audit",
                       force=args.force) as writer:
         demo = audit_demo(args.scale) if args.demo else None
-        if demo is not None:
+        if demo is not None:  # at the demo's settings (autoresearch's R = 2049) unless told otherwise
             corpus = Corpus.from_lengths(demo.lengths, label=demo.corpus_label)
+            if args.capacity is None and args.seq_length is None:
+                settings = replace(settings, capacity=2049)
             horizon = horizon_from_args(args, Budget("rows", demo.rows))
         else:
             corpus = corpus_from_args(args)
