@@ -190,8 +190,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict(writer.run_info))
     runs = result.measurement.runs
+    drift = "" if result.sources is None else "; source drift flagged: " + (
+        ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("audit", f"{result.headline()} ({corpus.lengths.size:,} documents, "
-                                       f"{time.perf_counter() - t0:.1f} s)"), file=sys.stderr)
+                                       f"{time.perf_counter() - t0:.1f} s{drift})"), file=sys.stderr)
     failing += [r.packer for r in runs if not r.aggregates.mass.identity_holds
                 or r.aggregates.conservation_violations]
     unreconciled = [] if result.sources is None else [p.policy for p in result.sources.packers

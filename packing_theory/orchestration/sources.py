@@ -326,20 +326,8 @@ def rank_sources(
         for name in names:
             cfg = replace(config, policy=name, refill=stream.refill)  # type: ignore[arg-type]
             packer = make_packer(engine, cfg)
-            per[name].append(
-                packer_sources(
-                    name,
-                    packer.stream(stream.lengths),
-                    Ledger.for_packer(packer),
-                    mine,
-                    raw_lengths=stream.lengths,
-                    raw_labels=mine,
-                    funnel=None,
-                    mixture=mixture,
-                    blocks=blocks,
-                    threshold=threshold,
-                )
-            )
+            plan = SourcePlan(mine, stream.lengths, mine, None, mixture, blocks, threshold)
+            per[name].append(packer_sources(name, packer.stream(stream.lengths), Ledger.for_packer(packer), plan))
     out = []
     for name in names:
         ranks = tuple(per[name])
