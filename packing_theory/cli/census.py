@@ -85,7 +85,10 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
         if args.bos is not None:
             raise InputError("--bos does not apply to shards (their documents store their BOS)")
         return paths, CensusOptions("shards", "bytes", hashes=args.hashes), ""
-    tokenizer = load_tokenizer(tokenizer_spec)
+    try:
+        tokenizer = load_tokenizer(tokenizer_spec)
+    except InputError as exc:  # "tokenizer 'x': ..." names the option as the command spells it
+        raise InputError(f"--{exc}") from exc
     bos, reason = resolve_bos(args.bos or "auto", tokenizer)
     counted = f"; bos={bos}: {reason}" if not isinstance(tokenizer, str) else ""
     return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=column,  # type: ignore[arg-type]

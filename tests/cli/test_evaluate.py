@@ -159,10 +159,13 @@ def test_own_models_from_shards(own_inputs: tuple[Path, Path, Path], tmp_path: P
       "b=evalmodels:tilted", "--kinds", "census"], "use --census for a census"),
     (["--sources", "{ev}", "--token-bytes", "{tb}", "--model", "a=evalmodels:flat", "--model",
       "b=evalmodels:tilted", "--baseline", "c"], "baseline 'c' is not among the models"),
-    ([], "give --demo, or --sources"),
+    ([], "one of the arguments --demo --sources is required"),
     (["--demo", "--model", "a=evalmodels:flat"], "--demo brings its own models"),
     (["--demo", "--policy", "discard"], "at least two policies"),
-    (["--demo", "--policy", "discard,nope"], "policy must be one of"),
+    (["--demo", "--policy", "discard,nope"], "argument --policy: invalid choice: 'nope'"),
+    (["--demo", "--policy", "discard,discard"], "--policy names a policy twice"),
+    (["--sources", "{ev}", "--token-bytes", "{tb}", "--model", "a=evalmodels:flat", "--model",
+      "b=evalmodels:tilted", "--policy", "discard"], "--policy applies to --demo"),
     (["--demo", "--baseline", "segment-first"], "the baseline is the first policy"),
 ])
 def test_bad_input_is_one_line_and_status_2(own_inputs: tuple[Path, Path, Path], tmp_path: Path,
@@ -306,4 +309,5 @@ def test_natural_context_assay_and_ranking_sections(own_inputs: tuple[Path, Path
     assert main(["evaluate", "--sources", str(ev), "--token-bytes", str(tb),
                  "--model", "flat=evalmodels:flat", "--model", "tilted=evalmodels:tilted",
                  "--ranking", str(tmp_path / "missing.npz"), "--no-plots", "--out", str(tmp_path / "m")]) == 2
-    assert "is not a readable .npz file" in one_line_error(capsys)
+    assert f"argument --ranking: no such file or directory {str(tmp_path / 'missing.npz')!r}" in one_line_error(
+        capsys)
