@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def int_range(option: str, minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+class int_range:  # noqa: N801 - an argparse type, spelled like one
     """An int ``>= minimum`` (and ``<= maximum``), else a usage error naming ``option`` and the value.
 
     >>> int_range("--capacity", 2, 2**24)("1")
@@ -51,23 +51,28 @@ def int_range(option: str, minimum: int, maximum: int | None = None) -> Callable
     ...
     argparse.ArgumentTypeError: --capacity must be <= 16,777,216, got 100,000,000,000,000,000,000
     """
-    def parse(text: str) -> int:
+
+    __name__ = "int"  # argparse names the type in its own messages
+
+    def __init__(self, option: str, minimum: int, maximum: int | None = None) -> None:
+        self.option, self.minimum, self.maximum = option, minimum, maximum
+
+    def __call__(self, text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} must be an int, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{option} must be >= {minimum}, got {value}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{option} must be <= {maximum:,}, got {value:,}")
+            raise argparse.ArgumentTypeError(f"{self.option} must be an int, got {text!r}") from None
+        if value < self.minimum:
+            raise argparse.ArgumentTypeError(f"{self.option} must be >= {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise argparse.ArgumentTypeError(f"{self.option} must be <= {self.maximum:,}, got {value:,}")
         return value
 
-    parse.__name__ = "int"  # argparse names the type in its own messages
-    return parse
+    def __repr__(self) -> str:
+        return f"int_range({self.option!r}, {self.minimum}, {self.maximum})"
 
 
-def float_range(option: str, low: float, high: float, *, open_low: bool = False,
-                open_high: bool = False) -> Callable[[str], float]:
+class float_range:  # noqa: N801 - an argparse type, spelled like one
     """A finite float in ``[low, high]`` (``(`` / ``)`` where open), else a usage error naming ``option``.
 
     >>> float_range("--level", 0, 1, open_low=True, open_high=True)("nan")
@@ -75,21 +80,28 @@ def float_range(option: str, low: float, high: float, *, open_low: bool = False,
     ...
     argparse.ArgumentTypeError: --level must be a number in (0, 1), got 'nan'
     """
-    shown = f"{'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
 
-    def parse(text: str) -> float:
+    __name__ = "float"
+
+    def __init__(self, option: str, low: float, high: float, *, open_low: bool = False,
+                 open_high: bool = False) -> None:
+        self.option, self.low, self.high, self.open_low, self.open_high = option, low, high, open_low, open_high
+
+    def __call__(self, text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        bad = (not math.isfinite(value) or value < low or value > high or (open_low and value == low)
-               or (open_high and value == high))
+        bad = (not math.isfinite(value) or value < self.low or value > self.high
+               or (self.open_low and value == self.low) or (self.open_high and value == self.high))
         if bad:
-            raise argparse.ArgumentTypeError(f"{option} must be a number in {shown}, got {text!r}")
+            shown = (f"{'(' if self.open_low else '['}{self.low:g}, {self.high:g}"
+                     f"{')' if self.open_high else ']'}")
+            raise argparse.ArgumentTypeError(f"{self.option} must be a number in {shown}, got {text!r}")
         return value
 
-    parse.__name__ = "float"
-    return parse
+    def __repr__(self) -> str:
+        return f"float_range({self.option!r}, {self.low}, {self.high})"
 
 
 def existing_path(option: str) -> Callable[[str], str]:
