@@ -117,7 +117,8 @@ def markdown(doc: dict[str, Any]) -> str:
     names = list(doc["checkouts"])
     lines = ["# Start-up cost of the command line", "",
              f"{doc['repeats']} fresh processes per case and checkout, interleaved; CPU = user + system "
-             f"seconds of the child (`os.wait4`); median (minimum). Python {doc['python']}, {doc['cpus']} CPUs, "
+             f"seconds of the child (`os.wait4`); median (minimum). Python {doc['python']}, "
+             f"{doc['cpus']} CPUs, "
              f"load average {doc['load_before']} before and {doc['load_after']} after.", ""]
     head = "| case | " + " | ".join(f"{n}: CPU s" for n in names) + (
         f" | {names[0]} / {names[1]} |" if len(names) == 2 else " |")
@@ -134,8 +135,9 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append(f"| {case} | " + " | ".join(cells) + " |" + ratio)
     lines += ["", "| modules loaded | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for key in ("after_build_parser", "after_help"):
-        cells = [f"{doc['checkouts'][n][key]['modules']} ({doc['checkouts'][n][key]['packing_theory_modules']} "
-                 f"of the package; numpy {'yes' if doc['checkouts'][n][key]['numpy'] else 'no'})" for n in names]
+        counts = [doc["checkouts"][n][key] for n in names]
+        cells = [f"{c['modules']} ({c['packing_theory_modules']} of the package; numpy "
+                 f"{'yes' if c['numpy'] else 'no'})" for c in counts]
         lines.append(f"| {key.replace('_', ' ')} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -152,7 +154,8 @@ def main() -> None:
     load_before = [round(x, 2) for x in os.getloadavg()]
     found = measure(roots, a.repeats)
     doc = {"python": platform.python_version(), "cpus": os.cpu_count(), "repeats": a.repeats,
-           "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()], "checkouts": found}
+           "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
+           "checkouts": found}
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "startup.json").write_text(json.dumps(doc, indent=2) + "\n")
     (a.out / "startup.md").write_text(markdown(doc))

@@ -25,7 +25,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from ._exit import EPILOG, ExitCode, run_command
 from ._options import add_options
@@ -73,7 +73,8 @@ RENAMED: dict[tuple[str, str], str] = {
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on standard error (status 2)."""
 
-    argv: list[str] = []
+    argv: ClassVar[list[str]] = []
+    """The command being parsed (for the hint of an option it no longer takes)."""
 
     def error(self, message: str) -> NoReturn:
         hints = [hint for (command, flag), hint in RENAMED.items()
@@ -183,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in list(argv or ())
     try:
         parser = build_parser()
-        _OneLineParser.argv = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")][:1]
+        words = sys.argv[1:] if argv is None else list(argv)
+        _OneLineParser.argv = [a for a in words if not a.startswith("-")][:1]
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help, or a usage error already printed on one line

@@ -89,13 +89,14 @@ def packers_from_args(args: argparse.Namespace, default: Sequence[str], *, one: 
 
 
 def horizon_from_args(args: argparse.Namespace, default: Budget | str | None) -> Budget | str | None:
-    """``--rows`` / ``--targets`` / ``--tokens`` as a budget, ``"natural"``, ``"common"``, else ``default``."""
+    """``--rows`` / ``--targets`` / ``--tokens`` as a budget, ``"natural"``, ``"common"``, else
+    ``default``."""
     from ..engine.horizon import Budget
 
     for unit in ("rows", "targets", "tokens"):
         value = getattr(args, unit, None)
         if value is not None:
-            return Budget(unit, value)  # type: ignore[arg-type]
+            return Budget(unit, value)
     if getattr(args, "natural_end", False):
         return "natural"
     if getattr(args, "common_horizon", False):
@@ -116,7 +117,7 @@ def settings_from_args(args: argparse.Namespace, packers: Sequence[str]) -> Sett
             (naming the packer and suggesting ``--seq-length``).
     """
     from ..orchestration.measure import Settings
-    from ._packers import check_streaming_options, check_width, peer_options
+    from ._packers import build_one, check_streaming_options, check_width, peer_options
 
     check_streaming_options(args, packers)
     given: dict[str, Any] = {}
@@ -128,11 +129,14 @@ def settings_from_args(args: argparse.Namespace, packers: Sequence[str]) -> Sett
         given["exhausted"] = "drain"
     if getattr(args, "seed", None) is not None:
         given["seed"] = args.seed
-    settings = Settings(capacity=getattr(args, "capacity", None), seq_length=getattr(args, "seq_length", None),
+    settings = Settings(capacity=getattr(args, "capacity", None),
+                        seq_length=getattr(args, "seq_length", None),
                         peer_options=peer_options(args, packers), engine=getattr(args, "engine", "fast"),
                         **given)
     for name in packers:
         check_width(settings, name)
+        if name in settings.peer_options:  # a framework's constructor checks its options: bad input, now
+            build_one(settings, name)
     return settings
 
 

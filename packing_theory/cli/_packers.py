@@ -125,7 +125,8 @@ def peer_options(args: argparse.Namespace, packers: Sequence[str]) -> dict[str, 
 
 
 def check_width(settings: Settings, name: str) -> int:
-    """Packer ``name``'s row width under ``settings``, or an error naming it and suggesting ``--seq-length``."""
+    """Packer ``name``'s row width under ``settings``, or an error naming it and suggesting
+    ``--seq-length``."""
     from ..registry import entry
 
     e = entry(name)

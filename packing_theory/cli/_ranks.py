@@ -29,8 +29,8 @@ def check_rank_options(args: argparse.Namespace, packers: Sequence[str]) -> None
 
     peers = [p for p in packers if entry(p).kind == "peer"]
     if peers:
-        raise InputError(f"--world-size applies to streaming policies only; got {peers[0]!r} (drop it or drop "
-                         "--world-size)")
+        raise InputError(f"--world-size applies to streaming policies only; got {peers[0]!r} (drop it or "
+                         "drop --world-size)")
 
 
 def rank_source(args: argparse.Namespace, corpus: Any) -> Any:
@@ -66,8 +66,8 @@ def rank_source(args: argparse.Namespace, corpus: Any) -> Any:
             if "hold no documents" not in str(exc):  # a file without documents has no row group
                 raise
     if not files or not np.array_equal(np.concatenate(files), corpus.raw_lengths):
-        raise InputError(f"--tokenizer gave different lengths on a second read of {len(paths)} {fmt} file(s): "
-                         "the per-rank audit needs a deterministic tokenizer")
+        raise InputError(f"--tokenizer gave different lengths on a second read of {len(paths)} {fmt} "
+                         "file(s): the per-rank audit needs a deterministic tokenizer")
     return files
 
 
@@ -128,15 +128,16 @@ def _summary_text(summaries: Any, sources: Any) -> str:
         failing = [str(r["rank"]) for r in s.to_dict()["ranks"] if not r["mass"]["identity_holds"]]
         identity = "holds on every rank" if not failing else "FAILS on rank(s) " + ", ".join(failing)
         rows = "–" if g["min_rows"] is None else f"{g['min_rows']:,}"
-        lines.append(f"{s.policy}, world size {s.world_size}: {g['started_any_rank']:,} of {g['documents']:,} "
-                     f"documents started on some rank, {g['never_started_anywhere']:,} never started anywhere; "
-                     f"ranks step in lockstep, so training stops at the fewest rows of any rank, "
-                     f"{rows}, by when {g['started_at_min_rows']:,} documents have started; the mass identity "
-                     f"{identity}.")
+        lines.append(f"{s.policy}, world size {s.world_size}: {g['started_any_rank']:,} of "
+                     f"{g['documents']:,} documents started on some rank, "
+                     f"{g['never_started_anywhere']:,} never started anywhere; ranks step in lockstep, so "
+                     f"training stops at the fewest rows of any rank, {rows}, by when "
+                     f"{g['started_at_min_rows']:,} documents have started; the mass identity {identity}.")
     for r in sources or ():
         drift = "–" if r.max_drift is None else f"{r.max_drift:.3f}"
-        lines.append(f"{r.policy}: every rank's sources reconcile: {'yes' if r.reconciles else 'NO'}; largest "
-                     f"drift statistic of a rank: {drift}.")
+        ok = "yes" if r.reconciles else "NO"
+        lines.append(f"{r.policy}: every rank's sources reconcile: {ok}; largest drift statistic of a rank: "
+                     f"{drift}.")
     return "\n".join(lines)
 
 
@@ -151,13 +152,13 @@ def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: 
 
     R = settings.streaming_capacity
     config = PackerConfig(capacity=R, min_buffer=settings.min_buffer, refill=settings.refill,
-                          passes=settings.passes, exhausted=settings.exhausted,  # type: ignore[arg-type]
+                          passes=settings.passes, exhausted=settings.exhausted,
                           seed=settings.seed, rows=None if horizon is None else horizon.streaming_rows(R))
     execution: dict[str, Any] = {}
     # a task failing on bad input inside a rank is still bad input (status 2: cli._exit)
     summaries = audit_ranks(source, args.world_size, config, policies=list(packers),
-                            row_group_size=args.row_group_size, engine=settings.engine, executor=args.executor,
-                            workers=workers, execution=execution)
+                            row_group_size=args.row_group_size, engine=settings.engine,
+                            executor=args.executor, workers=workers, execution=execution)
     failing = [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
     sources = None
     if corpus.sources is not None:
@@ -165,9 +166,10 @@ def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: 
 
         extra = {k: v for k, v in (("blocks", args.mixture_blocks), ("threshold", args.drift_threshold))
                  if v is not None}
-        sources = rank_sources(corpus.raw_lengths, corpus.sources, _row_group_sizes(source, args.row_group_size),
-                               args.world_size, config, policies=list(packers), engine=settings.engine,
-                               mixture=corpus.mixture, **extra)
+        groups = _row_group_sizes(source, args.row_group_size)
+        sources = rank_sources(corpus.raw_lengths, corpus.sources, groups, args.world_size, config,
+                               policies=list(packers), engine=settings.engine, mixture=corpus.mixture,
+                               **extra)
         failing += [f"{r.policy} (a rank's data sources)" for r in sources if not r.reconciles]
     section: dict[str, Any] = {
         "world_size": args.world_size, "row_group_size": args.row_group_size,

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class int_range:  # noqa: N801 - an argparse type, spelled like one
+class int_range:
     """An int ``>= minimum`` (and ``<= maximum``), else a usage error naming ``option`` and the value.
 
     >>> int_range("--capacity", 2, 2**24)("1")
@@ -72,7 +72,7 @@ class int_range:  # noqa: N801 - an argparse type, spelled like one
         return f"int_range({self.option!r}, {self.minimum}, {self.maximum})"
 
 
-class float_range:  # noqa: N801 - an argparse type, spelled like one
+class float_range:
     """A finite float in ``[low, high]`` (``(`` / ``)`` where open), else a usage error naming ``option``.
 
     >>> float_range("--level", 0, 1, open_low=True, open_high=True)("nan")
@@ -85,7 +85,8 @@ class float_range:  # noqa: N801 - an argparse type, spelled like one
 
     def __init__(self, option: str, low: float, high: float, *, open_low: bool = False,
                  open_high: bool = False) -> None:
-        self.option, self.low, self.high, self.open_low, self.open_high = option, low, high, open_low, open_high
+        self.option, self.low, self.high = option, low, high
+        self.open_low, self.open_high = open_low, open_high
 
     def __call__(self, text: str) -> float:
         try:
@@ -132,7 +133,8 @@ def refill(text: str) -> int | tuple[int, ...]:
     try:
         parts = [int(p) for p in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--refill must be an int or comma-separated ints, got {text!r}") from None
+        message = f"--refill must be an int or comma-separated ints, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
     if min(parts) < 1:
         raise argparse.ArgumentTypeError(f"--refill must be >= 1, got {min(parts)}")
     return parts[0] if len(parts) == 1 else tuple(parts)
@@ -188,7 +190,8 @@ policy_list.__name__ = "packer list"
 
 
 class PeerOption(NamedTuple):
-    """One ``--peer-option``: a packer's knob by name (``policy`` ``None``: every measured packer taking it)."""
+    """One ``--peer-option``: a packer's knob by name (``policy`` ``None``: every measured packer that
+    takes it)."""
 
     policy: str | None
     key: str
@@ -231,7 +234,8 @@ document_id.__name__ = "document"
 
 
 def counts(text: str) -> dict[int, int]:
-    """``"16384=789,32768=196"`` -> sources per pass at each threshold (:func:`~packing_theory.invariant.bounds.parse_counts`)."""
+    """``"16384=789,32768=196"`` -> documents per pass at each threshold
+    (:func:`~packing_theory.invariant.bounds.parse_counts`)."""
     from ..invariant.bounds import parse_counts
 
     try:

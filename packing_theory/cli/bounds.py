@@ -19,7 +19,8 @@ def register(sub: Any) -> None:
         description="Necessary bounds implied by the protected-set proposition for the streaming policies, "
                     "from a corpus (one pass, arrival order) or from per-threshold counts (--counts).",
     )
-    add_options(parser, *INPUT_OPTIONS, "counts", "min-buffer", "capacity", "seq-length", "thresholds", "json")
+    add_options(parser, *INPUT_OPTIONS, "counts", "min-buffer", "capacity", "seq-length", "thresholds",
+                "json")
     parser.set_defaults(run=run)
 
 

@@ -38,9 +38,10 @@ def register(sub: Any) -> None:
                     "locally or on a Dask cluster; write lengths.npy and census.json to --out; a rerun "
                     "reuses the verified per-file parts in --out/parts and recomputes the rest.",
     )
-    add_options(parser, "data", "files-from", "text", "parquet", "shards", "format", "column", "bos", "eos-id",
-                "dtype", "split", "tokenizer", "per-line", "encoding", "errors", "universal-newlines", "hashes",
-                "executor", "workers", "retries", "out", "force", "no-progress", "json")
+    add_options(parser, "data", "files-from", "text", "parquet", "shards", "format", "column", "bos",
+                "eos-id", "dtype", "split", "tokenizer", "per-line", "encoding", "errors",
+                "universal-newlines", "hashes", "executor", "workers", "retries", "out", "force",
+                "no-progress", "json")
     parser.set_defaults(run=run)
 
 
@@ -57,9 +58,9 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
     paths, kind, why = expand_inputs(specs, asked)
     distinct_files(given_by, paths)
     if kind not in CENSUS_FORMATS:
-        raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task per "
-                         f"file); {kind} data already holds token ids: read it with audit/replay/check --data "
-                         f"(--format {kind})")
+        raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task "
+                         f"per file); {kind} data already holds token ids: read it with audit/replay/check "
+                         f"--data (--format {kind})")
     for name in ("eos_id", "dtype", "split"):
         if getattr(args, name) is not None:
             raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")

@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
             corpus = Corpus.from_lengths(demo.lengths, label=demo.label)
         else:
             corpus = corpus_from_args(args)
-        bar = progress_bar("compare", len(packers), enabled=False if args.no_progress else None, unit="packer")
+        bar = progress_bar("compare", len(packers), enabled=False if args.no_progress else None,
+                           unit="packer")
         keep_freed_memory()  # before the worker processes start: they inherit it
         try:
             result = compare_corpus(corpus, packers, settings, horizon=horizon,

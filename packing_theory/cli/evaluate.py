@@ -253,7 +253,8 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
     if args.policy:
         raise InputError("--policy applies to --demo (the policies whose models it fits); with --sources the "
                          "models are --model")
-    spec = WindowSpec(kinds=_kinds(args.kinds), capacity=_capacity(args), natural_targets=args.natural_targets,
+    spec = WindowSpec(kinds=_kinds(args.kinds), capacity=_capacity(args),
+                      natural_targets=args.natural_targets,
                       context=args.context, stride=args.stride, natural_above=args.natural_above)
     strata = [s.strip() for s in args.family_strata.split(",") if s.strip()]
     doc = _family_doc(args)

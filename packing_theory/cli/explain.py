@@ -33,8 +33,8 @@ def register(sub: Any) -> None:
                     "raw index or its name), whether it trained, which rows hold its tokens, or why it never "
                     "started, was never reached or was removed by the cleaning funnel (--funnel).",
     )
-    add_options(parser, "document", *INPUT_OPTIONS, *PACKER_OPTIONS, "rows", "targets", "tokens", "natural-end",
-                "funnel", "pass", "json")
+    add_options(parser, "document", *INPUT_OPTIONS, *PACKER_OPTIONS, "rows", "targets", "tokens",
+                "natural-end", "funnel", "pass", "json")
     parser.set_defaults(run=run)
 
 
@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if document.isdigit():
         raw = int(document)
         if raw >= corpus.raw_lengths.size:
-            raise InputError(f"document {raw} is not a raw index of the {corpus.raw_lengths.size:,} documents "
-                             f"(0..{corpus.raw_lengths.size - 1:,}); or give its name")
+            n = int(corpus.raw_lengths.size)
+            raise InputError(f"document {raw} is not a raw index of the {n:,} documents (0..{n - 1:,}); or "
+                             "give its name")
         if corpus.funnel is not None and not corpus.funnel.keep[raw]:
             found = _removed(corpus, raw)
     try:

@@ -47,7 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from ..invariant.wait_bound import StartDelayMonitor
     from ..registry import entry
     from ..reporting import progress_bar
-    from ._common import emit_json, horizon_from_args, packers_from_args, settings_from_args, with_row_progress
+    from ._common import (
+        emit_json,
+        horizon_from_args,
+        packers_from_args,
+        settings_from_args,
+        with_row_progress,
+    )
     from ._inputs import corpus_from_args
     from ._packers import build_one
 
@@ -59,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     packer = build_one(settings, name, budget)
     corpus = corpus_from_args(args, say="data")
     lengths = corpus.lengths
-    sources = _SourcesPass(args, name, packer, corpus, settings.min_buffer) if corpus.sources is not None else None
+    sources = None
+    if corpus.sources is not None:
+        sources = _SourcesPass(args, name, packer, corpus, settings.min_buffer)
     acc = SummaryAccumulator.for_packer(packer)
     config = getattr(packer, "config", None)
     bounded = config is not None and config.start_delay_bound is not None
@@ -122,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
 class _SourcesPass:
     """Source labels on a replay: the per-source accounting fed in the replay's own pass."""
 
-    def __init__(self, args: argparse.Namespace, name: str, packer: Any, corpus: Any, min_buffer: int) -> None:
+    def __init__(self, args: argparse.Namespace, name: str, packer: Any, corpus: Any,
+                 min_buffer: int) -> None:
         from ..audit.ledger import Ledger
         from ..orchestration.sources import SourcePlan
 

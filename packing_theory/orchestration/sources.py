@@ -327,7 +327,8 @@ def rank_sources(
             cfg = replace(config, policy=name, refill=stream.refill)  # type: ignore[arg-type]
             packer = make_packer(engine, cfg)
             plan = SourcePlan(mine, stream.lengths, mine, None, mixture, blocks, threshold)
-            per[name].append(packer_sources(name, packer.stream(stream.lengths), Ledger.for_packer(packer), plan))
+            events = packer.stream(stream.lengths)
+            per[name].append(packer_sources(name, events, Ledger.for_packer(packer), plan))
     out = []
     for name in names:
         ranks = tuple(per[name])

@@ -61,7 +61,8 @@ def test_audit_writes_what_write_report_of_audit_writes(corpus: Path, tmp_path: 
             "--refill", "8", "--rows", "60", "--permutations", "3", "--documents", "--no-plots",
             "--no-progress", "--out", str(tmp_path / "cli")]
     assert main(argv) == 0
-    opened = pt.open_corpus(str(corpus), format="text", per_line=True, tokenizer="whitespace", source_from="dir")
+    opened = pt.open_corpus(str(corpus), format="text", per_line=True, tokenizer="whitespace",
+                            source_from="dir")
     result = audit(opened, ["discard", "trl-bfd"], pt.Settings(capacity=32, min_buffer=20, refill=8),
                    horizon=pt.Budget("rows", 60), permutations=3, documents=True)
     pt.write_report(result, tmp_path / "api")
@@ -77,9 +78,10 @@ def test_compare_writes_what_write_report_of_compare_writes(corpus: Path, tmp_pa
             "--out", str(tmp_path / "cli")]
     assert main(argv) == 0
     opened = pt.open_corpus(str(corpus), format="text", per_line=True)
-    result = compare(opened, ["discard", "trl-bfd", "olmo-truncate"], pt.Settings(seq_length=24, min_buffer=10))
+    result = compare(opened, ["discard", "trl-bfd", "olmo-truncate"],
+                     pt.Settings(seq_length=24, min_buffer=10))
     pt.write_report(result, tmp_path / "api")
     _same_files(tmp_path / "cli", tmp_path / "api", "compare")
-    widths = {p["packer"]: p["row_width"] for p in json.loads((tmp_path / "cli" / "compare.json").read_text())[
-        "packers"]}
+    doc = json.loads((tmp_path / "cli" / "compare.json").read_text())
+    widths = {p["packer"]: p["row_width"] for p in doc["packers"]}
     assert widths == {"discard": 25, "trl-bfd": 24, "olmo-truncate": 16}  # each framework's rule at L = 24

@@ -206,7 +206,8 @@ def test_audit_world_size_on_plain_text_cuts_row_groups_per_file(tmp_path: Path,
         k: v for k, v in want["settings"].items() if k != "row_group_size"}  # the census recorded its groups
     assert {k: v for k, v in got.items() if k != "settings"} == {
         k: v for k, v in want.items() if k != "settings"}
-    assert [r["row_groups"] for r in doc["ranks"]["policies"]["discard"]["ranks"]] == [6, 3]  # 3 + 3 + 3, by file
+    # 3 + 3 + 3 groups, by file
+    assert [r["row_groups"] for r in doc["ranks"]["policies"]["discard"]["ranks"]] == [6, 3]
 
 
 def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -220,7 +221,8 @@ def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: 
         (["census", "--text", texts[0], texts[0]], "is given twice"),
         (["census", "--text", *texts, "--text-column", "body"],
          "--column applies to jsonl and parquet input, not text"),
-        (["census", "--shards", *shards, "--tokenizer", "chars"], "--tokenizer 'chars' does not apply to shards"),
+        (["census", "--shards", *shards, "--tokenizer", "chars"],
+         "--tokenizer 'chars' does not apply to shards"),
         (["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "4", "--row-group-size", "1024",
           "--no-plots", "--permutations", "0"],
          "--world-size 4 is more than the 3 row group(s) of --row-group-size 1024 of the largest input"),

@@ -309,5 +309,5 @@ def test_natural_context_assay_and_ranking_sections(own_inputs: tuple[Path, Path
     assert main(["evaluate", "--sources", str(ev), "--token-bytes", str(tb),
                  "--model", "flat=evalmodels:flat", "--model", "tilted=evalmodels:tilted",
                  "--ranking", str(tmp_path / "missing.npz"), "--no-plots", "--out", str(tmp_path / "m")]) == 2
-    assert f"argument --ranking: no such file or directory {str(tmp_path / 'missing.npz')!r}" in one_line_error(
-        capsys)
+    missing = str(tmp_path / "missing.npz")
+    assert f"argument --ranking: no such file or directory {missing!r}" in one_line_error(capsys)

@@ -75,7 +75,8 @@ def test_a_long_synthetic_corpus_reaches_its_budget(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
     c, t = doc["packers"]
-    assert (doc["horizon"]["unit"], doc["horizon"]["value"], doc["horizon"]["rule"]) == ("tokens", 64_000, "asked")
+    h = doc["horizon"]
+    assert (h["unit"], h["value"], h["rule"]) == ("tokens", 64_000, "asked")
     assert c["horizon"]["reason"] == t["horizon"]["reason"] == "budget reached"
     assert c["rows"] == 500  # ceil(64,000 / 128) full rows
     nt = c["never_trained"]

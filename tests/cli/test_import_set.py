@@ -1,4 +1,5 @@
-"""A fast start: building the parser and ``--help`` import no engine, audit, peer, orchestration, plotting or numpy.
+"""A fast start: building the parser and ``--help`` import no engine, audit, peer, orchestration, plotting
+or numpy.
 
 The import set is asserted, never a time (``benchmarks/bench_startup.py`` measures
 the CPU seconds). Before the lazy command table ``packing-theory --help`` imported
@@ -18,8 +19,9 @@ from packing_theory.cli import COMMANDS
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
-HEAVY = ("packing_theory.engine", "packing_theory.audit", "packing_theory.peers", "packing_theory.orchestration",
-         "packing_theory.registry", "packing_theory.corpus", "matplotlib", "numpy")
+HEAVY = ("packing_theory.engine", "packing_theory.audit", "packing_theory.peers",
+         "packing_theory.orchestration", "packing_theory.registry", "packing_theory.corpus", "matplotlib",
+         "numpy")
 """Modules (and their submodules) a parser or a help page must not import."""
 
 IMPORTS_ITS_LIBRARY_AT_THE_TOP = {"contamination"}
@@ -50,7 +52,8 @@ def test_the_top_level_help_imports_nothing_heavy() -> None:
 
 def _command(name: str) -> object:
     if name in IMPORTS_ITS_LIBRARY_AT_THE_TOP:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="imports its library at the top"))
+        mark = pytest.mark.xfail(strict=True, reason="imports its library at the top")
+        return pytest.param(name, marks=mark)
     return name
 
 

@@ -47,7 +47,8 @@ def test_a_missing_lengths_file_names_the_option(command: str, tmp_path: Path,
 
 
 @pytest.mark.parametrize("command", ["compare", "audit", "replay"])
-def test_every_command_refuses_a_row_wider_than_it_can_replay(command: str, lengths_file: Path, tmp_path: Path,
+def test_every_command_refuses_a_row_wider_than_it_can_replay(command: str, lengths_file: Path,
+                                                             tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Before the fix ``compare --capacity 10**20`` ran for minutes and ended in exit 3; one range now."""
     from packing_theory.cli._options import MAX_ROW_WIDTH

@@ -40,7 +40,8 @@ PARSERS = _parsers()
 
 
 def _commands(*, table: bool) -> list[object]:
-    """Every command; those owned elsewhere are expected to fail a table check (strictly: fixed, it passes)."""
+    """Every command; those owned elsewhere are expected to fail a table check (strict: once fixed, an
+    unexpected pass fails)."""
     marks = pytest.mark.xfail(strict=True, reason="cli/contamination.py predates the option table")
     return [pytest.param(c, marks=marks) if table and c in OWNED_ELSEWHERE else c for c in COMMANDS]
 
@@ -116,7 +117,8 @@ def test_the_copied_constants_are_the_library_s() -> None:
 def test_every_ranged_option_refuses_a_value_below_its_range_naming_it(name: str) -> None:
     rng = OPTIONS[name].type
     assert isinstance(rng, int_range)
-    with pytest.raises(argparse.ArgumentTypeError, match=f"^{re.escape(rng.option)} must be >= {rng.minimum}"):
+    below = f"^{re.escape(rng.option)} must be >= {rng.minimum}"
+    with pytest.raises(argparse.ArgumentTypeError, match=below):
         rng(str(rng.minimum - 1))
     assert rng(str(rng.minimum)) == rng.minimum
     if rng.maximum is not None:
@@ -165,7 +167,8 @@ def test_compare_capacity_is_every_packer_s_row_width(lengths: Path, tmp_path: P
     assert not (tmp_path / "d").exists()
 
 
-def test_the_old_column_spellings_are_the_same_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_old_column_spellings_are_the_same_option(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": "w " * n}) + "\n" for n in range(1, 30)))
     outs = []
     for flag in ("--column", "--field", "--text-column"):
@@ -179,8 +182,8 @@ def test_the_old_column_spellings_are_the_same_option(tmp_path: Path, capsys: py
     assert outs[0] == outs[1] == outs[2] and outs[0]["documents"] == 29
 
 
-def test_peer_options_apply_to_every_measured_packer_that_takes_them(lengths: Path, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_peer_options_apply_to_every_measured_packer_that_takes_them(
+        lengths: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["compare", "--lengths", str(lengths), "--seq-length", "16", "--min-buffer", "4", "--no-plots",
             "--json", "--out", str(tmp_path / "c")]
     assert main([*base, "--policy", "discard,trl-bfd,trl-wrapped,megatron-gpt", "--window", "7",
@@ -205,9 +208,10 @@ def test_workers_capped_by_the_cpus_and_the_tasks_say_so(lengths: Path, tmp_path
     assert len(err) == 2 and err[1].startswith("compare: ")
 
 
-def test_explain_numbers_documents_by_their_raw_index_under_a_funnel(lengths: Path, tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Before: with a funnel, explain numbered documents after it while labels and masks number the raw corpus."""
+def test_explain_numbers_documents_by_their_raw_index_under_a_funnel(
+        lengths: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: with a funnel, explain numbered documents after it while labels and masks number the raw
+    corpus."""
     (tmp_path / "funnel.json").write_text(json.dumps({"stages": [
         {"name": "drop-some", "kind": "any", "ids": list(range(0, 300, 3))}]}))
     common = ["--lengths", str(lengths), "--funnel", str(tmp_path / "funnel.json"), "--capacity", "16",
@@ -225,7 +229,8 @@ def test_explain_numbers_documents_by_their_raw_index_under_a_funnel(lengths: Pa
 
 
 @pytest.mark.parametrize("doc", ["", "  "])
-def test_explain_refuses_an_empty_document(doc: str, lengths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_refuses_an_empty_document(doc: str, lengths: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     """Before: ``explain ""`` explained document 0."""
     assert main(["explain", doc, "--lengths", str(lengths)]) == 2
     assert "DOC must be a document's raw index or its name" in capsys.readouterr().err
