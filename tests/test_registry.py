@@ -297,10 +297,12 @@ def test_a_throwaway_peer_is_picked_up_with_nothing_else_edited(
 
         report = tmp_path / "cmp"
         assert main(["compare", "--lengths", str(lengths), "--policy", "discard,toy-next_fit",
-                     "--capacity", "9", "--min-buffer", "2", "--refill", "1", "--no-plots",
+                     "--seq-length", "8", "--min-buffer", "2", "--refill", "1", "--no-plots",
                      "--out", str(report)]) == 0
-        columns = {c["policy"]: c for c in json.loads((report / "compare.json").read_text())["packers"]}
-        assert columns["toy-next_fit"]["row_width"] == 8 and columns["toy-next_fit"]["identity_holds"]
+        columns = {c["packer"]: c for c in json.loads((report / "compare.json").read_text())["packers"]}
+        toy = columns["toy-next_fit"]
+        assert toy["row_width"] == 8 and columns["discard"]["row_width"] == 9  # L = 8, each framework's rule
+        assert toy["mass"]["identity_holds"]
         assert columns["toy-next_fit"]["verdict"] == f"outside the family: not applicable — {e.family}"
     finally:
         sys.modules.pop("packing_theory.peers.toy", None)
