@@ -47,7 +47,16 @@ from .demo import (
     audit_demo_budget,
     compare_demo,
 )
-from .measure import DEFAULT_SEQ_LENGTH, HORIZON_RULES, CorpusSummary, Measurement, PackerRun, Settings, measure
+from .measure import (
+    DEFAULT_SEQ_LENGTH,
+    HORIZON_RULES,
+    CorpusSummary,
+    Measurement,
+    PackerRun,
+    Settings,
+    corpus_summary,
+    measure,
+)
 from .sources import SourcePlan, SourcesResult
 from .verdicts import packer_verdict, shrunk_counterexample
 
@@ -77,6 +86,7 @@ __all__ = [
     "audit_demo_budget",
     "compare",
     "compare_demo",
+    "corpus_summary",
     "default_packers",
     "measure",
     "open_corpus",
