@@ -18,17 +18,6 @@ from tests.tool_modules import load_tool
 browser = load_tool("browser")
 
 
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = browser.find_chromium()
-    if found is None:
-        if os.environ.get("PACKING_THEORY_REQUIRE_CHROMIUM") == "1":
-            pytest.fail("PACKING_THEORY_REQUIRE_CHROMIUM=1 but no chromium binary was found "
-                        "(apt-get install -y chromium, or set CHROMIUM)")
-        pytest.skip("no chromium binary on PATH (apt-get install -y chromium) to open the HTML reports")
-    return str(found)
-
-
 def test_the_checker_sees_errors_and_external_requests(chromium: str, tmp_path: Path) -> None:
     """A page that logs an error and loads an image from elsewhere is caught (the checks can fail)."""
     bad = tmp_path / "bad.html"
