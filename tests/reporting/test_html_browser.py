@@ -33,7 +33,7 @@ def test_the_checker_sees_errors_and_external_requests(chromium: str, tmp_path: 
 @pytest.mark.slow
 def test_demo_reports_open_clean_in_chromium(chromium: str, tmp_path: Path) -> None:
     screenshots = load_tool("screenshots")
-    reports = screenshots.write_demo_reports(tmp_path)
+    reports = screenshots.write_demo_reports(tmp_path, ["audit", "compare", "evaluate"])
     artifacts = os.environ.get("PACKING_THEORY_ARTIFACTS")
     shots = Path(artifacts) if artifacts else tmp_path / "shots"
     problems = screenshots.check_demo_reports(reports, shots)
