@@ -215,13 +215,17 @@ cards.forEach(function(card){
 });
 var sw = document.documentElement.scrollWidth;
 if (sw > W + TOL) {
-  var wide = [];
+  var wide = [], seen = new Map();  // the outermost elements that stick out, alike ones counted once
   Array.from(document.body.querySelectorAll('*')).forEach(function(el){
-    if (wide.length >= 3 || !shown(el) || clips(el)) return;
-    var b = el.getBoundingClientRect(), pb = el.parentElement.getBoundingClientRect();
-    if (b.right > W + TOL && !(pb.right > W + TOL && el.parentElement !== document.body))
-      wide.push(describe(el) + ' to x ' + Math.round(b.right));
+    if (!shown(el) || clips(el)) return;
+    var b = el.getBoundingClientRect(), up = el.parentElement, pb = up.getBoundingClientRect();
+    if (!(b.right > W + TOL) || (pb.right > W + TOL && up !== document.body)) return;
+    var what = describe(el) + (up === document.body ? '' : ' in ' + describe(up)), w = seen.get(what);
+    if (!w) { w = {what: what, n: 0, right: 0}; seen.set(what, w); wide.push(w); }
+    w.n++; w.right = Math.max(w.right, Math.round(b.right));
   });
+  wide = wide.slice(0, 5).map(function(w){
+    return (w.n > 1 ? w.n + ' × ' : '') + w.what + ' to x ' + w.right; });
   out.page = {scrollWidth: sw, wide: wide};
 }
 return out;
