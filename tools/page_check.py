@@ -145,31 +145,43 @@ function headerRow(t){
   var first = t.rows[0];
   return first && Array.from(first.cells).every(function(c){ return c.tagName === 'TH'; }) ? first : null;
 }
-function header(t, cell){
-  var hr = headerRow(t); if (!hr) return '';
-  if (hr === cell.parentElement) return clean(cell.textContent, 50);
-  var want = column(cell), i = 0;
-  for (var c = hr.firstElementChild; c; c = c.nextElementSibling) {
-    var span = c.colSpan || 1;
-    if (want < i + span) return clean(c.textContent, 50);
-    i += span;
-  }
-  return '';
+function counts(texts){ var m = new Map(); texts.forEach(function(x){ m.set(x, (m.get(x) || 0) + 1); });
+  return m; }
+function labelOf(row){
+  var th = row.querySelector(':scope > th[scope=row]');
+  return row.cells.length ? clean((th || row.cells[0]).textContent, 50) : '';
 }
-function rowLabel(cell){
-  var row = cell.parentElement, th = row.querySelector(':scope > th[scope=row]');
-  return clean((th || row.cells[0]).textContent, 50);
+function namer(t){  // names of t's rows and columns: [text, 1-based number, whether the text is unique]
+  var hr = headerRow(t), heads = hr ? Array.from(hr.cells) : [];
+  var headText = heads.map(function(h){ return clean(h.textContent, 50); }), headCount = counts(headText);
+  var rows = Array.from(t.rows), labels = rows.map(labelOf), labelCount = counts(labels), at = new Map();
+  rows.forEach(function(r, i){ at.set(r, i); });
+  return {
+    row: function(cell){
+      var i = at.get(cell.parentElement), text = labels[i];
+      return [text, i + 1, !!text && labelCount.get(text) === 1];
+    },
+    column: function(cell){
+      var want = column(cell), i = 0, text = '';
+      if (hr === cell.parentElement) text = clean(cell.textContent, 50);
+      else for (var k = 0; k < heads.length; k++) {
+        if (want < i + (heads[k].colSpan || 1)) { text = headText[k]; break; }
+        i += heads[k].colSpan || 1;
+      }
+      return [text, want + 1, !!text && headCount.get(text) === 1];
+    }
+  };
 }
 var out = {width: W, height: H, cells: [], numeric: 0, hidden: 0, answer: null, cards: [], page: null};
 Array.from(document.querySelectorAll('table')).forEach(function(t, ti){
-  var name = caption(t, ti);
+  var name = caption(t, ti), names = namer(t);
   Array.from(t.querySelectorAll('td, th')).forEach(function(cell){
     if (cell.closest('table') !== t) return;
     var text = clean(cell.textContent, 40);
     if (!cell.classList.contains('num') && !NUM.test(text)) return;
     if (!shown(cell)) { out.hidden++; return; }
     out.numeric++;
-    var where = {table: name, row: rowLabel(cell), column: header(t, cell), text: text};
+    var where = {table: name, row: names.row(cell), column: names.column(cell), text: text};
     if (!text) { where.rule = 'empty'; out.cells.push(where); return; }
     var box = contentBox(cell), by = clipper(cell, box);
     where.x = [Math.round(box.left), Math.round(box.right)];
@@ -256,8 +268,15 @@ class PageCheck:
         assert bool(self.problems) == bool(self.counts), (self.problems, self.counts)
 
 
+def _name(kind: str, text: str, number: int, alone: bool) -> str:
+    """``row "web"``; ``row 3 ("web")`` when another row has that label too; ``row 3`` without one."""
+    if alone:
+        return f'{kind} "{text}"'
+    return f'{kind} {number} ("{text}")' if text else f"{kind} {number}"
+
+
 def _cell_line(size: str, cell: dict[str, Any]) -> str:
-    where = f'table "{cell["table"]}", row "{cell["row"]}", column "{cell["column"]}"'
+    where = f'table "{cell["table"]}", {_name("row", *cell["row"])}, {_name("column", *cell["column"])}'
     if cell["rule"] == "empty":
         return f"empty at {size}: {where}: a numeric cell with no text"
     left, right = cell["x"]

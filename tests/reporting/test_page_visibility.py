@@ -124,8 +124,25 @@ def test_the_findings_per_table_are_capped_but_all_counted(session: Any, tmp_pat
     assert check.counts["off-screen"] == 7
     cells = [p for p in check.problems if p.startswith("off-screen")]
     assert len(cells) == 4
-    assert 'row "p2", column ""' in cells[2]  # no header row: the column is unnamed
+    assert 'table "many", row "p2", column 3: "2" at x ' in cells[2]  # no header row: the column's number
     assert cells[3] == 'off-screen at 1280×800: table "many": 4 more numeric cells not shown (4 off-screen)'
+
+
+def test_a_name_two_rows_or_columns_share_comes_with_its_number(session: Any, tmp_path: Path) -> None:
+    """A transposed table whose records share a label (two columns "segment-first") is told apart."""
+    table = ("<table><caption>cells</caption><thead><tr><th>field</th><th>segment-first</th>"
+             "<th>segment-first</th></tr></thead><tbody>"
+             f'<tr><td>note</td><td style="white-space:nowrap">{LONG}</td><td>x</td></tr>'
+             '<tr><td>context</td><td class="num">1,024</td><td class="num">2,048</td></tr>'
+             '<tr><td>context</td><td class="num">1,024</td><td class="num">4,096</td></tr></tbody></table>')
+    check = page_check.check_page(open_page(session, tmp_path, CARD + table), *LAPTOP)
+    assert check.counts["off-screen"] == 4  # columns 2 (right-aligned in the stretched column) and 3
+    cells = [p for p in check.problems if "column 3" in p]
+    assert len(cells) == 2
+    assert cells[0].startswith('off-screen at 1280×800: table "cells", row 3 ("context"), '
+                               'column 3 ("segment-first"): "2,048" at x ')
+    assert cells[1].startswith('off-screen at 1280×800: table "cells", row 4 ("context"), '
+                               'column 3 ("segment-first"): "4,096" at x ')
 
 
 def test_an_answer_card_below_the_fold_is_caught(session: Any, tmp_path: Path) -> None:
