@@ -67,6 +67,16 @@ def test_number_pattern_refuses_other_text(text: str) -> None:
     assert not re.fullmatch(page_check.NUMBER_PATTERN, text)
 
 
+def test_page_check_invariants_hold_and_catch_a_broken_record() -> None:
+    from collections import Counter
+
+    page_check.PageCheck((390, 844), problems=["answer at 390×844: …"], counts=Counter(answer=1))._check()
+    with pytest.raises(AssertionError):  # a counted finding without its line
+        page_check.PageCheck((390, 844), counts=Counter(clipped=3))._check()
+    with pytest.raises(AssertionError):  # more lines than findings
+        page_check.PageCheck((390, 844), problems=["a", "b"], counts=Counter(clipped=1))._check()
+
+
 def test_a_clean_page_passes_at_both_viewports(session: Any, tmp_path: Path) -> None:
     page = open_page(session, tmp_path, "<h1>Audit</h1>" + CARD + SMALL_TABLE)
     for width, height in page_check.VIEWPORTS:
