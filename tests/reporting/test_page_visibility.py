@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,6 @@ def test_number_pattern_refuses_other_text(text: str) -> None:
 
 
 def test_page_check_invariants_hold_and_catch_a_broken_record() -> None:
-    from collections import Counter
-
     page_check.PageCheck((390, 844), problems=["answer at 390×844: …"], counts=Counter(answer=1))._check()
     with pytest.raises(AssertionError):  # a counted finding without its line
         page_check.PageCheck((390, 844), counts=Counter(clipped=3))._check()
