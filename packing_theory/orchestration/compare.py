@@ -18,7 +18,8 @@ The per-packer figures are the audit's: the same :class:`~packing_theory.orchest
 (``tests/orchestration/test_one_measurement.py`` checks every registered packer).
 
 >>> from packing_theory.orchestration.measure import Settings
->>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], Settings(capacity=8, min_buffer=2, refill=2))
+>>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
+...               Settings(capacity=8, min_buffer=2, refill=2))
 >>> cmp.ranking.by.key, cmp.ranking.order
 ('never_started_documents', ('discard', 'trl-bfd'))
 """
@@ -126,7 +127,15 @@ def compare(
     c = _as_corpus(corpus, label)
     plan: SourcePlan | None = _source_plan(c, mixture_blocks, drift_threshold)
     chosen = list(packers) if packers is not None else default_packers()
-    m = measure(c.lengths, chosen, settings, horizon=horizon, sources=plan, executor=executor,
-                workers=workers, progress=progress, corpus_label=c.label)
+    m = measure(
+        c.lengths,
+        chosen,
+        settings,
+        horizon=horizon,
+        sources=plan,
+        executor=executor,
+        workers=workers,
+        progress=progress,
+        corpus_label=c.label,
+    )
     return Comparison(m, None if plan is None else sources_result(plan, m.runs, m.refused), c)
-

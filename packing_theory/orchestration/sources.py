@@ -1,31 +1,30 @@
 """The data-source audit: each packer's per-source accounting, realised mixture, drift and funnel.
 
-:func:`audit_sources` replays one labelled corpus under each chosen packer
-(streaming policies and peers), feeds each event stream to a
-:class:`~packing_theory.audit.Ledger` and a
-:class:`~packing_theory.audit.sources.MixtureSeries` in one pass, and sums
-per data source (:mod:`packing_theory.audit.sources`). With a declared
-mixture it sets the trained share against α; with a cleaning funnel
-(:class:`~packing_theory.corpus.funnel.Funnel`) the corpus given is the raw
-one, the packers replay what the funnel kept, and the funnel is reported
-per source from raw to trained. ``packing-theory audit --mixture FILE`` and
-``compare --mixture FILE`` are this function plus
-:mod:`packing_theory.rendering.sources`.
+A measurement with source labels (:func:`~packing_theory.orchestration.audit.audit`,
+:func:`~packing_theory.orchestration.compare.compare` of a
+:class:`~packing_theory.orchestration.corpus.Corpus` that has them) feeds every
+packer's one event stream to a :class:`~packing_theory.audit.sources.MixtureSeries`
+beside the ledger (:class:`SourcePlan`), and sums per data source
+(:mod:`packing_theory.audit.sources`). With a declared mixture it sets the
+trained share against α; with a cleaning funnel the corpus given is the raw
+one, the packers replay what the funnel kept, and the funnel is reported per
+source from raw to trained. :func:`rank_sources` does the same for every DDP
+rank's stream (``audit --world-size``).
 
 >>> import numpy as np
 >>> from packing_theory.corpus.labels import SourceLabels
->>> from packing_theory.engine.policies import PackerConfig
+>>> from packing_theory.orchestration import Corpus, Settings, audit
 >>> labels = SourceLabels.from_strings(["a", "b"] * 30, origin="example")
->>> lengths = np.tile([3, 20], 30)
->>> res = audit_sources(lengths, labels, PackerConfig(capacity=8, min_buffer=4, refill=4, rows=20),
-...                     policies=["discard"], blocks=2)
+>>> corpus = Corpus.from_lengths(np.tile([3, 20], 30), sources=labels)
+>>> res = audit(corpus, ["discard"], Settings(capacity=8, min_buffer=4, refill=4), permutations=0,
+...             mixture_blocks=2).sources
 >>> [(a.source, a.trained_tokens > 0, a.reconciles) for a in res.packers[0].accounts]
 [('a', True, True), ('b', True, True)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,15 +46,13 @@ from ..audit.sources import (
     realised_mixture,
     source_accounts,
 )
-from ..corpus.funnel import Funnel, FunnelResult
+from ..corpus.funnel import FunnelResult
 from ..corpus.labels import SourceLabels
 from ..engine.consumers import feed_all
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError
 from ..lengths import validate_lengths
-from ..registry import entry
-from ..registry import names as packer_names
 
 __all__ = [
     "PackerSources",
@@ -326,20 +323,9 @@ def rank_sources(
         for name in names:
             cfg = replace(config, policy=name, refill=stream.refill)  # type: ignore[arg-type]
             packer = make_packer(engine, cfg)
-            per[name].append(
-                packer_sources(
-                    name,
-                    packer.stream(stream.lengths),
-                    Ledger.for_packer(packer),
-                    mine,
-                    raw_lengths=stream.lengths,
-                    raw_labels=mine,
-                    funnel=None,
-                    mixture=mixture,
-                    blocks=blocks,
-                    threshold=threshold,
-                )
-            )
+            plan = SourcePlan(mine, stream.lengths, mine, None, mixture, blocks, threshold)
+            events = packer.stream(stream.lengths)
+            per[name].append(packer_sources(name, events, Ledger.for_packer(packer), plan))
     out = []
     for name in names:
         ranks = tuple(per[name])

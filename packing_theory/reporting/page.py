@@ -33,7 +33,9 @@ Complexity: O(size of the sections + size of the plots).
 ...     def sections(self): return [Section("answer", "Answer", (Bars("tokens", "tokens", ("trained", "lost"),
 ...                                     (("discard", (3, 1)),)),), answer=True)]
 >>> page = render_page(R())
->>> "data-answer" in page and "<svg" in page and "trained: <b>3</b> (75.0%)" in page and "http" not in page.split("<body")[1]
+>>> "data-answer" in page and "<svg" in page and "trained: <b>3</b> (75.0%)" in page
+True
+>>> "http" not in page.split("<body")[1]
 True
 """
 
