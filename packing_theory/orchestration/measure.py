@@ -439,7 +439,7 @@ def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, P
     engine = settings.engine if settings.engine in e.engines else "fast"
     rows = budget.streaming_rows(width) if budget is not None else None
     config = PackerConfig(capacity=width, policy=name, rows=rows, **knobs)  # type: ignore[arg-type]
-    return make_packer(engine, config), e, e.options(knobs)  # type: ignore[arg-type]
+    return make_packer(engine, config), e, e.options(knobs)
 
 
 def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
