@@ -38,6 +38,7 @@ from .compare import Comparison, compare, default_packers
 from .corpus import Corpus, open_corpus
 from .demo import (
     COMPARE_DEMO_DOCUMENTS,
+    PAPER_5_1,
     DEMO_EVAL_DOCUMENTS,
     DEMO_EVAL_SEED,
     DEMO_POLICIES,
@@ -69,6 +70,7 @@ __all__ = [
     "DEMO_POLICIES",
     "DOCUMENTS_FILES",
     "HORIZON_RULES",
+    "PAPER_5_1",
     "AuditDemo",
     "AuditResult",
     "CompareDemo",

@@ -517,20 +517,43 @@ def _documents_section(result: AuditResult) -> Section | None:
     )
 
 
+_MEASURED: dict[str, Callable[[PackerRun], Any]] = {
+    "arrived_sources": lambda r: r.aggregates.arrived_sources,
+    "arrived_tokens": lambda r: r.aggregates.mass.arrived_tokens,
+    "emitted_tokens": lambda r: r.aggregates.mass.emitted_tokens,
+    "discarded_tokens": lambda r: r.aggregates.mass.discarded_tokens,
+    "buffered_tokens": lambda r: r.aggregates.mass.buffered_tokens,
+    "added_bos": lambda r: r.aggregates.mass.added_bos,
+    "crop_events": lambda r: r.aggregates.crop_events,
+    "median_crop_prefix": lambda r: r.aggregates.median_crop_prefix,
+    "crop_bos_only": lambda r: r.aggregates.crop_bos_only,
+    "protected_members": lambda r: r.aggregates.protected.members,
+    "protected_tokens": lambda r: r.aggregates.protected.tokens,
+    "protected_share_of_arrived": lambda r: r.aggregates.protected.share_of_arrived,
+    "protected_share_of_buffered": lambda r: r.aggregates.protected.share_of_buffered,
+    "over_capacity_emitted_fraction": lambda r: r.aggregates.over_capacity_emitted_fraction,
+}
+"""The published figures this audit measures too (shown side by side)."""
+
+
 def _reference_section(result: AuditResult) -> Section | None:
     ref = result.reference
     if not ref:
         return None
+    runs = {r.packer: r for r in result.measurement.runs}
     rows = []
     for policy, figures in ref.items():
-        if isinstance(figures, Mapping):
-            for k, v in figures.items():
-                rows.append((str(policy), str(k), v if isinstance(v, (int, float)) else str(v)))
-    cols = (Column("policy"), Column("figure"), Column("published", "number"))
+        if not isinstance(figures, Mapping):
+            continue
+        for k, v in figures.items():
+            published = v if isinstance(v, (int, float)) else str(v)
+            mine = _MEASURED[k](runs[policy]) if k in _MEASURED and policy in runs else None
+            rows.append((str(policy), k.replace("_", " "), published, mine))
+    cols = (Column("policy"), Column("figure"), Column("published", "number"), Column("this audit", "number"))
     return Section(
         "reference",
         "Published figures",
-        (Text(str(ref.get("source", ""))), Table("The paper's figures", cols, tuple(rows))),
+        (Text(str(ref.get("source", ""))), Table("The paper's figures beside this audit's", cols, tuple(rows))),
         collapsed=True,
     )
 
