@@ -38,10 +38,10 @@ from .compare import Comparison, compare, default_packers
 from .corpus import Corpus, open_corpus
 from .demo import (
     COMPARE_DEMO_DOCUMENTS,
-    PAPER_5_1,
     DEMO_EVAL_DOCUMENTS,
     DEMO_EVAL_SEED,
     DEMO_POLICIES,
+    PAPER_5_1,
     AuditDemo,
     CompareDemo,
     audit_demo,

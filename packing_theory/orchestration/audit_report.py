@@ -553,7 +553,8 @@ def _reference_section(result: AuditResult) -> Section | None:
     return Section(
         "reference",
         "Published figures",
-        (Text(str(ref.get("source", ""))), Table("The paper's figures beside this audit's", cols, tuple(rows))),
+        (Text(str(ref.get("source", ""))), Table("The paper's figures beside this audit's", cols,
+                                                 tuple(rows))),
         collapsed=True,
     )
 

@@ -69,7 +69,7 @@ def _equal_words(cmp: Comparison) -> str:
     share = percent(eq["untrained_share_max"])
     return (
         f"every packer trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
-        "by each: equal by construction, so not ranked)"
+        "by each: equal by construction, up to the row that crosses the horizon, so not ranked)"
     )
 
 
@@ -92,14 +92,12 @@ def compare_headline(cmp: Comparison) -> str:
     >>> from packing_theory.orchestration import Settings, compare
     >>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], Settings(capacity=8, min_buffer=2,
     ...               refill=2))
-    >>> print(compare_headline(cmp).replace("; ", chr(10)).replace(" (", chr(10) + "("))
-    at the common horizon of 64 placed tokens, set by discard
-    every packer trains 64 of the 116 tokens offered
-    (44.8% untrained by each: equal by construction, so not ranked)
-    documents never started: discard fewest with 1
-    (8.6% of the tokens), trl-bfd most with 16
-    (34.5% of the tokens)
-    2 packers compared
+    >>> import textwrap
+    >>> print(textwrap.fill(compare_headline(cmp), 100))
+    at the common horizon of 64 placed tokens, set by discard; every packer trains 64 of the 116 tokens
+    offered (44.8% untrained by each: equal by construction, up to the row that crosses the horizon, so
+    not ranked); documents never started: discard fewest with 1 (8.6% of the tokens), trl-bfd most with
+    16 (34.5% of the tokens); 2 packers compared
     """
     m = cmp.measurement
     runs = {r.packer: r for r in m.runs}

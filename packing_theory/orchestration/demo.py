@@ -43,10 +43,10 @@ from .measure import Settings
 
 __all__ = [
     "COMPARE_DEMO_DOCUMENTS",
-    "PAPER_5_1",
     "DEMO_EVAL_DOCUMENTS",
     "DEMO_EVAL_SEED",
     "DEMO_POLICIES",
+    "PAPER_5_1",
     "AuditDemo",
     "CompareDemo",
     "audit_demo",
@@ -57,8 +57,8 @@ __all__ = [
 Int64Array = npt.NDArray[np.int64]
 
 PAPER_5_1: dict[str, Any] = {
-    "source": "Source Exclusion in Streaming Pretraining, §5.1: ClimbMix at autoresearch's settings (R = 2049, "
-              "B = 1000, refill 128, 243,968 rows)",
+    "source": "Source Exclusion in Streaming Pretraining, §5.1: ClimbMix at autoresearch's settings "
+              "(R = 2049, B = 1000, refill 128, 243,968 rows)",
     "discard": {
         "arrived_sources": 836_864, "arrived_tokens": 623_932_921, "emitted_tokens": 499_890_432,
         "discarded_tokens": 96_750_834, "buffered_tokens": 27_291_655, "crop_events": 225_735,

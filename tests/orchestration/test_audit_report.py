@@ -17,7 +17,9 @@ from packing_theory.reporting import Table, matplotlib_available, progress_bar, 
 from packing_theory.reporting.markdown import render_markdown
 from packing_theory.reporting.model import walk_blocks
 
-needs_plots = pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) not installed")
+needs_plots = pytest.mark.skipif(
+    not matplotlib_available(), reason="matplotlib (the plots extra) not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +27,16 @@ def result() -> AuditResult:
     rng = np.random.default_rng(1)
     lengths = np.maximum(1, rng.lognormal(3.2, 1.3, 4000)).astype(np.int64)
     evals = np.maximum(1, rng.lognormal(3.2, 1.3, 800)).astype(np.int64)
-    return audit(lengths, ["discard", "continue", "segment-first"], Settings(capacity=64, min_buffer=40, refill=16),
-                 horizon=pt.Budget("rows", 900), permutations=4,
-                 evaluation=EvalStream(evals, 63 * 200, (63 * 20, 63 * 100), "lognormal eval"),
-                 label="lognormal test corpus", documents=True)
+    return audit(
+        lengths,
+        ["discard", "continue", "segment-first"],
+        Settings(capacity=64, min_buffer=40, refill=16),
+        horizon=pt.Budget("rows", 900),
+        permutations=4,
+        evaluation=EvalStream(evals, 63 * 200, (63 * 20, 63 * 100), "lognormal eval"),
+        label="lognormal test corpus",
+        documents=True,
+    )
 
 
 def test_json_keys_are_stable(result: AuditResult) -> None:
@@ -51,10 +59,20 @@ def test_json_keys_are_stable(result: AuditResult) -> None:
 
 def test_markdown_and_page_come_from_the_same_sections(result: AuditResult) -> None:
     md = render_markdown(result)
-    for needle in ("# Source-inclusion audit", "## The answer", "What happened to the tokens offered",
-                   "## Per packer", "Token mass", "The protected set", "## By original length",
-                   "## Startup delay over random orders", "## Evaluation population",
-                   "## Documents not fully trained", "33–128", ">16384"):
+    for needle in (
+        "# Source-inclusion audit",
+        "## The answer",
+        "What happened to the tokens offered",
+        "## Per packer",
+        "Token mass",
+        "The protected set",
+        "## By original length",
+        "## Startup delay over random orders",
+        "## Evaluation population",
+        "## Documents not fully trained",
+        "33–128",
+        ">16384",
+    ):
         assert needle in md, needle
     for block in md.split("\n\n"):  # every table row has as many cells as its header
         rows = [r for r in block.splitlines() if r.startswith("|")]
@@ -77,13 +95,21 @@ def test_the_never_started_documents_are_the_largest_ones_by_raw_index() -> None
     rng = np.random.default_rng(5)
     lengths = np.clip(rng.lognormal(4, 1.2, 600).astype(np.int64) + 1, 1, 3000)
     corpus = pt.Corpus.from_lengths(lengths, names=[f"doc{i}.txt" for i in range(lengths.size)])
-    res = audit(corpus, ["discard"], Settings(capacity=65, min_buffer=16, refill=4), permutations=0,
-                documents=True)
+    res = audit(
+        corpus, ["discard"], Settings(capacity=65, min_buffer=16, refill=4), permutations=0, documents=True
+    )
     table = res.measurement.runs[0].documents
     assert table is not None
-    expected = sorted(((int(n), int(d)) for d, n, f in zip(table.column("document"), table.column("length"),
-                                                            table.column("fate"), strict=True)
-                       if f == "never started"), key=lambda t: (-t[0], t[1]))
+    expected = sorted(
+        (
+            (int(n), int(d))
+            for d, n, f in zip(
+                table.column("document"), table.column("length"), table.column("fate"), strict=True
+            )
+            if f == "never started"
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )
     card = next(b for b in res.sections()[0].blocks if isinstance(b, Table) and b.key == "never-started")
     assert [(row[3], row[0]) for row in card.rows] == expected[:10] and len(expected) >= 10
     assert all(row[1] == f"doc{row[0]}.txt" for row in card.rows)
@@ -95,11 +121,14 @@ def test_a_funnel_keeps_every_document_by_its_raw_index_and_name() -> None:
 
     lengths = np.array([5, 4000, 6, 3000, 7, 2500, 8, 2000] * 8)
     drop = [i for i in range(lengths.size) if i % 8 == 1]  # every 4000-token document
-    corpus = pt.Corpus.from_lengths(lengths, names=[f"f{i}" for i in range(lengths.size)],
-                                    funnel=Funnel.from_document({"stages": [{"name": "q", "kind": "filter",
-                                                                             "ids": drop}]}))
-    res = audit(corpus, ["discard"], Settings(capacity=64, min_buffer=4, refill=2), permutations=0,
-                documents=True)
+    corpus = pt.Corpus.from_lengths(
+        lengths,
+        names=[f"f{i}" for i in range(lengths.size)],
+        funnel=Funnel.from_document({"stages": [{"name": "q", "kind": "filter", "ids": drop}]}),
+    )
+    res = audit(
+        corpus, ["discard"], Settings(capacity=64, min_buffer=4, refill=2), permutations=0, documents=True
+    )
     card = next(b for b in res.sections()[0].blocks if isinstance(b, Table) and b.key == "never-started")
     for raw, name, _, n, _ in card.rows:
         assert name == f"f{raw}" and lengths[raw] == n and raw not in drop
@@ -112,12 +141,16 @@ def test_pngs_written(result: AuditResult, tmp_path: Path) -> None:
     for p in files.plots:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
     assert json.loads(files.json.read_text())["schema"] == SCHEMA
-    assert "![Which positions of long documents were trained on](exposure_profile.png)" in files.markdown.read_text()
+    assert (
+        "![Which positions of long documents were trained on](exposure_profile.png)"
+        in files.markdown.read_text()
+    )
     assert (tmp_path / "rep" / "documents.csv").exists()
 
 
-def test_missing_matplotlib_gives_a_clear_message(result: AuditResult, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_matplotlib_gives_a_clear_message(
+    result: AuditResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert not matplotlib_available()
     with pytest.raises(ImportError, match=r"packing-theory\[plots\]"):
@@ -134,8 +167,13 @@ def test_write_report_refuses_a_file_as_directory(result: AuditResult, tmp_path:
 
 
 def test_the_reference_stands_beside_this_audits_figures() -> None:
-    res = audit([3, 40, 5, 50, 2, 60, 4, 70] * 30, ["discard"], Settings(capacity=8, min_buffer=4, refill=2),
-                permutations=0, reference=PAPER_5_1)
+    res = audit(
+        [3, 40, 5, 50, 2, 60, 4, 70] * 30,
+        ["discard"],
+        Settings(capacity=8, min_buffer=4, refill=2),
+        permutations=0,
+        reference=PAPER_5_1,
+    )
     ref = next(s for s in res.sections() if s.key == "reference")
     rows = {(r[0], r[1]): r for b in ref.blocks if isinstance(b, Table) for r in b.rows}
     assert rows[("discard", "crop events")][2] == 225_735
@@ -163,7 +201,10 @@ def test_no_long_document_means_a_startup_sentence() -> None:
 def test_long_documents_that_never_start_are_named_in_the_sentence() -> None:
     res = audit(_finite(400, 30), ["discard"], SETTINGS, permutations=2)
     assert res.measurement.runs[0].aggregates.first_over_capacity_target is None  # B - 1 = 63 > 30
-    assert "none of the corpus's 30 documents longer than R = 513 started" in plot_notes(res)["startup_delay.png"]
+    assert (
+        "none of the corpus's 30 documents longer than R = 513 started"
+        in plot_notes(res)["startup_delay.png"]
+    )
 
 
 def test_a_run_without_rows_has_no_buffered_curve() -> None:

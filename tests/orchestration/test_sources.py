@@ -60,8 +60,9 @@ def config(rows: int = 2000) -> PackerConfig:
 def audit_sources(lengths, labels, cfg, *, policies=("discard",), mixture=None, funnel=None):
     """The data-source section of an audit of ``lengths`` at ``cfg``'s settings and row budget."""
     corpus = Corpus.from_lengths(lengths, sources=labels, mixture=mixture, funnel=funnel)
-    settings = Settings(capacity=cfg.capacity, min_buffer=cfg.min_buffer, refill=cfg.refill,
-                        max_wait=cfg.max_wait)
+    settings = Settings(
+        capacity=cfg.capacity, min_buffer=cfg.min_buffer, refill=cfg.refill, max_wait=cfg.max_wait
+    )
     return audit(corpus, list(policies), settings, horizon=Budget("rows", cfg.rows), permutations=0).sources
 
 
@@ -210,10 +211,12 @@ def test_every_rank_is_accounted_and_the_merge_is_the_sum_over_ranks():
     lengths, labels = three_sources(tokens=150_000)
     sizes = [[min(256, lengths.size - i) for i in range(0, lengths.size, 256)]]
     cfg = replace(config(rows=150), refill=8)
-    res = rank_sources(lengths, labels, sizes, 3, cfg, policies=["discard", "continue"], batch_size=8,
-                       mixture=EQUAL)
-    summaries = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=256,
-                            batch_size=8)
+    res = rank_sources(
+        lengths, labels, sizes, 3, cfg, policies=["discard", "continue"], batch_size=8, mixture=EQUAL
+    )
+    summaries = audit_ranks(
+        lengths, 3, cfg, policies=["discard", "continue"], row_group_size=256, batch_size=8
+    )
     for r, s in zip(res, summaries, strict=True):
         assert r.reconciles and len(r.ranks) == 3
         for k, (mine, theirs) in enumerate(zip(r.ranks, s.ranks, strict=True)):
