@@ -189,24 +189,22 @@ def _corpus_text(result: AuditResult) -> str:
 
 
 def _answer(result: AuditResult) -> Section:
+    """The answer card: the corpus in one line, each packer's tokens by part (bars with their numbers), the
+    largest documents never started, then each packer's answer in words."""
     runs = result.measurement.runs
     blocks: list[Block] = [Text(_corpus_text(result))]
-    blocks += [Text(f"{packer_answer(r)}; {_theorem_sentence(r)}.") for r in runs]
-    note = result.measurement.horizon_note()
-    if note:
-        blocks.append(Text(note[0].upper() + note[1:] + "."))
     if runs:
         blocks.append(decomposition_bars(runs, "What happened to the tokens offered"))
     table, _ = never_started_documents(runs, result.corpus)
     if table is not None:
         blocks.append(table)
     elif any(r.never_trained.never_started.documents for r in runs):
-        blocks.append(
-            Text(
-                "Which documents never started: ask for the per-document table (documents=True, "
-                "or --documents on the command line)."
-            )
-        )
+        blocks.append(Text("Which documents never started: ask for the per-document table (documents=True, "
+                           "or --documents on the command line)."))
+    blocks += [Text(f"{packer_answer(r)}; {_theorem_sentence(r)}.") for r in runs]
+    note = result.measurement.horizon_note()
+    if note:
+        blocks.append(Text(note[0].upper() + note[1:] + "."))
     for name, why in result.measurement.refused:
         blocks.append(Text(f"{name} refused this corpus by its framework's own rule: {why}"))
     return Section("answer", "The answer", tuple(blocks), answer=True)
