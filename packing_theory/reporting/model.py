@@ -23,8 +23,8 @@ Cells are plain values; a :class:`Column`'s ``kind`` says how to show them
 (:func:`cell_text`): ``count`` and ``tokens`` with thousands separators,
 ``share`` as a percentage, ``number`` with four significant digits,
 ``decimal`` with four decimals (a loss in bits per byte), ``delta`` signed with
-five decimals (a difference of losses), ``text`` as is. :class:`Amount` is a count with its share, shown together
-(``1,234 (5.0%)``).
+five decimals (a difference of losses), ``text`` as is. :class:`Amount` is a
+count with its share, shown together (``1,234 (5.0%)``).
 
 >>> t = Table("rows", (Column("packer"), Column("tokens", "tokens"), Column("share", "share")),
 ...           (("discard", 1234567, 0.25),))
