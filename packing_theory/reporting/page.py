@@ -20,8 +20,9 @@ sections (the same blocks the Markdown is rendered from):
 The page loads nothing (no network, no font, no CDN: a Content-Security-Policy
 forbids it) and fits its width: text cells wrap, numbers never leave the
 screen at 1280 px, and at phone width every table becomes one line per cell.
-Run metadata (run id, timings) sits in elements of class ``run-meta`` (:func:`strip_run_metadata`), so two runs of one configuration
-give the same page otherwise.
+Run metadata (run id, timings) sits in elements of class ``run-meta``
+(:func:`strip_run_metadata`), so two runs of one configuration give the same
+page otherwise.
 
 Complexity: O(size of the sections + size of the plots).
 
