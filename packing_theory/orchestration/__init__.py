@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from .audit import AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit
 from .compare import Comparison, compare, default_packers
-from .corpus import Corpus, open_corpus
+from .corpus import Corpus, CorpusSummary, corpus_summary, open_corpus
 from .demo import (
     COMPARE_DEMO_DOCUMENTS,
     DEMO_EVAL_DOCUMENTS,
@@ -48,16 +48,8 @@ from .demo import (
     audit_demo_budget,
     compare_demo,
 )
-from .measure import (
-    DEFAULT_SEQ_LENGTH,
-    HORIZON_RULES,
-    CorpusSummary,
-    Measurement,
-    PackerRun,
-    Settings,
-    corpus_summary,
-    measure,
-)
+from .measure import HORIZON_RULES, Measurement, PackerRun, measure
+from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .sources import SourcePlan, SourcesResult
 from .verdicts import packer_verdict, shrunk_counterexample
 

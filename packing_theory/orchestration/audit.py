@@ -20,7 +20,7 @@ is the same wherever it runs, apart from timings. The result,
 with :func:`~packing_theory.reporting.write_report` (the command line does
 exactly that).
 
->>> from packing_theory.orchestration.measure import Settings
+>>> from packing_theory.orchestration import Settings
 >>> res = audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4, refill=2),
 ...             permutations=0)
 >>> r = res.measurement.runs[0]
@@ -52,8 +52,9 @@ from ..engine.policies import PackerConfig
 from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entries
-from .corpus import Corpus
-from .measure import CorpusSummary, Measurement, Settings, corpus_summary, measure
+from .corpus import Corpus, CorpusSummary, corpus_summary
+from .measure import Measurement, measure
+from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
 __all__ = ["AUTORESEARCH_ROWS", "DOCUMENTS_FILES", "AuditResult", "EvalStream", "audit", "streaming_config"]

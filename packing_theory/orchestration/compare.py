@@ -17,7 +17,7 @@ report shows all of them.
 The per-packer figures are the audit's: the same :class:`~packing_theory.orchestration.measure.PackerRun`
 (``tests/orchestration/test_one_measurement.py`` checks every registered packer).
 
->>> from packing_theory.orchestration.measure import Settings
+>>> from packing_theory.orchestration import Settings
 >>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
 ...               Settings(capacity=8, min_buffer=2, refill=2))
 >>> cmp.ranking.by.key, cmp.ranking.order
@@ -36,7 +36,8 @@ from ..engine.horizon import Budget
 from ..registry import names
 from .answer import Ranking, equal_figures, ranking
 from .corpus import Corpus
-from .measure import Measurement, Settings, measure
+from .measure import Measurement, measure
+from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
 __all__ = ["Comparison", "compare", "default_packers"]

@@ -39,7 +39,7 @@ from ..engine.horizon import Budget
 from ..errors import InputError
 from .audit import AUTORESEARCH_ROWS, AuditResult, EvalStream, audit
 from .compare import default_packers
-from .measure import Settings
+from .settings import Settings
 
 __all__ = [
     "COMPARE_DEMO_DOCUMENTS",
