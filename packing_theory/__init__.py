@@ -8,7 +8,7 @@ that stream. The whole audit of a corpus, from Python::
 
     import packing_theory as pt
     corpus = pt.open_corpus("data/", source_from="dir", mixture="mix.yaml")
-    result = pt.audit(corpus, ["discard", "trl-bfd"], pt.Settings(seq_length=2048), documents=True)
+    result = pt.audit_corpus(corpus, ["discard", "trl-bfd"], pt.Settings(seq_length=2048), documents=True)
     pt.write_report(result, "audit-report", plots=True)
 
 writes the same files as ``packing-theory audit --data data/ --source-from dir
@@ -17,7 +17,7 @@ writes the same files as ``packing-theory audit --data data/ --source-from dir
 Layout (arrows point down; see the architecture page of the docs)::
 
     cli/                     the packing-theory command (one option table)
-    orchestration/           ONE measurement: corpus x packers x horizon x consumers (measure, audit, compare)
+    orchestration/           ONE measurement: corpus x packers x horizon x consumers
     distributed/             where tasks run: this process, local processes, Dask; census, per-rank audits
     audit/ evaluation/ adapters/ training/ configs/ testing   consumers of the event stream
     invariant/               the protected set, the monitor, bounds, strategies
@@ -82,8 +82,8 @@ if TYPE_CHECKING:
         Measurement,
         PackerRun,
         Settings,
-        audit,
-        compare,
+        audit_corpus,
+        compare_corpus,
         measure,
         open_corpus,
     )
@@ -100,8 +100,9 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("InvariantMonitor", "InvariantViolation"), "packing_theory.invariant"),
     **dict.fromkeys(("earliest_pass", "mass_lower_bound", "repeated_corpus_table", "startup_bound"),
                     "packing_theory.invariant.bounds"),
-    **dict.fromkeys(("AuditResult", "Comparison", "Corpus", "Measurement", "PackerRun", "Settings", "audit",
-                     "compare", "measure", "open_corpus"), "packing_theory.orchestration"),
+    **dict.fromkeys(("AuditResult", "Comparison", "Corpus", "Measurement", "PackerRun", "Settings",
+                     "audit_corpus", "compare_corpus", "measure", "open_corpus"),
+                    "packing_theory.orchestration"),
     "build_packer": "packing_theory.registry",
     **dict.fromkeys(("Report", "write_report"), "packing_theory.reporting"),
 }
@@ -134,14 +135,55 @@ other module is an implementation detail that may change without notice."""
 
 __all__ = [
     "PUBLIC_MODULES",
+    "Arrival",
+    "AuditResult",
+    "BosAdded",
+    "Budget",
+    "BufferedSpan",
+    "Comparison",
+    "CompiledPacker",
+    "Consumer",
+    "Corpus",
+    "Discard",
+    "Event",
+    "EventBatch",
+    "Exhausted",
+    "Filtered",
     "Finding",
+    "Horizon",
     "InputError",
     "InputTypeError",
+    "InvariantMonitor",
+    "InvariantViolation",
+    "Ledger",
+    "Measurement",
     "MissingDependency",
     "NotMeasured",
+    "Packer",
+    "PackerConfig",
+    "PackerRun",
     "PackingTheoryError",
+    "Padding",
+    "Placement",
+    "ReferencePacker",
+    "Repeat",
+    "Report",
+    "Settings",
+    "StreamLedger",
     "__version__",
-    *sorted(_EXPORTS),
+    "audit_corpus",
+    "audit_events",
+    "build_packer",
+    "compare_corpus",
+    "earliest_pass",
+    "feed_all",
+    "mass_lower_bound",
+    "measure",
+    "open_corpus",
+    "repeated_corpus_table",
+    "replay",
+    "startup_bound",
+    "write_report",
 ]
 
 

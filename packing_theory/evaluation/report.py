@@ -162,8 +162,8 @@ class EvaluationReport:
 
 def _family(run: EvaluationRun) -> list[Block]:
     cmp = run.comparison
-    blocks: list[Block] = [Text(f"The {cmp.describe_family()}, over {cmp.replicates:,} paired-source bootstrap "
-                                "replicates.")]
+    blocks: list[Block] = [Text(f"The {cmp.describe_family()}, over {cmp.replicates:,} paired-source "
+                                "bootstrap replicates.")]
     blocks += [Text(f"Dropped {d.what} {d.name}: {d.reason}") for d in cmp.dropped]
     if not cmp.family:
         return [*blocks, Text("No contrast was declared.")]

@@ -33,8 +33,8 @@ reporting and the foundation.
 
 from __future__ import annotations
 
-from .audit import AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit
-from .compare import Comparison, compare, default_packers
+from .audit import AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit_corpus
+from .compare import Comparison, compare_corpus, default_packers
 from .corpus import Corpus, CorpusSummary, corpus_summary, open_corpus
 from .demo import (
     COMPARE_DEMO_DOCUMENTS,
@@ -75,10 +75,10 @@ __all__ = [
     "Settings",
     "SourcePlan",
     "SourcesResult",
-    "audit",
+    "audit_corpus",
     "audit_demo",
     "audit_demo_budget",
-    "compare",
+    "compare_corpus",
     "compare_demo",
     "corpus_summary",
     "default_packers",

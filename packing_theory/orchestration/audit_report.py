@@ -106,8 +106,8 @@ def audit_headline(result: AuditResult) -> str:
     """The first packer's answer and the theorem's prediction; for the others, the documents each never
     started, with the share of the tokens they hold.
 
-    >>> from packing_theory.orchestration import Settings, audit
-    >>> res = audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4,
+    >>> from packing_theory.orchestration import Settings, audit_corpus
+    >>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4,
     ...             refill=2), permutations=0)
     >>> print(audit_headline(res).replace("; ", chr(10)))
     discard stopped at row 10 because the stream ran dry: trained 11.4% of the 702 tokens offered

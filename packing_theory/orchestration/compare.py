@@ -18,7 +18,7 @@ The per-packer figures are the audit's: the same :class:`~packing_theory.orchest
 (``tests/orchestration/test_one_measurement.py`` checks every registered packer).
 
 >>> from packing_theory.orchestration import Settings
->>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
+>>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
 ...               Settings(capacity=8, min_buffer=2, refill=2))
 >>> cmp.ranking.by.key, cmp.ranking.order
 ('never_started_documents', ('discard', 'trl-bfd'))
@@ -40,7 +40,7 @@ from .measure import Measurement, measure
 from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
-__all__ = ["Comparison", "compare", "default_packers"]
+__all__ = ["Comparison", "compare_corpus", "default_packers"]
 
 
 def default_packers() -> list[str]:
@@ -102,7 +102,7 @@ class Comparison:
         return []
 
 
-def compare(
+def compare_corpus(
     corpus: Corpus | npt.ArrayLike,
     packers: Sequence[str] | None = None,
     settings: Settings | None = None,
