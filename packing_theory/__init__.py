@@ -46,6 +46,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import _startup  # noqa: F401  (first: Ctrl-C while the command starts is one line; see its docstring)
+from ._deprecation import deprecated
 from ._version import __version__
 from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
 
@@ -187,11 +188,17 @@ __all__ = [
 ]
 
 
+_DEPRECATED = deprecated("packing_theory", {"audit_lengths": "packing_theory.audit.audit_lengths"},
+                         since="0.2.0")
+"""Names the root no longer exports, served with a warning for a release (``audit_lengths`` audits one
+streaming replay; :func:`audit_corpus` audits any packer)."""
+
+
 def __getattr__(name: str) -> Any:
-    """Import a re-exported name on first use (PEP 562)."""
+    """Import a re-exported name on first use (PEP 562); a deprecated name warns and is served."""
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'packing_theory' has no attribute {name!r}")
+        return _DEPRECATED(name)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
