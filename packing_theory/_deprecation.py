@@ -30,7 +30,7 @@ __all__ = ["deprecated"]
 
 
 def deprecated(module: str, aliases: Mapping[str, str], *, since: str) -> Callable[[str], Any]:
-    """A lookup for ``module``'s ``__getattr__``: old name -> the object at its new dotted path, with a warning.
+    """A lookup for ``module``'s ``__getattr__``: old name -> the object at its new path, with a warning.
 
     Args:
         module: the module serving the old names (for the messages).
@@ -43,13 +43,17 @@ def deprecated(module: str, aliases: Mapping[str, str], *, since: str) -> Callab
     table = dict(aliases)
     for old, new in table.items():
         if "." not in new:
-            raise ValueError(f"deprecated alias {module}.{old}: the new name must be a dotted path, got {new!r}")
+            raise ValueError(
+                f"deprecated alias {module}.{old}: the new name must be a dotted path, got {new!r}"
+            )
 
     def lookup(name: str) -> Any:
         new = table.get(name)
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(f"{module}.{name} is deprecated since {since}: use {new}", DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"{module}.{name} is deprecated since {since}: use {new}", DeprecationWarning, stacklevel=3
+        )
         owner, _, attr = new.rpartition(".")
         return getattr(importlib.import_module(owner), attr)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import importlib.util
+import json
 import pkgutil
 import subprocess
 import sys
@@ -84,7 +84,7 @@ def _path(module: str) -> Path:
 
 
 def public_surface() -> dict[str, list[str]]:
-    """``{module: sorted __all__}`` for every declared public module (:data:`packing_theory.PUBLIC_MODULES`)."""
+    """``{module: sorted __all__}`` of every declared public module (``packing_theory.PUBLIC_MODULES``)."""
     out: dict[str, list[str]] = {}
     for module in pt.PUBLIC_MODULES:
         names = _static_all(_path(module))
@@ -146,7 +146,8 @@ def test_the_root_holds_entry_points_not_internals() -> None:
 
 
 def test_importing_the_root_loads_the_foundation_only() -> None:
-    code = ("import sys, packing_theory; bad = sorted(m for m in sys.modules if m.startswith('packing_theory.') "
+    code = ("import sys, packing_theory; bad = sorted(m for m in sys.modules "
+            "if m.startswith('packing_theory.') "
             "and m.split('.')[1] not in ('_startup', '_version', 'errors', '_deprecation', '_checks')); "
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

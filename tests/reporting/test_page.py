@@ -31,7 +31,7 @@ from packing_theory.reporting.page import render_page, strip_run_metadata
 from packing_theory.reporting.publish import report_config, report_file_names
 from packing_theory.reporting.writer import ReportWriter
 
-HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>|**bold**|[link](http://x)'
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>|**bold**|[link](http://x)"
 
 
 class Demo:
@@ -50,13 +50,28 @@ class Demo:
         return {"schema": "demo", "version": 1, "run": run, "settings": {"k": 1}, "seconds": {"total": 0.5}}
 
     def sections(self) -> list[Section]:
-        table = Table("Per source", (Column("source"), Column("tokens", "tokens", "trained"),
-                                     Column("share", "share"), Column("Δ", "delta")),
-                      ((self.name, 1_234_567, 0.25, -0.00123), ("code", Amount(30, 0.5), None, 0.5)), key="t")
-        bars = Bars("Tokens", "tokens", ("trained", "never started"), (("discard", (3, 1)),),
-                    terms=("trained", "never started"))
-        return [Section("answer", "The answer", (Text("Plain <words>."), bars, table), answer=True),
-                Section("more", "More", (Text("folded"), Plot("p.png", "a plot")), collapsed=True)]
+        table = Table(
+            "Per source",
+            (
+                Column("source"),
+                Column("tokens", "tokens", "trained"),
+                Column("share", "share"),
+                Column("Δ", "delta"),
+            ),
+            ((self.name, 1_234_567, 0.25, -0.00123), ("code", Amount(30, 0.5), None, 0.5)),
+            key="t",
+        )
+        bars = Bars(
+            "Tokens",
+            "tokens",
+            ("trained", "never started"),
+            (("discard", (3, 1)),),
+            terms=("trained", "never started"),
+        )
+        return [
+            Section("answer", "The answer", (Text("Plain <words>."), bars, table), answer=True),
+            Section("more", "More", (Text("folded"), Plot("p.png", "a plot")), collapsed=True),
+        ]
 
     def plots(self) -> list[PlotFile]:
         return [PlotFile("p.png", draw=lambda path, meta: Path(path).write_bytes(_tiny_png()))]
@@ -101,7 +116,9 @@ def test_the_page_loads_nothing_and_is_readable_without_script() -> None:
 
 def test_glossary_terms_are_on_hover_and_listed() -> None:
     page = render_page(Demo())
-    assert re.search(r'<th scope="col" title="tokens in the rows the trainer receives[^"]*">tokens</th>', page)
+    assert re.search(
+        r'<th scope="col" title="tokens in the rows the trainer receives[^"]*">tokens</th>', page
+    )
     assert '<dt id="g-never-started">never started</dt>' in page and '<dt id="g-trained">trained</dt>' in page
 
 
@@ -114,20 +131,33 @@ def test_two_runs_of_one_report_differ_only_in_run_metadata() -> None:
 def test_write_report_writes_every_file_as_one_run(tmp_path: Path) -> None:
     files = write_report(Demo(), tmp_path / "rep", plots=True)
     names = sorted(p.name for p in (tmp_path / "rep").iterdir())
-    assert names == [".packing-theory-manifest.json", "demo.html", "demo.json", "demo.md", "p.png", "rows.csv"]
+    assert names == [
+        ".packing-theory-manifest.json",
+        "demo.html",
+        "demo.json",
+        "demo.md",
+        "p.png",
+        "rows.csv",
+    ]
     doc = json.loads(files.json.read_text())
     run_id = doc["run"]["id"]
     for name in ("demo.md", "demo.html", "rows.csv"):
         assert run_id in (tmp_path / "rep" / name).read_text(), name
-    assert doc["run"]["config_hash"] == files.json.parent.joinpath(".packing-theory-manifest.json") \
-        .read_text().split('"config_hash": "')[1].split('"')[0]
+    assert (
+        doc["run"]["config_hash"]
+        == files.json.parent.joinpath(".packing-theory-manifest.json")
+        .read_text()
+        .split('"config_hash": "')[1]
+        .split('"')[0]
+    )
     assert "![a plot](p.png)" in files.markdown.read_text()
 
 
 def test_the_config_hash_comes_from_the_report_wherever_it_is_written(tmp_path: Path) -> None:
     a = write_report(Demo(), tmp_path / "a")
-    with ReportWriter(tmp_path / "b", names=report_file_names(Demo()), config={"argv": ["x"]},
-                      tool="packing-theory demo") as w:
+    with ReportWriter(
+        tmp_path / "b", names=report_file_names(Demo()), config={"argv": ["x"]}, tool="packing-theory demo"
+    ) as w:
         stage_report(w, Demo(), plots=False)
         w.commit()
     ja = json.loads(a.json.read_text())["run"]
@@ -159,8 +189,22 @@ def test_bad_blocks_are_refused_naming_what_is_wrong() -> None:
     with pytest.raises(InputError, match="needs exactly one of draw and note"):
         PlotFile("p.png")
     with pytest.raises(InputError, match="glossary term must be one of"):
-        render_page(type("R", (Demo,), {"sections": lambda self: [
-            Section("a", "A", (Table("t", (Column("a", term="nonsense"),), (("x",),)),))]})())
-    with pytest.raises(InputTypeError, match="report must implement"):
-        with ReportWriter(Path("/tmp/never-opened-report"), names=(), config={}) as w:  # noqa: S108
-            stage_report(w, object())  # type: ignore[arg-type]
+        render_page(
+            type(
+                "R",
+                (Demo,),
+                {
+                    "sections": lambda self: [
+                        Section("a", "A", (Table("t", (Column("a", term="nonsense"),), (("x",),)),))
+                    ]
+                },
+            )()
+        )
+
+
+def test_stage_report_refuses_what_is_not_a_report(tmp_path: Path) -> None:
+    with (
+        pytest.raises(InputTypeError, match="report must implement"),
+        ReportWriter(tmp_path / "rep", names=(), config={}) as w,
+    ):
+        stage_report(w, object())  # type: ignore[arg-type]
