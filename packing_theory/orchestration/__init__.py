@@ -1,26 +1,29 @@
 """Orchestration: ONE measurement — a corpus, a set of packers, one horizon, one set of consumers.
 
-=================  ==============================================================
-module             job
-=================  ==============================================================
-``corpus``         :class:`Corpus` and :func:`open_corpus`: the lengths, every
-                   document's raw index, name and data source, the funnel, the
-                   declared mixture
-``measure``        :func:`measure` and :class:`Settings`: every packer replayed
-                   to one horizon, one :class:`PackerRun` each
-``audit``          :func:`audit`: the measurement at autoresearch's budget with
-                   startup spreads, the evaluation population, the data sources
-                   and the per-document table (``packing-theory audit``)
-``compare``        :func:`compare`: the measurement at the common token horizon,
-                   ranked by what differs (``packing-theory compare``)
-``sources``        the per-source consumers of a measurement (:class:`SourcePlan`)
-``answer``         the decomposition of a packer's tokens, the sentences, the
-                   ranking of what differs, the never-started documents
-``audit_report``,  what each result says: headline, JSON, sections, plots (the
-``compare_report`` :class:`~packing_theory.reporting.Report` protocol)
-``verdicts``       a packer's invariant verdict (and shrunk counterexample)
-``demo``           what ``--demo`` feeds each command
-=================  ==============================================================
+====================  ==============================================================
+module                job
+====================  ==============================================================
+``corpus``            :class:`Corpus` and :func:`open_corpus`: the lengths, every
+                      document's raw index, name and data source, the funnel, the
+                      declared mixture
+``settings``          :class:`Settings`: one row width or one sequence length, one
+                      set of knobs for every packer
+``measure``           :func:`measure`: every packer replayed to one horizon, one
+                      :class:`PackerRun` each
+``audit``             :func:`audit_corpus`: the measurement at autoresearch's budget
+                      with startup spreads, the evaluation population, the data
+                      sources and the per-document table (``packing-theory audit``)
+``compare``           :func:`compare_corpus`: the measurement at the common token
+                      horizon, ranked by what differs (``packing-theory compare``)
+``sources``           the per-source consumers of a measurement (:class:`SourcePlan`)
+``answer``            the decomposition of a packer's tokens, the sentences, the
+                      ranking of what differs, the never-started documents
+``audit_report``      what an audit says: headline, JSON, sections (with
+                      ``audit_sections`` and ``audit_plots``)
+``compare_report``    what a comparison says: headline, JSON, sections, plots
+``verdicts``          a packer's invariant verdict (and shrunk counterexample)
+``demo``              what ``--demo`` feeds each command
+====================  ==============================================================
 
 This layer decides *what is replayed and fed to which consumer*; the
 consumers are in :mod:`packing_theory.audit` and
