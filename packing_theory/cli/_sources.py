@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.declared import read_mixture
-from ..audit.sources import DEFAULT_BLOCKS, DRIFT_THRESHOLD
+from ..audit.source_series import DEFAULT_BLOCKS, DRIFT_THRESHOLD
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import SOURCE_FROM, SourceLabels
 from ..errors import InputError
@@ -316,7 +316,7 @@ def rank_sources_section(
     )
     lines = ["", f"### Per rank ({args.world_size} ranks, merged)", ""]
     for r in res:
-        shares = {s.source: s for s in r.shares or ()}
+        shares = {s.source: s for s in (r.shares.tokens.shares if r.shares else ())}
         rows = [
             [
                 a.source,

@@ -35,18 +35,9 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.declared import DeclaredMixture
 from ..audit.ledger import Ledger
-from ..audit.sources import (
-    DEFAULT_BLOCKS,
-    DRIFT_THRESHOLD,
-    MixtureDrift,
-    MixtureSeries,
-    SourceAccount,
-    SourceShare,
-    funnel_table,
-    mixture_drift,
-    realised_mixture,
-    source_accounts,
-)
+from ..audit.source_funnel import FunnelTable, funnel_table
+from ..audit.source_series import DEFAULT_BLOCKS, DRIFT_THRESHOLD, MixtureDrift, MixtureSeries, mixture_drift
+from ..audit.sources import RealisedMixture, SourceAccount, merge_accounts, realised_mixture, source_accounts
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import SourceLabels
 from ..engine.consumers import feed_all
@@ -76,14 +67,14 @@ class PackerSources:
     rows: int
     stop_reason: str
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
     drift: MixtureDrift
-    funnel: dict[str, dict[str, Any]]
+    funnel: FunnelTable
 
     @property
     def reconciles(self) -> bool:
         """Every source's accounting and funnel reconcile."""
-        return all(a.reconciles for a in self.accounts) and all(f["reconciles"] for f in self.funnel.values())
+        return all(a.reconciles for a in self.accounts) and self.funnel.reconciles
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -93,9 +84,9 @@ class PackerSources:
             "stop_reason": self.stop_reason,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "drift": self.drift.to_dict(),
-            "funnel": self.funnel,
+            "funnel": self.funnel.to_dict(),
         }
 
 
@@ -156,18 +147,12 @@ def packer_sources(
     ``also``: more consumers fed in the same pass (``replay``'s summary); ask
     them for their ``result()`` afterwards.
     """
-    agg, matrix, *_ = feed_all(events, ledger, MixtureSeries(labels), *also)
+    agg, series, *_ = feed_all(events, ledger, MixtureSeries(labels), *also)
     arrays = ledger.arrays()
-    accounts = source_accounts(arrays, labels)
+    accounts = source_accounts(arrays, labels, series)
     shares = None if mixture is None else realised_mixture(accounts, mixture)
-    drift = mixture_drift(
-        matrix,
-        labels.names,
-        blocks=blocks,
-        threshold=threshold,
-        alpha=None if mixture is None else mixture.alpha,
-    )
-    table = funnel_table(funnel, raw_labels, raw_lengths, accounts, arrays)
+    drift = mixture_drift(series, mixture=mixture, blocks=blocks, threshold=threshold)
+    table = funnel_table(funnel, raw_labels, raw_lengths, accounts, arrays, series)
     return PackerSources(policy, agg.rows, agg.stop_reason, accounts, shares, drift, table)
 
 
@@ -223,7 +208,7 @@ def audit_sources(
     if kept.size == 0:
         raise InputError("the funnel removes every document: nothing reaches the packer")
     if mixture is not None:  # before any replay (a peer's refusal is told apart from this)
-        undeclared = sorted(set(labels.names) - set(mixture.alpha))
+        undeclared = sorted(set(labels.names) - set(mixture.sources))
         if undeclared:
             raise InputError(
                 f"the corpus has source(s) {undeclared} that the declared mixture does not name "
@@ -282,7 +267,7 @@ class RankSources:
     world_size: int
     ranks: tuple[PackerSources, ...]
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
 
     @property
     def reconciles(self) -> bool:
@@ -302,7 +287,7 @@ class RankSources:
             "world_size": self.world_size,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "max_drift": self.max_drift,
             "ranks": [
                 {
@@ -417,24 +402,8 @@ def rank_sources(
     out = []
     for name in names:
         ranks = tuple(per[name])
-        merged = tuple(
-            SourceAccount(a.source, *(sum(getattr(p.accounts[k], f) for p in ranks) for f in _ACCOUNT_FIELDS))
-            for k, a in enumerate(ranks[0].accounts)
-        )
+        merged = merge_accounts([p.accounts for p in ranks])
         shares = None if mixture is None else realised_mixture(merged, mixture)
         out.append(RankSources(name, world_size, ranks, merged, shares))
     return tuple(out)
 
-
-_ACCOUNT_FIELDS = (
-    "documents",
-    "never_reached",
-    "arrived",
-    "arrived_tokens",
-    "started",
-    "never_started",
-    "never_started_tokens",
-    "trained_tokens",
-    "dropped_tokens",
-    "buffered_tokens",
-)

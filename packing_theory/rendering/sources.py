@@ -26,10 +26,6 @@ SOURCES_PLOT = "source_mixture.png"
 """The file name of the realised-share-over-time plot."""
 
 
-def _signed(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:+.1f}%"
-
-
 def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
     lines = [
         f"### {p.policy}",
@@ -37,10 +33,8 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
         f"{p.rows:,} rows ({p.stop_reason}); every source reconciles: {'yes' if p.reconciles else 'NO'}.",
         "",
     ]
-    shares = {s.source: s for s in p.shares or ()}
     rows = []
     for a in p.accounts:
-        s = shares.get(a.source)
         rows.append(
             [
                 a.source,
@@ -48,14 +42,12 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
                 count(a.arrived),
                 count(a.arrived_tokens),
                 count(a.trained_tokens),
+                count(a.unfinished_row_tokens),
                 count(a.dropped_tokens),
                 count(a.buffered_tokens),
+                count(a.started),
                 count(a.never_started),
                 count(a.never_reached),
-                percent(None if s is None else s.alpha),
-                percent(None if s is None else s.share),
-                _signed(None if s is None else s.absolute_error),
-                _signed(None if s is None else s.relative_error),
             ]
         )
     lines += table(
@@ -65,48 +57,34 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
             "arrived",
             "arrived tokens",
             "trained",
+            "unfinished row",
             "dropped",
             "buffered",
+            "started",
             "never started",
             "never reached",
-            "α",
-            "trained share",
-            "error",
-            "relative",
         ],
         rows,
-        "lrrrrrrrrrrrr",
+        "lrrrrrrrrrr",
     )
+    if p.shares is not None:
+        lines += ["", p.shares.headline(), "", *p.shares.markdown()]
     d = p.drift
-    verdict = "**drift flagged**" if d.drifted else "no drift flagged"
-    lines += [
-        "",
-        f"Drift statistic D = max over {len(d.block_starts)} blocks of {d.block_rows:,} rows of "
-        f"TV(block share, run share) = {count(d.drift) if d.drift is None else f'{d.drift:.3f}'} "
-        f"(threshold {d.threshold:g}): {verdict}."
-        + (
-            ""
-            if d.max_tv_declared is None
-            else f" Largest TV of a block from the declared α: {d.max_tv_declared:.3f}."
-        ),
-        "",
-    ]
-    if result.funnel is not None and p.funnel:
-        steps = next(iter(p.funnel.values()))["steps"]
-        frows = [
-            [
-                src,
-                *(count(v) for v in f["documents"]),
-                count(f["trained_tokens"]),
-                "yes" if f["reconciles"] else "NO",
-            ]
-            for src, f in p.funnel.items()
+    for what, D, flagged, far, against in (
+        ("trained tokens", d.drift, d.drifted, d.max_tv_targets, "the token targets"),
+        ("documents started", d.document_drift, d.document_drifted, d.max_tv_alpha, "α"),
+    ):
+        verdict = "**drift flagged**" if flagged else "no drift flagged"
+        lines += [
+            "",
+            f"Drift statistic of the {what} D = max over {len(d.block_starts)} blocks of {d.block_rows:,} "
+            f"complete rows of TV(block share, run share) = {'–' if D is None else f'{D:.3f}'} "
+            f"(threshold {d.threshold:g}): {verdict}."
+            + ("" if far is None else f" Largest TV of a block from {against}: {far:.3f}."),
         ]
-        lines += ["Funnel (documents):", ""]
-        lines += table(
-            ["source", *steps, "trained tokens", "reconciles"], frows, "l" + "r" * (len(steps) + 1) + "l"
-        )
-        lines.append("")
+    lines.append("")
+    if result.funnel is not None:
+        lines += ["Funnel (documents): " + p.funnel.headline(), "", *p.funnel.markdown()]
     return lines
 
 
@@ -119,9 +97,15 @@ def sources_markdown(result: SourcesResult, *, plot: str | None = None) -> list[
     ]
     if result.mixture is not None:
         m = result.mixture
+        shares = m.target_shares or {}
         lines.append(
             f"Declared mixture{' ' + repr(m.name) if m.name else ''} ({m.kind}): "
-            + ", ".join(f"{s} {percent(a)}" for s, a in sorted(m.alpha.items()))
+            + ", ".join(
+                f"{s}"
+                + (f" α {percent(m.alpha[s])}" if m.alpha and s in m.alpha else "")
+                + (f" target {count(m.targets[s])} tokens ({percent(shares[s])})" if m.targets else "")
+                for s in m.sources
+            )
             + "."
         )
     if result.funnel is not None:
@@ -144,16 +128,16 @@ def sources_markdown(result: SourcesResult, *, plot: str | None = None) -> list[
 def write_sources_plot(
     result: SourcesResult, path: str | os.PathLike[str], *, metadata: Mapping[str, str] | None = None
 ) -> None:
-    """Draw the realised share of each source per block of rows, one panel per packer, α dashed."""
+    """Draw the trained-token share of each source per block of rows, one panel per packer, targets dashed."""
     plt = pyplot()
     n = len(result.packers)
     fig, axes = plt.subplots(1, n, figsize=(4.4 * n, 3.6), squeeze=False, sharey=True)
-    alpha: dict[str, float] = {} if result.mixture is None else result.mixture.alpha
+    alpha: dict[str, float] = {} if result.mixture is None else result.mixture.target_shares or {}
     for ax, p in zip(axes[0], result.packers, strict=True):
         _panel(ax, p, alpha)
-    axes[0][0].set_ylabel("share of row tokens")
+    axes[0][0].set_ylabel("share of trained tokens")
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle("Realised mixture over training time (dashed: declared α)")
+    fig.suptitle("Realised token mixture over training time (dashed: declared token targets)")
     save_figure(fig, path, metadata=metadata)
 
 
