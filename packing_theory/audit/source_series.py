@@ -67,6 +67,7 @@ sources than the run's own share."""
 
 FloatArray = npt.NDArray[np.float64]
 Int64Array = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
 
 _NONE = np.iinfo(np.int64).max
 """Per occurrence: no row yet (its first row), or no marker yet (the placements before its first marker)."""
@@ -79,7 +80,10 @@ def tv(p: npt.ArrayLike, q: npt.ArrayLike) -> float:
 
 @dataclass(frozen=True, eq=False)
 class SourceSeries:
-    """What a :class:`MixtureSeries` measured (see the module docstring); arrays are ``int64``.
+    """What a :class:`MixtureSeries` measured (see the module docstring).
+
+    The per-row matrices are ``int32`` (a row holds at most ``R < 2**31`` tokens and documents), the
+    other arrays ``int64``.
 
     Attributes:
         sources: the source names (columns).
@@ -95,8 +99,8 @@ class SourceSeries:
 
     sources: tuple[str, ...]
     rows: int
-    tokens: Int64Array
-    documents: Int64Array
+    tokens: Int32Array
+    documents: Int32Array
     unfinished_tokens: Int64Array
     unfinished_documents: Int64Array
     first_row: Int64Array
@@ -136,8 +140,9 @@ class MixtureSeries:
     :class:`~packing_theory.audit.Ledger`
     (:func:`~packing_theory.engine.consumers.feed_all`); ``result()`` is a
     :class:`SourceSeries`. O(1) amortised per placement (numpy in chunks of
-    8,192); memory O(rows × sources) int64 plus 12 bytes per occurrence (its
-    first row and source), and 8 more per occurrence once a BOS marker is added.
+    8,192); memory O(rows × sources) int32 plus 12 bytes per occurrence (its
+    first row and source), and 8 more per occurrence once a BOS marker is added; ``result()`` adds
+    the document-start matrix (O(rows × sources) int32).
     """
 
     _CHUNK = 8192
@@ -146,7 +151,7 @@ class MixtureSeries:
         self.labels = labels
         self._codes = labels.codes.astype(np.int64)
         self._S = len(labels.names)
-        self._m = np.zeros((0, self._S), np.int64)
+        self._m = np.zeros((0, self._S), np.int32)
         self._first = np.zeros(0, np.int64)  # per occurrence: smallest row (_NONE: none)
         self._code = np.zeros(0, np.int32)  # per occurrence: its source's code
         self._marker: Int64Array | None = None  # per occurrence: placements fed before its first marker
@@ -206,7 +211,7 @@ class MixtureSeries:
             self._add(p[:, 0], p[:, 2], p[:, 3], p[:, 5], p[:, 6].astype(np.bool_))
 
     def _grow_rows(self, rows: int) -> None:
-        grown = np.zeros((max(rows, 2 * self._m.shape[0]), self._S), np.int64)
+        grown = np.zeros((max(rows, 2 * self._m.shape[0]), self._S), np.int32)
         grown[: self._m.shape[0]] = self._m
         self._m = grown
 
@@ -273,17 +278,19 @@ class MixtureSeries:
         placed = np.flatnonzero(self._first != _NONE)
         fr, code = self._first[placed], self._code[placed].astype(np.int64)
         early = fr < rows
-        docs = np.bincount(fr[early] * S + code[early], minlength=rows * S).reshape(rows, S)
-        first_row = np.where(self._first == _NONE, -1, self._first)
+        docs = np.zeros((rows, S), np.int32)
+        np.add.at(docs, (fr[early], code[early]), 1)
+        n = self._occurrences()
+        first_row = np.where(self._first[:n] == _NONE, -1, self._first[:n])
         unfinished = self._unfinished_placements(rows)
         return SourceSeries(
             sources=self.labels.names,
             rows=rows,
             tokens=complete,
-            documents=docs.astype(np.int64),
-            unfinished_tokens=late.sum(axis=0).astype(np.int64),
+            documents=docs,
+            unfinished_tokens=late.sum(axis=0, dtype=np.int64),
             unfinished_documents=np.bincount(code[~early], minlength=S).astype(np.int64),
-            first_row=first_row[: self._occurrences()].astype(np.int64),
+            first_row=first_row,
             unfinished=unfinished,
         )
 
@@ -307,7 +314,7 @@ class MixtureSeries:
     def _check(self) -> None:
         """Assert the matrix is non-negative and sums to the source tokens accounted."""
         assert (self._m >= 0).all()
-        assert int(self._m.sum()) == self._total
+        assert int(self._m.sum(dtype=np.int64)) == self._total
         assert self._m.shape[1] == self._S
         assert self._first.size == self._code.size
         assert self._marker is None or self._marker.size == self._first.size
@@ -443,8 +450,9 @@ def mixture_drift(
     starts = tuple(range(0, rows, size))
     S = len(sources)
 
-    def cut(m: Int64Array) -> Int64Array:
-        return np.asarray([m[s : s + size].sum(axis=0) for s in starts], np.int64).reshape(len(starts), S)
+    def cut(m: npt.NDArray[Any]) -> Int64Array:
+        return np.asarray([m[s : s + size].sum(axis=0, dtype=np.int64) for s in starts], np.int64).reshape(
+            len(starts), S)
 
     tok = _reading(cut(series.tokens), _declared(None if mixture is None else mixture.target_shares, sources))
     doc = _reading(cut(series.documents), _declared(None if mixture is None else mixture.alpha, sources))

@@ -174,8 +174,8 @@ def source_accounts(
         "dropped": _per_source(codes, col["discarded"] + col["filtered"], S),
         "buffered": _per_source(codes, col["buffered"], S),
     }
-    trained = series.tokens.sum(axis=0)
-    first = series.documents.sum(axis=0)
+    trained = series.tokens.sum(axis=0, dtype=np.int64)
+    first = series.documents.sum(axis=0, dtype=np.int64)
     return tuple(
         SourceAccount(
             source=name,
