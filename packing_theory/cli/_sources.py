@@ -2,7 +2,7 @@
 
 One origin of source labels (``--labels FILE``, ``--labels-manifest FILE``,
 ``--source-column NAME`` or ``--source-from dir|file``), and with them
-``--mixture FILE`` (the declared α or token targets), ``--funnel FILE`` (the
+``--mixture FILE`` (the declared α, token targets, or both), ``--funnel FILE`` (the
 ordered cleaning stages; the corpus given is then the raw one),
 ``--mixture-blocks N`` and ``--drift-threshold X``. The report gets a
 ``sources`` JSON key, a *Data sources* Markdown section and
@@ -66,8 +66,8 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mixture",
         metavar="FILE",
-        help="the declared mixture (JSON or YAML): per source "
-        "'alpha' shares summing to 1, or 'tokens' targets",
+        help="the declared mixture (JSON or YAML): per source 'alpha' (sampling frequencies of "
+        "documents, summing to 1), 'tokens' (token targets), or both",
     )
     g.add_argument(
         "--funnel",
