@@ -20,9 +20,9 @@ is the same wherever it runs, apart from timings. The result,
 with :func:`~packing_theory.reporting.write_report` (the command line does
 exactly that).
 
->>> from packing_theory.orchestration.measure import Settings
->>> res = audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4, refill=2),
-...             permutations=0)
+>>> from packing_theory.orchestration import Settings
+>>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"],
+...                    Settings(capacity=8, min_buffer=4, refill=2), permutations=0)
 >>> r = res.measurement.runs[0]
 >>> r.horizon.reason, r.never_trained.never_started.documents
 ('stream exhausted', 3)
@@ -52,11 +52,19 @@ from ..engine.policies import PackerConfig
 from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entries
-from .corpus import Corpus
-from .measure import CorpusSummary, Measurement, Settings, corpus_summary, measure
+from .corpus import Corpus, CorpusSummary, corpus_summary
+from .measure import Measurement, measure
+from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
-__all__ = ["AUTORESEARCH_ROWS", "DOCUMENTS_FILES", "AuditResult", "EvalStream", "audit", "streaming_config"]
+__all__ = [
+    "AUTORESEARCH_ROWS",
+    "DOCUMENTS_FILES",
+    "AuditResult",
+    "EvalStream",
+    "audit_corpus",
+    "streaming_config",
+]
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
@@ -140,8 +148,12 @@ def streaming_config(settings: Settings, policy: str, horizon: Budget | None) ->
     e = entries()[policy]
     knobs = settings.knobs(e)
     rows = horizon.streaming_rows(settings.streaming_capacity) if horizon is not None else None
-    return PackerConfig(capacity=settings.streaming_capacity, policy=policy, rows=rows,  # type: ignore[arg-type]
-                        **knobs)
+    return PackerConfig(
+        capacity=settings.streaming_capacity,
+        policy=policy,
+        rows=rows,  # type: ignore[arg-type]
+        **knobs,
+    )
 
 
 def _as_corpus(corpus: Corpus | npt.ArrayLike, label: str) -> Corpus:
@@ -152,7 +164,7 @@ def _as_corpus(corpus: Corpus | npt.ArrayLike, label: str) -> Corpus:
     )
 
 
-def audit(
+def audit_corpus(
     corpus: Corpus | npt.ArrayLike,
     packers: Sequence[str] | None = None,
     settings: Settings | None = None,

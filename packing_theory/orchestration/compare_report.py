@@ -89,9 +89,9 @@ def compare_headline(cmp: Comparison) -> str:
     """The horizon and what is equal there (once), then the packers that do best and worst on the
     quantity that ranks them, with their numbers.
 
-    >>> from packing_theory.orchestration import Settings, compare
-    >>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], Settings(capacity=8, min_buffer=2,
-    ...               refill=2))
+    >>> from packing_theory.orchestration import Settings, compare_corpus
+    >>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
+    ...                      Settings(capacity=8, min_buffer=2, refill=2))
     >>> import textwrap
     >>> print(textwrap.fill(compare_headline(cmp), 100))
     at the common horizon of 64 placed tokens, set by discard; every packer trains 64 of the 116 tokens

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from ..audit.declared import DeclaredMixture, read_mixture
 from ..audit.documents import census_names, document_names
+from ..audit.strata import STRATA_BOUNDARIES, stratum_index
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import (
     SOURCE_FROM,
@@ -43,11 +44,13 @@ from ..corpus.labels import (
 from ..corpus.readers import expand_inputs, open_data
 from ..corpus.textcount import load_tokenizer
 from ..errors import InputError, InputTypeError
-from ..lengths import load_lengths, validate_lengths
+from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
 
-__all__ = ["TOKEN_FORMATS", "Corpus", "open_corpus"]
+__all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "corpus_summary", "open_corpus"]
 
 Int64Array = npt.NDArray[np.int64]
+
+_SUMMARY_CHUNK = 1 << 16
 
 TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo", "hf", "mds")
 """Formats that store token ids: how BOS is counted must be said (``bos="included"`` or ``"add"``)."""
@@ -362,3 +365,56 @@ def open_corpus(
         f"{fmt} ({why}): {reader.describe()}",
         opened,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSummary:
+    """The measured corpus: size and documents per length stratum."""
+
+    label: str
+    documents: int
+    tokens: int
+    over_capacity_documents: int
+    max_length: int
+    strata_sources: tuple[int, ...]
+    strata_tokens: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def corpus_summary(
+    lengths: npt.ArrayLike,
+    capacity: int = 2049,
+    *,
+    label: str = "",
+    boundaries: Sequence[int] = STRATA_BOUNDARIES,
+) -> CorpusSummary:
+    """Size and stratum census of a length array, in chunks (a memory-mapped input stays unread). O(n).
+
+    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
+    (2, 1)
+    """
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    S = len(boundaries) + 1
+    sources = [0] * S
+    tokens = [0] * S
+    over = top = 0
+    for lo in range(0, arr.size, _SUMMARY_CHUNK):
+        part = arr[lo : lo + _SUMMARY_CHUNK]
+        s = stratum_index(part, boundaries)
+        over += int((part > capacity).sum())
+        top = max(top, int(part.max()))
+        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
+            sources[k] += v
+        if exact_sum(part) < 2**53:  # float64 weights are exact
+            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+        else:
+            sums = [exact_sum(part[s == k]) for k in range(S)]
+        for k, v in enumerate(sums):
+            tokens[k] += v
+        release_pages(part)
+    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
+
+

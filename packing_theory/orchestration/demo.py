@@ -37,9 +37,9 @@ from ..audit.population import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
 from ..corpus import default_lengths
 from ..engine.horizon import Budget
 from ..errors import InputError
-from .audit import AUTORESEARCH_ROWS, AuditResult, EvalStream, audit
+from .audit import AUTORESEARCH_ROWS, AuditResult, EvalStream, audit_corpus
 from .compare import default_packers
-from .measure import Settings
+from .settings import Settings
 
 __all__ = [
     "COMPARE_DEMO_DOCUMENTS",
@@ -142,7 +142,7 @@ class AuditDemo:
             **kwargs: Any) -> AuditResult:
         """:func:`~packing_theory.orchestration.audit` of the demo at autoresearch's settings (R = 2049,
         B = 1000, refill 128) and :attr:`rows` (``kwargs`` go to it)."""
-        return audit(self.lengths, list(policies if policies is not None else self.policies),
+        return audit_corpus(self.lengths, list(policies if policies is not None else self.policies),
                      settings if settings is not None else Settings(capacity=2049),
                      horizon=kwargs.pop("horizon", Budget("rows", self.rows)), evaluation=self.evaluation,
                      label=self.corpus_label, **kwargs)

@@ -44,32 +44,32 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.documents import DocumentRows, DocumentTable, document_table
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
-from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..distributed.executors import TaskFailed, open_runner
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.horizon_batches import cut_batches_at_horizon
-from ..engine.policies import EXHAUSTED_MODES, RANDOM_SPAN_SEED, PackerConfig
-from ..engine.replay import ENGINES, Engine, make_packer
+from ..engine.policies import PackerConfig
+from ..engine.replay import make_packer
 from ..errors import InputError, InputTypeError, MissingDependency
-from ..lengths import exact_sum, release_pages, validate_lengths
+from ..lengths import validate_lengths
 from ..peers import PeerFigures, PeerPacker
 from ..registry import PackerEntry, entries
 from ._reach import placed_tokens
+from .corpus import CorpusSummary, corpus_summary
+from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .verdicts import packer_verdict
 
 __all__ = [
@@ -83,10 +83,6 @@ __all__ = [
     "measure",
 ]
 
-DEFAULT_SEQ_LENGTH = 2048
-"""The trained positions of a row when neither a row width nor a sequence length is given (autoresearch's
-``T``: streaming rows of ``R = 2049``)."""
-
 HORIZON_RULES: dict[str, str] = {
     "common": "the common token horizon: the most placed tokens every packer reaches (the fewest any "
     "packer places at its natural end)",
@@ -96,181 +92,6 @@ HORIZON_RULES: dict[str, str] = {
 """How a measurement's horizon was chosen, in words (:attr:`Measurement.horizon_rule`)."""
 
 Int64Array = npt.NDArray[np.int64]
-_SUMMARY_CHUNK = 1 << 16
-
-
-# --------------------------------------------------------------------------- the corpus
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusSummary:
-    """The measured corpus: size and documents per length stratum."""
-
-    label: str
-    documents: int
-    tokens: int
-    over_capacity_documents: int
-    max_length: int
-    strata_sources: tuple[int, ...]
-    strata_tokens: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-def corpus_summary(
-    lengths: npt.ArrayLike,
-    capacity: int = 2049,
-    *,
-    label: str = "",
-    boundaries: Sequence[int] = STRATA_BOUNDARIES,
-) -> CorpusSummary:
-    """Size and stratum census of a length array, in chunks (a memory-mapped input stays unread). O(n).
-
-    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
-    (2, 1)
-    """
-    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
-    S = len(boundaries) + 1
-    sources = [0] * S
-    tokens = [0] * S
-    over = top = 0
-    for lo in range(0, arr.size, _SUMMARY_CHUNK):
-        part = arr[lo : lo + _SUMMARY_CHUNK]
-        s = stratum_index(part, boundaries)
-        over += int((part > capacity).sum())
-        top = max(top, int(part.max()))
-        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
-            sources[k] += v
-        if exact_sum(part) < 2**53:  # float64 weights are exact
-            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
-        else:
-            sums = [exact_sum(part[s == k]) for k in range(S)]
-        for k, v in enumerate(sums):
-            tokens[k] += v
-        release_pages(part)
-    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
-
-
-# --------------------------------------------------------------------------- settings
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How every packer of one measurement is built (see the module doc for row widths).
-
-    Args:
-        capacity: the row width ``R`` of every packer (exclusive with ``seq_length``).
-        seq_length: the trained positions ``L`` of a row; each packer's row
-            width follows from its framework's rule.
-        min_buffer, refill, passes, exhausted, seed, max_wait: the streaming
-            family's knobs (``B``, refill batch, corpus passes, ``stop`` /
-            ``drain``, the ``random-span`` seed, ``bounded-wait``'s ``A``); a
-            packer that does not take one ignores it.
-        peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
-        engine: ``fast`` (pure Python), ``compiled`` (numba: the streaming
-            policies' compiled engine and the peers' numpy columns) or
-            ``reference`` (the naive streaming loader); the figures are the same.
-        boundaries: the length strata's upper bounds.
-    """
-
-    capacity: int | None = None
-    seq_length: int | None = None
-    min_buffer: int = 1000
-    refill: int | tuple[int, ...] = 128
-    passes: int = 1
-    exhausted: str = "stop"
-    seed: int = RANDOM_SPAN_SEED
-    max_wait: int | None = None
-    peer_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    engine: Engine = "fast"
-    boundaries: tuple[int, ...] = STRATA_BOUNDARIES
-
-    def __post_init__(self) -> None:
-        if self.capacity is not None and self.seq_length is not None:
-            raise InputError(
-                f"give one of capacity (the row width of every packer) and seq_length (the "
-                f"trained positions); got capacity={self.capacity} seq_length={self.seq_length}"
-            )
-        if self.capacity is not None:
-            object.__setattr__(self, "capacity", check_int("capacity", self.capacity, 2))
-        if self.seq_length is not None:
-            object.__setattr__(self, "seq_length", check_int("seq_length", self.seq_length, 1))
-        if self.exhausted not in EXHAUSTED_MODES:
-            raise InputError(f"exhausted must be one of {', '.join(EXHAUSTED_MODES)}; got {self.exhausted!r}")
-        if self.engine not in ENGINES:
-            raise InputError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
-        object.__setattr__(self, "boundaries", check_boundaries(self.boundaries))
-        object.__setattr__(self, "peer_options", {k: dict(v) for k, v in dict(self.peer_options).items()})
-        # the streaming knobs are checked by the config they build
-        PackerConfig(
-            capacity=max(2, self.capacity or 2),
-            min_buffer=self.min_buffer,
-            refill=self.refill,
-            passes=self.passes,
-            seed=self.seed,
-            exhausted=self.exhausted,
-            max_wait=self.max_wait,
-        )
-
-    @property
-    def streaming_capacity(self) -> int:
-        """The streaming family's row width."""
-        if self.capacity is not None:
-            return self.capacity
-        return (self.seq_length or DEFAULT_SEQ_LENGTH) + 1
-
-    def width(self, e: PackerEntry) -> int:
-        """The row width of packer ``e`` (see the module doc).
-
-        Raises:
-            InputError: a row width the packer's framework does not accept (the
-                message names ``capacity`` and the packer, and suggests ``seq_length``).
-        """
-        options = self.peer_options.get(e.name, {}) if e.kind == "peer" else {}
-        if self.capacity is not None:
-            if e.row_width.power_of_two and self.capacity & (self.capacity - 1):
-                raise InputError(
-                    f"capacity {self.capacity}: {e.name} packs rows whose width is a power of "
-                    f"two ({e.row_width.rule}); give seq_length instead, and every packer "
-                    "takes its framework's row width"
-                )
-            return self.capacity
-        L = self.seq_length or DEFAULT_SEQ_LENGTH
-        return e.capacity_for(e.row_width.admissible(L), options)
-
-    def knobs(self, e: PackerEntry) -> dict[str, Any]:
-        """The knobs packer ``e`` is built with (those it takes)."""
-        if e.kind == "peer":
-            return dict(self.peer_options.get(e.name, {}))
-        given = {
-            "min_buffer": self.min_buffer,
-            "refill": self.refill,
-            "passes": self.passes,
-            "exhausted": self.exhausted,
-            "seed": self.seed,
-            "max_wait": self.max_wait,
-        }
-        return {k: v for k, v in given.items() if e.takes(k) and v is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the report's ``settings``)."""
-        refill = list(self.refill) if isinstance(self.refill, tuple) else [self.refill]
-        return {
-            "capacity": self.capacity,
-            "seq_length": self.seq_length,
-            "streaming_capacity": self.streaming_capacity,
-            "min_buffer": self.min_buffer,
-            "refill": refill,
-            "passes": self.passes,
-            "exhausted": self.exhausted,
-            "seed": self.seed,
-            "max_wait": self.max_wait,
-            "peer_options": {k: dict(v) for k, v in self.peer_options.items()},
-            "engine": self.engine,
-            "boundaries": list(self.boundaries),
-        }
 
 
 # --------------------------------------------------------------------------- one packer's run

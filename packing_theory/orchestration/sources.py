@@ -13,10 +13,10 @@ rank's stream (``audit --world-size``).
 
 >>> import numpy as np
 >>> from packing_theory.corpus.labels import SourceLabels
->>> from packing_theory.orchestration import Corpus, Settings, audit
+>>> from packing_theory.orchestration import Corpus, Settings, audit_corpus
 >>> labels = SourceLabels.from_strings(["a", "b"] * 30, origin="example")
 >>> corpus = Corpus.from_lengths(np.tile([3, 20], 30), sources=labels)
->>> res = audit(corpus, ["discard"], Settings(capacity=8, min_buffer=4, refill=4), permutations=0,
+>>> res = audit_corpus(corpus, ["discard"], Settings(capacity=8, min_buffer=4, refill=4), permutations=0,
 ...             mixture_blocks=2).sources
 >>> [(a.source, a.trained_tokens > 0, a.reconciles) for a in res.packers[0].accounts]
 [('a', True, True), ('b', True, True)]

@@ -40,7 +40,7 @@ from packing_theory.engine.events import (
 )
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError, InputTypeError
-from packing_theory.orchestration import Settings, audit
+from packing_theory.orchestration import Settings, audit_corpus
 from packing_theory.testing import scaled_examples
 
 SMALL_BOUNDS = (2, 4, 8, 16, 32)
@@ -385,11 +385,11 @@ def test_bad_arguments_name_the_parameter() -> None:
     with pytest.raises(ValueError, match=r"prefixes\[0\]"):
         evaluation_population([3, 4], capacity=8, min_buffer=1, targets=10, prefixes=(11,))
     with pytest.raises(ValueError, match="empty"):
-        audit(np.zeros(0, dtype=np.int64))
+        audit_corpus(np.zeros(0, dtype=np.int64))
     with pytest.raises(ValueError, match="packers must be among"):
-        audit([3, 4], ["nope"])
+        audit_corpus([3, 4], ["nope"])
     with pytest.raises(ValueError, match="must not repeat"):
-        audit([3, 4], ["discard", "discard"])
+        audit_corpus([3, 4], ["discard", "discard"])
 
 
 @settings(max_examples=scaled_examples(25))
@@ -397,7 +397,7 @@ def test_bad_arguments_name_the_parameter() -> None:
 def test_audit_side_by_side(lengths: list[int], policy: str) -> None:
     from packing_theory.orchestration import EvalStream
 
-    res = audit(lengths, ["discard", policy] if policy != "discard" else ["discard"],
+    res = audit_corpus(lengths, ["discard", policy] if policy != "discard" else ["discard"],
                 Settings(capacity=16, min_buffer=4, refill=3), horizon=pt.Budget("rows", 30), permutations=2,
                 evaluation=EvalStream(np.asarray(lengths), 45, (15,)))
     runs = res.measurement.runs

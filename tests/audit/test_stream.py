@@ -150,7 +150,7 @@ def test_compact_table_bytes_per_occurrence() -> None:
 def test_parallel_audit_equals_sequential(engine: str) -> None:
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-    from packing_theory.orchestration import EvalStream, Settings, audit
+    from packing_theory.orchestration import EvalStream, Settings, audit_corpus
 
     if engine == "compiled" and not compiled_available():
         pytest.skip(NO_NUMBA)
@@ -168,18 +168,18 @@ def test_parallel_audit_equals_sequential(engine: str) -> None:
             p.pop("seconds")
         return d  # type: ignore[no-any-return]
 
-    seq = audit(lengths, packers, settings, **kw)
+    seq = audit_corpus(lengths, packers, settings, **kw)
     done: list[int] = []
     with ProcessPoolExecutor(max_workers=2) as ex:
-        par = audit(lengths, packers, settings, progress=done.append, executor=ex, **kw)
+        par = audit_corpus(lengths, packers, settings, progress=done.append, executor=ex, **kw)
     with ThreadPoolExecutor(max_workers=3) as ex:
-        thr = audit(lengths, packers, settings, executor=ex, **kw)
+        thr = audit_corpus(lengths, packers, settings, executor=ex, **kw)
     for other in (par, thr):
         assert doc(other) == doc(seq)
         assert set(other.seconds) == set(seq.seconds)
     assert done == [1, 2, 3]  # one task per packer
     with pytest.raises(TypeError, match="executor must be"):
-        audit(lengths, packers, settings, executor=object())
+        audit_corpus(lengths, packers, settings, executor=object())
 
 
 @given(cases(), st.integers(1, 40), st.booleans())

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import packing_theory as pt
-from packing_theory.orchestration import PAPER_5_1, AuditResult, EvalStream, Settings, audit
+from packing_theory.orchestration import PAPER_5_1, AuditResult, EvalStream, Settings, audit_corpus
 from packing_theory.orchestration.audit_plots import PLOT_FILES, audit_plot_files, plot_notes
 from packing_theory.orchestration.audit_report import SCHEMA, SCHEMA_VERSION, TOP_LEVEL_KEYS
 from packing_theory.reporting import Table, matplotlib_available, progress_bar, write_report
@@ -27,7 +27,7 @@ def result() -> AuditResult:
     rng = np.random.default_rng(1)
     lengths = np.maximum(1, rng.lognormal(3.2, 1.3, 4000)).astype(np.int64)
     evals = np.maximum(1, rng.lognormal(3.2, 1.3, 800)).astype(np.int64)
-    return audit(
+    return audit_corpus(
         lengths,
         ["discard", "continue", "segment-first"],
         Settings(capacity=64, min_buffer=40, refill=16),
@@ -95,7 +95,7 @@ def test_the_never_started_documents_are_the_largest_ones_by_raw_index() -> None
     rng = np.random.default_rng(5)
     lengths = np.clip(rng.lognormal(4, 1.2, 600).astype(np.int64) + 1, 1, 3000)
     corpus = pt.Corpus.from_lengths(lengths, names=[f"doc{i}.txt" for i in range(lengths.size)])
-    res = audit(
+    res = audit_corpus(
         corpus, ["discard"], Settings(capacity=65, min_buffer=16, refill=4), permutations=0, documents=True
     )
     table = res.measurement.runs[0].documents
@@ -126,7 +126,7 @@ def test_a_funnel_keeps_every_document_by_its_raw_index_and_name() -> None:
         names=[f"f{i}" for i in range(lengths.size)],
         funnel=Funnel.from_document({"stages": [{"name": "q", "kind": "filter", "ids": drop}]}),
     )
-    res = audit(
+    res = audit_corpus(
         corpus, ["discard"], Settings(capacity=64, min_buffer=4, refill=2), permutations=0, documents=True
     )
     card = next(b for b in res.sections()[0].blocks if isinstance(b, Table) and b.key == "never-started")
@@ -167,7 +167,7 @@ def test_write_report_refuses_a_file_as_directory(result: AuditResult, tmp_path:
 
 
 def test_the_reference_stands_beside_this_audits_figures() -> None:
-    res = audit(
+    res = audit_corpus(
         [3, 40, 5, 50, 2, 60, 4, 70] * 30,
         ["discard"],
         Settings(capacity=8, min_buffer=4, refill=2),
@@ -191,7 +191,7 @@ SETTINGS = Settings(capacity=513, min_buffer=64, refill=16)
 
 
 def test_no_long_document_means_a_startup_sentence() -> None:
-    res = audit(_finite(400, 0), ["discard"], SETTINGS, permutations=2)
+    res = audit_corpus(_finite(400, 0), ["discard"], SETTINGS, permutations=2)
     notes = plot_notes(res)
     assert set(notes) == {"startup_delay.png"}
     assert "no document longer than R = 513" in notes["startup_delay.png"]
@@ -199,7 +199,7 @@ def test_no_long_document_means_a_startup_sentence() -> None:
 
 
 def test_long_documents_that_never_start_are_named_in_the_sentence() -> None:
-    res = audit(_finite(400, 30), ["discard"], SETTINGS, permutations=2)
+    res = audit_corpus(_finite(400, 30), ["discard"], SETTINGS, permutations=2)
     assert res.measurement.runs[0].aggregates.first_over_capacity_target is None  # B - 1 = 63 > 30
     assert (
         "none of the corpus's 30 documents longer than R = 513 started"
@@ -208,13 +208,13 @@ def test_long_documents_that_never_start_are_named_in_the_sentence() -> None:
 
 
 def test_a_run_without_rows_has_no_buffered_curve() -> None:
-    res = audit([5, 6, 7], ["discard"], Settings(capacity=8, min_buffer=10, refill=1), permutations=0)
+    res = audit_corpus([5, 6, 7], ["discard"], Settings(capacity=8, min_buffer=10, refill=1), permutations=0)
     assert "buffered_mass.png" in plot_notes(res)
 
 
 @needs_plots
 def test_every_plot_shows_data_or_a_sentence_in_both_documents(tmp_path: Path) -> None:
-    res = audit(_finite(3000, 40), ["discard", "continue", "segment-first"], SETTINGS, permutations=3)
+    res = audit_corpus(_finite(3000, 40), ["discard", "continue", "segment-first"], SETTINGS, permutations=3)
     files = write_report(res, tmp_path / "rep", plots=True)
     drawn = {p.name for p in files.plots}
     notes = plot_notes(res)

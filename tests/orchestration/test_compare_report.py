@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from packing_theory.orchestration import Comparison, Settings, compare, default_packers
+from packing_theory.orchestration import Comparison, Settings, compare_corpus, default_packers
 from packing_theory.orchestration.answer import RANKED, ranking
 from packing_theory.orchestration.compare_report import PLOT_FILES, _never_started, _retention
 from packing_theory.reporting import matplotlib_available, pyplot
@@ -25,7 +25,7 @@ def comparison() -> Comparison:
     rng = np.random.default_rng(1)
     lengths = np.concatenate([rng.integers(10, 400, 600), rng.integers(600, 2000, 30)])
     rng.shuffle(lengths)
-    return compare(lengths, default_packers(), Settings(seq_length=512, min_buffer=32, refill=8))
+    return compare_corpus(lengths, default_packers(), Settings(seq_length=512, min_buffer=32, refill=8))
 
 
 def test_the_ranking_key_differs_between_the_packers(comparison: Comparison) -> None:

@@ -11,7 +11,7 @@ import pytest
 from packing_theory import InputError
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.engine.horizon import Budget
-from packing_theory.orchestration import Settings, compare, default_packers, measure
+from packing_theory.orchestration import Settings, compare_corpus, default_packers, measure
 from packing_theory.registry import entries
 
 LENGTHS = [3, 9, 2, 4, 10, 1, 7, 7, 12, 5] * 3
@@ -220,8 +220,10 @@ def _timeless(v: object) -> object:
 def test_the_compiled_engine_gives_the_pure_comparison(horizon: str) -> None:
     """Every packer, streaming policies compiled and peers columnar: the JSON apart from timings."""
     lengths = [(d * 37) % 23 + 1 for d in range(300)] + [60, 1, 2]
-    pure = compare(lengths, None, Settings(seq_length=16, min_buffer=6, refill=3), horizon=horizon).to_dict()
-    fast = compare(
+    pure = compare_corpus(
+        lengths, None, Settings(seq_length=16, min_buffer=6, refill=3), horizon=horizon
+    ).to_dict()
+    fast = compare_corpus(
         lengths, None, Settings(seq_length=16, min_buffer=6, refill=3, engine="compiled"), horizon=horizon
     ).to_dict()
     assert (

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from packing_theory.engine.horizon import Budget
-from packing_theory.orchestration import Settings, audit, compare
+from packing_theory.orchestration import Settings, audit_corpus, compare_corpus
 from packing_theory.registry import names
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -33,8 +33,8 @@ def test_audit_and_compare_give_every_packer_the_same_figures(horizon: Budget | 
     lengths = _corpus()
     settings = Settings(seq_length=48, min_buffer=12, refill=4)
     every = list(names())
-    a = audit(lengths, every, settings, horizon=horizon, permutations=0).to_dict()
-    c = compare(lengths, every, settings, horizon=horizon).to_dict()
+    a = audit_corpus(lengths, every, settings, horizon=horizon, permutations=0).to_dict()
+    c = compare_corpus(lengths, every, settings, horizon=horizon).to_dict()
     assert a["refused"] == c["refused"]
     assert [p["packer"] for p in a["packers"]] == [p["packer"] for p in c["packers"]]
     assert len(a["packers"]) + len(a["refused"]) == len(every)
@@ -46,7 +46,9 @@ def test_audit_and_compare_give_every_packer_the_same_figures(horizon: Budget | 
 
 
 def test_the_schema_refuses_a_run_that_lost_a_key_or_gained_one() -> None:
-    c = compare(_corpus(), ["discard", "trl-bfd"], Settings(seq_length=48, min_buffer=12, refill=4)).to_dict()
+    c = compare_corpus(
+        _corpus(), ["discard", "trl-bfd"], Settings(seq_length=48, min_buffer=12, refill=4)
+    ).to_dict()
     run = c["packers"][0]
     jsonschema.validate(run, SCHEMA)
     broken = {k: v for k, v in run.items() if k != "never_trained"}

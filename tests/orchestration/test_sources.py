@@ -16,7 +16,7 @@ from packing_theory.engine.horizon import Budget
 from packing_theory.engine.policies import PackerConfig
 from packing_theory.engine.replay import make_packer
 from packing_theory.errors import InputError
-from packing_theory.orchestration import Corpus, Settings, audit
+from packing_theory.orchestration import Corpus, Settings, audit_corpus
 
 R = 512
 PACKERS = ["discard", "continue", "bounded-wait", "trl-bfd", "olmo-truncate"]
@@ -65,7 +65,9 @@ def audit_sources(lengths, labels, cfg, *, policies=("discard",), mixture=None, 
     settings = Settings(
         capacity=cfg.capacity, min_buffer=cfg.min_buffer, refill=cfg.refill, max_wait=cfg.max_wait
     )
-    return audit(corpus, list(policies), settings, horizon=Budget("rows", cfg.rows), permutations=0).sources
+    return audit_corpus(
+        corpus, list(policies), settings, horizon=Budget("rows", cfg.rows), permutations=0
+    ).sources
 
 
 @pytest.fixture(scope="module")
