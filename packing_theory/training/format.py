@@ -50,7 +50,6 @@ an :class:`~packing_theory.errors.InputError` naming the byte offset.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import struct
@@ -191,7 +190,9 @@ class LedgerWriter:
 
 
 def _open(source: str | os.PathLike[str] | IO[bytes]) -> tuple[IO[bytes], bool]:
+    """The file to read from its start (a file object is rewound: a ledger is read in several passes)."""
     if hasattr(source, "read"):
+        source.seek(0)  # type: ignore[union-attr]
         return source, False  # type: ignore[return-value]
     return open(source, "rb"), True  # noqa: SIM115
 
@@ -287,7 +288,4 @@ def read_meta(source: str | os.PathLike[str] | IO[bytes]) -> dict[str, Any]:
 
 def read_ledger(source: str | os.PathLike[str] | IO[bytes]) -> tuple[dict[str, Any], list[LedgerChunk]]:
     """The header and every chunk of a ledger (memory: the whole ledger; :func:`iter_chunks` streams)."""
-    if hasattr(source, "read"):
-        data = source.read()  # type: ignore[union-attr]
-        return read_meta(io.BytesIO(data)), list(iter_chunks(io.BytesIO(data)))
     return read_meta(source), list(iter_chunks(source))

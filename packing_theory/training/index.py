@@ -61,7 +61,7 @@ from ..corpus.documents import DocumentStore, TokenDocuments, lengths_fingerprin
 from ..errors import InputError, InputTypeError
 from .format import FLAG_AMBIGUOUS, FLAG_BOS_INSERTED, FOREIGN
 
-__all__ = ["HINTS", "MAX_CANDIDATES", "DocumentIndex", "Span", "kgram_hashes"]
+__all__ = ["HINTS", "MAX_CANDIDATES", "DocumentIndex", "Span", "as_token_documents", "kgram_hashes"]
 
 Int64Array = npt.NDArray[np.int64]
 Span = tuple[int, int, int, int]
@@ -93,7 +93,8 @@ def kgram_hashes(tokens: Int64Array, starts: Int64Array, k: int) -> npt.NDArray[
     return h
 
 
-def _as_store(documents: DocumentStore | Sequence[Sequence[int]]) -> TokenDocuments:
+def as_token_documents(documents: DocumentStore | Sequence[Sequence[int]]) -> TokenDocuments:
+    """A corpus as :class:`~packing_theory.corpus.documents.TokenDocuments` (no copy when it is one)."""
     if isinstance(documents, TokenDocuments):
         return documents
     tokens = getattr(documents, "tokens", None)
@@ -123,7 +124,7 @@ class DocumentIndex:
                  stride: int = 16) -> None:
         self.k = check_int("k", k, 1)
         self.stride = check_int("stride", stride, 1)
-        self.documents = _as_store(documents)
+        self.documents = as_token_documents(documents)
         self.tokens: Int64Array = self.documents.tokens
         self.offsets: Int64Array = self.documents.offsets
         self.lengths: Int64Array = np.diff(self.offsets)
