@@ -38,7 +38,9 @@ from .certificates import (
     verify_resume,
 )
 from .index import DocumentIndex
+from .integrations import ledger_callback, model_hook
 from .ledger import TrainingLedger
+from .loops import gather_fingerprints, observe_batches
 from .merge import iter_steps, merge_ledgers
 from .reconcile import reconcile
 from .result import CLASSES, Divergence, Reconciliation, SourceShare
@@ -58,9 +60,13 @@ __all__ = [
     "certify",
     "compare_certificates",
     "compare_ranks",
+    "gather_fingerprints",
     "index_fingerprint",
     "iter_steps",
+    "ledger_callback",
     "merge_ledgers",
+    "model_hook",
+    "observe_batches",
     "reconcile",
     "verify_resume",
 ]

@@ -1,4 +1,4 @@
-"""One batch as the model receives it, reduced to rows: token ids, what reached the loss, where sequences start.
+"""A batch as the model receives it, reduced to rows: token ids, what reached the loss, where sequences start.
 
 Trainers hand a model batches in a few shapes; :func:`batch_rows` reads all
 of them without importing torch (a tensor is read through ``.detach().cpu()
@@ -23,8 +23,10 @@ of them without importing torch (a tensor is read through ``.detach().cpu()
 >>> rows = batch_rows({"input_ids": [[0, 5, 6, 0, 7]], "labels": [[-100, 5, 6, -100, 7]],
 ...                    "position_ids": [[0, 1, 2, 0, 1]]})
 >>> r = rows[0]
->>> r.tokens.tolist(), r.target.tolist(), r.starts.tolist(), r.masked.tolist()
-([0, 5, 6, 0, 7], [False, True, True, False, True], [True, False, False, True, False], [False, False, False, True, False])
+>>> r.tokens.tolist(), r.target.astype(int).tolist(), r.masked.astype(int).tolist()
+([0, 5, 6, 0, 7], [0, 1, 1, 0, 1], [0, 0, 0, 1, 0])
+>>> r.starts.astype(int).tolist()
+[1, 0, 0, 1, 0]
 >>> batch_rows(([[0, 5, 6]], [[5, 6, -1]]), ignore_index=-1)[0].tokens.tolist()
 [0, 5, 6]
 """
@@ -98,8 +100,8 @@ def _as_mapping(batch: Any) -> tuple[Mapping[str, Any], str]:
             return batch, "labels"
         if "targets" in batch and batch["targets"] is not None:
             return batch, "targets"
-        raise InputError(f"batch has no 'labels' or 'targets' (keys: {sorted(batch)}): the ledger cannot tell "
-                         "which positions reached the loss")
+        raise InputError(f"batch has no 'labels' or 'targets' (keys: {sorted(batch)}): the ledger cannot "
+                         "tell which positions reached the loss")
     if isinstance(batch, (tuple, list)) and len(batch) >= 2:
         return {"input_ids": batch[0], "targets": batch[1]}, "targets"
     raise InputTypeError(f"batch must be a mapping (input_ids, labels, ...) or an (inputs, targets) tuple, "
@@ -117,7 +119,7 @@ def batch_rows(batch: Any, *, ignore_index: int = -100, pad_id: int | None = Non
     if raw is None:
         raise InputError(f"batch has no 'input_ids' (keys: {sorted(data)})")
     ids = _rows2d(to_numpy(raw, "input_ids"), "input_ids", None).astype(np.int64, copy=False)
-    n_rows, width = ids.shape
+    n_rows = ids.shape[0]
     lab = _rows2d(to_numpy(data[kind], kind), kind, ids.shape)
     pad = np.zeros(ids.shape, dtype=bool)
     seg = _get(data, "segment_ids")

@@ -50,7 +50,7 @@ from ..adapters.state import LoaderState
 from ..errors import InputError
 from ..peers.megatron import MegatronIndex
 from .ledger import CHAIN_SEED, step_digest
-from .merge import LedgerSource, StepRecord, iter_steps, ledger_metas
+from .merge import LedgerSource, StepRecord, as_sources, iter_steps, ledger_metas
 
 __all__ = [
     "CERT_MAGIC",
@@ -178,7 +178,7 @@ def certify(sources: LedgerSource | Sequence[LedgerSource], target: str | os.Pat
     Steps between the first and the last recorded one that no rank recorded
     are written as all-zero blocks. Memory: one chunk per ledger. O(spans).
     """
-    many = list(sources) if isinstance(sources, (list, tuple)) else [sources]  # type: ignore[list-item]
+    many = as_sources(sources)
     w = _world(many, world_size)
     out: CertificateFile | None = None
     try:
@@ -211,7 +211,7 @@ class ChainDivergence:
 
 def compare_certificates(a: str | os.PathLike[str], b: str | os.PathLike[str], *,
                          block_steps: int = 65536) -> ChainDivergence | None:
-    """The first ``(step, rank)`` where two certificate files differ (``None``: identical over the same steps).
+    """The first ``(step, rank)`` where two certificate files differ (``None``: identical, same steps).
 
     A step present in one file only is a divergence (``"missing in B"``).
     Memory: two blocks of ``block_steps`` steps. O(steps x ranks).
@@ -284,17 +284,17 @@ def verify_resume(reference: str | os.PathLike[str], interrupted: LedgerSource |
     Raises:
         InputError: an empty resumed ledger, or a world size other than the reference's.
     """
-    first = next(iter_steps(_as_list(resumed)), None)
+    first = next(iter_steps(as_sources(resumed)), None)
     if first is None:
         raise InputError("the resumed ledger records no step")
     k = first.step
 
     def spliced() -> Iterator[StepRecord]:
-        for rec in iter_steps(_as_list(interrupted)):
+        for rec in iter_steps(as_sources(interrupted)):
             if rec.step >= k:
                 break
             yield rec
-        yield from iter_steps(_as_list(resumed))
+        yield from iter_steps(as_sources(resumed))
 
     with CertificateFile.open(reference) as ref:
         blocks = ref.blocks()
@@ -318,10 +318,6 @@ def verify_resume(reference: str | os.PathLike[str], interrupted: LedgerSource |
         if expect < ref.first_step + ref.n_steps:
             return ResumeCheck(k, steps, ChainDivergence(expect, 0, "missing from the ledgers"))
     return ResumeCheck(k, steps, None)
-
-
-def _as_list(sources: LedgerSource | Sequence[LedgerSource]) -> list[LedgerSource]:
-    return list(sources) if isinstance(sources, (list, tuple)) else [sources]  # type: ignore[list-item]
 
 
 # --------------------------------------------------------------------------- data-index fingerprints
@@ -352,15 +348,18 @@ def index_fingerprint(index: Any) -> str:
         h.update(b"megatron-gpt-index\0")
         h.update(_array_bytes(index.document_index))
         h.update(_array_bytes(index.shuffle_index))
-        h.update(struct.pack("<qq?", index.num_samples_total, index.num_epochs, bool(index.separate_final_epoch)))
+        h.update(struct.pack("<qq?", index.num_samples_total, index.num_epochs,
+                             bool(index.separate_final_epoch)))
     elif isinstance(index, LoaderState):
         doc = json.loads(index.to_json())
         keep = {k: doc[k] for k in ("policy", "documents", "rows", "batches", "events", "epoch", "engine",
                                     "cursor", "ended")}
         h.update(b"loader-state\0" + json.dumps(keep, sort_keys=True, separators=(",", ":")).encode())
     elif isinstance(index, Mapping):
-        h.update(b"mapping\0" + json.dumps(index, sort_keys=True, separators=(",", ":"), default=str).encode())
-    elif isinstance(index, np.ndarray) or (isinstance(index, Sequence) and not isinstance(index, (str, bytes))):
+        text = json.dumps(index, sort_keys=True, separators=(",", ":"), default=str)
+        h.update(b"mapping\0" + text.encode())
+    elif isinstance(index, np.ndarray) or (isinstance(index, Sequence)
+                                           and not isinstance(index, (str, bytes))):
         arr = np.asarray(index)
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise InputError(f"an index array must hold integers, got dtype {arr.dtype}")
@@ -397,7 +396,8 @@ class RankAgreement:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
-        return {"agree": self.agree, "differing": list(self.differing), "fingerprints": list(self.fingerprints)}
+        return {"agree": self.agree, "differing": list(self.differing),
+                "fingerprints": list(self.fingerprints)}
 
 
 def compare_ranks(fingerprints: Sequence[str] | Mapping[int, str]) -> RankAgreement:

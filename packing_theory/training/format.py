@@ -98,12 +98,13 @@ SPAN_DTYPE = np.dtype([(name, "<i8") for name in SPAN_FIELDS])
 
 _HEAD = struct.Struct("<4sIIB3xQQI")
 _COL = struct.Struct("<Bq")
-_WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_WIDTHS: dict[int, np.dtype[Any]] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"),
+                                     8: np.dtype("<u8")}
 
 
 @dataclass(frozen=True)
 class LedgerChunk:
-    """One chunk read back: its rows and spans (structured arrays of :data:`ROW_DTYPE`, :data:`SPAN_DTYPE`)."""
+    """One chunk read back: its rows and spans (structured arrays of ``ROW_DTYPE`` and ``SPAN_DTYPE``)."""
 
     rows: npt.NDArray[Any]
     spans: npt.NDArray[Any]
@@ -139,7 +140,8 @@ class LedgerWriter:
                  level: int = 1) -> None:
         self.level = check_int("level", level, 0, maximum=9)
         self._own = not hasattr(target, "write")
-        self._fh: IO[bytes] = open(target, "wb") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115
+        self._fh: IO[bytes] = (open(target, "wb") if isinstance(target, (str, os.PathLike))  # noqa: SIM115
+                               else target)
         text = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8")
         self._fh.write(LEDGER_MAGIC + struct.pack("<HI", LEDGER_VERSION, len(text)) + text)
         self.bytes_written = len(LEDGER_MAGIC) + 6 + len(text)
@@ -194,7 +196,7 @@ def _open(source: str | os.PathLike[str] | IO[bytes]) -> tuple[IO[bytes], bool]:
     if hasattr(source, "read"):
         source.seek(0)  # type: ignore[union-attr]
         return source, False  # type: ignore[return-value]
-    return open(source, "rb"), True  # noqa: SIM115
+    return open(source, "rb"), True
 
 
 def _read_exact(fh: IO[bytes], n: int, what: str, offset: int) -> bytes:
@@ -238,7 +240,8 @@ def _decode(fh: IO[bytes], offset: int, name: str) -> tuple[LedgerChunk, int] | 
         raise InputError(f"{name}: the chunk at byte {offset} is corrupt (CRC mismatch)")
     raw = zlib.decompress(payload) if codec else payload
     if len(raw) != n_raw:
-        raise InputError(f"{name}: the chunk at byte {offset} holds {len(raw)} bytes, its header says {n_raw}")
+        raise InputError(f"{name}: the chunk at byte {offset} holds {len(raw)} bytes, its header says "
+                         f"{n_raw}")
     rows = np.zeros(n_rows, ROW_DTYPE)
     spans = np.zeros(n_spans, SPAN_DTYPE)
     pos = 0

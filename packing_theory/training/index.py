@@ -77,7 +77,7 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def kgram_hashes(tokens: Int64Array, starts: Int64Array, k: int) -> npt.NDArray[np.uint64]:
-    """The 64-bit hash of ``tokens[s : s + k]`` for every ``s`` in ``starts`` (vectorised). O(len(starts) * k).
+    """The 64-bit hash of ``tokens[s : s + k]`` for every ``s`` in ``starts``, vectorised. O(len(starts) k).
 
     >>> t = np.array([5, 6, 7, 5, 6, 7])
     >>> h = kgram_hashes(t, np.array([0, 3, 1]), 2)
@@ -235,8 +235,7 @@ class DocumentIndex:
     def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
         """Positions holding ``seg``'s first ``min(len, k)`` tokens, by a scan of the corpus. O(corpus)."""
         n = min(int(seg.size), self.k)
-        pos = np.flatnonzero(self.tokens[: self.tokens.size - n + 1] == seg[0]) if self.tokens.size >= n else \
-            np.zeros(0, np.int64)
+        pos = np.flatnonzero(self.tokens[: max(self.tokens.size - n + 1, 0)] == seg[0])
         for q in range(1, n):
             if pos.size == 0:
                 break

@@ -57,7 +57,7 @@ from ..adapters.records import PIECE_FIELDS, PackedBatch
 from ..corpus.documents import DocumentStore
 from ..errors import InputError
 from .batch import RowView, batch_rows
-from .format import FLAG_BOS_INSERTED, ROW_DTYPE, SPAN_DTYPE, LedgerWriter
+from .format import FLAG_BOS_INSERTED, ROW_DTYPE, ROW_FIELDS, SPAN_DTYPE, SPAN_FIELDS, LedgerWriter
 from .index import DocumentIndex
 
 __all__ = ["CHAIN_SEED", "LEDGER_STATE_FORMAT", "TrainingLedger", "step_digest"]
@@ -118,9 +118,9 @@ class TrainingLedger:
         self.chunk_spans = check_int("chunk_spans", chunk_spans, 1)
         self.index = documents if isinstance(documents, DocumentIndex) else DocumentIndex(
             documents, k=k, stride=stride)
-        header = {"format": "packing-theory/training-ledger", "rank": self.rank, "world_size": self.world_size,
-                  "corpus": self.index.fingerprint, "ignore_index": self.ignore_index,
-                  "pad_id": self.pad_id, **(meta or {})}
+        header = {"format": "packing-theory/training-ledger", "rank": self.rank,
+                  "world_size": self.world_size, "corpus": self.index.fingerprint,
+                  "ignore_index": self.ignore_index, "pad_id": self.pad_id, **(meta or {})}
         self._writer = LedgerWriter(path, header, level=level)
         self.next_step = 0
         self.digest = CHAIN_SEED
@@ -229,13 +229,13 @@ class TrainingLedger:
         rows = np.zeros(len(self._step_rows), ROW_DTYPE)
         if self._step_rows:
             table = np.asarray(self._step_rows, dtype=np.int64)
-            for i, name in enumerate(ROW_DTYPE.names[1:]):  # type: ignore[index]
+            for i, name in enumerate(ROW_FIELDS[1:]):
                 rows[name] = table[:, i]
         rows["step"] = step
         spans = np.zeros(len(self._step_spans), SPAN_DTYPE)
         if self._step_spans:
             table = np.asarray(self._step_spans, dtype=np.int64)
-            for i, name in enumerate(SPAN_DTYPE.names):  # type: ignore[union-attr]
+            for i, name in enumerate(SPAN_FIELDS):
                 spans[name] = table[:, i]
         self.digest = step_digest(self.digest, spans)
         if not rows.size:  # an empty step still holds its place: one row of zero positions

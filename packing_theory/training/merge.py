@@ -11,10 +11,11 @@ against the same corpus and that no rank appears twice.
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +23,16 @@ import numpy.typing as npt
 from ..errors import InputError
 from .format import LedgerWriter, iter_chunks, read_meta
 
-__all__ = ["LedgerSource", "StepRecord", "iter_steps", "ledger_metas", "merge_ledgers"]
+__all__ = ["LedgerSource", "StepRecord", "as_sources", "iter_steps", "ledger_metas", "merge_ledgers"]
 
 LedgerSource = str | os.PathLike[str] | IO[bytes]
+
+
+def as_sources(sources: LedgerSource | Sequence[LedgerSource]) -> list[LedgerSource]:
+    """One ledger (a path or a binary file) or several, as a list."""
+    if isinstance(sources, (str, os.PathLike)) or hasattr(sources, "read"):
+        return [cast(LedgerSource, sources)]
+    return list(sources)
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ def _file_steps(source: LedgerSource) -> Iterator[StepRecord]:
         first_span = np.r_[0, np.cumsum(rows["spans"])]
         key = rows["step"] * (1 << 20) + rows["rank"]
         cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True])
-        for a, b in zip(cut[:-1], cut[1:], strict=True):
+        for a, b in itertools.pairwise(cut.tolist()):
             yield StepRecord(int(rows["step"][a]), int(rows["rank"][a]), rows[a:b],
                              spans[first_span[a] : first_span[b]])
 
@@ -82,8 +90,7 @@ def iter_steps(sources: LedgerSource | Sequence[LedgerSource]) -> Iterator[StepR
     Raises:
         InputError: a file out of order, or a ``(step, rank)`` recorded twice (naming it).
     """
-    many = list(sources) if isinstance(sources, (list, tuple)) else [sources]  # type: ignore[list-item]
-    streams = [_ordered(_file_steps(s), i) for i, s in enumerate(many)]
+    streams = [_ordered(_file_steps(s), i) for i, s in enumerate(as_sources(sources))]
     last: tuple[int, int] | None = None
     for rec in heapq.merge(*streams, key=lambda r: (r.step, r.rank)):
         if last == (rec.step, rec.rank):

@@ -45,9 +45,9 @@ from ..errors import InputError, NotMeasured
 from ..registry import build_packer
 from .format import FLAG_BOS_INSERTED, FOREIGN
 from .index import as_token_documents
-from .merge import LedgerSource, StepRecord, iter_steps, ledger_metas
+from .merge import LedgerSource, StepRecord, as_sources, iter_steps, ledger_metas
 from .result import CLASSES, Divergence, Reconciliation, SourceShare
-from .schedule import ExpectedRows, Schedule, SpanTuple, target_unit
+from .schedule import ExpectedRows, Schedule, target_unit
 
 __all__ = ["CLASSES", "Divergence", "Reconciliation", "SourceShare", "reconcile"]
 
@@ -117,7 +117,8 @@ class _Corpus:
         doc, start, length, flags = s[0], s[1], s[2], s[4]
         base = int(self.offsets[doc])
         if flags & FLAG_BOS_INSERTED:
-            return np.r_[self.tokens[base : base + 1], self.tokens[base + start : base + start + length - 1]]
+            head = self.tokens[base : base + 1]
+            return np.concatenate([head, self.tokens[base + start : base + start + length - 1]])
         return self.tokens[base + start : base + start + length]
 
     def same(self, o: tuple[Any, ...], e: tuple[Any, ...]) -> bool:
@@ -136,8 +137,9 @@ def _bounds(sources: list[LedgerSource]) -> tuple[int, set[int]]:
     return last, ranks
 
 
-def reconcile(ledger: LedgerSource | Sequence[LedgerSource], documents: DocumentStore | Sequence[Sequence[int]],
-              policy: str, *, capacity: int | None = None, seq_length: int | None = None,
+def reconcile(ledger: LedgerSource | Sequence[LedgerSource],
+              documents: DocumentStore | Sequence[Sequence[int]], policy: str, *,
+              capacity: int | None = None, seq_length: int | None = None,
               options: dict[str, Any] | None = None, schedule: Schedule | None = None,
               labels: SourceLabels | None = None, mixture: DeclaredMixture | None = None,
               unit: str | None = None) -> Reconciliation:
@@ -157,7 +159,7 @@ def reconcile(ledger: LedgerSource | Sequence[LedgerSource], documents: Document
         InputError: a ledger of another corpus, ranks beyond the schedule, bad packer options.
         NotMeasured: the ledger records no step.
     """
-    sources = list(ledger) if isinstance(ledger, (list, tuple)) else [ledger]  # type: ignore[list-item]
+    sources = as_sources(ledger)
     corpus = _Corpus(documents)
     metas = ledger_metas(sources)
     lengths = np.diff(corpus.offsets)

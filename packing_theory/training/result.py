@@ -67,14 +67,16 @@ class Divergence:
         where = f"step {self.step}, rank {self.rank}" + (f", micro-batch {self.micro} row {self.row}"
                                                          if self.row >= 0 else "")
         o, e = self.observed, self.expected
+        d = self.document
+        n_obs, n_exp = (o[2] if o else 0), (e[2] if e else 0)
         say = {
-            "duplicated": f"document {self.document} consumed again (offsets {o[1]}..{o[1] + o[2]})" if o else "",
-            "skipped": f"document {self.document} (replay row {self.expected_row}) never consumed",
+            "duplicated": f"document {d} consumed again (offsets {o[1]}..{o[1] + o[2]})" if o else "",
+            "skipped": f"document {d} (replay row {self.expected_row}) never consumed",
             "reordered": f"document {o[0] if o else '-'} where the replay has document {e[0] if e else '-'}",
-            "truncated": f"document {self.document} cut to {o[2] if o else 0} of {e[2] if e else 0} positions",
-            "foreign": (f"{o[2]} positions of no corpus document" if o and o[0] < 0
-                        else f"document {self.document}, which the replay never places"),
-            "fully masked": f"document {self.document}: none of its {o[2] if o else 0} positions reached the loss",
+            "truncated": f"document {d} cut to {n_obs} of {n_exp} positions",
+            "foreign": (f"{n_obs} positions of no corpus document" if o and o[0] < 0
+                        else f"document {d}, which the replay never places"),
+            "fully masked": f"document {d}: none of its {n_obs} positions reached the loss",
         }[self.cls]
         return f"{where}: {self.cls}: {say}"
 
@@ -124,9 +126,12 @@ def _sources(labels: SourceLabels, mixture: DeclaredMixture | None, placed: npt.
     out = []
     for name in names:
         i = labels.names.index(name) if name in labels.names else None
-        t = int(tgt[i]) if i is not None else 0
-        out.append(SourceShare(name, int(docs[i]) if i is not None else 0, int(pos[i]) if i is not None else 0,
-                               t, int(exp[i]) if i is not None else 0, t / total if total else 0.0,
+
+        def at(values: npt.NDArray[np.int64], i: int | None = i) -> int:
+            return 0 if i is None else int(values[i])
+
+        t = at(tgt)
+        out.append(SourceShare(name, at(docs), at(pos), t, at(exp), t / total if total else 0.0,
                                None if mixture is None else mixture.alpha.get(name, 0.0)))
     return tuple(out)
 
@@ -199,12 +204,14 @@ class Reconciliation:
         if self.divergence is None:
             return (f"every step equals the {self.policy} replay: {self.records:,} step records, {trained}; "
                     f"{len(self.never_trained):,} consumed documents never trained")
+        share = _pct(self.differing, self.records)
         return (f"diverged from the {self.policy} replay at {self.divergence.sentence()}; "
-                f"{self.differing:,} of {self.records:,} step records differ ({_pct(self.differing, self.records)})"
-                f"; {trained}")
+                f"{self.differing:,} of {self.records:,} step records differ ({share}); {trained}")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document."""
+        first = None if self.first_mismatch is None else dict(
+            zip(("doc", "observed", "replayed"), self.first_mismatch, strict=True))
         return {
             "kind": "training-reconciliation",
             "headline": self.headline(),
@@ -217,10 +224,9 @@ class Reconciliation:
             "divergence": None if self.divergence is None else self.divergence.to_dict(),
             "totals": dict(self.totals),
             "documents": self.documents,
-            "never_trained": {"count": len(self.never_trained), "documents": list(self.never_trained[:LISTED])},
-            "trained_vs_replay": {"documents_differing": self.trained_mismatch,
-                                  "first": None if self.first_mismatch is None else dict(
-                                      zip(("doc", "observed", "replayed"), self.first_mismatch, strict=True))},
+            "never_trained": {"count": len(self.never_trained),
+                              "documents": list(self.never_trained[:LISTED])},
+            "trained_vs_replay": {"documents_differing": self.trained_mismatch, "first": first},
             "sources": None if self.sources is None else [s.to_dict() for s in self.sources],
             "mixture": self.mixture_name,
         }

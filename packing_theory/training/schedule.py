@@ -72,7 +72,9 @@ class Schedule:
             if perm.ndim != 1 or (perm.size and not np.issubdtype(perm.dtype, np.integer)) or (
                     perm.size and perm.min() < 0):
                 raise InputError("permutation must be a 1-D array of row indices >= 0")
-            object.__setattr__(self, "permutation", perm.astype(np.int64))
+            object.__setattr__(self, "_perm", perm.astype(np.int64))
+        else:
+            object.__setattr__(self, "_perm", None)
 
     def positions(self, step: int, rank: int) -> list[int]:
         """Sampler positions of ``(step, rank)``, in consumption order."""
@@ -84,17 +86,17 @@ class Schedule:
     def rows(self, step: int, rank: int, total: int | None = None) -> list[int]:
         """Replay rows of ``(step, rank)`` (those below ``total`` when given)."""
         pos = self.positions(step, rank)
-        if self.permutation is not None:
-            perm = self.permutation
-            pos = [int(perm[p]) for p in pos if p < perm.size]  # type: ignore[index, arg-type]
+        perm: npt.NDArray[np.int64] | None = getattr(self, "_perm", None)
+        if perm is not None:
+            pos = [int(perm[p]) for p in pos if p < perm.size]
         return [p for p in pos if total is None or p < total]
 
     def max_row(self, last_step: int) -> int:
         """An upper bound on the rows steps ``0 .. last_step`` of every rank draw (exclusive)."""
         n = (last_step + 1) * self.world_size * self.rows_per_step
-        if self.permutation is not None:
-            perm = self.permutation
-            head = perm[: min(n, perm.size)]  # type: ignore[index]
+        perm: npt.NDArray[np.int64] | None = getattr(self, "_perm", None)
+        if perm is not None:
+            head = perm[: min(n, perm.size)]
             return int(head.max()) + 1 if head.size else 0
         return n
 
