@@ -18,7 +18,9 @@ of them without importing torch (a tensor is read through ``.detach().cpu()
   ``inputs[: p + 1]``, so the row is ``inputs`` plus the last target and
   position ``p + 1`` reached the loss when ``targets[p]`` is not the ignore
   index (nanochat masks with -1: pass ``ignore_index=-1``). A third element
-  of the tuple (an epoch, a state dict) is ignored.
+  of the tuple (an epoch, a state dict) is ignored. A masked *last* target
+  hides the row's last token (it is neither an input nor a trained label):
+  the row is then one position shorter.
 
 >>> rows = batch_rows({"input_ids": [[0, 5, 6, 0, 7]], "labels": [[-100, 5, 6, -100, 7]],
 ...                    "position_ids": [[0, 1, 2, 0, 1]]})
@@ -145,23 +147,21 @@ def batch_rows(batch: Any, *, ignore_index: int = -100, pad_id: int | None = Non
     for r in range(n_rows):
         if kind == "labels":
             tokens = ids[r]
-            lr = lab[r]
-            target = lr != ignore_index
-            target[0] = False
-            if pad_id is not None:  # a run of pad ids with ignored labels at the end of the row
-                keep = np.flatnonzero((tokens != pad_id) | (lr != ignore_index))
-                pad[r, int(keep[-1]) + 1 if keep.size else 0:] = True
-            rp, rs = pad[r], starts[r]
+            target = lab[r] != ignore_index
+            rp, rs = pad[r].copy(), starts[r]
         else:
             last = int(lab[r, -1])
-            keep_last = last != ignore_index
-            tokens = np.r_[ids[r], [last]] if keep_last else ids[r]
+            tokens = np.r_[ids[r], [last]] if last != ignore_index else ids[r]
             target = np.r_[False, lab[r] != ignore_index][: tokens.size]
             rp = np.r_[pad[r], [pad[r, -1]]][: tokens.size]
             rs = np.r_[starts[r], [False]][: tokens.size]
+        target[0] = False
+        if pad_id is not None:  # a run of pad ids whose labels are ignored at the end of the row
+            keep = np.flatnonzero((tokens != pad_id) | target)
+            rp[int(keep[-1]) + 1 if keep.size else 0 :] = True
         target = target & ~rp
         masked = ~target & ~rp
         masked[0] = False
-        out.append(RowView(tokens.astype(np.int64, copy=False), target, masked, rp.copy(), rs.copy()))
+        out.append(RowView(tokens.astype(np.int64, copy=False), target, masked, rp, rs.copy()))
     return out
 

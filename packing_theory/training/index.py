@@ -5,9 +5,10 @@ boundaries; the ledger needs the raw corpus index of every document span in
 it and the span's offset in its document. :class:`DocumentIndex` answers
 that by content:
 
-* **prefixes**: a 64-bit hash of the first ``k`` tokens of every document,
-  sorted (``searchsorted`` lookups); a segment that starts at a document
-  start is found in O(k + log n) and verified token by token;
+* **prefixes**: a 64-bit hash of the first ``k`` tokens of every document
+  (of the whole document when it is shorter), sorted (``searchsorted``
+  lookups); a segment that starts at a document start is found in
+  O(k^2 + log n) and verified token by token;
 * **anchors**: the hash of the ``k`` tokens at every ``stride``-th position
   of every document; a segment that starts mid-document (the continuation of
   a split or cropped document) and holds at least ``stride + k - 1`` tokens
@@ -16,9 +17,9 @@ that by content:
 * **hints**: the documents whose last observed span ended recently (a
   continuation usually follows them, at the next row's start) are tried
   first;
-* **a search**: a shorter mid-document segment is found by scanning the
-  corpus's token array for its first tokens (O(corpus tokens), only for such
-  segments).
+* **a search**: a shorter mid-document run is found by scanning the
+  corpus's token array for its first token and extending the occurrences
+  (O(corpus tokens), only for such runs).
 
 Within a segment the matcher takes, at each position, the longest match
 (ties: a document start, then a hint, then the lowest index), so one segment
@@ -131,11 +132,9 @@ class DocumentIndex:
         self.fingerprint: dict[str, Any] = lengths_fingerprint(self.lengths)
         firsts = self.tokens[self.offsets[:-1]]
         self.bos_id: int | None = int(firsts[0]) if firsts.size and (firsts == firsts[0]).all() else None
-        long = np.flatnonzero(self.lengths >= self.k)
-        keys = kgram_hashes(self.tokens, self.offsets[long], self.k)
-        order = np.argsort(keys, kind="stable")
-        self._prefix_keys, self._prefix_docs = keys[order], long[order]
+        self._prefix_keys, self._prefix_docs = self._hashed(np.flatnonzero(self.lengths >= self.k), self.k)
         self._short: dict[int, tuple[npt.NDArray[np.uint64], Int64Array]] = {}
+        self._whole = {m: self._hashed(np.flatnonzero(self.lengths == m), m) for m in range(1, self.k)}
         self._anchor_keys, self._anchor_pos = self._anchors()
         self.hints: OrderedDict[int, int] = OrderedDict()
 
@@ -177,20 +176,23 @@ class DocumentIndex:
         hi = int(np.searchsorted(keys, key, side="right"))
         return vals[lo : min(hi, lo + MAX_CANDIDATES)]
 
+    def _hashed(self, docs: Int64Array, m: int) -> tuple[npt.NDArray[np.uint64], Int64Array]:
+        """Sorted hashes of the first ``m`` tokens of ``docs``, and the documents in that order."""
+        keys = kgram_hashes(self.tokens, self.offsets[docs], m)
+        order = np.argsort(keys, kind="stable")
+        return keys[order], docs[order]
+
     def _short_table(self, m: int) -> tuple[npt.NDArray[np.uint64], Int64Array]:
         """Hashes of every document's first ``m < k`` tokens, built on first use and kept."""
         got = self._short.get(m)
         if got is None:
-            docs = np.flatnonzero(self.lengths >= m)
-            keys = kgram_hashes(self.tokens, self.offsets[docs], m)
-            order = np.argsort(keys, kind="stable")
-            got = (keys[order], docs[order])
+            got = self._hashed(np.flatnonzero(self.lengths >= m), m)
             self._short[m] = got
         return got
 
     # ------------------------------------------------------------------ candidates
 
-    def _candidates(self, seg: Int64Array, *, starts_only: bool = False) -> list[tuple[int, int, int, int]]:
+    def _candidates(self, seg: Int64Array) -> list[tuple[int, int, int, int]]:
         """``(match length, preference, doc, start)`` of the candidates for ``seg`` (unsorted)."""
         out: list[tuple[int, int, int, int]] = []
         seen: set[tuple[int, int]] = set()
@@ -203,25 +205,29 @@ class DocumentIndex:
             if m:
                 out.append((m, pref, doc, start))
 
-        if not starts_only:
-            for rank, (doc, end) in enumerate(reversed(self.hints.items())):
-                if rank >= 16:
-                    break
-                add(doc, end, 1)
-                add(doc, end - 1, 1)
-        k = self.k
-        if seg.size >= k:
-            key = kgram_hashes(seg, np.zeros(1, np.int64), k)[0]
+        for rank, (doc, end) in enumerate(reversed(self.hints.items())):
+            if rank >= 16:
+                break
+            add(doc, end, 1)
+            add(doc, end - 1, 1)
+        k, n = self.k, int(seg.size)
+        zero = np.zeros(1, np.int64)
+        if n >= k:
+            key = kgram_hashes(seg, zero, k)[0]
             for doc in self._lookup(self._prefix_keys, self._prefix_docs, key).tolist():
                 add(doc, 0, 0)
         else:
-            keys, docs = self._short_table(int(seg.size))
-            key = kgram_hashes(seg, np.zeros(1, np.int64), int(seg.size))[0]
-            for doc in self._lookup(keys, docs, key).tolist():
+            keys, docs = self._short_table(n)
+            for doc in self._lookup(keys, docs, kgram_hashes(seg, zero, n)[0]).tolist():
                 add(doc, 0, 0)
-        if starts_only or any(m >= min(seg.size, k) for m, *_ in out):
+        for m in range(1, min(k, n + 1)):  # a whole document shorter than k at the start of seg
+            keys, docs = self._whole[m]
+            if keys.size:
+                for doc in self._lookup(keys, docs, kgram_hashes(seg, zero, m)[0]).tolist():
+                    add(doc, 0, 0)
+        if any(m >= min(n, k) for m, *_ in out):
             return out
-        for j in range(min(self.stride, seg.size - k + 1)):
+        for j in range(min(self.stride, n - k + 1)):
             key = kgram_hashes(seg, np.array([j], np.int64), k)[0]
             for pos in self._lookup(self._anchor_keys, self._anchor_pos, key).tolist():
                 doc = int(self.doc_of(np.array([pos]))[0])
@@ -233,19 +239,26 @@ class DocumentIndex:
         return out
 
     def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
-        """Positions holding ``seg``'s first ``min(len, k)`` tokens, by a scan of the corpus. O(corpus)."""
-        n = min(int(seg.size), self.k)
-        pos = np.flatnonzero(self.tokens[: max(self.tokens.size - n + 1, 0)] == seg[0])
-        for q in range(1, n):
-            if pos.size == 0:
-                break
-            pos = pos[self.tokens[pos + q] == seg[q]]
+        """Where ``seg``'s first tokens are in the corpus: the longest runs (up to ``k``) inside a document.
+
+        A scan of the corpus for ``seg[0]``, then extended token by token while
+        the run stays inside its document. O(corpus + occurrences x k).
+        """
+        pos = np.flatnonzero(self.tokens == seg[0])
         if pos.size == 0:
             return []
-        doc = self.doc_of(pos)
-        inside = pos + n <= self.offsets[doc + 1]
-        pos, doc = pos[inside][:MAX_CANDIDATES], doc[inside][:MAX_CANDIDATES]
-        return list(zip(doc.tolist(), (pos - self.offsets[doc]).tolist(), strict=True))
+        end = self.offsets[self.doc_of(pos) + 1]
+        length = np.ones(pos.size, dtype=np.int64)
+        alive = np.ones(pos.size, dtype=bool)
+        last = self.tokens.size - 1
+        for q in range(1, min(int(seg.size), self.k)):
+            alive &= (pos + q < end) & (self.tokens[np.minimum(pos + q, last)] == seg[q])
+            if not alive.any():
+                break
+            length += alive
+        best = pos[length == length.max()][:MAX_CANDIDATES]
+        doc = self.doc_of(best)
+        return list(zip(doc.tolist(), (best - self.offsets[doc]).tolist(), strict=True))
 
     @staticmethod
     def _best(cands: list[tuple[int, int, int, int]]) -> tuple[int, int, int, bool] | None:
@@ -306,10 +319,7 @@ class DocumentIndex:
         """Remember that document ``doc``'s last observed span ended at offset ``end`` (a hint). O(1)."""
         if doc < 0:
             return
-        if end >= int(self.lengths[doc]):
-            self.hints.pop(doc, None)
-            return
-        self.hints[doc] = end
+        self.hints[doc] = min(end, int(self.lengths[doc]))  # a finished one: its last token may repeat
         self.hints.move_to_end(doc)
         while len(self.hints) > HINTS:
             self.hints.popitem(last=False)
@@ -354,5 +364,5 @@ class DocumentIndex:
         assert (self.lengths[self._prefix_docs] >= self.k).all()
         assert self._prefix_docs.size == int((self.lengths >= self.k).sum())
         for doc, end in self.hints.items():
-            assert 0 <= end < int(self.lengths[doc]), (doc, end)
+            assert 0 <= end <= int(self.lengths[doc]), (doc, end)
         assert len(self.hints) <= HINTS

@@ -43,7 +43,7 @@ from ..corpus.documents import DocumentStore, lengths_fingerprint
 from ..corpus.labels import SourceLabels
 from ..errors import InputError, NotMeasured
 from ..registry import build_packer
-from .format import FLAG_BOS_INSERTED, FOREIGN
+from .format import FLAG_AMBIGUOUS, FLAG_BOS_INSERTED, FOREIGN
 from .index import as_token_documents
 from .merge import LedgerSource, StepRecord, as_sources, iter_steps, ledger_metas
 from .result import CLASSES, Divergence, Reconciliation, SourceShare
@@ -68,11 +68,20 @@ def _merge(spans: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return out
 
 
-def _observed(rec: StepRecord) -> list[_Obs]:
+def _observed(rec: StepRecord, corpus: _Corpus) -> list[_Obs]:
+    """A record's spans, ambiguous ones resolved by their successor, merged."""
     rows, spans = rec.rows, rec.spans
     which = np.repeat(np.arange(rows.size), rows["spans"])
-    return _merge([(int(s["doc"]), int(s["start"]), int(s["length"]), int(s["targets"]), int(s["flags"]),
-                    int(rows["micro"][w]), int(rows["row"][w])) for s, w in zip(spans, which, strict=True)])
+    out = [(int(s["doc"]), int(s["start"]), int(s["length"]), int(s["targets"]), int(s["flags"]),
+            int(rows["micro"][w]), int(rows["row"][w])) for s, w in zip(spans, which, strict=True)]
+    for i in range(len(out) - 2, -1, -1):  # a run several documents hold, before the continuation of one
+        a, b = out[i], out[i + 1]
+        if a[4] & FLAG_AMBIGUOUS and not a[4] & FLAG_BOS_INSERTED and b[0] >= 0 and b[1] >= a[2] \
+                and not b[4] & FLAG_BOS_INSERTED:
+            cand = (b[0], b[1] - a[2], a[2], a[3], 0, a[5], a[6])
+            if corpus.same(a, cand):
+                out[i] = cand
+    return _merge(out)  # type: ignore[return-value]
 
 
 class _Coverage:
@@ -200,12 +209,14 @@ def _walk(sources: list[LedgerSource], corpus: _Corpus, sched: Schedule, expecte
             totals[key] += int(rows[key].sum())
         totals["rows"] += int(rows.size)
         exp = _merge([(*s, r) for r in sched.rows(rec.step, rec.rank) for s in expected.row(r)])
-        obs = _observed(rec)
-        for s in obs:
+        obs = _observed(rec, corpus)
+        for i, s in enumerate(obs):
             totals["spans"] += 1
-            if s[0] >= 0:
-                placed[s[0]] += s[2]
-                trained[s[0]] += s[3]
+            # a span that several documents hold is the replay's document where the contents agree
+            doc = exp[i][0] if s[4] & FLAG_AMBIGUOUS and i < len(exp) and corpus.same(s, exp[i]) else s[0]
+            if doc >= 0:
+                placed[doc] += s[2]
+                trained[doc] += s[3]
             else:
                 totals["foreign"] += s[2]
         for s in exp:
