@@ -198,6 +198,8 @@ class TrainingLedger:
                     continue
                 t = int(target[off : off + length].sum())
                 src, start, bos = int(q[_SRC]), int(q[_START]), int(q[_BOS])
+                if bos and start == 1:  # BOS + offset 1 onwards holds the document's own start
+                    start, bos = 0, 0
                 last = spans[-1] if spans else None
                 if (last is not None and not bos and last[0] == src and off == prev_end
                         and last[1] + last[2] - (1 if last[4] & FLAG_BOS_INSERTED else 0) == start):

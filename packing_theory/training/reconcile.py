@@ -81,7 +81,7 @@ def _observed(rec: StepRecord, corpus: _Corpus) -> list[_Obs]:
             cand = (b[0], b[1] - a[2], a[2], a[3], 0, a[5], a[6])
             if corpus.same(a, cand):
                 out[i] = cand
-    return _merge(out)  # type: ignore[return-value]
+    return _merge(out)
 
 
 class _Coverage:

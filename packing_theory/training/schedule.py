@@ -156,16 +156,17 @@ class ExpectedRows:
                 continue
             if t is not Placement and t is not Repeat:
                 raise InputError(f"a row holds {ev!r}")
-            bos = bool(getattr(ev, "bos_inserted", False))
+            bos = bool(getattr(ev, "bos_inserted", False)) and ev.start != 1  # BOS + offset 1: the start
+            start = 0 if getattr(ev, "bos_inserted", False) and ev.start == 1 else ev.start
             first = ev.offset == 0 if self.unit == "row" else self.unit == "sequence"
             targets = ev.length - (1 if first else 0)
             last = out[-1] if out else None
             if (last is not None and not bos and last[0] == ev.source and ev.offset == prev_end
-                    and last[1] + last[2] - (1 if last[4] & FLAG_BOS_INSERTED else 0) == ev.start):
+                    and last[1] + last[2] - (1 if last[4] & FLAG_BOS_INSERTED else 0) == start):
                 extra = targets + (1 if self.unit == "sequence" else 0)  # one sequence, one input-only start
                 out[-1] = (ev.source, last[1], last[2] + ev.length, last[3] + extra, last[4])
             else:
-                out.append((ev.source, ev.start, ev.length, targets, FLAG_BOS_INSERTED if bos else 0))
+                out.append((ev.source, start, ev.length, targets, FLAG_BOS_INSERTED if bos else 0))
             prev_end = ev.offset + ev.length
         return out
 

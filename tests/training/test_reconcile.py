@@ -43,8 +43,8 @@ def test_correct_run_reconciles(layout: str, policy: str) -> None:
     rows = replay_rows(policy, DOCS, R, **opts)
     sched = Schedule(rows_per_step=4)
     steps = range(len(rows) // 4)
-    buf, ledger = run_ledger(DOCS, step_batches(rows, DOCS, R, sched, 0, steps, layout=layout, micro=2),
-                             ignore_index=-1 if layout == "shifted" else -100, check=True)
+    buf, _ = run_ledger(DOCS, step_batches(rows, DOCS, R, sched, 0, steps, layout=layout, micro=2),
+                        ignore_index=-1 if layout == "shifted" else -100, check=True)
     # nanochat predicts every position but a row's first; our records none of a piece's first positions
     unit = "row" if layout == "shifted" else "sequence"
     res = reconcile(buf, DOCS, policy, capacity=R, options=opts, schedule=sched, unit=unit)
@@ -133,7 +133,8 @@ def test_a_rank_with_another_shuffle_seed_is_named() -> None:
     steps = range(10)
     l0, _ = run_ledger(DOCS, step_batches(right, DOCS, R, sched, 0, steps), rank=0, world_size=2)
     l1, _ = run_ledger(DOCS, step_batches(wrong, DOCS, R, sched, 1, steps), rank=1, world_size=2)
-    res = reconcile([l0, l1], DOCS, "megatron-gpt", capacity=R, options={"seed": 1234, **opts}, schedule=sched)
+    res = reconcile([l0, l1], DOCS, "megatron-gpt", capacity=R, options={"seed": 1234, **opts},
+                    schedule=sched)
     d = res.divergence
     assert d is not None and d.cls in CLASSES and (d.step, d.rank) == (0, 1)
     got = _merged_spans([wrong[r] for r in sched.rows(0, 1)])
