@@ -93,7 +93,7 @@ def test_damage_is_refused_with_its_offset(tmp_path: Any) -> None:
         list(iter_chunks(io.BytesIO(data[: _header_size()] + b"XXXX" + data[_header_size() + 4 :])))
     path = tmp_path / "x.ptl"
     path.write_bytes(b"not a ledger at all")
-    with pytest.raises(InputError, match="x.ptl' is not a packing_theory training ledger"):
+    with pytest.raises(InputError, match=r"x\.ptl' is not a packing_theory training ledger"):
         read_meta(path)
     path.write_bytes(LEDGER_MAGIC + struct.pack("<HI", 2, 2) + b"{}")
     with pytest.raises(InputError, match="ledger version 2 is not supported"):

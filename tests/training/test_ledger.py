@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 from typing import Any
 
-import numpy as np
 import pytest
 
 from packing_theory.adapters import pack_rows
@@ -112,7 +111,7 @@ def test_bad_batches_and_states() -> None:
         ledger.observe({"input_ids": [[0, 1]]})
     with pytest.raises(InputError, match=r"batch\['labels'\] has shape \(1, 3\), input_ids \(1, 2\)"):
         ledger.observe({"input_ids": [[0, 1]], "labels": [[0, 1, 2]]})
-    with pytest.raises(InputTypeError, match="mapping .* or an \\(inputs, targets\\) tuple"):
+    with pytest.raises(InputTypeError, match=r"mapping .* or an \(inputs, targets\) tuple"):
         ledger.observe(7)
     with pytest.raises(InputError, match="not a packing-theory/training-ledger-state"):
         ledger.load_state_dict({"format": "x"})
