@@ -138,12 +138,12 @@ class _Corpus:
         return bool(np.array_equal(self.content(o), self.content(e)))
 
 
-def _bounds(sources: list[LedgerSource]) -> tuple[int, set[int]]:
-    last, ranks = -1, set()
+def _bounds(sources: list[LedgerSource]) -> dict[int, int]:
+    """Per rank, its last recorded step."""
+    last: dict[int, int] = {}
     for rec in iter_steps(sources):
-        last = max(last, rec.step)
-        ranks.add(rec.rank)
-    return last, ranks
+        last[rec.rank] = rec.step
+    return last
 
 
 def reconcile(ledger: LedgerSource | Sequence[LedgerSource],
@@ -178,20 +178,22 @@ def reconcile(ledger: LedgerSource | Sequence[LedgerSource],
     sched = schedule or Schedule()
     if labels is not None:
         labels.check_documents(corpus.n)
-    last, ranks = _bounds(sources)
-    if last < 0:
+    finals = _bounds(sources)
+    if not finals:
         raise NotMeasured("the ledger records no step: nothing to reconcile")
-    if max(ranks) >= sched.world_size:
-        raise InputError(f"the ledger records rank {max(ranks)}, the schedule has world_size "
+    if max(finals) >= sched.world_size:
+        raise InputError(f"the ledger records rank {max(finals)}, the schedule has world_size "
                          f"{sched.world_size}")
     packer = build_packer(policy, capacity, seq_length=seq_length, **(options or {}))
     rule = unit or target_unit(packer)
-    expected = ExpectedRows(packer.events(lengths), packer.capacity, rule, sched.max_row(last), corpus.n)
-    return _walk(sources, corpus, sched, expected, labels, mixture, policy)
+    expected = ExpectedRows(packer.events(lengths), packer.capacity, rule, sched.max_row(max(finals.values())),
+                            corpus.n)
+    return _walk(sources, corpus, sched, expected, labels, mixture, policy, finals)
 
 
 def _walk(sources: list[LedgerSource], corpus: _Corpus, sched: Schedule, expected: ExpectedRows,
-          labels: SourceLabels | None, mixture: DeclaredMixture | None, policy: str) -> Reconciliation:
+          labels: SourceLabels | None, mixture: DeclaredMixture | None, policy: str,
+          finals: dict[int, int]) -> Reconciliation:
     n = corpus.n
     placed = np.zeros(n, dtype=np.int64)
     expected_pos = np.zeros(n, dtype=np.int64)
@@ -208,8 +210,15 @@ def _walk(sources: list[LedgerSource], corpus: _Corpus, sched: Schedule, expecte
         for key in ("positions", "padding", "masked", "targets"):
             totals[key] += int(rows[key].sum())
         totals["rows"] += int(rows.size)
-        exp = _merge([(*s, r) for r in sched.rows(rec.step, rec.rank) for s in expected.row(r)])
+        want = sched.rows(rec.step, rec.rank)
+        exp = _merge([(*s, r) for r in want for s in expected.row(r)])
         obs = _observed(rec, corpus)
+        if finals[rec.rank] == rec.step and not _equal(obs, exp, corpus):  # a final step that ended early?
+            for n in range(len(want)):
+                head = _merge([(*s, r) for r in want[:n] for s in expected.row(r)])
+                if _equal(obs, head, corpus):
+                    exp = head
+                    break
         for i, s in enumerate(obs):
             totals["spans"] += 1
             # a span that several documents hold is the replay's document where the contents agree
