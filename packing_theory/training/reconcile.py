@@ -186,8 +186,8 @@ def reconcile(ledger: LedgerSource | Sequence[LedgerSource],
                          f"{sched.world_size}")
     packer = build_packer(policy, capacity, seq_length=seq_length, **(options or {}))
     rule = unit or target_unit(packer)
-    expected = ExpectedRows(packer.events(lengths), packer.capacity, rule, sched.max_row(max(finals.values())),
-                            corpus.n)
+    limit = sched.max_row(max(finals.values()))
+    expected = ExpectedRows(packer.events(lengths), packer.capacity, rule, limit, corpus.n)
     return _walk(sources, corpus, sched, expected, labels, mixture, policy, finals)
 
 
