@@ -45,6 +45,7 @@ from .merge import iter_steps, merge_ledgers
 from .reconcile import reconcile
 from .result import CLASSES, Divergence, Reconciliation, SourceShare
 from .schedule import Schedule
+from .tokens import read_token_corpus, write_token_corpus
 
 __all__ = [
     "CLASSES",
@@ -67,6 +68,8 @@ __all__ = [
     "merge_ledgers",
     "model_hook",
     "observe_batches",
+    "read_token_corpus",
     "reconcile",
     "verify_resume",
+    "write_token_corpus",
 ]

@@ -46,10 +46,10 @@ from ..registry import build_packer
 from .format import FLAG_AMBIGUOUS, FLAG_BOS_INSERTED, FOREIGN
 from .index import as_token_documents
 from .merge import LedgerSource, StepRecord, as_sources, iter_steps, ledger_metas
-from .result import CLASSES, Divergence, Reconciliation, SourceShare
+from .result import Divergence, Reconciliation, SourceShare
 from .schedule import ExpectedRows, Schedule, target_unit
 
-__all__ = ["CLASSES", "Divergence", "Reconciliation", "SourceShare", "reconcile"]
+__all__ = ["reconcile"]
 
 _Obs = tuple[int, int, int, int, int, int, int]  # doc, start, length, targets, flags, micro, row
 
