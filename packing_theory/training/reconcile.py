@@ -46,7 +46,7 @@ from ..registry import build_packer
 from .format import FLAG_AMBIGUOUS, FLAG_BOS_INSERTED, FOREIGN
 from .index import as_token_documents
 from .merge import LedgerSource, StepRecord, as_sources, iter_steps, ledger_metas
-from .result import Divergence, Reconciliation, SourceShare
+from .result import Divergence, Reconciliation
 from .schedule import ExpectedRows, Schedule, target_unit
 
 __all__ = ["reconcile"]
