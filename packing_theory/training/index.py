@@ -227,12 +227,13 @@ class DocumentIndex:
                     add(doc, 0, 0)
         if any(m >= min(n, k) for m, *_ in out):
             return out
+        before = len(out)
         for j in range(min(self.stride, n - k + 1)):
             key = kgram_hashes(seg, np.array([j], np.int64), k)[0]
             for pos in self._lookup(self._anchor_keys, self._anchor_pos, key).tolist():
                 doc = int(self.doc_of(np.array([pos]))[0])
                 add(doc, pos - int(self.offsets[doc]) - j, 2)
-            if out:
+            if len(out) > before:  # an anchor inside seg's first stride positions: its document
                 return out
         for doc, start in self._search(seg):  # nothing reached min(len, k): a short mid-document run
             add(doc, start, 3)

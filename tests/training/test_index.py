@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from packing_theory.corpus.documents import TokenDocuments
@@ -44,6 +44,8 @@ def brute_common(docs: TokenDocuments, doc: int, start: int, seg: np.ndarray) ->
 
 @given(corpus_and_pieces(), st.integers(1, 6), st.integers(1, 5))
 @settings(max_examples=scaled_examples(200), deadline=None)
+@example(case=(TokenDocuments.from_lists([[0, 1001, 1002], [0]]), [(0, 0, 2, False), (0, 0, 2, False)], []),
+         k=3, stride=1)  # a one-token document's candidate once stopped the search for the longer match
 def test_segments_split_into_their_pieces(case: Any, k: int, stride: int) -> None:
     docs, pieces, foreign = case
     ix = DocumentIndex(docs, k=k, stride=stride)
