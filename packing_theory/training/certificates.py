@@ -131,6 +131,16 @@ class CertificateFile:
             yield self.first_step + done, data.reshape(n, self.world_size, 32)
             done += n
 
+    def _check(self) -> None:
+        """Assert the file's length: the header plus 32 bytes per rank and step written or announced."""
+        if self._fh.closed:
+            return
+        size = os.fstat(self._fh.fileno()).st_size
+        if self._writing:
+            self._fh.flush()
+            size = os.fstat(self._fh.fileno()).st_size
+        assert size == _HEAD.size + self.n_steps * self.world_size * 32, (size, self.n_steps)
+
     def close(self) -> None:
         """Write the step count (when writing) and close."""
         if self._fh.closed:

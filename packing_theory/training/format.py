@@ -181,6 +181,12 @@ class LedgerWriter:
         """Flush the file object."""
         self._fh.flush()
 
+    def _check(self) -> None:
+        """Assert the counters: non-negative; the bytes written are the size of a seekable file."""
+        assert self.rows_written >= 0 and self.spans_written >= 0
+        if not self.closed and self._fh.seekable():
+            assert self._fh.tell() == self.bytes_written, (self._fh.tell(), self.bytes_written)
+
     def close(self) -> None:
         """Flush, and close the file if the writer opened it (idempotent)."""
         if self.closed:

@@ -99,6 +99,8 @@ class _Coverage:
         if s[0] < 0:
             return
         a, b = self._interval(s)
+        if a >= b:  # a lone inserted BOS holds no source offset
+            return
         cur = self.iv.setdefault(s[0], [])
         cur.append((a, b))
         if len(cur) > 1:
@@ -110,6 +112,12 @@ class _Coverage:
                 else:
                     merged.append((x, y))
             self.iv[s[0]] = merged
+
+    def _check(self) -> None:
+        """Assert: every document's intervals are non-empty, sorted and disjoint."""
+        for cur in self.iv.values():
+            assert all(a < b for a, b in cur)
+            assert all(cur[i][1] < cur[i + 1][0] for i in range(len(cur) - 1))
 
     def overlaps(self, s: tuple[Any, ...]) -> bool:
         a, b = self._interval(s)

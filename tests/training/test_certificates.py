@@ -30,7 +30,10 @@ def _write(path: Path, blocks: np.ndarray, first: int = 0) -> None:
     cf = CertificateFile.create(path, blocks.shape[1], first)
     for b in blocks:
         cf.append(b)
+        cf._check()
     cf.close()
+    with CertificateFile.open(path) as again:
+        again._check()
 
 
 def test_compare_names_the_first_differing_step_and_rank(tmp_path: Path) -> None:

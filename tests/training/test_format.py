@@ -44,6 +44,7 @@ def test_round_trip(chunks: list[list[int]], values: list[int], level: int) -> N
     written = [tables(c, values) for c in chunks]
     for rows, spans in written:
         w.append(rows, spans)
+        w._check()
     w.close()
     meta, got = read_ledger(io.BytesIO(buf.getvalue()))
     assert meta == {"rank": 3, "note": "x"}

@@ -10,6 +10,7 @@ import pytest
 from packing_theory.adapters import pack_rows
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.training import TrainingLedger, iter_steps
+from packing_theory.training.batch import batch_rows
 from packing_theory.training.format import FLAG_AMBIGUOUS, FLAG_BOS_INSERTED
 from packing_theory.training.ledger import CHAIN_SEED, step_digest
 from tests.training.simulate import batch_of, random_docs, replay_rows
@@ -134,6 +135,10 @@ def test_padding_and_masked_counts() -> None:
     ledger.end_step()
     ledger.close()
     (rec,) = list(iter_steps(buf))
+    for view in batch_rows({"input_ids": [[0, 5, 6, 7, 0, 8, 9, 1, 1]],
+                            "labels": [[-100, 5, -100, 7, -100, 8, 9, -100, -100]]}, pad_id=1):
+        view._check()
+        assert view.pad.tolist() == [False] * 7 + [True] * 2
     assert rec.rows[["micro", "positions", "padding", "masked", "targets"]].tolist() == [
         (0, 9, 2, 2, 4), (1, 4, 0, 0, 3)]
     assert rec.spans[["doc", "start", "length", "targets"]].tolist() == [

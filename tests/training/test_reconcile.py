@@ -24,6 +24,7 @@ from packing_theory.training import (
     verify_resume,
 )
 from packing_theory.training.merge import iter_steps
+from packing_theory.training.reconcile import _Coverage
 from tests.training.simulate import random_docs, replay_rows, run_ledger, step_batches
 
 DOCS = random_docs(300, seed=1, low=2, high=40)
@@ -221,6 +222,22 @@ def test_shares_per_source_against_the_declared_mixture() -> None:
     assert by["web"].share == pytest.approx(want["web"] / total)
     assert by["web"].targets == by["web"].expected_targets  # the replay's, by the sequence rule
     assert "| books |" in res.markdown()
+
+
+def test_coverage_keeps_disjoint_intervals() -> None:
+    """The consumed-offsets record that decides duplicated / skipped, against a set of offsets."""
+    cov = _Coverage()
+    rng = np.random.default_rng(0)
+    seen: dict[int, set[int]] = {}
+    for _ in range(300):
+        doc, start, length = int(rng.integers(0, 4)), int(rng.integers(0, 40)), int(rng.integers(1, 8))
+        bos = int(rng.random() < 0.2 and start > 0)
+        probe = (doc, int(rng.integers(0, 40)), int(rng.integers(1, 8)), 0, 0)
+        want = bool(seen.get(doc, set()) & set(range(probe[1], probe[1] + probe[2])))
+        assert cov.overlaps(probe) == want
+        cov.add((doc, start, length, 0, bos))
+        seen.setdefault(doc, set()).update(range(start, start + length - bos))
+        cov._check()
 
 
 def test_bad_inputs_are_refused() -> None:
