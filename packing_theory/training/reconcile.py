@@ -23,8 +23,10 @@ skipped        the replay's span is consumed nowhere in the ledger
 reordered      both are consumed, elsewhere
 =============  ==================================================================
 
-The whole ledger is read in any case (memory: one chunk per ledger plus
-O(documents) totals) for the per-document and per-source figures:
+The whole ledger is read in any case (memory: one chunk per ledger, the
+replay's spans of the scheduled rows, O(documents) totals, and the consumed
+offsets of the documents seen before the first divergence) for the
+per-document and per-source figures:
 positions and trained targets per document against the replay's (targets by
 the packer's trainer rule), documents that were consumed but never trained,
 and the realised share of each data source against the declared mixture.
