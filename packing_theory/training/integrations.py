@@ -22,9 +22,21 @@ calls made while ``model.training`` is true are recorded (evaluation is not).
 (0-based), so a resumed run numbers its steps as the uninterrupted run did.
 ``on_save`` flushes the ledger and writes its state (the digest chain and
 the index's hints) into the checkpoint directory as
-``training-ledger-rank{R}.json``; when the run resumes from that checkpoint,
-the first ``on_step_begin`` loads it, and the resumed ledger continues the
-same chain (:mod:`~packing_theory.training.certificates`).
+``training-ledger-rank{R}.json``; when the run resumes from a checkpoint, the
+first ``on_step_begin`` loads that file from
+``args.output_dir/checkpoint-{global_step}`` (where the trainer wrote it), and
+the resumed ledger continues the same chain
+(:mod:`~packing_theory.training.certificates`); without it the ledger starts
+at the resumed step with a fresh chain (``verify_resume`` recomputes the chain
+either way).
+
+**Labels.** The ledger reads the labels the model is called with. The
+``Trainer`` pops them before the call when it smooths labels
+(``label_smoothing_factor > 0``) or computes the loss with a
+``compute_loss_func``: the first is refused when training begins, the second
+at the first call without labels (an :class:`~packing_theory.errors.InputError`
+naming the keys the model received); record the collator's output with
+:func:`~packing_theory.training.observe_batches` there.
 
 **Ranks.** Give a factory ``ledger_callback(lambda rank, world: TrainingLedger(
 f"ledger-{rank}.ptl", corpus, rank=rank, world_size=world))``: it is called
@@ -94,6 +106,11 @@ def _callback_class() -> type:
                 self.ledger = self._source(int(args.process_index), int(args.world_size))  # type: ignore[operator]
             if model is None:
                 raise InputError("the trainer passed no model to on_train_begin: cannot observe its batches")
+            if float(getattr(args, "label_smoothing_factor", 0.0) or 0.0) > 0:
+                raise InputError(f"label_smoothing_factor={args.label_smoothing_factor}: the Trainer pops "
+                                 "the labels before calling the model, so the ledger cannot see which "
+                                 "positions reach the loss; record the collator's batches with "
+                                 "observe_batches instead")
             if self._handle is None:
                 self._handle = model_hook(self.ledger, model)
 

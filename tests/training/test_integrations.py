@@ -9,9 +9,9 @@ from a config, CPU) are marked slow.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
 import pytest
 
 from packing_theory.corpus.documents import TokenDocuments
@@ -169,12 +169,23 @@ def test_sft_trainer_resume_consumes_what_the_uninterrupted_run_did(tmp_path: Pa
     assert bytes(block[-1, 0]) == resumed.digest
 
 
-def test_ledger_callback_refuses_a_non_ledger() -> None:
+def test_ledger_callback_refuses_what_it_cannot_observe(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from packing_theory.errors import InputTypeError
+    from packing_theory.errors import InputError, InputTypeError
     from packing_theory.training import ledger_callback
 
     with pytest.raises(InputTypeError, match="ledger must be a TrainingLedger or a factory"):
         ledger_callback(3)  # type: ignore[arg-type]
-    cb = ledger_callback(lambda rank, world: TrainingLedger(np.zeros(0), CORPUS))  # built on train begin
-    assert cb.ledger is None
+    made: list[tuple[int, int]] = []
+
+    def factory(rank: int, world: int) -> TrainingLedger:
+        made.append((rank, world))
+        return TrainingLedger(tmp_path / f"l{rank}.ptl", CORPUS, rank=rank, world_size=world)
+
+    cb = ledger_callback(factory)
+    assert cb.ledger is None  # built when training begins, for the process's rank
+    args = SimpleNamespace(process_index=1, world_size=2, label_smoothing_factor=0.1,
+                           output_dir=str(tmp_path))
+    with pytest.raises(InputError, match=r"label_smoothing_factor=0\.1: the Trainer pops the labels"):
+        cb.on_train_begin(args, SimpleNamespace(global_step=0), None, model=tiny_llama())
+    assert made == [(1, 2)] and cb.ledger.rank == 1
