@@ -9,6 +9,7 @@ divergence (named: step, rank, row, document, class), 2 bad usage or input
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from ..audit.declared import read_mixture
 from ..corpus.labels import labels_from_file
 from ..errors import InputError
+from ..reporting import write_report
 from ..training.reconcile import reconcile
 from ..training.schedule import DEALS, Schedule
 from ..training.tokens import read_token_corpus
@@ -72,11 +74,17 @@ def register(sub: Any) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the report as JSON")
     out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="also write the report (reconcile.json, reconcile.md, reconcile.html) into DIR")
+    parser.add_argument("--force", action="store_true",
+                        help="--out: replace report-named files this library did not write")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Reconcile and print; return 0 (reconciled) or 1 (a divergence)."""
+    if args.force and not args.out:
+        raise InputError("--force applies to --out (the report directory)")
     if args.mixture and not args.labels:
         raise InputError("--mixture compares each source's share: give the documents' sources with --labels")
     documents = read_token_corpus(args.corpus)
@@ -90,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
     result = reconcile(list(args.ledgers), documents, args.policy, capacity=args.capacity,
                        seq_length=args.seq_length, options=parse_options(args.policy, args.option),
                        schedule=schedule, labels=labels, mixture=mixture, unit=args.unit)
+    if args.out:
+        files = write_report(result, args.out, force=args.force)
+        print(f"reconcile: wrote {files.markdown}, {files.json}"
+              + (f" and {files.html}" if files.html is not None else ""), file=sys.stderr)
     if args.json:
         emit_json(result.to_dict())
     elif args.markdown:

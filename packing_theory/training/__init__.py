@@ -43,7 +43,7 @@ from .ledger import TrainingLedger
 from .loops import gather_fingerprints, observe_batches
 from .merge import iter_steps, merge_ledgers
 from .reconcile import reconcile
-from .result import CLASSES, Divergence, Reconciliation, SourceShare
+from .result import CLASSES, Divergence, Reconciliation, SourceConsumption
 from .schedule import Schedule
 from .tokens import read_token_corpus, write_token_corpus
 
@@ -56,7 +56,7 @@ __all__ = [
     "Reconciliation",
     "ResumeCheck",
     "Schedule",
-    "SourceShare",
+    "SourceConsumption",
     "TrainingLedger",
     "certify",
     "compare_certificates",

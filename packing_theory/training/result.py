@@ -1,14 +1,23 @@
 """The result of a reconciliation: the verdict, the first divergence, per-document and per-source figures.
 
-:class:`Reconciliation` is a report: :meth:`~Reconciliation.to_dict` (JSON),
-:meth:`~Reconciliation.headline` (one sentence, each share beside its own
-quantity) and :meth:`~Reconciliation.markdown`. Its
+:class:`Reconciliation` is a :class:`~packing_theory.reporting.Report` (kind
+``reconcile``): :meth:`~Reconciliation.headline` (one sentence, each share
+beside its own quantity), :meth:`~Reconciliation.to_dict` (JSON),
+:meth:`~Reconciliation.sections` (what a person reads; rendered by
+:meth:`~Reconciliation.markdown` and the HTML page), written as one unit by
+:func:`~packing_theory.reporting.write_report`. Its
 :attr:`~Reconciliation.exit_code` is the command line's: 0 every step equals
 the replay, 1 a divergence.
+
+Per data source the ledger's consumption is set against the declared mixture
+by the audit's one rule (:func:`~packing_theory.audit.sources.realised_mixture`):
+the share of documents consumed against α, the share of tokens that reached
+the trainer against the token targets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.declared import DeclaredMixture
+from ..audit.sources import RealisedMixture, SourceAccount, realised_mixture
 from ..corpus.labels import SourceLabels
+from ..reporting.markdown import render_markdown
+from ..reporting.model import Amount, Attachment, Column, PlotFile, Section, Table, Text
 from .schedule import Schedule
 
-__all__ = ["CLASSES", "LISTED", "Divergence", "Reconciliation", "SourceShare"]
+__all__ = ["CLASSES", "LISTED", "Divergence", "Reconciliation", "SourceConsumption"]
 
 CLASSES = ("duplicated", "skipped", "reordered", "truncated", "foreign", "fully masked")
 """The classes of a divergence (see :mod:`~packing_theory.training.reconcile`)."""
@@ -92,53 +104,44 @@ class Divergence:
 
 
 @dataclass(frozen=True)
-class SourceShare:
-    """One data source: trained targets observed and replayed, and the declared share."""
+class SourceConsumption:
+    """One data source in the ledger: documents consumed, positions that reached the trainer, targets that
+    reached the loss, and the targets the replay prescribes for the same steps."""
 
     source: str
     documents: int
     positions: int
     targets: int
     expected_targets: int
-    share: float
-    declared: float | None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         return {"source": self.source, "documents": self.documents, "positions": self.positions,
-                "targets": self.targets, "expected_targets": self.expected_targets, "share": self.share,
-                "declared": self.declared,
-                "difference": None if self.declared is None else self.share - self.declared}
+                "targets": self.targets, "expected_targets": self.expected_targets}
 
 
 def _sources(labels: SourceLabels, mixture: DeclaredMixture | None, placed: npt.NDArray[np.int64],
-             trained: npt.NDArray[np.int64], expected: npt.NDArray[np.int64]) -> tuple[SourceShare, ...]:
+             trained: npt.NDArray[np.int64], expected: npt.NDArray[np.int64]
+             ) -> tuple[tuple[SourceConsumption, ...], RealisedMixture]:
     k = len(labels.names)
     codes = labels.codes.astype(np.int64)
     pos = np.bincount(codes, weights=placed, minlength=k).astype(np.int64)
     tgt = np.bincount(codes, weights=trained, minlength=k).astype(np.int64)
     exp = np.bincount(codes, weights=expected, minlength=k).astype(np.int64)
     docs = np.bincount(codes[placed > 0], minlength=k)
-    total = int(tgt.sum())
-    names = list(labels.names)
-    if mixture is not None:
-        names += [s for s in mixture.sources if s not in labels.names]
-    out = []
-    for name in names:
-        i = labels.names.index(name) if name in labels.names else None
-
-        def at(values: npt.NDArray[np.int64], i: int | None = i) -> int:
-            return 0 if i is None else int(values[i])
-
-        t = at(tgt)
-        out.append(SourceShare(name, at(docs), at(pos), t, at(exp), t / total if total else 0.0,
-                               None if mixture is None else mixture.alpha.get(name, 0.0)))
-    return tuple(out)
+    labelled = np.bincount(codes, minlength=k)
+    rows = tuple(SourceConsumption(name, int(docs[i]), int(pos[i]), int(tgt[i]), int(exp[i]))
+                 for i, name in enumerate(labels.names))
+    # what reached the trainer, as the audit's accounts: a document consumed is a document started, its
+    # positions are tokens in rows the trainer received (the ledger knows nothing of what it did not see)
+    accounts = [SourceAccount(r.source, int(labelled[i]), 0, r.documents, r.positions, r.documents, 0, 0, 0,
+                              r.positions, r.positions, 0, 0, 0) for i, r in enumerate(rows)]
+    return rows, realised_mixture(accounts, mixture)
 
 
 @dataclass(frozen=True)
 class Reconciliation:
-    """What :func:`~packing_theory.training.reconcile` found (see the module doc).
+    """What :func:`~packing_theory.training.reconcile` found, as a report (see the module doc).
 
     Attributes:
         policy: the packer replayed.
@@ -150,7 +153,9 @@ class Reconciliation:
         documents: documents consumed; ``never_trained`` those of them with no target.
         trained_mismatch: documents whose trained targets differ from the replay's;
             ``first_mismatch`` the first of them ``(doc, observed, replayed)``.
-        sources: per data source (when labels were given).
+        trained_by_document: per consumed document, its trained targets.
+        sources: per data source (when labels were given); ``mixture`` the realised mixture in both
+            readings, against the declaration when one was given.
     """
 
     policy: str
@@ -165,8 +170,11 @@ class Reconciliation:
     trained_mismatch: int
     first_mismatch: tuple[int, int, int] | None
     trained_by_document: dict[int, int]
-    sources: tuple[SourceShare, ...] | None
-    mixture_name: str | None
+    sources: tuple[SourceConsumption, ...] | None
+    mixture: RealisedMixture | None
+
+    kind = "reconcile"
+    title = "Training reconciliation"
 
     @classmethod
     def build(cls, *, policy: str, schedule: Schedule, records: int, differing: int,
@@ -180,11 +188,11 @@ class Reconciliation:
         mismatch = np.flatnonzero(trained != expected_targets)
         first = None if mismatch.size == 0 else (int(mismatch[0]), int(trained[mismatch[0]]),
                                                  int(expected_targets[mismatch[0]]))
-        sources = None if labels is None else _sources(labels, mixture, placed, trained, expected_targets)
+        rows, mix = (None, None) if labels is None else _sources(labels, mixture, placed, trained,
+                                                                 expected_targets)
         return cls(policy, schedule, unit, records, differing, divergence, dict(totals), int(consumed.size),
                    tuple(int(d) for d in never), int(mismatch.size), first,
-                   {int(d): int(trained[d]) for d in consumed}, sources,
-                   None if mixture is None else (mixture.name or "declared"))
+                   {int(d): int(trained[d]) for d in consumed}, rows, mix)
 
     @property
     def reconciled(self) -> bool:
@@ -208,17 +216,21 @@ class Reconciliation:
         return (f"diverged from the {self.policy} replay at {self.divergence.sentence()}; "
                 f"{self.differing:,} of {self.records:,} step records differ ({share}); {trained}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON document."""
+    def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The JSON document (``run``: the run entry of a written report)."""
+        from .._version import __version__
+
         first = None if self.first_mismatch is None else dict(
             zip(("doc", "observed", "replayed"), self.first_mismatch, strict=True))
         return {
-            "kind": "training-reconciliation",
+            "kind": self.kind,
+            "version": 1,
+            "generator": {"name": "packing_theory", "version": __version__},
+            "run": None if run is None else dict(run),
             "headline": self.headline(),
             "reconciled": self.reconciled,
-            "policy": self.policy,
-            "schedule": self.schedule.to_dict(),
-            "target_unit": self.unit,
+            "settings": {"policy": self.policy, "schedule": self.schedule.to_dict(),
+                         "target_unit": self.unit},
             "records": self.records,
             "differing_records": self.differing,
             "divergence": None if self.divergence is None else self.divergence.to_dict(),
@@ -228,37 +240,66 @@ class Reconciliation:
                               "documents": list(self.never_trained[:LISTED])},
             "trained_vs_replay": {"documents_differing": self.trained_mismatch, "first": first},
             "sources": None if self.sources is None else [s.to_dict() for s in self.sources],
-            "mixture": self.mixture_name,
+            "mixture": None if self.mixture is None else self.mixture.to_dict(),
         }
 
-    def markdown(self) -> str:
-        """The report as Markdown."""
+    def sections(self) -> Sequence[Section]:
+        """The verdict first, then the first divergence, what was consumed, and the sources."""
         t = self.totals
-        lines = ["# Training reconciliation", "", self.headline(), "",
-                 f"- packer: `{self.policy}` (targets by the `{self.unit}` rule); schedule: "
-                 f"{self.schedule.world_size} rank(s), {self.schedule.rows_per_step} row(s) per step, "
-                 f"{self.schedule.deal}",
-                 f"- step records: {self.records:,}; differing from the replay: {self.differing:,}",
-                 f"- rows: {t['rows']:,}; positions: {t['positions']:,}; padding: {t['padding']:,} "
-                 f"({_pct(t['padding'], t['positions'])}); masked labels: {t['masked']:,} "
-                 f"({_pct(t['masked'], t['positions'])}); foreign positions: {t['foreign']:,}",
-                 f"- documents consumed: {self.documents:,}; never trained: {len(self.never_trained):,}"]
-        if self.never_trained:
-            shown = ", ".join(map(str, self.never_trained[:20]))
-            lines.append(f"  (first: {shown}{' ...' if len(self.never_trained) > 20 else ''})")
-        if self.first_mismatch is not None:
-            d, o, r = self.first_mismatch
-            lines.append(f"- trained targets differ from the replay for {self.trained_mismatch:,} documents "
-                         f"(first: document {d}, {o} observed, {r} replayed)")
-        else:
-            lines.append("- trained targets equal the replay's for every document")
+        out = [Section("answer", "Verdict", (Text(self.headline()),), answer=True)]
         if self.divergence is not None:
-            lines += ["", "## First divergence", "", self.divergence.sentence()]
-        if self.sources:
-            lines += ["", "## Sources", "", "| source | documents | trained targets | share | declared | "
-                      "replayed targets |", "|---|---:|---:|---:|---:|---:|"]
-            for s in self.sources:
-                declared = "" if s.declared is None else f"{s.declared:.1%}"
-                lines.append(f"| {s.source} | {s.documents:,} | {s.targets:,} | {s.share:.1%} | {declared} | "
-                             f"{s.expected_targets:,} |")
-        return "\n".join(lines) + "\n"
+            d = self.divergence
+            out.append(Section("divergence", "First divergence", (
+                Text(d.sentence()),
+                Table("where", (Column("step", "count"), Column("rank", "count"),
+                                Column("micro-batch", "count"), Column("row", "count"), Column("class"),
+                                Column("observed"), Column("replay")),
+                      ((d.step, d.rank, d.micro, d.row, d.cls, str(d.observed), str(d.expected)),),
+                      key="divergence"))))
+        pos = t["positions"]
+
+        def part(key: str) -> Amount:
+            return Amount(t[key], t[key] / pos if pos else None)
+
+        out.append(Section("consumed", "What the trainer consumed", (
+            Table("totals", (Column("quantity"), Column("positions", "tokens")), (
+                ("positions", pos), ("trained targets", part("targets")), ("masked labels", part("masked")),
+                ("padding", part("padding")), ("foreign positions", part("foreign"))), key="totals"),
+            Text(f"{self.records:,} step records ({self.schedule.world_size} rank(s), "
+                 f"{self.schedule.rows_per_step} row(s) per step, {self.schedule.deal}); {self.differing:,} "
+                 f"differ from the {self.policy} replay. {self.documents:,} documents consumed, "
+                 f"{len(self.never_trained):,} of them never trained"
+                 + (f" (first: {', '.join(map(str, self.never_trained[:20]))})" if self.never_trained else "")
+                 + "."),
+            Text("Trained targets equal the replay's for every document (the "
+                 f"{self.unit} rule)." if self.first_mismatch is None else
+                 f"Trained targets differ from the replay's (the {self.unit} rule) for "
+                 f"{self.trained_mismatch:,} documents; first: document {self.first_mismatch[0]}, "
+                 f"{self.first_mismatch[1]:,} observed, {self.first_mismatch[2]:,} replayed."))))
+        if self.sources is not None:
+            blocks: list[Any] = [Table("per source", (
+                Column("source"), Column("documents", "count"), Column("positions", "tokens"),
+                Column("trained targets", "tokens"), Column("replayed targets", "tokens")),
+                tuple((s.source, s.documents, s.positions, s.targets, s.expected_targets)
+                      for s in self.sources), key="sources")]
+            if self.mixture is not None:
+                blocks.append(Text(self.mixture.headline()))
+                for r in self.mixture.readings:
+                    blocks.append(Table(f"{r.quantity}: share per source", (
+                        Column("source"), Column(r.quantity, "count"), Column("share", "share"),
+                        Column("declared", "share")),
+                        tuple((x.source, x.count, x.share, x.declared) for x in r.shares), key=r.reading))
+            out.append(Section("sources", "Sources", tuple(blocks)))
+        return out
+
+    def plots(self) -> Sequence[PlotFile]:
+        """None."""
+        return []
+
+    def attachments(self) -> Sequence[Attachment]:
+        """None."""
+        return []
+
+    def markdown(self) -> str:
+        """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
+        return render_markdown(self)

@@ -8,11 +8,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from packing_theory.cli import main
+from packing_theory.cli import _OneLineParser
+from packing_theory.cli import reconcile as command
+from packing_theory.cli._exit import ExitCode, run_command
 from packing_theory.training import Schedule, write_token_corpus
 from tests.training.simulate import random_docs, replay_rows, run_ledger, step_batches
 
 DOCS = random_docs(150, seed=8)
+
+
+def main(argv: list[str]) -> int:
+    """``packing-theory reconcile`` as ``packing_theory.cli.main`` runs it: the module's parser under the
+    exit-code contract (only this command is registered, so the test does not depend on the others)."""
+    parser = _OneLineParser(prog="packing-theory")
+    command.register(parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else int(ExitCode.USAGE)
+    return run_command(args.command, lambda: args.run(args), debug=False)
 
 
 @pytest.fixture()
@@ -55,7 +69,8 @@ def test_exit_codes_and_output(files: dict[str, Path], capsys: pytest.CaptureFix
     assert main(_args(files, "good", "--markdown", "--labels", str(files["labels"]), "--mixture",
                       str(files["mixture"]), "--option", "window=1000")) == 0
     md = capsys.readouterr().out
-    assert md.startswith("# Training reconciliation") and "| web |" in md and "50.0%" in md
+    assert md.startswith("every step equals the trl-bfd replay") and "# Training reconciliation" in md
+    assert "| web |" in md and "50.0%" in md
     jsonl = _args(files, "good")
     jsonl[jsonl.index(str(files["corpus"]))] = str(files["jsonl"])
     assert main(jsonl) == 0
@@ -82,6 +97,24 @@ def test_bad_input_is_one_line_and_status_2(files: dict[str, Path], capsys: pyte
     assert main(["reconcile", str(files["good"]), "--corpus", str(files["corpus"]), "--policy", "nope",
                  "--capacity", "8"]) == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_the_report_files(files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from packing_theory.reporting import Report
+
+    assert main(_args(files, "bad", "--out", str(tmp_path / "rep"))) == 1
+    assert "reconcile: wrote" in capsys.readouterr().err
+    doc = json.loads((tmp_path / "rep" / "reconcile.json").read_text())
+    assert doc["kind"] == "reconcile" and doc["divergence"]["class"] == "skipped" and doc["run"]["id"]
+    page = (tmp_path / "rep" / "reconcile.html").read_text()
+    assert "Training reconciliation" in page and "First divergence" in page
+    assert (tmp_path / "rep" / "reconcile.md").read_text().startswith("diverged from the trl-bfd replay")
+    assert main(_args(files, "good", "--force")) == 2
+    assert "--force applies to --out" in capsys.readouterr().err
+    from packing_theory.training import Schedule, reconcile
+
+    res = reconcile(files["good"], DOCS, "trl-bfd", capacity=32, schedule=Schedule(rows_per_step=4))
+    assert isinstance(res, Report)
 
 
 def test_an_empty_ledger_is_not_measured(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -210,18 +210,29 @@ def test_shares_per_source_against_the_declared_mixture() -> None:
     mix = DeclaredMixture.from_document({"alpha": {"web": 0.5, "code": 0.3, "books": 0.2}})
     res = reconcile(buf, DOCS, "trl-bfd", capacity=R, schedule=sched, labels=labels, mixture=mix,
                     unit="sequence")
-    assert res.sources is not None
+    assert res.sources is not None and res.mixture is not None
     by = {s.source: s for s in res.sources}
-    want = {"web": 0, "code": 0}
-    for rec in iter_steps(buf):
-        for doc, t in zip(rec.spans["doc"].tolist(), rec.spans["targets"].tolist(), strict=True):
-            want[names[doc]] += t
-    assert {k: by[k].targets for k in want} == want
-    assert by["books"].targets == 0 and by["books"].declared == 0.2
-    total = sum(want.values())
-    assert by["web"].share == pytest.approx(want["web"] / total)
-    assert by["web"].targets == by["web"].expected_targets  # the replay's, by the sequence rule
-    assert "| books |" in res.markdown()
+    targets = {"web": 0, "code": 0}
+    positions = {"web": 0, "code": 0}
+    docs: dict[str, set[int]] = {"web": set(), "code": set()}
+    for rec in iter_steps(buf):  # written out from the ledger's own spans
+        for doc, length, t in zip(rec.spans["doc"].tolist(), rec.spans["length"].tolist(),
+                                  rec.spans["targets"].tolist(), strict=True):
+            targets[names[doc]] += t
+            positions[names[doc]] += length
+            docs[names[doc]].add(doc)
+    assert {k: (by[k].targets, by[k].positions, by[k].documents) for k in targets} == {
+        k: (targets[k], positions[k], len(docs[k])) for k in targets}
+    assert all(s.targets == s.expected_targets for s in res.sources)  # the replay's, by the sequence rule
+    reading = {x.source: x for x in res.mixture.documents.shares}
+    consumed = len(docs["web"]) + len(docs["code"])
+    assert reading["web"].share == pytest.approx(len(docs["web"]) / consumed)
+    assert (reading["books"].count, reading["books"].declared) == (0, 0.2)
+    assert res.mixture.documents.declared and not res.mixture.tokens.declared
+    web = {x.source: x for x in res.mixture.tokens.shares}["web"]
+    assert web.share == pytest.approx(positions["web"] / sum(positions.values()))
+    md = res.markdown()
+    assert "| books |" in md and "## Sources" in md and res.to_dict()["mixture"]["documents"]["declared"]
 
 
 def test_coverage_keeps_disjoint_intervals() -> None:
