@@ -8,7 +8,7 @@ that stream. The whole audit of a corpus, from Python::
 
     import packing_theory as pt
     corpus = pt.open_corpus("data/", source_from="dir", mixture="mix.yaml")
-    result = pt.audit(corpus, ["discard", "trl-bfd"], pt.Settings(seq_length=2048), documents=True)
+    result = pt.audit_corpus(corpus, ["discard", "trl-bfd"], pt.Settings(seq_length=2048), documents=True)
     pt.write_report(result, "audit-report", plots=True)
 
 writes the same files as ``packing-theory audit --data data/ --source-from dir
@@ -17,7 +17,7 @@ writes the same files as ``packing-theory audit --data data/ --source-from dir
 Layout (arrows point down; see the architecture page of the docs)::
 
     cli/                     the packing-theory command (one option table)
-    orchestration/           ONE measurement: corpus x packers x horizon x consumers (measure, audit, compare)
+    orchestration/           ONE measurement: corpus x packers x horizon x consumers
     distributed/             where tasks run: this process, local processes, Dask; census, per-rank audits
     audit/ evaluation/ adapters/ training/ configs/ testing   consumers of the event stream
     invariant/               the protected set, the monitor, bounds, strategies
@@ -46,6 +46,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import _startup  # noqa: F401  (first: Ctrl-C while the command starts is one line; see its docstring)
+from ._deprecation import deprecated
 from ._version import __version__
 from .errors import Finding, InputError, InputTypeError, MissingDependency, NotMeasured, PackingTheoryError
 
@@ -82,8 +83,8 @@ if TYPE_CHECKING:
         Measurement,
         PackerRun,
         Settings,
-        audit,
-        compare,
+        audit_corpus,
+        compare_corpus,
         measure,
         open_corpus,
     )
@@ -100,8 +101,9 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("InvariantMonitor", "InvariantViolation"), "packing_theory.invariant"),
     **dict.fromkeys(("earliest_pass", "mass_lower_bound", "repeated_corpus_table", "startup_bound"),
                     "packing_theory.invariant.bounds"),
-    **dict.fromkeys(("AuditResult", "Comparison", "Corpus", "Measurement", "PackerRun", "Settings", "audit",
-                     "compare", "measure", "open_corpus"), "packing_theory.orchestration"),
+    **dict.fromkeys(("AuditResult", "Comparison", "Corpus", "Measurement", "PackerRun", "Settings",
+                     "audit_corpus", "compare_corpus", "measure", "open_corpus"),
+                    "packing_theory.orchestration"),
     "build_packer": "packing_theory.registry",
     **dict.fromkeys(("Report", "write_report"), "packing_theory.reporting"),
 }
@@ -128,28 +130,76 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "packing_theory.registry",
     "packing_theory.reporting",
     "packing_theory.testing",
+    "packing_theory.training",
 )
 """The public modules: their ``__all__`` is the API (frozen in ``tests/data/public_api.json``); every
 other module is an implementation detail that may change without notice."""
 
 __all__ = [
     "PUBLIC_MODULES",
+    "Arrival",
+    "AuditResult",
+    "BosAdded",
+    "Budget",
+    "BufferedSpan",
+    "Comparison",
+    "CompiledPacker",
+    "Consumer",
+    "Corpus",
+    "Discard",
+    "Event",
+    "EventBatch",
+    "Exhausted",
+    "Filtered",
     "Finding",
+    "Horizon",
     "InputError",
     "InputTypeError",
+    "InvariantMonitor",
+    "InvariantViolation",
+    "Ledger",
+    "Measurement",
     "MissingDependency",
     "NotMeasured",
+    "Packer",
+    "PackerConfig",
+    "PackerRun",
     "PackingTheoryError",
+    "Padding",
+    "Placement",
+    "ReferencePacker",
+    "Repeat",
+    "Report",
+    "Settings",
+    "StreamLedger",
     "__version__",
-    *sorted(_EXPORTS),
+    "audit_corpus",
+    "audit_events",
+    "build_packer",
+    "compare_corpus",
+    "earliest_pass",
+    "feed_all",
+    "mass_lower_bound",
+    "measure",
+    "open_corpus",
+    "repeated_corpus_table",
+    "replay",
+    "startup_bound",
+    "write_report",
 ]
 
 
+_DEPRECATED = deprecated("packing_theory", {"audit_lengths": "packing_theory.audit.audit_lengths"},
+                         since="0.2.0")
+"""Names the root no longer exports, served with a warning for a release (``audit_lengths`` audits one
+streaming replay; :func:`audit_corpus` audits any packer)."""
+
+
 def __getattr__(name: str) -> Any:
-    """Import a re-exported name on first use (PEP 562)."""
+    """Import a re-exported name on first use (PEP 562); a deprecated name warns and is served."""
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'packing_theory' has no attribute {name!r}")
+        return _DEPRECATED(name)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

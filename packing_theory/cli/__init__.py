@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "census": "packing_theory.cli.census",
     "contamination": "packing_theory.cli.contamination",
     "explain": "packing_theory.cli.explain",
+    "reconcile": "packing_theory.cli.reconcile",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 
@@ -60,6 +61,7 @@ SUMMARIES: dict[str, str] = {
     "contamination": "n-gram overlap of training documents with reference texts; exit 1 found, "
                      "3 not measured",
     "explain": "what one packer did to one document, and why",
+    "reconcile": "check a training ledger against the replay of its packer; exit 1 on a divergence",
 }
 """The one-line help of each command in ``packing-theory --help`` (its module is not imported for it)."""
 

@@ -22,7 +22,7 @@ from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..engine.horizon import Budget
-    from ..orchestration.measure import Settings
+    from ..orchestration.settings import Settings
 
 __all__ = [
     "check_executor",
@@ -116,7 +116,7 @@ def settings_from_args(args: argparse.Namespace, packers: Sequence[str]) -> Sett
         InputError: an option no measured packer takes, a row width a packer's framework refuses
             (naming the packer and suggesting ``--seq-length``).
     """
-    from ..orchestration.measure import Settings
+    from ..orchestration.settings import Settings
     from ._packers import build_one, check_streaming_options, check_width, peer_options
 
     check_streaming_options(args, packers)

@@ -44,7 +44,8 @@ from ._types import (
     refill,
 )
 
-__all__ = ["COPIED_CONSTANTS", "EXCLUSIVE", "OPTIONS", "SECTIONS", "Option", "add_options", "option_for"]
+__all__ = ["COPIED_CONSTANTS", "EXCLUSIVE", "OPTIONS", "OUT_DEFAULTS", "SECTIONS", "Option", "add_options",
+           "option_for"]
 
 # ----------------------------------------------------------------------------- copies of library constants
 
@@ -58,6 +59,7 @@ DRIFT_THRESHOLD = 0.25
 AUTORESEARCH_ROWS = 243_968
 ROW_GROUP_SIZE = 1024
 COMPARE_DEMO_DOCUMENTS = 50_000
+DEALS = ("blocks", "interleaved")
 DOCUMENTS_LIMIT = 100_000
 
 COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
@@ -66,13 +68,14 @@ COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
     "BOS_CHOICES": ("packing_theory.corpus.text:BOS_CHOICES", BOS_CHOICES),
     "SOURCE_FROM": ("packing_theory.corpus.labels:SOURCE_FROM", SOURCE_FROM),
     "DOCUMENTS_FILES": ("packing_theory.orchestration.audit:DOCUMENTS_FILES", DOCUMENTS_FILES),
-    "MIXTURE_BLOCKS": ("packing_theory.audit.sources:DEFAULT_BLOCKS", MIXTURE_BLOCKS),
-    "DRIFT_THRESHOLD": ("packing_theory.audit.sources:DRIFT_THRESHOLD", DRIFT_THRESHOLD),
+    "MIXTURE_BLOCKS": ("packing_theory.audit.source_series:DEFAULT_BLOCKS", MIXTURE_BLOCKS),
+    "DRIFT_THRESHOLD": ("packing_theory.audit.source_series:DRIFT_THRESHOLD", DRIFT_THRESHOLD),
     "AUTORESEARCH_ROWS": ("packing_theory.orchestration.audit:AUTORESEARCH_ROWS", AUTORESEARCH_ROWS),
     "ROW_GROUP_SIZE": ("packing_theory.distributed.ranks:NANOCHAT_ROW_GROUP_SIZE", ROW_GROUP_SIZE),
     "COMPARE_DEMO_DOCUMENTS": ("packing_theory.orchestration.demo:COMPARE_DEMO_DOCUMENTS",
                                COMPARE_DEMO_DOCUMENTS),
     "DOCUMENTS_LIMIT": ("packing_theory.audit.documents:DOCUMENTS_DEFAULT_LIMIT", DOCUMENTS_LIMIT),
+    "DEALS": ("packing_theory.training.schedule:DEALS", DEALS),
 }
 """Each constant this module copies (so that ``--help`` imports no engine): ``(module:name, value)``."""
 
@@ -94,6 +97,9 @@ SECTIONS: dict[str, str] = {
     "report": "output",
 }
 """Argument-group titles, by section."""
+
+OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None}
+"""``--out``'s default where it is not ``<command>-report`` (``None``: no report directory unless asked)."""
 
 EXCLUSIVE: dict[str, bool] = {"input": True, "width": False, "horizon": False, "documents": False,
                               "family": False}
@@ -126,7 +132,7 @@ class Option:
     def kwargs(self, command: str) -> dict[str, Any]:
         """The keyword arguments of ``add_argument`` for this option in ``command``."""
         out: dict[str, Any] = {"help": self.help}
-        default = f"{command}-report" if self.name == "out" else self.default
+        default = OUT_DEFAULTS.get(command, f"{command}-report") if self.name == "out" else self.default
         if self.action is not None:
             out["action"] = self.action
         if self.action not in ("store_true", "store_false"):
@@ -139,7 +145,8 @@ class Option:
         if self.flags[0].startswith("-") or default is not None:
             out["default"] = default
         if self.name == "out":
-            out["help"] = self.help.replace("COMMAND", command)
+            out["help"] = self.help.replace("DEFAULT", f"./{default}" if default else
+                                            "none, the report is printed; with DIR also written there")
         return out
 
 
@@ -209,8 +216,8 @@ _TABLE: tuple[Option, ...] = (
     _o("--source-from", choices=SOURCE_FROM, section="sources",
        help="a document's source is the directory (dir) or the file (file) it was read from"),
     _o("--mixture", type=existing_path("--mixture"), metavar="FILE", section="sources",
-       help="the declared mixture (JSON or YAML): per source 'alpha' shares summing to 1, or 'tokens' "
-            "targets"),
+       help="the declared mixture (JSON or YAML): per source 'alpha' (sampling frequencies of documents, "
+            "summing to 1), 'tokens' (token targets), or both"),
     _o("--funnel", type=existing_path("--funnel"), metavar="FILE", section="sources",
        help="the cleaning funnel (JSON or YAML): ordered stages with their outcome masks, id lists or "
             "columns; the corpus given is the raw one, the packers replay what the funnel keeps, and every "
@@ -284,8 +291,9 @@ _TABLE: tuple[Option, ...] = (
        help="where the tasks run: local (default; --workers processes) or dask://HOST:PORT "
             "(pip install 'packing-theory[distributed]')"),
     _o("--world-size", type=int_range("--world-size", 1), metavar="W", section="execution",
-       help="also audit each of W data-parallel ranks as nanochat's loader feeds them (rank r reads row "
-            "groups r, r + W, ...); streaming policies only"),
+       help="the W data-parallel ranks of the run: audit each rank's stream as nanochat's loader feeds "
+            "it (rank r reads row groups r, r + W, ...; streaming policies only), or read each rank's "
+            "ledger (default: one rank)"),
     _o("--row-group-size", type=int_range("--row-group-size", 1), default=ROW_GROUP_SIZE, metavar="N",
        section="execution",
        help=f"documents per row group of an input without row groups of its own, for --world-size (default "
@@ -294,8 +302,8 @@ _TABLE: tuple[Option, ...] = (
        help="extra attempts per task (default 1)"),
     # ------------------------------------------------------------------ output
     _o("--out", metavar="DIR", section="report",
-       help="report directory (default ./COMMAND-report), checked and locked before anything runs; the "
-            "report's files are swapped in together"),
+       help="report directory (default: DEFAULT), checked and locked before anything runs; the report's "
+            "files are swapped in together"),
     _o("--force", action="store_true", default=False, section="report",
        help="replace report-named files in --out that packing-theory did not write"),
     _o("--no-plots", action="store_true", default=False, section="report",
@@ -309,6 +317,8 @@ _TABLE: tuple[Option, ...] = (
        help="never write the per-document table"),
     _o("--json", action="store_true", default=False, section="report",
        help="print the result as JSON on standard output (a report's JSON document, as written)"),
+    _o("--markdown", action="store_true", default=False, section="report",
+       help="print the report as Markdown on standard output"),
     _o("--no-progress", action="store_true", default=False, section="report",
        help="never show a progress bar (shown by default on a terminal)"),
     # ------------------------------------------------------------------ one command's own options
@@ -317,6 +327,21 @@ _TABLE: tuple[Option, ...] = (
             "or its name (exact, else a unique whole-component path suffix)"),
     _o("manifest", type=existing_path("MANIFEST.json"), metavar="MANIFEST.json",
        help="the shard manifest (written by write_shards)"),
+    _o("ledgers", nargs="+", type=existing_path("LEDGER"), metavar="LEDGER",
+       help="the training ledger file(s): one per rank, or one merged"),
+    _o("--corpus", type=existing_path("--corpus"), metavar="FILE",
+       help="the documents as the trainer saw them, BOS included, in raw corpus order: .npz (arrays tokens, "
+            "offsets) or .jsonl (one JSON list of token ids per line)"),
+    _o("--rows-per-step", type=int_range("--rows-per-step", 1), default=1, metavar="B",
+       help="packed rows one rank consumes per optimizer step: micro-batch size x gradient accumulation "
+            "(default 1)"),
+    _o("--deal", choices=DEALS, default="blocks",
+       help="how rows reach ranks: blocks (Megatron's sampler, accelerate's sharding; default) or "
+            "interleaved (torch DistributedSampler)"),
+    _o("--permutation", type=existing_path("--permutation"), metavar="FILE.npy",
+       help="the sampler's order over the rows (a shuffling sampler's indices)"),
+    _o("--unit", choices=("row", "sequence", "position"),
+       help="which positions the trainer predicts (default: the packer's declared rule)"),
     _o("--demo-documents", type=int_range("--demo-documents", 1), metavar="N",
        help=f"--demo: the documents of the default corpus replayed (default {COMPARE_DEMO_DOCUMENTS:,})"),
     _o("--scale", type=float_range("--scale", 0, 1, open_low=True), default=1.0, help=argparse.SUPPRESS),

@@ -29,7 +29,7 @@ from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..engine.horizon import Budget
-    from ..orchestration.measure import Settings
+    from ..orchestration.settings import Settings
 
 __all__ = ["build_one", "check_streaming_options", "check_width", "peer_options"]
 
@@ -47,7 +47,8 @@ def _refuse(flag: str, key: str, packers: Sequence[str]) -> InputError:
         try:
             entry(packers[0]).knob(key)
         except InputError as exc:
-            return InputError(f"{flag}: {exc}; {flag} applies to {', '.join(takers) or 'no packer'}")
+            also = f"; {flag} applies to {', '.join(takers)}" if takers else ""
+            return InputError(f"{flag}: {exc}{also}")
     if not takers:
         return InputError(f"{flag}: no packer takes an option {key!r} (`packing-theory policies` lists each "
                           "packer's options)")

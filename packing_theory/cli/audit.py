@@ -46,8 +46,8 @@ def register(sub: Any) -> None:
 
 
 def audit_corpus(*args: Any, **kwargs: Any) -> Any:
-    """:func:`packing_theory.orchestration.audit` (imported when the command runs)."""
-    from ..orchestration.audit import audit
+    """:func:`packing_theory.orchestration.audit_corpus` (imported when the command runs)."""
+    from ..orchestration.audit import audit_corpus as audit
 
     return audit(*args, **kwargs)
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.horizon import Budget
     from ..errors import Finding, import_optional
     from ..orchestration.corpus import Corpus
-    from ..orchestration.demo import DEMO_POLICIES, audit_demo
+    from ..orchestration.demo import DEMO_POLICIES, PAPER_5_1, audit_demo
     from ..registry import entry
     from ..reporting import ReportWriter, progress_bar, require_matplotlib, stage_report
     from ._common import (
@@ -176,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
                                   permutation_seed=args.permutation_seed, evaluation=evaluation,
                                   documents=_documents(args, int(corpus.lengths.size) * settings.passes),
                                   mixture_blocks=args.mixture_blocks, drift_threshold=args.drift_threshold,
-                                  executor=args.executor, workers=workers, progress=bar)
+                                  executor=args.executor, workers=workers, progress=bar,
+                                  reference=PAPER_5_1 if demo is not None and args.scale == 1 else None)
         finally:
             if bar is not None:
                 bar.close()

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         startup_bound,
     )
     from ..lengths import exact_sum
-    from ..orchestration.measure import Settings
+    from ..orchestration.settings import Settings
     from ._common import emit_json
     from ._inputs import corpus_from_args
 

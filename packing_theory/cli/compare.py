@@ -44,8 +44,8 @@ def register(sub: Any) -> None:
 
 
 def compare_corpus(*args: Any, **kwargs: Any) -> Any:
-    """:func:`packing_theory.orchestration.compare` (imported when the command runs)."""
-    from ..orchestration.compare import compare
+    """:func:`packing_theory.orchestration.compare_corpus` (imported when the command runs)."""
+    from ..orchestration.compare import compare_corpus as compare
 
     return compare(*args, **kwargs)
 

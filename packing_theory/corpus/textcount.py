@@ -36,9 +36,15 @@ from .._checks import check_int
 from ..errors import InputError, InputTypeError
 
 __all__ = [
+    "BUILTIN_TOKENIZERS",
+    "BuiltinTokenizer",
+    "NotText",
+    "binary_failure",
+    "check_errors",
+    "count_text",
+    "count_text_files",
+    "decode_failure",
     "load_tokenizer",
-    "BUILTIN_TOKENIZERS", "BuiltinTokenizer", "NotText", "binary_failure", "check_errors", "count_text",
-    "count_text_files", "decode_failure",
 ]
 
 BuiltinTokenizer = Literal["bytes", "chars", "whitespace"]

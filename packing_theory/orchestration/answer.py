@@ -22,7 +22,7 @@ One vocabulary for ``audit`` and ``compare`` (``docs/never_trained.rst``):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,29 +48,53 @@ __all__ = [
     "packer_answer",
     "prefix_bias",
     "ranking",
+    "stop_phrase",
 ]
 
-PARTS: tuple[str, ...] = ("trained", "never started", "cut off", "still buffered", "in the unfinished row",
-                          "never reached")
+PARTS: tuple[str, ...] = (
+    "trained",
+    "never started",
+    "cut off",
+    "still buffered",
+    "in the unfinished row",
+    "never reached",
+)
 """The parts of a packer's offered tokens, in the order of :func:`decomposition`."""
 
-PART_TERMS: tuple[str, ...] = ("trained", "never started", "cut off", "still buffered", "unfinished row",
-                               "never reached")
+PART_TERMS: tuple[str, ...] = (
+    "trained",
+    "never started",
+    "cut off",
+    "still buffered",
+    "unfinished row",
+    "never reached",
+)
 """The glossary term of each part."""
 
 
 def decomposition(nt: NeverTrained) -> tuple[int, ...]:
     """The tokens of each part of :data:`PARTS`; they sum to ``nt.offered_tokens`` (checked)."""
-    parts = (nt.trained_tokens, nt.never_started.tokens, nt.dropped.tokens, nt.still_buffered.tokens,
-             nt.partial_row.tokens, nt.never_reached.tokens)
+    parts = (
+        nt.trained_tokens,
+        nt.never_started.tokens,
+        nt.dropped.tokens,
+        nt.still_buffered.tokens,
+        nt.partial_row.tokens,
+        nt.never_reached.tokens,
+    )
     assert sum(parts) == nt.offered_tokens, "the parts do not reconcile with the tokens offered"
     return parts
 
 
 def decomposition_bars(runs: Sequence[PackerRun], caption: str) -> Bars:
     """One stacked bar per packer: its offered tokens by part."""
-    return Bars(caption, "tokens", PARTS, tuple((r.packer, decomposition(r.never_trained)) for r in runs),
-                terms=PART_TERMS)
+    return Bars(
+        caption,
+        "tokens",
+        PARTS,
+        tuple((r.packer, decomposition(r.never_trained)) for r in runs),
+        terms=PART_TERMS,
+    )
 
 
 def _docs(n: int) -> str:
@@ -91,21 +115,40 @@ def packer_answer(run: PackerRun) -> str:
     parts = [f"trained {share(nt.trained_tokens)} of the {total:,} tokens offered"]
     if nt.never_started.documents:
         largest = ", the largest" if nt.largest and not nt.never_reached.documents else ""
-        parts.append(f"{_docs(nt.never_started.documents)} never started ({share(nt.never_started.tokens)} "
-                     f"of the tokens{largest})")
+        parts.append(
+            f"{_docs(nt.never_started.documents)} never started ({share(nt.never_started.tokens)} "
+            f"of the tokens{largest})"
+        )
     if nt.dropped.tokens:
-        parts.append(f"tails of {_docs(nt.dropped.documents)} that started were cut off "
-                     f"({share(nt.dropped.tokens)})")
+        parts.append(
+            f"tails of {_docs(nt.dropped.documents)} that started were cut off ({share(nt.dropped.tokens)})"
+        )
     if nt.still_buffered.tokens:
-        parts.append(f"{_docs(nt.still_buffered.documents)} that started are still buffered "
-                     f"({share(nt.still_buffered.tokens)})")
+        verb = "is" if nt.still_buffered.documents == 1 else "are"
+        parts.append(
+            f"{_docs(nt.still_buffered.documents)} that started {verb} still buffered "
+            f"({share(nt.still_buffered.tokens)})"
+        )
     if nt.partial_row.tokens:
-        parts.append(f"{nt.partial_row.tokens:,} tokens sit in the unfinished last row "
-                     f"({share(nt.partial_row.tokens)})")
+        parts.append(
+            f"{nt.partial_row.tokens:,} tokens sit in the unfinished last row "
+            f"({share(nt.partial_row.tokens)})"
+        )
     if nt.never_reached.documents:
-        parts.append(f"{_docs(nt.never_reached.documents)} lie beyond the horizon "
-                     f"({share(nt.never_reached.tokens)})")
-    return f"{run.packer} {run.horizon.sentence()}: " + "; ".join(parts)
+        parts.append(
+            f"{_docs(nt.never_reached.documents)} lie beyond the horizon ({share(nt.never_reached.tokens)})"
+        )
+    return f"{run.packer} {stop_phrase(run)}: " + "; ".join(parts)
+
+
+def stop_phrase(run: PackerRun) -> str:
+    """Where a packer's run stopped, in words (the unfinished row is a part of its own, not said here):
+    ``reached the horizon of 500 rows at row 500``, ``stopped at row 118 because the stream ran dry``."""
+    h = run.horizon
+    if h.reason == "budget reached":
+        asked = f" of {h.asked.describe()}" if h.asked is not None else ""
+        return f"reached the horizon{asked} at row {h.stopped_at_row:,}"
+    return replace(h, partial_row_tokens=0).sentence()
 
 
 # --------------------------------------------------------------------------- what differs
@@ -133,11 +176,13 @@ def prefix_bias(run: PackerRun) -> float | None:
 
 
 def _mixture_distance(run: PackerRun) -> float | None:
-    """Total variation between the realised share of trained tokens per source and the declared α."""
+    """Total variation of the realised mixture from the declared one: the trained-token shares against
+    the token targets when declared, else the shares of documents started against α."""
     shares = getattr(run.sources, "shares", None)
-    if not shares:
+    if shares is None:
         return None
-    return 0.5 * sum(abs(s.share - s.alpha) for s in shares if s.share is not None)
+    reading = shares.tokens if shares.tokens.declared else shares.documents
+    return reading.distance  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,18 +197,43 @@ class Ranked:
 
 
 RANKED: tuple[Ranked, ...] = (
-    Ranked("never_started_documents", "documents never started", "count",
-           lambda r: r.never_trained.never_started.documents, "never started"),
+    Ranked(
+        "never_started_documents",
+        "documents never started",
+        "count",
+        lambda r: r.never_trained.never_started.documents,
+        "never started",
+    ),
     Ranked("cut_off_tokens", "tokens cut off", "tokens", lambda r: r.never_trained.dropped.tokens, "cut off"),
-    Ranked("start_delay_max", "longest start delay (rows)", "count", lambda r: r.costs.start_delay_max,
-           "start delay"),
-    Ranked("start_delay_p50", "median start delay (rows)", "count", lambda r: r.costs.start_delay_p50,
-           "start delay"),
+    Ranked(
+        "start_delay_max",
+        "longest start delay (rows)",
+        "count",
+        lambda r: r.costs.start_delay_max,
+        "start delay",
+    ),
+    Ranked(
+        "start_delay_p50",
+        "median start delay (rows)",
+        "count",
+        lambda r: r.costs.start_delay_p50,
+        "start delay",
+    ),
     Ranked("prefix_bias", "prefix bias of long documents", "number", prefix_bias, "prefix bias"),
-    Ranked("mixture_distance", "distance from the declared mixture", "number", _mixture_distance,
-           "mixture distance"),
-    Ranked("unused_positions", "row positions without a token", "tokens",
-           lambda r: r.aggregates.mass.unused_capacity_tokens, "unused capacity"),
+    Ranked(
+        "mixture_distance",
+        "distance from the declared mixture",
+        "number",
+        _mixture_distance,
+        "mixture distance",
+    ),
+    Ranked(
+        "unused_positions",
+        "row positions without a token",
+        "tokens",
+        lambda r: r.aggregates.mass.unused_capacity_tokens,
+        "unused capacity",
+    ),
 )
 """What differs between packers at a common horizon, in the order the ranking considers them (fewer,
 shorter, smaller is better for each)."""
@@ -179,8 +249,12 @@ class Ranking:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"by", "label", "order", "values"}``."""
-        return {"by": None if self.by is None else self.by.key, "label": None if self.by is None else self.by.label,
-                "order": list(self.order), "values": dict(self.values)}
+        return {
+            "by": None if self.by is None else self.by.key,
+            "label": None if self.by is None else self.by.label,
+            "order": list(self.order),
+            "values": dict(self.values),
+        }
 
 
 def ranking(runs: Sequence[PackerRun]) -> Ranking:
@@ -194,9 +268,10 @@ def ranking(runs: Sequence[PackerRun]) -> Ranking:
         values = [q.value(r) for r in runs]
         if len(runs) < 2 or any(v is None for v in values) or len(set(values)) < 2:
             continue
-        order = sorted(range(len(runs)), key=lambda i: (values[i], i))  # type: ignore[arg-type, return-value]
-        return Ranking(q, tuple(runs[i].packer for i in order), {r.packer: v for r, v in zip(runs, values,
-                                                                                            strict=True)})
+        order = sorted(range(len(runs)), key=lambda i: (values[i], i))
+        return Ranking(
+            q, tuple(runs[i].packer for i in order), {r.packer: v for r, v in zip(runs, values, strict=True)}
+        )
     return Ranking(None, tuple(r.packer for r in runs), {})
 
 
@@ -208,23 +283,30 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
     trained = [r.never_trained.trained_tokens for r in m.runs]
     offered = m.runs[0].never_trained.offered_tokens
     untrained = [r.never_trained.tokens for r in m.runs]
-    return {"trained_tokens_min": min(trained), "trained_tokens_max": max(trained),
-            "untrained_share_min": min(untrained) / offered if offered else None,
-            "untrained_share_max": max(untrained) / offered if offered else None,
-            "offered_tokens": offered}
+    return {
+        "trained_tokens_min": min(trained),
+        "trained_tokens_max": max(trained),
+        "untrained_share_min": min(untrained) / offered if offered else None,
+        "untrained_share_max": max(untrained) / offered if offered else None,
+        "offered_tokens": offered,
+    }
 
 
 # --------------------------------------------------------------------------- which documents
 
 
 DOCUMENT_COLUMNS_SHOWN: tuple[Column, ...] = (
-    Column("document", "count"), Column("name"), Column("source"), Column("tokens", "tokens"),
+    Column("document", "count"),
+    Column("name"),
+    Column("source"),
+    Column("tokens", "tokens"),
     Column("never started by"),
 )
 
 
-def never_started_documents(runs: Sequence[PackerRun], corpus: Corpus | None, *, limit: int = 10
-                            ) -> tuple[Table | None, int]:
+def never_started_documents(
+    runs: Sequence[PackerRun], corpus: Corpus | None, *, limit: int = 10
+) -> tuple[Table | None, int]:
     """The ``limit`` largest documents some packer never started (raw index, name, source, length, by
     which packers), and how many there are in all. ``(None, 0)`` without per-document tables.
 
@@ -248,10 +330,18 @@ def never_started_documents(runs: Sequence[PackerRun], corpus: Corpus | None, *,
     for d, (n, packers) in ranked[:limit]:
         raw, name, source = document_identity(d, corpus)
         rows.append((raw, name, source, n, ", ".join(packers)))
-    more = (f"{len(ranked):,} documents in all: every one is in the per-document table"
-            if len(ranked) > limit else "")
-    return Table("The largest documents never started", DOCUMENT_COLUMNS_SHOWN, tuple(rows), more=more,
-                 key="never-started"), len(ranked)
+    more = (
+        f"{len(ranked):,} documents in all: every one is in the per-document table"
+        if len(ranked) > limit
+        else ""
+    )
+    return Table(
+        "The largest documents never started",
+        DOCUMENT_COLUMNS_SHOWN,
+        tuple(rows),
+        more=more,
+        key="never-started",
+    ), len(ranked)
 
 
 def document_identity(document: int, corpus: Corpus | None) -> tuple[int, str, str]:

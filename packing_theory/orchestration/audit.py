@@ -20,9 +20,9 @@ is the same wherever it runs, apart from timings. The result,
 with :func:`~packing_theory.reporting.write_report` (the command line does
 exactly that).
 
->>> from packing_theory.orchestration.measure import Settings
->>> res = audit([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4, refill=2),
-...             permutations=0)
+>>> from packing_theory.orchestration import Settings
+>>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"],
+...                    Settings(capacity=8, min_buffer=4, refill=2), permutations=0)
 >>> r = res.measurement.runs[0]
 >>> r.horizon.reason, r.never_trained.never_started.documents
 ('stream exhausted', 3)
@@ -52,11 +52,19 @@ from ..engine.policies import PackerConfig
 from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entries
-from .corpus import Corpus
-from .measure import CorpusSummary, Measurement, Settings, corpus_summary, measure
+from .corpus import Corpus, CorpusSummary, corpus_summary
+from .measure import Measurement, measure
+from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
-__all__ = ["AUTORESEARCH_ROWS", "DOCUMENTS_FILES", "AuditResult", "EvalStream", "audit", "streaming_config"]
+__all__ = [
+    "AUTORESEARCH_ROWS",
+    "DOCUMENTS_FILES",
+    "AuditResult",
+    "EvalStream",
+    "audit_corpus",
+    "streaming_config",
+]
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
@@ -75,14 +83,16 @@ class EvalStream:
     label: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lengths", validate_lengths(np.asarray(self.lengths), name="evaluation lengths"))
+        object.__setattr__(
+            self, "lengths", validate_lengths(np.asarray(self.lengths), name="evaluation lengths")
+        )
         check_int("targets", self.targets, 1)
         object.__setattr__(self, "prefixes", tuple(check_int("prefixes", p, 1) for p in self.prefixes))
 
 
 @dataclass(frozen=True, eq=False)
 class AuditResult:
-    """A complete audit (see the module doc); a :class:`~packing_theory.reporting.Report` of kind ``audit``."""
+    """A complete audit (see the module doc); a :class:`~packing_theory.reporting.Report` (``audit``)."""
 
     measurement: Measurement
     startup: tuple[StartupSpread, ...] = ()
@@ -138,18 +148,19 @@ def streaming_config(settings: Settings, policy: str, horizon: Budget | None) ->
     e = entries()[policy]
     knobs = settings.knobs(e)
     rows = horizon.streaming_rows(settings.streaming_capacity) if horizon is not None else None
-    return PackerConfig(capacity=settings.streaming_capacity, policy=policy, rows=rows,  # type: ignore[arg-type]
-                        **knobs)
+    return PackerConfig(capacity=settings.streaming_capacity, policy=policy,  # type: ignore[arg-type]
+                        rows=rows, **knobs)
 
 
 def _as_corpus(corpus: Corpus | npt.ArrayLike, label: str) -> Corpus:
     if isinstance(corpus, Corpus):
         return corpus
-    return Corpus.from_lengths(np.asarray(corpus) if not isinstance(corpus, np.ndarray) else corpus,
-                               label=label)
+    return Corpus.from_lengths(
+        np.asarray(corpus) if not isinstance(corpus, np.ndarray) else corpus, label=label
+    )
 
 
-def audit(
+def audit_corpus(
     corpus: Corpus | npt.ArrayLike,
     packers: Sequence[str] | None = None,
     settings: Settings | None = None,
@@ -199,15 +210,26 @@ def audit(
     if documents is True:
         documents = DOCUMENTS_FILES[0]
     if documents and documents not in DOCUMENTS_FILES:
-        raise InputError(f"documents must be one of {', '.join(DOCUMENTS_FILES)} (or a bool), got {documents!r}")
+        raise InputError(
+            f"documents must be one of {', '.join(DOCUMENTS_FILES)} (or a bool), got {documents!r}"
+        )
     plan = _source_plan(c, mixture_blocks, drift_threshold)
     arr = c.lengths
     streaming = [n for n in names if entries().get(n) is not None and entries()[n].kind == "streaming"]
     seconds: dict[str, float] = {}
     with open_runner(executor, workers=workers, retries=0) as runner:
-        m = measure(arr, names, settings, horizon=budget, documents=bool(documents),
-                    document_names=c.replayed_names, sources=plan, executor=runner, progress=progress,
-                    corpus_label=c.label)
+        m = measure(
+            arr,
+            names,
+            settings,
+            horizon=budget,
+            documents=bool(documents),
+            document_names=c.replayed_names,
+            sources=plan,
+            executor=runner,
+            progress=progress,
+            corpus_label=c.label,
+        )
         asked = m.horizon if isinstance(budget, Budget) else None
         configs = [streaming_config(settings, n, asked) for n in streaming]
         spreads: list[StartupSpread] = []
@@ -215,34 +237,71 @@ def audit(
             t = time.perf_counter()
             states = permutation_states(arr.size, permutations, permutation_seed)
             delays: dict[int, list[int | None]] = {}
-            runner.run(startup_delay_all, [(arr, configs, s, settings.engine) for s in states],
-                       on_result=delays.__setitem__, label="startup permutation")
-            spreads = [StartupSpread(cfg.policy, permutations, permutation_seed,
-                                     tuple(delays[k][j] for k in range(permutations)))
-                       for j, cfg in enumerate(configs)]
+            runner.run(
+                startup_delay_all,
+                [(arr, configs, s, settings.engine) for s in states],
+                on_result=delays.__setitem__,
+                label="startup permutation",
+            )
+            spreads = [
+                StartupSpread(
+                    cfg.policy,
+                    permutations,
+                    permutation_seed,
+                    tuple(delays[k][j] for k in range(permutations)),
+                )
+                for j, cfg in enumerate(configs)
+            ]
             seconds["startup"] = time.perf_counter() - t
         evals: list[EvalPopulation] = []
         if evaluation is not None and configs:
             t = time.perf_counter()
             found: dict[int, EvalPopulation] = {}
-            runner.run(_evaluate, [(evaluation, cfg, settings) for cfg in configs],
-                       on_result=found.__setitem__, label="evaluation replay")
+            runner.run(
+                _evaluate,
+                [(evaluation, cfg, settings) for cfg in configs],
+                on_result=found.__setitem__,
+                label="evaluation replay",
+            )
             evals = [found[i] for i in range(len(configs))]
             seconds["evaluation"] = time.perf_counter() - t
     for r in m.runs:
         seconds[f"replay:{r.packer}"] = r.seconds
     seconds["total"] = time.perf_counter() - t0
-    eval_corpus = (corpus_summary(evaluation.lengths, settings.streaming_capacity, label=evaluation.label,
-                                  boundaries=settings.boundaries) if evaluation is not None and configs else None)
-    return AuditResult(m, tuple(spreads), tuple(evals), eval_corpus,
-                       None if plan is None else sources_result(plan, m.runs, m.refused),
-                       documents or None, c, reference, None, seconds)
+    eval_corpus = (
+        corpus_summary(
+            evaluation.lengths,
+            settings.streaming_capacity,
+            label=evaluation.label,
+            boundaries=settings.boundaries,
+        )
+        if evaluation is not None and configs
+        else None
+    )
+    return AuditResult(
+        m,
+        tuple(spreads),
+        tuple(evals),
+        eval_corpus,
+        None if plan is None else sources_result(plan, m.runs, m.refused),
+        documents or None,
+        c,
+        reference,
+        None,
+        seconds,
+    )
 
 
 def _evaluate(stream: EvalStream, config: PackerConfig, settings: Settings) -> EvalPopulation:
     """One streaming policy's evaluation population (a task)."""
-    return evaluation_population(stream.lengths, config, targets=stream.targets, prefixes=stream.prefixes,
-                                 boundaries=settings.boundaries, engine=settings.engine)
+    return evaluation_population(
+        stream.lengths,
+        config,
+        targets=stream.targets,
+        prefixes=stream.prefixes,
+        boundaries=settings.boundaries,
+        engine=settings.engine,
+    )
 
 
 def _source_plan(c: Corpus, blocks: int | None, threshold: float | None) -> SourcePlan | None:

@@ -17,8 +17,9 @@ report shows all of them.
 The per-packer figures are the audit's: the same :class:`~packing_theory.orchestration.measure.PackerRun`
 (``tests/orchestration/test_one_measurement.py`` checks every registered packer).
 
->>> from packing_theory.orchestration.measure import Settings
->>> cmp = compare([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], Settings(capacity=8, min_buffer=2, refill=2))
+>>> from packing_theory.orchestration import Settings
+>>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
+...               Settings(capacity=8, min_buffer=2, refill=2))
 >>> cmp.ranking.by.key, cmp.ranking.order
 ('never_started_documents', ('discard', 'trl-bfd'))
 """
@@ -35,10 +36,11 @@ from ..engine.horizon import Budget
 from ..registry import names
 from .answer import Ranking, equal_figures, ranking
 from .corpus import Corpus
-from .measure import Measurement, Settings, measure
+from .measure import Measurement, measure
+from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
-__all__ = ["Comparison", "compare", "default_packers"]
+__all__ = ["Comparison", "compare_corpus", "default_packers"]
 
 
 def default_packers() -> list[str]:
@@ -100,7 +102,7 @@ class Comparison:
         return []
 
 
-def compare(
+def compare_corpus(
     corpus: Corpus | npt.ArrayLike,
     packers: Sequence[str] | None = None,
     settings: Settings | None = None,
@@ -126,7 +128,15 @@ def compare(
     c = _as_corpus(corpus, label)
     plan: SourcePlan | None = _source_plan(c, mixture_blocks, drift_threshold)
     chosen = list(packers) if packers is not None else default_packers()
-    m = measure(c.lengths, chosen, settings, horizon=horizon, sources=plan, executor=executor,
-                workers=workers, progress=progress, corpus_label=c.label)
+    m = measure(
+        c.lengths,
+        chosen,
+        settings,
+        horizon=horizon,
+        sources=plan,
+        executor=executor,
+        workers=workers,
+        progress=progress,
+        corpus_label=c.label,
+    )
     return Comparison(m, None if plan is None else sources_result(plan, m.runs, m.refused), c)
-

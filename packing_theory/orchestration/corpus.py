@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from ..audit.declared import DeclaredMixture, read_mixture
 from ..audit.documents import census_names, document_names
+from ..audit.strata import STRATA_BOUNDARIES, stratum_index
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import (
     SOURCE_FROM,
@@ -43,11 +44,13 @@ from ..corpus.labels import (
 from ..corpus.readers import expand_inputs, open_data
 from ..corpus.textcount import load_tokenizer
 from ..errors import InputError, InputTypeError
-from ..lengths import load_lengths, validate_lengths
+from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
 
-__all__ = ["TOKEN_FORMATS", "Corpus", "open_corpus"]
+__all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "corpus_summary", "open_corpus"]
 
 Int64Array = npt.NDArray[np.int64]
+
+_SUMMARY_CHUNK = 1 << 16
 
 TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo", "hf", "mds")
 """Formats that store token ids: how BOS is counted must be said (``bos="included"`` or ``"add"``)."""
@@ -55,7 +58,7 @@ TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo", "hf", "mds")
 
 @dataclass(frozen=True, eq=False)
 class Corpus:
-    """A corpus to measure (see the module doc). Build one with :func:`open_corpus` or :meth:`from_lengths`."""
+    """A corpus to measure (see the module doc): :func:`open_corpus` or :meth:`from_lengths` builds one."""
 
     raw_lengths: Int64Array
     """Every document as read, BOS-inclusive, in the raw order (its position is its raw index)."""
@@ -76,30 +79,45 @@ class Corpus:
     """How the corpus was opened (the report's configuration)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "raw_lengths", validate_lengths(
-            self.raw_lengths if isinstance(self.raw_lengths, np.ndarray) else np.asarray(self.raw_lengths)))
+        object.__setattr__(
+            self,
+            "raw_lengths",
+            validate_lengths(
+                self.raw_lengths if isinstance(self.raw_lengths, np.ndarray) else np.asarray(self.raw_lengths)
+            ),
+        )
         n = int(self.raw_lengths.size)
         if self.names is not None and len(self.names) != n:
             raise InputError(f"names has {len(self.names):,} entries for {n:,} documents")
         if self.sources is not None:
             self.sources.check_documents(n)
         if self.funnel is not None and self.funnel.raw_documents != n:
-            raise InputError(f"the funnel was applied to {self.funnel.raw_documents:,} documents, the corpus "
-                             f"has {n:,}")
+            raise InputError(
+                f"the funnel was applied to {self.funnel.raw_documents:,} documents, the corpus has {n:,}"
+            )
         if self.funnel is not None and not self.funnel.keep.any():
             raise InputError("the funnel removes every document: nothing reaches the packer")
         if self.mixture is not None and self.sources is not None:
-            undeclared = sorted(set(self.sources.names) - set(self.mixture.alpha))
+            undeclared = sorted(set(self.sources.names) - set(self.mixture.sources))
             if undeclared:
-                raise InputError(f"the corpus has source(s) {undeclared} that the declared mixture does not "
-                                 f"name (declared: {list(self.mixture.sources)})")
+                raise InputError(
+                    f"the corpus has source(s) {undeclared} that the declared mixture does not "
+                    f"name (declared: {list(self.mixture.sources)})"
+                )
         if self.mixture is not None and self.sources is None:
             raise InputError("a declared mixture needs source labels (which source each document is from)")
 
     @classmethod
-    def from_lengths(cls, lengths: npt.ArrayLike, *, label: str = "", names: Sequence[str] | None = None,
-                     sources: SourceLabels | None = None, funnel: Funnel | FunnelResult | None = None,
-                     mixture: DeclaredMixture | None = None) -> Corpus:
+    def from_lengths(
+        cls,
+        lengths: npt.ArrayLike,
+        *,
+        label: str = "",
+        names: Sequence[str] | None = None,
+        sources: SourceLabels | None = None,
+        funnel: Funnel | FunnelResult | None = None,
+        mixture: DeclaredMixture | None = None,
+    ) -> Corpus:
         """A corpus from a length array (``funnel`` may be a declaration: it is applied here)."""
         raw = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
         applied = funnel.apply(raw) if isinstance(funnel, Funnel) else funnel
@@ -140,12 +158,28 @@ class Corpus:
         return str(raw) if self.names is None else str(self.names[raw])
 
 
-def _labels(paths: list[str], fmt: str, reader: Any, documents: int, *, labels: str | None,
-            labels_manifest: str | None, source_column: str | None, source_from: str | None,
-            split: str | None) -> SourceLabels | None:
+def _labels(
+    paths: list[str],
+    fmt: str,
+    reader: Any,
+    documents: int,
+    *,
+    labels: str | None,
+    labels_manifest: str | None,
+    source_column: str | None,
+    source_from: str | None,
+    split: str | None,
+) -> SourceLabels | None:
     """The source labels one option names (one origin at most), one per document."""
-    given = [k for k, v in (("labels", labels), ("labels_manifest", labels_manifest),
-                            ("source_column", source_column)) if v]
+    given = [
+        k
+        for k, v in (
+            ("labels", labels),
+            ("labels_manifest", labels_manifest),
+            ("source_column", source_column),
+        )
+        if v
+    ]
     if len(given) > 1:
         raise InputError(f"give one origin of source labels, got {', '.join(given)}")
     if labels:
@@ -158,15 +192,17 @@ def _labels(paths: list[str], fmt: str, reader: Any, documents: int, *, labels: 
         with open(labels_manifest, encoding="utf-8") as fh:
             doc = json.load(fh)
         if isinstance(doc, dict) and doc.get("format") == "packing-theory/census":
-            return labels_from_census(doc, source_from or "dir", origin=f"census {labels_manifest!r}",
-                                      documents=documents)
+            return labels_from_census(
+                doc, source_from or "dir", origin=f"census {labels_manifest!r}", documents=documents
+            )
         manifest = read_manifest(labels_manifest)
         if fmt == "shards":
             root = os.path.dirname(os.path.abspath(labels_manifest))
             listed = [os.path.realpath(os.path.join(root, s["path"])) for s in manifest["shards"]]
             if [os.path.realpath(p) for p in paths] != listed:
-                raise InputError(f"the shards are not the shards of labels_manifest {labels_manifest!r} in "
-                                 "its order")
+                raise InputError(
+                    f"the shards are not the shards of labels_manifest {labels_manifest!r} in its order"
+                )
         return labels_from_manifest(manifest, origin=f"manifest {labels_manifest!r}", documents=documents)
     if source_column:
         if fmt not in ("parquet", "hf"):
@@ -250,13 +286,16 @@ def open_corpus(
     if not specs:
         raise InputError("data must name at least one file, directory or pattern")
     if errors == "skip":
-        raise InputError("errors='skip' applies to the census (which lists what it skips); use strict or "
-                         "replace here")
+        raise InputError(
+            "errors='skip' applies to the census (which lists what it skips); use strict or replace here"
+        )
     paths, fmt, why = expand_inputs(specs, format)
     if fmt in TOKEN_FORMATS and bos in (None, "auto"):
-        raise InputError(f"bos {'auto' if bos else 'must be given'}: {fmt} stores token ids, so say how BOS "
-                         "is counted: bos='included' (each stored document holds its BOS or EOS) or "
-                         "bos='add' (one more token per document)")
+        raise InputError(
+            f"bos {'auto' if bos else 'must be given'}: {fmt} stores token ids, so say how BOS "
+            "is counted: bos='included' (each stored document holds its BOS or EOS) or "
+            "bos='add' (one more token per document)"
+        )
     options: dict[str, Any] = {"bos": bos, "eos_id": eos_id, "dtype": dtype, "field": column, "split": split}
     if fmt in ("jsonl", "text", "parquet") or tokenizer != "bytes":
         options["tokenizer"] = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -269,23 +308,113 @@ def open_corpus(
     reader = open_data(paths, fmt, **options)
     raw = reader.lengths() if fmt != "lengths" or len(paths) != 1 else load_lengths(paths[0])
     n = int(raw.size)
-    src = _labels(paths, fmt, reader, n, labels=labels, labels_manifest=labels_manifest,
-                  source_column=source_column, source_from=source_from, split=split)
+    src = _labels(
+        paths,
+        fmt,
+        reader,
+        n,
+        labels=labels,
+        labels_manifest=labels_manifest,
+        source_column=source_column,
+        source_from=source_from,
+        split=split,
+    )
     declared = read_mixture(mixture) if isinstance(mixture, (str, os.PathLike)) else mixture
     if declared is not None and not isinstance(declared, DeclaredMixture):
         raise InputTypeError(f"mixture must be a file or a DeclaredMixture, got {type(declared).__name__}")
     stages = Funnel.read(funnel) if isinstance(funnel, (str, os.PathLike)) else funnel
     applied = stages.apply(raw) if stages is not None else None
     first = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
-    opened = {"data": specs, "format": fmt, "bos": bos, "eos_id": eos_id, "dtype": dtype, "column": column,
-              "split": split, "tokenizer": tokenizer if isinstance(tokenizer, str) else repr(tokenizer),
-              "per_line": per_line, "encoding": encoding, "errors": errors, "labels": labels,
-              "labels_manifest": labels_manifest, "source_column": source_column, "source_from": source_from,
-              "mixture": None if mixture is None else os.fspath(mixture) if isinstance(
-                  mixture, (str, os.PathLike)) else "given", "funnel": None if funnel is None else os.fspath(
-                  funnel) if isinstance(funnel, (str, os.PathLike)) else "given"}
+    opened = {
+        "data": specs,
+        "format": fmt,
+        "bos": bos,
+        "eos_id": eos_id,
+        "dtype": dtype,
+        "column": column,
+        "split": split,
+        "tokenizer": tokenizer if isinstance(tokenizer, str) else repr(tokenizer),
+        "per_line": per_line,
+        "encoding": encoding,
+        "errors": errors,
+        "labels": labels,
+        "labels_manifest": labels_manifest,
+        "source_column": source_column,
+        "source_from": source_from,
+        "mixture": None
+        if mixture is None
+        else os.fspath(mixture)
+        if isinstance(mixture, (str, os.PathLike))
+        else "given",
+        "funnel": None
+        if funnel is None
+        else os.fspath(funnel)
+        if isinstance(funnel, (str, os.PathLike))
+        else "given",
+    }
     inputs = [*paths, *(p for p in (labels, labels_manifest) if p)]
     inputs += [os.fspath(p) for p in (mixture, funnel) if isinstance(p, (str, os.PathLike))]
-    return Corpus(raw, label or f"{fmt} {first}", _names(fmt, paths, reader, raw), src, applied, declared,
-                  tuple(inputs), f"{fmt} ({why}): {reader.describe()}", opened)
+    return Corpus(
+        raw,
+        label or f"{fmt} {first}",
+        _names(fmt, paths, reader, raw),
+        src,
+        applied,
+        declared,
+        tuple(inputs),
+        f"{fmt} ({why}): {reader.describe()}",
+        opened,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSummary:
+    """The measured corpus: size and documents per length stratum."""
+
+    label: str
+    documents: int
+    tokens: int
+    over_capacity_documents: int
+    max_length: int
+    strata_sources: tuple[int, ...]
+    strata_tokens: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def corpus_summary(
+    lengths: npt.ArrayLike,
+    capacity: int = 2049,
+    *,
+    label: str = "",
+    boundaries: Sequence[int] = STRATA_BOUNDARIES,
+) -> CorpusSummary:
+    """Size and stratum census of a length array, in chunks (a memory-mapped input stays unread). O(n).
+
+    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
+    (2, 1)
+    """
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    S = len(boundaries) + 1
+    sources = [0] * S
+    tokens = [0] * S
+    over = top = 0
+    for lo in range(0, arr.size, _SUMMARY_CHUNK):
+        part = arr[lo : lo + _SUMMARY_CHUNK]
+        s = stratum_index(part, boundaries)
+        over += int((part > capacity).sum())
+        top = max(top, int(part.max()))
+        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
+            sources[k] += v
+        if exact_sum(part) < 2**53:  # float64 weights are exact
+            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+        else:
+            sums = [exact_sum(part[s == k]) for k in range(S)]
+        for k, v in enumerate(sums):
+            tokens[k] += v
+        release_pages(part)
+    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
+
 

@@ -1,4 +1,4 @@
-"""One measurement: a corpus replayed by a set of packers, cut at one horizon, each stream fed to one set of consumers.
+"""One measurement: a corpus replayed by a set of packers, cut at one horizon, each stream fed to consumers.
 
 ``audit`` and ``compare`` are the same measurement (:func:`measure`) with
 different defaults, extras and renderings; so are the per-source figures and
@@ -44,33 +44,32 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.documents import DocumentRows, DocumentTable, document_table
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
-from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..distributed.executors import TaskFailed, open_runner
-from ..engine.batches import EventItem
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.horizon_batches import cut_batches_at_horizon
-from ..engine.policies import EXHAUSTED_MODES, RANDOM_SPAN_SEED, PackerConfig
-from ..engine.replay import ENGINES, make_packer
+from ..engine.policies import PackerConfig
+from ..engine.replay import make_packer
 from ..errors import InputError, InputTypeError, MissingDependency
-from ..lengths import exact_sum, release_pages, validate_lengths
+from ..lengths import validate_lengths
 from ..peers import PeerFigures, PeerPacker
 from ..registry import PackerEntry, entries
 from ._reach import placed_tokens
+from .corpus import CorpusSummary, corpus_summary
+from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .verdicts import packer_verdict
 
 __all__ = [
@@ -84,165 +83,15 @@ __all__ = [
     "measure",
 ]
 
-DEFAULT_SEQ_LENGTH = 2048
-"""The trained positions of a row when neither a row width nor a sequence length is given (autoresearch's
-``T``: streaming rows of ``R = 2049``)."""
-
 HORIZON_RULES: dict[str, str] = {
     "common": "the common token horizon: the most placed tokens every packer reaches (the fewest any "
-              "packer places at its natural end)",
+    "packer places at its natural end)",
     "natural": "each packer to its own natural end (not like for like)",
     "asked": "the horizon asked, for every packer",
 }
 """How a measurement's horizon was chosen, in words (:attr:`Measurement.horizon_rule`)."""
 
 Int64Array = npt.NDArray[np.int64]
-_SUMMARY_CHUNK = 1 << 16
-
-
-# --------------------------------------------------------------------------- the corpus
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusSummary:
-    """The measured corpus: size and documents per length stratum."""
-
-    label: str
-    documents: int
-    tokens: int
-    over_capacity_documents: int
-    max_length: int
-    strata_sources: tuple[int, ...]
-    strata_tokens: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str = "",
-                   boundaries: Sequence[int] = STRATA_BOUNDARIES) -> CorpusSummary:
-    """Size and stratum census of a length array, in chunks (a memory-mapped input stays unread). O(n).
-
-    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
-    (2, 1)
-    """
-    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
-    S = len(boundaries) + 1
-    sources = [0] * S
-    tokens = [0] * S
-    over = top = 0
-    for lo in range(0, arr.size, _SUMMARY_CHUNK):
-        part = arr[lo : lo + _SUMMARY_CHUNK]
-        s = stratum_index(part, boundaries)
-        over += int((part > capacity).sum())
-        top = max(top, int(part.max()))
-        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
-            sources[k] += v
-        if exact_sum(part) < 2**53:  # float64 weights are exact
-            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
-        else:
-            sums = [exact_sum(part[s == k]) for k in range(S)]
-        for k, v in enumerate(sums):
-            tokens[k] += v
-        release_pages(part)
-    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
-
-
-# --------------------------------------------------------------------------- settings
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How every packer of one measurement is built (see the module doc for row widths).
-
-    Args:
-        capacity: the row width ``R`` of every packer (exclusive with ``seq_length``).
-        seq_length: the trained positions ``L`` of a row; each packer's row
-            width follows from its framework's rule.
-        min_buffer, refill, passes, exhausted, seed, max_wait: the streaming
-            family's knobs (``B``, refill batch, corpus passes, ``stop`` /
-            ``drain``, the ``random-span`` seed, ``bounded-wait``'s ``A``); a
-            packer that does not take one ignores it.
-        peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
-        engine: ``fast`` (pure Python), ``compiled`` (numba: the streaming
-            policies' compiled engine and the peers' numpy columns) or
-            ``reference`` (the naive streaming loader); the figures are the same.
-        boundaries: the length strata's upper bounds.
-    """
-
-    capacity: int | None = None
-    seq_length: int | None = None
-    min_buffer: int = 1000
-    refill: int | tuple[int, ...] = 128
-    passes: int = 1
-    exhausted: str = "stop"
-    seed: int = RANDOM_SPAN_SEED
-    max_wait: int | None = None
-    peer_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    engine: str = "fast"
-    boundaries: tuple[int, ...] = STRATA_BOUNDARIES
-
-    def __post_init__(self) -> None:
-        if self.capacity is not None and self.seq_length is not None:
-            raise InputError(f"give one of capacity (the row width of every packer) and seq_length (the "
-                             f"trained positions); got capacity={self.capacity} seq_length={self.seq_length}")
-        if self.capacity is not None:
-            object.__setattr__(self, "capacity", check_int("capacity", self.capacity, 2))
-        if self.seq_length is not None:
-            object.__setattr__(self, "seq_length", check_int("seq_length", self.seq_length, 1))
-        if self.exhausted not in EXHAUSTED_MODES:
-            raise InputError(f"exhausted must be one of {', '.join(EXHAUSTED_MODES)}; got {self.exhausted!r}")
-        if self.engine not in ENGINES:
-            raise InputError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
-        object.__setattr__(self, "boundaries", check_boundaries(self.boundaries))
-        object.__setattr__(self, "peer_options", {k: dict(v) for k, v in dict(self.peer_options).items()})
-        # the streaming knobs are checked by the config they build
-        PackerConfig(capacity=max(2, self.capacity or 2), min_buffer=self.min_buffer, refill=self.refill,
-                     passes=self.passes, seed=self.seed, exhausted=self.exhausted,  # type: ignore[arg-type]
-                     max_wait=self.max_wait)
-
-    @property
-    def streaming_capacity(self) -> int:
-        """The streaming family's row width."""
-        if self.capacity is not None:
-            return self.capacity
-        return (self.seq_length or DEFAULT_SEQ_LENGTH) + 1
-
-    def width(self, e: PackerEntry) -> int:
-        """The row width of packer ``e`` (see the module doc).
-
-        Raises:
-            InputError: a row width the packer's framework does not accept (the
-                message names ``capacity`` and the packer, and suggests ``seq_length``).
-        """
-        options = self.peer_options.get(e.name, {}) if e.kind == "peer" else {}
-        if self.capacity is not None:
-            if e.row_width.power_of_two and self.capacity & (self.capacity - 1):
-                raise InputError(f"capacity {self.capacity}: {e.name} packs rows whose width is a power of "
-                                 f"two ({e.row_width.rule}); give seq_length instead, and every packer "
-                                 "takes its framework's row width")
-            return self.capacity
-        L = self.seq_length or DEFAULT_SEQ_LENGTH
-        return e.capacity_for(e.row_width.admissible(L), options)
-
-    def knobs(self, e: PackerEntry) -> dict[str, Any]:
-        """The knobs packer ``e`` is built with (those it takes)."""
-        if e.kind == "peer":
-            return dict(self.peer_options.get(e.name, {}))
-        given = {"min_buffer": self.min_buffer, "refill": self.refill, "passes": self.passes,
-                 "exhausted": self.exhausted, "seed": self.seed,
-                 "max_wait": self.max_wait}
-        return {k: v for k, v in given.items() if e.takes(k) and v is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the report's ``settings``)."""
-        refill = list(self.refill) if isinstance(self.refill, tuple) else [self.refill]
-        return {"capacity": self.capacity, "seq_length": self.seq_length,
-                "streaming_capacity": self.streaming_capacity, "min_buffer": self.min_buffer,
-                "refill": refill, "passes": self.passes, "exhausted": self.exhausted, "seed": self.seed,
-                "max_wait": self.max_wait, "peer_options": {k: dict(v) for k, v in self.peer_options.items()},
-                "engine": self.engine, "boundaries": list(self.boundaries)}
 
 
 # --------------------------------------------------------------------------- one packer's run
@@ -266,7 +115,7 @@ class PackerRun:
     never_trained: NeverTrained
     costs: PackerCosts
     start_delays: str = "measured"
-    """``"measured"``, or why start delays are not waits for this packer (an offline peer's emission order)."""
+    """``"measured"``, or why start delays are not waits here (an offline peer's emission order)."""
     documents: DocumentTable | None = None
     sources: Any = None
     """The per-source figures (:class:`~packing_theory.orchestration.sources.PackerSources`) when asked."""
@@ -287,14 +136,26 @@ class PackerRun:
         agg = self.aggregates.to_dict()
         for key in ("policy", "capacity", "stop_reason", "partial_row_tokens", "exhausted_at_row"):
             agg.pop(key, None)  # said once, in horizon and row_width
-        return {"packer": self.packer, "kind": self.kind, "framework": self.framework,
-                "row_width": self.row_width, "seq_length": self.seq_length, "options": self.options,
-                "in_family": self.in_family, "verdict": self.verdict, "trainer_view": self.trainer_view,
-                "horizon": self.horizon.to_dict(), "never_trained": self.never_trained.to_dict(),
-                "row_positions": self.row_positions, "utilization": self.utilization, **agg,
-                "costs": self.costs.to_dict(), "start_delays": self.start_delays,
-                "data_sources": None if self.sources is None else self.sources.to_dict(),
-                "seconds": round(self.seconds, 3)}
+        return {
+            "packer": self.packer,
+            "kind": self.kind,
+            "framework": self.framework,
+            "row_width": self.row_width,
+            "seq_length": self.seq_length,
+            "options": self.options,
+            "in_family": self.in_family,
+            "verdict": self.verdict,
+            "trainer_view": self.trainer_view,
+            "horizon": self.horizon.to_dict(),
+            "never_trained": self.never_trained.to_dict(),
+            "row_positions": self.row_positions,
+            "utilization": self.utilization,
+            **agg,
+            "costs": self.costs.to_dict(),
+            "start_delays": self.start_delays,
+            "data_sources": None if self.sources is None else self.sources.to_dict(),
+            "seconds": round(self.seconds, 3),
+        }
 
 
 # --------------------------------------------------------------------------- the measurement
@@ -341,22 +202,34 @@ class Measurement:
             return ""
         if self.horizon_rule == "natural":
             return "every packer ran to its own end: the figures are not like for like"
-        short = [f"{r.packer} ({r.horizon.reason} at row {r.horizon.stopped_at_row:,})"
-                 for r in self.runs if r.horizon.reason != "budget reached"]
+        short = [
+            f"{r.packer} ({r.horizon.reason} at row {r.horizon.stopped_at_row:,})"
+            for r in self.runs
+            if r.horizon.reason != "budget reached"
+        ]
         if not short:
             return ""
         asked = self.horizon.describe() if self.horizon is not None else "the horizon"
-        return (f"not every packer reached {asked}: {', '.join(short)} stopped before it, so their figures "
-                "count fewer rows than the others'")
+        return (
+            f"not every packer reached {asked}: {', '.join(short)} stopped before it, so their figures "
+            "count fewer rows than the others'"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The measurement's JSON: corpus, settings, horizon, one entry per packer, refusals."""
-        return {"corpus": self.corpus.to_dict(), "settings": self.settings.to_dict(),
-                "horizon": {**(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
-                            "rule": self.horizon_rule, "explained": HORIZON_RULES[self.horizon_rule],
-                            "set_by": list(self.horizon_set_by), "note": self.horizon_note() or None},
-                "packers": [r.to_dict() for r in self.runs],
-                "refused": [{"packer": n, "reason": why} for n, why in self.refused]}
+        return {
+            "corpus": self.corpus.to_dict(),
+            "settings": self.settings.to_dict(),
+            "horizon": {
+                **(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
+                "rule": self.horizon_rule,
+                "explained": HORIZON_RULES[self.horizon_rule],
+                "set_by": list(self.horizon_set_by),
+                "note": self.horizon_note() or None,
+            },
+            "packers": [r.to_dict() for r in self.runs],
+            "refused": [{"packer": n, "reason": why} for n, why in self.refused],
+        }
 
 
 @dataclass(frozen=True)
@@ -376,8 +249,10 @@ def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, P
     e = entries()[name]
     width = settings.width(e)
     if width < 2:  # the accounting needs a BOS and one more position per row
-        raise InputError(f"{name} packs rows of {width} token(s) ({e.row_width.rule}); rows of at least 2 "
-                         "tokens are needed")
+        raise InputError(
+            f"{name} packs rows of {width} token(s) ({e.row_width.rule}); rows of at least 2 "
+            "tokens are needed"
+        )
     knobs = settings.knobs(e)
     if e.kind == "peer":
         packer = e.build(width, **knobs)
@@ -385,7 +260,7 @@ def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, P
     engine = settings.engine if settings.engine in e.engines else "fast"
     rows = budget.streaming_rows(width) if budget is not None else None
     config = PackerConfig(capacity=width, policy=name, rows=rows, **knobs)  # type: ignore[arg-type]
-    return make_packer(engine, config), e, e.options(knobs)  # type: ignore[arg-type]
+    return make_packer(engine, config), e, e.options(knobs)
 
 
 def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
@@ -400,7 +275,7 @@ def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
 def _reach_one(name: str, arr: Int64Array, settings: Settings) -> tuple[int, str | None]:
     """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
     try:
-        packer, e, _ = _build(name, settings, None)
+        packer, _, _ = _build(name, settings, None)
         return placed_tokens(_stream(packer, arr, settings.engine), packer.capacity), None
     except ValueError as exc:
         if entries()[name].kind != "peer":
@@ -423,10 +298,20 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
     compiled = settings.engine == "compiled"
     streaming = e.kind != "peer"
     passes = settings.passes if streaming else None
-    ledger = Ledger(width, settings.min_buffer, policy=name, boundaries=settings.boundaries, compiled=compiled,
-                    keep_first_targets=task.documents, occurrences_hint=int(arr.size) * (passes or 1))
-    consumers: list[Any] = [ledger, DocumentRows(width, per_occurrence=task.documents),
-                            CostAccumulator(width, name)]
+    ledger = Ledger(
+        width,
+        settings.min_buffer,
+        policy=name,
+        boundaries=settings.boundaries,
+        compiled=compiled,
+        keep_first_targets=task.documents,
+        occurrences_hint=int(arr.size) * (passes or 1),
+    )
+    consumers: list[Any] = [
+        ledger,
+        DocumentRows(width, per_occurrence=task.documents),
+        CostAccumulator(width, name),
+    ]
     counter = None if streaming else packer.figures(arr)
     if counter is not None:
         consumers.append(counter)
@@ -451,18 +336,31 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
         agg = agg.with_peer_figures(figures, counter.occurrence_targets())
     delays = "measured" if figures is None else figures.start_delays
     if delays != "measured":  # row positions of an offline packer, not waits
-        costs = replace(costs, start_delay_max=None, start_delay_p50=None, start_delay_p99=None,
-                        unstarted_wait_max=None)
+        costs = replace(
+            costs, start_delay_max=None, start_delay_p50=None, start_delay_p99=None, unstarted_wait_max=None
+        )
     nt = never_trained(ledger, arr, passes=passes, rows=facts)
-    table = (document_table(ledger, facts, arr, passes=passes, names=task.names) if task.documents else None)
+    table = document_table(ledger, facts, arr, passes=passes, names=task.names) if task.documents else None
     per_source = None if task.sources is None else task.sources.account(name, ledger, results[-1], agg)
     run = PackerRun(
-        packer=name, kind=e.kind, framework=e.framework, row_width=width,
-        seq_length=e.row_width.seq_length(width, options), options=options, in_family=e.in_family,
-        verdict=packer_verdict(e), trainer_view=e.trainer_view,
-        horizon=horizon_statement(agg, budget, streaming=streaming), aggregates=agg, never_trained=nt,
-        costs=costs, start_delays=delays, documents=table, sources=per_source,
-        seconds=time.perf_counter() - t0)
+        packer=name,
+        kind=e.kind,
+        framework=e.framework,
+        row_width=width,
+        seq_length=e.row_width.seq_length(width, options),
+        options=options,
+        in_family=e.in_family,
+        verdict=packer_verdict(e),
+        trainer_view=e.trainer_view,
+        horizon=horizon_statement(agg, budget, streaming=streaming),
+        aggregates=agg,
+        never_trained=nt,
+        costs=costs,
+        start_delays=delays,
+        documents=table,
+        sources=per_source,
+        seconds=time.perf_counter() - t0,
+    )
     return run, None
 
 
@@ -525,8 +423,13 @@ def measure(
     with open_runner(executor, workers=workers, retries=0) as runner, _user_errors():
         if horizon == "common":
             reach: dict[int, tuple[int, str | None]] = {}
-            runner.run(_reach_one, [(n, arr, settings) for n in names], on_result=reach.__setitem__,
-                       label="packer", names=lambda i: names[i])
+            runner.run(
+                _reach_one,
+                [(n, arr, settings) for n in names],
+                on_result=reach.__setitem__,
+                label="packer",
+                names=lambda i: names[i],
+            )
             reached = {}
             for i, n in enumerate(names):
                 r, why = reach[i]
@@ -554,11 +457,16 @@ def measure(
         else:
             runs.append(run)
     rule = "asked" if isinstance(horizon, Budget) else str(horizon)
-    return Measurement(corpus_summary(arr, settings.streaming_capacity, label=corpus_label,
-                                      boundaries=settings.boundaries),
-                       settings, budget, rule, tuple(runs),
-                       refused=tuple((n, refused[n]) for n in names if n in refused),
-                       horizon_set_by=set_by, seconds=time.perf_counter() - t0)
+    return Measurement(
+        corpus_summary(arr, settings.streaming_capacity, label=corpus_label, boundaries=settings.boundaries),
+        settings,
+        budget,
+        rule,
+        tuple(runs),
+        refused=tuple((n, refused[n]) for n in names if n in refused),
+        horizon_set_by=set_by,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 @contextlib.contextmanager
@@ -586,6 +494,7 @@ def _check_packers(packers: Sequence[str], settings: Settings) -> list[str]:
         raise InputError(f"packers must not repeat, got {names}")
     for n in settings.peer_options:
         if n not in names or table[n].kind != "peer":
-            raise InputError(f"peer_options names {n!r}, which is not a measured peer "
-                             f"(measured: {', '.join(names)})")
+            raise InputError(
+                f"peer_options names {n!r}, which is not a measured peer (measured: {', '.join(names)})"
+            )
     return names

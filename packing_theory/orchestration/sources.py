@@ -1,31 +1,30 @@
 """The data-source audit: each packer's per-source accounting, realised mixture, drift and funnel.
 
-:func:`audit_sources` replays one labelled corpus under each chosen packer
-(streaming policies and peers), feeds each event stream to a
-:class:`~packing_theory.audit.Ledger` and a
-:class:`~packing_theory.audit.sources.MixtureSeries` in one pass, and sums
-per data source (:mod:`packing_theory.audit.sources`). With a declared
-mixture it sets the trained share against α; with a cleaning funnel
-(:class:`~packing_theory.corpus.funnel.Funnel`) the corpus given is the raw
-one, the packers replay what the funnel kept, and the funnel is reported
-per source from raw to trained. ``packing-theory audit --mixture FILE`` and
-``compare --mixture FILE`` are this function plus
-:mod:`packing_theory.rendering.sources`.
+A measurement with source labels (:func:`~packing_theory.orchestration.audit.audit`,
+:func:`~packing_theory.orchestration.compare.compare` of a
+:class:`~packing_theory.orchestration.corpus.Corpus` that has them) feeds every
+packer's one event stream to a :class:`~packing_theory.audit.sources.MixtureSeries`
+beside the ledger (:class:`SourcePlan`), and sums per data source
+(:mod:`packing_theory.audit.sources`). With a declared mixture it sets the
+trained share against α; with a cleaning funnel the corpus given is the raw
+one, the packers replay what the funnel kept, and the funnel is reported per
+source from raw to trained. :func:`rank_sources` does the same for every DDP
+rank's stream (``audit --world-size``).
 
 >>> import numpy as np
 >>> from packing_theory.corpus.labels import SourceLabels
->>> from packing_theory.engine.policies import PackerConfig
+>>> from packing_theory.orchestration import Corpus, Settings, audit_corpus
 >>> labels = SourceLabels.from_strings(["a", "b"] * 30, origin="example")
->>> lengths = np.tile([3, 20], 30)
->>> res = audit_sources(lengths, labels, PackerConfig(capacity=8, min_buffer=4, refill=4, rows=20),
-...                     policies=["discard"], blocks=2)
+>>> corpus = Corpus.from_lengths(np.tile([3, 20], 30), sources=labels)
+>>> res = audit_corpus(corpus, ["discard"], Settings(capacity=8, min_buffer=4, refill=4), permutations=0,
+...             mixture_blocks=2).sources
 >>> [(a.source, a.trained_tokens > 0, a.reconciles) for a in res.packers[0].accounts]
 [('a', True, True), ('b', True, True)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,27 +34,23 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.declared import DeclaredMixture
 from ..audit.ledger import Ledger
-from ..audit.sources import (
+from ..audit.source_funnel import FunnelTable, funnel_table
+from ..audit.source_series import (
     DEFAULT_BLOCKS,
     DRIFT_THRESHOLD,
     MixtureDrift,
     MixtureSeries,
-    SourceAccount,
-    SourceShare,
-    funnel_table,
+    SourceSeries,
     mixture_drift,
-    realised_mixture,
-    source_accounts,
 )
-from ..corpus.funnel import Funnel, FunnelResult
+from ..audit.sources import RealisedMixture, SourceAccount, merge_accounts, realised_mixture, source_accounts
+from ..corpus.funnel import FunnelResult
 from ..corpus.labels import SourceLabels
 from ..engine.consumers import feed_all
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError
 from ..lengths import validate_lengths
-from ..registry import entry
-from ..registry import names as packer_names
 
 __all__ = [
     "PackerSources",
@@ -77,14 +72,14 @@ class PackerSources:
     rows: int
     stop_reason: str
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
     drift: MixtureDrift
-    funnel: dict[str, dict[str, Any]]
+    funnel: FunnelTable
 
     @property
     def reconciles(self) -> bool:
         """Every source's accounting and funnel reconcile."""
-        return all(a.reconciles for a in self.accounts) and all(f["reconciles"] for f in self.funnel.values())
+        return all(a.reconciles for a in self.accounts) and self.funnel.reconciles
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -94,9 +89,9 @@ class PackerSources:
             "stop_reason": self.stop_reason,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "drift": self.drift.to_dict(),
-            "funnel": self.funnel,
+            "funnel": self.funnel.to_dict(),
         }
 
 
@@ -165,14 +160,13 @@ class SourcePlan:
         """A fresh per-source series consumer for one packer's stream."""
         return MixtureSeries(self.labels)
 
-    def account(self, policy: str, ledger: Ledger, matrix: npt.NDArray[np.int64], agg: Any) -> PackerSources:
-        """One packer's per-source figures from its finished ``ledger`` and series ``matrix``."""
+    def account(self, policy: str, ledger: Ledger, series: SourceSeries, agg: Any) -> PackerSources:
+        """One packer's per-source figures from its finished ``ledger`` and ``series``."""
         arrays = ledger.arrays()
-        accounts = source_accounts(arrays, self.labels)
+        accounts = source_accounts(arrays, self.labels, series)
         shares = None if self.mixture is None else realised_mixture(accounts, self.mixture)
-        drift = mixture_drift(matrix, self.labels.names, blocks=self.blocks, threshold=self.threshold,
-                              alpha=None if self.mixture is None else self.mixture.alpha)
-        table = funnel_table(self.funnel, self.raw_labels, self.raw_lengths, accounts, arrays)
+        drift = mixture_drift(series, mixture=self.mixture, blocks=self.blocks, threshold=self.threshold)
+        table = funnel_table(self.funnel, self.raw_labels, self.raw_lengths, accounts, arrays, series)
         return PackerSources(policy, agg.rows, agg.stop_reason, accounts, shares, drift, table)
 
 
@@ -189,8 +183,8 @@ def packer_sources(
     ``also``: more consumers fed in the same pass (``replay``'s summary); ask
     them for their ``result()`` afterwards.
     """
-    agg, matrix, *_ = feed_all(events, ledger, plan.series(), *also)
-    return plan.account(policy, ledger, matrix, agg)
+    agg, series, *_ = feed_all(events, ledger, plan.series(), *also)
+    return plan.account(policy, ledger, series, agg)
 
 
 def sources_result(plan: SourcePlan, runs: Sequence[Any], refused: Sequence[tuple[str, str]] = ()
@@ -208,7 +202,7 @@ class RankSources:
     world_size: int
     ranks: tuple[PackerSources, ...]
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
 
     @property
     def reconciles(self) -> bool:
@@ -228,7 +222,7 @@ class RankSources:
             "world_size": self.world_size,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "max_drift": self.max_drift,
             "ranks": [
                 {
@@ -332,24 +326,8 @@ def rank_sources(
     out = []
     for name in names:
         ranks = tuple(per[name])
-        merged = tuple(
-            SourceAccount(a.source, *(sum(getattr(p.accounts[k], f) for p in ranks) for f in _ACCOUNT_FIELDS))
-            for k, a in enumerate(ranks[0].accounts)
-        )
+        merged = merge_accounts([p.accounts for p in ranks])
         shares = None if mixture is None else realised_mixture(merged, mixture)
         out.append(RankSources(name, world_size, ranks, merged, shares))
     return tuple(out)
 
-
-_ACCOUNT_FIELDS = (
-    "documents",
-    "never_reached",
-    "arrived",
-    "arrived_tokens",
-    "started",
-    "never_started",
-    "never_started_tokens",
-    "trained_tokens",
-    "dropped_tokens",
-    "buffered_tokens",
-)

@@ -81,7 +81,7 @@ def packer_verdict(e: PackerEntry) -> str:
             f"refill 1, {cx['passes']} pass(es) of {cx['lengths']}: {cx['violation']}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _counterexample(policy: str) -> dict[str, Any] | None:
     """:func:`shrunk_counterexample`, once per policy and process."""
     return shrunk_counterexample(policy)

@@ -35,6 +35,15 @@ functions that need them.
 from __future__ import annotations
 
 from .files import ReportBusy, ReportError
+from .lock import LOCK_NAME, DirectoryLock
+from .manifest import (
+    MANIFEST_SCHEMA,
+    PNG_CONFIG_KEY,
+    PNG_RUN_KEY,
+    REPORT_MANIFEST_NAME,
+    config_hash,
+    png_text,
+)
 from .model import (
     Amount,
     Attachment,
@@ -47,15 +56,6 @@ from .model import (
     Table,
     Text,
 )
-from .lock import LOCK_NAME, DirectoryLock
-from .manifest import (
-    MANIFEST_SCHEMA,
-    PNG_CONFIG_KEY,
-    PNG_RUN_KEY,
-    REPORT_MANIFEST_NAME,
-    config_hash,
-    png_text,
-)
 from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
 from .progress import ProgressBar, progress_bar
 from .publish import stage_report, write_report
@@ -63,30 +63,28 @@ from .verify import ReportCheck, verify_report
 from .writer import ReportFiles, ReportWriter, recover
 
 __all__ = [
-    "Amount",
-    "Attachment",
-    "Bars",
-    "Column",
-    "Plot",
-    "PlotFile",
-    "Report",
-    "Section",
-    "Table",
-    "Text",
-    "stage_report",
-    "write_report",
     "LOCK_NAME",
     "MANIFEST_SCHEMA",
     "PNG_CONFIG_KEY",
     "PNG_RUN_KEY",
     "REPORT_MANIFEST_NAME",
+    "Amount",
+    "Attachment",
+    "Bars",
+    "Column",
     "DirectoryLock",
+    "Plot",
+    "PlotFile",
     "ProgressBar",
+    "Report",
     "ReportBusy",
     "ReportCheck",
     "ReportError",
     "ReportFiles",
     "ReportWriter",
+    "Section",
+    "Table",
+    "Text",
     "config_hash",
     "matplotlib_available",
     "png_text",
@@ -95,5 +93,7 @@ __all__ = [
     "recover",
     "require_matplotlib",
     "save_figure",
+    "stage_report",
     "verify_report",
+    "write_report",
 ]

@@ -74,18 +74,18 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> l
 # --------------------------------------------------------------------------- reports as Markdown
 
 _MD_SPECIAL = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-                             "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "#": "\\#",
+                             "|": "\\|", "<": "&lt;", "#": "\\#",
                              "\n": " ", "\r": " "})
 
 
 def md_escape(text: object) -> str:
-    """``text`` as literal Markdown: no markup, no HTML, no table break, one line.
+    """``text`` as literal Markdown: no markup, no HTML tag (``<`` is an entity), no table break, one line.
 
     Every name that comes from the user's data (a file, a data source, a label)
     goes through this before it reaches a Markdown report.
 
     >>> md_escape("<script>x|y</script> *a*")
-    '&lt;script&gt;x\\\\|y&lt;/script&gt; \\\\*a\\\\*'
+    '&lt;script>x\\\\|y&lt;/script> \\\\*a\\\\*'
     """
     return str(text).translate(_MD_SPECIAL)
 

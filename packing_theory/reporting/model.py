@@ -21,9 +21,10 @@ writes every file of a report as one unit through the locked atomic writer.
 
 Cells are plain values; a :class:`Column`'s ``kind`` says how to show them
 (:func:`cell_text`): ``count`` and ``tokens`` with thousands separators,
-``share`` as a percentage, ``number`` with four significant digits, ``text``
-as is. :class:`Amount` is a count with its share, shown together
-(``1,234 (5.0%)``).
+``share`` as a percentage, ``number`` with four significant digits,
+``decimal`` with four decimals (a loss in bits per byte), ``delta`` signed with
+five decimals (a difference of losses), ``text`` as is. :class:`Amount` is a
+count with its share, shown together (``1,234 (5.0%)``).
 
 >>> t = Table("rows", (Column("packer"), Column("tokens", "tokens"), Column("share", "share")),
 ...           (("discard", 1234567, 0.25),))
@@ -67,8 +68,8 @@ __all__ = [
 MISSING = "—"
 """The text of a value that is not defined (no document in the stratum, no start...)."""
 
-ColumnKind = Literal["text", "count", "tokens", "share", "number"]
-COLUMN_KINDS: tuple[ColumnKind, ...] = ("text", "count", "tokens", "share", "number")
+ColumnKind = Literal["text", "count", "tokens", "share", "number", "decimal", "delta"]
+COLUMN_KINDS: tuple[ColumnKind, ...] = ("text", "count", "tokens", "share", "number", "decimal", "delta")
 """How a column's cells are shown (see :func:`cell_text`)."""
 
 
@@ -277,6 +278,8 @@ def cell_text(column: Column, v: Any) -> str:
     ('1,234', '0.01235')
     >>> cell_text(Column("n", "count"), None), cell_text(Column("ok"), True)
     ('—', 'yes')
+    >>> cell_text(Column("BPB", "decimal"), 1.23456), cell_text(Column("Δ", "delta"), 0.000123)
+    ('1.2346', '+0.00012')
     """
     if v is None:
         return MISSING
@@ -287,6 +290,10 @@ def cell_text(column: Column, v: Any) -> str:
         return f"{v.value:,}{share}"
     if column.kind == "share" and isinstance(v, (int, float)):
         return percent(float(v))
+    if column.kind == "decimal" and isinstance(v, (int, float)):
+        return f"{v:.4f}" if math.isfinite(v) else MISSING
+    if column.kind == "delta" and isinstance(v, (int, float)):
+        return f"{v:+.5f}" if math.isfinite(v) else MISSING
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):

@@ -13,15 +13,16 @@ sections (the same blocks the Markdown is rendered from):
   numbers right-aligned with thousands separators, sortable by a click and
   filtered by typed text when long — and readable without JavaScript;
 * the PNG plots embedded where the sections place them;
+* at phone width every table becomes one line per cell, labelled by its column;
 * the run's provenance (schema, run id, config hash, timings) and the
   glossary of the terms the page uses.
 
 The page loads nothing (no network, no font, no CDN: a Content-Security-Policy
 forbids it) and fits its width: text cells wrap, numbers never leave the
-screen at 1280 px, and at phone width the answer card's tables become one
-line per cell. Run metadata (run id, timings) sits in elements of class
-``run-meta`` (:func:`strip_run_metadata`), so two runs of one configuration
-give the same page otherwise.
+screen at 1280 px, and at phone width every table becomes one line per cell.
+Run metadata (run id, timings) sits in elements of class ``run-meta``
+(:func:`strip_run_metadata`), so two runs of one configuration give the same
+page otherwise.
 
 Complexity: O(size of the sections + size of the plots).
 
@@ -33,7 +34,9 @@ Complexity: O(size of the sections + size of the plots).
 ...     def sections(self): return [Section("answer", "Answer", (Bars("tokens", "tokens", ("trained", "lost"),
 ...                                     (("discard", (3, 1)),)),), answer=True)]
 >>> page = render_page(R())
->>> "data-answer" in page and "<svg" in page and "trained: <b>3</b> (75.0%)" in page and "http" not in page.split("<body")[1]
+>>> "data-answer" in page and "<svg" in page and "trained: <b>3</b> (75.0%)" in page
+True
+>>> "http" not in page.split("<body")[1]
 True
 """
 
@@ -80,7 +83,7 @@ padding:0 1em 3em;color:#1b1b1b;background:#fff}
 h1{font-size:1.5em;margin:.7em 0 .3em}h2{font-size:1.2em;margin:1.4em 0 .4em;border-bottom:1px solid #ddd}
 h3{font-size:1.05em;margin:1em 0 .3em}
 p.headline{font-size:1.1em;background:#eef5fb;border-left:4px solid #0072b2;padding:.5em .8em;margin:.3em 0}
-nav{font-size:13px;margin:.4em 0}nav a{margin-right:.8em;white-space:nowrap}
+nav{font-size:13px;margin:.4em 0;display:flex;flex-wrap:wrap;gap:.15em .9em}
 section.answer{border:1px solid #cfd8e3;border-radius:6px;padding:.2em .9em .6em;margin:.6em 0}
 section.answer h2{border:0;margin-top:.4em}
 table{border-collapse:collapse;margin:.4em 0 .8em;font-size:13px;max-width:100%}
@@ -89,7 +92,7 @@ th,td{border:1px solid #d4d4d4;padding:.2em .45em;vertical-align:top;text-align:
 th{background:#f3f3f3;cursor:pointer;user-select:none;font-weight:600}
 th[title]{text-decoration:underline dotted #888}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-td{overflow-wrap:anywhere}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td{overflow-wrap:anywhere}td:first-child{overflow-wrap:normal}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 tbody tr:nth-child(even){background:#fafafa}
 p.note{font-size:13px;color:#444;margin:.2em 0 .8em}
 div.bar{margin:.5em 0 .9em}div.bar-label{font-weight:600}
@@ -103,10 +106,10 @@ padding:.6em}input.filter{margin:.4em 0 0;padding:.2em .4em;width:22em;max-width
 details{margin:.3em 0 .8em}summary{cursor:pointer;font-weight:600}dt{font-weight:600}
 dd{margin:0 0 .5em 1.5em}
 @media (max-width:640px){
- section.answer table,section.answer tbody,section.answer tr,section.answer td{display:block;border:0}
- section.answer thead{display:none}section.answer tr{border-top:1px solid #d4d4d4;padding:.2em 0}
- section.answer td{padding:.05em 0;text-align:left}section.answer td.num{text-align:left}
- section.answer td::before{content:attr(data-label) ": ";font-weight:600}
+ table,tbody,tr,td{display:block;border:0}thead{display:none}caption{display:block}
+ tr{border-top:1px solid #d4d4d4;padding:.2em 0}
+ td{padding:.05em 0;text-align:left}td.num{text-align:left;white-space:normal}
+ td::before{content:attr(data-label) ": ";font-weight:600}
  ul.legend li{white-space:normal}
 }
 """
@@ -278,7 +281,7 @@ def _provenance(doc: Mapping[str, Any]) -> str:
             text = _e("—" if v is None else (f"{v:,.3f}" if isinstance(v, float) else v))
             if meta:
                 text = f'<span class="run-meta">{text}</span>'
-            rows.append(f"<tr><td>{_e(prefix)}</td><td>{text}</td></tr>")
+            rows.append(f'<tr><td data-label="name">{_e(prefix)}</td><td data-label="value">{text}</td></tr>')
 
     for key in _PROVENANCE:
         if doc.get(key) is not None:

@@ -167,10 +167,13 @@ class ReportWriter:
         Raises:
             ReportError: a file was already staged under the previous hash.
         """
+        new = config_hash(dict(config))
+        if new == self.config_hash:
+            return
         if self.staging is not None and any(os.scandir(self.staging)):
             raise ReportError("set_config after files were staged: they carry the previous config hash")
         self.config = dict(config)
-        self.config_hash = config_hash(self.config)
+        self.config_hash = new
 
     @property
     def png_metadata(self) -> dict[str, str]:

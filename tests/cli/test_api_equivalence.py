@@ -1,6 +1,6 @@
 """The command line and the Python API write the same report files.
 
-``packing-theory audit`` is ``write_report(audit(open_corpus(...), ...), out)``: on the
+``packing-theory audit`` is ``write_report(audit_corpus(open_corpus(...), ...), out)``: on the
 same corpus and settings both write identical ``audit.json``, ``audit.md``,
 ``audit.html`` and ``documents.csv`` apart from the run id and the timings
 (the JSON's ``run`` and ``seconds``, the page's run metadata); ``compare``
@@ -18,7 +18,6 @@ import pytest
 
 import packing_theory as pt
 from packing_theory.cli import main
-from packing_theory.orchestration import audit, compare
 from packing_theory.reporting.page import strip_run_metadata
 
 
@@ -63,8 +62,9 @@ def test_audit_writes_what_write_report_of_audit_writes(corpus: Path, tmp_path: 
     assert main(argv) == 0
     opened = pt.open_corpus(str(corpus), format="text", per_line=True, tokenizer="whitespace",
                             source_from="dir")
-    result = audit(opened, ["discard", "trl-bfd"], pt.Settings(capacity=32, min_buffer=20, refill=8),
-                   horizon=pt.Budget("rows", 60), permutations=3, documents=True)
+    settings = pt.Settings(capacity=32, min_buffer=20, refill=8)
+    result = pt.audit_corpus(opened, ["discard", "trl-bfd"], settings, horizon=pt.Budget("rows", 60),
+                             permutations=3, documents=True)
     pt.write_report(result, tmp_path / "api")
     _same_files(tmp_path / "cli", tmp_path / "api", "audit", ("documents.csv",))
     doc = json.loads((tmp_path / "cli" / "audit.json").read_text())
@@ -78,8 +78,8 @@ def test_compare_writes_what_write_report_of_compare_writes(corpus: Path, tmp_pa
             "--out", str(tmp_path / "cli")]
     assert main(argv) == 0
     opened = pt.open_corpus(str(corpus), format="text", per_line=True)
-    result = compare(opened, ["discard", "trl-bfd", "olmo-truncate"],
-                     pt.Settings(seq_length=24, min_buffer=10))
+    result = pt.compare_corpus(opened, ["discard", "trl-bfd", "olmo-truncate"],
+                               pt.Settings(seq_length=24, min_buffer=10))
     pt.write_report(result, tmp_path / "api")
     _same_files(tmp_path / "cli", tmp_path / "api", "compare")
     doc = json.loads((tmp_path / "cli" / "compare.json").read_text())

@@ -60,9 +60,9 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
     assert "no sampling interval" in da["statements"]["census"]
     assert "never started" in da["support"]["discard"]["statement"]
     md = (a / "evaluate.md").read_text()
-    for needle in ("## Support", "## BPB by stratum", "## Declared family", "## Whole-source census",
-                   "## What the intervals mean",
-                   "reconcile exactly for every model and window kind: **yes**"):
+    for needle in ("## The answer", "## Population and support", "## BPB by stratum",
+                   "The declared family of", "## Whole-source census", "what the intervals mean",
+                   "reconcile exactly for every model and window kind: yes"):
         assert needle in md
 
 
@@ -270,7 +270,7 @@ def test_a_declared_same_seed_family_of_eight_uses_99_375(own_inputs: tuple[Path
     assert cmp["family_size"] == 8 and cmp["adjusted_level"] == 0.99375 and len(cmp["family"]) == 4
     assert [d["name"] for d in cmp["dropped"] if d["what"] == "stratum"] == [">16384"]
     report = (tmp_path / "c" / "evaluate.md").read_text()
-    assert "- dropped stratum >16384: stratum >16384 has 0 sources in the population" in report
+    assert "Dropped stratum >16384: stratum >16384 has 0 sources in the population" in report
     assert "(4 of them dropped, each reported with its reason)" in err  # the one summary line says so
     assert len(err.strip().splitlines()) == 1, err
 

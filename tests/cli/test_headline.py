@@ -81,7 +81,7 @@ def test_a_long_synthetic_corpus_reaches_its_budget(tmp_path: Path) -> None:
     assert c["rows"] == 500  # ceil(64,000 / 128) full rows
     nt = c["never_trained"]
     assert nt["never_reached"]["documents"] > 15_000
-    assert doc["headline"].startswith("continue stopped at row 500: the horizon of 64,000 tokens was reached")
+    assert doc["headline"].startswith("continue reached the horizon of 64,000 tokens at row 500")
     for p_ in (c, t):
         m = p_["never_trained"]["mass"]
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == int(lengths.sum())
