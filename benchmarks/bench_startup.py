@@ -120,6 +120,8 @@ def markdown(doc: dict[str, Any]) -> str:
              f"seconds of the child (`os.wait4`); median (minimum). Python {doc['python']}, "
              f"{doc['cpus']} CPUs, "
              f"load average {doc['load_before']} before and {doc['load_after']} after.", ""]
+    if doc.get("baseline_note"):
+        lines += [f"Baseline: {doc['baseline_note']}", ""]
     head = "| case | " + " | ".join(f"{n}: CPU s" for n in names) + (
         f" | {names[0]} / {names[1]} |" if len(names) == 2 else " |")
     lines += [head, "|---|" + "---:|" * (len(names) + (len(names) == 2))]
@@ -146,6 +148,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--baseline", type=Path, default=None, help="a second checkout to measure in the same run")
     p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--baseline-note", default="", help="what the baseline checkout is (written into the results)")
     p.add_argument("--out", type=Path, default=RESULTS)
     a = p.parse_args()
     roots = {"this checkout": HERE}
@@ -155,7 +158,7 @@ def main() -> None:
     found = measure(roots, a.repeats)
     doc = {"python": platform.python_version(), "cpus": os.cpu_count(), "repeats": a.repeats,
            "load_before": load_before, "load_after": [round(x, 2) for x in os.getloadavg()],
-           "checkouts": found}
+           "checkouts": found, "baseline_note": a.baseline_note}
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "startup.json").write_text(json.dumps(doc, indent=2) + "\n")
     (a.out / "startup.md").write_text(markdown(doc))
