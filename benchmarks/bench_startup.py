@@ -148,7 +148,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--baseline", type=Path, default=None, help="a second checkout to measure in the same run")
     p.add_argument("--repeats", type=int, default=9)
-    p.add_argument("--baseline-note", default="", help="what the baseline checkout is (written into the results)")
+    p.add_argument("--baseline-note", default="", help="what the baseline checkout is (into the results)")
     p.add_argument("--out", type=Path, default=RESULTS)
     a = p.parse_args()
     roots = {"this checkout": HERE}
