@@ -236,7 +236,7 @@ class IndexBuilder:
     about 3 times the buffer's bytes at that moment).
     """
 
-    def __init__(self, references: int, memory_grams: int, *,
+    def __init__(self, references: int, memory_grams: int = DEFAULT_MEMORY_GRAMS, *,
                  directory: str | os.PathLike[str] | None = None) -> None:
         self.references = check_int("references", references, 1, maximum=MAX_REFERENCES)
         self.memory_grams = check_int("memory_grams", memory_grams, 1)

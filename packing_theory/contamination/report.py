@@ -82,6 +82,8 @@ class ReferenceRecord:
     rows: int = 0
     items: int = 0
     nulls: int = 0
+    pieces: int = 0
+    largest_piece_tokens: int = 0
     tokens: int = 0
     windows: int = 0
     grams: int = 0

@@ -247,6 +247,7 @@ def _read_references(specs: Sequence[ReferenceSpec], tokenizer: Tokenizer | Buil
         else:
             rec.read = True
         rec.rows, rec.items, rec.nulls = tally.rows, tally.items, tally.nulls
+        rec.pieces, rec.largest_piece_tokens = tally.pieces, tally.largest_piece
         records.append(rec)
     return records
 

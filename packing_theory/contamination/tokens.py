@@ -169,6 +169,9 @@ class ReferenceItems:
     rows: int = 0
     items: int = 0
     nulls: int = 0
+    pieces: int = 0
+    largest_piece: int = 0
+    """The most token ids of one piece (what reading the set held at once)."""
 
 
 PIECE_CHARS = 1 << 20
@@ -235,12 +238,13 @@ def cut_pieces(chunks: Iterable[str], rule: CutRule, limit: int = PIECE_CHARS) -
 
 
 def reference_pieces(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenizer,
-                     tally: ReferenceItems, *, limit: int = PIECE_CHARS) -> Iterator[tuple[U64Array, bool]]:
+                     tally: ReferenceItems, *, limit: int | None = None) -> Iterator[tuple[U64Array, bool]]:
     """Yield ``(token ids, last)`` for the pieces of every item of ``spec``, counting into ``tally``.
 
     An item of at most ``limit`` characters is one piece; a longer one is read
     and tokenized piece by piece (:func:`cut_pieces`), so no whole item is
-    ever held as token ids. ``last`` marks an item's final piece.
+    ever held as token ids. ``last`` marks an item's final piece. ``limit``
+    defaults to :data:`PIECE_CHARS` (read when called).
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -249,6 +253,7 @@ def reference_pieces(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenize
         InputTypeError: a column value that is neither a string nor a list of strings.
     """
     rule = cut_rule(tokenizer)
+    limit = check_int("limit", PIECE_CHARS if limit is None else limit, 1)
     if spec.is_parquet:
         texts: Iterable[tuple[str, bool]] = (p for value in _parquet_items(spec, tally)
                                              for p in cut_pieces([value], rule, limit))
@@ -262,6 +267,8 @@ def reference_pieces(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenize
             yield text
 
     for ids in text_token_ids(pieces(), tokenizer, what=f"reference {spec.label!r} piece"):
+        tally.pieces += 1
+        tally.largest_piece = max(tally.largest_piece, int(ids.size))
         yield ids, last.popleft()
 
 
