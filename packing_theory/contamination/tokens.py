@@ -208,7 +208,10 @@ def _cut_point(text: str, start: int, limit: int, rule: CutRule) -> int | None:
     space = max(text.rfind(c, start, end) for c in " \t\n\r")
     if space >= start:
         return space + 1
-    return end if rule == "line" else None  # a word longer than the limit stays whole for ``whitespace``
+    if rule == "line":
+        return end
+    after = [i for i in (text.find(c, end) for c in " \t\n\r") if i >= 0]  # a word longer than the limit
+    return min(after) + 1 if after else None  # stays whole for ``whitespace``: cut after it, or wait for more
 
 
 def cut_pieces(chunks: Iterable[str], rule: CutRule, limit: int = PIECE_CHARS) -> Iterator[tuple[str, bool]]:

@@ -54,7 +54,7 @@ def test_a_reference_of_few_distinct_grams_never_spills(tmp_path: Path) -> None:
     # the case that once peaked at 2.45 GB: one huge item with 14 distinct grams; now the buffer dedupes
     (tmp_path / "ref.txt").write_text("abcdefghijklmnopqrstuvwxyz" * 40_000)
     builder = IndexBuilder(1, 64)
-    for start in range(0, 1_040_000, 100_000):  # the item's windows arrive piece by piece, as the scan sends them
+    for start in range(0, 1_040_000, 100_000):  # the item's windows arrive piece by piece, as in a scan
         piece = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz" * 4000, dtype=np.uint8)[start % 26 :]
         builder.add(window_hashes(piece, 13), 0)
         builder._check()
