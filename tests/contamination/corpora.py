@@ -79,7 +79,8 @@ def planted(seed: int = 0, documents: int = 60, hit_every: int = 7) -> Planted:
 
 
 def write_jsonl(p: Planted, path: Path) -> Path:
-    rows = [json.dumps({"id": p.names[i], "text": p.text(i), "source": p.sources[i]}) for i in range(len(p.docs))]
+    rows = [json.dumps({"id": p.names[i], "text": p.text(i), "source": p.sources[i]})
+            for i in range(len(p.docs))]
     data = ("\n".join(rows) + "\n").encode()
     if path.name.endswith(".zst"):
         import zstandard

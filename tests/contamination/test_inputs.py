@@ -48,7 +48,8 @@ def _check(rep: Any, p: Planted, *, names: list[str], sources: list[str] | None,
         [None] * len(p.planted) if sources is None else [sources[i] for i in p.planted])
     assert rep.documents_scanned == len(p.docs) and rep.matched_grams == sum(expected)
     if sources is not None:
-        got = {k: (v.documents, v.documents_with_any_hit, v.matched_grams) for k, v in rep.source_records.items()}
+        got = {k: (v.documents, v.documents_with_any_hit, v.matched_grams)
+               for k, v in rep.source_records.items()}
         assert got == p.per_source() and rep.unattributed.documents == 0
     else:
         assert rep.unattributed.documents == len(p.docs) and rep.source_records == {}
@@ -108,7 +109,7 @@ def test_olmo_token_array(tmp_path: Path) -> None:
     rep = _scan(p, CorpusInput(str(path), "olmo", bos="included", eos_id=0, dtype="uint16"), tmp_path)
     _check(rep, p, names=[f"{path}#{i}" for i in range(len(p.docs))], sources=None,
            lengths=open_data([str(path)], "olmo", bos="included", eos_id=0, dtype="uint16").lengths())
-    assert rep.grams_scanned == sum(max(0, len(d) + 1 - N + 1) for d in p.docs)  # the EOS is scanned, as stored
+    assert rep.grams_scanned == sum(max(0, len(d) + 1 - N + 1) for d in p.docs)  # the EOS is scanned
 
 
 def test_text_files_whole_and_per_line(tmp_path: Path) -> None:
@@ -122,8 +123,8 @@ def test_text_files_whole_and_per_line(tmp_path: Path) -> None:
         files.append(tmp_path / f"d{i:02d}.txt")
         files[-1].write_text(p.text(i))
     refs = p.write_references(tmp_path / "refs.txt")
-    rep = scan_contamination([CorpusInput(str(f), "text") for f in files], [ReferenceSpec(str(refs), per_line=True)],
-                             tokenizer=ids_tokenizer, n=N)
+    rep = scan_contamination([CorpusInput(str(f), "text") for f in files],
+                             [ReferenceSpec(str(refs), per_line=True)], tokenizer=ids_tokenizer, n=N)
     assert [h.name for h in rep.hit_documents] == [str(files[i]) for i in p.planted]  # a whole file: its path
 
 
