@@ -226,7 +226,8 @@ def _data_inputs(args: argparse.Namespace) -> tuple[list[CorpusInput], str]:
         raise InputError(f"--data {paths[0]!r} is a lengths array ({why}): it holds document lengths, not "
                          "token ids; contamination reads token ids or text (a raw or .npy token array is "
                          "--format olmo with --eos-id or its metadata file)")
-    given = {k: getattr(args, k) for k in ("bos", "eos_id", "dtype", "field", "split") if getattr(args, k)}
+    given = {k: getattr(args, k) for k in ("bos", "eos_id", "dtype", "field", "split")
+             if getattr(args, k) is not None}
     if args.per_line:
         given["per_line"] = True
     extra = sorted(set(given) - FORMAT_OPTIONS[fmt])
