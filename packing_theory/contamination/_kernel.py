@@ -5,8 +5,9 @@ by mypy without ``disallow_untyped_decorators`` (``pyproject.toml``); its only
 caller, :meth:`packing_theory.contamination.table.GramTable.scan`, is fully
 typed and passes plain numpy arrays. Nothing here is public API.
 
-:func:`scan_windows` does in one pass what the numpy path does with whole-array
-operations: the window hash of :mod:`packing_theory.contamination.hashing` in
+:func:`scan_small_ids` (``uint8`` / ``uint16`` ids, mixed through the 65,536-entry
+table) and :func:`scan_keys` (wider ids, mixed by numpy first) do in one loop
+per phase what the numpy path does with whole-array operations: the window hash of :mod:`packing_theory.contamination.hashing` in
 its rolling form (``H[j+1] = (H[j] - u[j] * BASE**(n-1)) * BASE + u[j+n]``,
 all modulo ``2**64``: the same value as the polynomial), the table's blocked
 Bloom filter, and a bisection of the hash's bucket. Every constant is a
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["scan_windows"]
+__all__ = ["scan_keys", "scan_small_ids"]
 
 _SIX = np.uint64(6)
 _TWELVE = np.uint64(12)
@@ -27,22 +28,8 @@ _ONE = np.uint64(1)
 
 
 @njit(cache=True, nogil=True)
-def scan_windows(u, n, top_power, base, words, wshift, keys, start, bshift, out_window, out_key):
-    """Write the start of every window of ``u`` (mixed token keys) whose hash is a key, and the key's index.
-
-    ``top_power`` is ``BASE**(n-1) mod 2**64``. Returns how many were written.
-    """
-    windows = u.size - n + 1
-    if windows <= 0:
-        return 0
-    h = np.uint64(0)
-    for i in range(n):
-        h = h * base + u[i]
-    hashes = np.empty(windows, dtype=np.uint64)
-    hashes[0] = h
-    for j in range(1, windows):
-        h = (h - u[j - 1] * top_power) * base + u[j + n - 1]
-        hashes[j] = h
+def _find(hashes, windows, words, wshift, keys, start, bshift, out_window, out_key):
+    """Filter the window hashes, then bisect the buckets of those that pass; return how many were found."""
     cand = 0
     for j in range(windows):  # branch-free: the loads of consecutive windows overlap
         h = hashes[j]
@@ -69,3 +56,37 @@ def scan_windows(u, n, top_power, base, words, wshift, keys, start, bshift, out_
             out_key[found] = lo
             found += 1
     return found
+
+
+@njit(cache=True, nogil=True)
+def scan_small_ids(ids, keytab, n, top_power, base, words, wshift, keys, start, bshift, hashes, out_window,
+                   out_key):
+    """Write the start of every window of ``ids`` (``uint8`` / ``uint16``, mixed through ``keytab``) whose
+    hash is a key, and the key's index; ``top_power`` is ``BASE**(n-1) mod 2**64``. Returns how many."""
+    windows = ids.size - n + 1
+    if windows <= 0:
+        return 0
+    h = np.uint64(0)
+    for i in range(n):
+        h = h * base + keytab[ids[i]]
+    hashes[0] = h
+    for j in range(1, windows):
+        h = (h - keytab[ids[j - 1]] * top_power) * base + keytab[ids[j + n - 1]]
+        hashes[j] = h
+    return _find(hashes, windows, words, wshift, keys, start, bshift, out_window, out_key)
+
+
+@njit(cache=True, nogil=True)
+def scan_keys(u, n, top_power, base, words, wshift, keys, start, bshift, hashes, out_window, out_key):
+    """:func:`scan_small_ids` for ids already mixed into ``u`` (``uint64`` keys of wider ids)."""
+    windows = u.size - n + 1
+    if windows <= 0:
+        return 0
+    h = np.uint64(0)
+    for i in range(n):
+        h = h * base + u[i]
+    hashes[0] = h
+    for j in range(1, windows):
+        h = (h - u[j - 1] * top_power) * base + u[j + n - 1]
+        hashes[j] = h
+    return _find(hashes, windows, words, wshift, keys, start, bshift, out_window, out_key)

@@ -170,6 +170,9 @@ class ContaminationReport:
             inputs in order), or ``None`` when the scan did not measure.
         lengths: the BOS-inclusive lengths of those documents (the mask's
             fingerprint), or ``None`` with the mask.
+        seconds: wall time of the scan; ``timings``: wall and CPU seconds (of
+            this process: not of worker processes) of reading the references
+            and building the index, and of the scan and summary.
     """
 
     n: int
@@ -188,6 +191,7 @@ class ContaminationReport:
     mask: npt.NDArray[np.uint8] | None = None
     lengths: npt.NDArray[np.int64] | None = None
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ totals
 
@@ -293,6 +297,7 @@ class ContaminationReport:
                      "why_not": None if self.mask is not None else
                      "the scan did not measure (see verdict.reasons)"},
             "seconds": self.seconds,
+            "timings": dict(self.timings),
         }
 
     def _found(self) -> str:

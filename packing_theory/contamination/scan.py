@@ -393,7 +393,7 @@ def scan_contamination(
     _check_options(inputs, references, n, exclude)
     memory_grams = check_int("memory_grams", memory_grams, 1)
     use_compiled = compiled_scan_available() if compiled is None else bool(compiled)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     builder = IndexBuilder(len(references), memory_grams, directory=index_dir)
     try:
         ref_records = _read_references(references, tokenizer, n, builder, vocab)
@@ -401,6 +401,7 @@ def scan_contamination(
     except BaseException:
         builder.discard()
         raise
+    t1, c1 = time.perf_counter(), time.process_time()
     records = [InputRecord(i.label, i.kind, i.source) for i in inputs]
     tallies = [InputTally() for _ in inputs]
     found: Found = []
@@ -420,7 +421,10 @@ def scan_contamination(
                                      inputs=records, references=ref_records, index=describe,
                                      reference_grams=index.grams)
     summarise(report, inputs, tallies, found, ref_matched, labels)
-    report.seconds = time.perf_counter() - t0
+    t2, c2 = time.perf_counter(), time.process_time()
+    report.seconds = t2 - t0
+    report.timings = {"references_wall_s": t1 - t0, "references_cpu_s": c1 - c0, "scan_wall_s": t2 - t1,
+                      "scan_cpu_s": c2 - c1}
     return report
 
 

@@ -46,7 +46,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..errors import InputError
-from .hashing import BASE, CHUNK_WINDOWS, token_keys, window_hashes
+from .hashing import BASE, CHUNK_WINDOWS, small_keys, token_keys, window_hashes
 
 __all__ = [
     "BUCKET_GRAMS",
@@ -214,13 +214,14 @@ class GramTable:
         found[inside] = self.keys[lo[inside]] == hc[inside]
         return cand[found].astype(np.int64), lo[found].astype(np.int64)
 
-    def scan(self, ids: npt.NDArray[np.integer], n: int, *, compiled: bool = False
-             ) -> tuple[IntArray, IntArray]:
+    def scan(self, ids: npt.NDArray[np.integer], n: int, *, compiled: bool = False,
+             scratch: _Scratch | None = None) -> tuple[IntArray, IntArray]:
         """Every length-``n`` window of ``ids`` whose hash is a key: its start and its key's index.
 
         ``compiled=True`` runs the numba loop (:mod:`~packing_theory.contamination._kernel`),
         else :func:`~packing_theory.contamination.hashing.window_hashes` and
         :meth:`lookup`; the answers are equal. O(len(ids)) either way.
+        ``scratch`` lends the compiled loop its work arrays (reused across calls).
         """
         arr = np.asarray(ids)
         windows = arr.size - n + 1
@@ -230,11 +231,13 @@ class GramTable:
         if not compiled:
             return self.lookup(window_hashes(arr, n))
         kernel = _kernel()
-        u = token_keys(arr)
-        win = np.empty(windows, dtype=np.int64)
-        pos = np.empty(windows, dtype=np.int64)
-        found = kernel.scan_windows(u, n, _U(pow(BASE, n - 1, 1 << 64)), _U(BASE), self._words, self._wshift,
-                                    self.keys, self._start, self._bshift, win, pos)
+        hashes, win, pos = (scratch or _Scratch()).arrays(windows)
+        args = (n, _U(pow(BASE, n - 1, 1 << 64)), _U(BASE), self._words, self._wshift, self.keys, self._start,
+                self._bshift, hashes, win, pos)
+        if arr.dtype in (np.uint8, np.uint16):
+            found = kernel.scan_small_ids(np.ascontiguousarray(arr), small_keys(), *args)
+        else:
+            found = kernel.scan_keys(token_keys(arr), *args)
         return win[:found].copy(), pos[:found].copy()
 
     def _check(self) -> None:
@@ -249,6 +252,24 @@ class GramTable:
             "every key must lie in its bucket"
 
 
+class _Scratch:
+    """Work arrays of the compiled loop, grown on demand and reused across chunks."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.hashes = np.zeros(0, dtype=np.uint64)
+        self.win = np.zeros(0, dtype=np.int64)
+        self.pos = np.zeros(0, dtype=np.int64)
+
+    def arrays(self, windows: int) -> tuple[U64Array, IntArray, IntArray]:
+        if windows > self.size:
+            self.size = windows
+            self.hashes = np.empty(windows, dtype=np.uint64)
+            self.win = np.empty(windows, dtype=np.int64)
+            self.pos = np.empty(windows, dtype=np.int64)
+        return self.hashes[:windows], self.win[:windows], self.pos[:windows]
+
+
 def scan_chunks(ids: Any, total_windows: int, n: int, table: GramTable, *, compiled: bool,
                 chunk: int = CHUNK_WINDOWS) -> tuple[IntArray, IntArray]:
     """:meth:`GramTable.scan` over ``ids[0 : total_windows + n - 1]`` in chunks of ``chunk`` windows.
@@ -261,9 +282,10 @@ def scan_chunks(ids: Any, total_windows: int, n: int, table: GramTable, *, compi
         raise InputError(f"n must be >= 1, got {n}")
     starts: list[IntArray] = []
     positions: list[IntArray] = []
+    scratch = _Scratch()
     for lo in range(0, max(total_windows, 0), chunk):
         hi = min(total_windows, lo + chunk)
-        win, pos = table.scan(ids[lo : hi + n - 1], n, compiled=compiled)
+        win, pos = table.scan(ids[lo : hi + n - 1], n, compiled=compiled, scratch=scratch)
         if win.size:
             starts.append(win + lo)
             positions.append(pos)
