@@ -5,12 +5,15 @@ by mypy without ``disallow_untyped_decorators`` (``pyproject.toml``); its only
 caller, :meth:`packing_theory.contamination.table.GramTable.scan`, is fully
 typed and passes plain numpy arrays. Nothing here is public API.
 
-:func:`scan_small_ids` (``uint8`` / ``uint16`` ids, mixed through the 65,536-entry
-table) and :func:`scan_keys` (wider ids, mixed by numpy first) do in one loop
-per phase what the numpy path does with whole-array operations: the window hash of :mod:`packing_theory.contamination.hashing` in
+:func:`scan_small_ids` (``uint8`` / ``uint16`` ids, mixed through the
+65,536-entry table) and :func:`scan_keys` (wider ids, mixed by numpy first)
+do in one loop per phase what the numpy path does with whole-array
+operations: the window hash of :mod:`packing_theory.contamination.hashing` in
 its rolling form (``H[j+1] = (H[j] - u[j] * BASE**(n-1)) * BASE + u[j+n]``,
 all modulo ``2**64``: the same value as the polynomial), the table's blocked
-Bloom filter, and a bisection of the hash's bucket. Every constant is a
+Bloom filter (:func:`_find`, in a loop without branches, so that the filter
+words of consecutive windows are loaded together), and a bisection of the
+hash's bucket for the few windows that pass. Every constant is a
 ``uint64`` so that no step leaves modular integer arithmetic.
 """
 
