@@ -436,17 +436,22 @@ def _scan(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[Refere
 def run(args: argparse.Namespace) -> int:
     """Scan, write the report; return 0, or raise :class:`Finding` (1) / :class:`NotMeasured` (3)."""
     from ..reporting import ReportWriter
+    from ..reporting.files import ReportError
     from ._common import emit_json
 
     _check(args)
     refs = _references(args)
     inputs, vocab, source_tokenizer, corpus = _inputs(args)
     labels = _labels(args, inputs)
-    with ReportWriter(args.out, names=REPORT_FILES, config=_config(args, inputs, refs),
-                      tool="packing-theory contamination", force=args.force) as writer:
-        report = _scan(args, inputs, refs, vocab, labels)
-        doc = _write(writer, report, source_tokenizer, corpus)
-        writer.commit()
+    try:
+        with _option_path("--out", args.out), ReportWriter(
+                args.out, names=REPORT_FILES, config=_config(args, inputs, refs),
+                tool="packing-theory contamination", force=args.force) as writer:
+            report = _scan(args, inputs, refs, vocab, labels)
+            doc = _write(writer, report, source_tokenizer, corpus)
+            writer.commit()
+    except ReportError as exc:  # the report directory: name the option
+        raise ReportError(f"--out: {exc}") from exc
     if args.json:
         emit_json(doc)
     where = f"report in {args.out}/contamination.md"

@@ -366,6 +366,11 @@ def test_an_os_error_from_an_option_path_names_the_option(tmp_path: Path,
     assert main(["contamination", "--manifest", str(tmp_path / "m.json"), "--tokenizer", "chars",
                  "--reference", str(tmp_path / "f.txt")]) == 2
     assert f"--manifest '{tmp_path / 'm.json'}': No such file or directory" in capsys.readouterr().err
+    assert main([*base[:-1], str(tmp_path / "FILE" / "sub")]) == 2  # --out under a file
+    assert f"--out '{tmp_path / 'FILE' / 'sub'}': Not a directory" in capsys.readouterr().err
+    assert main([*base[:-1], str(tmp_path / "FILE")]) == 2
+    assert f"--out: report directory '{tmp_path / 'FILE'}' exists and is not a directory" in \
+        capsys.readouterr().err
 
 
 def test_labels_workers_and_no_progress(corpus: dict[str, Any], tmp_path: Path) -> None:
