@@ -229,9 +229,11 @@ def _megatron(inp: CorpusInput) -> Block:
     pointers = r.sequence_pointers
     item = r.dtype.itemsize
     first = int(pointers[0]) if pointers.size else 0
+    done = 0  # tokens before the chunk
     for lo in range(0, lengths.size, 1 << 20):  # the sequences must lie in order, back to back
         part = lengths[lo : lo + (1 << 20)]
-        before = np.cumsum(part) - part + (int(lengths[:lo].sum()) if lo else 0)
+        before = np.cumsum(part) - part + done
+        done += int(part.sum())
         if not np.array_equal(pointers[lo : lo + part.size], first + item * before):
             raise InputError(f"Megatron index {r.idx_path!r}: its sequences are not stored in order, back to "
                              "back, in the .bin; this scan reads them in one sweep")

@@ -135,15 +135,17 @@ def block_hits(ids: TokenSlices, starts: IntArray, ends: IntArray, skip: int, n:
 
 # --------------------------------------------------------------------------- one task
 
-_CACHED: tuple[tuple[str, int], GramTable] | None = None
+_CACHED: tuple[tuple[str, int, int, int], GramTable] | None = None
 
 
 def _pass_table(source: GramTable | IndexFiles, k: int) -> GramTable:
-    """The table of pass ``k``: given, or read from the index files (kept for the next task of the pass)."""
+    """The table of pass ``k``: given, or read from the index files and kept for the next task of the
+    pass in this worker process (one table per process at most: the last one read)."""
     global _CACHED
     if isinstance(source, GramTable):
         return source
-    key = (source.keys, k)
+    st = os.stat(source.keys)  # a new index at a reused path is read again
+    key = (source.keys, k, st.st_ino, st.st_mtime_ns)
     if _CACHED is None or _CACHED[0] != key:
         _CACHED = None  # the previous pass's table goes before the next one is read
         _CACHED = (key, source.table(k))
