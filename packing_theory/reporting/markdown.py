@@ -13,11 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputError
+from .model import (
+    MISSING,
+    Amount,
+    Bars,
+    Block,
+    Column,
+    Plot,
+    Report,
+    Section,
+    Table,
+    Text,
+    cell_text,
+    percent,
+)
 
-__all__ = ["MISSING", "count", "millions", "percent", "run_line", "table"]
-
-MISSING = "—"
-"""The cell of a value that is not defined (no source in the stratum, no start...)."""
+__all__ = ["count", "md_escape", "millions", "percent", "render_markdown", "run_line", "table"]
 
 
 def count(v: int | float | None) -> str:
@@ -27,11 +38,6 @@ def count(v: int | float | None) -> str:
     if isinstance(v, float):
         return f"{v:,.1f}"
     return f"{v:,}"
-
-
-def percent(v: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage (``0.5`` -> ``50.0%``), :data:`MISSING` for ``None``."""
-    return MISSING if v is None else f"{100 * v:.{digits}f}%"
 
 
 def millions(v: int | float | None) -> str:
@@ -63,3 +69,112 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> l
             raise InputError(f"a row has {len(row)} cells for {len(header)} columns: {list(row)!r}")
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+# --------------------------------------------------------------------------- reports as Markdown
+
+_MD_SPECIAL = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                             "|": "\\|", "<": "&lt;", "#": "\\#",
+                             "\n": " ", "\r": " "})
+
+
+def md_escape(text: object) -> str:
+    """``text`` as literal Markdown: no markup, no HTML tag (``<`` is an entity), no table break, one line.
+
+    Every name that comes from the user's data (a file, a data source, a label)
+    goes through this before it reaches a Markdown report.
+
+    >>> md_escape("<script>x|y</script> *a*")
+    '&lt;script>x\\\\|y&lt;/script> \\\\*a\\\\*'
+    """
+    return str(text).translate(_MD_SPECIAL)
+
+
+def _md_table(t: Table) -> list[str]:
+    header = [md_escape(c.label) for c in t.columns]
+    align = "".join("r" if c.numeric else "l" for c in t.columns)
+    rows = [[md_escape(cell_text(c, v)) for c, v in zip(t.columns, row, strict=True)] for row in t.rows]
+    lines = [f"**{md_escape(t.caption)}**", "", *table(header, rows, align)] if t.caption else \
+        table(header, rows, align)
+    tail = [md_escape(x) for x in (t.note, t.more) if x]
+    return [*lines, *(["", *tail] if tail else []), ""]
+
+
+def _md_bars(b: Bars) -> list[str]:
+    """Stacked bars as a table: one row per bar, one column per part, each value with its share."""
+    columns = (Column(b.caption or "item"), *(Column(p, "count") for p in b.parts),
+               Column(f"total ({b.unit})", "count"))
+    rows = []
+    for label, values in b.bars:
+        total = sum(values)
+        rows.append((label, *(Amount(v, v / total if total else None) for v in values), total))
+    return _md_table(Table("", columns, tuple(rows), note=b.note))
+
+
+def _md_blocks(blocks: Sequence[Block], depth: int, notes: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    for b in blocks:
+        if isinstance(b, Section):
+            lines += [f"{'#' * min(depth, 6)} {md_escape(b.title)}", ""]
+            lines += _md_blocks(b.blocks, depth + 1, notes)
+        elif isinstance(b, Text):
+            lines += [md_escape(b.text), ""]
+        elif isinstance(b, Table):
+            lines += _md_table(b)
+        elif isinstance(b, Bars):
+            lines += _md_bars(b)
+        elif isinstance(b, Plot):
+            if b.name in notes:
+                lines += [f"Not drawn: {b.name}: {md_escape(notes[b.name])}", ""]
+            else:
+                lines += [f"![{md_escape(b.caption or b.name)}]({b.name})", ""]
+    return lines
+
+
+def render_markdown(report: Report, *, run: Mapping[str, str] | None = None,
+                    plots: Mapping[str, str | None] | None = None) -> str:
+    """The Markdown document of ``report``: the headline, then every section, then the run line.
+
+    ``plots`` maps each PNG written to ``None`` and each plot not drawn to the
+    sentence saying why (``None`` for the whole mapping: no plot was asked for,
+    and the sections' :class:`~packing_theory.reporting.model.Plot` blocks are left out).
+
+    >>> from packing_theory.reporting.model import Section, Text
+    >>> class R:
+    ...     kind, title = "demo", "Demo"
+    ...     def headline(self): return "3 rows."
+    ...     def sections(self): return [Section("a", "Answer", (Text("x < y"),), answer=True)]
+    >>> print(render_markdown(R()))  # doctest: +NORMALIZE_WHITESPACE
+    3 rows.
+    <BLANKLINE>
+    # Demo
+    <BLANKLINE>
+    ## Answer
+    <BLANKLINE>
+    x &lt; y
+    <BLANKLINE>
+    """
+    notes = {k: v for k, v in (plots or {}).items() if v is not None}
+    sections: list[Section] = list(report.sections())
+    if plots is None:
+        sections = [_without_plots(s) for s in sections]
+    else:
+        sections = [_without_plots(s, keep=set(plots)) for s in sections]
+    lines = [md_escape(report.headline()), "", f"# {md_escape(report.title)}", ""]
+    lines += _md_blocks(sections, 2, notes)
+    if run is not None:
+        lines += [run_line(run), ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def _without_plots(s: Section, keep: set[str] | None = None) -> Section:
+    """``s`` without the plot blocks not in ``keep`` (``None``: without any)."""
+    blocks: list[Block] = []
+    for b in s.blocks:
+        if isinstance(b, Section):
+            blocks.append(_without_plots(b, keep))
+        elif not isinstance(b, Plot) or (keep is not None and b.name in keep):
+            blocks.append(b)
+    return Section(s.key, s.title, tuple(blocks), answer=s.answer, collapsed=s.collapsed)

@@ -12,10 +12,11 @@ from packing_theory.audit.ledger import Ledger
 from packing_theory.corpus.funnel import Funnel
 from packing_theory.corpus.labels import SourceLabels
 from packing_theory.engine.consumers import feed_all
+from packing_theory.engine.horizon import Budget
 from packing_theory.engine.policies import PackerConfig
 from packing_theory.engine.replay import make_packer
 from packing_theory.errors import InputError
-from packing_theory.orchestration.sources import audit_sources
+from packing_theory.orchestration import Corpus, Settings, audit_corpus
 
 R = 512
 PACKERS = ["discard", "continue", "bounded-wait", "trl-bfd", "olmo-truncate"]
@@ -54,6 +55,17 @@ def three_sources(
 
 def config(rows: int = 2000) -> PackerConfig:
     return PackerConfig(capacity=R, min_buffer=8, refill=8, rows=rows, max_wait=8)
+
+
+def audit_sources(lengths, labels, cfg, *, policies=("discard",), mixture=None, funnel=None):
+    """The data-source section of an audit of ``lengths`` at ``cfg``'s settings and row budget."""
+    corpus = Corpus.from_lengths(lengths, sources=labels, mixture=mixture, funnel=funnel)
+    settings = Settings(
+        capacity=cfg.capacity, min_buffer=cfg.min_buffer, refill=cfg.refill, max_wait=cfg.max_wait
+    )
+    return audit_corpus(
+        corpus, list(policies), settings, horizon=Budget("rows", cfg.rows), permutations=0
+    ).sources
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +129,8 @@ def test_a_well_mixed_order_does_not_drift_and_a_planted_curriculum_does(mixed):
     bad = audit_sources(lengths, labels, config(), policies=PACKERS, mixture=EQUAL)
     for p in bad.packers:
         assert p.drift.drifted, (p.policy, p.drift.drift)
-        if p.policy == "olmo-truncate":  # it sorts the whole file: the arrival order does not matter
-            assert p.drift.drift == res.packer(p.policy).drift.drift
+        if p.policy == "olmo-truncate":  # it sorts the whole file: only ties of equal length move
+            assert abs(p.drift.drift - res.packer(p.policy).drift.drift) < 0.05
         else:
             assert p.drift.drift > res.packer(p.policy).drift.drift + 0.2
     for name in ("discard", "continue", "bounded-wait", "trl-bfd"):
@@ -201,10 +213,12 @@ def test_every_rank_is_accounted_and_the_merge_is_the_sum_over_ranks():
     lengths, labels = three_sources(tokens=150_000)
     sizes = [[min(256, lengths.size - i) for i in range(0, lengths.size, 256)]]
     cfg = replace(config(rows=150), refill=8)
-    res = rank_sources(lengths, labels, sizes, 3, cfg, policies=["discard", "continue"], batch_size=8,
-                       mixture=EQUAL)
-    summaries = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=256,
-                            batch_size=8)
+    res = rank_sources(
+        lengths, labels, sizes, 3, cfg, policies=["discard", "continue"], batch_size=8, mixture=EQUAL
+    )
+    summaries = audit_ranks(
+        lengths, 3, cfg, policies=["discard", "continue"], row_group_size=256, batch_size=8
+    )
     for r, s in zip(res, summaries, strict=True):
         assert r.reconciles and len(r.ranks) == 3
         for k, (mine, theirs) in enumerate(zip(r.ranks, s.ranks, strict=True)):

@@ -4,31 +4,38 @@ Every plot either shows data or is not drawn: :func:`plot_notes` says, for
 each plot with nothing to show, the sentence the Markdown and the HTML page
 print instead (an empty frame is never written). Colours come from the
 colour-blind-safe :data:`~packing_theory.reporting.plotting.PALETTE`; legends
-sit outside the axes.
+sit outside the axes. :func:`audit_plot_files` lists them as the report's
+:class:`~packing_theory.reporting.model.PlotFile` entries.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..orchestration.audit import AuditResult
+from ..audit.results import Aggregates
+from ..reporting.model import PlotFile
 from ..reporting.plotting import color, pyplot, save_figure
 
-__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "plot_notes", "write_plots"]
+if TYPE_CHECKING:
+    from .audit import AuditResult
+
+__all__ = ["PLOT_FILES", "SOURCES_PLOT", "audit_plot_files", "plot_notes", "write_plots"]
+
+SOURCES_PLOT = "source_mixture.png"
+"""The realised share of each data source over training time (with source labels only)."""
 
 PLOT_FILES: tuple[str, ...] = (
     "retention_by_stratum.png", "exposure_profile.png", "startup_delay.png", "buffered_mass.png",
 )
 """The PNG files :func:`write_plots` may write (those without a :func:`plot_notes` sentence)."""
 
-PLOT_SECTIONS: dict[str, str] = {
-    "retention_by_stratum.png": "strata", "exposure_profile.png": "policies", "startup_delay.png": "startup",
-    "buffered_mass.png": "policies",
-}
-"""The ``audit.json`` entry each plot illustrates (the HTML page shows the plot there)."""
+
+
+def _aggs(result: AuditResult) -> list[Aggregates]:
+    return [r.aggregates for r in result.measurement.runs]
 
 
 def plot_notes(result: AuditResult) -> dict[str, str]:
@@ -36,7 +43,7 @@ def plot_notes(result: AuditResult) -> dict[str, str]:
 
     O(policies × (strata + series)).
     """
-    aggs = list(result.policies)
+    aggs = _aggs(result)
     notes: dict[str, str] = {}
     if not any(s.retention is not None for a in aggs for s in a.strata):
         notes["retention_by_stratum.png"] = "no document arrived, so no stratum has a retention to plot."
@@ -48,7 +55,7 @@ def plot_notes(result: AuditResult) -> dict[str, str]:
         d is not None for s in spreads.values() for d in s.delays)
     if not started:
         longest = max((a.capacity for a in aggs), default=0)
-        long_docs = result.corpus.over_capacity_documents
+        long_docs = result.measurement.corpus.over_capacity_documents
         why = (f"the corpus has no document longer than R = {longest:,}"
                if not long_docs else
                f"none of the corpus's {long_docs:,} documents longer than R = {longest:,} started before "
@@ -89,7 +96,7 @@ def _outside_legend(ax: Any, **kw: Any) -> None:
 
 
 def _retention(plt: Any, result: AuditResult) -> Any:
-    aggs = list(result.policies)
+    aggs = _aggs(result)
     labels = list(aggs[0].exposure.labels)
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / len(aggs)
@@ -106,7 +113,7 @@ def _retention(plt: Any, result: AuditResult) -> Any:
 
 
 def _exposure(plt: Any, result: AuditResult) -> Any:
-    aggs = list(result.policies)
+    aggs = _aggs(result)
     labels = list(aggs[0].exposure.labels)
     fig, axes = plt.subplots(1, len(aggs), figsize=(3.6 * len(aggs) + 1.6, 3.8), squeeze=False, sharey=True)
     for ax, a in zip(axes[0], aggs, strict=True):
@@ -128,7 +135,7 @@ def _exposure(plt: Any, result: AuditResult) -> Any:
 
 
 def _startup(plt: Any, result: AuditResult) -> Any:
-    aggs = list(result.policies)
+    aggs = _aggs(result)
     fig, ax = plt.subplots(figsize=(8, 3.6))
     spreads = {s.policy: s for s in result.startup}
     top = 0.0
@@ -163,7 +170,7 @@ def _startup(plt: Any, result: AuditResult) -> Any:
 
 def _buffered(plt: Any, result: AuditResult) -> Any:
     fig, ax = plt.subplots(figsize=(9, 3.8))
-    for i, a in enumerate(result.policies):
+    for i, a in enumerate(_aggs(result)):
         xs = [p.targets / 1e6 for p in a.series]
         ax.plot(xs, [p.buffered_tokens / 1e6 for p in a.series], label=f"{a.policy}: buffered",
                 color=color(i))
@@ -174,3 +181,56 @@ def _buffered(plt: Any, result: AuditResult) -> Any:
     ax.set_title("Tokens waiting in the buffer, and the protected set's share of them, over the run")
     _outside_legend(ax)
     return fig
+
+
+def _sources_plot(plt: Any, result: AuditResult) -> Any:
+    """The realised share of each source per block of rows, one panel per packer, α dashed."""
+    assert result.sources is not None
+    packers = result.sources.packers
+    fig, axes = plt.subplots(1, len(packers), figsize=(4.4 * len(packers), 3.6), squeeze=False, sharey=True)
+    alpha: Mapping[str, float] = {} if result.sources.mixture is None else result.sources.mixture.alpha
+    for ax, p in zip(axes[0], packers, strict=True):
+        d = p.drift
+        xs = [s + d.block_rows / 2 for s in d.block_starts]
+        for k, src in enumerate(d.sources):
+            line = ax.plot(xs, [sh[k] for sh in d.shares], marker=".", label=src)
+            if src in alpha:
+                ax.axhline(alpha[src], linestyle="--", color=line[0].get_color(), linewidth=0.8)
+        ax.set_title(f"{p.policy}: D = {'–' if d.drift is None else f'{d.drift:.2f}'}")
+        ax.set_xlabel("row")
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("share of trained tokens")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle("Realised mixture over training time (dashed: declared α)")
+    return fig
+
+
+_DRAW: dict[str, Callable[[Any, AuditResult], Any]] = {
+    "retention_by_stratum.png": _retention, "exposure_profile.png": _exposure,
+    "startup_delay.png": _startup, "buffered_mass.png": _buffered,
+}
+
+
+def audit_plot_files(result: AuditResult) -> list[PlotFile]:
+    """Every plot of the audit, each drawn from ``result`` or with the sentence saying why not."""
+    notes = plot_notes(result)
+    out = []
+    for name in PLOT_FILES:
+        if name in notes:
+            out.append(PlotFile(name, note=notes[name]))
+        else:
+            out.append(PlotFile(name, draw=_drawer(_DRAW[name], result)))
+    if result.sources is not None:
+        if result.sources.packers:
+            out.append(PlotFile(SOURCES_PLOT, draw=_drawer(_sources_plot, result)))
+        else:
+            out.append(PlotFile(SOURCES_PLOT, note="every packer refused the corpus: no realised mixture"))
+    return out
+
+
+def _drawer(fn: Callable[[Any, AuditResult], Any], result: AuditResult
+            ) -> Callable[[Path, Mapping[str, str]], None]:
+    def draw(path: Path, metadata: Mapping[str, str]) -> None:
+        save_figure(fn(pyplot(), result), path, metadata=metadata, dpi=100)
+    return draw
+
