@@ -50,7 +50,6 @@ REPORT_FILES: tuple[str, ...] = ("contamination.html", "contamination.json", "co
                                  "hit_documents.jsonl", "exclude.u8", "exclude.json")
 """The files of a contamination report directory."""
 
-_ORDER = "the documents of the inputs in the order listed, each input's documents in file order"
 _ID_FORMATS = ("megatron", "olmo", "hf", "mds")  # formats whose documents may be token ids
 _SOURCE_FORMATS = ("jsonl", "parquet", "hf")
 
@@ -359,51 +358,6 @@ def _config(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[Refe
 # --------------------------------------------------------------------------- run
 
 
-def _stage(report: ContaminationReport) -> dict[str, Any]:
-    """Seed 004's declaration of the decontamination operator C_E that produced the mask."""
-    from .._version import __version__
-
-    return {"name": "decontamination", "operator": "C_E (seed 004)",
-            "protected_collection": [{"name": r.name, "path": r.path, "rows": r.rows, "grams": r.grams}
-                                     for r in report.references],
-            "normalization": f"tokenizer {report.tokenizer}; shard documents without their first token (BOS)",
-            "match": f"{report.n}-gram of token ids, 64-bit hash (expected false positives "
-                     f"{report.expected_false_positives:.3g})",
-            "threshold": "any matched window" if report.exclude == "any" else "more than half the windows",
-            "removal": "whole document", "revision": f"packing_theory {__version__}"}
-
-
-def _write(writer: Any, report: ContaminationReport, source_tokenizer: Any, corpus: str) -> dict[str, Any]:
-    import json
-
-    from ..corpus.masks import mask_bytes, mask_sidecar
-    from ..reporting.html import write_html
-
-    run = writer.run_info
-    doc = {"run": run, "headline": report.headline(), "corpus": corpus, **report.to_dict(hit_limit=1000)}
-    doc["hit_documents"]["file"] = "hit_documents.jsonl"
-    if source_tokenizer is not None:
-        doc["manifest_tokenizer"] = source_tokenizer
-    writer.write_text("hit_documents.jsonl", "".join(json.dumps(h.to_dict()) + "\n"
-                                                      for h in report.hit_documents))
-    if report.mask is not None:
-        assert report.lengths is not None
-        doc["mask"]["path"] = "exclude.u8"
-        writer.write_bytes("exclude.u8", mask_bytes(report.mask))
-        inputs = [{"path": r.name, "kind": r.kind, "source": r.source, "documents": r.documents,
-                   "first_document": r.first_document} for r in report.inputs]
-        sidecar = mask_sidecar(report.mask, report.lengths, mask_name="exclude.u8", inputs=inputs,
-                               order=_ORDER, stage=_stage(report))
-        excluded = [h for h in report.hit_documents if h.index is not None and report.mask[h.index]]
-        sidecar["excluded_documents"] = [{"index": h.index, "name": h.name, "source": h.source}
-                                         for h in excluded]
-        writer.write_json("exclude.json", {"run": run, **sidecar})
-    writer.write_json("contamination.json", doc)
-    writer.write_text("contamination.md", report.markdown(f"Run {run['id']}, config {run['config_hash']}."))
-    write_html(writer, "contamination.html", doc, title="Contamination audit", headline=report.headline())
-    return doc
-
-
 def _scan(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[ReferenceSpec], vocab: int | None,
           labels: Any) -> ContaminationReport:
     from ..contamination import scan_contamination
@@ -437,6 +391,7 @@ def run(args: argparse.Namespace) -> int:
     """Scan, write the report; return 0, or raise :class:`Finding` (1) / :class:`NotMeasured` (3)."""
     from ..reporting import ReportWriter
     from ..reporting.files import ReportError
+    from ..reporting.publish import stage_report
     from ._common import emit_json
 
     _check(args)
@@ -448,12 +403,13 @@ def run(args: argparse.Namespace) -> int:
                 args.out, names=REPORT_FILES, config=_config(args, inputs, refs),
                 tool="packing-theory contamination", force=args.force) as writer:
             report = _scan(args, inputs, refs, vocab, labels)
-            doc = _write(writer, report, source_tokenizer, corpus)
+            report.corpus = corpus if source_tokenizer is None else f"{corpus}; tokenizer {source_tokenizer}"
+            stage_report(writer, report, plots=False)
             writer.commit()
     except ReportError as exc:  # the report directory: name the option
         raise ReportError(f"--out: {exc}") from exc
     if args.json:
-        emit_json(doc)
+        emit_json(report.to_dict(writer.run_info))
     where = f"report in {args.out}/contamination.md"
     found = (f"{report.matched_grams:,} matched {report.n}-grams in {report.documents_with_any_hit:,} "
              f"document(s) ({report.majority_hit_documents:,} majority-hit) of {report.documents_scanned:,} "

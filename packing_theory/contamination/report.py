@@ -27,22 +27,29 @@ and row: ``FILE#i``) and its data source.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ..corpus.verify import EXIT_FOUND, EXIT_OK, EXIT_UNMEASURED
+from ..reporting.model import Attachment, PlotFile, Section
 from .hashing import HASH_BITS, HASH_DESCRIPTION, expected_false_positives
 
 __all__ = [
+    "HITS_IN_JSON",
     "ContaminationReport",
     "HitDocument",
     "InputRecord",
     "ReferenceRecord",
     "SourceRecord",
 ]
+
+
+HITS_IN_JSON = 1000
+"""Hit documents listed in ``contamination.json`` (every one is in ``hit_documents.jsonl``)."""
 
 
 @dataclass
@@ -173,6 +180,13 @@ class ContaminationReport:
         seconds: wall time of the scan; ``timings``: wall and CPU seconds (of
             this process: not of worker processes) of reading the references
             and building the index, and of the scan and summary.
+        corpus: the training corpus in words (the command's inputs).
+        settings: what determines the report (``n``, tokenizer, rule, bound,
+            references): hashed, with the corpus, into every file's config hash.
+
+    It implements the :class:`~packing_theory.reporting.model.Report` protocol
+    (kind ``contamination``): :meth:`headline`, :meth:`to_dict`,
+    :meth:`sections`, :meth:`plots`, :meth:`attachments`.
     """
 
     n: int
@@ -192,6 +206,13 @@ class ContaminationReport:
     lengths: npt.NDArray[np.int64] | None = None
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    corpus: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    kind: ClassVar[str] = "contamination"
+    title: ClassVar[str] = "Contamination audit"
+    file_names: ClassVar[tuple[str, ...]] = ("hit_documents.jsonl", "exclude.u8", "exclude.json")
+    """Attachments written only sometimes (the mask): a run without them removes the previous run's."""
 
     # ------------------------------------------------------------------ totals
 
@@ -257,15 +278,25 @@ class ContaminationReport:
 
     # ------------------------------------------------------------------ output
 
-    def to_dict(self, *, hit_limit: int | None = None) -> dict[str, Any]:
+    def to_dict(self, run: Mapping[str, str] | None = None, *, hit_limit: int | None = HITS_IN_JSON
+                ) -> dict[str, Any]:
         """The JSON report (counts, and the hit documents' index, name and source; never a text).
 
-        ``hit_limit`` keeps the first so many hit documents (``None``: all).
+        ``run`` is the run entry (id, config hash, tool); ``hit_limit`` keeps the
+        first so many hit documents (``None``: all; every one is in ``hit_documents.jsonl``).
         """
         sources, unattributed = self.sources()
         excluded = None if self.mask is None else int(self.mask.sum())
         hits = self.hit_documents if hit_limit is None else self.hit_documents[:hit_limit]
+        head: dict[str, Any] = {"schema": "packing-theory/contamination", "version": 2}
+        if run is not None:
+            head["run"] = dict(run)
         return {
+            **head,
+            "headline": self.headline(),
+            "settings": dict(self.settings),
+            "corpus": {"label": self.corpus, "documents": self.documents_scanned,
+                       "tokens": self._total("tokens")},
             "verdict": {"status": self.status, "verdict": self.verdict, "overlap": self.overlap,
                         "measured": self.measured, "reasons": list(self.reasons)},
             "method": {"n": self.n, "unit": "token ids", "tokenizer": self.tokenizer,
@@ -291,8 +322,8 @@ class ContaminationReport:
             "sources": {k: v.to_dict() for k, v in sources.items()},
             "unattributed": unattributed.to_dict(),
             "hit_documents": {"count": len(self.hit_documents), "listed": len(hits),
-                              "documents": [h.to_dict() for h in hits]},
-            "mask": {"written": self.mask is not None,
+                              "file": "hit_documents.jsonl", "documents": [h.to_dict() for h in hits]},
+            "mask": {"written": self.mask is not None, "path": None if self.mask is None else "exclude.u8",
                      "documents": None if self.mask is None else int(self.mask.size), "excluded": excluded,
                      "why_not": None if self.mask is not None else
                      "the scan did not measure (see verdict.reasons)"},
@@ -329,77 +360,26 @@ class ContaminationReport:
         return f"no overlap: {self._found()}; everything listed was read"
 
     def markdown(self, run_line: str = "") -> str:
-        """The Markdown report (counts, and the first 100 hit documents by index, name and source)."""
-        d = self.to_dict(hit_limit=100)
-        t = d["totals"]
-        md = [self.headline(), "", f"# Contamination audit: {self.verdict}", "",
-              f"Exit status {self.status}. {self.n}-grams of token ids ({self.tokenizer}), 64-bit hashes; "
-              f"{t['inputs_read']}/{t['inputs']} inputs and {t['references_read']}/{t['references']} "
-              "references read.", ""]
-        if self.reasons:
-            md += ["**Not measured** (the counts below cover only what was read):", ""]
-            md += [f"- {r}" for r in self.reasons] + [""]
-        md += ["| documents | grams scanned | matched grams | documents with any hit "
-               "| majority-hit documents | reference grams | found in corpus | expected false positives |",
-               "|---:|---:|---:|---:|---:|---:|---:|---:|",
-               f"| {t['documents']:,} | {t['grams']:,} | {t['matched_grams']:,} | "
-               f"{t['documents_with_any_hit']:,} | {t['majority_hit_documents']:,} | "
-               f"{t['reference_grams']:,} | {t['reference_grams_found']:,} | "
-               f"{self.expected_false_positives:.3g} |", "",
-               f"Expected false positives = W · G / 2^64 = {t['grams']:,} · {t['reference_grams']:,} / 2^64. "
-               f"Index: {self.index.get('mode')}, {self.index.get('passes')} pass(es), at most "
-               f"{self.index.get('memory_grams'):,} grams held at once ({self.index.get('peak_grams', 0):,} "
-               "at the peak).", "",
-               "## References", "",
-               "| reference | read | rows (declared) | items | grams | found in corpus | matched windows "
-               "| documents hit |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-        for r in self.references:
-            declared = "" if r.declared_rows is None else f" ({r.declared_rows:,})"
-            md.append(f"| `{r.name}` | {'yes' if r.read else 'NO: ' + str(r.error)} | {r.rows:,}{declared} | "
-                      f"{r.items:,} | {r.grams:,} | {r.grams_found:,} | {r.matched_grams:,} | "
-                      f"{r.documents_with_any_hit:,} |")
-        md += ["", "## Inputs", "", "| input | source | read | documents | grams | matched grams "
-               "| documents hit | majority-hit |", "|---|---|---|---:|---:|---:|---:|---:|"]
-        for i in self.inputs:
-            md.append(f"| `{i.name}` | {i.source or ''} | {'yes' if i.read else 'NO: ' + str(i.error)} | "
-                      f"{i.documents:,} | {i.grams:,} | {i.matched_grams:,} | {i.documents_with_any_hit:,} | "
-                      f"{i.majority_hit_documents:,} |")
-        md += self._sources_md() + self._hits_md(d) + self._mask_md(d)
-        if run_line:
-            md += [run_line, ""]
-        return "\n".join(md)
+        """The Markdown report (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
+        from ..reporting.markdown import render_markdown
 
-    def _sources_md(self) -> list[str]:
-        sources, unattributed = self.sources()
-        origin = f" (from {self.sources_origin})" if self.sources_origin else ""
-        md = ["", f"## Sources{origin}", "",
-              "| source | documents | documents hit | hit fraction | majority-hit | matched grams |",
-              "|---|---:|---:|---:|---:|---:|"]
-        for name, s in [*sources.items(), ("(unattributed)", unattributed)]:
-            frac = "" if s.hit_document_fraction is None else f"{s.hit_document_fraction:.4%}"
-            md.append(f"| {name} | {s.documents:,} | {s.documents_with_any_hit:,} | {frac} | "
-                      f"{s.majority_hit_documents:,} | {s.matched_grams:,} |")
-        return md
+        text = render_markdown(self)
+        return text + (f"\n{run_line}\n" if run_line else "")
 
-    def _hits_md(self, d: dict[str, Any]) -> list[str]:
-        h = d["hit_documents"]
-        md = ["", "## Hit documents", "",
-              f"{h['count']:,} document(s) with a matched window"
-              + (f"; the first {h['listed']:,} here, all of them in `hit_documents.jsonl`."
-                 if h["count"] else "."),
-              ""]
-        if h["count"]:
-            md += ["| index | name | source | matched grams | grams | majority | references |",
-                   "|---:|---|---|---:|---:|---|---|"]
-            for x in h["documents"]:
-                index = "?" if x["index"] is None else f"{x['index']:,}"
-                md.append(f"| {index} | `{x['name']}` | {x['source'] or ''} | {x['matched_grams']:,} | "
-                          f"{x['grams']:,} | {'yes' if x['majority'] else 'no'} | "
-                          f"{', '.join(x['references'])} |")
-        return md
+    # ------------------------------------------------------------------ the report model
 
-    def _mask_md(self, d: dict[str, Any]) -> list[str]:
-        mask = d["mask"]
-        return ["", "## Exclusion mask", "",
-                (f"`exclude.u8`: {mask['documents']:,} documents, {mask['excluded']:,} excluded "
-                 f"(rule: {self.exclude})." if mask["written"] else f"Not written: {mask['why_not']}."), ""]
+    def sections(self) -> Sequence[Section]:
+        """What a person reads, answer card first (:func:`~.sections.report_sections`)."""
+        from .sections import report_sections
+
+        return report_sections(self)
+
+    def plots(self) -> Sequence[PlotFile]:
+        """None: every number is in the tables."""
+        return []
+
+    def attachments(self) -> Sequence[Attachment]:
+        """``hit_documents.jsonl``; with the mask, ``exclude.u8`` and ``exclude.json``."""
+        from .sections import report_attachments
+
+        return report_attachments(self)

@@ -421,13 +421,28 @@ def scan_contamination(
                     "kernel": "compiled (numba)" if use_compiled else "numpy"}
         report = ContaminationReport(n=n, tokenizer=tokenizer_label(tokenizer), exclude=exclude,
                                      inputs=records, references=ref_records, index=describe,
-                                     reference_grams=index.grams)
+                                     reference_grams=index.grams, corpus=_corpus_label(inputs),
+                                     settings=_settings(references, n, tokenizer, exclude, memory_grams))
     summarise(report, inputs, tallies, found, ref_matched, labels)
     t2, c2 = time.perf_counter(), time.process_time()
     report.seconds = t2 - t0
     report.timings = {"references_wall_s": t1 - t0, "references_cpu_s": c1 - c0, "scan_wall_s": t2 - t1,
                       "scan_cpu_s": c2 - c1}
     return report
+
+
+def _corpus_label(inputs: Sequence[CorpusInput]) -> str:
+    first = inputs[0]
+    more = f" and {len(inputs) - 1:,} more" if len(inputs) > 1 else ""
+    return f"{first.kind} {first.label}{more}"
+
+
+def _settings(references: Sequence[ReferenceSpec], n: int, tokenizer: Tokenizer | BuiltinTokenizer,
+              exclude: str, memory_grams: int) -> dict[str, Any]:
+    """What determines the report besides the corpus (hashed into its files' config hash)."""
+    return {"n": n, "tokenizer": tokenizer_label(tokenizer), "exclude": exclude, "memory_grams": memory_grams,
+            "references": [{"path": r.path, "columns": list(r.columns), "per_line": r.per_line,
+                            "rows": r.declared_rows} for r in references]}
 
 
 def _scan_passes(index: GramIndex, inputs: Sequence[CorpusInput], records: list[InputRecord],

@@ -424,7 +424,7 @@ def test_data_formats_attribute_hits_per_source(tmp_path: Path) -> None:
     doc = _report(tmp_path / "j")
     assert _per_source(doc) == expected and doc["unattributed"]["documents"] == 0
     assert [h["name"] for h in doc["hit_documents"]["documents"]] == names
-    assert doc["corpus"].startswith("jsonl (auto-detected")
+    assert doc["corpus"]["label"].startswith("jsonl (auto-detected")
     # a saved Hugging Face dataset (datasets' save_to_disk) with --source-column
     hf = corpora.write_hf(p, tmp_path / "hf", tokenized=True)
     assert main([*base, "--data", str(hf), "--bos", "add", "--source-column", "source", "--out",
@@ -445,7 +445,7 @@ def test_data_formats_attribute_hits_per_source(tmp_path: Path) -> None:
                  str(tmp_path / "m")]) == 1
     doc = _report(tmp_path / "m")
     assert _per_source(doc) == expected  # the same documents, grouped by directory
-    assert doc["corpus"].startswith("megatron (auto-detected")
+    assert doc["corpus"]["label"].startswith("megatron (auto-detected")
     assert all(h["name"].endswith(f"text_document.idx#{h['position']}")
                for h in doc["hit_documents"]["documents"])
 
