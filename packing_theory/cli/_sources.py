@@ -2,7 +2,7 @@
 
 One origin of source labels (``--labels FILE``, ``--labels-manifest FILE``,
 ``--source-column NAME`` or ``--source-from dir|file``), and with them
-``--mixture FILE`` (the declared α or token targets), ``--funnel FILE`` (the
+``--mixture FILE`` (the declared α, token targets, or both), ``--funnel FILE`` (the
 ordered cleaning stages; the corpus given is then the raw one),
 ``--mixture-blocks N`` and ``--drift-threshold X``. The report gets a
 ``sources`` JSON key, a *Data sources* Markdown section and
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.declared import read_mixture
-from ..audit.sources import DEFAULT_BLOCKS, DRIFT_THRESHOLD
+from ..audit.source_series import DEFAULT_BLOCKS, DRIFT_THRESHOLD
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import SOURCE_FROM, SourceLabels
 from ..errors import InputError
@@ -66,8 +66,8 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mixture",
         metavar="FILE",
-        help="the declared mixture (JSON or YAML): per source "
-        "'alpha' shares summing to 1, or 'tokens' targets",
+        help="the declared mixture (JSON or YAML): per source 'alpha' (sampling frequencies of "
+        "documents, summing to 1), 'tokens' (token targets), or both",
     )
     g.add_argument(
         "--funnel",
@@ -316,7 +316,7 @@ def rank_sources_section(
     )
     lines = ["", f"### Per rank ({args.world_size} ranks, merged)", ""]
     for r in res:
-        shares = {s.source: s for s in r.shares or ()}
+        shares = {s.source: s for s in (r.shares.tokens.shares if r.shares else ())}
         rows = [
             [
                 a.source,

@@ -165,11 +165,13 @@ def prefix_bias(run: PackerRun) -> float | None:
 
 
 def _mixture_distance(run: PackerRun) -> float | None:
-    """Total variation between the realised share of trained tokens per source and the declared α."""
+    """Total variation of the realised mixture from the declared one: the trained-token shares against
+    the token targets when declared, else the shares of documents started against α."""
     shares = getattr(run.sources, "shares", None)
-    if not shares:
+    if shares is None:
         return None
-    return float(0.5 * sum(abs(s.share - s.alpha) for s in shares if s.share is not None))
+    reading = shares.tokens if shares.tokens.declared else shares.documents
+    return reading.distance  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,12 +148,8 @@ def streaming_config(settings: Settings, policy: str, horizon: Budget | None) ->
     e = entries()[policy]
     knobs = settings.knobs(e)
     rows = horizon.streaming_rows(settings.streaming_capacity) if horizon is not None else None
-    return PackerConfig(
-        capacity=settings.streaming_capacity,
-        policy=policy,
-        rows=rows,  # type: ignore[arg-type]
-        **knobs,
-    )
+    return PackerConfig(capacity=settings.streaming_capacity, policy=policy,  # type: ignore[arg-type]
+                        rows=rows, **knobs)
 
 
 def _as_corpus(corpus: Corpus | npt.ArrayLike, label: str) -> Corpus:

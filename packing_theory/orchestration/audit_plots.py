@@ -184,11 +184,12 @@ def _buffered(plt: Any, result: AuditResult) -> Any:
 
 
 def _sources_plot(plt: Any, result: AuditResult) -> Any:
-    """The realised share of each source per block of rows, one panel per packer, α dashed."""
+    """The trained-token share of each source per block of rows, one panel per packer, targets dashed."""
     assert result.sources is not None
     packers = result.sources.packers
     fig, axes = plt.subplots(1, len(packers), figsize=(4.4 * len(packers), 3.6), squeeze=False, sharey=True)
-    alpha: Mapping[str, float] = {} if result.sources.mixture is None else result.sources.mixture.alpha
+    mixture = result.sources.mixture
+    alpha: Mapping[str, float] = {} if mixture is None else mixture.target_shares or {}
     for ax, p in zip(axes[0], packers, strict=True):
         d = p.drift
         xs = [s + d.block_rows / 2 for s in d.block_starts]
@@ -201,7 +202,7 @@ def _sources_plot(plt: Any, result: AuditResult) -> Any:
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("share of trained tokens")
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle("Realised mixture over training time (dashed: declared α)")
+    fig.suptitle("Realised token mixture over training time (dashed: declared token targets)")
     return fig
 
 

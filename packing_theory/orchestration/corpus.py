@@ -98,7 +98,7 @@ class Corpus:
         if self.funnel is not None and not self.funnel.keep.any():
             raise InputError("the funnel removes every document: nothing reaches the packer")
         if self.mixture is not None and self.sources is not None:
-            undeclared = sorted(set(self.sources.names) - set(self.mixture.alpha))
+            undeclared = sorted(set(self.sources.names) - set(self.mixture.sources))
             if undeclared:
                 raise InputError(
                     f"the corpus has source(s) {undeclared} that the declared mixture does not "

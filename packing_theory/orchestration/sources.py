@@ -34,18 +34,16 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.declared import DeclaredMixture
 from ..audit.ledger import Ledger
-from ..audit.sources import (
+from ..audit.source_funnel import FunnelTable, funnel_table
+from ..audit.source_series import (
     DEFAULT_BLOCKS,
     DRIFT_THRESHOLD,
     MixtureDrift,
     MixtureSeries,
-    SourceAccount,
-    SourceShare,
-    funnel_table,
+    SourceSeries,
     mixture_drift,
-    realised_mixture,
-    source_accounts,
 )
+from ..audit.sources import RealisedMixture, SourceAccount, merge_accounts, realised_mixture, source_accounts
 from ..corpus.funnel import FunnelResult
 from ..corpus.labels import SourceLabels
 from ..engine.consumers import feed_all
@@ -74,14 +72,14 @@ class PackerSources:
     rows: int
     stop_reason: str
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
     drift: MixtureDrift
-    funnel: dict[str, dict[str, Any]]
+    funnel: FunnelTable
 
     @property
     def reconciles(self) -> bool:
         """Every source's accounting and funnel reconcile."""
-        return all(a.reconciles for a in self.accounts) and all(f["reconciles"] for f in self.funnel.values())
+        return all(a.reconciles for a in self.accounts) and self.funnel.reconciles
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -91,9 +89,9 @@ class PackerSources:
             "stop_reason": self.stop_reason,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "drift": self.drift.to_dict(),
-            "funnel": self.funnel,
+            "funnel": self.funnel.to_dict(),
         }
 
 
@@ -162,14 +160,13 @@ class SourcePlan:
         """A fresh per-source series consumer for one packer's stream."""
         return MixtureSeries(self.labels)
 
-    def account(self, policy: str, ledger: Ledger, matrix: npt.NDArray[np.int64], agg: Any) -> PackerSources:
-        """One packer's per-source figures from its finished ``ledger`` and series ``matrix``."""
+    def account(self, policy: str, ledger: Ledger, series: SourceSeries, agg: Any) -> PackerSources:
+        """One packer's per-source figures from its finished ``ledger`` and ``series``."""
         arrays = ledger.arrays()
-        accounts = source_accounts(arrays, self.labels)
+        accounts = source_accounts(arrays, self.labels, series)
         shares = None if self.mixture is None else realised_mixture(accounts, self.mixture)
-        drift = mixture_drift(matrix, self.labels.names, blocks=self.blocks, threshold=self.threshold,
-                              alpha=None if self.mixture is None else self.mixture.alpha)
-        table = funnel_table(self.funnel, self.raw_labels, self.raw_lengths, accounts, arrays)
+        drift = mixture_drift(series, mixture=self.mixture, blocks=self.blocks, threshold=self.threshold)
+        table = funnel_table(self.funnel, self.raw_labels, self.raw_lengths, accounts, arrays, series)
         return PackerSources(policy, agg.rows, agg.stop_reason, accounts, shares, drift, table)
 
 
@@ -186,8 +183,8 @@ def packer_sources(
     ``also``: more consumers fed in the same pass (``replay``'s summary); ask
     them for their ``result()`` afterwards.
     """
-    agg, matrix, *_ = feed_all(events, ledger, plan.series(), *also)
-    return plan.account(policy, ledger, matrix, agg)
+    agg, series, *_ = feed_all(events, ledger, plan.series(), *also)
+    return plan.account(policy, ledger, series, agg)
 
 
 def sources_result(plan: SourcePlan, runs: Sequence[Any], refused: Sequence[tuple[str, str]] = ()
@@ -205,7 +202,7 @@ class RankSources:
     world_size: int
     ranks: tuple[PackerSources, ...]
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
 
     @property
     def reconciles(self) -> bool:
@@ -225,7 +222,7 @@ class RankSources:
             "world_size": self.world_size,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "max_drift": self.max_drift,
             "ranks": [
                 {
@@ -329,24 +326,8 @@ def rank_sources(
     out = []
     for name in names:
         ranks = tuple(per[name])
-        merged = tuple(
-            SourceAccount(a.source, *(sum(getattr(p.accounts[k], f) for p in ranks) for f in _ACCOUNT_FIELDS))
-            for k, a in enumerate(ranks[0].accounts)
-        )
+        merged = merge_accounts([p.accounts for p in ranks])
         shares = None if mixture is None else realised_mixture(merged, mixture)
         out.append(RankSources(name, world_size, ranks, merged, shares))
     return tuple(out)
 
-
-_ACCOUNT_FIELDS = (
-    "documents",
-    "never_reached",
-    "arrived",
-    "arrived_tokens",
-    "started",
-    "never_started",
-    "never_started_tokens",
-    "trained_tokens",
-    "dropped_tokens",
-    "buffered_tokens",
-)

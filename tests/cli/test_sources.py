@@ -55,7 +55,7 @@ def test_audit_reports_the_realised_mixture_per_source(corpus: dict[str, Any],
         assert p["reconciles"]
         docs = {a["source"]: a["documents"] for a in p["accounts"]}
         assert docs == {n: int((corpus["names"] == n).sum()) for n in "abc"}
-        shares = {s["source"]: s for s in p["shares"]}
+        shares = {s["source"]: s for s in p["shares"]["tokens"]["shares"]}
         assert min(shares.values(), key=lambda s: s["relative_error"])["source"] == "c"
         assert abs(sum(s["share"] for s in shares.values()) - 1) < 1e-9
     # the rest of the report is the audit it always was
@@ -168,9 +168,9 @@ def test_the_contamination_mask_as_a_funnel_stage_removes_exactly_those_document
     assert f["stages"][0]["removed_documents"] == len(c["planted"])
     assert f["stages"][0]["revision"] == "13-gram"
     table = doc["sources"]["packers"][0]["funnel"]
-    assert {s: row["documents"][:2] for s, row in table.items()} == {"web": [20, 18], "math": [20, 19],
-                                                                      "code": [20, 20]}
-    assert all(row["reconciles"] for row in table.values())
+    assert {s: row["documents"][:2] for s, row in table["sources"].items()} == {
+        "web": [20, 18], "math": [20, 19], "code": [20, 20]}
+    assert table["reconciles"] and all(row["reconciles"] for row in table["sources"].values())
     # the packer replayed exactly the kept documents: the audit's corpus is 60 - 3 documents
     assert doc["corpus"]["documents"] == 57
 

@@ -20,7 +20,9 @@ from packing_theory.orchestration import Corpus, Settings, audit_corpus
 
 R = 512
 PACKERS = ["discard", "continue", "bounded-wait", "trl-bfd", "olmo-truncate"]
-EQUAL = DeclaredMixture.from_document({"alpha": {"chat": 1 / 3, "pdf": 1 / 3, "web": 1 / 3}})
+EQUAL = DeclaredMixture.from_document(
+    {"alpha": {"chat": 1 / 3, "pdf": 1 / 3, "web": 1 / 3}, "tokens": {"chat": 1, "pdf": 1, "web": 1}}
+)
 
 
 def three_sources(
@@ -111,11 +113,16 @@ def test_per_source_accounts_reconcile_with_the_per_document_totals(mixed):
 @pytest.mark.parametrize("name", PACKERS)
 def test_the_long_document_source_is_the_under_trained_one(mixed, name):
     _, _, res = mixed
-    shares = {s.source: s for s in res.packer(name).shares}
+    mix = res.packer(name).shares
+    shares = {s.source: s for s in mix.tokens.shares}
     worst = min(shares.values(), key=lambda s: s.relative_error)
-    assert worst.source == "pdf"
+    assert worst.source == "pdf" and mix.tokens.worst() == worst
     assert worst.relative_error < -0.02
     assert abs(sum(s.share for s in shares.values()) - 1) < 1e-12
+    # the document reading counts documents started: pdf's few long documents are far below α = 1/3
+    docs = {s.source: s for s in mix.documents.shares}
+    assert sum(s.count for s in docs.values()) == sum(a.started for a in res.packer(name).accounts)
+    assert docs["pdf"].relative_error < -0.5 and mix.documents.missed
 
 
 def test_a_well_mixed_order_does_not_drift_and_a_planted_curriculum_does(mixed):
@@ -179,17 +186,18 @@ def test_the_funnel_reconciles_from_raw_to_trained_for_every_source():
     assert [s.removed_documents for s in res.funnel.stages] == [int(quality.sum()), 40, int(decon.sum())]
     for p in res.packers:
         total_docs = 0
-        for src, row in p.funnel.items():
-            assert row["steps"] == ["raw", "quality", "dedup", "decontaminate", "arrived", "started"]
-            assert row["reconciles"]
-            assert row["documents"][0] == labels.documents_per_source()[src]
-            assert sum(row["removed_documents"]) == row["documents"][0] - row["documents"][-1]
-            acc = next(a for a in p.accounts if a.source == src)
-            assert row["documents"][3] == acc.documents  # what reached the packer's corpus
-            assert row["documents"][4] == acc.documents - acc.never_reached
-            assert row["documents"][5] == acc.started  # one pass: started occurrences = documents
-            assert row["trained_tokens"] == acc.trained_tokens
-            total_docs += row["documents"][3]
+        assert p.funnel.reconciles, p.funnel.problems
+        for row in p.funnel.sources:
+            assert row.steps == ("raw", "quality", "dedup", "decontaminate", "arrived", "started")
+            assert row.reconciles
+            assert row.documents[0] == labels.documents_per_source()[row.source]
+            assert sum(row.removed_documents) == row.documents[0] - row.documents[3]
+            acc = next(a for a in p.accounts if a.source == row.source)
+            assert row.documents[3] == acc.documents  # what reached the packer's corpus
+            assert row.documents[4] == acc.documents - acc.never_reached
+            assert row.documents[5] == acc.started  # one pass: started occurrences = documents
+            assert row.trained_tokens == acc.trained_tokens
+            total_docs += row.documents[3]
         assert total_docs == kept
     res.funnel._check()
 
@@ -230,7 +238,7 @@ def test_every_rank_is_accounted_and_the_merge_is_the_sum_over_ranks():
         for k, a in enumerate(r.accounts):
             assert a.trained_tokens == sum(p.accounts[k].trained_tokens for p in r.ranks)
             assert a.documents == labels.documents_per_source()[a.source]
-        assert min(r.shares, key=lambda s: s.relative_error).source == "pdf"
+        assert min(r.shares.tokens.shares, key=lambda s: s.relative_error).source == "pdf"
     # the ranks partition the corpus
     seen = np.sort(np.concatenate([rank_documents(sizes, k, 3) for k in range(3)]))
     assert np.array_equal(seen, np.arange(lengths.size))
