@@ -6,26 +6,28 @@ token ids with their boundaries, opening the file with the reader of
 :mod:`packing_theory.corpus.readers` (the same classes, options and checks as
 ``audit --data``):
 
-============  =====================================================  ===================================
-kind          documents and their token ids                          name of a document
-============  =====================================================  ===================================
-``shard``     seed-002 shard documents, ids read slice by slice      ``FILE#i``
-              from the file; a document's first token (its BOS) is
+============  ==================================================  ===========================================
+kind          documents and their token ids                       name of a document
+============  ==================================================  ===========================================
+``shard``     seed-002 shard documents, read slice by slice from  ``FILE#i``
+              the file; a document's first token (its BOS) is
               skipped
-``megatron``  :class:`~packing_theory.corpus.readers.megatron.        ``PREFIX#i``
-              MegatronIndex`: the ``.bin`` read slice by slice
-``olmo``      :class:`~packing_theory.corpus.readers.olmo.            ``FILE#i``
-              OlmoTokenArray`: EOS or metadata boundaries
-``hf``        :class:`~packing_theory.corpus.readers.hf.HFDataset`:   its ``id`` / ``name`` column, else
-              a token column as stored, a text column tokenized;      ``DIR#i``
-              one Arrow record batch at a time
-``mds``       :class:`~packing_theory.corpus.readers.mds.MDSDataset`  ``DIR#i``
-``jsonl``     :func:`~packing_theory.corpus.readers.jsonl.iter_jsonl` its ``id`` field, else ``FILE#i``
-              (plain, ``.gz``, ``.zst``)
-``text``      :func:`~packing_theory.corpus.text.iter_text_files`     ``FILE`` (whole file), ``FILE#i``
-``parquet``   a text column, one record batch at a time               its ``id`` / ``name`` column, else
-                                                                      ``FILE#i``
-============  =====================================================  ===================================
+``megatron``  ``MegatronIndex``: the ``.bin`` read in slices      ``PREFIX.idx#i``
+``olmo``      ``OlmoTokenArray``: EOS or metadata boundaries      ``FILE#i``
+``hf``        ``HFDataset``: a token column as stored, a text     its ``id`` / ``name``, else ``DIR#i``
+              column tokenized; one Arrow record batch at a time
+``mds``       ``MDSDataset``                                      ``DIR#i``
+``jsonl``     ``iter_jsonl`` (plain, ``.gz``, ``.zst``)           its ``id`` field, else ``FILE#i``
+``text``      ``iter_text_files``                                 ``FILE`` (a whole file), else ``FILE#i``
+``parquet``   a text column, one record batch at a time           its ``id`` / ``name``, else ``FILE#i``
+============  ==================================================  ===========================================
+
+The readers are :class:`~packing_theory.corpus.readers.megatron.MegatronIndex`,
+:class:`~packing_theory.corpus.readers.olmo.OlmoTokenArray`,
+:class:`~packing_theory.corpus.readers.hf.HFDataset`,
+:class:`~packing_theory.corpus.readers.mds.MDSDataset`,
+:func:`~packing_theory.corpus.readers.jsonl.iter_jsonl` and
+:func:`~packing_theory.corpus.text.iter_text_files`.
 
 Token formats are scanned as stored: no token is skipped (the format does not
 say whether its separator is a leading BOS or a trailing EOS; a window holding
@@ -162,7 +164,7 @@ class Block:
     sources: list[str] | None = None
 
     @property
-    def documents(self) -> int:
+    def n_documents(self) -> int:
         """Documents in the block."""
         return int(self.starts.size)
 

@@ -3,7 +3,7 @@
 :func:`scan_contamination` reads every reference set, piece by piece, into a
 :class:`~packing_theory.contamination.index.GramIndex` of the hashes of their
 ``n``-token windows, holding at most ``memory_grams`` grams, then scans every
-``n``-token window of every training document (:mod:`~.inputs`: seed-002
+``n``-token window of every training document (:mod:`packing_theory.contamination.inputs`: seed-002
 shards and every ``--data`` format) and counts the windows whose hash is in
 the index:
 
@@ -33,7 +33,7 @@ Cost: a few operations per token (the rolling hash, one filter word, a
 bisection of one bucket for the few windows that pass the filter: the
 compiled loop when numba is installed, else vectorised numpy), once per pass
 of the index (one pass when the reference grams fit ``memory_grams``).
-Memory: the index's bound (about 12 bytes per gram, :mod:`~.table`), O(1 MiB)
+Memory: the index's bound (about 12 bytes per gram, :mod:`packing_theory.contamination.table`), O(1 MiB)
 per block of tokens, 8 bytes per training document (its length; 4 more with
 a source column) and O(1) per hit document.
 """
@@ -204,7 +204,7 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
             for r in range(refs):
                 ref_matched[r] += int(np.count_nonzero((bits >> np.uint64(r)) & np.uint64(1)))
             found.append(np.unique(pos))
-        out.documents += block.documents
+        out.documents += block.n_documents
     out.ref_matched = ref_matched
     if docs:
         out.hit_docs, out.hit_matched = np.concatenate(docs), np.concatenate(matched)

@@ -100,7 +100,7 @@ def test_megatron_indexed_dataset(tmp_path: Path) -> None:
     assert prefix in rep.hit_documents[0].name
     blocks = list(input_blocks(CorpusInput(str(idx), "megatron", bos="add"), ids_tokenizer))
     assert [b.ids[int(b.starts[i]) : int(b.ends[i])].tolist() for b in blocks
-            for i in range(b.documents)] == p.docs  # read back in one sweep, as megatron-core wrote them
+            for i in range(b.n_documents)] == p.docs  # read back in one sweep, as megatron-core wrote them
 
 
 def test_olmo_token_array(tmp_path: Path) -> None:
