@@ -36,7 +36,7 @@ from .hashing import (
 from .index import DEFAULT_MEMORY_GRAMS, GramIndex, GramTable, IndexBuilder
 from .inputs import CorpusInput
 from .naive import naive_gram_set, naive_matches, naive_scan
-from .report import ContaminationReport, HitDocument, InputRecord, ReferenceRecord, SourceRecord
+from .report import ContaminationReport, HitDocument, InputRecord, ReferenceRecord, SourceHits
 from .scan import EXCLUDE_RULES, block_hits, scan_contamination, window_counts
 from .tokens import ReferenceSpec, reference_pieces, text_token_ids
 
@@ -54,7 +54,7 @@ __all__ = [
     "InputRecord",
     "ReferenceRecord",
     "ReferenceSpec",
-    "SourceRecord",
+    "SourceHits",
     "block_hits",
     "expected_false_positives",
     "naive_gram_set",

@@ -44,7 +44,7 @@ __all__ = [
     "HitDocument",
     "InputRecord",
     "ReferenceRecord",
-    "SourceRecord",
+    "SourceHits",
 ]
 
 
@@ -104,7 +104,7 @@ class ReferenceRecord:
 
 
 @dataclass
-class SourceRecord:
+class SourceHits:
     """Documents of one data source and how many of them hold reference grams."""
 
     documents: int = 0
@@ -198,8 +198,8 @@ class ContaminationReport:
     reference_grams: int = 0
     grams_found: int = 0
     reasons: list[str] = field(default_factory=list)
-    source_records: dict[str, SourceRecord] = field(default_factory=dict)
-    unattributed: SourceRecord = field(default_factory=SourceRecord)
+    source_records: dict[str, SourceHits] = field(default_factory=dict)
+    unattributed: SourceHits = field(default_factory=SourceHits)
     sources_origin: str | None = None
     hit_documents: list[HitDocument] = field(default_factory=list)
     mask: npt.NDArray[np.uint8] | None = None
@@ -272,7 +272,7 @@ class ContaminationReport:
         names = {EXIT_FOUND: "overlap found", EXIT_UNMEASURED: "not measured", EXIT_OK: "no overlap"}
         return names[self.status]
 
-    def sources(self) -> tuple[dict[str, SourceRecord], SourceRecord]:
+    def sources(self) -> tuple[dict[str, SourceHits], SourceHits]:
         """Per data source, and the documents of no known source."""
         return dict(sorted(self.source_records.items())), self.unattributed
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from ..corpus.labels import SourceLabels
 from .inputs import CorpusInput
-from .report import ContaminationReport, HitDocument, SourceRecord
+from .report import ContaminationReport, HitDocument, SourceHits
 from .results import InputTally
 
 __all__ = ["summarise"]
@@ -132,7 +132,7 @@ def _add_sources(report: ContaminationReport, codes: npt.NDArray[np.int32] | Non
     for c, name in enumerate(names):
         if not per["documents"][c]:
             continue
-        s = report.source_records.setdefault(name, SourceRecord())
+        s = report.source_records.setdefault(name, SourceHits())
         for key, values in per.items():
             setattr(s, key, getattr(s, key) + int(values[c]))
     if report.sources_origin is None and k:
