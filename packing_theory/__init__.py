@@ -130,6 +130,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "packing_theory.registry",
     "packing_theory.reporting",
     "packing_theory.testing",
+    "packing_theory.training",
 )
 """The public modules: their ``__all__`` is the API (frozen in ``tests/data/public_api.json``); every
 other module is an implementation detail that may change without notice."""

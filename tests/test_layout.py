@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"orchestration"},
     {"distributed"},
-    {"audit", "evaluation", "adapters", "testing"},
+    {"audit", "evaluation", "adapters", "training", "testing"},
     {"invariant"},
     {"registry"},
     {"peers", "corpus", "contamination"},

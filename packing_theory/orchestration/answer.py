@@ -48,6 +48,7 @@ __all__ = [
     "packer_answer",
     "prefix_bias",
     "ranking",
+    "stop_phrase",
 ]
 
 PARTS: tuple[str, ...] = (
@@ -123,8 +124,9 @@ def packer_answer(run: PackerRun) -> str:
             f"tails of {_docs(nt.dropped.documents)} that started were cut off ({share(nt.dropped.tokens)})"
         )
     if nt.still_buffered.tokens:
+        verb = "is" if nt.still_buffered.documents == 1 else "are"
         parts.append(
-            f"{_docs(nt.still_buffered.documents)} that started are still buffered "
+            f"{_docs(nt.still_buffered.documents)} that started {verb} still buffered "
             f"({share(nt.still_buffered.tokens)})"
         )
     if nt.partial_row.tokens:
@@ -136,8 +138,17 @@ def packer_answer(run: PackerRun) -> str:
         parts.append(
             f"{_docs(nt.never_reached.documents)} lie beyond the horizon ({share(nt.never_reached.tokens)})"
         )
-    stop = replace(run.horizon, partial_row_tokens=0).sentence()  # the unfinished row is a part of its own
-    return f"{run.packer} {stop}: " + "; ".join(parts)
+    return f"{run.packer} {stop_phrase(run)}: " + "; ".join(parts)
+
+
+def stop_phrase(run: PackerRun) -> str:
+    """Where a packer's run stopped, in words (the unfinished row is a part of its own, not said here):
+    ``reached the horizon of 500 rows at row 500``, ``stopped at row 118 because the stream ran dry``."""
+    h = run.horizon
+    if h.reason == "budget reached":
+        asked = f" of {h.asked.describe()}" if h.asked is not None else ""
+        return f"reached the horizon{asked} at row {h.stopped_at_row:,}"
+    return replace(h, partial_row_tokens=0).sentence()
 
 
 # --------------------------------------------------------------------------- what differs
