@@ -162,7 +162,10 @@ def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.Mo
     assert tuple(n for n, p in STREAMING_POLICIES.items() if p.compiled) == COMPILED_POLICIES
     for name in POLICIES:
         assert ("compiled" in entry(name).engines) == (name in COMPILED_POLICIES)
-    assert COMPILED_POLICIES == POLICIES  # every streaming policy has a kernel branch
+    # every streaming policy has a kernel branch but bestfit-pad, which the compiled engine refuses
+    assert COMPILED_POLICIES == tuple(p for p in POLICIES if p != "bestfit-pad")
+    with pytest.raises(InputError, match=r"the compiled engine implements .*; got policy 'bestfit-pad'"):
+        CompiledPacker(PackerConfig(capacity=8, policy="bestfit-pad"))
     # a policy declared compiled=False is refused by the registry and by the engine
     undeclared = dataclasses.replace(STREAMING_POLICIES["bounded-wait"], compiled=False)
     monkeypatch.setitem(STREAMING_POLICIES, "bounded-wait", undeclared)
