@@ -37,8 +37,8 @@ Padding and repeated tokens are never counted as emitted source tokens.
 What offline packers add
 ------------------------
 The streaming family only ever emits :class:`Placement`, :class:`Discard`
-and :class:`BosAdded` (and ``bestfit-pad`` its :class:`Padding`). Offline and concatenating packers (the peers of
-:mod:`packing_theory.peers`) also need
+and :class:`BosAdded` (and ``bestfit-pad`` its :class:`Padding`). Offline and
+concatenating packers (the peers of :mod:`packing_theory.peers`) also need
 
 * :class:`Filtered` — an arrived document removed before packing (too long,
   empty, over a cap); its tokens never reach a row;

@@ -81,14 +81,15 @@ class StarvationBound:
     def sentence(self) -> str:
         """The prediction in one sentence.
 
-        >>> starvation_bound([3, 9, 4, 10], capacity=8, min_buffer=2, refill=1).sentence()
-        'after 4 arrivals the buffer holds 2 documents longer than R = 8 and nothing else; every row from row 1 (bounds 1..1) on is padding'
+        >>> print(starvation_bound([3, 9, 4, 10], capacity=8, min_buffer=2, refill=1).sentence())
+        after 4 arrivals the buffer holds 2 documents longer than R = 8 and nothing else; every row from
+        row 1 on is padding (proved bounds 1..1)
         """
         at = (f"row {self.first_row_low:,}" if self.first_row_low == self.first_row_high
               else f"a row in {self.first_row_low:,}..{self.first_row_high:,}")
         return (f"after {self.arrivals:,} arrivals the buffer holds {self.long_arrivals:,} documents longer "
-                f"than R = {self.capacity:,} and nothing else; every row from {at} (bounds "
-                f"{self.first_row_low:,}..{self.first_row_high:,}) on is padding")
+                f"than R = {self.capacity:,} and nothing else; every row from\n{at} on is padding (proved "
+                f"bounds {self.first_row_low:,}..{self.first_row_high:,})")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

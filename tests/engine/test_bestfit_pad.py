@@ -67,5 +67,6 @@ def test_declaration() -> None:
     e = entry("bestfit-pad")
     assert e.kind == "streaming" and not e.in_family and e.engines == ("fast", "reference")
     assert "padded instead of cropped" in e.family and "PR #811" in e.reference
-    with pytest.raises(pt.InputError, match="policy 'bestfit-pad' runs on the engines fast, reference; got engine='compiled'"):
+    with pytest.raises(pt.InputError, match=("policy 'bestfit-pad' runs on the engines fast, reference; "
+                                             "got engine='compiled'")):
         pt.build_packer("bestfit-pad", capacity=8, engine="compiled")
