@@ -31,7 +31,7 @@ one pass over the refill batches (O(N), no replay); the replay's
 
 >>> b = starvation_bound([3, 9, 4, 10, 2, 2, 5], capacity=8, min_buffer=2, refill=1)
 >>> b.arrivals, b.long_arrivals, b.placed_documents, b.placed_tokens, (b.first_row_low, b.first_row_high)
-(4, 2, 2, 7, (1, 1))
+(4, 2, 2, 7, (1, 2))
 >>> starvation_bound([3, 9, 4], capacity=8, min_buffer=2, refill=1) is None  # one long: runs dry first
 True
 """
@@ -82,14 +82,14 @@ class StarvationBound:
         """The prediction in one sentence.
 
         >>> print(starvation_bound([3, 9, 4, 10], capacity=8, min_buffer=2, refill=1).sentence())
-        after 4 arrivals the buffer holds 2 documents longer than R = 8 and nothing else; every row from
-        row 1 on is padding (proved bounds 1..1)
+        after 4 arrivals the buffer holds 2 documents longer than R = 8 and nothing else: the first
+        all-padding row is one of rows 1..2 (the proved bounds), and every row after it is padding
         """
         at = (f"row {self.first_row_low:,}" if self.first_row_low == self.first_row_high
-              else f"a row in {self.first_row_low:,}..{self.first_row_high:,}")
+              else f"one of rows {self.first_row_low:,}..{self.first_row_high:,}")
         return (f"after {self.arrivals:,} arrivals the buffer holds {self.long_arrivals:,} documents longer "
-                f"than R = {self.capacity:,} and nothing else; every row from\n{at} on is padding (proved "
-                f"bounds {self.first_row_low:,}..{self.first_row_high:,})")
+                f"than R = {self.capacity:,} and nothing else: the first\nall-padding row is {at} (the "
+                "proved bounds), and every row after it is padding")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -100,7 +100,7 @@ def first_row_bounds(placed_tokens: int, placed_documents: int, capacity: int) -
     """``(ceil(M / R), min(P, (2M - 1) // (R + 1) + 1))``, and ``(0, 0)`` when ``M = 0``.
 
     >>> first_row_bounds(7, 2, 8), first_row_bounds(0, 0, 8), first_row_bounds(20, 10, 4)
-    ((1, 1), (0, 0), (5, 8))
+    ((1, 2), (0, 0), (5, 8))
     """
     M = check_int("placed_tokens", placed_tokens, 0)
     P = check_int("placed_documents", placed_documents, 0)
