@@ -81,14 +81,13 @@ class StarvationBound:
     def sentence(self) -> str:
         """The prediction in one sentence.
 
-        >>> print(starvation_bound([3, 9, 4, 10], capacity=8, min_buffer=2, refill=1).sentence())
-        after 4 arrivals the buffer holds 2 documents longer than R = 8 and nothing else: the first
-        all-padding row is one of rows 1..2 (the proved bounds), and every row after it is padding
+        >>> starvation_bound([3, 9, 4, 10], capacity=8, min_buffer=2, refill=1).sentence().split(": ")[1]
+        'the first all-padding row is one of rows 1..2 (the proved bounds), and every row after it is padding'
         """
         at = (f"row {self.first_row_low:,}" if self.first_row_low == self.first_row_high
               else f"one of rows {self.first_row_low:,}..{self.first_row_high:,}")
         return (f"after {self.arrivals:,} arrivals the buffer holds {self.long_arrivals:,} documents longer "
-                f"than R = {self.capacity:,} and nothing else: the first\nall-padding row is {at} (the "
+                f"than R = {self.capacity:,} and nothing else: the first all-padding row is {at} (the "
                 "proved bounds), and every row after it is padding")
 
     def to_dict(self) -> dict[str, Any]:
