@@ -109,7 +109,7 @@ def test_seq_length_maps_through_the_entry(name: str) -> None:
     L = 16
     R = e.capacity_for(L)
     assert build_packer(name, seq_length=L).capacity == R
-    want = {"megatron-gpt": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
+    want = {"megatron-gpt": L + 1, "parcae-bestfit": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
     assert want == R
     assert e.row_width.seq_length(R, e.options()) == L
 
