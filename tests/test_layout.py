@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"distributed"},
     {"rendering"},
     {"orchestration"},
-    {"audit", "evaluation", "adapters", "testing"},
+    {"audit", "evaluation", "adapters", "testing", "configs"},
     {"invariant"},
     {"registry"},
     {"peers", "corpus", "contamination"},
