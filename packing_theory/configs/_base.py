@@ -254,7 +254,7 @@ class ArgList:
         Raises:
             InputError: a value before the first flag, or a flag given twice.
         """
-        tokens = shlex.split(text, comments=True)
+        tokens = shlex.split(text.replace("\\\n", " "), comments=True)  # line continuations are spaces
         while tokens and not tokens[0].startswith("--"):  # a leading command (python pretrain_gpt.py ...)
             tokens.pop(0)
         out: dict[str, Any] = {}

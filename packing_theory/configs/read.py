@@ -36,7 +36,7 @@ READERS: dict[str, Callable[[Mapping[str, Any], str], MappedConfig]] = {
 
 _SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("megatron", ("_argv",)),
-    ("axolotl", ("sample_packing", "sequence_len", "base_model", "micro_batch_size")),
+    ("axolotl", ("sample_packing", "sequence_len", "base_model", "pad_to_sequence_len")),
     ("trl", ("packing_strategy", "max_length", "completion_only_loss", "dataset_text_field", "packing")),
     ("foundry", ("train_loader", "max_duration", "global_train_batch_size")),
     ("torchtune", ("dataset._component_", "tokenizer._component_", "dataset.packed")),
