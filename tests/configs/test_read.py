@@ -105,7 +105,8 @@ def test_trl_refusals_name_the_key(tmp_path: Path, change: dict[str, Any], key: 
 def _axolotl(tmp_path: Path, **kw: Any) -> Path:
     doc = {"base_model": "tiny", "datasets": [{"path": "data.jsonl", "type": "completion"}],
            "sample_packing": True, "sequence_len": 16, "micro_batch_size": 1,
-           "gradient_accumulation_steps": 1, "num_epochs": 1, "learning_rate": 1e-4, "output_dir": "out", **kw}
+           "gradient_accumulation_steps": 1, "num_epochs": 1, "learning_rate": 1e-4, "output_dir": "out",
+           **kw}
     schema = pytest.importorskip("axolotl.utils.schemas.config")
     schema.AxolotlInputConfig(**doc)  # the file is a valid Axolotl 0.19.0 config
     return _write(tmp_path / "axolotl.yaml", doc)
