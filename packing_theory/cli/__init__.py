@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "census": "packing_theory.cli.census",
     "contamination": "packing_theory.cli.contamination",
     "explain": "packing_theory.cli.explain",
+    "doctor": "packing_theory.cli.doctor",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 

@@ -19,7 +19,9 @@ module         job
 ``blend``      Megatron's data blend (``BlendedDataset``'s index, replayed)
 ``loaders``    nanochat, autoresearch, Parcae
 ``read``       framework detection, :func:`read_config`, :func:`config_settings`
-``doctor``     :func:`doctor`: the findings, ranked
+``trainable``  a consumer: the trainable tokens each document keeps in trained rows
+``doctor``     :func:`doctor`: the findings, ranked (``blend_doctor``: a blend's realised shares)
+``report``     :class:`DoctorReport`, :class:`DoctorFinding`, :class:`Thresholds`
 =============  ====================================================================
 
 Imports: the registry, peers, corpus, engine, audit and invariant layers; never the layers above.
@@ -29,16 +31,22 @@ from __future__ import annotations
 
 from ._base import FRAMEWORKS, KeyUse, MappedConfig
 from .blend import MegatronBlend, blending_indices
+from .doctor import doctor
 from .read import ConfigSettings, config_settings, detect_framework, read_config
+from .report import DoctorFinding, DoctorReport, Thresholds
 
 __all__ = [
     "FRAMEWORKS",
     "ConfigSettings",
+    "DoctorFinding",
+    "DoctorReport",
     "KeyUse",
     "MappedConfig",
     "MegatronBlend",
+    "Thresholds",
     "blending_indices",
     "config_settings",
     "detect_framework",
+    "doctor",
     "read_config",
 ]
