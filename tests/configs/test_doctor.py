@@ -13,7 +13,7 @@ import yaml
 
 import packing_theory as pt
 from packing_theory.cli import main
-from packing_theory.configs import Thresholds, doctor, read_config
+from packing_theory.configs import Thresholds, doctor
 from packing_theory.configs.trainable import TrainableTokens
 from packing_theory.invariant.starvation import starvation_bound
 
@@ -67,8 +67,9 @@ def test_starvation_after_the_horizon_is_checked_not_found(tmp_path: Path) -> No
 
 
 def test_parcae_ignored_buffer_size_pads_two_thirds(tmp_path: Path) -> None:
-    cfg = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16, "world_batch_size": 256,
-                                           "pack_sequences": True, "pack_buffer_size": 1000})
+    cfg = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16,
+                                           "world_batch_size": 256, "pack_sequences": True,
+                                           "pack_buffer_size": 1000})
     report = doctor(cfg, np.full(1600, 683))
     assert _kinds(report) == ["padding"]
     f = report.findings[0]
@@ -145,7 +146,8 @@ def test_healthy_config_finds_nothing(tmp_path: Path) -> None:
 
 
 def test_thresholds_decide(tmp_path: Path) -> None:
-    cfg = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16, "pack_sequences": True})
+    cfg = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16,
+                                           "pack_sequences": True})
     assert doctor(cfg, np.full(160, 683), thresholds=Thresholds(padding=0.7)).findings == ()
 
 
@@ -180,7 +182,8 @@ def test_cli_exit_codes_and_output(tmp_path: Path, capsys: pytest.CaptureFixture
     np.save(tmp_path / "ok.npy", np.full(400, 16))
     np.save(tmp_path / "parcae.npy", np.full(1600, 683))
     ok = _yaml(tmp_path / "ok.yaml", {"packing": True, "max_length": 64})
-    bad = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16, "pack_sequences": True})
+    bad = _yaml(tmp_path / "parcae.yaml", {"block_size": 2048, "micro_batch_size": 16,
+                                           "pack_sequences": True})
     assert main(["doctor", "--config", str(ok), "--lengths", str(tmp_path / "ok.npy")]) == 0
     out = capsys.readouterr()
     assert "Nothing found." in out.out and out.err.startswith("mapping used: trl -> trl-bfd (R = 64)")
