@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.horizon import Budget
+from ..registry import entry, names
 from ._base import Keys, MappedConfig
 
 __all__ = ["read_autoresearch", "read_nanochat", "read_parcae"]
@@ -120,9 +121,9 @@ def read_autoresearch(doc: Mapping[str, Any], source: str) -> MappedConfig:
     k = Keys(doc, source)
     k.take("framework")
     policy = k.take("policy", "discard")
-    if policy not in ("discard", "continue"):
-        raise k.refuse("policy", policy, "autoresearch's loader crops with discard (228791f) or continue "
-                       "(PR #372)")
+    if not (isinstance(policy, str) and policy in names("streaming") and entry(policy).in_family):
+        raise k.refuse("policy", policy, "autoresearch's loader is a family member: discard (228791f) or "
+                       "continue (PR #372)")
     L = k.int("max_seq_len", 2048, 1)
     B = k.int("buffer_size", 1000, 1)
     refill = k.int("refill", 128, 1)

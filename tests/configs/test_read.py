@@ -304,3 +304,13 @@ def test_config_settings_for_the_commands(tmp_path: Path) -> None:
     assert s.peer_options == ("min_buffer=100", "refill=1", "passes=2", "rows=6")
     assert s.text.startswith("mapping used: nanochat -> bestfit-pad (R = 65): ")
     assert s.text.endswith("ignored keys: none")
+
+
+def test_autoresearch_settings(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ar.yaml", {"framework": "autoresearch", "policy": "continue", "num_iterations": 953})
+    m = read_config(path)
+    assert (m.packer, m.capacity, m.rows_per_step) == ("continue", 2049, 256)
+    assert m.options == {"min_buffer": 1000, "refill": 128, "rows": 953 * 256}
+    path = _write(tmp_path / "ar.yaml", {"framework": "autoresearch", "policy": "requeue-bos"})
+    with pytest.raises(InputError, match="policy: 'requeue-bos' — autoresearch's loader is a family member"):
+        read_config(path)
