@@ -172,7 +172,8 @@ def test_trainable_tokens_against_a_naive_count() -> None:
     from packing_theory.engine.batches import batched
 
     (again,) = pt.feed_all(batched(events, 7), TrainableTokens(64, prompt))
-    assert again.trained.tolist() == got.tolist() and again.started.tolist() == consumer.result().started.tolist()
+    assert again.trained.tolist() == got.tolist()
+    assert again.started.tolist() == consumer.result().started.tolist()
     with pytest.raises(pt.InputError, match=r"first_trainable\[1\] = -2 must be >= 0"):
         TrainableTokens(8, [1, -2])
     with pytest.raises(pt.InputError, match="needs the Horizon event"):

@@ -307,7 +307,8 @@ def test_config_settings_for_the_commands(tmp_path: Path) -> None:
 
 
 def test_autoresearch_settings(tmp_path: Path) -> None:
-    path = _write(tmp_path / "ar.yaml", {"framework": "autoresearch", "policy": "continue", "num_iterations": 953})
+    path = _write(tmp_path / "ar.yaml", {"framework": "autoresearch", "policy": "continue",
+                                         "num_iterations": 953})
     m = read_config(path)
     assert (m.packer, m.capacity, m.rows_per_step) == ("continue", 2049, 256)
     assert m.options == {"min_buffer": 1000, "refill": 128, "rows": 953 * 256}
