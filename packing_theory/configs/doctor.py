@@ -8,26 +8,26 @@ in one pass (:func:`~packing_theory.engine.consumers.feed_all`), and turns what
 they measured into findings. Every number is read off the replay; nothing is
 estimated.
 
-==================  ============================================================================
-kind                what is measured
-==================  ============================================================================
-``starvation``      ``bestfit-pad``: the row from which every row is padding (the replay's
-                    ``"starved"`` horizon), inside the proved bounds of
-                    :func:`~packing_theory.invariant.starvation.starvation_bound`
-``padding``         padding positions / row positions (the all-padding rows after a starvation
-                    up to the horizon included), above :attr:`Thresholds.padding`
-``never-started``   documents longer than a row held in the buffer and never started
-``filtered``        documents removed before packing (``Filtered``: too long, too short, ...)
+===================  ============================================================================
+kind                 what is measured
+===================  ============================================================================
+``starvation``       ``bestfit-pad``: the row from which every row is padding (the replay's
+                     ``"starved"`` horizon), inside the proved bounds of
+                     :func:`~packing_theory.invariant.starvation.starvation_bound`
+``padding``          padding positions / row positions (the all-padding rows after a starvation
+                     up to the horizon included), above ``Thresholds.padding``
+``never-started``    documents longer than a row held in the buffer and never started
+``filtered``         documents removed before packing (``Filtered``: too long, too short, ...)
 ``dropped-batches``  documents discarded whole with no token placed: ``drop_last`` and the
-                    cross-rank minimum batch count (Axolotl), leftover bins over the limit
-``tails-cut``       tokens cut from started documents (crops, truncation, the framework's own
-                    truncation before packing), above :attr:`Thresholds.tails_cut`
-``no-trainable``    started documents none of whose trainable tokens (after the prompt) is in a
-                    trained row
-``dropped-rows``    rows of a final incomplete batch the trainer drops
-``blend``           a Megatron blend's realised document share against its declared weight, and
-                    repeated sources
-==================  ============================================================================
+                     cross-rank minimum batch count (Axolotl), leftover bins over the limit
+``tails-cut``        tokens cut from started documents (crops, truncation, the framework's own
+                     truncation before packing), above ``Thresholds.tails_cut``
+``no-trainable``     started documents none of whose trainable tokens (after the prompt) is in a
+                     trained row
+``dropped-rows``     rows of a final incomplete batch the trainer drops
+``blend``            a Megatron blend's realised document share against its declared weight, and
+                     repeated sources
+===================  ============================================================================
 """
 
 from __future__ import annotations
