@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "contamination": "packing_theory.cli.contamination",
     "explain": "packing_theory.cli.explain",
     "reconcile": "packing_theory.cli.reconcile",
+    "doctor": "packing_theory.cli.doctor",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 
