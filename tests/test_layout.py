@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"orchestration"},
     {"distributed"},
-    {"audit", "evaluation", "adapters", "training", "testing"},
+    {"audit", "evaluation", "adapters", "training", "configs", "testing"},
     {"invariant"},
     {"registry"},
     {"peers", "corpus", "contamination"},

@@ -109,7 +109,7 @@ def test_seq_length_maps_through_the_entry(name: str) -> None:
     L = 16
     R = e.capacity_for(L)
     assert build_packer(name, seq_length=L).capacity == R
-    want = {"megatron-gpt": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
+    want = {"megatron-gpt": L + 1, "parcae-bestfit": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
     assert want == R
     assert e.row_width.seq_length(R, e.options()) == L
 
@@ -162,7 +162,10 @@ def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.Mo
     assert tuple(n for n, p in STREAMING_POLICIES.items() if p.compiled) == COMPILED_POLICIES
     for name in POLICIES:
         assert ("compiled" in entry(name).engines) == (name in COMPILED_POLICIES)
-    assert COMPILED_POLICIES == POLICIES  # every streaming policy has a kernel branch
+    # every streaming policy has a kernel branch but bestfit-pad, which the compiled engine refuses
+    assert tuple(p for p in POLICIES if p != "bestfit-pad") == COMPILED_POLICIES
+    with pytest.raises(InputError, match=r"the compiled engine implements .*; got policy 'bestfit-pad'"):
+        CompiledPacker(PackerConfig(capacity=8, policy="bestfit-pad"))
     # a policy declared compiled=False is refused by the registry and by the engine
     undeclared = dataclasses.replace(STREAMING_POLICIES["bounded-wait"], compiled=False)
     monkeypatch.setitem(STREAMING_POLICIES, "bounded-wait", undeclared)

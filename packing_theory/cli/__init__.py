@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "contamination": "packing_theory.cli.contamination",
     "explain": "packing_theory.cli.explain",
     "reconcile": "packing_theory.cli.reconcile",
+    "doctor": "packing_theory.cli.doctor",
 }
 """Subcommand name -> implementing module. A module named here that does not exist is an error naming it."""
 
@@ -62,6 +63,7 @@ SUMMARIES: dict[str, str] = {
                      "3 not measured",
     "explain": "what one packer did to one document, and why",
     "reconcile": "check a training ledger against the replay of its packer; exit 1 on a divergence",
+    "doctor": "replay a framework's own config on a corpus and rank what its packer does wrong",
 }
 """The one-line help of each command in ``packing-theory --help`` (its module is not imported for it)."""
 

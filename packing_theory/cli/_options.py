@@ -60,6 +60,8 @@ AUTORESEARCH_ROWS = 243_968
 ROW_GROUP_SIZE = 1024
 COMPARE_DEMO_DOCUMENTS = 50_000
 DEALS = ("blocks", "interleaved")
+FRAMEWORKS = ("axolotl", "trl", "foundry", "torchtune", "megatron", "nanochat", "autoresearch", "parcae")
+MAX_PADDING, MAX_CUT, MAX_BLEND_GAP = 0.05, 0.005, 0.02
 DOCUMENTS_LIMIT = 100_000
 
 COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
@@ -76,6 +78,10 @@ COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
                                COMPARE_DEMO_DOCUMENTS),
     "DOCUMENTS_LIMIT": ("packing_theory.audit.documents:DOCUMENTS_DEFAULT_LIMIT", DOCUMENTS_LIMIT),
     "DEALS": ("packing_theory.training.schedule:DEALS", DEALS),
+    "FRAMEWORKS": ("packing_theory.configs:FRAMEWORKS", FRAMEWORKS),
+    "MAX_PADDING": ("packing_theory.configs:Thresholds().padding", MAX_PADDING),
+    "MAX_CUT": ("packing_theory.configs:Thresholds().tails_cut", MAX_CUT),
+    "MAX_BLEND_GAP": ("packing_theory.configs:Thresholds().blend", MAX_BLEND_GAP),
 }
 """Each constant this module copies (so that ``--help`` imports no engine): ``(module:name, value)``."""
 
@@ -123,6 +129,7 @@ class Option:
     dest: str | None = None
     section: str | None = None
     exclusive: str | None = None
+    required: bool = False
 
     @property
     def name(self) -> str:
@@ -142,6 +149,8 @@ class Option:
                     out[key] = value
         if self.dest is not None and self.flags[0].startswith("-"):
             out["dest"] = self.dest
+        if self.required:
+            out["required"] = True
         if self.flags[0].startswith("-") or default is not None:
             out["default"] = default
         if self.name == "out":
@@ -317,8 +326,8 @@ _TABLE: tuple[Option, ...] = (
        help="never write the per-document table"),
     _o("--json", action="store_true", default=False, section="report",
        help="print the result as JSON on standard output (a report's JSON document, as written)"),
-    _o("--markdown", action="store_true", default=False, section="report",
-       help="print the report as Markdown on standard output"),
+    _o("--markdown", nargs="?", const="-", metavar="FILE", section="report",
+       help="the report as Markdown: on standard output (no FILE), or written into FILE"),
     _o("--no-progress", action="store_true", default=False, section="report",
        help="never show a progress bar (shown by default on a terminal)"),
     # ------------------------------------------------------------------ one command's own options
@@ -340,6 +349,18 @@ _TABLE: tuple[Option, ...] = (
             "interleaved (torch DistributedSampler)"),
     _o("--permutation", type=existing_path("--permutation"), metavar="FILE.npy",
        help="the sampler's order over the rows (a shuffling sampler's indices)"),
+    _o("--config", type=existing_path("--config"), metavar="FILE", required=True,
+       help="the framework's config (YAML, JSON, or a Megatron argument list)"),
+    _o("--framework", choices=FRAMEWORKS,
+       help="the config's framework (default: its framework: key, or its keys)"),
+    _o("--prompt-lengths", type=existing_path("--prompt-lengths"), metavar="FILE.npy",
+       help="per document, the offset of its first trained token (prompt-masked training)"),
+    _o("--max-padding", type=float_range("--max-padding", 0, 1), default=MAX_PADDING, metavar="SHARE",
+       help=f"padding share of row positions that is a finding (default {MAX_PADDING})"),
+    _o("--max-cut", type=float_range("--max-cut", 0, 1), default=MAX_CUT, metavar="SHARE",
+       help=f"share of tokens cut from started documents that is a finding (default {MAX_CUT})"),
+    _o("--max-blend-gap", type=float_range("--max-blend-gap", 0, 1), default=MAX_BLEND_GAP, metavar="SHARE",
+       help=f"distance of a realised share from its weight that is a finding (default {MAX_BLEND_GAP})"),
     _o("--unit", choices=("row", "sequence", "position"),
        help="which positions the trainer predicts (default: the packer's declared rule)"),
     _o("--demo-documents", type=int_range("--demo-documents", 1), metavar="N",
@@ -454,10 +475,12 @@ def option_for(flag: str) -> Option:
     raise KeyError(f"no option {flag!r} in the table")
 
 
-def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
+def add_options(parser: argparse.ArgumentParser, *names: str, optional: tuple[str, ...] = ()) -> None:
     """Add the options ``names`` of :data:`OPTIONS` to ``parser`` (in that order, grouped by section).
 
-    The command's name (the last word of ``parser.prog``) sets ``--out``'s default.
+    The command's name (the last word of ``parser.prog``) sets ``--out``'s default. ``optional``:
+    exclusive groups that this command does not require (``doctor`` reads a blend's corpus from its
+    config).
 
     Raises:
         KeyError: a name that is not in the table.
@@ -475,6 +498,7 @@ def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
         if opt.exclusive is not None:
             key = f"exclusive:{opt.exclusive}"
             if key not in groups:
-                groups[key] = target.add_mutually_exclusive_group(required=EXCLUSIVE[opt.exclusive])
+                required = EXCLUSIVE[opt.exclusive] and opt.exclusive not in optional
+                groups[key] = target.add_mutually_exclusive_group(required=required)
             target = groups[key]
         target.add_argument(*opt.flags, **opt.kwargs(command))

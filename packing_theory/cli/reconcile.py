@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     (name,) = packers_from_args(args, [], one=True)
     if args.force and not args.out:
         raise InputError("--force applies to --out (the report directory)")
-    if args.json and args.markdown:
-        raise InputError("give one of --json and --markdown")
+    if args.json and args.markdown == "-":
+        raise InputError("give one of --json and --markdown (both print on standard output)")
     if args.mixture and not args.labels:
         raise InputError("--mixture compares each source's share: give the documents' sources with --labels")
     settings = settings_from_args(args, [name])
@@ -74,13 +74,16 @@ def run(args: argparse.Namespace) -> int:
     result = reconcile(list(args.ledgers), documents, name, capacity=width,
                        options=settings.knobs(entry(name)), schedule=schedule, labels=labels,
                        mixture=mixture, unit=args.unit)
+    if args.markdown not in (None, "-"):
+        with open(args.markdown, "w", encoding="utf-8") as fh:
+            fh.write(result.markdown())
     if args.out:
         files = write_report(result, args.out, force=args.force)
         print(f"reconcile: wrote {files.markdown}, {files.json}"
               + (f" and {files.html}" if files.html is not None else ""), file=sys.stderr)
     if args.json:
         emit_json(result.to_dict())
-    elif args.markdown:
+    elif args.markdown == "-":
         print(result.markdown(), end="")
     else:
         print(f"reconcile: {result.headline()}")

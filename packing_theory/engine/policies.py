@@ -27,6 +27,9 @@ policy               what happens
                      continuation if longer than ``R``); every occurrence starts
                      within :func:`start_delay_bound` rows of its arrival
                      (``proofs/coq/BoundedWait.v``)
+``bestfit-pad``      when nothing fits, the rest of the row is padding instead
+                     of a crop (nanochat's SFT loader); a span longer than
+                     ``R`` never leaves the buffer (:mod:`~packing_theory.invariant.starvation`)
 ===================  ==========================================================
 
 Each policy is declared once, in :data:`STREAMING_POLICIES`: its crop rule, its
@@ -88,31 +91,14 @@ from .events import BosAdded, Discard, Event, Placement
 from .knobs import Knob, RowWidth
 
 __all__ = [
-    "COMMON_KNOBS",
-    "CONTINUING_POLICIES",
-    "DEFAULT_MAX_WAIT",
-    "EXHAUSTED_MODES",
-    "MAX_SEGMENTS",
-    "POLICIES",
-    "RANDOM_SPAN_SEED",
-    "STREAMING_POLICIES",
-    "STREAMING_ROW_WIDTH",
-    "STREAMING_TRAINER_VIEW",
-    "CropOutcome",
-    "CropRule",
-    "ExhaustedMode",
-    "PackerConfig",
-    "Policy",
-    "StreamingPolicy",
-    "apply_crop",
-    "crop_outcome",
-    "overdue",
-    "resolve_config",
-    "segment",
-    "start_delay_bound",
+    "COMMON_KNOBS", "CONTINUING_POLICIES", "DEFAULT_MAX_WAIT", "EXHAUSTED_MODES", "MAX_SEGMENTS", "POLICIES",
+    "RANDOM_SPAN_SEED", "STREAMING_POLICIES", "STREAMING_ROW_WIDTH", "STREAMING_TRAINER_VIEW", "CropOutcome",
+    "CropRule", "ExhaustedMode", "PackerConfig", "Policy", "StreamingPolicy", "apply_crop", "crop_outcome",
+    "overdue", "resolve_config", "segment", "start_delay_bound",
 ]
 
-Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait"]
+Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait",
+                 "bestfit-pad"]
 
 DEFAULT_MAX_WAIT = 16
 """Default wait threshold ``A`` (rows) of ``bounded-wait``.
@@ -156,6 +142,8 @@ class StreamingPolicy:
         compiled: the compiled kernel implements it (its code is looked up by
             *name* in ``engine/_kernel.py``'s ``POLICY_CODES``); otherwise the
             compiled engine refuses it.
+        pads: when nothing fits, the rest of the row is padding and no span is
+            cropped (``crop`` is then never applied).
     """
 
     name: Policy
@@ -168,6 +156,7 @@ class StreamingPolicy:
     forced_start: bool = False
     protected_set: bool = True
     compiled: bool = True
+    pads: bool = False
 
     @property
     def random(self) -> bool:
@@ -186,7 +175,7 @@ class StreamingPolicy:
 
     @property
     def keeps_every_token(self) -> bool:
-        """No token is ever dropped: arrived mass = placed mass + buffered mass."""
+        """No token is ever dropped and rows are full: arrived mass = placed mass + buffered mass."""
         return self.crop == "continue"
 
     def buffers(self, start: int, length: int, bos: bool, size: int, capacity: int) -> bool:
@@ -254,6 +243,12 @@ STREAMING_POLICIES: dict[str, StreamingPolicy] = {p.name: p for p in (
         knobs=(Knob("max_wait", "int", DEFAULT_MAX_WAIT, "A: force the oldest unstarted span at a row start "
                     "once it has waited more than A rows"),),
         forced_start=True, protected_set=False),
+    StreamingPolicy(
+        "bestfit-pad", "discard", False,
+        "when nothing fits the row is padded instead of cropped, so a document longer than R never starts "
+        "(every long occurrence, not only the B - 1 largest, stays buffered); once the buffer holds only "
+        "such documents every row is padding", "nanochat scripts/chat_sft.py sft_data_generator_bos_bestfit "
+        "at 92d63d4 (the buffer clog of nanochat PR #811)", pads=True, compiled=False),
 )}
 """Every streaming policy's declaration, by name; the registry (:mod:`packing_theory.registry`) reads it."""
 
@@ -263,7 +258,6 @@ POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values()
 CONTINUING_POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values()
                                                 if p.crop == "continue")
 """Policies whose crop keeps the suffix in place as one active span (no BOS)."""
-
 
 
 @dataclass(frozen=True, slots=True)

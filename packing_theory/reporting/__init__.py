@@ -23,7 +23,6 @@ module         job
 ``model``      :class:`Report` and its blocks (text, tables, stacked bars, plots)
 ``markdown``   a report as Markdown; number cells, escaping of user text
 ``page``       a report as one self-contained HTML page, the answer first
-``html``       PNG helpers of the page (the run id chunk removed)
 ``publish``    :func:`write_report` and :func:`stage_report`
 ``glossary``   the terms a report uses, with the docs page defining each
 =============  ===============================================================

@@ -2,7 +2,7 @@
 
 :data:`GLOSSARY` is the one list; :func:`glossary_for` picks the terms whose
 JSON keys a document uses (the HTML page prints them,
-:mod:`~packing_theory.reporting.html`). Each term names a page of ``docs/`` and
+:mod:`~packing_theory.reporting.page`). Each term names a page of ``docs/`` and
 the section there (its Sphinx anchor is the section title in lower case with
 hyphens).
 
@@ -70,12 +70,13 @@ GLOSSARY: tuple[Term, ...] = (
     Term("prefix bias", "the trained share of the first tenth of long documents' positions minus that of "
          "their last tenth (0: none)", *_AUDIT, ("prefix_bias",)),
     Term("mixture distance", "total variation between the realised share of each data source and the "
-         "declared one (0: the declared mixture exactly)", "sources", "The realised mixture",
-         ("mixture_distance",)),
+         "declared one (0: the declared mixture exactly)", "sources",
+         "The realised mixture, in both readings", ("mixture_distance",)),
     Term("unused capacity", "row positions that hold no document token (padding, or a bin's free space)",
          "peers", "Comparing packers", ("unused_capacity_tokens",)),
     Term("raw index", "a document's position in the corpus as read, before any cleaning funnel: the number "
-         "every per-document answer uses", "never_trained", "Per-document answers", ("raw_index",)),
+         "every per-document answer uses", "never_trained", "Which documents: ``documents.csv``",
+         ("raw_index",)),
     Term("never trained", "tokens or documents the trainer never sees: never started, dropped, still "
          "buffered at the horizon, or never reached", *_AUDIT, ("never_trained",)),
     Term("packer (policy)", "the rule that turns documents into rows: a streaming policy (discard, continue, "

@@ -15,7 +15,7 @@ A report (the result of ``audit``, ``compare``, ``evaluate``, ``census``,
 * :meth:`~Report.attachments` — other files (the per-document table).
 
 :mod:`~packing_theory.reporting.markdown` renders the sections as Markdown and
-:mod:`~packing_theory.reporting.html` as one self-contained page, both from the
+:mod:`~packing_theory.reporting.page` as one self-contained page, both from the
 same blocks, so the two always say the same; :func:`~packing_theory.reporting.publish.write_report`
 writes every file of a report as one unit through the locked atomic writer.
 

@@ -45,11 +45,14 @@ from __future__ import annotations
 import base64
 import html
 import re
+import struct
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import InputError
 from .glossary import Term, term
-from .html import png_without_run
+from .manifest import PNG_RUN_KEY
 from .model import (
     Bars,
     Block,
@@ -65,7 +68,7 @@ from .model import (
     walk_blocks,
 )
 
-__all__ = ["FILTER_ROWS", "PALETTE", "render_page", "strip_run_metadata"]
+__all__ = ["FILTER_ROWS", "PALETTE", "png_without_run", "render_page", "strip_run_metadata"]
 
 FILTER_ROWS = 10
 """Tables with more rows than this get a filter box."""
@@ -138,6 +141,38 @@ document.querySelectorAll('input.filter').forEach(function(inp){
    r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
 })();
 """
+
+
+def png_without_run(data: bytes) -> bytes:
+    """``data`` with the ``tEXt`` chunk holding the run id (:data:`PNG_RUN_KEY`) removed.
+
+    Raises:
+        InputError: ``data`` is not a PNG.
+
+    >>> png_without_run(b"GIF89a")
+    Traceback (most recent call last):
+    packing_theory.InputError: not a PNG file (it does not start with the PNG signature)
+    """
+    sig = b"\x89PNG\r\n\x1a\n"
+    if not data.startswith(sig):
+        raise InputError("not a PNG file (it does not start with the PNG signature)")
+    out, pos, key = [sig], len(sig), PNG_RUN_KEY.encode("latin-1") + b"\x00"
+    while pos + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        end = pos + 12 + length
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        if not (kind == b"tEXt" and body.startswith(key)):
+            out.append(data[pos:end])
+        pos = end
+    return b"".join(out)
+
+
+def tiny_png() -> bytes:
+    """A valid 1x1 PNG (for doctests and tests of the page without matplotlib)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b""))
 
 
 def _e(text: object) -> str:

@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from packing_theory.rendering.audit import REPORT_FILES as AUDIT_FILES
+from packing_theory.rendering.compare import REPORT_FILES as COMPARE_FILES
 
 import packing_theory as pt
 from packing_theory.distributed.census import CENSUS_FILES
 from packing_theory.evaluation.report import REPORT_FILES as EVALUATE_FILES
-from packing_theory.rendering.audit import REPORT_FILES as AUDIT_FILES
-from packing_theory.rendering.compare import REPORT_FILES as COMPARE_FILES
 from packing_theory.reporting import (
     LOCK_NAME,
     REPORT_MANIFEST_NAME,

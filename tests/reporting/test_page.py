@@ -25,9 +25,8 @@ from packing_theory.reporting import (
     stage_report,
     write_report,
 )
-from packing_theory.reporting.html import _tiny_png
 from packing_theory.reporting.markdown import md_escape, render_markdown
-from packing_theory.reporting.page import render_page, strip_run_metadata
+from packing_theory.reporting.page import png_without_run, render_page, strip_run_metadata, tiny_png
 from packing_theory.reporting.publish import report_config, report_file_names
 from packing_theory.reporting.writer import ReportWriter
 
@@ -74,7 +73,7 @@ class Demo:
         ]
 
     def plots(self) -> list[PlotFile]:
-        return [PlotFile("p.png", draw=lambda path, meta: Path(path).write_bytes(_tiny_png()))]
+        return [PlotFile("p.png", draw=lambda path, meta: Path(path).write_bytes(tiny_png()))]
 
     def attachments(self) -> list[Attachment]:
         return [Attachment("rows.csv", lambda path, run: Path(path).write_text(f"# run {run}\na,b\n"))]
@@ -105,7 +104,7 @@ def test_user_text_is_escaped_in_both_documents() -> None:
 
 
 def test_the_page_loads_nothing_and_is_readable_without_script() -> None:
-    page = render_page(Demo(), plots={"p.png": _tiny_png()})
+    page = render_page(Demo(), plots={"p.png": tiny_png()})
     body = page.split("<body", 1)[1]
     assert "http" not in body.split("<script>")[0].replace('content="default-src', "")
     assert "default-src 'none'" in page
@@ -208,3 +207,42 @@ def test_stage_report_refuses_what_is_not_a_report(tmp_path: Path) -> None:
         ReportWriter(tmp_path / "rep", names=(), config={}) as w,
     ):
         stage_report(w, object())  # type: ignore[arg-type]
+
+
+def _png_with_run(run_id: str) -> bytes:
+    import struct
+    import zlib
+
+    from packing_theory.reporting import PNG_RUN_KEY
+
+    base = tiny_png()
+    body = PNG_RUN_KEY.encode("latin-1") + b"\x00" + run_id.encode()
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+    return base[:-12] + chunk + base[-12:]  # before IEND
+
+
+def test_png_without_run_drops_only_the_run_chunk() -> None:
+    data = _png_with_run("RUN-9")
+    assert b"RUN-9" in data
+    out = png_without_run(data)
+    assert b"RUN-9" not in out and out == tiny_png()
+    with pytest.raises(InputError, match="not a PNG"):
+        png_without_run(b"not a png")
+    page = render_page(Demo(), plots={"p.png": data})
+    assert "RUN-9" not in page  # the page names the run once, in its provenance
+
+
+def test_docs_url_makes_glossary_links() -> None:
+    page = render_page(Demo(), docs_url="https://example.invalid/docs/")
+    assert 'href="https://example.invalid/docs/never_trained.html#never-trained"' in page
+    assert "docs/never_trained.rst" in render_page(Demo())
+
+
+def test_glossary_terms_point_at_real_doc_sections() -> None:
+    from packing_theory.reporting.glossary import GLOSSARY, glossary_for
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for t in GLOSSARY:
+        text = (docs / f"{t.page}.rst").read_text(encoding="utf-8")
+        assert f"\n{t.section}\n" in text, (t.term, t.page, t.section)
+    assert [t.term for t in glossary_for({})] == []

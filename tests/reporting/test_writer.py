@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES, SCHEMA_VERSION
 
 from packing_theory.cli import main
-from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES, SCHEMA_VERSION
 from packing_theory.reporting import (
     LOCK_NAME,
     PNG_CONFIG_KEY,
