@@ -7,7 +7,6 @@ with nothing else edited.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import re
@@ -21,6 +20,7 @@ import packing_theory.peers as peers_pkg
 from packing_theory import InputError, PackerConfig, build_packer
 from packing_theory.cli import COMMANDS, main
 from packing_theory.engine import compiled
+from packing_theory.engine import policies as policies_module
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
 from packing_theory.engine.knobs import Knob
 from packing_theory.engine.policies import COMMON_KNOBS, POLICIES, STREAMING_POLICIES
@@ -158,17 +158,21 @@ def test_options_record_every_knob_with_its_default() -> None:
 # ----------------------------------------------------------------------------- engines
 
 
-def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_support_is_the_kernels_table_and_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from packing_theory.engine import kernel_codes
+
     assert tuple(n for n, p in STREAMING_POLICIES.items() if p.compiled) == COMPILED_POLICIES
-    for name in POLICIES:
-        assert ("compiled" in entry(name).engines) == (name in COMPILED_POLICIES)
-    # every streaming policy has a kernel branch but bestfit-pad, which the compiled engine refuses
-    assert tuple(p for p in POLICIES if p != "bestfit-pad") == COMPILED_POLICIES
-    with pytest.raises(InputError, match=r"the compiled engine implements .*; got policy 'bestfit-pad'"):
-        CompiledPacker(PackerConfig(capacity=8, policy="bestfit-pad"))
-    # a policy declared compiled=False is refused by the registry and by the engine
-    undeclared = dataclasses.replace(STREAMING_POLICIES["bounded-wait"], compiled=False)
-    monkeypatch.setitem(STREAMING_POLICIES, "bounded-wait", undeclared)
+    for name, p in STREAMING_POLICIES.items():  # derived from the kernel's table, never declared
+        assert p.compiled == (name in kernel_codes.POLICY_CODES)
+        assert ("compiled" in entry(name).engines) == p.compiled
+        if not p.compiled:  # a policy without a kernel branch is refused, naming the engines it runs on
+            with pytest.raises(InputError, match=rf"the compiled engine implements .*; got policy '{name}'"):
+                CompiledPacker(PackerConfig(capacity=8, policy=name))  # type: ignore[arg-type]
+    # a policy whose kernel branch goes away is refused by the registry and by the engine
+    monkeypatch.setattr(kernel_codes, "POLICY_CODES", {k: v for k, v in kernel_codes.POLICY_CODES.items()
+                                                        if k != "bounded-wait"})
+    monkeypatch.setattr(policies_module, "POLICY_CODES", kernel_codes.POLICY_CODES)
+    assert not STREAMING_POLICIES["bounded-wait"].compiled
     assert entry("bounded-wait").engines == ("fast", "reference")
     with pytest.raises(InputError, match="policy 'bounded-wait' runs on the engines fast, reference"):
         build_packer("bounded-wait", capacity=8, engine="compiled")
@@ -179,9 +183,11 @@ def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.Mo
 
 @pytest.mark.skipif(not compiled_available(), reason="numba is not installed (the fast extra)")
 def test_kernel_codes_are_looked_up_by_name() -> None:
-    from packing_theory.engine._kernel import POLICY_CODES
+    from packing_theory.engine import _kernel
+    from packing_theory.engine.kernel_codes import POLICY_CODES
 
     assert set(POLICY_CODES) == set(COMPILED_POLICIES)
+    assert (POLICY_CODES["discard"], POLICY_CODES["bounded-wait"]) == (_kernel.DISCARD, _kernel.BOUNDED_WAIT)
     assert len(set(POLICY_CODES.values())) == len(POLICY_CODES)
 
 
