@@ -1,8 +1,7 @@
 """The packer registry: one entry per packer, one way to build it, capacity = row width, loud plug-in loaders.
 
-The last test registers a throwaway peer from a temporary module and shows that
-the registry, ``policies``, ``replay``, ``check`` and ``compare`` pick it up
-with nothing else edited.
+The recipes of CONTRIBUTING.md (a new policy, a new peer) are followed, in a
+copy of the package, by ``tests/test_recipes.py``.
 """
 
 from __future__ import annotations
@@ -259,60 +258,6 @@ def test_a_peer_module_missing_a_dependency_is_not_skipped(tmp_path: Path,
     with pytest.raises(ModuleNotFoundError, match="a_dependency_that_is_not_installed"):
         peer_policies()
     sys.modules.pop("packing_theory.peers.needs_a_dependency", None)
-
-
-# ----------------------------------------------------------------------------- adding a peer
-
-CONTRIBUTING = ROOT / "CONTRIBUTING.md"
-
-
-def worked_example() -> str:
-    """The peer module of CONTRIBUTING.md's worked example, exactly as the guide shows it."""
-    text = CONTRIBUTING.read_text()
-    start = text.index("```python\n", text.index("### Worked example")) + len("```python\n")
-    return text[start : text.index("```\n", start)]
-
-
-def test_a_throwaway_peer_is_picked_up_with_nothing_else_edited(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "toy.py").write_text(worked_example())
-    # the two edits a new peer makes in the package: its module, and its name in PEER_MODULES
-    monkeypatch.setattr(peers_pkg, "__path__", [*peers_pkg.__path__, str(tmp_path)])
-    monkeypatch.setattr(peers_pkg, "PEER_MODULES", (*PEER_MODULES, "toy"))
-    try:
-        e = entry("toy-next_fit")
-        assert e.kind == "peer" and e.framework == "Toy" and e.knob_names == ("long_documents",)
-        assert names()[-1] == "toy-next_fit"
-        assert build_packer("toy-next_fit", capacity=8).capacity == 8
-        lengths = tmp_path / "l.npy"
-        np.save(lengths, np.array([5, 3, 9, 2, 7, 1], dtype=np.int64))
-
-        assert main(["policies", "--json"]) == 0
-        row = next(r for r in json.loads(capsys.readouterr().out) if r["policy"] == "toy-next_fit")
-        assert row["knobs"]["long_documents"]["choices"] == ["truncate", "raise"]
-        assert row["status"] == "outside the family: not applicable"
-
-        assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
-                     "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
-        assert out["identity_holds"] and out["row_identity_holds"] and out["discarded_tokens"] == 1
-        assert out["options"] == {"long_documents": "truncate"}
-        assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
-                     "--peer-option", "long_documents=raise"]) == 2
-        assert "lengths[2] = 9 > capacity 8 with long_documents='raise'" in capsys.readouterr().err
-
-        assert main(["check", "--lengths", str(lengths), "--policy", "toy-next_fit", "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["reason"] == e.family
-
-        report = tmp_path / "cmp"
-        assert main(["compare", "--lengths", str(lengths), "--policy", "discard,toy-next_fit",
-                     "--capacity", "9", "--min-buffer", "2", "--refill", "1", "--no-plots",
-                     "--out", str(report)]) == 0
-        columns = {c["policy"]: c for c in json.loads((report / "compare.json").read_text())["packers"]}
-        assert columns["toy-next_fit"]["row_width"] == 8 and columns["toy-next_fit"]["identity_holds"]
-        assert columns["toy-next_fit"]["verdict"] == f"outside the family: not applicable — {e.family}"
-    finally:
-        sys.modules.pop("packing_theory.peers.toy", None)
 
 
 def test_knob_values_parse_by_their_declared_type() -> None:
