@@ -185,7 +185,8 @@ def test_kernel_codes_are_looked_up_by_name() -> None:
     from packing_theory.engine.kernel_codes import POLICY_CODES
 
     assert set(POLICY_CODES) == set(COMPILED_POLICIES)
-    assert POLICY_CODES["continue"] == _kernel.CONTINUE and POLICY_CODES["bounded-wait"] == _kernel.BOUNDED_WAIT
+    assert POLICY_CODES["continue"] == _kernel.CONTINUE
+    assert POLICY_CODES["bounded-wait"] == _kernel.BOUNDED_WAIT
     assert len(set(POLICY_CODES.values())) == len(POLICY_CODES)
 
 
