@@ -114,6 +114,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "packing_theory.adapters",
     "packing_theory.adapters.torch",
     "packing_theory.audit",
+    "packing_theory.configs",
     "packing_theory.contamination",
     "packing_theory.corpus",
     "packing_theory.corpus.readers",

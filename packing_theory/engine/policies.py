@@ -34,8 +34,9 @@ policy               what happens
 
 Each policy is declared once, in :data:`STREAMING_POLICIES`: its crop rule, its
 arrival transform, whether it forces starts, its family status and the one
-sentence that explains it, its options (:class:`~packing_theory.engine.knobs.Knob`)
-and whether the compiled kernel implements it. The engines read the declaration,
+sentence that explains it, and its options (:class:`~packing_theory.engine.knobs.Knob`);
+whether the compiled kernel implements it is read from the kernel's own table
+(:mod:`~packing_theory.engine.kernel_codes`). The engines read the declaration,
 never the name; :mod:`packing_theory.registry` merges it with the peers'.
 
 The functions here are shared by the fast engine (:mod:`packing_theory.engine.packer`)
@@ -88,6 +89,7 @@ import numpy as np
 from .._checks import check_int, is_int
 from ..errors import InputError, InputTypeError
 from .events import BosAdded, Discard, Event, Placement
+from .kernel_codes import POLICY_CODES
 from .knobs import Knob, RowWidth
 
 __all__ = [
@@ -139,9 +141,6 @@ class StreamingPolicy:
         forced_start: ``bounded-wait``'s forced start of the oldest overdue span.
         protected_set: the protected-set monitor checks the policy (``False``: not
             applicable by design; the policy has its own theorem).
-        compiled: the compiled kernel implements it (its code is looked up by
-            *name* in ``engine/_kernel.py``'s ``POLICY_CODES``); otherwise the
-            compiled engine refuses it.
         pads: when nothing fits, the rest of the row is padding and no span is
             cropped (``crop`` is then never applied).
     """
@@ -155,8 +154,14 @@ class StreamingPolicy:
     segments: bool = False
     forced_start: bool = False
     protected_set: bool = True
-    compiled: bool = True
     pads: bool = False
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled kernel implements it: its name has a code in
+        :data:`~packing_theory.engine.kernel_codes.POLICY_CODES` (derived, never declared, so a new policy
+        is refused by the compiled engine until the kernel has its branch)."""
+        return self.name in POLICY_CODES
 
     @property
     def random(self) -> bool:
@@ -248,7 +253,7 @@ STREAMING_POLICIES: dict[str, StreamingPolicy] = {p.name: p for p in (
         "when nothing fits the row is padded instead of cropped, so a document longer than R never starts "
         "(every long occurrence, not only the B - 1 largest, stays buffered); once the buffer holds only "
         "such documents every row is padding", "nanochat scripts/chat_sft.py sft_data_generator_bos_bestfit "
-        "at 92d63d4 (the buffer clog of nanochat PR #811)", pads=True, compiled=False),
+        "at 92d63d4 (the buffer clog of nanochat PR #811)", pads=True),
 )}
 """Every streaming policy's declaration, by name; the registry (:mod:`packing_theory.registry`) reads it."""
 
