@@ -133,8 +133,8 @@ def test_the_peer_recipe_touches_two_files_of_the_package(tmp_path: Path) -> Non
                                                 encoding="utf-8")
     init = pkg / "peers" / "__init__.py"
     text = init.read_text(encoding="utf-8")
-    start = text.index("PEER_MODULES")
-    close = text.index(")", start)
+    start = text.index("PEER_MODULES: tuple[str, ...] = (")
+    close = text.index(")", start + len("PEER_MODULES: tuple[str, ...] = ("))
     text = text[:close].rstrip().rstrip(",") + f', "{module}"' + text[close:]
     init.write_text(text, encoding="utf-8")
     done = _run(tmp_path, CHECKS.format(src=str(tmp_path / "src"), name="toy-next_fit") + """

@@ -274,8 +274,8 @@ def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
 
 def _reach_one(name: str, arr: Int64Array, settings: Settings) -> tuple[int, str | None]:
     """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
+    packer, _, _ = _build(name, settings, None)  # bad options were refused before any task (measure)
     try:
-        packer, _, _ = _build(name, settings, None)
         return placed_tokens(_stream(packer, arr, settings.engine), packer.capacity), None
     except ValueError as exc:
         if entries()[name].kind != "peer":
@@ -288,12 +288,7 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
     ``(None, refusal)`` when its framework refuses the corpus."""
     t0 = time.perf_counter()
     name, settings, budget = task.name, task.settings, task.budget
-    try:
-        packer, e, options = _build(name, settings, budget)
-    except ValueError as exc:
-        if entries()[name].kind != "peer":
-            raise
-        return None, str(exc)
+    packer, e, options = _build(name, settings, budget)  # bad options were refused before any task (measure)
     width = packer.capacity
     compiled = settings.engine == "compiled"
     streaming = e.kind != "peer"
@@ -412,10 +407,8 @@ def measure(
         raise MissingDependency("engine 'compiled' needs numba (pip install 'packing-theory[fast]')")
     if document_names is not None and len(document_names) != arr.size:
         raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
-    for name in names:  # every packer's width and options are checked before anything is replayed
-        e = entries()[name]
-        settings.width(e)
-        e.options(settings.knobs(e))
+    for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
+        _build(name, settings, None)
     t0 = time.perf_counter()
     refused: dict[str, str] = {}
     set_by: tuple[str, ...] = ()
