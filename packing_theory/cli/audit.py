@@ -110,10 +110,9 @@ def _documents(args: argparse.Namespace, documents: int) -> str | bool:
 
 def report_names() -> tuple[str, ...]:
     """Every file an audit report may hold (checked and locked before the audit runs)."""
-    from ..orchestration.audit import DOCUMENTS_FILES
-    from ..orchestration.audit_plots import PLOT_FILES, SOURCES_PLOT
+    from ..orchestration.audit import AUDIT_FILES
 
-    return ("audit.html", "audit.json", "audit.md", *PLOT_FILES, SOURCES_PLOT, *DOCUMENTS_FILES)
+    return AUDIT_FILES
 
 
 def run(args: argparse.Namespace) -> int:

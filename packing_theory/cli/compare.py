@@ -52,9 +52,9 @@ def compare_corpus(*args: Any, **kwargs: Any) -> Any:
 
 def report_names() -> tuple[str, ...]:
     """Every file a comparison report may hold (checked and locked before the comparison runs)."""
-    from ..orchestration.compare_report import PLOT_FILES
+    from ..orchestration.compare_report import COMPARE_FILES
 
-    return ("compare.html", "compare.json", "compare.md", *PLOT_FILES)
+    return COMPARE_FILES
 
 
 def run(args: argparse.Namespace) -> int:

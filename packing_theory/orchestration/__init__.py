@@ -36,8 +36,9 @@ reporting and the foundation.
 
 from __future__ import annotations
 
-from .audit import AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit_corpus
+from .audit import AUDIT_FILES, AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit_corpus
 from .compare import Comparison, compare_corpus, default_packers
+from .compare_report import COMPARE_FILES
 from .corpus import Corpus, CorpusSummary, corpus_summary, open_corpus
 from .demo import (
     COMPARE_DEMO_DOCUMENTS,
@@ -57,8 +58,10 @@ from .sources import SourcePlan, SourcesResult
 from .verdicts import packer_verdict, shrunk_counterexample
 
 __all__ = [
+    "AUDIT_FILES",
     "AUTORESEARCH_ROWS",
     "COMPARE_DEMO_DOCUMENTS",
+    "COMPARE_FILES",
     "DEFAULT_SEQ_LENGTH",
     "DEMO_EVAL_DOCUMENTS",
     "DEMO_EVAL_SEED",

@@ -52,12 +52,14 @@ from ..engine.policies import PackerConfig
 from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entries
+from .audit_plots import PLOT_FILES, SOURCES_PLOT
 from .corpus import Corpus, CorpusSummary, corpus_summary
 from .measure import Measurement, measure
 from .settings import Settings
 from .sources import SourcePlan, SourcesResult, sources_result
 
 __all__ = [
+    "AUDIT_FILES",
     "AUTORESEARCH_ROWS",
     "DOCUMENTS_FILES",
     "AuditResult",
@@ -71,6 +73,10 @@ AUTORESEARCH_ROWS = 243_968
 
 DOCUMENTS_FILES: tuple[str, ...] = ("documents.csv", "documents.parquet")
 """The per-document file's names."""
+
+AUDIT_FILES: tuple[str, ...] = ("audit.html", "audit.json", "audit.md", *PLOT_FILES, SOURCES_PLOT,
+                                *DOCUMENTS_FILES)
+"""Every file an audit report directory may hold (a writer opened before the audit is told them all)."""
 
 
 @dataclass(frozen=True, eq=False)

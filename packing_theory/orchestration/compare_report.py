@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .compare import Comparison
 
 __all__ = [
+    "COMPARE_FILES",
     "PLOT_FILES",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -47,6 +48,9 @@ PLOT_FILES: tuple[str, ...] = (
     "source_mixture.png",
 )
 """The PNG files a comparison may draw."""
+
+COMPARE_FILES: tuple[str, ...] = ("compare.html", "compare.json", "compare.md", *PLOT_FILES)
+"""Every file a comparison report directory may hold."""
 
 
 def _horizon_words(cmp: Comparison) -> str:

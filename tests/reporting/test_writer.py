@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES, SCHEMA_VERSION
 
 from packing_theory.cli import main
+from packing_theory.orchestration import AUDIT_FILES as REPORT_FILES
+from packing_theory.orchestration.audit_plots import PLOT_FILES
+from packing_theory.orchestration.audit_report import SCHEMA_VERSION
 from packing_theory.reporting import (
     LOCK_NAME,
     PNG_CONFIG_KEY,
@@ -117,7 +119,7 @@ def test_bad_out_is_refused_before_computing(kind: str, lengths_file: Path, tmp_
     def no_audit(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the audit ran before --out was checked")
 
-    monkeypatch.setattr(cli_audit, "run_audit", no_audit)
+    monkeypatch.setattr(cli_audit, "audit_corpus", no_audit)
     f = tmp_path / "plain-file"
     f.write_text("x")
     out = {"file": f, "below-a-file": f / "sub", "lock-symlink": tmp_path / "d",
@@ -219,7 +221,7 @@ def test_a_held_lock_fails_fast(lengths_file: Path, tmp_path: Path, monkeypatch:
 
     out = tmp_path / "rep"
     with ReportWriter(out, names=REPORT_FILES, config={}) as holder:
-        monkeypatch.setattr(cli_audit, "run_audit", lambda *a, **k: pytest.fail("ran while locked"))
+        monkeypatch.setattr(cli_audit, "audit_corpus", lambda *a, **k: pytest.fail("ran while locked"))
         requests: list[int] = []
         real_flock = fcntl.flock
 
