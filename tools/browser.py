@@ -291,8 +291,8 @@ _FILTER_CHECK = """(function(){
 
 def report_problems(page: Page, report_dir: str | os.PathLike[str], json_name: str) -> list[str]:
     """Everything wrong with a report page: errors, external requests, failed loads, a missing headline,
-    a list-of-records entry of the JSON without its table, a PNG of the directory not shown, sorting or
-    filtering that does not work. Empty when the page is right."""
+    a list-of-records entry of the JSON without its table (the table keyed by the entry's name,
+    ``id="t-NAME"``), a PNG of the directory not shown, sorting or filtering that does not work. Empty when the page is right."""
     root = Path(report_dir)
     doc = json.loads((root / json_name).read_text(encoding="utf-8"))
     problems = [f"error: {e}" for e in page.errors]
@@ -303,11 +303,11 @@ def report_problems(page: Page, report_dir: str | os.PathLike[str], json_name: s
         problems.append("no headline")
     if isinstance(doc.get("headline"), str) and doc["headline"] not in headline:
         problems.append("the JSON's headline is not the page's")
-    captions = set(page.evaluate("Array.from(document.querySelectorAll('table')).map(t => t.dataset.caption)"
-                                 ))
+    keys = set(page.evaluate("Array.from(document.querySelectorAll('table[id^=\"t-\"]'))"
+                             ".map(t => t.id.slice(2))"))
     for key, value in doc.items():
         records = isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
-        if records and key not in captions:
+        if records and key not in keys:
             problems.append(f"no table for the JSON entry {key!r}")
     for png in sorted(root.glob("*.png")):
         img = f"document.querySelector('figure[data-name=\"{png.name}\"] img')"

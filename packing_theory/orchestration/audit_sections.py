@@ -71,7 +71,7 @@ def untrained_table(runs: Sequence[PackerRun]) -> Table:
         tuple(rows),
         note="trained + never started + cut off + still buffered + unfinished row + "
         "never reached = the tokens offered, exactly, for every packer.",
-        key="untrained",
+        key="packers",
     )
 
 

@@ -198,8 +198,15 @@ def _answer(cmp: Comparison) -> Section:
     table, _ = never_started_documents(m.runs, cmp.corpus)
     if table is not None:
         blocks.append(table)
-    for name, why in m.refused:
-        blocks.append(Text(f"{name} refused this corpus by its framework's own rule: {why}"))
+    if m.refused:
+        blocks.append(
+            Table(
+                "Packers that refused this corpus by their framework's own rule",
+                (Column("packer"), Column("why")),
+                tuple((name, why) for name, why in m.refused),
+                key="refused",
+            )
+        )
     return Section("answer", "The answer", tuple(blocks), answer=True)
 
 

@@ -95,7 +95,7 @@ th,td{border:1px solid #d4d4d4;padding:.2em .45em;vertical-align:top;text-align:
 th{background:#f3f3f3;cursor:pointer;user-select:none;font-weight:600}
 th[title]{text-decoration:underline dotted #888}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-td{overflow-wrap:anywhere}td:first-child{overflow-wrap:normal}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td{overflow-wrap:anywhere}td:first-child{min-width:min(10em,30vw)}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 tbody tr:nth-child(even){background:#fafafa}
 p.note{font-size:13px;color:#444;margin:.2em 0 .8em}
 div.bar{margin:.5em 0 .9em}div.bar-label{font-weight:600}

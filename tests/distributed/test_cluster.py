@@ -135,7 +135,7 @@ def test_cli_with_a_dask_scheduler_equals_serial(client: Any, tmp_path: Path,
     assert main([*audit, "--out", str(tmp_path / "ad"), "--executor", address]) == 0
     reports = [json.loads((tmp_path / d / "audit.json").read_text()) for d in ("as", "ad")]
     assert strip_run_fields(reports[0]) == strip_run_fields(reports[1])
-    assert reports[0]["ranks"]["discard"]["global"]["documents"] == 6000
+    assert reports[0]["ranks"]["policies"]["discard"]["global"]["documents"] == 6000
     assert sys.modules.get("distributed") is distributed
 
 
