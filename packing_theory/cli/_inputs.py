@@ -171,6 +171,10 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         if value is not None:
             options[key] = value
     corpus = open_corpus(specs, format=asked, **options)
+    if getattr(args, "pre_truncate", None) is not None:  # --config: a framework that truncates first
+        from ._config import truncate_corpus
+
+        corpus = truncate_corpus(corpus, args.pre_truncate)
     if say is not None and given_by in ("--data", "--files-from"):
         print(f"{say}: {corpus.described}", file=sys.stderr)
     return corpus
