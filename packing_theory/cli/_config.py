@@ -55,11 +55,13 @@ _HORIZONS = (("rows", "--rows"), ("targets", "--targets"), ("tokens", "--tokens"
 def _where(cs: ConfigSettings, *needles: str) -> str:
     """``FILE's KEY: VALUE (what it became)`` of the first key used that is one of ``needles`` or whose
     result mentions one."""
-    from ..configs._base import _short
+    import json
 
     for use in cs.mapped.used:
         if any(n in use.became or use.key.rsplit(".", 1)[-1] == n for n in needles):
-            return f"{cs.mapped.source}'s {use.key}: {_short(use.value)} ({use.became})"
+            value = json.dumps(use.to_dict()["value"])
+            value = value if len(value) <= 60 else value[:57] + "..."
+            return f"{cs.mapped.source}'s {use.key}: {value} ({use.became})"
     return f"{cs.mapped.source} ({cs.mapped.framework} -> {cs.mapped.packer})"
 
 

@@ -111,7 +111,7 @@ SECTIONS: dict[str, str] = {
 }
 """Argument-group titles, by section."""
 
-OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None}
+OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None, "doctor": None}
 """``--out``'s default where it is not ``<command>-report`` (``None``: no report directory unless asked)."""
 
 EXCLUSIVE: dict[str, bool] = {"input": True, "width": False, "horizon": False, "documents": False,
