@@ -101,7 +101,7 @@ SMALL: dict[str, ReportRun] = {
     "audit": ReportRun(lambda d: ["audit", "--demo", "--scale", "0.01", "--permutations", "2",
                                   "--policy", "discard,continue,trl-bfd", "--no-progress"],
                        "audit.html", "audit.json"),
-    "compare": ReportRun(lambda d: ["compare", "--demo", "--documents", "5000"],
+    "compare": ReportRun(lambda d: ["compare", "--demo", "--demo-documents", "5000"],
                          "compare.html", "compare.json"),
     "evaluate": ReportRun(lambda d: ["evaluate", "--demo", "--train-rows", "150", "--eval-candidates", "4000",
                                      "--per-stratum", "6", "--census-limit", "60", "--replicates", "300"],

@@ -149,7 +149,7 @@ def check_executor(args: argparse.Namespace) -> None:
 
 
 def workers_from_args(command: str, args: argparse.Namespace, tasks: int) -> int:
-    """``--workers`` (0: one per CPU), saying on standard error when the CPUs or the tasks cap it.
+    """``--workers`` (0: one per CPU), saying so (a :func:`note`) when the CPUs or the tasks cap it.
 
     The task runner (:func:`~packing_theory.distributed.executors.open_runner`) applies the cap; this
     says what it will run: never more processes than CPUs, nor than ``tasks`` at a time.
@@ -163,6 +163,6 @@ def workers_from_args(command: str, args: argparse.Namespace, tasks: int) -> int
         why = [f"{cpus} CPU{'s' if cpus != 1 else ''}"] if cpus < requested else []
         if tasks < min(requested, cpus):
             why.append(f"at most {tasks} task{'s' if tasks != 1 else ''} at a time")
-        print(f"{command}: --workers {requested}: running {runs} process{'es' if runs != 1 else ''} "
-              f"({', '.join(why)})", file=sys.stderr)
+        note(command, f"--workers {requested}: running {runs} process{'es' if runs != 1 else ''} "
+                      f"({', '.join(why)})")  # a note, on a terminal: the last line stays the command's one
     return requested

@@ -44,6 +44,7 @@ __all__ = [
     "decomposition_bars",
     "document_identity",
     "equal_figures",
+    "fills_rows",
     "never_started_documents",
     "packer_answer",
     "prefix_bias",
@@ -231,7 +232,7 @@ RANKED: tuple[Ranked, ...] = (
         "unused_positions",
         "row positions without a token",
         "tokens",
-        lambda r: r.aggregates.mass.unused_capacity_tokens,
+        lambda r: r.row_positions - r.aggregates.mass.emitted_tokens - r.aggregates.mass.repeated_tokens,
         "unused capacity",
     ),
 )
@@ -275,21 +276,28 @@ def ranking(runs: Sequence[PackerRun]) -> Ranking:
     return Ranking(None, tuple(r.packer for r in runs), {})
 
 
+def fills_rows(run: PackerRun) -> bool:
+    """Whether every position of the packer's rows holds a document token (no padding, no free space)."""
+    m = run.aggregates.mass
+    return run.row_positions == m.emitted_tokens + m.repeated_tokens
+
+
 def equal_figures(m: Measurement) -> dict[str, Any]:
-    """What every packer shares at the horizon: the tokens trained (equal by construction at a common
-    token horizon, up to one row each) and the share of the corpus left untrained — stated once."""
+    """What every packer that fills its rows shares at the horizon, stated once: the tokens trained (equal
+    by construction at a common token horizon, up to the row that crosses it) and so the share of the
+    corpus left untrained. Packers that pad or leave room in their rows train fewer; they are named
+    (``padded``), and their unused positions are ranked, not this total."""
     if not m.runs:
         return {}
-    trained = [r.never_trained.trained_tokens for r in m.runs]
+    full = [r for r in m.runs if fills_rows(r)] or list(m.runs)
+    trained = [r.never_trained.trained_tokens for r in full]
     offered = m.runs[0].never_trained.offered_tokens
-    untrained = [r.never_trained.tokens for r in m.runs]
-    return {
-        "trained_tokens_min": min(trained),
-        "trained_tokens_max": max(trained),
-        "untrained_share_min": min(untrained) / offered if offered else None,
-        "untrained_share_max": max(untrained) / offered if offered else None,
-        "offered_tokens": offered,
-    }
+    untrained = [r.never_trained.tokens for r in full]
+    return {"trained_tokens_min": min(trained), "trained_tokens_max": max(trained),
+            "untrained_share_min": min(untrained) / offered if offered else None,
+            "untrained_share_max": max(untrained) / offered if offered else None,
+            "offered_tokens": offered, "packers": [r.packer for r in full],
+            "padded": [r.packer for r in m.runs if not fills_rows(r)]}
 
 
 # --------------------------------------------------------------------------- which documents

@@ -113,6 +113,9 @@ class AuditResult:
     ranks: Mapping[str, Any] | None = None
     """The per-rank section (``--world-size``), as given by :mod:`packing_theory.distributed.ranks`."""
     seconds: dict[str, float] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """How the audit was asked for beyond the packers' settings (permutations and their seed, the
+    evaluation's budgets, the drift blocks): part of the report's ``settings`` and of its config hash."""
 
     kind = "audit"
     title = "Source-inclusion audit"
@@ -295,6 +298,11 @@ def audit_corpus(
         reference,
         None,
         seconds,
+        {"permutations": permutations, "permutation_seed": permutation_seed,
+         "evaluation": None if evaluation is None else {"targets": evaluation.targets,
+                                                        "prefixes": list(evaluation.prefixes),
+                                                        "documents": int(evaluation.lengths.size)},
+         "mixture_blocks": mixture_blocks, "drift_threshold": drift_threshold},
     )
 
 

@@ -167,6 +167,7 @@ def audit_document(result: AuditResult, run: Mapping[str, str] | None = None) ->
         "run": dict(run) if run is not None else None,
         "headline": result.headline(),
         **{k: m[k] for k in ("corpus", "settings", "horizon", "packers", "refused")},
+        "settings": {**m["settings"], "audit": dict(result.options)},
         "startup": [s.to_dict() for s in result.startup],
         "evaluation": evaluation,
         "sources": None if result.sources is None else result.sources.to_dict(),

@@ -71,10 +71,12 @@ def _equal_words(cmp: Comparison) -> str:
     lo, hi = eq["trained_tokens_min"], eq["trained_tokens_max"]
     trained = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
     share = percent(eq["untrained_share_max"])
-    return (
-        f"every packer trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
-        "by each: equal by construction, up to the row that crosses the horizon, so not ranked)"
-    )
+    who = "every packer" if not eq["padded"] else "every packer that fills its rows"
+    words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
+             "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
+    if eq["padded"]:
+        words += f"; {', '.join(eq['padded'])} leave row positions empty and train fewer"
+    return words
 
 
 def _value_words(q: Any, v: Any, run: PackerRun) -> str:

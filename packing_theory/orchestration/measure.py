@@ -244,12 +244,16 @@ class _Task:
     sources: Any
 
 
+class _NoRows(InputError):
+    """A packer whose framework's row width, for these settings, leaves no room for a target."""
+
+
 def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, PackerEntry, dict[str, Any]]:
     """Packer ``name`` built for one measurement, its entry, and every knob it runs with (defaults too)."""
     e = entries()[name]
     width = settings.width(e)
     if width < 2:  # the accounting needs a BOS and one more position per row
-        raise InputError(
+        raise _NoRows(
             f"{name} packs rows of {width} token(s) ({e.row_width.rule}); rows of at least 2 "
             "tokens are needed"
         )
@@ -407,24 +411,28 @@ def measure(
         raise MissingDependency("engine 'compiled' needs numba (pip install 'packing-theory[fast]')")
     if document_names is not None and len(document_names) != arr.size:
         raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
-    for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
-        _build(name, settings, None)
-    t0 = time.perf_counter()
     refused: dict[str, str] = {}
+    for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
+        try:
+            _build(name, settings, None)
+        except _NoRows as exc:  # its framework's row for these settings holds no target: listed, not fatal
+            refused[name] = str(exc)
+    t0 = time.perf_counter()
     set_by: tuple[str, ...] = ()
     budget = horizon if isinstance(horizon, Budget) else None
     with open_runner(executor, workers=workers, retries=0) as runner, _user_errors():
         if horizon == "common":
             reach: dict[int, tuple[int, str | None]] = {}
+            able = [n for n in names if n not in refused]
             runner.run(
                 _reach_one,
-                [(n, arr, settings) for n in names],
+                [(n, arr, settings) for n in able],
                 on_result=reach.__setitem__,
                 label="packer",
-                names=lambda i: names[i],
+                names=lambda i: able[i],
             )
             reached = {}
-            for i, n in enumerate(names):
+            for i, n in enumerate(able):
                 r, why = reach[i]
                 if why is not None:
                     refused[n] = why

@@ -41,18 +41,21 @@ __all__ = ["report_config", "report_file_names", "stage_report", "write_report"]
 
 
 def report_config(report: Report) -> dict[str, Any]:
-    """What determines a report, hashed into each of its files: its kind, ``settings`` and inputs.
+    """What determines a report, hashed into each of its files: its kind, ``settings``, inputs and horizon.
 
-    The JSON document's ``settings`` entry (the packers' settings) and its
-    ``corpus`` entry's identity (label, size) — never timings or run ids, so
-    that two runs of one configuration, from Python or the command line, carry
-    the same hash.
+    The JSON document's ``settings`` entry (the packers' settings and the
+    report's own options), its ``corpus`` entry's identity (label, size) and the
+    horizon asked — never timings or run ids, so that two runs of one
+    configuration, from Python or the command line, carry the same hash.
     """
     doc = report.to_dict(None)
     corpus = doc.get("corpus")
     ident = ({k: corpus.get(k) for k in ("label", "documents", "tokens")} if isinstance(corpus, Mapping)
              else corpus)
-    return {"kind": report.kind, "settings": doc.get("settings"), "corpus": ident}
+    horizon = doc.get("horizon")
+    asked = ({k: horizon.get(k) for k in ("unit", "value", "rule")} if isinstance(horizon, Mapping)
+             else horizon)
+    return {"kind": report.kind, "settings": doc.get("settings"), "corpus": ident, "horizon": asked}
 
 
 def report_file_names(report: Report) -> tuple[str, ...]:

@@ -169,7 +169,8 @@ def test_every_packer_agrees_to_the_token_on_a_corpus_ending_with_an_unfinished_
     except ValueError:  # the framework's own rule refuses documents over the row: the same corpus, cut
         lengths = np.minimum(lengths, R - 4)
         run = audit(packer, lengths, labels)
-    if entry(name).kind == "streaming":
+    if entry(name).kind == "streaming" and run["agg"].stop_reason != "starved":  # a padding loader that
+        # starves stops at its first all-padding row, which it never fills: no unfinished row to count
         assert run["agg"].partial_row_tokens > 0 and sum(a.unfinished_row_tokens for a in run["accounts"]) > 0
     assert_matches_the_oracle(run, labels)
     assert_agrees_with_never_trained_and_the_documents(run, lengths, labels)

@@ -35,7 +35,10 @@ def test_the_ranking_key_differs_between_the_packers(comparison: Comparison) -> 
     assert len(set(values)) > 1 and values == sorted(values)  # type: ignore[type-var]
     # the untrained total is equal at the common token horizon, up to the row that crosses it and the
     # BOS markers a packer adds (they are placed, not trained source tokens): stated once, not ranked
-    eq, runs = comparison.equal, comparison.measurement.runs
+    eq = comparison.equal
+    runs = [comparison.measurement.run(n) for n in eq["packers"]]  # the packers that fill their rows
+    assert set(eq["padded"]) | set(eq["packers"]) == {r.packer for r in comparison.measurement.runs}
+    assert "bestfit-pad" in eq["padded"]  # it pads instead of cropping
     slack = max(r.row_width for r in runs) + max(r.aggregates.mass.emitted_added_bos for r in runs)
     assert 0 < eq["trained_tokens_max"] - eq["trained_tokens_min"] <= slack
     headline = comparison.headline()
@@ -71,8 +74,9 @@ def _flatten(run, key):  # type: ignore[no-untyped-def]
         return replace(run, never_trained=replace(nt, dropped=replace(nt.dropped, tokens=0)))
     if key in ("start_delay_max", "start_delay_p50"):
         return replace(run, costs=replace(costs, **{key: 0}))
-    if key == "unused_positions":
-        return replace(run, aggregates=replace(agg, mass=replace(agg.mass, unused_capacity_tokens=0)))
+    if key == "unused_positions":  # every position holds a token
+        full = run.row_positions - agg.mass.repeated_tokens
+        return replace(run, aggregates=replace(agg, mass=replace(agg.mass, emitted_tokens=full)))
     exp = agg.exposure
     flat = tuple(tuple(0 for _ in row) for row in exp.emitted)
     return replace(run, aggregates=replace(agg, exposure=replace(exp, emitted=flat)))

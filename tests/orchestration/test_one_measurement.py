@@ -45,6 +45,12 @@ def test_audit_and_compare_give_every_packer_the_same_figures(horizon: Budget | 
     assert a["horizon"] == c["horizon"]
 
 
+def test_the_schemas_stop_reasons_are_the_librarys() -> None:
+    from packing_theory.audit.untrained import STOP_REASONS
+
+    assert SCHEMA["properties"]["horizon"]["properties"]["reason"]["enum"] == list(STOP_REASONS)
+
+
 def test_the_schema_refuses_a_run_that_lost_a_key_or_gained_one() -> None:
     c = compare_corpus(
         _corpus(), ["discard", "trl-bfd"], Settings(seq_length=48, min_buffer=12, refill=4)

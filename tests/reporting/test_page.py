@@ -162,7 +162,7 @@ def test_the_config_hash_comes_from_the_report_wherever_it_is_written(tmp_path: 
     ja = json.loads(a.json.read_text())["run"]
     jb = json.loads((tmp_path / "b" / "demo.json").read_text())["run"]
     assert ja["config_hash"] == jb["config_hash"] and ja["id"] != jb["id"]
-    assert report_config(Demo()) == {"kind": "demo", "settings": {"k": 1}, "corpus": None}
+    assert report_config(Demo()) == {"kind": "demo", "settings": {"k": 1}, "corpus": None, "horizon": None}
 
 
 def test_a_plot_not_drawn_is_said_in_both_documents(tmp_path: Path) -> None:

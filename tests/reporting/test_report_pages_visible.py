@@ -20,15 +20,10 @@ from tests.tool_modules import load_tool
 
 screenshots = load_tool("screenshots")
 
-TODAY = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the generic renderer lays the JSON out as tables: numbers sit beyond a sideways scroll at 1280 px, "
-    "there is no answer card, the page scrolls sideways at 390 px (the answer-card pages replace it)"))
-
-
 SLOW = {"audit", "compare", "evaluate"}  # about 10 s each (their demos); census and contamination: 4 s
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[TODAY, *([pytest.mark.slow] if n in SLOW else [])])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [])
                                   for n in screenshots.SMALL])
 def test_a_person_sees_every_number_of_the_page(chromium: str, tmp_path: Path, name: str) -> None:
     reports = screenshots.write_demo_reports(tmp_path, [name], runs=screenshots.SMALL)
