@@ -81,7 +81,7 @@ def _census(d: Path) -> list[str]:
 def _contamination(d: Path) -> list[str]:
     texts = sample_texts(d)
     return ["contamination", "--text", str(texts["web"]), str(texts["code"]), "--per-line",
-            "--reference", str(texts["reference"]), "--reference-per-line", "--n", "8"]
+            "--reference", str(texts["reference"]), "--reference-per-line", "--gram-length", "8"]
 
 
 _OTHERS = {

@@ -28,8 +28,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ..orchestration.corpus import Corpus
 
-__all__ = ["add_data_options", "check_source_options", "corpus_from_args", "data_paths", "data_spec",
-           "load_tokenizer", "read_files_from"]
+__all__ = ["check_source_options", "corpus_from_args", "data_spec", "read_files_from"]
 
 _ALIASES = (("lengths", "lengths"), ("shards", "shards"), ("text", "text"), ("parquet", "parquet"))
 
@@ -172,44 +171,10 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         if value is not None:
             options[key] = value
     corpus = open_corpus(specs, format=asked, **options)
+    if getattr(args, "pre_truncate", None) is not None:  # --config: a framework that truncates first
+        from ._config import truncate_corpus
+
+        corpus = truncate_corpus(corpus, args.pre_truncate)
     if say is not None and given_by in ("--data", "--files-from"):
         print(f"{say}: {corpus.described}", file=sys.stderr)
     return corpus
-
-
-# ----------------------------------------------------------------------------- for cli/contamination.py
-# The command whose options are not on the table yet (ported separately) still calls these three.
-
-
-def add_data_options(parser: argparse.ArgumentParser, group: Any = None) -> None:
-    """``--data`` and ``--files-from`` (into ``group``, an exclusive input group) and ``--format``,
-    ``--bos``, ``--eos-id``, ``--dtype``, ``--split`` as the table has them, and ``--field`` (dest
-    ``field``) — for a command that adds its own ``--text-column`` and so cannot take ``--column``."""
-    from ._options import OPTIONS
-
-    command = parser.prog.split()[-1]
-    target = parser if group is None else group
-    for name in ("data", "files-from"):
-        target.add_argument(*OPTIONS[name].flags, **OPTIONS[name].kwargs(command))
-    for name in ("format", "bos", "eos-id", "dtype", "split"):
-        parser.add_argument(*OPTIONS[name].flags, **OPTIONS[name].kwargs(command))
-    parser.add_argument("--field", default=None, metavar="NAME",
-                        help="the field or column holding the documents of --data")
-
-
-def data_paths(args: argparse.Namespace) -> tuple[list[str], str, str]:
-    """``(inputs, format, how the format was found)`` of ``--data`` / ``--files-from``."""
-    from ..corpus.readers import expand_inputs
-
-    specs = list(args.data) if getattr(args, "data", None) else read_files_from(args.files_from)
-    return expand_inputs(specs, args.format)
-
-
-def load_tokenizer(spec: str) -> Any:
-    """A built-in tokenizer name or an imported ``module:callable`` (errors name ``--tokenizer``)."""
-    from ..corpus.textcount import load_tokenizer as load
-
-    try:
-        return load(spec)
-    except InputError as exc:
-        raise InputError(f"--{exc}") from exc

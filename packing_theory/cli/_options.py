@@ -10,8 +10,8 @@ only default that differs between commands is ``--out`` (``<command>-report``).
 Options of one *exclusive group* (``--capacity`` / ``--seq-length``; the
 horizon; the inputs) are mutually exclusive; the input group is required.
 Older spellings kept for one release are further flags of the same option
-(``--field`` and ``--text-column`` for ``--column``); the aliases ``--lengths``,
-``--shards``, ``--text`` and ``--parquet`` name ``--data`` with its format
+(``--field`` and ``--text-column`` for ``--column``; ``--n`` for ``--gram-length``); the
+aliases ``--lengths``, ``--shards``, ``--text`` and ``--parquet`` name ``--data`` with its format
 (:func:`packing_theory.cli._inputs.data_spec`).
 
 The module imports nothing heavy (``packing-theory --help`` loads it): the
@@ -63,6 +63,9 @@ DEALS = ("blocks", "interleaved")
 FRAMEWORKS = ("axolotl", "trl", "foundry", "torchtune", "megatron", "nanochat", "autoresearch", "parcae")
 MAX_PADDING, MAX_CUT, MAX_BLEND_GAP = 0.05, 0.005, 0.02
 DOCUMENTS_LIMIT = 100_000
+GRAM_LENGTH = 13
+MEMORY_GRAMS = 8_388_608
+EXCLUDE_RULES = ("any", "majority")
 
 COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
     "ENGINES": ("packing_theory.engine.replay:ENGINES", ENGINES),
@@ -82,6 +85,9 @@ COPIED_CONSTANTS: dict[str, tuple[str, Any]] = {
     "MAX_PADDING": ("packing_theory.configs:Thresholds().padding", MAX_PADDING),
     "MAX_CUT": ("packing_theory.configs:Thresholds().tails_cut", MAX_CUT),
     "MAX_BLEND_GAP": ("packing_theory.configs:Thresholds().blend", MAX_BLEND_GAP),
+    "GRAM_LENGTH": ("packing_theory.contamination:DEFAULT_N", GRAM_LENGTH),
+    "MEMORY_GRAMS": ("packing_theory.contamination:DEFAULT_MEMORY_GRAMS", MEMORY_GRAMS),
+    "EXCLUDE_RULES": ("packing_theory.contamination:EXCLUDE_RULES", EXCLUDE_RULES),
 }
 """Each constant this module copies (so that ``--help`` imports no engine): ``(module:name, value)``."""
 
@@ -97,6 +103,7 @@ MAX_PERMUTATIONS = 1000
 SECTIONS: dict[str, str] = {
     "input": "input: one corpus, and how it is read",
     "sources": "data sources: labels, the declared mixture, the cleaning funnel",
+    "references": "reference texts, and how the training documents are matched against them",
     "packers": "packers and their settings (`packing-theory policies` lists every packer and its options)",
     "horizon": "horizon: where every packer is cut (one of)",
     "execution": "where the work runs",
@@ -104,7 +111,7 @@ SECTIONS: dict[str, str] = {
 }
 """Argument-group titles, by section."""
 
-OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None}
+OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None, "doctor": None}
 """``--out``'s default where it is not ``<command>-report`` (``None``: no report directory unless asked)."""
 
 EXCLUSIVE: dict[str, bool] = {"input": True, "width": False, "horizon": False, "documents": False,
@@ -130,11 +137,13 @@ class Option:
     section: str | None = None
     exclusive: str | None = None
     required: bool = False
+    key: str | None = None
 
     @property
     def name(self) -> str:
-        """The table's key: the first flag without its dashes."""
-        return self.flags[0].lstrip("-")
+        """The table's key: the first flag without its dashes (``key`` where that names another option:
+        ``--manifest`` is ``shard-manifest``, beside ``verify-shards``' positional ``manifest``)."""
+        return self.key or self.flags[0].lstrip("-")
 
     def kwargs(self, command: str) -> dict[str, Any]:
         """The keyword arguments of ``add_argument`` for this option in ``command``."""
@@ -187,6 +196,10 @@ _TABLE: tuple[Option, ...] = (
        help="instead of a corpus: documents per pass at each length threshold, e.g. 16384=789,32768=196"),
     _o("--sources", nargs="+", type=existing_path("--sources"), metavar="SHARD", section="input",
        exclusive="input", help=f"evaluation documents: {_SHARD}"),
+    _o("--manifest", key="shard-manifest", type=existing_path("--manifest"), metavar="MANIFEST.json",
+       section="input", exclusive="input",
+       help="a shard manifest (written by write_shards): the token shard files it lists, in its order (a "
+            "shard holding one source names its documents' source)"),
     _o("--format", default="auto", choices=("auto", *FORMATS), section="input",
        help="the format of --data (default auto: detected from the paths, and said)"),
     _o("--column", "--field", "--text-column", metavar="NAME", section="input", dest="column",
@@ -235,6 +248,31 @@ _TABLE: tuple[Option, ...] = (
        help=f"blocks of rows for the realised share over time (default {MIXTURE_BLOCKS})"),
     _o("--drift-threshold", type=float_range("--drift-threshold", 0, 1), metavar="X", section="sources",
        help=f"flag a drift statistic D above X (default {DRIFT_THRESHOLD})"),
+    # ------------------------------------------------------------------ references
+    _o("--reference", nargs="+", action="extend", required=True, metavar="FILE", section="references",
+       help="reference sets (repeatable): plain text files or .parquet files; the library ships no "
+            "benchmark"),
+    _o("--reference-column", metavar="COL[,COL...]", section="references",
+       help="parquet references: the columns holding strings or lists of strings (default text)"),
+    _o("--reference-per-line", action="store_true", default=False, section="references",
+       help="plain-text references: one item per non-blank line (default: the whole file is one item)"),
+    _o("--reference-rows", type=int_list("--reference-rows", 0), metavar="N[,N...]", section="references",
+       help="the declared rows of each --reference, in order (a dataset server's size); a reference that "
+            "yields another number is not measured"),
+    _o("--gram-length", "--n", type=int_range("--gram-length", 1), default=GRAM_LENGTH, metavar="N",
+       section="references",
+       help=f"window length in tokens: every N-token window of a training document is looked up among the "
+            f"references' (default {GRAM_LENGTH}). --n is its older spelling, accepted for one release"),
+    _o("--memory-grams", type=int_range("--memory-grams", 1), default=MEMORY_GRAMS, metavar="G",
+       section="references",
+       help=f"the most reference grams held in memory at once (default {MEMORY_GRAMS:,}, about 12 bytes "
+            "each); beyond, the index goes to disk and the inputs are scanned once per pass"),
+    _o("--index-dir", metavar="DIR", section="references",
+       help="where a disk index goes (a fresh subdirectory, removed afterwards; default: the system's "
+            "temporary directory); on a shared filesystem for a Dask --executor"),
+    _o("--exclude", choices=EXCLUDE_RULES, default="any", section="references",
+       help="which documents the exclusion mask marks: any (default: a document with any matched window) "
+            "or majority (more than half of its windows matched)"),
     # ------------------------------------------------------------------ packers
     _o("--policy", type=policy_list, action="extend", metavar="P[,P...]", section="packers",
        help="packers by name, comma-separated and repeatable: streaming policies and framework packers "
@@ -350,9 +388,12 @@ _TABLE: tuple[Option, ...] = (
     _o("--permutation", type=existing_path("--permutation"), metavar="FILE.npy",
        help="the sampler's order over the rows (a shuffling sampler's indices)"),
     _o("--config", type=existing_path("--config"), metavar="FILE", required=True,
-       help="the framework's config (YAML, JSON, or a Megatron argument list)"),
+       help="your training framework's config (YAML, JSON, or a Megatron argument list: Axolotl, TRL, LLM "
+            "Foundry, torchtune, Megatron, nanochat, autoresearch, Parcae), mapped onto the packer that "
+            "replays it; the mapping (every key used, and every key ignored with why) is printed on "
+            "standard error"),
     _o("--framework", choices=FRAMEWORKS,
-       help="the config's framework (default: its framework: key, or its keys)"),
+       help="the framework of --config (default: its framework: key, or detected from its keys)"),
     _o("--prompt-lengths", type=existing_path("--prompt-lengths"), metavar="FILE.npy",
        help="per document, the offset of its first trained token (prompt-masked training)"),
     _o("--max-padding", type=float_range("--max-padding", 0, 1), default=MAX_PADDING, metavar="SHARE",
@@ -479,8 +520,8 @@ def add_options(parser: argparse.ArgumentParser, *names: str, optional: tuple[st
     """Add the options ``names`` of :data:`OPTIONS` to ``parser`` (in that order, grouped by section).
 
     The command's name (the last word of ``parser.prog``) sets ``--out``'s default. ``optional``:
-    exclusive groups that this command does not require (``doctor`` reads a blend's corpus from its
-    config).
+    exclusive groups, or required options, that this command does not require (``doctor`` reads a
+    blend's corpus from its config; ``--config`` is optional outside ``doctor``).
 
     Raises:
         KeyError: a name that is not in the table.
@@ -501,4 +542,7 @@ def add_options(parser: argparse.ArgumentParser, *names: str, optional: tuple[st
                 required = EXCLUSIVE[opt.exclusive] and opt.exclusive not in optional
                 groups[key] = target.add_mutually_exclusive_group(required=required)
             target = groups[key]
-        target.add_argument(*opt.flags, **opt.kwargs(command))
+        kwargs = opt.kwargs(command)
+        if name in optional:
+            kwargs.pop("required", None)
+        target.add_argument(*opt.flags, **kwargs)

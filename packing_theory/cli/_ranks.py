@@ -18,14 +18,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["check_executor_option", "check_rank_options", "check_world_size", "rank_section", "rank_source"]
-
-
-def check_executor_option(args: argparse.Namespace) -> None:
-    """:func:`packing_theory.cli._common.check_executor` (the name ``cli/contamination.py`` calls)."""
-    from ._common import check_executor
-
-    check_executor(args)
+__all__ = ["check_rank_options", "check_world_size", "rank_section", "rank_source"]
 
 
 def check_rank_options(args: argparse.Namespace, packers: Sequence[str]) -> None:

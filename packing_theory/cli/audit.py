@@ -38,10 +38,11 @@ def register(sub: Any) -> None:
                     "--common-horizon says otherwise. Writes audit.json, audit.md, audit.html, PNG plots "
                     "and the per-document table (--documents) into --out.",
     )
-    add_options(parser, "demo", *INPUT_OPTIONS, *PACKER_OPTIONS, "engine", *HORIZON_OPTIONS, "permutations",
-                "permutation-seed", "eval-lengths", "eval-shards", "eval-targets", "eval-prefixes",
-                *SOURCE_OPTIONS, "world-size", "row-group-size", "executor", "workers", "out", "force",
-                "no-plots", "documents", "no-documents", "json", "no-progress", "scale")
+    add_options(parser, "demo", *INPUT_OPTIONS, "config", "framework", *PACKER_OPTIONS, "engine",
+                *HORIZON_OPTIONS, "permutations", "permutation-seed", "eval-lengths", "eval-shards",
+                "eval-targets", "eval-prefixes", *SOURCE_OPTIONS, "world-size", "row-group-size", "executor",
+                "workers", "out", "force", "no-plots", "documents", "no-documents", "json", "no-progress",
+                "scale", optional=("config",))
     parser.set_defaults(run=run)
 
 
@@ -137,10 +138,12 @@ def run(args: argparse.Namespace) -> int:
         settings_from_args,
         workers_from_args,
     )
+    from ._config import apply_config
     from ._inputs import check_source_options, corpus_from_args
     from ._ranks import check_rank_options, check_world_size, rank_section, rank_source
 
     t0 = time.perf_counter()
+    apply_config(args, "audit")
     plots = not args.no_plots
     require_matplotlib(plots)
     check_source_options(args)

@@ -27,8 +27,8 @@ def register(sub: Any) -> None:
                     "natural end unless --rows, --targets or --tokens cut it. Exit status: 0 when the "
                     "checked statement holds, 1 on a violation, 2 on bad input.",
     )
-    add_options(parser, *INPUT_OPTIONS, *PACKER_OPTIONS, "engine", "rows", "targets", "tokens", "natural-end",
-                "originals", "no-buffer-summary", "json")
+    add_options(parser, *INPUT_OPTIONS, "config", "framework", *PACKER_OPTIONS, "engine", "rows", "targets",
+                "tokens", "natural-end", "originals", "no-buffer-summary", "json", optional=("config",))
     parser.set_defaults(run=run)
 
 
@@ -54,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from ..invariant import InvariantMonitor
     from ..registry import entry
     from ._common import emit_json, horizon_from_args, packers_from_args, settings_from_args
+    from ._config import apply_config
     from ._inputs import corpus_from_args
     from ._packers import build_one
 
+    apply_config(args, "check")
     (name,) = packers_from_args(args, ["discard"], one=True)
     e = entry(name)
     settings = settings_from_args(args, [name])

@@ -38,8 +38,9 @@ def register(sub: Any) -> None:
                     "distance from the declared mixture, unused row positions. Writes compare.json, "
                     "compare.md, compare.html and PNG plots into --out.",
     )
-    add_options(parser, "demo", *INPUT_OPTIONS, "demo-documents", *PACKER_OPTIONS, "engine", *HORIZON_OPTIONS,
-                *SOURCE_OPTIONS, "executor", "workers", "out", "force", "no-plots", "json", "no-progress")
+    add_options(parser, "demo", *INPUT_OPTIONS, "demo-documents", "config", "framework", *PACKER_OPTIONS,
+                "engine", *HORIZON_OPTIONS, *SOURCE_OPTIONS, "executor", "workers", "out", "force",
+                "no-plots", "json", "no-progress", optional=("config",))
     parser.set_defaults(run=run)
 
 
@@ -77,9 +78,11 @@ def run(args: argparse.Namespace) -> int:
         settings_from_args,
         workers_from_args,
     )
+    from ._config import apply_config
     from ._inputs import check_source_options, corpus_from_args
 
     t0 = time.perf_counter()
+    apply_config(args, "compare")
     plots = not args.no_plots
     require_matplotlib(plots)
     check_source_options(args)

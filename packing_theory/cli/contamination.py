@@ -2,28 +2,33 @@
 
 ``packing-theory contamination --manifest mix/manifest.json --reference
 gsm8k-train.parquet mmlu-dev.parquet --reference-column question --tokenizer
-mytok:encode`` hashes every 13-token window of every shard document (without
-its BOS) and of every reference item, and writes ``contamination.json``,
-``contamination.md``, ``contamination.html``, the list of hit documents
-``hit_documents.jsonl`` (each by its raw corpus index, name and source), the
-exclusion mask ``exclude.u8`` (one byte per document, 1 = exclude) and its
-sidecar ``exclude.json`` to ``--out``. Counts, indices and names only: no
-matched text is ever printed or written.
+mytok:encode`` hashes every 13-token window (``--gram-length``) of every
+training document (without its BOS) and of every reference item, and writes
+``contamination.json``, ``contamination.md``, ``contamination.html``, the
+list of hit documents ``hit_documents.jsonl`` (each by its raw corpus index,
+name and source), the exclusion mask ``exclude.u8`` (one byte per document,
+1 = exclude) and its sidecar ``exclude.json`` to ``--out``. Counts, indices
+and names only: no matched text is ever printed or written.
 
-The training corpus is ``--manifest``, ``--shards``, ``--text`` or, as for
-``audit``, ``--data`` / ``--files-from`` in any format that holds token ids
-or text (``--format``, ``--bos``, ``--field``, ... read by the same readers);
-``--labels``, ``--source-column`` or ``--source-from`` attribute hits to data
-sources. ``--executor`` / ``--workers`` scan the inputs in parallel, one input
-per task, with the serial scan's result.
+The training corpus is ``--manifest`` (the shards a shard manifest lists) or
+any input of the option table that holds token ids or text: ``--data`` /
+``--files-from`` in any such format, ``--shards``, ``--text``, ``--parquet``
+(:func:`packing_theory.cli._inputs.data_spec`), with the reader options
+``--column --bos --eos-id --dtype --split --per-line``; ``--tokenizer``
+tokenizes the texts and the references. ``--labels``, ``--source-column`` or
+``--source-from`` attribute hits to data sources. ``--executor`` /
+``--workers`` scan the inputs in parallel, one input per task, with the
+serial scan's result. The module imports the library inside :func:`run` only.
 
 Exit status (the contract of :mod:`packing_theory.cli._exit`): 0 every input
 and reference listed was read and no window matched; 1 everything listed was
-read and overlap was found; 2 bad usage or input; 3 not measured (an input or
-reference missing or unreadable, a reference with fewer rows than declared
-or no gram, no document or no gram scanned) — "not measured" wins over a
-finding, whose counts and hit documents are still in the report. The report
-is written in cases 0, 1 and 3; the mask only when everything was measured.
+read and overlap was found; 2 bad usage or input (an input named on the
+command line that does not exist, too); 3 not measured (a shard the manifest
+lists or a reference missing or unreadable, a reference with fewer rows than
+declared or no gram, no document or no gram scanned) — "not measured" wins
+over a finding, whose counts and hit documents are still in the report. The
+report is written in cases 0, 1 and 3; the mask only when everything was
+measured.
 """
 
 from __future__ import annotations
@@ -34,101 +39,46 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .._checks import distinct_files
-from ..contamination import DEFAULT_MEMORY_GRAMS, DEFAULT_N, EXCLUDE_RULES, CorpusInput, ReferenceSpec
-from ..contamination.report import ContaminationReport
-from ..corpus.labels import SOURCE_FROM
 from ..errors import Finding, InputError, NotMeasured
+from ._options import add_options
 
-__all__ = ["REPORT_FILES", "register", "run"]
+if TYPE_CHECKING:
+    from ..contamination import ContaminationReport, CorpusInput, ReferenceSpec
+
+__all__ = ["INPUT_OPTIONS", "REPORT_FILES", "register", "run"]
 
 REPORT_FILES: tuple[str, ...] = ("contamination.html", "contamination.json", "contamination.md",
                                  "hit_documents.jsonl", "exclude.u8", "exclude.json")
 """The files of a contamination report directory."""
 
-_ID_FORMATS = ("megatron", "olmo", "hf", "mds")  # formats whose documents may be token ids
+INPUT_OPTIONS = ("shard-manifest", "data", "files-from", "shards", "text", "parquet", "format", "column",
+                 "bos", "eos-id", "dtype", "split", "tokenizer", "per-line")
+"""The input options: every input of the table that holds token ids or text, and the shard manifest."""
+
+_ID_FORMATS = ("shards", "megatron", "olmo", "hf", "mds")  # formats whose documents may be token ids
 _SOURCE_FORMATS = ("jsonl", "parquet", "hf")
+_READER_OPTIONS = (("column", "--column", "field"), ("bos", "--bos", "bos"), ("eos_id", "--eos-id", "eos_id"),
+                   ("dtype", "--dtype", "dtype"), ("split", "--split", "split"),
+                   ("per_line", "--per-line", "per_line"))
 
 
 def register(sub: Any) -> None:
     """Add the ``contamination`` subcommand."""
-    from ._inputs import add_data_options
-
     parser: argparse.ArgumentParser = sub.add_parser(
-        "contamination", help="n-gram overlap of training documents with reference texts; exit 1 found, "
-                              "3 not measured",
-        description="Hash every N-token window (default 13) of the training documents (seed-002 shards, "
-                    "texts, or --data in any format audit reads) and of the reference texts, count matched "
-                    "grams, documents with any hit, majority-hit documents and per-source hit fractions, "
-                    "list "
-                    "the hit documents and write a per-document exclusion mask. Exit 0 all read and no "
-                    "overlap, 1 all read and overlap found, 2 bad usage, 3 not measured.",
+        "contamination",
+        description="Hash every N-token window (--gram-length, default 13) of the training documents (a "
+                    "shard manifest, or any input holding token ids or text) and of the reference texts, "
+                    "count matched grams, documents with any hit, majority-hit documents and per-source hit "
+                    "fractions, list the hit documents and write a per-document exclusion mask. "
+                    "--tokenizer turns the references (and text inputs) into token ids: with token-id "
+                    "inputs, the tokenizer that wrote them, adding no BOS. Exit 0 all read and no overlap, "
+                    "1 all read and overlap found, 2 bad usage, 3 not measured.",
     )
-    src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--manifest", metavar="MANIFEST.json",
-                     help="seed-002 shards listed in a manifest (a single-source shard names its source)")
-    src.add_argument("--shards", nargs="+", metavar="SHARD", help="seed-002 token shard files")
-    src.add_argument("--text", nargs="+", metavar="FILE",
-                     help="plain text files (one document per file, or per line with --per-line) "
-                          "and/or .parquet files (column --text-column)")
-    add_data_options(parser, src)
-    parser.add_argument("--per-line", action="store_true",
-                        help="--text and --data text files: one document per non-blank line")
-    parser.add_argument("--text-column", default=None, metavar="COL",
-                        help="--text parquet column (default text); with --data use --field")
-    parser.add_argument("--reference", nargs="+", action="extend", required=True, metavar="FILE",
-                        help="reference sets (repeatable): plain text files or .parquet files; the "
-                             "library ships no benchmark")
-    parser.add_argument("--reference-column", default=None, metavar="COL[,COL...]",
-                        help="parquet references: the columns holding strings or lists of strings "
-                             "(default text)")
-    parser.add_argument("--reference-per-line", action="store_true",
-                        help="plain-text references: one item per non-blank line (default: the whole file)")
-    parser.add_argument("--reference-rows", default=None, metavar="N[,N...]",
-                        help="declared rows of each --reference, in order (a dataset server's size); a "
-                             "reference that yields another number is 'not measured'")
-    parser.add_argument("--tokenizer", default=None,
-                        help="how references (and texts) become token ids: bytes (default for texts), "
-                             "chars, whitespace, or module:callable; required with --shards, --manifest and "
-                             "--data formats that may hold token ids (the tokenizer that wrote them, adding "
-                             "no BOS)")
-    parser.add_argument("--n", type=int, default=DEFAULT_N, metavar="N",
-                        help=f"window length in tokens (default {DEFAULT_N})")
-    parser.add_argument("--memory-grams", type=int, default=DEFAULT_MEMORY_GRAMS, metavar="G",
-                        help=f"the most reference grams held in memory at once (default "
-                             f"{DEFAULT_MEMORY_GRAMS:,}; about 12 bytes each, see docs/contamination.rst); "
-                             "beyond, the index goes to disk and the inputs are scanned once per pass")
-    parser.add_argument("--index-dir", default=None, metavar="DIR",
-                        help="where a disk index goes (a fresh subdirectory, removed afterwards; default: "
-                             "the "
-                             "system's temporary directory); on a shared filesystem for a Dask --executor")
-    parser.add_argument("--exclude", choices=EXCLUDE_RULES, default="any",
-                        help="which documents the mask excludes: any matched window (default, seed 002) or "
-                             "majority (more than half of the windows matched)")
-    g = parser.add_argument_group("data sources")
-    g.add_argument("--labels", metavar="FILE",
-                   help="one source label per document (one per line, or a .json list), in corpus order")
-    g.add_argument("--source-column", metavar="NAME",
-                   help="--data jsonl / parquet / hf, or --text .parquet: the column (field) holding each "
-                        "document's source")
-    g.add_argument("--source-from", choices=SOURCE_FROM,
-                   help="a document's source is its input's directory (dir) or file (file)")
-    parser.add_argument("--executor", default="local", metavar="SPEC",
-                        help="where the scan tasks run: local (default; --workers processes) or "
-                             "dask://HOST:PORT (one input per task)")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="--executor local: N processes (default 1: in this process; 0: one per CPU)")
-    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    parser.add_argument("--out", default="contamination-report", metavar="DIR",
-                        help="report directory (default ./contamination-report), checked and locked before "
-                             "the scan")
-    parser.add_argument("--force", action="store_true",
-                        help="replace report-named files in --out that packing-theory did not write")
-    parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
+    add_options(parser, *INPUT_OPTIONS, "labels", "source-column", "source-from", "reference",
+                "reference-column", "reference-per-line", "reference-rows", "gram-length", "memory-grams",
+                "index-dir", "exclude", "executor", "workers", "out", "force", "json", "no-progress")
     parser.set_defaults(run=run)
 
 
@@ -149,19 +99,10 @@ def _option_path(option: str, path: object) -> Iterator[None]:
         raise named from exc
 
 
-def _ints(text: str | None, option: str) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        values = [int(p.replace("_", "")) for p in text.split(",")]
-    except ValueError:
-        raise InputError(f"{option} must be comma-separated ints, got {text!r}") from None
-    if any(v < 0 for v in values):
-        raise InputError(f"{option} must be >= 0, got {text!r}")
-    return values
-
-
 def _references(args: argparse.Namespace) -> list[ReferenceSpec]:
+    from .._checks import distinct_files
+    from ..contamination import ReferenceSpec
+
     paths = [os.fspath(p) for p in args.reference]
     parquet = [p.endswith(".parquet") for p in paths]
     if args.reference_column is not None and not any(parquet):
@@ -171,7 +112,7 @@ def _references(args: argparse.Namespace) -> list[ReferenceSpec]:
     columns = tuple(c.strip() for c in (args.reference_column or "text").split(",") if c.strip())
     if not columns:
         raise InputError(f"--reference-column got {args.reference_column!r}, no column name")
-    rows = _ints(args.reference_rows, "--reference-rows")
+    rows = args.reference_rows
     if rows is not None and len(rows) != len(paths):
         raise InputError(f"--reference-rows gives {len(rows)} row count(s) for {len(paths)} --reference "
                          "file(s): give one per reference, in order")
@@ -184,6 +125,8 @@ def _references(args: argparse.Namespace) -> list[ReferenceSpec]:
 
 
 def _manifest_inputs(path: str) -> tuple[list[CorpusInput], int, Any]:
+    from .._checks import distinct_files
+    from ..contamination import CorpusInput
     from ..corpus.manifest import read_manifest
 
     with _option_path("--manifest", path):
@@ -213,84 +156,62 @@ def _shard_vocab(paths: list[str]) -> int | None:
     return vocab
 
 
-def _data_inputs(args: argparse.Namespace) -> tuple[list[CorpusInput], str]:
-    """``--data`` / ``--files-from``: one input per file (or dataset directory), read by its format's
-    reader."""
+def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> None:
+    """Refuse a reader option ``fmt`` does not use, a token format without ``--bos`` or ``--tokenizer``, a
+    ``--source-column`` of a format without columns."""
     from ..corpus.readers import FORMAT_OPTIONS
-    from ._inputs import data_paths
 
-    with _option_path("--files-from", args.files_from or ""):
-        paths, fmt, why = data_paths(args)
-    if fmt == "lengths":
-        raise InputError(f"--data {paths[0]!r} is a lengths array ({why}): it holds document lengths, not "
-                         "token ids; contamination reads token ids or text (a raw or .npy token array is "
-                         "--format olmo with --eos-id or its metadata file)")
-    given = {k: getattr(args, k) for k in ("bos", "eos_id", "dtype", "field", "split")
-             if getattr(args, k) is not None}
-    if args.per_line:
-        given["per_line"] = True
-    extra = sorted(set(given) - FORMAT_OPTIONS[fmt])
-    if extra:
-        flags = ", ".join("--" + e.replace("_", "-") for e in extra)
-        raise InputError(f"{flags} does not apply to {fmt} data "
-                         f"(it uses {', '.join(sorted(FORMAT_OPTIONS[fmt])) or 'no options'})")
+    uses = FORMAT_OPTIONS[fmt] | ({"per_line"} if fmt == "text" else set())
+    wrong = [flag if value is True else f"{flag} {value!r}" for attr, flag, key in _READER_OPTIONS
+             if (value := getattr(args, attr)) is not None and value is not False and key not in uses]
+    if wrong:
+        named = sorted(flag for _, flag, key in _READER_OPTIONS if key in uses)
+        what = f"it takes {', '.join(named)}" if named else "it takes no reader option"
+        raise InputError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to {fmt} data "
+                         f"({given_by}); {what}")
     if fmt in ("megatron", "olmo") and args.bos not in ("included", "add"):
-        raise InputError(f"--data {fmt} holds token ids: say how BOS is counted: --bos included (the stored "
-                         "documents hold their BOS or EOS/EOD) or --bos add, got "
+        raise InputError(f"{given_by} {fmt} holds token ids: say how BOS is counted: --bos included (the "
+                         "stored documents hold their BOS or EOS/EOD) or --bos add, got "
                          f"{'no --bos' if args.bos is None else repr(args.bos)}")
+    if fmt == "shards" and args.tokenizer is None:
+        raise InputError(f"{given_by} holds token ids: give --tokenizer module:callable, the tokenizer that "
+                         "wrote the shards, to tokenize the references the same way")
     if fmt in _ID_FORMATS and args.tokenizer is None:
-        raise InputError(f"--data {fmt} may hold token ids: give --tokenizer (module:callable, the tokenizer "
-                         "that wrote them, adding no BOS; or a built-in for a text column) to tokenize the "
-                         "references the same way")
+        raise InputError(f"{given_by} {fmt} may hold token ids: give --tokenizer (module:callable, the "
+                         "tokenizer that wrote them, adding no BOS; or a built-in for a text column) to "
+                         "tokenize the references the same way")
     if args.source_column is not None and fmt not in _SOURCE_FORMATS:
-        raise InputError(f"--source-column reads a {', '.join(_SOURCE_FORMATS)} column; --data is {fmt}")
-    kind = "shard" if fmt == "shards" else fmt
-    inputs = [CorpusInput(p, kind, column=args.field, per_line=args.per_line and fmt == "text",  # type: ignore[arg-type]
-                          source_column=args.source_column, bos=args.bos, eos_id=args.eos_id,
-                          dtype=args.dtype, split=args.split) for p in paths]
-    return inputs, f"{fmt} ({why})"
+        raise InputError(f"--source-column reads a {', '.join(_SOURCE_FORMATS)} column; {given_by} is {fmt}")
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[CorpusInput], int | None, Any, str]:
-    data = bool(args.data or args.files_from)
-    if not data:
-        used = [f"--{k.replace('_', '-')}" for k in ("bos", "eos_id", "dtype", "field", "split")
-                if getattr(args, k) is not None]
-        if args.format != "auto":
-            used.insert(0, "--format")
-        if used:
-            raise InputError(f"{', '.join(used)} appl{'ies' if len(used) == 1 else 'y'} to --data only")
-    elif args.text_column is not None:
-        raise InputError("--text-column applies to --text; with --data use --field")
-    if args.source_column is not None and not (data or args.text):
-        raise InputError("--source-column needs --data (jsonl, parquet, hf) or --text .parquet files")
-    if data:
-        inputs, what = _data_inputs(args)
-        return inputs, None, None, what
-    if args.text:
-        paths = distinct_files("--text", [os.fspath(p) for p in args.text])
-        parquet = [p.endswith(".parquet") for p in paths]
-        if args.per_line and all(parquet):
-            raise InputError("--per-line applies to plain-text --text files only")
-        if args.text_column is not None and not any(parquet):
-            raise InputError(f"--text-column {args.text_column!r} applies to .parquet --text files only")
-        if args.source_column is not None and not all(parquet):
-            raise InputError("--source-column reads a column of .parquet --text files; plain text has none")
-        return [CorpusInput(p, "parquet", column=args.text_column or "text", source_column=args.source_column)
-                if pq else CorpusInput(p, "text", per_line=args.per_line)
-                for p, pq in zip(paths, parquet, strict=True)], None, None, "text"
-    option = "--manifest" if args.manifest else "--shards"
-    for flag, value in (("--per-line", args.per_line), ("--text-column", args.text_column)):
-        if value:
-            raise InputError(f"{flag} applies to --text only, not {option}")
-    if args.tokenizer is None:
-        raise InputError(f"{option} holds token ids: give --tokenizer module:callable, the tokenizer that "
-                         "wrote the shards, to tokenize the references the same way")
+    """The training inputs, the shards' vocabulary (or ``None``), the manifest's tokenizer, the corpus's
+    description."""
+    from ..contamination import CorpusInput
+    from ..corpus.readers import expand_inputs
+    from ._inputs import data_spec
+
     if args.manifest:
-        inputs, vocab, tok = _manifest_inputs(args.manifest)
-        return inputs, vocab, tok, "seed-002 manifest"
-    paths = distinct_files("--shards", [os.fspath(p) for p in args.shards])
-    return [CorpusInput(p, "shard") for p in paths], _shard_vocab(paths), None, "seed-002 shards"
+        if args.format != "auto":
+            raise InputError("--format applies to --data; --manifest already names shards data")
+        _check_reader_options(args, "shards", "--manifest")
+        listed, shards_vocab, tokenizer = _manifest_inputs(args.manifest)
+        return listed, shards_vocab, tokenizer, "shards (--manifest)"
+    with _option_path("--files-from", args.files_from or ""):
+        specs, asked, given_by = data_spec(args)
+    paths, fmt, why = expand_inputs(specs, asked)
+    if fmt == "lengths":
+        raise InputError(f"{given_by} {paths[0]!r} is a lengths array ({why}): it holds document lengths, "
+                         "not token ids; contamination reads token ids or text (a raw or .npy token array "
+                         "is --format olmo with --eos-id or its metadata file)")
+    _check_reader_options(args, fmt, given_by)
+    kind = "shard" if fmt == "shards" else fmt
+    inputs = [CorpusInput(p, kind, column=args.column, per_line=args.per_line,  # type: ignore[arg-type]
+                          source_column=args.source_column, bos=args.bos, eos_id=args.eos_id,
+                          dtype=args.dtype, split=args.split) for p in paths]
+    vocab = _shard_vocab(paths) if fmt == "shards" else None
+    described = f"{fmt} ({why})" if given_by in ("--data", "--files-from") else f"{fmt} ({given_by})"
+    return inputs, vocab, None, described
 
 
 def _labels(args: argparse.Namespace, inputs: list[CorpusInput]) -> Any:
@@ -312,6 +233,8 @@ def _labels(args: argparse.Namespace, inputs: list[CorpusInput]) -> Any:
 
         return from_file
     if args.source_from:
+        import numpy as np
+
         from ..corpus.labels import labels_from_paths
 
         paths, how = [i.path for i in inputs], args.source_from
@@ -331,15 +254,9 @@ def _index_dir(args: argparse.Namespace) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.n < 1:
-        raise InputError(f"--n must be >= 1, got {args.n}")
-    if args.memory_grams < 1:
-        raise InputError(f"--memory-grams must be >= 1, got {args.memory_grams}")
-    if args.workers < 0:
-        raise InputError(f"--workers must be >= 0, got {args.workers}")
-    from ._ranks import check_executor_option
+    from ._common import check_executor
 
-    check_executor_option(args)
+    check_executor(args)
     _index_dir(args)
 
 
@@ -348,10 +265,10 @@ def _config(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[Refe
             "manifest": args.manifest, "references": [{"path": r.path, "columns": list(r.columns),
                                                        "per_line": r.per_line, "rows": r.declared_rows}
                                                       for r in refs],
-            "tokenizer": args.tokenizer, "n": args.n, "memory_grams": args.memory_grams,
+            "tokenizer": args.tokenizer, "n": args.gram_length, "memory_grams": args.memory_grams,
             "exclude": args.exclude, "labels": args.labels, "source_column": args.source_column,
             "source_from": args.source_from,
-            **{k: getattr(args, k) for k in ("format", "bos", "eos_id", "dtype", "field", "split")
+            **{k: getattr(args, k) for k in ("format", "bos", "eos_id", "dtype", "column", "split")
                if getattr(args, k) not in (None, "auto")}}
 
 
@@ -361,11 +278,14 @@ def _config(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[Refe
 def _scan(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[ReferenceSpec], vocab: int | None,
           labels: Any) -> ContaminationReport:
     from ..contamination import scan_contamination
+    from ..corpus.textcount import load_tokenizer
     from ..distributed.executors import open_executor
     from ..reporting.progress import progress_bar
-    from ._inputs import load_tokenizer
 
-    tokenizer = load_tokenizer(args.tokenizer or "bytes")
+    try:
+        tokenizer = load_tokenizer(args.tokenizer or "bytes")
+    except InputError as exc:  # "tokenizer 'x': ..." names the option as the command spells it
+        raise InputError(f"--{exc}") from exc
     bar = progress_bar("contamination", None, enabled=False if args.no_progress else None, unit="input")
     done = [0]
 
@@ -378,7 +298,7 @@ def _scan(args: argparse.Namespace, inputs: list[CorpusInput], refs: list[Refere
     try:
         with open_executor(args.executor, workers=args.workers or os.cpu_count() or 1) as executor, \
                 _option_path("--index-dir", where):
-            return scan_contamination(inputs, refs, tokenizer=tokenizer, n=args.n,
+            return scan_contamination(inputs, refs, tokenizer=tokenizer, n=args.gram_length,
                                       memory_grams=args.memory_grams, index_dir=args.index_dir,
                                       exclude=args.exclude, vocab=vocab, executor=executor, labels=labels,
                                       progress=step)

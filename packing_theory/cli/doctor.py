@@ -3,14 +3,18 @@
 The config is the user's own file (Axolotl, TRL ``SFTConfig``, LLM Foundry,
 torchtune, Megatron arguments, nanochat / autoresearch / Parcae settings); the
 data is what ``audit --data`` reads. A Megatron blend reads its datasets'
-``.idx`` files from the config's ``--data-path`` prefixes. Exit status 0:
-nothing found; 1: a finding; 2: bad input (a key the replay does not model).
+``.idx`` files from the config's ``--data-path`` prefixes. The report
+(:class:`~packing_theory.configs.DoctorReport`, kind ``doctor``) is printed as
+Markdown (``--json``: its JSON document; ``--markdown FILE`` writes the
+Markdown there); ``--out DIR`` also writes ``doctor.json``, ``doctor.md`` and
+``doctor.html`` through :func:`~packing_theory.reporting.stage_report`, the
+directory checked and locked before the replay. Exit status 0: nothing found;
+1: a finding; 2: bad input (a key the replay does not model).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
@@ -18,7 +22,10 @@ from typing import Any
 from ._options import add_options
 from .replay import INPUT_OPTIONS
 
-__all__ = ["register", "run"]
+__all__ = ["REPORT_FILES", "register", "run"]
+
+REPORT_FILES = ("doctor.html", "doctor.json", "doctor.md")
+"""The files of a doctor report directory."""
 
 
 def register(sub: Any) -> None:
@@ -29,9 +36,10 @@ def register(sub: Any) -> None:
                     "is printed), replay it on the corpus, and rank the findings: starvation, padding, "
                     "documents never started, tails cut, dropped batches, examples with no trainable token, "
                     "a blend's realised shares (a Megatron blend reads its datasets from the config itself; "
-                    "give --bos). Exit 0: nothing found; 1: a finding.")
+                    "give --bos). Prints the report as Markdown; --out DIR also writes doctor.json, "
+                    "doctor.md and doctor.html. Exit 0: nothing found; 1: a finding.")
     add_options(parser, "config", "framework", *INPUT_OPTIONS, "prompt-lengths", "max-padding", "max-cut",
-                "max-blend-gap", "json", "markdown", optional=("input",))
+                "max-blend-gap", "out", "force", "json", "markdown", optional=("input",))
     parser.set_defaults(run=run)
 
 
@@ -55,39 +63,52 @@ def _blend_data(args: argparse.Namespace, prefixes: tuple[str, ...]) -> dict[str
 
 
 def run(args: argparse.Namespace) -> int:
-    """Map, replay, print the ranked findings; 1 when anything was found."""
+    """Map, replay, print the ranked findings (and write the report with ``--out``); 1 when anything was
+    found."""
+    import contextlib
+
     import numpy as np
 
     from ..configs import Thresholds, doctor, read_config
     from ..errors import InputError
+    from ..reporting import ReportWriter, stage_report
+    from ._common import emit_json
     from ._inputs import corpus_from_args
 
+    if args.force and not args.out:
+        raise InputError("--force applies to --out (the report directory)")
+    if args.json and args.markdown == "-":
+        raise InputError("give one of --json and --markdown (both print on standard output)")
     mapped = read_config(args.config, args.framework)
     print(mapped.mapping_text(), file=sys.stderr)
-    if mapped.blend is not None:
-        data: Any = _blend_data(args, mapped.blend.prefixes)
-        label = f"the {len(data)} datasets of --data-path"
-    else:
-        if not (args.lengths or args.data or args.files_from or args.shards or args.text or args.parquet):
-            raise InputError("give the corpus: --lengths FILE.npy or --data PATH")
-        corpus = corpus_from_args(args)
-        data, label = corpus.lengths, corpus.label
-    prompt = None if args.prompt_lengths is None else np.load(args.prompt_lengths, allow_pickle=False)
-    report = doctor(mapped, data, prompt_lengths=prompt, data_label=str(label),
-                    thresholds=Thresholds(args.max_padding, args.max_cut, args.max_blend_gap))
+    with contextlib.ExitStack() as stack:
+        writer = None
+        if args.out:  # checked and locked before the replay
+            writer = stack.enter_context(ReportWriter(args.out, names=REPORT_FILES, config={},
+                                                      tool="packing-theory doctor", force=args.force))
+        if mapped.blend is not None:
+            data: Any = _blend_data(args, mapped.blend.prefixes)
+            label = f"the {len(data)} datasets of --data-path"
+        else:
+            if not (args.lengths or args.data or args.files_from or args.shards or args.text or args.parquet):
+                raise InputError("give the corpus: --lengths FILE.npy or --data PATH")
+            corpus = corpus_from_args(args)
+            data, label = corpus.lengths, corpus.label
+        prompt = None if args.prompt_lengths is None else np.load(args.prompt_lengths, allow_pickle=False)
+        report = doctor(mapped, data, prompt_lengths=prompt, data_label=str(label),
+                        thresholds=Thresholds(args.max_padding, args.max_cut, args.max_blend_gap))
+        if writer is not None:
+            stage_report(writer, report, plots=False)
+            writer.commit()
+    run_info = None if writer is None else writer.run_info
     if args.markdown not in (None, "-"):
         with open(args.markdown, "w", encoding="utf-8") as fh:
             fh.write(report.markdown())
     if args.json:
-        print(json.dumps(report.to_dict(), indent=1, default=_plain))
+        emit_json(report.to_dict(run_info))
     else:
         print(report.markdown(), end="")
+    if writer is not None:
+        found = f"{len(report.findings)} finding(s)" if report.found else "nothing found"
+        print(writer.summary_line("doctor", found), file=sys.stderr)
     return 1 if report.found else 0
-
-
-def _plain(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)

@@ -34,8 +34,8 @@ def register(sub: Any) -> None:
                     "--tokens cut it. A policy with a start-delay theorem (bounded-wait) also reports "
                     "max_start_delay_rows (measured) and start_delay_bound_rows (proved).",
     )
-    add_options(parser, *INPUT_OPTIONS, *PACKER_OPTIONS, "engine", "rows", "targets", "tokens", "natural-end",
-                *SOURCE_OPTIONS, "json", "no-progress")
+    add_options(parser, *INPUT_OPTIONS, "config", "framework", *PACKER_OPTIONS, "engine", "rows", "targets",
+                "tokens", "natural-end", *SOURCE_OPTIONS, "json", "no-progress", optional=("config",))
     parser.set_defaults(run=run)
 
 
@@ -54,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
         settings_from_args,
         with_row_progress,
     )
+    from ._config import apply_config
     from ._inputs import corpus_from_args
     from ._packers import build_one
 
+    apply_config(args, "replay")
     (name,) = packers_from_args(args, ["discard"], one=True)
     e = entry(name)
     settings = settings_from_args(args, [name])

@@ -1,16 +1,25 @@
 """The doctor's result: ranked findings, each with its number, the documents it concerns and its rule.
 
-:class:`DoctorReport` has ``to_dict()``, ``headline()`` (one sentence, each
-share beside its own quantity) and ``markdown()``; it is a finding when
+:class:`DoctorReport` implements the one report model
+(:class:`packing_theory.reporting.Report`, kind ``doctor``): ``headline()`` (one
+sentence, each share beside its own quantity), ``to_dict(run)``, ``sections()``
+with the answer card first (the findings ranked, or nothing found), then each
+finding with its documents and rule, the mapping of the config and what was
+checked; no plot, no attachment. ``packing-theory doctor --out DIR`` writes
+``doctor.json``, ``doctor.md`` and ``doctor.html`` through
+:func:`~packing_theory.reporting.stage_report`. It is a finding when
 :attr:`DoctorReport.findings` is not empty (``packing-theory doctor`` exits 1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._base import MappedConfig
+from ..reporting.markdown import render_markdown
+from ..reporting.model import Attachment, Block, Column, PlotFile, Section, Table, Text
+from ._base import MappedConfig, _plain, _short
 
 __all__ = ["KINDS", "DoctorFinding", "DoctorReport", "Thresholds"]
 
@@ -68,10 +77,11 @@ class DoctorFinding:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"kind": self.kind, "title": self.title, "number": self.number, "severity": self.severity,
-                "documents": self.documents, "tokens": self.tokens, "examples": list(self.examples),
-                "sources": list(self.sources), "rule": self.rule, "detail": self.detail}
+        """A JSON-ready dict (numpy scalars in ``detail`` as Python numbers)."""
+        return {"kind": self.kind, "title": self.title, "number": self.number,
+                "severity": float(self.severity), "documents": int(self.documents),
+                "tokens": int(self.tokens), "examples": list(self.examples), "sources": list(self.sources),
+                "rule": self.rule, "detail": _json(self.detail)}
 
 
 @dataclass(frozen=True)
@@ -116,36 +126,94 @@ class DoctorReport:
         tail = f"; {more} more finding{'s' if more != 1 else ''}" if more else ""
         return f"{top.title}: {top.number} ({what}){tail}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"headline": self.headline(), "found": self.found, "config": self.mapped.to_dict(),
-                "mapping": self.mapped.mapping_text(), "data": self.data, "documents": self.documents,
-                "tokens": self.tokens, "rows": self.rows, "horizon": self.horizon,
+    kind = "doctor"
+
+    @property
+    def title(self) -> str:
+        """The page's title: the framework and its config file."""
+        return f"packing-theory doctor: {self.mapped.framework} config {self.mapped.source}"
+
+    def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The JSON document (``run``: the run entry of a written report)."""
+        from .._version import __version__
+
+        m = self.mapped
+        return {"kind": self.kind, "version": 1,
+                "generator": {"name": "packing_theory", "version": __version__},
+                "run": None if run is None else dict(run), "headline": self.headline(), "found": self.found,
+                "settings": {"framework": m.framework, "packer": m.packer, "capacity": m.capacity,
+                             "seq_length": m.seq_length, "options": _plain(m.options),
+                             "thresholds": self.thresholds.to_dict()},
+                "corpus": {"label": self.data, "documents": self.documents, "tokens": self.tokens},
+                "config": m.to_dict(), "mapping": m.mapping_text(), "data": self.data,
+                "documents": self.documents, "tokens": self.tokens, "rows": self.rows,
+                "horizon": self.horizon,
                 "findings": [dict(rank=i + 1, **f.to_dict()) for i, f in enumerate(self.findings)],
                 "checked": list(self.checked), "thresholds": self.thresholds.to_dict()}
 
-    def markdown(self) -> str:
-        """The report as Markdown: the headline, the mapping, the findings ranked, what was checked."""
+    def sections(self) -> Sequence[Section]:
+        """The answer card (the findings ranked, or nothing found), each finding, the mapping, the checks."""
         m = self.mapped
-        lines = [f"# packing-theory doctor: {m.framework} config `{m.source}`", "", self.headline(), "",
-                 f"- data: {self.data}: {self.documents:,} documents, {self.tokens:,} tokens",
-                 f"- packer: `{m.packer}`, row width R = {m.capacity:,} (sequence length {m.seq_length:,})",
-                 f"- run: {self.rows:,} rows; {self.horizon}", "", "## Mapping", ""]
-        lines += [f"- `{u.key}` = `{u.value!r}` -> {u.became}" for u in m.used]
-        if m.ignored:
-            lines += ["", "Ignored keys:", ""]
-            lines += [f"- `{k}`: {why}" for k, why in m.ignored]
-        lines += ["", "## Findings", ""]
-        if not self.findings:
-            lines.append("Nothing found.")
-        for i, f in enumerate(self.findings, 1):
-            lines += [f"### {i}. {f.title}", "", f.number, ""]
-            if f.examples:
-                more = f" (of {f.documents:,})" if f.documents > len(f.examples) else ""
-                lines.append(f"- documents{more}: {', '.join(f.examples)}")
-            if f.sources:
-                lines.append(f"- sources: {', '.join(f.sources)}")
-            lines += [f"- rule: {f.rule}", ""]
-        if self.checked:
-            lines += ["## Checked, within the thresholds", ""] + [f"- {c}" for c in self.checked]
-        return "\n".join(lines) + "\n"
+        run = Text(f"Data: {self.data}: {self.documents:,} documents, {self.tokens:,} tokens. Packer "
+                   f"{m.packer}, row width R = {m.capacity:,} (sequence length {m.seq_length:,}). Run: "
+                   f"{self.rows:,} rows; {self.horizon}.")
+        if self.findings:
+            ranked: Block = Table("findings, most severe first", (
+                Column("rank", "count"), Column("finding"), Column("documents", "count"),
+                Column("tokens or positions", "tokens"), Column("share of the run", "share")),
+                tuple((i, f.title, f.documents or None, f.tokens, f.severity)
+                      for i, f in enumerate(self.findings, 1)), key="findings")
+        else:
+            ranked = Text("Nothing found.")
+        out = [Section("answer", "Answer", (ranked, run), answer=True)]
+        if self.findings:
+            out.append(Section("findings", "Findings", tuple(_finding(i, f) for i, f in
+                                                             enumerate(self.findings, 1))))
+        used = Table("keys used", (Column("key"), Column("value"), Column("became")),
+                     tuple((u.key, _short(u.value), u.became) for u in m.used), key="used")
+        ignored: Block = (Table("keys ignored", (Column("key"), Column("why")), tuple(m.ignored),
+                                key="ignored") if m.ignored else Text("Ignored keys: none."))
+        out.append(Section("mapping", "Mapping", (
+            Text(f"{m.framework} -> {m.packer} (R = {m.capacity:,}), from {m.source}."), used, ignored)))
+        th = self.thresholds
+        checked: list[Block] = [Table("checks", (Column("check"),), tuple((c,) for c in self.checked),
+                                      key="checked")] if self.checked else []
+        checked.append(Text(f"Thresholds: padding {th.padding:.1%} of row positions, tails cut "
+                            f"{th.tails_cut:.1%} of offered tokens, a blend's share {th.blend:.1%} from its "
+                            "weight."))
+        out.append(Section("checked", "Checked, within the thresholds", tuple(checked)))
+        return out
+
+    def plots(self) -> Sequence[PlotFile]:
+        """None."""
+        return []
+
+    def attachments(self) -> Sequence[Attachment]:
+        """None."""
+        return []
+
+    def markdown(self) -> str:
+        """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
+        return render_markdown(self)
+
+
+def _json(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python numbers and lists (mappings and sequences walked)."""
+    if isinstance(value, Mapping):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    if type(value).__module__ == "numpy":
+        return _json(value.tolist())
+    return value
+
+
+def _finding(rank: int, f: DoctorFinding) -> Section:
+    blocks: list[Block] = [Text(f.number)]
+    if f.examples:
+        more = f" (of {f.documents:,})" if f.documents > len(f.examples) else ""
+        blocks.append(Text(f"Documents{more}: {', '.join(f.examples)}."))
+    if f.sources:
+        blocks.append(Text(f"Sources: {', '.join(f.sources)}."))
+    blocks.append(Text(f"Rule: {f.rule}"))
+    return Section(f"finding-{rank}", f"{rank}. {f.title}", tuple(blocks))

@@ -283,6 +283,29 @@ def test_text_inputs_and_the_majority_rule(tmp_path: Path, capsys: pytest.Captur
     capsys.readouterr()
 
 
+def test_the_older_spellings_are_the_same_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--n`` is ``--gram-length``; ``--field`` and ``--text-column`` are ``--column`` (one release)."""
+    ref = "alpha beta gamma delta epsilon zeta eta"
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"body": t}) + "\n" for t in (
+        f"x {ref} y", "nothing here at all", ref)))
+    (tmp_path / "ref.txt").write_text(ref + "\n")
+    docs = []
+    for flags in (["--gram-length", "4", "--column", "body"], ["--n", "4", "--field", "body"],
+                  ["--n", "4", "--text-column", "body"]):
+        out = tmp_path / "-".join(flags).replace("--", "")
+        assert main(["contamination", "--data", str(tmp_path / "c.jsonl"), "--tokenizer", "whitespace",
+                     "--reference", str(tmp_path / "ref.txt"), *flags, "--out", str(out)]) == 1
+        doc = _report(out)
+        docs.append(doc["totals"])
+    capsys.readouterr()
+    assert docs[0] == docs[1] == docs[2] and docs[0]["documents_with_any_hit"] == 2
+    assert main(["contamination", "--data", str(tmp_path / "c.jsonl"), "--tokenizer", "whitespace",
+                 "--reference", str(tmp_path / "ref.txt"), "--gram-length", "5", "--column", "body", "--out",
+                 str(tmp_path / "five")]) == 1
+    assert _report(tmp_path / "five")["totals"]["matched_grams"] == 3 + 3  # 7 words: 3 windows of 5
+    assert docs[0]["matched_grams"] == 4 + 4
+
+
 def test_usage_errors_are_exit_2(corpus: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                  ) -> None:
     assert "contamination" in COMMANDS
@@ -292,7 +315,9 @@ def test_usage_errors_are_exit_2(corpus: dict[str, Any], tmp_path: Path, capsys:
         (["--manifest", m, "--reference", refs],
          "--manifest holds token ids: give --tokenizer module:callable"),
         (["--manifest", m, "--reference", refs, "--tokenizer", "bytes", "--per-line"],
-         "--per-line applies to --text only, not --manifest"),
+         "--per-line does not apply to shards data (--manifest); it takes no reader option"),
+        (["--manifest", m, "--reference", refs, "--tokenizer", "bytes", "--format", "jsonl"],
+         "--format applies to --data; --manifest already names shards data"),
         (["--manifest", m, "--reference", refs, "--tokenizer", "ptok:encode", "--reference-column", "q"],
          "--reference-column 'q' applies to .parquet references only"),
         (["--manifest", m, "--reference", refs, refs, "--tokenizer", "ptok:encode"],
@@ -300,13 +325,16 @@ def test_usage_errors_are_exit_2(corpus: dict[str, Any], tmp_path: Path, capsys:
         (["--manifest", m, "--reference", refs, "--tokenizer", "ptok:encode", "--reference-rows", "1,2"],
          "--reference-rows gives 2 row count(s) for 1 --reference file(s)"),
         (["--manifest", m, "--reference", refs, "--tokenizer", "ptok:encode", "--n", "0"],
-         "--n must be >= 1"),
+         "argument --gram-length/--n: --gram-length must be >= 1, got 0"),
         (["--text", refs, "--reference", refs, "--text-column", "x"],
-         "--text-column 'x' applies to .parquet --text files only"),
+         "--column 'x' does not apply to text data (--text); it takes --bos, --per-line"),
+        (["--text", refs, str(corpus["tmp"] / "task.parquet"), "--reference", refs],
+         "--text mixes .parquet and plain text files; give one kind"),
         (["--manifest", m, "--reference", str(corpus["tmp"] / "wide.txt"), "--tokenizer", "chars"],
          "holds token id 1046 >= the shards' vocab 500: tokenize the references with the tokenizer"),
     ]
     (corpus["tmp"] / "wide.txt").write_text("Ж" * 40 + "\n")
+    (corpus["tmp"] / "task.parquet").write_bytes(b"")  # refused before it is read
     sys.path.insert(0, str(corpus["tmp"]))
     try:
         for argv, message in cases:
@@ -359,13 +387,15 @@ def test_an_os_error_from_an_option_path_names_the_option(tmp_path: Path,
     err = capsys.readouterr().err
     assert f"--index-dir '{tmp_path / 'FILE' / 'sub'}': Not a directory" in err, err
     assert main([*base, "--labels", str(tmp_path / "nolabels.txt")]) == 2
-    assert f"--labels '{tmp_path / 'nolabels.txt'}': No such file or directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"argument --labels: no such file or directory '{tmp_path / 'nolabels.txt'}'" in err, err
     assert main(["contamination", "--files-from", str(tmp_path / "list.txt"), "--reference",
                  str(tmp_path / "f.txt")]) == 2
     assert f"--files-from '{tmp_path / 'list.txt'}': No such file or directory" in capsys.readouterr().err
     assert main(["contamination", "--manifest", str(tmp_path / "m.json"), "--tokenizer", "chars",
                  "--reference", str(tmp_path / "f.txt")]) == 2
-    assert f"--manifest '{tmp_path / 'm.json'}': No such file or directory" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"argument --manifest: no such file or directory '{tmp_path / 'm.json'}'" in err, err
     assert main([*base[:-1], str(tmp_path / "FILE" / "sub")]) == 2  # --out under a file
     assert f"--out '{tmp_path / 'FILE' / 'sub'}': Not a directory" in capsys.readouterr().err
     assert main([*base[:-1], str(tmp_path / "FILE")]) == 2
@@ -478,14 +508,16 @@ def test_data_options_that_do_not_apply_are_refused(tmp_path: Path,
     refs = str(p.write_references(tmp_path / "r.txt"))
     cases = [
         (["--data", str(tmp_path / "lengths.npy")], "is a lengths array"),
-        (["--data", str(jsonl), "--eos-id", "0"], "--eos-id does not apply to jsonl data"),
-        (["--data", str(jsonl), "--text-column", "x"],
-         "--text-column applies to --text; with --data use --field"),
-        (["--text", str(jsonl), "--bos", "add"], "--bos applies to --data only"),
-        (["--text", refs, "--source-column", "s"], "--source-column reads a column of .parquet --text files"),
+        (["--data", str(jsonl), "--eos-id", "0"], "--eos-id 0 does not apply to jsonl data (--data)"),
+        (["--data", refs, "--column", "x"],
+         "--column 'x' does not apply to text data (--data); it takes --bos, --per-line"),
+        (["--text", refs, "--source-column", "s"],
+         "--source-column reads a jsonl, parquet, hf column; --text is text"),
         (["--data", str(corpora.write_olmo(p, tmp_path / "a.npy")), "--bos", "included", "--eos-id", "0",
           "--dtype", "uint16", "--source-column", "s", "--tokenizer", "chars"],
          "--source-column reads a jsonl, parquet, hf column; --data is olmo"),
+        (["--shards", str(tmp_path / "r.txt"), "--tokenizer", "chars", "--bos", "add"],
+         "--bos 'add' does not apply to shards data (--shards); it takes no reader option"),
         (["--data", str(tmp_path / "a.npy"), "--format", "olmo", "--eos-id", "0"],
          "--data olmo holds token ids: say how BOS is counted"),
         (["--data", str(tmp_path / "a.npy"), "--format", "olmo", "--bos", "add", "--eos-id", "0"],

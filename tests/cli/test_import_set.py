@@ -24,10 +24,6 @@ HEAVY = ("packing_theory.engine", "packing_theory.audit", "packing_theory.peers"
          "numpy")
 """Modules (and their submodules) a parser or a help page must not import."""
 
-IMPORTS_ITS_LIBRARY_AT_THE_TOP = {"contamination"}
-"""Command modules that still import their library at module level (ported separately)."""
-
-
 def _loaded(code: str) -> list[str]:
     """The heavy modules loaded after ``code`` runs in a fresh interpreter."""
     probe = (f"import sys\n{code}\n"
@@ -50,14 +46,7 @@ def test_the_top_level_help_imports_nothing_heavy() -> None:
     assert _loaded(code) == []
 
 
-def _command(name: str) -> object:
-    if name in IMPORTS_ITS_LIBRARY_AT_THE_TOP:
-        mark = pytest.mark.xfail(strict=True, reason="imports its library at the top")
-        return pytest.param(name, marks=mark)
-    return name
-
-
-@pytest.mark.parametrize("command", [_command(c) for c in COMMANDS])
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_command_s_help_imports_nothing_heavy(command: str) -> None:
     code = ("import contextlib, io, packing_theory.cli as c\n"
             f"with contextlib.redirect_stdout(io.StringIO()): assert c.main([{command!r}, '--help']) == 0")

@@ -24,9 +24,6 @@ from packing_theory.cli import COMMANDS, SUMMARIES, build_parser, main
 from packing_theory.cli._options import COPIED_CONSTANTS, OPTIONS, option_for
 from packing_theory.cli._types import float_range, int_range
 
-OWNED_ELSEWHERE = {"contamination"}
-"""Commands whose options are not on the table yet (their modules are ported separately)."""
-
 KEYS = ("type", "default", "nargs", "choices", "metavar", "dest", "const", "help")
 
 
@@ -39,18 +36,11 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 PARSERS = _parsers()
 
 
-def _commands(*, table: bool) -> list[object]:
-    """Every command; those owned elsewhere are expected to fail a table check (strict: once fixed, an
-    unexpected pass fails)."""
-    marks = pytest.mark.xfail(strict=True, reason="cli/contamination.py predates the option table")
-    return [pytest.param(c, marks=marks) if table and c in OWNED_ELSEWHERE else c for c in COMMANDS]
-
-
 def _own_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
 
 
-@pytest.mark.parametrize("command", _commands(table=True))
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_option_of_every_command_comes_from_the_table(command: str) -> None:
     for action in _own_actions(PARSERS[command]):
         if action.option_strings:
@@ -69,8 +59,6 @@ def test_every_option_of_every_command_comes_from_the_table(command: str) -> Non
 def test_one_name_has_one_type_and_meaning_everywhere() -> None:
     seen: dict[str, tuple[object, ...]] = {}
     for command, parser in PARSERS.items():
-        if command in OWNED_ELSEWHERE:
-            continue
         for action in _own_actions(parser):
             for flag in action.option_strings:
                 # --out's default and help name the command: the one per-command default
@@ -100,7 +88,7 @@ def test_every_option_a_help_text_names_is_accepted_by_that_command(command: str
     assert not missing, (command, missing)
 
 
-@pytest.mark.parametrize("command", _commands(table=True))
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_no_help_text_names_the_project_s_sources_or_an_issue(command: str) -> None:
     text = " ".join([SUMMARIES.get(command, ""), *_help_texts(PARSERS[command])])
     for word in (r"seed[ -]?0\d\d", r"\bissue\b"):
