@@ -83,7 +83,8 @@ def test_every_file_carries_the_run_id_and_config_hash(lengths_file: Path, tmp_p
     check = verify_report(out, names=REPORT_FILES)
     assert check.ok, check.problems
     # a small corpus gets the per-document table as CSV by default (no Parquet)
-    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES) - {"documents.parquet", "source_mixture.png"}
+    assert check.run_id == run["id"]
+    assert set(check.files) == set(REPORT_FILES) - {"documents.parquet", "source_mixture.png"}
     assert not [e for e in os.listdir(out) if e.startswith(".packing-theory-staging")]
 
 

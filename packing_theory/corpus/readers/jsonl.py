@@ -93,7 +93,7 @@ def _parse(line: str, name: str, line_no: int, field: str, source_field: str | N
     if field not in obj:
         keys = sorted(obj)[:8]
         raise InputError(f"JSON Lines file {name!r} line {line_no}: no field {field!r} (keys {keys}); "
-                         "choose the text field with --field")
+                         "choose the text field with --column")
     text = obj[field]
     if not isinstance(text, str):
         raise InputError(f"JSON Lines file {name!r} line {line_no}: field {field!r} is "

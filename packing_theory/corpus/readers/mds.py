@@ -91,7 +91,7 @@ class MDSDataset:
         if column is None:
             column = next((c for c in ("tokens", "input_ids", "text") if c in names), None)
             if column is None:
-                raise InputError(f"MDS dataset {self.root!r}: choose a column (--field); columns: {names}")
+                raise InputError(f"MDS dataset {self.root!r}: choose a column (--column); columns: {names}")
         if column not in names:
             raise InputError(f"MDS dataset {self.root!r} has no column {column!r}; columns: {names}")
         self.column = column
