@@ -292,7 +292,8 @@ _FILTER_CHECK = """(function(){
 def report_problems(page: Page, report_dir: str | os.PathLike[str], json_name: str) -> list[str]:
     """Everything wrong with a report page: errors, external requests, failed loads, a missing headline,
     a list-of-records entry of the JSON without its table (the table keyed by the entry's name,
-    ``id="t-NAME"``), a PNG of the directory not shown, sorting or filtering that does not work. Empty when the page is right."""
+    ``id="t-NAME"``), a PNG of the directory not shown, sorting or filtering that does not work. Empty
+    when the page is right."""
     root = Path(report_dir)
     doc = json.loads((root / json_name).read_text(encoding="utf-8"))
     problems = [f"error: {e}" for e in page.errors]

@@ -14,8 +14,8 @@ import argparse
 import importlib
 import json
 import os
-import sys
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
