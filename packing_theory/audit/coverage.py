@@ -1,0 +1,294 @@
+"""One stratum's coverage summary from values streamed in order: numpy's mean and median, bit for bit.
+
+The ledger reports, per length stratum, the mean and median of each
+occurrence's *coverage* (emitted / length), as ``numpy.mean`` and
+``numpy.median`` of the values in occurrence order give them. Held whole,
+those values cost 8 bytes per occurrence (2.8 GB for the largest stratum of a
+billion documents). :class:`CoverageSummary` takes them in blocks instead:
+
+* the **mean** with :class:`PairwiseSum`, which adds the values with numpy's
+  own pairwise summation tree. numpy's float64 ``add.reduce`` of ``n``
+  contiguous values splits ``n > 128`` values at ``n2 = n // 2`` rounded down
+  to a multiple of 8 and adds the two halves' sums; any subtree of at most
+  ``leaf`` values is therefore exactly ``numpy.add.reduce`` of that slice.
+  The summer plans the tree's top from ``n``, reduces each leaf slice with
+  numpy as its values arrive, and adds the leaf sums in the tree's order —
+  the same float operations in the same order, so the same bits (the tests
+  compare it with ``numpy.mean`` on many sizes and feeds);
+* the **median** with :class:`MedianSelect`, an exact radix selection on the
+  values' bit patterns (coverage is never negative, so the unsigned bits
+  order as the values do): a histogram of the top 16 bits with each bucket's
+  least and greatest value finds the bucket of the middle rank(s); a bucket
+  holding a single value answers at once, a small one is collected and
+  partitioned, a large one is refined by the next 16 bits in another pass.
+  The middle values are then averaged as ``numpy.median`` does.
+
+Memory: O(leaf + 65,536) per stratum, plus at most :data:`COLLECT_LIMIT`
+values while a bucket is collected. Most strata need one pass (their median
+is 0, 1, or in a small bucket); :attr:`MedianSelect.passes` counts them.
+
+>>> x = np.array([0.25, 1.0, 0.5, 1.0, 0.0, 0.75])
+>>> s = CoverageSummary(x.size)
+>>> s.feed(x[:4]); s.feed(x[4:])
+>>> s.needs_pass()
+False
+>>> s.result() == (6, float(np.mean(x)), float(np.median(x)), 1, 2)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from .._checks import check_int
+from ..errors import InputError
+
+__all__ = ["COLLECT_LIMIT", "LEAF", "CoverageSummary", "MedianSelect", "PairwiseSum"]
+
+LEAF = 1 << 16
+"""Values of the largest subtree :class:`PairwiseSum` hands to ``numpy.add.reduce`` at once."""
+
+COLLECT_LIMIT = 1 << 22
+"""The most values :class:`MedianSelect` collects from one bucket (32 MiB) instead of refining it."""
+
+_BLOCK = 128  # numpy's pairwise summation block (PW_BLOCKSIZE): larger slices are split
+_BUCKETS = 1 << 16
+Float64Array = npt.NDArray[np.float64]
+
+
+def _half(n: int) -> int:
+    """Where numpy's pairwise summation splits ``n > 128`` values."""
+    n2 = n // 2
+    return n2 - n2 % 8
+
+
+class PairwiseSum:
+    """numpy's float64 ``add.reduce`` of ``n`` values fed in order, in chunks of any size (module doc).
+
+    Args:
+        n: how many values will be fed.
+        leaf: the largest slice reduced by numpy at once (at least 128).
+
+    Complexity: O(n) numpy work, O(n / leaf) Python steps; memory O(leaf + chunk).
+    """
+
+    def __init__(self, n: int, leaf: int = LEAF) -> None:
+        self.n = check_int("n", n, 0)
+        self.leaf = check_int("leaf", leaf, _BLOCK)
+        self._plan = list(self._leaves(self.n)) if self.n else []
+        self._next = 0  # the leaf being filled
+        self._parts: list[Float64Array] = []
+        self._have = 0
+        self._sums: list[float] = []
+        self.fed = 0
+
+    def _leaves(self, n: int) -> Iterator[int]:
+        if n <= self.leaf:
+            yield n
+            return
+        n2 = _half(n)
+        yield from self._leaves(n2)
+        yield from self._leaves(n - n2)
+
+    def feed(self, values: Float64Array) -> None:
+        """Add the next values (float64, in order)."""
+        if self.fed + values.size > self.n:
+            raise InputError(f"PairwiseSum of {self.n} values fed {self.fed + values.size}")
+        self.fed += int(values.size)
+        if values.size:
+            self._parts.append(values)
+            self._have += int(values.size)
+        while self._next < len(self._plan) and self._have >= self._plan[self._next]:
+            size = self._plan[self._next]
+            pool = np.concatenate(self._parts) if len(self._parts) > 1 else self._parts[0]
+            self._sums.append(float(np.add.reduce(pool[:size])))
+            rest = pool[size:]
+            self._parts = [rest] if rest.size else []
+            self._have -= size
+            self._next += 1
+
+    def result(self) -> float:
+        """The sum (every value fed), as ``numpy.add.reduce`` of them all gives it."""
+        if self.fed != self.n:
+            raise InputError(f"PairwiseSum of {self.n} values fed only {self.fed}")
+        if not self.n:
+            return 0.0
+        sums = iter(self._sums)
+
+        def combine(n: int) -> float:
+            if n <= self.leaf:
+                return next(sums)
+            n2 = _half(n)
+            left = combine(n2)
+            return left + combine(n - n2)
+
+        return combine(self.n)
+
+    def _check(self) -> None:
+        assert sum(self._plan) == self.n and all(0 < s <= self.leaf for s in self._plan)
+        assert len(self._sums) == self._next and self._have == sum(p.size for p in self._parts)
+        assert self.fed == sum(self._plan[: self._next]) + self._have
+
+
+class _Target:
+    """One middle rank being selected: the bits known so far and its rank among the values sharing them."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.bits = 0  # leading bits fixed
+        self.prefix = 0
+        self.count = 0  # values with that prefix
+        self.value: float | None = None
+        self.collected: list[Float64Array] = []
+
+    def matches(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        if not self.bits:
+            return np.ones(keys.size, np.bool_)
+        return np.asarray((keys >> np.uint64(64 - self.bits)) == np.uint64(self.prefix), np.bool_)
+
+
+class MedianSelect:
+    """The exact median of ``n`` non-negative float64 values streamed in passes (module doc).
+
+    ``limit``: the most values collected from one bucket (:data:`COLLECT_LIMIT`).
+    Feed every value once per pass (:meth:`feed`, then :meth:`end_pass`) while
+    :meth:`needs_pass`; then :attr:`median` is ``numpy.median`` of them.
+    """
+
+    def __init__(self, n: int, limit: int = COLLECT_LIMIT) -> None:
+        self.n = check_int("n", n, 0)
+        self.limit = check_int("limit", limit, 0)
+        ranks = sorted({(n - 1) // 2, n // 2}) if n else []
+        self._targets = [_Target(r) for r in ranks]
+        self.passes = 0
+        self._start()
+
+    def needs_pass(self) -> bool:
+        """Whether a value is still unknown (another pass over the values is needed)."""
+        return any(t.value is None for t in self._targets)
+
+    def _start(self) -> None:
+        self._hist = {id(t): np.zeros(_BUCKETS, np.int64) for t in self._targets if t.value is None}
+        self._low = {id(t): np.full(_BUCKETS, np.inf) for t in self._targets if t.value is None}
+        self._high = {id(t): np.full(_BUCKETS, -np.inf) for t in self._targets if t.value is None}
+
+    def _collecting(self, t: _Target) -> bool:
+        return t.bits > 0 and t.count <= self.limit
+
+    def feed(self, values: Float64Array) -> None:
+        """The next values of this pass (in any order within the pass)."""
+        if not values.size:
+            return
+        keys = values.view(np.uint64)
+        for t in self._targets:
+            if t.value is not None:
+                continue
+            sel = t.matches(keys)
+            if self._collecting(t):
+                t.collected.append(values[sel].copy())
+                continue
+            v = values[sel] if t.bits else values
+            k = keys[sel] if t.bits else keys
+            bucket = ((k >> np.uint64(48 - t.bits)) & np.uint64(_BUCKETS - 1)).astype(np.intp)
+            self._hist[id(t)] += np.bincount(bucket, minlength=_BUCKETS)
+            np.minimum.at(self._low[id(t)], bucket, v)
+            np.maximum.at(self._high[id(t)], bucket, v)
+
+    def end_pass(self) -> None:
+        """Close a pass: resolve what it determined, and prepare the next one."""
+        self.passes += 1
+        for t in self._targets:
+            if t.value is not None:
+                continue
+            if self._collecting(t):
+                vals = np.concatenate(t.collected) if t.collected else np.zeros(0)
+                t.collected = []
+                if vals.size != t.count:
+                    raise InputError("MedianSelect: a pass fed other values than the first")
+                t.value = float(np.partition(vals, t.rank)[t.rank])
+                continue
+            hist = self._hist[id(t)]
+            if int(hist.sum()) != (t.count if t.bits else self.n):
+                raise InputError(f"MedianSelect of {self.n} values fed {int(hist.sum())} in a pass")
+            cum = np.cumsum(hist)
+            b = int(np.searchsorted(cum, t.rank, side="right"))
+            t.rank -= int(cum[b - 1]) if b else 0
+            t.count = int(hist[b])
+            t.prefix = (t.prefix << 16) | b
+            t.bits += 16
+            low, high = float(self._low[id(t)][b]), float(self._high[id(t)][b])
+            if low == high or t.bits == 64:
+                t.value = low
+        self._start()
+
+    @property
+    def median(self) -> float | None:
+        """``numpy.median`` of the values (``None`` for none); after the last pass."""
+        if not self.n:
+            return None
+        if self.needs_pass():
+            raise InputError("MedianSelect.median needs another pass over the values")
+        middle = np.asarray([t.value for t in self._targets], np.float64)
+        return float(np.mean(middle))
+
+    def _check(self) -> None:
+        assert len(self._targets) in ((0,) if not self.n else (1, 2))
+        for t in self._targets:
+            assert 0 <= t.bits <= 64 and t.bits % 16 == 0
+            assert t.value is not None or t.bits == 0 or 0 <= t.rank < t.count
+
+
+class CoverageSummary:
+    """``(count, mean, median, zero, full)`` of one stratum's coverage values, as
+    :func:`~packing_theory.audit.table.summarise_coverage` computes them from the whole array.
+
+    Feed the values in occurrence order once (:meth:`feed`), then, while
+    :meth:`needs_pass`, again in further passes (:meth:`feed_pass` then
+    :meth:`end_pass`); then :meth:`result`.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = check_int("count", count, 0)
+        self.zero = self.full = 0
+        self._sum = PairwiseSum(self.count)
+        self._median = MedianSelect(self.count)
+        self._first = True
+
+    def feed(self, values: Float64Array) -> None:
+        """The next values of the first pass, in order."""
+        self._sum.feed(values)
+        self.zero += int(np.count_nonzero(values == 0))
+        self.full += int(np.count_nonzero(values == 1))
+        self._median.feed(values)
+
+    def needs_pass(self) -> bool:
+        """Whether the median needs another pass over the values (closes the first pass)."""
+        if self._first:
+            self._first = False
+            self._median.end_pass()
+        return self._median.needs_pass()
+
+    def feed_pass(self, values: Float64Array) -> None:
+        """The next values of a further pass."""
+        self._median.feed(values)
+
+    def end_pass(self) -> None:
+        """Close a further pass."""
+        self._median.end_pass()
+
+    def result(self) -> tuple[int, float | None, float | None, int, int]:
+        """``(sources, mean, median, zero, full)``."""
+        if not self.count:
+            return 0, None, None, 0, 0
+        if self.needs_pass():
+            raise InputError("CoverageSummary.result() needs another pass over the values")
+        mean = float(np.float64(self._sum.result()) / np.float64(self.count))
+        return self.count, mean, self._median.median, self.zero, self.full
+
+    def _check(self) -> None:
+        self._sum._check()
+        self._median._check()
+        assert 0 <= self.zero + self.full <= self._sum.fed
