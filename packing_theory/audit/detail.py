@@ -73,6 +73,10 @@ class DetailRows:
             self._raw(kind).unlink(missing_ok=True)
         self._files.clear()
 
+    def held(self) -> int:
+        """Rows held in memory (0 when spilled)."""
+        return sum(len(r) for parts in self._rows.values() for r in parts)
+
     def rows(self) -> tuple[Int64Array, Int64Array]:
         """All placement rows and all discard rows (read back from the spill file)."""
         if self.spill is not None:

@@ -114,7 +114,7 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     rows = DocumentRows(packer.capacity)
     agg, facts = feed_all(cut_at_horizon(packer.events(arr), horizon, capacity=packer.capacity), ledger, rows)
     table = document_table(ledger, facts, arr, passes=passes, names=names)
-    hits = [i for i in table.find(document) if int(table.columns["pass"][i]) == pass_index]
+    hits = [i for i in table.find(document) if int(table.row(i)["pass"]) == pass_index]
     if not hits:
         raise InputError(f"document {document!r} has no pass {pass_index} in this run")
     row = table.row(hits[0])
@@ -125,7 +125,7 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     larger = 0
     if occ >= 0:
         held_rows = tuple(sorted({iv.row for iv in ledger.record(occ).intervals} - {agg.rows}))
-        arrival_row = int(facts.arrival_row[occ]) if occ < facts.arrival_row.size else -1
+        arrival_row = int(facts.arrival_rows(occ, occ + 1)[0])
         a = ledger.arrays()
         long_arrived = a["arrived"] & (a["length"] > packer.capacity)
         if row["length"] > packer.capacity:

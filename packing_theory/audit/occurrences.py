@@ -24,16 +24,92 @@ from ..errors import InputError
 from .accounting import ChunkAccounts
 from .results import EmittedInterval, SourceRecord
 from .strata import stratum_index
-from .table import ARRIVED, BLOCK, FIRST_ORIGIN, STARTED
+from .table import ARRIVED, BLOCK, FIRST_ORIGIN, STARTED, SourceTable
 from .table import FILTERED as F_FILTERED
 
-__all__ = ["ARRAY_KEYS", "OccurrenceViews"]
+__all__ = ["ARRAY_KEYS", "OccurrenceColumns", "OccurrenceViews"]
 
 Int64Array = npt.NDArray[np.int64]
 
 ARRAY_KEYS = ("arrived", "source", "pass_index", "length", "stratum", "started", "emitted", "discarded",
               "filtered", "buffered", "added_bos", "first_target")
 """The per-occurrence columns of :meth:`OccurrenceViews.arrays`, in order."""
+
+
+class OccurrenceColumns:
+    """The per-occurrence columns of a ledger's table, read by occurrence range (see
+    :meth:`OccurrenceViews.columns_view`). ``range(a, b, names)`` gives :data:`ARRAY_KEYS` columns."""
+
+    def __init__(self, table: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array,
+                 boundaries: tuple[int, ...]) -> None:
+        self._t = table
+        self._buf_occ = buf_occ
+        self._buf_amt = buf_amt
+        self.boundaries = boundaries
+
+    @property
+    def n(self) -> int:
+        """Occurrence ids covered: one past the largest arrived."""
+        return self._t.n
+
+    @property
+    def keeps_first_targets(self) -> bool:
+        """Whether ``first_target`` is available."""
+        return self._t.keeps_first_targets
+
+    def range(self, a: int, b: int, names: Sequence[str] = ()) -> dict[str, npt.NDArray[Any]]:
+        """Columns ``names`` (default: :data:`ARRAY_KEYS`) of occurrences ``[a, b)``. O(b - a)."""
+        t, n = self._t, b - a
+        names = names or ARRAY_KEYS
+        raw = {"arrived": ("flags",), "source": ("source",), "pass_index": ("pass_index",),
+               "length": ("length",), "stratum": ("length",), "started": ("flags",),
+               "emitted": ("emitted",), "discarded": ("discarded",), "filtered": ("flags", "length"),
+               "added_bos": ("added",), "first_target": ("first_inv",), "buffered": ()}
+        for name in names:
+            if name not in raw:
+                raise InputError(f"columns must be among {', '.join(ARRAY_KEYS)}; got {name!r}")
+        need = sorted({c for name in names for c in raw[name]} - ({"first_inv"} if not t.keeps_first_targets
+                                                                 else set()))
+        c = t.column(need, a, b)
+        fl = c.get("flags", np.zeros(0, np.uint8))
+
+        def buffered() -> Int64Array:
+            col = np.zeros(n, np.int64)
+            lo, hi = np.searchsorted(self._buf_occ, [a, b])
+            col[self._buf_occ[lo:hi] - a] = self._buf_amt[lo:hi]
+            return col
+
+        def first_target() -> Int64Array:
+            inv = c["first_inv"]
+            return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
+
+        make: dict[str, Callable[[], npt.NDArray[Any]]] = {
+            "arrived": lambda: (fl & ARRIVED) != 0,
+            "source": lambda: c["source"].astype(np.int64),
+            "pass_index": lambda: c["pass_index"].astype(np.int64),
+            "length": lambda: c["length"].astype(np.int64),
+            "stratum": lambda: stratum_index(c["length"].astype(np.int64), self.boundaries),
+            "started": lambda: (fl & STARTED) != 0,
+            "emitted": lambda: c["emitted"].astype(np.int64),
+            "discarded": lambda: c["discarded"].astype(np.int64),
+            "filtered": lambda: np.where((fl & F_FILTERED) != 0, c["length"].astype(np.int64), 0),
+            "buffered": buffered,
+            "added_bos": lambda: c["added"].astype(np.int64),
+            "first_target": first_target,
+        }
+        out: dict[str, npt.NDArray[Any]] = {}
+        for name in names:
+            if name == "first_target" and not t.keeps_first_targets:
+                continue
+            out[name] = make[name]()
+        return out
+
+    def blocks(self, block: int, names: Sequence[str] = ()
+               ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]:
+        """``(first occurrence id, columns)`` of consecutive blocks. Memory O(block)."""
+        block = check_int("block", block, 1)
+        for a in range(0, self.n, block):
+            yield a, self.range(a, min(self.n, a + block), names)
 
 
 class OccurrenceViews(ChunkAccounts):
@@ -89,47 +165,12 @@ class OccurrenceViews(ChunkAccounts):
             yield a, self._columns(a, min(self._n, a + block), names)
 
     def _columns(self, a: int, b: int, names: Sequence[str] = ()) -> dict[str, npt.NDArray[Any]]:
-        t, n = self._t, b - a
-        names = names or ARRAY_KEYS
-        raw = {"arrived": ("flags",), "source": ("source",), "pass_index": ("pass_index",),
-               "length": ("length",), "stratum": ("length",), "started": ("flags",),
-               "emitted": ("emitted",), "discarded": ("discarded",), "filtered": ("flags", "length"),
-               "added_bos": ("added",), "first_target": ("first_inv",), "buffered": ()}
-        need = sorted({c for name in names for c in raw[name]} - ({"first_inv"} if not t.keeps_first_targets
-                                                                 else set()))
-        c = t.column(need, a, b)
-        fl = c.get("flags", np.zeros(0, np.uint8))
+        return self.columns_view().range(a, b, names)
 
-        def buffered() -> Int64Array:
-            col = np.zeros(n, np.int64)
-            lo, hi = np.searchsorted(self._buf_occ, [a, b])
-            col[self._buf_occ[lo:hi] - a] = self._buf_amt[lo:hi]
-            return col
-
-        def first_target() -> Int64Array:
-            inv = c["first_inv"]
-            return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
-
-        make: dict[str, Callable[[], npt.NDArray[Any]]] = {
-            "arrived": lambda: (fl & ARRIVED) != 0,
-            "source": lambda: c["source"].astype(np.int64),
-            "pass_index": lambda: c["pass_index"].astype(np.int64),
-            "length": lambda: c["length"].astype(np.int64),
-            "stratum": lambda: stratum_index(c["length"].astype(np.int64), self.boundaries),
-            "started": lambda: (fl & STARTED) != 0,
-            "emitted": lambda: c["emitted"].astype(np.int64),
-            "discarded": lambda: c["discarded"].astype(np.int64),
-            "filtered": lambda: np.where((fl & F_FILTERED) != 0, c["length"].astype(np.int64), 0),
-            "buffered": buffered,
-            "added_bos": lambda: c["added"].astype(np.int64),
-            "first_target": first_target,
-        }
-        out: dict[str, npt.NDArray[Any]] = {}
-        for name in names:
-            if name == "first_target" and not t.keeps_first_targets:
-                continue
-            out[name] = make[name]()
-        return out
+    def columns_view(self) -> OccurrenceColumns:
+        """A picklable read-only view of the per-occurrence columns (the table, the buffered tokens at the
+        horizon), independent of the ledger object: what a per-document table keeps."""
+        return OccurrenceColumns(self._t, self._buf_occ, self._buf_amt, self.boundaries)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`arrays` (and, with ``detail=True``, the detail rows) to an ``.npz`` file.
