@@ -90,7 +90,8 @@ class DocumentBlocks:
         }
 
     def read_lengths(self, a: int, b: int) -> Int64Array:
-        """The lengths of offered rows ``[a, b)`` (``lengths[r % n]``), reading slices of the input. O(b - a)."""
+        """The lengths of offered rows ``[a, b)`` (``lengths[r % n]``), reading slices of the input.
+        O(b - a)."""
         out = np.empty(b - a, np.int64)
         pos = a
         while pos < b:
@@ -110,7 +111,7 @@ class DocumentBlocks:
             got = self.view.range(a, hi, _LEDGER) if a < hi else {}
             led: dict[str, npt.NDArray[Any]] = {}
             for key in _LEDGER:
-                col = np.zeros(m, np.bool_ if key in ("arrived", "started") else np.int64)
+                col: npt.NDArray[Any] = np.zeros(m, np.bool_ if key in ("arrived", "started") else np.int64)
                 if key in got:
                     col[: hi - a] = got[key]
                 led[key] = col
@@ -120,8 +121,8 @@ class DocumentBlocks:
         occ = self.occurrence[a:b]
         reached = occ >= 0
         at = np.where(reached, occ, 0)
-        led = {k: np.where(reached, self.arrays[k][at], np.zeros(1, self.arrays[k].dtype)) if self.arrays[k].size
-               else np.zeros(m, self.arrays[k].dtype) for k in _LEDGER}
+        led = {k: (np.where(reached, v[at], np.zeros(1, v.dtype)) if v.size else np.zeros(m, v.dtype))
+               for k, v in ((k, self.arrays[k]) for k in _LEDGER)}
         first = np.where(reached, self.first[np.minimum(at, max(self.first.size - 1, 0))]
                          if self.first.size else -1, -1).astype(np.int64)
         return occ, led, first

@@ -140,8 +140,8 @@ class DocumentTable:
         if name == "packer":
             return np.full(c["length"].size, self.packer, dtype=object)
         if name in ("stratum", "fate", "source"):
-            return np.asarray(self._b.dictionaries[name], dtype=object)[c[name]]
-        return c[name]
+            return np.asarray(np.asarray(self._b.dictionaries[name], dtype=object)[c[name]])
+        return np.asarray(c[name])
 
     def column(self, name: str) -> npt.NDArray[Any]:
         """One whole column (strings as an object array). O(rows): counted in :attr:`builds`."""
@@ -171,7 +171,8 @@ class DocumentTable:
         """The exact sum of an integer column (one pass over blocks, then cached)."""
         if name not in self._totals:
             if name not in DOCUMENT_COLUMNS or name in _STRINGS:
-                raise InputError(f"total needs an integer column of {', '.join(DOCUMENT_COLUMNS)}; got {name!r}")
+                raise InputError(f"total needs an integer column of {', '.join(DOCUMENT_COLUMNS)}; "
+                                 f"got {name!r}")
             self._totals[name] = sum(int(c[name].sum()) for _, c in self.coded_blocks(1 << 20, strings=False))
         return self._totals[name]
 
@@ -179,8 +180,8 @@ class DocumentTable:
         """The ``limit`` largest documents with no token emitted (never started or never reached), largest
         first (ties by row), as rows; and how many there are. O(limit) rows when ``limit`` is at most
         :data:`UNTRAINED_KEPT` (found while the table was built), else one pass over the table."""
-        if self._untrained is None or limit > self._untrained[0].size and self._untrained[0].size < \
-                self._untrained[1]:
+        if self._untrained is None or (limit > self._untrained[0].size and self._untrained[0].size < \
+                self._untrained[1]):
             self._untrained = _largest_untrained(self, max(limit, UNTRAINED_KEPT))
         rows, count = self._untrained
         return [self.row(int(i)) for i in rows[:limit]], count
@@ -227,7 +228,8 @@ class DocumentTable:
             offered = c["pass"] >= 0
             assert np.all(c["never_reached"][reached] == 0)
             assert np.all(c["never_reached"][offered & ~reached] == c["length"][offered & ~reached])
-            assert np.all(c["removed"][offered] == 0) and np.all(c["removed"][~offered] == c["length"][~offered])
+            assert np.all(c["removed"][offered] == 0)
+            assert np.all(c["removed"][~offered] == c["length"][~offered])
             assert np.all(c["started"] == (c["first_row"] >= 0))
             assert np.all(~c["started"][~reached]) and np.all(~c["protected"][~reached])
             fate = c["fate"]
@@ -370,14 +372,14 @@ def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, pa
     P = max(top_pass + 1, 1) if passes is None else max(int(passes), top_pass + 1)
     extra: dict[str, Any] = {}
     if not ordered:  # occurrence ids are not the offered rows: the map and the columns in memory
-        a = ledger.arrays()
-        occ = np.flatnonzero(a["arrived"])
-        key = a["pass_index"][occ] * n + a["source"][occ]
+        cols = ledger.arrays()
+        occ = np.flatnonzero(cols["arrived"])
+        key = cols["pass_index"][occ] * n + cols["source"][occ]
         if distinct(key).size != key.size:
             raise InputError("two arrivals are the same document in the same pass")
         occurrence = np.full(n * P, -1, np.int64)
         occurrence[key] = occ
-        extra = {"occurrence": occurrence, "arrays": a, "first": rows.first_row}
+        extra = {"occurrence": occurrence, "arrays": cols, "first": rows.first_row}
     blocks = DocumentBlocks(view, rows, arr, P, ident, ledger.protected_occurrences(), _partial(ledger, rows),
                             ledger.boundaries, **extra)
     table = DocumentTable(ledger.policy, ledger.capacity, blocks)

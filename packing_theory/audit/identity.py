@@ -153,7 +153,8 @@ class DocumentIdentity:
             raise InputError("document identity: give source_labels and source_codes together")
         if self.removed_by is not None:
             if self.raw_lengths is None:
-                raise InputError("document identity: removed_by needs raw_lengths (the removed rows' lengths)")
+                raise InputError("document identity: removed_by needs raw_lengths (the removed rows' "
+                                 "lengths)")
             rb = np.asarray(self.removed_by)
             if rb.size and (rb.min() < -1 or rb.max() >= len(self.stages)):
                 raise InputError(f"document identity: removed_by must index the {len(self.stages)} stages")
@@ -171,7 +172,8 @@ class DocumentIdentity:
                           names: NameSource | Sequence[str] | None = None,
                           labels: SourceLabels | None = None) -> DocumentIdentity:
         """From the raw lengths and, per stage in order, its mask of removed raw documents."""
-        arr = validate_lengths(raw_lengths if isinstance(raw_lengths, np.ndarray) else np.asarray(raw_lengths))
+        arr = validate_lengths(raw_lengths if isinstance(raw_lengths, np.ndarray)
+                               else np.asarray(raw_lengths))
         by = np.full(arr.size, -1, np.int16)
         for k, mask in enumerate(removed.values()):
             m = np.asarray(mask, np.bool_)
@@ -194,8 +196,9 @@ class DocumentIdentity:
         """``self`` when it names a corpus of ``replayed`` documents; else refuse."""
         n = replayed if self.raw_index is None else int(self.raw_index.size)
         if n != replayed or (self.raw_index is None and self.raw_documents not in (-1, replayed)):
-            raise InputError(f"document identity names {n if self.raw_index is not None else self.raw_documents:,}"
-                             f" replayed documents, the packer was offered {replayed:,}")
+            named = n if self.raw_index is not None else self.raw_documents
+            raise InputError(f"document identity names {named:,} replayed documents, the packer was "
+                             f"offered {replayed:,}")
         return self
 
     def raw(self, positions: Int64Array) -> Int64Array:
@@ -219,7 +222,7 @@ class DocumentIdentity:
     def positions_of(self, raw: int) -> Int64Array:
         """The replayed position(s) of raw document ``raw`` (empty when it was not replayed). O(log n)."""
         if self.raw_index is None:
-            return np.asarray([raw] if 0 <= raw and (self.raw_documents < 0 or raw < self.raw_documents)
+            return np.asarray([raw] if raw >= 0 and (self.raw_documents < 0 or raw < self.raw_documents)
                               else [], np.int64)
         idx = self.raw_index
         if idx.size and bool((np.diff(idx) > 0).all()):

@@ -272,7 +272,8 @@ class DocumentRows:
             raise InputError("DocumentRows.result() needs the Horizon event: feed the whole stream first")
         if not self.per_occurrence:
             return RowFacts(None, None, self._reasons, self._partial.copy())
-        return RowFacts(filtered_reason=self._reasons, partial_placements=self._partial.copy(), window=self._w)
+        return RowFacts(filtered_reason=self._reasons, partial_placements=self._partial.copy(),
+                        window=self._w)
 
     def _check(self) -> None:
         self._w._check()

@@ -52,10 +52,13 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..errors import InputError, InputTypeError
 
-__all__ = ["HEADER_BYTES", "ColumnStore", "read_npy_rows", "runs"]
+__all__ = ["HEADER_BYTES", "OUT_OF_CORE", "ColumnStore", "out_of_core_store", "read_npy_rows", "runs"]
 
 HEADER_BYTES = 128
 """Bytes of every column file's ``.npy`` header (magic, version 1.0, the padded dictionary)."""
+
+OUT_OF_CORE = 1 << 22
+"""Occurrences past which :func:`out_of_core_store` puts a replay's per-occurrence state on disk."""
 
 _COPY_CHUNK = 1 << 20
 Int64Array = npt.NDArray[np.int64]
@@ -404,3 +407,15 @@ def _remove(path: Path, fds: dict[str, int]) -> None:
             os.close(fd)
     fds.clear()
     shutil.rmtree(path, ignore_errors=True)
+
+
+def out_of_core_store(occurrences: int, *, directory: str | os.PathLike[str] | None = None,
+                      threshold: int = OUT_OF_CORE) -> ColumnStore | None:
+    """A temporary disk store (under ``directory``, default the system's temporary directory) for a replay
+    of more than ``threshold`` occurrences; ``None`` (in memory) for a smaller one.
+
+    >>> out_of_core_store(1000) is None, out_of_core_store(10, threshold=5).on_disk
+    (True, True)
+    """
+    check_int("occurrences", occurrences, 0)
+    return ColumnStore.temporary(directory) if occurrences > threshold else None

@@ -54,8 +54,8 @@ from ..engine.horizon import Budget
 from ..errors import InputError
 from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
 from .ledger import Ledger
-from .rows import RowFacts
 from .results import Aggregates
+from .rows import RowFacts
 
 __all__ = [
     "STOP_REASONS",
@@ -397,7 +397,7 @@ class Reached:
         if self._bits is None:
             return np.arange(lo, hi) < self.prefix
         keys = np.arange(lo, hi, dtype=np.int64)
-        return (self._bits[keys >> 3] >> (keys & 7).astype(np.uint8)) & 1 != 0
+        return np.asarray((self._bits[keys >> 3] >> (keys & 7).astype(np.uint8)) & 1 != 0, np.bool_)
 
     def _check(self) -> None:
         assert (self._bits is None) == (self.prefix >= 0)

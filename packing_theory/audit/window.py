@@ -18,7 +18,9 @@ the older ids that were still pending when the window moved past them (the
 as it stands — and its pending records move to old slots; old slots that have
 settled since are rewritten in the store and freed. :meth:`~OccurrenceWindow.finish`
 writes what memory still holds. Memory: O(window + pending) slots, whatever
-the number of occurrences.
+the number of occurrences; a chunk more than half pending is not written (an
+offline packer, which arrives its whole corpus before it places any of it,
+keeps its window in memory until its documents settle).
 
 Eviction is never visible: an event that names an evicted occurrence (a
 stream outside the family, a late arrival of a skipped id) loads its record
@@ -82,6 +84,7 @@ class OccurrenceWindow:
         self.base = 0  # ids < base are in the store or in old slots
         self.off = 0  # the slot of id ``base``; slots [0, off) are old slots
         self.k = 0  # old slots in use
+        self._retry_at = 0  # no eviction is tried before n reaches it
         self._old = np.zeros(0, np.int64)  # ids of the old slots [0, k)
         self._sorted = np.zeros(0, np.int64)  # the same ids, sorted, and their slots
         self._sorted_slots = np.zeros(0, np.int64)
@@ -283,18 +286,22 @@ class OccurrenceWindow:
     def evict(self, pending: Pending) -> None:
         """Write the first chunk(s) of the window to the store while it spans more than two chunks; the
         pending records of a chunk stay in old slots, and old slots no longer pending are written back and
-        freed. A no-op without a store. Amortised O(1) per id."""
+        freed. A chunk mostly pending (an offline packer holds its corpus) stays, and the window grows by
+        another chunk before the next try. A no-op without a store. Amortised O(1) per id."""
         if self.store is None:
             return
-        while self.n - self.base > 2 * self.window:
-            self._evict_chunk(pending)
+        while self.n - self.base > 2 * self.window and self.n >= self._retry_at:
+            if not self._evict_chunk(pending):
+                self._retry_at = self.n + self.window  # mostly pending (an offline packer): grow, retry later
 
-    def _evict_chunk(self, pending: Pending) -> None:
+    def _evict_chunk(self, pending: Pending) -> bool:
         assert self.store is not None
         c, off = self.window, self.off
         chunk = {name: col[off : off + c] for name, col in self.cols.items()}
-        self.store.append(chunk)
         keep = np.flatnonzero(pending(chunk))
+        if 2 * keep.size > c:
+            return False
+        self.store.append(chunk)
         kept = {name: col[keep].copy() for name, col in chunk.items()}
         ids = self.base + keep
         used = self.n - self.base
@@ -308,6 +315,7 @@ class OccurrenceWindow:
         for name, col in self.cols.items():
             col[at] = kept[name]
         self._set_old(np.concatenate([self._old[: self.k], ids]))
+        return True
 
     def _settle_old(self, pending: Pending) -> None:
         """Write the old slots that are no longer pending to the store and free them."""

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..audit.documents import DocumentRows, DocumentTable, document_table
+from ..audit.identity import DocumentIdentity
 from ..audit.ledger import Ledger
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
@@ -30,6 +31,7 @@ from ..audit.population import (
 )
 from ..audit.results import Aggregates
 from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
+from ..audit.store import out_of_core_store
 from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..engine.consumers import feed_all
@@ -165,24 +167,29 @@ def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget
 def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
              boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
              progress: Callable[[int], None] | None = None, figures: Any = None,
-             compiled: bool = False) -> PackerAccount:
+             compiled: bool = False, identity: DocumentIdentity | None = None) -> PackerAccount:
     """Feed one packer's stream to a ledger and the row consumer; account it (the table for ``documents``).
 
     ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
     pass; the aggregates then carry the framework's own padding and targets. ``compiled``: the
     compiled ledger (same results). Per-occurrence first targets and rows are kept only for
     ``documents``: without them the ledger holds 13 bytes per occurrence
-    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`).
+    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`); past
+    :data:`~packing_theory.audit.store.OUT_OF_CORE` occurrences they go to temporary disk stores
+    (memory O(window + buffer)). ``identity`` names the documents of the table.
     """
+    offered = int(arr.size) * (passes or 1)
     ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
-                    keep_first_targets=documents, occurrences_hint=int(arr.size) * (passes or 1))
+                    keep_first_targets=documents, occurrences_hint=offered, store=out_of_core_store(offered))
     # the rows also locate the partial row
-    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents)]
+    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents,
+                                                 store=out_of_core_store(offered) if documents else None)]
     if figures is not None:
         consumers.append(figures)
     results = feed_all(events, *consumers, progress=progress)
     agg, facts = results[0], results[1]
-    table = document_table(ledger, facts, arr, passes=passes, names=names) if documents else None
+    table = (document_table(ledger, facts, arr, passes=passes, names=names, identity=identity) if documents
+             else None)
     if figures is not None:
         agg = agg.with_peer_figures(results[-1], figures.occurrence_targets())
     return PackerAccount(agg, never_trained(ledger, arr, passes=passes, rows=facts), table)
@@ -190,19 +197,21 @@ def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64A
 
 def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, boundaries: tuple[int, ...],
                       documents: bool = False, names: Sequence[str] | None = None,
-                      progress: Callable[[int], None] | None = None) -> PackerAccount:
+                      progress: Callable[[int], None] | None = None,
+                      identity: DocumentIdentity | None = None) -> PackerAccount:
     packer = make_packer(engine, config)
     return _account(packer.stream(arr), config.capacity, config.min_buffer, config.policy, arr, config.passes,
-                    boundaries, documents, names, progress, compiled=engine == "compiled")
+                    boundaries, documents, names, progress, compiled=engine == "compiled", identity=identity)
 
 
 def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, options: Mapping[str, Any],
                  budget: Budget | None, boundaries: tuple[int, ...], documents: bool = False,
-                 names: Sequence[str] | None = None) -> PackerAccount:
+                 names: Sequence[str] | None = None,
+                 identity: DocumentIdentity | None = None) -> PackerAccount:
     peer = entry(name).build(capacity, **dict(options))
     events = cut_at_horizon(peer.events(arr), budget, capacity=peer.capacity)
     return _account(events, peer.capacity, min_buffer, name, arr, None, boundaries, documents, names,
-                    figures=peer.figures(arr))
+                    figures=peer.figures(arr), identity=identity)
 
 
 def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int, *,
@@ -250,6 +259,7 @@ def run_audit(
     horizon: Budget | None = None,
     documents: bool = False,
     document_names: Sequence[str] | None = None,
+    document_identity: DocumentIdentity | None = None,
 ) -> AuditResult:
     """Audit ``lengths`` under each packer of ``policies`` with the rest of ``config``.
 
@@ -293,6 +303,9 @@ def run_audit(
         documents: also keep each packer's per-document table
             (:attr:`AuditResult.document_tables`; O(documents) memory per packer).
         document_names: one name per document (file paths) for the tables' ``name`` column.
+        document_identity: who each document of ``lengths`` is in the raw corpus (its index, name,
+            source, and the documents a cleaning funnel removed) for the tables' rows
+            (:class:`~packing_theory.audit.identity.DocumentIdentity`; overrides ``document_names``).
 
     Raises:
         InputError: an unknown or repeated policy, options for a packer that
@@ -333,7 +346,8 @@ def run_audit(
                  peer_plan,
                  permutations, permutation_seed, ev_arr, eval_targets, tuple(eval_prefixes), engine,
                  tuple(boundaries), config.capacity, config.min_buffer, budget, documents,
-                 None if document_names is None else list(document_names))
+                 None if document_names is None else list(document_names),
+                 None if document_identity is None else document_identity.check(int(arr.size)))
     if executor is None:
         accounts, spreads, evals, seconds = _sequential(plan, progress)
     else:
@@ -395,6 +409,7 @@ class _Plan:
     budget: Budget | None
     documents: bool
     names: list[str] | None
+    identity: DocumentIdentity | None = None
 
 
 _Parts = tuple[list[PackerAccount], list[StartupSpread], list[EvalPopulation], dict[str, float]]
@@ -421,7 +436,8 @@ def _sequential(plan: _Plan, progress: Any) -> _Parts:
         name = cfg.policy
         t0 = time.perf_counter()
         cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
-        aggs.append(_replay_streaming(arr, cfg, plan.engine, plan.boundaries, plan.documents, plan.names, cb))
+        aggs.append(_replay_streaming(arr, cfg, plan.engine, plan.boundaries, plan.documents, plan.names, cb,
+                                      plan.identity))
         if cb is not None and hasattr(cb, "close"):
             cb.close()
         seconds[f"replay:{name}"] = time.perf_counter() - t0
@@ -436,7 +452,7 @@ def _sequential(plan: _Plan, progress: Any) -> _Parts:
     for peer, width, options in plan.peers:
         t0 = time.perf_counter()
         aggs.append(_replay_peer(arr, peer, width, plan.min_buffer, options, plan.budget, plan.boundaries,
-                                 plan.documents, plan.names))
+                                 plan.documents, plan.names, plan.identity))
         seconds[f"replay:{peer}"] = time.perf_counter() - t0
     return aggs, spreads, evals, seconds
 
@@ -458,7 +474,8 @@ def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
     for cfg in configs:
         name = cfg.policy
         jobs.append(("replay", name, executor.submit(_timed, _replay_streaming, arr, cfg, engine,
-                                                     plan.boundaries, plan.documents, plan.names)))
+                                                     plan.boundaries, plan.documents, plan.names, None,
+                                                     plan.identity)))
         if plan.ev_arr is not None:
             jobs.append(("evaluation", name, executor.submit(
                 _timed, evaluation_population, plan.ev_arr, cfg, targets=plan.eval_targets,
@@ -466,7 +483,8 @@ def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
     for peer, width, options in plan.peers:
         jobs.append(("replay", peer, executor.submit(_timed, _replay_peer, arr, peer, width,
                                                      plan.min_buffer, options, plan.budget,
-                                                     plan.boundaries, plan.documents, plan.names)))
+                                                     plan.boundaries, plan.documents, plan.names,
+                                                     plan.identity)))
     cb = progress("audit tasks", len(jobs)) if progress is not None else None
     if cb is not None:
         for done, _ in enumerate(as_completed([f for _, _, f in jobs]), 1):

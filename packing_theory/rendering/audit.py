@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..audit.population import EvalPopulation
 from ..audit.startup import StartupSpread
 from ..orchestration.audit import AuditResult
@@ -449,7 +447,8 @@ def never_trained_documents(result: AuditResult, *, limit: int = NEVER_TRAINED_S
 
     One record per packer and document (packer, document, name, length, fate, buffered, never reached
     tokens), at most ``limit`` per packer, with a sentence saying how many were left out. Empty when
-    the run kept no per-document table. O(documents log documents) per packer.
+    the run kept no per-document table. O(limit) rows per packer, whatever the corpus size
+    (:meth:`~packing_theory.audit.documents.DocumentTable.largest_untrained`).
 
     >>> from packing_theory import PackerConfig
     >>> from packing_theory.orchestration import run_audit
@@ -462,15 +461,11 @@ def never_trained_documents(result: AuditResult, *, limit: int = NEVER_TRAINED_S
     records: list[dict[str, Any]] = []
     notes: list[str] = []
     for table in result.document_tables:
-        fate = table.column("fate")
-        idx = np.flatnonzero((fate == "never started") | (fate == "never reached"))
-        order = idx[np.lexsort((idx, -table.column("length")[idx]))]
-        for i in order[:limit].tolist():
-            row = table.row(i)
-            records.append({k: row[k] for k in ("packer", "document", "name", "length", "fate", "buffered",
-                                                "never_reached")})
-        if order.size > limit:
-            notes.append(f"{table.packer}: the {limit:,} largest of {order.size:,} shown; all are in the "
+        rows, count = table.largest_untrained(limit)  # O(limit) rows, whatever the corpus size
+        records += [{k: row[k] for k in ("packer", "document", "name", "length", "fate", "buffered",
+                                         "never_reached")} for row in rows]
+        if count > limit:
+            notes.append(f"{table.packer}: the {limit:,} largest of {count:,} shown; all are in the "
                          "documents file")
     if not result.document_tables:
         return {}
