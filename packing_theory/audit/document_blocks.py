@@ -127,18 +127,40 @@ class DocumentBlocks:
                          if self.first.size else -1, -1).astype(np.int64)
         return occ, led, first
 
-    def _sparse(self, occ: Int64Array, ids: Int64Array, values: Int64Array) -> Int64Array:
-        """``values`` of the ``ids`` (sorted) among ``occ`` (0 elsewhere)."""
+    def _sparse(self, a: int, occ: Int64Array, ids: Int64Array, values: Int64Array) -> Int64Array:
+        """``values`` of the ``ids`` (sorted) among ``occ`` of rows from ``a`` (0 elsewhere). O(len(occ)),
+        or O(ids in the block) when occurrence ids are the rows."""
         out = np.zeros(occ.size, np.int64)
-        if ids.size and occ.size:
+        if self.occurrence is None:  # occ is the rows [a, a + len) where reached, else -1
+            lo, hi = np.searchsorted(ids, [a, a + occ.size])
+            out[ids[lo:hi] - a] = values[lo:hi]
+            out[occ < 0] = 0
+        elif ids.size and occ.size:
             at = np.minimum(np.searchsorted(ids, occ), ids.size - 1)
             hit = (ids[at] == occ) & (occ >= 0)
             out[hit] = values[at[hit]]
         return out
 
+    def untrained(self, a: int, b: int) -> tuple[Int64Array, Int64Array]:
+        """The offered rows of ``[a, b)`` with no token emitted (never started or never reached) and their
+        lengths: what the fate column says, from the ledger's arrived and started flags alone. O(b - a)."""
+        b = min(b, self.offered)
+        if a >= b:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if self.occurrence is None:
+            hi = min(b, self.view.n)
+            started = np.zeros(b - a, np.bool_)
+            if a < hi:
+                started[: hi - a] = self.view.range(a, hi, ("started",))["started"]
+        else:
+            occ, led, _ = self._ledger(a, b)
+            started = (occ >= 0) & led["started"]
+        idx = np.flatnonzero(~started)
+        return a + idx, self.read_lengths(a, b)[idx]
+
     def block(self, a: int, b: int, *, strings: bool = True) -> dict[str, npt.NDArray[Any]]:
         """Rows ``[a, b)``: every column but ``packer``, string columns as codes (``name`` only with
-        ``strings``). O(b - a)."""
+        ``strings`` and names; without it the column is empty). O(b - a)."""
         parts = []
         if a < self.offered:
             parts.append(self._offered(a, min(b, self.offered), strings))
@@ -153,13 +175,13 @@ class DocumentBlocks:
         length = self.read_lengths(a, b)
         reached = occ >= 0
         started = reached & led["started"]
-        partial = self._sparse(occ, self.partial[0], self.partial[1])
+        partial = self._sparse(a, occ, self.partial[0], self.partial[1])
         emitted = led["emitted"] - partial
         fate = np.full(b - a, NEVER_REACHED, np.int16)
         fate[reached & ~started] = NEVER_STARTED
         fate[started] = PARTLY
         fate[started & (emitted == length)] = TRAINED
-        protected = reached & (self._sparse(occ, self.protected, np.ones(self.protected.size, np.int64)) > 0)
+        protected = self._sparse(a, occ, self.protected, np.ones(self.protected.size, np.int64)) > 0
         rows = np.arange(a, b, dtype=np.int64)
         pos = rows % self.n
         raw = self.identity.raw(pos)
@@ -178,7 +200,7 @@ class DocumentBlocks:
     def _labels(self, out: dict[str, npt.NDArray[Any]], raw: Int64Array, strings: bool) -> None:
         src = self.identity.source_of(raw)
         out["source"] = np.where(src < 0, len(self.dictionaries["source"]) - 1, src).astype(np.int32)
-        if strings:
+        if strings and self.identity.names is not None:  # without names the column is empty: left out
             out["name"] = np.asarray(self.identity.name_of(raw), dtype=object).reshape(-1)
 
     def _removed(self, a: int, b: int, strings: bool) -> dict[str, npt.NDArray[Any]]:

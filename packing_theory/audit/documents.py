@@ -137,8 +137,8 @@ class DocumentTable:
             yield a, self._b.block(a, b, strings=strings)
 
     def _decode(self, c: dict[str, npt.NDArray[Any]], name: str) -> npt.NDArray[Any]:
-        if name == "packer":
-            return np.full(c["length"].size, self.packer, dtype=object)
+        if name == "packer" or (name == "name" and name not in c):
+            return np.full(c["length"].size, self.packer if name == "packer" else "", dtype=object)
         if name in ("stratum", "fate", "source"):
             return np.asarray(np.asarray(self._b.dictionaries[name], dtype=object)[c[name]])
         return np.asarray(c[name])
@@ -275,21 +275,20 @@ def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
 
 def _largest_untrained(table: DocumentTable, keep: int) -> tuple[Int64Array, int]:
     """The rows of the ``keep`` largest never-started or never-reached documents (largest first, ties by
-    row) and their count, in one pass over the table's blocks (strings skipped). O(rows)."""
+    row) and their count, in one pass over the ledger's started flags and the lengths. O(rows)."""
     rows = np.zeros(0, np.int64)
     lengths = np.zeros(0, np.int64)
     count = 0
-    for a, c in table.coded_blocks(1 << 20, strings=False):
-        fate = c["fate"]
-        idx = np.flatnonzero((fate == NEVER_STARTED) | (fate == NEVER_REACHED))
+    blocks = table._b
+    for a in range(0, blocks.offered, 1 << 20):
+        idx, ln = blocks.untrained(a, a + (1 << 20))
         count += int(idx.size)
-        ln = c["length"][idx]
         if rows.size >= keep:  # only a strictly longer document can displace the kept ones
             sel = ln > lengths[-1]
             idx, ln = idx[sel], ln[sel]
         if not idx.size:
             continue
-        rows = np.concatenate([rows, a + idx])
+        rows = np.concatenate([rows, idx])
         lengths = np.concatenate([lengths, ln])
         order = np.lexsort((rows, -lengths))[:keep]
         rows, lengths = rows[order], lengths[order]

@@ -7,11 +7,11 @@ the order the packer emits them. It also keeps the placements of the last row
 (:attr:`RowFacts.partial_placements`: the incomplete last row of a stream that
 ran dry is never trained) and the filter reasons.
 
-Per occurrence it keeps two columns in an
-:class:`~packing_theory.audit.window.OccurrenceWindow` — in memory without a
-store, or only the recent and the not-yet-placed older occurrences in memory
-with one (``DocumentRows(R, store=...)``): a record is final once the
-occurrence has a placement (rows come in order) or was filtered.
+Per occurrence it keeps its first row (and, unless ``arrival_rows=False``,
+its arrival row) in an :class:`~packing_theory.audit.window.OccurrenceWindow`
+— in memory without a store, or only the recent and the not-yet-placed older
+occurrences in memory with one (``DocumentRows(R, store=...)``): a record is
+final once the occurrence has a placement (rows come in order).
 :class:`RowFacts` reads them back in blocks (:meth:`RowFacts.first_rows`) or
 whole (:attr:`RowFacts.first_row`, O(occurrences)).
 """
@@ -24,7 +24,6 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from .._unique import group_min
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
@@ -37,12 +36,13 @@ __all__ = ["DocumentRows", "RowFacts"]
 
 Int64Array = npt.NDArray[np.int64]
 
-_NARROW_MAX = int(np.iinfo(np.int32).max)
+ORIGIN = 1 << 62
+"""A first row ``r`` is held as ``ORIGIN - r`` (0: none yet), so that ``np.maximum.at`` keeps the least."""
 
 
-def _placed(columns: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.bool_]:
-    """Records still open: arrived and not placed yet (a filtered one is dropped by the caller)."""
-    return np.asarray((columns["arrival_row"] >= 0) & (columns["first_row"] < 0), np.bool_)
+def _unplaced(columns: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.bool_]:
+    """Records still open: not placed yet (a filtered or never-arrived one stays open too)."""
+    return np.asarray(columns["first_inv"] == 0, np.bool_)
 
 
 class RowFacts:
@@ -95,8 +95,12 @@ class RowFacts:
         out = np.full(max(b - a, 0), -1, np.int64)
         hi = min(b, self.occurrences)
         if a < hi:
-            if self._window is not None:
-                out[: hi - a] = self._window.column((name,), a, hi)[name]
+            if self._window is not None and name == "first_row":
+                inv = self._window.column(("first_inv",), a, hi)["first_inv"]
+                out[: hi - a] = np.where(inv > 0, ORIGIN - inv, -1)
+            elif self._window is not None:
+                if name in self._window.cols:
+                    out[: hi - a] = self._window.column((name,), a, hi)[name]
             else:
                 col = self._first if name == "first_row" else self._arrival
                 assert col is not None
@@ -133,7 +137,7 @@ class DocumentRows:
 
     Args:
         capacity: the row capacity ``R``.
-        per_occurrence: keep each occurrence's first and arrival rows (8
+        per_occurrence: keep each occurrence's first and arrival rows (16
             bytes per occurrence, in memory or in ``store``). ``False`` keeps
             only what :func:`never_trained
             <packing_theory.audit.untrained.never_trained>` needs (the last row's
@@ -143,6 +147,8 @@ class DocumentRows:
             :class:`~packing_theory.audit.store.ColumnStore` or a directory);
             ``None`` keeps them in memory.
         window: occurrence ids per chunk written to the store.
+        arrival_rows: also keep each occurrence's arrival row (8 more bytes;
+            ``False`` leaves :attr:`RowFacts.arrival_row` at -1).
 
     Complexity: O(1) per event, a batch O(its events log its events) numpy
     work; memory O(occurrences) with ``per_occurrence`` and no store,
@@ -150,17 +156,24 @@ class DocumentRows:
     """
 
     def __init__(self, capacity: int, per_occurrence: bool = True, *,
-                 store: ColumnStore | str | os.PathLike[str] | None = None, window: int = WINDOW) -> None:
+                 store: ColumnStore | str | os.PathLike[str] | None = None, window: int = WINDOW,
+                 arrival_rows: bool = True) -> None:
         if capacity < 1:
             raise InputError(f"capacity must be >= 1, got {capacity}")
         if not isinstance(per_occurrence, bool):
             raise InputTypeError(f"per_occurrence must be a bool, got {type(per_occurrence).__name__} "
                                  f"{per_occurrence!r}")
+        if not isinstance(arrival_rows, bool):
+            raise InputTypeError(f"arrival_rows must be a bool, got {type(arrival_rows).__name__} "
+                                 f"{arrival_rows!r}")
         self.capacity = capacity
         self.per_occurrence = per_occurrence
-        self._w = OccurrenceWindow({"first_row": np.int32, "arrival_row": np.int32},
-                                   store=open_store(store) if per_occurrence else None, window=window,
-                                   fills={"first_row": -1, "arrival_row": -1})
+        self.arrival_rows = per_occurrence and arrival_rows
+        columns: dict[str, Any] = {"first_inv": np.int64}
+        if self.arrival_rows:
+            columns["arrival_row"] = np.int64
+        self._w = OccurrenceWindow(columns, store=open_store(store) if per_occurrence else None,
+                                   window=window, fills={"first_inv": 0, "arrival_row": -1})
         self._reasons: dict[int, str] = {}
         self._filled = 0  # row positions filled so far, in stream order
         self._done = False
@@ -172,12 +185,6 @@ class DocumentRows:
     def for_packer(cls, packer: object) -> DocumentRows:
         """Built with the packer's row capacity."""
         return cls(consumer_settings(packer).capacity)
-
-    def _fit(self, top: int) -> None:
-        """Widen the row columns to int64 before a row index past int32 is stored."""
-        if top > _NARROW_MAX and self._w.cols["first_row"].dtype != np.int64:
-            for name in ("first_row", "arrival_row"):
-                self._w.widen(name, np.int64)
 
     def _slots(self, occ: Int64Array) -> Int64Array:
         s = self._w.slots(occ)
@@ -195,19 +202,16 @@ class DocumentRows:
         if t is Arrival:
             if self.per_occurrence:
                 o = cast(Arrival, item).occurrence
-                row = self._filled // self.capacity
-                self._fit(row)
                 self._w.grow(o + 1)
-                self._w.cols["arrival_row"][self._w.slot(o)] = row
-                self._w.evict(self._open)
+                if self.arrival_rows:
+                    self._w.cols["arrival_row"][self._w.slot(o)] = self._filled // self.capacity
+                self._w.evict(_unplaced)
         elif t is Placement:
             p = cast(Placement, item)
             if self.per_occurrence:
-                self._fit(p.row)
                 s = int(self._slots(np.asarray([p.occurrence], np.int64))[0])
-                first = self._w.cols["first_row"]
-                if first[s] < 0 or p.row < first[s]:
-                    first[s] = p.row
+                first = self._w.cols["first_inv"]
+                first[s] = max(int(first[s]), ORIGIN - p.row)
             if p.row > self._last_row:
                 self._last_row, self._last = p.row, []
             if p.row == self._last_row:
@@ -224,25 +228,19 @@ class DocumentRows:
         kinds = b.kinds
         occ = b.arrival.occurrence
         filled = int(b.placement.length.sum()) + int(b.padding.length.sum()) + int(b.repeat.length.sum())
-        if occ.size and self.per_occurrence:  # the positions filled before each arrival
+        if occ.size and self.per_occurrence:
+            self._w.grow(int(occ.max()) + 1)
+        if occ.size and self.arrival_rows:  # the positions filled before each arrival
             fill = np.zeros(kinds.size, np.int64)
             fill[kinds == PLACEMENT] = b.placement.length
             fill[kinds == PADDING] = b.padding.length
             fill[kinds == REPEAT] = b.repeat.length
             before = self._filled + np.cumsum(fill) - fill
-            rows = before[kinds == ARRIVAL] // self.capacity
-            self._fit(int(rows.max()))
-            self._w.grow(int(occ.max()) + 1)
-            self._w.cols["arrival_row"][self._w.slots(occ)] = rows
+            self._w.cols["arrival_row"][self._w.slots(occ)] = before[kinds == ARRIVAL] // self.capacity
         pocc, prow = b.placement.occurrence, b.placement.row
         if pocc.size:
-            if self.per_occurrence:  # O(batch log batch): only the occurrences placed in it
-                u, low = group_min(pocc, prow)
-                self._fit(int(low.max()))
-                s = self._slots(u)
-                first = self._w.cols["first_row"]
-                cur = first[s].astype(np.int64)
-                first[s] = np.where((cur < 0) | (low < cur), low, cur)
+            if self.per_occurrence:  # O(batch): the least row of each occurrence placed in it
+                np.maximum.at(self._w.cols["first_inv"], self._slots(pocc), ORIGIN - prow)
             top = int(prow.max())
             if top > self._last_row:
                 self._last_row, self._last = top, []
@@ -253,12 +251,9 @@ class DocumentRows:
         for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
             self._reasons[o] = b.reasons[code]
         self._filled += filled
-        self._w.evict(self._open)
+        self._w.evict(_unplaced)
         if b.horizon is not None:
             self._end(b.horizon)
-
-    def _open(self, columns: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.bool_]:
-        return _placed(columns)
 
     def _end(self, h: Horizon) -> None:
         self._done = True
@@ -280,4 +275,6 @@ class DocumentRows:
         assert self.per_occurrence or self._w.n == 0
         assert self._filled >= 0
         for _, c in self._w.blocks(1 << 16):
-            assert np.all((c["first_row"] < 0) | (c["arrival_row"] >= 0)), "a placement before its arrival"
+            assert (c["first_inv"] >= 0).all() and (c["first_inv"] <= ORIGIN).all()
+            if self.arrival_rows:
+                assert np.all((c["first_inv"] == 0) | (c["arrival_row"] >= 0)), "placed before its arrival"

@@ -172,17 +172,17 @@ def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64A
 
     ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
     pass; the aggregates then carry the framework's own padding and targets. ``compiled``: the
-    compiled ledger (same results). Per-occurrence first targets and rows are kept only for
-    ``documents``: without them the ledger holds 13 bytes per occurrence
+    compiled ledger (same results). Per-occurrence first rows are kept only for
+    ``documents`` (the table reads them; no first targets): the ledger holds 13 bytes per occurrence
     (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`); past
     :data:`~packing_theory.audit.store.OUT_OF_CORE` occurrences they go to temporary disk stores
     (memory O(window + buffer)). ``identity`` names the documents of the table.
     """
     offered = int(arr.size) * (passes or 1)
     ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
-                    keep_first_targets=documents, occurrences_hint=offered, store=out_of_core_store(offered))
+                    keep_first_targets=False, occurrences_hint=offered, store=out_of_core_store(offered))
     # the rows also locate the partial row
-    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents,
+    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents, arrival_rows=False,
                                                  store=out_of_core_store(offered) if documents else None)]
     if figures is not None:
         consumers.append(figures)
