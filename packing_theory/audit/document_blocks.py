@@ -36,9 +36,16 @@ from .occurrences import OccurrenceColumns
 from .rows import RowFacts
 from .strata import stratum_index, stratum_labels
 
-__all__ = ["FATES", "NUMERIC", "DocumentBlocks"]
+__all__ = ["COLUMNS", "FATES", "NUMERIC", "DocumentBlocks"]
 
 Int64Array = npt.NDArray[np.int64]
+
+COLUMNS: tuple[str, ...] = (
+    "packer", "document", "pass", "occurrence", "name", "source", "length", "stratum", "started", "first_row",
+    "emitted", "partial_row", "discarded", "filtered", "removed", "buffered", "never_reached", "protected",
+    "fate",
+)
+"""The table's columns, in order (:data:`~packing_theory.audit.documents.DOCUMENT_COLUMNS`)."""
 
 FATES: tuple[str, ...] = ("trained", "partly trained", "never started", "never reached")
 """Fate codes 0..3; code ``4 + k`` is ``removed by <stage k>``."""

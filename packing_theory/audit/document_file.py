@@ -18,15 +18,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError, import_optional
-
-if TYPE_CHECKING:
-    from .documents import DocumentTable
+from .document_blocks import COLUMNS
 
 __all__ = ["WRITE_BLOCK", "csv_field", "write_documents"]
 
@@ -49,10 +47,22 @@ def csv_field(value: str) -> str:
     return value
 
 
-def _columns() -> tuple[str, ...]:
-    from .documents import DOCUMENT_COLUMNS
+class DocumentTable(Protocol):
+    """What the writers read of a :class:`~packing_theory.audit.documents.DocumentTable`."""
 
-    return DOCUMENT_COLUMNS
+    packer: str
+
+    def __len__(self) -> int: ...
+
+    @property
+    def dictionaries(self) -> dict[str, tuple[str, ...]]: ...
+
+    def coded_blocks(self, block: int = ..., *, strings: bool = ...
+                     ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]: ...
+
+
+def _columns() -> tuple[str, ...]:
+    return COLUMNS
 
 
 def _csv_lines(table: DocumentTable, c: dict[str, npt.NDArray[Any]], tail: str) -> str:

@@ -55,7 +55,7 @@ import numpy.typing as npt
 from .._unique import distinct
 from ..errors import InputError
 from ..lengths import validate_lengths
-from .document_blocks import FATES, NEVER_REACHED, NEVER_STARTED, DocumentBlocks
+from .document_blocks import COLUMNS, FATES, NEVER_REACHED, NEVER_STARTED, DocumentBlocks
 from .document_file import write_documents
 from .identity import DocumentIdentity, NameSource
 from .ledger import Ledger
@@ -78,11 +78,7 @@ __all__ = [
 
 Int64Array = npt.NDArray[np.int64]
 
-DOCUMENT_COLUMNS: tuple[str, ...] = (
-    "packer", "document", "pass", "occurrence", "name", "source", "length", "stratum", "started", "first_row",
-    "emitted", "partial_row", "discarded", "filtered", "removed", "buffered", "never_reached", "protected",
-    "fate",
-)
+DOCUMENT_COLUMNS: tuple[str, ...] = COLUMNS
 """Columns of the per-document file, in order. ``document`` is the raw corpus index, ``name`` the file path
 or dataset name (empty when unknown), ``source`` the data source (empty without labels); ``first_row`` and
 ``occurrence`` are -1 when none; a document the funnel removed has ``pass`` -1 and its tokens in

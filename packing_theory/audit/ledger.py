@@ -261,7 +261,8 @@ class Ledger(OccurrenceViews):
                 self._carry = carry
                 p = end
         if bulk and filt.size:
-            self._t.flags[self._t.slots(b.filtered.occurrence)] |= F_FILTERED
+            slots = self._t.slots(b.filtered.occurrence)  # first: a slot lookup may move the columns
+            self._t.flags[slots] |= F_FILTERED
             self._filtered_tokens += exact_sum(b.filtered.length)
             self._filtered_sources += int(filt.size)
         self._padding_tokens += int(b.padding.length.sum())

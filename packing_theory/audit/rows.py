@@ -204,7 +204,8 @@ class DocumentRows:
                 o = cast(Arrival, item).occurrence
                 self._w.grow(o + 1)
                 if self.arrival_rows:
-                    self._w.cols["arrival_row"][self._w.slot(o)] = self._filled // self.capacity
+                    s = self._w.slot(o)  # first: a slot lookup may move the columns
+                    self._w.cols["arrival_row"][s] = self._filled // self.capacity
                 self._w.evict(_unplaced)
         elif t is Placement:
             p = cast(Placement, item)
@@ -236,11 +237,13 @@ class DocumentRows:
             fill[kinds == PADDING] = b.padding.length
             fill[kinds == REPEAT] = b.repeat.length
             before = self._filled + np.cumsum(fill) - fill
-            self._w.cols["arrival_row"][self._w.slots(occ)] = before[kinds == ARRIVAL] // self.capacity
+            s = self._w.slots(occ)  # first: a slot lookup may move the columns
+            self._w.cols["arrival_row"][s] = before[kinds == ARRIVAL] // self.capacity
         pocc, prow = b.placement.occurrence, b.placement.row
         if pocc.size:
             if self.per_occurrence:  # O(batch): the least row of each occurrence placed in it
-                np.maximum.at(self._w.cols["first_inv"], self._slots(pocc), ORIGIN - prow)
+                s = self._slots(pocc)  # first: a slot lookup may move the columns
+                np.maximum.at(self._w.cols["first_inv"], s, ORIGIN - prow)
             top = int(prow.max())
             if top > self._last_row:
                 self._last_row, self._last = top, []

@@ -43,7 +43,7 @@ stratum's median is not settled by the first).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -52,9 +52,6 @@ from .coverage import CoverageSummary
 from .store import ColumnStore
 from .strata import stratum_index
 from .window import WINDOW, OccurrenceWindow
-
-if TYPE_CHECKING:
-    from .compiled import LedgerKernels
 
 __all__ = ["ADDED", "ARRIVED", "BLOCK", "BYTES_PER_OCCURRENCE", "FILTERED", "FIRST_ORIGIN", "STARTED",
            "SourceTable", "TableAggregates", "summarise_coverage", "table_aggregates"]
@@ -261,6 +258,15 @@ SUM_KEYS = ("counts", "started_by", "full_by", "arrived_tokens", "emitted_tokens
 """The per-stratum sums of :class:`TableAggregates`, in order (the compiled reduction's table rows)."""
 
 
+class BlockReducer(Protocol):
+    """A compiled block reduction (:class:`~packing_theory.audit.compiled.LedgerKernels`)."""
+
+    def reduce_block(self, c: dict[str, npt.NDArray[Any]], buffered: Int64Array, red: Reduction
+                     ) -> list[npt.NDArray[np.float64]] | None: ...
+
+    def coverage_block(self, c: dict[str, npt.NDArray[Any]]) -> list[npt.NDArray[np.float64]]: ...
+
+
 class Reduction:
     """The running state of :func:`table_aggregates` (filled by the numpy or the compiled block reduction)."""
 
@@ -358,7 +364,7 @@ def _block_buffered(a: int, b: int, buf_occ: Int64Array, buf_amt: Int64Array) ->
 
 def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, boundaries: tuple[int, ...],
                      capacity: int, block: int | None = None, *, counts: Sequence[int] | None = None,
-                     kernels: LedgerKernels | None = None) -> TableAggregates:
+                     kernels: BlockReducer | None = None) -> TableAggregates:
     """Reduce the table (``buf_occ`` sorted, with ``buf_amt`` source tokens buffered at the horizon).
 
     ``counts`` are the arrived occurrences per stratum when the caller kept

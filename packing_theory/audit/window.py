@@ -31,7 +31,8 @@ every result is the one the whole table in memory gives. Without a store
 >>> from packing_theory.audit.store import ColumnStore
 >>> w = OccurrenceWindow({"left": np.int32}, store=ColumnStore(), window=2)
 >>> w.grow(6)
->>> w.cols["left"][w.slots(np.arange(6))] = [0, 4, 0, 0, 0, 0]
+>>> s = w.slots(np.arange(6))
+>>> w.cols["left"][s] = [0, 4, 0, 0, 0, 0]
 >>> w.evict(lambda c: c["left"] > 0)      # ids 0, 1 go to the store; 1 stays in memory
 >>> w.base, w.old_ids().tolist(), w.get("left", np.array([1, 5])).tolist()
 (2, [1], [4, 0])
@@ -173,7 +174,10 @@ class OccurrenceWindow:
 
     def slots(self, occ: Int64Array, *, load: bool = True) -> Int64Array:
         """The slot of each occurrence id; -1 for ids outside ``[0, n)``. An evicted id is loaded back into an
-        old slot (``load``; else -1). O(len(occ)), plus O(log k) per id older than the window."""
+        old slot (``load``; else -1). O(len(occ)), plus O(log k) per id older than the window.
+
+        Loading may reallocate :attr:`cols`: take the slots *before* reading a column array
+        (``s = w.slots(occ); w.cols[name][s] = v``, not ``w.cols[name][w.slots(occ)] = v``)."""
         shift = self.base - self.off
         if occ.size:
             lo, hi = int(occ.min()), int(occ.max())
