@@ -110,7 +110,7 @@ def test_bad_use_is_refused_with_the_parameter_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="append needs 1-D columns of one length"):
         s.append({"a": np.int64(3)})
     (tmp_path / "x.npy").write_bytes(b"")
-    with pytest.raises(InputError, match="already holds column files .*x.npy.*give an empty directory"):
+    with pytest.raises(InputError, match=r"already holds column files .*x\.npy.*give an empty directory"):
         ColumnStore(tmp_path)
     s._check()
 
@@ -146,7 +146,6 @@ def _account(events: list[Any], R: int, B: int, lengths: list[int], passes: int 
     from packing_theory.audit.documents import DocumentRows, document_table
     from packing_theory.audit.untrained import never_trained
     from packing_theory.engine.batches import batched
-    from packing_theory.engine.consumers import feed_all
 
     stores = (ColumnStore(), ColumnStore()) if store else (None, None)
     ledger = Ledger(R, B, boundaries=(2, 4, 8, 16), exposure_bins=4, compiled=compiled, chunk=5,

@@ -38,7 +38,8 @@ class WindowMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.w.n > 0)
     @rule(data=st.data())
     def write(self, data: st.DataObject) -> None:
-        ids = np.asarray(sorted(set(data.draw(st.lists(st.integers(0, self.w.n - 1), min_size=1, max_size=5)))))
+        drawn = data.draw(st.lists(st.integers(0, self.w.n - 1), min_size=1, max_size=5))
+        ids = np.asarray(sorted(set(drawn)))
         values = np.asarray(data.draw(st.lists(st.integers(0, 3), min_size=ids.size, max_size=ids.size)))
         s = self.w.slots(ids)  # an evicted id is loaded back first
         assert (s >= 0).all()
