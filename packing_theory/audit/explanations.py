@@ -39,6 +39,7 @@ from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entry
 from .documents import DocumentRows, document_table
+from .identity import NameSource
 from .ledger import Ledger
 from .untrained import HorizonStatement, horizon_statement
 
@@ -81,7 +82,8 @@ class Explanation:
 
 
 def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "discard", capacity: int = 2049,
-            min_buffer: int = 1000, horizon: Budget | None = None, names: Sequence[str] | None = None,
+            min_buffer: int = 1000, horizon: Budget | None = None,
+            names: Sequence[str] | NameSource | None = None,
             pass_index: int = 0, options: Mapping[str, Any] | None = None, **knobs: Any) -> Explanation:
     """Explain what ``policy`` did to ``document`` (an id, or a name of ``names``) at ``horizon``.
 

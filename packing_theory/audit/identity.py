@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..corpus.funnel import FunnelResult
     from ..corpus.labels import SourceLabels
 
-__all__ = ["DocumentIdentity", "FileNames", "ListNames", "NameSource", "as_names"]
+__all__ = ["DocumentIdentity", "FileNames", "ListNames", "NameSource", "as_names", "document_identity"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -229,3 +229,19 @@ class DocumentIdentity:
             at = int(np.searchsorted(idx, raw))
             return np.asarray([at] if at < idx.size and idx[at] == raw else [], np.int64)
         return np.flatnonzero(idx == raw).astype(np.int64)
+
+
+def document_identity(raw_lengths: npt.ArrayLike, *, names: NameSource | Sequence[str] | None = None,
+                      labels: SourceLabels | None = None, funnel: FunnelResult | None = None
+                      ) -> DocumentIdentity:
+    """The identity of a raw corpus's documents as a packer replays them: all of them, or, with a
+    cleaning ``funnel``, the ones it kept (the removed ones listed with their stage). ``names`` and
+    ``labels`` cover the raw corpus.
+
+    >>> document_identity([4, 5], names=["a", "b"]).name_of(np.array([1]))
+    ['b']
+    """
+    if funnel is not None:
+        return DocumentIdentity.from_funnel(funnel, raw_lengths, names=names, labels=labels)
+    size = int(raw_lengths.size) if isinstance(raw_lengths, np.ndarray) else int(np.asarray(raw_lengths).size)
+    return DocumentIdentity.of(size, names=names, labels=labels)

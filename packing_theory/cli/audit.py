@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
-from ..audit.documents import DOCUMENTS_DEFAULT_LIMIT, census_names, document_names
+from ..audit.documents import DOCUMENTS_DEFAULT_LIMIT, census_names
+from ..audit.identity import FileNames, NameSource, document_identity
 from ..corpus.textcount import BuiltinTokenizer
 from ..engine.horizon import Budget
 from ..engine.policies import RANDOM_SPAN_SEED, PackerConfig
@@ -187,7 +188,8 @@ def load_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     return lengths, label
 
 
-def load_named_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str, list[str] | None]:
+def load_named_corpus(args: argparse.Namespace
+                      ) -> tuple[npt.NDArray[np.int64], str, NameSource | Sequence[str] | None]:
     """:func:`load_corpus` and one name per document where the inputs know them (else ``None``).
 
     ``--text`` files (one document per file) and ``--data`` readers name each
@@ -204,8 +206,11 @@ def load_named_corpus(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], 
         labels, codes = reader.sources()
         counts = np.bincount(codes, minlength=len(labels)).tolist() if len(codes) else [0] * len(labels)
         ordered = codes.size == 0 or bool(np.all(np.diff(codes) >= 0))
-        names = document_names(labels, counts) if ordered and codes.size == lengths.size else None
-        return lengths, label, names
+        own = getattr(reader, "names", None)  # a dataset's own name/id column, read lazily
+        named = own() if callable(own) else None
+        if named is None and ordered and codes.size == lengths.size:
+            named = FileNames(labels, counts)
+        return lengths, label, named
     if args.lengths:
         lengths = load_lengths(args.lengths)
         return lengths, Path(args.lengths).name, census_names(Path(args.lengths).parent / "census.json",
@@ -355,7 +360,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.ND
 
 
 def load_named_inputs(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None,
-                                                         str, str, list[str] | None]:
+                                                         str, str, NameSource | Sequence[str] | None]:
     """:func:`load_inputs` and the training documents' names (:func:`load_named_corpus`)."""
     if args.demo:
         demo = audit_demo(args.scale)
@@ -390,7 +395,7 @@ def documents_file(args: argparse.Namespace, documents: int) -> str | None:
 
 def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, train: npt.NDArray[np.int64],
            evals: npt.NDArray[np.int64] | None, label: str, eval_label: str,
-           documents: bool = False, names: list[str] | None = None) -> AuditResult:
+           documents: bool = False, identity: Any = None) -> AuditResult:
     """Every policy, streaming and peer, through :func:`run_audit` (in ``--workers`` processes)."""
     from ..distributed.executors import open_executor
     from ..reporting import progress_bar
@@ -406,7 +411,7 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
             permutations=args.permutations, permutation_seed=args.permutation_seed, eval_lengths=evals,
             eval_targets=plan.eval_targets, eval_prefixes=plan.prefixes, engine=args.engine,
             corpus_label=label, eval_label=eval_label, progress=bar, executor=executor,
-            horizon=plan.horizon, documents=documents, document_names=names,
+            horizon=plan.horizon, documents=documents, document_identity=identity,
         )
 
 
@@ -493,10 +498,10 @@ def run(args: argparse.Namespace) -> int:
             if reading is not None:
                 reading.close()
         raw, labels, funnel = _source_inputs(args, train)
+        # every document by its raw corpus index, name and source; the funnel's removed ones listed too
+        identity = document_identity(raw, names=names, labels=labels, funnel=funnel)
         if funnel is not None:  # the packers replay what the cleaning funnel keeps
             train = train[funnel.keep]
-            if names is not None:
-                names = [n for n, keep in zip(names, funnel.keep.tolist(), strict=True) if keep]
         doc_file = documents_file(args, int(train.size) * config.passes)
         if doc_file is not None and doc_file.endswith(".parquet"):
             from ..errors import import_optional
@@ -508,7 +513,7 @@ def run(args: argparse.Namespace) -> int:
             check_world_size(ranks_source, args.world_size, args.row_group_size)
         t_loaded = time.perf_counter()
 
-        result = _audit(args, plan, config, train, evals, label, eval_label, doc_file is not None, names)
+        result = _audit(args, plan, config, train, evals, label, eval_label, doc_file is not None, identity)
         result.seconds["inputs"] = t_loaded - t_start
         sections, md_lines, rank_failing = _ranks(args, plan, config, ranks_source)
         sources = None

@@ -75,3 +75,44 @@ def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
     assert a.filtered_reason == b.filtered_reason
     with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
         DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [5, 50])
+def test_listing_the_reports_documents_costs_the_same_at_any_corpus_size(limit: int) -> None:
+    """The page lists the largest never-trained documents: rows read = the rows listed, no column built,
+    whatever the corpus size (``DocumentTable.builds`` counts the work)."""
+    from packing_theory.orchestration import run_audit
+    from packing_theory.rendering.audit import never_trained_documents
+
+    costs = []
+    for n in (2_000, 40_000):
+        lengths = np.random.default_rng(n).integers(1, 60, n)
+        res = run_audit(lengths, PackerConfig(capacity=16, min_buffer=4, refill=2, rows=n // 20),
+                        permutations=0, documents=True)
+        (table,) = res.document_tables
+        assert table.builds == {"columns": 0, "rows": 0}  # building the table read no row
+        page = never_trained_documents(res, limit=limit)
+        listed = page["never_trained_documents"]
+        assert len(listed) == limit and "never_trained_documents_note" in page
+        costs.append(dict(table.builds))
+        # the same documents a whole-column computation finds
+        fate, length = table.column("fate"), table.column("length")
+        idx = np.flatnonzero((fate == "never started") | (fate == "never reached"))
+        order = idx[np.lexsort((idx, -length[idx]))][:limit]
+        assert [r["document"] for r in listed] == table.column("document")[order].tolist()
+    assert costs[0] == costs[1] == {"columns": 0, "rows": limit}
+
+
+def test_a_row_costs_one_row_and_a_column_is_counted() -> None:
+    table = _table()
+    table.row(3)
+    table.row(-1)
+    assert table.builds == {"columns": 0, "rows": 2}
+    table.column("fate")
+    assert table.builds["columns"] == 1
+    with pytest.raises(InputError, match="row 30 is outside the table's 30 rows"):
+        table.row(30)
+    with pytest.raises(InputError, match="column must be one of packer, document"):
+        table.column("nope")
+    with pytest.raises(InputError, match=r"total needs an integer column of .*; got 'fate'"):
+        table.total("fate")
