@@ -26,10 +26,13 @@ import numpy.typing as npt
 from ..errors import InputError, import_optional
 from .document_blocks import COLUMNS
 
-__all__ = ["WRITE_BLOCK", "csv_field", "write_documents"]
+__all__ = ["CSV_BLOCK", "WRITE_BLOCK", "csv_field", "write_documents"]
 
 WRITE_BLOCK = 1 << 18
-"""Rows read and written at a time (a Parquet row group)."""
+"""Rows read and written at a time in a Parquet file (a row group)."""
+
+CSV_BLOCK = 1 << 15
+"""Rows read and written at a time in a CSV file (its Python strings are the memory)."""
 
 _CODED = ("packer", "stratum", "fate", "source")
 _BOOL = ("started", "protected")
@@ -91,7 +94,7 @@ def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator
     yield ",".join(csv_field(h) for h in header) + "\n"
     tail = csv_field(run_id) if run_id else ""
     for t in tables:
-        for _, c in t.coded_blocks(WRITE_BLOCK):
+        for _, c in t.coded_blocks(CSV_BLOCK):
             yield _csv_lines(t, c, tail)
 
 
@@ -127,8 +130,8 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
                     run_id: str | None = None) -> Path:
     """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
 
-    Written in blocks of :data:`WRITE_BLOCK` rows (memory O(block) beyond the
-    tables). ``run_id`` (a report's run) is a last column ``run`` on every row,
+    Written in blocks of :data:`WRITE_BLOCK` rows (Parquet) or :data:`CSV_BLOCK`
+    rows (CSV): memory O(block) beyond the tables. ``run_id`` (a report's run) is a last column ``run`` on every row,
     in both formats (and the Parquet file's ``run`` metadata), so that a row
     read on its own, or the report's check, ties the file to its run.
 
