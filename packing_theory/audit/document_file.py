@@ -69,24 +69,23 @@ def _columns() -> tuple[str, ...]:
 
 
 def _csv_lines(table: DocumentTable, c: dict[str, npt.NDArray[Any]], tail: str) -> str:
+    """One block as CSV lines: one ``%`` format per row (``%d`` for the integers, the strings escaped)."""
     dicts = table.dictionaries
-    cols: list[list[str]] = []
+    m = int(c["length"].size)
+    cols: list[list[Any]] = []
     for name in _columns():
-        if name == "packer":
-            cols.append([csv_field(table.packer)] * c["length"].size)
-        elif name in _CODED:
-            words = [csv_field(w) for w in dicts[name]]
-            cols.append([words[i] for i in c[name].tolist()])
+        if name in _CODED:
+            words = np.asarray([csv_field(w) for w in dicts[name]], dtype=object)
+            cols.append(words[np.zeros(m, np.intp) if name == "packer" else c[name]].tolist())
         elif name == "name":
-            cols.append([csv_field(str(v)) for v in c[name].tolist()] if name in c
-                        else [""] * c["length"].size)
+            cols.append([csv_field(str(v)) for v in c[name].tolist()] if name in c else [""] * m)
         elif name in _BOOL:
-            cols.append(["true" if v else "false" for v in c[name].tolist()])
+            cols.append(np.where(c[name], "true", "false").tolist())
         else:
-            cols.append(list(map(str, c[name].tolist())))
-    if tail:
-        cols.append([tail] * c["length"].size)
-    return "".join(line + "\n" for line in map(",".join, zip(*cols, strict=True)))
+            cols.append(c[name].tolist())
+    fmt = ",".join("%d" if n not in (*_CODED, "name", *_BOOL) else "%s" for n in _columns())
+    fmt += ("," + tail.replace("%", "%%") if tail else "") + "\n"
+    return "".join([fmt % row for row in zip(*cols, strict=True)])
 
 
 def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator[str]:
@@ -106,6 +105,13 @@ def _parquet(out: Path, tables: Sequence[DocumentTable], run_id: str | None) -> 
     schema = pa.schema([*fields, *([("run", pa.string())] if run_id else [])], metadata={"run": run_id or ""})
     strings = [c for c in (*_CODED, "name", "run") if c in schema.names]
     delta = {c: "DELTA_BINARY_PACKED" for c in _columns() if c not in (*_CODED, "name", *_BOOL)}
+    constants: dict[tuple[str, int], Any] = {}
+
+    def constant(value: str, m: int) -> Any:  # one array per value and block size
+        if (value, m) not in constants:
+            constants[(value, m)] = pa.array([value], pa.string()).take(pa.array(np.zeros(m, np.int32)))
+        return constants[(value, m)]
+
     with pq.ParquetWriter(str(out), schema, use_dictionary=strings, column_encoding=delta) as w:
         for t in tables:
             words = {k: pa.array(list(v), pa.string()) for k, v in t.dictionaries.items()}
@@ -113,16 +119,17 @@ def _parquet(out: Path, tables: Sequence[DocumentTable], run_id: str | None) -> 
                 m = int(c["length"].size)
                 arrays = []
                 for name in _columns():
-                    if name in _CODED:
-                        codes = np.zeros(m, np.int32) if name == "packer" else c[name].astype(np.int32)
-                        arrays.append(words[name].take(pa.array(codes)))
+                    values = t.dictionaries[name] if name in _CODED else ()
+                    if len(values) == 1:  # the packer; a source column without labels
+                        arrays.append(constant(values[0], m))
+                    elif name in _CODED:
+                        arrays.append(words[name].take(pa.array(c[name].astype(np.int32))))
                     elif name == "name":
-                        arrays.append(pa.array(c[name], pa.string()) if name in c else
-                                      pa.array([""], pa.string()).take(pa.array(np.zeros(m, np.int32))))
+                        arrays.append(pa.array(c[name], pa.string()) if name in c else constant("", m))
                     else:
                         arrays.append(pa.array(c[name]))
                 if run_id:
-                    arrays.append(pa.array([run_id], pa.string()).take(pa.array(np.zeros(m, np.int32))))
+                    arrays.append(constant(run_id, m))
                 w.write_table(pa.Table.from_arrays(arrays, schema=schema))
 
 
@@ -131,9 +138,10 @@ def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable
     """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
 
     Written in blocks of :data:`WRITE_BLOCK` rows (Parquet) or :data:`CSV_BLOCK`
-    rows (CSV): memory O(block) beyond the tables. ``run_id`` (a report's run) is a last column ``run`` on every row,
-    in both formats (and the Parquet file's ``run`` metadata), so that a row
-    read on its own, or the report's check, ties the file to its run.
+    rows (CSV): memory O(block) beyond the tables. ``run_id`` (a report's
+    run) is a last column ``run`` on every row, in both formats (and the
+    Parquet file's ``run`` metadata), so that a row read on its own, or the
+    report's check, ties the file to its run.
 
     Raises:
         InputError: another suffix.

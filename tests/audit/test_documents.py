@@ -116,3 +116,17 @@ def test_a_row_costs_one_row_and_a_column_is_counted() -> None:
         table.column("nope")
     with pytest.raises(InputError, match=r"total needs an integer column of .*; got 'fate'"):
         table.total("fate")
+
+
+def test_csv_quotes_names_as_the_csv_module_does(tmp_path: Path) -> None:
+    """Names with commas, quotes, newlines and percent signs read back as written; a run id with ``%``."""
+    names = [f'a,b{i}' if i % 4 == 0 else f'say "x{i}"' if i % 4 == 1 else f"50%{i}\nnew" if i % 4 == 2
+             else f"plain{i}" for i in range(len(LENGTHS))]
+    ledger, rows = Ledger(16, 4), DocumentRows(16)
+    feed_all(Packer(PackerConfig(capacity=16, min_buffer=4, refill=2)).events(LENGTHS), ledger, rows)
+    table = document_table(ledger, rows.result(), LENGTHS, names=names)
+    write_documents(tmp_path / "d.csv", [table], run_id="run%d-1")
+    with open(tmp_path / "d.csv", encoding="utf-8", newline="") as f:
+        got = list(csv.DictReader(f))
+    assert [r["name"] for r in got] == names and {r["run"] for r in got} == {"run%d-1"}
+    assert [int(r["emitted"]) for r in got] == table.column("emitted").tolist()
