@@ -148,22 +148,26 @@ class DocumentBlocks:
             out[hit] = values[at[hit]]
         return out
 
-    def untrained(self, a: int, b: int) -> tuple[Int64Array, Int64Array]:
-        """The offered rows of ``[a, b)`` with no token emitted (never started or never reached) and their
-        lengths: what the fate column says, from the ledger's arrived and started flags alone. O(b - a)."""
+    def untrained(self, a: int, b: int) -> tuple[Int64Array, Int64Array, npt.NDArray[np.bool_]]:
+        """The offered rows of ``[a, b)`` with no token emitted, their lengths and whether each arrived
+        (never started) or not (never reached): what the fate column says, from the ledger's arrived and
+        started flags alone. O(b - a)."""
         b = min(b, self.offered)
         if a >= b:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.bool_)
         if self.occurrence is None:
             hi = min(b, self.view.n)
             started = np.zeros(b - a, np.bool_)
+            arrived = np.zeros(b - a, np.bool_)
             if a < hi:
-                started[: hi - a] = self.view.range(a, hi, ("started",))["started"]
+                got = self.view.range(a, hi, ("arrived", "started"))
+                started[: hi - a], arrived[: hi - a] = got["started"], got["arrived"]
         else:
             occ, led, _ = self._ledger(a, b)
-            started = (occ >= 0) & led["started"]
+            arrived = occ >= 0
+            started = arrived & led["started"]
         idx = np.flatnonzero(~started)
-        return a + idx, self.read_lengths(a, b)[idx]
+        return a + idx, self.read_lengths(a, b)[idx], arrived[idx]
 
     def block(self, a: int, b: int, *, strings: bool = True) -> dict[str, npt.NDArray[Any]]:
         """Rows ``[a, b)``: every column but ``packer``, string columns as codes (``name`` only with

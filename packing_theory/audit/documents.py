@@ -65,6 +65,7 @@ __all__ = [
     "DOCUMENTS_DEFAULT_LIMIT",
     "DOCUMENT_COLUMNS",
     "DOCUMENT_FATES",
+    "UNTRAINED_FATES",
     "UNTRAINED_KEPT",
     "DocumentRows",
     "DocumentTable",
@@ -91,7 +92,11 @@ DOCUMENTS_DEFAULT_LIMIT = 100_000
 """``audit`` writes ``documents.csv`` without being asked when a corpus has at most this many documents."""
 
 UNTRAINED_KEPT = 1000
-"""The largest never-trained documents :func:`document_table` finds while it builds the table."""
+"""The largest never-started and never-reached documents :func:`document_table` finds while it builds
+the table."""
+
+UNTRAINED_FATES: tuple[str, ...] = ("never started", "never reached")
+"""The fates of a document no row holds a token of (:meth:`DocumentTable.largest_untrained`)."""
 
 _BLOCK = 1 << 16
 _BOOL = ("started", "protected")
@@ -107,7 +112,7 @@ class DocumentTable:
     """
 
     def __init__(self, packer: str, capacity: int, blocks: DocumentBlocks, *,
-                 untrained: tuple[Int64Array, int] | None = None) -> None:
+                 untrained: dict[str, tuple[Int64Array, Int64Array, int]] | None = None) -> None:
         self.packer = packer
         self.capacity = capacity
         self._b = blocks
@@ -172,15 +177,22 @@ class DocumentTable:
             self._totals[name] = sum(int(c[name].sum()) for _, c in self.coded_blocks(1 << 20, strings=False))
         return self._totals[name]
 
-    def largest_untrained(self, limit: int) -> tuple[list[dict[str, Any]], int]:
-        """The ``limit`` largest documents with no token emitted (never started or never reached), largest
-        first (ties by row), as rows; and how many there are. O(limit) rows when ``limit`` is at most
-        :data:`UNTRAINED_KEPT` (found while the table was built), else one pass over the table."""
-        if self._untrained is None or (limit > self._untrained[0].size and self._untrained[0].size < \
-                self._untrained[1]):
-            self._untrained = _largest_untrained(self, max(limit, UNTRAINED_KEPT))
-        rows, count = self._untrained
-        return [self.row(int(i)) for i in rows[:limit]], count
+    def largest_untrained(self, limit: int, fates: Sequence[str] = UNTRAINED_FATES
+                          ) -> tuple[list[dict[str, Any]], int]:
+        """The ``limit`` largest documents of ``fates`` (``never started`` and/or ``never reached``: no
+        token emitted), largest first (ties by row), as rows; and how many there are. O(limit) rows when
+        ``limit`` is at most :data:`UNTRAINED_KEPT` (found while the table was built), else one pass
+        over the ledger's flags and the lengths."""
+        wanted = tuple(dict.fromkeys(fates))
+        if not wanted or any(f not in UNTRAINED_FATES for f in wanted):
+            raise InputError(f"fates must be among {', '.join(UNTRAINED_FATES)}; got {list(fates)}")
+        tops = self._untrained
+        if tops is None or any(tops[f][0].size < min(limit, tops[f][2]) for f in wanted):
+            tops = self._untrained = _largest_untrained(self, max(limit, UNTRAINED_KEPT))
+        rows = np.concatenate([tops[f][0] for f in wanted])
+        lengths = np.concatenate([tops[f][1] for f in wanted])
+        order = np.lexsort((rows, -lengths))[:limit]
+        return [self.row(int(i)) for i in rows[order]], sum(tops[f][2] for f in wanted)
 
     def find(self, document: str | int) -> list[int]:
         """Row indices of a document by raw corpus index (``"12"`` or 12) or by name.
@@ -269,26 +281,27 @@ def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
     return np.asarray([d for d, _ in suffix], np.int64)
 
 
-def _largest_untrained(table: DocumentTable, keep: int) -> tuple[Int64Array, int]:
-    """The rows of the ``keep`` largest never-started or never-reached documents (largest first, ties by
-    row) and their count, in one pass over the ledger's started flags and the lengths. O(rows)."""
-    rows = np.zeros(0, np.int64)
-    lengths = np.zeros(0, np.int64)
-    count = 0
+def _largest_untrained(table: DocumentTable, keep: int) -> dict[str, tuple[Int64Array, Int64Array, int]]:
+    """Per fate (never started, never reached): the rows and lengths of its ``keep`` largest documents
+    (largest first, ties by row) and its count, in one pass over the ledger's flags and the lengths.
+    O(rows) time, O(block + keep) memory."""
+    tops = {f: (np.zeros(0, np.int64), np.zeros(0, np.int64), 0) for f in UNTRAINED_FATES}
     blocks = table._b
     for a in range(0, blocks.offered, 1 << 20):
-        idx, ln = blocks.untrained(a, a + (1 << 20))
-        count += int(idx.size)
-        if rows.size >= keep:  # only a strictly longer document can displace the kept ones
-            sel = ln > lengths[-1]
-            idx, ln = idx[sel], ln[sel]
-        if not idx.size:
-            continue
-        rows = np.concatenate([rows, idx])
-        lengths = np.concatenate([lengths, ln])
-        order = np.lexsort((rows, -lengths))[:keep]
-        rows, lengths = rows[order], lengths[order]
-    return rows, count
+        idx_all, ln_all, arrived = blocks.untrained(a, a + (1 << 20))
+        for fate, sel in zip(UNTRAINED_FATES, (arrived, ~arrived), strict=True):
+            rows, lengths, count = tops[fate]
+            idx, ln = idx_all[sel], ln_all[sel]
+            count += int(idx.size)
+            if rows.size >= keep:  # only a strictly longer document can displace the kept ones
+                longer = ln > lengths[-1]
+                idx, ln = idx[longer], ln[longer]
+            if idx.size:
+                rows, lengths = np.concatenate([rows, idx]), np.concatenate([lengths, ln])
+                order = np.lexsort((rows, -lengths))[:keep]
+                rows, lengths = rows[order], lengths[order]
+            tops[fate] = (rows, lengths, count)
+    return tops
 
 
 def partial_row_tokens(arrays: dict[str, npt.NDArray[Any]], rows: RowFacts) -> Int64Array:

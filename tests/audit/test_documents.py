@@ -130,3 +130,27 @@ def test_csv_quotes_names_as_the_csv_module_does(tmp_path: Path) -> None:
         got = list(csv.DictReader(f))
     assert [r["name"] for r in got] == names and {r["run"] for r in got} == {"run%d-1"}
     assert [int(r["emitted"]) for r in got] == table.column("emitted").tolist()
+
+
+@pytest.mark.parametrize("fates", [("never started",), ("never reached",),
+                                   ("never started", "never reached")])
+def test_largest_untrained_by_fate_equals_whole_columns(fates: tuple[str, ...],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import packing_theory.audit.documents as documents
+
+    lengths = np.random.default_rng(4).integers(1, 70, 3000)
+    packer = Packer(capacity=16, min_buffer=6, refill=2, rows=300)
+    ledger, rows = Ledger.for_packer(packer), DocumentRows.for_packer(packer)
+    _, facts = feed_all(packer.stream(lengths), ledger, rows)
+    monkeypatch.setattr(documents, "UNTRAINED_KEPT", 3)  # a larger limit makes it look again
+    table = document_table(ledger, facts, lengths)
+    fate, length = table.column("fate"), table.column("length")
+    idx = np.flatnonzero(np.isin(fate, fates))
+    order = idx[np.lexsort((idx, -length[idx]))]
+    for limit in (2, 40):
+        got, count = table.largest_untrained(limit, fates)
+        assert count == idx.size and [r["document"] for r in got] == order[:limit].tolist()
+        assert all(r["fate"] in fates for r in got)
+    with pytest.raises(InputError, match=r"fates must be among never started, never reached; "
+                                         r"got \['trained'\]"):
+        table.largest_untrained(3, ("trained",))
