@@ -137,9 +137,12 @@ def export_tree(ref: str, into: Path) -> Path:
     return into
 
 
-def warm(lengths: Path, scratch: Path, code: Path) -> None:
-    """Load (compile and cache) the numba kernels of ``code`` once."""
-    run_child([sys.executable, "-m", "packing_theory.cli", "audit", "--lengths", str(lengths), "--policy",
+def warm(scratch: Path, code: Path) -> None:
+    """Load (compile and cache) the numba kernels of ``code`` once, on 20,000 documents."""
+    small = scratch / "warm_lengths.npy"
+    if not small.exists():
+        write_lengths(str(small), 20_000)
+    run_child([sys.executable, "-m", "packing_theory.cli", "audit", "--lengths", str(small), "--policy",
                "discard", "--engine", "compiled", "--permutations", "0", "--no-plots", "--no-progress",
                "--force", "--out", str(scratch / "warm"), "--documents", "documents.parquet"], code)
 
@@ -164,7 +167,7 @@ def parquet_differences(a: Path, b: Path) -> dict[str, Any]:
 def part_documents(n: int, scratch: Path) -> dict[str, Any]:
     lengths = scratch / f"lengths_{n}.npy"
     run_child([sys.executable, str(HERE), "--write", str(lengths), str(n)])
-    warm(lengths, scratch, ROOT)
+    warm(scratch, ROOT)
     out: dict[str, Any] = {"documents": n, "runs": []}
     for documents in (None, "documents.parquet", "documents.csv"):
         r = audit(lengths, scratch / "documents_run", documents)
@@ -184,8 +187,8 @@ def part_json(n: int, scratch: Path, baseline: str, timeout: float) -> dict[str,
     run_child([sys.executable, str(HERE), "--write", str(lengths), str(n)])
     old = export_tree(baseline, scratch / "baseline")
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", baseline], capture_output=True, text=True)
-    warm(lengths, scratch, old)
-    warm(lengths, scratch, ROOT)
+    warm(scratch, old)
+    warm(scratch, ROOT)
     out: dict[str, Any] = {"documents": n, "baseline": baseline, "baseline_commit": head.stdout.strip()}
     for documents in (None, "documents.parquet"):
         key = "table" if documents else "no_table"
@@ -215,7 +218,7 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
         t0 = time.perf_counter()
         run_child([sys.executable, str(HERE), "--write", str(lengths), str(n)])
         write_s = round(time.perf_counter() - t0, 1)
-        warm(lengths, scratch, ROOT)
+        warm(scratch, ROOT)
         entry: dict[str, Any] = {"documents": n, "write_input_s": write_s, "df_before": _df(scratch)}
         entry["table"] = audit(lengths, scratch / "scale_table", "documents.parquet")
         print(json.dumps(entry), flush=True)
@@ -224,7 +227,7 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
             entry["no_table"] = audit(lengths, scratch / "scale_plain", None)
             print(json.dumps(entry["no_table"]), flush=True)
         if n in baseline_sizes:
-            warm(lengths, scratch, old)
+            warm(scratch, old)
             entry["today_no_table"] = audit(lengths, scratch / "scale_today", None, old)
             print(json.dumps(entry["today_no_table"]), flush=True)
         lengths.unlink()
@@ -280,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     for leftover in ("documents_run", "warm", "today_table", "new_table", "today_no_table", "new_no_table",
                      "scale_plain", "scale_today"):
         shutil.rmtree(scratch / leftover, ignore_errors=True)
+    (scratch / "warm_lengths.npy").unlink(missing_ok=True)
     result["parent_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.quick:
         print(json.dumps(result, indent=1)[:4000])
