@@ -214,17 +214,19 @@ def coverage_split(flags, length_col, emitted, n, bounds, starts, out):
     S = bounds.size + 1
     for s in range(S + 1):
         starts[s] = 0
+    strata = np.empty(n, np.uint8)  # S <= 255: the caller checks
     for o in range(n):
-        if flags[o] & ARRIVED:
-            starts[_stratum(bounds, np.int64(length_col[o])) + 1] += 1
+        s = _stratum(bounds, np.int64(length_col[o])) if flags[o] & ARRIVED else S
+        strata[o] = s
+        if s < S:
+            starts[s + 1] += 1
     for s in range(S):
         starts[s + 1] += starts[s]
     cursor = starts[:S].copy()
     for o in range(n):
-        if flags[o] & ARRIVED:
-            size = np.int64(length_col[o])
-            s = _stratum(bounds, size)
-            out[cursor[s]] = emitted[o] / max(size, 1)
+        s = strata[o]
+        if s < S:
+            out[cursor[s]] = emitted[o] / max(np.int64(length_col[o]), 1)
             cursor[s] += 1
 
 

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine.compiled import load_numba_module
+from ..errors import InputError
 from .table import SUM_KEYS, Reduction, SourceTable
 
 __all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "StreamKernels", "load_ledger_kernels"]
@@ -64,6 +65,9 @@ class LedgerKernels:
     """
 
     def __init__(self, capacity: int, boundaries: tuple[int, ...], bins: int) -> None:
+        if len(boundaries) > 254:  # the coverage kernel keeps each occurrence's stratum in a byte
+            raise InputError(f"boundaries: the compiled ledger takes at most 254 stratum boundaries, got "
+                             f"{len(boundaries)}")
         self.k = load_ledger_kernels()
         self.capacity = int(capacity)
         self.bounds = np.asarray(boundaries, dtype=np.int64)

@@ -46,13 +46,16 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..errors import InputError
 
-__all__ = ["COLLECT_LIMIT", "LEAF", "CoverageSummary", "MedianSelect", "PairwiseSum"]
+__all__ = ["COLLECT_LIMIT", "DIRECT_LIMIT", "LEAF", "CoverageSummary", "MedianSelect", "PairwiseSum"]
 
 LEAF = 1 << 16
 """Values of the largest subtree :class:`PairwiseSum` hands to ``numpy.add.reduce`` at once."""
 
 COLLECT_LIMIT = 1 << 22
 """The most values :class:`MedianSelect` collects from one bucket (32 MiB) instead of refining it."""
+
+DIRECT_LIMIT = 1 << 21
+"""Values up to which :class:`MedianSelect` keeps them all in its first pass (16 MiB) and needs no other."""
 
 _BLOCK = 128  # numpy's pairwise summation block (PW_BLOCKSIZE): larger slices are split
 _BUCKETS = 1 << 16
@@ -144,6 +147,11 @@ class _Target:
         self.value: float | None = None
         self.collected: list[Float64Array] = []
 
+    @property
+    def group(self) -> tuple[int, int]:
+        """The bits known: two targets with the same ones share one histogram."""
+        return self.bits, self.prefix
+
     def matches(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         if not self.bits:
             return np.ones(keys.size, np.bool_)
@@ -153,16 +161,19 @@ class _Target:
 class MedianSelect:
     """The exact median of ``n`` non-negative float64 values streamed in passes (module doc).
 
-    ``limit``: the most values collected from one bucket (:data:`COLLECT_LIMIT`).
-    Feed every value once per pass (:meth:`feed`, then :meth:`end_pass`) while
-    :meth:`needs_pass`; then :attr:`median` is ``numpy.median`` of them.
+    ``limit``: the most values collected from one bucket (:data:`COLLECT_LIMIT`);
+    ``direct``: up to this many values are simply kept in the first pass
+    (:data:`DIRECT_LIMIT`). Feed every value once per pass (:meth:`feed`, then
+    :meth:`end_pass`) while :meth:`needs_pass`; then :attr:`median` is
+    ``numpy.median`` of them.
     """
 
-    def __init__(self, n: int, limit: int = COLLECT_LIMIT) -> None:
+    def __init__(self, n: int, limit: int = COLLECT_LIMIT, direct: int = DIRECT_LIMIT) -> None:
         self.n = check_int("n", n, 0)
         self.limit = check_int("limit", limit, 0)
         ranks = sorted({(n - 1) // 2, n // 2}) if n else []
         self._targets = [_Target(r) for r in ranks]
+        self._all: list[Float64Array] | None = [] if n <= check_int("direct", direct, 0) else None
         self.passes = 0
         self._start()
 
@@ -171,9 +182,13 @@ class MedianSelect:
         return any(t.value is None for t in self._targets)
 
     def _start(self) -> None:
-        self._hist = {id(t): np.zeros(_BUCKETS, np.int64) for t in self._targets if t.value is None}
-        self._low = {id(t): np.full(_BUCKETS, np.inf) for t in self._targets if t.value is None}
-        self._high = {id(t): np.full(_BUCKETS, -np.inf) for t in self._targets if t.value is None}
+        if self._all is not None:
+            self._hist, self._low, self._high = {}, {}, {}
+            return
+        groups = {t.group for t in self._targets if t.value is None}  # targets sharing bits share the work
+        self._hist = {g: np.zeros(_BUCKETS, np.int64) for g in groups}
+        self._low = {g: np.full(_BUCKETS, np.inf) for g in groups}
+        self._high = {g: np.full(_BUCKETS, -np.inf) for g in groups}
 
     def _collecting(self, t: _Target) -> bool:
         return t.bits > 0 and t.count <= self.limit
@@ -182,24 +197,39 @@ class MedianSelect:
         """The next values of this pass (in any order within the pass)."""
         if not values.size:
             return
+        if self._all is not None:
+            self._all.append(values.copy())
+            return
         keys = values.view(np.uint64)
+        done: set[tuple[int, int]] = set()
         for t in self._targets:
-            if t.value is not None:
+            if t.value is not None or (not self._collecting(t) and t.group in done):
                 continue
             sel = t.matches(keys)
             if self._collecting(t):
                 t.collected.append(values[sel].copy())
                 continue
+            done.add(t.group)
             v = values[sel] if t.bits else values
             k = keys[sel] if t.bits else keys
             bucket = ((k >> np.uint64(48 - t.bits)) & np.uint64(_BUCKETS - 1)).astype(np.intp)
-            self._hist[id(t)] += np.bincount(bucket, minlength=_BUCKETS)
-            np.minimum.at(self._low[id(t)], bucket, v)
-            np.maximum.at(self._high[id(t)], bucket, v)
+            self._hist[t.group] += np.bincount(bucket, minlength=_BUCKETS)
+            np.minimum.at(self._low[t.group], bucket, v)
+            np.maximum.at(self._high[t.group], bucket, v)
 
     def end_pass(self) -> None:
         """Close a pass: resolve what it determined, and prepare the next one."""
         self.passes += 1
+        if self._all is not None:
+            vals = np.concatenate(self._all) if self._all else np.zeros(0)
+            self._all = None
+            if vals.size != self.n:
+                raise InputError(f"MedianSelect of {self.n} values fed {vals.size} in a pass")
+            if self._targets:
+                ranks = [t.rank for t in self._targets]
+                vals = np.partition(vals, ranks)
+                for t in self._targets:
+                    t.value = float(vals[t.rank])
         for t in self._targets:
             if t.value is not None:
                 continue
@@ -210,7 +240,8 @@ class MedianSelect:
                     raise InputError("MedianSelect: a pass fed other values than the first")
                 t.value = float(np.partition(vals, t.rank)[t.rank])
                 continue
-            hist = self._hist[id(t)]
+            group = t.group
+            hist = self._hist[group]
             if int(hist.sum()) != (t.count if t.bits else self.n):
                 raise InputError(f"MedianSelect of {self.n} values fed {int(hist.sum())} in a pass")
             cum = np.cumsum(hist)
@@ -219,7 +250,7 @@ class MedianSelect:
             t.count = int(hist[b])
             t.prefix = (t.prefix << 16) | b
             t.bits += 16
-            low, high = float(self._low[id(t)][b]), float(self._high[id(t)][b])
+            low, high = float(self._low[group][b]), float(self._high[group][b])
             if low == high or t.bits == 64:
                 t.value = low
         self._start()

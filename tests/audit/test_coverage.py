@@ -45,27 +45,28 @@ def test_pairwise_sum_on_large_arrays() -> None:
         assert s.result() == float(np.add.reduce(x)) and s.result() / n == float(np.mean(x))
 
 
-@given(VALUES.filter(bool), st.sampled_from([0, 1, 3, 1 << 22]), st.integers(1, 97))
-def test_median_select_is_numpys_median(values: list[float], limit: int, block: int) -> None:
+@given(VALUES.filter(bool), st.sampled_from([0, 1, 3, 1 << 22]), st.integers(1, 97),
+       st.sampled_from([0, 10**9]))
+def test_median_select_is_numpys_median(values: list[float], limit: int, block: int, direct: int) -> None:
     x = np.asarray(values, np.float64)
-    sel = MedianSelect(x.size, limit=limit)
+    sel = MedianSelect(x.size, limit=limit, direct=direct)
     while sel.needs_pass():
         for part in _feed(x, [block]):
             sel.feed(part)
         sel.end_pass()
         sel._check()
     assert sel.median == float(np.median(x))
-    assert sel.passes <= 5
+    assert sel.passes <= 5 and (sel.passes == 1 or not direct)
 
 
 def test_a_tied_median_needs_one_pass_and_a_spread_one_refines() -> None:
-    ties = MedianSelect(7)
+    ties = MedianSelect(7, direct=0)
     ties.feed(np.asarray([1.0, 1.0, 0.0, 1.0, 1.0, 0.5, 1.0]))
     ties.end_pass()
     assert not ties.needs_pass() and ties.median == 1.0 and ties.passes == 1
     rng = np.random.default_rng(3)
     x = rng.random(5000)
-    spread = MedianSelect(x.size, limit=10)  # never collect: refine 16 bits per pass
+    spread = MedianSelect(x.size, limit=10, direct=0)  # never collect: refine 16 bits per pass
     while spread.needs_pass():
         spread.feed(x)
         spread.end_pass()
@@ -93,8 +94,9 @@ def test_misfed_summaries_are_refused() -> None:
         s.result()
     with pytest.raises(InputError, match="PairwiseSum of 3 values fed 5"):
         s.feed(np.ones(3))
-    m = MedianSelect(4)
-    m.feed(np.ones(3))
-    with pytest.raises(InputError, match="MedianSelect of 4 values fed 3 in a pass"):
-        m.end_pass()
+    for direct in (0, 4):
+        m = MedianSelect(4, direct=direct)
+        m.feed(np.ones(3))
+        with pytest.raises(InputError, match="MedianSelect of 4 values fed 3 in a pass"):
+            m.end_pass()
     assert MedianSelect(0).median is None and CoverageSummary(0).result() == (0, None, None, 0, 0)

@@ -206,3 +206,30 @@ def test_peers_out_of_core_equal_in_memory(name: str, lengths: list[int], window
     run = {"window": window, "compiled": False, "batches": batches}
     _same(_account(events, R, 3, lengths, None, store=False, **run),
           _account(events, R, 3, lengths, None, store=True, **run))
+
+
+def test_a_table_on_disk_travels_in_a_pickle() -> None:
+    """A worker's table (ledger and rows in temporary stores) pickled to the parent reads the same rows
+    after the worker's copy is gone: the stores' directories change owner with the pickle."""
+    import gc
+
+    from packing_theory.audit import Ledger
+    from packing_theory.audit.documents import DocumentRows, document_table
+
+    lengths = np.random.default_rng(2).integers(1, 50, 400)
+    packer = pt.Packer(capacity=16, min_buffer=4, refill=2)
+    ledger = Ledger.for_packer(packer, store=ColumnStore.temporary(), window=16)
+    rows = DocumentRows(16, store=ColumnStore.temporary(), window=16)
+    _, facts = pt.feed_all(packer.stream(lengths), ledger, rows)
+    table = document_table(ledger, facts, lengths)
+    want = table.columns
+    paths = [ledger.store.path, rows._w.store.path]  # type: ignore[union-attr]
+    copy = pickle.loads(pickle.dumps(table))
+    del table, ledger, rows, facts
+    gc.collect()
+    assert all(p is not None and p.exists() for p in paths)
+    got = copy.columns
+    assert all(np.array_equal(want[k], got[k]) for k in want)
+    del copy
+    gc.collect()
+    assert not any(p is not None and p.exists() for p in paths)
