@@ -156,8 +156,9 @@ class OccurrenceWindow:
         if top <= self.n:
             return
         need = self.off + top - self.base
-        if need > self.cap:
-            self._reshape(self.off, max(need, 2 * self.cap, 1024))
+        if need > self.cap:  # with a store the window settles near three chunks: allocate them at once
+            floor = 1024 if self.store is None else 3 * self.window + self.off
+            self._reshape(self.off, max(need, 2 * self.cap, floor))
         self.n = top
 
     def truncate(self, n: int) -> None:
@@ -312,8 +313,8 @@ class OccurrenceWindow:
         for col in self.cols.values():  # the window moves down by one chunk
             col[off : off + used - c] = col[off + c : off + used]
         self.base += c
-        for name in self.cols:  # the slots past the window now stand for other (future) ids
-            self._fill(name, off + used - c, self.cap)
+        for name in self.cols:  # the freed slots, and for an id fill every slot past the window
+            self._fill(name, off + used - c, self.cap if self.fills[name] is None else off + used)
         self._settle_old(pending)
         at = self._old_slots(ids.size)
         for name, col in self.cols.items():

@@ -22,6 +22,7 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("write"), st.lists(st.integers(0, 200), max_size=12)),
     st.tuples(st.just("add"), st.sampled_from([0, 7, None])),
     st.tuples(st.just("widen"), st.just(0)),
+    st.tuples(st.just("scatter"), st.integers(2, 5)),
 ), max_size=25)
 
 
@@ -41,6 +42,9 @@ def _apply(store: ColumnStore, ops: list[tuple[str, Any]], seed: int) -> None:
             extra += 1
         elif op == "widen":
             store.widen("a", np.int64)
+        elif op == "scatter" and store.rows:  # many runs: written through a mapping on disk
+            ids = np.arange(0, store.rows, arg, dtype=np.int64)
+            store.write(ids, {"a": rng.integers(-9, 9, ids.size), "f": rng.integers(0, 3, ids.size)})
         store._check()
 
 
