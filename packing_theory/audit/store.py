@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import mmap
 import os
 import shutil
 import tempfile
@@ -62,7 +61,6 @@ OUT_OF_CORE = 1 << 22
 """Occurrences past which :func:`out_of_core_store` puts a replay's per-occurrence state on disk."""
 
 _COPY_CHUNK = 1 << 20
-_PWRITE_RUNS = 16  # more runs than this are written through a mapping
 Int64Array = npt.NDArray[np.int64]
 Fill = int | None  # a constant, or None: each row's index
 
@@ -319,10 +317,9 @@ class ColumnStore:
     def write(self, ids: Int64Array, columns: Mapping[str, npt.ArrayLike]) -> None:
         """Overwrite rows ``ids`` (sorted, distinct, ``< rows``) of the given columns. O(len(ids) + runs).
 
-        On disk, a few runs of consecutive ids are written with ``pwrite``; many scattered ones through a
-        writable mapping of the file, unmapped at once (no ``msync``: the page cache has them), so that
-        a thousand scattered records cost page faults, not a thousand system calls each, and the mapped
-        pages leave the resident set with the mapping."""
+        On disk, one ``pwrite`` per run of consecutive ids and column. (A writable mapping would save the
+        system calls, but touching a page of a file held in the page cache maps whole large folios around
+        it: a thousand scattered records mapped most of a 240 MB column into the resident set.)"""
         ids = np.asarray(ids, np.int64)
         if ids.size and (ids[0] < 0 or ids[-1] >= self.rows or (np.diff(ids) <= 0).any()):
             raise InputError(f"write needs sorted distinct row ids below {self.rows:,}")
@@ -334,20 +331,10 @@ class ColumnStore:
                 raise InputError(f"write of column {name!r}: {v.size} values for {ids.size} rows")
             if self.path is None:
                 self._mem[name][ids] = v
-            elif len(spans) <= _PWRITE_RUNS:
-                for lo, hi, at in spans:
-                    self._pwrite(name, lo, v[at : at + hi - lo])
-            else:
-                self._scatter(name, ids, v)
+                continue
+            for lo, hi, at in spans:
+                self._pwrite(name, lo, v[at : at + hi - lo])
         self._synced = False
-
-    def _scatter(self, name: str, ids: Int64Array, values: npt.NDArray[Any]) -> None:
-        assert self.path is not None
-        dt = self._dtypes[name]
-        with mmap.mmap(self._fd(name), HEADER_BYTES + self.rows * dt.itemsize) as mapped:
-            column = np.frombuffer(mapped, dtype=dt, count=self.rows, offset=HEADER_BYTES)
-            column[ids] = values
-            del column  # unmapped on leaving: the dirty pages stay in the page cache, not in this process
 
     def blocks(self, block: int, names: Sequence[str] | None = None
                ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]:

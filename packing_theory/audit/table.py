@@ -107,6 +107,7 @@ class SourceTable:
         if keep_first_targets:
             columns["first_inv"] = np.int64
         self.w = OccurrenceWindow(columns, store=store, window=window, reserve=reserve)
+        self.w.fixed = frozenset({"length", "source", "pass_index"})  # set at arrival, never after
 
     # ------------------------------------------------------------------ shape and columns
 

@@ -80,11 +80,14 @@ class OccurrenceWindow:
                  window: int = WINDOW, fills: Mapping[str, Fill] | None = None, reserve: int = 0) -> None:
         self.store = store
         self.window = check_int("window", window, 1)
+        self.fixed: frozenset[str] = frozenset()
+        """Columns written once, at arrival, and never changed: old records are not written back for them."""
         self.fills: dict[str, Fill] = {name: (fills or {}).get(name, 0) for name in columns}
         self.n = 0
         self.base = 0  # ids < base are in the store or in old slots
         self.off = 0  # the slot of id ``base``; slots [0, off) are old slots
         self.k = 0  # old slots in use
+        self._loaded = np.zeros(0, np.int64)  # ids loaded back from the store (a stream outside the rule)
         self._retry_at = 0  # no eviction is tried before n reaches it
         self._old = np.zeros(0, np.int64)  # ids of the old slots [0, k)
         self._sorted = np.zeros(0, np.int64)  # the same ids, sorted, and their slots
@@ -97,7 +100,7 @@ class OccurrenceWindow:
                 store.add(name, dt, self.fills[name])
         if cap:
             for name in self.cols:
-                self._fill(name, 0, cap)
+                self._fill(name, 0, cap, fresh=True)
 
     # ------------------------------------------------------------------ shape
 
@@ -131,8 +134,12 @@ class OccurrenceWindow:
             ids[lo - a :] = self.base + np.arange(lo - self.off, b - self.off, dtype=np.int64)
         return ids
 
-    def _fill(self, name: str, a: int, b: int) -> None:
+    def _fill(self, name: str, a: int, b: int, *, fresh: bool = False) -> None:
+        """Give slots ``[a, b)`` their fill; ``fresh`` slots (just zeroed) need nothing for a fill of 0, so
+        their pages stay uncommitted until written."""
         fill = self.fills[name]
+        if fresh and fill == 0:
+            return
         col = self.cols[name]
         if fill is None:
             col[a:b] = self._slot_ids(a, b)
@@ -149,7 +156,7 @@ class OccurrenceWindow:
             self.cols[name] = new
         self.off = off  # old slots stay where they are: the sorted index holds
         for name in self.cols:
-            self._fill(name, off + used, cap)
+            self._fill(name, off + used, cap, fresh=True)
 
     def grow(self, top: int) -> None:
         """Cover ids ``< top`` (new ids get their fill). Amortised O(1) per id."""
@@ -157,8 +164,10 @@ class OccurrenceWindow:
             return
         need = self.off + top - self.base
         if need > self.cap:  # with a store the window settles near three chunks: allocate them at once
-            floor = 1024 if self.store is None else 3 * self.window + self.off
-            self._reshape(self.off, max(need, 2 * self.cap, floor))
+            if self.store is None:
+                self._reshape(self.off, max(need, 2 * self.cap, 1024))
+            else:  # and grows by a chunk at a time (an offline packer's window grows with its corpus)
+                self._reshape(self.off, max(need + self.window, 3 * self.window + self.off))
         self.n = top
 
     def truncate(self, n: int) -> None:
@@ -207,6 +216,7 @@ class OccurrenceWindow:
         """Bring evicted records back into old slots (a stream that names an occurrence after it settled)."""
         assert self.store is not None
         rows = self.store.take(ids, tuple(self.cols))
+        self._loaded = np.union1d(self._loaded, ids)
         at = self._old_slots(ids.size)
         for name, col in self.cols.items():
             col[at] = rows[name]
@@ -276,7 +286,7 @@ class OccurrenceWindow:
         """A new column (every id covered gets ``fill``; ``None``: its id)."""
         self.fills[name] = fill
         self.cols[name] = np.zeros(self.cap, np.dtype(dtype))
-        self._fill(name, 0, self.cap)
+        self._fill(name, 0, self.cap, fresh=True)
         if self.store is not None:
             self.store.add(name, dtype, fill)
 
@@ -341,10 +351,17 @@ class OccurrenceWindow:
         self._set_old(ids)
 
     def _write_old(self, slots: Int64Array) -> None:
+        """Rewrite old slots' records in the store: the columns that change after an arrival (all, unless
+        ``fixed`` names some that never do)."""
         assert self.store is not None
         ids = self._old[slots]
         order = np.argsort(ids, kind="stable")
-        self.store.write(ids[order], {name: col[slots[order]] for name, col in self.cols.items()})
+        ids, slots = ids[order], slots[order]
+        late = np.isin(ids, self._loaded) if self._loaded.size else np.zeros(ids.size, np.bool_)
+        for part in (~late, late):  # a record loaded back may have arrived since: every column
+            if part.any():
+                self.store.write(ids[part], {name: col[slots[part]] for name, col in self.cols.items()
+                                             if late[part][0] or name not in self.fixed})
 
     def finish(self) -> None:
         """Write every record still in memory to the store (a no-op without one); the store then holds

@@ -25,6 +25,7 @@ class WindowMachine(RuleBasedStateMachine):
         super().__init__()
         self.w = OccurrenceWindow({"left": np.int32, "src": np.int64}, store=ColumnStore(), window=4,
                                   fills={"src": None})
+        self.w.fixed = frozenset({"src"})  # written back only for a record loaded back
         self.left = np.zeros(0, np.int64)
         self.src = np.zeros(0, np.int64)
 
@@ -45,6 +46,19 @@ class WindowMachine(RuleBasedStateMachine):
         assert (s >= 0).all()
         self.w.cols["left"][s] = values
         self.left[ids] = values
+
+    @precondition(lambda self: self.w.base > 0)
+    @rule(data=st.data())
+    def arrive_late(self, data: st.DataObject) -> None:
+        """An evicted id changes a fixed column (a late arrival): it is loaded back first, so it is kept."""
+        o = data.draw(st.integers(0, self.w.base - 1))
+        if o in self.w.old_ids().tolist():
+            return  # pending since its eviction: its fixed columns never change
+        s = self.w.slots(np.asarray([o], np.int64))
+        v = data.draw(st.integers(100, 200))
+        self.w.cols["src"][s] = v
+        self.w.cols["left"][s] = 1
+        self.src[o], self.left[o] = v, 1
 
     @rule()
     def evict(self) -> None:
