@@ -112,6 +112,10 @@ class PairwiseSum:
             self._parts = [rest] if rest.size else []
             self._have -= size
             self._next += 1
+        if self._parts and self._parts[-1] is values:  # keep a copy, not a view of the caller's block
+            self._parts[-1] = values.copy()
+        elif len(self._parts) == 1 and self._parts[0].base is not None:
+            self._parts[0] = self._parts[0].copy()
 
     def result(self) -> float:
         """The sum (every value fed), as ``numpy.add.reduce`` of them all gives it."""
