@@ -162,22 +162,79 @@ class _Target:
         return np.asarray((keys >> np.uint64(64 - self.bits)) == np.uint64(self.prefix), np.bool_)
 
 
+class _Guess:
+    """The first pass's guess at the middle: every value between two quantiles of the first ``sample``
+    values is kept, the values below it counted. When the middle ranks fall among the kept values (the
+    stream is about stationary), the median is theirs and no further pass is needed; else (or when more
+    than ``limit`` values fall in the interval, as ties at 0 or 1 do) the radix selection goes on."""
+
+    def __init__(self, n: int, limit: int, sample: int) -> None:
+        self.n, self.limit, self.sample = n, limit, sample
+        self._first: list[Float64Array] = []
+        self._have = 0
+        self.bounds: tuple[float, float] | None = None
+        self.below = 0
+        self.kept: list[Float64Array] = []
+        self._kept = 0
+        self.failed = False
+
+    def feed(self, values: Float64Array) -> None:
+        if self.failed:
+            return
+        if self.bounds is None:
+            self._first.append(values.copy())
+            self._have += int(values.size)
+            if self._have < min(self.sample, self.n):
+                return
+            first = np.concatenate(self._first)
+            self._first = []
+            q = 0.01 + 4.0 / float(np.sqrt(first.size))
+            lo, hi = np.quantile(first, [max(0.0, 0.5 - q), min(1.0, 0.5 + q)])
+            self.bounds = (float(lo), float(hi))
+            values = first
+        lo, hi = self.bounds
+        self.below += int(np.count_nonzero(values < lo))
+        kept = values[(values >= lo) & (values <= hi)]
+        self._kept += int(kept.size)
+        if self._kept > self.limit:
+            self.failed, self.kept = True, []
+            return
+        self.kept.append(kept.copy() if kept.base is not None else kept)
+
+    def resolve(self, ranks: list[int]) -> list[float] | None:
+        """The values at ``ranks`` (of all ``n``) when the kept values hold them; else ``None``."""
+        if self.failed:
+            return None
+        if self.bounds is None:  # fewer values than the sample: they are all here
+            self.kept, self.below = self._first, 0
+        vals = np.concatenate(self.kept) if self.kept else np.zeros(0)
+        local = [r - self.below for r in ranks]
+        if not all(0 <= r < vals.size for r in local):
+            return None
+        vals = np.partition(vals, local)
+        return [float(vals[r]) for r in local]
+
+
 class MedianSelect:
     """The exact median of ``n`` non-negative float64 values streamed in passes (module doc).
 
     ``limit``: the most values collected from one bucket (:data:`COLLECT_LIMIT`);
     ``direct``: up to this many values are simply kept in the first pass
-    (:data:`DIRECT_LIMIT`). Feed every value once per pass (:meth:`feed`, then
+    (:data:`DIRECT_LIMIT`); above it the first pass also keeps the values near
+    the median of its first ``sample`` values, which usually settles the median
+    in that pass. Feed every value once per pass (:meth:`feed`, then
     :meth:`end_pass`) while :meth:`needs_pass`; then :attr:`median` is
     ``numpy.median`` of them.
     """
 
-    def __init__(self, n: int, limit: int = COLLECT_LIMIT, direct: int = DIRECT_LIMIT) -> None:
+    def __init__(self, n: int, limit: int = COLLECT_LIMIT, direct: int = DIRECT_LIMIT,
+                 sample: int = 1 << 16) -> None:
         self.n = check_int("n", n, 0)
         self.limit = check_int("limit", limit, 0)
         ranks = sorted({(n - 1) // 2, n // 2}) if n else []
         self._targets = [_Target(r) for r in ranks]
         self._all: list[Float64Array] | None = [] if n <= check_int("direct", direct, 0) else None
+        self._guess = None if self._all is not None else _Guess(n, self.limit, check_int("sample", sample, 1))
         self.passes = 0
         self._start()
 
@@ -186,6 +243,7 @@ class MedianSelect:
         return any(t.value is None for t in self._targets)
 
     def _start(self) -> None:
+        self._fed = 0
         if self._all is not None:
             self._hist, self._low, self._high = {}, {}, {}
             return
@@ -201,9 +259,12 @@ class MedianSelect:
         """The next values of this pass (in any order within the pass)."""
         if not values.size:
             return
+        self._fed += int(values.size)
         if self._all is not None:
             self._all.append(values.copy())
             return
+        if self._guess is not None:
+            self._guess.feed(values)
         keys = values.view(np.uint64)
         done: set[tuple[int, int]] = set()
         for t in self._targets:
@@ -223,6 +284,8 @@ class MedianSelect:
 
     def end_pass(self) -> None:
         """Close a pass: resolve what it determined, and prepare the next one."""
+        if self._fed != self.n:
+            raise InputError(f"MedianSelect of {self.n} values fed {self._fed} in a pass")
         self.passes += 1
         if self._all is not None:
             vals = np.concatenate(self._all) if self._all else np.zeros(0)
@@ -234,6 +297,12 @@ class MedianSelect:
                 vals = np.partition(vals, ranks)
                 for t in self._targets:
                     t.value = float(vals[t.rank])
+        if self._guess is not None:  # the first pass's guess at the middle held them: done
+            guessed = self._guess.resolve([t.rank for t in self._targets])
+            self._guess = None
+            if guessed is not None:
+                for t, v in zip(self._targets, guessed, strict=True):
+                    t.value = v
         for t in self._targets:
             if t.value is not None:
                 continue

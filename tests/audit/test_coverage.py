@@ -46,10 +46,11 @@ def test_pairwise_sum_on_large_arrays() -> None:
 
 
 @given(VALUES.filter(bool), st.sampled_from([0, 1, 3, 1 << 22]), st.integers(1, 97),
-       st.sampled_from([0, 10**9]))
-def test_median_select_is_numpys_median(values: list[float], limit: int, block: int, direct: int) -> None:
+       st.sampled_from([0, 10**9]), st.sampled_from([4, 64, 1 << 16]))
+def test_median_select_is_numpys_median(values: list[float], limit: int, block: int, direct: int,
+                                        sample: int) -> None:
     x = np.asarray(values, np.float64)
-    sel = MedianSelect(x.size, limit=limit, direct=direct)
+    sel = MedianSelect(x.size, limit=limit, direct=direct, sample=sample)
     while sel.needs_pass():
         for part in _feed(x, [block]):
             sel.feed(part)
@@ -66,11 +67,15 @@ def test_a_tied_median_needs_one_pass_and_a_spread_one_refines() -> None:
     assert not ties.needs_pass() and ties.median == 1.0 and ties.passes == 1
     rng = np.random.default_rng(3)
     x = rng.random(5000)
-    spread = MedianSelect(x.size, limit=10, direct=0)  # never collect: refine 16 bits per pass
+    spread = MedianSelect(x.size, limit=10, direct=0, sample=16)  # never collect: refine 16 bits a pass
     while spread.needs_pass():
         spread.feed(x)
         spread.end_pass()
     assert spread.median == float(np.median(x)) and spread.passes >= 2
+    guessed = MedianSelect(x.size, direct=0, sample=500)  # the middle of the first 500 holds the median
+    guessed.feed(x)
+    guessed.end_pass()
+    assert guessed.passes == 1 and not guessed.needs_pass() and guessed.median == float(np.median(x))
 
 
 @given(VALUES, st.integers(1, 200))
