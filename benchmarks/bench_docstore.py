@@ -370,7 +370,8 @@ def render(r: dict[str, Any]) -> str:
             for key, label in (("table", "documents.parquet"), ("no_table", "no table"),
                                ("today_no_table", "today's code, no table")):
                 if key in e:
-                    lines.append(f"| {e['documents']:,} " + row(label, e[key]))
+                    tag = f" ({e['label']})" if e.get("label") else ""
+                    lines.append(f"| {e['documents']:,}{tag} " + row(label, e[key]))
         lines.append("")
     if r.get("note"):
         lines += [str(r["note"]), ""]

@@ -21,11 +21,17 @@ billion documents). :class:`CoverageSummary` takes them in blocks instead:
   least and greatest value finds the bucket of the middle rank(s); a bucket
   holding a single value answers at once, a small one is collected and
   partitioned, a large one is refined by the next 16 bits in another pass.
-  The middle values are then averaged as ``numpy.median`` does.
+  Beside the histogram the first pass keeps the values between two quantiles
+  of the first 65,536 values and counts the values below them: when the middle
+  ranks fall among those kept (the stream is about stationary) they settle the
+  median in that one pass. A stratum of at most :data:`DIRECT_LIMIT` values is
+  simply kept whole in the first pass. The middle values are then averaged as
+  ``numpy.median`` does.
 
 Memory: O(leaf + 65,536) per stratum, plus at most :data:`COLLECT_LIMIT`
-values while a bucket is collected. Most strata need one pass (their median
-is 0, 1, or in a small bucket); :attr:`MedianSelect.passes` counts them.
+values while a bucket (or the first pass's middle) is collected. Most strata
+need one pass (their median is 0 or 1, or among the values kept near the
+middle); :attr:`MedianSelect.passes` counts them.
 
 >>> x = np.array([0.25, 1.0, 0.5, 1.0, 0.0, 0.75])
 >>> s = CoverageSummary(x.size)
@@ -234,7 +240,8 @@ class MedianSelect:
         ranks = sorted({(n - 1) // 2, n // 2}) if n else []
         self._targets = [_Target(r) for r in ranks]
         self._all: list[Float64Array] | None = [] if n <= check_int("direct", direct, 0) else None
-        self._guess = None if self._all is not None else _Guess(n, self.limit, check_int("sample", sample, 1))
+        self._guess = (None if self._all is not None  # its middle: at most DIRECT_LIMIT values (16 MiB)
+                       else _Guess(n, min(self.limit, DIRECT_LIMIT), check_int("sample", sample, 1)))
         self.passes = 0
         self._start()
 

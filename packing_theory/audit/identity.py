@@ -67,6 +67,10 @@ class ListNames:
     def __len__(self) -> int:
         return len(self._names)
 
+    def __getitem__(self, i: int) -> str:
+        """The name of document ``i``."""
+        return str(self._names[i])
+
     def take(self, ids: Int64Array) -> list[str]:
         names = self._names
         return [str(names[i]) for i in ids.tolist()]
@@ -91,6 +95,10 @@ class FileNames:
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if self._ends.size else 0
+
+    def __getitem__(self, i: int) -> str:
+        """The name of document ``i``."""
+        return self.take(np.asarray([i], np.int64))[0]
 
     def take(self, ids: Int64Array) -> list[str]:
         f = np.searchsorted(self._ends, ids, side="right")

@@ -95,7 +95,8 @@ def test_names_are_read_lazily_and_match_document_names() -> None:
     lazy = FileNames(paths, counts)
     assert len(lazy) == 5
     assert lazy.take(np.arange(5)) == document_names(paths, counts)
-    assert lazy.take(np.array([3, 0])) == ["b.jsonl#2", "a.txt"]
+    assert lazy.take(np.array([3, 0])) == ["b.jsonl#2", "a.txt"] and lazy[4] == "c.txt"
+    assert ListNames(["x", "y"])[1] == "y"
     assert isinstance(ListNames(["x"]), ListNames) and as_names(None) is None
     with pytest.raises(InputTypeError, match="names must be a sequence of names or a NameSource, got str"):
         as_names("abc")

@@ -166,7 +166,7 @@ def test_hf_dataset_names_rows_by_its_name_or_id_column(tmp_path: Path) -> None:
     hf = open_data([str(tmp_path / "named")], "hf", bos="add")
     names = (hf.readers[0] if hasattr(hf, "readers") else hf).names()
     assert names is not None and names.column == "name" and len(names) == 5
-    assert names.take(np.array([4, 0, 2])) == ["doc-4", "doc-0", "doc-2"]
+    assert names.take(np.array([4, 0, 2])) == ["doc-4", "doc-0", "doc-2"] and names[3] == "doc-3"
     ds.remove_columns("name").save_to_disk(str(tmp_path / "ids"), num_shards=2)
     by_id = open_data([str(tmp_path / "ids")], "hf", bos="add")
     ids = (by_id.readers[0] if hasattr(by_id, "readers") else by_id).names()

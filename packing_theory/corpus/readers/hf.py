@@ -277,6 +277,10 @@ class ColumnNames:
             self._cached = (f, values)
         return self._cached[1]
 
+    def __getitem__(self, i: int) -> str:
+        """The name of row ``i``."""
+        return self.take(np.asarray([i], np.int64))[0]
+
     def take(self, ids: npt.NDArray[np.int64]) -> list[str]:
         """The names of rows ``ids`` (any order). O(rows of the files they are in)."""
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(self)):
