@@ -19,18 +19,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["arrival_stats", "arrivals", "coverage_values", "discards", "placements", "reduce_table",
-           "stream_placements"]
+__all__ = ["arrival_stats", "arrivals", "coverage_split", "discards", "length_histogram", "placements",
+           "reduce_block", "stream_placements"]
 
 ARRIVED, STARTED, FILTERED, ADDED = 1, 2, 4, 8
 FIRST_ORIGIN = 1 << 62
 # sums of placements
 S_EMITTED, S_ADDED, S_LONG, S_FIRST_LONG = 0, 1, 2, 3
-# per-stratum columns of reduce_table
+# per-stratum columns of reduce_block
 (T_COUNTS, T_STARTED, T_FULL, T_ARRIVED, T_EMITTED, T_DISCARDED, T_BUFFERED, T_FSOURCES,
  T_FTOKENS) = range(9)
 N_TABLE = 9
-# scalars of reduce_table
+# scalars of reduce_block
 R_ARRIVED, R_STARTED, R_FULL, R_VIOLATIONS, R_MAX_LENGTH = range(5)
 N_SCALARS = 5
 
@@ -61,10 +61,13 @@ def arrivals(occ, length, flags, length_col):
 
 
 @njit(cache=True)
-def arrival_stats(occ, length, out):
+def arrival_stats(occ, length, bounds, out, strata):
     """``out = [min occ, min length, max occ, max length, sum of lengths]`` of a non-empty chunk (the sum
-    wraps past ``2**63``: the caller uses it only when ``max length x size`` fits)."""
+    wraps past ``2**63``: the caller uses it only when ``max length x size`` fits) and ``strata[s]`` the
+    arrivals of each length stratum."""
     lo_o, lo_l, hi_o, hi_l, total = occ[0], length[0], occ[0], length[0], 0
+    for s in range(strata.size):
+        strata[s] = 0
     for i in range(occ.size):
         o, L = occ[i], length[i]
         lo_o = min(lo_o, o)
@@ -72,6 +75,7 @@ def arrival_stats(occ, length, out):
         lo_l = min(lo_l, L)
         hi_l = max(hi_l, L)
         total += L
+        strata[_stratum(bounds, L)] += 1
     out[0], out[1], out[2], out[3], out[4] = lo_o, lo_l, hi_o, hi_l, total
 
 
@@ -161,16 +165,11 @@ def placements(row, off, occ, start, ln, bos, crop, n, flags, length_col, emitte
 
 
 @njit(cache=True)
-def reduce_table(flags, length_col, emitted, discarded, buf_occ, buf_amt, n, bounds, table, scalars):
-    """Per-stratum sums (``table[column, stratum]``) and scalars of occurrences ``[0, n)``."""
-    j = 0  # cursor into buf_occ (sorted)
+def reduce_block(flags, length_col, emitted, discarded, buffered, n, bounds, table, scalars):
+    """Add the per-stratum sums (``table[column, stratum]``) and scalars of a block of ``n`` occurrences
+    (``buffered``: each one's source tokens buffered at the horizon)."""
     for o in range(n):
         fl = flags[o]
-        buffered = 0
-        while j < buf_occ.size and buf_occ[j] < o:
-            j += 1
-        if j < buf_occ.size and buf_occ[j] == o:
-            buffered = buf_amt[j]
         if not fl & ARRIVED:
             continue
         L = np.int64(length_col[o])
@@ -183,7 +182,7 @@ def reduce_table(flags, length_col, emitted, discarded, buf_occ, buf_amt, n, bou
         scalars[R_ARRIVED] += 1
         scalars[R_STARTED] += started
         scalars[R_FULL] += full
-        if em + dc + ft + buffered != L:
+        if em + dc + ft + buffered[o] != L:
             scalars[R_VIOLATIONS] += 1
         if scalars[R_MAX_LENGTH] < L:
             scalars[R_MAX_LENGTH] = L
@@ -193,7 +192,7 @@ def reduce_table(flags, length_col, emitted, discarded, buf_occ, buf_amt, n, bou
         table[T_ARRIVED, s] += L
         table[T_EMITTED, s] += em
         table[T_DISCARDED, s] += dc
-        table[T_BUFFERED, s] += buffered
+        table[T_BUFFERED, s] += buffered[o]
         if ft > 0:
             table[T_FSOURCES, s] += 1
         table[T_FTOKENS, s] += ft
@@ -208,17 +207,27 @@ def length_histogram(flags, length_col, n, hist):
 
 
 @njit(cache=True)
-def coverage_values(flags, length_col, emitted, n, lo, hi, out):
-    """Fill ``out`` with ``emitted / length`` (0 for length 0) of the arrived occurrences with
-    ``lo < length <= hi`` (one stratum), in id order; ``out`` holds one more slot than they are.
-
-    Branch-free: every occurrence's value is written at the cursor, which moves only for a member."""
-    k = 0
+def coverage_split(flags, length_col, emitted, n, bounds, starts, out):
+    """Fill ``out`` with ``emitted / length`` (0 for length 0) of the arrived occurrences of ``[0, n)``,
+    grouped by stratum and in id order within each: stratum ``s`` at ``out[starts[s]:starts[s + 1]]``
+    (``starts`` is filled here; ``out`` holds one slot per occurrence)."""
+    S = bounds.size + 1
+    for s in range(S + 1):
+        starts[s] = 0
+    strata = np.empty(n, np.uint8)  # S <= 255: the caller checks
     for o in range(n):
-        size = np.int64(length_col[o])
-        out[k] = emitted[o] / max(size, 1)
-        k += (size > lo) & (size <= hi) & ((flags[o] & ARRIVED) != 0)
-    return k
+        s = _stratum(bounds, np.int64(length_col[o])) if flags[o] & ARRIVED else S
+        strata[o] = s
+        if s < S:
+            starts[s + 1] += 1
+    for s in range(S):
+        starts[s + 1] += starts[s]
+    cursor = starts[:S].copy()
+    for o in range(n):
+        s = strata[o]
+        if s < S:
+            out[cursor[s]] = emitted[o] / max(np.int64(length_col[o]), 1)
+            cursor[s] += 1
 
 
 # flags and sums of stream_placements (the streaming summary's live occurrences)

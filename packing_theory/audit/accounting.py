@@ -2,22 +2,25 @@
 
 :class:`ChunkAccounts` holds every accumulator of a ledger (the per-occurrence
 :class:`~packing_theory.audit.table.SourceTable`, the running token totals,
-the protected set, the exposure counts, the detail rows) and the numpy
-reductions that account one chunk of arrivals, markers, placements or
-discards at a time. :class:`~packing_theory.audit.ledger.Ledger` adds the
-feeding (single events, batches, the time series) and the results on top.
-Each accounting step validates the whole chunk before it changes anything,
-so a refused chunk leaves the accumulators as they were.
+the protected set, the exposure counts, the time series and the detail rows)
+and the numpy reductions that account one chunk of arrivals, markers,
+placements or discards at a time. :class:`~packing_theory.audit.ledger.Ledger`
+adds the feeding (single events, batches) and the results on top.
+
+Every chunk first maps its occurrence ids to the table's slots
+(:meth:`~packing_theory.audit.table.SourceTable.slots`: the id itself in
+memory; with a store, the window's slot, an evicted record loaded back), then
+validates the whole chunk before it changes anything, so a refused chunk
+leaves the accumulators as they were. After each chunk the table may move the
+settled records of its oldest chunk to its store
+(:meth:`~packing_theory.audit.table.SourceTable.evict`).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import os
 from collections.abc import Sequence
 from itertools import chain
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,15 +28,18 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from .._unique import distinct_counts
-from ..engine.batches import ARRIVAL, DISCARD, PLACEMENT, EventBatch
 from ..engine.events import Arrival, BosAdded, Discard, Horizon, Placement, first_target
 from ..errors import InputError, InputTypeError
 from ..lengths import INT64_MAX, exact_sum
+from .detail import DetailRows
 from .exposure import bin_edges
-from .results import Aggregates, SeriesSample
+from .results import Aggregates
+from .series import SeriesSampler, protected_at
+from .store import ColumnStore
 from .strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, SourceTable
 from .table import FILTERED as F_FILTERED
+from .window import WINDOW
 
 if TYPE_CHECKING:
     from .compiled import LedgerKernels
@@ -47,7 +53,16 @@ int64 and per-stratum sums float64, exact up to 2**53); past it the ledger refus
 Int64Array = npt.NDArray[np.int64]
 
 _CHUNK = 8192
-_MAX_SERIES = 1024
+_CHECK_BLOCK = 1 << 16
+
+
+def open_store(store: ColumnStore | str | os.PathLike[str] | None) -> ColumnStore | None:
+    """A :class:`ColumnStore` from a store, a directory path, or ``None`` (in memory)."""
+    if store is None or isinstance(store, ColumnStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return ColumnStore(store)
+    raise InputTypeError(f"store must be a ColumnStore, a directory path or None, got {type(store).__name__}")
 
 
 class ChunkAccounts:
@@ -68,9 +83,12 @@ class ChunkAccounts:
         compiled: bool = False,
         keep_first_targets: bool = True,
         occurrences_hint: int | None = None,
+        store: ColumnStore | str | os.PathLike[str] | None = None,
+        window: int = WINDOW,
     ) -> None:
         for name, value, lo in (("capacity", capacity, 2), ("min_buffer", min_buffer, 1),
-                                ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1)):
+                                ("exposure_bins", exposure_bins, 1), ("chunk", chunk, 1),
+                                ("window", window, 1)):
             check_int(name, value, lo)
         if spill is not None and not detail:
             raise InputError(f"spill={os.fspath(spill)!r} needs detail=True (it spills the detail rows)")
@@ -78,9 +96,8 @@ class ChunkAccounts:
         self.min_buffer = int(min_buffer)
         self.policy = str(policy)
         self.detail = bool(detail)
-        self.spill = None if spill is None else Path(spill)
-        if self.spill is not None and self.spill.suffix != ".npz":
-            self.spill = self.spill.with_name(self.spill.name + ".npz")
+        self._detail = DetailRows(spill)
+        self.spill = self._detail.spill
         self.boundaries = check_boundaries(boundaries)
         self.n_strata = len(self.boundaries) + 1
         for flag, value in (("compiled", compiled), ("keep_first_targets", keep_first_targets)):
@@ -95,9 +112,11 @@ class ChunkAccounts:
         self._chunk = int(chunk)
         self.max_tokens = min(MAX_EXACT_TOKENS, INT64_MAX // (self.bins + 1))
         """Arrived tokens this ledger accounts exactly (see the class docstring)."""
-        self._t = SourceTable(keep_first_targets)
-        if occurrences_hint is not None:  # zero pages: committed only as occurrences arrive
-            self._t.grow(check_int("occurrences_hint", occurrences_hint, 0))
+        hint = 0 if occurrences_hint is None else check_int("occurrences_hint", occurrences_hint, 0)
+        self.store = open_store(store)
+        """Where settled per-occurrence records go (``None``: all kept in memory)."""
+        self._t = SourceTable(keep_first_targets, store=self.store, window=window, reserve=hint)
+        self._strata_arrived = np.zeros(self.n_strata, np.int64)  # arrivals per length stratum
         self._first_long_inv = 0  # the largest FIRST_ORIGIN - first target of an over-capacity placement
         # pending single events
         self._pl: list[Placement] = []
@@ -123,11 +142,7 @@ class ChunkAccounts:
         self._long_arrivals = 0
         self._prot_len = np.zeros(0, dtype=np.int64)
         self._prot_occ = np.zeros(0, dtype=np.int64)
-        self._series: list[SeriesSample] = []
-        self._series_stride = 1
-        self._row: int | None = None  # the row of the last placement
-        self._rows_started = 0  # rows begun so far (the series' clock)
-        self._marks: list[tuple[int, int, int, int, int]] = []  # (row j, pending ar, ba, pl, dc) to sample
+        self._series = SeriesSampler(self.capacity, self.min_buffer)
         self._exhausted_at_row: int | None = None
         self._horizon: Horizon | None = None
         self._buf_occ = np.zeros(0, dtype=np.int64)  # occurrences buffered at the horizon (sorted)
@@ -135,10 +150,6 @@ class ChunkAccounts:
         self._buffered_tokens = 0
         self._buffered_added = 0
         self._result: Aggregates | None = None
-        self._detail_pl: list[Int64Array] = []
-        self._detail_dc: list[Int64Array] = []
-        self._detail_cache: tuple[Int64Array, Int64Array] | None = None
-        self._spill_files: dict[str, Any] = {}
         self._kernels: LedgerKernels | None = None
         if compiled:
             from .compiled import LedgerKernels
@@ -151,57 +162,44 @@ class ChunkAccounts:
         """Assert the ledger's internal invariants over the events accounted so far.
 
         Pending (not yet flushed) events are not included; tests call this
-        after every event and after the Horizon.
+        after every event and after the Horizon. The table is read in blocks
+        (from memory and the store). O(occurrences).
         """
         self._fold_counts()
         t = self._t
-        n, cap = t.n, t.cap
-        assert 0 <= n <= cap
-        for name in SourceTable._FIXED + SourceTable._LAZY:
-            col = getattr(t, name)
-            assert col is None or col.size == cap, name
-        fl = t.flags[:n]
-        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
-        emitted = t.emitted[:n].astype(np.int64)
-        length = t.length[:n].astype(np.int64)
-        added = np.zeros(n, np.int64) if t.added is None else t.added[:n].astype(np.int64)
-        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
-        assert not (started & ~arrived).any(), "a started occurrence never arrived"
-        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
-        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
-        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
-        assert int(length[arrived].sum()) == self._arrived_tokens
-        assert (length[arrived] >= 0).all()
-        assert int(added.sum()) == self._added_bos
-        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
-        assert int(emitted.sum()) + self._emitted_added == self._emitted_tokens
-        assert int(t.discarded[:n].astype(np.int64).sum()) == self._discarded_tokens
-        assert int(filtered.sum()) == self._filtered_tokens
-        assert int(((fl & F_FILTERED) != 0).sum()) == self._filtered_sources
-        spent = emitted + t.discarded[:n] + filtered
-        assert (spent <= length).all(), "source tokens overspent"
-        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
-        if t.first_inv is not None:
-            assert (t.first_inv[:n][~started] == 0).all()
-            assert (t.first_inv[:n] >= 0).all() and (t.first_inv[n:] == 0).all()
-            long_inv = t.first_inv[:n][length > self.capacity]
-            assert int(long_inv.max(initial=0)) == self._first_long_inv, "running first long target"
-        if t.pass_index is not None:
-            assert (t.pass_index[:n] >= 0).all()
+        t._check()
+        used = t.w.slots_used
+        for name, col in t.w.cols.items():  # slots past those in use hold nothing
+            if name != "source":
+                assert not col[used:].any(), f"{name} set on a slot past the table"
+        totals = dict.fromkeys(("arrived", "added", "emitted", "discarded", "filtered", "filtered_n"), 0)
+        strata = np.zeros(self.n_strata, np.int64)
+        long_inv = 0
+        names = ("flags", "length", "emitted", "discarded", "added", "pass_index",
+                 *(("first_inv",) if t.keeps_first_targets else ()))
+        for a in range(0, t.n, _CHECK_BLOCK):
+            c = t.column(names, a, min(t.n, a + _CHECK_BLOCK))
+            long_inv = max(long_inv, self._check_block(c, totals, strata))
+        assert totals["arrived"] == self._arrived_tokens
+        assert totals["added"] == self._added_bos
+        assert totals["emitted"] + self._emitted_added == self._emitted_tokens
+        assert totals["discarded"] == self._discarded_tokens
+        assert totals["filtered"] == self._filtered_tokens
+        assert totals["filtered_n"] == self._filtered_sources
+        assert np.array_equal(strata, self._strata_arrived), "arrivals per stratum"
+        if t.keeps_first_targets:
+            assert long_inv == self._first_long_inv, "running first long target"
         assert sum(k * v for k, v in self._crop_counts.items()) <= self._emitted_tokens
         assert all(1 <= k <= self.capacity and v >= 1 for k, v in self._crop_counts.items())
         expected_protected = min(self.min_buffer - 1, self._long_arrivals) if self.min_buffer > 1 else 0
         assert self._prot_len.size == self._prot_occ.size == expected_protected
         assert (self._prot_len > self.capacity).all()
-        assert (t.length[self._prot_occ] == self._prot_len).all()
+        assert (t.get("length", self._prot_occ) == self._prot_len).all()
         assert (self._arrived_tokens + self._added_bos
                 >= self._emitted_tokens + self._discarded_tokens + self._filtered_tokens)
         assert self._padding_tokens >= 0 and self._repeated_tokens >= 0
         assert all(0 <= c < self._chunk for c in self._carry)
-        assert all(m[0] < self._rows_started for m in self._marks), "a mark of a row not yet started"
-        assert not self._marks or self._pl, "marks pending without pending placements"
-        assert all(a.targets <= b.targets for a, b in itertools.pairwise(self._series)), "series out of order"
-        assert len(self._series) <= _MAX_SERIES, "series not thinned"
+        self._series._check(bool(self._pl))
         if self._horizon is not None:
             assert not (self._pl or self._ar or self._dc or self._ba), "events pending after the Horizon"
             assert (self._arrived_tokens + self._added_bos
@@ -210,35 +208,67 @@ class ChunkAccounts:
             assert int(self._buf_amt.sum()) + self._buffered_added == self._buffered_tokens
             assert (np.diff(self._buf_occ) > 0).all()
 
+    def _check_block(self, c: dict[str, npt.NDArray[Any]], totals: dict[str, int], strata: Int64Array) -> int:
+        fl = c["flags"]
+        arrived, started = (fl & ARRIVED) != 0, (fl & STARTED) != 0
+        emitted, length = c["emitted"].astype(np.int64), c["length"].astype(np.int64)
+        added = c["added"].astype(np.int64)
+        filtered = np.where((fl & F_FILTERED) != 0, length, 0)
+        assert not (started & ~arrived).any(), "a started occurrence never arrived"
+        assert not ((emitted > 0) & ~started).any(), "emitted tokens of an unstarted occurrence"
+        assert not (started & ~((emitted > 0) | (added > 0))).any(), "a started occurrence emitted nothing"
+        assert not fl[~arrived].any(), "flags on an occurrence id that never arrived"
+        assert (length[arrived] >= 0).all()
+        assert (((fl & ADDED) != 0) == (added > 0)).all(), "ADDED flag and marker counts disagree"
+        spent = emitted + c["discarded"] + filtered
+        assert (spent <= length).all(), "source tokens overspent"
+        assert not (((fl & F_FILTERED) != 0) & started).any(), "a filtered occurrence started"
+        assert (c["pass_index"] >= 0).all()
+        totals["arrived"] += int(length[arrived].sum())
+        totals["added"] += int(added.sum())
+        totals["emitted"] += int(emitted.sum())
+        totals["discarded"] += int(c["discarded"].astype(np.int64).sum())
+        totals["filtered"] += int(filtered.sum())
+        totals["filtered_n"] += int(((fl & F_FILTERED) != 0).sum())
+        strata += np.bincount(stratum_index(length[arrived], self.boundaries), minlength=self.n_strata)
+        if "first_inv" not in c:
+            return 0
+        inv = c["first_inv"]
+        assert (inv[~started] == 0).all() and (inv >= 0).all()
+        return int(inv[length > self.capacity].max(initial=0))
+
     @property
     def _n(self) -> int:
         return self._t.n
 
-    def _filter(self, o: int, length: int) -> None:
-        t = self._t
-        self._known(np.asarray([o], dtype=np.int64), "Filtered")
-        if t.flags[o] & (F_FILTERED | STARTED) or t.discarded[o]:
-            raise InputError(f"inconsistent event stream: occurrence {o} filtered after it was "
-                             "filtered, placed or discarded")
-        if length != t.length[o]:
-            raise InputError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
-                             f"differs from its arrival length {int(t.length[o])}")
-        t.flags[o] |= F_FILTERED
-        self._filtered_tokens += length
-        self._filtered_sources += 1
-
-    def _known(self, occ: Int64Array, what: str) -> None:
-        bad = (occ < 0) | (occ >= self._t.n)
+    def _slots(self, occ: Int64Array, what: str) -> Int64Array:
+        """The table slots of ``occ``, or the error naming the first one that never arrived."""
+        s = self._t.slots(occ)
+        bad = s < 0
         if not bad.any():
-            bad = (self._t.flags[occ] & ARRIVED) == 0
+            bad = (self._t.flags[s] & ARRIVED) == 0
         if bad.any():
             o = int(occ[np.argmax(bad)])
             raise InputError(f"inconsistent event stream: {what} for occurrence {o} before its Arrival")
+        return s
+
+    def _filter(self, o: int, length: int) -> None:
+        t = self._t
+        s = int(self._slots(np.asarray([o], dtype=np.int64), "Filtered")[0])
+        if t.flags[s] & (F_FILTERED | STARTED) or t.discarded[s]:
+            raise InputError(f"inconsistent event stream: occurrence {o} filtered after it was "
+                             "filtered, placed or discarded")
+        if length != t.length[s]:
+            raise InputError(f"inconsistent event stream: Filtered length {length} of occurrence {o} "
+                             f"differs from its arrival length {int(t.length[s])}")
+        t.flags[s] |= F_FILTERED
+        self._filtered_tokens += length
+        self._filtered_sources += 1
 
     def _account_arrivals(self, occ: Int64Array, src: Int64Array, pas: Int64Array,
                           length: Int64Array) -> None:
         kernels = self._kernels
-        if kernels is not None and occ.size:  # one pass for the checks, the bounds and the sum
+        if kernels is not None and occ.size:  # one pass for the checks, the bounds, the sum and the strata
             low_occ, low_len, top_occ, top_len, chunk_sum = kernels.arrival_stats(occ, length)
         else:
             low_occ, low_len = int(occ.min(initial=0)), int(length.min(initial=0))
@@ -253,30 +283,35 @@ class ChunkAccounts:
         if chunk_sum < 0 or top_len * occ.size >= 1 << 63 or total > self.max_tokens:
             total = exact_total(self._arrived_tokens, occ, length, self.max_tokens)
         t = self._t
-        top = top_occ + 1
-        t.grow(top)
-        if kernels is not None:
-            t.widen(top_len)
-            dup = kernels.arrivals(t, occ, length)
-            if dup >= 0:
-                raise InputError(f"inconsistent event stream: occurrence {int(occ[dup])} arrived twice")
-        else:
-            self._arrivals_numpy(occ, length)
-        t.n = max(t.n, top)
-        t.set_sources(occ, src)
-        t.set_passes(occ, pas)
+        before = t.n
+        t.grow(top_occ + 1)
+        t.widen(top_len)
+        s = t.slots(occ)
+        dup = -1 if kernels is None else kernels.arrivals(t, s, length)
+        if kernels is None:
+            dup = self._arrivals_numpy(s, length)
+        if dup >= 0:
+            t.w.truncate(max(before, t.w.base))
+            raise InputError(f"inconsistent event stream: occurrence {int(occ[dup])} arrived twice")
+        t.set_sources(s, occ, src)
+        t.set_passes(s, pas)
         self._arrived_tokens = total
+        if kernels is not None:
+            self._strata_arrived += kernels.strata
+        else:
+            self._strata_arrived += np.bincount(stratum_index(length, self.boundaries),
+                                                minlength=self.n_strata)
         self._protect(occ, length)
 
-    def _arrivals_numpy(self, occ: Int64Array, length: Int64Array) -> None:
+    def _arrivals_numpy(self, s: Int64Array, length: Int64Array) -> int:
+        """Mark the slots ``s`` arrived; -1, or the position of one that arrived twice (nothing changed)."""
         t = self._t
-        srt = np.sort(occ)
-        if (t.flags[occ] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
-            dup = next(int(o) for i, o in enumerate(occ) if t.flags[o] & ARRIVED or o in occ[:i])
-            raise InputError(f"inconsistent event stream: occurrence {dup} arrived twice")
-        t.widen(int(length.max()))
-        t.flags[occ] |= ARRIVED
-        t.length[occ] = length
+        srt = np.sort(s)
+        if (t.flags[s] & ARRIVED).any() or (srt[1:] == srt[:-1]).any():
+            return next(i for i, o in enumerate(s.tolist()) if t.flags[o] & ARRIVED or o in s[:i])
+        t.flags[s] |= ARRIVED
+        t.length[s] = length
+        return -1
 
     def _protect(self, occ: Int64Array, length: Int64Array) -> None:
         """Keep the ``B - 1`` largest keys ``(L, occurrence)`` of the long arrivals. O(chunk + B log B)."""
@@ -297,30 +332,31 @@ class ChunkAccounts:
                 self._prot_len, self._prot_occ = lens[keep], occs[keep]
 
     def _account_markers(self, occ: Int64Array, markers: Int64Array) -> None:
-        self._known(occ, "BosAdded")
-        self._t.add_markers(occ, markers)
+        s = self._slots(occ, "BosAdded")
+        self._t.add_markers(s, markers)
         self._added_bos += int(markers.sum())
 
     def _account_placements(self, row: Int64Array, off: Int64Array, occ: Int64Array, src: Int64Array,
                             start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_],
                             crop: npt.NDArray[np.bool_]) -> None:
         kernels = self._kernels
-        if kernels is not None and kernels.placements(self._t, row, off, occ, start, ln, bos, crop,
-                                                      self._targets_by_stratum, self._expo):
-            emitted, added_n, long_emitted, first_long = kernels.take_sums()
-            self._first_long_inv = max(self._first_long_inv, first_long)
-            self._emitted_tokens += emitted
-            self._emitted_added += added_n
-            self._long_emitted += long_emitted
-            if self.detail:
-                added = bos & ((self._t.flags[occ] & ADDED) != 0)
-                rows = np.column_stack([row, off, occ, src, start, ln, bos, crop, added])
-                self._keep_detail("placements", rows.astype(np.int64))
-            return
-        R = self.capacity
         t = self._t
-        self._known(occ, "Placement")
-        fl = t.flags[occ]
+        if kernels is not None:
+            s = t.slots(occ)
+            if kernels.placements(t, row, off, s, start, ln, bos, crop, self._targets_by_stratum, self._expo):
+                emitted, added_n, long_emitted, first_long = kernels.take_sums()
+                self._first_long_inv = max(self._first_long_inv, first_long)
+                self._emitted_tokens += emitted
+                self._emitted_added += added_n
+                self._long_emitted += long_emitted
+                if self.detail:
+                    added = bos & ((t.flags[s] & ADDED) != 0)
+                    rows = np.column_stack([row, off, occ, src, start, ln, bos, crop, added])
+                    self._detail.keep("placements", rows.astype(np.int64))
+                return
+        R = self.capacity
+        s = self._slots(occ, "Placement")
+        fl = t.flags[s]
         if (fl & F_FILTERED).any():
             o = int(occ[np.argmax((fl & F_FILTERED) != 0)])
             raise InputError(f"inconsistent event stream: Placement of occurrence {o} after it was filtered")
@@ -328,7 +364,7 @@ class ChunkAccounts:
             i = int(np.argmax((ln < 1) | (off < 0) | (off + ln > R) | (start < 0)))
             raise InputError(f"inconsistent event stream: placement (row {int(row[i])}, offset "
                              f"{int(off[i])}, length {int(ln[i])}) does not fit a row of capacity {R}")
-        L = t.length[occ].astype(np.int64)
+        L = t.length[s].astype(np.int64)
         added = bos & ((fl & ADDED) != 0)
         own = bos & ~added
         stop = start + ln - bos
@@ -336,12 +372,12 @@ class ChunkAccounts:
             i = int(np.argmax(stop > L))
             raise InputError(f"inconsistent event stream: placement of occurrence {int(occ[i])} "
                              f"reaches source offset {int(stop[i])} > length {int(L[i])}")
-        np.add.at(t.emitted, occ, (ln - added).astype(t.emitted.dtype))
-        t.flags[occ] = fl | STARTED
+        np.add.at(t.emitted, s, (ln - added).astype(t.emitted.dtype))
+        t.flags[s] = fl | STARTED
         has_target = (off > 0) | (ln > 1)
         first = first_target(row, off, R)
         if t.first_inv is not None:
-            np.maximum.at(t.first_inv, occ[has_target], FIRST_ORIGIN - first[has_target])
+            np.maximum.at(t.first_inv, s[has_target], FIRST_ORIGIN - first[has_target])
         long_first = first[has_target & (L > R)]
         if long_first.size:
             self._first_long_inv = max(self._first_long_inv, FIRST_ORIGIN - int(long_first.min()))
@@ -356,7 +392,7 @@ class ChunkAccounts:
         self._targets_by_stratum += np.bincount(strat, weights=ln - (off == 0), minlength=self.n_strata
                                                 ).astype(np.int64)
         if self.detail:
-            self._keep_detail("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
+            self._detail.keep("placements", np.column_stack([row, off, occ, src, start, ln, bos, crop, added]
                                                             ).astype(np.int64))
         # exposure: whole documents by a length histogram (folded in at the end), the others by
         # their text interval [start, stop) plus the moved own BOS at offset 0
@@ -386,50 +422,17 @@ class ChunkAccounts:
                                   ).astype(np.int64)
 
     def _account_discards(self, occ: Int64Array, src: Int64Array, start: Int64Array, ln: Int64Array) -> None:
-        added = None if self._kernels is None else self._kernels.discards(self._t, occ, ln)
-        if added is not None:
-            self._discarded_tokens += added
-            if self.detail:
-                self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
-            return
-        self._known(occ, "Discard")
-        if (ln < 0).any():
-            raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
         t = self._t
-        np.add.at(t.discarded, occ, ln.astype(t.discarded.dtype))
-        self._discarded_tokens += int(ln.sum())
+        added = None if self._kernels is None else self._kernels.discards(t, t.slots(occ), ln)
+        if added is None:
+            s = self._slots(occ, "Discard")
+            if (ln < 0).any():
+                raise InputError(f"inconsistent event stream: negative Discard length {int(ln.min())}")
+            np.add.at(t.discarded, s, ln.astype(t.discarded.dtype))
+            added = int(ln.sum())
+        self._discarded_tokens += added
         if self.detail:
-            self._keep_detail("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
-
-    def _keep_detail(self, kind: str, rows: Int64Array) -> None:
-        if self.spill is None:
-            (self._detail_pl if kind == "placements" else self._detail_dc).append(rows)
-            return
-        f = self._spill_files.get(kind)
-        if f is None:
-            f = self._spill_files[kind] = open(self._spill_raw(kind), "wb")  # noqa: SIM115 - closed at the Horizon
-        rows.tofile(f)
-
-    def _spill_raw(self, kind: str) -> Path:
-        assert self.spill is not None
-        return self.spill.with_name(f"{self.spill.name}.{kind}.raw")
-
-    def _write_spill(self) -> None:
-        assert self.spill is not None
-        widths = {"placements": 9, "discards": 4}
-        arrays: dict[str, Any] = {}
-        for f in self._spill_files.values():
-            f.close()
-        for kind, w in widths.items():
-            raw = self._spill_raw(kind)
-            if raw.exists() and raw.stat().st_size:
-                arrays[kind] = np.memmap(raw, dtype=np.int64, mode="r").reshape(-1, w)
-            else:
-                arrays[kind] = np.zeros((0, w), dtype=np.int64)
-        np.savez(self.spill, **arrays)
-        for kind in widths:
-            self._spill_raw(kind).unlink(missing_ok=True)
-        self._spill_files.clear()
+            self._detail.keep("discards", np.column_stack([occ, src, start, ln]).astype(np.int64))
 
     def _flush(self) -> None:
         def array(events: list[Any], width: int) -> Int64Array:
@@ -440,8 +443,9 @@ class ChunkAccounts:
         self._ba.clear()
         self._pl.clear()
         self._dc.clear()
-        if self._marks:  # before the accounting: a mark is a state inside these pending events
-            self._sample_marks(a[:, 3], ba[:, 2], p[:, 5], d[:, 3])
+        if self._series.marks:  # before the accounting: a mark is a state inside these pending events
+            self._series.sample_marks(self._buffered_accounted(), self._prot_len, a[:, 3], ba[:, 2], p[:, 5],
+                                      d[:, 3])
         if a.size:
             self._account_arrivals(a[:, 0], a[:, 1], a[:, 2], a[:, 3])
         if ba.size:
@@ -451,108 +455,21 @@ class ChunkAccounts:
                                      p[:, 6].astype(np.bool_), p[:, 7].astype(np.bool_))
         if d.size:
             self._account_discards(d[:, 0], d[:, 1], d[:, 2], d[:, 3])
+        self._t.evict()
 
     # ------------------------------------------------------------------ the time series (by rows)
 
     def _new_row(self, row: int) -> None:
         """A placement starts a new row: mark a sample of the series there (every stride-th row)."""
-        self._row = row
-        j = self._rows_started
-        self._rows_started = j + 1
-        if j % self._series_stride == 0:
-            self._marks.append((j, len(self._ar), len(self._ba), len(self._pl), len(self._dc)))
+        self._series.new_row(row, (len(self._ar), len(self._ba), len(self._pl), len(self._dc)))
 
     def _buffered_accounted(self) -> int:
         return (self._arrived_tokens + self._added_bos - self._emitted_tokens - self._discarded_tokens
                 - self._filtered_tokens)
 
     def _protected_at(self, lengths: Int64Array, points: Sequence[int]) -> list[int]:
-        """The protected-set mass once the first ``n`` of ``lengths`` have arrived (on top of the accounted
-        ones), for each ``n`` of ``points``: the sum of the ``B - 1`` largest long lengths so far (a sum,
-        so ties do not matter). A few points: one ``np.partition`` each, O(B + long arrivals); many:
-        one heap walk, O(B + long arrivals × log B)."""
-        k = self.min_buffer - 1
-        idx = np.flatnonzero(lengths > self.capacity)
-        longs = lengths[idx]
-        counts = np.searchsorted(idx, np.asarray(points, dtype=np.int64)).tolist()
-        if k <= 0:
-            return [0] * len(counts)
-        if len(counts) * 16 < longs.size:
-            out = []
-            for m in counts:
-                vals = np.concatenate([self._prot_len, longs[:m]])
-                top = vals if vals.size <= k else np.partition(vals, vals.size - k)[vals.size - k:]
-                out.append(int(top.sum()))
-            return out
-        heap = self._prot_len.tolist()
-        heapq.heapify(heap)
-        total = sum(heap)
-        sums = [total]
-        for n in longs.tolist():
-            if len(heap) < k:
-                heapq.heappush(heap, n)
-                total += n
-            elif n > heap[0]:
-                total += n - heapq.heapreplace(heap, n)
-            sums.append(total)
-        return [sums[m] for m in counts]
-
-    def _sample_marks(self, ar: Int64Array, ba: Int64Array, pl: Int64Array, dc: Int64Array) -> None:
-        """Turn the marks taken in the pending events into samples (exact: prefix sums of each kind)."""
-        def prefix(x: Int64Array) -> Int64Array:
-            return np.concatenate([np.zeros(1, np.int64), np.cumsum(x, dtype=np.int64)])
-
-        base, R = self._buffered_accounted(), self.capacity
-        ca, cb, cp, cd = prefix(ar), prefix(ba), prefix(pl), prefix(dc)
-        protected = self._protected_at(ar, [m[1] for m in self._marks])
-        for (j, na, nb, npl, nd), prot in zip(self._marks, protected, strict=True):
-            buffered = base + int(ca[na]) + int(cb[nb]) - int(cp[npl]) - int(cd[nd])  # exact (Python ints)
-            self._series.append(SeriesSample(j * (R - 1), buffered, prot))
-        self._marks.clear()
-        self._thin()
-
-    def _sample_batch(self, b: EventBatch, pos: dict[int, Int64Array], filt: Int64Array,
-                      ba_pos: Int64Array) -> None:
-        """The samples at the rows a batch starts (the same points as its events fed one by one)."""
-        rows = b.placement.row
-        if not rows.size:
-            return
-        first = np.ones(1, np.bool_) if self._row is None else np.asarray([rows[0] != self._row])
-        starts = np.flatnonzero(np.concatenate([first, rows[1:] != rows[:-1]]))
-        j = self._rows_started + np.arange(starts.size, dtype=np.int64)
-        self._rows_started += int(starts.size)
-        self._row = int(rows[-1])
-        self._thin(j)
-        keep = j % self._series_stride == 0
-        if not keep.any():
-            return
-        at = pos[PLACEMENT][starts[keep]]  # batch positions of the marked placements
-        delta = np.zeros(b.kinds.size + 1, np.int64)
-        delta[pos[ARRIVAL] + 1] = b.arrival.length
-        delta[ba_pos + 1] = b.bos_added.markers
-        delta[pos[PLACEMENT] + 1] = -b.placement.length
-        delta[pos[DISCARD] + 1] = -b.discard.length
-        delta[filt + 1] = -b.filtered.length
-        mass = self._buffered_accounted() + np.cumsum(delta)
-        arrived = np.searchsorted(pos[ARRIVAL], at).tolist()
-        protected = self._protected_at(b.arrival.length, arrived)
-        R = self.capacity
-        for jj, p, prot in zip(j[keep].tolist(), at.tolist(), protected, strict=True):
-            self._series.append(SeriesSample(jj * (R - 1), int(mass[p]), prot))
-
-    def _thin(self, pending: Int64Array | None = None) -> None:
-        """Past :data:`_MAX_SERIES` samples keep the rows that are multiples of twice the stride, counting
-        the ``pending`` rows about to be sampled (so the samples it would drop are never built)."""
-        if pending is None and len(self._series) < _MAX_SERIES:
-            return
-        step = self.capacity - 1
-        rows = np.asarray([s.targets // step for s in self._series], dtype=np.int64)
-        todo = np.zeros(0, np.int64) if pending is None else pending
-        while np.count_nonzero(rows % self._series_stride == 0) + np.count_nonzero(
-                todo % self._series_stride == 0) >= _MAX_SERIES:
-            self._series_stride *= 2
-        stride = self._series_stride
-        self._series = [s for s, r in zip(self._series, rows.tolist(), strict=True) if r % stride == 0]
+        """:func:`~packing_theory.audit.series.protected_at` on top of this ledger's protected lengths."""
+        return protected_at(self._prot_len, lengths, points, self.capacity, self.min_buffer)
 
     def _fold_counts(self) -> None:
         """Move the compiled accounting's dense crop and whole-document histograms into the sparse
@@ -567,7 +484,6 @@ class ChunkAccounts:
         hit = (self._buf_occ.size > 0) & (self._buf_occ[i] == occ) if self._buf_occ.size else np.zeros(
             occ.size, np.bool_)
         return np.where(hit, self._buf_amt[i] if self._buf_amt.size else 0, 0).astype(np.int64)
-
 
 
 def exact_total(before: int, occ: Int64Array, length: Int64Array, limit: int) -> int:

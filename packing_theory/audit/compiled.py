@@ -28,12 +28,14 @@ message; the kernels change nothing before they are sure a chunk is valid.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..engine.compiled import load_numba_module
-from .table import SourceTable, TableAggregates, summarise_coverage
+from ..errors import InputError
+from .table import SUM_KEYS, Reduction, SourceTable
 
 __all__ = ["MAX_HISTOGRAM_LENGTH", "LedgerKernels", "StreamKernels", "load_ledger_kernels"]
 
@@ -63,6 +65,9 @@ class LedgerKernels:
     """
 
     def __init__(self, capacity: int, boundaries: tuple[int, ...], bins: int) -> None:
+        if len(boundaries) > 254:  # the coverage kernel keeps each occurrence's stratum in a byte
+            raise InputError(f"boundaries: the compiled ledger takes at most 254 stratum boundaries, got "
+                             f"{len(boundaries)}")
         self.k = load_ledger_kernels()
         self.capacity = int(capacity)
         self.bounds = np.asarray(boundaries, dtype=np.int64)
@@ -73,40 +78,43 @@ class LedgerKernels:
         self.sums = np.zeros(4, dtype=np.int64)
         self._no_first = np.zeros(0, dtype=np.int64)
         self._stats = np.zeros(5, dtype=np.int64)
+        self.strata = np.zeros(self.bounds.size + 1, dtype=np.int64)  # arrivals per stratum of a chunk
 
-    def arrivals(self, t: SourceTable, occ: Int64Array, length: Int64Array) -> int:
-        """Mark ``occ`` arrived with ``length`` (columns grown and widened by the caller).
+    def arrivals(self, t: SourceTable, slots: Int64Array, length: Int64Array) -> int:
+        """Mark the occurrences at ``slots`` arrived with ``length`` (columns grown and widened by the
+        caller).
 
-        Returns -1, or the position in ``occ`` of an occurrence that arrived
-        twice (nothing is changed then). O(len(occ)).
+        Returns -1, or the position in ``slots`` of an occurrence that arrived
+        twice (nothing is changed then). O(len(slots)).
         """
-        return int(self.k.arrivals(occ, length, t.flags, t.length))
+        return int(self.k.arrivals(slots, length, t.flags, t.length))
 
     def arrival_stats(self, occ: Int64Array, length: Int64Array) -> tuple[int, int, int, int, int]:
         """(min occurrence, min length, max occurrence, max length, sum of lengths) of a non-empty chunk in
-        one pass; the sum is exact only when ``max length x len(chunk) < 2**63``. O(len(occ))."""
+        one pass, and :attr:`strata` its arrivals per length stratum; the sum is exact only when ``max
+        length x len(chunk) < 2**63``. O(len(occ))."""
         out = self._stats
-        self.k.arrival_stats(occ, length, out)
+        self.k.arrival_stats(occ, length, self.bounds, out, self.strata)
         a, b, c, d, e = (int(v) for v in out.tolist())
         return a, b, c, d, e
 
-    def discards(self, t: SourceTable, occ: Int64Array, ln: Int64Array) -> int | None:
-        """Add a chunk of discards to the table; their tokens, or ``None`` (nothing changed) when one is
-        inconsistent. O(len(occ))."""
+    def discards(self, t: SourceTable, slots: Int64Array, ln: Int64Array) -> int | None:
+        """Add a chunk of discards (of the occurrences at ``slots``) to the table; their tokens, or ``None``
+        (nothing changed) when one is inconsistent. O(len(slots))."""
         out = self._stats
-        if int(self.k.discards(occ, ln, t.n, t.flags, t.discarded, out)):
+        if int(self.k.discards(slots, ln, t.w.slots_used, t.flags, t.discarded, out)):
             return None
         return int(out[0])
 
-    def placements(self, t: SourceTable, row: Int64Array, off: Int64Array, occ: Int64Array,
+    def placements(self, t: SourceTable, row: Int64Array, off: Int64Array, slots: Int64Array,
                    start: Int64Array, ln: Int64Array, bos: npt.NDArray[np.bool_], crop: npt.NDArray[np.bool_],
                    targets: Int64Array, expo: Int64Array) -> bool:
-        """Account a chunk of placements; ``False`` (nothing changed) when one is inconsistent.
-
-        O(chunk x bins)."""
+        """Account a chunk of placements (of the occurrences at ``slots``); ``False`` (nothing changed) when
+        one is inconsistent. O(chunk x bins)."""
         keep = t.first_inv is not None
         first_inv = t.first_inv if t.first_inv is not None else self._no_first
-        status = self.k.placements(row, off, occ, start, ln, bos.view(np.uint8), crop.view(np.uint8), t.n,
+        status = self.k.placements(row, off, slots, start, ln, bos.view(np.uint8), crop.view(np.uint8),
+                                   t.w.slots_used,
                                    t.flags, t.length, t.emitted, first_inv, keep, self.capacity, self.bounds,
                                    self.bins, targets, expo, self.crop_hist, self.whole_hist, self.sums)
         return int(status) == 0
@@ -125,40 +133,47 @@ class LedgerKernels:
         self.sums[:] = 0
         return out[0], out[1], out[2], out[3]
 
-    def reduce(self, t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, first_long: int | None
-               ) -> TableAggregates | None:
-        """:func:`~packing_theory.audit.table.table_aggregates` in one compiled pass (one more per stratum
-        for the coverage values), or ``None`` when the numpy reduction must do it (a source column, or a
-        document longer than :data:`MAX_HISTOGRAM_LENGTH`). ``first_long`` is the ledger's running first
-        over-capacity target. O(occurrences x strata)."""
-        if t.source is not None:
-            return None
-        k, n = self.k, t.n
-        S = self.bounds.size + 1
-        table = np.zeros((9, S), dtype=np.int64)
-        scalars = np.zeros(5, dtype=np.int64)
-        k.reduce_table(t.flags, t.length, t.emitted, t.discarded, buf_occ, buf_amt, n, self.bounds, table,
-                       scalars)
-        top = int(scalars[4])
+    def reduce_block(self, c: dict[str, npt.NDArray[Any]], buffered: Int64Array, red: Reduction
+                     ) -> list[npt.NDArray[np.float64]] | None:
+        """Reduce one block of the table (columns ``flags, length, emitted, discarded``) into ``red`` in one
+        compiled pass, and return each stratum's coverage values in id order; ``None`` (nothing done) when a
+        length exceeds :data:`MAX_HISTOGRAM_LENGTH` (the numpy reduction then does the block).
+        O(block + strata)."""
+        fl, L = c["flags"], c["length"]
+        n = int(fl.size)
+        top = int(L.max(initial=0))
         if top > MAX_HISTOGRAM_LENGTH:
             return None
-        hist = np.zeros(top + 1, dtype=np.int64)
-        k.length_histogram(t.flags, t.length, n, hist)
-        lengths = np.flatnonzero(hist).astype(np.int64)
-        coverage = []
-        edges = [-1, *self.bounds.tolist(), np.iinfo(np.int64).max]  # stratum s: edges[s] < L <= edges[s + 1]
-        for s in range(S):
-            count = int(table[0, s])
-            values = np.empty(count + 1, dtype=np.float64)
-            if count:
-                k.coverage_values(t.flags, t.length, t.emitted, n, edges[s], edges[s + 1], values)
-            coverage.append(summarise_coverage(values[:count]))
-        rows = [[int(v) for v in r] for r in table.tolist()]
-        arrived, started, full, violations = (int(v) for v in scalars[:4].tolist())
-        return TableAggregates(
-            arrived, started, full, started, violations, first_long,
-            rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7], rows[8],
-            lengths, hist[lengths], coverage)
+        S = self.bounds.size + 1
+        table = np.zeros((len(SUM_KEYS), S), dtype=np.int64)
+        scalars = np.zeros(5, dtype=np.int64)
+        self.k.reduce_block(fl, L, c["emitted"], c["discarded"], buffered, n, self.bounds, table, scalars)
+        for key, row in zip(SUM_KEYS, table.tolist(), strict=True):
+            red.add(key, row)
+        red.arrived += int(scalars[0])
+        red.started += int(scalars[1])
+        red.full += int(scalars[2])
+        red.violations += int(scalars[3])
+        inv = c.get("first_inv")
+        if inv is not None:
+            long_first = inv[((fl & 1) != 0) & (inv > 0) & (self.capacity < L)]
+            if long_first.size:
+                red.first_long = max(red.first_long, int(long_first.max()))
+        if red.hist.size <= top:
+            grown = np.zeros(top + 1, np.int64)
+            grown[: red.hist.size] = red.hist
+            red.hist = grown
+        self.k.length_histogram(fl, L, n, red.hist)
+        return self.coverage_block(c)
+
+    def coverage_block(self, c: dict[str, npt.NDArray[Any]]) -> list[npt.NDArray[np.float64]]:
+        """Each stratum's coverage values (emitted / length) of one block, in id order. O(block)."""
+        fl = c["flags"]
+        S = self.bounds.size + 1
+        starts = np.zeros(S + 1, np.int64)
+        out = np.empty(fl.size, np.float64)
+        self.k.coverage_split(fl, c["length"], c["emitted"], int(fl.size), self.bounds, starts, out)
+        return [out[int(starts[s]) : int(starts[s + 1])] for s in range(S)]
 
 
 class StreamKernels:

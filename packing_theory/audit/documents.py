@@ -1,12 +1,14 @@
 """Per-document answers: one row per document offered to a packer, and what happened to it at the horizon.
 
 :func:`document_table` turns a finished :class:`~packing_theory.audit.Ledger`
-(its :meth:`~packing_theory.audit.Ledger.arrays`) into a
-:class:`DocumentTable`: one row per document *offered* — every source of the
-corpus in every pass the packer was given — whether it arrived or not. Each
-row's tokens reconcile exactly::
+and the :class:`~packing_theory.audit.rows.RowFacts` of the same stream into a
+:class:`DocumentTable`: one row per document *offered* — every document of the
+corpus in every pass the packer was given — whether it arrived or not, and,
+given a :class:`~packing_theory.audit.identity.DocumentIdentity` with a
+cleaning funnel, one row per raw document the funnel removed. Each row's
+tokens reconcile exactly::
 
-    length == emitted + partial_row + discarded + filtered + buffered + never_reached
+    length == emitted + partial_row + discarded + filtered + removed + buffered + never_reached
 
 (source tokens; added BOS markers are not a document's tokens). ``emitted``
 counts tokens in complete rows only; ``partial_row`` counts those placed in
@@ -14,9 +16,18 @@ the incomplete last row of a stream that ran dry, which is never delivered and
 so never trained. ``fate`` says it in one word: ``trained`` (every token in
 complete rows), ``partly trained`` (started, some tokens dropped, still
 buffered or in the partial row — even all of them), ``never started`` (arrived,
-no token emitted: still buffered or filtered) or ``never reached`` (the run
-stopped before it arrived). :func:`write_documents` writes the table as CSV
-(or Parquet, with the ``parquet`` extra) in chunks.
+no token emitted: still buffered or filtered), ``never reached`` (the run
+stopped before it arrived) or ``removed by <stage>`` (the funnel removed it
+before packing). A row names its document by its raw corpus index
+(``document``), its ``name`` and its data ``source``.
+
+The table holds no per-row state: its rows are computed block by block from
+the ledger's columns (in memory or in its store) when read
+(:mod:`packing_theory.audit.document_blocks`). :meth:`DocumentTable.row` and
+:meth:`DocumentTable.largest_untrained` cost O(1) rows each, whatever the
+corpus size; :meth:`DocumentTable.column` builds a whole column (counted in
+:attr:`DocumentTable.builds`). :func:`~packing_theory.audit.document_file.write_documents`
+writes the table as CSV or Parquet in chunks.
 
 >>> from packing_theory import Packer, feed_all
 >>> from packing_theory.audit import Ledger
@@ -32,30 +43,31 @@ stopped before it arrived). :func:`write_documents` writes the table as CSV
 
 from __future__ import annotations
 
-import csv
-import io
+import dataclasses
+import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._unique import distinct, group_min
-from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
-from ..engine.consumers import consumer_settings
-from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
-from ..errors import InputError, InputTypeError, import_optional
+from .._unique import distinct
+from ..errors import InputError
 from ..lengths import validate_lengths
+from .document_blocks import COLUMNS, FATES, NEVER_REACHED, NEVER_STARTED, DocumentBlocks
+from .document_file import write_documents
+from .identity import DocumentIdentity, NameSource, as_names
 from .ledger import Ledger
-from .strata import stratum_labels
+from .rows import DocumentRows, RowFacts
 
 __all__ = [
     "DOCUMENTS_DEFAULT_LIMIT",
     "DOCUMENT_COLUMNS",
     "DOCUMENT_FATES",
+    "UNTRAINED_FATES",
+    "UNTRAINED_KEPT",
     "DocumentRows",
     "DocumentTable",
     "RowFacts",
@@ -68,204 +80,136 @@ __all__ = [
 
 Int64Array = npt.NDArray[np.int64]
 
-DOCUMENT_COLUMNS: tuple[str, ...] = (
-    "packer", "document", "pass", "occurrence", "name", "length", "stratum", "started", "first_row",
-    "emitted", "partial_row", "discarded", "filtered", "buffered", "never_reached", "protected", "fate",
-)
-"""Columns of the per-document file, in order (``first_row`` and ``occurrence`` are -1 when none)."""
+DOCUMENT_COLUMNS: tuple[str, ...] = COLUMNS
+"""Columns of the per-document file, in order. ``document`` is the raw corpus index, ``name`` the file path
+or dataset name (empty when unknown), ``source`` the data source (empty without labels); ``first_row`` and
+``occurrence`` are -1 when none; a document the funnel removed has ``pass`` -1 and its tokens in
+``removed``."""
 
-DOCUMENT_FATES: tuple[str, ...] = ("trained", "partly trained", "never started", "never reached")
-"""The values of the ``fate`` column."""
+DOCUMENT_FATES: tuple[str, ...] = (*FATES, "removed")
+"""The values of the ``fate`` column (a removed document's says ``removed by <stage>``)."""
 
 DOCUMENTS_DEFAULT_LIMIT = 100_000
 """``audit`` writes ``documents.csv`` without being asked when a corpus has at most this many documents."""
 
-_CHUNK = 65_536
+UNTRAINED_KEPT = 1000
+"""The largest never-started and never-reached documents :func:`document_table` finds while it builds
+the table."""
+
+UNTRAINED_FATES: tuple[str, ...] = ("never started", "never reached")
+"""The fates of a document no row holds a token of (:meth:`DocumentTable.largest_untrained`)."""
+
+_BLOCK = 1 << 16
+_BOOL = ("started", "protected")
+_STRINGS = ("packer", "name", "source", "stratum", "fate")
 
 
-@dataclass(frozen=True, eq=False)
-class RowFacts:
-    """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none). ``==`` compares values."""
-
-    first_row: Int64Array
-    """The smallest row index holding one of its tokens (a BOS-only placement counts)."""
-    arrival_row: Int64Array
-    """Complete rows emitted, in stream order, when it arrived (the row its refill fed)."""
-    filtered_reason: dict[int, str]
-    """Occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason."""
-    partial_placements: Int64Array = field(default_factory=lambda: np.zeros((0, 3), np.int64))
-    """The placements of the incomplete last row, never trained: ``(occurrence, length, bos_inserted)``."""
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RowFacts):
-            return NotImplemented
-        return (np.array_equal(self.first_row, other.first_row)
-                and np.array_equal(self.arrival_row, other.arrival_row)
-                and self.filtered_reason == other.filtered_reason
-                and np.array_equal(self.partial_placements, other.partial_placements))
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class DocumentRows:
-    """A consumer of any event stream: each occurrence's first row, arrival row and filter reason.
-
-    The ledger's ``first_target`` misses a document whose only placement is a
-    BOS at a row's position 0 (an input, never a target); this consumer counts
-    rows instead. Rows are counted in the order the packer emits them.
-
-    Args:
-        capacity: the row capacity ``R``.
-        per_occurrence: keep each occurrence's first and arrival rows (16 bytes
-            per occurrence). ``False`` keeps only what :func:`never_trained
-            <packing_theory.audit.untrained.never_trained>` needs (the last row's
-            placements and the filter reasons); the result's ``first_row`` and
-            ``arrival_row`` are then empty.
-
-    Complexity: O(1) per event, a batch O(its events log its events) numpy
-    work; memory O(occurrences) with ``per_occurrence``, else O(row + filtered).
-    """
-
-    def __init__(self, capacity: int, per_occurrence: bool = True) -> None:
-        if capacity < 1:
-            raise InputError(f"capacity must be >= 1, got {capacity}")
-        if not isinstance(per_occurrence, bool):
-            raise InputTypeError(f"per_occurrence must be a bool, got {type(per_occurrence).__name__} "
-                                 f"{per_occurrence!r}")
-        self.capacity = capacity
-        self.per_occurrence = per_occurrence
-        self._first = np.full(0, -1, np.int64)
-        self._arrival = np.full(0, -1, np.int64)
-        self._reasons: dict[int, str] = {}
-        self._filled = 0  # row positions filled so far, in stream order
-        self._done = False
-        self._last_row = -1  # the highest row placed into so far, and its placements
-        self._last: list[tuple[int, int, int]] = []
-        self._partial = np.zeros((0, 3), np.int64)
-
-    @classmethod
-    def for_packer(cls, packer: object) -> DocumentRows:
-        """Built with the packer's row capacity."""
-        return cls(consumer_settings(packer).capacity)
-
-    def _grow(self, top: int) -> None:
-        if self.per_occurrence and top >= self._first.size:
-            size = max(top + 1, 2 * self._first.size)
-            self._first = np.concatenate([self._first, np.full(size - self._first.size, -1, np.int64)])
-            self._arrival = np.concatenate([self._arrival, np.full(size - self._arrival.size, -1, np.int64)])
-
-    def feed(self, item: EventItem) -> None:
-        """Account one event, or a batch column by column. O(1) per event; a batch O(events) numpy work."""
-        if isinstance(item, EventBatch):
-            self._batch(item)
-            return
-        t = type(item)
-        if t is Arrival:
-            if self.per_occurrence:
-                o = cast(Arrival, item).occurrence
-                self._grow(o)
-                self._arrival[o] = self._filled // self.capacity
-        elif t is Placement:
-            p = cast(Placement, item)
-            if self.per_occurrence and (self._first[p.occurrence] < 0 or p.row < self._first[p.occurrence]):
-                self._first[p.occurrence] = p.row
-            if p.row > self._last_row:
-                self._last_row, self._last = p.row, []
-            if p.row == self._last_row:
-                self._last.append((p.occurrence, p.length, int(p.bos_inserted)))
-        elif t is Filtered:
-            f = cast(Filtered, item)
-            self._reasons[f.occurrence] = f.reason
-        elif t is Horizon:
-            self._end(item)  # type: ignore[arg-type]
-        if t is Placement or t is Padding or t is Repeat:
-            self._filled += cast("Placement | Padding | Repeat", item).length
-
-    def _batch(self, b: EventBatch) -> None:
-        kinds = b.kinds
-        occ = b.arrival.occurrence
-        filled = int(b.placement.length.sum()) + int(b.padding.length.sum()) + int(b.repeat.length.sum())
-        if occ.size and self.per_occurrence:  # the positions filled before each arrival
-            fill = np.zeros(kinds.size, np.int64)
-            fill[kinds == PLACEMENT] = b.placement.length
-            fill[kinds == PADDING] = b.padding.length
-            fill[kinds == REPEAT] = b.repeat.length
-            before = self._filled + np.cumsum(fill) - fill
-            self._grow(int(occ.max()))
-            self._arrival[occ] = before[kinds == ARRIVAL] // self.capacity
-        pocc, prow = b.placement.occurrence, b.placement.row
-        if pocc.size:
-            if self.per_occurrence:  # O(batch log batch): only the occurrences placed in it
-                u, low = group_min(pocc, prow)
-                cur = self._first[u]
-                self._first[u] = np.where((cur < 0) | (low < cur), low, cur)
-            top = int(prow.max())
-            if top > self._last_row:
-                self._last_row, self._last = top, []
-            if top == self._last_row:
-                at = prow == top
-                self._last += list(zip(pocc[at].tolist(), b.placement.length[at].tolist(),
-                                       b.placement.bos_inserted[at].astype(np.int64).tolist(), strict=True))
-        for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
-            self._reasons[o] = b.reasons[code]
-        self._filled += filled
-        if b.horizon is not None:
-            self._end(b.horizon)
-
-    def _end(self, h: Horizon) -> None:
-        self._done = True
-        if h.partial_row_tokens and self._last_row == h.rows:  # the incomplete row is the last one
-            self._partial = np.array(self._last, np.int64).reshape(-1, 3)
-
-    def result(self) -> RowFacts:
-        """The per-occurrence rows (call after the Horizon)."""
-        if not self._done:
-            raise InputError("DocumentRows.result() needs the Horizon event: feed the whole stream first")
-        n = int(np.flatnonzero(self._arrival >= 0).max()) + 1 if (self._arrival >= 0).any() else 0
-        return RowFacts(self._first[:n].copy(), self._arrival[:n].copy(), dict(self._reasons),
-                        self._partial.copy())
-
-    def _check(self) -> None:
-        assert self._first.size == self._arrival.size
-        assert self.per_occurrence or self._first.size == 0
-        assert self._filled >= 0
-        assert np.all((self._first < 0) | (self._arrival >= 0)), "a placement before its arrival"
-
-
-@dataclass(frozen=True)
 class DocumentTable:
-    """One packer's per-document columns (see the module doc); index = offered order (pass, then document).
+    """One packer's per-document rows (see the module doc); row order: offered (pass, then replay order),
+    then the funnel's removed documents.
 
-    ``columns`` holds numpy arrays of equal length keyed by :data:`DOCUMENT_COLUMNS`
-    (without ``packer``, which is :attr:`packer`); ``name`` is an object array
-    of strings (empty when unknown).
+    Built by :func:`document_table`. :attr:`builds` counts the work done on
+    request: ``columns`` (whole columns built) and ``rows`` (rows computed).
     """
 
-    packer: str
-    capacity: int
-    columns: dict[str, npt.NDArray[Any]]
+    def __init__(self, packer: str, capacity: int, blocks: DocumentBlocks, *,
+                 untrained: dict[str, tuple[Int64Array, Int64Array, int]] | None = None) -> None:
+        self.packer = packer
+        self.capacity = capacity
+        self._b = blocks
+        self.builds = {"columns": 0, "rows": 0}
+        self._untrained = untrained
+        self._totals: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return int(self.columns["length"].size)
+        return self._b.size
+
+    def name_rows(self, names: NameSource | Sequence[str] | None) -> None:
+        """Name the rows by ``names`` over the raw corpus: a table built where the names were not sent
+        (a worker process; a dataset's name column is read lazily from its files, here).
+
+        Raises:
+            InputError: ``names`` does not cover the raw corpus the table's identity describes.
+        """
+        ident = self._b.identity
+        if names is not None and ident.raw_documents >= 0 and len(names) != ident.raw_documents:
+            raise InputError(f"names has {len(names):,} entries for a raw corpus of "
+                             f"{ident.raw_documents:,} documents")
+        self._b.identity = dataclasses.replace(ident, names=as_names(names))
+
+    @property
+    def dictionaries(self) -> dict[str, tuple[str, ...]]:
+        """The values the coded string columns of :meth:`coded_blocks` index."""
+        return {**self._b.dictionaries, "packer": (self.packer,)}
+
+    def coded_blocks(self, block: int = _BLOCK, *, strings: bool = True
+                     ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]:
+        """``(first row, columns)`` for consecutive blocks: integer and bool columns, ``stratum``, ``fate``
+        and ``source`` as codes into :attr:`dictionaries`, ``name`` as str (with ``strings``). O(block)."""
+        for a in range(0, len(self), block):
+            b = min(len(self), a + block)
+            self.builds["rows"] += b - a
+            yield a, self._b.block(a, b, strings=strings)
+
+    def _decode(self, c: dict[str, npt.NDArray[Any]], name: str) -> npt.NDArray[Any]:
+        if name == "packer" or (name == "name" and name not in c):
+            return np.full(c["length"].size, self.packer if name == "packer" else "", dtype=object)
+        if name in ("stratum", "fate", "source"):
+            return np.asarray(np.asarray(self._b.dictionaries[name], dtype=object)[c[name]])
+        return np.asarray(c[name])
 
     def column(self, name: str) -> npt.NDArray[Any]:
-        """One column (``packer`` is repeated)."""
-        if name == "packer":
-            return np.full(len(self), self.packer, dtype=object)
-        if name not in self.columns:
+        """One whole column (strings as an object array). O(rows): counted in :attr:`builds`."""
+        if name not in DOCUMENT_COLUMNS:
             raise InputError(f"column must be one of {', '.join(DOCUMENT_COLUMNS)}; got {name!r}")
-        return self.columns[name]
+        self.builds["columns"] += 1
+        parts = [self._decode(c, name) for _, c in self.coded_blocks(1 << 20, strings=name == "name")]
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros(0, object if name in _STRINGS else np.bool_ if name in _BOOL else np.int64)
+
+    @property
+    def columns(self) -> dict[str, npt.NDArray[Any]]:
+        """Every column but ``packer``, whole. O(rows x columns)."""
+        return {c: self.column(c) for c in DOCUMENT_COLUMNS if c != "packer"}
 
     def row(self, i: int) -> dict[str, Any]:
-        """Row ``i`` as plain Python values."""
-        return {c: _plain(self.column(c)[i]) for c in DOCUMENT_COLUMNS}
+        """Row ``i`` as plain Python values. O(1) rows of work, whatever the table's size."""
+        if not -len(self) <= i < len(self):
+            raise InputError(f"row {i} is outside the table's {len(self):,} rows")
+        i %= len(self)
+        self.builds["rows"] += 1
+        c = self._b.block(i, i + 1)
+        return {name: _plain(self._decode(c, name)[0]) for name in DOCUMENT_COLUMNS}
 
     def total(self, name: str) -> int:
-        """The exact sum of an integer column."""
-        return int(self.columns[name].sum())
+        """The exact sum of an integer column (one pass over blocks, then cached)."""
+        if name not in self._totals:
+            if name not in DOCUMENT_COLUMNS or name in _STRINGS:
+                raise InputError(f"total needs an integer column of {', '.join(DOCUMENT_COLUMNS)}; "
+                                 f"got {name!r}")
+            self._totals[name] = sum(int(c[name].sum()) for _, c in self.coded_blocks(1 << 20, strings=False))
+        return self._totals[name]
+
+    def largest_untrained(self, limit: int, fates: Sequence[str] = UNTRAINED_FATES
+                          ) -> tuple[list[dict[str, Any]], int]:
+        """The ``limit`` largest documents of ``fates`` (``never started`` and/or ``never reached``: no
+        token emitted), largest first (ties by row), as rows; and how many there are. O(limit) rows when
+        ``limit`` is at most :data:`UNTRAINED_KEPT` (found while the table was built), else one pass
+        over the ledger's flags and the lengths."""
+        wanted = tuple(dict.fromkeys(fates))
+        if not wanted or any(f not in UNTRAINED_FATES for f in wanted):
+            raise InputError(f"fates must be among {', '.join(UNTRAINED_FATES)}; got {list(fates)}")
+        tops = self._untrained
+        if tops is None or any(tops[f][0].size < min(limit, tops[f][2]) for f in wanted):
+            tops = self._untrained = _largest_untrained(self, max(limit, UNTRAINED_KEPT))
+        rows = np.concatenate([tops[f][0] for f in wanted])
+        lengths = np.concatenate([tops[f][1] for f in wanted])
+        order = np.lexsort((rows, -lengths))[:limit]
+        return [self.row(int(i)) for i in rows[order]], sum(tops[f][2] for f in wanted)
 
     def find(self, document: str | int) -> list[int]:
-        """Row indices of a document by id (``"12"`` or 12) or by name.
+        """Row indices of a document by raw corpus index (``"12"`` or 12) or by name.
 
         A name matches exactly, else as a whole-component path suffix
         (``dom/__init__.py`` matches ``a/xml/dom/__init__.py``, not
@@ -275,62 +219,103 @@ class DocumentTable:
         Raises:
             InputError: no document has that id or name, or the name's suffix matches several documents.
 
-        Complexity: O(N) name comparisons.
+        Complexity: O(log n) for an index; O(N) name comparisons for a name.
         """
-        ids = self.columns["document"]
+        b = self._b
         text = str(document).strip()
         if isinstance(document, int) or text.isdigit():
-            hits = np.flatnonzero(ids == int(text))
+            raw = np.asarray([int(text)], np.int64)
         else:
-            names = self.columns["name"]
-            hits = np.flatnonzero(names == text)
-            if hits.size == 0:
-                hits = _suffix_matches(names, ids, text)
-        if hits.size == 0:
+            raw = _name_matches(b.identity, text)
+        hits: list[int] = []
+        for d in raw.tolist():
+            pos = b.identity.positions_of(d)
+            hits += [p * b.n + int(q) for p in range(b.passes) for q in pos.tolist()]
+            at = int(np.searchsorted(b.removed, d))
+            if at < b.removed.size and b.removed[at] == d:
+                hits.append(b.offered + at)
+        if not hits:
             raise InputError(f"document {document!r} is not among the {len(self):,} documents offered "
                              "(give an id 0..N-1 or a file name the corpus knows)")
-        return [int(i) for i in hits]
+        return sorted(hits)
 
     def _check(self) -> None:
-        """Every row reconciles: length = emitted + discarded + filtered + buffered + never_reached."""
-        c = self.columns
-        parts = (c["emitted"] + c["partial_row"] + c["discarded"] + c["filtered"] + c["buffered"]
-                 + c["never_reached"])
-        assert np.array_equal(parts, c["length"]), "a document's tokens do not reconcile"
-        reached = c["occurrence"] >= 0
-        assert np.all(c["never_reached"][reached] == 0)
-        assert np.all(c["never_reached"][~reached] == c["length"][~reached])
-        assert np.all(c["started"] == (c["first_row"] >= 0))
-        assert np.all(~c["started"][~reached]) and np.all(~c["protected"][~reached])
-        fate = c["fate"]
-        assert np.all((fate == "trained") == (c["started"] & (c["emitted"] == c["length"])))
-        assert np.all((fate == "never started") == (reached & ~c["started"]))
-        assert np.all((fate == "never reached") == ~reached)
+        """Every row reconciles: length = emitted + partial row + discarded + filtered + removed + buffered +
+        never reached; fates, starts and the protected set agree with the columns. O(rows)."""
+        for _, c in self.coded_blocks(_BLOCK, strings=False):
+            parts = (c["emitted"] + c["partial_row"] + c["discarded"] + c["filtered"] + c["removed"]
+                     + c["buffered"] + c["never_reached"])
+            assert np.array_equal(parts, c["length"]), "a document's tokens do not reconcile"
+            reached = c["occurrence"] >= 0
+            offered = c["pass"] >= 0
+            assert np.all(c["never_reached"][reached] == 0)
+            assert np.all(c["never_reached"][offered & ~reached] == c["length"][offered & ~reached])
+            assert np.all(c["removed"][offered] == 0)
+            assert np.all(c["removed"][~offered] == c["length"][~offered])
+            assert np.all(c["started"] == (c["first_row"] >= 0))
+            assert np.all(~c["started"][~reached]) and np.all(~c["protected"][~reached])
+            fate = c["fate"]
+            assert np.all((fate == 0) == (c["started"] & (c["emitted"] == c["length"])))
+            assert np.all((fate == NEVER_STARTED) == (reached & ~c["started"]))
+            assert np.all((fate == NEVER_REACHED) == (offered & ~reached))
+            assert np.all((fate >= len(FATES)) == ~offered)
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
 
 
 def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
 
 
-def _suffix_matches(names: np.ndarray, ids: np.ndarray, text: str) -> np.ndarray:
-    """Rows whose name ends with ``text``'s path components; an InputError when several documents do."""
+def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
+    """Raw documents named ``text`` exactly, else by a path suffix (an InputError when several are)."""
+    names: NameSource | None = identity.names
+    if names is None:
+        return np.zeros(0, np.int64)
+    total = len(names)
+    exact: list[int] = []
+    suffix: list[tuple[int, str]] = []
     want = _parts(text)
-    k = len(want)
-    if k == 0:
-        return np.zeros(0, dtype=np.int64)
-    hits = np.array([i for i, n in enumerate(names) if _parts(str(n))[-k:] == want], dtype=np.int64)
-    documents = distinct(ids[hits]) if hits.size else hits
-    if documents.size > 1:
-        first = {int(d): str(names[hits[np.flatnonzero(ids[hits] == d)[0]]]) for d in documents[:5]}
-        shown = ", ".join(f"{n} (document {d})" for d, n in first.items())
-        more = ", …" if documents.size > 5 else ""
-        raise InputError(f"document {text!r} is ambiguous: {documents.size:,} documents end with that path "
+    for lo in range(0, total, _BLOCK):
+        ids = np.arange(lo, min(total, lo + _BLOCK), dtype=np.int64)
+        for i, n in zip(ids.tolist(), names.take(ids), strict=True):
+            if n == text:
+                exact.append(i)
+            elif want and _parts(n)[-len(want):] == want:
+                suffix.append((i, n))
+    if exact:
+        return np.asarray(exact, np.int64)
+    if len(suffix) > 1:
+        shown = ", ".join(f"{n} (document {d})" for d, n in suffix[:5])
+        more = ", …" if len(suffix) > 5 else ""
+        raise InputError(f"document {text!r} is ambiguous: {len(suffix):,} documents end with that path "
                          f"({shown}{more}); give a longer path or the document id")
-    return hits
+    return np.asarray([d for d, _ in suffix], np.int64)
 
 
-def _plain(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
+def _largest_untrained(table: DocumentTable, keep: int) -> dict[str, tuple[Int64Array, Int64Array, int]]:
+    """Per fate (never started, never reached): the rows and lengths of its ``keep`` largest documents
+    (largest first, ties by row) and its count, in one pass over the ledger's flags and the lengths.
+    O(rows) time, O(block + keep) memory."""
+    tops = {f: (np.zeros(0, np.int64), np.zeros(0, np.int64), 0) for f in UNTRAINED_FATES}
+    blocks = table._b
+    for a in range(0, blocks.offered, 1 << 20):
+        idx_all, ln_all, arrived = blocks.untrained(a, a + (1 << 20))
+        for fate, sel in zip(UNTRAINED_FATES, (arrived, ~arrived), strict=True):
+            rows, lengths, count = tops[fate]
+            idx, ln = idx_all[sel], ln_all[sel]
+            count += int(idx.size)
+            if rows.size >= keep:  # only a strictly longer document can displace the kept ones
+                longer = ln > lengths[-1]
+                idx, ln = idx[longer], ln[longer]
+            if idx.size:
+                rows, lengths = np.concatenate([rows, idx]), np.concatenate([lengths, ln])
+                order = np.lexsort((rows, -lengths))[:keep]
+                rows, lengths = rows[order], lengths[order]
+            tops[fate] = (rows, lengths, count)
+    return tops
 
 
 def partial_row_tokens(arrays: dict[str, npt.NDArray[Any]], rows: RowFacts) -> Int64Array:
@@ -351,99 +336,78 @@ def partial_row_tokens(arrays: dict[str, npt.NDArray[Any]], rows: RowFacts) -> I
     return out
 
 
+def _partial(ledger: Ledger, rows: RowFacts) -> tuple[Int64Array, Int64Array]:
+    """``(occurrences, source tokens)`` in the partial last row, sorted (at most one row's placements)."""
+    pp = rows.partial_placements
+    if not pp.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    occ = pp[:, 0]
+    if occ.max() >= ledger.occurrences or occ.min() < 0:
+        raise InputError(f"a partial-row placement names occurrence {int(occ.max())}, which never arrived")
+    view = ledger.columns_view()
+    ids = distinct(occ)
+    added = np.asarray([int(view.range(o, o + 1, ("added_bos",))["added_bos"][0]) for o in ids.tolist()])
+    at = np.searchsorted(ids, occ)
+    tokens = np.zeros(ids.size, np.int64)
+    np.add.at(tokens, at, pp[:, 1] - ((pp[:, 2] > 0) & (added[at] > 0)))
+    return ids, tokens
+
+
 def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, passes: int | None = None,
-                   names: Sequence[str] | None = None) -> DocumentTable:
+                   names: Sequence[str] | NameSource | None = None,
+                   identity: DocumentIdentity | None = None) -> DocumentTable:
     """The per-document table of a finished ``ledger`` whose packer was offered ``lengths``, ``passes`` times.
 
     ``rows`` comes from a :class:`DocumentRows` fed the same stream.
     ``passes`` defaults to the passes the stream reached (at least 1): a
     streaming packer's ``passes``; a peer's epochs as far as they arrived.
-    ``names`` (one per document of ``lengths``) fills the ``name`` column.
+    ``identity`` names each document offered (its raw corpus index, name and
+    source, and the documents a funnel removed); without it a document is its
+    position in ``lengths`` and ``names`` (one per document, or a
+    :class:`~packing_theory.audit.identity.NameSource`) fills the ``name`` column.
 
     Raises:
-        InputError: a ledger without its Horizon, ``names`` of the wrong
-            length, or an arrival that is not a document of ``lengths``.
+        InputError: a ledger without its Horizon, ``names`` or ``identity`` of the
+            wrong size, or an arrival that is not a document of ``lengths``.
 
-    Complexity: O(offered documents) numpy work and memory.
+    Complexity: one pass over the ledger's columns in blocks (O(offered
+    documents) numpy work, O(block) memory); the table holds no per-row state
+    unless occurrence ids are not the offered rows.
     """
     if not ledger.finished:
         raise InputError("document_table needs a ledger fed the whole stream (its Horizon event)")
-    arr = validate_lengths(np.asarray(lengths))
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
     n = int(arr.size)
-    a = ledger.arrays()
-    arrived = a["arrived"]
-    occ = np.flatnonzero(arrived)
-    src, pas = a["source"][occ], a["pass_index"][occ]
-    if occ.size and (src.min() < 0 or src.max() >= n):
-        raise InputError(f"an arrival names source {int(src.max())}, not a document of the {n:,} offered")
-    reached_passes = int(pas.max()) + 1 if occ.size else 1
-    P = reached_passes if passes is None else max(int(passes), reached_passes)
-    if names is not None and len(names) != n:
+    if names is not None and identity is None and len(names) != n:
         raise InputError(f"names has {len(names):,} entries for {n:,} documents")
-    total = n * P
-    key = pas * n + src
-    if distinct(key).size != key.size:
-        raise InputError("two arrivals are the same document in the same pass")
-    occurrence = np.full(total, -1, np.int64)
-    occurrence[key] = occ
-    reached = occurrence >= 0
-    length = np.tile(arr, P)
-    where = np.where(reached, occurrence, 0)
-
-    def take(col: str) -> npt.NDArray[Any]:
-        values = a[col]
-        if values.size == 0:  # nothing arrived
-            return np.zeros(total, values.dtype)
-        return np.where(reached, values[where], np.zeros(1, values.dtype))
-
-    protected = np.zeros(total, np.bool_)
-    prot = ledger.protected_occurrences()
-    if prot.size:
-        mark = np.zeros(arrived.size, np.bool_)
-        mark[prot] = True
-        protected = reached & mark[where]
-    R = ledger.capacity
-    firsts = np.full(max(arrived.size, 1), -1, np.int64)
-    firsts[: min(arrived.size, rows.first_row.size)] = rows.first_row[: arrived.size]
-    first_row = np.where(reached, firsts[where], -1).astype(np.int64)
-    started = reached & take("started")
-    partial = np.where(reached, partial_row_tokens(a, rows)[where], 0) if a["length"].size \
-        else np.zeros(total, np.int64)
-    emitted, discarded = take("emitted") - partial, take("discarded")
-    filtered, buffered = take("filtered"), take("buffered")
-    never_reached = np.where(reached, 0, length).astype(np.int64)
-    fate = np.full(total, "never reached", dtype=object)
-    fate[reached & ~started] = "never started"
-    fate[started] = "partly trained"
-    fate[started & (emitted == length)] = "trained"
-    labels = np.array(stratum_labels(ledger.boundaries), dtype=object)
-    name_col = (np.tile(np.asarray(list(names), dtype=object), P) if names is not None
-                else np.full(total, "", dtype=object))
-    cols: dict[str, npt.NDArray[Any]] = {
-        "document": np.tile(np.arange(n, dtype=np.int64), P),
-        "pass": np.repeat(np.arange(P, dtype=np.int64), n),
-        "occurrence": occurrence,
-        "name": name_col,
-        "length": length,
-        "stratum": labels[_strata(length, ledger.boundaries)],
-        "started": started,
-        "first_row": first_row,
-        "emitted": emitted,
-        "partial_row": partial.astype(np.int64),
-        "discarded": discarded,
-        "filtered": filtered,
-        "buffered": buffered,
-        "never_reached": never_reached,
-        "protected": protected,
-        "fate": fate,
-    }
-    return DocumentTable(ledger.policy, R, cols)
-
-
-def _strata(length: Int64Array, boundaries: tuple[int, ...]) -> Int64Array:
-    from .strata import stratum_index
-
-    return stratum_index(length, boundaries)
+    ident = (identity or DocumentIdentity.of(n, names=names)).check(n)
+    view = ledger.columns_view()
+    ordered, top_pass = True, -1
+    for a, c in view.blocks(1 << 20, ("arrived", "source", "pass_index")):
+        occ = a + np.flatnonzero(c["arrived"])
+        src, pas = c["source"][c["arrived"]], c["pass_index"][c["arrived"]]
+        if src.size and (src.min() < 0 or src.max() >= n):
+            raise InputError(f"an arrival names source {int(src.max())}, not a document of the {n:,} offered")
+        if src.size:
+            top_pass = max(top_pass, int(pas.max()))
+            ordered = ordered and bool(np.array_equal(pas * n + src, occ))
+    P = max(top_pass + 1, 1) if passes is None else max(int(passes), top_pass + 1)
+    extra: dict[str, Any] = {}
+    if not ordered:  # occurrence ids are not the offered rows: the map and the columns in memory
+        cols = ledger.arrays()
+        occ = np.flatnonzero(cols["arrived"])
+        key = cols["pass_index"][occ] * n + cols["source"][occ]
+        if distinct(key).size != key.size:
+            raise InputError("two arrivals are the same document in the same pass")
+        occurrence = np.full(n * P, -1, np.int64)
+        occurrence[key] = occ
+        extra = {"occurrence": occurrence, "arrays": cols, "first": rows.first_row}
+    blocks = DocumentBlocks(view, rows, arr, P, ident, ledger.protected_occurrences(), _partial(ledger, rows),
+                            ledger.boundaries, **extra)
+    table = DocumentTable(ledger.policy, ledger.capacity, blocks)
+    table._untrained = _largest_untrained(table, UNTRAINED_KEPT)
+    table.builds["rows"] = 0
+    return table
 
 
 def document_names(paths: Sequence[str], per_file: Sequence[int]) -> list[str]:
@@ -467,8 +431,6 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
     of documents than ``documents`` (the lengths it is meant to name). Names are
     :func:`document_names` of the census inputs in their order.
     """
-    import json
-
     p = Path(path)
     if not p.is_file():
         return None
@@ -482,59 +444,3 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
     if sum(counts) != documents:
         return None
     return document_names(paths, counts)
-
-
-def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator[str]:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*DOCUMENT_COLUMNS, *(["run"] if run_id else [])])
-    yield buf.getvalue()
-    tail = [run_id] if run_id else []
-    for t in tables:
-        for lo in range(0, len(t), _CHUNK):
-            hi = min(lo + _CHUNK, len(t))
-            buf = io.StringIO()
-            w = csv.writer(buf, lineterminator="\n")
-            cols = [t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS]
-            for r in zip(*cols, strict=True):
-                w.writerow(["true" if v is True else "false" if v is False else v for v in r] + tail)
-            yield buf.getvalue()
-
-
-def write_documents(path: str | os.PathLike[str], tables: Sequence[DocumentTable], *,
-                    run_id: str | None = None) -> Path:
-    """Write ``tables`` (one per packer, stacked) to ``path``: CSV, or Parquet when it ends ``.parquet``.
-
-    Written in chunks of 65,536 rows (memory O(chunk) beyond the tables).
-    ``run_id`` (a report's run) is a last column ``run`` on every row, in both
-    formats (and the Parquet file's ``run`` metadata), so that a row read on its
-    own, or the report's check, ties the file to its run.
-
-    Raises:
-        InputError: another suffix.
-        ImportError: ``.parquet`` without pyarrow (the ``parquet`` extra).
-    """
-    out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix == ".csv":
-        with open(out, "w", encoding="utf-8", newline="") as f:
-            for chunk in _csv_chunks(tables, run_id):
-                f.write(chunk)
-        return out
-    if suffix == ".parquet":
-        pa = import_optional("pyarrow", extra="parquet", purpose="a Parquet documents file")
-        pq = import_optional("pyarrow.parquet", extra="parquet", purpose="a Parquet documents file")
-        fields = [(c, pa.string() if c in ("packer", "name", "stratum", "fate") else
-                   pa.bool_() if c in ("started", "protected") else pa.int64()) for c in DOCUMENT_COLUMNS]
-        schema = pa.schema([*fields, *([("run", pa.string())] if run_id else [])],
-                           metadata={"run": run_id or ""})
-        with pq.ParquetWriter(str(out), schema) as w:
-            for t in tables:
-                for lo in range(0, len(t), _CHUNK):
-                    hi = min(lo + _CHUNK, len(t))
-                    cols: dict[str, Any] = {c: t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS}
-                    if run_id:
-                        cols["run"] = [run_id] * (hi - lo)
-                    w.write_table(pa.table(cols, schema=schema))
-        return out
-    raise InputError(f"--documents must end in .csv or .parquet, got {os.fspath(path)!r}")

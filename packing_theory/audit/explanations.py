@@ -39,6 +39,7 @@ from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entry
 from .documents import DocumentRows, document_table
+from .identity import DocumentIdentity, NameSource
 from .ledger import Ledger
 from .untrained import HorizonStatement, horizon_statement
 
@@ -81,9 +82,10 @@ class Explanation:
 
 
 def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "discard", capacity: int = 2049,
-            min_buffer: int = 1000, horizon: Budget | None = None, names: Sequence[str] | None = None,
-            pass_index: int = 0, options: Mapping[str, Any] | None = None, ids: Sequence[int] | None = None,
-            **knobs: Any) -> Explanation:
+            min_buffer: int = 1000, horizon: Budget | None = None,
+            names: Sequence[str] | NameSource | None = None,
+            pass_index: int = 0, options: Mapping[str, Any] | None = None,
+            identity: DocumentIdentity | None = None, **knobs: Any) -> Explanation:
     """Explain what ``policy`` did to ``document`` (an id, or a name of ``names``) at ``horizon``.
 
     Args:
@@ -95,9 +97,10 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
             only the protected-set columns use it).
         horizon: where to cut the run (``None``: the packer's natural end).
         pass_index: which pass of a multi-pass run.
-        ids: each document's id in the caller's numbering (``ids[k]`` of ``lengths[k]``: a corpus's raw
-            index when a cleaning funnel kept only some documents); a numeric ``document`` is one of
-            them, and the explanation names it so. Default ``0 .. N - 1``.
+        identity: who each document of ``lengths`` is in the raw corpus
+            (:class:`~packing_theory.audit.identity.DocumentIdentity`: its raw index when a cleaning
+            funnel kept only some documents, names and sources over the raw corpus); a numeric
+            ``document`` is then a raw index, and the explanation names it so. Overrides ``names``.
         options, knobs: the packer's options (``refill=``, ``passes=``,
             ``exhausted=``, a peer's knobs).
 
@@ -117,23 +120,11 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     ledger = Ledger(packer.capacity, min_buffer, policy=policy, detail=True)
     rows = DocumentRows(packer.capacity)
     agg, facts = feed_all(cut_at_horizon(packer.events(arr), horizon, capacity=packer.capacity), ledger, rows)
-    table = document_table(ledger, facts, arr, passes=passes, names=names)
-    key: str | int = document
-    if ids is not None:
-        if len(ids) != arr.size:
-            raise InputError(f"ids has {len(ids):,} entries for {arr.size:,} documents")
-        text = str(document).strip()
-        if isinstance(document, int) or text.isdigit():
-            position = {int(d): k for k, d in enumerate(ids)}
-            if int(text) not in position:
-                raise InputError(f"document {document!r} is not among the {arr.size:,} documents offered")
-            key = position[int(text)]
-    hits = [i for i in table.find(key) if int(table.columns["pass"][i]) == pass_index]
+    table = document_table(ledger, facts, arr, passes=passes, names=names, identity=identity)
+    hits = [i for i in table.find(document) if int(table.row(i)["pass"]) == pass_index]
     if not hits:
         raise InputError(f"document {document!r} has no pass {pass_index} in this run")
     row = table.row(hits[0])
-    if ids is not None:
-        row = {**row, "document": int(ids[int(row["document"])])}
     h = horizon_statement(agg, horizon, streaming=e.kind == "streaming")
     occ = int(row["occurrence"])
     held_rows: tuple[int, ...] = ()
@@ -141,7 +132,7 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     larger = 0
     if occ >= 0:
         held_rows = tuple(sorted({iv.row for iv in ledger.record(occ).intervals} - {agg.rows}))
-        arrival_row = int(facts.arrival_row[occ]) if occ < facts.arrival_row.size else -1
+        arrival_row = int(facts.arrival_rows(occ, occ + 1)[0])
         a = ledger.arrays()
         long_arrived = a["arrived"] & (a["length"] > packer.capacity)
         if row["length"] > packer.capacity:

@@ -35,14 +35,12 @@ Length strata are those of :mod:`packing_theory.audit.strata`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import check_int
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, PLACEMENT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
@@ -62,34 +60,25 @@ from ..engine.policies import LengthsInput, PackerConfig, resolve_config
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum
-from .accounting import MAX_EXACT_TOKENS, ChunkAccounts, exact_total
+from .accounting import MAX_EXACT_TOKENS, exact_total
 from .exposure import exposure_profile, whole_exposure
 from .histograms import counts_median
-from .results import (
-    Aggregates,
-    CoverageRow,
-    EmittedInterval,
-    MassPartition,
-    ProtectedMass,
-    SeriesSample,
-    SourceRecord,
-    StratumRow,
-)
-from .strata import stratum_index, stratum_labels
-from .table import ADDED, ARRIVED, BLOCK, FIRST_ORIGIN, STARTED, table_aggregates
+from .occurrences import OccurrenceViews
+from .results import Aggregates, CoverageRow, MassPartition, ProtectedMass, StratumRow
+from .store import ColumnStore
+from .strata import STRATA_BOUNDARIES, stratum_labels
+from .table import ADDED, ARRIVED, FIRST_ORIGIN, STARTED, table_aggregates
 from .table import FILTERED as F_FILTERED
+from .window import WINDOW
 
 __all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median", "exact_total"]
 
 Int64Array = npt.NDArray[np.int64]
 
-_ARRAY_KEYS = ("arrived", "source", "pass_index", "length", "stratum", "started", "emitted", "discarded",
-               "filtered", "buffered", "added_bos", "first_target")
-
 # --------------------------------------------------------------------------- the ledger
 
 
-class Ledger(ChunkAccounts):
+class Ledger(OccurrenceViews):
     """Per-source accounting of a placement event stream (any packer).
 
     Args:
@@ -110,7 +99,15 @@ class Ledger(ChunkAccounts):
             ``False`` keeps only the first over-capacity target the aggregates report.
         occurrences_hint: the occurrences expected (e.g. documents x passes):
             the table is sized for them at once (zero pages, committed only as
-            occurrences arrive) instead of grown by doubling and copying.
+            occurrences arrive) instead of grown by doubling and copying
+            (without a store).
+        store: where the per-occurrence table goes: ``None`` keeps it in memory;
+            a :class:`~packing_theory.audit.store.ColumnStore` or a directory path
+            keeps only a window of recent occurrences and the still-buffered
+            older ones in memory and writes the settled records to the store
+            (:mod:`packing_theory.audit.window`): memory O(window + buffer) at any
+            corpus size, the same results.
+        window: occurrence ids per chunk written to the store (default 2**20).
 
     Build it from a packer with :meth:`for_packer`. Feed events with
     :meth:`feed` (one at a time, e.g. inside a loader) or a whole stream with
@@ -123,17 +120,29 @@ class Ledger(ChunkAccounts):
     Complexity: amortised O(1) Python work per event (events are accounted in
     chunks of 8,192 with numpy; a batch costs O(1) Python work per chunk),
     O(B log B) per chunk for the protected set, O(bins) numpy work per
-    placement for the exposure profile. Memory: 21 bytes per occurrence for a
-    one-pass stream without added BOS markers, 13
+    placement for the exposure profile. Memory without a store: 21 bytes per
+    occurrence for a one-pass stream without added BOS markers, 13
     (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`) with
-    ``keep_first_targets=False`` (see :mod:`packing_theory.audit.table`), plus O(chunk + B + R);
-    ``detail=True`` adds O(placements + discards) unless spilled.
+    ``keep_first_targets=False`` (see :mod:`packing_theory.audit.table`), plus
+    O(chunk + B + R); with a store, those bytes go to disk and memory is
+    O(window + buffered occurrences + chunk + B + R). ``detail=True`` adds
+    O(placements + discards) unless spilled.
 
     Exactness: every total is exact or refused. Arrivals whose tokens sum past
     :data:`MAX_EXACT_TOKENS` (or past ``2**63 / (exposure_bins + 1)`` for very
     many bins) raise ``ValueError`` naming the occurrence, instead of a
     wrapped-around count.
     """
+
+    def __init__(self, capacity: int, min_buffer: int, *, policy: str = "", detail: bool = False,
+                 boundaries: Sequence[int] = STRATA_BOUNDARIES, exposure_bins: int = 20, chunk: int = 8192,
+                 spill: str | os.PathLike[str] | None = None, compiled: bool = False,
+                 keep_first_targets: bool = True, occurrences_hint: int | None = None,
+                 store: ColumnStore | str | os.PathLike[str] | None = None, window: int = WINDOW) -> None:
+        super().__init__(capacity, min_buffer, policy=policy, detail=detail, boundaries=boundaries,
+                         exposure_bins=exposure_bins, chunk=chunk, spill=spill, compiled=compiled,
+                         keep_first_targets=keep_first_targets, occurrences_hint=occurrences_hint,
+                         store=store, window=window)
 
     @classmethod
     def for_packer(cls, packer: object, **kwargs: Any) -> Ledger:
@@ -160,7 +169,7 @@ class Ledger(ChunkAccounts):
             raise InputError(f"event after the Horizon: {ev!r}"[:300])
         if type(ev) is Placement:
             pl = self._pl
-            if ev.row != self._row:
+            if ev.row != self._series.row:
                 self._new_row(ev.row)
             pl.append(ev)
             if len(pl) >= self._chunk:
@@ -195,7 +204,7 @@ class Ledger(ChunkAccounts):
         elif type(ev) is EventBatch:
             self._batch(ev)
         elif isinstance(ev, Placement):
-            if ev.row != self._row:
+            if ev.row != self._series.row:
                 self._new_row(ev.row)
             self._pl.append(Placement(*ev))
         elif isinstance(ev, Arrival):
@@ -222,7 +231,7 @@ class Ledger(ChunkAccounts):
         pos = {k: np.flatnonzero(kinds == k) for k in (ARRIVAL, PLACEMENT, DISCARD)}
         filt = np.flatnonzero(kinds == FILTERED)
         ba_pos = np.flatnonzero(kinds == 1)
-        self._sample_batch(b, pos, filt, ba_pos)
+        self._series.sample_batch(b, pos, filt, ba_pos, self._buffered_accounted(), self._prot_len)
         end = int(kinds.size) - (1 if b.horizon is not None else 0)
         bulk = self._filtered_in_bulk(b, pos[ARRIVAL], filt)
         p = 0
@@ -252,7 +261,8 @@ class Ledger(ChunkAccounts):
                 self._carry = carry
                 p = end
         if bulk and filt.size:
-            self._t.flags[b.filtered.occurrence] |= F_FILTERED
+            slots = self._t.slots(b.filtered.occurrence)  # first: a slot lookup may move the columns
+            self._t.flags[slots] |= F_FILTERED
             self._filtered_tokens += exact_sum(b.filtered.length)
             self._filtered_sources += int(filt.size)
         self._padding_tokens += int(b.padding.length.sum())
@@ -283,7 +293,7 @@ class Ledger(ChunkAccounts):
                 (b.placement.occurrence, b.discard.occurrence, b.bos_added.occurrence))).any():
             return False
         old = occ < t.n
-        o = occ[old]
+        o = t.slots(occ[old])
         if ((t.flags[o] & ARRIVED) == 0).any() or (t.flags[o] & (F_FILTERED | STARTED)).any() or (
                 t.discarded[o] != 0).any() or (t.length[o] != f.length[old]).any():
             return False
@@ -321,6 +331,7 @@ class Ledger(ChunkAccounts):
         if r.stop > r.start:
             d = b.discard
             self._account_discards(d.occurrence[r], d.source[r], d.start[r], d.length[r])
+        self._t.evict()
 
     def _finish(self, h: Horizon) -> None:
         self._horizon = h
@@ -328,16 +339,15 @@ class Ledger(ChunkAccounts):
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
             occ, _, _, ln, bos = span_columns(h.buffered)
-            self._known(occ, "buffered span")
-            added = bos & ((self._t.flags[occ] & ADDED) != 0)
+            slots = self._slots(occ, "buffered span")
+            added = bos & ((self._t.flags[slots] & ADDED) != 0)
             self._buf_occ, inv = np.unique(occ, return_inverse=True)
             self._buf_amt = np.bincount(inv.ravel(), weights=ln - added).round().astype(np.int64)
             self._buffered_tokens = int(ln.sum())
             self._buffered_added = int(added.sum())
-        R = self.capacity
-        self._series.append(SeriesSample(h.rows * (R - 1), self._buffered_tokens, int(self._prot_len.sum())))
-        if self.spill is not None:
-            self._write_spill()
+        self._series.end(h.rows, self._buffered_tokens, int(self._prot_len.sum()))
+        self._detail.close()
+        self._t.finish()
 
     # ------------------------------------------------------------------ results
 
@@ -356,12 +366,10 @@ class Ledger(ChunkAccounts):
                              "Horizon event (feed the whole event stream first)")
         R = self.capacity
         self._fold_counts()
-        kernels = self._kernels
         first_long = FIRST_ORIGIN - self._first_long_inv if self._first_long_inv else None
-        agg = None if kernels is None else kernels.reduce(self._t, self._buf_occ, self._buf_amt, first_long)
-        if agg is None:
-            agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R)._replace(
-                first_long=first_long)
+        agg = table_aggregates(self._t, self._buf_occ, self._buf_amt, self.boundaries, R,
+                               counts=self._strata_arrived.tolist(), kernels=self._kernels
+                               )._replace(first_long=first_long)
         labels = stratum_labels(self.boundaries)
         crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
@@ -403,7 +411,7 @@ class Ledger(ChunkAccounts):
                                        self._expo + whole_exposure(self._whole_counts, self.boundaries,
                                                                     self.bins).ravel(), self.bins),
             coverage=tuple(CoverageRow(labels[s], *agg.coverage[s]) for s in range(self.n_strata)),
-            series=tuple(self._series),
+            series=tuple(self._series.samples),
             filtered_sources=self._filtered_sources,
         )
         return self._result
@@ -416,180 +424,11 @@ class Ledger(ChunkAccounts):
             members=int(prot_occ.size),
             long_arrivals=self._long_arrivals,
             tokens=prot_tokens,
-            started_members=int(((self._t.flags[prot_occ] & STARTED) != 0).sum()),
+            started_members=int(((self._t.get("flags", prot_occ) & STARTED) != 0).sum()),
             buffered_tokens=buffered,
             share_of_arrived=prot_tokens / self._arrived_tokens if self._arrived_tokens else None,
             share_of_buffered=buffered / self._buffered_tokens if self._buffered_tokens else None,
         )
-
-    # ------------------------------------------------------------------ per-source views
-
-    def protected_occurrences(self) -> Int64Array:
-        """The occurrence ids of the protected set K so far, by increasing key ``(L, arrival)``. O(B)."""
-        return self._prot_occ.copy()
-
-    def first_targets(self) -> Int64Array:
-        """Per occurrence: target index of its first emitted target, ``-1`` if none. O(occurrences).
-
-        Raises:
-            InputError: the ledger was built with ``keep_first_targets=False``.
-        """
-        if self._t.first_inv is None:
-            raise InputError("per-occurrence first targets need Ledger(keep_first_targets=True)")
-        return self._first_target_block(0, self._n)
-
-    def arrays(self) -> dict[str, npt.NDArray[Any]]:
-        """Per-occurrence columns (available in both modes; index = occurrence id). O(occurrences) memory.
-
-        Keys: ``arrived, source, pass_index, length, stratum, started, emitted,
-        discarded, filtered, buffered, added_bos, first_target`` (``emitted``, ``discarded``
-        and ``buffered`` count source tokens; ``buffered`` needs the Horizon;
-        ``first_target`` only with ``keep_first_targets=True``). About 90 bytes per
-        occurrence: to stream the table instead, use :meth:`array_blocks`.
-        """
-        return self._columns(0, self._n)
-
-    @property
-    def occurrences(self) -> int:
-        """Occurrence ids accounted so far: one past the largest arrived (the length of :meth:`arrays`)."""
-        return self._n
-
-    def array_blocks(self, block: int = BLOCK, columns: Sequence[str] | None = None
-                     ) -> Iterator[tuple[int, dict[str, npt.NDArray[Any]]]]:
-        """:meth:`arrays` in blocks of ``block`` occurrences: ``(first occurrence id, columns)`` pairs,
-        in id order (nothing when no occurrence arrived); ``columns`` picks keys (default: all).
-        Memory O(block) besides the table.
-
-        Raises:
-            InputError: ``block`` is not a positive int, or an unknown column.
-        """
-        block = check_int("block", block, 1)
-        names = _ARRAY_KEYS if columns is None else tuple(columns)
-        for name in names:
-            if name not in _ARRAY_KEYS:
-                raise InputError(f"columns must be among {', '.join(_ARRAY_KEYS)}; got {name!r}")
-        for a in range(0, self._n, block):
-            yield a, self._columns(a, min(self._n, a + block), names)
-
-    def _columns(self, a: int, b: int, names: Sequence[str] = ()) -> dict[str, npt.NDArray[Any]]:
-        t, n = self._t, b - a
-        fl = t.flags[a:b]
-        names = names or _ARRAY_KEYS
-        out: dict[str, npt.NDArray[Any]] = {}
-
-        def length() -> Int64Array:
-            if "length" not in out:
-                out["length"] = t.length[a:b].astype(np.int64)
-            return out["length"]
-
-        def buffered() -> Int64Array:
-            col = np.zeros(n, np.int64)
-            lo, hi = np.searchsorted(self._buf_occ, [a, b])
-            col[self._buf_occ[lo:hi] - a] = self._buf_amt[lo:hi]
-            return col
-
-        make: dict[str, Callable[[], npt.NDArray[Any]]] = {
-            "arrived": lambda: (fl & ARRIVED) != 0,
-            "source": lambda: t.sources(a, b).copy(),
-            "pass_index": lambda: (np.zeros(n, np.int64) if t.pass_index is None
-                                   else t.pass_index[a:b].astype(np.int64)),
-            "length": length,
-            "stratum": lambda: stratum_index(length(), self.boundaries),
-            "started": lambda: (fl & STARTED) != 0,
-            "emitted": lambda: t.emitted[a:b].astype(np.int64),
-            "discarded": lambda: t.discarded[a:b].astype(np.int64),
-            "filtered": lambda: np.where((fl & F_FILTERED) != 0, length(), 0),
-            "buffered": buffered,
-            "added_bos": lambda: np.zeros(n, np.int64) if t.added is None else t.added[a:b].astype(np.int64),
-            "first_target": lambda: self._first_target_block(a, b),
-        }
-        for name in names:
-            if name == "first_target" and t.first_inv is None:
-                continue
-            out[name] = make[name]()
-        return {k: out[k] for k in names if k in out}
-
-    def _first_target_block(self, a: int, b: int) -> Int64Array:
-        assert self._t.first_inv is not None
-        inv = self._t.first_inv[a:b]
-        return np.where(inv > 0, FIRST_ORIGIN - inv, -1).astype(np.int64)
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write :meth:`arrays` (and, with ``detail=True``, the detail rows) to an ``.npz`` file.
-
-        Returns the path written (``.npz`` appended when missing).
-
-        Per-source detail lives on disk from then on; load it with :func:`numpy.load`.
-        """
-        out = Path(path)
-        if out.suffix != ".npz":
-            out = out.with_name(out.name + ".npz")
-        extra: dict[str, Any] = {}
-        if self.detail and self._horizon is not None:
-            pl, dc = self._detail_rows()
-            extra = {"placements": pl, "discards": dc}
-        np.savez(out, **{**self.arrays(), **extra})
-        return out
-
-    def _detail_rows(self) -> tuple[Int64Array, Int64Array]:
-        if self.spill is not None:
-            with np.load(self.spill) as z:
-                return z["placements"], z["discards"]
-        pl = np.concatenate(self._detail_pl) if self._detail_pl else np.zeros((0, 9), np.int64)
-        dc = np.concatenate(self._detail_dc) if self._detail_dc else np.zeros((0, 4), np.int64)
-        return pl, dc
-
-    def _detail_index(self) -> tuple[Int64Array, Int64Array]:
-        if not self.detail:
-            raise InputError("per-source records need Ledger(detail=True)")
-        if self._horizon is None:
-            raise InputError("per-source records need the Horizon event: feed the whole stream first")
-        if self._detail_cache is None:
-            pl, _ = self._detail_rows()
-            order = np.argsort(pl[:, 2], kind="stable")
-            pl = pl[order]
-            bounds = np.searchsorted(pl[:, 2], np.arange(self._n + 1))
-            self._detail_cache = (pl, bounds)
-        return self._detail_cache
-
-    def record(self, occurrence: int) -> SourceRecord:
-        """The ledger line of one occurrence (``detail=True`` only). O(its placements)."""
-        pl, bounds = self._detail_index()
-        check_int("occurrence", occurrence, 0)
-        t = self._t
-        if not (0 <= occurrence < self._n) or not t.flags[occurrence] & ARRIVED:
-            raise InputError(f"occurrence {occurrence} never arrived")
-        rows = pl[bounds[occurrence]: bounds[occurrence + 1]]
-        intervals = tuple(EmittedInterval(int(r[4]), int(r[5]), int(r[0]), int(r[1]), bool(r[6]), bool(r[8]))
-                          for r in rows)
-        assert t.first_inv is not None  # detail=True keeps the first targets
-        inv = int(t.first_inv[occurrence])
-        occ = np.asarray([occurrence], dtype=np.int64)
-        return SourceRecord(
-            occurrence=int(occurrence),
-            source=int(t.sources(occurrence, occurrence + 1)[0]),
-            pass_index=0 if t.pass_index is None else int(t.pass_index[occurrence]),
-            length=int(t.length[occurrence]),
-            intervals=intervals,
-            discarded=int(t.discarded[occurrence]),
-            buffered=int(self._buffered_of(occ)[0]),
-            added_bos=0 if t.added is None else int(t.added[occurrence]),
-            first_target=FIRST_ORIGIN - inv if inv > 0 else None,
-            filtered=int(t.length[occurrence]) if t.flags[occurrence] & F_FILTERED else 0,
-        )
-
-    def records(self) -> Iterator[SourceRecord]:
-        """Every arrived occurrence's :class:`SourceRecord`, in arrival-id order (``detail=True``)."""
-        self._detail_index()
-        for occ in np.flatnonzero(self._t.flags[: self._n] & ARRIVED):
-            yield self.record(int(occ))
-
-    def by_source(self, source: int) -> list[SourceRecord]:
-        """All occurrences (one per pass) of an original source id (``detail=True``). O(occurrences)."""
-        self._detail_index()
-        n = self._n
-        occs = np.flatnonzero(((self._t.flags[:n] & ARRIVED) != 0) & (self._t.sources(0, n) == source))
-        return [self.record(int(o)) for o in occs]
 
 
 # --------------------------------------------------------------------------- convenience

@@ -53,15 +53,16 @@ import numpy.typing as npt
 from ..engine.horizon import Budget
 from ..errors import InputError
 from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
-from .documents import RowFacts
 from .ledger import Ledger
 from .results import Aggregates
+from .rows import RowFacts
 
 __all__ = [
     "STOP_REASONS",
     "HorizonStatement",
     "NeverTrained",
     "Part",
+    "Reached",
     "horizon_statement",
     "never_trained",
 ]
@@ -220,8 +221,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     :func:`~packing_theory.audit.documents.document_table`, whose columns sum
     to these figures. O(offered documents) numpy work, in blocks of
     occurrences (:meth:`Ledger.array_blocks`) and of offered documents (a
-    memory-mapped ``lengths`` has its pages dropped after each): memory one
-    byte per offered document plus O(block).
+    memory-mapped ``lengths`` has its pages dropped after each): memory
+    O(block), plus one bit per offered document when the arrivals are not
+    the offered documents in order (:class:`Reached`).
 
     Raises:
         InputError: a ledger without its Horizon, an arrival that is not a
@@ -248,14 +250,14 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     if pp.size and int(pp[:, 0].max()) >= ledger.occurrences:
         raise InputError(f"a partial-row placement names occurrence {int(pp[:, 0].max())}, "
                          "which never arrived")
-    seen = np.zeros(n * P, np.bool_)
+    seen = Reached(n * P)
     acc = _Sums()
     for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
         arrived = c["arrived"]
         partial = _partial_block(pp, c, a)
         if not arrived.all():
             c, partial = {k: v[arrived] for k, v in c.items()}, partial[arrived]
-        seen[c["pass_index"] * n + c["source"]] = True
+        seen.add(c["pass_index"] * n + c["source"])
         acc.add(c, partial)
     unreached = _unreached(arr, seen, P)
     untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
@@ -363,8 +365,51 @@ class _Sums:
             self.trained_max = high if self.trained_max is None else max(self.trained_max, high)
 
 
-def _unreached(arr: npt.NDArray[np.int64], seen: npt.NDArray[np.bool_], passes: int
-               ) -> tuple[int, int, int | None]:
+class Reached:
+    """Which of ``size`` offered documents (by key ``pass x n + document``) arrived, in O(1) memory while
+    the keys come as one run from 0 (a streaming replay: occurrence ids are the keys), else one bit each.
+
+    >>> r = Reached(6); r.add(np.array([0, 1, 2])); r.prefix, r.mask(0, 6).tolist()
+    (3, [True, True, True, False, False, False])
+    >>> r.add(np.array([5])); r.prefix, r.mask(0, 6).tolist()
+    (-1, [True, True, True, False, False, True])
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.prefix = 0  # keys [0, prefix) arrived and no other; -1 once the bits are kept
+        self._bits: npt.NDArray[np.uint8] | None = None
+
+    def add(self, keys: npt.NDArray[np.int64]) -> None:
+        """Mark ``keys`` (each in ``[0, size)``) arrived."""
+        if not keys.size:
+            return
+        if self._bits is None:
+            if keys[0] == self.prefix and (keys.size == 1 or bool((np.diff(keys) == 1).all())):
+                self.prefix += int(keys.size)
+                return
+            self._bits = np.zeros((self.size + 7) // 8, np.uint8)
+            self._set(np.arange(self.prefix, dtype=np.int64))
+            self.prefix = -1
+        self._set(keys)
+
+    def _set(self, keys: npt.NDArray[np.int64]) -> None:
+        assert self._bits is not None
+        np.bitwise_or.at(self._bits, keys >> 3, (1 << (keys & 7)).astype(np.uint8))
+
+    def mask(self, lo: int, hi: int) -> npt.NDArray[np.bool_]:
+        """Whether each key of ``[lo, hi)`` arrived. O(hi - lo)."""
+        if self._bits is None:
+            return np.arange(lo, hi) < self.prefix
+        keys = np.arange(lo, hi, dtype=np.int64)
+        return np.asarray((self._bits[keys >> 3] >> (keys & 7).astype(np.uint8)) & 1 != 0, np.bool_)
+
+    def _check(self) -> None:
+        assert (self._bits is None) == (self.prefix >= 0)
+        assert self.prefix <= self.size
+
+
+def _unreached(arr: npt.NDArray[np.int64], seen: Reached, passes: int) -> tuple[int, int, int | None]:
     """(documents, tokens, shortest length) offered in ``passes`` passes of ``arr`` and never seen; by
     chunks of ``arr`` (a mapped file's pages are dropped after each). O(offered)."""
     n = int(arr.size)
@@ -374,7 +419,7 @@ def _unreached(arr: npt.NDArray[np.int64], seen: npt.NDArray[np.bool_], passes: 
         part = arr[lo : lo + VALIDATE_CHUNK]
         hi = lo + part.size
         for p in range(passes):
-            miss = part[~seen[p * n + lo : p * n + hi]]
+            miss = part[~seen.mask(p * n + lo, p * n + hi)]
             if miss.size:
                 docs += int(miss.size)
                 tokens += exact_sum(miss)

@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = None if found is not None else explain(
             corpus.lengths, document, policy=name, capacity=width, min_buffer=settings.min_buffer,
-            horizon=horizon if isinstance(horizon, Budget) else None, names=corpus.replayed_names,
-            pass_index=args.pass_index, options=knobs, ids=corpus.raw_index.tolist())
+            horizon=horizon if isinstance(horizon, Budget) else None, identity=corpus.identity(),
+            pass_index=args.pass_index, options=knobs)
     except InputError:
         raw_removed = None if document.isdigit() else _removed_by_name(corpus, document)
         if raw_removed is None:

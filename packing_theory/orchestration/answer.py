@@ -42,7 +42,6 @@ __all__ = [
     "Ranking",
     "decomposition",
     "decomposition_bars",
-    "document_identity",
     "equal_figures",
     "fills_rows",
     "never_started_documents",
@@ -313,34 +312,36 @@ DOCUMENT_COLUMNS_SHOWN: tuple[Column, ...] = (
 
 
 def never_started_documents(
-    runs: Sequence[PackerRun], corpus: Corpus | None, *, limit: int = 10
+    runs: Sequence[PackerRun], corpus: Corpus | None = None, *, limit: int = 10
 ) -> tuple[Table | None, int]:
     """The ``limit`` largest documents some packer never started (raw index, name, source, length, by
-    which packers), and how many there are in all. ``(None, 0)`` without per-document tables.
-
-    Reads each table's columns once (never a row at a time): O(documents) per packer.
+    which packers), and how many (document, packer) pairs there are. ``(None, 0)`` without per-document
+    tables. O(``limit``) rows per packer, whatever the corpus size
+    (:meth:`~packing_theory.audit.documents.DocumentTable.largest_untrained`); ``corpus`` is not read
+    (the tables name their rows) and stays for callers that pass it.
     """
+    del corpus
     tables = [r.documents for r in runs if r.documents is not None]
     if not tables:
         return None, 0
-    by_doc: dict[int, tuple[int, list[str]]] = {}
+    by_doc: dict[int, tuple[int, str, str, list[str]]] = {}
+    pairs = 0
+    counts: list[str] = []
     for t in tables:
-        fate = t.column("fate")
-        idx = np.flatnonzero(fate == "never started")
-        docs = t.column("document")[idx]
-        lengths = t.column("length")[idx]
-        for d, n in zip(docs.tolist(), lengths.tolist(), strict=True):
-            entry = by_doc.setdefault(int(d), (int(n), []))
-            if t.packer not in entry[1]:
-                entry[1].append(t.packer)
+        listed, count = t.largest_untrained(limit, ("never started",))
+        pairs += count
+        counts.append(f"{t.packer} {count:,}")
+        for row in listed:  # the union's `limit` largest are among each packer's `limit` largest
+            entry = by_doc.setdefault(
+                int(row["document"]),
+                (int(row["length"]), row["name"] or str(row["document"]), row["source"] or "—", []),
+            )
+            entry[3].append(t.packer)
     ranked = sorted(by_doc.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    rows = []
-    for d, (n, packers) in ranked[:limit]:
-        raw, name, source = document_identity(d, corpus)
-        rows.append((raw, name, source, n, ", ".join(packers)))
+    rows = [(d, name, source, n, ", ".join(packers)) for d, (n, name, source, packers) in ranked[:limit]]
     more = (
-        f"{len(ranked):,} documents in all: every one is in the per-document table"
-        if len(ranked) > limit
+        f"documents never started: {', '.join(counts)}; every one is in the per-document table"
+        if pairs > len(rows)
         else ""
     )
     return Table(
@@ -349,13 +350,6 @@ def never_started_documents(
         tuple(rows),
         more=more,
         key="never-started",
-    ), len(ranked)
+    ), pairs
 
 
-def document_identity(document: int, corpus: Corpus | None) -> tuple[int, str, str]:
-    """``(raw index, name, source)`` of replayed document ``document``."""
-    if corpus is None:
-        return document, str(document), "—"
-    raw = int(corpus.raw_index[document]) if corpus.funnel is not None else document
-    source = "—" if corpus.sources is None else corpus.sources.names[int(corpus.sources.codes[raw])]
-    return raw, corpus.name(raw), source

@@ -233,7 +233,7 @@ def audit_corpus(
             settings,
             horizon=budget,
             documents=bool(documents),
-            document_names=c.replayed_names,
+            document_identity=c.identity(),
             sources=plan,
             executor=runner,
             progress=progress,

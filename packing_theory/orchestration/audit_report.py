@@ -154,7 +154,7 @@ def audit_document(result: AuditResult, run: Mapping[str, str] | None = None) ->
     if result.documents_file is not None:
         documents = {
             "file": result.documents_file,
-            "never_started_count": count,
+            "never_started_pairs": count,  # (document, packer) pairs
             "never_started_largest": [
                 dict(zip(("document", "name", "source", "length", "never_started_by"), row, strict=True))
                 for row in (table.rows if table else ())

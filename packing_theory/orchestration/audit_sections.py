@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..reporting.model import Amount, Column, Plot, Section, Table, Text
-from .answer import document_identity
 
 if TYPE_CHECKING:
     from .audit import AuditResult
@@ -267,8 +266,11 @@ def evaluation_section(result: AuditResult) -> Section | None:
 
 
 def documents_section(result: AuditResult) -> Section | None:
-    tables = [r.documents for r in result.measurement.runs if r.documents is not None]
-    if not tables:
+    """The largest documents each packer trained no token of (never started, never reached), by raw
+    index, name and data source; the documents file has every document. O(rows listed) per packer,
+    whatever the corpus size (:meth:`~packing_theory.audit.documents.DocumentTable.largest_untrained`)."""
+    runs = [r for r in result.measurement.runs if r.documents is not None]
+    if not runs:
         return None
     cols = (
         Column("packer"),
@@ -277,52 +279,42 @@ def documents_section(result: AuditResult) -> Section | None:
         Column("source"),
         Column("tokens", "tokens"),
         Column("fate"),
-        Column("trained", "tokens", "trained"),
-        Column("cut off", "tokens", "cut off"),
         Column("buffered", "tokens", "still buffered"),
-        Column("first row", "count"),
+        Column("never reached", "tokens", "never reached"),
     )
     rows: list[tuple[Any, ...]] = []
-    total = 0
-    per = max(1, DOCUMENTS_SHOWN // len(tables))
-    for t in tables:
-        fate = t.column("fate")
-        idx = np.flatnonzero(fate != "trained")
-        total += int(idx.size)
-        order = idx[np.lexsort((idx, -t.column("length")[idx]))][:per]
-        cols_of = {
-            k: t.column(k)[order].tolist()
-            for k in ("document", "length", "fate", "emitted", "discarded", "buffered", "first_row")
-        }
-        for k in range(order.size):
-            raw, name, source = document_identity(int(cols_of["document"][k]), result.corpus)
-            first = cols_of["first_row"][k]
-            rows.append(
-                (
-                    t.packer,
-                    raw,
-                    name,
-                    source,
-                    cols_of["length"][k],
-                    cols_of["fate"][k],
-                    cols_of["emitted"][k],
-                    cols_of["discarded"][k],
-                    cols_of["buffered"][k],
-                    None if first < 0 else first,
-                )
+    total = cut = 0
+    per = max(1, DOCUMENTS_SHOWN // len(runs))
+    for run in runs:
+        assert run.documents is not None
+        listed, count = run.documents.largest_untrained(per)
+        total += count
+        cut += run.never_trained.dropped.documents
+        rows += [
+            (
+                run.packer,
+                row["document"],
+                row["name"] or str(row["document"]),
+                row["source"] or "—",
+                row["length"],
+                row["fate"],
+                row["buffered"],
+                row["never_reached"],
             )
+            for row in listed
+        ]
     more = f"every document and packer is in {result.documents_file}" if result.documents_file else ""
     return Section(
         "documents",
-        "Documents not fully trained",
+        "Documents not trained",
         (
             Text(
-                f"{total:,} (document, packer) pairs were not fully trained; the largest are shown here, by "
-                "raw index (the document's position in the corpus as read), name and data source."
+                f"{total:,} (document, packer) pairs had no token trained (never started or never reached); "
+                f"the largest are shown here, by raw index (the document's position in the corpus as read), "
+                f"name and data source. {cut:,} more pairs started and had tails cut off"
+                + (f" (in {result.documents_file})." if result.documents_file else ".")
             ),
-            Table(
-                "Documents not fully trained, largest first", cols, tuple(rows), more=more, key="documents"
-            ),
+            Table("Documents not trained, largest first", cols, tuple(rows), more=more, key="documents"),
         ),
     )
 

@@ -29,7 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.declared import DeclaredMixture, read_mixture
-from ..audit.documents import census_names, document_names
+from ..audit.documents import census_names
+from ..audit.identity import DocumentIdentity, FileNames, NameSource, as_names, document_identity
 from ..audit.strata import STRATA_BOUNDARIES, stratum_index
 from ..corpus.funnel import Funnel, FunnelResult
 from ..corpus.labels import (
@@ -63,8 +64,10 @@ class Corpus:
     raw_lengths: Int64Array
     """Every document as read, BOS-inclusive, in the raw order (its position is its raw index)."""
     label: str = ""
-    names: Sequence[str] | None = None
-    """One name per raw document (``None``: documents are named by their raw index)."""
+    names: NameSource | Sequence[str] | None = None
+    """One name per raw document, read lazily (a :class:`~packing_theory.audit.identity.NameSource`:
+    a file's path, a dataset's name column), or a sequence; ``None``: documents are named by their raw
+    index."""
     sources: SourceLabels | None = None
     """The data source of every raw document, or ``None``."""
     funnel: FunnelResult | None = None
@@ -113,7 +116,7 @@ class Corpus:
         lengths: npt.ArrayLike,
         *,
         label: str = "",
-        names: Sequence[str] | None = None,
+        names: NameSource | Sequence[str] | None = None,
         sources: SourceLabels | None = None,
         funnel: Funnel | FunnelResult | None = None,
         mixture: DeclaredMixture | None = None,
@@ -142,20 +145,18 @@ class Corpus:
             return self.sources
         return self.sources.subset(self.funnel.keep)
 
-    @property
-    def replayed_names(self) -> list[str] | None:
-        """The names of the replayed documents (``None`` without names)."""
-        if self.names is None:
-            return None
-        if self.funnel is None:
-            return list(self.names)
-        return [self.names[i] for i in self.raw_index.tolist()]
+    def identity(self) -> DocumentIdentity:
+        """Who every replayed document is: its raw index, name and data source, with the documents the
+        funnel removed and the stage that removed each (the per-document tables' rows). O(documents)
+        small integers; names stay lazy."""
+        return document_identity(self.raw_lengths, names=self.names, labels=self.sources, funnel=self.funnel)
 
     def name(self, raw: int) -> str:
         """The name of raw document ``raw`` (its index when the corpus has no names)."""
         if not 0 <= raw < self.raw_lengths.size:
             raise InputError(f"document must be a raw index in [0, {self.raw_lengths.size}), got {raw}")
-        return str(raw) if self.names is None else str(self.names[raw])
+        names = as_names(self.names)
+        return str(raw) if names is None else names.take(np.asarray([raw], np.int64))[0]
 
 
 def _labels(
@@ -216,15 +217,16 @@ def _labels(
     return None
 
 
-def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> list[str] | None:
-    """One name per document where the input knows them (files; a census's inputs), else ``None``."""
+def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> NameSource | list[str] | None:
+    """One name per document where the input knows them (a dataset's own name column, read lazily;
+    files; a census's inputs), else ``None``."""
     if fmt == "lengths" and len(paths) == 1:
         return census_names(Path(paths[0]).parent / "census.json", int(lengths.size))
     own = getattr(reader, "names", None)
     if callable(own):
         found = own()
         if found is not None and len(found) == lengths.size:
-            return list(found)
+            return found if isinstance(found, NameSource) else list(found)
     files, codes = reader.sources()
     if not len(codes):
         return None
@@ -232,7 +234,7 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> list
     if not ordered or codes.size != lengths.size:
         return None
     counts = np.bincount(codes, minlength=len(files)).tolist()
-    return document_names(list(files), counts)
+    return FileNames(list(files), counts)
 
 
 def open_corpus(

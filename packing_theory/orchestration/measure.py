@@ -53,8 +53,10 @@ import numpy.typing as npt
 
 from ..audit.costs import CostAccumulator, PackerCosts
 from ..audit.documents import DocumentRows, DocumentTable, document_table
+from ..audit.identity import DocumentIdentity
 from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
+from ..audit.store import out_of_core_store
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 from ..distributed.executors import TaskFailed, open_runner
 from ..engine.compiled import compiled_available
@@ -240,7 +242,8 @@ class _Task:
     settings: Settings
     budget: Budget | None
     documents: bool
-    names: Sequence[str] | None
+    identity: DocumentIdentity | None
+    """Who each document is, without its names (they stay where the corpus was read)."""
     sources: Any
 
 
@@ -297,20 +300,26 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
     compiled = settings.engine == "compiled"
     streaming = e.kind != "peer"
     passes = settings.passes if streaming else None
+    offered = int(arr.size) * (passes or 1)
+    # past OUT_OF_CORE occurrences the per-document state goes to temporary disk stores (removed with
+    # the ledger and the table): memory O(window + buffer) whatever the corpus size
     ledger = Ledger(
         width,
         settings.min_buffer,
         policy=name,
         boundaries=settings.boundaries,
         compiled=compiled,
-        keep_first_targets=task.documents,
-        occurrences_hint=int(arr.size) * (passes or 1),
+        keep_first_targets=False,
+        occurrences_hint=offered,
+        store=out_of_core_store(offered),
     )
-    consumers: list[Any] = [
-        ledger,
-        DocumentRows(width, per_occurrence=task.documents),
-        CostAccumulator(width, name),
-    ]
+    rows = DocumentRows(
+        width,
+        per_occurrence=task.documents,
+        arrival_rows=False,
+        store=out_of_core_store(offered) if task.documents else None,
+    )
+    consumers: list[Any] = [ledger, rows, CostAccumulator(width, name)]
     counter = None if streaming else packer.figures(arr)
     if counter is not None:
         consumers.append(counter)
@@ -339,7 +348,9 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
             costs, start_delay_max=None, start_delay_p50=None, start_delay_p99=None, unstarted_wait_max=None
         )
     nt = never_trained(ledger, arr, passes=passes, rows=facts)
-    table = document_table(ledger, facts, arr, passes=passes, names=task.names) if task.documents else None
+    table = (
+        document_table(ledger, facts, arr, passes=passes, identity=task.identity) if task.documents else None
+    )
     per_source = None if task.sources is None else task.sources.account(name, ledger, results[-1], agg)
     run = PackerRun(
         packer=name,
@@ -370,7 +381,7 @@ def measure(
     *,
     horizon: Budget | str = "common",
     documents: bool = False,
-    document_names: Sequence[str] | None = None,
+    document_identity: DocumentIdentity | None = None,
     sources: Any = None,
     executor: object = None,
     workers: int = 1,
@@ -385,7 +396,9 @@ def measure(
         settings: how every packer is built (default :class:`Settings`: ``L = 2048``).
         horizon: a :class:`~packing_theory.engine.horizon.Budget`, ``"common"`` or ``"natural"``.
         documents: keep each packer's per-document table (O(documents) memory per packer).
-        document_names: one name per document, for the per-document tables.
+        document_identity: who each document of ``lengths`` is in the raw corpus (raw index, name, data
+            source, the documents a funnel removed: :meth:`Corpus.identity
+            <packing_theory.orchestration.corpus.Corpus.identity>`), for the per-document tables.
         sources: the per-source consumers (:class:`~packing_theory.orchestration.sources.SourcePlan`).
         executor: where the packers run, one task each: ``None`` / ``"local"`` (``workers`` local
             processes, in this process for 1), ``"dask://HOST:PORT"``, a Dask client or any
@@ -409,8 +422,8 @@ def measure(
         raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
     if settings.engine == "compiled" and not compiled_available():
         raise MissingDependency("engine 'compiled' needs numba (pip install 'packing-theory[fast]')")
-    if document_names is not None and len(document_names) != arr.size:
-        raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
+    identity = None if document_identity is None else document_identity.check(int(arr.size))
+    unnamed = None if identity is None else replace(identity, names=None)  # names are read here, not sent
     refused: dict[str, str] = {}
     for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
         try:
@@ -448,7 +461,7 @@ def measure(
             if progress is not None:
                 progress(len(done))
 
-        tasks = [(_Task(n, settings, budget, documents, document_names, sources), arr) for n in todo]
+        tasks = [(_Task(n, settings, budget, documents, unnamed, sources), arr) for n in todo]
         runner.run(_run_one, tasks, on_result=on_result, label="packer", names=lambda i: todo[i])
     runs = []
     for i, n in enumerate(todo):
@@ -456,6 +469,8 @@ def measure(
         if run is None:
             refused[n] = why or "refused"
         else:
+            if run.documents is not None and identity is not None and identity.names is not None:
+                run.documents.name_rows(identity.names)
             runs.append(run)
     rule = "asked" if isinstance(horizon, Budget) else str(horizon)
     return Measurement(

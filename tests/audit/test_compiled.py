@@ -109,6 +109,9 @@ def test_inconsistent_streams_refused_with_the_same_message(events: list[Any]) -
 def test_compiled_must_be_a_bool() -> None:
     with pytest.raises(InputTypeError, match="compiled must be a bool, got str 'yes'"):
         Ledger(8, 2, compiled="yes")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="boundaries: the compiled ledger takes at most 254 stratum "
+                                         "boundaries, got 300"):
+        Ledger(8, 2, compiled=True, boundaries=range(1, 301))
 
 
 @given(cases(), st.integers(1, 7))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from packing_theory import Packer, PackerConfig, feed_all
 from packing_theory.audit import Ledger
 from packing_theory.audit.documents import DOCUMENT_COLUMNS, DocumentRows, document_table, write_documents
+from packing_theory.engine.horizon import Budget
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError, InputTypeError
 
@@ -75,3 +76,87 @@ def test_document_rows_without_per_occurrence_rows_keep_the_partial_row(
     assert a.filtered_reason == b.filtered_reason
     with pytest.raises(InputTypeError, match="per_occurrence must be a bool, got str 'no'"):
         DocumentRows(8, per_occurrence="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [5, 50])
+def test_listing_the_reports_documents_costs_the_same_at_any_corpus_size(limit: int) -> None:
+    """The report lists the largest never-started documents: rows read = the rows listed, no column
+    built, whatever the corpus size (``DocumentTable.builds`` counts the work)."""
+    from packing_theory.orchestration import Settings, audit_corpus
+    from packing_theory.orchestration.answer import never_started_documents
+    from packing_theory.orchestration.audit_sections import documents_section
+
+    costs = []
+    for n in (2_000, 40_000):
+        lengths = np.random.default_rng(n).integers(1, 60, n)  # B - 1 = 63 never start (seed 000 §3)
+        res = audit_corpus(lengths, ["discard"], Settings(capacity=16, min_buffer=64, refill=2),
+                           horizon=Budget("rows", n // 20), documents=True, permutations=0)
+        (run,) = res.measurement.runs
+        table = run.documents
+        assert table is not None and table.builds == {"columns": 0, "rows": 0}  # building read no row
+        listed, pairs = never_started_documents(res.measurement.runs, limit=limit)
+        assert listed is not None and len(listed.rows) == limit and pairs > limit
+        section = documents_section(res)
+        assert section is not None
+        costs.append(dict(table.builds))
+        # the same documents a whole-column computation finds
+        fate, length = table.column("fate"), table.column("length")
+        idx = np.flatnonzero(fate == "never started")
+        order = idx[np.lexsort((idx, -length[idx]))][:limit]
+        assert [r[0] for r in listed.rows] == table.column("document")[order].tolist()
+    # the answer's rows, then the section's (never started and never reached, DOCUMENTS_SHOWN at most)
+    assert costs[0] == costs[1]
+    assert costs[0]["columns"] == 0 and costs[0]["rows"] <= limit + 200
+
+
+def test_a_row_costs_one_row_and_a_column_is_counted() -> None:
+    table = _table()
+    table.row(3)
+    table.row(-1)
+    assert table.builds == {"columns": 0, "rows": 2}
+    table.column("fate")
+    assert table.builds["columns"] == 1
+    with pytest.raises(InputError, match="row 30 is outside the table's 30 rows"):
+        table.row(30)
+    with pytest.raises(InputError, match="column must be one of packer, document"):
+        table.column("nope")
+    with pytest.raises(InputError, match=r"total needs an integer column of .*; got 'fate'"):
+        table.total("fate")
+
+
+def test_csv_quotes_names_as_the_csv_module_does(tmp_path: Path) -> None:
+    """Names with commas, quotes, newlines and percent signs read back as written; a run id with ``%``."""
+    names = [f'a,b{i}' if i % 4 == 0 else f'say "x{i}"' if i % 4 == 1 else f"50%{i}\nnew" if i % 4 == 2
+             else f"plain{i}" for i in range(len(LENGTHS))]
+    ledger, rows = Ledger(16, 4), DocumentRows(16)
+    feed_all(Packer(PackerConfig(capacity=16, min_buffer=4, refill=2)).events(LENGTHS), ledger, rows)
+    table = document_table(ledger, rows.result(), LENGTHS, names=names)
+    write_documents(tmp_path / "d.csv", [table], run_id="run%d-1")
+    with open(tmp_path / "d.csv", encoding="utf-8", newline="") as f:
+        got = list(csv.DictReader(f))
+    assert [r["name"] for r in got] == names and {r["run"] for r in got} == {"run%d-1"}
+    assert [int(r["emitted"]) for r in got] == table.column("emitted").tolist()
+
+
+@pytest.mark.parametrize("fates", [("never started",), ("never reached",),
+                                   ("never started", "never reached")])
+def test_largest_untrained_by_fate_equals_whole_columns(fates: tuple[str, ...],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import packing_theory.audit.documents as documents
+
+    lengths = np.random.default_rng(4).integers(1, 70, 3000)
+    packer = Packer(capacity=16, min_buffer=6, refill=2, rows=300)
+    ledger, rows = Ledger.for_packer(packer), DocumentRows.for_packer(packer)
+    _, facts = feed_all(packer.stream(lengths), ledger, rows)
+    monkeypatch.setattr(documents, "UNTRAINED_KEPT", 3)  # a larger limit makes it look again
+    table = document_table(ledger, facts, lengths)
+    fate, length = table.column("fate"), table.column("length")
+    idx = np.flatnonzero(np.isin(fate, fates))
+    order = idx[np.lexsort((idx, -length[idx]))]
+    for limit in (2, 40):
+        got, count = table.largest_untrained(limit, fates)
+        assert count == idx.size and [r["document"] for r in got] == order[:limit].tolist()
+        assert all(r["fate"] in fates for r in got)
+    with pytest.raises(InputError, match=r"fates must be among never started, never reached; "
+                                         r"got \['trained'\]"):
+        table.largest_untrained(3, ("trained",))

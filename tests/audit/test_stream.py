@@ -108,7 +108,7 @@ def test_spill_and_save(tmp_path: Path) -> None:
     disk = Ledger(16, 6, detail=True, chunk=7, spill=tmp_path / "detail")
     pt.feed_all(batched(events, 50), disk)
     assert (tmp_path / "detail.npz").exists() and not list(tmp_path.glob("*.raw"))
-    assert not disk._detail_pl and not disk._detail_dc
+    assert disk._detail.held() == 0 and mem._detail.held() > 0
     assert list(disk.records()) == list(mem.records())
     assert disk.result() == mem.result()
     out = mem.save(tmp_path / "columns")

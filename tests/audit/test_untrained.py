@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -172,3 +173,21 @@ def test_never_trained_when_nothing_arrived() -> None:
     feed_all([Horizon(0, 0, "rows", ())], ledger)
     nt = never_trained(ledger, [3, 4])
     assert (nt.never_reached, nt.trained_tokens, nt.never_started) == (Part(2, 7), 0, Part(0, 0))
+
+
+@given(st.lists(st.lists(st.integers(0, 49), max_size=12), max_size=8), st.booleans())
+def test_reached_keys_equal_a_boolean_array(chunks: list[list[int]], in_order: bool) -> None:
+    """A run from 0 is kept as a count; anything else as bits; both answer like a boolean array."""
+    from packing_theory.audit.untrained import Reached
+
+    r, model, nxt = Reached(50), np.zeros(50, np.bool_), 0
+    for chunk in chunks:
+        keys = np.arange(nxt, min(50, nxt + len(chunk)), dtype=np.int64) if in_order else \
+            np.asarray(sorted(set(chunk)), np.int64)
+        nxt += keys.size
+        r.add(keys)
+        model[keys] = True
+        r._check()
+        assert np.array_equal(r.mask(0, 50), model) and np.array_equal(r.mask(7, 19), model[7:19])
+    if in_order:
+        assert r.prefix == int(model.sum())

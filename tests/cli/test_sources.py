@@ -286,3 +286,45 @@ def test_world_size_on_parquet_row_groups(tmp_path: Path, capsys: pytest.Capture
     for mine, theirs in zip(ranks["ranks"], doc["ranks"]["policies"]["discard"]["ranks"], strict=True):
         assert sum(a["documents"] for a in mine["accounts"]) == theirs["documents"] == 40
         assert sum(a["trained_tokens"] for a in mine["accounts"]) == theirs["mass"]["emitted_tokens"]
+
+
+def test_the_documents_file_names_raw_documents_through_a_funnel(corpus: dict[str, Any],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """With --funnel every row carries the raw corpus index, its source, the raw length; the removed
+    documents are rows too, with the stage that removed them; the report's list names raw documents."""
+    import csv
+
+    tmp, lengths = corpus["tmp"], corpus["lengths"]
+    quality = (np.arange(300) % 7 == 0).astype(np.uint8)
+    write_mask(tmp / "quality.u8", quality)
+    (tmp / "funnel.json").write_text(json.dumps({"stages": [
+        {"name": "quality", "kind": "filter", "mask": "quality.u8"},
+        {"name": "drop-first", "kind": "any", "ids": list(range(10))}]}))
+    status = main(["audit", "--lengths", str(tmp / "lengths.npy"), "--labels", str(tmp / "labels.txt"),
+                   "--funnel", str(tmp / "funnel.json"), *AUDIT, "--out", str(tmp / "rep"),
+                   "--documents", "documents.csv"])
+    assert status == 0
+    with open(tmp / "rep" / "documents.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    removed = {i for i in range(300) if quality[i] or i < 10}
+    assert len(rows) == 300
+    for r in rows:
+        d = int(r["document"])
+        assert int(r["length"]) == lengths[d] and r["source"] == corpus["names"][d]
+        if d in removed:
+            stage = "quality" if quality[d] else "drop-first"
+            assert (r["fate"], r["pass"], int(r["removed"])) == (f"removed by {stage}", "-1", lengths[d])
+        else:
+            assert r["pass"] == "0" and not r["fate"].startswith("removed")
+    assert sorted(int(r["document"]) for r in rows) == list(range(300))
+    page = json.loads((tmp / "rep" / "audit.json").read_text())
+    assert page["packers"][0]["packer"] == "discard"
+    listed = page["documents"]["never_started_largest"]
+    assert listed and all(d["length"] == lengths[d["document"]] and d["source"] == corpus["names"][d["document"]]
+                          for d in listed)  # raw index, raw length, source: the same document
+    never = [r for r in rows if r["fate"] == "never started"]
+    assert listed[0]["document"] == int(max(never, key=lambda r: (int(r["length"]), -int(r["document"])))["document"])
+    html = (tmp / "rep" / "audit.html").read_text()
+    largest = max((r for r in rows if r["fate"] in ("never started", "never reached")),
+                  key=lambda r: (int(r["length"]), -int(r["document"])))
+    assert f"{int(largest['length']):,}" in html or largest["length"] in html

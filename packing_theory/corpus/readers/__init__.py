@@ -267,10 +267,44 @@ class ConcatReader:
             codes.append(remap[own] if own.size else own)
         return tuple(labels), np.concatenate(codes)
 
+    def names(self) -> Any:
+        """The rows' own names (a dataset's name column, read lazily) when every input has them, as one
+        name source over the concatenation; else ``None`` (the rows are then named by file)."""
+        parts = []
+        for r in self.readers:
+            own = getattr(r, "names", None)
+            found = own() if callable(own) else None
+            if found is None:
+                return None
+            parts.append(found)
+        return parts[0] if len(parts) == 1 else _ConcatNames(parts)
+
     def describe(self) -> str:
         """One line: the first input's line and how many inputs there are."""
         first = self.readers[0].describe()
         return first if len(self.readers) == 1 else f"{len(self.readers)} inputs; first: {first}"
+
+
+class _ConcatNames:
+    """Several inputs' name sources read as one (``len`` and ``take`` of raw row ids)."""
+
+    def __init__(self, parts: Sequence[Any]) -> None:
+        self.parts = list(parts)
+        self._ends = np.cumsum(np.asarray([len(p) for p in self.parts], np.int64))
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if self._ends.size else 0
+
+    def take(self, ids: Int64Array) -> list[str]:
+        ids = np.asarray(ids, np.int64)
+        part = np.searchsorted(self._ends, ids, side="right")
+        out = [""] * int(ids.size)
+        for k in np.unique(part).tolist():
+            at = np.flatnonzero(part == k)
+            start = int(self._ends[k - 1]) if k else 0
+            for j, name in zip(at.tolist(), self.parts[k].take(ids[at] - start), strict=True):
+                out[j] = name
+        return out
 
 
 def open_data(paths: Sequence[str], fmt: str, **options: Any) -> Any:
