@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"peers", "corpus", "contamination"},
     {"engine"},
     {"reporting"},
-    {"_allocator", "_checks", "_unique", "lengths", "errors", "_version", "_startup"},
+    {"_allocator", "_checks", "_files", "_unique", "lengths", "errors", "_version", "_startup"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

@@ -58,6 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_id_sequence, check_int
+from .._files import regular_file
 from ..errors import InputError, InputTypeError, import_optional
 from .textcount import (
     BUILTIN_TOKENIZERS,
@@ -121,10 +122,7 @@ def check_text_file(name: str) -> None:
     """
     if os.path.isdir(name):
         raise InputError(f"text file {name!r} is a directory: give its files (or --data DIR --format text)")
-    if not os.path.isfile(name):
-        if os.path.exists(name):
-            raise InputError(f"text file {name!r} is not a regular file")
-        raise FileNotFoundError(f"text file {name!r} does not exist")
+    regular_file(name, "text file")
 
 
 def tokenizer_name(tokenizer: object) -> str:
