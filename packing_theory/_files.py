@@ -63,6 +63,7 @@ __all__ = [
     "open_regular",
     "outside",
     "read_bounded",
+    "read_json",
     "read_lines",
     "regular_file",
 ]
@@ -289,6 +290,15 @@ def load_json(text: str | bytes, what: str, *, unique_keys: bool = False) -> Any
         raise InputError(f"{what} is not UTF-8 text (byte {exc.start:,})") from None
     except ValueError as exc:  # JSONDecodeError, and an integer of too many digits
         raise InputError(f"{what} is not valid JSON: {' '.join(str(exc).split())[:200]}") from None
+
+
+def read_json(path: str | os.PathLike[str], what: str, *, limit: int = DECLARATION_LIMIT,
+              unique_keys: bool = False) -> Any:
+    """:func:`load_json` of :func:`read_bounded`: a regular file of at most ``limit`` bytes, parsed strictly.
+
+    Messages name ``what`` and the file (``"MDS index 'd/index.json' is not valid JSON: ..."``).
+    """
+    return load_json(read_bounded(path, what, limit), f"{what} {os.fspath(path)!r}", unique_keys=unique_keys)
 
 
 def load_yaml(text: str, what: str) -> Any:

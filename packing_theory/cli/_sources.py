@@ -141,11 +141,10 @@ def check_source_options(args: argparse.Namespace) -> None:
 
 def _is_census(path: str) -> bool:
     """Whether ``path`` is a census.json (``format`` ``packing-theory/census``), read once here."""
-    import json
+    from .._files import read_json
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            return bool(json.load(fh).get("format") == "packing-theory/census")
+        return bool(read_json(path, "--labels-manifest").get("format") == "packing-theory/census")
     except (OSError, ValueError, AttributeError):
         return False  # read_manifest says what is wrong with it
 
@@ -178,12 +177,10 @@ def load_labels(args: argparse.Namespace, documents: int) -> SourceLabels:
     if args.labels:
         return labels_from_file(args.labels, documents=documents)
     if args.labels_manifest and _is_census(args.labels_manifest):
-        import json
-
+        from .._files import read_json
         from ..corpus.labels import labels_from_census
 
-        with open(args.labels_manifest, encoding="utf-8") as fh:
-            census = json.load(fh)
+        census = read_json(args.labels_manifest, "--labels-manifest")
         return labels_from_census(
             census, args.source_from or "dir", origin=f"census {args.labels_manifest!r}", documents=documents
         )
