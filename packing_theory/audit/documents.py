@@ -477,7 +477,7 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
         shards = doc["shards"]
         paths = [str(s["path"]) for s in shards]
         counts = [int(s["n_docs"]) for s in shards]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     if sum(counts) != documents:
         return None

@@ -194,6 +194,7 @@ def verify_shards(
     """
     manifest = read_manifest(manifest_path)
     probes = check_int("probes", probes, 0)
+    seed = check_int("seed", seed, 0)  # numpy refuses a negative seed deep inside the probes
     if not check_sources and min_sources is not None:
         raise InputError(f"min_sources={min_sources} applies to the distinct-sources check, which is off "
                          "(--min-sources with --no-sources)")

@@ -80,7 +80,7 @@ def read_json(path: str) -> Any:
     try:
         with os.fdopen(fd, "rb") as fh:
             return json.loads(fh.read(16 << 20))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

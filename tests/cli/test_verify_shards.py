@@ -285,3 +285,9 @@ def test_source_tokens_that_do_not_add_up_are_found(clean: Path, tmp_path: Path,
     status, lines = run_cli(planted(clean, tmp_path, off_by_one), capsys)
     assert status == 1 and any(": sources: source_tokens add up to" in x and "tokens, the shard holds" in x
                                for x in lines)
+
+
+def test_a_negative_seed_is_bad_usage(clean: Path, capsys: Any) -> None:
+    """Before the fix ``--seed -1`` reached numpy's generator: an internal error (exit 3)."""
+    status, lines = run_cli(clean / "manifest.json", capsys, "--seed", "-1")
+    assert status == 2 and lines == ["packing-theory verify-shards: error: seed must be >= 0, got -1"]

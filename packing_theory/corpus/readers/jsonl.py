@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 from collections.abc import Iterator
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..._files import load_json
 from ...errors import InputError, import_optional
 from ..textcount import binary_failure, decode_failure
 from ._base import bos_inclusive, existing_file, file_codes
@@ -83,10 +83,7 @@ def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = Non
 
 
 def _parse(line: str, name: str, line_no: int, field: str, source_field: str | None) -> tuple[str, Any]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"JSON Lines file {name!r} line {line_no}: not JSON ({exc.msg})") from None
+    obj = load_json(line, f"JSON Lines file {name!r} line {line_no}")  # deep nesting too: bad input
     if not isinstance(obj, dict):
         raise InputError(f"JSON Lines file {name!r} line {line_no}: a JSON {type(obj).__name__}, "
                          "expected an object")
