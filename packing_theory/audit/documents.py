@@ -273,13 +273,17 @@ class DocumentTable:
         ambiguous, never resolved by picking one.
 
         Raises:
-            InputError: no document has that id or name, or the name's suffix matches several documents.
+            InputError: an empty ``document``, no document has that id or name, or the name's suffix
+                matches several documents.
 
         Complexity: O(N) name comparisons.
         """
         ids = self.columns["document"]
         text = str(document).strip()
-        if isinstance(document, int) or text.isdigit():
+        if not text:  # an empty name would equal every unnamed document's empty name
+            raise InputError(f"document {document!r} is empty: give an id 0..N-1 or a file name the corpus "
+                             "knows")
+        if isinstance(document, int) or (text.isascii() and text.isdigit()):  # not '²', which int() refuses
             hits = np.flatnonzero(ids == int(text))
         else:
             names = self.columns["name"]
