@@ -50,6 +50,7 @@ from ._common import (
     parse_int_list,
 )
 from ._inputs import add_data_options, check_input_options, load_data, load_tokenizer
+from ._paths import named_inputs
 from ._ranks import add_rank_options, check_rank_options, check_world_size, rank_section, rank_source
 from ._sources import add_source_options, check_source_options, source_config, wants_sources
 
@@ -482,7 +483,7 @@ def run(args: argparse.Namespace) -> int:
     check_rank_options(args, plan.policies)
     with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT),
                       config=config_document(args, plan, config), tool="packing-theory audit",
-                      force=args.force) as writer:
+                      force=args.force, inputs=named_inputs(args)) as writer:
         from ..reporting import progress_bar
 
         reading = progress_bar("audit: reading the inputs", None, enabled=False if args.no_progress else None,

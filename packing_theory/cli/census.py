@@ -25,6 +25,7 @@ from ..errors import InputError
 from ._common import note
 from ._exit import ExitCode, classify
 from ._inputs import add_data_options, check_input_options, data_paths
+from ._paths import named_inputs
 
 CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
 """The --data formats a census reads (one task per file)."""
@@ -144,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
                             retries=args.retries, force=args.force, tool="packing-theory census",
+                            named=named_inputs(args),
                             progress=None if bar is None else lambda done, total: bar(done))
     except TaskFailed as exc:
         if classify(exc)[0] == ExitCode.USAGE:

@@ -25,6 +25,7 @@ from ..orchestration.demo import COMPARE_DEMO_DOCUMENTS, compare_demo
 from ._common import emit_json, existing_path, int_at_least
 from ._inputs import add_data_options, check_input_options, data_inputs, load_data
 from ._packers import is_peer, parse_options
+from ._paths import named_inputs
 from ._ranks import add_executor_option, check_executor_option
 from ._sources import add_source_options, check_source_options, source_config, wants_sources
 
@@ -198,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seq_length is not None and args.seq_length < 1:
         raise InputError(f"--seq-length must be >= 1, got {args.seq_length}")
     with ReportWriter(args.out, names=(*REPORT_FILES, SOURCES_PLOT), config=_config(args, names, options),
+                      inputs=named_inputs(args),
                       tool="packing-theory compare", force=args.force) as writer:
         if args.demo:
             demo = compare_demo(args.documents)

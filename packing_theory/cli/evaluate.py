@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import InputError
 from ._common import int_at_least
+from ._paths import named_inputs
 
 __all__ = ["parse_models", "register", "resolve_model", "run"]
 
@@ -377,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
             bar(stages)
 
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args), tool="packing-theory evaluate",
-                      force=args.force) as writer:
+                      force=args.force, inputs=named_inputs(args)) as writer:
         bar = progress_bar("evaluate", None, enabled=False if args.no_progress else None, unit="stage")
         try:
             result = _demo(args, say) if args.demo else _own(args, say)

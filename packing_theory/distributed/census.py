@@ -154,6 +154,7 @@ def run_census(
     force: bool = False,
     tool: str = "packing_theory.distributed.run_census",
     progress: Callable[[int, int], None] | None = None,
+    named: Sequence[str | os.PathLike[str]] = (),
 ) -> CensusResult:
     """Census ``inputs`` (one task per file) into the report directory ``out``; resume from ``out/parts``.
 
@@ -161,7 +162,11 @@ def run_census(
     accepts (``"local"``, ``"dask://HOST:PORT"``, a ``dask.distributed.Client``,
     a :class:`concurrent.futures.Executor`); the files written are the same
     whatever runs the tasks (only ``execution`` and ``seconds`` differ).
-    ``progress(done, total)`` is called as parts complete.
+    ``progress(done, total)`` is called as parts complete. ``named`` are the
+    paths as the user named them (directories included); with the inputs, they
+    must stay apart from ``out`` (:func:`~packing_theory.reporting.writer.inputs_problem`:
+    the report never inside an input directory, no input one of its files or
+    parts), ``force`` or not.
 
     Raises:
         FileNotFoundError: a missing input.
@@ -171,7 +176,8 @@ def run_census(
     paths = _as_inputs(inputs)
     t0 = time.perf_counter()
     config = {"command": "census", "inputs": paths, "options": options.key()}
-    with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force) as writer:
+    with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force,
+                      inputs=[*paths, *named], owned=(PARTS,)) as writer:
         parts = os.path.join(os.fspath(out), PARTS)
         os.makedirs(parts, exist_ok=True)
         remove_partial_parts(parts)  # an interrupted run's half-written parts (the lock is ours)
