@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,37 +22,21 @@ from packing_theory._files import (
     regular_file,
 )
 from packing_theory.errors import InputError
-
-
-def _bounded(fn: Any, *args: Any) -> BaseException | None:
-    """Run ``fn(*args)`` in a thread; a call that blocks (on a FIFO) fails the test instead of hanging it."""
-    box: dict[str, BaseException | None] = {"error": None}
-
-    def call() -> None:
-        try:
-            fn(*args)
-        except BaseException as exc:  # handed back to the test
-            box["error"] = exc
-
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive(), f"{fn.__name__} blocked on a non-regular file"
-    return box["error"]
+from tests.fifo_helpers import raised_within
 
 
 @pytest.mark.parametrize("reader", [regular_file, open_regular, read_bounded,
                                     lambda p, w: list(read_lines(p, w, max_line=10))])
 def test_a_fifo_a_device_and_a_directory_are_refused_before_reading(tmp_path: Path, reader: Any) -> None:
     os.mkfifo(tmp_path / "pipe")
-    error = _bounded(reader, str(tmp_path / "pipe"), "--labels")
+    error = raised_within(reader, str(tmp_path / "pipe"), "--labels", fifos=[tmp_path / "pipe"])
     assert isinstance(error, InputError)
     assert "--labels" in str(error) and "a pipe: reading it could wait forever" in str(error)
-    error = _bounded(reader, "/dev/zero", "--mixture")
+    error = raised_within(reader, "/dev/zero", "--mixture")
     assert isinstance(error, InputError) and "a device" in str(error)
-    error = _bounded(reader, str(tmp_path), "--funnel")
+    error = raised_within(reader, str(tmp_path), "--funnel")
     assert isinstance(error, InputError) and "is a directory, not a file" in str(error)
-    error = _bounded(reader, str(tmp_path / "missing"), "--funnel")
+    error = raised_within(reader, str(tmp_path / "missing"), "--funnel")
     assert isinstance(error, FileNotFoundError) and "--funnel" in str(error)
 
 

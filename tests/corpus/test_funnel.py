@@ -12,6 +12,7 @@ from packing_theory.corpus.funnel import Funnel
 from packing_theory.corpus.labels import SourceLabels
 from packing_theory.corpus.masks import write_mask
 from packing_theory.errors import InputError
+from tests.fifo_helpers import raised_within
 
 
 def test_each_mask_covers_the_stage_input_and_ids_name_raw_documents(tmp_path: Path) -> None:
@@ -121,8 +122,9 @@ def test_outcome_files_must_be_regular_files_and_a_mask_is_sized_before_it_is_re
     os.mkfifo(tmp_path / "ids.txt")
     for outcome, name in (("mask", "m.u8"), ("ids", "ids.txt")):
         f = Funnel.from_document({"stages": [{"name": "s", outcome: name}]}, base=str(tmp_path))
-        with pytest.raises(InputError, match=r"is not a regular file \(a pipe: reading it could wait"):
-            f.apply([1, 2, 3])
+        error = raised_within(f.apply, [1, 2, 3], fifos=[tmp_path / name])
+        assert isinstance(error, InputError), error
+        assert "is not a regular file (a pipe: reading it could wait" in str(error)
     (tmp_path / "big.u8").write_bytes(b"\0" * 4096)
     f = Funnel.from_document({"stages": [{"name": "s", "mask": "big.u8"}]}, base=str(tmp_path))
     with pytest.raises(InputError, match="has 4096 entries for the stage's input of 3 documents"):

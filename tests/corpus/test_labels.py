@@ -16,6 +16,7 @@ from packing_theory.corpus.labels import (
     labels_from_paths,
 )
 from packing_theory.errors import InputError, InputTypeError
+from tests.fifo_helpers import raised_within
 
 
 def test_labels_are_sorted_names_and_codes_in_document_order() -> None:
@@ -109,8 +110,8 @@ def test_a_labels_file_is_a_regular_file_read_no_further_than_its_documents(tmp_
     import os
 
     os.mkfifo(tmp_path / "pipe.txt")
-    with pytest.raises(InputError, match=r"labels file .*pipe.txt' is not a regular file \(a pipe"):
-        labels_from_file(tmp_path / "pipe.txt", documents=3)
+    error = raised_within(labels_from_file, tmp_path / "pipe.txt", fifos=[tmp_path / "pipe.txt"])
+    assert isinstance(error, InputError) and "pipe.txt' is not a regular file (a pipe" in str(error)
     (tmp_path / "long.txt").write_text("web\n" * 1000)
     with pytest.raises(InputError, match="has more than 3 lines"):
         labels_from_file(tmp_path / "long.txt", documents=3)
