@@ -394,13 +394,20 @@ def _audit(args: argparse.Namespace, plan: AuditPlan, config: PackerConfig, trai
            documents: bool = False, names: list[str] | None = None) -> AuditResult:
     """Every policy, streaming and peer, through :func:`run_audit` (in ``--workers`` processes)."""
     from ..distributed.executors import open_executor
+    from ..distributed.pool_rules import pool_size
     from ..reporting import progress_bar
+    from ._common import note
 
     def bar(desc: str, total: int | None) -> Callable[[int], None] | None:
         return progress_bar(desc, total, enabled=False if args.no_progress else None,
                             unit="task" if desc.endswith("tasks") else "row")
 
-    with open_executor(args.executor, workers=args.workers or os.cpu_count() or 1) as executor:
+    workers = args.workers or os.cpu_count() or 1
+    tasks = args.permutations + len(plan.policies) * (1 if evals is None else 2)  # run_audit's tasks
+    capped = pool_size(workers, tasks)[1] if args.executor == "local" else None
+    if capped:
+        note("audit", capped)
+    with open_executor(args.executor, workers=workers, tasks=tasks) as executor:
         return run_audit(
             train, config, policies=plan.policies, peer_options=plan.peer_options,
             seq_length=getattr(args, "seq_length", None),

@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         bar = progress_bar("compare", len(names), enabled=False if args.no_progress else None, unit="packer")
         keep_freed_memory()  # before the worker processes start: they inherit it
         try:
-            with open_executor(args.executor, workers=args.workers) as executor:
+            with open_executor(args.executor, workers=args.workers, tasks=len(names)) as executor:
                 cmp = compare_packers(np.asarray(lengths), names, capacity=args.capacity,
                                       seq_length=args.seq_length, min_buffer=args.min_buffer,
                                       refill=args.refill, peer_options=options, corpus_label=label,

@@ -61,7 +61,7 @@ from .dask_client import (
     import_distributed,
     is_dask_client,
 )
-from .pool_rules import bad_input, local_workers
+from .pool_rules import bad_input, local_workers, pool_size
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -80,6 +80,8 @@ __all__ = [
     "open_executor",
     "open_runner",
     "parse_executor_spec",
+    "start_pool",
+    "stop_pool",
     "worker_identity",
 ]
 
@@ -158,19 +160,61 @@ def parse_executor_spec(spec: str) -> str:
 
 
 def default_signals() -> None:
-    """Pool initializer: SIGTERM and SIGHUP back to their default action in a worker process.
+    """Pool initializer: SIGINT, SIGTERM and SIGHUP back to their default action in a worker process.
 
     A forked worker inherits the command's handlers (:mod:`packing_theory.cli._exit`
     turns SIGTERM into an exception to clean up); when the pool terminates its
-    workers, that handler would print a traceback per worker. A worker has
-    nothing of its own to clean up: it should just end.
+    workers, that handler would print a traceback per worker, and Ctrl-C (sent
+    to every process of the terminal's group) a ``KeyboardInterrupt`` traceback.
+    A worker has nothing of its own to clean up: it should just end, and the
+    command reports the interrupt once.
     """
     import signal
 
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, signal.SIG_DFL)
+
+
+def _started() -> None:
+    """The first task of a pool: submitting it forks the pool's processes (see :func:`start_pool`)."""
+
+
+def start_pool(workers: int) -> ProcessPoolExecutor:
+    """A ``ProcessPoolExecutor`` of ``workers`` processes, started now, with SIGINT, SIGTERM and SIGHUP
+    held back while its processes fork.
+
+    Under the ``fork`` start method the first ``submit`` forks every process of
+    the pool; a signal handled in the middle of that (its exception raised
+    inside the pool's bookkeeping or an at-fork hook) could leave processes the
+    pool does not know of, which the interpreter then waits for at exit
+    forever. Held back, the signal is delivered once the pool has started, and
+    the command ends as it does for a signal at any later time: status 3, one
+    line (:mod:`packing_theory.cli._exit`). A process forked while the signal
+    is held that gets it itself just ends.
+    """
+    from ..reporting.files import signals_held
+
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=default_signals)
+    try:
+        with signals_held():
+            pool.submit(_started)
+    except BaseException:  # the held signal, delivered: its processes are stopped, never left behind
+        stop_pool(pool, now=True)
+        raise
+    return pool
+
+
+def stop_pool(pool: ProcessPoolExecutor, *, now: bool = False) -> None:
+    """Shut ``pool`` down: after its running tasks, or (``now=True``: an interrupt, an error) at once,
+    its processes terminated, so that an interrupted command never waits for a long task to finish."""
+    if now:
+        processes: dict[int, Any] = getattr(pool, "_processes", None) or {}  # CPython's pid -> Process
+        for process in list(processes.values()):
+            with contextlib.suppress(Exception):
+                process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def worker_identity() -> str:
@@ -233,10 +277,11 @@ class TaskRunner:
         assert self.kind != "dask" or is_dask_client(self._target)
         assert self._owned is None or self.kind in ("processes", "executor")
 
-    def close(self) -> None:
-        """Shut down the process pool this runner owns (a given executor or client is left running)."""
+    def close(self, *, now: bool = False) -> None:
+        """Shut down the process pool this runner owns (a given executor or client is left running);
+        ``now``: at once, its processes terminated (:func:`stop_pool`)."""
         if self._owned is not None:
-            self._owned.shutdown(wait=True, cancel_futures=True)
+            stop_pool(self._owned, now=now)
             self._owned = None
 
     def __enter__(self) -> TaskRunner:
@@ -302,7 +347,7 @@ class TaskRunner:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
             size = max(1, min(self.workers, tasks))  # no process without a task to run
-            self._owned = ProcessPoolExecutor(max_workers=size, initializer=default_signals)
+            self._owned = start_pool(size)
             self._check()  # a new pool is a mutation of the runner's state
         return self._owned
 
@@ -501,6 +546,9 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
                              f"concurrent.futures.Executor, got {type(executor).__name__}")
     try:
         yield runner
+    except BaseException:  # an interrupt or an error: stop the processes now, never wait for their tasks
+        runner.close(now=True)
+        raise
     finally:
         runner.close()
         if client is not None:
@@ -508,12 +556,14 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
 
 
 @contextlib.contextmanager
-def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) -> Iterator[Executor | None]:
+def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1,
+                  tasks: int | None = None) -> Iterator[Executor | None]:
     """An :class:`~concurrent.futures.Executor` for :func:`~packing_theory.orchestration.run_audit`.
 
     ``"local"``: ``None`` for ``workers=1`` (in this process), else a
-    ``ProcessPoolExecutor`` (``workers=0``: one per CPU); ``"dask://HOST:PORT"``:
-    the connected client's ``get_executor(pure=False, retries=retries)``.
+    ``ProcessPoolExecutor`` (``workers=0``: one per CPU) of at most one process
+    per CPU and, given ``tasks``, per task (:func:`~packing_theory.distributed.pool_rules.pool_size`);
+    ``"dask://HOST:PORT"``: the connected client's ``get_executor(pure=False, retries=retries)``.
 
     Raises:
         ValueError: a malformed spec or ``workers < 0``.
@@ -522,12 +572,17 @@ def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) ->
     address = parse_executor_spec(spec)
     workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
     if address == "local":
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=default_signals) if workers > 1 else None
+        asked = workers
+        workers = pool_size(workers, tasks)[0]
+        pool = start_pool(workers) if asked > 1 else None
         try:
             yield pool
-        finally:
+        except BaseException:  # an interrupt or an error: stop the processes now, never wait for their tasks
             if pool is not None:
-                pool.shutdown(cancel_futures=True)  # after an error, do not wait for the rest
+                stop_pool(pool, now=True)
+            raise
+        if pool is not None:
+            stop_pool(pool)
         return
     client = connect_dask(address)
     try:
