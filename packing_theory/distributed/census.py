@@ -38,6 +38,7 @@ for the duplicate count).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -184,7 +185,8 @@ def run_census(
         with open_runner(executor, workers=workers, retries=retries) as runner:
             spec = runner.spec
             hashed: dict[int, str] = {}  # the inputs are hashed in parallel too (1 GB/s per core)
-            runner.run(file_sha256, [(p,) for p in paths], on_result=hashed.__setitem__, label="hash",
+            where = [os.path.abspath(p) for p in paths]  # what a task reads: a worker's cwd is its own
+            runner.run(file_sha256, [(p,) for p in where], on_result=hashed.__setitem__, label="hash",
                        names=lambda i: f"hashing {paths[i]!r}")
             digests = [hashed[i] for i in range(len(paths))]
             infos: dict[int, _Part] = {}  # what the driver keeps of each part: counts and digests
@@ -203,6 +205,7 @@ def run_census(
 
             def on_result(j: int, value: Any) -> None:
                 if isinstance(value, SkippedInput):
+                    value = dataclasses.replace(value, path=paths[todo[j]])  # named as the user named it
                     _not_text(value, options)  # raises under errors="strict": no further file is started
                     skipped[todo[j]] = value
                     return
@@ -211,7 +214,7 @@ def run_census(
                 if progress is not None:
                     progress(len(infos), len(paths))
 
-            records = runner.run(census_shard, [(paths[i], options) for i in todo], on_result=on_result,
+            records = runner.run(census_shard, [(where[i], options) for i in todo], on_result=on_result,
                                  accept=accept, label="census",
                                  names=lambda j: f"census of {paths[todo[j]]!r}")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}

@@ -60,8 +60,11 @@ from .dask_client import (
     default_no_worker_wait,
     import_distributed,
     is_dask_client,
+    quiet_client_log,
+    scheduler_gone,
 )
 from .pool_rules import bad_input, local_workers, pool_size
+from .pools import default_signals, start_pool, stop_pool
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -157,64 +160,6 @@ def parse_executor_spec(spec: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
         raise bad
     return f"tcp://{host}:{int(port)}"
-
-
-def default_signals() -> None:
-    """Pool initializer: SIGINT, SIGTERM and SIGHUP back to their default action in a worker process.
-
-    A forked worker inherits the command's handlers (:mod:`packing_theory.cli._exit`
-    turns SIGTERM into an exception to clean up); when the pool terminates its
-    workers, that handler would print a traceback per worker, and Ctrl-C (sent
-    to every process of the terminal's group) a ``KeyboardInterrupt`` traceback.
-    A worker has nothing of its own to clean up: it should just end, and the
-    command reports the interrupt once.
-    """
-    import signal
-
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            signal.signal(sig, signal.SIG_DFL)
-
-
-def _started() -> None:
-    """The first task of a pool: submitting it forks the pool's processes (see :func:`start_pool`)."""
-
-
-def start_pool(workers: int) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` of ``workers`` processes, started now, with SIGINT, SIGTERM and SIGHUP
-    held back while its processes fork.
-
-    Under the ``fork`` start method the first ``submit`` forks every process of
-    the pool; a signal handled in the middle of that (its exception raised
-    inside the pool's bookkeeping or an at-fork hook) could leave processes the
-    pool does not know of, which the interpreter then waits for at exit
-    forever. Held back, the signal is delivered once the pool has started, and
-    the command ends as it does for a signal at any later time: status 3, one
-    line (:mod:`packing_theory.cli._exit`). A process forked while the signal
-    is held that gets it itself just ends.
-    """
-    from ..reporting.files import signals_held
-
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=default_signals)
-    try:
-        with signals_held():
-            pool.submit(_started)
-    except BaseException:  # the held signal, delivered: its processes are stopped, never left behind
-        stop_pool(pool, now=True)
-        raise
-    return pool
-
-
-def stop_pool(pool: ProcessPoolExecutor, *, now: bool = False) -> None:
-    """Shut ``pool`` down: after its running tasks, or (``now=True``: an interrupt, an error) at once,
-    its processes terminated, so that an interrupted command never waits for a long task to finish."""
-    if now:
-        processes: dict[int, Any] = getattr(pool, "_processes", None) or {}  # CPython's pid -> Process
-        for process in list(processes.values()):
-            with contextlib.suppress(Exception):
-                process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def worker_identity() -> str:
@@ -449,7 +394,11 @@ class TaskRunner:
         def submit(i: int) -> Any:
             attempts[i] += 1
             key = f"packing-theory-{label}-{token}-{i}-{attempts[i]}"
-            return client.submit(_invoke, fn, items[i], pure=False, retries=self.retries, key=key)
+            try:
+                return client.submit(_invoke, fn, items[i], pure=False, retries=self.retries, key=key)
+            except Exception as exc:  # ClosedClientError, CommClosedError: the scheduler is gone
+                raise TaskFailed(f"executor {self.spec}: cannot submit {label} {i} to the Dask scheduler "
+                                 f"({scheduler_gone(client) or type(exc).__name__}: {exc})") from exc
 
         index: dict[str, int] = {}
         futures = []
@@ -465,7 +414,10 @@ class TaskRunner:
             try:  # the scheduler already reran it: after a worker died, and `retries` times after an error
                 value, where = future.result()
             except Exception as exc:  # KilledWorker, or the task's own error
-                failures.append(_failure(label, i, extra[i] + tries, exc, self._names))
+                gone = scheduler_gone(client)
+                if gone is not None:
+                    raise TaskFailed(f"executor {self.spec}: the Dask scheduler went away ({gone})") from exc
+                failures.append(_failure(label, i, extra[i] + tries, exc, self._names, where=_DASK_WHERE))
                 continue
             try:
                 if accept is not None:
@@ -485,11 +437,16 @@ class TaskRunner:
         return [done[i] for i in sorted(done)]
 
 
+_DASK_WHERE = ("on a Dask worker, which reads every input itself: it must be readable there at the same "
+               "absolute path")
+
+
 def _failure(label: str, i: int, attempts: int, exc: BaseException,
-             names: Callable[[int], str] | None = None) -> tuple[str, BaseException]:
+             names: Callable[[int], str] | None = None, where: str = "") -> tuple[str, BaseException]:
     detail = " ".join(str(exc).split())[:300]
     what = f"{label} {i}" if names is None else names(i)
-    return f"{what} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
+    hint = f" ({where})" if where and isinstance(exc, (FileNotFoundError, PermissionError)) else ""
+    return f"{what} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}{hint}", exc
 
 
 def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
@@ -545,14 +502,16 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         raise InputTypeError(f"executor must be 'local', 'dask://HOST:PORT', a dask.distributed.Client or a "
                              f"concurrent.futures.Executor, got {type(executor).__name__}")
     try:
-        yield runner
+        with quiet_client_log() if client is not None else contextlib.nullcontext():
+            yield runner
     except BaseException:  # an interrupt or an error: stop the processes now, never wait for their tasks
         runner.close(now=True)
         raise
     finally:
         runner.close()
         if client is not None:
-            client.close()
+            with contextlib.suppress(Exception):  # a client whose scheduler died is closed already
+                client.close()
 
 
 @contextlib.contextmanager
