@@ -49,6 +49,7 @@ from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
 from ..errors import InputError, InputTypeError, import_optional
 from ..lengths import validate_lengths
+from ..reporting.markdown import csv_cell
 from .ledger import Ledger
 from .strata import stratum_labels
 
@@ -488,6 +489,10 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
     return document_names(paths, counts)
 
 
+def _csv_value(v: Any) -> Any:
+    return "true" if v is True else "false" if v is False else csv_cell(v)
+
+
 def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator[str]:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -500,8 +505,8 @@ def _csv_chunks(tables: Sequence[DocumentTable], run_id: str | None) -> Iterator
             buf = io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
             cols = [t.column(c)[lo:hi].tolist() for c in DOCUMENT_COLUMNS]
-            for r in zip(*cols, strict=True):
-                w.writerow(["true" if v is True else "false" if v is False else v for v in r] + tail)
+            for r in zip(*cols, strict=True):  # a name is never a formula (reporting.markdown.csv_cell)
+                w.writerow([_csv_value(v) for v in r] + tail)
             yield buf.getvalue()
 
 

@@ -296,7 +296,7 @@ def rank_sources_section(
     """``--world-size`` with labels: every rank's per-source accounting, merged per policy (JSON and
     Markdown)."""
     from ..orchestration.sources import rank_sources
-    from ..reporting.markdown import percent, table
+    from ..reporting.markdown import md_cell, percent, table
 
     streaming = [p for p in policies if p in _streaming()]
     res = rank_sources(
@@ -316,7 +316,7 @@ def rank_sources_section(
         shares = {s.source: s for s in r.shares or ()}
         rows = [
             [
-                a.source,
+                md_cell(a.source),
                 f"{a.arrived:,}",
                 f"{a.trained_tokens:,}",
                 f"{a.never_started:,}",

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..corpus.verify import EXIT_FOUND, EXIT_OK, EXIT_UNMEASURED
+from ..reporting.markdown import md_cell, md_text
 from .hashing import HASH_BITS, HASH_DESCRIPTION, expected_false_positives
 
 __all__ = [
@@ -305,13 +306,15 @@ class ContaminationReport:
                "| documents hit |", "|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in self.references:
             declared = "" if r.declared_rows is None else f" ({r.declared_rows:,})"
-            md.append(f"| `{r.name}` | {'yes' if r.read else 'NO: ' + str(r.error)} | {r.rows:,}{declared} | "
+            md.append(f"| {md_cell(r.name)} | {'yes' if r.read else 'NO: ' + md_text(r.error)} | "
+                      f"{r.rows:,}{declared} | "
                       f"{r.items:,} | {r.grams:,} | {r.grams_found:,} | {r.matched_grams:,} | "
                       f"{r.documents_with_any_hit:,} |")
         md += ["", "## Inputs", "", "| input | source | read | documents | grams | matched grams "
                "| documents hit | majority-hit |", "|---|---|---|---:|---:|---:|---:|---:|"]
         for i in self.inputs:
-            md.append(f"| `{i.name}` | {i.source or ''} | {'yes' if i.read else 'NO: ' + str(i.error)} | "
+            md.append(f"| {md_cell(i.name)} | {md_text(i.source or '')} | "
+                      f"{'yes' if i.read else 'NO: ' + md_text(i.error)} | "
                       f"{i.documents:,} | {i.grams:,} | {i.matched_grams:,} | {i.documents_with_any_hit:,} | "
                       f"{i.majority_hit_documents:,} |")
         sources, unattributed = self.sources()
@@ -319,7 +322,7 @@ class ContaminationReport:
                "|---|---:|---:|---:|---:|"]
         for name, s in [*sources.items(), ("(unattributed)", unattributed)]:
             frac = "" if s.hit_document_fraction is None else f"{s.hit_document_fraction:.4%}"
-            md.append(f"| {name} | {s.documents:,} | {s.documents_with_any_hit:,} | {frac} | "
+            md.append(f"| {md_cell(name)} | {s.documents:,} | {s.documents_with_any_hit:,} | {frac} | "
                       f"{s.majority_hit_documents:,} |")
         mask = d["mask"]
         md += ["", "## Exclusion mask", "",

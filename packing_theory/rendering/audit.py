@@ -26,9 +26,9 @@ from ..audit.startup import StartupSpread
 from ..orchestration.audit import AuditResult
 from ..registry import entry
 from ..reporting.markdown import count as _n
+from ..reporting.markdown import md_text, run_line
 from ..reporting.markdown import millions as _mt
 from ..reporting.markdown import percent as _pct
-from ..reporting.markdown import run_line
 from ..reporting.writer import ReportFiles, ReportWriter
 from .audit_plots import PLOT_FILES, PLOT_SECTIONS, plot_notes, write_plots
 from .headline import glossary_lines, headline, horizon_lines, packer_sentence, theorem_prediction
@@ -280,7 +280,7 @@ def _md_corpus_line(result: AuditResult) -> str:
     if result.horizon is not None and result.horizon.unit == "tokens":
         budget = f"{result.horizon.describe()} ({budget} for the streaming policies)"
     refill = ",".join(map(str, cfg.batch_sizes))
-    name = f": {c.label}" if c.label else ""
+    name = f": {md_text(c.label)}" if c.label else ""
     line = (f"Corpus{name} — {c.documents:,} sources, {c.tokens:,} BOS-inclusive tokens "
             f"({c.over_capacity_documents:,} longer than R). R = {cfg.capacity:,}, "
             f"B = {cfg.min_buffer:,}, refill {refill}, passes {cfg.passes}, budget {budget}.")
@@ -384,7 +384,7 @@ def _md_evaluation(result: AuditResult, ref: Mapping[str, Any] | None) -> list[s
     if not result.evaluation or result.eval_corpus is None:
         return []
     ec = result.eval_corpus
-    ename = f": {ec.label}" if ec.label else ""
+    ename = f": {md_text(ec.label)}" if ec.label else ""
     lines = ["## Evaluation population (support statement, seed 000 §3)", "",
              f"Evaluation stream{ename} — {ec.documents:,} sources, {ec.tokens:,} tokens; "
              "strata present in it with **zero** scored sources, by target budget:", "",

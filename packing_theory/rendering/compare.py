@@ -19,7 +19,7 @@ from typing import Any
 
 from ..audit.costs import COST_COLUMNS, costs_table
 from ..orchestration.compare import PackerComparison
-from ..reporting.markdown import count, percent, run_line, table
+from ..reporting.markdown import count, md_text, percent, run_line, table
 from ..reporting.plotting import color, pyplot, save_figure
 from ..reporting.writer import ReportFiles, ReportWriter
 from .headline import glossary_lines
@@ -53,7 +53,7 @@ def render_markdown(cmp: PackerComparison, *, run: dict[str, str] | None = None,
     lines = [
         cmp.headline(),
         "",
-        f"# Packer comparison — {cmp.corpus_label or 'corpus'}",
+        f"# Packer comparison — {md_text(cmp.corpus_label or 'corpus')}",
         "",
         f"{cmp.documents:,} documents, {cmp.tokens:,} tokens. Horizon: {told} — "
         f"{HORIZON_RULES[cmp.horizon_rule]}{stream}. "

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..orchestration.sources import PackerSources, SourcesResult
-from ..reporting.markdown import count, percent, table
+from ..reporting.markdown import count, md_cell, md_text, percent, table
 from ..reporting.plotting import pyplot, save_figure
 
 __all__ = ["SOURCES_PLOT", "sources_markdown", "write_sources_plot"]
@@ -43,7 +43,7 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
         s = shares.get(a.source)
         rows.append(
             [
-                a.source,
+                md_cell(a.source),
                 count(a.documents),
                 count(a.arrived),
                 count(a.arrived_tokens),
@@ -92,10 +92,10 @@ def _packer_lines(p: PackerSources, result: SourcesResult) -> list[str]:
         "",
     ]
     if result.funnel is not None and p.funnel:
-        steps = next(iter(p.funnel.values()))["steps"]
+        steps = [md_cell(step) for step in next(iter(p.funnel.values()))["steps"]]
         frows = [
             [
-                src,
+                md_cell(src),
                 *(count(v) for v in f["documents"]),
                 count(f["trained_tokens"]),
                 "yes" if f["reconciles"] else "NO",
@@ -115,20 +115,22 @@ def sources_markdown(result: SourcesResult, *, plot: str | None = None) -> list[
     lines = [
         "## Data sources",
         "",
-        f"{len(result.sources)} source(s) ({', '.join(result.sources)}), labels from {result.labels_origin}.",
+        f"{len(result.sources)} source(s) ({', '.join(md_text(s) for s in result.sources)}), labels from "
+        f"{md_text(result.labels_origin)}.",
     ]
     if result.mixture is not None:
         m = result.mixture
         lines.append(
-            f"Declared mixture{' ' + repr(m.name) if m.name else ''} ({m.kind}): "
-            + ", ".join(f"{s} {percent(a)}" for s, a in sorted(m.alpha.items()))
+            f"Declared mixture{' ' + md_text(repr(m.name)) if m.name else ''} ({m.kind}): "
+            + ", ".join(f"{md_text(s)} {percent(a)}" for s, a in sorted(m.alpha.items()))
             + "."
         )
     if result.funnel is not None:
         f = result.funnel
         lines.append(
             f"Cleaning funnel: {f.raw_documents:,} raw documents, "
-            + "; ".join(f"{s.stage.name} ({s.stage.kind}) removed {s.removed_documents:,}" for s in f.stages)
+            + "; ".join(f"{md_text(s.stage.name)} ({s.stage.kind}) removed {s.removed_documents:,}"
+                        for s in f.stages)
             + f"; {int(f.keep.sum()):,} reach the packer."
         )
     for name, why in result.refused:
