@@ -35,6 +35,8 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     """Add the ``census`` subcommand."""
+    from ..distributed.dask_client import NO_WORKER_WAIT_S
+
     parser: argparse.ArgumentParser = sub.add_parser(
         "census", help="lengths (and hashes) of many text / parquet / shard files, parallel and resumable",
         description="Count the BOS-inclusive token length of every document, one task per input file, "
@@ -61,7 +63,9 @@ def register(sub: Any) -> None:
                         help="report directory (default ./census-report), checked and locked before anything "
                              "runs; the report's files are swapped in together")
     parser.add_argument("--executor", default="local", metavar="SPEC",
-                        help="local (default) or dask://HOST:PORT (a running Dask scheduler)")
+                        help="local (default) or dask://HOST:PORT (a running Dask scheduler; the run "
+                             "fails, exit 3, when the scheduler has had no worker for "
+                             f"{NO_WORKER_WAIT_S:g} s or goes away)")
     parser.add_argument("--workers", type=int, default=0, metavar="N",
                         help="--executor local: N processes (default 0: one per CPU; 1: in this process)")
     parser.add_argument("--retries", type=int, default=1, metavar="N",

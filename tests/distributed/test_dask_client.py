@@ -117,3 +117,4 @@ def test_a_scheduler_that_goes_away_is_could_not_measure_on_one_line(cluster: An
     assert code == 3, err
     assert len(err) == 1 and "internal error" not in err[0], err
     assert "the Dask scheduler went away" in err[0] or "cannot submit" in err[0], err
+
