@@ -83,8 +83,6 @@ __all__ = [
     "open_executor",
     "open_runner",
     "parse_executor_spec",
-    "start_pool",
-    "stop_pool",
     "worker_identity",
 ]
 
