@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import os
 
 __all__ = ["INPUT_OPTIONS", "named_inputs"]
 
@@ -25,7 +26,8 @@ def named_inputs(args: argparse.Namespace) -> list[str]:
     """The input paths ``args`` names, as given (a pattern expanded to its matches).
 
     ``--files-from FILE`` counts as FILE and the paths it lists; ``-`` (standard input) lists nothing
-    here (it can be read once only).
+    here (it can be read once only). A directory counts only where the option takes one (``--data``,
+    ``--files-from``): given to a file option, it is refused by that option's own check, naming it.
     """
     out: list[str] = []
     for key in INPUT_OPTIONS:
@@ -43,6 +45,6 @@ def named_inputs(args: argparse.Namespace) -> list[str]:
                 out.extend(read_files_from(text))
             elif any(c in text for c in "*?["):
                 out.extend(glob.glob(text, recursive=True))
-            else:
+            elif key == "data" or not os.path.isdir(text):
                 out.append(text)
     return out
