@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.abspath(".."))
 project = "packing_theory"
 author = "packing_theory developers"
 copyright = "2026, packing_theory developers"
-release = "0.1.0"
+release = "0.2.0.dev0"
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -1,11 +1,11 @@
-"""Audit quickstart: the four quantities of seed 000 §6 on a slice of the default corpus.
+"""Audit quickstart: the four quantities of a practical audit on a slice of the default corpus.
 
 Run:  python examples/audit_quickstart.py [--out DIR]   (default: a new temporary directory)
 
 1. a streaming ledger over any packer's event stream (aggregates only);
 2. one source's ledger line in detail mode;
 3. several policies side by side with the startup-delay spread and an
-   evaluation population, written as JSON + Markdown (+ PNGs with matplotlib).
+   evaluation population, written as JSON + Markdown + a page (+ PNGs with matplotlib).
 
 The full-size audit is ``packing-theory audit --demo`` (about 30 s).
 """
@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import tempfile
 
+import packing_theory as pt
 from packing_theory import Packer, PackerConfig, feed_all
 from packing_theory.audit import Ledger, evaluation_population
 from packing_theory.corpus import default_lengths
-from packing_theory.orchestration import run_audit
-from packing_theory.rendering import write_report
+from packing_theory.orchestration import EvalStream
 from packing_theory.reporting import matplotlib_available
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -58,9 +58,11 @@ evals = default_lengths(seed=1)[:5_000]
 ev = evaluation_population(evals, config, targets=2_097_152, prefixes=(1_048_576,))
 print("evaluation:", ev.verdict)
 
-result = run_audit(lengths, config, policies=["discard", "continue", "segment-first"], permutations=5,
-                   eval_lengths=evals, eval_targets=2_097_152, eval_prefixes=(1_048_576,),
-                   corpus_label="default corpus, first 84,685 sources")
+result = pt.audit_corpus(lengths, ["discard", "continue", "segment-first"], pt.Settings(capacity=2049),
+                         horizon=pt.Budget("rows", 24_397), permutations=5,
+                         evaluation=EvalStream(evals, 2_097_152, (1_048_576,)),
+                         label="default corpus, first 84,685 sources")
+print(result.headline())
 out = args.out or tempfile.mkdtemp(prefix="audit-quickstart-")
-files = write_report(result, out, plots=matplotlib_available())
-print(f"wrote {files.markdown}, {files.json} and {len(files.plots)} plots")
+files = pt.write_report(result, out, plots=matplotlib_available())
+print(f"wrote {files.html}, {files.markdown}, {files.json} and {len(files.plots)} plots")

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-MIN_CHECKS=45
+MIN_CHECKS=52
 
 fail() { echo "check.sh: FAIL: $*" >&2; exit 1; }
 

@@ -90,5 +90,13 @@ def make_parquet(directory: str, n: int = 2, rows: int = 200, row_group_size: in
 
 
 def strip_run_fields(doc: dict) -> dict:
-    """A report without the fields that differ between runs (timings, run ids, who executed what)."""
-    return {k: v for k, v in doc.items() if k not in ("seconds", "run", "execution")}
+    """A report without the fields that differ between runs, at any depth (timings, run ids, who executed
+    what)."""
+    def strip(v: object) -> object:
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("seconds", "run", "execution")}
+        return [strip(x) for x in v] if isinstance(v, list) else v
+
+    out = strip(doc)
+    assert isinstance(out, dict)
+    return out

@@ -24,8 +24,8 @@ DOCS = (ROOT / "docs" / "architecture.rst", ROOT / "CONTRIBUTING.md")
 TOP = ("packing_theory", "tests", "tools", "docs", "benchmarks", "examples", "proofs", ".ci")
 SUBPACKAGES = tuple(sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) +
                     sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"))
-WORKED_EXAMPLE = {"packing_theory/peers/toy.py": "CONTRIBUTING.md's worked example of a new peer (created by "
-                                                 "tests/test_registry.py in a temporary module)"}
+WORKED_EXAMPLE = {"packing_theory/peers/toy_nextfit.py": "CONTRIBUTING.md's worked example of a new peer "
+                                                         "(created by tests/test_recipes.py in a copy)"}
 
 PATH_RE = re.compile(r"(?<![\w./-])((?:" + "|".join(re.escape(t) for t in TOP) + r"|"
                      + "|".join(re.escape(s) for s in SUBPACKAGES) + r")/[\w./<>-]*[\w>])")
@@ -100,7 +100,7 @@ def test_referenced_file_name_exists(doc: str, name: str) -> None:
 
 @pytest.mark.parametrize(("doc", "name"), referenced_names())
 def test_referenced_name_exists(doc: str, name: str) -> None:
-    if name == "packing_theory.peers.toy":
+    if name == "packing_theory.peers.toy_nextfit":
         return  # the module the worked example creates (WORKED_EXAMPLE)
     try:
         resolve(name)

@@ -1,26 +1,24 @@
 """The packer registry: one entry per packer, one way to build it, capacity = row width, loud plug-in loaders.
 
-The last test registers a throwaway peer from a temporary module and shows that
-the registry, ``policies``, ``replay``, ``check`` and ``compare`` pick it up
-with nothing else edited.
+The recipes of CONTRIBUTING.md (a new policy, a new peer) are followed, in a
+copy of the package, by ``tests/test_recipes.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import packing_theory.peers as peers_pkg
 from packing_theory import InputError, PackerConfig, build_packer
 from packing_theory.cli import COMMANDS, main
 from packing_theory.engine import compiled
+from packing_theory.engine import policies as policies_module
 from packing_theory.engine.compiled import COMPILED_POLICIES, CompiledPacker, compiled_available
 from packing_theory.engine.knobs import Knob
 from packing_theory.engine.policies import COMMON_KNOBS, POLICIES, STREAMING_POLICIES
@@ -109,7 +107,7 @@ def test_seq_length_maps_through_the_entry(name: str) -> None:
     L = 16
     R = e.capacity_for(L)
     assert build_packer(name, seq_length=L).capacity == R
-    want = {"megatron-gpt": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
+    want = {"megatron-gpt": L + 1, "parcae-bestfit": L + 1}.get(name, L + 1 if e.kind == "streaming" else L)
     assert want == R
     assert e.row_width.seq_length(R, e.options()) == L
 
@@ -158,14 +156,21 @@ def test_options_record_every_knob_with_its_default() -> None:
 # ----------------------------------------------------------------------------- engines
 
 
-def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_support_is_the_kernels_table_and_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from packing_theory.engine import kernel_codes
+
     assert tuple(n for n, p in STREAMING_POLICIES.items() if p.compiled) == COMPILED_POLICIES
-    for name in POLICIES:
-        assert ("compiled" in entry(name).engines) == (name in COMPILED_POLICIES)
-    assert COMPILED_POLICIES == POLICIES  # every streaming policy has a kernel branch
-    # a policy declared compiled=False is refused by the registry and by the engine
-    undeclared = dataclasses.replace(STREAMING_POLICIES["bounded-wait"], compiled=False)
-    monkeypatch.setitem(STREAMING_POLICIES, "bounded-wait", undeclared)
+    for name, p in STREAMING_POLICIES.items():  # derived from the kernel's table, never declared
+        assert p.compiled == (name in kernel_codes.POLICY_CODES)
+        assert ("compiled" in entry(name).engines) == p.compiled
+        if not p.compiled:  # a policy without a kernel branch is refused, naming the engines it runs on
+            with pytest.raises(InputError, match=rf"the compiled engine implements .*; got policy '{name}'"):
+                CompiledPacker(PackerConfig(capacity=8, policy=name))  # type: ignore[arg-type]
+    # a policy whose kernel branch goes away is refused by the registry and by the engine
+    monkeypatch.setattr(kernel_codes, "POLICY_CODES", {k: v for k, v in kernel_codes.POLICY_CODES.items()
+                                                        if k != "bounded-wait"})
+    monkeypatch.setattr(policies_module, "POLICY_CODES", kernel_codes.POLICY_CODES)
+    assert not STREAMING_POLICIES["bounded-wait"].compiled
     assert entry("bounded-wait").engines == ("fast", "reference")
     with pytest.raises(InputError, match="policy 'bounded-wait' runs on the engines fast, reference"):
         build_packer("bounded-wait", capacity=8, engine="compiled")
@@ -176,9 +181,12 @@ def test_compiled_support_is_declared_and_refused_clearly(monkeypatch: pytest.Mo
 
 @pytest.mark.skipif(not compiled_available(), reason="numba is not installed (the fast extra)")
 def test_kernel_codes_are_looked_up_by_name() -> None:
-    from packing_theory.engine._kernel import POLICY_CODES
+    from packing_theory.engine import _kernel
+    from packing_theory.engine.kernel_codes import POLICY_CODES
 
     assert set(POLICY_CODES) == set(COMPILED_POLICIES)
+    assert POLICY_CODES["continue"] == _kernel.CONTINUE
+    assert POLICY_CODES["bounded-wait"] == _kernel.BOUNDED_WAIT
     assert len(set(POLICY_CODES.values())) == len(POLICY_CODES)
 
 
@@ -250,60 +258,6 @@ def test_a_peer_module_missing_a_dependency_is_not_skipped(tmp_path: Path,
     with pytest.raises(ModuleNotFoundError, match="a_dependency_that_is_not_installed"):
         peer_policies()
     sys.modules.pop("packing_theory.peers.needs_a_dependency", None)
-
-
-# ----------------------------------------------------------------------------- adding a peer
-
-CONTRIBUTING = ROOT / "CONTRIBUTING.md"
-
-
-def worked_example() -> str:
-    """The peer module of CONTRIBUTING.md's worked example, exactly as the guide shows it."""
-    text = CONTRIBUTING.read_text()
-    start = text.index("```python\n", text.index("### Worked example")) + len("```python\n")
-    return text[start : text.index("```\n", start)]
-
-
-def test_a_throwaway_peer_is_picked_up_with_nothing_else_edited(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "toy.py").write_text(worked_example())
-    # the two edits a new peer makes in the package: its module, and its name in PEER_MODULES
-    monkeypatch.setattr(peers_pkg, "__path__", [*peers_pkg.__path__, str(tmp_path)])
-    monkeypatch.setattr(peers_pkg, "PEER_MODULES", (*PEER_MODULES, "toy"))
-    try:
-        e = entry("toy-next_fit")
-        assert e.kind == "peer" and e.framework == "Toy" and e.knob_names == ("long_documents",)
-        assert names()[-1] == "toy-next_fit"
-        assert build_packer("toy-next_fit", capacity=8).capacity == 8
-        lengths = tmp_path / "l.npy"
-        np.save(lengths, np.array([5, 3, 9, 2, 7, 1], dtype=np.int64))
-
-        assert main(["policies", "--json"]) == 0
-        row = next(r for r in json.loads(capsys.readouterr().out) if r["policy"] == "toy-next_fit")
-        assert row["knobs"]["long_documents"]["choices"] == ["truncate", "raise"]
-        assert row["status"] == "outside the family: not applicable"
-
-        assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
-                     "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
-        assert out["identity_holds"] and out["row_identity_holds"] and out["discarded_tokens"] == 1
-        assert out["options"] == {"long_documents": "truncate"}
-        assert main(["replay", "--lengths", str(lengths), "--policy", "toy-next_fit", "--capacity", "8",
-                     "--peer-option", "long_documents=raise"]) == 2
-        assert "lengths[2] = 9 > capacity 8 with long_documents='raise'" in capsys.readouterr().err
-
-        assert main(["check", "--lengths", str(lengths), "--policy", "toy-next_fit", "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["reason"] == e.family
-
-        report = tmp_path / "cmp"
-        assert main(["compare", "--lengths", str(lengths), "--policy", "discard,toy-next_fit",
-                     "--capacity", "9", "--min-buffer", "2", "--refill", "1", "--no-plots",
-                     "--out", str(report)]) == 0
-        columns = {c["policy"]: c for c in json.loads((report / "compare.json").read_text())["packers"]}
-        assert columns["toy-next_fit"]["row_width"] == 8 and columns["toy-next_fit"]["identity_holds"]
-        assert columns["toy-next_fit"]["verdict"] == f"outside the family: not applicable — {e.family}"
-    finally:
-        sys.modules.pop("packing_theory.peers.toy", None)
 
 
 def test_knob_values_parse_by_their_declared_type() -> None:

@@ -74,6 +74,39 @@ class Page:
                                f"{out['exceptionDetails'].get('exception', {}).get('description', '')}")
         return out["result"].get("value")
 
+    def set_viewport(self, width: int, height: int, *, settle: float = 0.2) -> None:
+        """Lay the page out in a ``width`` x ``height`` CSS-pixel viewport
+        (``Emulation.setDeviceMetricsOverride``, device scale 1, not mobile: the layout viewport is
+        exactly ``width`` wide), then let its scripts run for ``settle`` seconds (a resize handler, say)
+        and collect what they logged."""
+        self.browser.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                                 "deviceScaleFactor": 1, "mobile": False},
+                          self.session)
+        self.refresh(settle)
+
+    def refresh(self, settle: float = 0.0) -> None:
+        """Record the console errors, requests and failed loads that arrived since the last look."""
+        end = time.monotonic() + settle
+        while True:
+            self.browser.call("Runtime.evaluate", {"expression": "1"}, self.session)  # pending events
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.05)
+        self.browser._collect(self)
+
+    def full_screenshot(self, path: str | os.PathLike[str], *, max_height: int = 16384) -> Path:
+        """Save a PNG of the whole page at the current viewport (its full scroll width and height, the
+        height cut at ``max_height`` CSS pixels: a taller capture is beyond what Chromium renders at once)."""
+        self.evaluate("window.scrollTo(0, 0)")
+        width, full = self.evaluate("[document.documentElement.scrollWidth, "
+                                    "document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": 0, "width": width, "height": min(full, max_height), "scale": 1}
+        data = self.browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                            "clip": clip}, self.session)["data"]
+        out = Path(path)
+        out.write_bytes(base64.b64decode(data))
+        return out
+
     def screenshot(self, path: str | os.PathLike[str], *, height: int | None = None) -> Path:
         """Save a PNG of the page's top ``height`` CSS pixels (default: the viewport) to ``path``."""
         params: dict[str, Any] = {"format": "png"}
@@ -175,11 +208,7 @@ class Chromium:
         page = Page(self, session, url)
         self.call("Page.navigate", {"url": url}, session)
         self._wait("Page.loadEventFired", session, self.timeout)
-        end = time.monotonic() + settle
-        while time.monotonic() < end:
-            self.call("Runtime.evaluate", {"expression": "1"}, session)  # collects pending events
-            time.sleep(0.05)
-        self._collect(page)
+        page.refresh(settle)
         return page
 
     def _collect(self, page: Page) -> None:

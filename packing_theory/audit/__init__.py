@@ -20,8 +20,8 @@ module             job
 =================  ===========================================================
 
 A whole audit (one corpus, several packers side by side) is
-:func:`packing_theory.orchestration.run_audit`; its documents are rendered by
-:mod:`packing_theory.rendering` and written by :mod:`packing_theory.reporting`.
+:func:`packing_theory.orchestration.audit`, written by
+:func:`packing_theory.reporting.write_report`.
 
 Imports: the engine, the invariant layer, peers, corpus and the foundation;
 never the layers above.

@@ -63,6 +63,7 @@ __all__ = [
     "census_names",
     "document_names",
     "document_table",
+    "is_document_id",
     "partial_row_tokens",
     "write_documents",
 ]
@@ -284,7 +285,7 @@ class DocumentTable:
         if not text:  # an empty name would equal every unnamed document's empty name
             raise InputError(f"document {document!r} is empty: give an id 0..N-1 or a file name the corpus "
                              "knows")
-        if isinstance(document, int) or (text.isascii() and text.isdigit()):  # not '²', which int() refuses
+        if isinstance(document, int) or is_document_id(text):
             hits = np.flatnonzero(ids == int(text))
         else:
             names = self.columns["name"]
@@ -315,6 +316,16 @@ class DocumentTable:
 
 def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
+
+
+def is_document_id(text: str) -> bool:
+    """Whether ``text`` names a document by its id: ASCII digits only (``"²"`` is a digit to
+    ``str.isdigit`` that ``int`` refuses; ``""`` is no id).
+
+    >>> is_document_id("12"), is_document_id("²"), is_document_id(""), is_document_id("a.txt")
+    (True, False, False, False)
+    """
+    return text.isascii() and text.isdigit()
 
 
 def _suffix_matches(names: np.ndarray, ids: np.ndarray, text: str) -> np.ndarray:

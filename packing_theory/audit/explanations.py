@@ -38,7 +38,7 @@ from ..engine.horizon import Budget, cut_at_horizon
 from ..errors import InputError
 from ..lengths import validate_lengths
 from ..registry import entry
-from .documents import DocumentRows, document_table
+from .documents import DocumentRows, document_table, is_document_id
 from .ledger import Ledger
 from .untrained import HorizonStatement, horizon_statement
 
@@ -82,7 +82,8 @@ class Explanation:
 
 def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "discard", capacity: int = 2049,
             min_buffer: int = 1000, horizon: Budget | None = None, names: Sequence[str] | None = None,
-            pass_index: int = 0, options: Mapping[str, Any] | None = None, **knobs: Any) -> Explanation:
+            pass_index: int = 0, options: Mapping[str, Any] | None = None, ids: Sequence[int] | None = None,
+            **knobs: Any) -> Explanation:
     """Explain what ``policy`` did to ``document`` (an id, or a name of ``names``) at ``horizon``.
 
     Args:
@@ -94,6 +95,9 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
             only the protected-set columns use it).
         horizon: where to cut the run (``None``: the packer's natural end).
         pass_index: which pass of a multi-pass run.
+        ids: each document's id in the caller's numbering (``ids[k]`` of ``lengths[k]``: a corpus's raw
+            index when a cleaning funnel kept only some documents); a numeric ``document`` is one of
+            them, and the explanation names it so. Default ``0 .. N - 1``.
         options, knobs: the packer's options (``refill=``, ``passes=``,
             ``exhausted=``, a peer's knobs).
 
@@ -114,10 +118,22 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     rows = DocumentRows(packer.capacity)
     agg, facts = feed_all(cut_at_horizon(packer.events(arr), horizon, capacity=packer.capacity), ledger, rows)
     table = document_table(ledger, facts, arr, passes=passes, names=names)
-    hits = [i for i in table.find(document) if int(table.columns["pass"][i]) == pass_index]
+    key: str | int = document
+    if ids is not None:
+        if len(ids) != arr.size:
+            raise InputError(f"ids has {len(ids):,} entries for {arr.size:,} documents")
+        text = str(document).strip()
+        if isinstance(document, int) or is_document_id(text):
+            position = {int(d): k for k, d in enumerate(ids)}
+            if int(text) not in position:
+                raise InputError(f"document {document!r} is not among the {arr.size:,} documents offered")
+            key = position[int(text)]
+    hits = [i for i in table.find(key) if int(table.columns["pass"][i]) == pass_index]
     if not hits:
         raise InputError(f"document {document!r} has no pass {pass_index} in this run")
     row = table.row(hits[0])
+    if ids is not None:
+        row = {**row, "document": int(ids[int(row["document"])])}
     h = horizon_statement(agg, horizon, streaming=e.kind == "streaming")
     occ = int(row["occurrence"])
     held_rows: tuple[int, ...] = ()

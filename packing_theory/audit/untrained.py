@@ -66,7 +66,8 @@ __all__ = [
     "never_trained",
 ]
 
-STOP_REASONS: tuple[str, ...] = ("budget reached", "stream exhausted", "drained", "natural end")
+STOP_REASONS: tuple[str, ...] = ("budget reached", "stream exhausted", "drained", "natural end",
+                                  "buffer starved")
 """The ``reason`` values of a :class:`HorizonStatement`."""
 
 
@@ -104,6 +105,9 @@ class HorizonStatement:
             return f"stopped at {row}: {asked} was reached"
         if self.reason == "stream exhausted":
             return f"stopped at {row} because the stream ran dry{partial}"
+        if self.reason == "buffer starved":
+            return (f"stopped at {row}: every buffered document is longer than a row and bestfit-pad never "
+                    "crops, so this and every further row is padding")
         if self.reason == "drained":
             at = f" at row {self.exhausted_at_row:,}" if self.exhausted_at_row is not None else ""
             return (f"ran to {row}: the stream ran dry{at} and --drain then emptied the buffer with fewer "
@@ -113,7 +117,8 @@ class HorizonStatement:
 
 def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool) -> HorizonStatement:
     """The :class:`HorizonStatement` of one replay (``streaming``: a streaming policy, else a peer)."""
-    reason = {"rows": "budget reached", "exhausted": "stream exhausted"}.get(agg.stop_reason)
+    reason = {"rows": "budget reached", "exhausted": "stream exhausted",
+              "starved": "buffer starved"}.get(agg.stop_reason)
     if reason is None:
         reason = "drained" if streaming else "natural end"
     return HorizonStatement(asked, agg.rows, reason, agg.partial_row_tokens, agg.exhausted_at_row,

@@ -1,111 +1,81 @@
-"""``audit --world-size W``: the per-rank section of the audit report (options, source, rendering).
+"""``audit --world-size W``: every data-parallel rank's audit, as the ``ranks`` section of the report.
 
 Every streaming policy is replayed once per rank, on the rank's own stream
 (nanochat's row-group rule, :mod:`packing_theory.distributed.ranks`), through
-``--executor`` / ``--workers``; the merged result becomes the ``ranks``
-section of ``audit.json`` and a table in ``audit.md``. Row groups: the real
-ones for ``--text`` parquet files; blocks of ``--row-group-size`` documents
-of each ``--shards`` file, of the ``--lengths`` array, of the demo corpus and
-of the concatenated ``--text`` plain-text lengths.
+``--executor`` / ``--workers``; :func:`rank_section` returns the mapping the
+audit's result carries (:attr:`packing_theory.orchestration.AuditResult.ranks`):
+each policy's merged summary, who ran each rank, a plain-text summary, and —
+with source labels — each policy's per-source accounting over the ranks.
+Row groups: the real ones of parquet files; blocks of ``--row-group-size``
+documents of each shard file, of each plain-text file, and of any other corpus.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from ..distributed.ranks import NANOCHAT_ROW_GROUP_SIZE
 from ..errors import InputError
 
-__all__ = ["add_rank_options", "check_rank_options", "check_world_size", "rank_section", "rank_source"]
-
-
-def add_rank_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--world-size``, ``--row-group-size`` and ``--executor``."""
-    parser.add_argument("--world-size", type=int, default=None, metavar="W",
-                        help="also audit each of W DDP ranks as nanochat's loader feeds them (rank r reads "
-                             "row groups r, r+W, ...); streaming policies only")
-    parser.add_argument("--row-group-size", type=int, default=NANOCHAT_ROW_GROUP_SIZE, metavar="N",
-                        help=f"documents per row group of a lengths / shard / plain-text input for "
-                             f"--world-size (default {NANOCHAT_ROW_GROUP_SIZE}, nanochat's repackaging); "
-                             "parquet files use their real row groups")
-    add_executor_option(parser)
-
-
-def add_executor_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--executor`` (where the ``--workers`` processes run)."""
-    parser.add_argument("--executor", default="local", metavar="SPEC",
-                        help="where the replays run: local (default; --workers processes) or "
-                             "dask://HOST:PORT (pip install 'packing-theory[distributed]')")
+__all__ = ["check_executor_option", "check_rank_options", "check_world_size", "rank_section", "rank_source"]
 
 
 def check_executor_option(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--executor`` spec, or a Dask one without dask installed, before anything runs."""
-    from ..distributed.executors import import_distributed, parse_executor_spec
+    """:func:`packing_theory.cli._common.check_executor` (the name ``cli/contamination.py`` calls)."""
+    from ._common import check_executor
 
-    if parse_executor_spec(args.executor) != "local":
-        import_distributed()
+    check_executor(args)
 
 
-def check_rank_options(args: argparse.Namespace, policies: list[str]) -> None:
-    """Refuse bad ``--world-size`` / ``--row-group-size`` / ``--executor`` values before anything runs."""
-    from ._packers import is_peer
-
-    check_executor_option(args)
-    if args.row_group_size < 1:
-        raise InputError(f"--row-group-size must be >= 1, got {args.row_group_size}")
+def check_rank_options(args: argparse.Namespace, packers: Sequence[str]) -> None:
+    """Refuse ``--world-size`` with a framework's packer (the per-rank audit replays streaming policies)."""
     if args.world_size is None:
         return
-    if args.world_size < 1:
-        raise InputError(f"--world-size must be >= 1, got {args.world_size}")
-    peers = [p for p in policies if is_peer(p)]
+    from ..registry import entry
+
+    peers = [p for p in packers if entry(p).kind == "peer"]
     if peers:
-        raise InputError(f"--world-size applies to streaming policies only; got peer policy {peers[0]!r} "
-                         "(drop it or drop --world-size)")
+        raise InputError(f"--world-size applies to streaming policies only; got {peers[0]!r} (drop it or "
+                         "drop --world-size)")
 
 
-def rank_source(args: argparse.Namespace, train: npt.NDArray[np.int64],
-                tokenizer: Callable[[str], Any]) -> Any:
-    """What :func:`~packing_theory.distributed.ranks.audit_ranks` reads for this invocation.
+def rank_source(args: argparse.Namespace, corpus: Any) -> Any:
+    """What :func:`~packing_theory.distributed.ranks.audit_ranks` reads: the corpus cut per input file.
 
-    ``tokenizer`` turns the ``--tokenizer`` spec into a tokenizer (parquet inputs only).
+    Parquet files are read by each rank's task (a :class:`~packing_theory.distributed.ranks.ParquetSource`);
+    shard and text files are counted one file at a time (row groups never cross a file boundary) and
+    checked to be the corpus the audit read.
     """
+    import numpy as np
+
+    if getattr(args, "demo", False):
+        return corpus.raw_lengths
+    from ..corpus.readers import expand_inputs
+    from ..corpus.textcount import load_tokenizer
     from ..distributed.ranks import ParquetSource
+    from ..orchestration.corpus import open_corpus
+    from ._inputs import data_spec
 
-    if args.shards:
-        from ..corpus import lengths_from_shards
-
-        return [lengths_from_shards([p]) for p in args.shards]
-    if args.text and all(str(p).endswith(".parquet") for p in args.text):
-        return ParquetSource(tuple(args.text), tokenizer(args.tokenizer), args.text_column)
-    if args.text:  # per file, as the census and nanochat cut row groups: never across a file boundary
-        return _text_files(args.text, tokenizer(args.tokenizer), args.per_line, train)
-    return train
-
-
-def _text_files(paths: list[str], tok: Any, per_line: bool,
-                train: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
-    """Each plain-text file's lengths (a file without documents has no row group: left out).
-
-    Checked to concatenate to ``train`` (what the whole-corpus audit read).
-    """
-    from ..corpus.text import lengths_from_text_files
-
-    out: list[npt.NDArray[np.int64]] = []
+    specs, asked, _ = data_spec(args)
+    paths, fmt, _ = expand_inputs(specs, asked)
+    if fmt == "parquet":
+        return ParquetSource(tuple(paths), load_tokenizer(args.tokenizer or "bytes"), args.column or "text")
+    if fmt not in ("shards", "text") or len(paths) == 1:
+        return corpus.raw_lengths
+    options = {k: getattr(args, k) for k in ("tokenizer", "bos", "encoding", "errors")
+               if getattr(args, k, None) is not None}
+    files = []
     for p in paths:
         try:
-            out.append(lengths_from_text_files([p], tok, per_line=per_line))
-        except ValueError as exc:
-            if "is empty" not in str(exc):
+            files.append(open_corpus(p, format=fmt, per_line=bool(args.per_line), **options).raw_lengths)
+        except InputError as exc:
+            if "hold no documents" not in str(exc):  # a file without documents has no row group
                 raise
-    if not out or not np.array_equal(np.concatenate(out), train):  # another answer the second time
-        raise InputError(f"--tokenizer gave different lengths on a second read of {len(paths)} --text "
+    if not files or not np.array_equal(np.concatenate(files), corpus.raw_lengths):
+        raise InputError(f"--tokenizer gave different lengths on a second read of {len(paths)} {fmt} "
                          "file(s): the per-rank audit needs a deterministic tokenizer")
-    return out
+    return files
 
 
 def check_world_size(source: Any, world_size: int, row_group_size: int) -> None:
@@ -115,6 +85,8 @@ def check_world_size(source: Any, world_size: int, row_group_size: int) -> None:
     exactly when no file has more than W - 1 row groups. O(files); parquet
     inputs read only their footers.
     """
+    import numpy as np
+
     from ..distributed.ranks import ParquetSource
 
     if isinstance(source, ParquetSource):
@@ -133,23 +105,84 @@ def check_world_size(source: Any, world_size: int, row_group_size: int) -> None:
                          f"rank {most} and above would receive no documents")
 
 
-def rank_section(summaries: Any) -> tuple[dict[str, Any], list[str]]:
-    """The ``ranks`` JSON section and its Markdown lines."""
-    doc = {s.policy: s.to_dict() for s in summaries}
-    lines: list[str] = []
+def _row_group_sizes(source: Any, row_group_size: int) -> list[list[int]]:
+    """Documents per row group of each file of a per-rank source (as the per-rank audit cuts them)."""
+    import numpy as np
+
+    from ..distributed.ranks import ParquetSource
+
+    if isinstance(source, ParquetSource):
+        from ..errors import import_optional
+
+        pq = import_optional("pyarrow.parquet", extra="parquet", purpose="the row groups of parquet inputs")
+        out = []
+        for p in source.paths:
+            meta = pq.ParquetFile(p).metadata
+            out.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+        return out
+    files = [source] if isinstance(source, np.ndarray) else list(source)
+    sizes = []
+    for f in files:
+        n = int(np.asarray(f).size)
+        sizes.append([min(row_group_size, n - i) for i in range(0, n, row_group_size)])
+    return sizes
+
+
+def _summary_text(summaries: Any, sources: Any) -> str:
+    lines = []
     for s in summaries:
         g = s.to_dict()["global"]
-        lines += [f"## Per-rank audit: {s.policy}, world size {s.world_size}", "",
-                  f"Sources started on any rank: {g['started_any_rank']:,} of {g['documents']:,}; never "
-                  f"started anywhere: {g['never_started_anywhere']:,}. Ranks step in lockstep, so training "
-                  f"stops at the fewest rows of any rank, {g['min_rows']:,}: "
-                  f"{g['started_at_min_rows']:,} occurrences are started by then.", "",
-                  "| rank | documents | rows | started | never started | started by min rows | K size | "
-                  "mass identity |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for r in s.to_dict()["ranks"]:
-            identity = "holds" if r["mass"]["identity_holds"] else "FAILS"
-            lines.append(f"| {r['rank']} | {r['documents']:,} | {r['rows']:,} | {r['distinct_started']:,} | "
-                         f"{r['never_started']:,} | {r['started_at_min_rows']:,} | "
-                         f"{r['protected_members']:,} | {identity} |")
-        lines.append("")
-    return doc, lines
+        failing = [str(r["rank"]) for r in s.to_dict()["ranks"] if not r["mass"]["identity_holds"]]
+        identity = "holds on every rank" if not failing else "FAILS on rank(s) " + ", ".join(failing)
+        rows = "–" if g["min_rows"] is None else f"{g['min_rows']:,}"
+        lines.append(f"{s.policy}, world size {s.world_size}: {g['started_any_rank']:,} of "
+                     f"{g['documents']:,} documents started on some rank, "
+                     f"{g['never_started_anywhere']:,} never started anywhere; ranks step in lockstep, so "
+                     f"training stops at the fewest rows of any rank, {rows}, by when "
+                     f"{g['started_at_min_rows']:,} documents have started; the mass identity {identity}.")
+    for r in sources or ():
+        drift = "–" if r.max_drift is None else f"{r.max_drift:.3f}"
+        ok = "yes" if r.reconciles else "NO"
+        lines.append(f"{r.policy}: every rank's sources reconcile: {ok}; largest drift statistic of a rank: "
+                     f"{drift}.")
+    return "\n".join(lines)
+
+
+def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: Sequence[str], source: Any,
+                 horizon: Any, workers: int) -> tuple[dict[str, Any], list[str]]:
+    """The per-rank section of the audit (``AuditResult.ranks``) and the policies failing on a rank.
+
+    ``horizon``: the audit's budget (each rank is cut at its rows), or ``None``.
+    """
+    from ..distributed.ranks import audit_ranks
+    from ..engine.policies import PackerConfig
+
+    R = settings.streaming_capacity
+    config = PackerConfig(capacity=R, min_buffer=settings.min_buffer, refill=settings.refill,
+                          passes=settings.passes, exhausted=settings.exhausted,
+                          seed=settings.seed, rows=None if horizon is None else horizon.streaming_rows(R))
+    execution: dict[str, Any] = {}
+    # a task failing on bad input inside a rank is still bad input (status 2: cli._exit)
+    summaries = audit_ranks(source, args.world_size, config, policies=list(packers),
+                            row_group_size=args.row_group_size, engine=settings.engine,
+                            executor=args.executor, workers=workers, execution=execution)
+    failing = [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
+    sources = None
+    if corpus.sources is not None:
+        from ..orchestration.sources import rank_sources
+
+        extra = {k: v for k, v in (("blocks", args.mixture_blocks), ("threshold", args.drift_threshold))
+                 if v is not None}
+        groups = _row_group_sizes(source, args.row_group_size)
+        sources = rank_sources(corpus.raw_lengths, corpus.sources, groups, args.world_size, config,
+                               policies=list(packers), engine=settings.engine, mixture=corpus.mixture,
+                               **extra)
+        failing += [f"{r.policy} (a rank's data sources)" for r in sources if not r.reconciles]
+    section: dict[str, Any] = {
+        "world_size": args.world_size, "row_group_size": args.row_group_size,
+        "summary": _summary_text(summaries, sources),
+        "policies": {s.policy: s.to_dict() for s in summaries},
+        "execution": execution,
+        "sources": None if sources is None else [r.to_dict() for r in sources],
+    }
+    return section, failing

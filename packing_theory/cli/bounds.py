@@ -5,62 +5,47 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
-from ..invariant.bounds import (
-    expected_startup_index,
-    format_pass_table,
-    mass_lower_bound,
-    parse_counts,
-    repeated_corpus_table,
-    startup_bound,
-)
-from ..lengths import exact_sum, load_lengths
-from ._common import emit_json, existing_path, int_at_least, parse_int_list
+from ._options import add_options
 
 __all__ = ["register", "run"]
 
 
-def _counts(text: str) -> dict[int, int]:
-    try:
-        return parse_counts(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def register(sub: Any) -> None:
     """Add the ``bounds`` subcommand."""
+    from .replay import INPUT_OPTIONS
+
     parser: argparse.ArgumentParser = sub.add_parser(
-        "bounds", help="corollary tables: repeated-corpus pass bounds, startup and mass bounds",
-        description="Necessary bounds implied by the protected-set proposition (seed 000 §3), from a "
-                    "lengths file (one corpus pass, arrival order) or from per-threshold counts.",
+        "bounds",
+        description="Necessary bounds implied by the protected-set proposition for the streaming policies, "
+                    "from a corpus (one pass, arrival order) or from per-threshold counts (--counts).",
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--lengths", type=existing_path("--lengths"),
-                        metavar="FILE.npy", help="1-D integer .npy array of lengths")
-    source.add_argument("--counts", type=_counts, metavar="T=R[,T=R...]",
-                        help="sources per pass at each threshold, e.g. 16384=789,32768=196")
-    parser.add_argument("--min-buffer", type=int_at_least("--min-buffer", 1),
-                        default=1000, metavar="B", help="B (default 1000)")
-    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
-                        default=2049, metavar="R", help="R (default 2049)")
-    parser.add_argument("--thresholds", type=parse_int_list, default=None, metavar="T[,T...]",
-                        help="thresholds for the table (default: the --counts keys, or powers of two "
-                             "above R up to the maximum length plus the maximum)")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_options(parser, *INPUT_OPTIONS, "counts", "min-buffer", "capacity", "seq-length", "thresholds",
+                "json")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Compute and print the tables; exit status 0."""
-    B, R = args.min_buffer, args.capacity
-    if R < 2:  # as every other command: a row holds a BOS and at least one target
-        raise InputError(f"--capacity must be >= 2, got {R}")
+    from ..invariant.bounds import (
+        expected_startup_index,
+        format_pass_table,
+        mass_lower_bound,
+        repeated_corpus_table,
+        startup_bound,
+    )
+    from ..lengths import exact_sum
+    from ..orchestration.settings import Settings
+    from ._common import emit_json
+    from ._inputs import corpus_from_args
+
+    B = 1000 if args.min_buffer is None else args.min_buffer
+    R = Settings(capacity=args.capacity, seq_length=args.seq_length).streaming_capacity
     payload: dict[str, Any] = {"min_buffer": B, "capacity": R}
     if args.counts is not None:
         rows = repeated_corpus_table(counts=args.counts, thresholds=args.thresholds, min_buffer=B,
                                      capacity=R)
     else:
-        lengths = load_lengths(args.lengths)
+        lengths = corpus_from_args(args).lengths
         rows = repeated_corpus_table(lengths=lengths, thresholds=args.thresholds, min_buffer=B, capacity=R)
         n = int(lengths.size)
         n_long = int((lengths > R).sum())

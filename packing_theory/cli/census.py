@@ -1,6 +1,6 @@
 """``packing-theory census``: document lengths of many input shards, in parallel and resumable.
 
-``packing-theory census --parquet data/*.parquet`` (one process per CPU)
+``packing-theory census --parquet data/*.parquet --workers 0`` (one process per CPU)
 writes ``census-report/lengths.npy`` and ``census-report/census.json`` (per-input documents,
 tokens and SHA-256s, the tokenizer's identity, which worker computed each
 part); ``--hashes`` adds per-document byte lengths and text hashes. A rerun
@@ -22,9 +22,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from ._common import note
-from ._exit import ExitCode, classify
-from ._inputs import add_data_options, check_input_options, data_paths
+from ._options import add_options
 from ._paths import named_inputs
 
 CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
@@ -35,87 +33,51 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     """Add the ``census`` subcommand."""
-    from ..distributed.dask_client import NO_WORKER_WAIT_S
-
     parser: argparse.ArgumentParser = sub.add_parser(
-        "census", help="lengths (and hashes) of many text / parquet / shard files, parallel and resumable",
+        "census",
         description="Count the BOS-inclusive token length of every document, one task per input file, "
                     "locally or on a Dask cluster; write lengths.npy and census.json to --out; a rerun "
                     "reuses the verified per-file parts in --out/parts and recomputes the rest.",
     )
-    src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--text", nargs="+", metavar="FILE",
-                     help="plain text files (one document per file, or per line with --per-line)")
-    src.add_argument("--parquet", nargs="+", metavar="FILE", help="parquet files (column --text-column)")
-    src.add_argument("--shards", nargs="+", metavar="SHARD", help="seed-002 token shards")
-    add_data_options(parser, src, encoding=True)
-    parser.add_argument("--universal-newlines", action="store_true",
-                        help="text: read with newline translation (\\r\\n and \\r as \\n); by default the "
-                             "bytes are read as they are, so a bytes count is the file's size")
-    parser.add_argument("--tokenizer", default="bytes",
-                        help="bytes (UTF-8 bytes, default), chars, whitespace, or module:callable "
-                             "returning token ids (as audit --text)")
-    parser.add_argument("--per-line", action="store_true", help="--text: one document per non-blank line")
-    parser.add_argument("--text-column", default="text", help="--parquet column (default text)")
-    parser.add_argument("--hashes", action="store_true",
-                        help="also write doc_bytes.npy and doc_hashes.npy (64-bit BLAKE2b of each document)")
-    parser.add_argument("--out", default="census-report", metavar="DIR",
-                        help="report directory (default ./census-report), checked and locked before anything "
-                             "runs; the report's files are swapped in together")
-    parser.add_argument("--executor", default="local", metavar="SPEC",
-                        help="local (default) or dask://HOST:PORT (a running Dask scheduler; the run "
-                             "fails, exit 3, when the scheduler has had no worker for "
-                             f"{NO_WORKER_WAIT_S:g} s or goes away)")
-    parser.add_argument("--workers", type=int, default=0, metavar="N",
-                        help="--executor local: N processes (default 0: one per CPU; 1: in this process)")
-    parser.add_argument("--retries", type=int, default=1, metavar="N",
-                        help="extra attempts per task (default 1)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace census-named files in --out that packing-theory did not write")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="never show a progress bar (shown by default on a terminal)")
-    parser.add_argument("--json", action="store_true", help="also print census.json on standard output")
+    add_options(parser, "data", "files-from", "text", "parquet", "shards", "format", "column", "bos",
+                "eos-id", "dtype", "split", "tokenizer", "per-line", "encoding", "errors",
+                "universal-newlines", "hashes", "executor", "workers", "retries", "out", "force",
+                "no-progress", "json")
     parser.set_defaults(run=run)
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
+    from .._checks import distinct_files
+    from ..corpus.readers import expand_inputs
     from ..corpus.text import resolve_bos
+    from ..corpus.textcount import load_tokenizer
     from ..distributed.census import CensusOptions
-    from ._inputs import load_tokenizer
+    from ._common import note
+    from ._inputs import data_spec
 
-    if args.workers < 0:
-        raise InputError(f"--workers must be >= 0, got {args.workers}")
-    if args.retries < 0:
-        raise InputError(f"--retries must be >= 0, got {args.retries}")
-    check_input_options(args)
-    column = args.text_column
-    if args.text:
-        kind, paths = "text", list(args.text)
-    elif args.parquet:
-        kind, paths = "parquet", list(args.parquet)
-    elif args.shards:
-        kind, paths = "shards", list(args.shards)
-    else:
-        paths, kind, why = data_paths(args)
-        if kind not in CENSUS_FORMATS:
-            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one "
-                             f"task per file); {kind} data already holds token ids: read it with "
-                             f"audit/replay/check --data (--format {kind})")
-        for name in ("eos_id", "dtype", "split"):
-            if getattr(args, name) is not None:
-                raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
-        if args.field is not None:
-            if kind not in ("jsonl", "parquet"):
-                raise InputError(f"--field applies to jsonl and parquet input, not {kind}")
-            column = args.field
-        note("census", f"--data read as {kind} ({why}): {len(paths):,} file(s)")
+    specs, asked, given_by = data_spec(args)
+    paths, kind, why = expand_inputs(specs, asked)
+    distinct_files(given_by, paths)
+    if kind not in CENSUS_FORMATS:
+        raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task "
+                         f"per file); {kind} data already holds token ids: read it with audit/replay/check "
+                         f"--data (--format {kind})")
+    for name in ("eos_id", "dtype", "split"):
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
+    column = args.column or "text"
+    if args.column is not None and kind not in ("jsonl", "parquet"):
+        raise InputError(f"--column applies to jsonl and parquet input, not {kind}")
+    if given_by in ("--data", "--files-from"):
+        note("census", f"{given_by} read as {kind} ({why}): {len(paths):,} file(s)")
     if args.per_line and kind != "text":
-        raise InputError("--per-line applies to --text only")
-    if args.text_column != "text" and kind != "parquet":  # it would be ignored: say so
-        raise InputError(f"--text-column {args.text_column!r} applies to --parquet only")
-    if args.tokenizer != "bytes" and kind == "shards":
-        raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to --shards (already token ids)")
-    text_options = {"encoding": args.encoding != "utf-8", "errors": args.errors != "strict",
+        raise InputError(f"--per-line applies to text input, not {kind}")
+    tokenizer_spec = "bytes" if args.tokenizer is None else args.tokenizer
+    if args.tokenizer is not None and kind == "shards":
+        raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to shards (already token ids)")
+    encoding = "utf-8" if args.encoding is None else args.encoding
+    errors = "strict" if args.errors is None else args.errors
+    text_options = {"encoding": args.encoding is not None, "errors": args.errors is not None,
                     "universal-newlines": args.universal_newlines}
     wrong = [f"--{k}" for k, v in text_options.items() if v and (kind not in ("text", "jsonl") or (
         kind == "jsonl" and k != "errors"))]
@@ -123,14 +85,17 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
         raise InputError(f"{', '.join(wrong)} does not apply to {kind} input")
     if kind == "shards":
         if args.bos is not None:
-            raise InputError("--bos does not apply to --shards (seed-002 documents store their BOS)")
+            raise InputError("--bos does not apply to shards (their documents store their BOS)")
         return paths, CensusOptions("shards", "bytes", hashes=args.hashes), ""
-    tokenizer = load_tokenizer(args.tokenizer)
+    try:
+        tokenizer = load_tokenizer(tokenizer_spec)
+    except InputError as exc:  # "tokenizer 'x': ..." names the option as the command spells it
+        raise InputError(f"--{exc}") from exc
     bos, reason = resolve_bos(args.bos or "auto", tokenizer)
     counted = f"; bos={bos}: {reason}" if not isinstance(tokenizer, str) else ""
     return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=column,  # type: ignore[arg-type]
-                                hashes=args.hashes, bos=bos == "add", encoding=args.encoding,
-                                errors=args.errors, universal_newlines=args.universal_newlines), counted
+                                hashes=args.hashes, bos=bos == "add", encoding=encoding,
+                                errors=errors, universal_newlines=args.universal_newlines), counted
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,16 +103,18 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed.census import CENSUS_FILES, run_census
     from ..distributed.executors import TaskFailed, import_distributed, parse_executor_spec
     from ..reporting.writer import summary_line
-    from ._common import emit_json
+    from ._common import emit_json, workers_from_args
+    from ._exit import ExitCode, classify
 
     if parse_executor_spec(args.executor) != "local":
         import_distributed()  # refuse before anything runs: the ImportError names the extra
     from ..reporting import progress_bar
 
     paths, options, counted = _options(args)
+    workers = workers_from_args("census", args, len(paths))
     bar = progress_bar("census", len(paths), enabled=False if args.no_progress else None, unit="file")
     try:
-        result = run_census(paths, options, args.out, executor=args.executor, workers=args.workers,
+        result = run_census(paths, options, args.out, executor=args.executor, workers=workers,
                             retries=args.retries, force=args.force, tool="packing-theory census",
                             named=named_inputs(args),
                             progress=None if bar is None else lambda done, total: bar(done))

@@ -6,72 +6,74 @@ import argparse
 import time
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-from ..engine.consumers import feed_all
-from ..engine.policies import PackerConfig
-from ..errors import InputError
-from ..invariant import InvariantMonitor
-from ..invariant.wait_bound import StartDelayMonitor
-from ..registry import PackerEntry, entry
-from ._common import add_stream_options, emit_json
-from ._inputs import add_lengths_or_data, lengths_from_args
-from ._packers import packer_from_args
+from ._options import add_options
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
     """Add the ``check`` subcommand."""
+    from .replay import INPUT_OPTIONS, PACKER_OPTIONS
+
     parser: argparse.ArgumentParser = sub.add_parser(
-        "check", help="replay with the protected-set monitor on every selection; exit 1 on a violation",
-        description="Replay a streaming packer and check the protected-set invariant (seed 000 §3) at "
-                    "every selection. Selections made with fewer than B buffered spans (--drain after "
-                    "the stream ends) are outside the proposition and only counted. Where the proposition "
-                    "does not apply by design and the policy has its own start-delay theorem "
-                    "(bounded-wait: age-based starts), that theorem is checked instead: every start within "
-                    "A + B + max refill - 2 rows of the arrival, full rows, no discarded token. A peer "
-                    "policy (FRAMEWORK-STRATEGY) is outside the proposition's family: check says so and "
-                    "why (exit 0). Exit status: 0 when the checked statement holds, 1 on a violation, 2 on "
-                    "bad input.",
+        "check",
+        description="Replay a streaming packer and check the protected-set invariant at every selection. "
+                    "Selections made with fewer than B buffered spans (--drain after the stream ends) are "
+                    "outside the proposition and only counted. Where the proposition does not apply by "
+                    "design and the policy has its own start-delay theorem (bounded-wait: age-based "
+                    "starts), that theorem is checked instead: every start within A + B + max refill - 2 "
+                    "rows of the arrival, full rows, no discarded token. A framework's packer is outside "
+                    "the proposition's family: check says so and why (exit 0). The horizon is the packer's "
+                    "natural end unless --rows, --targets or --tokens cut it. Exit status: 0 when the "
+                    "checked statement holds, 1 on a violation, 2 on bad input.",
     )
-    add_stream_options(parser, lengths=False, engine=True)
-    add_lengths_or_data(parser)
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    parser.add_argument("--originals", action="store_true",
-                        help="with --policy segment-first, protect the original occurrences (the "
-                             "proposition's hypotheses fail; violations are expected) instead of the "
-                             "segmented spans (vacuous: no span is long)")
-    parser.add_argument("--no-buffer-summary", action="store_true",
-                        help="do not rebuild the buffer for the violation report (slightly faster)")
+    add_options(parser, *INPUT_OPTIONS, *PACKER_OPTIONS, "engine", "rows", "targets", "tokens", "natural-end",
+                "originals", "no-buffer-summary", "json")
     parser.set_defaults(run=run)
 
 
-def _not_applicable(args: argparse.Namespace, e: PackerEntry) -> int:
-    """A peer policy: the proposition does not apply; say why (exit 0), never a verdict."""
-    packer_from_args(args, args.policy)  # validates the options
-    payload = {"policy": args.policy, "framework": e.framework, "in_family": e.in_family,
+def _not_applicable(args: argparse.Namespace, name: str, e: Any) -> int:
+    """A framework's packer: the proposition does not apply; say why (exit 0), never a verdict."""
+    from ._common import emit_json
+
+    payload = {"policy": name, "framework": e.framework, "in_family": e.in_family,
                "verdict": e.status, "reason": e.family, "reference": e.reference}
     if args.json:
         emit_json(payload)
     else:
-        print(f"{args.policy}: {e.status}")
+        print(f"{name}: {e.status}")
         print(f"reason: {e.family}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     """Replay under the monitor and print the result; 0 if no violation, else 1."""
-    e = entry(args.policy)
-    packer = None if e.kind == "peer" else packer_from_args(args, args.policy)
-    if args.originals and (packer is None or not packer.config.spec.segments):
+    from ..engine.consumers import feed_all
+    from ..engine.horizon import Budget
+    from ..errors import InputError
+    from ..invariant import InvariantMonitor
+    from ..registry import entry
+    from ._common import emit_json, horizon_from_args, packers_from_args, settings_from_args
+    from ._inputs import corpus_from_args
+    from ._packers import build_one
+
+    (name,) = packers_from_args(args, ["discard"], one=True)
+    e = entry(name)
+    settings = settings_from_args(args, [name])
+    horizon = horizon_from_args(args, None)
+    packer = build_one(settings, name, horizon if isinstance(horizon, Budget) else None)
+    if args.originals and (e.kind == "peer" or not packer.config.spec.segments):
         raise InputError("--originals applies to a policy that segments documents before buffering "
-                         f"(segment-first); --policy {args.policy} has no segmented spans to replace")
-    if packer is None:
-        return _not_applicable(args, e)
-    config: PackerConfig = packer.config
-    lengths = lengths_from_args(args)
+                         f"(segment-first); --policy {name} has no segmented spans to replace")
+    if e.kind == "peer":
+        cut = [f"--{k.replace('_', '-')}" for k in ("rows", "targets", "tokens", "natural_end")
+               if getattr(args, k) not in (None, False)]
+        if cut:
+            raise InputError(f"{cut[0]} does not apply: check does not replay {name}, a framework's packer "
+                             "outside the proposition's family")
+        return _not_applicable(args, name, e)
+    config = packer.config
+    lengths = corpus_from_args(args, say="data").lengths
     if not e.protected_set:
         return _run_outside_family(args, packer, lengths)
     segmented = config.spec.segments and not args.originals
@@ -100,13 +102,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'first_violation':<20}  {first.describe() if first is not None else None}")
         if segmented:
             print(f"note: {config.policy} buffers no span longer than R, so the protected set is empty "
-                  "(use --originals to check the original occurrences)")
+                  "(use --originals to check the original documents)")
     return 0 if monitor.ok else 1
 
 
-def _run_outside_family(args: argparse.Namespace, packer: Any, lengths: npt.NDArray[np.int64]) -> int:
+def _run_outside_family(args: argparse.Namespace, packer: Any, lengths: Any) -> int:
     """The protected set does not apply by design: check the policy's start-delay theorem instead."""
-    config: PackerConfig = packer.config
+    from ..engine.consumers import feed_all
+    from ..invariant import InvariantMonitor
+    from ..invariant.wait_bound import StartDelayMonitor
+    from ._common import emit_json
+
+    config = packer.config
     monitor = InvariantMonitor.for_packer(config)
     delays = StartDelayMonitor.for_packer(config)
     t0 = time.perf_counter()

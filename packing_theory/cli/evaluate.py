@@ -32,10 +32,8 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
-
 from ..errors import InputError
-from ._common import int_at_least
+from ._options import add_options
 from ._paths import named_inputs
 
 __all__ = ["parse_models", "register", "resolve_model", "run"]
@@ -122,82 +120,19 @@ class _NamedModel:
 def register(sub: Any) -> None:
     """Add the ``evaluate`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "evaluate", help="compare models by length stratum and position (seed 000's evaluation protocol)",
+        "evaluate",
         description="Score two or more models on beginning, tail and natural-tail windows of a stratified "
-                    "source sample (and optionally a whole-source census), with seed 000's BPB conventions, "
-                    "position bins and a paired-source bootstrap with Bonferroni-adjusted intervals. Writes "
-                    "evaluate.json, evaluate.md and PNG plots.",
+                    "sample of documents (and optionally a whole-document census), with bits-per-byte "
+                    "conventions, position bins and a paired-document bootstrap with Bonferroni-adjusted "
+                    "intervals. --demo fits n-gram models on the default corpus packed by two policies "
+                    "(--policy). Writes evaluate.json, evaluate.md and PNG plots.",
     )
-    src = parser.add_mutually_exclusive_group()
-    src.add_argument("--demo", action="store_true",
-                     help="n-gram models fitted on the default corpus packed by discard and segment-first")
-    src.add_argument("--sources", nargs="+", metavar="SHARD",
-                     help="evaluation token shards (seed 002 format)")
-    parser.add_argument("--model", action="append", metavar="NAME=module:attribute",
-                        help="a model (repeat; at least two): an object keeping the NllFn contract")
-    parser.add_argument("--baseline", help="the reference model (default: the first --model or demo policy)")
-    parser.add_argument("--token-bytes", metavar="FILE.npy",
-                        help="byte length of every token id (.npy, special tokens 0)")
-    parser.add_argument("--exclude-shards", nargs="+", metavar="SHARD",
-                        help="training shards: evaluation documents equal to one of theirs are excluded")
-    parser.add_argument("--policy", metavar="P,P[,...]", help="--demo: policies whose models are compared "
-                                                                 "(default discard,segment-first)")
-    parser.add_argument("--kinds", default="beginning,tail", metavar="K[,K...]",
-                        help="window kinds of the main comparison (default beginning,tail)")
-    parser.add_argument("--capacity", type=int_at_least("--capacity", 2),
-                        default=2049, metavar="R", help="window capacity R (2049)")
-    parser.add_argument("--context", type=int, default=2048, metavar="C",
-                        help="natural-tail and census context (2048)")
-    parser.add_argument("--stride", type=int, default=512, metavar="S", help="census stride (512)")
-    parser.add_argument("--natural-targets", type=int, default=512, metavar="K",
-                        help="targets of a natural tail (512)")
-    parser.add_argument("--per-stratum", type=int, default=None, metavar="N",
-                        help="sources per stratum at most (default 256; demo 64)")
-    parser.add_argument("--sample-seed", type=int, default=147018, help="sampling RNG seed (147018)")
-    parser.add_argument("--census", action="store_true", help="also run a whole-source census")
-    parser.add_argument("--census-limit", type=int, default=None, metavar="N",
-                        help="census over the first N candidates only (default all; demo 1000)")
-    parser.add_argument("--family-strata", default="4097–8192,8193–16384", metavar="S[,S...]",
-                        help="strata of the declared tail − beginning family (default 4097–8192,8193–16384)")
-    fam = parser.add_mutually_exclusive_group()
-    fam.add_argument("--contrast", action="append", metavar="MODEL:BASELINE",
-                     help="a pair of the declared family, MODEL minus BASELINE (repeat; default: every model "
-                          "minus the baseline), crossed with --family-strata")
-    fam.add_argument("--family", metavar="FILE.json",
-                     help='the declared family as JSON: {"pairs": [[MODEL, BASELINE], ...], '
-                          '"strata": [...]} or '
-                          '{"contrasts": [{"model", "baseline", "stratum", "kind", "minus"}, ...]}')
-    parser.add_argument("--natural-contexts", default=None, metavar="C[,C...]|none",
-                        help="contexts of the natural-context assay with its prefix-region control "
-                             "(default C/2,C: 1024,2048; 'none' skips it)")
-    parser.add_argument("--natural-above", type=int, default=None, metavar="N",
-                        help="natural tails from sources longer than N tokens (default 2(R-1): 4096)")
-    parser.add_argument("--ranking", metavar="ROWS.npz",
-                        help="--sources: row-level statistics (arrays 'bytes', optional 'targets', one "
-                             "per-row NLL array per checkpoint) for the prefix ranking check")
-    parser.add_argument("--ranking-prefixes", default=None, metavar="T[,T...]",
-                        help="ranking prefixes in targets (default 262144,2097152,10485760)")
-    parser.add_argument("--ranking-subsets", type=int, default=1000, metavar="N",
-                        help="uniform row subsets per prefix (1000)")
-    parser.add_argument("--ranking-seed", type=int, default=0, help="subset RNG seed (0)")
-    parser.add_argument("--replicates", type=int, default=10_000, help="bootstrap replicates (10000)")
-    parser.add_argument("--bootstrap-seed", type=int, default=0, help="bootstrap seed (0)")
-    parser.add_argument("--level", type=float, default=0.95, help="familywise level (0.95)")
-    parser.add_argument("--batch-size", type=int, default=16, help="windows per model call (16)")
-    parser.add_argument("--train-rows", type=int, default=None,
-                        help="--demo: training rows per policy (3000)")
-    parser.add_argument("--eval-candidates", type=int, default=None,
-                        help="--demo: evaluation candidates (20000)")
-    parser.add_argument("--out", default="evaluate-report", metavar="DIR",
-                        help="report directory (default ./evaluate-report), checked and locked before the "
-                             "evaluation runs; the report's files are swapped in together")
-    parser.add_argument("--no-plots", action="store_true",
-                        help="skip the PNG plots (the previous run's plots are removed)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace report-named files in --out that packing-theory did not write")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="never show the progress line (shown by default on a terminal)")
-    parser.add_argument("--json", action="store_true", help="also print the JSON report on standard output")
+    add_options(parser, "demo", "sources", "model", "baseline", "token-bytes", "exclude-shards", "policy",
+                "kinds", "capacity", "seq-length", "context", "stride", "natural-targets", "per-stratum",
+                "sample-seed", "census", "census-limit", "family-strata", "contrast", "family",
+                "natural-contexts", "natural-above", "ranking", "ranking-prefixes", "ranking-subsets",
+                "ranking-seed", "replicates", "bootstrap-seed", "level", "batch-size", "train-rows",
+                "eval-candidates", "out", "force", "no-plots", "no-progress", "json")
     parser.set_defaults(run=run)
 
 
@@ -244,16 +179,11 @@ _SOURCES_ONLY = {"kinds": "beginning,tail", "natural_above": None, "ranking_pref
 """Options a ``--sources`` run applies and the demo does not (with their defaults)."""
 
 
-def check_numbers(args: argparse.Namespace) -> None:
-    """Refuse a bad ``--level`` / ``--batch-size`` / seed before any work, naming the option."""
-    level = args.level
-    if not (isinstance(level, float) and 0 < level < 1):  # nan fails too
-        raise InputError(f"--level must be a number in (0, 1), got {level!r}")
-    if args.batch_size < 1:
-        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
-    for key in ("sample_seed", "bootstrap_seed", "ranking_seed"):
-        if getattr(args, key) < 0:
-            raise InputError(f"--{key.replace('_', '-')} must be an int >= 0, got {getattr(args, key)}")
+def _capacity(args: argparse.Namespace) -> int:
+    """The windows' row width R: ``--capacity``, else ``--seq-length`` + 1, else 2049."""
+    if args.capacity is not None:
+        return int(args.capacity)
+    return (2048 if args.seq_length is None else int(args.seq_length)) + 1
 
 
 def _demo(args: argparse.Namespace, say: Any) -> Any:
@@ -266,8 +196,10 @@ def _demo(args: argparse.Namespace, say: Any) -> Any:
     if own:
         raise InputError(f"{', '.join(own)} appl{'ies' if len(own) == 1 else 'y'} to --sources runs; --demo "
                          "scores its own beginning and tail windows (drop it or drop --demo)")
-    policies = tuple(p.strip() for p in args.policy.split(",")) if args.policy else DEMO_POLICIES
-    kw: dict[str, Any] = {"policies": policies, "capacity": args.capacity, "context": args.context,
+    policies = tuple(args.policy) if args.policy else DEMO_POLICIES
+    if len(set(policies)) != len(policies):
+        raise InputError(f"--policy names a policy twice: {', '.join(policies)}")
+    kw: dict[str, Any] = {"policies": policies, "capacity": _capacity(args), "context": args.context,
                           "stride": args.stride, "natural_targets": args.natural_targets,
                           "sample_seed": args.sample_seed, "replicates": args.replicates,
                           "bootstrap_seed": args.bootstrap_seed, "family": _family_doc(args),
@@ -298,6 +230,8 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
         raise InputError(f"give at least two --model NAME=module:attribute (got {len(specs)})")
     if not args.token_bytes:
         raise InputError("--token-bytes FILE.npy is required with --sources")
+    import numpy as np
+
     try:
         tb = np.load(args.token_bytes, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -317,7 +251,11 @@ def _own(args: argparse.Namespace, say: Any) -> Any:
     if args.census:
         limit = len(docs) if args.census_limit is None else args.census_limit
         census_pop = sample_population(docs[:limit], per_stratum=None, seed=args.sample_seed, exclude=exclude)
-    spec = WindowSpec(kinds=_kinds(args.kinds), capacity=args.capacity, natural_targets=args.natural_targets,
+    if args.policy:
+        raise InputError("--policy applies to --demo (the policies whose models it fits); with --sources the "
+                         "models are --model")
+    spec = WindowSpec(kinds=_kinds(args.kinds), capacity=_capacity(args),
+                      natural_targets=args.natural_targets,
                       context=args.context, stride=args.stride, natural_above=args.natural_above)
     strata = [s.strip() for s in args.family_strata.split(",") if s.strip()]
     doc = _family_doc(args)
@@ -346,7 +284,8 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
             "census_limit", "family_strata", "contrast", "family", "natural_contexts", "natural_above",
             "ranking", "ranking_prefixes", "ranking_subsets", "ranking_seed", "replicates", "bootstrap_seed",
             "level", "batch_size", "train_rows", "eval_candidates")
-    return {"command": "evaluate", **{k: getattr(args, k) for k in keys}, "plots": not args.no_plots}
+    return {"command": "evaluate", **{k: getattr(args, k) for k in keys}, "capacity": _capacity(args),
+            "plots": not args.no_plots}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -362,7 +301,6 @@ def run(args: argparse.Namespace) -> int:
     from ._common import emit_json, note
 
     t0 = time.perf_counter()
-    check_numbers(args)
     plots = not args.no_plots
     require_matplotlib(plots)
 

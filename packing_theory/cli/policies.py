@@ -1,12 +1,11 @@
-"""``packing-theory policies``: every packer (streaming and peers) as the registry declares it."""
+"""``packing-theory policies``: every packer (streaming and framework) as the registry declares it."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ..registry import entries
-from ._common import emit_json
+from ._options import add_options
 
 __all__ = ["policy_table", "register", "run"]
 
@@ -17,24 +16,28 @@ def policy_table() -> list[dict[str, Any]]:
     Name, kind, framework, family status and its sentence, knobs with types,
     defaults and help, engines, row width rule, reference, trainer view.
     """
+    from ..registry import entries
+
     return [e.to_dict() for e in entries().values()]
 
 
 def register(sub: Any) -> None:
     """Add the ``policies`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "policies", help="list every policy (streaming and peers) with its options and family status",
-        description="Every --policy name accepted by replay, audit, check and compare: the streaming "
-                    "family and the peer packers (FRAMEWORK-STRATEGY), with their options and defaults, "
-                    "how the row width (--capacity) follows from the framework's --seq-length, and "
-                    "whether seed 000's proposition applies.",
+        "policies",
+        description="Every packer the other commands take by name (their policy option): the streaming "
+                    "family and the framework packers (FRAMEWORK-STRATEGY), with their options and defaults, "
+                    "how a packer's row width R follows from the trained positions L of its framework, and "
+                    "whether the protected-set proposition applies.",
     )
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_options(parser, "json")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the table; exit status 0."""
+    from ._common import emit_json
+
     table = policy_table()
     if args.json:
         emit_json(table)

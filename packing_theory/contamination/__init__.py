@@ -12,11 +12,14 @@ step                                   names
 hash every n-token window              :func:`window_hashes` (vectorised), :func:`naive_window_hash`,
                                        :func:`expected_false_positives`
 index the reference grams              :class:`IndexBuilder`, :class:`GramIndex`, :class:`GramTable`
-                                       (in memory up to ``memory_grams``, on disk beyond)
-read references and texts              :class:`ReferenceSpec`, :func:`text_token_ids`
-scan the corpus, give the verdict      :func:`scan_contamination`, :class:`CorpusInput`,
-                                       :class:`ContaminationReport`
-the exact oracle                       :func:`naive_matches` (sets of tuples, no hashing)
+                                       (at most ``memory_grams`` held; on disk beyond)
+read references and texts              :class:`ReferenceSpec`, :func:`text_token_ids`,
+                                       :func:`reference_pieces` (streamed, piece by piece)
+read the training inputs               :class:`CorpusInput` (shards and every ``--data`` format)
+scan the corpus, give the verdict      :func:`scan_contamination` (serial or on an executor),
+                                       :class:`ContaminationReport`, :class:`HitDocument`
+the exact oracle                       :func:`naive_matches`, :func:`naive_scan` (sets of
+                                       windows, no hashing of ours)
 =====================================  ===========================================================
 
 The exclusion mask the scan returns is seed 002's ``.u8`` format
@@ -31,10 +34,11 @@ from .hashing import (
     window_hashes,
 )
 from .index import DEFAULT_MEMORY_GRAMS, GramIndex, GramTable, IndexBuilder
-from .naive import naive_gram_set, naive_matches
-from .report import ContaminationReport, InputRecord, ReferenceRecord, SourceRecord
-from .scan import EXCLUDE_RULES, CorpusInput, block_hits, scan_contamination, window_counts
-from .tokens import ReferenceSpec, text_token_ids
+from .inputs import CorpusInput
+from .naive import naive_gram_set, naive_matches, naive_scan
+from .report import ContaminationReport, HitDocument, InputRecord, ReferenceRecord, SourceHits
+from .scan import EXCLUDE_RULES, block_hits, scan_contamination, window_counts
+from .tokens import ReferenceSpec, reference_pieces, text_token_ids
 
 __all__ = [
     "DEFAULT_MEMORY_GRAMS",
@@ -45,16 +49,19 @@ __all__ = [
     "CorpusInput",
     "GramIndex",
     "GramTable",
+    "HitDocument",
     "IndexBuilder",
     "InputRecord",
     "ReferenceRecord",
     "ReferenceSpec",
-    "SourceRecord",
+    "SourceHits",
     "block_hits",
     "expected_false_positives",
     "naive_gram_set",
     "naive_matches",
+    "naive_scan",
     "naive_window_hash",
+    "reference_pieces",
     "scan_contamination",
     "text_token_ids",
     "window_counts",

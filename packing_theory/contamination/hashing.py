@@ -60,6 +60,7 @@ __all__ = [
     "mix64",
     "naive_mix64",
     "naive_window_hash",
+    "small_keys",
     "token_keys",
     "window_hashes",
 ]
@@ -146,8 +147,12 @@ def as_token_ids(tokens: object, what: str) -> npt.NDArray[np.uint64]:
 _SMALL_KEYS: U64Array | None = None
 
 
-def _small_keys() -> U64Array:
-    """``mix64(x + SALT)`` for every ``x < 65536`` (512 KiB, built once)."""
+def small_keys() -> U64Array:
+    """``mix64(x + SALT)`` for every ``x < 65536`` (512 KiB, built once; the table of ``uint16`` ids).
+
+    >>> int(small_keys()[7]) == naive_mix64(7 + SALT)
+    True
+    """
     global _SMALL_KEYS
     if _SMALL_KEYS is None:
         table = np.arange(1 << 16, dtype=np.uint64)
@@ -163,7 +168,7 @@ def token_keys(ids: npt.NDArray[np.integer]) -> U64Array:
     """
     arr = np.asarray(ids)
     if arr.dtype in (np.uint8, np.uint16):
-        out: U64Array = _small_keys()[arr]
+        out: U64Array = small_keys()[arr]
         return out
     u = arr.astype(np.uint64)  # always a copy: mix64 works in place
     u += _U64(SALT)

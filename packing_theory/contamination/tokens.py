@@ -25,6 +25,15 @@ counted and skipped). Its *rows* are lines (or 1 for a whole file) or parquet
 rows; a declared row count that disagrees with what was read makes the scan
 "not measured".
 
+**Streaming.** A reference is read, tokenized and hashed piece by piece
+(:func:`reference_pieces`): a plain-text file :data:`PIECE_CHARS` characters
+(or one line's worth) at a time, an item longer than that cut into pieces at
+the tokenizer's safe points (:func:`cut_rule`: anywhere for ``bytes`` and
+``chars``, after whitespace for ``whitespace``, so their ids are exactly the
+whole item's; after a line break for a callable, whose ids may differ from
+the whole item's at the cut only). No whole item is ever held as token ids,
+so a reference of any size is read in memory of one piece.
+
 >>> [ids.tolist() for ids in text_token_ids(["hé", ""], "bytes")]
 [[104, 195, 169], []]
 >>> [ids.tolist() for ids in text_token_ids(["hé"], "chars")]
@@ -34,24 +43,29 @@ rows; a declared row count that disagrees with what was read makes the scan
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..corpus.text import Tokenizer, iter_text_files, tokenize_batches
-from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer
+from ..corpus.text import Tokenizer, check_text_file, tokenize_batches
+from ..corpus.textcount import BUILTIN_TOKENIZERS, BuiltinTokenizer, binary_failure, decode_failure
 from ..errors import InputError, InputTypeError, import_optional
 from .hashing import as_token_ids
 
 __all__ = [
+    "PIECE_CHARS",
     "ReferenceItems",
     "ReferenceSpec",
-    "reference_items",
+    "cut_pieces",
+    "cut_rule",
+    "reference_pieces",
     "text_token_ids",
     "tokenizer_label",
 ]
@@ -150,35 +164,175 @@ class ReferenceSpec:
 
 @dataclass
 class ReferenceItems:
-    """What reading a reference set produced (filled while :func:`reference_items` is consumed)."""
+    """What reading a reference set produced (filled while :func:`reference_pieces` is consumed)."""
 
     rows: int = 0
     items: int = 0
     nulls: int = 0
+    pieces: int = 0
+    largest_piece: int = 0
+    """The most token ids of one piece (what reading the set held at once)."""
 
 
-def reference_items(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenizer,
-                    tally: ReferenceItems) -> Iterator[U64Array]:
-    """Yield the token ids of every item of ``spec``, counting rows, items and nulls into ``tally``.
+PIECE_CHARS = 1 << 20
+"""Characters of a reference read and tokenized at a time (a longer item is cut: :func:`cut_pieces`)."""
+
+CutRule = Literal["anywhere", "space", "line"]
+
+
+def cut_rule(tokenizer: Tokenizer | BuiltinTokenizer) -> CutRule:
+    """Where a long text may be cut into pieces without changing its token ids.
+
+    ``bytes`` and ``chars`` map each character on its own: ``"anywhere"``;
+    ``whitespace`` cuts after a space, tab or line break (``"space"``); a
+    callable after a line break, else a space, else anywhere (``"line"``: its
+    ids may differ from the whole text's at the cut, and only there).
+
+    >>> cut_rule("bytes"), cut_rule("whitespace"), cut_rule(len)
+    ('anywhere', 'space', 'line')
+    """
+    if tokenizer in ("bytes", "chars"):
+        return "anywhere"
+    return "space" if tokenizer == "whitespace" else "line"
+
+
+def _cut_point(text: str, start: int, limit: int, rule: CutRule) -> int | None:
+    """Where to end the piece beginning at ``start`` (at most ``limit`` characters), or ``None``: not yet."""
+    end = start + limit
+    if rule == "anywhere":
+        return end
+    if rule == "line":
+        nl = text.rfind("\n", start, end)
+        if nl >= start:
+            return nl + 1
+    space = max(text.rfind(c, start, end) for c in " \t\n\r")
+    if space >= start:
+        return space + 1
+    if rule == "line":
+        return end
+    after = [i for i in (text.find(c, end) for c in " \t\n\r") if i >= 0]  # a word longer than the limit
+    return min(after) + 1 if after else None  # stays whole for ``whitespace``: cut after it, or wait for more
+
+
+def cut_pieces(chunks: Iterable[str], rule: CutRule, limit: int = PIECE_CHARS) -> Iterator[tuple[str, bool]]:
+    """The text of one item, given in ``chunks``, as pieces of about ``limit`` characters: ``(piece, last)``.
+
+    Pieces are cut at ``rule``'s points (:func:`cut_rule`); ``last`` marks the
+    item's final piece (an empty item is one empty piece). Memory: at most
+    ``2 * limit`` characters held (more only for a ``whitespace`` word longer
+    than ``limit``).
+
+    >>> list(cut_pieces(["ab cd", "ef gh"], "space", limit=4))
+    [('ab ', False), ('cdef ', False), ('gh', True)]
+    """
+    limit = check_int("limit", limit, 1)
+    buf = ""
+    for chunk in chunks:
+        buf = buf + chunk if buf else chunk
+        start = 0
+        while len(buf) - start > limit:
+            cut = _cut_point(buf, start, limit, rule)
+            if cut is None:
+                break
+            yield buf[start:cut], False
+            start = cut
+        buf = buf[start:]
+    yield buf, True
+
+
+def reference_pieces(spec: ReferenceSpec, tokenizer: Tokenizer | BuiltinTokenizer,
+                     tally: ReferenceItems, *, limit: int | None = None) -> Iterator[tuple[U64Array, bool]]:
+    """Yield ``(token ids, last)`` for the pieces of every item of ``spec``, counting into ``tally``.
+
+    An item of at most ``limit`` characters is one piece; a longer one is read
+    and tokenized piece by piece (:func:`cut_pieces`), so no whole item is
+    ever held as token ids. ``last`` marks an item's final piece. ``limit``
+    defaults to :data:`PIECE_CHARS` (read when called).
 
     Raises:
         FileNotFoundError: the file does not exist.
         InputError: an unknown column (listing the available ones), a file
-            pyarrow cannot read, or invalid UTF-8.
+            pyarrow cannot read, invalid UTF-8 or a binary file.
         InputTypeError: a column value that is neither a string nor a list of strings.
     """
+    rule = cut_rule(tokenizer)
+    limit = check_int("limit", PIECE_CHARS if limit is None else limit, 1)
     if spec.is_parquet:
-        texts: Iterable[str] = _parquet_items(spec, tally)
+        texts: Iterable[tuple[str, bool]] = (p for value in _parquet_items(spec, tally)
+                                             for p in cut_pieces([value], rule, limit))
     else:
-        texts = _text_items(spec, tally)
-    return text_token_ids(texts, tokenizer, what=f"reference {spec.label!r} item")
+        texts = _text_pieces(spec, tally, rule, limit)
+    last: deque[bool] = deque()
+
+    def pieces() -> Iterator[str]:
+        for text, end in texts:
+            last.append(end)
+            yield text
+
+    for ids in text_token_ids(pieces(), tokenizer, what=f"reference {spec.label!r} piece"):
+        tally.pieces += 1
+        tally.largest_piece = max(tally.largest_piece, int(ids.size))
+        yield ids, last.popleft()
 
 
-def _text_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
-    for text in iter_text_files([spec.path], per_line=spec.per_line):
-        tally.rows += 1
-        tally.items += 1
-        yield text
+def _text_pieces(spec: ReferenceSpec, tally: ReferenceItems, rule: CutRule, limit: int
+                 ) -> Iterator[tuple[str, bool]]:
+    """The pieces of a plain-text reference: the whole file or each non-blank line, ``limit`` at a time."""
+    name = spec.path
+    check_text_file(name)
+    seen = 0
+
+    def checked(piece: str) -> str:
+        nonlocal seen
+        if "\x00" in piece:
+            raise binary_failure(name, seen + piece.index("\x00"))
+        seen += len(piece)
+        return piece
+
+    try:
+        with open(name, encoding="utf-8", newline="\n") as fh:
+            if not spec.per_line:
+                tally.rows += 1
+                tally.items += 1
+                yield from cut_pieces(iter(lambda: checked(fh.read(limit)), ""), rule, limit)
+                return
+            while True:
+                line = _line_chunks(fh, checked, limit)
+                first = next(line, None)
+                if first is None:
+                    return
+                held = [first]
+                while not held[-1].strip():  # a blank line (all its chunks blank) is no item
+                    more = next(line, None)
+                    if more is None:
+                        break
+                    held.append(more)
+                if not held[-1].strip():
+                    continue
+                tally.rows += 1
+                tally.items += 1
+                yield from cut_pieces(itertools.chain(held, line), rule, limit)
+    except UnicodeDecodeError as exc:
+        raise decode_failure(name, exc, "utf-8") from exc
+
+
+def _line_chunks(fh: Any, checked: Any, limit: int) -> Iterator[str]:
+    """The chunks of the next line of ``fh`` (none at the end), its ``\\n`` / ``\\r\\n`` removed."""
+    carry = ""
+    while True:
+        chunk = checked(fh.readline(limit))
+        if not chunk:
+            if carry:
+                yield carry
+            return
+        chunk = carry + chunk
+        carry = ""
+        if chunk.endswith("\n"):
+            yield chunk[:-2] if chunk.endswith("\r\n") else chunk[:-1]
+            return
+        if chunk.endswith("\r"):  # maybe the first half of a \r\n line ending: decide with the next chunk
+            chunk, carry = chunk[:-1], "\r"
+        yield chunk
 
 
 def _parquet_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:

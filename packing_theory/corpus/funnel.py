@@ -54,7 +54,7 @@ from ..lengths import validate_lengths
 from .labels import SourceLabels
 from .masks import read_mask
 
-__all__ = ["STAGE_KINDS", "Funnel", "FunnelResult", "FunnelStage", "StageOutcome"]
+__all__ = ["STAGE_KINDS", "Funnel", "FunnelProblem", "FunnelResult", "FunnelStage", "StageOutcome"]
 
 STAGE_KINDS = ("filter", "dedup", "decontamination", "any")
 """The kinds of a funnel stage (seed 004's F, D, C_E, and any other named operator)."""
@@ -110,6 +110,22 @@ class StageOutcome:
 
 
 @dataclass(frozen=True)
+class FunnelProblem:
+    """One failed check of a funnel's reconciliation: the stage and the source it concerns, in words."""
+
+    stage: str | None
+    source: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"stage": self.stage, "source": self.source, "message": self.message}
+
+
+@dataclass(frozen=True)
 class FunnelResult:
     """The funnel applied to a raw corpus: every stage's outcome and the documents kept at the end."""
 
@@ -140,6 +156,65 @@ class FunnelResult:
             for s, src in enumerate(labels.names)
         }
 
+    def reconcile(self, labels: SourceLabels, lengths: npt.ArrayLike) -> tuple[FunnelProblem, ...]:
+        """Check the outcome against the raw corpus, recomputed from the stages' masks; every failure.
+
+        Independently of the counts it checks, from each stage's ``removed``
+        mask, ``keep``, the raw ``lengths`` and ``labels``:
+
+        * every mask covers the raw corpus; a stage removes only documents
+          that reached it (none an earlier stage removed: the removed sets
+          are disjoint), named per stage and source with the first raw ids;
+        * each stage's recorded input and removed documents and tokens are
+          those its mask and the stages before it give;
+        * per source, ``raw = kept + Σ removed`` in documents and in tokens,
+          with ``kept`` read from ``keep``;
+        * the raw totals are those of ``lengths``.
+
+        An empty result means the funnel reconciles. O(documents × stages).
+
+        Raises:
+            InputError: labels of another length than ``lengths``.
+        """
+        arr = validate_lengths(lengths)
+        labels.check_documents(arr.size)
+        out: list[FunnelProblem] = []
+        n, S = int(arr.size), len(labels.names)
+        if (self.raw_documents, self.raw_tokens) != (n, int(arr.sum())):
+            out.append(FunnelProblem(None, None, f"the funnel records {self.raw_documents:,} raw documents "
+                                     f"and {self.raw_tokens:,} tokens; the corpus has {n:,} and "
+                                     f"{int(arr.sum()):,}"))
+        masks = [np.asarray(st.removed, np.bool_) for st in self.stages]
+        keep = np.asarray(self.keep, np.bool_)
+        if any(m.shape != (n,) for m in [*masks, keep]):
+            bad = [st.stage.name for st, m in zip(self.stages, masks, strict=True) if m.shape != (n,)]
+            out.append(FunnelProblem(bad[0] if bad else None, None,
+                                     f"{'stage ' + repr(bad[0]) + ' mask' if bad else 'keep'} does not "
+                                     f"cover the {n:,} raw documents"))
+            return tuple(out)
+        out += _stage_problems(self.stages, masks, arr, labels)
+        removed = np.logical_or.reduce(masks) if masks else np.zeros(n, np.bool_)
+        for wrong, says in (
+                (keep & removed, "keeps {k:,} document(s) of source {s!r} that a stage removed"),
+                (~keep & ~removed, "drops {k:,} document(s) of source {s!r} that no stage removed")):
+            for c in np.unique(labels.codes[wrong]).tolist():
+                mine = wrong & (labels.codes == c)
+                out.append(FunnelProblem(None, labels.names[c], "the funnel's keep " + says.format(
+                    k=int(mine.sum()), s=labels.names[c]) + f" (raw {_first_ids(mine)})"))
+        kept_docs = np.bincount(labels.codes[keep], minlength=S)
+        kept_tok = _tokens(labels.codes[keep], arr[keep], S)
+        raw_docs, raw_tok = np.bincount(labels.codes, minlength=S), _tokens(labels.codes, arr, S)
+        gone_docs = sum((np.bincount(labels.codes[m], minlength=S) for m in masks), np.zeros(S, np.int64))
+        gone_tok = sum((_tokens(labels.codes[m], arr[m], S) for m in masks), np.zeros(S, np.int64))
+        for s, name in enumerate(labels.names):
+            for what, raw, kept, gone in (("documents", raw_docs, kept_docs, gone_docs),
+                                          ("tokens", raw_tok, kept_tok, gone_tok)):
+                if int(raw[s]) != int(kept[s]) + int(gone[s]):
+                    out.append(FunnelProblem(None, name, (
+                        f"source {name!r}: raw {what} {int(raw[s]):,} != kept {int(kept[s]):,} + removed by "
+                        f"the stages {int(gone[s]):,}")))
+        return tuple(out)
+
     def _check(self) -> None:
         """Assert that the stages remove disjoint documents and that ``keep`` is what none removed."""
         removed = np.zeros(self.raw_documents, np.bool_)
@@ -150,6 +225,46 @@ class FunnelResult:
             removed |= st.removed
             inputs -= st.removed_documents
         assert (self.keep == ~removed).all()
+
+
+def _tokens(codes: npt.NDArray[Any], lengths: npt.NDArray[np.int64], S: int) -> npt.NDArray[np.int64]:
+    out = np.zeros(S, np.int64)
+    np.add.at(out, codes.astype(np.int64), lengths)
+    return out
+
+
+def _first_ids(mask: BoolArray, k: int = 3) -> str:
+    ids = np.flatnonzero(mask)
+    return ", ".join(str(int(i)) for i in ids[:k]) + (", …" if ids.size > k else "")
+
+
+def _stage_problems(stages: tuple[StageOutcome, ...], masks: list[BoolArray], arr: npt.NDArray[np.int64],
+                    labels: SourceLabels) -> list[FunnelProblem]:
+    """Per stage: removed only what reached it (naming the source and the stage that removed it before),
+    and its recorded counts."""
+    out: list[FunnelProblem] = []
+    alive = np.ones(arr.size, np.bool_)
+    removed_by = np.full(arr.size, -1, np.int64)
+    for k, (st, m) in enumerate(zip(stages, masks, strict=True)):
+        name = st.stage.name
+        stray = m & ~alive
+        for s in np.unique(labels.codes[stray]).tolist():
+            mine = stray & (labels.codes == s)
+            earlier = sorted({stages[int(j)].stage.name for j in removed_by[mine]})
+            out.append(FunnelProblem(name, labels.names[s], (
+                f"stage {name!r} removed {int(mine.sum()):,} document(s) of source {labels.names[s]!r} that "
+                f"did not reach it (raw {_first_ids(mine)}; removed before by stage "
+                f"{', '.join(repr(e) for e in earlier)})")))
+        recorded = (st.input_documents, st.removed_documents, st.input_tokens, st.removed_tokens)
+        actual = (int(alive.sum()), int(m.sum()), int(arr[alive].sum()), int(arr[m].sum()))
+        for what, r, a in zip(("input documents", "removed documents", "input tokens", "removed tokens"),
+                              recorded, actual, strict=True):
+            if r != a:
+                out.append(FunnelProblem(name, None, f"stage {name!r} records {r:,} {what}; its mask and "
+                                         f"the stages before it give {a:,}"))
+        removed_by[m & (removed_by < 0)] = k
+        alive &= ~m
+    return out
 
 
 @dataclass(frozen=True)

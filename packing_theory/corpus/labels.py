@@ -94,7 +94,7 @@ class SourceLabels:
 
     @classmethod
     def from_codes(cls, names: Sequence[str], codes: npt.ArrayLike, *, origin: str) -> SourceLabels:
-        """Labels from ``(names, codes)`` (a reader's :meth:`sources`), re-sorted by name. O(n)."""
+        """Labels from ``(names, codes)`` (a reader's ``sources()``), re-sorted by name. O(n)."""
         arr = np.asarray(codes)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise InputTypeError(f"source labels from {origin}: codes must be a 1-D integer array")

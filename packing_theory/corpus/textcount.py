@@ -25,17 +25,26 @@ reads them: no newline translation by default, a line ending at ``\\n`` with its
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from array import array
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 from .._checks import check_int
 from ..errors import InputError, InputTypeError
 
 __all__ = [
-    "BUILTIN_TOKENIZERS", "BuiltinTokenizer", "NotText", "binary_failure", "check_errors", "count_text",
-    "count_text_files", "decode_failure",
+    "BUILTIN_TOKENIZERS",
+    "BuiltinTokenizer",
+    "NotText",
+    "binary_failure",
+    "check_errors",
+    "count_text",
+    "count_text_files",
+    "decode_failure",
+    "load_tokenizer",
 ]
 
 BuiltinTokenizer = Literal["bytes", "chars", "whitespace"]
@@ -213,3 +222,37 @@ def count_text_files(
             out.append(counter.count)
         counter.reset()
     return out
+
+
+def load_tokenizer(spec: str) -> BuiltinTokenizer | Callable[[str], Any]:
+    """A built-in tokenizer name (counted in chunks, never materialised) or an imported ``module:callable``.
+
+    The working directory is put on ``sys.path`` (first, as ``python -m`` does)
+    before the import, so a tokenizer module beside the data is found without
+    ``PYTHONPATH=.``; process-pool workers started afterwards inherit it.
+
+    >>> load_tokenizer("whitespace")
+    'whitespace'
+    >>> load_tokenizer("nocolon")
+    Traceback (most recent call last):
+    packing_theory.InputError: tokenizer must be bytes, chars, whitespace or module:callable, got 'nocolon'
+    """
+    for name in BUILTIN_TOKENIZERS:
+        if spec == name:
+            return name
+    module_name, _, attr = str(spec).partition(":")
+    if not module_name or not attr:
+        raise InputError(f"tokenizer must be bytes, chars, whitespace or module:callable, got {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        raise InputError(f"tokenizer {spec!r}: cannot import module {module_name!r} from the working "
+                         f"directory or the installed packages ({type(exc).__name__}: {exc})") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise InputError(f"tokenizer {spec!r}: {module_name}.{attr} is not a callable")
+    return fn  # type: ignore[no-any-return]
+

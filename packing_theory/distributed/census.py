@@ -55,7 +55,8 @@ from .._unique import distinct
 from ..corpus.manifest import file_sha256
 from ..errors import InputError
 from ..reporting import ReportWriter, verify_report
-from ..reporting.html import write_html
+from ..reporting.publish import stage_report
+from .census_report import CensusReport, census_headline
 from .executors import TaskRecord, open_runner
 from .parts import (
     CENSUS_FORMAT,
@@ -91,7 +92,7 @@ __all__ = [
     "write_part",
 ]
 
-CENSUS_FILES: tuple[str, ...] = ("census.html", "census.json", "lengths.npy", "doc_bytes.npy",
+CENSUS_FILES: tuple[str, ...] = ("census.html", "census.json", "census.md", "lengths.npy", "doc_bytes.npy",
                                  "doc_hashes.npy")
 """The files of a census report directory (``parts/`` beside them holds the resumable parts)."""
 PARTS = "parts"
@@ -127,21 +128,6 @@ def _as_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
         if not os.path.isfile(p):
             raise FileNotFoundError(f"census input {p!r} does not exist or is not a file")
     return distinct_files("census input", paths)  # counted twice, and tokenized twice, by mistake
-
-
-def census_headline(manifest: dict[str, Any]) -> str:
-    """The census in plain words: documents, tokens, inputs, what was skipped and where the lengths are.
-
-    >>> print(census_headline({"n_docs": 1786, "n_tokens": 8_600_000, "n_inputs": 1786, "n_skipped": 2,
-    ...                        "errors": "skip"}).replace("; ", chr(10)))
-    1,786 documents, 8,600,000 tokens from 1,786 input file(s)
-    2 input(s) skipped as not text (--errors skip)
-    lengths in lengths.npy, names in census.json
-    """
-    skipped = (f"; {manifest['n_skipped']:,} input(s) skipped as not text (--errors {manifest.get('errors')})"
-               if manifest.get("n_skipped") else "")
-    return (f"{manifest['n_docs']:,} documents, {manifest['n_tokens']:,} tokens from "
-            f"{manifest['n_inputs']:,} input file(s){skipped}; lengths in lengths.npy, names in census.json")
 
 
 def run_census(
@@ -235,9 +221,9 @@ def run_census(
         seconds["total"] = time.perf_counter() - t0
         manifest["seconds"] = seconds
         manifest["headline"] = census_headline(manifest)
-        writer.write_json("census.json", manifest)
-        write_html(writer, "census.html", manifest, title="Census of document lengths",
-                   headline=manifest["headline"])
+        lengths = np.load(writer.path("lengths.npy"), mmap_mode="r", allow_pickle=False)
+        stage_report(writer, CensusReport(manifest, lengths), plots=False, config=writer.config)
+        del lengths
         writer.commit()
     lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), mmap_mode="r", allow_pickle=False)
     return CensusResult(lengths, manifest, len(reused), len(todo), tuple(records))

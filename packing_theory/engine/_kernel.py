@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .kernel_codes import BOUNDED_WAIT, CONTINUE, RANDOM, REQUEUE, SEGMENT
+
 __all__ = ["run", "snapshot"]
 
 # --- st fields
@@ -47,11 +49,8 @@ N_KINDS, N_ARR, N_BOS, N_PL, N_DC, NEED, EX_ROW, EX_POS, EX_BUF, WQ_HEAD = range
 ST_SIZE = 28
 # --- cfg fields
 C_R, C_B, C_POLICY, C_BUDGET, C_DRAIN, C_NSIZES, C_MAX_WAIT = range(7)
-# --- policies: the kernel's code of each policy it implements, by name (compiled.py looks the name up;
-# a policy declared compiled=False in engine/policies.py has no code and is refused before the kernel runs)
-DISCARD, CONTINUE, REQUEUE, SEGMENT, RANDOM, BOUNDED_WAIT = range(6)
-POLICY_CODES = {"discard": DISCARD, "continue": CONTINUE, "requeue-bos": REQUEUE, "segment-first": SEGMENT,
-                "random-span": RANDOM, "bounded-wait": BOUNDED_WAIT}
+# --- policies: their codes are in kernel_codes.POLICY_CODES (a policy without one is refused before
+# the kernel runs: StreamingPolicy.compiled)
 # --- statuses
 DONE, NEED_INPUT, NEED_SLOTS, OUT_FULL, NEED_WAIT = range(5)
 # --- stop reasons

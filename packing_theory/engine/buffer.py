@@ -181,6 +181,10 @@ class FastBuffer:
             self._stale -= 1  # a stale entry left by remove()
         raise IndexError("take from an empty buffer")
 
+    def fits(self, remaining: int) -> bool:
+        """Whether some buffered span has length ``<= remaining`` (``bestfit-pad`` pads otherwise). O(1)."""
+        return bool(self._lens) and self._lens[0] <= remaining
+
     def remove(self, seq: int) -> Record:
         """Remove and return the span with sequence number ``seq`` (the ``bounded-wait`` forced start).
 

@@ -69,6 +69,7 @@ from .batches import (
     unbatched,
 )
 from .events import BufferedSpan, Event, Horizon
+from .kernel_codes import POLICY_CODES
 from .policies import MAX_SEGMENTS, STREAMING_POLICIES, PackerConfig, Policy, resolve_config, segment
 from .refill import as_length_list
 from .state import EngineState
@@ -278,7 +279,7 @@ class CompiledPacker(PackingEngine):
         R, B = cfg.capacity, cfg.min_buffer
         sizes = np.asarray(cfg.batch_sizes, dtype=np.int64)
         budget = cfg.row_budget
-        cfgarr = np.array([R, B, k.POLICY_CODES[cfg.policy], -1 if budget is None else budget,
+        cfgarr = np.array([R, B, POLICY_CODES[cfg.policy], -1 if budget is None else budget,
                            int(cfg.exhausted == "drain"), sizes.size, cfg.wait_threshold or 0],
                           dtype=np.int64)
         st = np.zeros(k.ST_SIZE, dtype=np.int64)

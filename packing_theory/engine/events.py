@@ -37,8 +37,8 @@ Padding and repeated tokens are never counted as emitted source tokens.
 What offline packers add
 ------------------------
 The streaming family only ever emits :class:`Placement`, :class:`Discard`
-and :class:`BosAdded`. Offline and concatenating packers (the peers of
-:mod:`packing_theory.peers`) also need
+and :class:`BosAdded` (and ``bestfit-pad`` its :class:`Padding`). Offline and
+concatenating packers (the peers of :mod:`packing_theory.peers`) also need
 
 * :class:`Filtered` — an arrived document removed before packing (too long,
   empty, over a cap); its tokens never reach a row;
@@ -353,7 +353,7 @@ class Exhausted(NamedTuple):
     buffered: int
 
 
-STOP_REASONS = ("rows", "exhausted", "drained")
+STOP_REASONS = ("rows", "exhausted", "drained", "starved")
 
 
 class Horizon(NamedTuple):
@@ -363,7 +363,10 @@ class Horizon(NamedTuple):
         rows: number of complete rows emitted.
         partial_row_tokens: tokens placed in an incomplete last row (0 if none).
         stop_reason: ``"rows"`` (budget reached), ``"exhausted"`` (could not
-            refill to ``B``; stopped) or ``"drained"`` (drain mode emptied the buffer).
+            refill to ``B``; stopped), ``"drained"`` (drain mode emptied the buffer)
+            or ``"starved"`` (``bestfit-pad``: no buffered span fits an empty
+            row, so every further row would be padding; the replay stops at the
+            first such row, budget or not).
         buffered: the spans still buffered, in buffer order: a tuple, or
             :class:`BufferedSpans` (columns, equal to the tuple) from a stream
             cut in batches.

@@ -26,6 +26,7 @@ from .events import (
     Event,
     Exhausted,
     Horizon,
+    Padding,
     Placement,
 )
 from .policies import LengthsInput, PackerConfig, apply_crop, overdue, segment
@@ -79,6 +80,7 @@ class Packer(PackingEngine):
         budget = cfg.row_budget
         drain = cfg.exhausted == "drain"
         splitting = cfg.spec.segments
+        pads = cfg.spec.pads
         rng = random.Random(cfg.seed) if cfg.spec.random else None
         buf = FastBuffer(R)
         take = buf.take
@@ -144,6 +146,15 @@ class Packer(PackingEngine):
                         stop_reason = "drained"
                         break
             remaining = R - pos
+            if pads and not buf.fits(remaining):
+                # ---- bestfit-pad: nothing fits, the rest of the row is padding -------------
+                if pos == 0:  # every span is longer than R: every further row is padding
+                    stop_reason = "starved"
+                    break
+                yield Padding(row, pos, remaining)
+                row += 1
+                pos = 0
+                continue
             # ---- bounded-wait: forced start at a row start ----------------------------
             if waiting is not None:
                 if synced < buf.issued:  # the spans appended since the last selection arrived now

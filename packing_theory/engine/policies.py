@@ -27,12 +27,16 @@ policy               what happens
                      continuation if longer than ``R``); every occurrence starts
                      within :func:`start_delay_bound` rows of its arrival
                      (``proofs/coq/BoundedWait.v``)
+``bestfit-pad``      when nothing fits, the rest of the row is padding instead
+                     of a crop (nanochat's SFT loader); a span longer than
+                     ``R`` never leaves the buffer (:mod:`~packing_theory.invariant.starvation`)
 ===================  ==========================================================
 
 Each policy is declared once, in :data:`STREAMING_POLICIES`: its crop rule, its
 arrival transform, whether it forces starts, its family status and the one
-sentence that explains it, its options (:class:`~packing_theory.engine.knobs.Knob`)
-and whether the compiled kernel implements it. The engines read the declaration,
+sentence that explains it, and its options (:class:`~packing_theory.engine.knobs.Knob`);
+whether the compiled kernel implements it is read from the kernel's own table
+(:mod:`~packing_theory.engine.kernel_codes`). The engines read the declaration,
 never the name; :mod:`packing_theory.registry` merges it with the peers'.
 
 The functions here are shared by the fast engine (:mod:`packing_theory.engine.packer`)
@@ -85,34 +89,18 @@ import numpy as np
 from .._checks import check_int, is_int
 from ..errors import InputError, InputTypeError
 from .events import BosAdded, Discard, Event, Placement
+from .kernel_codes import POLICY_CODES
 from .knobs import Knob, RowWidth
 
 __all__ = [
-    "COMMON_KNOBS",
-    "CONTINUING_POLICIES",
-    "DEFAULT_MAX_WAIT",
-    "EXHAUSTED_MODES",
-    "MAX_SEGMENTS",
-    "POLICIES",
-    "RANDOM_SPAN_SEED",
-    "STREAMING_POLICIES",
-    "STREAMING_ROW_WIDTH",
-    "STREAMING_TRAINER_VIEW",
-    "CropOutcome",
-    "CropRule",
-    "ExhaustedMode",
-    "PackerConfig",
-    "Policy",
-    "StreamingPolicy",
-    "apply_crop",
-    "crop_outcome",
-    "overdue",
-    "resolve_config",
-    "segment",
-    "start_delay_bound",
+    "COMMON_KNOBS", "CONTINUING_POLICIES", "DEFAULT_MAX_WAIT", "EXHAUSTED_MODES", "MAX_SEGMENTS", "POLICIES",
+    "RANDOM_SPAN_SEED", "STREAMING_POLICIES", "STREAMING_ROW_WIDTH", "STREAMING_TRAINER_VIEW", "CropOutcome",
+    "CropRule", "ExhaustedMode", "PackerConfig", "Policy", "StreamingPolicy", "apply_crop", "crop_outcome",
+    "overdue", "resolve_config", "segment", "start_delay_bound",
 ]
 
-Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait"]
+Policy = Literal["discard", "continue", "requeue-bos", "segment-first", "random-span", "bounded-wait",
+                 "bestfit-pad"]
 
 DEFAULT_MAX_WAIT = 16
 """Default wait threshold ``A`` (rows) of ``bounded-wait``.
@@ -153,9 +141,8 @@ class StreamingPolicy:
         forced_start: ``bounded-wait``'s forced start of the oldest overdue span.
         protected_set: the protected-set monitor checks the policy (``False``: not
             applicable by design; the policy has its own theorem).
-        compiled: the compiled kernel implements it (its code is looked up by
-            *name* in ``engine/_kernel.py``'s ``POLICY_CODES``); otherwise the
-            compiled engine refuses it.
+        pads: when nothing fits, the rest of the row is padding and no span is
+            cropped (``crop`` is then never applied).
     """
 
     name: Policy
@@ -167,7 +154,14 @@ class StreamingPolicy:
     segments: bool = False
     forced_start: bool = False
     protected_set: bool = True
-    compiled: bool = True
+    pads: bool = False
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled kernel implements it: its name has a code in
+        :data:`~packing_theory.engine.kernel_codes.POLICY_CODES` (derived, never declared, so a new policy
+        is refused by the compiled engine until the kernel has its branch)."""
+        return self.name in POLICY_CODES
 
     @property
     def random(self) -> bool:
@@ -186,7 +180,7 @@ class StreamingPolicy:
 
     @property
     def keeps_every_token(self) -> bool:
-        """No token is ever dropped: arrived mass = placed mass + buffered mass."""
+        """No token is ever dropped and rows are full: arrived mass = placed mass + buffered mass."""
         return self.crop == "continue"
 
     def buffers(self, start: int, length: int, bos: bool, size: int, capacity: int) -> bool:
@@ -254,6 +248,12 @@ STREAMING_POLICIES: dict[str, StreamingPolicy] = {p.name: p for p in (
         knobs=(Knob("max_wait", "int", DEFAULT_MAX_WAIT, "A: force the oldest unstarted span at a row start "
                     "once it has waited more than A rows"),),
         forced_start=True, protected_set=False),
+    StreamingPolicy(
+        "bestfit-pad", "discard", False,
+        "when nothing fits the row is padded instead of cropped, so a document longer than R never starts "
+        "(every long occurrence, not only the B - 1 largest, stays buffered); once the buffer holds only "
+        "such documents every row is padding", "nanochat scripts/chat_sft.py sft_data_generator_bos_bestfit "
+        "at 92d63d4 (the buffer clog of nanochat PR #811)", pads=True),
 )}
 """Every streaming policy's declaration, by name; the registry (:mod:`packing_theory.registry`) reads it."""
 
@@ -263,7 +263,6 @@ POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values()
 CONTINUING_POLICIES: tuple[Policy, ...] = tuple(p.name for p in STREAMING_POLICIES.values()
                                                 if p.crop == "continue")
 """Policies whose crop keeps the suffix in place as one active span (no BOS)."""
-
 
 
 @dataclass(frozen=True, slots=True)

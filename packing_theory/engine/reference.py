@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .base import PackingEngine
-from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Placement
+from .events import Arrival, BosAdded, BufferedSpan, Event, Exhausted, Horizon, Padding, Placement
 from .policies import LengthsInput, apply_crop, overdue, segment
 from .refill import RefillCursor
 from .state import EngineState, PackerRun, check_state, config_fingerprint
@@ -148,7 +148,14 @@ class ReferencePacker(PackingEngine):
                             break
                 # ---- end bounded-wait ----------------------------------------------------
 
-                if best_idx >= 0:
+                if best_idx < 0 and cfg.spec.pads:
+                    # Nothing fits: pad the rest of the row instead of cropping (nanochat's SFT loader).
+                    if pos == 0:
+                        stop_reason = "starved"  # no span fits an empty row: every row would be padding
+                        break
+                    yield Padding(row_idx, pos, remaining)
+                    pos = row_capacity
+                elif best_idx >= 0:
                     occ, source, start, n, bos = doc_buffer.pop(best_idx)
                     yield Placement(row_idx, pos, occ, source, start, n, bos, False)
                     pos += n

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
+from ..reporting.model import Block, Column, Section, Table, Text
 from .bootstrap import ContrastResult, ModelComparison, compare
 from .family import ContrastFamily, Dropped
 from .metrics import WindowScores, score, validate_token_bytes
@@ -39,8 +40,14 @@ from .population import Population
 from .protocol import NllFn
 from .windows import WindowSpec
 
-__all__ = ["NATURAL_CONTEXTS", "NATURAL_TARGET", "NaturalCell", "NaturalContextAssay",
-           "natural_context_assay", "natural_section"]
+__all__ = [
+    "NATURAL_CONTEXTS",
+    "NATURAL_TARGET",
+    "NaturalCell",
+    "NaturalContextAssay",
+    "natural_blocks",
+    "natural_context_assay",
+]
 
 NATURAL_CONTEXTS: tuple[int, ...] = (1024, 2048)
 """Seed 000 §5.7's input contexts: 1,024 and 2,048 natural preceding tokens."""
@@ -220,19 +227,19 @@ def _cells(context: int, cmp: ModelComparison) -> list[NaturalCell]:
     return out
 
 
-def natural_section(assay: NaturalContextAssay) -> list[str]:
-    """Markdown lines of the assay (for the evaluation report)."""
-    lines = ["", "## Natural preceding context and the prefix-region control (seed 000 §5.7)", "",
-             assay.statement, "",
-             "| context | stratum | sources | contrast | natural tail Δ [CI] | prefix region Δ | "
-             "tail − prefix region [CI] | full-window diagnostic |",
-             "|---:|---|---:|---|---|---:|---|---:|"]
-    for c in assay.cells:
-        fw = "" if c.full_window is None else f"{c.full_window.estimate:+.6f}"
-        lines.append(f"| {c.context:,} | {c.stratum} | {c.tail.sources} | {c.model} − {c.baseline} | "
-                     f"{_ci(c.tail)} | {c.prefix_region.estimate:+.6f} | {_ci(c.interaction)} | {fw} |")
-    lines += [f"- dropped {d.what} {d.name}: {d.reason}" for d in assay.dropped]
-    return lines
+def natural_blocks(assay: NaturalContextAssay) -> Section:
+    """The assay as a report section (the evaluation report's *Natural preceding context*)."""
+    cols = (Column("context", "count"), Column("stratum", term="length stratum"), Column("sources", "count"),
+            Column("contrast"), Column("natural tail Δ [interval]"), Column("prefix region Δ", "delta"),
+            Column("tail − prefix region [interval]"), Column("full-window diagnostic", "delta"))
+    rows = tuple((c.context, c.stratum, c.tail.sources, f"{c.model} − {c.baseline}", _ci(c.tail),
+                  c.prefix_region.estimate, _ci(c.interaction),
+                  None if c.full_window is None else c.full_window.estimate) for c in assay.cells)
+    blocks: list[Block] = [Text(assay.statement), Table("Natural context and the prefix-region control", cols,
+                                                        rows, key="natural")]
+    blocks += [Text(f"Dropped {d.what} {d.name}: {d.reason}") for d in assay.dropped]
+    return Section("natural", "Natural preceding context and the prefix-region control", tuple(blocks),
+                   collapsed=True)
 
 
 def _ci(r: ContrastResult) -> str:

@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from ..errors import InputError, InputTypeError
+from ..reporting.model import Column, Section, Table, Text
 from .family import contrast_value
 from .metrics import LN2, Float64Array, validate_token_bytes
 from .protocol import NllFn
@@ -62,8 +63,8 @@ __all__ = [
     "RankingCheck",
     "RowStatistics",
     "rank",
+    "ranking_blocks",
     "ranking_check",
-    "ranking_section",
     "reversals",
     "row_statistics",
 ]
@@ -416,23 +417,21 @@ def ranking_check(stats: RowStatistics, *, baseline: str, prefixes: Iterable[int
                         level=float(level))
 
 
-def ranking_section(check: RankingCheck) -> list[str]:
-    """Markdown lines of the ranking check (for the evaluation report)."""
-    lines = ["", "## Prefix ranking check (seed 000 §5.6)", "", check.statement, "",
-             f"{check.rows:,} rows, {check.targets:,} targets; full ranking: {', '.join(check.ranking)}. "
-             f"Reversals over {len(check.prefixes)} prefixes: **{check.reversal_count}**; method/prefix "
-             f"contrasts outside the nominal {100 * check.level:g}% interval of {check.subsets:,} uniform "
-             f"row subsets: **{check.outside_count}** of "
-             f"{sum(len(p.contrasts) for p in check.prefixes)}.", "",
-             "| prefix targets | rows | reversals | contrast | prefix Δ | full Δ | subset interval "
-             "| outside |",
-             "|---:|---:|---|---|---:|---:|---|---|"]
+def ranking_blocks(check: RankingCheck) -> Section:
+    """The ranking check as a report section (the evaluation report's *Prefix ranking check*)."""
+    cols = (Column("prefix targets", "count"), Column("rows", "count"), Column("reversals"),
+            Column("contrast"), Column("prefix Δ", "delta"), Column("full Δ", "delta"),
+            Column("subset interval"), Column("outside"))
+    rows = []
     for p in check.prefixes:
         rev = "; ".join(f"{a} / {b}" for a, b in p.reversals) or "none"
         for c in p.contrasts:
-            lines.append(f"| {p.targets:,} | {p.rows:,} | {rev} | {c.model} − {c.baseline} | "
-                         f"{c.estimate:+.6f} | {c.full:+.6f} | "
-                         f"[{c.reference_lo:+.6f}, {c.reference_hi:+.6f}] | "
-                         f"{'yes' if c.outside else ''} |")
-    return lines
-
+            rows.append((p.targets, p.rows, rev, f"{c.model} − {c.baseline}", c.estimate, c.full,
+                         f"[{c.reference_lo:+.6f}, {c.reference_hi:+.6f}]", "yes" if c.outside else ""))
+    summary = (f"{check.rows:,} rows, {check.targets:,} targets; full ranking: {', '.join(check.ranking)}. "
+               f"Reversals over {len(check.prefixes)} prefixes: {check.reversal_count}; method/prefix "
+               f"contrasts outside the nominal {100 * check.level:g}% interval of {check.subsets:,} uniform "
+               f"row subsets: {check.outside_count} of {sum(len(p.contrasts) for p in check.prefixes)}.")
+    return Section("ranking", "Prefix ranking check", (Text(check.statement), Text(summary),
+                                                       Table("Prefix ranking check", cols, tuple(rows),
+                                                             key="prefix-ranking")), collapsed=True)

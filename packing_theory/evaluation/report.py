@@ -1,11 +1,13 @@
-"""Evaluation reports: versioned JSON with fingerprints, Markdown tables, interval and position plots.
+"""The evaluation report: its JSON document with fingerprints, its sections and its plots.
 
-Job: render an :class:`~packing_theory.evaluation.pipeline.EvaluationRun`;
-:func:`write_report_files` stages the report in an open
-:class:`~packing_theory.reporting.ReportWriter` (locked, swapped in as one
-unit, like every report). Imports: this package and the report
-infrastructure (:mod:`packing_theory.reporting`; matplotlib, the ``plots``
-extra, only when plotting).
+:class:`EvaluationReport` wraps an :class:`~packing_theory.evaluation.pipeline.EvaluationRun`
+as a :class:`~packing_theory.reporting.Report` (kind ``evaluate``): the answer
+card holds the declared family of contrasts with their adjusted intervals;
+then the population, the support statements, BPB by stratum and window kind,
+the exploratory contrasts, where in the tail window a difference sits, the
+whole-source census, the natural-context assay, the prefix ranking check and
+the accounting. Imports: this package and :mod:`packing_theory.reporting`
+(matplotlib, the ``plots`` extra, only when plotting).
 
 The JSON document has ``"schema": "packing-theory/evaluate"`` and
 ``"version": 3``; its top-level keys are :data:`TOP_LEVEL_KEYS`.
@@ -15,21 +17,23 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..reporting.markdown import run_line
-from ..reporting.plotting import PALETTE, pyplot, save_figure
+from ..reporting.model import Attachment, Block, Column, Plot, PlotFile, Section, Table, Text
+from ..reporting.publish import stage_report
 from ..reporting.writer import ReportFiles, ReportWriter
 from .bootstrap import ContrastResult
 from .metrics import LN2
-from .natural import natural_section
+from .natural import natural_blocks
 from .pipeline import EvaluationRun
-from .ranking import ranking_section
+from .plots import PLOT_FILES, plot_notes, write_plots
+from .ranking import ranking_blocks
 
-__all__ = ["PLOT_FILES", "PLOT_SECTIONS", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS",
-           "evaluation_headline", "plot_notes", "render_markdown", "report_dict", "write_json", "write_plots",
+__all__ = ["PLOT_FILES", "REPORT_FILES", "SCHEMA", "SCHEMA_VERSION", "TOP_LEVEL_KEYS", "EvaluationReport",
+           "evaluation_headline", "plot_notes", "report_dict", "write_json", "write_plots",
            "write_report_files"]
 
 SCHEMA = "packing-theory/evaluate"
@@ -42,9 +46,6 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
 )
 """Top-level keys of a version-3 evaluation report, in order (version 2 added ``run``, ``natural``
 and ``ranking``; version 3 the plain-words ``headline``)."""
-
-PLOT_FILES: tuple[str, ...] = ("intervals.png", "positions.png")
-"""The PNG files :func:`write_plots` writes."""
 
 REPORT_FILES: tuple[str, ...] = ("evaluate.html", "evaluate.json", "evaluate.md", *PLOT_FILES)
 """Every file an evaluate report directory may hold."""
@@ -88,255 +89,11 @@ def write_json(run: EvaluationRun, path: str | os.PathLike[str]) -> Path:
     """Write :func:`report_dict` as indented JSON (no NaN) to one file; return the path.
 
     A plain single-file write (no run id, no lock): for a report directory use
-    :func:`write_report_files` with a :class:`~packing_theory.reporting.ReportWriter`.
+    :func:`~packing_theory.reporting.write_report` with an :class:`EvaluationReport`.
     """
     out = Path(path)
     out.write_text(json.dumps(report_dict(run), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return out
-
-
-# --------------------------------------------------------------------------- Markdown
-
-
-def _f(v: float | None, digits: int = 4) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
-
-
-def _s(v: float | None, digits: int = 5) -> str:
-    return "—" if v is None else f"{v:+.{digits}f}"
-
-
-def _interval(r: ContrastResult) -> str:
-    return f"[{r.interval.lo:+.5f}, {r.interval.hi:+.5f}]"
-
-
-def render_markdown(run: EvaluationRun, *, plots: list[str] | None = None,
-                    run_info: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None) -> str:
-    """A readable report: population, support, BPB tables, the declared family, positions, census.
-
-    With ``run_info`` the last line names the run and the config hash.
-    """
-    pop = run.population
-    cmp = run.comparison
-    lines: list[str] = [
-        evaluation_headline(run), "",
-        f"# Evaluation: {', '.join(run.models)} (baseline {run.baseline})", "",
-        f"Windows: {run.spec.describe()}. Population: {pop.n_sources:,} sources sampled from "
-        f"{pop.candidates:,} candidates (at most {pop.per_stratum} per stratum, seed {pop.seed}); "
-        f"{sum(pop.excluded_training):,} exact duplicates of training data and "
-        f"{sum(pop.excluded_internal):,} internal repeats excluded ({pop.hash_kind} hashes).", "",
-        "| stratum | offered | eligible | sampled | census stratum |", "|---|---:|---:|---:|---|",
-    ]
-    for i, lab in enumerate(pop.labels):
-        lines.append(f"| {lab} | {pop.offered[i]:,} | {pop.eligible[i]:,} | {pop.sampled[i]:,} | "
-                     f"{'yes' if lab in pop.census_strata else ''} |")
-    lines += ["", "## Support", ""]
-    for name, sup in run.support.items():
-        lines.append(f"- **{name}**: {sup.statement}")
-    lines += ["", "## BPB by stratum and window kind", "", run.summary.statement, ""]
-    head = "| model | kind | " + " | ".join(pop.labels) + " |"
-    lines += [head, "|---|---|" + "---:|" * len(pop.labels)]
-    for name in run.models:
-        for kind in run.summary.kinds:
-            vals = []
-            for lab in pop.labels:
-                try:
-                    vals.append(_f(run.summary.cell(name, kind, lab).bpb))
-                except KeyError:
-                    vals.append("")
-            lines.append(f"| {name} | {kind} | " + " | ".join(vals) + " |")
-    lines += ["", f"## Declared family ({cmp.family_size} contrasts, {cmp.replicates:,} paired-source "
-              f"bootstrap replicates, Bonferroni-adjusted {100 * cmp.adjusted_level:.3f}% intervals)", "",
-              f"Family: {cmp.describe_family()}.", ""]
-    lines += [f"- dropped {d.what} {d.name}: {d.reason}" for d in cmp.dropped] + ([""] if cmp.dropped else [])
-    if cmp.family:
-        lines += ["| model | baseline | stratum | sources | prefix Δ | tail Δ | tail − prefix | interval |",
-                  "|---|---|---|---:|---:|---:|---:|---|"]
-        for r in cmp.family:
-            c = r.contrast
-            if c.minus is None:
-                lines.append(f"| {c.model} | {r.baseline} | {c.stratum} | {r.sources} | | "
-                             f"{_s(r.estimate)} | | {_interval(r)} |")
-            else:
-                lines.append(f"| {c.model} | {r.baseline} | {c.stratum} | {r.sources} | {_s(r.parts[1])} | "
-                             f"{_s(r.parts[0])} | "
-                             f"{_s(r.estimate)} | {_interval(r)} |")
-    else:
-        lines.append("No contrast was declared.")
-    lines += ["", "## Exploratory contrasts (nominal, unadjusted intervals)", "",
-              "| contrast | sources | estimate | interval | census stratum |", "|---|---:|---:|---|---|"]
-    for r in cmp.exploratory:
-        lines.append(f"| {r.contrast.name} | {r.sources} | {_s(r.estimate)} | {_interval(r)} | "
-                     f"{'yes' if r.census_stratum else ''} |")
-    lines += _positions_table(run)
-    if run.census is not None:
-        cs = run.census
-        lines += ["", "## Whole-source census", "", cs.statement, "",
-                  "| model | sources | targets | bytes | BPB | CE | PPL |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        for m in cs.models:
-            a = m.aggregate
-            lines.append(f"| {m.model} | {a.sources:,} | {a.targets:,} | {a.bytes:,} | {_f(a.bpb, 6)} | "
-                         f"{_f(a.ce, 6)} | {_f(a.perplexity, 4)} |")
-        if cs.contrasts:
-            lines += ["", "| contrast | ΔBPB | " + " | ".join(f"from {lab}" for lab in cs.labels) + " |",
-                      "|---|---:|" + "---:|" * len(cs.labels)]
-            for cc in cs.contrasts:
-                lines.append(f"| {cc.model} − {cc.baseline} | {_s(cc.delta_bpb, 6)} | "
-                             + " | ".join(_s(v, 6) for v in cc.stratum_contributions) + " |")
-            lines += ["", "Regions are positions in the source (each target's source position), and their "
-                      "contributions add up to the ΔBPB:", "",
-                      "| contrast | ΔBPB | " + " | ".join(f"positions {b}" for b in cs.bins) + " |",
-                      "|---|---:|" + "---:|" * len(cs.bins)]
-            for cc in cs.contrasts:
-                lines.append(f"| {cc.model} − {cc.baseline} | {_s(cc.delta_bpb, 6)} | "
-                             + " | ".join(_s(v, 6) for v in cc.bin_contributions) + " |")
-    if run.natural is not None:
-        lines += natural_section(run.natural)
-    if run.ranking is not None:
-        lines += ranking_section(run.ranking)
-    ok = run.accounting_ok
-    lines += ["", "## Accounting and fingerprints", "",
-              f"Sources, targets and bytes reconcile exactly for every model and window kind: "
-              f"**{'yes' if ok else 'NO'}**.", ""]
-    for name, s in run.scores.items():
-        lines.append(f"- {name}: targets sha256 `{s.fingerprint.targets_sha256}`, padding check "
-                     f"max |Δ| = {s.padding_max_diff}")
-    lines += ["", "## What the intervals mean", "", cmp.statement, ""]
-    if plots:
-        lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
-    lines += [f"Not drawn: {name}: {why}" for name, why in (notes or {}).items()] + ([""] if notes else [])
-    lines += [f"Wall time: {run.seconds.get('total', sum(run.seconds.values())):.1f} s.", ""]
-    if run_info is not None:
-        lines += [run_line(run_info), ""]
-    return "\n".join(lines)
-
-
-def _positions_table(run: EvaluationRun) -> list[str]:
-    """Tail-window ΔBPB against the baseline split into position-bin contributions (seed 000 §5.5)."""
-    pop = run.population
-    out = ["", "## Where in the window the difference sits (tail windows)", "",
-           "Each bin's contribution is its NLL difference divided by ln 2 × all bytes of the stratum's tail "
-           "windows, so the contributions add up to the full ΔBPB.", ""]
-    base = run.scores[run.baseline]
-    if "tail" not in base.kinds:
-        return []
-    bins = list(run.summary.bins)
-    out += ["| model | stratum | full Δ | " + " | ".join(bins) + " |", "|---|---|---:|" + "---:|" * len(bins)]
-    strat = pop.strata[base.sources]
-    for name in run.models:
-        if name == run.baseline:
-            continue
-        s = run.scores[name]
-        for k, lab in enumerate(pop.labels):
-            m = s.mask("tail") & (strat == k)
-            if not m.any():
-                continue
-            mb, ma = base.metrics(m), s.metrics(m)
-            if not mb.bytes:
-                continue
-            contrib = [(a - b) / (LN2 * mb.bytes) for a, b in zip(ma.bin_nll, mb.bin_nll, strict=True)]
-            full = (ma.bpb or 0.0) - (mb.bpb or 0.0)
-            out.append(f"| {name} | {lab} | {_s(full)} | " + " | ".join(_s(v) for v in contrib) + " |")
-    return out
-
-
-# --------------------------------------------------------------------------- plots
-
-
-def write_plots(run: EvaluationRun, outdir: str | os.PathLike[str], *,
-                metadata: Mapping[str, str] | None = None) -> list[Path]:
-    """Write ``intervals.png`` (every contrast with its interval) and ``positions.png``; return their paths.
-
-    A plot with a :func:`plot_notes` sentence is not written.
-
-    ``metadata`` becomes PNG text chunks (the run id and config hash of a report).
-
-    Raises:
-        MissingDependency: matplotlib is not installed (the message names the extra).
-    """
-    plt = pyplot()
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    notes = plot_notes(run)
-    paths = []
-    if PLOT_FILES[0] not in notes:
-        paths.append(_intervals(plt, run, out / PLOT_FILES[0], metadata))
-    if PLOT_FILES[1] not in notes:
-        paths.append(_positions(plt, run, out / PLOT_FILES[1], metadata))
-    return paths
-
-
-def _tail_labels(run: EvaluationRun) -> list[str]:
-    base = run.scores[run.baseline]
-    if "tail" not in base.kinds:
-        return []
-    strat = run.population.strata[base.sources]
-    return [lab for k, lab in enumerate(run.population.labels) if (base.mask("tail") & (strat == k)).any()]
-
-
-def plot_notes(run: EvaluationRun) -> dict[str, str]:
-    """For each plot of :data:`PLOT_FILES` with nothing to show, the sentence saying why."""
-    notes: dict[str, str] = {}
-    if not (run.comparison.family or run.comparison.exploratory):
-        notes[PLOT_FILES[0]] = "no contrast was computed, so there is no interval to plot."
-    if not _tail_labels(run) or len(run.models) < 2:
-        notes[PLOT_FILES[1]] = ("no tail windows were scored (or only the baseline model), so there is no "
-                                "position-bin contribution to plot.")
-    return notes
-
-
-def _intervals(plt: Any, run: EvaluationRun, path: Path, metadata: Mapping[str, str] | None) -> Path:
-    cmp = run.comparison
-    rows = list(cmp.family) + list(cmp.exploratory)
-    fig, ax = plt.subplots(figsize=(9, max(3.0, 0.28 * len(rows) + 1)))
-    for y, r in enumerate(rows):
-        color = PALETTE[3] if r.family else PALETTE[0]
-        ax.plot([r.interval.lo, r.interval.hi], [y, y], color=color, lw=2)
-        ax.plot([r.estimate], [y], "o", color=color, ms=4)
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_yticks(range(len(rows)), [r.contrast.name for r in rows], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("ΔBPB, model − baseline (red: declared family, adjusted; blue: exploratory, nominal)")
-    ax.set_title("Paired-source bootstrap intervals")
-    save_figure(fig, path, metadata=metadata, dpi=110)
-    return path
-
-
-def _positions(plt: Any, run: EvaluationRun, path: Path, metadata: Mapping[str, str] | None) -> Path:
-    fig, ax = plt.subplots(figsize=(10, 4))
-    base = run.scores[run.baseline]
-    strat = run.population.strata[base.sources]
-    labels = _tail_labels(run)
-    others = [m for m in run.models if m != run.baseline]
-    width = 0.8 / max(1, len(others))
-    bins = list(run.summary.bins)
-    for i, name in enumerate(others):
-        s = run.scores[name]
-        bottom_pos = [0.0] * len(labels)
-        bottom_neg = [0.0] * len(labels)
-        for j, b in enumerate(bins):
-            vals = []
-            for lab in labels:
-                m = s.mask("tail") & (strat == run.population.stratum_of(lab))
-                mb, ma = base.metrics(m), s.metrics(m)
-                vals.append((ma.bin_nll[j] - mb.bin_nll[j]) / (LN2 * mb.bytes) if mb.bytes else 0.0)
-            bottoms = [bp if v >= 0 else bn for v, bp, bn in zip(vals, bottom_pos, bottom_neg, strict=True)]
-            ax.bar([x + i * width for x in range(len(labels))], vals, width, bottom=bottoms,
-                   label=f"{name} {b}", color=PALETTE[j % len(PALETTE)], alpha=0.55 + 0.45 * (i % 2))
-            bottom_pos = [bp + max(v, 0.0) for bp, v in zip(bottom_pos, vals, strict=True)]
-            bottom_neg = [bn + min(v, 0.0) for bn, v in zip(bottom_neg, vals, strict=True)]
-    ax.axhline(0.0, color="black", lw=0.8)
-    ax.set_xticks([x + width * (len(others) - 1) / 2 for x in range(len(labels))], labels, rotation=20)
-    ax.set_ylabel("contribution to tail ΔBPB")
-    ax.set_title("Tail windows: position-bin contributions to ΔBPB against the baseline")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    save_figure(fig, path, metadata=metadata, dpi=110)
-    return path
-
-
-PLOT_SECTIONS: dict[str, str] = {"intervals.png": "comparison", "positions.png": "summary"}
-"""The ``evaluate.json`` entry each plot illustrates (the HTML page shows the plot there)."""
 
 
 def evaluation_headline(run: EvaluationRun) -> str:
@@ -349,24 +106,207 @@ def evaluation_headline(run: EvaluationRun) -> str:
             "excludes zero")
 
 
+# --------------------------------------------------------------------------- the report
+
+
+def _interval(r: ContrastResult) -> str:
+    return f"[{r.interval.lo:+.5f}, {r.interval.hi:+.5f}]"
+
+
+def _excludes_zero(r: ContrastResult) -> str:
+    return "yes" if r.interval.lo > 0 or r.interval.hi < 0 else "no"
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationReport:
+    """An evaluation run as a :class:`~packing_theory.reporting.Report` (kind ``evaluate``)."""
+
+    run: EvaluationRun
+
+    kind = "evaluate"
+
+    @property
+    def title(self) -> str:
+        """``Evaluation: <models>``."""
+        return f"Evaluation: {', '.join(self.run.models)}"
+
+    def headline(self) -> str:
+        """:func:`evaluation_headline`."""
+        return evaluation_headline(self.run)
+
+    def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """:func:`report_dict` (``run``: the run entry)."""
+        return report_dict(self.run, run_info=run)
+
+    def sections(self) -> Sequence[Section]:
+        """The declared family first, then every part of the protocol."""
+        return _sections(self.run)
+
+    def plots(self) -> Sequence[PlotFile]:
+        """``intervals.png`` and ``positions.png``, or the sentence saying why not."""
+        notes = plot_notes(self.run)
+        return [PlotFile(name, note=notes[name]) if name in notes else PlotFile(name, draw=self._drawer(name))
+                for name in PLOT_FILES]
+
+    def attachments(self) -> Sequence[Attachment]:
+        """None."""
+        return []
+
+    def _drawer(self, name: str) -> Callable[[Path, Mapping[str, str]], None]:
+        def draw(path: Path, metadata: Mapping[str, str]) -> None:
+            written = write_plots(self.run, path.parent, metadata=metadata)
+            assert any(p.name == name for p in written), name
+
+        return draw
+
+
+def _family(run: EvaluationRun) -> list[Block]:
+    cmp = run.comparison
+    blocks: list[Block] = [Text(f"The {cmp.describe_family()}, over {cmp.replicates:,} paired-source "
+                                "bootstrap replicates.")]
+    blocks += [Text(f"Dropped {d.what} {d.name}: {d.reason}") for d in cmp.dropped]
+    if not cmp.family:
+        return [*blocks, Text("No contrast was declared.")]
+    cols = (Column("model"), Column("baseline"), Column("stratum", term="length stratum"),
+            Column("sources", "count"), Column("prefix Δ", "delta", "contrast"), Column("tail Δ", "delta"),
+            Column("tail − prefix", "delta"), Column("adjusted interval"), Column("excludes zero"))
+    rows = []
+    for r in cmp.family:
+        c = r.contrast
+        prefix = None if c.minus is None else r.parts[1]
+        tail = r.estimate if c.minus is None else r.parts[0]
+        both = None if c.minus is None else r.estimate
+        rows.append((c.model, r.baseline, c.stratum, r.sources, prefix, tail, both, _interval(r),
+                     _excludes_zero(r)))
+    return [*blocks, Table("The declared family of contrasts (ΔBPB, model − baseline)", cols, tuple(rows),
+                           key="family")]
+
+
+def _population(run: EvaluationRun) -> Section:
+    pop = run.population
+    cols = (Column("stratum", term="length stratum"), Column("offered", "count"), Column("eligible", "count"),
+            Column("sampled", "count"), Column("census stratum"))
+    rows = tuple((lab, pop.offered[i], pop.eligible[i], pop.sampled[i], "yes" if lab in pop.census_strata
+                  else "") for i, lab in enumerate(pop.labels))
+    blocks: list[Block] = [
+        Text(f"Windows: {run.spec.describe()}. Population: {pop.n_sources:,} sources sampled from "
+             f"{pop.candidates:,} candidates (at most {pop.per_stratum} per stratum, seed {pop.seed}); "
+             f"{sum(pop.excluded_training):,} exact duplicates of training data and "
+             f"{sum(pop.excluded_internal):,} internal repeats excluded ({pop.hash_kind} hashes)."),
+        Table("Sources by stratum", cols, rows, key="population"),
+    ]
+    blocks += [Text(f"{name}: {sup.statement}") for name, sup in run.support.items()]
+    return Section("population", "Population and support", tuple(blocks))
+
+
+def _bpb(run: EvaluationRun) -> Section:
+    pop = run.population
+    cols = (Column("model"), Column("kind"), *(Column(lab, "decimal", "BPB") for lab in pop.labels))
+    rows = []
+    for name in run.models:
+        for kind in run.summary.kinds:
+            vals: list[Any] = []
+            for lab in pop.labels:
+                try:
+                    vals.append(run.summary.cell(name, kind, lab).bpb)
+                except KeyError:
+                    vals.append(None)
+            rows.append((name, kind, *vals))
+    return Section("bpb", "BPB by stratum and window kind", (
+        Text(run.summary.statement), Table("Bits per byte", cols, tuple(rows), key="bpb"),
+        Plot("positions.png", "Where in the tail window the difference sits")))
+
+
+def _exploratory(run: EvaluationRun) -> Section:
+    cols = (Column("contrast"), Column("sources", "count"), Column("estimate", "delta", "contrast"),
+            Column("nominal interval"), Column("census stratum"))
+    rows = tuple((r.contrast.name, r.sources, r.estimate, _interval(r), "yes" if r.census_stratum else "")
+                 for r in run.comparison.exploratory)
+    return Section("exploratory", "Exploratory contrasts (nominal, unadjusted intervals)",
+                   (Table("Exploratory contrasts", cols, rows, key="exploratory"),
+                    Plot("intervals.png", "Every contrast with its interval")), collapsed=True)
+
+
+def _positions(run: EvaluationRun) -> Section | None:
+    pop = run.population
+    base = run.scores[run.baseline]
+    if "tail" not in base.kinds:
+        return None
+    bins = list(run.summary.bins)
+    cols = (Column("model"), Column("stratum"), Column("full Δ", "delta"),
+            *(Column(b, "delta") for b in bins))
+    strat = pop.strata[base.sources]
+    rows = []
+    for name in run.models:
+        if name == run.baseline:
+            continue
+        s = run.scores[name]
+        for k, lab in enumerate(pop.labels):
+            m = s.mask("tail") & (strat == k)
+            if not m.any():
+                continue
+            mb, ma = base.metrics(m), s.metrics(m)
+            if not mb.bytes:
+                continue
+            contrib = [(a - b) / (LN2 * mb.bytes) for a, b in zip(ma.bin_nll, mb.bin_nll, strict=True)]
+            rows.append((name, lab, (ma.bpb or 0.0) - (mb.bpb or 0.0), *contrib))
+    return Section("positions", "Where in the window the difference sits (tail windows)", (
+        Text("Each bin's contribution is its NLL difference divided by ln 2 × all bytes of the stratum's "
+             "tail windows, so the contributions add up to the full ΔBPB."),
+        Table("Tail-window ΔBPB by position bin", cols, tuple(rows), key="positions")), collapsed=True)
+
+
+def _census(run: EvaluationRun) -> Section | None:
+    cs = run.census
+    if cs is None:
+        return None
+    cols = (Column("model"), Column("sources", "count"), Column("targets", "count"), Column("bytes", "count"),
+            Column("BPB", "decimal", "BPB"), Column("CE", "decimal"), Column("PPL", "number"))
+    rows = tuple((m.model, m.aggregate.sources, m.aggregate.targets, m.aggregate.bytes, m.aggregate.bpb,
+                  m.aggregate.ce, m.aggregate.perplexity) for m in cs.models)
+    blocks: list[Block] = [Text(cs.statement), Table("Whole-source census", cols, rows, key="census")]
+    if cs.contrasts:
+        scols = (Column("contrast"), Column("ΔBPB", "delta"),
+                 *(Column(f"from {lab}", "delta") for lab in cs.labels))
+        blocks.append(Table("ΔBPB by stratum of origin", scols, tuple(
+            (f"{cc.model} − {cc.baseline}", cc.delta_bpb, *cc.stratum_contributions) for cc in cs.contrasts),
+            key="census-strata"))
+        bcols = (Column("contrast"), Column("ΔBPB", "delta"),
+                 *(Column(f"positions {b}", "delta") for b in cs.bins))
+        blocks.append(Table("ΔBPB by position in the source (the regions add up to the ΔBPB)", bcols, tuple(
+            (f"{cc.model} − {cc.baseline}", cc.delta_bpb, *cc.bin_contributions) for cc in cs.contrasts),
+            key="census-positions"))
+    return Section("census", "Whole-source census", tuple(blocks), collapsed=True)
+
+
+def _accounting(run: EvaluationRun) -> Section:
+    ok = run.accounting_ok
+    blocks: list[Block] = [Text("Sources, targets and bytes reconcile exactly for every model and window "
+                                f"kind: {'yes' if ok else 'NO'}.")]
+    cols = (Column("model"), Column("targets sha256"), Column("padding check max |Δ|", "number"))
+    blocks.append(Table("Fingerprints", cols, tuple((name, s.fingerprint.targets_sha256, s.padding_max_diff)
+                                                    for name, s in run.scores.items()), key="fingerprints"))
+    blocks.append(Text(run.comparison.statement))
+    return Section("accounting", "Accounting, fingerprints and what the intervals mean", tuple(blocks),
+                   collapsed=True)
+
+
+def _sections(run: EvaluationRun) -> list[Section]:
+    out = [Section("answer", "The answer", tuple(_family(run)), answer=True), _population(run), _bpb(run),
+           _exploratory(run)]
+    for extra in (_positions(run), _census(run)):
+        if extra is not None:
+            out.append(extra)
+    if run.natural is not None:
+        out.append(natural_blocks(run.natural))
+    if run.ranking is not None:
+        out.append(ranking_blocks(run.ranking))
+    out.append(_accounting(run))
+    return out
+
+
 def write_report_files(writer: ReportWriter, run: EvaluationRun, *, plots: bool = True) -> ReportFiles:
-    """Stage ``evaluate.html``, ``evaluate.json``, ``evaluate.md`` and (with ``plots``) the PNGs in an open
-    ``writer``.
+    """Stage the evaluation's report in an open ``writer`` (the caller commits): :func:`stage_report` of
+    an :class:`EvaluationReport`."""
+    return stage_report(writer, EvaluationReport(run), plots=plots)
 
-    The caller commits. Every file carries the writer's run id.
-    """
-    from ..reporting.html import write_html
-
-    info = writer.run_info
-    pngs: tuple[Path, ...] = ()
-    if plots:
-        pngs = tuple(write_plots(run, writer.path(PLOT_FILES[0]).parent, metadata=writer.png_metadata))
-    doc = report_dict(run, run_info=info)
-    j = writer.write_json("evaluate.json", doc)
-    notes = plot_notes(run) if plots else {}
-    md = writer.write_text("evaluate.md", render_markdown(run, plots=[p.name for p in pngs], run_info=info,
-                                                          notes=notes))
-    shown = [(n, notes.get(n)) for n in PLOT_FILES if n in notes or any(p.name == n for p in pngs)]
-    page = write_html(writer, "evaluate.html", doc, title=f"Evaluation: {', '.join(run.models)}",
-                      headline=evaluation_headline(run), plots=shown, sections=PLOT_SECTIONS)
-    return ReportFiles(j, md, pngs, page)

@@ -349,10 +349,13 @@ class HistogramCheck:
     """Result of :func:`check_histogram`.
 
     Attributes:
-        sources, tokens: totals computed from the histogram.
-        expected_sources, expected_tokens: the stated totals (``None`` = not checked).
+        sources: the sources counted from the histogram.
+        tokens: the tokens counted from the histogram.
+        expected_sources: the stated sources (``None`` = not checked).
+        expected_tokens: the stated tokens (``None`` = not checked).
         table: the repeated-corpus pass bounds.
-        min_buffer, capacity: ``B`` and ``R``.
+        min_buffer: ``B``.
+        capacity: ``R``.
     """
 
     sources: int

@@ -1,496 +1,333 @@
-"""The whole audit: one corpus, several packers side by side, startup spreads, evaluation population.
+"""The audit: one measurement of a corpus under several packers, with startup spreads, the evaluation
+population, the data sources and the per-document table.
 
-:func:`run_audit` replays one corpus under each chosen packer — streaming
-policies and peer packers (:mod:`packing_theory.peers`) alike — feeds each
-event stream to a :class:`~packing_theory.audit.Ledger`, and adds, for the
-streaming policies, the startup-delay spread over permutations and the
-evaluation population. ``packing-theory audit`` is this function plus the
-report (:mod:`packing_theory.rendering.audit`).
+:func:`audit` is :func:`~packing_theory.orchestration.measure.measure` at a
+horizon of autoresearch's budget (243,968 rows) unless told otherwise, plus:
+
+* for the streaming policies, the startup-delay spread over permutations of
+  the corpus and the evaluation population of an evaluation stream (seed 000
+  §5.1, §6);
+* with source labels, each packer's per-source figures, the declared mixture
+  against the realised one and the cleaning funnel
+  (:mod:`packing_theory.orchestration.sources`);
+* on request, every packer's per-document table (written as ``documents.csv``
+  or ``documents.parquet``).
+
+Every task (one per packer, per permutation, per evaluation replay) runs on
+one task runner: this process, local processes or a Dask cluster; the result
+is the same wherever it runs, apart from timings. The result,
+:class:`AuditResult`, is a :class:`~packing_theory.reporting.Report`: write it
+with :func:`~packing_theory.reporting.write_report` (the command line does
+exactly that).
+
+>>> from packing_theory.orchestration import Settings
+>>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"],
+...                    Settings(capacity=8, min_buffer=4, refill=2), permutations=0)
+>>> r = res.measurement.runs[0]
+>>> r.horizon.reason, r.never_trained.never_started.documents
+('stream exhausted', 3)
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, as_completed
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..audit.documents import DocumentRows, DocumentTable, document_table
-from ..audit.ledger import Ledger
 from ..audit.population import (
     AUTORESEARCH_EVAL_TARGETS,
     DEFAULT_EVAL_PREFIXES,
     EvalPopulation,
     evaluation_population,
 )
-from ..audit.results import Aggregates
-from ..audit.startup import StartupSpread, permutation_states, startup_delay_all, startup_delays_many
-from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
-from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
-from ..engine.consumers import feed_all
-from ..engine.horizon import Budget, cut_at_horizon
-from ..engine.policies import POLICIES, PackerConfig
-from ..engine.replay import Engine, make_packer
-from ..errors import InputError, InputTypeError
-from ..lengths import exact_sum, release_pages, validate_lengths
-from ..registry import entry
-from ..registry import names as packer_names
+from ..audit.startup import StartupSpread, permutation_states, startup_delay_all
+from ..distributed.executors import open_runner
+from ..engine.horizon import Budget
+from ..engine.policies import PackerConfig
+from ..errors import InputError
+from ..lengths import validate_lengths
+from ..registry import entries
+from .audit_plots import PLOT_FILES, SOURCES_PLOT
+from .corpus import Corpus, CorpusSummary, corpus_summary
+from .measure import Measurement, measure
+from .settings import Settings
+from .sources import SourcePlan, SourcesResult, sources_result
 
-Int64Array = npt.NDArray[np.int64]
-
-__all__ = ["AUTORESEARCH_ROWS", "AuditResult", "CorpusSummary", "PackerAccount", "asked_horizon",
-           "audit_peer", "corpus_summary", "run_audit"]
+__all__ = [
+    "AUDIT_FILES",
+    "AUTORESEARCH_ROWS",
+    "DOCUMENTS_FILES",
+    "AuditResult",
+    "EvalStream",
+    "audit_corpus",
+    "streaming_config",
+]
 
 AUTORESEARCH_ROWS = 243_968
 """autoresearch's training budget: 953 updates × 256 rows (499,646,464 targets at R = 2049)."""
 
-_SUMMARY_CHUNK = 1 << 16
-"""Lengths per step of :func:`corpus_summary`: its scratch columns (512 KiB) are reused by the allocator
-instead of being fresh, zeroed huge pages at every step."""
+DOCUMENTS_FILES: tuple[str, ...] = ("documents.csv", "documents.parquet")
+"""The per-document file's names."""
+
+AUDIT_FILES: tuple[str, ...] = ("audit.html", "audit.json", "audit.md", *PLOT_FILES, SOURCES_PLOT,
+                                *DOCUMENTS_FILES)
+"""Every file an audit report directory may hold (a writer opened before the audit is told them all)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CorpusSummary:
-    """The audited corpus: size and sources per stratum."""
+@dataclass(frozen=True, eq=False)
+class EvalStream:
+    """An evaluation stream: its lengths, the targets it is scored to, shorter budgets also checked."""
 
-    label: str
-    documents: int
-    tokens: int
-    over_capacity_documents: int
-    max_length: int
-    strata_sources: tuple[int, ...]
-    strata_tokens: tuple[int, ...]
+    lengths: npt.NDArray[np.int64]
+    targets: int = AUTORESEARCH_EVAL_TARGETS
+    prefixes: tuple[int, ...] = DEFAULT_EVAL_PREFIXES
+    label: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-def corpus_summary(lengths: npt.ArrayLike, capacity: int = 2049, *, label: str = "",
-                   boundaries: Sequence[int] = STRATA_BOUNDARIES) -> CorpusSummary:
-    """Size and stratum census of a length array. O(n).
-
-    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
-    (2, 1)
-    """
-
-    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
-    S = len(boundaries) + 1
-    sources = [0] * S
-    tokens = [0] * S
-    over = top = 0
-    for lo in range(0, arr.size, _SUMMARY_CHUNK):  # chunked: O(chunk) scratch for a memory-mapped input
-        part = arr[lo : lo + _SUMMARY_CHUNK]
-        s = stratum_index(part, boundaries)
-        over += int((part > capacity).sum())
-        top = max(top, int(part.max()))
-        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
-            sources[k] += v
-        if exact_sum(part) < 2**53:  # float64 weights are exact
-            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
-        else:
-            sums = [exact_sum(part[s == k]) for k in range(S)]
-        for k, v in enumerate(sums):
-            tokens[k] += v
-        release_pages(part)
-    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources),
-                         tuple(tokens))
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "lengths", validate_lengths(np.asarray(self.lengths), name="evaluation lengths")
+        )
+        check_int("targets", self.targets, 1)
+        object.__setattr__(self, "prefixes", tuple(check_int("prefixes", p, 1) for p in self.prefixes))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)
 class AuditResult:
-    """A complete audit: one corpus, several packers side by side, startup spreads, evaluation.
+    """A complete audit (see the module doc); a :class:`~packing_theory.reporting.Report` (``audit``)."""
 
-    ``policies`` holds one :class:`~packing_theory.audit.Aggregates` per packer
-    in the order asked; ``startup`` and ``evaluation`` hold the streaming
-    policies only (they replay the streaming engine). ``seconds`` holds wall
-    times by stage (``"replay:<policy>"``, ``"startup:<policy>"``,
-    ``"evaluation:<policy>"``).
-    """
+    measurement: Measurement
+    startup: tuple[StartupSpread, ...] = ()
+    evaluation: tuple[EvalPopulation, ...] = ()
+    eval_corpus: CorpusSummary | None = None
+    sources: SourcesResult | None = None
+    documents_file: str | None = None
+    """``documents.csv`` / ``documents.parquet`` when the per-document table is part of the report."""
+    corpus: Corpus | None = None
+    reference: Mapping[str, Any] | None = None
+    """Published figures shown beside the audit's (the demo: the paper's §5.1)."""
+    ranks: Mapping[str, Any] | None = None
+    """The per-rank section (``--world-size``), as given by :mod:`packing_theory.distributed.ranks`."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """How the audit was asked for beyond the packers' settings (permutations and their seed, the
+    evaluation's budgets, the drift blocks): part of the report's ``settings`` and of its config hash."""
 
-    corpus: CorpusSummary
-    config: PackerConfig
-    boundaries: tuple[int, ...]
-    policies: tuple[Aggregates, ...]
-    startup: tuple[StartupSpread, ...]
-    evaluation: tuple[EvalPopulation, ...]
-    eval_corpus: CorpusSummary | None
-    seconds: dict[str, float]
-    horizon: Budget | None = None
-    """The horizon asked (``None``: every packer ran to its natural end)."""
-    horizons: tuple[HorizonStatement, ...] = ()
-    """Per packer (order of ``policies``): where its run stopped and why."""
-    never_trained: tuple[NeverTrained, ...] = ()
-    """Per packer (order of ``policies``): what it never trained at its horizon."""
-    document_tables: tuple[DocumentTable, ...] = ()
-    """Per packer, the per-document table (only when :func:`run_audit` was asked for it)."""
+    kind = "audit"
+    title = "Source-inclusion audit"
+    file_names = DOCUMENTS_FILES
 
-    def policy(self, name: str) -> Aggregates:
-        """The aggregates of one policy."""
-        for agg in self.policies:
-            if agg.policy == name:
-                return agg
-        raise KeyError(f"policy {name!r} was not audited (audited: {[a.policy for a in self.policies]})")
+    def headline(self) -> str:
+        """The answer in one sentence (:func:`~packing_theory.orchestration.audit_report.audit_headline`)."""
+        from .audit_report import audit_headline
 
+        return audit_headline(self)
 
-@dataclass(frozen=True)
-class PackerAccount:
-    """One packer's replay accounted: aggregates, what it never trained, (on request) its documents."""
+    def to_dict(self, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The ``audit.json`` document (:func:`~packing_theory.orchestration.audit_report.audit_document`)."""
+        from .audit_report import audit_document
 
-    aggregates: Aggregates
-    never_trained: NeverTrained
-    documents: DocumentTable | None
+        return audit_document(self, run)
 
+    def sections(self) -> Sequence[Any]:
+        """What a person reads, the answer first."""
+        from .audit_report import audit_sections
 
-def asked_horizon(config: PackerConfig, horizon: Budget | None = None) -> Budget | None:
-    """The horizon of an audit: ``horizon`` if given, else the config's ``rows`` or ``targets`` budget.
+        return audit_sections(self)
 
-    >>> asked_horizon(PackerConfig(targets=4096)), asked_horizon(PackerConfig())
-    (Budget(unit='targets', value=4096), None)
-    """
-    if horizon is not None:
-        return horizon
-    if config.rows is not None:
-        return Budget("rows", config.rows)
-    if config.targets is not None:
-        return Budget("targets", config.targets)
-    return None
+    def plots(self) -> Sequence[Any]:
+        """The PNG plots (:mod:`~packing_theory.orchestration.audit_plots`)."""
+        from .audit_plots import audit_plot_files
+
+        return audit_plot_files(self)
+
+    def attachments(self) -> Sequence[Any]:
+        """The per-document table, when asked for."""
+        from .audit_report import audit_attachments
+
+        return audit_attachments(self)
 
 
-def _account(events: Any, capacity: int, min_buffer: int, name: str, arr: Int64Array, passes: int | None,
-             boundaries: tuple[int, ...], documents: bool, names: Sequence[str] | None,
-             progress: Callable[[int], None] | None = None, figures: Any = None,
-             compiled: bool = False) -> PackerAccount:
-    """Feed one packer's stream to a ledger and the row consumer; account it (the table for ``documents``).
-
-    ``figures``, for a peer, is its framework-figure consumer (``peer.figures(arr)``), fed in the same
-    pass; the aggregates then carry the framework's own padding and targets. ``compiled``: the
-    compiled ledger (same results). Per-occurrence first targets and rows are kept only for
-    ``documents``: without them the ledger holds 13 bytes per occurrence
-    (:data:`~packing_theory.audit.table.BYTES_PER_OCCURRENCE`).
-    """
-    ledger = Ledger(capacity, min_buffer, policy=name, boundaries=boundaries, compiled=compiled,
-                    keep_first_targets=documents, occurrences_hint=int(arr.size) * (passes or 1))
-    # the rows also locate the partial row
-    consumers: list[Any] = [ledger, DocumentRows(capacity, per_occurrence=documents)]
-    if figures is not None:
-        consumers.append(figures)
-    results = feed_all(events, *consumers, progress=progress)
-    agg, facts = results[0], results[1]
-    table = document_table(ledger, facts, arr, passes=passes, names=names) if documents else None
-    if figures is not None:
-        agg = agg.with_peer_figures(results[-1], figures.occurrence_targets())
-    return PackerAccount(agg, never_trained(ledger, arr, passes=passes, rows=facts), table)
+def streaming_config(settings: Settings, policy: str, horizon: Budget | None) -> PackerConfig:
+    """The streaming loader config of ``policy`` under ``settings``, with ``horizon`` as its row budget."""
+    e = entries()[policy]
+    knobs = settings.knobs(e)
+    rows = horizon.streaming_rows(settings.streaming_capacity) if horizon is not None else None
+    return PackerConfig(capacity=settings.streaming_capacity, policy=policy,  # type: ignore[arg-type]
+                        rows=rows, **knobs)
 
 
-def _replay_streaming(arr: Int64Array, config: PackerConfig, engine: Engine, boundaries: tuple[int, ...],
-                      documents: bool = False, names: Sequence[str] | None = None,
-                      progress: Callable[[int], None] | None = None) -> PackerAccount:
-    packer = make_packer(engine, config)
-    return _account(packer.stream(arr), config.capacity, config.min_buffer, config.policy, arr, config.passes,
-                    boundaries, documents, names, progress, compiled=engine == "compiled")
-
-
-def _replay_peer(arr: Int64Array, name: str, capacity: int, min_buffer: int, options: Mapping[str, Any],
-                 budget: Budget | None, boundaries: tuple[int, ...], documents: bool = False,
-                 names: Sequence[str] | None = None) -> PackerAccount:
-    peer = entry(name).build(capacity, **dict(options))
-    events = cut_at_horizon(peer.events(arr), budget, capacity=peer.capacity)
-    return _account(events, peer.capacity, min_buffer, name, arr, None, boundaries, documents, names,
-                    figures=peer.figures(arr))
-
-
-def audit_peer(lengths: npt.ArrayLike, name: str, capacity: int, min_buffer: int, *,
-               options: Mapping[str, Any] | None = None,
-               boundaries: Sequence[int] = STRATA_BOUNDARIES, horizon: Budget | None = None) -> Aggregates:
-    """Replay ``lengths`` with peer packer ``name`` (built at ``capacity`` with ``options``) and aggregate it.
-
-    ``capacity`` is the peer's row width ``R`` (every packer's meaning of
-    ``capacity``; :func:`~packing_theory.registry.build_packer`). ``min_buffer``
-    is the ``B`` of the protected-set columns. ``horizon`` cuts the peer's
-    event stream at that budget (:func:`~packing_theory.engine.horizon.cut_at_horizon`);
-    ``None`` runs it to its natural end. ``targets`` and
-    ``mass.padding_tokens`` are the framework's own (its training collator's
-    targets, the pad tokens it stores), ``peer_figures`` holds the rule, every
-    option the peer ran with (defaults included) and the framework's horizon
-    (:meth:`~packing_theory.audit.Aggregates.with_peer_figures`).
-
-    Raises:
-        InputError: an unknown peer, a bad option, or a corpus the framework's
-            own rule refuses.
-    """
-    arr = validate_lengths(np.asarray(lengths))
-    return _replay_peer(arr, name, capacity, min_buffer, dict(options or {}), horizon,
-                        tuple(boundaries)).aggregates
-
-
-def run_audit(
-    lengths: npt.ArrayLike,
-    config: PackerConfig | None = None,
-    *,
-    policies: Sequence[str] | None = None,
-    peer_options: Mapping[str, Mapping[str, Any]] | None = None,
-    seq_length: int | None = None,
-    permutations: int = 20,
-    permutation_seed: int = 0,
-    eval_lengths: npt.ArrayLike | None = None,
-    eval_targets: int = AUTORESEARCH_EVAL_TARGETS,
-    eval_prefixes: Sequence[int] = DEFAULT_EVAL_PREFIXES,
-    engine: Engine = "fast",
-    boundaries: Sequence[int] = STRATA_BOUNDARIES,
-    corpus_label: str = "",
-    eval_label: str = "",
-    progress: Callable[[str, int | None], Callable[[int], None] | None] | None = None,
-    executor: Executor | None = None,
-    horizon: Budget | None = None,
-    documents: bool = False,
-    document_names: Sequence[str] | None = None,
-) -> AuditResult:
-    """Audit ``lengths`` under each packer of ``policies`` with the rest of ``config``.
-
-    Args:
-        lengths: BOS-inclusive source lengths (the training corpus).
-        config: the loader settings (default :class:`PackerConfig`: R = 2049,
-            B = 1000, refill 128, and ``rows`` = :data:`AUTORESEARCH_ROWS` when
-            neither ``rows`` nor ``targets`` is set).
-        policies: packers compared side by side, in this order (default:
-            ``config.policy``): streaming policies and peer policies
-            (``trl-bfd``, ...; see ``packing-theory policies``). A peer replays
-            the whole corpus at row width ``config.capacity`` (:func:`audit_peer`);
-            it gets no startup spread or evaluation population, which replay
-            the streaming engine.
-        peer_options: per peer, its knobs (``{"trl-bfd": {"window": 500}}``).
-        seq_length: instead of one row width for every peer, the framework
-            sequence length ``L``: each peer's row width is its registry entry's
-            rule applied to ``L`` (:meth:`~packing_theory.registry.PackerEntry.capacity_for`).
-        permutations: startup-delay permutations per streaming policy (0 to skip).
-        eval_lengths: an evaluation stream; when given, its population is
-            audited with each streaming policy at ``eval_targets`` and
-            ``eval_prefixes`` (no streaming policy: no evaluation section).
-        engine: ``"fast"``, ``"compiled"`` (batches; the ``fast`` extra) or ``"reference"``.
-        progress: a factory ``(description, total) -> callback(done)``
-            (see :func:`packing_theory.reporting.progress_bar`): rows of each
-            streaming replay when sequential, finished tasks with an executor.
-        executor: any :class:`concurrent.futures.Executor` (a
-            ``ProcessPoolExecutor``, or a Dask ``distributed`` client's executor):
-            every replay (streaming or peer), every startup permutation
-            (replayed under every streaming policy) and every evaluation replay
-            becomes one task. Tasks are pure functions of their arguments
-            (permutation ``i`` carries the generator state saved before its
-            draw), so the result equals the sequential one whatever the
-            executor; ``seconds`` then holds the tasks' own wall times, summed
-            per stage. ``None`` (default) runs everything in this process.
-        horizon: one horizon for every packer, in rows, targets or tokens
-            (:class:`~packing_theory.engine.horizon.Budget`); default: the
-            config's ``rows`` / ``targets``. Streaming policies honour it
-            natively (a ``tokens`` budget is ``ceil(T / R)`` of their full
-            rows), peers by the cut of their event stream.
-        documents: also keep each packer's per-document table
-            (:attr:`AuditResult.document_tables`; O(documents) memory per packer).
-        document_names: one name per document (file paths) for the tables' ``name`` column.
-
-    Raises:
-        InputError: an unknown or repeated policy, options for a packer that
-            is not an audited peer, bad lengths or settings.
-
-    Complexity: one replay per packer (O(events)), the permutation prefixes,
-    and one evaluation replay per streaming policy.
-    """
-
-    arr = validate_lengths(np.asarray(lengths))
-    if config is None:
-        config = PackerConfig(rows=AUTORESEARCH_ROWS)
-    budget = asked_horizon(config, horizon)
-    if horizon is not None:  # one horizon: the streaming engines' native row budget
-        config = replace(config, rows=horizon.streaming_rows(config.capacity), targets=None)
-    if document_names is not None and len(document_names) != arr.size:
-        raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
-    names: list[str] = list(policies) if policies is not None else [config.policy]
-    peers = set(packer_names("peer"))
-    _check_names(names, peers, peer_options)
-    if executor is not None and not isinstance(executor, Executor):
-        raise InputTypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
-    permutations = check_int("permutations", permutations, 0)
-    permutation_seed = check_int("permutation_seed", permutation_seed, 0)
-    streaming = [n for n in names if n not in peers]
-    ev_arr = None if eval_lengths is None else validate_lengths(np.asarray(eval_lengths),
-                                                                name="evaluation lengths")
-    if not streaming:
-        ev_arr = None
-    peer_plan: list[tuple[str, int, dict[str, Any]]] = []
-    for name in names:  # a peer's options and capacity are checked before anything is replayed
-        if name in peers:
-            opts = dict((peer_options or {}).get(name, {}))
-            width = config.capacity if seq_length is None else entry(name).capacity_for(seq_length, opts)
-            entry(name).build(width, **opts)
-            peer_plan.append((name, width, opts))
-    plan = _Plan(arr, [replace(config, policy=n) for n in streaming],  # type: ignore[arg-type]
-                 peer_plan,
-                 permutations, permutation_seed, ev_arr, eval_targets, tuple(eval_prefixes), engine,
-                 tuple(boundaries), config.capacity, config.min_buffer, budget, documents,
-                 None if document_names is None else list(document_names))
-    if executor is None:
-        accounts, spreads, evals, seconds = _sequential(plan, progress)
-    else:
-        accounts, spreads, evals, seconds = _parallel(plan, progress, executor)
-    accounts.sort(key=lambda a: names.index(a.aggregates.policy))
-    aggs = [a.aggregates for a in accounts]
-    return AuditResult(
-        corpus=corpus_summary(arr, config.capacity, label=corpus_label, boundaries=boundaries),
-        config=config,
-        boundaries=check_boundaries(boundaries),
-        policies=tuple(aggs),
-        startup=tuple(spreads),
-        evaluation=tuple(evals),
-        eval_corpus=(corpus_summary(ev_arr, config.capacity, label=eval_label, boundaries=boundaries)
-                     if ev_arr is not None else None),
-        seconds=seconds,
-        horizon=budget,
-        horizons=tuple(horizon_statement(a, budget, streaming=a.policy not in peers) for a in aggs),
-        never_trained=tuple(a.never_trained for a in accounts),
-        document_tables=tuple(a.documents for a in accounts if a.documents is not None),
+def _as_corpus(corpus: Corpus | npt.ArrayLike, label: str) -> Corpus:
+    if isinstance(corpus, Corpus):
+        return corpus
+    return Corpus.from_lengths(
+        np.asarray(corpus) if not isinstance(corpus, np.ndarray) else corpus, label=label
     )
 
 
-def _check_names(names: list[str], peers: set[str],
-                 peer_options: Mapping[str, Mapping[str, Any]] | None) -> None:
-    if not names:
-        raise InputError("policies must name at least one policy, got []")
-    for name in names:
-        if name not in POLICIES and name not in peers:
-            raise InputError(f"policy must be one of {', '.join(packer_names())}; got {name!r}")
-    if len(set(names)) != len(names):
-        raise InputError(f"policies must not repeat, got {names}")
-    for name, options in (peer_options or {}).items():
-        if name not in peers or name not in names:
-            raise InputError(f"peer_options names {name!r}, which is not an audited peer policy "
-                             f"(audited: {', '.join(names)})")
-        try:
-            entry(name).options(options)  # an unknown knob names itself and the packer
-        except InputError as exc:
-            raise InputError(f"peer_options[{name!r}]: {exc}") from None
+def audit_corpus(
+    corpus: Corpus | npt.ArrayLike,
+    packers: Sequence[str] | None = None,
+    settings: Settings | None = None,
+    *,
+    horizon: Budget | str | None = None,
+    permutations: int = 20,
+    permutation_seed: int = 0,
+    evaluation: EvalStream | None = None,
+    documents: bool | str = False,
+    mixture_blocks: int | None = None,
+    drift_threshold: float | None = None,
+    executor: object = None,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+    reference: Mapping[str, Any] | None = None,
+    label: str = "",
+) -> AuditResult:
+    """Audit ``corpus`` under every packer of ``packers`` (see the module doc).
 
+    Args:
+        corpus: a :class:`~packing_theory.orchestration.corpus.Corpus` (names, sources, funnel, mixture)
+            or BOS-inclusive lengths.
+        packers: registered packer names (default ``["discard"]``).
+        settings: how every packer is built (:class:`~packing_theory.orchestration.measure.Settings`).
+        horizon: a :class:`~packing_theory.engine.horizon.Budget`, ``"common"`` or ``"natural"``
+            (default: autoresearch's :data:`AUTORESEARCH_ROWS` rows).
+        permutations: startup-delay permutations per streaming policy (0 skips them).
+        evaluation: an evaluation stream, audited with each streaming policy.
+        documents: keep the per-document tables: ``True`` / ``"documents.csv"`` or
+            ``"documents.parquet"`` (the file the report writes).
+        mixture_blocks, drift_threshold: the per-source drift's row blocks and flag threshold.
+        executor, workers: where the tasks run (:func:`~packing_theory.orchestration.measure.measure`).
+        progress: called with the number of tasks done.
+        reference: published figures to show beside the audit's.
+        label: the corpus's name when ``corpus`` is an array.
 
-@dataclass(frozen=True)
-class _Plan:
-    """Everything one audit replays (validated): what the sequential and parallel runs share."""
-
-    arr: Int64Array
-    configs: list[PackerConfig]  # one per streaming policy
-    peers: list[tuple[str, int, dict[str, Any]]]  # (peer policy, row width, knobs)
-    permutations: int
-    seed: int
-    ev_arr: Int64Array | None
-    eval_targets: int
-    eval_prefixes: tuple[int, ...]
-    engine: Engine
-    boundaries: tuple[int, ...]
-    capacity: int
-    min_buffer: int
-    budget: Budget | None
-    documents: bool
-    names: list[str] | None
-
-
-_Parts = tuple[list[PackerAccount], list[StartupSpread], list[EvalPopulation], dict[str, float]]
-
-
-def _sequential(plan: _Plan, progress: Any) -> _Parts:
-    seconds: dict[str, float] = {}
-    aggs: list[PackerAccount] = []
-    spreads: list[StartupSpread] = []
-    evals: list[EvalPopulation] = []
-    configs, arr, permutations = plan.configs, plan.arr, plan.permutations
-    share = 0.0
-    if permutations and configs:  # each permutation drawn once and replayed under every policy
-        t0 = time.perf_counter()
-        bar = progress("audit startup permutations", permutations) if progress is not None else None
-        delays = startup_delays_many(arr, configs, permutations, plan.seed, plan.engine, progress=bar)
-        if bar is not None and hasattr(bar, "close"):
-            bar.close()
-        share = (time.perf_counter() - t0) / len(configs)
-        for j, cfg in enumerate(configs):
-            spreads.append(StartupSpread(cfg.policy, permutations, int(plan.seed),
-                                         tuple(d[j] for d in delays)))
-    for cfg in configs:
-        name = cfg.policy
-        t0 = time.perf_counter()
-        cb = progress(f"audit {name}", cfg.row_budget) if progress is not None else None
-        aggs.append(_replay_streaming(arr, cfg, plan.engine, plan.boundaries, plan.documents, plan.names, cb))
-        if cb is not None and hasattr(cb, "close"):
-            cb.close()
-        seconds[f"replay:{name}"] = time.perf_counter() - t0
-        if permutations:
-            seconds[f"startup:{name}"] = share
-        if plan.ev_arr is not None:
-            t0 = time.perf_counter()
-            evals.append(evaluation_population(plan.ev_arr, cfg, targets=plan.eval_targets,
-                                               prefixes=plan.eval_prefixes, boundaries=plan.boundaries,
-                                               engine=plan.engine))
-            seconds[f"evaluation:{name}"] = time.perf_counter() - t0
-    for peer, width, options in plan.peers:
-        t0 = time.perf_counter()
-        aggs.append(_replay_peer(arr, peer, width, plan.min_buffer, options, plan.budget, plan.boundaries,
-                                 plan.documents, plan.names))
-        seconds[f"replay:{peer}"] = time.perf_counter() - t0
-    return aggs, spreads, evals, seconds
-
-
-def _timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    """``fn(*args, **kwargs)`` and its wall time (runs inside a worker)."""
+    Raises:
+        InputError: see :func:`~packing_theory.orchestration.measure.measure`; a bad ``documents`` name.
+    """
     t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
-
-
-def _parallel(plan: _Plan, progress: Any, executor: Executor) -> _Parts:
-    arr, configs, engine = plan.arr, plan.configs, plan.engine
-    states = (permutation_states(arr.size, plan.permutations, plan.seed) if plan.permutations and configs
-              else [])
-    jobs: list[tuple[str, str, Future[tuple[Any, float]]]] = []
-    for state in states:  # one task per permutation, replayed under every policy
-        jobs.append(("startup", "*", executor.submit(_timed, startup_delay_all, arr, configs, state, engine)))
-    for cfg in configs:
-        name = cfg.policy
-        jobs.append(("replay", name, executor.submit(_timed, _replay_streaming, arr, cfg, engine,
-                                                     plan.boundaries, plan.documents, plan.names)))
-        if plan.ev_arr is not None:
-            jobs.append(("evaluation", name, executor.submit(
-                _timed, evaluation_population, plan.ev_arr, cfg, targets=plan.eval_targets,
-                prefixes=plan.eval_prefixes, boundaries=plan.boundaries, engine=engine)))
-    for peer, width, options in plan.peers:
-        jobs.append(("replay", peer, executor.submit(_timed, _replay_peer, arr, peer, width,
-                                                     plan.min_buffer, options, plan.budget,
-                                                     plan.boundaries, plan.documents, plan.names)))
-    cb = progress("audit tasks", len(jobs)) if progress is not None else None
-    if cb is not None:
-        for done, _ in enumerate(as_completed([f for _, _, f in jobs]), 1):
-            cb(done)
-        if hasattr(cb, "close"):
-            cb.close()
+    c = _as_corpus(corpus, label)
+    names = list(packers) if packers is not None else ["discard"]
+    settings = Settings() if settings is None else settings
+    budget: Budget | str = Budget("rows", AUTORESEARCH_ROWS) if horizon is None else horizon
+    permutations = check_int("permutations", permutations, 0)
+    permutation_seed = check_int("permutation_seed", permutation_seed, 0)
+    if documents is True:
+        documents = DOCUMENTS_FILES[0]
+    if documents and documents not in DOCUMENTS_FILES:
+        raise InputError(
+            f"documents must be one of {', '.join(DOCUMENTS_FILES)} (or a bool), got {documents!r}"
+        )
+    plan = _source_plan(c, mixture_blocks, drift_threshold)
+    arr = c.lengths
+    streaming = [n for n in names if entries().get(n) is not None and entries()[n].kind == "streaming"]
     seconds: dict[str, float] = {}
-    aggs: list[PackerAccount] = []
-    evals: list[EvalPopulation] = []
-    delays: dict[str, list[int | None]] = {cfg.policy: [] for cfg in configs}
-    for stage, label, future in jobs:  # submission order: deterministic whatever finished first
-        value, spent = future.result()
-        if stage == "startup":
-            for cfg, delay in zip(configs, value, strict=True):
-                delays[cfg.policy].append(delay)
-                key = f"startup:{cfg.policy}"
-                seconds[key] = seconds.get(key, 0.0) + spent / len(configs)
-            continue
-        key = f"{stage}:{label}"
-        seconds[key] = seconds.get(key, 0.0) + spent
-        if stage == "replay":
-            aggs.append(value)
-        else:
-            evals.append(value)
-    spreads = [StartupSpread(cfg.policy, plan.permutations, int(plan.seed), tuple(delays[cfg.policy]))
-               for cfg in configs] if plan.permutations else []
-    return aggs, spreads, evals, seconds
+    with open_runner(executor, workers=workers, retries=0) as runner:
+        m = measure(
+            arr,
+            names,
+            settings,
+            horizon=budget,
+            documents=bool(documents),
+            document_names=c.replayed_names,
+            sources=plan,
+            executor=runner,
+            progress=progress,
+            corpus_label=c.label,
+        )
+        asked = m.horizon if isinstance(budget, Budget) else None
+        configs = [streaming_config(settings, n, asked) for n in streaming]
+        spreads: list[StartupSpread] = []
+        if permutations and configs:
+            t = time.perf_counter()
+            states = permutation_states(arr.size, permutations, permutation_seed)
+            delays: dict[int, list[int | None]] = {}
+            runner.run(
+                startup_delay_all,
+                [(arr, configs, s, settings.engine) for s in states],
+                on_result=delays.__setitem__,
+                label="startup permutation",
+            )
+            spreads = [
+                StartupSpread(
+                    cfg.policy,
+                    permutations,
+                    permutation_seed,
+                    tuple(delays[k][j] for k in range(permutations)),
+                )
+                for j, cfg in enumerate(configs)
+            ]
+            seconds["startup"] = time.perf_counter() - t
+        evals: list[EvalPopulation] = []
+        if evaluation is not None and configs:
+            t = time.perf_counter()
+            found: dict[int, EvalPopulation] = {}
+            runner.run(
+                _evaluate,
+                [(evaluation, cfg, settings) for cfg in configs],
+                on_result=found.__setitem__,
+                label="evaluation replay",
+            )
+            evals = [found[i] for i in range(len(configs))]
+            seconds["evaluation"] = time.perf_counter() - t
+    for r in m.runs:
+        seconds[f"replay:{r.packer}"] = r.seconds
+    seconds["total"] = time.perf_counter() - t0
+    eval_corpus = (
+        corpus_summary(
+            evaluation.lengths,
+            settings.streaming_capacity,
+            label=evaluation.label,
+            boundaries=settings.boundaries,
+        )
+        if evaluation is not None and configs
+        else None
+    )
+    return AuditResult(
+        m,
+        tuple(spreads),
+        tuple(evals),
+        eval_corpus,
+        None if plan is None else sources_result(plan, m.runs, m.refused),
+        documents or None,
+        c,
+        reference,
+        None,
+        seconds,
+        {"permutations": permutations, "permutation_seed": permutation_seed,
+         "evaluation": None if evaluation is None else {"targets": evaluation.targets,
+                                                        "prefixes": list(evaluation.prefixes),
+                                                        "documents": int(evaluation.lengths.size)},
+         "mixture_blocks": mixture_blocks, "drift_threshold": drift_threshold},
+    )
+
+
+def _evaluate(stream: EvalStream, config: PackerConfig, settings: Settings) -> EvalPopulation:
+    """One streaming policy's evaluation population (a task)."""
+    return evaluation_population(
+        stream.lengths,
+        config,
+        targets=stream.targets,
+        prefixes=stream.prefixes,
+        boundaries=settings.boundaries,
+        engine=settings.engine,
+    )
+
+
+def _source_plan(c: Corpus, blocks: int | None, threshold: float | None) -> SourcePlan | None:
+    if c.sources is None:
+        if blocks is not None or threshold is not None:
+            raise InputError("mixture_blocks and drift_threshold need source labels")
+        return None
+    labels = c.replayed_sources
+    assert labels is not None
+    extra: dict[str, Any] = {}
+    if blocks is not None:
+        extra["blocks"] = blocks
+    if threshold is not None:
+        extra["threshold"] = threshold
+    return SourcePlan(labels, c.raw_lengths, c.sources, c.funnel, c.mixture, **extra)

@@ -17,7 +17,7 @@ command                the demo's inputs
 >>> demo.policies, demo.rows, demo.lengths.size, demo.eval_lengths.size
 (('discard', 'continue', 'segment-first'), 2439, 8468, 500)
 >>> result = demo.run(permutations=0)
->>> [a.policy for a in result.policies] == list(demo.policies)
+>>> [r.packer for r in result.measurement.runs] == list(demo.policies)
 True
 >>> cmp = compare_demo(1000)
 >>> cmp.lengths.size, cmp.packers[:2], cmp.label
@@ -35,16 +35,18 @@ import numpy.typing as npt
 
 from ..audit.population import AUTORESEARCH_EVAL_TARGETS, DEFAULT_EVAL_PREFIXES
 from ..corpus import default_lengths
-from ..engine.policies import PackerConfig
+from ..engine.horizon import Budget
 from ..errors import InputError
-from .audit import AUTORESEARCH_ROWS, AuditResult, run_audit
+from .audit import AUTORESEARCH_ROWS, AuditResult, EvalStream, audit_corpus
 from .compare import default_packers
+from .settings import Settings
 
 __all__ = [
     "COMPARE_DEMO_DOCUMENTS",
     "DEMO_EVAL_DOCUMENTS",
     "DEMO_EVAL_SEED",
     "DEMO_POLICIES",
+    "PAPER_5_1",
     "AuditDemo",
     "CompareDemo",
     "audit_demo",
@@ -53,6 +55,32 @@ __all__ = [
 ]
 
 Int64Array = npt.NDArray[np.int64]
+
+PAPER_5_1: dict[str, Any] = {
+    "source": "Source Exclusion in Streaming Pretraining, §5.1: ClimbMix at autoresearch's settings "
+              "(R = 2049, B = 1000, refill 128, 243,968 rows)",
+    "discard": {
+        "arrived_sources": 836_864, "arrived_tokens": 623_932_921, "emitted_tokens": 499_890_432,
+        "discarded_tokens": 96_750_834, "buffered_tokens": 27_291_655, "crop_events": 225_735,
+        "median_crop_prefix": 14, "crop_bos_only": 15_711, "protected_members": 999,
+        "protected_tokens": 27_244_798, "protected_share_of_arrived": 0.0437,
+        "protected_share_of_buffered": 0.9983, "over_capacity_emitted_fraction": 0.1176,
+        "retention": {"33–128": 0.207, "513–1024": 0.996, "1025–2049": 1.0, ">16384": 0.0},
+        "never_started_over_16384": 785,
+        "startup_delay_range": [12_990_000, 14_840_000], "startup_permutations": 20,
+    },
+    "continue": {"discarded_tokens": 0, "buffered_tokens": 25_129_596, "protected_tokens": 25_049_286},
+    "segment-first": {
+        "arrived_sources": 702_208, "discarded_tokens": 23_430_384, "buffered_tokens": 302_148,
+        "added_bos": 52_544, "over_capacity_emitted_fraction": 0.2573,
+    },
+    "evaluation": {
+        "targets": 20_971_520, "protected_tokens": 5_892_120, "protected_share_of_arrived": 0.2086,
+        "first_over_capacity_target": 13_895_680,
+        "zero_over_capacity_inclusion_prefixes": [2_097_152, 10_485_760],
+    },
+}
+"""The source paper's §5.1 figures, shown beside the full-size audit demo's (its *Published figures*)."""
 
 DEMO_POLICIES: tuple[str, ...] = ("discard", "continue", "segment-first")
 """The policies the audit demo compares."""
@@ -105,18 +133,19 @@ class AuditDemo:
     policies: tuple[str, ...] = DEMO_POLICIES
     scale: float = 1.0
 
-    def config(self, **settings: Any) -> PackerConfig:
-        """The demo's loader settings (autoresearch's, ``rows`` = :attr:`rows`); ``settings`` override."""
-        return PackerConfig(**{"rows": self.rows, **settings})
+    @property
+    def evaluation(self) -> EvalStream:
+        """The demo's evaluation stream and its budgets."""
+        return EvalStream(self.eval_lengths, self.eval_targets, self.eval_prefixes, self.eval_label)
 
-    def run(self, *, policies: Sequence[str] | None = None, config: PackerConfig | None = None,
+    def run(self, *, policies: Sequence[str] | None = None, settings: Settings | None = None,
             **kwargs: Any) -> AuditResult:
-        """:func:`~packing_theory.orchestration.run_audit` of the demo (``kwargs`` go to it)."""
-        return run_audit(self.lengths, config if config is not None else self.config(),
-                         policies=list(policies if policies is not None else self.policies),
-                         eval_lengths=self.eval_lengths, eval_targets=self.eval_targets,
-                         eval_prefixes=self.eval_prefixes, corpus_label=self.corpus_label,
-                         eval_label=self.eval_label, **kwargs)
+        """:func:`~packing_theory.orchestration.audit` of the demo at autoresearch's settings (R = 2049,
+        B = 1000, refill 128) and :attr:`rows` (``kwargs`` go to it)."""
+        return audit_corpus(self.lengths, list(policies if policies is not None else self.policies),
+                     settings if settings is not None else Settings(capacity=2049),
+                     horizon=kwargs.pop("horizon", Budget("rows", self.rows)), evaluation=self.evaluation,
+                     label=self.corpus_label, **kwargs)
 
 
 def audit_demo(scale: float = 1.0) -> AuditDemo:

@@ -1,31 +1,30 @@
 """The data-source audit: each packer's per-source accounting, realised mixture, drift and funnel.
 
-:func:`audit_sources` replays one labelled corpus under each chosen packer
-(streaming policies and peers), feeds each event stream to a
-:class:`~packing_theory.audit.Ledger` and a
-:class:`~packing_theory.audit.sources.MixtureSeries` in one pass, and sums
-per data source (:mod:`packing_theory.audit.sources`). With a declared
-mixture it sets the trained share against α; with a cleaning funnel
-(:class:`~packing_theory.corpus.funnel.Funnel`) the corpus given is the raw
-one, the packers replay what the funnel kept, and the funnel is reported
-per source from raw to trained. ``packing-theory audit --mixture FILE`` and
-``compare --mixture FILE`` are this function plus
-:mod:`packing_theory.rendering.sources`.
+A measurement with source labels (:func:`~packing_theory.orchestration.audit.audit`,
+:func:`~packing_theory.orchestration.compare.compare` of a
+:class:`~packing_theory.orchestration.corpus.Corpus` that has them) feeds every
+packer's one event stream to a :class:`~packing_theory.audit.sources.MixtureSeries`
+beside the ledger (:class:`SourcePlan`), and sums per data source
+(:mod:`packing_theory.audit.sources`). With a declared mixture it sets the
+trained share against α; with a cleaning funnel the corpus given is the raw
+one, the packers replay what the funnel kept, and the funnel is reported per
+source from raw to trained. :func:`rank_sources` does the same for every DDP
+rank's stream (``audit --world-size``).
 
 >>> import numpy as np
 >>> from packing_theory.corpus.labels import SourceLabels
->>> from packing_theory.engine.policies import PackerConfig
+>>> from packing_theory.orchestration import Corpus, Settings, audit_corpus
 >>> labels = SourceLabels.from_strings(["a", "b"] * 30, origin="example")
->>> lengths = np.tile([3, 20], 30)
->>> res = audit_sources(lengths, labels, PackerConfig(capacity=8, min_buffer=4, refill=4, rows=20),
-...                     policies=["discard"], blocks=2)
+>>> corpus = Corpus.from_lengths(np.tile([3, 20], 30), sources=labels)
+>>> res = audit_corpus(corpus, ["discard"], Settings(capacity=8, min_buffer=4, refill=4), permutations=0,
+...             mixture_blocks=2).sources
 >>> [(a.source, a.trained_tokens > 0, a.reconciles) for a in res.packers[0].accounts]
 [('a', True, True), ('b', True, True)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,36 +34,33 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..audit.declared import DeclaredMixture
 from ..audit.ledger import Ledger
-from ..audit.sources import (
+from ..audit.source_funnel import FunnelTable, funnel_table
+from ..audit.source_series import (
     DEFAULT_BLOCKS,
     DRIFT_THRESHOLD,
     MixtureDrift,
     MixtureSeries,
-    SourceAccount,
-    SourceShare,
-    funnel_table,
+    SourceSeries,
     mixture_drift,
-    realised_mixture,
-    source_accounts,
 )
-from ..corpus.funnel import Funnel, FunnelResult
+from ..audit.sources import RealisedMixture, SourceAccount, merge_accounts, realised_mixture, source_accounts
+from ..corpus.funnel import FunnelResult
 from ..corpus.labels import SourceLabels
 from ..engine.consumers import feed_all
 from ..engine.policies import POLICIES, PackerConfig
 from ..engine.replay import Engine, make_packer
 from ..errors import InputError
 from ..lengths import validate_lengths
-from ..registry import entry
-from ..registry import names as packer_names
 
 __all__ = [
     "PackerSources",
     "RankSources",
+    "SourcePlan",
     "SourcesResult",
-    "audit_sources",
     "packer_sources",
     "rank_documents",
     "rank_sources",
+    "sources_result",
 ]
 
 
@@ -76,14 +72,14 @@ class PackerSources:
     rows: int
     stop_reason: str
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
     drift: MixtureDrift
-    funnel: dict[str, dict[str, Any]]
+    funnel: FunnelTable
 
     @property
     def reconciles(self) -> bool:
         """Every source's accounting and funnel reconcile."""
-        return all(a.reconciles for a in self.accounts) and all(f["reconciles"] for f in self.funnel.values())
+        return all(a.reconciles for a in self.accounts) and self.funnel.reconciles
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -93,9 +89,9 @@ class PackerSources:
             "stop_reason": self.stop_reason,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "drift": self.drift.to_dict(),
-            "funnel": self.funnel,
+            "funnel": self.funnel.to_dict(),
         }
 
 
@@ -137,141 +133,65 @@ class SourcesResult:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class SourcePlan:
+    """What the per-source consumers of a measurement need (picklable: it travels with each packer's task).
+
+    ``labels`` are the sources of the replayed documents; ``raw_lengths`` and
+    ``raw_labels`` the corpus before the funnel (the funnel's table counts from
+    them). :meth:`series` is the consumer fed with the packer's stream and
+    :meth:`account` sums it, with the ledger, per source.
+    """
+
+    labels: SourceLabels
+    raw_lengths: npt.NDArray[np.int64]
+    raw_labels: SourceLabels
+    funnel: FunnelResult | None = None
+    mixture: DeclaredMixture | None = None
+    blocks: int = DEFAULT_BLOCKS
+    threshold: float = DRIFT_THRESHOLD
+
+    def __post_init__(self) -> None:
+        check_int("blocks", self.blocks, 1)
+        if not 0 <= self.threshold <= 1:
+            raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
+
+    def series(self) -> MixtureSeries:
+        """A fresh per-source series consumer for one packer's stream."""
+        return MixtureSeries(self.labels)
+
+    def account(self, policy: str, ledger: Ledger, series: SourceSeries, agg: Any) -> PackerSources:
+        """One packer's per-source figures from its finished ``ledger`` and ``series``."""
+        arrays = ledger.arrays()
+        accounts = source_accounts(arrays, self.labels, series)
+        shares = None if self.mixture is None else realised_mixture(accounts, self.mixture)
+        drift = mixture_drift(series, mixture=self.mixture, blocks=self.blocks, threshold=self.threshold)
+        table = funnel_table(self.funnel, self.raw_labels, self.raw_lengths, accounts, arrays, series)
+        return PackerSources(policy, agg.rows, agg.stop_reason, accounts, shares, drift, table)
+
+
 def packer_sources(
     policy: str,
     events: Any,
     ledger: Ledger,
-    labels: SourceLabels,
+    plan: SourcePlan,
     *,
-    raw_lengths: npt.NDArray[np.int64],
-    raw_labels: SourceLabels,
-    funnel: FunnelResult | None,
-    mixture: DeclaredMixture | None,
-    blocks: int = DEFAULT_BLOCKS,
-    threshold: float = DRIFT_THRESHOLD,
     also: Sequence[Any] = (),
 ) -> PackerSources:
-    """Feed one packer's ``events`` to ``ledger`` and a :class:`MixtureSeries` and sum per source.
+    """Feed one packer's ``events`` to ``ledger`` and ``plan``'s series and sum per source.
 
     ``also``: more consumers fed in the same pass (``replay``'s summary); ask
     them for their ``result()`` afterwards.
     """
-    agg, matrix, *_ = feed_all(events, ledger, MixtureSeries(labels), *also)
-    arrays = ledger.arrays()
-    accounts = source_accounts(arrays, labels)
-    shares = None if mixture is None else realised_mixture(accounts, mixture)
-    drift = mixture_drift(
-        matrix,
-        labels.names,
-        blocks=blocks,
-        threshold=threshold,
-        alpha=None if mixture is None else mixture.alpha,
-    )
-    table = funnel_table(funnel, raw_labels, raw_lengths, accounts, arrays)
-    return PackerSources(policy, agg.rows, agg.stop_reason, accounts, shares, drift, table)
+    agg, series, *_ = feed_all(events, ledger, plan.series(), *also)
+    return plan.account(policy, ledger, series, agg)
 
 
-def audit_sources(
-    lengths: npt.ArrayLike,
-    labels: SourceLabels,
-    config: PackerConfig,
-    *,
-    policies: Sequence[str] | None = None,
-    peer_options: Mapping[str, Mapping[str, Any]] | None = None,
-    seq_length: int | None = None,
-    peer_widths: Mapping[str, int] | None = None,
-    engine: Engine = "fast",
-    mixture: DeclaredMixture | None = None,
-    funnel: Funnel | FunnelResult | None = None,
-    blocks: int = DEFAULT_BLOCKS,
-    threshold: float = DRIFT_THRESHOLD,
-) -> SourcesResult:
-    """Audit the data sources of ``lengths`` (one ``labels`` entry per document) under each packer.
-
-    Args:
-        lengths: BOS-inclusive document lengths; with ``funnel``, the *raw*
-            corpus (the packers replay the documents the funnel keeps).
-        labels: the data source of every document of ``lengths``.
-        config: the streaming loader settings (row budget, ``B``, ...); peers
-            replay at row width ``config.capacity`` (or ``seq_length``'s rule).
-        policies: packers, streaming and peer (default ``config.policy``).
-        peer_widths: a row width per peer, overriding ``config.capacity`` and
-            ``seq_length`` (``compare`` fixes them by its own rule).
-        mixture: the declared mixture (α per source), or ``None``.
-        funnel: the cleaning funnel (declared, or already applied), or ``None``.
-        blocks: blocks of rows for the share over training time.
-        threshold: the drift statistic's flag threshold.
-
-    A peer whose framework refuses the corpus (a ``ValueError`` from its own
-    rule) is listed in ``refused`` instead.
-
-    Raises:
-        InputError: labels of another length, an unknown packer, an undeclared
-            source, a funnel stage whose outcome does not cover its input.
-
-    Complexity: one replay per packer, O(events) each, plus O(documents × stages).
-    """
-    raw = validate_lengths(np.asarray(lengths))
-    labels.check_documents(raw.size)
-    result = funnel.apply(raw) if isinstance(funnel, Funnel) else funnel
-    if result is not None and result.raw_documents != raw.size:
-        raise InputError(
-            f"the funnel was applied to {result.raw_documents} documents, the corpus has {raw.size}"
-        )
-    kept = raw if result is None else raw[result.keep]
-    kept_labels = labels if result is None else labels.subset(result.keep)
-    if kept.size == 0:
-        raise InputError("the funnel removes every document: nothing reaches the packer")
-    if mixture is not None:  # before any replay (a peer's refusal is told apart from this)
-        undeclared = sorted(set(labels.names) - set(mixture.alpha))
-        if undeclared:
-            raise InputError(
-                f"the corpus has source(s) {undeclared} that the declared mixture does not name "
-                f"(declared: {list(mixture.sources)})"
-            )
-    names = list(policies) if policies is not None else [config.policy]
-    peers = set(packer_names("peer"))
-    out: list[PackerSources] = []
-    refused: list[tuple[str, str]] = []
-    for name in names:
-        if name in peers:
-            opts = dict((peer_options or {}).get(name, {}))
-            width = (
-                peer_widths[name]
-                if peer_widths and name in peer_widths
-                else config.capacity
-                if seq_length is None
-                else entry(name).capacity_for(seq_length, opts)
-            )
-            peer = entry(name).build(width, **opts)
-            events: Any = peer.events(kept)
-            ledger = Ledger(peer.capacity, config.min_buffer, policy=name)
-        elif name in POLICIES:
-            packer = make_packer(engine, replace(config, policy=name))
-            events = packer.stream(kept)
-            ledger = Ledger.for_packer(packer)
-        else:
-            raise InputError(f"policy must be one of {', '.join(packer_names())}; got {name!r}")
-        try:
-            out.append(
-                packer_sources(
-                    name,
-                    events,
-                    ledger,
-                    kept_labels,
-                    raw_lengths=raw,
-                    raw_labels=labels,
-                    funnel=result,
-                    mixture=mixture,
-                    blocks=blocks,
-                    threshold=threshold,
-                )
-            )
-        except ValueError as exc:
-            if name not in peers:
-                raise
-            refused.append((name, str(exc)))  # the framework's own rule refuses this corpus
-    return SourcesResult(labels.names, labels.origin, mixture, result, tuple(out), tuple(refused))
+def sources_result(plan: SourcePlan, runs: Sequence[Any], refused: Sequence[tuple[str, str]] = ()
+                   ) -> SourcesResult:
+    """The data-source section of a measurement: every run's per-source figures (``run.sources``)."""
+    return SourcesResult(plan.raw_labels.names, plan.raw_labels.origin, plan.mixture, plan.funnel,
+                         tuple(r.sources for r in runs if r.sources is not None), tuple(refused))
 
 
 @dataclass(frozen=True)
@@ -282,7 +202,7 @@ class RankSources:
     world_size: int
     ranks: tuple[PackerSources, ...]
     accounts: tuple[SourceAccount, ...]
-    shares: tuple[SourceShare, ...] | None
+    shares: RealisedMixture | None
 
     @property
     def reconciles(self) -> bool:
@@ -302,7 +222,7 @@ class RankSources:
             "world_size": self.world_size,
             "reconciles": self.reconciles,
             "accounts": [a.to_dict() for a in self.accounts],
-            "shares": None if self.shares is None else [s.to_dict() for s in self.shares],
+            "shares": None if self.shares is None else self.shares.to_dict(),
             "max_drift": self.max_drift,
             "ranks": [
                 {
@@ -400,41 +320,14 @@ def rank_sources(
         for name in names:
             cfg = replace(config, policy=name, refill=stream.refill)  # type: ignore[arg-type]
             packer = make_packer(engine, cfg)
-            per[name].append(
-                packer_sources(
-                    name,
-                    packer.stream(stream.lengths),
-                    Ledger.for_packer(packer),
-                    mine,
-                    raw_lengths=stream.lengths,
-                    raw_labels=mine,
-                    funnel=None,
-                    mixture=mixture,
-                    blocks=blocks,
-                    threshold=threshold,
-                )
-            )
+            plan = SourcePlan(mine, stream.lengths, mine, None, mixture, blocks, threshold)
+            events = packer.stream(stream.lengths)
+            per[name].append(packer_sources(name, events, Ledger.for_packer(packer), plan))
     out = []
     for name in names:
         ranks = tuple(per[name])
-        merged = tuple(
-            SourceAccount(a.source, *(sum(getattr(p.accounts[k], f) for p in ranks) for f in _ACCOUNT_FIELDS))
-            for k, a in enumerate(ranks[0].accounts)
-        )
+        merged = merge_accounts([p.accounts for p in ranks])
         shares = None if mixture is None else realised_mixture(merged, mixture)
         out.append(RankSources(name, world_size, ranks, merged, shares))
     return tuple(out)
 
-
-_ACCOUNT_FIELDS = (
-    "documents",
-    "never_reached",
-    "arrived",
-    "arrived_tokens",
-    "started",
-    "never_started",
-    "never_started_tokens",
-    "trained_tokens",
-    "dropped_tokens",
-    "buffered_tokens",
-)

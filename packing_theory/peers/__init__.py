@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 PEER_MODULES: tuple[str, ...] = (
-    "trl", "olmo", "megatron", "foundry", "torchtune", "axolotl", "nemo", "paper",
+    "trl", "olmo", "megatron", "foundry", "torchtune", "axolotl", "nemo", "paper", "parcae",
 )
 """Modules of :mod:`packing_theory.peers` holding a ``PEERS`` table, in listing order."""
 

@@ -1,10 +1,13 @@
-"""Report infrastructure shared by every report-writing command: safe files, plots, progress, tables.
+"""One report model and one way to write it: every report of the library goes through here.
 
-``audit``, ``compare``, ``evaluate`` and ``census`` write their reports through
-:class:`ReportWriter`: checked and locked before the computation, staged, and
-swapped in as one unit with a manifest (see :mod:`~packing_theory.reporting.writer`).
-Nothing here knows what a report says; the documents themselves are rendered
-by :mod:`packing_theory.rendering` and :mod:`packing_theory.evaluation.report`.
+Every result a command writes (audit, compare, evaluate, census,
+contamination, reconcile, doctor) implements :class:`Report` (its headline,
+JSON document, sections, plots and attachments; :mod:`~packing_theory.reporting.model`);
+:func:`write_report` renders the Markdown and the self-contained page from the
+same sections and writes every file through :class:`ReportWriter`: checked and
+locked before the computation, staged, and swapped in as one unit with a
+manifest (see :mod:`~packing_theory.reporting.writer`). Nothing here knows
+what a particular report says.
 
 =============  ===============================================================
 module         job
@@ -17,8 +20,10 @@ module         job
 ``verify``     :func:`verify_report`: is a directory one complete run?
 ``plotting``   the one matplotlib loader (``Agg``), the palette, :func:`require_matplotlib`
 ``progress``   a progress bar (tqdm, only on a terminal)
-``markdown``   number cells and Markdown tables
-``html``       the self-contained ``report.html`` of any report document
+``model``      :class:`Report` and its blocks (text, tables, stacked bars, plots)
+``markdown``   a report as Markdown; number cells, escaping of user text
+``page``       a report as one self-contained HTML page, the answer first
+``publish``    :func:`write_report` and :func:`stage_report`
 ``glossary``   the terms a report uses, with the docs page defining each
 =============  ===============================================================
 
@@ -38,8 +43,21 @@ from .manifest import (
     config_hash,
     png_text,
 )
+from .model import (
+    Amount,
+    Attachment,
+    Bars,
+    Column,
+    Plot,
+    PlotFile,
+    Report,
+    Section,
+    Table,
+    Text,
+)
 from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
 from .progress import ProgressBar, progress_bar
+from .publish import stage_report, write_report
 from .verify import ReportCheck, verify_report
 from .writer import ReportFiles, ReportWriter, recover
 
@@ -49,13 +67,23 @@ __all__ = [
     "PNG_CONFIG_KEY",
     "PNG_RUN_KEY",
     "REPORT_MANIFEST_NAME",
+    "Amount",
+    "Attachment",
+    "Bars",
+    "Column",
     "DirectoryLock",
+    "Plot",
+    "PlotFile",
     "ProgressBar",
+    "Report",
     "ReportBusy",
     "ReportCheck",
     "ReportError",
     "ReportFiles",
     "ReportWriter",
+    "Section",
+    "Table",
+    "Text",
     "config_hash",
     "matplotlib_available",
     "png_text",
@@ -64,5 +92,7 @@ __all__ = [
     "recover",
     "require_matplotlib",
     "save_figure",
+    "stage_report",
     "verify_report",
+    "write_report",
 ]

@@ -2,7 +2,7 @@
 
 :data:`GLOSSARY` is the one list; :func:`glossary_for` picks the terms whose
 JSON keys a document uses (the HTML page prints them,
-:mod:`~packing_theory.reporting.html`). Each term names a page of ``docs/`` and
+:mod:`~packing_theory.reporting.page`). Each term names a page of ``docs/`` and
 the section there (its Sphinx anchor is the section title in lower case with
 hyphens).
 
@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GLOSSARY", "Term", "glossary_for"]
+from ..errors import InputError
+
+__all__ = ["GLOSSARY", "Term", "glossary_for", "term"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,28 @@ GLOSSARY: tuple[Term, ...] = (
          "figure is counted up to it", "engine", "When the stream runs dry", ("stop_reason", "horizon")),
     Term("never started", "documents with no token in any emitted row (filtered ones included)", *_AUDIT,
          ("never_started", "never_started_sources", "never_started_by_stratum")),
+    Term("trained", "tokens in the rows the trainer receives (complete rows only); the unfinished last row "
+         "is its own part", "never_trained", "Never trained", ("trained_tokens",)),
+    Term("cut off", "tails of documents that did start, discarded or truncated (a crop's suffix, a "
+         "framework's truncation)", "never_trained", "Never trained", ("dropped",)),
+    Term("still buffered", "tokens of started documents the packer still held at the horizon",
+         "never_trained", "Never trained", ("still_buffered",)),
+    Term("unfinished row", "tokens placed in the incomplete last row of a run, never delivered as a training "
+         "sequence", "never_trained", "Never trained", ("partial_row", "partial_row_tokens")),
+    Term("never reached", "documents the run stopped before: they lie beyond the horizon", "never_trained",
+         "Never trained", ("never_reached",)),
+    Term("start delay", "rows from a document's arrival to its first trained token", *_AUDIT,
+         ("start_delay_max", "start_delay_p50")),
+    Term("prefix bias", "the trained share of the first tenth of long documents' positions minus that of "
+         "their last tenth (0: none)", *_AUDIT, ("prefix_bias",)),
+    Term("mixture distance", "total variation between the realised share of each data source and the "
+         "declared one (0: the declared mixture exactly)", "sources",
+         "The realised mixture, in both readings", ("mixture_distance",)),
+    Term("unused capacity", "row positions that hold no document token (padding, or a bin's free space)",
+         "peers", "Comparing packers", ("unused_capacity_tokens",)),
+    Term("raw index", "a document's position in the corpus as read, before any cleaning funnel: the number "
+         "every per-document answer uses", "never_trained", "Which documents: ``documents.csv``",
+         ("raw_index",)),
     Term("never trained", "tokens or documents the trainer never sees: never started, dropped, still "
          "buffered at the horizon, or never reached", *_AUDIT, ("never_trained",)),
     Term("packer (policy)", "the rule that turns documents into rows: a streaming policy (discard, continue, "
@@ -112,3 +136,21 @@ def glossary_for(doc: Mapping[str, Any]) -> list[Term]:
     """
     used = set(_keys(doc))
     return sorted((t for t in GLOSSARY if used.intersection(t.keys)), key=lambda t: t.term.lower())
+
+
+_BY_TERM: dict[str, Term] = {t.term: t for t in GLOSSARY}
+
+
+def term(name: str) -> Term:
+    """The glossary entry named ``name``.
+
+    Raises:
+        InputError: ``name`` is not a term of :data:`GLOSSARY`.
+
+    >>> term("horizon").page
+    'engine'
+    """
+    found = _BY_TERM.get(name)
+    if found is None:
+        raise InputError(f"glossary term must be one of {', '.join(sorted(_BY_TERM))}; got {name!r}")
+    return found

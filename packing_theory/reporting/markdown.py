@@ -1,18 +1,11 @@
-"""Small helpers of every Markdown report: number cells, tables, and user text made inert.
-
-A name a user chose — a source label, a mixture's or a funnel stage's name, a
-file name — goes into Markdown through :func:`md_text` (running text) or
-:func:`md_cell` (a table cell): rendered, it shows as the characters it is,
-never as HTML (``<script>``, ``<img onerror=...>``), a link, an image or
-emphasis. Into a CSV file it goes through :func:`csv_cell`, so that a
-spreadsheet never reads it as a formula.
+"""Small helpers of every Markdown report: number cells and tables.
 
 >>> count(1234567), count(None), percent(0.12345), percent(None), millions(13_895_680)
 ('1,234,567', '—', '12.3%', '—', '13.90 M')
->>> print(md_text("<img src=x onerror=alert(1)> [a](javascript:b) *web*"))
-&lt;img src=x onerror=alert(1)&gt; \\[a\\](javascript:b) \\*web\\*
->>> print(md_cell("a|b"), csv_cell('=HYPERLINK("http://x")'), csv_cell("plain.txt"), csv_cell(-3))
-a\\|b '=HYPERLINK("http://x") plain.txt -3
+>>> print("\\n".join(table(["packer", "rows"], [["discard", "1,000"]], "lr")))
+| packer | rows |
+|---|---:|
+| discard | 1,000 |
 """
 
 from __future__ import annotations
@@ -20,11 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import InputError
+from .model import (
+    MISSING,
+    Amount,
+    Bars,
+    Block,
+    Column,
+    Plot,
+    Report,
+    Section,
+    Table,
+    Text,
+    cell_text,
+    percent,
+)
 
-__all__ = ["MISSING", "count", "csv_cell", "md_cell", "md_text", "millions", "percent", "run_line", "table"]
-
-MISSING = "—"
-"""The cell of a value that is not defined (no source in the stratum, no start...)."""
+__all__ = ["count", "csv_cell", "md_escape", "millions", "percent", "render_markdown", "run_line", "table"]
 
 
 def count(v: int | float | None) -> str:
@@ -34,11 +38,6 @@ def count(v: int | float | None) -> str:
     if isinstance(v, float):
         return f"{v:,.1f}"
     return f"{v:,}"
-
-
-def percent(v: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage (``0.5`` -> ``50.0%``), :data:`MISSING` for ``None``."""
-    return MISSING if v is None else f"{100 * v:.{digits}f}%"
 
 
 def millions(v: int | float | None) -> str:
@@ -72,42 +71,128 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> l
     return lines
 
 
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_MD_PUNCTUATION = frozenset("\\`*_[]!|#~")
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# --------------------------------------------------------------------------- reports as Markdown
+
+_MD_SPECIAL = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+                             "|": "\\|", "<": "&lt;", "&": "&amp;", "#": "\\#",
+                             "\n": " ", "\r": " "})
 
 
-def md_text(value: object) -> str:
-    """``value`` (user text) as Markdown that renders as exactly its characters, on one line.
+def md_escape(text: object) -> str:
+    """``text`` as literal Markdown: no markup, no HTML tag (``<`` is an entity), no table break, one line.
 
-    ``&``, ``<`` and ``>`` become entities (no raw HTML reaches the page);
-    Markdown's active punctuation (backslash, backtick, ``* _ [ ] ! | # ~``) is
-    backslash-escaped (no emphasis, code, link, image or table cell boundary);
-    line breaks and other control characters become spaces. O(len(text)).
+    Every name that comes from the user's data (a file, a data source, a label)
+    goes through this before it reaches a Markdown report.
+
+    >>> md_escape("<script>x|y</script> *a*")
+    '&lt;script>x\\\\|y&lt;/script> \\\\*a\\\\*'
     """
-    out = []
-    for ch in str(value):
-        if ch in _MD_ENTITIES:
-            out.append(_MD_ENTITIES[ch])
-        elif ch in _MD_PUNCTUATION:
-            out.append("\\" + ch)
-        elif ch < " " or ch == "\x7f":
-            out.append(" ")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return str(text).translate(_MD_SPECIAL)
 
 
-def md_cell(value: object) -> str:
-    """``value`` as the text of a Markdown table cell (:func:`md_text`; :data:`MISSING` when empty)."""
-    text = md_text(value)
-    return text if text.strip() else MISSING
+def _md_table(t: Table) -> list[str]:
+    header = [md_escape(c.label) for c in t.columns]
+    align = "".join("r" if c.numeric else "l" for c in t.columns)
+    rows = [[md_escape(cell_text(c, v)) for c, v in zip(t.columns, row, strict=True)] for row in t.rows]
+    lines = [f"**{md_escape(t.caption)}**", "", *table(header, rows, align)] if t.caption else \
+        table(header, rows, align)
+    tail = [md_escape(x) for x in (t.note, t.more) if x]
+    return [*lines, *(["", *tail] if tail else []), ""]
+
+
+def _md_bars(b: Bars) -> list[str]:
+    """Stacked bars as a table: one row per bar, one column per part, each value with its share."""
+    columns = (Column(b.caption or "item"), *(Column(p, "count") for p in b.parts),
+               Column(f"total ({b.unit})", "count"))
+    rows = []
+    for label, values in b.bars:
+        total = sum(values)
+        rows.append((label, *(Amount(v, v / total if total else None) for v in values), total))
+    return _md_table(Table("", columns, tuple(rows), note=b.note))
+
+
+def _md_blocks(blocks: Sequence[Block], depth: int, notes: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    for b in blocks:
+        if isinstance(b, Section):
+            lines += [f"{'#' * min(depth, 6)} {md_escape(b.title)}", ""]
+            lines += _md_blocks(b.blocks, depth + 1, notes)
+        elif isinstance(b, Text):
+            lines += [md_escape(b.text), ""]
+        elif isinstance(b, Table):
+            lines += _md_table(b)
+        elif isinstance(b, Bars):
+            lines += _md_bars(b)
+        elif isinstance(b, Plot):
+            if b.name in notes:
+                lines += [f"Not drawn: {b.name}: {md_escape(notes[b.name])}", ""]
+            else:
+                lines += [f"![{md_escape(b.caption or b.name)}]({b.name})", ""]
+    return lines
+
+
+def render_markdown(report: Report, *, run: Mapping[str, str] | None = None,
+                    plots: Mapping[str, str | None] | None = None) -> str:
+    """The Markdown document of ``report``: the headline, then every section, then the run line.
+
+    ``plots`` maps each PNG written to ``None`` and each plot not drawn to the
+    sentence saying why (``None`` for the whole mapping: no plot was asked for,
+    and the sections' :class:`~packing_theory.reporting.model.Plot` blocks are left out).
+
+    >>> from packing_theory.reporting.model import Section, Text
+    >>> class R:
+    ...     kind, title = "demo", "Demo"
+    ...     def headline(self): return "3 rows."
+    ...     def sections(self): return [Section("a", "Answer", (Text("x < y"),), answer=True)]
+    >>> print(render_markdown(R()))  # doctest: +NORMALIZE_WHITESPACE
+    3 rows.
+    <BLANKLINE>
+    # Demo
+    <BLANKLINE>
+    ## Answer
+    <BLANKLINE>
+    x &lt; y
+    <BLANKLINE>
+    """
+    notes = {k: v for k, v in (plots or {}).items() if v is not None}
+    sections: list[Section] = list(report.sections())
+    if plots is None:
+        sections = [_without_plots(s) for s in sections]
+    else:
+        sections = [_without_plots(s, keep=set(plots)) for s in sections]
+    lines = [md_escape(report.headline()), "", f"# {md_escape(report.title)}", ""]
+    lines += _md_blocks(sections, 2, notes)
+    if run is not None:
+        lines += [run_line(run), ""]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def _without_plots(s: Section, keep: set[str] | None = None) -> Section:
+    """``s`` without the plot blocks not in ``keep`` (``None``: without any)."""
+    blocks: list[Block] = []
+    for b in s.blocks:
+        if isinstance(b, Section):
+            blocks.append(_without_plots(b, keep))
+        elif not isinstance(b, Plot) or (keep is not None and b.name in keep):
+            blocks.append(b)
+    return Section(s.key, s.title, tuple(blocks), answer=s.answer, collapsed=s.collapsed)
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: object) -> object:
     """``value`` as a CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``,
     ``@``, a tab or a carriage return gets a leading ``'`` (it would otherwise be read as a formula);
-    anything else, numbers included, is returned unchanged."""
+    anything else, numbers included, is returned unchanged.
+
+    The one rule for every CSV file the library writes (``documents.csv``).
+
+    >>> print(csv_cell('=HYPERLINK("http://x")'), csv_cell("plain.txt"), csv_cell(-3))
+    '=HYPERLINK("http://x") plain.txt -3
+    """
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value

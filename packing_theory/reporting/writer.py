@@ -219,6 +219,26 @@ class ReportWriter:
         self.recovered: list[str] = []
         """What :meth:`open` did about earlier interrupted runs (see :func:`recover`)."""
 
+    def set_config(self, config: Mapping[str, Any]) -> None:
+        """Replace the configuration hashed into every file (before any file is written).
+
+        A command opens its writer before it computes (so that a bad ``--out``
+        fails at once); the report's own configuration document is known only
+        once the result exists. :func:`~packing_theory.reporting.stage_report`
+        sets it, so a report written from Python and by the command line carries
+        the same hash.
+
+        Raises:
+            ReportError: a file was already staged under the previous hash.
+        """
+        new = config_hash(dict(config))
+        if new == self.config_hash:
+            return
+        if self.staging is not None and any(os.scandir(self.staging)):
+            raise ReportError("set_config after files were staged: they carry the previous config hash")
+        self.config = dict(config)
+        self.config_hash = new
+
     @property
     def png_metadata(self) -> dict[str, str]:
         """The PNG text chunks that tie a plot to this run (pass to ``savefig(metadata=...)``)."""

@@ -5,7 +5,7 @@
     command below. *)
 
 From PackingTheory Require Import Defs Semantics KeyLemma Invariant Corollaries Exec TopKeys
-  BoundedWait BoundedWaitExec.
+  BoundedWait BoundedWaitExec BestFitPad.
 
 (* Definitions *)
 Print Assumptions protected_set_spec.
@@ -60,3 +60,11 @@ Print Assumptions bw_run_unstarted_bound.
 Print Assumptions bw_run_conservation.
 Print Assumptions bw_run_rows_full.
 Print Assumptions bw_bound_attained_example.
+(* Bestfit-pad policy: the buffer clog and the row at which every row becomes padding (BestFitPad.v) *)
+Print Assumptions bfp_invariant.
+Print Assumptions bfp_starvation.
+Print Assumptions bfp_placed_count.
+Print Assumptions bfp_placed_tokens.
+Print Assumptions bfp_starved_absorbing.
+Print Assumptions bfp_empty_row_all_long.
+Print Assumptions bfp_starvation_example.

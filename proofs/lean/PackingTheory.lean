@@ -7,3 +7,4 @@ import PackingTheory.Exec
 import PackingTheory.TopKeys
 import PackingTheory.BoundedWait
 import PackingTheory.BoundedWaitExec
+import PackingTheory.BestFitPad

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from packing_theory.adapters import LoaderState, PackedStream
 from packing_theory.corpus.documents import TokenDocuments
-from packing_theory.engine.policies import POLICIES
+from packing_theory.engine.policies import POLICIES, STREAMING_POLICIES
 from packing_theory.peers import peer_policies
 from tests.adapter_peers import TEST_PEERS
 
@@ -97,7 +97,9 @@ def test_many_hops_resume_exactly_installed_peers(policy: str, lengths: list[int
     hop_case(policy, lengths, hops, embed, light)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+# bestfit-pad starves on this stream's documents longer than a row before the five hops end (its resume
+# is drawn by test_many_hops_resume_exactly, which stops where the stream does)
+@pytest.mark.parametrize("policy", [p for p in POLICIES if not STREAMING_POLICIES[p].pads])
 def test_hops_cross_a_pass_boundary_directly(policy: str) -> None:
     """Deterministic: five direct hops, the third one in the second pass (epoch 2)."""
     lengths = [5, 9, 3, 12, 4, 6, 2, 8, 3, 7]
@@ -117,7 +119,7 @@ def test_hops_cross_a_pass_boundary_directly(policy: str) -> None:
 
 
 @pytest.mark.parametrize("loader", ["autoresearch", "nanochat"])
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", [p for p in POLICIES if not STREAMING_POLICIES[p].pads])  # starves
 @settings(max_examples=5, deadline=None)
 @given(hops=st.lists(st.integers(1, 6), min_size=4, max_size=6), seed=st.integers(0, 10))
 def test_torch_loaders_resume_exactly_over_many_hops(loader: str, policy: str, hops: list[int],

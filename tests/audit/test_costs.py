@@ -79,9 +79,11 @@ def test_costs_agree_with_the_summary(case: tuple[list[int], pt.PackerConfig]) -
     assert c.discarded_tokens == s.discarded_tokens and c.rows == s.rows
     assert c.started_occurrences == s.sources_started
     assert c.never_started_occurrences == s.consumed_sources - s.sources_started
-    assert c.targets == c.rows * (R - 1) + max(c.partial_row_tokens - 1, 0)
-    if c.rows or c.partial_row_tokens:
-        assert c.utilization == 1.0
+    # padding positions (a padding loader: bestfit-pad) are never at a row start, and never targets
+    assert c.targets == c.rows * (R - 1) + max(c.partial_row_tokens - 1, 0) - c.padding_tokens
+    if c.rows or c.partial_row_tokens:  # every position holds a token, but the padding a padding loader adds
+        positions = c.rows * R + c.partial_row_tokens
+        assert c.utilization == (positions - c.padding_tokens) / positions
     if config.policy == "discard":
         assert c.share_without_context == 0.0 or c.targets == 0
         assert c.fragments_per_long_max in (None, 1)

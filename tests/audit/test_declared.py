@@ -1,4 +1,4 @@
-"""The declared mixture: α shares or token targets, JSON or YAML, refused when malformed."""
+"""The declared mixture: α shares, token targets or both, JSON or YAML, refused when malformed."""
 
 from __future__ import annotations
 
@@ -19,8 +19,20 @@ def test_alpha_and_token_targets(tmp_path: Path) -> None:
                                                                ("a", "b"))
     (tmp_path / "t.yaml").write_text("tokens:\n  a: 75144263\n  b: 75144263\n  c: 0\n")
     t = read_mixture(tmp_path / "t.yaml")
-    assert t.kind == "tokens" and t.alpha == {"a": 0.5, "b": 0.5, "c": 0.0} and t.targets["a"] == 75144263
+    # token targets are not a sampling frequency: no α is made up from them
+    assert t.kind == "tokens" and t.alpha is None and t.targets is not None and t.targets["a"] == 75144263
+    assert t.target_shares == {"a": 0.5, "b": 0.5, "c": 0.0} and t.sources == ("a", "b", "c")
     assert t.to_dict()["targets"] == {"a": 75144263, "b": 75144263, "c": 0}
+    (tmp_path / "both.yaml").write_text("name: v1\nalpha: {a: 0.9, 7: 0.1}\ntokens: {a: 100, 7: 300}\n")
+    both = read_mixture(tmp_path / "both.yaml")
+    assert both.kind == "alpha+tokens" and both.alpha == {"a": 0.9, "7": 0.1}
+    assert both.target_shares == {"a": 0.25, "7": 0.75} and both.sources == ("7", "a")
+    assert both.to_dict()["target_shares"] == {"7": 0.75, "a": 0.25}
+
+
+def test_a_declaration_needs_alpha_or_targets() -> None:
+    with pytest.raises(InputError, match="needs 'alpha'"):
+        DeclaredMixture(None, None)
 
 
 @pytest.mark.parametrize(("doc", "message"), [
@@ -29,9 +41,19 @@ def test_alpha_and_token_targets(tmp_path: Path) -> None:
     ({"alpha": {"a": True}}, r"alpha\['a'\] must be a number"),
     ({"tokens": {"a": 1.5}}, r"tokens\['a'\] must be an integer >= 0, got 1.5"),
     ({"tokens": {"a": 0}}, "tokens are all zero"),
-    ({"alpha": {"a": 1.0}, "tokens": {"a": 1}}, "exactly one of 'alpha'"),
-    ({}, "exactly one of 'alpha'"),
-    ({"alpha": {}}, "non-empty object"),
+    ({}, "must give 'alpha' .*'tokens' .*or both"),
+    ({"name": "x"}, "must give 'alpha'"),
+    ({"alpha": {}}, "alpha must be a non-empty object"),
+    ({"tokens": [1, 2]}, "tokens must be a non-empty object"),
+    ({"alpha": {"a": 0.5, "b": 0.5}, "tokens": {"a": 1, "c": 1}},
+     r"source\(s\) \['b'\] in 'alpha' but not in 'tokens'"),
+    ({"alpha": {"a": 1.0}, "tokens": {"a": 1, "c": 1}},
+     r"source\(s\) \['c'\] in 'tokens' but not in 'alpha'"),
+    ({"alpha": {"a": 1.0}, "tokens": {"a": -1}}, r"tokens\['a'\] must be an integer >= 0, got -1"),
+    ({"alpha": {"": 1.0}}, "alpha has a source name '': give a non-empty string"),
+    ({"tokens": {None: 1}}, "tokens has a source name None"),
+    ({"alpha": {7: 0.5, "7": 0.5}}, "alpha names source '7' twice"),
+    ({"alpha": {"a": 1.0}, "name": 3}, "name must be a string, got 3"),
     ({"alpha": {"a": 1.0}, "weights": 1}, r"unknown key\(s\) \['weights'\]"),
     ([1], "must be an object"),
 ])

@@ -40,7 +40,7 @@ from packing_theory.engine.events import (
 )
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError, InputTypeError
-from packing_theory.orchestration import run_audit
+from packing_theory.orchestration import Settings, audit_corpus
 from packing_theory.testing import scaled_examples
 
 SMALL_BOUNDS = (2, 4, 8, 16, 32)
@@ -385,26 +385,30 @@ def test_bad_arguments_name_the_parameter() -> None:
     with pytest.raises(ValueError, match=r"prefixes\[0\]"):
         evaluation_population([3, 4], capacity=8, min_buffer=1, targets=10, prefixes=(11,))
     with pytest.raises(ValueError, match="empty"):
-        run_audit(np.zeros(0, dtype=np.int64))
-    with pytest.raises(ValueError, match="policy must be one of"):
-        run_audit([3, 4], policies=["nope"])
+        audit_corpus(np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match="packers must be among"):
+        audit_corpus([3, 4], ["nope"])
     with pytest.raises(ValueError, match="must not repeat"):
-        run_audit([3, 4], policies=["discard", "discard"])
+        audit_corpus([3, 4], ["discard", "discard"])
 
 
 @settings(max_examples=scaled_examples(25))
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=200), st.sampled_from(POLICIES))
-def test_run_audit_side_by_side(lengths: list[int], policy: str) -> None:
-    cfg = pt.PackerConfig(capacity=16, min_buffer=4, refill=3, rows=30)
-    res = run_audit(lengths, cfg, policies=["discard", policy] if policy != "discard" else ["discard"],
-                    permutations=2, eval_lengths=lengths, eval_targets=45, eval_prefixes=(15,))
-    assert res.policies[0].policy == "discard"
-    assert all(a.mass.identity_holds for a in res.policies)
-    assert len(res.startup) == len(res.policies) == len(res.evaluation)
-    assert res.corpus.documents == len(lengths) and res.corpus.tokens == sum(lengths)
-    assert res.policy("discard") is res.policies[0]
+def test_audit_side_by_side(lengths: list[int], policy: str) -> None:
+    from packing_theory.orchestration import EvalStream
+
+    res = audit_corpus(lengths, ["discard", policy] if policy != "discard" else ["discard"],
+                Settings(capacity=16, min_buffer=4, refill=3), horizon=pt.Budget("rows", 30), permutations=2,
+                evaluation=EvalStream(np.asarray(lengths), 45, (15,)))
+    runs = res.measurement.runs
+    assert runs[0].packer == "discard"
+    assert all(r.aggregates.mass.identity_holds for r in runs)
+    assert len(res.startup) == len(runs) == len(res.evaluation)
+    m = res.measurement
+    assert m.corpus.documents == len(lengths) and m.corpus.tokens == sum(lengths)
+    assert m.run("discard") is runs[0]
     with pytest.raises(KeyError):
-        res.policy("nope")
+        m.run("nope")
 
 
 @given(cases(policies=("discard", "continue")))

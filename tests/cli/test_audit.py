@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import packing_theory as pt
 from packing_theory.cli import main
 from packing_theory.reporting import matplotlib_available
 
@@ -39,12 +38,14 @@ def test_audit_lengths_two_policies(lengths_file: Path, tmp_path: Path, capsys: 
     assert status == 0
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
-    assert [p["policy"] for p in doc["policies"]] == ["discard", "continue", "segment-first"]
-    assert all(p["mass"]["identity_holds"] for p in doc["policies"])
+    assert [p["packer"] for p in doc["packers"]] == ["discard", "continue", "segment-first"]
+    assert all(p["mass"]["identity_holds"] for p in doc["packers"])
     assert doc["evaluation"]["populations"][0]["prefixes"][0]["targets"] == 310
-    assert json.loads((out / "audit.json").read_text())["schema"] == "packing-theory/audit"
-    assert "## Retention" in (out / "audit.md").read_text()
-    assert "wrote" in captured.err
+    assert json.loads((out / "audit.json").read_text()) == doc  # --json prints the document written
+    assert "## The answer" in (out / "audit.md").read_text()
+    (line,) = captured.err.strip().splitlines()  # one summary line
+    assert line.startswith(f"audit: {doc['headline']}") and "wrote" in line
+    assert doc["headline"].startswith("discard reached the horizon of 300 rows at row 300")
 
 
 @pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) is not installed")
@@ -52,14 +53,15 @@ def test_scaled_down_demo_writes_everything(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     assert main(["audit", "--demo", "--scale", "0.01", "--permutations", "2", "--out", str(out)]) == 0
     names = {p.name for p in out.iterdir()}
-    assert {"audit.json", "audit.md", "retention_by_stratum.png", "exposure_profile.png",
+    assert {"audit.json", "audit.md", "audit.html", "retention_by_stratum.png", "exposure_profile.png",
             "startup_delay.png", "buffered_mass.png"} <= names
     md = (out / "audit.md").read_text()
-    for needle in ("discarded tokens", "sources never started", "protected / buffered mass",
-                   "startup delay", "## Retention", "## Evaluation population", "Verdict"):
+    for needle in ("## The answer", "## Per packer", "## By original length", "## Startup delay",
+                   "## Evaluation population", "never started"):
         assert needle in md
     doc = json.loads((out / "audit.json").read_text())
-    assert [p["policy"] for p in doc["policies"]] == ["discard", "continue", "segment-first"]
+    assert [p["packer"] for p in doc["packers"]] == ["discard", "continue", "segment-first"]
+    assert doc["settings"]["capacity"] == 2049  # the demo's settings: autoresearch's R
 
 
 def test_shards_input(tmp_path: Path) -> None:
@@ -116,84 +118,49 @@ def test_unknown_parquet_column(tmp_path: Path, capsys: pytest.CaptureFixture[st
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"body": ["a b", "c"]}), path)
-    assert main(["audit", "--text", str(path), "--text-column", "text", "--no-plots"]) == 2
+    assert main(["audit", "--text", str(path), "--column", "text", "--no-plots"]) == 2
     assert "no column 'text'" in one_line_error(capsys)
 
 
 def test_no_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--no-plots"]) == 2
-    assert "--demo" in one_line_error(capsys)
+    assert "one of the arguments --demo --data" in one_line_error(capsys)
 
 
 def test_bad_tokenizer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "d.txt"
     f.write_text("hello")
     assert main(["audit", "--text", str(f), "--tokenizer", "nosuchmodule_xyz:enc", "--no-plots"]) == 2
-    assert "--tokenizer" in one_line_error(capsys)
+    assert "--tokenizer 'nosuchmodule_xyz:enc': cannot import module" in one_line_error(capsys)
 
 
-def _without_run_metadata(doc: dict) -> dict:
-    return {k: v for k, v in doc.items() if k not in ("run", "seconds")}
-
-
-# workers=2 repeats the check through a process pool: in the slow step, beside test_scale's workers test
-@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
-def test_the_api_audits_peers_exactly_as_the_command(workers: str, lengths_file: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Before the fix run_audit refused peers and the command spliced them into its result."""
-    from packing_theory.orchestration import run_audit
-    from packing_theory.rendering import report_dict
-
+def test_the_peer_options_reach_the_peers(lengths_file: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["audit", "--lengths", str(lengths_file), "--policy", "trl-bfd,discard,trl-wrapped",
             "--peer-option", "window=50", "--policy", "continue", "--out", str(tmp_path / "r"),
-            "--no-plots", "--no-progress", "--json", "--workers", workers, *SMALL]
+            "--no-plots", "--no-progress", "--json", *SMALL]
     assert main(argv) == 0
-    cli_doc = json.loads(capsys.readouterr().out)
-    assert main(argv[:5] + argv[7:]) == 0  # without the peer option it differs: the option reached the peer
-    plain = json.loads(capsys.readouterr().out)
-    assert plain["policies"][0] != cli_doc["policies"][0] and plain["policies"][1] == cli_doc["policies"][1]
-    config = pt.PackerConfig(capacity=32, min_buffer=20, refill=8, rows=300)
-    policies = ["trl-bfd", "discard", "trl-wrapped", "continue"]
-    result = run_audit(np.load(lengths_file), config, policies=policies, permutations=3,
-                       peer_options={"trl-bfd": {"window": 50}, "trl-wrapped": {"window": 50}},
-                       corpus_label="lengths.npy")
-    assert [a.policy for a in result.policies] == policies
-    assert [s.policy for s in result.startup] == ["discard", "continue"]  # streaming only
-    api_doc = report_dict(result, documents_file="documents.csv")  # a small corpus: the command writes it
-    assert _without_run_metadata(api_doc) == _without_run_metadata(cli_doc)
-
-
-def test_run_audit_checks_peer_options_before_replaying(lengths_file: Path) -> None:
-    from packing_theory.orchestration import run_audit
-
-    lengths = np.load(lengths_file)
-    with pytest.raises(ValueError, match=r"peer_options names 'trl-bfd', which is not an audited peer"):
-        run_audit(lengths, policies=["discard"], peer_options={"trl-bfd": {}})
-    message = r"peer_options\['trl-bfd'\]: policy 'trl-bfd' takes no option 'bogus' \(it takes: window"
-    with pytest.raises(ValueError, match=message):
-        run_audit(lengths, policies=["trl-bfd"], peer_options={"trl-bfd": {"bogus": 1}})
-    with pytest.raises(ValueError, match=r"policy must be one of .*trl-bfd.*; got 'nope'"):
-        run_audit(lengths, policies=["discard", "nope"])
-
-
-def test_the_demo_inputs_are_a_library_function() -> None:
-    from packing_theory.cli.audit import demo_inputs
-    from packing_theory.orchestration import audit_demo
-
-    demo = audit_demo(0.01)
-    train, evals, rows, eval_targets, prefixes = demo_inputs(0.01)
-    assert np.array_equal(train, demo.lengths) and np.array_equal(evals, demo.eval_lengths)
-    assert (rows, eval_targets, prefixes) == (demo.rows, demo.eval_targets, demo.eval_prefixes)
-    assert demo.config().rows == rows and demo.config().capacity == 2049
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["packer"] for p in doc["packers"]] == ["trl-bfd", "discard", "trl-wrapped", "continue"]
+    assert [p["options"].get("window") for p in doc["packers"]] == [50, None, 50, None]
+    assert [s["policy"] for s in doc["startup"]] == ["discard", "continue"]  # streaming only
+    assert main([*argv, "--peer-option", "trl-wrapped:window=7"]) == 0  # the named packer's value wins
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["options"].get("window") for p in doc["packers"]] == [50, None, 7, None]
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["audit", "--demo", "--permutation-seed", "-1"], "--permutation-seed must be >= 0, got -1"),
     (["audit", "--demo", "--eval-targets", "-5"], "--eval-targets must be >= 1, got -5"),
     (["audit", "--lengths", "{npy}", "--eval-targets", "4096"],
-     "--eval-targets 4096 needs an evaluation stream"),
+     "--eval-targets needs an evaluation stream"),
+    (["audit", "--lengths", "{npy}", "--eval-prefixes", "4096"],
+     "--eval-prefixes needs an evaluation stream"),
     (["audit", "--demo", "--policy", "bounded-wait", "--max-wait", "-1"],
-     "--max-wait must be >= 0 (rows), got -1"),
+     "--max-wait must be >= 0, got -1"),
+    (["audit", "--demo", "--world-size", "2", "--policy", "discard,trl-bfd"],
+     "--world-size applies to streaming policies only; got 'trl-bfd'"),
+    (["audit", "--lengths", "{npy}", "--documents", "documents.tsv"], "argument --documents: invalid choice"),
     (["bounds", "--lengths", "{npy}", "--capacity", "1"], "--capacity must be >= 2, got 1"),
 ])
 def test_cli_refusals_name_the_option(argv: list[str], needle: str, tmp_path: Path,

@@ -47,9 +47,9 @@ def test_census_usage_errors_are_status_2(tmp_path: Path, capsys: pytest.Capture
         (["--text", *texts, "--executor", "spark"], "got 'spark'"),
         (["--text", *texts, "--workers", "-1"], "--workers must be >= 0, got -1"),
         (["--text", str(tmp_path / "missing.txt")], "missing.txt"),
-        (["--parquet", *texts, "--per-line"], "--per-line applies to --text only"),
+        (["--parquet", *texts, "--per-line"], "--per-line applies to text input, not parquet"),
         (["--text", *texts, "--tokenizer", "nomodule:fn"], "--tokenizer 'nomodule:fn'"),
-        ([], "one of the arguments --text --parquet --shards --data --files-from is required"),
+        ([], "one of the arguments --data --files-from --text --parquet --shards is required"),
     ]
     for extra, message in cases:
         assert main(["census", *extra, "--out", str(tmp_path / "o")]) == 2
@@ -76,7 +76,7 @@ def test_audit_world_size_refusals(tmp_path: Path, capsys: pytest.CaptureFixture
     for extra, message in [(["--world-size", "0"], "--world-size must be >= 1, got 0"),
                            (["--world-size", "-3"], "--world-size must be >= 1, got -3"),
                            (["--world-size", "2", "--policy", "discard,trl-bfd"],
-                            "--world-size applies to streaming policies only; got peer policy 'trl-bfd'"),
+                            "--world-size applies to streaming policies only; got 'trl-bfd'"),
                            (["--world-size", "2", "--row-group-size", "0"], "--row-group-size must be >= 1"),
                            (["--executor", "dask://h"], "--executor must be local or dask://HOST:PORT")]:
         assert main([*base, *extra]) == 2
@@ -96,12 +96,12 @@ def test_audit_world_size_section_equals_the_library(tmp_path: Path, capsys: pyt
     assert json.loads(capsys.readouterr().out) == doc  # --json printed the per-rank section too
     cfg = PackerConfig(min_buffer=100, rows=300)
     expected = audit_ranks(lengths, 3, cfg, policies=["discard", "continue"], row_group_size=128)
-    assert doc["ranks"] == {s.policy: s.to_dict() for s in expected}
-    tasks = doc["execution"]["ranks"]["tasks"]
-    assert doc["execution"]["ranks"]["executor"] == "local" and [t["rank"] for t in tasks] == [0, 1, 2]
+    assert doc["ranks"]["policies"] == {s.policy: s.to_dict() for s in expected}
+    tasks = doc["ranks"]["execution"]["tasks"]
+    assert doc["ranks"]["execution"]["executor"] == "local" and [t["rank"] for t in tasks] == [0, 1, 2]
     assert all(t["attempts"] == 1 and "/pid " in t["worker"] for t in tasks)
     md = (tmp_path / "a" / "audit.md").read_text()
-    assert "## Per-rank audit: continue, world size 3" in md and md.rstrip().endswith("`.")
+    assert "continue, world size 3: " in md and "the mass identity holds on every rank" in md
 
 
 def test_dask_is_imported_only_when_asked_for() -> None:
@@ -140,15 +140,15 @@ def test_audit_world_size_reads_parquet_row_groups_and_shard_files(tmp_path: Pat
     cfg = PackerConfig(capacity=257, min_buffer=8, exhausted="drain", rows=40)
     (expected,) = audit_ranks(ParquetSource(tuple(files), "whitespace"), 2, cfg)
     doc = json.loads((tmp_path / "p" / "audit.json").read_text())
-    assert doc["ranks"]["discard"] == expected.to_dict()
-    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 6]
+    assert doc["ranks"]["policies"]["discard"] == expected.to_dict()
+    assert [r["row_groups"] for r in doc["ranks"]["policies"]["discard"]["ranks"]] == [6, 6]
     shards = make_shards(str(tmp_path), n=3, docs=100)
     assert main(["audit", "--shards", *shards, *common, "--row-group-size", "30",
                  "--out", str(tmp_path / "s")]) == 0
     (by_shard,) = audit_ranks([lengths_from_shards([p]) for p in shards], 2, cfg, row_group_size=30)
     doc = json.loads((tmp_path / "s" / "audit.json").read_text())
-    assert doc["ranks"]["discard"] == by_shard.to_dict()
-    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 6]  # 4 groups per shard
+    assert doc["ranks"]["policies"]["discard"] == by_shard.to_dict()
+    assert [r["row_groups"] for r in doc["ranks"]["policies"]["discard"]["ranks"]] == [6, 6]  # 3 per shard
 
 
 def test_a_dying_worker_prints_no_tracebacks(tmp_path: Path) -> None:
@@ -199,14 +199,15 @@ def test_audit_world_size_on_plain_text_cuts_row_groups_per_file(tmp_path: Path,
     assert main(argv) == 0
     doc = json.loads((tmp_path / "a" / "audit.json").read_text())
     run_census(files, CensusOptions("text", "whitespace", per_line=True), tmp_path / "c")
-    cfg = PackerConfig(capacity=8, min_buffer=2, refill=1, rows=doc["settings"]["rows"])
+    cfg = PackerConfig(capacity=8, min_buffer=2, refill=1, rows=doc["horizon"]["value"])
     (expected,) = audit_ranks(RowGroups(census_row_groups(tmp_path / "c", row_group_size=2)), 2, cfg)
-    got, want = doc["ranks"]["discard"], expected.to_dict()
+    got, want = doc["ranks"]["policies"]["discard"], expected.to_dict()
     assert {k: v for k, v in got["settings"].items() if k != "row_group_size"} == {
         k: v for k, v in want["settings"].items() if k != "row_group_size"}  # the census recorded its groups
     assert {k: v for k, v in got.items() if k != "settings"} == {
         k: v for k, v in want.items() if k != "settings"}
-    assert [r["row_groups"] for r in doc["ranks"]["discard"]["ranks"]] == [6, 3]  # 3 + 3 + 3 groups, by file
+    # 3 + 3 + 3 groups, by file
+    assert [r["row_groups"] for r in doc["ranks"]["policies"]["discard"]["ranks"]] == [6, 3]
 
 
 def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -219,8 +220,9 @@ def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: 
     cases = [
         (["census", "--text", texts[0], texts[0]], "is given twice"),
         (["census", "--text", *texts, "--text-column", "body"],
-         "--text-column 'body' applies to --parquet only"),
-        (["census", "--shards", *shards, "--tokenizer", "chars"], "does not apply to --shards"),
+         "--column applies to jsonl and parquet input, not text"),
+        (["census", "--shards", *shards, "--tokenizer", "chars"],
+         "--tokenizer 'chars' does not apply to shards"),
         (["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "4", "--row-group-size", "1024",
           "--no-plots", "--permutations", "0"],
          "--world-size 4 is more than the 3 row group(s) of --row-group-size 1024 of the largest input"),

@@ -44,7 +44,7 @@ def test_workers_give_the_serial_report(lengths_file: Path, tmp_path: Path) -> N
     serial = _report(lengths_file, tmp_path / "serial")
     parallel = _report(lengths_file, tmp_path / "parallel", "--workers", "2")
     assert _timeless(parallel) == _timeless(serial)
-    assert [c["policy"] for c in serial["packers"]] == PACKERS.split(",")
+    assert [c["packer"] for c in serial["packers"]] == PACKERS.split(",")
     assert all(c["seconds"] > 0 for c in parallel["packers"])
 
 
@@ -61,22 +61,22 @@ def test_bad_worker_options_exit_2(lengths_file: Path, tmp_path: Path, capsys: p
 
 
 def test_a_peer_whose_row_would_hold_one_token_is_refused_naming_it(tmp_path: Path) -> None:
-    """--capacity 2 gives the peers sequence length 1: TRL's rows of 1 token stopped the whole comparison
-    with 'capacity must be >= 2, got 1', naming neither the peer nor the user's value."""
+    """--seq-length 1 gives TRL rows of 1 token: it stopped the whole comparison with 'capacity must be
+    >= 2, got 1', naming neither the peer nor the user's value."""
     path = tmp_path / "l.npy"
     np.save(path, np.random.default_rng(0).integers(1, 30, 200))
-    assert main(["compare", "--lengths", str(path), "--capacity", "2", "--min-buffer", "5", "--policy",
+    assert main(["compare", "--lengths", str(path), "--seq-length", "1", "--min-buffer", "5", "--policy",
                  "discard,trl-bfd,megatron-gpt", "--out", str(tmp_path / "c"), "--no-plots"]) == 0
     doc = json.loads((tmp_path / "c" / "compare.json").read_text())
-    assert [p["policy"] for p in doc["packers"]] == ["discard", "megatron-gpt"]  # Megatron: R = L + 1 = 2
+    assert [p["packer"] for p in doc["packers"]] == ["discard", "megatron-gpt"]  # Megatron: R = L + 1 = 2
     assert doc["refused"] == [{"packer": "trl-bfd", "reason": (
-        "trl-bfd packs rows of 1 token(s) at sequence length 1 (R = seq_length: a row holds the framework's "
+        "trl-bfd packs rows of 1 token(s) (R = seq_length: a row holds the framework's "
         "sequence length); rows of at least 2 tokens are needed")}]
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["audit", "--capacity", "99999999999999999999999"], "--capacity must be <= 1,099,511,627,776"),
-    (["audit", "--seq-length", "99999999999999999999999"], "--seq-length must be <= 1,099,511,627,775"),
+    (["audit", "--capacity", "99999999999999999999999"], "--capacity must be <= 16,777,216"),
+    (["audit", "--seq-length", "99999999999999999999999"], "--seq-length must be <= 16,777,215"),
     (["compare", "--seq-length", "99999999999999999999999"], "--seq-length must be <= 16,777,215"),
     (["audit", "--permutations", "99999999999999"], "--permutations must be <= 1,000"),
     (["audit", "--policy", "foundry-binpack", "--peer-option", "packing_ratio=1e308"],

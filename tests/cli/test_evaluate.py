@@ -60,9 +60,9 @@ def test_scaled_down_demo_is_complete_and_bit_identical(tmp_path: Path,
     assert "no sampling interval" in da["statements"]["census"]
     assert "never started" in da["support"]["discard"]["statement"]
     md = (a / "evaluate.md").read_text()
-    for needle in ("## Support", "## BPB by stratum", "## Declared family", "## Whole-source census",
-                   "## What the intervals mean",
-                   "reconcile exactly for every model and window kind: **yes**"):
+    for needle in ("## The answer", "## Population and support", "## BPB by stratum",
+                   "The declared family of", "## Whole-source census", "what the intervals mean",
+                   "reconcile exactly for every model and window kind: yes"):
         assert needle in md
 
 
@@ -159,10 +159,13 @@ def test_own_models_from_shards(own_inputs: tuple[Path, Path, Path], tmp_path: P
       "b=evalmodels:tilted", "--kinds", "census"], "use --census for a census"),
     (["--sources", "{ev}", "--token-bytes", "{tb}", "--model", "a=evalmodels:flat", "--model",
       "b=evalmodels:tilted", "--baseline", "c"], "baseline 'c' is not among the models"),
-    ([], "give --demo, or --sources"),
+    ([], "one of the arguments --demo --sources is required"),
     (["--demo", "--model", "a=evalmodels:flat"], "--demo brings its own models"),
     (["--demo", "--policy", "discard"], "at least two policies"),
-    (["--demo", "--policy", "discard,nope"], "policy must be one of"),
+    (["--demo", "--policy", "discard,nope"], "argument --policy: invalid choice: 'nope'"),
+    (["--demo", "--policy", "discard,discard"], "--policy names a policy twice"),
+    (["--sources", "{ev}", "--token-bytes", "{tb}", "--model", "a=evalmodels:flat", "--model",
+      "b=evalmodels:tilted", "--policy", "discard"], "--policy applies to --demo"),
     (["--demo", "--baseline", "segment-first"], "the baseline is the first policy"),
 ])
 def test_bad_input_is_one_line_and_status_2(own_inputs: tuple[Path, Path, Path], tmp_path: Path,
@@ -267,7 +270,7 @@ def test_a_declared_same_seed_family_of_eight_uses_99_375(own_inputs: tuple[Path
     assert cmp["family_size"] == 8 and cmp["adjusted_level"] == 0.99375 and len(cmp["family"]) == 4
     assert [d["name"] for d in cmp["dropped"] if d["what"] == "stratum"] == [">16384"]
     report = (tmp_path / "c" / "evaluate.md").read_text()
-    assert "- dropped stratum >16384: stratum >16384 has 0 sources in the population" in report
+    assert "Dropped stratum >16384: stratum >16384 has 0 sources in the population" in report
     assert "(4 of them dropped, each reported with its reason)" in err  # the one summary line says so
     assert len(err.strip().splitlines()) == 1, err
 
@@ -306,4 +309,5 @@ def test_natural_context_assay_and_ranking_sections(own_inputs: tuple[Path, Path
     assert main(["evaluate", "--sources", str(ev), "--token-bytes", str(tb),
                  "--model", "flat=evalmodels:flat", "--model", "tilted=evalmodels:tilted",
                  "--ranking", str(tmp_path / "missing.npz"), "--no-plots", "--out", str(tmp_path / "m")]) == 2
-    assert "is not a readable .npz file" in one_line_error(capsys)
+    missing = str(tmp_path / "missing.npz")
+    assert f"argument --ranking: no such file or directory {missing!r}" in one_line_error(capsys)

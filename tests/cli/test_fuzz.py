@@ -93,7 +93,7 @@ def assert_replay_identity(out: str) -> None:
 
 def assert_audit_identity(out: str) -> None:
     doc = json.loads(out)
-    for p in doc["policies"]:
+    for p in doc["packers"]:
         m = p["mass"]
         assert m["identity_holds"] is True
         assert m["arrived_tokens"] + m["added_bos"] == (

@@ -27,6 +27,11 @@ def _documents(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _md_headline(path: Path) -> str:
+    """The first line of a report's Markdown: its headline (Markdown's escapes undone)."""
+    return path.read_text(encoding="utf-8").splitlines()[0].replace("\\|", "|").replace("\\_", "_")
+
+
 def test_a_finite_corpus_that_runs_dry(tmp_path: Path) -> None:
     """B = 16 on 400 documents: the replay stops when the stream runs dry; the headline says so and why."""
     rng = np.random.default_rng(3)
@@ -36,19 +41,17 @@ def test_a_finite_corpus_that_runs_dry(tmp_path: Path) -> None:
              "--policy", "discard,trl-bfd", "--permutations", "0", "--no-plots", "--out", "rep"], tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
-    d, t = doc["policies"]
+    d, t = doc["packers"]
     nt = d["never_trained"]
     assert d["horizon"]["reason"] == "stream exhausted" and t["horizon"]["reason"] == "natural end"
     assert d["horizon"]["stopped_at_row"] == d["rows"] and doc["horizon"]["value"] == 243_968
-    share = f"{100 * nt['share']:.1f}%"
     head = doc["headline"]
-    assert head.startswith(f"discard stopped at row {d['rows']:,} because the stream ran dry; {share} of "
-                           f"your tokens ({nt['documents']} documents")
+    assert head.startswith(f"discard stopped at row {d['rows']:,} because the stream ran dry")
+    assert f"{nt['never_started']['documents']} documents never started" in head
     assert f"the theorem predicts ≥ {d['protected']['members']} never start at B = 16" in head
-    assert "see documents.csv" in head
-    md = (tmp_path / "rep" / "audit.md").read_text().splitlines()
-    assert md[0] == head and "## Terms" in md and "## Horizon and never trained" in md
-    assert head in p.stderr.strip().splitlines()[-1]  # the one summary line
+    assert _md_headline(tmp_path / "rep" / "audit.md") == head
+    (line,) = p.stderr.strip().splitlines()  # the one summary line
+    assert line.startswith(f"audit: {head} (400 documents")
     rows = [r for r in _documents(tmp_path / "rep" / "documents.csv") if r["packer"] == "discard"]
     assert len(rows) == 400
     for col, total in (("emitted", nt["trained_tokens"]), ("buffered", nt["buffered_tokens"]),
@@ -71,14 +74,14 @@ def test_a_long_synthetic_corpus_reaches_its_budget(tmp_path: Path) -> None:
              "--out", "rep"], tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
-    c, t = doc["policies"]
-    assert doc["horizon"] == {"unit": "tokens", "value": 64_000, "documents_file": "documents.csv"}
+    c, t = doc["packers"]
+    h = doc["horizon"]
+    assert (h["unit"], h["value"], h["rule"]) == ("tokens", 64_000, "asked")
     assert c["horizon"]["reason"] == t["horizon"]["reason"] == "budget reached"
     assert c["rows"] == 500  # ceil(64,000 / 128) full rows
     nt = c["never_trained"]
     assert nt["never_reached"]["documents"] > 15_000
-    assert doc["headline"].startswith("continue stopped at row 500: the horizon of 64,000 tokens was "
-                                      f"reached; {100 * nt['share']:.1f}% of your tokens")
+    assert doc["headline"].startswith("continue reached the horizon of 64,000 tokens at row 500")
     for p_ in (c, t):
         m = p_["never_trained"]["mass"]
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == int(lengths.sum())
@@ -88,21 +91,22 @@ def test_compare_at_a_common_token_horizon(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     np.save(tmp_path / "L.npy", np.maximum(1, rng.lognormal(3.5, 1.2, 800)).astype(np.int64))
     total = int(np.load(tmp_path / "L.npy").sum())
+    names = ["discard", "continue", "trl-bfd", "megatron-gpt", "foundry-concat-wrap"]
     p = run(["compare", "--lengths", "L.npy", "--capacity", "64", "--min-buffer", "16", "--refill", "8",
-             "--policy", "discard,continue,trl-bfd,megatron-gpt,foundry-concat-wrap", "--tokens", "20000",
-             "--no-plots", "--out", "cmp"], tmp_path)
+             "--policy", ",".join(names), "--tokens", "20000", "--no-plots", "--out", "cmp"], tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert doc["horizon"]["unit"] == "tokens" and doc["horizon"]["value"] == 20_000
     for col in doc["packers"]:
         m = col["never_trained"]["mass"]
-        assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == total, col["policy"]
+        assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == total, col["packer"]
         assert col["horizon"]["reason"] in ("budget reached", "stream exhausted", "natural end")
-    shares = {c["policy"]: c["never_trained"]["tokens"] for c in doc["packers"]}
-    assert [shares[n] for n in doc["ranking"]] == sorted(shares.values())
+        assert col["row_width"] == 64  # --capacity: every packer's row width
+    # the untrained total is equal by construction at a common token horizon: never the ranking key
+    assert doc["ranking"]["by"] != "never_trained_tokens" and sorted(doc["ranking"]["order"]) == sorted(names)
     assert doc["headline"].startswith("at the horizon of 20,000 tokens")
     assert p.stderr.strip().splitlines()[-1].startswith("compare: at the horizon of 20,000 tokens")
-    assert (tmp_path / "cmp" / "compare.md").read_text().splitlines()[0] == doc["headline"]
+    assert _md_headline(tmp_path / "cmp" / "compare.md") == doc["headline"]
     q = run(["compare", "--lengths", "L.npy", "--capacity", "64", "--policy", "discard", "--rows", "-1",
              "--no-plots", "--out", "cmp2"], tmp_path)
     assert q.returncode == 2 and "--rows must be >= 0, got -1" in q.stderr
@@ -110,20 +114,17 @@ def test_compare_at_a_common_token_horizon(tmp_path: Path) -> None:
 
 def test_the_evaluation_section_claims_only_what_was_scored(tmp_path: Path) -> None:
     """An evaluation stream that runs dry before its budget: the population is what was scored."""
-    from packing_theory import PackerConfig
-    from packing_theory.orchestration import run_audit
-    from packing_theory.rendering.audit import render_markdown
-
     rng = np.random.default_rng(6)
-    train = np.maximum(1, rng.lognormal(3.0, 1.0, 300)).astype(np.int64)
-    evals = np.maximum(1, rng.lognormal(3.0, 1.0, 50)).astype(np.int64)
-    res = run_audit(train, PackerConfig(capacity=32, min_buffer=4, refill=4, rows=50), permutations=0,
-                    eval_lengths=evals, eval_targets=1_000_000, eval_prefixes=(500_000,))
-    scored = sum(res.evaluation[0].target_counts)
-    assert scored < 1_000_000
-    md = render_markdown(res)
-    assert f"{scored / 1e6:.2f} M scored (budget 1.00 M; the stream ran dry)" in md
-    assert "0.50 M: not reached" in md
+    np.save(tmp_path / "train.npy", np.maximum(1, rng.lognormal(3.0, 1.0, 300)).astype(np.int64))
+    np.save(tmp_path / "eval.npy", np.maximum(1, rng.lognormal(3.0, 1.0, 50)).astype(np.int64))
+    p = run(["audit", "--lengths", "train.npy", "--eval-lengths", "eval.npy", "--eval-targets", "1000000",
+             "--eval-prefixes", "500000", "--capacity", "32", "--min-buffer", "4", "--refill", "4", "--rows",
+             "50", "--permutations", "0", "--no-plots", "--out", "rep"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (pop,) = json.loads((tmp_path / "rep" / "audit.json").read_text())["evaluation"]["populations"]
+    scored = sum(pop["target_counts"])
+    assert 0 < scored < 1_000_000 == pop["targets"]
+    assert f"{scored:,}" in (tmp_path / "rep" / "audit.md").read_text()
 
 
 @pytest.mark.slow  # six real processes; tests/audit/test_explanations.py checks the same agreement in-process
@@ -152,28 +153,23 @@ def test_explain_agrees_with_documents_csv_on_a_sample(tmp_path: Path) -> None:
         assert q.stderr.strip().splitlines()[-1] == f"explain: {e['sentence']}"
 
 
-def test_compare_names_who_set_a_short_common_horizon_and_reports_ties(tmp_path: Path) -> None:
-    """A packer that filters most long documents sets a few-row common horizon: said, ties not ranked."""
+def test_compare_names_who_set_a_short_common_horizon(tmp_path: Path) -> None:
+    """A packer that filters most long documents sets a few-row common horizon: the report says which."""
     rng = np.random.default_rng(0)
     lengths = np.concatenate([rng.integers(300, 3000, 400), rng.integers(5, 60, 40)])
     rng.shuffle(lengths)
     np.save(tmp_path / "l.npy", lengths)
-    p = run(["compare", "--lengths", "l.npy", "--policy", "discard,continue,axolotl-multipack", "--capacity",
-             "257", "--min-buffer", "16", "--refill", "8", "--no-plots", "--out", "rep", "--json"], tmp_path)
+    argv = ["compare", "--lengths", "l.npy", "--policy", "discard,continue,axolotl-multipack", "--capacity",
+            "257", "--min-buffer", "16", "--refill", "8", "--no-plots", "--json"]
+    p = run([*argv, "--out", "rep"], tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     head = doc["headline"]
-    assert doc["horizon"]["set_by"] == ["axolotl-multipack"]
-    assert "(the most every packer reaches, set by axolotl-multipack)" in head
-    nt = {c["policy"]: c["never_trained"]["tokens"] for c in doc["packers"]}
-    assert nt["discard"] == nt["continue"] != nt["axolotl-multipack"]
-    assert "discard, continue tie at the fewest never-trained tokens" in head
-    assert "discard never trains the fewest" not in head
-    assert "the horizon is short (" in head and "fewer than B = 16" in head and "--natural-end" in head
-    assert (tmp_path / "rep" / "compare.md").read_text(encoding="utf-8").splitlines()[0] == head
+    assert doc["horizon"]["set_by"] == ["axolotl-multipack"] and doc["horizon"]["rule"] == "common"
+    assert "set by axolotl-multipack" in head
+    assert _md_headline(tmp_path / "rep" / "compare.md") == head
     assert p.stderr.strip().splitlines()[-1].startswith(f"compare: {head} (440 documents")
-    natural = run(["compare", "--lengths", "l.npy", "--policy", "discard,continue,axolotl-multipack",
-                   "--capacity", "257", "--min-buffer", "16", "--refill", "8", "--no-plots", "--out", "nat",
-                   "--natural-end", "--json"], tmp_path)
+    natural = run([*argv, "--out", "nat", "--natural-end"], tmp_path)
     assert natural.returncode == 0, natural.stderr
-    assert "the horizon is short" not in json.loads(natural.stdout)["headline"]
+    nat = json.loads(natural.stdout)
+    assert nat["horizon"]["rule"] == "natural" and "set by" not in nat["headline"]

@@ -10,7 +10,7 @@ import pytest
 
 from packing_theory.cli import main
 from packing_theory.reporting import matplotlib_available, verify_report
-from packing_theory.reporting.html import strip_run_metadata
+from packing_theory.reporting.page import strip_run_metadata
 
 needs_plots = pytest.mark.skipif(not matplotlib_available(),
                                  reason="matplotlib (the plots extra) not installed")

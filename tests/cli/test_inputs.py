@@ -23,7 +23,7 @@ def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 def _without_run_fields(doc: dict[str, object]) -> dict[str, object]:
     """The report minus what names the input or the run (label, timings, run id, config hash)."""
-    drop = {"label", "seconds", "run", "config_hash", "run_id", "inputs", "generated"}
+    drop = {"label", "seconds", "run", "config_hash", "run_id", "inputs", "generated", "name"}
 
     def clean(value: object) -> object:
         if isinstance(value, dict):
@@ -75,7 +75,7 @@ def test_data_on_replay_check_compare_states_the_format(tmp_path: Path,
     (tmp_path / "list.txt").write_text(f"# the corpus\n{tmp_path / 'a.jsonl'}\n")
     assert main(["compare", "--files-from", str(tmp_path / "list.txt"), "--policy", "discard",
                  "--capacity", "8", "--min-buffer", "1", "--no-plots", "--out", str(tmp_path / "c")]) == 0
-    assert json.loads((tmp_path / "c" / "compare.json").read_text())["documents"] == 3
+    assert json.loads((tmp_path / "c" / "compare.json").read_text())["corpus"]["documents"] == 3
 
 
 def test_options_that_do_not_apply_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,16 +84,18 @@ def test_options_that_do_not_apply_are_refused(tmp_path: Path, capsys: pytest.Ca
     audit = ["audit", "--no-plots", "--out", str(tmp_path / "o")]
     cases = [
         ([*audit, "--lengths", str(tmp_path / "l.npy"), "--tokenizer", "whitespace"],
-         "--tokenizer 'whitespace' does not apply to --lengths"),
+         "--tokenizer 'whitespace' does not apply to lengths data (--lengths); it takes no reader option"),
         ([*audit, "--lengths", str(tmp_path / "l.npy"), "--per-line"],
-         "--per-line does not apply to --lengths"),
-        ([*audit, "--lengths", str(tmp_path / "l.npy"), "--eos-id", "2"], "--eos-id applies to --data only"),
+         "--per-line does not apply to lengths data (--lengths)"),
+        ([*audit, "--lengths", str(tmp_path / "l.npy"), "--eos-id", "2"],
+         "--eos-id 2 does not apply to lengths data (--lengths)"),
         (["replay", "--lengths", str(tmp_path / "l.npy"), "--format", "megatron"],
-         "--format applies to --data"),
+         "--format applies to --data; --lengths already names lengths data"),
         (["replay", "--data", str(tmp_path / "l.npy"), "--eos-id", "3"],
-         "eos_id does not apply to lengths data"),
+         "--eos-id 3 does not apply to lengths data (--data)"),
         (["replay", "--data", str(tmp_path / "t.txt"), "--bos", "auto", "--dtype", "uint16"],
-         "dtype does not apply to text data"),
+         "--dtype 'uint16' does not apply to text data (--data); it takes --bos, --encoding, --errors, "
+         "--per-line, --tokenizer"),
         (["census", "--data", str(tmp_path / "l.npy"), "--out", str(tmp_path / "c")],
          "lengths data already holds token ids"),
         (["census", "--parquet", str(tmp_path / "t.txt"), "--errors", "skip", "--out", str(tmp_path / "c")],

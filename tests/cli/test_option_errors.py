@@ -46,14 +46,16 @@ def test_a_missing_lengths_file_names_the_option(command: str, tmp_path: Path,
     assert f"argument --lengths: no such file or directory '{tmp_path / 'nope.npy'}'" in line
 
 
-def test_compare_refuses_a_row_wider_than_it_can_replay(lengths_file: Path, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    """Before the fix ``compare --capacity 10**20`` ran for minutes and ended in exit 3."""
-    from packing_theory.cli.compare import MAX_COMPARE_CAPACITY
+@pytest.mark.parametrize("command", ["compare", "audit", "replay"])
+def test_every_command_refuses_a_row_wider_than_it_can_replay(command: str, lengths_file: Path,
+                                                             tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix ``compare --capacity 10**20`` ran for minutes and ended in exit 3; one range now."""
+    from packing_theory.cli._options import MAX_ROW_WIDTH
 
-    argv = ["compare", "--lengths", str(lengths_file), "--capacity", str(10**20),
-            "--out", str(tmp_path / "o")]
+    argv = [command, "--lengths", str(lengths_file), "--capacity", str(10**20),
+            *(["--out", str(tmp_path / "o")] if command != "replay" else [])]
     assert main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert f"--capacity must be <= {MAX_COMPARE_CAPACITY:,}, got {10**20:,}" in line
+    assert f"--capacity must be <= {MAX_ROW_WIDTH:,}, got {10**20:,}" in line
     assert not (tmp_path / "o").exists()

@@ -57,10 +57,14 @@ def test_check_on_a_peer_is_not_applicable(lengths_file: Path, capsys: pytest.Ca
     (["--policy", "trl-bfd", "--seed", "3"], "--seed: policy 'trl-bfd' takes no option 'seed'"),
     (["--policy", "trl-bfd", "--epochs", "2"], "takes no option 'epochs'"),
     (["--policy", "megatron-gpt", "--peer-option", "windows=3"], "takes no option 'windows'"),
-    (["--policy", "trl-bfd", "--peer-option", "window"], "must be KEY=VALUE"),
+    (["--policy", "trl-bfd", "--peer-option", "window"], "must be POLICY:KEY=VALUE"),
+    (["--policy", "trl-bfd", "--peer-option", "megatron-gpt:seed=3"],
+     "'megatron-gpt', which is not measured"),
+    (["--policy", "trl-bfd", "--peer-option", "trl-bfd:windows=3"], "takes no option 'windows'"),
     (["--policy", "olmo-truncate"], "power of two"),
     (["--policy", "trl-bfd", "--framework-version", "0.1"], "framework_version"),
-    (["--policy", "trl-bfd", "--passes", "2"], "--rows/--targets"),  # a peer takes --rows (the horizon cut)
+    (["--policy", "trl-bfd", "--passes", "2"], "--passes: policy 'trl-bfd' takes no option 'passes'"),
+    (["--policy", "trl-bfd,discard"], "--policy takes one packer here, got 2"),
 ])
 def test_bad_peer_options(argv: list[str], message: str, lengths_file: Path,
                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,17 +111,17 @@ def test_audit_accepts_peers(lengths_file: Path, tmp_path: Path) -> None:
                  "--capacity", "16", "--min-buffer", "4", "--refill", "2", "--permutations", "2",
                  "--no-plots", "--no-progress", "--out", str(out)]) == 0
     report = json.loads((out / "audit.json").read_text())
-    assert [p["policy"] for p in report["policies"]] == ["discard", "trl-bfd", "megatron-gpt"]
-    assert all(p["mass"]["identity_holds"] for p in report["policies"])
+    assert [p["packer"] for p in report["packers"]] == ["discard", "trl-bfd", "megatron-gpt"]
+    assert all(p["mass"]["identity_holds"] for p in report["packers"])
 
 
 def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cmp"
-    assert main(["compare", "--lengths", str(lengths_file), "--capacity", "17", "--min-buffer", "4",
+    assert main(["compare", "--lengths", str(lengths_file), "--seq-length", "16", "--min-buffer", "4",
                  "--refill", "2", "--no-plots", "--out", str(out),
                  "--peer-option", "trl-bfd:window=2"]) == 0
     report = json.loads((out / "compare.json").read_text())
-    names = [c["policy"] for c in report["packers"]]
+    names = [c["packer"] for c in report["packers"]]
     refused = {r["packer"]: r["reason"] for r in report["refused"]}
     # every peer is either a column or refused by its framework's rule, with the framework's message
     assert set(peer_policies()) == set(names) - set(POLICIES) | set(refused) and "discard" in names
@@ -127,17 +131,19 @@ def test_compare_small_corpus(lengths_file: Path, tmp_path: Path, capsys: pytest
             list(build_packer(name, capacity=16).events(np.load(lengths_file)))
         assert reason == str(exc.value)
     assert "bounded-wait" in names and by_costs(report, "bounded-wait")["discarded_tokens"] == 0
-    by = {c["policy"]: c for c in report["packers"]}
+    by = {c["packer"]: c for c in report["packers"]}
     assert "its own theorem" in by["bounded-wait"]["verdict"] and not by["bounded-wait"]["in_family"]
     assert by["trl-bfd"]["options"] == {"window": 2, "framework_version": "1.16.0"}  # defaults recorded
     assert by["discard"]["in_family"] and by["discard"]["verdict"].startswith("family member")
     assert "shrunk counterexample" in by["requeue-bos"]["verdict"]
     assert by["trl-bfd"]["verdict"].startswith("outside the family: not applicable")
-    assert by["olmo-truncate"]["row_width"] == 16  # the largest power of two <= 17 - 1
-    assert all(c["identity_holds"] for c in report["packers"])
+    assert by["olmo-truncate"]["row_width"] == 16 and by["discard"]["row_width"] == 17  # L = 16, each rule
+    assert all(c["mass"]["identity_holds"] for c in report["packers"])
     md = (out / "compare.md").read_text()
     assert "| trl-bfd |" in md and "never started" in md
-    assert "## Costs" in md and "## Refused by the framework's own rule" in md
+    assert "## Costs" in md
+    assert refused and all(f"{name}".replace("_", "\\_") + " refused this corpus by its framework's own rule"
+                           in md for name in refused)
 
 
 def build_options(name: str) -> dict[str, object]:
@@ -149,22 +155,22 @@ def build_options(name: str) -> dict[str, object]:
 def by_costs(report: dict[str, object], name: str) -> dict[str, object]:
     packers = report["packers"]
     assert isinstance(packers, list)
-    return next(c["costs"] for c in packers if c["policy"] == name)
+    return next(c["costs"] for c in packers if c["packer"] == name)
 
 
 def test_compare_demo_prefix(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    assert main(["compare", "--demo", "--documents", "3000",
+    assert main(["compare", "--demo", "--demo-documents", "3000",
                  "--policy", "discard,trl-bfd,foundry-concat-wrap",
                  "--no-plots", "--out", str(out), "--json"]) == 0
     report = json.loads((out / "compare.json").read_text())
-    assert report["documents"] == 3000 and len(report["packers"]) == 3
+    assert report["corpus"]["documents"] == 3000 and len(report["packers"]) == 3
 
 
 def test_compare_rejects_bad_peer_option(lengths_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", "--lengths", str(lengths_file), "--policy", "discard",
                  "--peer-option", "trl-bfd:window=2"]) == 2
-    assert "not compared" in capsys.readouterr().err
+    assert "--peer-option names 'trl-bfd', which is not measured here" in capsys.readouterr().err
 
 
 def test_seq_length_maps_onto_each_packers_row_width(lengths_file: Path,
@@ -194,18 +200,27 @@ def test_audit_passes_each_packer_only_the_options_it_takes(lengths_file: Path, 
     assert main([*base, "--policy", "bounded-wait,trl-bfd", "--max-wait", "3", "--peer-option", "window=2",
                  "--out", str(tmp_path / "a")]) == 0
     report = json.loads((tmp_path / "a" / "audit.json").read_text())
-    assert [p["policy"] for p in report["policies"]] == ["bounded-wait", "trl-bfd"]
-    assert main([*base, "--policy", "trl-bfd", "--passes", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "--rows/--targets/--passes/--drain apply to streaming policies" in capsys.readouterr().err
+    assert [p["packer"] for p in report["packers"]] == ["bounded-wait", "trl-bfd"]
+    assert report["packers"][1]["options"]["window"] == 2
+    capsys.readouterr()
+    peer = base[:base.index("--refill")] + base[base.index("--refill") + 2:]
+    assert main([*peer, "--policy", "trl-bfd", "--passes", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "--passes: policy 'trl-bfd' takes no option 'passes'" in capsys.readouterr().err
+    assert main([*base, "--policy", "trl-bfd", "--out", str(tmp_path / "b")]) == 2  # --refill: no packer here
+    assert "--refill: policy 'trl-bfd' takes no option 'refill'" in capsys.readouterr().err
     assert main([*base, "--policy", "discard,trl-bfd", "--peer-option", "windows=2",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "--peer-option windows: no packer takes an option 'windows'" in capsys.readouterr().err
+    assert main([*base, "--policy", "discard,trl-bfd", "--peer-option", "trl-bfd:windows=2",
                  "--out", str(tmp_path / "c")]) == 2
     assert "--peer-option windows: policy 'trl-bfd' takes no option 'windows'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--lengths", "{lengths}", "--policy", "discard,trl-bfd,discard"], "--policy names 'discard' twice"),
-    (["--lengths", "{lengths}", "--policy", "discard,bogus"], "--policy got 'bogus', not a packer"),
-    (["--demo", "--documents", "0"], "--documents must be an integer >= 1, got 0"),
+    (["--lengths", "{lengths}", "--policy", "discard,bogus"], "argument --policy: invalid choice: 'bogus'"),
+    (["--demo", "--demo-documents", "0"], "--demo-documents must be >= 1, got 0"),
+    (["--lengths", "{lengths}", "--demo-documents", "5"], "--demo-documents 5 applies to --demo"),
 ])
 def test_compare_refuses_bad_packers_before_computing(argv: list[str], message: str, lengths_file: Path,
                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -213,7 +228,7 @@ def test_compare_refuses_bad_packers_before_computing(argv: list[str], message: 
     """Before the fix ``--policy discard,discard`` compared discard twice."""
     import packing_theory.cli.compare as cli_compare
 
-    monkeypatch.setattr(cli_compare, "compare_packers", lambda *a, **k: pytest.fail("compared"))
+    monkeypatch.setattr(cli_compare, "compare_corpus", lambda *a, **k: pytest.fail("compared"))
     out = tmp_path / "cmp"
     argv = [a.format(lengths=lengths_file) for a in argv]
     assert main(["compare", *argv, "--no-plots", "--out", str(out)]) == 2

@@ -56,7 +56,7 @@ def lengths(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(("command", "label"), [
     (["compare", "--policy", "discard,trl-bfd", "--no-plots"], "compare"),
-    (["audit", "--policy", "discard", "--permutations", "0", "--no-plots"], "audit discard"),
+    (["audit", "--policy", "discard", "--permutations", "0", "--no-plots"], "audit"),
     (["replay", "--rows", "5000"], "replay"),
 ])
 def test_a_terminal_sees_a_bar_and_no_progress_hides_it(command: list[str], label: str, lengths: Path,

@@ -25,14 +25,16 @@ from packing_theory.contamination import (
     expected_false_positives,
     naive_gram_set,
     naive_matches,
+    naive_scan,
     naive_window_hash,
     scan_contamination,
     text_token_ids,
     window_counts,
     window_hashes,
 )
-from packing_theory.contamination.index import PARTITIONS, unique_members
-from packing_theory.contamination.tokens import ReferenceItems, reference_items
+from packing_theory.contamination.index import unique_members
+from packing_theory.contamination.table import compiled_scan_available
+from packing_theory.contamination.tokens import ReferenceItems, reference_pieces
 from packing_theory.corpus import write_shards
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.testing import scaled_examples
@@ -82,8 +84,12 @@ docs_st = st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=25), min_siz
 refs_st = st.lists(st.lists(st.integers(0, 3), max_size=25), min_size=1, max_size=4)
 
 
-def vector_matches(docs: list[list[int]], refs: list[list[int]], n: int, skip: int, memory_grams: int
-                   ) -> tuple[list[int], int]:
+KERNELS = [False, True] if compiled_scan_available() else [False]
+"""The numpy lookup, and the compiled loop when numba is installed: the same answers."""
+
+
+def vector_matches(docs: list[list[int]], refs: list[list[int]], n: int, skip: int, memory_grams: int,
+                   compiled: bool = False) -> tuple[list[int], int]:
     """Per-document matches through the index and block_hits (every pass), and the passes used."""
     builder = IndexBuilder(1, memory_grams)
     for ref in refs:
@@ -96,7 +102,7 @@ def vector_matches(docs: list[list[int]], refs: list[list[int]], n: int, skip: i
         index._check()
         for table in index.tables():
             table._check()
-            d, pos = block_hits(ids, offsets, skip, n, table, chunk=7)
+            d, pos = block_hits(ids, offsets[:-1], offsets[1:], skip, n, table, compiled=compiled)
             assert d.shape == pos.shape and bool(np.all(pos < len(table)))
             matched += np.bincount(d, minlength=len(docs))
         passes = index.passes
@@ -105,16 +111,14 @@ def vector_matches(docs: list[list[int]], refs: list[list[int]], n: int, skip: i
 
 @settings(max_examples=scaled_examples(40))  # over two minutes at the profile's 200 on a shared machine
 @given(docs=docs_st, refs=refs_st, n=st.integers(1, 5), skip=st.integers(0, 1),
-       memory_grams=st.sampled_from([1, 3, 10**6]))
+       memory_grams=st.sampled_from([1, 3, 10**6]), compiled=st.sampled_from(KERNELS))
 def test_overlaps_equal_naive_set_intersection(docs: list[list[int]], refs: list[list[int]], n: int,
-                                               skip: int, memory_grams: int) -> None:
-    got, passes = vector_matches(docs, refs, n, skip, memory_grams)
+                                               skip: int, memory_grams: int, compiled: bool) -> None:
+    got, passes = vector_matches(docs, refs, n, skip, memory_grams, compiled)
     assert got == naive_matches(docs, refs, n, skip=skip)
+    assert got == naive_scan(docs, refs, n, skip=skip, dtype="<u1")  # the bytes-keyed oracle agrees
     grams = len(naive_gram_set(refs, n))
-    if grams > memory_grams:
-        assert passes >= 1  # disk mode: the passes partition the grams
-    else:
-        assert passes == 1
+    assert passes == (1 if grams <= memory_grams else -(-grams // memory_grams))  # passes of the bound
     lengths = np.array([len(d) for d in docs])
     assert window_counts(np.concatenate(([0], np.cumsum(lengths))), skip, n).tolist() == [
         max(0, len(d) - skip - n + 1) for d in docs]
@@ -131,26 +135,33 @@ def test_unique_members_is_or_by_key(keys: list[int], data: st.DataObject) -> No
     assert [int(x) for x in m] == [expected[x] for x in sorted(expected)]
 
 
-def test_disk_index_partitions_and_cleans_up(tmp_path: Path) -> None:
+def test_disk_index_is_sorted_in_passes_of_the_bound_and_cleans_up(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     refs = [rng.integers(0, 1000, size=400).astype(np.uint64) for _ in range(3)]
     builder = IndexBuilder(3, 150, directory=tmp_path)
     for r, ref in enumerate(refs):
         builder.add(window_hashes(ref, 5), r)
         builder._check()
-    assert builder.spilled
+    assert builder.spilled and builder.peak_grams == 150
     index = builder.finish()
     index._check()
-    assert index.mode == "disk" and index.passes > 1 and index.grams == len(
-        {naive_window_hash(ref[j : j + 5].tolist()) for ref in refs for j in range(396)})
-    assert index.largest_pass_grams <= 150  # no partition is near the bound here
+    distinct = {naive_window_hash(ref[j : j + 5].tolist()) for ref in refs for j in range(396)}
+    assert index.mode == "disk" and index.grams == len(distinct) and index.passes == -(-len(distinct) // 150)
+    assert index.largest_pass_grams == 150 and builder.peak_grams <= 150
     assert index.reference_grams == tuple(len(set(window_hashes(ref, 5).tolist())) for ref in refs)
     tables = list(index.tables())
-    assert sum(len(t) for t in tables) == index.grams
-    assert [t.keys[0] >> np.uint64(56) for t in tables if len(t)] == sorted(
-        t.keys[0] >> np.uint64(56) for t in tables if len(t))
+    keys = np.concatenate([t.keys for t in tables])
+    assert keys.tolist() == sorted(distinct)  # the passes are consecutive ranges of the sorted hashes
+    for t in tables:
+        t._check()
+        assert len(t) <= 150
+    for r, ref in enumerate(refs):  # every gram of reference r carries bit r
+        members = np.concatenate([t.members for t in tables])
+        pos = np.searchsorted(keys, window_hashes(ref, 5))
+        assert bool(np.all(members[pos] >> r & 1))
     assert index.directory is not None and os.path.isdir(index.directory)
-    assert index.directory.startswith(str(tmp_path)) and len(os.listdir(index.directory)) == 2 * PARTITIONS
+    assert index.directory.startswith(str(tmp_path)) and sorted(os.listdir(index.directory)) == [
+        "keys.u64", "members.bin"]
     index.close()
     assert not os.path.exists(index.directory) and os.listdir(tmp_path) == []
 
@@ -199,9 +210,9 @@ def _shards(d: str, docs: list[list[int]]) -> list[CorpusInput]:
 @settings(max_examples=scaled_examples(40))  # two minutes at the profile's 200 on a shared machine
 @given(docs=st.lists(st.lists(st.integers(1, 3), min_size=0, max_size=20), min_size=1, max_size=10),
        refs=refs_st.map(lambda rs: [[x + 1 for x in r] for r in rs]), n=st.integers(1, 4),
-       memory_grams=st.sampled_from([2, 10**6]))
+       memory_grams=st.sampled_from([2, 10**6]), compiled=st.sampled_from(KERNELS))
 def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[int]], n: int,
-                                       memory_grams: int) -> None:
+                                       memory_grams: int, compiled: bool) -> None:
     docs = [[0, *d] for d in docs]  # BOS-inclusive shard documents
     with tempfile.TemporaryDirectory() as d:
         inputs = _shards(d, docs)
@@ -209,7 +220,7 @@ def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[in
         Path(ref_path).write_text("\n".join(" ".join(map(str, r)) for r in refs) + "\n")
         spec = ReferenceSpec(ref_path, per_line=True)
         rep = scan_contamination(inputs, [spec], tokenizer=lambda s: [int(x) for x in s.split()], n=n,
-                                 memory_grams=memory_grams)
+                                 memory_grams=memory_grams, compiled=compiled)
     expected = naive_matches(docs, [r for r in refs if r], n, skip=1)
     if not naive_gram_set(refs, n):  # nothing to compare with: not measured, nothing scanned
         assert rep.reference_grams == 0 and rep.status == 3 and not any(r.read for r in rep.inputs)
@@ -218,7 +229,11 @@ def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[in
     assert rep.matched_grams == sum(expected) and rep.grams_scanned == sum(grams)
     assert rep.documents_with_any_hit == sum(x > 0 for x in expected)
     assert rep.majority_hit_documents == sum(2 * x > g for x, g in zip(expected, grams, strict=True))
-    assert rep.status == (1 if sum(expected) else 3 if rep.reasons else 0)
+    assert rep.status == (3 if rep.reasons else 1 if sum(expected) else 0)  # "not measured" wins
+    assert [h.index for h in rep.hit_documents] == [j for j, x in enumerate(expected) if x]
+    assert [h.matched_grams for h in rep.hit_documents] == [x for x in expected if x]
+    assert all(h.source == "a" and h.name == f"{h.input}#{h.position}" for h in rep.hit_documents)
+    assert rep.index["peak_grams"] <= memory_grams
     if rep.mask is not None:
         assert rep.mask.tolist() == [int(x > 0) for x in expected]
         assert rep.lengths is not None and rep.lengths.tolist() == [len(doc) for doc in docs]
@@ -236,7 +251,7 @@ def test_reference_rows_and_empty_references_are_not_measured(tmp_path: Path) ->
     rep = scan_contamination(inputs, [ReferenceSpec(str(good), per_line=True, declared_rows=2),
                                       ReferenceSpec(str(short), per_line=True),
                                       ReferenceSpec(str(tmp_path / "missing.txt"))], tokenizer=tok, n=4)
-    assert rep.status == 1 and rep.mask is None  # found wins; nothing measured fully, so no mask
+    assert rep.status == 3 and rep.mask is None  # "not measured" wins over what was found; no mask
     assert rep.reasons == [
         f"reference '{good}' yielded 1 rows, 2 declared",
         f"reference '{short}' yielded no 4-gram (1 items, 2 tokens)",
@@ -274,5 +289,5 @@ def test_a_reference_column_named_twice_is_bad_input(tmp_path: Path) -> None:
     table = pa.Table.from_arrays([pa.array(["1 2"]), pa.array(["3 4"])], names=["text", "text"])
     pq.write_table(table, str(path))
     with pytest.raises(InputError, match=r"ref\.parquet' has 2 columns named 'text'"):
-        list(reference_items(ReferenceSpec(str(path)), lambda s: [int(x) for x in s.split()],
-                             ReferenceItems()))
+        list(reference_pieces(ReferenceSpec(str(path)), lambda s: [int(x) for x in s.split()],
+                              ReferenceItems()))

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from packing_theory.corpus.funnel import Funnel
+from packing_theory.corpus.funnel import Funnel, FunnelResult
 from packing_theory.corpus.labels import SourceLabels
 from packing_theory.corpus.masks import write_mask
 from packing_theory.errors import InputError
+from packing_theory.testing import scaled_examples
 from tests.fifo_helpers import raised_within
 
 
@@ -164,3 +168,98 @@ def test_a_repeated_key_is_refused(tmp_path: Path, text: str) -> None:
     (tmp_path / "f.json").write_text(text)
     with pytest.raises(InputError, match="repeats the key"):
         Funnel.read(tmp_path / "f.json")
+# --------------------------------------------------------------------------- the reconciliation can fail
+
+
+def _three_stage() -> tuple[np.ndarray, SourceLabels, FunnelResult]:
+    lengths = np.arange(1, 13)
+    labels = SourceLabels.from_strings(list("aabbaabbabab"), origin="x")
+    f = Funnel.from_document({"stages": [
+        {"name": "quality", "kind": "filter", "mask": [0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0]},  # raw 1, 9
+        {"name": "dedup", "kind": "dedup", "ids": [2, 3]},
+        {"name": "decon", "kind": "decontamination", "mask": [1, 0, 0, 0, 0, 0, 0, 1]}]})  # raw 0, 11
+    return lengths, labels, f.apply(lengths)
+
+
+def _with_stage(r: FunnelResult, k: int, **changes: object) -> FunnelResult:
+    stages = list(r.stages)
+    stages[k] = replace(stages[k], **changes)
+    return replace(r, stages=tuple(stages))
+
+
+def test_a_funnel_as_applied_reconciles() -> None:
+    lengths, labels, r = _three_stage()
+    r._check()
+    assert r.reconcile(labels, lengths) == ()
+    assert np.flatnonzero(r.keep).tolist() == [4, 5, 6, 7, 8, 10]
+
+
+def test_a_stage_that_removes_a_document_an_earlier_stage_removed_fails_naming_both_and_the_source() -> None:
+    lengths, labels, r = _three_stage()
+    removed = r.stages[1].removed.copy()
+    removed[9] = True  # quality removed raw 9 (source b) already
+    bad = _with_stage(r, 1, removed=removed)
+    problems = bad.reconcile(labels, lengths)
+    stray = [p for p in problems if "did not reach it" in p.message]
+    assert [(p.stage, p.source) for p in stray] == [("dedup", "b")]
+    assert stray[0].message == ("stage 'dedup' removed 1 document(s) of source 'b' that did not reach it "
+                                "(raw 9; removed before by stage 'quality')")
+    # the recorded counts no longer match the mask, and raw != kept + removed for source b
+    assert any(p.stage == "dedup" and "records 2 removed documents; its mask" in p.message for p in problems)
+    assert any(p.source == "b" and p.message == "source 'b': raw documents 6 != kept 2 + removed by the "
+               "stages 5" for p in problems)
+    assert all(p.source in (None, "b") for p in problems)
+
+
+def test_a_tampered_keep_or_count_fails_naming_the_source_or_stage() -> None:
+    lengths, labels, r = _three_stage()
+    keep = r.keep.copy()
+    keep[0] = True  # decon removed raw 0 (source a)
+    problems = replace(r, keep=keep).reconcile(labels, lengths)
+    assert {(p.stage, p.source) for p in problems} == {(None, "a")}
+    assert any("keeps 1 document(s) of source 'a' that a stage removed (raw 0)" in p.message
+               for p in problems)
+    keep = r.keep.copy()
+    keep[4] = False  # no stage removed raw 4 (source a)
+    assert any("drops 1 document(s) of source 'a' that no stage removed (raw 4)" in p.message
+               for p in replace(r, keep=keep).reconcile(labels, lengths))
+    counted = _with_stage(r, 2, removed_tokens=r.stages[2].removed_tokens + 1)
+    (p,) = counted.reconcile(labels, lengths)
+    assert (p.stage, p.source) == ("decon", None)
+    assert p.message == "stage 'decon' records 14 removed tokens; its mask and the stages before it give 13"
+    assert replace(r, raw_tokens=1).reconcile(labels, lengths)[0].message.startswith(
+        "the funnel records 12 raw documents and 1 tokens; the corpus has 12 and 78")
+    short = _with_stage(r, 0, removed=r.stages[0].removed[:5])
+    assert short.reconcile(labels, lengths)[-1].message == (
+        "stage 'quality' mask does not cover the 12 raw documents")
+
+
+@settings(max_examples=scaled_examples(80), deadline=None)
+@given(data=st.data(), n=st.integers(1, 40), n_stages=st.integers(1, 4))
+def test_random_funnels_reconcile_and_every_planted_inconsistency_is_caught(
+        data: st.DataObject, n: int, n_stages: int) -> None:
+    lengths = np.asarray(data.draw(st.lists(st.integers(1, 50), min_size=n, max_size=n)), np.int64)
+    labels = SourceLabels.from_strings(data.draw(st.lists(st.sampled_from("pqr"), min_size=n, max_size=n)),
+                                       origin="drawn")
+    stages, alive = [], n
+    for k in range(n_stages):
+        mask = data.draw(st.lists(st.integers(0, 1), min_size=alive, max_size=alive))
+        stages.append({"name": f"s{k}", "mask": mask})
+        alive -= sum(mask)
+    r = Funnel.from_document({"stages": stages}).apply(lengths)
+    assert r.reconcile(labels, lengths) == ()
+    per = r.per_source(labels, lengths)
+    for src, row in per.items():  # raw = kept + Σ removed per source, naively
+        mine = np.asarray([labels.names[c] == src for c in labels.codes])
+        gone = sum(int(s.removed[mine].sum()) for s in r.stages)
+        assert row["documents"][0] == int(r.keep[mine].sum()) + gone
+    # plant: flip one document in one stage's removed set
+    k = data.draw(st.integers(0, n_stages - 1))
+    i = data.draw(st.integers(0, n - 1))
+    removed = r.stages[k].removed.copy()
+    removed[i] = not removed[i]
+    problems = _with_stage(r, k, removed=removed).reconcile(labels, lengths)
+    assert problems
+    source = labels.names[labels.codes[i]]
+    assert any(p.stage == f"s{k}" for p in problems)
+    assert any(p.source == source for p in problems)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import collections
 import tracemalloc
 from pathlib import Path
@@ -205,16 +204,14 @@ def test_builtin_names_equal_the_callables(tmp_path: Path) -> None:
 
 
 def test_a_long_single_line_is_counted_in_bounded_memory(tmp_path: Path) -> None:
-    """The audit's text loader on one 12 MB line: before the fix, a 12-million-entry token list."""
-    from packing_theory.cli.audit import load_corpus
+    """The corpus's text reader (open_corpus) on one 12 MB line: before the fix, a 12-million-entry list."""
+    from packing_theory.orchestration import open_corpus
 
     path = tmp_path / "one_line.txt"
     path.write_text("x" * 12_000_000 + "\n")
     for tokenizer in ("bytes", "chars", "whitespace"):
-        args = argparse.Namespace(lengths=None, shards=None, text=[str(path)], per_line=True,
-                                  text_column="text", tokenizer=tokenizer)
         tracemalloc.start()
-        lengths, _ = load_corpus(args)
+        lengths = open_corpus(str(path), format="text", per_line=True, tokenizer=tokenizer).lengths
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert lengths.tolist() == [12_000_001 if tokenizer != "whitespace" else 2]

@@ -139,7 +139,11 @@ def test_token_rows_and_slot_growth() -> None:
 
 
 def test_compiled_refuses_a_policy_it_does_not_implement(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert set(COMPILED_POLICIES) == set(POLICIES)  # every declared policy has a kernel branch today
+    from packing_theory.engine.kernel_codes import POLICY_CODES
+
+    assert set(POLICIES) - set(COMPILED_POLICIES) == set(POLICIES) - set(POLICY_CODES) == {"bestfit-pad"}
+    with pytest.raises(ValueError, match="got policy 'bestfit-pad' \\(use engine='fast'\\)"):
+        CompiledPacker(capacity=8, min_buffer=2, policy="bestfit-pad")
     monkeypatch.setattr(compiled, "COMPILED_POLICIES", tuple(p for p in POLICIES if p != "bounded-wait"))
     with pytest.raises(ValueError, match="got policy 'bounded-wait' \\(use engine='fast'\\)"):
         CompiledPacker(capacity=8, min_buffer=2, policy="bounded-wait")

@@ -55,15 +55,20 @@ def test_mass_identity_and_row_layout(case: tuple[list[int], dict[str, Any]]) ->
     s = rep.summary()
     assert s.identity_holds(), s
     R = kwargs["capacity"]
-    # Rows are contiguous and full; placements never exceed capacity.
+    pads = rep.config.spec.pads
+    # Rows are contiguous and full; placements never exceed capacity. Only a padding policy pads,
+    # and only the end of a row (never a crop there).
     for row_index, row in enumerate(rep.rows()):
         assert [p.row for p in row] == [row_index] * len(row)
         offsets = [p.offset for p in row]
         assert offsets[0] == 0
         assert all(a.offset + a.length == b.offset for a, b in itertools.pairwise(row))
         assert row[-1].offset + row[-1].length == R
-        assert all(p.crop is False for p in row[:-1])
-    assert s.emitted_tokens == s.rows * R + s.partial_row_tokens
+        placed = [p for p in row if isinstance(p, pt.Placement)]
+        assert all(p.crop is False for p in placed[:-1])
+        assert [p for p in row if isinstance(p, pt.Padding)] in ([], [row[-1]] if pads else [])
+        assert not (pads and any(p.crop for p in placed))
+    assert s.emitted_tokens + s.padding_tokens == s.rows * R + s.partial_row_tokens
     budget = rep.config.row_budget
     if s.stop_reason == "rows":
         assert budget is not None and s.rows == budget

@@ -169,7 +169,8 @@ def test_config_and_length_errors_are_exact() -> None:
 def test_policy_and_targets_errors_are_exact() -> None:
     """xǁPackerConfigǁ__post_init____mutmut_111, _141, _147, _148, _149."""
     with pytest.raises(ValueError, match=(r"^policy must be one of discard, continue, requeue-bos, "
-                                          r"segment-first, random-span, bounded-wait; got 'fifo'$")):
+                                          r"segment-first, random-span, bounded-wait, bestfit-pad; "
+                                          r"got 'fifo'$")):
         PackerConfig(policy="fifo")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^targets must be >= 0, got -1$"):
         PackerConfig(targets=-1)

@@ -136,6 +136,9 @@ def test_token_rows_over_several_passes(case: tuple[list[int], pt.PackerConfig])
     for placements in packer.placement_rows(lengths):
         row: list[int] = []
         for p in placements:
+            if isinstance(p, pt.Padding):  # bestfit-pad: the row's end is padding (pad id 0)
+                row += [0] * p.length
+                continue
             doc = docs[p.source]
             if p.bos_inserted:
                 row += [doc[0], *doc[p.start : p.start + p.length - 1]]

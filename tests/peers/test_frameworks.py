@@ -430,3 +430,67 @@ def test_axolotl_0_13_raises_when_drop_last_leaves_no_batch(version: str) -> Non
     p = AxolotlMultipack(16, micro_batch_size=2, multipack_real_batches=True, framework_version=version)
     with pytest.raises(ValueError, match="when drop_last leaves no batch: 1 bins < batch_size 2"):
         list(p.events([3, 4]))
+
+
+# ----------------------------------------------------------------------------- Parcae
+def _parcae_rows(lengths: Sequence[int], R: int, batch: int) -> list[list[tuple[int, int]]]:
+    """The collator's loop over token lists, written independently: a row is [(document, tokens)], a
+    pad run is (-1, n)."""
+    docs = [[d] * n for d, n in enumerate(lengths)]
+    buffer: list[list[int]] = []
+    rows = []
+    for lo in range(0, len(docs), batch):
+        call = docs[lo : lo + batch]
+        buffer += [d for d in call if d]
+        for _ in call:
+            row: list[int] = []
+            while len(row) < R:
+                if not buffer:
+                    row += [-1] * (R - len(row))
+                    break
+                fits = [d for d in buffer if len(d) <= R - len(row)]
+                if fits:
+                    pick = max(fits, key=len)  # max returns the first of the largest
+                    buffer.remove(pick)
+                    row += pick
+                else:
+                    pick = min(buffer, key=len)
+                    buffer.remove(pick)
+                    row += pick[: R - len(row)]
+            runs: list[tuple[int, int]] = []
+            for t in row:
+                if runs and runs[-1][0] == t:
+                    runs[-1] = (t, runs[-1][1] + 1)
+                else:
+                    runs.append((t, 1))
+            rows.append(runs)
+    return rows
+
+
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=40), st.integers(2, 16), st.integers(1, 5))
+def test_parcae_matches_the_collator_loop(lengths: list[int], R: int, batch: int) -> None:
+    from packing_theory.engine.events import Padding
+
+    evs = list(build_packer("parcae-bestfit", capacity=R, batch_size=batch).events(lengths))
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for e in evs:
+        if isinstance(e, Placement):
+            rows.setdefault(e.row, []).append((e.source, e.length))
+        elif isinstance(e, Padding):
+            rows.setdefault(e.row, []).append((-1, e.length))
+    want = _parcae_rows(lengths, R, batch)
+    # adjacent pieces of one document cannot occur (a document is placed once), so runs compare as pieces
+    assert [rows.get(r, []) for r in range(len(want))] == want
+
+
+def test_parcae_pads_two_thirds_when_a_call_brings_one_document_per_row() -> None:
+    """sandyresearch/parcae#8: a call brings as many documents as rows; documents of a third of a row
+    fill a third of the call's rows and leave the rest padding: 2/3 of the positions are padding."""
+    R, batch = 2049, 16
+    lengths = [683] * (batch * 50)  # 3 * 683 = R: no crop, every document placed in its own call
+    evs = list(build_packer("parcae-bestfit", capacity=R, batch_size=batch).events(lengths))
+    pad = sum(e.length for e in evs if type(e).__name__ == "Padding")
+    rows = evs[-1].rows  # type: ignore[union-attr]
+    assert rows == len(lengths) and not [e for e in evs if isinstance(e, Discard)]
+    assert pad == rows * R - sum(lengths)
+    assert 3 * pad == 2 * rows * R  # 66.67 %

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from packing_theory import Ledger, build_packer
 from packing_theory.engine.events import Horizon
 from packing_theory.errors import InputError
-from packing_theory.orchestration.audit import audit_peer
+from packing_theory.orchestration import Settings, measure
 from tests.tool_modules import load_tool
 
 
@@ -63,7 +63,10 @@ def test_without_num_samples_a_trainer_draws_the_epoch() -> None:
 
 def test_audit_reports_only_the_drawn_samples_and_records_the_options() -> None:
     lengths = [5, 3, 9, 2, 11, 4, 6]
-    agg = audit_peer(lengths, "megatron-gpt", 5, 2, options={"num_samples": 12})
+    m = measure(lengths, ["megatron-gpt"], Settings(capacity=5, min_buffer=2,
+                                                    peer_options={"megatron-gpt": {"num_samples": 12}}),
+                horizon="natural")
+    agg = m.runs[0].aggregates
     assert agg.peer_figures is not None
     h = agg.peer_figures.horizon
     assert (agg.rows, h["samples_drawn"]) == (12, 12) and h["samples_in_index"] > 12

@@ -34,8 +34,7 @@ import pytest
 import packing_theory as pt
 from packing_theory.distributed.census import CENSUS_FILES
 from packing_theory.evaluation.report import REPORT_FILES as EVALUATE_FILES
-from packing_theory.rendering.audit import REPORT_FILES as AUDIT_FILES
-from packing_theory.rendering.compare import REPORT_FILES as COMPARE_FILES
+from packing_theory.orchestration import AUDIT_FILES, COMPARE_FILES
 from packing_theory.reporting import (
     LOCK_NAME,
     REPORT_MANIFEST_NAME,
@@ -144,10 +143,10 @@ COMMANDS = {c.name: c for c in (
     Command("audit", lambda d: ["audit", "--lengths", _lengths(d), "--capacity", "32", "--min-buffer", "20",
                                 "--refill", "8", "--rows", "200", "--permutations", "2", "--no-progress",
                                 "--policy", "discard,trl-bfd"],
-            AUDIT_FILES, "audit.md", "packing_theory.cli.audit:run_audit"),
+            AUDIT_FILES, "audit.md", "packing_theory.cli.audit:audit_corpus"),
     Command("compare", lambda d: ["compare", "--lengths", _lengths(d), "--capacity", "32",
                                   "--min-buffer", "4", "--refill", "4", "--policy", "discard,trl-bfd"],
-            COMPARE_FILES, "compare.md", "packing_theory.cli.compare:compare_packers"),
+            COMPARE_FILES, "compare.md", "packing_theory.cli.compare:compare_corpus"),
     Command("evaluate", _evaluation, EVALUATE_FILES, "evaluate.md",
             "packing_theory.evaluation.pipeline:evaluate_models"),
     Command("census", lambda d: ["census", "--text", *_texts(d), "--per-line", "--workers", "1"],

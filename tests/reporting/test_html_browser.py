@@ -18,17 +18,6 @@ from tests.tool_modules import load_tool
 browser = load_tool("browser")
 
 
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = browser.find_chromium()
-    if found is None:
-        if os.environ.get("PACKING_THEORY_REQUIRE_CHROMIUM") == "1":
-            pytest.fail("PACKING_THEORY_REQUIRE_CHROMIUM=1 but no chromium binary was found "
-                        "(apt-get install -y chromium, or set CHROMIUM)")
-        pytest.skip("no chromium binary on PATH (apt-get install -y chromium) to open the HTML reports")
-    return str(found)
-
-
 def test_the_checker_sees_errors_and_external_requests(chromium: str, tmp_path: Path) -> None:
     """A page that logs an error and loads an image from elsewhere is caught (the checks can fail)."""
     bad = tmp_path / "bad.html"
@@ -44,7 +33,7 @@ def test_the_checker_sees_errors_and_external_requests(chromium: str, tmp_path: 
 @pytest.mark.slow
 def test_demo_reports_open_clean_in_chromium(chromium: str, tmp_path: Path) -> None:
     screenshots = load_tool("screenshots")
-    reports = screenshots.write_demo_reports(tmp_path)
+    reports = screenshots.write_demo_reports(tmp_path, ["audit", "compare", "evaluate"])
     artifacts = os.environ.get("PACKING_THEORY_ARTIFACTS")
     shots = Path(artifacts) if artifacts else tmp_path / "shots"
     problems = screenshots.check_demo_reports(reports, shots)

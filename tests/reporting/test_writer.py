@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from packing_theory.cli import main
-from packing_theory.rendering.audit import PLOT_FILES, REPORT_FILES, SCHEMA_VERSION
+from packing_theory.orchestration import AUDIT_FILES as REPORT_FILES
+from packing_theory.orchestration.audit_plots import PLOT_FILES
+from packing_theory.orchestration.audit_report import SCHEMA_VERSION
 from packing_theory.reporting import (
     LOCK_NAME,
     PNG_CONFIG_KEY,
@@ -81,7 +83,7 @@ def test_every_file_carries_the_run_id_and_config_hash(lengths_file: Path, tmp_p
     check = verify_report(out, names=REPORT_FILES)
     assert check.ok, check.problems
     # a small corpus gets the per-document table as CSV by default (no Parquet)
-    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES) - {"documents.parquet"}
+    assert check.run_id == run["id"] and set(check.files) == set(REPORT_FILES) - {"documents.parquet", "source_mixture.png"}
     assert not [e for e in os.listdir(out) if e.startswith(".packing-theory-staging")]
 
 
@@ -117,7 +119,7 @@ def test_bad_out_is_refused_before_computing(kind: str, lengths_file: Path, tmp_
     def no_audit(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the audit ran before --out was checked")
 
-    monkeypatch.setattr(cli_audit, "run_audit", no_audit)
+    monkeypatch.setattr(cli_audit, "audit_corpus", no_audit)
     f = tmp_path / "plain-file"
     f.write_text("x")
     out = {"file": f, "below-a-file": f / "sub", "lock-symlink": tmp_path / "d",
@@ -219,7 +221,7 @@ def test_a_held_lock_fails_fast(lengths_file: Path, tmp_path: Path, monkeypatch:
 
     out = tmp_path / "rep"
     with ReportWriter(out, names=REPORT_FILES, config={}) as holder:
-        monkeypatch.setattr(cli_audit, "run_audit", lambda *a, **k: pytest.fail("ran while locked"))
+        monkeypatch.setattr(cli_audit, "audit_corpus", lambda *a, **k: pytest.fail("ran while locked"))
         requests: list[int] = []
         real_flock = fcntl.flock
 

@@ -100,7 +100,7 @@ class DataReader(Protocol):
 
     ``format`` is the format's name (:data:`packing_theory.corpus.readers.FORMATS`);
     ``paths`` the files read; :meth:`describe` one line for the command line's
-    output (what was read, how BOS was counted); :meth:`sources` the source
+    output (what was read, how BOS was counted); ``sources()`` the source
     label of every document (``(labels, codes)``: document ``i`` comes from
     ``labels[codes[i]]``), by default the file it was read from.
     """

@@ -1,0 +1,356 @@
+"""The doctor: replay a framework config on a corpus and rank what its packer does wrong.
+
+:func:`doctor` maps the config (:func:`~packing_theory.configs.read_config`),
+replays the registered packer on the corpus with the library's consumers
+(:class:`~packing_theory.audit.Ledger`, :class:`~packing_theory.audit.DocumentRows`,
+:func:`~packing_theory.audit.never_trained`, :class:`~packing_theory.configs.trainable.TrainableTokens`)
+in one pass (:func:`~packing_theory.engine.consumers.feed_all`), and turns what
+they measured into findings. Every number is read off the replay; nothing is
+estimated.
+
+===================  ============================================================================
+kind                 what is measured
+===================  ============================================================================
+``starvation``       ``bestfit-pad``: the row from which every row is padding (the replay's
+                     ``"starved"`` horizon), inside the proved bounds of
+                     :func:`~packing_theory.invariant.starvation.starvation_bound`
+``padding``          padding positions / row positions (the all-padding rows after a starvation
+                     up to the horizon included), above ``Thresholds.padding``
+``never-started``    documents longer than a row held in the buffer and never started
+``filtered``         documents removed before packing (``Filtered``: too long, too short, ...)
+``dropped-batches``  documents discarded whole with no token placed: ``drop_last`` and the
+                     cross-rank minimum batch count (Axolotl), leftover bins over the limit
+``tails-cut``        tokens cut from started documents (crops, truncation, the framework's own
+                     truncation before packing), above ``Thresholds.tails_cut``
+``no-trainable``     started documents none of whose trainable tokens (after the prompt) is in a
+                     trained row
+``dropped-rows``     rows of a final incomplete batch the trainer drops
+``blend``            a Megatron blend's realised document share against its declared weight, and
+                     repeated sources
+===================  ============================================================================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audit import DocumentRows, Ledger, horizon_statement, never_trained
+from ..audit.results import Aggregates
+from ..engine.consumers import feed_all
+from ..engine.events import Horizon
+from ..engine.horizon import cut_at_horizon
+from ..errors import InputError
+from ..invariant.starvation import starvation_bound
+from ..lengths import exact_sum, validate_lengths
+from ..registry import build_packer, entry
+from ._base import MappedConfig
+from .blend_doctor import blend_findings
+from .read import read_config
+from .report import DoctorFinding, DoctorReport, Thresholds
+from .trainable import TrainableResult, TrainableTokens
+
+__all__ = ["doctor"]
+
+Int64Array = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Run:
+    """What one replay measured."""
+
+    agg: Aggregates
+    cols: dict[str, npt.NDArray[Any]]
+    trainable: TrainableResult | None
+    horizon: Horizon
+    sentence: str
+
+
+def _names(names: Sequence[str] | None, idx: npt.NDArray[np.integer[Any]], stride: int) -> tuple[str, ...]:
+    """Up to ten documents named by ``names`` (indices into the original data) or ``document i``."""
+    out = []
+    for i in idx[:10].tolist():
+        orig = int(i) * stride
+        out.append(names[orig] if names is not None and orig < len(names) else f"document {orig}")
+    return tuple(out)
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "n/a"
+
+
+def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_lengths: Any = None,
+           names: Sequence[str] | None = None, thresholds: Thresholds | None = None,
+           data_label: str = "", framework: str | None = None) -> DoctorReport:
+    """Replay ``config`` on ``data`` and rank the findings (see the module doc).
+
+    Args:
+        config: a :class:`~packing_theory.configs.MappedConfig` or a config file.
+        data: the BOS-inclusive document lengths, in the order the framework reads them; for a
+            Megatron blend, a mapping from each source's name to its lengths.
+        prompt_lengths: per document, the offset of its first trainable token (needed for
+            ``no-trainable``; a prompt-masked config without it says so in ``checked``).
+        names: per document, a name for the examples (default ``document i``).
+        thresholds: when a measured quantity is a finding (:class:`Thresholds`).
+        data_label: how the report names the data.
+        framework: the framework, when ``config`` is a file that does not say it.
+
+    Raises:
+        InputError: bad lengths, prompt lengths of another size, a blend without its sources' data.
+
+    Complexity: one replay of the packer (two for a starving ``bestfit-pad`` run cut by its
+    horizon), O(occurrences) memory for the ledger's table.
+    """
+    m = config if isinstance(config, MappedConfig) else read_config(config, framework)
+    th = thresholds or Thresholds()
+    if m.blend is not None:
+        if not isinstance(data, Mapping):
+            raise InputError("a Megatron blend needs each source's lengths: pass a mapping source -> lengths")
+        return blend_findings(m, data, th, data_label or "the blend's datasets")
+    if isinstance(data, Mapping):
+        raise InputError(f"{m.packer} replays one corpus: pass its lengths, not a mapping")
+    arr = validate_lengths(data if isinstance(data, np.ndarray) else np.asarray(data))
+    stride = m.rank_stride
+    prompt = None
+    if prompt_lengths is not None:
+        full = np.asarray(prompt_lengths)
+        if full.ndim != 1 or full.size != arr.size:
+            raise InputError(f"prompt_lengths has {full.size} entries for {arr.size} documents")
+        prompt = full[::stride].astype(np.int64)
+    arr = arr[::stride]
+    cut_docs, cut_tokens = 0, 0
+    cut_idx = np.zeros(0, np.int64)
+    if m.pre_truncate is not None:
+        over = arr > m.pre_truncate
+        cut_idx = np.flatnonzero(over)
+        cut_docs, cut_tokens = int(cut_idx.size), exact_sum(arr[over] - m.pre_truncate) if over.any() else 0
+        arr = np.minimum(arr, m.pre_truncate)
+    run = _replay(m, arr, prompt)
+    findings: list[DoctorFinding] = []
+    checked: list[str] = []
+    offered = exact_sum(arr) + cut_tokens
+    starved_extra = _starvation(m, arr, run, stride, names, findings, checked)
+    _padding(m, run, starved_extra, findings, checked, th)
+    _never_started(m, run, stride, names, findings, checked)
+    _tails(m, run, stride, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
+    _trainable(m, run, stride, names, findings, checked)
+    _dropped_rows(m, run, findings, checked)
+    findings.sort(key=lambda f: -f.severity)
+    return DoctorReport(m, data_label or "the data", int(arr.size), offered, run.agg.rows, run.sentence,
+                        tuple(findings), tuple(checked), th)
+
+
+def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run:
+    packer = m.build()
+    e = entry(m.packer)
+    R = packer.capacity
+    if e.kind == "streaming":
+        events = packer.stream(arr)
+        ledger = Ledger.for_packer(packer)
+    else:
+        events = cut_at_horizon(packer.events(arr), m.horizon, capacity=R)
+        ledger = Ledger.for_packer(packer, min_buffer=1)
+    consumers: list[Any] = [ledger, DocumentRows.for_packer(packer)]
+    if prompt is not None:
+        consumers.append(TrainableTokens(R, prompt))
+    results = feed_all(events, *consumers)
+    agg = ledger.result()
+    nt = never_trained(ledger, arr, rows=results[1])
+    statement = horizon_statement(agg, m.horizon, streaming=e.kind == "streaming")
+    h = Horizon(agg.rows, agg.partial_row_tokens, agg.stop_reason, ())
+    cols = ledger.arrays()
+    cols["_never_reached_docs"] = np.array([nt.never_reached.documents])
+    return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence())
+
+
+def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: Sequence[str] | None,
+                findings: list[DoctorFinding], checked: list[str]) -> int:
+    """The starvation finding; returns the all-padding rows between the starved row and the horizon."""
+    e = entry(m.packer)
+    if e.kind != "streaming" or not m.build().config.spec.pads:
+        return 0
+    free = {k: v for k, v in m.options.items() if k not in ("rows", "targets")}
+    cfg = build_packer(m.packer, capacity=m.capacity, **free).config
+    bound = starvation_bound(arr, cfg)
+    if bound is None:
+        checked.append(f"starvation: fewer than B = {cfg.min_buffer:,} documents are longer than a row: the "
+                       "buffer cannot fill with them")
+        return 0
+    h = run.horizon
+    s = h.rows if h.stop_reason == "starved" else None
+    if s is None:  # the horizon ended first: replay on to the starvation
+        last: Any = None
+        for ev in build_packer(m.packer, capacity=m.capacity, **free).events(arr):
+            last = ev
+        s = last.rows if last is not None and last.stop_reason == "starved" else None
+    if s is None:  # the stream ran dry first (only possible with several passes ending)
+        checked.append("starvation: the stream runs dry before the buffer holds only long documents")
+        return 0
+    assert bound.contains(s), (bound, s)
+    limit = m.horizon.row_limit(m.capacity) if m.horizon is not None else None
+    if limit is not None and s >= limit:
+        checked.append(f"starvation: every row from row {s:,} on would be padding, after the horizon of "
+                       f"{limit:,} rows")
+        return 0
+    per = m.rows_per_step
+    step = f", optimizer step {s // per:,} ({per:,} rows a step)" if per else ""
+    cols = run.cols
+    held = np.flatnonzero(cols["arrived"] & ~cols["started"] & (cols["buffered"] > 0)
+                          & (cols["length"] > m.capacity))
+    docs = np.unique(cols["source"][held])
+    extra = (limit - s) if limit is not None else 0
+    findings.append(DoctorFinding(
+        "starvation", "every row becomes padding",
+        f"from row {s:,}{step} on every row is padding: every target is masked (nanochat's loss is NaN "
+        f"there); the buffer holds {bound.long_arrivals:,} documents longer than R = {m.capacity:,} after "
+        f"{bound.arrivals:,} arrivals, and the proved bounds put that row in {bound.first_row_low:,}.."
+        f"{bound.first_row_high:,}" + (
+            f"; {extra:,} of the horizon's {limit:,} rows are all padding" if limit is not None
+            else "; without a row budget the run never ends"),
+        1.0 + (extra / limit if limit else 0.0), int(docs.size), int(cols["length"][held].sum()),
+        _names(names, docs, stride),
+        rule="bestfit-pad pads instead of cropping, so a document longer than the row never leaves the "
+             "buffer; once the buffer holds only such documents nothing fits an empty row "
+             "(proofs/coq/BestFitPad.v bfp_starvation; nanochat PR #811)",
+        detail={"row": s, "step": s // per if per else None, "bound": bound.to_dict(),
+                "all_padding_rows_to_horizon": extra}))
+    return extra
+
+
+def _padding(m: MappedConfig, run: _Run, extra_rows: int, findings: list[DoctorFinding], checked: list[str],
+             th: Thresholds) -> None:
+    R = m.capacity
+    pad = run.agg.mass.padding_tokens + extra_rows * R  # the ledger counts every Padding position
+    positions = (run.agg.rows + extra_rows) * R
+    share = pad / positions if positions else 0.0
+    text = f"{_share(pad, positions)} of the row positions are padding ({pad:,} of {positions:,})"
+    if share <= th.padding:
+        checked.append(f"padding: {text}")
+        return
+    never_read = [f"{k} ({why})" for k, why in m.ignored if "never read" in why]
+    rule = (f"{m.packer}: rows of R = {R:,} positions; the unused positions of each row are padding "
+            "(the replay's Padding events)")
+    if never_read:
+        rule += "; the config's " + "; ".join(never_read)
+    findings.append(DoctorFinding("padding", "padding and unused capacity", text, share, 0, pad,
+                                  rule=rule, detail={"padding": pad, "positions": positions,
+                                                     "all_padding_rows": extra_rows}))
+
+
+def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None,
+                   findings: list[DoctorFinding], checked: list[str]) -> None:
+    c = run.cols
+    ns = c["arrived"] & ~c["started"]
+    offered_docs = int(c["arrived"].sum())
+    groups = (
+        ("filtered", "documents filtered before packing", ns & (c["filtered"] > 0),
+         "the framework removes these documents before packing (Filtered events; "
+         + entry(m.packer).family + ")"),
+        ("dropped-batches", "documents dropped whole, never started",
+         ns & (c["discarded"] > 0) & (c["filtered"] == 0),
+         _drop_rule(m)),
+    )
+    for kind, title, mask, rule in groups:
+        idx = np.flatnonzero(mask)
+        if not idx.size:
+            checked.append(f"{kind}: none")
+            continue
+        docs = np.unique(c["source"][idx])
+        tokens = int(c["length"][idx].sum())
+        findings.append(DoctorFinding(
+            kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of those offered) "
+            f"are never trained: {tokens:,} tokens", tokens / max(1, int(c["length"][c["arrived"]].sum())),
+            int(idx.size), tokens, _names(names, docs, stride), rule=rule))
+    if entry(m.packer).kind == "streaming" and not m.build().config.spec.pads:
+        held = np.flatnonzero(ns & (c["buffered"] > 0) & (c["length"] > m.capacity))
+        if held.size:
+            docs = np.unique(c["source"][held])
+            tokens = int(c["length"][held].sum())
+            findings.append(DoctorFinding(
+                "never-started", "long documents never started",
+                f"{held.size:,} documents longer than R = {m.capacity:,} are held in the buffer and never "
+                f"started at the horizon ({tokens:,} tokens)", tokens / max(1, int(c["length"].sum())),
+                int(held.size), tokens, _names(names, docs, stride),
+                rule="seed 000 §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged and "
+                     "unstarted at every selection (proofs/coq/Invariant.v protected_invariant)"))
+        else:
+            checked.append("never-started: no document longer than a row is held unstarted")
+
+
+def _drop_rule(m: MappedConfig) -> str:
+    if m.framework == "axolotl":
+        return ("Axolotl MultipackBatchSampler: drop_last drops the incomplete final batch of bins, and "
+                "every epoch is cut to the minimum batch count over the length estimate draws and the ranks "
+                "(axolotl PR #1066, PR #2040)")
+    return f"{m.packer} discards these documents before placing a token ({entry(m.packer).family})"
+
+
+def _tails(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None, offered: int,
+           pre: tuple[Int64Array, int, int], findings: list[DoctorFinding], checked: list[str],
+           th: Thresholds) -> None:
+    c = run.cols
+    lost = c["discarded"] + c["filtered"]
+    idx = np.flatnonzero(c["arrived"] & c["started"] & (lost > 0))
+    pre_idx, pre_docs, pre_tokens = pre
+    tokens = int(lost[idx].sum()) + pre_tokens
+    docs = np.union1d(np.unique(c["source"][idx]), pre_idx)
+    share = tokens / offered if offered else 0.0
+    text = (f"{tokens:,} tokens ({_share(tokens, offered)} of those offered) are cut from {docs.size:,} "
+            "started documents")
+    if share <= th.tails_cut:
+        checked.append(f"tails-cut: {text}")
+        return
+    rule = f"{m.packer}: {entry(m.packer).family}"
+    if pre_docs:
+        rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing "
+                f"({pre_docs:,} documents, {pre_tokens:,} tokens); " + rule)
+    findings.append(DoctorFinding("tails-cut", "tails cut from started documents", text, share,
+                                  int(docs.size), tokens, _names(names, docs, stride), rule=rule))
+
+
+def _trainable(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None,
+               findings: list[DoctorFinding], checked: list[str]) -> None:
+    if run.trainable is None:
+        if m.trainable:
+            checked.append("no-trainable: not checked (the config trains only part of each example: give "
+                           "each document's first trainable offset, --prompt-lengths)")
+        return
+    empty = run.trainable.empty_documents()
+    if not empty.size:
+        checked.append("no-trainable: every started document keeps a trained trainable token")
+        return
+    c = run.cols
+    started = int(run.trainable.started.sum())
+    occ = np.isin(c["source"], empty) & c["started"]
+    tokens = int(c["emitted"][occ].sum())
+    findings.append(DoctorFinding(
+        "no-trainable", "examples with no trainable token",
+        f"{empty.size:,} started examples ({_share(int(empty.size), started)} of the {started:,} started) "
+        f"keep no trainable token in a trained row: their {tokens:,} placed tokens train nothing",
+        tokens / max(1, int(c["emitted"].sum())), int(empty.size), tokens, _names(names, empty, stride),
+        rule=("TRL pack_dataset keeps an example's first max_length tokens (list_slice(0, max_length)): "
+              "an example whose prompt fills them keeps no completion token, and its labels are all -100 "
+              "(TRL PR #6025; TRL 1.16.0 drops such examples only without packing, PR #6320)")
+        if m.framework == "trl" else
+        f"{m.packer}: only tokens from the first trainable offset on are trained, and none of these "
+        "documents' is in a trained row"))
+
+
+def _dropped_rows(m: MappedConfig, run: _Run, findings: list[DoctorFinding], checked: list[str]) -> None:
+    if m.drop_last_rows is None:
+        return
+    rows = run.agg.rows
+    dropped = rows % m.drop_last_rows
+    if not dropped:
+        checked.append(f"dropped-rows: {rows:,} rows make whole batches of {m.drop_last_rows}")
+        return
+    findings.append(DoctorFinding(
+        "dropped-rows", "rows of the last incomplete batch dropped",
+        f"the last {dropped:,} of {rows:,} rows ({_share(dropped, rows)}) form an incomplete batch of "
+        f"{m.drop_last_rows} that the trainer drops", dropped / rows, 0, dropped * m.capacity,
+        rule="the trainer's DataLoader(drop_last=True) (dataloader_drop_last)"))

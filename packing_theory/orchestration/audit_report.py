@@ -1,0 +1,273 @@
+"""What an audit says: its headline, its JSON document and its sections (the Markdown and the page).
+
+The answer card comes first: per packer, what happened to the tokens offered
+(:func:`~packing_theory.orchestration.answer.decomposition`) as numbers and a
+stacked bar, and the largest documents never started by raw index, name and
+data source. Then the per-packer figures (where each stopped, what it did not
+train, the token mass of seed 000 §6, the protected set), the data sources,
+the length strata, the startup delay, the evaluation population, the
+per-document table, the published figures and the plots.
+
+The JSON (``schema`` ``packing-theory/audit``, version :data:`SCHEMA_VERSION`)
+holds the measurement's entries (``corpus``, ``settings``, ``horizon``,
+``packers`` — one entry per packer with the same keys as ``compare.json``'s —
+and ``refused``) and the audit's own (``startup``, ``evaluation``,
+``sources``, ``documents``, ``ranks``, ``reference``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..registry import entries
+from ..reporting.model import Attachment, Block, Plot, Section, Text, percent
+from .answer import decomposition_bars, never_started_documents, packer_answer
+from .audit_plots import SOURCES_PLOT
+from .audit_sections import (
+    DOCUMENTS_SHOWN,
+    documents_section,
+    evaluation_section,
+    mass_table,
+    protected_table,
+    reference_section,
+    startup_section,
+    stop_table,
+    strata_section,
+    untrained_table,
+)
+from .sources_report import sources_section
+
+if TYPE_CHECKING:
+    from .audit import AuditResult
+    from .measure import PackerRun
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TOP_LEVEL_KEYS",
+    "audit_attachments",
+    "audit_document",
+    "audit_headline",
+    "audit_sections",
+    "plain",
+]
+
+SCHEMA = "packing-theory/audit"
+SCHEMA_VERSION = 4
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "schema",
+    "version",
+    "generator",
+    "run",
+    "headline",
+    "corpus",
+    "settings",
+    "horizon",
+    "packers",
+    "refused",
+    "startup",
+    "evaluation",
+    "sources",
+    "documents",
+    "ranks",
+    "reference",
+    "seconds",
+)
+"""Top-level keys of ``audit.json``, in order (version 4: one ``packers`` entry per packer, the same
+per-packer document as ``compare.json``'s)."""
+
+
+
+def theorem_prediction(run: PackerRun) -> int | None:
+    """Documents seed 000 §3 predicts never start at this horizon, or ``None`` where it does not apply."""
+    e = entries()[run.packer]
+    if not (e.in_family and e.protected_set) or run.horizon.reason == "drained":
+        return None
+    return run.aggregates.protected.members
+
+
+def _theorem_sentence(run: PackerRun) -> str:
+    predicted = theorem_prediction(run)
+    e = entries()[run.packer]
+    if predicted is not None:
+        return f"the theorem predicts ≥ {predicted:,} never start at B = {run.horizon.min_buffer:,}"
+    if run.horizon.reason == "drained":
+        return (
+            f"{run.aggregates.protected.started_members:,} protected documents started during the drain, "
+            "which the theorem does not cover"
+        )
+    return f"the theorem does not apply ({e.status})"
+
+
+def audit_headline(result: AuditResult) -> str:
+    """The first packer's answer and the theorem's prediction; for the others, the documents each never
+    started, with the share of the tokens they hold.
+
+    >>> from packing_theory.orchestration import Settings, audit_corpus
+    >>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4,
+    ...             refill=2), permutations=0)
+    >>> print(audit_headline(res).replace("; ", chr(10)))
+    discard stopped at row 10 because the stream ran dry: trained 11.4% of the 702 tokens offered
+    3 documents never started (29.9% of the tokens, the largest)
+    tails of 9 documents that started were cut off (58.7%)
+    the theorem predicts ≥ 3 never start at B = 4
+    """
+    runs = result.measurement.runs
+    if not runs:
+        return "no packer could be audited: " + "; ".join(f"{n}: {w}" for n, w in result.measurement.refused)
+    first = f"{packer_answer(runs[0])}; {_theorem_sentence(runs[0])}"
+    if len(runs) == 1:
+        return first
+    others = []
+    for r in runs[1:]:
+        nt = r.never_trained
+        share = percent(nt.never_started.tokens / nt.offered_tokens) if nt.offered_tokens else "—"
+        others.append(f"{r.packer} {nt.never_started.documents:,} ({share} of the tokens)")
+    return f"{first}; the others never started: {', '.join(others)}"
+
+
+def plain(value: Any) -> Any:
+    """Tuples to lists and numpy scalars to Python numbers, recursively (JSON round-trips exactly)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (int, float, str, bool)):
+        return value.item()
+    return value
+
+
+def audit_document(result: AuditResult, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``audit.json`` document (keys :data:`TOP_LEVEL_KEYS`); ``run`` names the run."""
+    m = result.measurement.to_dict()
+    evaluation = None
+    if result.eval_corpus is not None:
+        evaluation = {
+            "corpus": result.eval_corpus.to_dict(),
+            "populations": [e.to_dict() for e in result.evaluation],
+        }
+    table, count = never_started_documents(result.measurement.runs, result.corpus, limit=DOCUMENTS_SHOWN)
+    documents = None
+    if result.documents_file is not None:
+        documents = {
+            "file": result.documents_file,
+            "never_started_count": count,
+            "never_started_largest": [
+                dict(zip(("document", "name", "source", "length", "never_started_by"), row, strict=True))
+                for row in (table.rows if table else ())
+            ],
+        }
+    doc = {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generator": {"name": "packing_theory", "version": __version__},
+        "run": dict(run) if run is not None else None,
+        "headline": result.headline(),
+        **{k: m[k] for k in ("corpus", "settings", "horizon", "packers", "refused")},
+        "settings": {**m["settings"], "audit": dict(result.options)},
+        "startup": [s.to_dict() for s in result.startup],
+        "evaluation": evaluation,
+        "sources": None if result.sources is None else result.sources.to_dict(),
+        "documents": documents,
+        "ranks": None if result.ranks is None else dict(result.ranks),
+        "reference": None if result.reference is None else dict(result.reference),
+        "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+    }
+    out: dict[str, Any] = plain(doc)
+    return out
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _corpus_text(result: AuditResult) -> str:
+    c, s = result.measurement.corpus, result.measurement.settings
+    name = f" ({c.label})" if c.label else ""
+    widths = ", ".join(f"{r.packer} {r.row_width:,}" for r in result.measurement.runs)
+    asked = result.measurement.horizon
+    horizon = asked.describe() if asked is not None else "each packer's natural end"
+    return (
+        f"Your corpus{name}: {c.documents:,} documents, {c.tokens:,} tokens (BOS included); "
+        f"{c.over_capacity_documents:,} are longer than a streaming row of {s.streaming_capacity:,}. "
+        f"Horizon: {horizon}. Row widths: {widths}. Streaming B = {s.min_buffer:,}, refill "
+        f"{', '.join(map(str, s.to_dict()['refill']))}, passes {s.passes}."
+    )
+
+
+def _answer(result: AuditResult) -> Section:
+    """The answer card: the corpus in one line, each packer's tokens by part (bars with their numbers), the
+    largest documents never started, then each packer's answer in words."""
+    runs = result.measurement.runs
+    blocks: list[Block] = [Text(_corpus_text(result))]
+    if runs:
+        blocks.append(decomposition_bars(runs, "What happened to the tokens offered"))
+    table, _ = never_started_documents(runs, result.corpus)
+    if table is not None:
+        blocks.append(table)
+    elif any(r.never_trained.never_started.documents for r in runs):
+        blocks.append(Text("Which documents never started: ask for the per-document table (documents=True, "
+                           "or --documents on the command line)."))
+    blocks += [Text(f"{packer_answer(r)}; {_theorem_sentence(r)}.") for r in runs]
+    note = result.measurement.horizon_note()
+    if note:
+        blocks.append(Text(note[0].upper() + note[1:] + "."))
+    for name, why in result.measurement.refused:
+        blocks.append(Text(f"{name} refused this corpus by its framework's own rule: {why}"))
+    return Section("answer", "The answer", tuple(blocks), answer=True)
+
+
+def audit_sections(result: AuditResult) -> list[Section]:
+    """Every section of the audit, the answer card first."""
+    runs = result.measurement.runs
+    out = [_answer(result)]
+    if runs:
+        out.append(
+            Section(
+                "packers",
+                "Per packer",
+                (
+                    untrained_table(runs),
+                    stop_table(runs),
+                    mass_table(runs),
+                    protected_table(runs),
+                    Plot("buffered_mass.png", "Tokens waiting in the buffer over the run"),
+                ),
+            )
+        )
+    if result.sources is not None:
+        out.append(sources_section(result.sources, plot=SOURCES_PLOT))
+    if runs:
+        out.append(strata_section(result))
+    for extra in (
+        startup_section(result),
+        evaluation_section(result),
+        documents_section(result),
+        reference_section(result),
+    ):
+        if extra is not None:
+            out.append(extra)
+    if result.ranks is not None:
+        out.append(
+            Section("ranks", "Per rank", (Text(str(result.ranks.get("summary", ""))),), collapsed=True)
+        )
+    return out
+
+
+FILE_NAMES: tuple[str, ...] = ("documents.csv", "documents.parquet")
+"""Attachments an audit report may hold (a later run without them removes the earlier run's)."""
+
+
+def audit_attachments(result: AuditResult) -> list[Attachment]:
+    """The per-document file, when the audit kept the tables."""
+    tables = tuple(r.documents for r in result.measurement.runs if r.documents is not None)
+    if result.documents_file is None or not tables:
+        return []
+    from ..audit.documents import write_documents
+
+    def write(path: Path, run_id: str) -> None:
+        write_documents(path, tables, run_id=run_id)
+
+    return [Attachment(result.documents_file, write)]

@@ -1,0 +1,445 @@
+"""What a comparison says: its headline, its JSON document, its sections and its plots.
+
+The answer card states the horizon and, once, what every packer shares there
+(the tokens trained, hence the untrained total), then ranks the packers by the
+first quantity that differs between them, with every ranked quantity beside
+it, and shows each packer's tokens by part as a stacked bar. The JSON is
+``schema`` ``packing-theory/compare`` version :data:`SCHEMA_VERSION`: the
+measurement's entries (the same per-packer documents as ``audit.json``'s),
+``ranking`` and ``equal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..audit.costs import PackerCosts
+from ..reporting.model import Block, Column, Plot, PlotFile, Section, Table, Text, percent
+from ..reporting.plotting import color, pyplot, save_figure
+from .answer import RANKED, decomposition_bars, never_started_documents
+from .audit_report import plain
+from .measure import HORIZON_RULES, PackerRun
+from .sources_report import sources_section
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+
+__all__ = [
+    "COMPARE_FILES",
+    "PLOT_FILES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "compare_document",
+    "compare_headline",
+    "compare_plot_files",
+    "compare_sections",
+]
+
+SCHEMA = "packing-theory/compare"
+SCHEMA_VERSION = 4
+
+PLOT_FILES: tuple[str, ...] = (
+    "compare_retention.png",
+    "compare_never_started.png",
+    "compare_start_delay.png",
+    "source_mixture.png",
+)
+"""The PNG files a comparison may draw."""
+
+COMPARE_FILES: tuple[str, ...] = ("compare.html", "compare.json", "compare.md", *PLOT_FILES)
+"""Every file a comparison report directory may hold."""
+
+
+def _horizon_words(cmp: Comparison) -> str:
+    m = cmp.measurement
+    told = m.horizon.describe() if m.horizon is not None else ""
+    if m.horizon_rule == "common":
+        by = f", set by {', '.join(m.horizon_set_by)}" if m.horizon_set_by else ""
+        return f"at the common horizon of {told.replace('tokens', 'placed tokens')}{by}"
+    if m.horizon_rule == "asked":
+        return f"at the horizon of {told}"
+    return "each at its own natural end (not like for like)"
+
+
+def _equal_words(cmp: Comparison) -> str:
+    eq = cmp.equal
+    if not eq or cmp.measurement.horizon_rule == "natural":
+        return ""
+    lo, hi = eq["trained_tokens_min"], eq["trained_tokens_max"]
+    trained = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+    share = percent(eq["untrained_share_max"])
+    who = "every packer" if not eq["padded"] else "every packer that fills its rows"
+    words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
+             "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
+    if eq["padded"]:
+        words += f"; {', '.join(eq['padded'])} leave row positions empty and train fewer"
+    return words
+
+
+def _value_words(q: Any, v: Any, run: PackerRun) -> str:
+    if v is None:
+        return "—"
+    if q.key == "never_started_documents":
+        nt = run.never_trained
+        share = percent(nt.never_started.tokens / nt.offered_tokens) if nt.offered_tokens else "—"
+        return f"{v:,} ({share} of the tokens)"
+    if q.kind == "number":
+        return f"{v:+.3f}" if q.key == "prefix_bias" else f"{v:.3f}"
+    return f"{v:,}"
+
+
+def compare_headline(cmp: Comparison) -> str:
+    """The horizon and what is equal there (once), then the packers that do best and worst on the
+    quantity that ranks them, with their numbers.
+
+    >>> from packing_theory.orchestration import Settings, compare_corpus
+    >>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
+    ...                      Settings(capacity=8, min_buffer=2, refill=2))
+    >>> import textwrap
+    >>> print(textwrap.fill(compare_headline(cmp), 100))
+    at the common horizon of 64 placed tokens, set by discard; every packer trains 64 of the 116 tokens
+    offered (44.8% untrained by each: equal by construction, up to the row that crosses the horizon, so
+    not ranked); documents never started: discard fewest with 1 (8.6% of the tokens), trl-bfd most with
+    16 (34.5% of the tokens); 2 packers compared
+    """
+    m = cmp.measurement
+    runs = {r.packer: r for r in m.runs}
+    if not runs:
+        return "no packer could be compared: " + "; ".join(f"{n}: {w}" for n, w in m.refused)
+    parts = [_horizon_words(cmp)]
+    equal = _equal_words(cmp)
+    if equal:
+        parts.append(equal)
+    rk = cmp.ranking
+    if rk.by is None:
+        parts.append(
+            "no ranked quantity differs between them (documents never started, tokens cut off, "
+            "start delays, prefix bias, unused positions)"
+        )
+    else:
+        first, last = rk.order[0], rk.order[-1]
+        best = [n for n in rk.order if rk.values[n] == rk.values[first]]
+        worst = [n for n in rk.order if rk.values[n] == rk.values[last]]
+        fv = _value_words(rk.by, rk.values[first], runs[first])
+        lv = _value_words(rk.by, rk.values[last], runs[last])
+        parts.append(f"{rk.by.label}: {', '.join(best)} fewest with {fv}, {', '.join(worst)} most with {lv}")
+    note = m.horizon_note()
+    if note:
+        parts.append(note)
+    parts.append(
+        f"{len(m.runs)} packers compared" + (f", {len(m.refused)} refused the corpus" if m.refused else "")
+    )
+    return "; ".join(parts)
+
+
+def compare_document(cmp: Comparison, run: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``compare.json`` document."""
+    m = cmp.measurement.to_dict()
+    doc = {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "generator": {"name": "packing_theory", "version": __version__},
+        "run": dict(run) if run is not None else None,
+        "headline": cmp.headline(),
+        **{k: m[k] for k in ("corpus", "settings", "horizon", "packers", "refused")},
+        "ranking": cmp.ranking.to_dict(),
+        "equal": cmp.equal,
+        "sources": None if cmp.sources is None else cmp.sources.to_dict(),
+        "seconds": round(cmp.measurement.seconds, 3),
+    }
+    out: dict[str, Any] = plain(doc)
+    return out
+
+
+def _ranking_table(cmp: Comparison) -> Table:
+    runs = {r.packer: r for r in cmp.measurement.runs}
+    rk = cmp.ranking
+    shown = [q for q in RANKED if any(q.value(r) is not None for r in runs.values())]
+    cols = (
+        Column("rank", "count"),
+        Column("packer"),
+        *(Column(q.label, "count" if q.kind in ("count", "tokens") else "number", q.term) for q in shown),
+    )
+    rows = tuple((i + 1, name, *(q.value(runs[name]) for q in shown)) for i, name in enumerate(rk.order))
+    by = f"ranked by {rk.by.label}, fewest first" if rk.by is not None else "no ranked quantity differs"
+    return Table(
+        f"What differs between the packers ({by})",
+        cols,
+        rows,
+        key="ranking",
+        note="Start delays are not reported (—) for a packer that reads its whole input, or a window, "
+        "before it emits rows: they would be emission order, not waits.",
+    )
+
+
+def _answer(cmp: Comparison) -> Section:
+    m = cmp.measurement
+    c = m.corpus
+    blocks: list[Block] = [
+        Text(
+            f"Your corpus{' (' + c.label + ')' if c.label else ''}: {c.documents:,} documents, "
+            f"{c.tokens:,} tokens; {c.over_capacity_documents:,} longer than a streaming row of "
+            f"{m.settings.streaming_capacity:,}. "
+            f"Horizon: {HORIZON_RULES[m.horizon_rule]}."
+        )
+    ]
+    equal = _equal_words(cmp)
+    words = _horizon_words(cmp)
+    blocks.append(Text(words[0].upper() + words[1:] + (f", {equal}." if equal else ".")))
+    note = m.horizon_note()
+    if note:
+        blocks.append(Text(note[0].upper() + note[1:] + "."))
+    if m.runs:
+        blocks.append(_ranking_table(cmp))
+        blocks.append(decomposition_bars(m.runs, "What happened to the tokens offered, per packer"))
+    table, _ = never_started_documents(m.runs, cmp.corpus)
+    if table is not None:
+        blocks.append(table)
+    for name, why in m.refused:
+        blocks.append(Text(f"{name} refused this corpus by its framework's own rule: {why}"))
+    return Section("answer", "The answer", tuple(blocks), answer=True)
+
+
+def _details(cmp: Comparison) -> Section:
+    runs = cmp.measurement.runs
+    cols = (
+        Column("packer"),
+        Column("row width", "count", "row width R"),
+        Column("rows", "count"),
+        Column("stopped because", term="horizon"),
+        Column("utilization", "share", "utilization"),
+        Column("padding", "tokens"),
+        Column("unused positions", "tokens", "unused capacity"),
+        Column("targets", "count", "targets"),
+        Column("buffered", "tokens", "buffered tokens"),
+        Column("family", term="family"),
+    )
+    rows = tuple(
+        (
+            r.packer,
+            r.row_width,
+            r.aggregates.rows,
+            r.horizon.reason,
+            r.utilization,
+            r.aggregates.mass.padding_tokens,
+            r.aggregates.mass.unused_capacity_tokens,
+            r.aggregates.targets,
+            r.aggregates.mass.buffered_tokens,
+            "member" if r.in_family else "outside",
+        )
+        for r in runs
+    )
+    return Section(
+        "packers",
+        "Per packer",
+        (
+            Table(
+                "Rows, padding and targets",
+                cols,
+                rows,
+                key="packers",
+                note="Padding = pad tokens the framework stores or its collator adds; unused positions = row "
+                "positions holding no document token (a bin's free space is unused, not padding); targets = "
+                "positions the trainer predicts.",
+            ),
+            Plot("compare_retention.png", "Share of each length stratum's tokens trained on, per packer"),
+            Plot("compare_never_started.png", "Documents never started, per packer"),
+            Plot("compare_start_delay.png", "Start delay, per packer"),
+        ),
+    )
+
+
+def _costs(costs: Sequence[PackerCosts]) -> Table:
+    cols = (
+        Column("packer"),
+        Column("never started", "count", "never started"),
+        Column("long never started", "count"),
+        Column("max start delay (rows)", "count", "start delay"),
+        Column("p99 start delay", "count"),
+        Column("longest wait unstarted", "count"),
+        Column("fragments per long document", "number"),
+        Column("targets without their context", "share"),
+    )
+    rows = tuple(
+        (
+            c.label,
+            c.never_started_sources,
+            c.long_never_started,
+            c.start_delay_max,
+            c.start_delay_p99,
+            c.unstarted_wait_max,
+            c.fragments_per_long_mean,
+            c.share_without_context,
+        )
+        for c in costs
+    )
+    return Table("Costs (start delays in rows)", cols, rows, key="costs")
+
+
+def compare_sections(cmp: Comparison) -> list[Section]:
+    """Every section of the comparison, the answer first."""
+    runs = cmp.measurement.runs
+    out = [_answer(cmp)]
+    if runs:
+        out.append(_details(cmp))
+        out.append(Section("costs", "Costs", (_costs([r.costs for r in runs]),)))
+    if cmp.sources is not None:
+        out.append(sources_section(cmp.sources, plot="source_mixture.png"))
+    out.append(
+        Section(
+            "verdicts",
+            "Invariant verdicts",
+            tuple(Text(f"{r.packer}: {r.verdict}") for r in runs),
+            collapsed=True,
+        )
+    )
+    out.append(
+        Section(
+            "trainer",
+            "What the trainer gets",
+            tuple(Text(f"{r.packer}: {r.trainer_view}") for r in runs),
+            collapsed=True,
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _long(label: str, width: int) -> bool:
+    return label.startswith(">") or int(label.split("–")[0]) > width
+
+
+def _retention(plt: Any, cmp: Comparison) -> Any:
+    runs = list(cmp.measurement.runs)
+
+    def long_retention(r: PackerRun) -> float:
+        vals = [
+            s.retention
+            for s in r.aggregates.strata
+            if s.retention is not None and _long(s.label, r.row_width)
+        ]
+        return sum(vals) / len(vals) if vals else 1.0
+
+    runs.sort(key=lambda r: (-long_retention(r), r.packer))
+    labels = [s.label for s in runs[0].aggregates.strata]
+    ncol = min(5, len(runs))
+    nrow = -(-len(runs) // ncol)
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(2.6 * ncol + 0.6, 2.1 * nrow + 1.0), squeeze=False, sharex=True, sharey=True
+    )
+    x = list(range(len(labels)))
+    for k, ax in enumerate(axes.ravel()):
+        if k >= len(runs):
+            ax.axis("off")
+            continue
+        r = runs[k]
+        ax.bar(
+            x,
+            [s.retention if s.retention is not None else 0.0 for s in r.aggregates.strata],
+            color=color(0 if r.in_family else 1),
+            width=0.8,
+        )
+        ax.set_title(r.packer, fontsize=9)
+        ax.set_ylim(0, 1.05)
+        ax.tick_params(labelsize=7)
+    for ax in axes[-1]:
+        ax.set_xticks(x, labels, rotation=90, fontsize=6)
+    for row in axes:
+        row[0].set_ylabel("trained share", fontsize=8)
+    fig.suptitle(
+        "Share of each length stratum's tokens trained on, one panel per packer "
+        "(ranked by long documents; blue: family member, orange: outside)",
+        fontsize=10,
+    )
+    return fig
+
+
+def _never_started(plt: Any, cmp: Comparison) -> Any:
+    runs = sorted(cmp.measurement.runs, key=lambda r: (r.never_trained.never_started.documents, r.packer))
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(runs) + 1.4))
+    vals = [r.never_trained.never_started.documents for r in runs]
+    ax.barh([r.packer for r in runs], vals, color=[color(0 if r.in_family else 1) for r in runs])
+    for y, v in enumerate(vals):
+        ax.text(v, y, f" {v:,}", va="center", fontsize=7)
+    ax.set_xscale("symlog")
+    ax.set_xlim(0, max([*vals, 1]) * 3)
+    ax.set_xlabel("documents never started (log scale)")
+    ax.invert_yaxis()
+    ax.set_title(
+        "Documents never started, by packer (fewest first)\nblue: family member, orange: outside", fontsize=10
+    )
+    return fig
+
+
+def _start_delay(plt: Any, cmp: Comparison) -> Any:
+    runs = sorted(
+        (r for r in cmp.measurement.runs if r.costs.start_delay_max is not None),
+        key=lambda r: (r.costs.start_delay_max or 0, r.packer),
+    )
+    fig, ax = plt.subplots(figsize=(9, 0.36 * len(runs) + 1.4))
+    y = list(range(len(runs)))
+    ax.barh(
+        [v - 0.2 for v in y], [r.costs.start_delay_max or 0 for r in runs], 0.4, label="max", color=color(3)
+    )
+    ax.barh(
+        [v + 0.2 for v in y],
+        [r.costs.start_delay_p99 or 0 for r in runs],
+        0.4,
+        label="99th percentile",
+        color=color(5),
+    )
+    ax.set_yticks(y, [r.packer for r in runs])
+    ax.set_xscale("symlog")
+    ax.set_xlabel("rows from a document's arrival to its first trained token (log scale)")
+    ax.invert_yaxis()
+    ax.set_title("Start delay by packer (shortest first)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return fig
+
+
+def _drawer(
+    fn: Callable[[Any, Comparison], Any], cmp: Comparison
+) -> Callable[[Path, Mapping[str, str]], None]:
+    def draw(path: Path, metadata: Mapping[str, str]) -> None:
+        save_figure(fn(pyplot(), cmp), path, metadata=metadata, dpi=100)
+
+    return draw
+
+
+def compare_plot_files(cmp: Comparison) -> list[PlotFile]:
+    """Every plot of the comparison, drawn, or with the sentence saying why there is nothing to draw."""
+    runs = cmp.measurement.runs
+    out = []
+    if not any(s.retention is not None for r in runs for s in r.aggregates.strata):
+        out.append(
+            PlotFile(PLOT_FILES[0], note="no document arrived, so no stratum has a retention to plot.")
+        )
+    else:
+        out.append(PlotFile(PLOT_FILES[0], draw=_drawer(_retention, cmp)))
+    if not runs:
+        out.append(PlotFile(PLOT_FILES[1], note="no packer was compared."))
+    else:
+        out.append(PlotFile(PLOT_FILES[1], draw=_drawer(_never_started, cmp)))
+    if not any(r.costs.start_delay_max is not None for r in runs):
+        out.append(
+            PlotFile(
+                PLOT_FILES[2],
+                note="no packer recorded a start delay (no document was placed, or "
+                "every packer reads its input before emitting rows).",
+            )
+        )
+    else:
+        out.append(PlotFile(PLOT_FILES[2], draw=_drawer(_start_delay, cmp)))
+    if cmp.sources is not None and cmp.sources.packers:
+        from .audit_plots import _sources_plot
+
+        def draw_sources(path: Path, metadata: Mapping[str, str]) -> None:
+            save_figure(_sources_plot(pyplot(), cmp), path, metadata=metadata, dpi=100)  # type: ignore[arg-type]
+
+        out.append(PlotFile(PLOT_FILES[3], draw=draw_sources))
+    return out

@@ -1,0 +1,418 @@
+"""The corpus a measurement reads: lengths, every document's name and source, the funnel and the mixture.
+
+:func:`open_corpus` reads data where users keep it (the readers of
+:mod:`packing_theory.corpus.readers`: a ``.npy`` of lengths, seed-002 token
+shards, text, JSON Lines, parquet, a saved Hugging Face dataset, a Megatron
+indexed dataset, OLMo-core arrays, MDS), names every document (its file,
+``file#k`` for the k-th of several, or a dataset's name column), labels its
+data source, applies a declared cleaning funnel and reads a declared mixture.
+The result, a :class:`Corpus`, keeps both numberings: ``raw_lengths`` is the
+corpus as read (the *raw index* every per-document answer uses) and
+``lengths`` what the packers replay (the documents the funnel kept, in
+order; ``raw_index`` maps one to the other). Every command of the command
+line opens its input through this function.
+
+>>> c = Corpus.from_lengths([5, 300, 7], label="three", names=["a", "b", "c"])
+>>> c.lengths.tolist(), c.raw_index.tolist(), c.name(1)
+([5, 300, 7], [0, 1, 2], 'b')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audit.declared import DeclaredMixture, read_mixture
+from ..audit.documents import census_names, document_names
+from ..audit.strata import STRATA_BOUNDARIES, stratum_index
+from ..corpus.funnel import Funnel, FunnelResult
+from ..corpus.labels import (
+    SOURCE_FROM,
+    SourceLabels,
+    labels_from_census,
+    labels_from_column,
+    labels_from_file,
+    labels_from_manifest,
+    labels_from_paths,
+)
+from ..corpus.readers import expand_inputs, open_data
+from ..corpus.textcount import load_tokenizer
+from ..errors import InputError, InputTypeError
+from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
+
+__all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "corpus_summary", "open_corpus"]
+
+Int64Array = npt.NDArray[np.int64]
+
+_SUMMARY_CHUNK = 1 << 16
+
+TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo", "hf", "mds")
+"""Formats that store token ids: how BOS is counted must be said (``bos="included"`` or ``"add"``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """A corpus to measure (see the module doc): :func:`open_corpus` or :meth:`from_lengths` builds one."""
+
+    raw_lengths: Int64Array
+    """Every document as read, BOS-inclusive, in the raw order (its position is its raw index)."""
+    label: str = ""
+    names: Sequence[str] | None = None
+    """One name per raw document (``None``: documents are named by their raw index)."""
+    sources: SourceLabels | None = None
+    """The data source of every raw document, or ``None``."""
+    funnel: FunnelResult | None = None
+    """The cleaning funnel applied to the raw corpus, or ``None``."""
+    mixture: DeclaredMixture | None = None
+    """The declared mixture (α, or token targets), or ``None``."""
+    inputs: tuple[str, ...] = ()
+    """The files read (a report never writes over them)."""
+    described: str = ""
+    """What the reader read, in one line (the format and how BOS was counted)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """How the corpus was opened (the report's configuration)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "raw_lengths",
+            validate_lengths(
+                self.raw_lengths if isinstance(self.raw_lengths, np.ndarray) else np.asarray(self.raw_lengths)
+            ),
+        )
+        n = int(self.raw_lengths.size)
+        if self.names is not None and len(self.names) != n:
+            raise InputError(f"names has {len(self.names):,} entries for {n:,} documents")
+        if self.sources is not None:
+            self.sources.check_documents(n)
+        if self.funnel is not None and self.funnel.raw_documents != n:
+            raise InputError(
+                f"the funnel was applied to {self.funnel.raw_documents:,} documents, the corpus has {n:,}"
+            )
+        if self.funnel is not None and not self.funnel.keep.any():
+            raise InputError("the funnel removes every document: nothing reaches the packer")
+        if self.mixture is not None and self.sources is not None:
+            undeclared = sorted(set(self.sources.names) - set(self.mixture.sources))
+            if undeclared:
+                raise InputError(
+                    f"the corpus has source(s) {undeclared} that the declared mixture does not "
+                    f"name (declared: {list(self.mixture.sources)})"
+                )
+        if self.mixture is not None and self.sources is None:
+            raise InputError("a declared mixture needs source labels (which source each document is from)")
+
+    @classmethod
+    def from_lengths(
+        cls,
+        lengths: npt.ArrayLike,
+        *,
+        label: str = "",
+        names: Sequence[str] | None = None,
+        sources: SourceLabels | None = None,
+        funnel: Funnel | FunnelResult | None = None,
+        mixture: DeclaredMixture | None = None,
+    ) -> Corpus:
+        """A corpus from a length array (``funnel`` may be a declaration: it is applied here)."""
+        raw = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+        applied = funnel.apply(raw) if isinstance(funnel, Funnel) else funnel
+        return cls(raw, label, names, sources, applied, mixture)
+
+    @property
+    def raw_index(self) -> Int64Array:
+        """The raw index of every replayed document (all of them without a funnel)."""
+        if self.funnel is None:
+            return np.arange(self.raw_lengths.size, dtype=np.int64)
+        return np.flatnonzero(self.funnel.keep).astype(np.int64)
+
+    @property
+    def lengths(self) -> Int64Array:
+        """What the packers replay: the documents the funnel kept, in raw order."""
+        return self.raw_lengths if self.funnel is None else self.raw_lengths[self.funnel.keep]
+
+    @property
+    def replayed_sources(self) -> SourceLabels | None:
+        """The sources of the replayed documents."""
+        if self.sources is None or self.funnel is None:
+            return self.sources
+        return self.sources.subset(self.funnel.keep)
+
+    @property
+    def replayed_names(self) -> list[str] | None:
+        """The names of the replayed documents (``None`` without names)."""
+        if self.names is None:
+            return None
+        if self.funnel is None:
+            return list(self.names)
+        return [self.names[i] for i in self.raw_index.tolist()]
+
+    def name(self, raw: int) -> str:
+        """The name of raw document ``raw`` (its index when the corpus has no names)."""
+        if not 0 <= raw < self.raw_lengths.size:
+            raise InputError(f"document must be a raw index in [0, {self.raw_lengths.size}), got {raw}")
+        return str(raw) if self.names is None else str(self.names[raw])
+
+
+def _labels(
+    paths: list[str],
+    fmt: str,
+    reader: Any,
+    documents: int,
+    *,
+    labels: str | None,
+    labels_manifest: str | None,
+    source_column: str | None,
+    source_from: str | None,
+    split: str | None,
+) -> SourceLabels | None:
+    """The source labels one option names (one origin at most), one per document."""
+    given = [
+        k
+        for k, v in (
+            ("labels", labels),
+            ("labels_manifest", labels_manifest),
+            ("source_column", source_column),
+        )
+        if v
+    ]
+    if len(given) > 1:
+        raise InputError(f"give one origin of source labels, got {', '.join(given)}")
+    if labels:
+        return labels_from_file(labels, documents=documents)
+    if labels_manifest:
+        from .._files import read_json
+        from ..corpus.manifest import read_manifest
+
+        doc = read_json(labels_manifest, "labels_manifest")  # a regular file, bounded, strict JSON
+        if isinstance(doc, dict) and doc.get("format") == "packing-theory/census":
+            return labels_from_census(
+                doc, source_from or "dir", origin=f"census {labels_manifest!r}", documents=documents
+            )
+        manifest = read_manifest(labels_manifest)
+        if fmt == "shards":
+            root = os.path.dirname(os.path.abspath(labels_manifest))
+            listed = [os.path.realpath(os.path.join(root, s["path"])) for s in manifest["shards"]]
+            if [os.path.realpath(p) for p in paths] != listed:
+                raise InputError(
+                    f"the shards are not the shards of labels_manifest {labels_manifest!r} in its order"
+                )
+        return labels_from_manifest(manifest, origin=f"manifest {labels_manifest!r}", documents=documents)
+    if source_column:
+        if fmt not in ("parquet", "hf"):
+            raise InputError(f"source_column reads a parquet or Hugging Face column; the data is {fmt}")
+        return labels_from_column(paths, source_column, split=split, documents=documents)
+    if source_from:
+        if source_from not in SOURCE_FROM:
+            raise InputError(f"source_from must be one of {', '.join(SOURCE_FROM)}; got {source_from!r}")
+        names, codes = reader.sources()
+        return labels_from_paths(list(names), codes, source_from, documents=documents)
+    return None
+
+
+def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> list[str] | None:
+    """One name per document where the input knows them (files; a census's inputs), else ``None``."""
+    if fmt == "lengths" and len(paths) == 1:
+        return census_names(Path(paths[0]).parent / "census.json", int(lengths.size))
+    own = getattr(reader, "names", None)
+    if callable(own):
+        found = own()
+        if found is not None and len(found) == lengths.size:
+            return list(found)
+    files, codes = reader.sources()
+    if not len(codes):
+        return None
+    ordered = bool(np.all(np.diff(codes) >= 0))
+    if not ordered or codes.size != lengths.size:
+        return None
+    counts = np.bincount(codes, minlength=len(files)).tolist()
+    return document_names(list(files), counts)
+
+
+def open_corpus(
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    format: str = "auto",
+    bos: str | None = None,
+    eos_id: int | None = None,
+    dtype: str | None = None,
+    column: str | None = None,
+    split: str | None = None,
+    tokenizer: Any = "bytes",
+    per_line: bool = False,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    labels: str | None = None,
+    labels_manifest: str | None = None,
+    source_column: str | None = None,
+    source_from: str | None = None,
+    mixture: str | os.PathLike[str] | DeclaredMixture | None = None,
+    funnel: str | os.PathLike[str] | Funnel | None = None,
+    label: str | None = None,
+) -> Corpus:
+    """Read a corpus (see the module doc): its lengths, names, sources, funnel and mixture.
+
+    Args:
+        data: files, directories or glob patterns (one or a list).
+        format: one of :data:`~packing_theory.corpus.readers.FORMATS`, or ``"auto"`` (detected from
+            the paths; :attr:`Corpus.described` says what was found).
+        bos: how BOS is counted: ``"included"`` or ``"add"`` (token formats must say), ``"auto"`` for
+            text (the tokenizer is asked on a probe).
+        eos_id, dtype: OLMo-core arrays: the EOS id ending each document, the ids' dtype.
+        column: the field or column holding the documents (text or token ids).
+        split: a saved Hugging Face ``DatasetDict``'s split.
+        tokenizer: text inputs: ``bytes``, ``chars``, ``whitespace``, ``"module:callable"`` or a callable.
+        per_line, encoding, errors: text files: one document per line; their encoding;
+            ``strict`` or ``replace`` for bytes that do not decode.
+        labels, labels_manifest, source_column, source_from: one origin of source labels: a labels
+            file (one per document), a seed-002 manifest or a census, a parquet / dataset column, or
+            the directory (``"dir"``) or file (``"file"``) each document was read from.
+        mixture: the declared mixture (a JSON / YAML file, or a :class:`DeclaredMixture`).
+        funnel: the cleaning funnel (a JSON / YAML file, or a :class:`~packing_theory.corpus.funnel.Funnel`);
+            the packers replay what it keeps.
+        label: the corpus's name in reports (default: the format and the first path).
+
+    Raises:
+        InputError: a missing or unreadable input, an option the input does not use, labels of another
+            count, a mixture that does not name a source, a funnel that removes everything.
+    """
+    specs = [os.fspath(data)] if isinstance(data, (str, os.PathLike)) else [os.fspath(d) for d in data]
+    if not specs:
+        raise InputError("data must name at least one file, directory or pattern")
+    if errors == "skip":
+        raise InputError(
+            "errors='skip' applies to the census (which lists what it skips); use strict or replace here"
+        )
+    paths, fmt, why = expand_inputs(specs, format)
+    if fmt in TOKEN_FORMATS and bos in (None, "auto"):
+        raise InputError(
+            f"bos {'auto' if bos else 'must be given'}: {fmt} stores token ids, so say how BOS "
+            "is counted: bos='included' (each stored document holds its BOS or EOS) or "
+            "bos='add' (one more token per document)"
+        )
+    options: dict[str, Any] = {"bos": bos, "eos_id": eos_id, "dtype": dtype, "field": column, "split": split}
+    if fmt in ("jsonl", "text", "parquet") or tokenizer != "bytes":
+        options["tokenizer"] = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    if per_line:
+        options["per_line"] = True
+    if encoding != "utf-8":
+        options["encoding"] = encoding
+    if errors != "strict":
+        options["errors"] = errors
+    reader = open_data(paths, fmt, **options)
+    raw = reader.lengths() if fmt != "lengths" or len(paths) != 1 else load_lengths(paths[0])
+    n = int(raw.size)
+    src = _labels(
+        paths,
+        fmt,
+        reader,
+        n,
+        labels=labels,
+        labels_manifest=labels_manifest,
+        source_column=source_column,
+        source_from=source_from,
+        split=split,
+    )
+    declared = read_mixture(mixture) if isinstance(mixture, (str, os.PathLike)) else mixture
+    if declared is not None and not isinstance(declared, DeclaredMixture):
+        raise InputTypeError(f"mixture must be a file or a DeclaredMixture, got {type(declared).__name__}")
+    stages = Funnel.read(funnel) if isinstance(funnel, (str, os.PathLike)) else funnel
+    applied = stages.apply(raw) if stages is not None else None
+    first = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+    opened = {
+        "data": specs,
+        "format": fmt,
+        "bos": bos,
+        "eos_id": eos_id,
+        "dtype": dtype,
+        "column": column,
+        "split": split,
+        "tokenizer": tokenizer if isinstance(tokenizer, str) else repr(tokenizer),
+        "per_line": per_line,
+        "encoding": encoding,
+        "errors": errors,
+        "labels": labels,
+        "labels_manifest": labels_manifest,
+        "source_column": source_column,
+        "source_from": source_from,
+        "mixture": None
+        if mixture is None
+        else os.fspath(mixture)
+        if isinstance(mixture, (str, os.PathLike))
+        else "given",
+        "funnel": None
+        if funnel is None
+        else os.fspath(funnel)
+        if isinstance(funnel, (str, os.PathLike))
+        else "given",
+    }
+    inputs = [*paths, *(p for p in (labels, labels_manifest) if p)]
+    inputs += [os.fspath(p) for p in (mixture, funnel) if isinstance(p, (str, os.PathLike))]
+    return Corpus(
+        raw,
+        label or f"{fmt} {first}",
+        _names(fmt, paths, reader, raw),
+        src,
+        applied,
+        declared,
+        tuple(inputs),
+        f"{fmt} ({why}): {reader.describe()}",
+        opened,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSummary:
+    """The measured corpus: size and documents per length stratum."""
+
+    label: str
+    documents: int
+    tokens: int
+    over_capacity_documents: int
+    max_length: int
+    strata_sources: tuple[int, ...]
+    strata_tokens: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def corpus_summary(
+    lengths: npt.ArrayLike,
+    capacity: int = 2049,
+    *,
+    label: str = "",
+    boundaries: Sequence[int] = STRATA_BOUNDARIES,
+) -> CorpusSummary:
+    """Size and stratum census of a length array, in chunks (a memory-mapped input stays unread). O(n).
+
+    >>> corpus_summary([3, 40, 5], capacity=8, boundaries=(8,)).strata_sources
+    (2, 1)
+    """
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    S = len(boundaries) + 1
+    sources = [0] * S
+    tokens = [0] * S
+    over = top = 0
+    for lo in range(0, arr.size, _SUMMARY_CHUNK):
+        part = arr[lo : lo + _SUMMARY_CHUNK]
+        s = stratum_index(part, boundaries)
+        over += int((part > capacity).sum())
+        top = max(top, int(part.max()))
+        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
+            sources[k] += v
+        if exact_sum(part) < 2**53:  # float64 weights are exact
+            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+        else:
+            sums = [exact_sum(part[s == k]) for k in range(S)]
+        for k, v in enumerate(sums):
+            tokens[k] += v
+        release_pages(part)
+    return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
+
+

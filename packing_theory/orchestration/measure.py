@@ -1,0 +1,501 @@
+"""One measurement: a corpus replayed by a set of packers, cut at one horizon, each stream fed to consumers.
+
+``audit`` and ``compare`` are the same measurement (:func:`measure`) with
+different defaults, extras and renderings; so are the per-source figures and
+the per-document table. For every packer — a streaming policy or a
+framework's packer (:mod:`packing_theory.registry`) — :func:`measure` builds
+the packer from one :class:`Settings`, replays the corpus to the horizon, and
+feeds the one event stream to the ledger (mass, sources started, strata,
+exposure), the row facts (the unfinished row), the costs (start delays,
+fragments, context), the framework's own figures (a peer's padding and
+targets) and, when asked, the per-source series and the per-document table.
+The result is one :class:`PackerRun` per packer, whose :meth:`PackerRun.to_dict`
+is the per-packer JSON of every report (one JSON Schema,
+``docs/schemas/packer-run.schema.json``).
+
+**Row widths.** ``Settings.capacity`` is the row width ``R`` of every packer;
+``Settings.seq_length`` is instead the trained positions ``L``, and each
+packer's row width follows from its framework's rule (streaming and Megatron
+``R = L + 1``, TRL ``R = L``; a framework that accepts only some lengths —
+OLMo-core's powers of two — takes the largest it accepts that is ``<= L``).
+Without either, ``L = 2048`` (autoresearch's ``T``; streaming ``R = 2049``).
+
+**Horizons.** ``horizon`` is a :class:`~packing_theory.engine.horizon.Budget`
+(rows, targets or tokens: the same for every packer), ``"common"`` (the most
+placed tokens every packer reaches: a first pass finds each packer's natural
+end) or ``"natural"`` (each packer to its own end: not like for like). Each run
+states where it stopped and why (:attr:`PackerRun.horizon`);
+:meth:`Measurement.horizon_note` says when packers stopped at different points.
+
+**Where it runs.** Every packer is one task of a
+:class:`~packing_theory.distributed.executors.TaskRunner` (this process, local
+processes capped by the CPUs and the tasks, any executor, a Dask cluster);
+the result is the same wherever it runs, apart from timings.
+
+>>> m = measure([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], Settings(capacity=8, min_buffer=2, refill=2),
+...             horizon="common")
+>>> [(r.packer, r.row_width, r.horizon.reason, r.never_trained.never_started.documents) for r in m.runs]
+[('discard', 8, 'budget reached', 1), ('trl-bfd', 8, 'budget reached', 16)]
+>>> m.horizon, m.horizon_set_by
+(Budget(unit='tokens', value=64), ('discard',))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..audit.costs import CostAccumulator, PackerCosts
+from ..audit.documents import DocumentRows, DocumentTable, document_table
+from ..audit.ledger import Ledger
+from ..audit.results import Aggregates
+from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
+from ..distributed.executors import TaskFailed, open_runner
+from ..engine.compiled import compiled_available
+from ..engine.consumers import feed_all
+from ..engine.horizon import Budget, cut_at_horizon
+from ..engine.horizon_batches import cut_batches_at_horizon
+from ..engine.policies import PackerConfig
+from ..engine.replay import make_packer
+from ..errors import InputError, InputTypeError, MissingDependency
+from ..lengths import validate_lengths
+from ..peers import PeerFigures, PeerPacker
+from ..registry import PackerEntry, entries
+from ._reach import placed_tokens
+from .corpus import CorpusSummary, corpus_summary
+from .settings import DEFAULT_SEQ_LENGTH, Settings
+from .verdicts import packer_verdict
+
+__all__ = [
+    "DEFAULT_SEQ_LENGTH",
+    "HORIZON_RULES",
+    "CorpusSummary",
+    "Measurement",
+    "PackerRun",
+    "Settings",
+    "corpus_summary",
+    "measure",
+]
+
+HORIZON_RULES: dict[str, str] = {
+    "common": "the common token horizon: the most placed tokens every packer reaches (the fewest any "
+    "packer places at its natural end)",
+    "natural": "each packer to its own natural end (not like for like)",
+    "asked": "the horizon asked, for every packer",
+}
+"""How a measurement's horizon was chosen, in words (:attr:`Measurement.horizon_rule`)."""
+
+Int64Array = npt.NDArray[np.int64]
+
+
+# --------------------------------------------------------------------------- one packer's run
+
+
+@dataclass(frozen=True)
+class PackerRun:
+    """One packer's measurement at its horizon: the one per-packer result of every report."""
+
+    packer: str
+    kind: str
+    framework: str
+    row_width: int
+    seq_length: int
+    options: dict[str, Any]
+    in_family: bool
+    verdict: str
+    trainer_view: str
+    horizon: HorizonStatement
+    aggregates: Aggregates
+    never_trained: NeverTrained
+    costs: PackerCosts
+    start_delays: str = "measured"
+    """``"measured"``, or why start delays are not waits here (an offline peer's emission order)."""
+    documents: DocumentTable | None = None
+    sources: Any = None
+    """The per-source figures (:class:`~packing_theory.orchestration.sources.PackerSources`) when asked."""
+    seconds: float = 0.0
+
+    @property
+    def row_positions(self) -> int:
+        """Row positions emitted: complete rows times the width, plus the unfinished row."""
+        return self.aggregates.rows * self.row_width + self.aggregates.partial_row_tokens
+
+    @property
+    def utilization(self) -> float | None:
+        """Emitted document tokens per row position (padding and repeats lower it)."""
+        return self.aggregates.mass.emitted_tokens / self.row_positions if self.row_positions else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The per-packer JSON of every report (``docs/schemas/packer-run.schema.json``)."""
+        agg = self.aggregates.to_dict()
+        for key in ("policy", "capacity", "stop_reason", "partial_row_tokens", "exhausted_at_row"):
+            agg.pop(key, None)  # said once, in horizon and row_width
+        return {
+            "packer": self.packer,
+            "kind": self.kind,
+            "framework": self.framework,
+            "row_width": self.row_width,
+            "seq_length": self.seq_length,
+            "options": self.options,
+            "in_family": self.in_family,
+            "verdict": self.verdict,
+            "trainer_view": self.trainer_view,
+            "horizon": self.horizon.to_dict(),
+            "never_trained": self.never_trained.to_dict(),
+            "row_positions": self.row_positions,
+            "utilization": self.utilization,
+            **agg,
+            "costs": self.costs.to_dict(),
+            "start_delays": self.start_delays,
+            "data_sources": None if self.sources is None else self.sources.to_dict(),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# --------------------------------------------------------------------------- the measurement
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Every packer of one corpus at one horizon (see the module doc)."""
+
+    corpus: CorpusSummary
+    settings: Settings
+    horizon: Budget | None
+    """The horizon every packer was cut at (``None``: each packer's natural end)."""
+    horizon_rule: str
+    """A key of :data:`HORIZON_RULES`."""
+    runs: tuple[PackerRun, ...]
+    refused: tuple[tuple[str, str], ...] = ()
+    """``(packer, the framework's message)`` for packers whose framework refused this corpus."""
+    horizon_set_by: tuple[str, ...] = ()
+    """The common horizon: the packers that place the fewest tokens at their natural end (so set it)."""
+    seconds: float = 0.0
+
+    def run(self, name: str) -> PackerRun:
+        """One packer's run.
+
+        Raises:
+            KeyError: ``name`` was not measured (the message lists those that were).
+        """
+        for r in self.runs:
+            if r.packer == name:
+                return r
+        raise KeyError(f"packer {name!r} was not measured (measured: {[r.packer for r in self.runs]})")
+
+    def horizon_note(self) -> str:
+        """A sentence when the packers stopped at different points (their figures are then not like for
+        like), else ``""``.
+
+        A packer stops before the horizon asked when its stream ran dry or its framework packed
+        everything it was given; packers that all reached the horizon, or all ran to their own end
+        under ``"natural"``, need no note.
+        """
+        reasons = {r.horizon.reason for r in self.runs}
+        if len(self.runs) < 2 or reasons == {"budget reached"}:
+            return ""
+        if self.horizon_rule == "natural":
+            return "every packer ran to its own end: the figures are not like for like"
+        short = [
+            f"{r.packer} ({r.horizon.reason} at row {r.horizon.stopped_at_row:,})"
+            for r in self.runs
+            if r.horizon.reason != "budget reached"
+        ]
+        if not short:
+            return ""
+        asked = self.horizon.describe() if self.horizon is not None else "the horizon"
+        return (
+            f"not every packer reached {asked}: {', '.join(short)} stopped before it, so their figures "
+            "count fewer rows than the others'"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The measurement's JSON: corpus, settings, horizon, one entry per packer, refusals."""
+        return {
+            "corpus": self.corpus.to_dict(),
+            "settings": self.settings.to_dict(),
+            "horizon": {
+                **(self.horizon.to_dict() if self.horizon else {"unit": None, "value": None}),
+                "rule": self.horizon_rule,
+                "explained": HORIZON_RULES[self.horizon_rule],
+                "set_by": list(self.horizon_set_by),
+                "note": self.horizon_note() or None,
+            },
+            "packers": [r.to_dict() for r in self.runs],
+            "refused": [{"packer": n, "reason": why} for n, why in self.refused],
+        }
+
+
+@dataclass(frozen=True)
+class _Task:
+    """Everything one packer's task needs (pickled to a worker)."""
+
+    name: str
+    settings: Settings
+    budget: Budget | None
+    documents: bool
+    names: Sequence[str] | None
+    sources: Any
+
+
+class _NoRows(InputError):
+    """A packer whose framework's row width, for these settings, leaves no room for a target."""
+
+
+def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, PackerEntry, dict[str, Any]]:
+    """Packer ``name`` built for one measurement, its entry, and every knob it runs with (defaults too)."""
+    e = entries()[name]
+    width = settings.width(e)
+    if width < 2:  # the accounting needs a BOS and one more position per row
+        raise _NoRows(
+            f"{name} packs rows of {width} token(s) ({e.row_width.rule}); rows of at least 2 "
+            "tokens are needed"
+        )
+    knobs = settings.knobs(e)
+    if e.kind == "peer":
+        packer = e.build(width, **knobs)
+        return packer, e, packer.options()
+    engine = settings.engine if settings.engine in e.engines else "fast"
+    rows = budget.streaming_rows(width) if budget is not None else None
+    config = PackerConfig(capacity=width, policy=name, rows=rows, **knobs)  # type: ignore[arg-type]
+    return make_packer(engine, config), e, e.options(knobs)
+
+
+def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
+    """The packer's stream: batches on the compiled engine (a columnar peer's columns), else single events."""
+    if engine != "compiled":
+        return packer.events(arr) if isinstance(packer, PeerPacker) else packer.stream(arr)
+    if isinstance(packer, PeerPacker):
+        return packer.batches(arr) if packer.columnar else packer.events(arr)
+    return packer.stream(arr)
+
+
+def _reach_one(name: str, arr: Int64Array, settings: Settings) -> tuple[int, str | None]:
+    """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
+    packer, _, _ = _build(name, settings, None)  # bad options were refused before any task (measure)
+    try:
+        return placed_tokens(_stream(packer, arr, settings.engine), packer.capacity), None
+    except ValueError as exc:
+        if entries()[name].kind != "peer":
+            raise
+        return 0, str(exc)
+
+
+def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None]:
+    """One packer's :class:`PackerRun` (a top-level function: it runs in worker processes), or
+    ``(None, refusal)`` when its framework refuses the corpus."""
+    t0 = time.perf_counter()
+    name, settings, budget = task.name, task.settings, task.budget
+    packer, e, options = _build(name, settings, budget)  # bad options were refused before any task (measure)
+    width = packer.capacity
+    compiled = settings.engine == "compiled"
+    streaming = e.kind != "peer"
+    passes = settings.passes if streaming else None
+    ledger = Ledger(
+        width,
+        settings.min_buffer,
+        policy=name,
+        boundaries=settings.boundaries,
+        compiled=compiled,
+        keep_first_targets=task.documents,
+        occurrences_hint=int(arr.size) * (passes or 1),
+    )
+    consumers: list[Any] = [
+        ledger,
+        DocumentRows(width, per_occurrence=task.documents),
+        CostAccumulator(width, name),
+    ]
+    counter = None if streaming else packer.figures(arr)
+    if counter is not None:
+        consumers.append(counter)
+    series = None
+    if task.sources is not None:
+        series = task.sources.series()
+        consumers.append(series)
+    events: Any = _stream(packer, arr, settings.engine)
+    if not streaming:  # a streaming packer honours the budget natively (the same events: tested)
+        cut = cut_batches_at_horizon if compiled else cut_at_horizon
+        events = cut(events, budget, capacity=width)
+    try:
+        results = feed_all(events, *consumers)
+    except ValueError as exc:
+        if streaming:
+            raise
+        return None, str(exc)  # the framework's own rule refuses this corpus
+    agg, facts, costs = results[0], results[1], results[2]
+    figures: PeerFigures | None = None
+    if counter is not None:
+        figures = results[3]
+        agg = agg.with_peer_figures(figures, counter.occurrence_targets())
+    delays = "measured" if figures is None else figures.start_delays
+    if delays != "measured":  # row positions of an offline packer, not waits
+        costs = replace(
+            costs, start_delay_max=None, start_delay_p50=None, start_delay_p99=None, unstarted_wait_max=None
+        )
+    nt = never_trained(ledger, arr, passes=passes, rows=facts)
+    table = document_table(ledger, facts, arr, passes=passes, names=task.names) if task.documents else None
+    per_source = None if task.sources is None else task.sources.account(name, ledger, results[-1], agg)
+    run = PackerRun(
+        packer=name,
+        kind=e.kind,
+        framework=e.framework,
+        row_width=width,
+        seq_length=e.row_width.seq_length(width, options),
+        options=options,
+        in_family=e.in_family,
+        verdict=packer_verdict(e),
+        trainer_view=e.trainer_view,
+        horizon=horizon_statement(agg, budget, streaming=streaming),
+        aggregates=agg,
+        never_trained=nt,
+        costs=costs,
+        start_delays=delays,
+        documents=table,
+        sources=per_source,
+        seconds=time.perf_counter() - t0,
+    )
+    return run, None
+
+
+def measure(
+    lengths: npt.ArrayLike,
+    packers: Sequence[str],
+    settings: Settings | None = None,
+    *,
+    horizon: Budget | str = "common",
+    documents: bool = False,
+    document_names: Sequence[str] | None = None,
+    sources: Any = None,
+    executor: object = None,
+    workers: int = 1,
+    progress: Callable[[int], None] | None = None,
+    corpus_label: str = "",
+) -> Measurement:
+    """Replay ``lengths`` with every packer of ``packers`` at one horizon (see the module doc).
+
+    Args:
+        lengths: BOS-inclusive document lengths (a memory-mapped array is read in chunks where it can be).
+        packers: registered packer names (``packing-theory policies``), in report order.
+        settings: how every packer is built (default :class:`Settings`: ``L = 2048``).
+        horizon: a :class:`~packing_theory.engine.horizon.Budget`, ``"common"`` or ``"natural"``.
+        documents: keep each packer's per-document table (O(documents) memory per packer).
+        document_names: one name per document, for the per-document tables.
+        sources: the per-source consumers (:class:`~packing_theory.orchestration.sources.SourcePlan`).
+        executor: where the packers run, one task each: ``None`` / ``"local"`` (``workers`` local
+            processes, in this process for 1), ``"dask://HOST:PORT"``, a Dask client or any
+            :class:`concurrent.futures.Executor` (:func:`~packing_theory.distributed.executors.open_runner`).
+        workers: local processes (0: one per CPU); capped by the CPUs and the packers.
+        progress: called with the number of packers done.
+        corpus_label: a name for the corpus in the report.
+
+    Raises:
+        InputError: an unknown or repeated packer, options for a packer that is not measured or that
+            it does not take, bad lengths or settings, a row width a packer's framework refuses.
+
+    Complexity: one replay per packer (O(events)); ``"common"`` adds one light pass per packer.
+    """
+    arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    settings = Settings() if settings is None else settings
+    if not isinstance(settings, Settings):
+        raise InputTypeError(f"settings must be a Settings, got {type(settings).__name__}")
+    names = _check_packers(packers, settings)
+    if not isinstance(horizon, Budget) and horizon not in ("common", "natural"):
+        raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
+    if settings.engine == "compiled" and not compiled_available():
+        raise MissingDependency("engine 'compiled' needs numba (pip install 'packing-theory[fast]')")
+    if document_names is not None and len(document_names) != arr.size:
+        raise InputError(f"document_names has {len(document_names):,} entries for {arr.size:,} documents")
+    refused: dict[str, str] = {}
+    for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
+        try:
+            _build(name, settings, None)
+        except _NoRows as exc:  # its framework's row for these settings holds no target: listed, not fatal
+            refused[name] = str(exc)
+    t0 = time.perf_counter()
+    set_by: tuple[str, ...] = ()
+    budget = horizon if isinstance(horizon, Budget) else None
+    with open_runner(executor, workers=workers, retries=0) as runner, _user_errors():
+        if horizon == "common":
+            reach: dict[int, tuple[int, str | None]] = {}
+            able = [n for n in names if n not in refused]
+            runner.run(
+                _reach_one,
+                [(n, arr, settings) for n in able],
+                on_result=reach.__setitem__,
+                label="packer",
+                names=lambda i: able[i],
+            )
+            reached = {}
+            for i, n in enumerate(able):
+                r, why = reach[i]
+                if why is not None:
+                    refused[n] = why
+                else:
+                    reached[n] = r
+            budget = Budget("tokens", min(reached.values())) if reached else None
+            set_by = tuple(n for n, r in reached.items() if budget is not None and r == budget.value)
+        todo = [n for n in names if n not in refused]
+        done: dict[int, tuple[PackerRun | None, str | None]] = {}
+
+        def on_result(i: int, value: tuple[PackerRun | None, str | None]) -> None:
+            done[i] = value
+            if progress is not None:
+                progress(len(done))
+
+        tasks = [(_Task(n, settings, budget, documents, document_names, sources), arr) for n in todo]
+        runner.run(_run_one, tasks, on_result=on_result, label="packer", names=lambda i: todo[i])
+    runs = []
+    for i, n in enumerate(todo):
+        run, why = done[i]
+        if run is None:
+            refused[n] = why or "refused"
+        else:
+            runs.append(run)
+    rule = "asked" if isinstance(horizon, Budget) else str(horizon)
+    return Measurement(
+        corpus_summary(arr, settings.streaming_capacity, label=corpus_label, boundaries=settings.boundaries),
+        settings,
+        budget,
+        rule,
+        tuple(runs),
+        refused=tuple((n, refused[n]) for n in names if n in refused),
+        horizon_set_by=set_by,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+@contextlib.contextmanager
+def _user_errors() -> Iterator[None]:
+    """A task that failed on the user's input raises that input error, not the runner's wrapper."""
+    try:
+        yield
+    except TaskFailed as exc:
+        if isinstance(exc.__cause__, (InputError, InputTypeError)):
+            raise exc.__cause__ from None
+        raise
+
+
+def _check_packers(packers: Sequence[str], settings: Settings) -> list[str]:
+    if isinstance(packers, str) or not isinstance(packers, Sequence):
+        raise InputTypeError(f"packers must be a sequence of packer names, got {type(packers).__name__}")
+    table = entries()
+    names = list(packers)
+    if not names:
+        raise InputError("packers must name at least one packer, got []")
+    for n in names:
+        if n not in table:
+            raise InputError(f"packers must be among {', '.join(table)}; got {n!r}")
+    if len(set(names)) != len(names):
+        raise InputError(f"packers must not repeat, got {names}")
+    for n in settings.peer_options:
+        if n not in names or table[n].kind != "peer":
+            raise InputError(
+                f"peer_options names {n!r}, which is not a measured peer (measured: {', '.join(names)})"
+            )
+    return names
