@@ -43,6 +43,7 @@ packing_theory.InputError: line 3 of 'x.jsonl' is not valid JSON: nested too dee
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -56,6 +57,7 @@ __all__ = [
     "DECLARATION_LIMIT",
     "MAX_ALIAS_EXPANSION",
     "MAX_DEPTH",
+    "MissingFile",
     "check_tree",
     "confined",
     "load_json",
@@ -79,6 +81,23 @@ MAX_ALIAS_EXPANSION = 10_000
 document expands to 10**9 leaves; a repeated parameter block adds a few)."""
 
 _CHUNK = 1 << 20
+
+
+class MissingFile(FileNotFoundError):
+    """A path that does not exist: ``str`` names the option or role and the path, while ``errno``,
+    ``strerror`` and ``filename`` are the system's (``No such file or directory``), so that a caller
+    that names the option itself reads the plain reason."""
+
+    named = ""
+
+    def __str__(self) -> str:
+        return self.named or super().__str__()
+
+
+def _missing(what: str, name: str) -> MissingFile:
+    exc = MissingFile(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    exc.named = f"{what} {name!r} does not exist"
+    return exc
 
 
 def _kind(mode: int) -> str:
@@ -111,7 +130,7 @@ def regular_file(path: str | os.PathLike[str], what: str) -> str:
     try:
         st = os.stat(name)
     except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {name!r} does not exist") from None
+        raise _missing(what, name) from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{what} {name!r} is {_kind(st.st_mode)}")
     return name
@@ -132,7 +151,7 @@ def open_regular(path: str | os.PathLike[str], what: str) -> IO[bytes]:
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {name!r} does not exist") from None
+        raise _missing(what, name) from None
     except IsADirectoryError:
         raise InputError(f"{what} {name!r} is a directory, not a file") from None
     try:

@@ -134,3 +134,10 @@ def test_check_tree_bounds_depth_cycles_and_alias_expansion() -> None:
     assert len(laughs) < 1024
     with pytest.raises(InputError, match=r"expands to 1,234,567,899 entries through shared nodes"):
         check_tree(load_yaml(laughs, "f"), "f")
+
+
+def test_a_missing_file_names_the_role_and_keeps_the_systems_reason(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as caught:
+        open_regular(tmp_path / "no.json", "--mixture")
+    assert str(caught.value) == f"--mixture {str(tmp_path / 'no.json')!r} does not exist"
+    assert caught.value.strerror == "No such file or directory" and caught.value.errno == 2
