@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._checks import is_int
+from ._files import open_regular
 from .errors import InputError, InputTypeError
 
 __all__ = ["INT64_MAX", "VALIDATE_CHUNK", "exact_sum", "load_lengths", "reject_unordered", "release_pages",
@@ -190,10 +191,7 @@ def _check_npy_header(path: str | os.PathLike[str]) -> None:
     if os.path.isdir(name):
         raise InputError(f"lengths file {name!r} is a directory: give a .npy file (or --data DIR for a "
                          "dataset directory)")
-    if os.path.exists(name) and not os.path.isfile(name):  # a FIFO, a device: reading it may never end
-        raise InputError(f"lengths file {name!r} is not a regular file (a pipe or a device); give a .npy "
-                         "file")
-    with open(path, "rb") as fh:
+    with open_regular(name, "lengths file") as fh:  # a FIFO, a device: refused before reading
         head = fh.read(12)
         if head[:4] == b"PK\x03\x04":
             raise InputError(f"lengths file {name!r} holds an archive (.npz), not one array")

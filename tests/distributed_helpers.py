@@ -8,13 +8,22 @@ import numpy as np
 
 from packing_theory.corpus import default_lengths, write_shard
 
-__all__ = ["KillOnce", "kill_on_shard1", "make_parquet", "make_shards", "make_texts", "strip_run_fields"]
+__all__ = ["KillOnce", "kill_on_shard1", "make_parquet", "make_shards", "make_texts", "slow_words",
+           "strip_run_fields"]
 
 
 def kill_on_shard1(text: str) -> list[int]:
     """A tokenizer whose process dies on every document of shard 1 (a task that never completes)."""
     if "shard1 " in text:
         os._exit(19)
+    return [len(w) for w in text.split()]
+
+
+def slow_words(text: str) -> list[int]:
+    """A whitespace tokenizer that takes a quarter of a second per document (tasks stay in flight)."""
+    import time
+
+    time.sleep(0.25)
     return [len(w) for w in text.split()]
 
 

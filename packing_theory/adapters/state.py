@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_int
+from .._files import check_tree, load_json
 from ..engine.state import EngineState
 from ..errors import InputError
 
@@ -145,10 +146,8 @@ class LoaderState:
         Raises:
             ValueError: not a loader state, another version, or malformed fields.
         """
-        try:
-            doc = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"loader state is not valid JSON: {exc}") from exc
+        doc = load_json(text, "loader state")
+        check_tree(doc, "loader state")  # a state is a few levels deep; a deep one would overflow dumps
         if not isinstance(doc, dict) or doc.get("format") != LOADER_STATE_FORMAT:
             raise InputError(f"not a {LOADER_STATE_FORMAT} document")
         if doc.get("version") != _VERSION:

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError, import_optional
+from ..reporting.markdown import csv_cell
 from .document_blocks import COLUMNS
 
 __all__ = ["CSV_BLOCK", "WRITE_BLOCK", "csv_field", "write_documents"]
@@ -40,11 +41,13 @@ _SPECIAL = (",", '"', "\n", "\r")
 
 
 def csv_field(value: str) -> str:
-    """``value`` as the :mod:`csv` module writes a field (minimal quoting, quotes doubled).
+    """``value`` as the :mod:`csv` module writes a field (minimal quoting, quotes doubled), kept from
+    being read as a spreadsheet formula (:func:`~packing_theory.reporting.markdown.csv_cell`).
 
-    >>> print(csv_field("a,b"), csv_field('say "x" now'), csv_field("plain"))
-    "a,b" "say ""x"" now" plain
+    >>> print(csv_field("a,b"), csv_field('say "x" now'), csv_field("plain"), csv_field("=1+2"))
+    "a,b" "say ""x"" now" plain '=1+2
     """
+    value = str(csv_cell(value))
     if any(ch in value for ch in _SPECIAL):
         return '"' + value.replace('"', '""') + '"'
     return value

@@ -74,6 +74,7 @@ __all__ = [
     "census_names",
     "document_names",
     "document_table",
+    "is_document_id",
     "partial_row_tokens",
     "write_documents",
 ]
@@ -217,13 +218,17 @@ class DocumentTable:
         ambiguous, never resolved by picking one.
 
         Raises:
-            InputError: no document has that id or name, or the name's suffix matches several documents.
+            InputError: an empty ``document``, no document has that id or name, or the name's suffix
+                matches several documents.
 
         Complexity: O(log n) for an index; O(N) name comparisons for a name.
         """
         b = self._b
         text = str(document).strip()
-        if isinstance(document, int) or text.isdigit():
+        if not text:  # an empty name would equal every unnamed document's empty name
+            raise InputError(f"document {document!r} is empty: give an id 0..N-1 or a file name the corpus "
+                             "knows")
+        if isinstance(document, int) or is_document_id(text):
             raw = np.asarray([int(text)], np.int64)
         else:
             raw = _name_matches(b.identity, text)
@@ -267,6 +272,16 @@ def _plain(v: Any) -> Any:
 
 def _parts(name: str) -> tuple[str, ...]:
     return tuple(p for p in name.replace("\\", "/").split("/") if p not in ("", "."))
+
+
+def is_document_id(text: str) -> bool:
+    """Whether ``text`` names a document by its id: ASCII digits only (``"²"`` is a digit to
+    ``str.isdigit`` that ``int`` refuses; ``""`` is no id).
+
+    >>> is_document_id("12"), is_document_id("²"), is_document_id(""), is_document_id("a.txt")
+    (True, False, False, False)
+    """
+    return text.isascii() and text.isdigit()
 
 
 def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
@@ -439,7 +454,7 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
         shards = doc["shards"]
         paths = [str(s["path"]) for s in shards]
         counts = [int(s["n_docs"]) for s in shards]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     if sum(counts) != documents:
         return None

@@ -47,11 +47,12 @@ def read_files_from(path: str) -> list[str]:
     """The non-blank, non-comment lines of ``path`` (``-``: standard input), stripped."""
     if path == "-":
         lines = sys.stdin.read().splitlines()
-    else:
+    else:  # a regular file (a FIFO or a device is refused before reading), a path per line
+        from .._files import read_lines
+
         if os.path.isdir(path):
             raise InputError(f"--files-from {path!r} is a directory; give a file listing one path per line")
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        lines = [line for _, line in read_lines(path, "--files-from", max_line=1 << 16)]
     out = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not out:
         raise InputError(f"--files-from {path!r} lists no paths")

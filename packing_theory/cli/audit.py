@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from ._options import AUTORESEARCH_ROWS, add_options
+from ._paths import named_inputs
 from .replay import INPUT_OPTIONS, PACKER_OPTIONS, SOURCE_OPTIONS
 
 __all__ = ["audit_corpus", "register", "run"]
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     workers = workers_from_args("audit", args, max(len(packers), args.permutations if streaming else 0,
                                                    args.world_size or 0))
     with ReportWriter(args.out, names=report_names(), config={}, tool="packing-theory audit",
-                      force=args.force) as writer:
+                      force=args.force, inputs=named_inputs(args)) as writer:
         demo = audit_demo(args.scale) if args.demo else None
         if demo is not None:  # at the demo's settings (autoresearch's R = 2049) unless told otherwise
             corpus = Corpus.from_lengths(demo.lengths, label=demo.corpus_label)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from ._options import add_options
+from ._paths import named_inputs
 
 CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
 """The --data formats a census reads (one task per file)."""
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_census(paths, options, args.out, executor=args.executor, workers=workers,
                             retries=args.retries, force=args.force, tool="packing-theory census",
+                            named=named_inputs(args),
                             progress=None if bar is None else lambda done, total: bar(done))
     except TaskFailed as exc:
         if classify(exc)[0] == ExitCode.USAGE:

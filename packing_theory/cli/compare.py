@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from ._options import COMPARE_DEMO_DOCUMENTS, add_options
+from ._paths import named_inputs
 from .audit import HORIZON_OPTIONS
 from .replay import INPUT_OPTIONS, PACKER_OPTIONS, SOURCE_OPTIONS
 
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     horizon = horizon_from_args(args, "common")
     workers = workers_from_args("compare", args, len(packers))
     with ReportWriter(args.out, names=report_names(), config={}, tool="packing-theory compare",
-                      force=args.force) as writer:
+                      force=args.force, inputs=named_inputs(args)) as writer:
         if args.demo:
             demo = compare_demo(DEMO_DOCUMENTS if args.demo_documents is None else args.demo_documents)
             corpus = Corpus.from_lengths(demo.lengths, label=demo.label)

@@ -126,6 +126,7 @@ def _references(args: argparse.Namespace) -> list[ReferenceSpec]:
 
 def _manifest_inputs(path: str) -> tuple[list[CorpusInput], int, Any]:
     from .._checks import distinct_files
+    from .._files import confined
     from ..contamination import CorpusInput
     from ..corpus.manifest import read_manifest
 
@@ -137,8 +138,8 @@ def _manifest_inputs(path: str) -> tuple[list[CorpusInput], int, Any]:
         counts = entry.get("source_counts") or {}
         present = [label for label, k in counts.items() if int(k) > 0]
         source = present[0] if len(present) == 1 else None
-        inputs.append(CorpusInput(os.path.join(root, entry["path"]), "shard", source=source,
-                                  name=entry["path"]))
+        shard = confined(root, entry["path"], what=f"--manifest {path!r} shard path")
+        inputs.append(CorpusInput(shard, "shard", source=source, name=entry["path"]))
     distinct_files(f"--manifest {path!r} shard", [i.path for i in inputs if os.path.exists(i.path)])
     return inputs, int(manifest["vocab"]), manifest.get("tokenizer")
 

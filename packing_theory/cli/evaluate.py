@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import InputError
 from ._options import add_options
+from ._paths import named_inputs
 
 __all__ = ["parse_models", "register", "resolve_model", "run"]
 
@@ -315,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
             bar(stages)
 
     with ReportWriter(args.out, names=REPORT_FILES, config=_config(args), tool="packing-theory evaluate",
-                      force=args.force) as writer:
+                      force=args.force, inputs=named_inputs(args)) as writer:
         bar = progress_bar("evaluate", None, enabled=False if args.no_progress else None, unit="stage")
         try:
             result = _demo(args, say) if args.demo else _own(args, say)

@@ -60,6 +60,7 @@ def _removed_by_name(corpus: Any, document: str) -> int | None:
 
 def run(args: argparse.Namespace) -> int:
     """Explain the document; print one line (exit 0)."""
+    from ..audit.documents import is_document_id
     from ..audit.explanations import explain
     from ..engine.horizon import Budget
     from ..errors import InputError
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = corpus_from_args(args)
     document: str = args.document
     found: dict[str, Any] | None = None
-    if document.isdigit():
+    if is_document_id(document):  # ASCII digits: '²' is a digit to isdigit() that int() refuses
         raw = int(document)
         if raw >= corpus.raw_lengths.size:
             n = int(corpus.raw_lengths.size)
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             horizon=horizon if isinstance(horizon, Budget) else None, identity=corpus.identity(),
             pass_index=args.pass_index, options=knobs)
     except InputError:
-        raw_removed = None if document.isdigit() else _removed_by_name(corpus, document)
+        raw_removed = None if is_document_id(document) else _removed_by_name(corpus, document)
         if raw_removed is None:
             raise
         found = _removed(corpus, raw_removed)

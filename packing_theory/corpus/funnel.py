@@ -22,9 +22,11 @@ survived the stages before it, in corpus order — and one of another length
 is refused with an :class:`~packing_theory.InputError` naming the stage, the
 file and both lengths. An **id list** (one id per line, or a JSON list)
 names raw document indices (``0 .. N_raw - 1``); an id already removed by an
-earlier stage removes nothing more. Relative paths are relative to the
-declaration file. The contamination command's exclusion mask is a
-``decontamination`` stage as it is.
+earlier stage removes nothing more. Paths are relative to the declaration
+file and stay inside its directory (an absolute path, or one that leaves the
+directory through ``..`` or a symlink, is refused naming the stage); each
+file is a regular file, and a mask's size is checked before it is read. The
+contamination command's exclusion mask is a ``decontamination`` stage as it is.
 
 >>> import numpy as np
 >>> f = Funnel.from_document({"stages": [{"name": "f", "kind": "filter", "mask": [0, 1, 0, 0]},
@@ -36,7 +38,6 @@ declaration file. The contamination command's exclusion mask is a
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import is_int
+from .._files import confined, load_json, read_bounded, regular_file
 from .._unique import distinct
 from ..errors import InputError
 from ..lengths import validate_lengths
@@ -343,27 +345,26 @@ class Funnel:
             origin=f"funnel {name!r}",
         )
 
-    def _path(self, p: str) -> str:
-        return p if os.path.isabs(p) else os.path.join(self.base, p)
+    def _path(self, p: str, st: FunnelStage) -> str:
+        return confined(self.base, p, what=f"{self.origin} stage {st.name!r} {st.outcome}")
 
     def _stage_mask(self, st: FunnelStage, alive: BoolArray) -> BoolArray:
         """Per raw document: whether ``st`` removes it (only documents still alive)."""
         n_in = int(alive.sum())
         if st.outcome == "ids":
-            ids = self._ids(st)
-            bad = ids[(ids < 0) | (ids >= alive.size)]
-            if bad.size:
-                raise InputError(
-                    f"stage {st.name!r}: document id {int(bad[0])} is outside the raw corpus "
-                    f"(0..{alive.size - 1})"
-                )
+            ids = self._ids(st, alive.size)
             removed = np.zeros(alive.size, np.bool_)
             removed[ids] = True
             return removed & alive
         if st.outcome == "mask":
             if isinstance(st.where, str):
-                what = f"mask {self._path(st.where)!r}"
-                m = read_mask(self._path(st.where)).astype(np.bool_)
+                path = self._path(st.where, st)
+                what = f"mask {path!r}"
+                size = os.path.getsize(regular_file(path, f"stage {st.name!r} mask"))
+                if size != n_in:  # refused before reading: a mask is one byte per document
+                    raise InputError(f"stage {st.name!r}: {what} has {size} entries for the stage's input of "
+                                     f"{n_in} documents")
+                m = read_mask(path).astype(np.bool_)
             else:
                 what = "its inline mask"
                 m = np.asarray(st.where)
@@ -373,8 +374,9 @@ class Funnel:
         else:
             from .labels import labels_from_column
 
-            what = f"column {st.where['name']!r} of {self._path(st.where['path'])!r}"
-            col = labels_from_column(self._path(st.where["path"]), st.where["name"])
+            path = self._path(st.where["path"], st)
+            what = f"column {st.where['name']!r} of {path!r}"
+            col = labels_from_column(path, st.where["name"])
             names = [col.names[c] for c in range(len(col.names))]
             if not set(names) <= {"0", "1", "True", "False"}:
                 raise InputError(f"stage {st.name!r}: {what} holds {names[:4]}, not 0/1 or booleans")
@@ -387,26 +389,29 @@ class Funnel:
         removed[np.flatnonzero(alive)[m]] = True
         return removed
 
-    def _ids(self, st: FunnelStage) -> npt.NDArray[np.int64]:
+    def _ids(self, st: FunnelStage, raw: int) -> npt.NDArray[np.int64]:
+        """The raw document ids a stage removes, each checked to be in ``0 .. raw - 1`` and named once.
+
+        An id file is read as at most 24 bytes per raw document (20 digits and separators) plus 4 KiB.
+        """
         if isinstance(st.where, list):
             values: list[Any] = st.where
         else:
-            name = self._path(st.where)
-            with open(name, encoding="utf-8") as fh:
-                text = fh.read()
+            name = self._path(st.where, st)
+            origin = f"stage {st.name!r}: id list {name!r}"
+            data = read_bounded(name, f"stage {st.name!r} id list", 24 * raw + 4096)
             if name.endswith(".json"):
-                try:
-                    values = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"stage {st.name!r}: id list {name!r} is not valid JSON: {exc}") from exc
+                values = load_json(data, origin)
             else:
-                values = [line.strip() for line in text.splitlines() if line.strip()]
                 try:
-                    values = [int(v) for v in values]
-                except ValueError as exc:
-                    raise InputError(f"stage {st.name!r}: id list {name!r}: {exc}") from exc
+                    values = [int(v) for v in data.decode("utf-8").split()]
+                except (ValueError, UnicodeDecodeError) as exc:
+                    raise InputError(f"{origin}: {' '.join(str(exc).split())[:120]}") from None
         if not isinstance(values, list) or not all(is_int(v) for v in values):
             raise InputError(f"stage {st.name!r}: an id list holds integers (raw document ids)")
+        bad = next((v for v in values if not 0 <= v < raw), None)
+        if bad is not None:
+            raise InputError(f"stage {st.name!r}: document id {bad} is outside the raw corpus (0..{raw - 1})")
         ids = np.asarray(values, dtype=np.int64)
         if distinct(ids).size != ids.size:
             raise InputError(f"stage {st.name!r}: its id list repeats an id")

@@ -33,7 +33,6 @@ packing_theory.InputError: source labels from example: 3 labels for 4 documents
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,10 +41,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._files import DECLARATION_LIMIT, load_json, read_bounded, read_lines
 from .._unique import distinct
 from ..errors import InputError, InputTypeError, import_optional
 
 __all__ = [
+    "MAX_LABEL",
     "SOURCE_FROM",
     "SourceLabels",
     "labels_from_census",
@@ -54,6 +55,9 @@ __all__ = [
     "labels_from_manifest",
     "labels_from_paths",
 ]
+
+MAX_LABEL = 4096
+"""The longest source label read from a labels file (characters)."""
 
 SOURCE_FROM = ("dir", "file")
 """The choices of ``--source-from``: a document's source is its directory, or its file."""
@@ -142,7 +146,10 @@ def labels_from_file(path: str | os.PathLike[str], *, documents: int | None = No
     """A labels file: one label per line (``.txt``, any name) or a JSON list of strings (``.json``).
 
     Lines are stripped of their line ending and surrounding spaces; a blank
-    line is an error (every document has a source). O(n).
+    line is an error (every document has a source). The file must be a regular
+    file (a FIFO or a device is refused before reading); a label is at most
+    :data:`MAX_LABEL` characters, and with ``documents`` a file holding more
+    lines is refused as soon as the extra line is read. O(n).
 
     Raises:
         FileNotFoundError: no such file.
@@ -152,19 +159,17 @@ def labels_from_file(path: str | os.PathLike[str], *, documents: int | None = No
     name = os.fspath(path)
     origin = f"labels file {name!r}"
     if name.endswith(".json"):
-        with open(name, encoding="utf-8") as fh:
-            try:
-                values = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{origin} is not valid JSON: {exc}") from exc
+        limit = max(DECLARATION_LIMIT, MAX_LABEL * (documents or 0))
+        values = load_json(read_bounded(name, "labels file", limit), origin)
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise InputError(f"{origin} must hold a JSON list of strings (one label per document)")
     else:
-        with open(name, encoding="utf-8") as fh:
-            values = [line.strip() for line in fh.read().splitlines()]
-        for i, v in enumerate(values):
-            if not v:
-                raise InputError(f"{origin}: line {i + 1} is blank; give one label per document")
+        values = []
+        for number, line in read_lines(name, "labels file", max_line=MAX_LABEL, max_lines=documents):
+            value = line.strip()
+            if not value:
+                raise InputError(f"{origin}: line {number} is blank; give one label per document")
+            values.append(value)
     labels = SourceLabels.from_strings(values, origin=origin)
     return labels if documents is None else labels.check_documents(documents)
 
@@ -268,26 +273,25 @@ def labels_from_column(
         InputError: an unknown column (listing the columns), a null value, or (with ``documents``)
             another count of rows.
     """
-    pa = import_optional("pyarrow", extra="parquet", purpose="source labels from a dataset column")
+    from .readers.hf import hf_data_files, stream_batches, stream_schema
+    from .text import _open_column, _pyarrow_parquet, _read_row_group
+
+    import_optional("pyarrow", extra="parquet", purpose="source labels from a dataset column")
     files = [paths] if isinstance(paths, str) else list(paths)
     if len(files) == 1 and os.path.isdir(files[0]):
-        from .readers.hf import hf_data_files
-
         _, files = hf_data_files(files[0], split)
     values: list[str] = []
     for name in files:
         if name.endswith(".parquet"):
-            pq = import_optional("pyarrow.parquet", extra="parquet", purpose="source labels from parquet")
-            schema_names = list(pq.read_schema(name).names)
+            pf = _open_column(_pyarrow_parquet(), name, column)
+            for group in range(pf.num_row_groups):
+                values.extend(_strings(_read_row_group(pf, name, group, column).column(column), name, column))
+        else:
+            schema_names = list(stream_schema(name).names)
             if column not in schema_names:
                 raise InputError(f"{name!r} has no column {column!r}; columns: {schema_names}")
-            values.extend(_strings(pq.read_table(name, columns=[column]).column(column), name, column))
-        else:
-            with pa.memory_map(name) as src:
-                table = pa.ipc.open_stream(src).read_all()
-            if column not in table.column_names:
-                raise InputError(f"{name!r} has no column {column!r}; columns: {table.column_names}")
-            values.extend(_strings(table.column(column), name, column))
+            for batch in stream_batches(name, column):
+                values.extend(_strings(batch.column(column), name, column))
     where = files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more"
     labels = SourceLabels.from_strings(values, origin=f"column {column!r} of {where!r}")
     return labels if documents is None else labels.check_documents(documents)

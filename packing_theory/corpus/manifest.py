@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._files import read_json
 from ..errors import InputError
 from .shards import MAX_VOCAB, PathLike, write_shard
 
@@ -178,11 +179,7 @@ def read_manifest(path: PathLike) -> dict[str, Any]:
         ValueError: not JSON, not a shard manifest, another version, or
             malformed fields (naming the field).
     """
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"manifest {os.fspath(path)!r} is not valid JSON: {exc}") from exc
+    doc = read_json(path, "manifest")
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise InputError(f"manifest {os.fspath(path)!r} is not a {MANIFEST_FORMAT} document")
     if doc.get("version") != _VERSION:

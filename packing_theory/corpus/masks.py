@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._files import read_json
 from ..errors import InputError, InputTypeError
 from ..lengths import validate_lengths
 from .documents import lengths_fingerprint
@@ -195,11 +196,7 @@ def read_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
         InputError: not JSON, not a mask sidecar, or a field missing.
     """
     name = os.fspath(path)
-    try:
-        with open(name, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"mask sidecar {name!r} is not valid JSON: {exc}") from exc
+    doc = read_json(name, "mask sidecar")
     if not isinstance(doc, dict) or doc.get("format") != MASK_FORMAT:
         raise InputError(f"mask sidecar {name!r} is not a {MASK_FORMAT} document")
     if doc.get("version") != _VERSION:

@@ -38,6 +38,7 @@ from .text import (
     _column_texts,
     _open_column,
     _pyarrow_parquet,
+    _read_row_group,
 )
 from .text import lengths_from_texts as _lengths_from_texts
 
@@ -173,7 +174,7 @@ def rank_stream_from_parquet(
         for g in rank_row_groups(pf.num_row_groups, r, w):
             groups.append((f, g))
             where = f"parquet file {os.fspath(name)!r} row group {g}"
-            texts = _column_texts(pf.read_row_group(g, columns=[column]), column, where)
+            texts = _column_texts(_read_row_group(pf, os.fspath(name), g, column), column, where)
             if not texts:
                 continue
             parts.append(_lengths_from_texts(texts, tokenizer, bos=bos, batched=batched, batch_size=size))

@@ -217,7 +217,7 @@ def read_shard(path: PathLike, *, check_ids: bool = False) -> Shard:
     packing_theory.InputError: shard '...t.bin': file has 30 bytes, header implies 28 (2 trailing bytes): ...
     """
     name = _name(path)
-    size = os.path.getsize(path)
+    size = os.path.getsize(path)  # a FIFO or a character device has size 0: refused before it is opened
     if size < HEADER.size:
         raise InputError(
             f"shard {name!r}: file has {size} bytes, shorter than the {HEADER.size}-byte header (truncated)"

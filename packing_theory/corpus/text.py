@@ -58,6 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_id_sequence, check_int
+from .._files import regular_file
 from ..errors import InputError, InputTypeError, import_optional
 from .textcount import (
     BUILTIN_TOKENIZERS,
@@ -121,10 +122,7 @@ def check_text_file(name: str) -> None:
     """
     if os.path.isdir(name):
         raise InputError(f"text file {name!r} is a directory: give its files (or --data DIR --format text)")
-    if not os.path.isfile(name):
-        if os.path.exists(name):
-            raise InputError(f"text file {name!r} is not a regular file")
-        raise FileNotFoundError(f"text file {name!r} does not exist")
+    regular_file(name, "text file")
 
 
 def tokenizer_name(tokenizer: object) -> str:
@@ -476,8 +474,8 @@ def parquet_columns(path: PathLike) -> list[str]:
 
 def _open_column(pq: Any, path: str, column: str) -> Any:
     try:
-        pf = pq.ParquetFile(path)
-    except FileNotFoundError:
+        pf = pq.ParquetFile(regular_file(path, "parquet file"))
+    except (FileNotFoundError, InputError):
         raise
     except Exception as exc:  # pyarrow raises ArrowInvalid and friends
         raise InputError(f"parquet file {path!r} cannot be read: {exc}") from exc
@@ -488,6 +486,16 @@ def _open_column(pq: Any, path: str, column: str) -> Any:
         raise InputError(f"parquet file {path!r} has {names.count(column)} columns named {column!r}; "
                          "the text column must be named once")
     return pf
+
+
+def _read_row_group(pf: Any, path: str, group: int, column: str) -> Any:
+    """Row group ``group`` of ``column``: pyarrow's errors on a damaged file (a bad page, a truncated
+    chunk) as an :class:`~packing_theory.errors.InputError` naming the file and the row group."""
+    try:
+        return pf.read_row_group(group, columns=[column])
+    except (OSError, ValueError, IndexError) as exc:  # ArrowIOError / ArrowInvalid; pyarrow's own errors
+        raise InputError(f"parquet file {path!r} row group {group} cannot be read: "
+                         f"{' '.join(str(exc).split())[:200]}") from exc
 
 
 def _column_texts(table: Any, column: str, where: str) -> list[str]:
@@ -533,7 +541,7 @@ def _iter_parquet(
         n = pf.num_row_groups
         selected = range(n) if row_groups is None else row_groups(f, n)
         for rg in selected:
-            table = pf.read_row_group(rg, columns=[column])
+            table = _read_row_group(pf, name, rg, column)
             yield from _column_texts(table, column, f"parquet file {name!r} row group {rg}")
 
 

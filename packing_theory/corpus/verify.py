@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_int, file_identity
+from .._files import outside
 from ..errors import InputError
 from .cursor import ShardDocuments
 from .manifest import file_sha256, read_manifest
@@ -193,6 +194,7 @@ def verify_shards(
     """
     manifest = read_manifest(manifest_path)
     probes = check_int("probes", probes, 0)
+    seed = check_int("seed", seed, 0)  # numpy refuses a negative seed deep inside the probes
     if not check_sources and min_sources is not None:
         raise InputError(f"min_sources={min_sources} applies to the distinct-sources check, which is off "
                          "(--min-sources with --no-sources)")
@@ -420,13 +422,12 @@ def _probe(
 
 def _outside(root: str, name: str) -> str | None:
     """Why the manifest path ``name`` is not a file of the manifest's own directory tree (``None``: it is)."""
-    if os.path.isabs(name):
+    reason = outside(root, name)
+    if reason is None:
+        return None
+    if reason == "is an absolute path":
         return "an absolute path: a manifest lists its shards relative to its own directory"
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(os.path.join(root, name))
-    if os.path.commonpath([real_root, real]) != real_root:
-        return f"resolves to {real}, outside the manifest's directory {real_root}"
-    return None
+    return f"{reason.removeprefix('is ')}, outside the manifest's directory {os.path.realpath(root)}"
 
 
 def _accepts(docs: ShardDocuments, k: int, t: int) -> bool:

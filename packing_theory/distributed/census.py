@@ -38,6 +38,7 @@ for the duplicate count).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -140,6 +141,7 @@ def run_census(
     force: bool = False,
     tool: str = "packing_theory.distributed.run_census",
     progress: Callable[[int, int], None] | None = None,
+    named: Sequence[str | os.PathLike[str]] = (),
 ) -> CensusResult:
     """Census ``inputs`` (one task per file) into the report directory ``out``; resume from ``out/parts``.
 
@@ -147,7 +149,11 @@ def run_census(
     accepts (``"local"``, ``"dask://HOST:PORT"``, a ``dask.distributed.Client``,
     a :class:`concurrent.futures.Executor`); the files written are the same
     whatever runs the tasks (only ``execution`` and ``seconds`` differ).
-    ``progress(done, total)`` is called as parts complete.
+    ``progress(done, total)`` is called as parts complete. ``named`` are the
+    paths as the user named them (directories included); with the inputs, they
+    must stay apart from ``out`` (:func:`~packing_theory.reporting.writer.inputs_problem`:
+    the report never inside an input directory, no input one of its files or
+    parts), ``force`` or not.
 
     Raises:
         FileNotFoundError: a missing input.
@@ -157,14 +163,16 @@ def run_census(
     paths = _as_inputs(inputs)
     t0 = time.perf_counter()
     config = {"command": "census", "inputs": paths, "options": options.key()}
-    with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force) as writer:
+    with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force,
+                      inputs=[*paths, *named], owned=(PARTS,)) as writer:
         parts = os.path.join(os.fspath(out), PARTS)
         os.makedirs(parts, exist_ok=True)
         remove_partial_parts(parts)  # an interrupted run's half-written parts (the lock is ours)
         with open_runner(executor, workers=workers, retries=retries) as runner:
             spec = runner.spec
             hashed: dict[int, str] = {}  # the inputs are hashed in parallel too (1 GB/s per core)
-            runner.run(file_sha256, [(p,) for p in paths], on_result=hashed.__setitem__, label="hash",
+            where = [os.path.abspath(p) for p in paths]  # what a task reads: a worker's cwd is its own
+            runner.run(file_sha256, [(p,) for p in where], on_result=hashed.__setitem__, label="hash",
                        names=lambda i: f"hashing {paths[i]!r}")
             digests = [hashed[i] for i in range(len(paths))]
             infos: dict[int, _Part] = {}  # what the driver keeps of each part: counts and digests
@@ -183,6 +191,7 @@ def run_census(
 
             def on_result(j: int, value: Any) -> None:
                 if isinstance(value, SkippedInput):
+                    value = dataclasses.replace(value, path=paths[todo[j]])  # named as the user named it
                     _not_text(value, options)  # raises under errors="strict": no further file is started
                     skipped[todo[j]] = value
                     return
@@ -191,7 +200,7 @@ def run_census(
                 if progress is not None:
                     progress(len(infos), len(paths))
 
-            records = runner.run(census_shard, [(paths[i], options) for i in todo], on_result=on_result,
+            records = runner.run(census_shard, [(where[i], options) for i in todo], on_result=on_result,
                                  accept=accept, label="census",
                                  names=lambda j: f"census of {paths[todo[j]]!r}")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}

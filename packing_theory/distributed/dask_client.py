@@ -27,6 +27,8 @@ __all__ = [
     "default_no_worker_wait",
     "import_distributed",
     "is_dask_client",
+    "quiet_client_log",
+    "scheduler_gone",
 ]
 
 DASK_INSTALL_HINT = "pip install 'packing-theory[distributed]'"
@@ -115,6 +117,16 @@ def connect_dask(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Any:
     return box["client"]
 
 
+def scheduler_gone(client: Any) -> str | None:
+    """Why ``client`` can no longer reach its scheduler (``None``: it still can).
+
+    A client whose scheduler died tries to reconnect for a while (``distributed``'s
+    connect timeout) and then closes itself; from then on every call fails.
+    """
+    status = str(getattr(client, "status", "running"))
+    return None if status in ("running", "connecting", "newly-created") else f"the client is {status}"
+
+
 def dask_workers(client: Any) -> int:
     """How many workers the scheduler has now (0 when it cannot tell)."""
     try:
@@ -141,11 +153,12 @@ def dask_completed(queue: Any, client: Any, *, no_worker_wait_s: float, spec: st
     The caller may ``queue.add`` futures while iterating. While none is ready the
     scheduler's workers are counted every :data:`DASK_POLL_S` seconds; after
     ``no_worker_wait_s`` seconds in which it had no worker (all died, none joined:
-    the tasks would wait forever) ``error`` is raised naming ``spec``. Workers that
+    the tasks would wait forever) ``error`` is raised naming ``spec``, and at once
+    when the client has lost its scheduler (:func:`scheduler_gone`). Workers that
     are alive but slow are waited for as long as it takes.
 
     Raises:
-        error: no worker for ``no_worker_wait_s`` seconds, naming the executor.
+        error: no worker for ``no_worker_wait_s`` seconds, or no scheduler, naming the executor.
     """
     poll = min(DASK_POLL_S, no_worker_wait_s)
     next_poll = time.monotonic() + poll
@@ -160,6 +173,10 @@ def dask_completed(queue: Any, client: Any, *, no_worker_wait_s: float, spec: st
         if now < next_poll:
             continue
         next_poll = now + poll
+        gone = scheduler_gone(client)
+        if gone is not None:
+            raise error(f"executor {spec}: the Dask scheduler went away ({gone}) while {queue.count()} "
+                        "task(s) waited")
         if dask_workers(client) > 0:
             alone_since = None
             continue
@@ -167,3 +184,23 @@ def dask_completed(queue: Any, client: Any, *, no_worker_wait_s: float, spec: st
         if now - alone_since >= no_worker_wait_s:
             raise error(f"executor {spec}: the Dask scheduler has had no worker for {no_worker_wait_s:g} s "
                         f"(all died or none joined) while {queue.count()} task(s) waited for one")
+
+
+@contextlib.contextmanager
+def quiet_client_log() -> Iterator[None]:
+    """Within the block, ``distributed``'s client logs only critical records.
+
+    A client whose scheduler died logs "Failed to reconnect to scheduler ...,
+    closing client" at ERROR level before the run fails with its own one line;
+    a command line prints one line. Used only for a client the runner connected
+    itself (a ``dask://`` spec), never for one a caller passed in.
+    """
+    import logging
+
+    logger = logging.getLogger("distributed.client")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -60,8 +60,11 @@ from .dask_client import (
     default_no_worker_wait,
     import_distributed,
     is_dask_client,
+    quiet_client_log,
+    scheduler_gone,
 )
-from .pool_rules import bad_input, local_workers
+from .pool_rules import bad_input, local_workers, pool_size
+from .pools import default_signals, start_pool, stop_pool
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -157,22 +160,6 @@ def parse_executor_spec(spec: str) -> str:
     return f"tcp://{host}:{int(port)}"
 
 
-def default_signals() -> None:
-    """Pool initializer: SIGTERM and SIGHUP back to their default action in a worker process.
-
-    A forked worker inherits the command's handlers (:mod:`packing_theory.cli._exit`
-    turns SIGTERM into an exception to clean up); when the pool terminates its
-    workers, that handler would print a traceback per worker. A worker has
-    nothing of its own to clean up: it should just end.
-    """
-    import signal
-
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None:
-            signal.signal(sig, signal.SIG_DFL)
-
-
 def worker_identity() -> str:
     """Where this code runs: the Dask worker's address inside a Dask task, else ``host/pid N``."""
     if "distributed" in sys.modules:  # never import dask just to ask
@@ -233,10 +220,11 @@ class TaskRunner:
         assert self.kind != "dask" or is_dask_client(self._target)
         assert self._owned is None or self.kind in ("processes", "executor")
 
-    def close(self) -> None:
-        """Shut down the process pool this runner owns (a given executor or client is left running)."""
+    def close(self, *, now: bool = False) -> None:
+        """Shut down the process pool this runner owns (a given executor or client is left running);
+        ``now``: at once, its processes terminated (:func:`stop_pool`)."""
         if self._owned is not None:
-            self._owned.shutdown(wait=True, cancel_futures=True)
+            stop_pool(self._owned, now=now)
             self._owned = None
 
     def __enter__(self) -> TaskRunner:
@@ -302,7 +290,7 @@ class TaskRunner:
             return self._target  # type: ignore[no-any-return]
         if self._owned is None:
             size = max(1, min(self.workers, tasks))  # no process without a task to run
-            self._owned = ProcessPoolExecutor(max_workers=size, initializer=default_signals)
+            self._owned = start_pool(size)
             self._check()  # a new pool is a mutation of the runner's state
         return self._owned
 
@@ -404,7 +392,11 @@ class TaskRunner:
         def submit(i: int) -> Any:
             attempts[i] += 1
             key = f"packing-theory-{label}-{token}-{i}-{attempts[i]}"
-            return client.submit(_invoke, fn, items[i], pure=False, retries=self.retries, key=key)
+            try:
+                return client.submit(_invoke, fn, items[i], pure=False, retries=self.retries, key=key)
+            except Exception as exc:  # ClosedClientError, CommClosedError: the scheduler is gone
+                raise TaskFailed(f"executor {self.spec}: cannot submit {label} {i} to the Dask scheduler "
+                                 f"({scheduler_gone(client) or type(exc).__name__}: {exc})") from exc
 
         index: dict[str, int] = {}
         futures = []
@@ -420,7 +412,10 @@ class TaskRunner:
             try:  # the scheduler already reran it: after a worker died, and `retries` times after an error
                 value, where = future.result()
             except Exception as exc:  # KilledWorker, or the task's own error
-                failures.append(_failure(label, i, extra[i] + tries, exc, self._names))
+                gone = scheduler_gone(client)
+                if gone is not None:
+                    raise TaskFailed(f"executor {self.spec}: the Dask scheduler went away ({gone})") from exc
+                failures.append(_failure(label, i, extra[i] + tries, exc, self._names, where=_DASK_WHERE))
                 continue
             try:
                 if accept is not None:
@@ -440,11 +435,16 @@ class TaskRunner:
         return [done[i] for i in sorted(done)]
 
 
+_DASK_WHERE = ("on a Dask worker, which reads every input itself: it must be readable there at the same "
+               "absolute path")
+
+
 def _failure(label: str, i: int, attempts: int, exc: BaseException,
-             names: Callable[[int], str] | None = None) -> tuple[str, BaseException]:
+             names: Callable[[int], str] | None = None, where: str = "") -> tuple[str, BaseException]:
     detail = " ".join(str(exc).split())[:300]
     what = f"{label} {i}" if names is None else names(i)
-    return f"{what} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}", exc
+    hint = f" ({where})" if where and isinstance(exc, (FileNotFoundError, PermissionError)) else ""
+    return f"{what} failed after {attempts} attempt(s): {type(exc).__name__}: {detail}{hint}", exc
 
 
 def _raise_failures(failures: list[tuple[str, BaseException]]) -> None:
@@ -500,20 +500,27 @@ def open_runner(executor: object = "local", *, workers: int = 1, retries: int = 
         raise InputTypeError(f"executor must be 'local', 'dask://HOST:PORT', a dask.distributed.Client or a "
                              f"concurrent.futures.Executor, got {type(executor).__name__}")
     try:
-        yield runner
+        with quiet_client_log() if client is not None else contextlib.nullcontext():
+            yield runner
+    except BaseException:  # an interrupt or an error: stop the processes now, never wait for their tasks
+        runner.close(now=True)
+        raise
     finally:
         runner.close()
         if client is not None:
-            client.close()
+            with contextlib.suppress(Exception):  # a client whose scheduler died is closed already
+                client.close()
 
 
 @contextlib.contextmanager
-def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) -> Iterator[Executor | None]:
+def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1,
+                  tasks: int | None = None) -> Iterator[Executor | None]:
     """An :class:`~concurrent.futures.Executor` for :func:`~packing_theory.orchestration.run_audit`.
 
     ``"local"``: ``None`` for ``workers=1`` (in this process), else a
-    ``ProcessPoolExecutor`` (``workers=0``: one per CPU); ``"dask://HOST:PORT"``:
-    the connected client's ``get_executor(pure=False, retries=retries)``.
+    ``ProcessPoolExecutor`` (``workers=0``: one per CPU) of at most one process
+    per CPU and, given ``tasks``, per task (:func:`~packing_theory.distributed.pool_rules.pool_size`);
+    ``"dask://HOST:PORT"``: the connected client's ``get_executor(pure=False, retries=retries)``.
 
     Raises:
         ValueError: a malformed spec or ``workers < 0``.
@@ -522,12 +529,17 @@ def open_executor(spec: str = "local", *, workers: int = 1, retries: int = 1) ->
     address = parse_executor_spec(spec)
     workers = check_int("workers", workers, 0) or (os.cpu_count() or 1)
     if address == "local":
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=default_signals) if workers > 1 else None
+        asked = workers
+        workers = pool_size(workers, tasks)[0]
+        pool = start_pool(workers) if asked > 1 else None
         try:
             yield pool
-        finally:
+        except BaseException:  # an interrupt or an error: stop the processes now, never wait for their tasks
             if pool is not None:
-                pool.shutdown(cancel_futures=True)  # after an error, do not wait for the rest
+                stop_pool(pool, now=True)
+            raise
+        if pool is not None:
+            stop_pool(pool)
         return
     client = connect_dask(address)
     try:

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_bool, check_int
+from .._files import confined
 from ..corpus.manifest import file_sha256
 from ..corpus.shards import read_shard
 from ..corpus.text import (
@@ -527,7 +528,7 @@ def load_part(parts: str, input_sha256: str, options: CensusOptions) -> ShardRes
             return None
         arrays = {}
         for name, entry in record["files"].items():
-            with open(os.path.join(parts, entry["file"]), "rb") as fh:
+            with open(confined(parts, entry["file"], what="census part record file"), "rb") as fh:
                 data = fh.read()
             if sha256_hex(data) != entry["sha256"]:
                 return None
@@ -538,7 +539,7 @@ def load_part(parts: str, input_sha256: str, options: CensusOptions) -> ShardRes
                              record["files"]["lengths"]["sha256"],
                              tuple(int(g) for g in record["row_groups"]))
         return check_shard_result(result, input_sha256, options)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, ResultRejected):
+        return None  # an edited or damaged record: recomputed, never trusted and never fatal
 
 

@@ -10,7 +10,7 @@ import os
 
 from ..errors import InputError, InputTypeError
 
-__all__ = ["bad_input", "local_workers"]
+__all__ = ["bad_input", "local_workers", "pool_size"]
 
 
 def bad_input(exc: BaseException) -> bool:
@@ -40,3 +40,25 @@ def local_workers(requested: int) -> int:
     True
     """
     return max(1, min(requested, os.cpu_count() or 1))
+
+
+def pool_size(requested: int, tasks: int | None = None) -> tuple[int, str | None]:
+    """The processes a local pool of ``--workers requested`` starts for ``tasks`` tasks, and, when that
+    is fewer than asked, the sentence saying so (``None`` otherwise).
+
+    The rule of :func:`local_workers` (at most one process per CPU), then at most
+    one process per task: a pool forks all its processes when its first task is
+    submitted, so ``--workers 48`` for one task would fork 48.
+
+    >>> pool_size(3, tasks=1)
+    (1, '--workers 3: 1 process (1 task, ...')
+    """
+    cpus = os.cpu_count() or 1
+    size = local_workers(requested)
+    if tasks is not None:
+        size = max(1, min(size, tasks))
+    if size >= requested:
+        return size, None
+    why = f"{tasks} task{'s' if tasks != 1 else ''}, " if tasks is not None else ""
+    return size, (f"--workers {requested}: {size} process{'es' if size != 1 else ''} ({why}{cpus} CPU"
+                  f"{'s' if cpus != 1 else ''}; a pool starts no more processes than it has tasks or CPUs)")

@@ -39,6 +39,7 @@ executor (the tests check it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,6 +84,8 @@ class ParquetSource:
     def __post_init__(self) -> None:
         if not self.paths:
             raise InputError("ParquetSource.paths is empty: give at least one parquet file")
+        # read inside each rank's task, wherever it runs (a Dask worker has its own working directory)
+        object.__setattr__(self, "paths", tuple(os.path.abspath(p) for p in self.paths))
 
 
 @dataclass(frozen=True, eq=False)

@@ -90,7 +90,7 @@ class Knob:
                 if not isinstance(value, list) or not all(isinstance(v, list) for v in value):
                     raise ValueError(raw)
                 return value
-        except ValueError:
+        except (ValueError, RecursionError):  # a JSON value nested past the recursion limit too
             what = {"int": "an int", "float": "a number", "ints": "an int or comma-separated ints",
                     "int-lists": "a JSON list of int lists"}[self.type]
             raise InputError(f"option {self.name!r} must be {what}, got {text!r}") from None

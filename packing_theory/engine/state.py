@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._files import check_tree, load_json
 from ..errors import InputError
 from .events import BufferedSpan, Event
 from .policies import PackerConfig
@@ -119,10 +120,8 @@ class EngineState:
         Raises:
             ValueError: not an engine state document, another version, or malformed fields.
         """
-        try:
-            doc = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"engine state is not valid JSON: {exc}") from exc
+        doc = load_json(text, "engine state")
+        check_tree(doc, "engine state")
         if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
             raise InputError(f"not a {STATE_FORMAT} document")
         if doc.get("version") != _STATE_VERSION:

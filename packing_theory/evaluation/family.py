@@ -358,7 +358,7 @@ def read_family_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON object of a family file (see :func:`family_from_dict`)."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"--family {os.fspath(path)!r} is not a readable JSON file: {exc}") from exc
     if not isinstance(doc, dict):
         raise InputError(f"--family {os.fspath(path)!r} must hold a JSON object, got {type(doc).__name__}")

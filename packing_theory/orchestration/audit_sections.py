@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..reporting.model import Amount, Column, Plot, Section, Table, Text
 
 if TYPE_CHECKING:

@@ -186,12 +186,10 @@ def _labels(
     if labels:
         return labels_from_file(labels, documents=documents)
     if labels_manifest:
-        import json
-
+        from .._files import read_json
         from ..corpus.manifest import read_manifest
 
-        with open(labels_manifest, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = read_json(labels_manifest, "labels_manifest")  # a regular file, bounded, strict JSON
         if isinstance(doc, dict) and doc.get("format") == "packing-theory/census":
             return labels_from_census(
                 doc, source_from or "dir", origin=f"census {labels_manifest!r}", documents=documents

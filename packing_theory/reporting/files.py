@@ -80,7 +80,7 @@ def read_json(path: str) -> Any:
     try:
         with os.fdopen(fd, "rb") as fh:
             return json.loads(fh.read(16 << 20))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -126,7 +126,11 @@ def stat_or_none(path: str) -> os.stat_result | None:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold back SIGINT/SIGTERM/SIGHUP in the block; deliver them (to the old handlers) after it."""
+    """Hold back SIGINT/SIGTERM/SIGHUP in the block; deliver them (to the old handlers) after it.
+
+    A process forked inside the block (a pool's worker) that gets one of them before it sets its own
+    handlers ends by the signal's default action: it holds nothing back.
+    """
     if threading.current_thread() is not threading.main_thread():
         sigs = {signal.SIGINT, signal.SIGTERM}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
@@ -136,8 +140,13 @@ def signals_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         return
     caught: list[int] = []
+    owner = os.getpid()
 
     def defer(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:  # a process forked inside the block (a pool worker): it just ends
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         caught.append(signum)
 
     names = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]

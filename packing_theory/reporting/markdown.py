@@ -28,7 +28,7 @@ from .model import (
     percent,
 )
 
-__all__ = ["count", "md_escape", "millions", "percent", "render_markdown", "run_line", "table"]
+__all__ = ["count", "csv_cell", "md_escape", "millions", "percent", "render_markdown", "run_line", "table"]
 
 
 def count(v: int | float | None) -> str:
@@ -74,7 +74,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> l
 # --------------------------------------------------------------------------- reports as Markdown
 
 _MD_SPECIAL = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
-                             "|": "\\|", "<": "&lt;", "#": "\\#",
+                             "|": "\\|", "<": "&lt;", "&": "&amp;", "#": "\\#",
                              "\n": " ", "\r": " "})
 
 
@@ -178,3 +178,21 @@ def _without_plots(s: Section, keep: set[str] | None = None) -> Section:
         elif not isinstance(b, Plot) or (keep is not None and b.name in keep):
             blocks.append(b)
     return Section(s.key, s.title, tuple(blocks), answer=s.answer, collapsed=s.collapsed)
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` as a CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return gets a leading ``'`` (it would otherwise be read as a formula);
+    anything else, numbers included, is returned unchanged.
+
+    The one rule for every CSV file the library writes (``documents.csv``).
+
+    >>> print(csv_cell('=HYPERLINK("http://x")'), csv_cell("plain.txt"), csv_cell(-3))
+    '=HYPERLINK("http://x") plain.txt -3
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value

@@ -82,6 +82,6 @@ def _run_id_problems(path: str, name: str, run_id: str) -> list[str]:
         if name.endswith((".md", ".txt", ".html")):
             ok = run_id in Path(path).read_text(encoding="utf-8")
             return [] if ok else [f"{name}: does not mention run {run_id}"]
-    except (OSError, ValueError) as exc:
-        return [f"{name}: unreadable ({exc})"]
+    except (OSError, ValueError, RecursionError) as exc:
+        return [f"{name}: unreadable ({type(exc).__name__}: {exc})"]
     return []

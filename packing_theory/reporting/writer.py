@@ -34,6 +34,12 @@
 * **Not yours, not replaced.** A report-named file that the manifest does not
   list with its current content (the user's own ``audit.md``, a symlink, an
   edited report) is refused unless ``force=True``.
+* **Apart from the inputs.** Given the run's ``inputs`` (the paths the user
+  named: files and directories), :meth:`~ReportWriter.open` refuses, with or
+  without ``force``, a report directory inside (or equal to) an input
+  directory — the next run would read the report as input — and an input that
+  is one of the report's own files (``--force`` would overwrite it): see
+  :func:`inputs_problem`.
 
 >>> import tempfile, os
 >>> from packing_theory.reporting import verify_report
@@ -82,7 +88,58 @@ from .manifest import (
 )
 from .markdown import run_line
 
-__all__ = ["ReportFiles", "ReportWriter", "recover", "summary_line"]
+__all__ = ["ReportFiles", "ReportWriter", "inputs_problem", "recover", "summary_line"]
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def inputs_problem(outdir: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]],
+                   names: Iterable[str], owned: Iterable[str] = ()) -> str | None:
+    """Why a report written to ``outdir`` would mix with the run's ``inputs`` (``None``: it would not).
+
+    The one rule of every report-writing command: the report directory is not
+    inside (or equal to) an input directory, and no input is one of the
+    report's files (``names``) or lies in one of its own subdirectories
+    (``owned``, e.g. a census's ``parts``; the staging directories always).
+    Paths are compared resolved (symlinks followed) and report files also by
+    identity (a hard link is the same file). O(inputs + names) ``stat`` calls.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> inputs_problem(os.path.join(d, "report"), [d], ["census.json"])  # doctest: +ELLIPSIS
+    "the report directory '.../report' is inside the input directory '...': ..."
+    >>> inputs_problem(os.path.join(d, "report"), [os.path.join(d, "a.txt")], ["census.json"]) is None
+    True
+    """
+    out = os.path.realpath(outdir)
+    shown = os.fspath(outdir)
+    listed = set(names)
+    kept = set(owned)
+    mine = {}
+    for name in listed:
+        st = stat_or_none(os.path.join(out, name))
+        if st is not None:
+            mine[(st.st_dev, st.st_ino)] = name
+    for given in inputs:
+        path = os.fspath(given)
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            if _within(out, real):
+                where = "is the input directory" if out == real else "is inside the input directory"
+                return (f"the report directory {shown!r} {where} {path!r}: the next run would read the "
+                        "report as input; choose an --out outside the inputs")
+            continue
+        st = stat_or_none(real)
+        same = None if st is None else mine.get((st.st_dev, st.st_ino))
+        top = os.path.relpath(real, out).split(os.sep)[0] if _within(real, out) else None
+        if same is None and top is not None and (top in listed | kept or top.startswith(".packing-theory")):
+            same = top
+        if same is not None:
+            return (f"the input {path!r} is the report's own {same} in {shown!r}: a report never reads "
+                    "its own files, and --force would overwrite it; choose another --out")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +169,9 @@ class ReportWriter:
             :attr:`config_hash`.
         tool: the writing command, recorded in the manifest.
         force: replace report-named files this tool did not write.
+        inputs: the paths the run reads (files and directories, as named); checked by
+            :func:`inputs_problem` when the directory is opened, ``force`` or not.
+        owned: subdirectories of ``outdir`` the command keeps (a census's ``parts``), never inputs.
 
     Raises:
         ReportError: ``outdir`` is empty or holds a NUL byte, or a name is not
@@ -130,6 +190,8 @@ class ReportWriter:
         config: Mapping[str, Any],
         tool: str = "packing-theory",
         force: bool = False,
+        inputs: Iterable[str | os.PathLike[str]] = (),
+        owned: Iterable[str] = (),
     ) -> None:
         self.names: tuple[str, ...] = tuple(names)
         for name in self.names:
@@ -141,6 +203,8 @@ class ReportWriter:
                               f"got {self.outdir!r}")
         self.tool = str(tool)
         self.force = bool(force)
+        self.inputs: tuple[str, ...] = tuple(os.fspath(p) for p in inputs)
+        self.owned: tuple[str, ...] = tuple(owned)
         self.config = dict(config)
         self.config_hash = config_hash(self.config)
         self.run_id = new_run_id()
@@ -211,6 +275,9 @@ class ReportWriter:
         if self._root is not None:
             return self
         out = self.outdir
+        problem = inputs_problem(out, self.inputs, self.names, self.owned)
+        if problem is not None:
+            raise ReportError(problem)
         st = lstat_or_none(out)
         if st is not None and stat.S_ISLNK(st.st_mode):
             st = stat_or_none(out)

@@ -157,3 +157,14 @@ def test_the_engines_refuse_an_unreachable_state(engine: Any) -> None:
     bad = EngineState.from_json(json.dumps(doc))
     with pytest.raises(pt.InputError, match=r"engine\.next_occurrence is"):
         list(engine(config).events(LENGTHS, resume=bad))
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"format": ' * 100_000,
+                                  '{"a": ' + "[" * 200 + "]" * 200 + "}"])
+def test_a_state_nested_past_any_real_state_is_bad_input(text: str) -> None:
+    """Before the fix a deeply nested document was a RecursionError (exit 3)."""
+    deep = r"(is not valid JSON: nested too deeply|nests deeper)"
+    with pytest.raises(pt.InputError, match="loader state " + deep):
+        LoaderState.from_json(text)
+    with pytest.raises(pt.InputError, match="engine state " + deep):
+        EngineState.from_json(text)

@@ -9,6 +9,7 @@ import pytest
 
 from packing_theory.audit.declared import DeclaredMixture, read_mixture
 from packing_theory.errors import InputError
+from tests.fifo_helpers import raised_within
 
 
 def test_alpha_and_token_targets(tmp_path: Path) -> None:
@@ -73,3 +74,32 @@ def test_bad_files(tmp_path: Path) -> None:
         read_mixture(tmp_path / "m.yml")
     with pytest.raises(FileNotFoundError):
         read_mixture(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("m.json", '{"alpha": {"a": 0.5, "b": 0.5, "a": 0.0}}'),
+    ("m.json", '{"tokens": {"a": 1}, "tokens": {"a": 1, "b": 2}}'),
+    ("m.yaml", "alpha:\n  a: 0.5\n  b: 0.5\n  a: 0.0\n"),
+    ("m.yml", "tokens: {a: 1}\ntokens: {b: 2}\n"),
+])
+def test_a_repeated_key_is_refused_not_resolved_silently(tmp_path: Path, name: str, text: str) -> None:
+    """Before the fix the last value won: {"a": 0.5, "b": 0.5, "a": 0.0} read as a = 0 and failed the sum."""
+    if name.endswith(("yaml", "yml")):
+        pytest.importorskip("yaml")
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match=r"mixture .* repeats the key '(a|tokens)'"):
+        read_mixture(tmp_path / name)
+
+
+def test_a_mixture_that_is_not_a_regular_file_or_too_deep_is_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "m.json")
+    error = raised_within(read_mixture, tmp_path / "m.json", fifos=[tmp_path / "m.json"])
+    assert isinstance(error, InputError) and "is not a regular file (a pipe" in str(error)
+    (tmp_path / "deep.json").write_text('{"alpha": ' + "[" * 100_000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_mixture(tmp_path / "deep.json")
+    (tmp_path / "nested.json").write_text('{"alpha": ' + "[" * 100 + "]" * 100 + "}")
+    with pytest.raises(InputError, match="nests deeper than 64 levels"):
+        read_mixture(tmp_path / "nested.json")

@@ -236,3 +236,43 @@ def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: 
     assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "3",
                  "--row-group-size", "1024", "--no-plots", "--no-progress", "--permutations", "0",
                  "--out", str(tmp_path / "ok")]) == 0
+
+
+def _census(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    code = main(["census", "--workers", "1", *argv])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def test_a_report_inside_its_input_directory_is_refused(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix ``--data d --out d/rep --errors skip`` read its own previous report as documents: 5,
+    then 12, then 19 documents on three reruns, exit 0."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.txt").write_text("a b c\nd e\n")
+    (tmp_path / "d" / "y.txt").write_text("hello\n")
+    d = str(tmp_path / "d")
+    for out in (f"{d}/rep", d):
+        for _ in range(2):
+            code, err = _census(capsys, "--data", d, "--format", "text", "--errors", "skip", "--out", out)
+            assert code == 2 and len(err) == 1, err
+            assert f"the report directory {out!r} is" in err[0] and f"input directory {d!r}" in err[0]
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["x.txt", "y.txt"]  # nothing was written
+    code, _ = _census(capsys, "--data", d, "--format", "text", "--out", str(tmp_path / "rep"))
+    assert code == 0
+
+
+def test_force_never_overwrites_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix ``census --text d/census.json --out d --force`` overwrote the user's input file."""
+    (tmp_path / "t.txt").write_text("z\n")
+    out = tmp_path / "rep"
+    assert _census(capsys, "--text", str(tmp_path / "t.txt"), "--out", str(out))[0] == 0
+    before = (out / "census.json").read_bytes()
+    for argv in (["--text", str(out / "census.json"), "--force"],
+                 ["--data", f"{out}/*", "--format", "text", "--errors", "skip"],
+                 ["--data", f"{out}/parts", "--format", "text", "--errors", "skip"]):
+        code, err = _census(capsys, *argv, "--out", str(out))
+        assert code == 2 and len(err) == 1 and "is the report's own" in err[0], err
+    assert (out / "census.json").read_bytes() == before
+    (tmp_path / "link.json").symlink_to(out / "census.json")  # through a symlink: the same file
+    code, err = _census(capsys, "--text", str(tmp_path / "link.json"), "--out", str(out), "--force")
+    assert code == 2 and "is the report's own census.json" in err[0]

@@ -39,3 +39,16 @@ def test_explain_never_explains_another_file_with_the_same_base_name(tmp_path: P
     assert p.returncode == 2, p.stderr
     assert "'__init__.py' is ambiguous: 3 documents end with that path" in p.stderr
     assert "corpus/xdom/__init__.py (document 4)" in p.stderr and "explain: document" not in p.stderr
+
+
+def test_an_empty_document_is_refused_not_document_0(tmp_path: Path) -> None:
+    """Before the fix ``explain ""`` explained document 0 (the empty name of every unnamed document)."""
+    import numpy as np
+
+    from packing_theory.cli import main
+
+    np.save(tmp_path / "l.npy", np.array([5, 9, 3, 12], dtype=np.int64))
+    common = ["--lengths", str(tmp_path / "l.npy"), "--capacity", "16", "--min-buffer", "2"]
+    for document in ("", "   ", "²"):
+        assert main(["explain", document, *common]) == 2, repr(document)
+    assert main(["explain", "0", *common]) == 0

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,3 +46,39 @@ def test_a_false_header_length_is_refused_before_allocating(tmp_path: Path) -> N
                memory=3 << 29)
     assert proc.returncode == 2, proc.stderr
     assert "header length field claims 4,294,967,307 bytes, the file holds 107" in proc.stderr
+
+
+FILE_OPTIONS = {
+    "--files-from": ["--files-from", "pipe"],
+    "--labels": ["--labels", "pipe"],
+    "--labels-manifest": ["--labels-manifest", "pipe"],
+    "--mixture": ["--labels", "labels.txt", "--mixture", "pipe.json"],
+    "--funnel": ["--labels", "labels.txt", "--funnel", "pipe.json"],
+    "funnel mask": ["--labels", "labels.txt", "--funnel", "mask-funnel.json"],
+    "funnel ids": ["--labels", "labels.txt", "--funnel", "ids-funnel.json"],
+    "/dev/zero as --mixture": ["--labels", "labels.txt", "--mixture", "zero.json"],
+    "/dev/zero as --funnel": ["--labels", "labels.txt", "--funnel", "zero.yaml"],
+}
+
+
+@pytest.mark.parametrize("option", sorted(FILE_OPTIONS))
+def test_every_file_option_refuses_a_fifo_or_a_device_before_reading(tmp_path: Path, option: str) -> None:
+    """Before the fix each of these waited forever on the FIFO (or read /dev/zero until memory ran out)."""
+    import json
+
+    import numpy as np
+
+    np.save(tmp_path / "lengths.npy", np.array([5, 9, 3, 12], dtype=np.int64))
+    (tmp_path / "labels.txt").write_text("a\nb\na\nb\n")
+    os.mkfifo(tmp_path / "pipe")
+    for name in ("pipe.json", "pipe.u8", "pipe.txt"):
+        os.mkfifo(tmp_path / name)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    (tmp_path / "mask-funnel.json").write_text(json.dumps({"stages": [{"name": "f", "mask": "pipe.u8"}]}))
+    (tmp_path / "ids-funnel.json").write_text(json.dumps({"stages": [{"name": "d", "ids": "pipe.txt"}]}))
+    data = [] if option == "--files-from" else ["--lengths", "lengths.npy"]
+    proc = run(tmp_path, "audit", *data, *FILE_OPTIONS[option], "--capacity", "16", "--min-buffer", "2",
+               "--out", "out", "--no-plots", memory=3 << 29)
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a regular file" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

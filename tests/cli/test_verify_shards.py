@@ -16,6 +16,7 @@ import pytest
 from packing_theory.cli import COMMANDS, main
 from packing_theory.corpus import read_manifest, read_shard, verify_shards, write_shards
 from packing_theory.corpus.manifest import file_sha256
+from packing_theory.errors import InputError
 
 VOCAB = 300
 SOURCES = ("web", "code", "math", "books")
@@ -285,3 +286,11 @@ def test_source_tokens_that_do_not_add_up_are_found(clean: Path, tmp_path: Path,
     status, lines = run_cli(planted(clean, tmp_path, off_by_one), capsys)
     assert status == 1 and any(": sources: source_tokens add up to" in x and "tokens, the shard holds" in x
                                for x in lines)
+
+
+def test_a_negative_seed_is_bad_usage(clean: Path, capsys: Any) -> None:
+    """Before the fix ``--seed -1`` reached numpy's generator: an internal error (exit 3)."""
+    status, lines = run_cli(clean / "manifest.json", capsys, "--seed", "-1")
+    assert status == 2 and len(lines) == 1 and "seed must be >= 0, got -1" in lines[0]
+    with pytest.raises(InputError, match="seed must be >= 0, got -1"):  # the library refuses it too
+        verify_shards(clean / "manifest.json", seed=-1)

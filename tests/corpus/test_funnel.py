@@ -16,6 +16,7 @@ from packing_theory.corpus.labels import SourceLabels
 from packing_theory.corpus.masks import write_mask
 from packing_theory.errors import InputError
 from packing_theory.testing import scaled_examples
+from tests.fifo_helpers import raised_within
 
 
 def test_each_mask_covers_the_stage_input_and_ids_name_raw_documents(tmp_path: Path) -> None:
@@ -98,6 +99,75 @@ def test_bad_ids_are_refused() -> None:
         Funnel.from_document({"stages": [{"name": "a", "mask": [2, 0]}]}).apply([1, 2])
 
 
+@pytest.mark.parametrize("outcome", ["mask", "ids", "column"])
+@pytest.mark.parametrize("escape", ["relative", "absolute", "symlink"])
+def test_an_outcome_file_outside_the_declarations_directory_is_refused(tmp_path: Path, outcome: str,
+                                                                         escape: str) -> None:
+    """Before the fix a funnel's outcome paths were joined unchecked (``..`` and absolute paths followed)."""
+    decl = tmp_path / "decl"
+    decl.mkdir()
+    write_mask(tmp_path / "m.u8", [0, 1, 0])
+    (tmp_path / "ids.txt").write_text("1\n")
+    name = {"mask": "m.u8", "ids": "ids.txt", "column": "c.parquet"}[outcome]
+    path = {"relative": f"../{name}", "absolute": str(tmp_path / name), "symlink": "link"}[escape]
+    if escape == "symlink":
+        (decl / "link").symlink_to(tmp_path / name)
+    where: object = {"path": path, "name": "bad"} if outcome == "column" else path
+    (decl / "f.json").write_text(json.dumps({"stages": [{"name": "s", outcome: where}]}))
+    funnel = Funnel.read(decl / "f.json")
+    with pytest.raises(InputError, match=rf"funnel .* stage 's' {outcome} .* leaves the directory"):
+        funnel.apply([4, 5, 6])
+
+
+def test_outcome_files_must_be_regular_files_and_a_mask_is_sized_before_it_is_read(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "m.u8")
+    os.mkfifo(tmp_path / "ids.txt")
+    for outcome, name in (("mask", "m.u8"), ("ids", "ids.txt")):
+        f = Funnel.from_document({"stages": [{"name": "s", outcome: name}]}, base=str(tmp_path))
+        error = raised_within(f.apply, [1, 2, 3], fifos=[tmp_path / name])
+        assert isinstance(error, InputError), error
+        assert "is not a regular file (a pipe: reading it could wait" in str(error)
+    (tmp_path / "big.u8").write_bytes(b"\0" * 4096)
+    f = Funnel.from_document({"stages": [{"name": "s", "mask": "big.u8"}]}, base=str(tmp_path))
+    with pytest.raises(InputError, match="has 4096 entries for the stage's input of 3 documents"):
+        f.apply([1, 2, 3])
+    (tmp_path / "many.txt").write_text("0\n" * 10_000)  # more bytes than 3 raw ids can take
+    f = Funnel.from_document({"stages": [{"name": "s", "ids": "many.txt"}]}, base=str(tmp_path))
+    with pytest.raises(InputError, match="is larger than 4,168 bytes"):
+        f.apply([1, 2, 3])
+
+
+@pytest.mark.parametrize("ids", [[10**30], [-(10**30)], [2**63]])
+def test_an_id_past_int64_is_outside_the_corpus_not_an_overflow(ids: list[int], tmp_path: Path) -> None:
+    """Before the fix ``ids: [10**30]`` was an OverflowError (exit 3)."""
+    with pytest.raises(InputError, match=f"document id {ids[0]} is outside the raw corpus"):
+        Funnel.from_document({"stages": [{"name": "a", "ids": ids}]}).apply([1, 2])
+    (tmp_path / "ids.json").write_text(json.dumps(ids))
+    with pytest.raises(InputError, match=f"document id {ids[0]} is outside the raw corpus"):
+        Funnel.from_document({"stages": [{"name": "a", "ids": "ids.json"}]}, base=str(tmp_path)).apply([1, 2])
+
+
+def test_parameters_that_alias_a_billion_leaves_are_refused_when_read(tmp_path: Path) -> None:
+    """Before the fix a 1 KB YAML funnel took the audit out of memory: its parameters went into the report."""
+    pytest.importorskip("yaml")
+    laughs = "".join(f"      {c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n"
+                     for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    text = ("stages:\n  - name: q\n    ids: []\n    parameters:\n      a: &a [lol, lol, lol, lol, lol, lol, "
+            "lol, lol, lol, lol]\n" + laughs)
+    assert len(text) < 1024
+    (tmp_path / "f.yaml").write_text(text)
+    with pytest.raises(InputError, match="through shared nodes \\(YAML aliases\\)"):
+        Funnel.read(tmp_path / "f.yaml")
+
+
+@pytest.mark.parametrize("text", ['{"stages": [{"name": "a", "ids": [], "ids": [0]}]}',
+                                  '{"stages": [{"name": "a", "ids": []}], "stages": []}'])
+def test_a_repeated_key_is_refused(tmp_path: Path, text: str) -> None:
+    (tmp_path / "f.json").write_text(text)
+    with pytest.raises(InputError, match="repeats the key"):
+        Funnel.read(tmp_path / "f.json")
 # --------------------------------------------------------------------------- the reconciliation can fail
 
 

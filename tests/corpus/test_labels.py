@@ -16,6 +16,7 @@ from packing_theory.corpus.labels import (
     labels_from_paths,
 )
 from packing_theory.errors import InputError, InputTypeError
+from tests.fifo_helpers import raised_within
 
 
 def test_labels_are_sorted_names_and_codes_in_document_order() -> None:
@@ -85,7 +86,7 @@ def test_a_parquet_or_arrow_column(tmp_path: Path) -> None:
 
     pq.write_table(pa.table({"text": ["x", "y", "z"], "src": ["a", "b", "a"]}), tmp_path / "t.parquet")
     assert labels_from_column([str(tmp_path / "t.parquet")], "src", documents=3).codes.tolist() == [0, 1, 0]
-    with pytest.raises(InputError, match=r"has no column 'nope'; columns: \['text', 'src'\]"):
+    with pytest.raises(InputError, match=r"has no column 'nope'; available columns: \['text', 'src'\]"):
         labels_from_column(str(tmp_path / "t.parquet"), "nope")
     with pytest.raises(InputError, match="3 labels for 2 documents"):
         labels_from_column(str(tmp_path / "t.parquet"), "src", documents=2)
@@ -103,3 +104,17 @@ def test_a_saved_hugging_face_dataset_column(tmp_path: Path) -> None:
     ds = datasets.Dataset.from_dict({"text": ["a", "bb", "ccc"], "origin": ["w", "w", "c"]})
     ds.save_to_disk(str(tmp_path / "hf"))
     assert labels_from_column(str(tmp_path / "hf"), "origin", documents=3).codes.tolist() == [1, 1, 0]
+
+
+def test_a_labels_file_is_a_regular_file_read_no_further_than_its_documents(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.txt")
+    error = raised_within(labels_from_file, tmp_path / "pipe.txt", fifos=[tmp_path / "pipe.txt"])
+    assert isinstance(error, InputError) and "pipe.txt' is not a regular file (a pipe" in str(error)
+    (tmp_path / "long.txt").write_text("web\n" * 1000)
+    with pytest.raises(InputError, match="has more than 3 lines"):
+        labels_from_file(tmp_path / "long.txt", documents=3)
+    (tmp_path / "wide.txt").write_text("x" * 10_000)
+    with pytest.raises(InputError, match="a line longer than 4,096 characters"):
+        labels_from_file(tmp_path / "wide.txt")

@@ -250,3 +250,23 @@ def test_another_tokenizer_of_the_same_name_is_not_reused(tmp_path: Path, texts:
     fresh = run_census(texts, CensusOptions("text", _WordsTimes(3), per_line=True), tmp_path / "fresh")
     assert three.lengths.tobytes() == fresh.lengths.tobytes() != one.lengths.tobytes()
     assert three.manifest["tokenizer"]["probe_sha256"] != one.manifest["tokenizer"]["probe_sha256"]
+
+
+@pytest.mark.parametrize("field, value", [("n_docs", 10**6), ("n_tokens", -1), ("row_groups", [999]),
+                                          ("files", {"lengths": {"file": "../x", "sha256": "0"}})])
+def test_an_edited_part_record_is_recomputed_not_could_not_measure(tmp_path: Path, texts: list[str],
+                                                                   field: str, value: object) -> None:
+    """Before the fix a part record with an edited ``n_docs`` stopped the census ("could not measure", exit
+    3) instead of being recomputed, as docs/distributed.rst promises for anything that does not verify."""
+    out = tmp_path / "out"
+    opts = CensusOptions("text", "whitespace", per_line=True)
+    first = run_census(texts, opts, out)
+    record = out / "parts" / f"{first.manifest['shards'][2]['part']}.json"
+    doc = json.loads(record.read_text())
+    doc[field] = value
+    record.write_text(json.dumps(doc))
+    again = run_census(texts, opts, out)
+    assert (again.reused, again.computed) == (3, 1)
+    assert np.array_equal(again.lengths, first.lengths)
+    record.write_text("[" * 100_000)  # nested past the recursion limit: recomputed too
+    assert run_census(texts, opts, out).computed == 1

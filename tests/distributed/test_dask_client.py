@@ -64,3 +64,57 @@ def test_the_command_line_census_is_status_3_naming_the_executor(workerless: Any
 def test_the_wait_must_be_a_finite_positive_number(bad: object) -> None:
     with pytest.raises(InputError, match="no_worker_wait_s must be a finite number of seconds > 0"):
         TaskRunner("inprocess", None, workers=1, retries=0, spec="local", no_worker_wait_s=bad)  # type: ignore[arg-type]
+
+
+@pytest.fixture()
+def cluster() -> Iterator[Any]:
+    """A fresh local cluster of one worker process (a test may close it under the run)."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as c:
+        yield c
+
+
+def test_relative_inputs_are_read_by_workers_in_another_directory(cluster: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the fix the census sent the paths as given: a worker in another directory failed with
+    "No such file or directory: 't1.txt'" for a file that exists, without saying why."""
+    import os
+
+    texts = make_texts(str(tmp_path), n=2)
+    monkeypatch.chdir(tmp_path)
+    relative = [os.path.relpath(t, tmp_path) for t in texts]
+    with distributed.Client(cluster, set_as_default=False) as client:
+        client.run(os.chdir, "/")  # the worker's own working directory is not the driver's
+        res = run_census(relative, CensusOptions("text", "whitespace"), "out", executor=client)
+    assert res.computed == 2 and [s["path"] for s in res.manifest["shards"]] == relative
+
+
+def test_a_scheduler_that_goes_away_is_could_not_measure_on_one_line(cluster: Any, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]
+                                                                     ) -> None:
+    """Before the fix a census whose scheduler died ended as an internal error (ClosedClientError, exit 3
+    "a bug") after distributed's own log line."""
+    import threading
+    import time
+
+    texts = make_texts(str(tmp_path), n=12)
+    parts = tmp_path / "out" / "parts"
+
+    def close_after_the_first_part() -> None:
+        deadline = time.monotonic() + 300  # bounds a hang only
+        while time.monotonic() < deadline and not any(parts.glob("*.json")):
+            time.sleep(0.05)
+        cluster.close()
+
+    closer = threading.Thread(target=close_after_the_first_part, daemon=True)
+    closer.start()
+    address = cluster.scheduler_address.replace("tcp://", "dask://")
+    code = main(["census", "--text", *texts, "--per-line", "--tokenizer",
+                 "tests.distributed_helpers:slow_words", "--out", str(tmp_path / "out"),
+                 "--executor", address, "--retries", "0"])
+    closer.join(60)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3, err
+    assert len(err) == 1 and "internal error" not in err[0], err
+    assert "the Dask scheduler went away" in err[0] or "cannot submit" in err[0], err
+

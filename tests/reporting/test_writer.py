@@ -542,3 +542,28 @@ def test_a_full_disk_while_committing_leaves_the_old_report(tmp_path: Path,
     assert calls == [REPORT_MANIFEST_NAME, ".journal.json"]
     check = verify_report(out, names=["a.md"])
     assert check.ok and check.run_id == old.run_id  # untouched, no staging directory left
+
+
+def test_a_report_stays_apart_from_its_inputs(tmp_path: Path) -> None:
+    from packing_theory.reporting.writer import inputs_problem
+
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.txt").write_text("x")
+    out = tmp_path / "rep"
+    with ReportWriter(out, names=["r.json"], config={}) as w:
+        w.write_text("r.json", "{}")
+        w.commit()
+    assert inputs_problem(out, [data, data / "a.txt"], ["r.json"]) is None
+    assert "is inside the input directory" in str(inputs_problem(data / "sub" / "rep", [data], ["r.json"]))
+    assert "is the input directory" in str(inputs_problem(data, [data], ["r.json"]))
+    assert "is the report's own r.json" in str(inputs_problem(out, [out / "r.json"], ["r.json"]))
+    os.link(out / "r.json", tmp_path / "hard.json")  # a hard link is the same file
+    assert "is the report's own r.json" in str(inputs_problem(out, [tmp_path / "hard.json"], ["r.json"]))
+    (out / "parts").mkdir()
+    (out / "parts" / "p.json").write_text("{}")
+    assert "own parts" in str(inputs_problem(out, [out / "parts" / "p.json"], ["r.json"], owned=["parts"]))
+    assert inputs_problem(tmp_path, [data / "a.txt"], ["r.json"]) is None  # an input below the report dir
+    with pytest.raises(ReportError, match=r"is the report's own r\.json"), \
+            ReportWriter(out, names=["r.json"], config={}, force=True, inputs=[out / "r.json"]):
+        pass

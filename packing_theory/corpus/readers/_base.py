@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..._files import regular_file
 from ...errors import InputError
 
 __all__ = [
@@ -83,18 +84,14 @@ separator; use bos='add' if the stored documents hold no BOS/EOS
 def existing_file(path: str | os.PathLike[str], what: str) -> str:
     """``path`` as a string, after checking that it is a regular file (the message names it).
 
+    The one rule of :func:`packing_theory._files.regular_file`: a FIFO or a device
+    is refused before it is read.
+
     Raises:
         FileNotFoundError: no such path.
         InputError: a directory or another non-file.
     """
-    name = os.fspath(path)
-    if not os.path.exists(name):
-        raise FileNotFoundError(f"{what} {name!r} does not exist")
-    if os.path.isdir(name):
-        raise InputError(f"{what} {name!r} is a directory, not a file")
-    if not os.path.isfile(name):
-        raise InputError(f"{what} {name!r} is not a regular file")
-    return name
+    return regular_file(path, what)
 
 
 @runtime_checkable

@@ -25,7 +25,6 @@ column, ``"auto"`` asks the tokenizer (:func:`packing_theory.corpus.text.detect_
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -33,15 +32,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..._files import confined, read_json
 from ...errors import InputError, InputTypeError, import_optional
 from ._base import bos_inclusive, check_bos, file_codes
 
-__all__ = ["NAME_COLUMNS", "ColumnNames", "HFDataset", "hf_data_files", "is_hf_dataset"]
+__all__ = ["NAME_COLUMNS", "ColumnNames", "HFDataset", "hf_data_files", "is_hf_dataset", "stream_batches",
+           "stream_schema"]
 
 NAME_COLUMNS = ("name", "id")
 """The columns a saved dataset names its rows by, in order of preference (:meth:`HFDataset.names`)."""
 
 Int64Array = npt.NDArray[np.int64]
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # the Arrow IPC end-of-stream marker
 
 
 def _pyarrow() -> tuple[Any, Any]:
@@ -59,34 +61,47 @@ def is_hf_dataset(path: str) -> bool:
 def hf_data_files(path: str, split: str | None = None) -> tuple[str, list[str]]:
     """``(dataset directory, its Arrow files in order)`` of a saved dataset, a split chosen for a dict.
 
+    Every path read from the dataset's own files (``dataset_dict.json``'s splits,
+    ``state.json``'s ``_data_files[].filename``) and the ``split`` asked for must
+    stay inside the directory named (:func:`packing_theory._files.confined`).
+
     Raises:
         InputError: not a saved dataset, a ``DatasetDict`` without ``split``
-            (the message lists the splits), an unknown split, a missing Arrow file.
+            (the message lists the splits), an unknown split, a ``state.json`` or
+            ``dataset_dict.json`` that is not the JSON ``save_to_disk`` writes, a
+            file name leaving the directory, a missing Arrow file.
     """
     name = os.fspath(path)
     if not os.path.isdir(name):
         raise InputError(f"Hugging Face dataset {name!r} is not a directory (save_to_disk writes one)")
     dict_file = os.path.join(name, "dataset_dict.json")
     if os.path.isfile(dict_file):
-        with open(dict_file, encoding="utf-8") as fh:
-            splits = list(json.load(fh).get("splits", []))
+        doc = read_json(dict_file, "Hugging Face dataset file")
+        splits = doc.get("splits") if isinstance(doc, dict) else None
+        if not isinstance(splits, list) or not all(isinstance(s, str) for s in splits):
+            raise InputError(f"Hugging Face dataset file {dict_file!r} must be an object whose 'splits' is a "
+                             "list of names (as save_to_disk writes it)")
         if split is None:
             raise InputError(f"Hugging Face dataset {name!r} is a DatasetDict with splits {splits}: "
                              "choose one (--split NAME)")
         if split not in splits:
             raise InputError(f"Hugging Face dataset {name!r} has no split {split!r}; splits: {splits}")
-        name = os.path.join(name, split)
+        name = confined(name, split, what=f"--split of Hugging Face dataset {name!r} (its dataset_dict.json)")
     elif split is not None:
         raise InputError(f"--split {split!r} applies to a DatasetDict; {name!r} is a single Dataset")
     state_file = os.path.join(name, "state.json")
     if not os.path.isfile(state_file):
         raise InputError(f"{name!r} holds no state.json: not a dataset written by save_to_disk")
-    with open(state_file, encoding="utf-8") as fh:
-        state = json.load(fh)
+    state = read_json(state_file, "Hugging Face dataset file")
+    entries = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise InputError(f"Hugging Face dataset file {state_file!r} must be an object whose '_data_files' is "
+                         "a list of {'filename': ...} entries (as save_to_disk writes it)")
     if state.get("_indices_data_files"):
         raise InputError(f"Hugging Face dataset {name!r} carries an indices mapping; save it with "
                          "save_to_disk after flatten_indices() so that the rows are stored in order")
-    files = [os.path.join(name, entry["filename"]) for entry in state.get("_data_files", [])]
+    files = [confined(name, entry.get("filename"), what=f"{state_file!r} _data_files[{i}].filename")
+             for i, entry in enumerate(entries)]
     for f in files:
         if not os.path.isfile(f):
             raise FileNotFoundError(f"Hugging Face dataset {name!r}: state.json lists {f!r}, which is "
@@ -94,6 +109,51 @@ def hf_data_files(path: str, split: str | None = None) -> tuple[str, list[str]]:
     if not files:
         raise InputError(f"Hugging Face dataset {name!r}: state.json lists no data files")
     return name, files
+
+
+def stream_schema(path: str) -> Any:
+    """The schema of one Arrow stream file (as ``save_to_disk`` writes them).
+
+    Raises:
+        InputError: not a readable Arrow stream (naming the file).
+    """
+    pa, _ = _pyarrow()
+    try:
+        with pa.memory_map(path) as src:
+            return pa.ipc.open_stream(src).schema
+    except (pa.ArrowException, OSError) as exc:  # pyarrow reports a short read as a plain OSError
+        raise InputError(f"Arrow file {path!r} cannot be read as an Arrow stream: "
+                         f"{' '.join(str(exc).split())[:200]}") from exc
+
+
+def stream_batches(path: str, column: str) -> Iterator[Any]:
+    """The record batches of one Arrow stream file, ``column`` validated in each; the stream must end
+    exactly at the end of the file.
+
+    A stream cut at a batch boundary reads as a shorter valid stream: the
+    end-of-stream marker that ``save_to_disk`` writes last, found exactly at
+    the end of the file and reached by the reader, is what says no batch is
+    missing. Full validation of the column checks its list offsets (a damaged
+    offset could otherwise give a negative or overlapping length). Memory: one
+    batch (memory-mapped).
+
+    Raises:
+        InputError: not a readable Arrow stream, a batch failing validation, a stream that ends
+            early or without its end-of-stream marker (naming the file).
+    """
+    pa, _ = _pyarrow()
+    try:
+        with pa.memory_map(path) as src:
+            for batch in pa.ipc.open_stream(src):
+                batch.column(column).validate(full=True)
+                yield batch
+            if src.tell() != src.size() or src.size() < 8 or src.read_at(8, src.size() - 8) != _EOS:
+                raise InputError(f"Arrow file {path!r} is truncated or damaged: its stream ends at byte "
+                                 f"{src.tell():,} of {src.size():,}, not with the end-of-stream marker that "
+                                 "save_to_disk writes last")
+    except (pa.ArrowException, OSError) as exc:  # pyarrow reports a short read as a plain OSError
+        raise InputError(f"Arrow file {path!r} cannot be read as an Arrow stream: "
+                         f"{' '.join(str(exc).split())[:200]}") from exc
 
 
 class HFDataset:
@@ -149,15 +209,10 @@ class HFDataset:
         self._per_file: list[int] = []
 
     def _schema(self, path: str) -> Any:
-        try:
-            with self.pa.memory_map(path) as src:
-                return self.pa.ipc.open_stream(src).schema
-        except self.pa.ArrowInvalid as exc:
-            raise InputError(f"Arrow file {path!r} cannot be read as an Arrow stream: {exc}") from exc
+        return stream_schema(path)
 
     def _batches(self, path: str) -> Iterator[Any]:
-        with self.pa.memory_map(path) as src:
-            yield from self.pa.ipc.open_stream(src)
+        return stream_batches(path, self.column)
 
     def token_counts(self) -> Int64Array:
         """Tokens per row (ids in the list column, or what the tokenizer gives without BOS). O(rows)."""

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 from collections.abc import Iterator
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ..._files import load_json
 from ...errors import InputError, import_optional
 from ..textcount import binary_failure, decode_failure
 from ._base import bos_inclusive, existing_file, file_codes
@@ -43,10 +43,58 @@ def _open_binary(path: str) -> IO[bytes]:
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if path.endswith((".zst", ".zstd")):
         zstd = import_optional("zstandard", extra="zstd", purpose="reading .zst JSON Lines")
-        raw = open(path, "rb")  # noqa: SIM115 -- closed with the reader (closefd)
-        return zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True,  # type: ignore[no-any-return]
-                                                     closefd=True)
+        return io.BufferedReader(_ZstdFrames(open(path, "rb"), zstd), buffer_size=_CHUNK)
     return open(path, "rb")
+
+
+_CHUNK = 1 << 20
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a file of zstd frames (one or several, concatenated), read in chunks.
+
+    ``zstandard``'s ``stream_reader`` ends quietly when the file ends inside a
+    frame, so a truncated ``.zst`` file would read as fewer documents; here a
+    file that ends before its last frame does raises ``EOFError``, as
+    :mod:`gzip` does for a truncated ``.gz``. Memory: one chunk of each side.
+    """
+
+    def __init__(self, raw: IO[bytes], zstd: Any) -> None:
+        super().__init__()
+        self._raw, self._zstd = raw, zstd
+        self._frame: Any = None  # the decompressor of the frame being read (None between frames)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                if self._frame is not None:
+                    raise EOFError("the compressed file ended inside a zstd frame (truncated)")
+                return 0
+            self._pending = self._feed(chunk)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _feed(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            if self._frame is None:
+                self._frame = self._zstd.ZstdDecompressor().decompressobj()
+            out.append(self._frame.decompress(chunk))
+            if not self._frame.eof:
+                break
+            chunk, self._frame = self._frame.unused_data, None  # the next frame starts right after
+        return b"".join(out)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = None,
@@ -83,10 +131,7 @@ def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = Non
 
 
 def _parse(line: str, name: str, line_no: int, field: str, source_field: str | None) -> tuple[str, Any]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"JSON Lines file {name!r} line {line_no}: not JSON ({exc.msg})") from None
+    obj = load_json(line, f"JSON Lines file {name!r} line {line_no}")  # deep nesting too: bad input
     if not isinstance(obj, dict):
         raise InputError(f"JSON Lines file {name!r} line {line_no}: a JSON {type(obj).__name__}, "
                          "expected an object")
@@ -98,6 +143,12 @@ def _parse(line: str, name: str, line_no: int, field: str, source_field: str | N
     if not isinstance(text, str):
         raise InputError(f"JSON Lines file {name!r} line {line_no}: field {field!r} is "
                          f"{type(text).__name__}, expected a string")
+    if not text.isascii():
+        try:  # a "\ud800" escape decodes to a lone surrogate: not text, and no tokenizer can encode it
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(f"JSON Lines file {name!r} line {line_no}: field {field!r} holds a lone "
+                             f"surrogate (U+{ord(text[exc.start]):04X}), not text") from None
     return text, (None if source_field is None else obj.get(source_field))
 
 

@@ -22,7 +22,6 @@ a text column also takes ``"auto"``. Memory: one decoded sample plus 8 bytes per
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -32,10 +31,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..._checks import is_int
+from ..._files import confined, open_regular, read_json
 from ...errors import InputError, InputTypeError, import_optional
 from ._base import bos_inclusive, check_bos, file_codes
 
-__all__ = ["MDSDataset", "is_mds_dataset"]
+__all__ = ["MDSDataset", "check_shard_header", "is_mds_dataset"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -46,15 +47,71 @@ def is_mds_dataset(path: str) -> bool:
     if not (os.path.isdir(path) and os.path.isfile(index)):
         return False
     try:
-        with open(index, encoding="utf-8") as fh:
-            shards = json.load(fh).get("shards", [])
-    except (OSError, ValueError, AttributeError):
+        shards = read_json(index, "MDS index").get("shards", [])
+    except (OSError, InputError, AttributeError):
         return False
-    return bool(shards) and all(isinstance(s, dict) and s.get("format") == "mds" for s in shards)
+    return bool(shards) and isinstance(shards, list) and all(
+        isinstance(s, dict) and s.get("format") == "mds" for s in shards)
+
+
+def _shard_entry(root: str, index: str, k: int, shard: object) -> dict[str, Any]:
+    """Shard ``k`` of ``index.json``, checked: the keys the reader uses, with their types; the file
+    names confined to ``root``."""
+    where = f"MDS index {index!r} shards[{k}]"
+    if not isinstance(shard, dict):
+        raise InputError(f"{where} must be an object, got {type(shard).__name__}")
+    names, encodings, samples = shard.get("column_names"), shard.get("column_encodings"), shard.get("samples")
+    if (not isinstance(names, list) or not isinstance(encodings, list) or len(names) != len(encodings)
+            or not all(isinstance(v, str) for v in names + encodings)):
+        raise InputError(f"{where}: column_names and column_encodings must be lists of strings of one length")
+    if not is_int(samples) or int(samples) < 0:  # type: ignore[arg-type]
+        raise InputError(f"{where}: samples must be an integer >= 0, got {samples!r}")
+    raw = shard.get("raw_data")
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: raw_data must be an object with a basename")
+    confined(root, raw.get("basename"), what=f"{where} raw_data.basename")
+    zipped = shard.get("zip_data")
+    if zipped is not None:
+        if not isinstance(zipped, dict) or not isinstance(shard.get("compression"), str):
+            raise InputError(f"{where}: zip_data must be an object with a basename, and compression a name")
+        confined(root, zipped.get("basename"), what=f"{where} zip_data.basename")
+    return shard
+
+
+def check_shard_header(data: bytes | memoryview, size: int, samples: int, where: str) -> None:
+    """Check an MDS shard's header against ``index.json``: its sample count, and its ``samples + 1``
+    offsets rising from past the header to the shard's end (``size`` bytes). O(samples).
+
+    Only the header is checked (the samples are ``streaming``'s to decode); a
+    truncated shard, or an index that claims more samples than the shard holds,
+    is refused here, naming the shard.
+
+    Raises:
+        InputError: naming ``where`` and what disagrees.
+    """
+    head = bytes(data[:4])
+    if len(head) < 4:
+        raise InputError(f"{where}: {size:,} bytes, too short for an MDS shard header")
+    n = int.from_bytes(head, "little")
+    if n != samples:
+        raise InputError(f"{where}: the shard's header holds {n:,} samples, index.json says {samples:,}")
+    first = 4 + 4 * (n + 1)
+    if first > size:
+        raise InputError(f"{where}: {size:,} bytes cannot hold the offsets of {n:,} samples: truncated")
+    offsets = np.frombuffer(bytes(data[4:first]), dtype="<u4").astype(np.int64)
+    if offsets.size and (int(offsets[0]) < first or int(offsets[-1]) != size
+                         or bool((np.diff(offsets) < 0).any())):
+        raise InputError(f"{where}: its sample offsets run {int(offsets[0]):,} .. {int(offsets[-1]):,} "
+                         f"(expected: rising from {first:,} to the shard's {size:,} bytes): truncated or "
+                         "damaged")
 
 
 class MDSDataset:
     """The samples of an MDS dataset, one column's lengths.
+
+    ``index.json`` and the shards' headers are checked before ``streaming`` is
+    imported (:func:`check_shard_header`); every file name read from the index
+    stays inside the dataset directory.
 
     Args:
         path: the dataset directory (holding ``index.json``).
@@ -65,28 +122,32 @@ class MDSDataset:
 
     Raises:
         MissingDependency: ``streaming`` is not installed.
-        InputError: no ``index.json``, an unknown column (the message lists them), a column whose
-            encoding does not give token ids or text, a missing tokenizer or dtype.
+        InputError: no ``index.json``, or one that is not JSON or not an MDS index; a file name leaving
+            the directory; a shard whose header disagrees with the index; an unknown column (the
+            message lists them), a column whose encoding does not give token ids or text, a missing
+            tokenizer or dtype.
     """
 
     format = "mds"
 
     def __init__(self, path: str | os.PathLike[str], *, bos: str, column: str | None = None,
                  tokenizer: Any = None, dtype: str | None = None, batched: bool = False) -> None:
-        self.fmt = import_optional("streaming.base.format", extra="mds", purpose="reading MDS shards")
         self.root = os.fspath(path)
         index = os.path.join(self.root, "index.json")
         if not os.path.isfile(index):
             raise InputError(f"MDS dataset {self.root!r} has no index.json")
-        with open(index, encoding="utf-8") as fh:
-            self.index = json.load(fh)
-        self.shards: list[dict[str, Any]] = list(self.index.get("shards", []))
+        self.index = read_json(index, "MDS index")
+        shards = self.index.get("shards") if isinstance(self.index, dict) else None
+        if not isinstance(shards, list):
+            raise InputError(f"MDS index {index!r} must be an object with a 'shards' list")
+        self.shards: list[dict[str, Any]] = [_shard_entry(self.root, index, k, s)
+                                             for k, s in enumerate(shards)]
         if not self.shards:
             raise InputError(f"MDS dataset {self.root!r}: index.json lists no shards")
         first = self.shards[0]
-        names = list(first.get("column_names", []))
+        names = list(first["column_names"])
         for s in self.shards:
-            if s.get("format") != "mds" or list(s.get("column_names", [])) != names:
+            if s.get("format") != "mds" or list(s["column_names"]) != names:
                 raise InputError(f"MDS dataset {self.root!r}: every shard must be MDS with the same columns")
         if column is None:
             column = next((c for c in ("tokens", "input_ids", "text") if c in names), None)
@@ -98,6 +159,13 @@ class MDSDataset:
         self.encoding = str(first["column_encodings"][names.index(column)])
         self.paths: tuple[str, ...] = tuple(os.path.join(self.root, s["raw_data"]["basename"])
                                             for s in self.shards)
+        for k, raw in enumerate(self.paths):
+            if os.path.isfile(raw):
+                with open_regular(raw, "MDS shard") as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    head = fh.read(min(size, 8 + 4 * self.shards[k]["samples"]))
+                check_shard_header(head, size, self.shards[k]["samples"], f"MDS shard {raw!r}")
+        self.fmt = import_optional("streaming.base.format", extra="mds", purpose="reading MDS shards")
         self.tokenizer = tokenizer
         self.batched = batched
         self.dtype = None if dtype is None else np.dtype(dtype)
@@ -122,35 +190,57 @@ class MDSDataset:
                                  "expected ndarray token ids, bytes with --dtype, or str text")
         self._counts: Int64Array | None = None
 
-    def _readers(self) -> Iterator[Any]:
-        """A ``streaming`` reader per shard, a compressed shard decompressed into a temporary directory."""
-        for shard in self.shards:
-            raw = os.path.join(self.root, shard["raw_data"]["basename"])
+    def _readers(self) -> Iterator[tuple[str, Any]]:
+        """``(shard path, streaming reader)`` per shard; a compressed shard is decompressed into a
+        temporary directory (and its header checked) first."""
+        for shard, raw in zip(self.shards, self.paths, strict=True):
             if os.path.isfile(raw):
-                yield self.fmt.reader_from_json(self.root, None, shard)
+                yield raw, self._reader(self.root, shard, raw)
                 continue
             zipped = shard.get("zip_data")
             if not zipped:
                 raise FileNotFoundError(f"MDS dataset {self.root!r}: shard {raw!r} is missing")
             comp = import_optional("streaming.base.compression", extra="mds", purpose="reading MDS shards")
+            source = os.path.join(self.root, zipped["basename"])
             tmp = tempfile.mkdtemp(prefix="packing-theory-mds-")
             try:
-                with open(os.path.join(self.root, zipped["basename"]), "rb") as fh:
-                    data = comp.decompress(shard["compression"], fh.read())
-                with open(os.path.join(tmp, shard["raw_data"]["basename"]), "wb") as fh:
-                    fh.write(data)
-                del data
-                yield self.fmt.reader_from_json(tmp, None, shard)
+                with open_regular(source, "MDS shard") as fh:
+                    packed = fh.read()
+                try:
+                    data = comp.decompress(shard["compression"], packed)
+                except Exception as exc:  # the codec's own error on damaged bytes
+                    raise InputError(f"MDS shard {source!r} cannot be decompressed ({shard['compression']}): "
+                                     f"{type(exc).__name__}: {exc}") from exc
+                check_shard_header(data, len(data), shard["samples"], f"MDS shard {source!r} (decompressed)")
+                with open(os.path.join(tmp, os.path.basename(raw)), "wb") as out:
+                    out.write(data)
+                del data, packed
+                yield source, self._reader(tmp, shard, source)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
 
+    def _reader(self, root: str, shard: dict[str, Any], where: str) -> Any:
+        try:
+            return self.fmt.reader_from_json(root, None, shard)
+        except Exception as exc:  # streaming's own check of the index entry
+            raise InputError(f"MDS shard {where!r}: streaming refuses its index entry: "
+                             f"{type(exc).__name__}: {exc}") from exc
+
     def iter_values(self) -> Iterator[Any]:
-        """The column's value of every sample, in order (decoded by ``streaming``)."""
-        for reader in self._readers():
+        """The column's value of every sample, in order (decoded by ``streaming``).
+
+        Raises:
+            InputError: a sample that ``streaming`` cannot decode (naming the shard and the sample).
+        """
+        for where, reader in self._readers():
             for i in range(reader.samples):
-                value = reader.get_item(i)[self.column]
-                if self.encoding == "bytes":
-                    value = np.frombuffer(value, dtype=self.dtype)
+                try:
+                    value = reader.get_item(i)[self.column]
+                    if self.encoding == "bytes":
+                        value = np.frombuffer(value, dtype=self.dtype)
+                except Exception as exc:  # a damaged sample: streaming's decoder raises what it meets
+                    raise InputError(f"MDS shard {where!r} sample {i} cannot be decoded: "
+                                     f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from exc
                 yield value
 
     def token_counts(self) -> Int64Array:

@@ -25,6 +25,12 @@ offset       field                      meaning
 34+12S+8D+8  ``int8[S]`` (optional)     sequence modes (multimodal datasets only)
 ===========  =========================  =========================================
 
+Beyond the sizes, the index is checked against itself: the document index
+runs from 0 to ``S`` without decreasing, no sequence length is negative, and
+every pointer is where the lengths before it put it (megatron-core writes the
+pointers from the lengths), so a damaged length is refused, never summed into
+a document's length.
+
 A *sequence* is one ``add_item`` call; a *document* ends at each
 ``end_document`` (``add_document`` does both). ``tools/preprocess_data.py``
 writes one sequence per document, or one per sentence with
@@ -76,6 +82,7 @@ MEGATRON_DTYPES: dict[int, type[np.generic]] = {
 
 _FIXED = 34
 _CHUNK = 1 << 20
+_SEQUENCE_CHUNK = 1 << 18  # the sequence check holds four int64 arrays of a chunk
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -159,6 +166,42 @@ class MegatronIndex:
             unit = unit and (step.size == 0 or (int(step.min()) == 1 and int(step.max()) == 1))
             release_pages(idx[lo : lo + _CHUNK + 1])
         self._unit = unit
+        self._check_sequences(where)
+
+    def _check_sequences(self, where: str) -> None:
+        """Every sequence length is ``>= 0`` and every pointer is where its predecessors' lengths put it
+        (megatron-core's writer: ``pointer[s] = itemsize * (length[0] + ... + length[s - 1])``), in chunks.
+
+        A negative length inside a document of several sequences would otherwise be summed away (``[5,
+        -3]`` reads as one document of 2 tokens), and a damaged length would change a document's length
+        silently; the pointers, written from the lengths, say which is which. O(sequences), O(chunk)
+        scratch.
+        """
+        lengths, pointers = self.sequence_lengths, self.sequence_pointers
+        item = self.dtype.itemsize
+        at = 0  # the byte offset the next sequence must start at
+        for lo in range(0, lengths.size, _SEQUENCE_CHUNK):
+            part = lengths[lo : lo + _SEQUENCE_CHUNK].astype(np.int64)
+            if int(part.min()) < 0:
+                s = lo + int(np.argmin(part))
+                raise InputError(f"{where}: sequence {s} (of document {self._document_of(s)}) has length "
+                                 f"{int(part[s - lo])}: a damaged index (a length is never negative)")
+            expect = np.empty(part.size, dtype=np.int64)
+            expect[0] = at
+            np.cumsum(part[:-1] * item, out=expect[1:])
+            expect[1:] += at
+            found = np.flatnonzero(expect != pointers[lo : lo + part.size])
+            if found.size:
+                s = lo + int(found[0])
+                raise InputError(f"{where}: sequence {s} (of document {self._document_of(s)}) starts at byte "
+                                 f"{int(pointers[s]):,}, but the lengths before it put it at "
+                                 f"{int(expect[found[0]]):,}: a damaged index")
+            at = int(expect[-1]) + int(part[-1]) * item
+            release_pages(lengths[lo : lo + _SEQUENCE_CHUNK])
+            release_pages(pointers[lo : lo + _SEQUENCE_CHUNK])
+
+    def _document_of(self, sequence: int) -> int:
+        return int(np.searchsorted(self.document_index, sequence, side="right")) - 1
 
     def _check_bin(self) -> None:
         """When ``.bin`` exists, its size must be what the index's last pointer implies (``stat`` only)."""

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..._checks import check_int
+from ..._files import open_regular
 from ...errors import InputError, InputTypeError
 from ._base import BosMode, bos_inclusive, check_bos, existing_file, file_codes
 
@@ -67,7 +69,7 @@ def _open_array(path: str, dtype: str | None) -> tuple[npt.NDArray[Any], str]:
     if magic == _NPY_MAGIC:
         try:
             arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, EOFError) as exc:
             raise InputError(f"token array {path!r} is not a readable .npy file: {exc}") from exc
         if arr.ndim != 1 or arr.dtype.kind not in "iu":
             raise InputTypeError(f"token array {path!r} must be a 1-D integer array, got shape {arr.shape} "
@@ -193,19 +195,30 @@ def _read_metadata(path: str, n_tokens: int) -> tuple[Int64Array, Int64Array]:
     """``start,end`` per line of an OLMo-core metadata file, checked against the array."""
     starts: list[int] = []
     ends: list[int] = []
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            fields = line.split(",", 2)
-            try:
-                start, end = int(fields[0]), int(fields[1])
-            except (ValueError, IndexError):
-                raise InputError(f"metadata file {path!r} line {line_no}: expected 'start,end[,...]', got "
-                                 f"{line.strip()[:80]!r}") from None
-            prev = ends[-1] if ends else 0
-            if not prev <= start < end <= n_tokens:
-                raise InputError(f"metadata file {path!r} line {line_no}: document [{start}, {end}) must "
-                                 f"start at or after the previous end {prev} and end within the array's "
-                                 f"{n_tokens:,} ids")
-            starts.append(start)
-            ends.append(end)
+    line_no = 0
+    try:
+        with open_regular(path, "metadata file") as raw, gzip.open(raw, "rt", encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                start, end = _metadata_line(path, line_no, line)
+                prev = ends[-1] if ends else 0
+                if not prev <= start < end <= n_tokens:
+                    raise InputError(f"metadata file {path!r} line {line_no}: document [{start}, {end}) must "
+                                     f"start at or after the previous end {prev} and end within the array's "
+                                     f"{n_tokens:,} ids")
+                starts.append(start)
+                ends.append(end)
+    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:  # a truncated or damaged .gz
+        raise InputError(f"metadata file {path!r} is truncated or not gzip-compressed text (after line "
+                         f"{line_no}): {type(exc).__name__}: {exc}") from None
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+def _metadata_line(path: str, line_no: int, line: str) -> tuple[int, int]:
+    fields = line.split(",", 2)
+    try:
+        if len(fields) < 2 or len(fields[0]) > 20 or len(fields[1]) > 20:
+            raise ValueError(line)
+        return int(fields[0]), int(fields[1])
+    except ValueError:
+        raise InputError(f"metadata file {path!r} line {line_no}: expected 'start,end[,...]', got "
+                         f"{line.strip()[:80]!r}") from None
