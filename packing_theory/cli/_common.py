@@ -151,12 +151,18 @@ def check_executor(args: argparse.Namespace) -> None:
 def workers_from_args(command: str, args: argparse.Namespace, tasks: int) -> int:
     """``--workers`` (0: one per CPU), saying so (a :func:`note`) when the CPUs or the tasks cap it.
 
-    The task runner (:func:`~packing_theory.distributed.executors.open_runner`) applies the cap; this
-    says what it will run: never more processes than CPUs, nor than ``tasks`` at a time.
+    The task runner (:func:`~packing_theory.distributed.executors.open_runner`) applies the cap
+    (:func:`~packing_theory.distributed.pool_rules.pool_size`, the one rule); this says what it will run.
     """
+    from ..distributed.pool_rules import pool_size
+
     requested = int(args.workers)
     if getattr(args, "executor", "local") != "local" or requested <= 1:
         return requested
+    _, why = pool_size(requested, tasks)
+    if why is not None:
+        note(command, why)  # a note, on a terminal: the last line stays the command's one
+    return requested
     cpus = os.cpu_count() or 1
     runs = max(1, min(requested, cpus, tasks))
     if runs < requested:
