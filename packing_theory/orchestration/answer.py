@@ -334,7 +334,7 @@ def never_started_documents(
         for row in listed:  # the union's `limit` largest are among each packer's `limit` largest
             entry = by_doc.setdefault(
                 int(row["document"]),
-                (int(row["length"]), row["name"] or str(row["document"]), row["source"] or "—", []),
+                (int(row["length"]), row["name"] or "—", row["source"] or "—", []),
             )
             entry[3].append(t.packer)
     ranked = sorted(by_doc.items(), key=lambda kv: (-kv[1][0], kv[0]))

@@ -292,7 +292,7 @@ def documents_section(result: AuditResult) -> Section | None:
             (
                 run.packer,
                 row["document"],
-                row["name"] or str(row["document"]),
+                row["name"] or "—",
                 row["source"] or "—",
                 row["length"],
                 row["fate"],
