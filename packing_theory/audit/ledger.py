@@ -374,7 +374,8 @@ class Ledger(OccurrenceViews):
         crops = self._crop_counts
         mass = MassPartition(self._arrived_tokens, self._added_bos, self._emitted_tokens, self._emitted_added,
                              self._discarded_tokens, self._buffered_tokens, self._buffered_added,
-                             self._filtered_tokens, self._padding_tokens, self._repeated_tokens)
+                             self._filtered_tokens, self._padding_tokens, self._repeated_tokens,
+                             unused_capacity_tokens=self._padding_tokens)  # every unused position is padded
         los = [1, *(b + 1 for b in self.boundaries)]
         his: list[int | None] = [*self.boundaries, None]
         strata = tuple(

@@ -283,6 +283,11 @@ def test_mass_identity_every_policy(policy: str, engine: str) -> None:
         assert agg.protected.buffered_tokens == agg.protected.tokens
     if policy == "continue":
         assert agg.mass.discarded_tokens == 0
+    # every row position is a token or a pad: unused positions are the pads a padding loader stores
+    positions = agg.rows * cfg.capacity
+    used = agg.mass.emitted_tokens + agg.mass.repeated_tokens
+    assert agg.mass.unused_capacity_tokens == agg.mass.padding_tokens == positions - used
+    assert (agg.mass.padding_tokens > 0) == (policy == "bestfit-pad")
 
 
 def test_exposure_shows_prefix_bias_for_discard() -> None:
