@@ -23,7 +23,8 @@ LAYERS: list[set[str]] = [
     {"peers", "corpus", "contamination"},
     {"engine"},
     {"reporting"},
-    {"_allocator", "_checks", "_deprecation", "_unique", "lengths", "errors", "_version", "_startup"},
+    {"_allocator", "_checks", "_deprecation", "_lazy", "_unique", "lengths", "errors", "_version",
+     "_startup"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
