@@ -53,7 +53,6 @@ from ..errors import InputError
 from .batches import DEFAULT_BATCH_EVENTS, EventBatch, EventItem, batched
 from .events import Event, Placement
 from .policies import LengthsInput, PackerConfig, resolve_config
-from .rows import group_rows, token_rows
 from .state import EngineState, PackerRun
 
 __all__ = ["PackingEngine"]
@@ -122,6 +121,8 @@ class PackingEngine(ABC):
 
     def placement_rows(self, lengths: LengthsInput) -> Iterator[list[Placement]]:
         """Each complete row as its list of placements (an audit's view)."""
+        from .rows import group_rows
+
         return group_rows(self.events(lengths), self.config.capacity)
 
     def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
@@ -136,6 +137,8 @@ class PackingEngine(ABC):
         >>> list(Packer(capacity=4, min_buffer=1, refill=1).token_rows(docs))
         [[0, 11, 12, 0], [0, 31, 32, 33]]
         """
+        from .rows import token_rows
+
         return token_rows(self, documents)
 
     def rows(
