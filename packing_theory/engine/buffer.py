@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right, insort
+from heapq import heappop
 from typing import Any
 
 from .._checks import check_int
@@ -173,7 +174,7 @@ class FastBuffer:
                 crop = True
             length = lens[i]
             bucket = self._buckets[length]
-            seq = heapq.heappop(bucket)
+            seq = heappop(bucket)
             if not bucket:
                 del self._buckets[length]
                 del lens[i]

@@ -258,8 +258,10 @@ class Packer(PackingEngine):
                                                     rng)
             if cols is None:
                 yield from crop_events
-            else:
-                cols.extend(crop_events)
+            else:  # the crop's Placement first, then its Discard / BosAdded events (apply_crop's order)
+                kinds_append(placement_code)
+                placements_extend(pack_placement(*crop_events[0]))
+                cols.extend(crop_events[1:])
             if keep is not None:
                 buf.replace(seq, (occ, src, *keep))
                 size += 1
