@@ -199,9 +199,15 @@ def entry(name: str) -> PackerEntry:
     Traceback (most recent call last):
     packing_theory.InputError: policy must be one of discard, continue, ...; got 'nope'
 
+    A streaming policy's entry is built from its declaration alone (no peer
+    module is imported for it); any other name is looked up in :func:`entries`.
+
     Raises:
         InputError: an unknown name (the message lists every name).
     """
+    policy = STREAMING_POLICIES.get(name) if isinstance(name, str) else None
+    if policy is not None:
+        return _streaming_entry(policy)
     table = entries()
     if not isinstance(name, str) or name not in table:
         raise InputError(f"policy must be one of {', '.join(table)}; got {name!r}")

@@ -35,31 +35,36 @@ never the layers above.
 
 from __future__ import annotations
 
-from .documents import DocumentRows, DocumentTable, document_table, write_documents
-from .explanations import Explanation, explain
-from .ledger import Ledger, audit_events, audit_lengths
-from .population import (
-    AUTORESEARCH_EVAL_TARGETS,
-    DEFAULT_EVAL_PREFIXES,
-    EvalPopulation,
-    EvalPrefix,
-    evaluation_population,
-)
-from .results import (
-    Aggregates,
-    CoverageRow,
-    EmittedInterval,
-    ExposureProfile,
-    MassPartition,
-    ProtectedMass,
-    SeriesSample,
-    SourceRecord,
-    StratumRow,
-)
-from .startup import StartupSpread, startup_delays
-from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
-from .stream import StreamLedger, StreamResult
-from .untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .documents import DocumentRows, DocumentTable, document_table, write_documents
+    from .explanations import Explanation, explain
+    from .ledger import Ledger, audit_events, audit_lengths
+    from .population import (
+        AUTORESEARCH_EVAL_TARGETS,
+        DEFAULT_EVAL_PREFIXES,
+        EvalPopulation,
+        EvalPrefix,
+        evaluation_population,
+    )
+    from .results import (
+        Aggregates,
+        CoverageRow,
+        EmittedInterval,
+        ExposureProfile,
+        MassPartition,
+        ProtectedMass,
+        SeriesSample,
+        SourceRecord,
+        StratumRow,
+    )
+    from .startup import StartupSpread, startup_delays
+    from .strata import EVALUATION_BOUNDARIES, STRATA_BOUNDARIES, stratum_index, stratum_labels
+    from .stream import StreamLedger, StreamResult
+    from .untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
 
 __all__ = [
     "AUTORESEARCH_EVAL_TARGETS",
@@ -98,3 +103,17 @@ __all__ = [
     "stratum_labels",
     "write_documents",
 ]
+
+lazy_package(__name__, {
+    ".documents": ("DocumentRows", "DocumentTable", "document_table", "write_documents"),
+    ".explanations": ("Explanation", "explain"),
+    ".ledger": ("Ledger", "audit_events", "audit_lengths"),
+    ".population": ("AUTORESEARCH_EVAL_TARGETS", "DEFAULT_EVAL_PREFIXES", "EvalPopulation", "EvalPrefix",
+                    "evaluation_population"),
+    ".results": ("Aggregates", "CoverageRow", "EmittedInterval", "ExposureProfile", "MassPartition",
+                 "ProtectedMass", "SeriesSample", "SourceRecord", "StratumRow"),
+    ".startup": ("StartupSpread", "startup_delays"),
+    ".strata": ("EVALUATION_BOUNDARIES", "STRATA_BOUNDARIES", "stratum_index", "stratum_labels"),
+    ".stream": ("StreamLedger", "StreamResult"),
+    ".untrained": ("HorizonStatement", "NeverTrained", "horizon_statement", "never_trained"),
+})

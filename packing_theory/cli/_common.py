@@ -54,10 +54,16 @@ def emit_json(payload: Any) -> None:
 
 
 def with_row_progress(events: Iterable[Any], bar: Callable[[int], None] | None) -> Iterator[Any]:
-    """``events`` unchanged, telling ``bar`` the rows begun so far (nothing is added without a bar)."""
+    """``events`` unchanged, telling ``bar`` the rows begun so far.
+
+    Without a bar this is ``iter(events)`` itself: no layer between the packer and its consumers.
+    """
     if bar is None:
-        yield from events
-        return
+        return iter(events)
+    return _row_progress(events, bar)
+
+
+def _row_progress(events: Iterable[Any], bar: Callable[[int], None]) -> Iterator[Any]:
     from ..engine.batches import EventBatch
     from ..engine.events import Placement
 

@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
     from ..engine.consumers import feed_all
     from ..engine.horizon import Budget, cut_at_horizon
     from ..engine.summary import SummaryAccumulator
-    from ..invariant.wait_bound import StartDelayMonitor
     from ..registry import entry
     from ..reporting import progress_bar
     from ._common import (
@@ -73,16 +72,23 @@ def run(args: argparse.Namespace) -> int:
     acc = SummaryAccumulator.for_packer(packer)
     config = getattr(packer, "config", None)
     bounded = config is not None and config.start_delay_bound is not None
-    delays = StartDelayMonitor.for_packer(config) if config is not None and bounded else None
+    delays = None
+    if config is not None and bounded:
+        from ..invariant.wait_bound import StartDelayMonitor
+
+        delays = StartDelayMonitor.for_packer(config)
     figures = packer.figures(lengths) if config is None else None  # a framework's own figures
     t0 = time.perf_counter()
     extra = [*([] if delays is None else [delays]), *([] if figures is None else [figures])]
     bar = progress_bar("replay", getattr(config, "row_budget", None),
                        enabled=False if args.no_progress else None)
     try:
-        events = packer.stream(lengths)
-        if config is None:  # a streaming policy stops at the budget itself
-            events = cut_at_horizon(events, budget, capacity=packer.capacity)
+        if config is None:  # a framework's packer; a streaming policy stops at the budget itself
+            events = cut_at_horizon(packer.stream(lengths), budget, capacity=packer.capacity)
+        elif packer.columnar:  # its batches skip the event objects; every consumer here takes batches
+            events = packer.batches(lengths)
+        else:
+            events = packer.stream(lengths)
         stream = with_row_progress(events, bar)
         if sources is None:
             feed_all(stream, acc, *extra)

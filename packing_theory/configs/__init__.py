@@ -29,11 +29,16 @@ Imports: the registry, peers, corpus, engine, audit and invariant layers; never 
 
 from __future__ import annotations
 
-from ._base import FRAMEWORKS, KeyUse, MappedConfig
-from .blend import MegatronBlend, blending_indices
-from .doctor import doctor
-from .read import ConfigSettings, config_settings, detect_framework, read_config
-from .report import DoctorFinding, DoctorReport, Thresholds
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from ._base import FRAMEWORKS, KeyUse, MappedConfig
+    from .blend import MegatronBlend, blending_indices
+    from .doctor import doctor
+    from .read import ConfigSettings, config_settings, detect_framework, read_config
+    from .report import DoctorFinding, DoctorReport, Thresholds
 
 __all__ = [
     "FRAMEWORKS",
@@ -50,3 +55,11 @@ __all__ = [
     "doctor",
     "read_config",
 ]
+
+lazy_package(__name__, {
+    "._base": ("FRAMEWORKS", "KeyUse", "MappedConfig"),
+    ".blend": ("MegatronBlend", "blending_indices"),
+    ".doctor": ("doctor",),
+    ".read": ("ConfigSettings", "config_settings", "detect_framework", "read_config"),
+    ".report": ("DoctorFinding", "DoctorReport", "Thresholds"),
+})

@@ -26,19 +26,24 @@ The exclusion mask the scan returns is seed 002's ``.u8`` format
 (:mod:`packing_theory.corpus.masks`), the input of a cleaning-funnel stage.
 """
 
-from .hashing import (
-    DEFAULT_N,
-    HASH_BITS,
-    expected_false_positives,
-    naive_window_hash,
-    window_hashes,
-)
-from .index import DEFAULT_MEMORY_GRAMS, GramIndex, GramTable, IndexBuilder
-from .inputs import CorpusInput
-from .naive import naive_gram_set, naive_matches, naive_scan
-from .report import ContaminationReport, HitDocument, InputRecord, ReferenceRecord, SourceHits
-from .scan import EXCLUDE_RULES, block_hits, scan_contamination, window_counts
-from .tokens import ReferenceSpec, reference_pieces, text_token_ids
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .hashing import (
+        DEFAULT_N,
+        HASH_BITS,
+        expected_false_positives,
+        naive_window_hash,
+        window_hashes,
+    )
+    from .index import DEFAULT_MEMORY_GRAMS, GramIndex, GramTable, IndexBuilder
+    from .inputs import CorpusInput
+    from .naive import naive_gram_set, naive_matches, naive_scan
+    from .report import ContaminationReport, HitDocument, InputRecord, ReferenceRecord, SourceHits
+    from .scan import EXCLUDE_RULES, block_hits, scan_contamination, window_counts
+    from .tokens import ReferenceSpec, reference_pieces, text_token_ids
 
 __all__ = [
     "DEFAULT_MEMORY_GRAMS",
@@ -67,3 +72,13 @@ __all__ = [
     "window_counts",
     "window_hashes",
 ]
+
+lazy_package(__name__, {
+    ".hashing": ("DEFAULT_N", "HASH_BITS", "expected_false_positives", "naive_window_hash", "window_hashes"),
+    ".index": ("DEFAULT_MEMORY_GRAMS", "GramIndex", "GramTable", "IndexBuilder"),
+    ".inputs": ("CorpusInput",),
+    ".naive": ("naive_gram_set", "naive_matches", "naive_scan"),
+    ".report": ("ContaminationReport", "HitDocument", "InputRecord", "ReferenceRecord", "SourceHits"),
+    ".scan": ("EXCLUDE_RULES", "block_hits", "scan_contamination", "window_counts"),
+    ".tokens": ("ReferenceSpec", "reference_pieces", "text_token_ids"),
+})

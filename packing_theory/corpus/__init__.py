@@ -22,36 +22,41 @@ Every length is BOS-inclusive (``>= 1``); every loader raises ``ValueError``
 for an empty input, naming the input.
 """
 
-from ..lengths import load_lengths, validate_lengths
-from .cursor import ShardDocuments
-from .default import (
-    BODY_COMPONENTS,
-    CENSUS,
-    LENGTH_FLOOR,
-    PUBLISHED_REPLAY,
-    CorpusFit,
-    FitRow,
-    LogLogistic,
-    default_corpus_fit,
-    default_length_chunks,
-    default_lengths,
-    startup_targets,
-)
-from .documents import DocumentStore, TokenDocuments, lengths_fingerprint
-from .local_text import LocalDocument, LocalTextCorpus, bpe_lengths, load_local_text, train_byte_bpe
-from .manifest import MANIFEST_FORMAT, read_manifest, write_shards
-from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
-from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
-from .text import (
-    Tokenizer,
-    documents_from_texts,
-    iter_parquet_texts,
-    iter_text_files,
-    lengths_from_texts,
-    parquet_columns,
-    tokenize_batches,
-)
-from .verify import VerifyReport, verify_shards
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from ..lengths import load_lengths, validate_lengths
+    from .cursor import ShardDocuments
+    from .default import (
+        BODY_COMPONENTS,
+        CENSUS,
+        LENGTH_FLOOR,
+        PUBLISHED_REPLAY,
+        CorpusFit,
+        FitRow,
+        LogLogistic,
+        default_corpus_fit,
+        default_length_chunks,
+        default_lengths,
+        startup_targets,
+    )
+    from .documents import DocumentStore, TokenDocuments, lengths_fingerprint
+    from .local_text import LocalDocument, LocalTextCorpus, bpe_lengths, load_local_text, train_byte_bpe
+    from .manifest import MANIFEST_FORMAT, read_manifest, write_shards
+    from .ranks import RankStream, rank_row_groups, rank_stream, rank_stream_from_parquet
+    from .shards import HEADER, MAX_VOCAB, Shard, lengths_from_shards, read_shard, write_shard
+    from .text import (
+        Tokenizer,
+        documents_from_texts,
+        iter_parquet_texts,
+        iter_text_files,
+        lengths_from_texts,
+        parquet_columns,
+        tokenize_batches,
+    )
+    from .verify import VerifyReport, verify_shards
 
 __all__ = [
     "BODY_COMPONENTS",
@@ -99,3 +104,19 @@ __all__ = [
     "write_shard",
     "write_shards",
 ]
+
+lazy_package(__name__, {
+    "..lengths": ("load_lengths", "validate_lengths"),
+    ".cursor": ("ShardDocuments",),
+    ".default": ("BODY_COMPONENTS", "CENSUS", "LENGTH_FLOOR", "PUBLISHED_REPLAY", "CorpusFit", "FitRow",
+                 "LogLogistic", "default_corpus_fit", "default_length_chunks", "default_lengths",
+                 "startup_targets"),
+    ".documents": ("DocumentStore", "TokenDocuments", "lengths_fingerprint"),
+    ".local_text": ("LocalDocument", "LocalTextCorpus", "bpe_lengths", "load_local_text", "train_byte_bpe"),
+    ".manifest": ("MANIFEST_FORMAT", "read_manifest", "write_shards"),
+    ".ranks": ("RankStream", "rank_row_groups", "rank_stream", "rank_stream_from_parquet"),
+    ".shards": ("HEADER", "MAX_VOCAB", "Shard", "lengths_from_shards", "read_shard", "write_shard"),
+    ".text": ("Tokenizer", "documents_from_texts", "iter_parquet_texts", "iter_text_files",
+              "lengths_from_texts", "parquet_columns", "tokenize_batches"),
+    ".verify": ("VerifyReport", "verify_shards"),
+})

@@ -21,29 +21,34 @@ only when a Dask executor is used. This layer sits between ``cli`` and
 ``audit``: it imports ``audit``, ``corpus``, ``engine`` and the foundation.
 """
 
-from .census import (
-    CENSUS_FILES,
-    CENSUS_FORMAT,
-    CensusOptions,
-    CensusResult,
-    ShardResult,
-    census_row_groups,
-    census_shard,
-    run_census,
-    verify_census,
-)
-from .executors import (
-    DASK_INSTALL_HINT,
-    ResultRejected,
-    TaskFailed,
-    TaskRecord,
-    TaskRunner,
-    import_distributed,
-    open_runner,
-    parse_executor_spec,
-)
-from .merge import RanksSummary, RankSummary
-from .ranks import NANOCHAT_ROW_GROUP_SIZE, ParquetSource, RowGroups, audit_ranks, length_row_groups
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .census import (
+        CENSUS_FILES,
+        CENSUS_FORMAT,
+        CensusOptions,
+        CensusResult,
+        ShardResult,
+        census_row_groups,
+        census_shard,
+        run_census,
+        verify_census,
+    )
+    from .executors import (
+        DASK_INSTALL_HINT,
+        ResultRejected,
+        TaskFailed,
+        TaskRecord,
+        TaskRunner,
+        import_distributed,
+        open_runner,
+        parse_executor_spec,
+    )
+    from .merge import RanksSummary, RankSummary
+    from .ranks import NANOCHAT_ROW_GROUP_SIZE, ParquetSource, RowGroups, audit_ranks, length_row_groups
 
 __all__ = [
     "CENSUS_FILES",
@@ -71,3 +76,12 @@ __all__ = [
     "run_census",
     "verify_census",
 ]
+
+lazy_package(__name__, {
+    ".census": ("CENSUS_FILES", "CENSUS_FORMAT", "CensusOptions", "CensusResult", "ShardResult",
+                "census_row_groups", "census_shard", "run_census", "verify_census"),
+    ".executors": ("DASK_INSTALL_HINT", "ResultRejected", "TaskFailed", "TaskRecord", "TaskRunner",
+                   "import_distributed", "open_runner", "parse_executor_spec"),
+    ".merge": ("RanksSummary", "RankSummary"),
+    ".ranks": ("NANOCHAT_ROW_GROUP_SIZE", "ParquetSource", "RowGroups", "audit_ranks", "length_row_groups"),
+})

@@ -28,34 +28,39 @@ adapters, cli).
 
 from __future__ import annotations
 
-from .base import PackingEngine
-from .batches import EventBatch, EventItem, LengthChunks, batched, unbatched
-from .buffer import FastBuffer
-from .compiled import CompiledPacker
-from .consumers import Consumer, ConsumerSettings, consumer_settings, feed_all
-from .events import (
-    STOP_REASONS,
-    Arrival,
-    BosAdded,
-    BufferedSpan,
-    Discard,
-    Event,
-    EventSource,
-    Exhausted,
-    Filtered,
-    Horizon,
-    Padding,
-    Placement,
-    Repeat,
-    fill_length,
-)
-from .packer import Packer
-from .policies import EXHAUSTED_MODES, POLICIES, RANDOM_SPAN_SEED, ExhaustedMode, PackerConfig, Policy
-from .reference import ReferencePacker
-from .replay import ENGINES, Engine, Replay, make_packer, replay
-from .rows import RowEvent, group_rows, token_rows
-from .starts import StartTracker
-from .summary import ReplaySummary, SummaryAccumulator, summarize
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .base import PackingEngine
+    from .batches import EventBatch, EventItem, LengthChunks, batched, unbatched
+    from .buffer import FastBuffer
+    from .compiled import CompiledPacker
+    from .consumers import Consumer, ConsumerSettings, consumer_settings, feed_all
+    from .events import (
+        STOP_REASONS,
+        Arrival,
+        BosAdded,
+        BufferedSpan,
+        Discard,
+        Event,
+        EventSource,
+        Exhausted,
+        Filtered,
+        Horizon,
+        Padding,
+        Placement,
+        Repeat,
+        fill_length,
+    )
+    from .packer import Packer
+    from .policies import EXHAUSTED_MODES, POLICIES, RANDOM_SPAN_SEED, ExhaustedMode, PackerConfig, Policy
+    from .reference import ReferencePacker
+    from .replay import ENGINES, Engine, Replay, make_packer, replay
+    from .rows import RowEvent, group_rows, token_rows
+    from .starts import StartTracker
+    from .summary import ReplaySummary, SummaryAccumulator, summarize
 
 __all__ = [
     "ENGINES",
@@ -105,3 +110,21 @@ __all__ = [
     "token_rows",
     "unbatched",
 ]
+
+lazy_package(__name__, {
+    ".base": ("PackingEngine",),
+    ".batches": ("EventBatch", "EventItem", "LengthChunks", "batched", "unbatched"),
+    ".buffer": ("FastBuffer",),
+    ".compiled": ("CompiledPacker",),
+    ".consumers": ("Consumer", "ConsumerSettings", "consumer_settings", "feed_all"),
+    ".events": ("STOP_REASONS", "Arrival", "BosAdded", "BufferedSpan", "Discard", "Event", "EventSource",
+                "Exhausted", "Filtered", "Horizon", "Padding", "Placement", "Repeat", "fill_length"),
+    ".packer": ("Packer",),
+    ".policies": ("EXHAUSTED_MODES", "POLICIES", "RANDOM_SPAN_SEED", "ExhaustedMode", "PackerConfig",
+                  "Policy"),
+    ".reference": ("ReferencePacker",),
+    ".replay": ("ENGINES", "Engine", "Replay", "make_packer", "replay"),
+    ".rows": ("RowEvent", "group_rows", "token_rows"),
+    ".starts": ("StartTracker",),
+    ".summary": ("ReplaySummary", "SummaryAccumulator", "summarize"),
+})

@@ -32,8 +32,9 @@ The compiled engine is not ``resumable``: given ``resume`` it refuses with an
 :class:`~packing_theory.errors.InputError` naming the engine that can.
 
 >>> from packing_theory import CompiledPacker, Packer, ReferencePacker
->>> [(cls.engine, cls.resumable, cls.native_batches) for cls in (Packer, ReferencePacker, CompiledPacker)]
-[('fast', True, False), ('reference', True, False), ('compiled', False, True)]
+>>> [(cls.engine, cls.resumable, cls.native_batches, cls.columnar)
+...  for cls in (Packer, ReferencePacker, CompiledPacker)]
+[('fast', True, False, True), ('reference', True, False, False), ('compiled', False, True, True)]
 >>> packer = Packer(capacity=8, min_buffer=2, refill=2)
 >>> [len(b) for b in packer.batches([5, 3, 9, 4], size=4)]
 [4, 4]
@@ -53,7 +54,6 @@ from ..errors import InputError
 from .batches import DEFAULT_BATCH_EVENTS, EventBatch, EventItem, batched
 from .events import Event, Placement
 from .policies import LengthsInput, PackerConfig, resolve_config
-from .rows import group_rows, token_rows
 from .state import EngineState, PackerRun
 
 __all__ = ["PackingEngine"]
@@ -69,12 +69,15 @@ class PackingEngine(ABC):
     Class attributes: ``engine`` (its name for
     :func:`~packing_theory.engine.replay.make_packer`), ``resumable`` (it can
     capture and resume an :class:`~packing_theory.engine.state.EngineState`),
-    ``native_batches`` (:meth:`stream` yields batches).
+    ``native_batches`` (:meth:`stream` yields batches), ``columnar`` (:meth:`batches` writes its
+    columns directly, without building the single events first: cheaper than :meth:`events` for a
+    consumer that accounts batches with numpy).
     """
 
     engine: ClassVar[str]
     resumable: ClassVar[bool] = True
     native_batches: ClassVar[bool] = False
+    columnar: ClassVar[bool] = False
 
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
         self.config: PackerConfig = resolve_config(config, kwargs, PackerConfig)
@@ -122,6 +125,8 @@ class PackingEngine(ABC):
 
     def placement_rows(self, lengths: LengthsInput) -> Iterator[list[Placement]]:
         """Each complete row as its list of placements (an audit's view)."""
+        from .rows import group_rows
+
         return group_rows(self.events(lengths), self.config.capacity)
 
     def token_rows(self, documents: Iterable[Sequence[int]]) -> Iterator[list[int]]:
@@ -136,6 +141,8 @@ class PackingEngine(ABC):
         >>> list(Packer(capacity=4, min_buffer=1, refill=1).token_rows(docs))
         [[0, 11, 12, 0], [0, 31, 32, 33]]
         """
+        from .rows import token_rows
+
         return token_rows(self, documents)
 
     def rows(

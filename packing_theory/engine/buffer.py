@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right, insort
+from heapq import heappop
 from typing import Any
-
-from sortedcontainers import SortedList  # type: ignore[import-untyped]
 
 from .._checks import check_int
 from .events import BufferedSpan
@@ -93,25 +92,34 @@ class FastBuffer:
 
     def extend(self, records: list[Record]) -> None:
         """Append several spans at the end, in order. O(k log n) for k records."""
-        spans = self._spans
         buckets = self._buckets
         long = self._long
         R = self._R
-        seq = self._next
+        first = seq = self._next
+        fresh = []  # lengths that got a bucket: added to the sorted index at once, below
         for record in records:
-            spans[seq] = record
             length = record[3]
             if length <= R:
                 bucket = buckets.get(length)
                 if bucket is None:
                     buckets[length] = [seq]
-                    self._new_length(length)
-                else:
-                    heapq.heappush(bucket, seq)
+                    fresh.append(length)
+                else:  # seq is the largest number issued: appending it keeps the heap a heap
+                    bucket.append(seq)
             else:
                 heapq.heappush(long, (length, seq))
             seq += 1
+        self._spans.update(zip(range(first, seq), records, strict=True))
         self._next = seq
+        if fresh:
+            if self._big:
+                self._lens.update(fresh)
+            elif len(self._lens) + len(fresh) > SMALL_DISTINCT:
+                self._lens = _sorted_list([*self._lens, *fresh])
+                self._big = True
+            else:  # one sort of a sorted run and a short tail: O(n) merge in C
+                self._lens += fresh
+                self._lens.sort()
 
     def _new_length(self, length: int) -> None:
         lens = self._lens
@@ -120,7 +128,7 @@ class FastBuffer:
             return
         insort(lens, length)
         if len(lens) > SMALL_DISTINCT:
-            self._lens = SortedList(lens)
+            self._lens = _sorted_list(lens)
             self._big = True
 
     def _insert(self, seq: int, record: Record) -> None:
@@ -166,7 +174,7 @@ class FastBuffer:
                 crop = True
             length = lens[i]
             bucket = self._buckets[length]
-            seq = heapq.heappop(bucket)
+            seq = heappop(bucket)
             if not bucket:
                 del self._buckets[length]
                 del lens[i]
@@ -239,6 +247,8 @@ class FastBuffer:
         lens = list(self._lens)
         assert lens == sorted(set(lens)), "distinct lengths not sorted or repeated"
         assert set(lens) == set(self._buckets), "lengths and buckets disagree"
+        from sortedcontainers import SortedList  # type: ignore[import-untyped]
+
         assert self._big == isinstance(self._lens, SortedList)
         assert self._big or len(lens) <= SMALL_DISTINCT
         for length, bucket in self._buckets.items():
@@ -263,6 +273,13 @@ class FastBuffer:
         assert all(0 <= s < self._next for s in seen)
         for rec in self._spans.values():
             assert rec[3] >= 1, f"empty span {rec}"
+
+
+def _sorted_list(values: list[int]) -> Any:
+    """``values`` as a ``sortedcontainers.SortedList`` (imported here: most replays never need one)."""
+    from sortedcontainers import SortedList
+
+    return SortedList(values)
 
 
 def _is_heap(h: list[int] | list[tuple[int, int]]) -> bool:

@@ -232,6 +232,7 @@ class CompiledPacker(PackingEngine):
     engine = "compiled"
     resumable = False
     native_batches = True
+    columnar = True
 
     def __init__(self, config: PackerConfig | None = None, **kwargs: Any) -> None:
         config = resolve_config(config, kwargs, PackerConfig)

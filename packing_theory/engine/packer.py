@@ -16,9 +16,12 @@ from __future__ import annotations
 import collections
 import random
 from collections.abc import Iterator
+from itertools import repeat
 
 from .base import PackingEngine
+from .batches import DEFAULT_BATCH_EVENTS, PLACEMENT, EventBatch
 from .buffer import FastBuffer
+from .columns import ColumnBuilder
 from .events import (
     Arrival,
     BosAdded,
@@ -55,6 +58,7 @@ class Packer(PackingEngine):
     """
 
     engine = "fast"
+    columnar = True
 
     def events(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> Iterator[Event]:
         """Replay ``lengths`` (BOS-inclusive source lengths) and yield the event stream.
@@ -65,14 +69,40 @@ class Packer(PackingEngine):
         the events are exactly those the uninterrupted replay yields after it.
         A streamed iterator must then start at ``resume.cursor.position``.
         """
-        return self._events(lengths, resume, None)
+        return self._events(lengths, resume, None, None)  # type: ignore[return-value]
+
+    def batches(self, lengths: LengthsInput, *, size: int = DEFAULT_BATCH_EVENTS,
+                resume: EngineState | None = None) -> Iterator[EventBatch]:
+        """:meth:`events` as :class:`~packing_theory.engine.batches.EventBatch` es of ``size`` events.
+
+        The same replay loop writes the events' fields straight into columns
+        (:class:`~packing_theory.engine.columns.ColumnBuilder`) instead of
+        building one object per event; the batches are exactly
+        ``batched(self.events(lengths), size)`` (every batch holds ``size``
+        events but the last). What a consumer that accounts batches with numpy
+        (:class:`~packing_theory.engine.summary.SummaryAccumulator`, the ledger)
+        should be fed: ``packing-theory replay`` is.
+
+        >>> [len(b) for b in Packer(capacity=8, min_buffer=2, refill=2).batches([5, 3, 9, 4], size=3)]
+        [3, 3, 2]
+
+        Raises:
+            TypeError: ``size`` is not an int.
+            ValueError: ``size < 1``.
+        """
+        return self._events(lengths, resume, None, ColumnBuilder(size))  # type: ignore[return-value]
 
     def run(self, lengths: LengthsInput, *, resume: EngineState | None = None) -> PackerRun:
         """:meth:`events` as a :class:`~packing_theory.engine.state.PackerRun` that can capture its state."""
-        return PackerRun(lambda run: self._events(lengths, resume, run))
+        return PackerRun(lambda run: self._events(lengths, resume, run, None))  # type: ignore[arg-type,return-value]
 
-    def _events(self, lengths: LengthsInput, resume: EngineState | None, run: PackerRun | None
-                ) -> Iterator[Event]:
+    def _events(self, lengths: LengthsInput, resume: EngineState | None, run: PackerRun | None,
+                cols: ColumnBuilder | None) -> Iterator[Event | EventBatch]:
+        """The replay loop: single events, or (``cols`` given) batches of them built in columns.
+
+        Both forms go through every line below; they differ only where an
+        event is emitted (``cols is None``: yield it; else: append its fields).
+        """
         cfg = self.config
         R = cfg.capacity
         B = cfg.min_buffer
@@ -111,28 +141,57 @@ class Packer(PackingEngine):
         cursor = RefillCursor(lengths, cfg, None if resume is None else resume.cursor)
         if resume is not None and cursor.array is not None:
             check_state(resume, cursor.array, cfg)  # a tampered state is refused, O(B)
-        next_batch = cursor.next_batch
+        next_block = cursor.next_block
         stream_done = cursor.done
         stop_reason = "rows"
+        if cols is not None:
+            kinds = cols.kinds
+            kinds_append = kinds.append
+            placement_code = PLACEMENT
+            placements_extend = cols.flat[PLACEMENT].extend
+            pack_placement = cols.pack[PLACEMENT].pack
         while budget is None or row < budget:
-            if run is not None and pos == 0 and run._wants():
-                run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
+            if pos == 0:
+                if run is not None and run._wants():
+                    run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
+                if cols is not None and len(kinds) >= cols.size:
+                    yield from cols.ready()
             if size < B:
                 while not stream_done and size < B:
-                    batch = next_batch()
-                    if batch is None:
+                    block = next_block()
+                    if block is None:
                         stream_done = True
                         break
-                    records = []
-                    for source, pass_index, length in batch:
-                        yield new(Arrival, (occurrence, source, pass_index, length))
-                        if splitting and length > R:
-                            chunks = segment(length, R)
-                            yield BosAdded(occurrence, source, len(chunks) - 1)
-                            records += [(occurrence, source, start, n, bos) for start, n, bos in chunks]
+                    first, pass_index, batch = block  # sources first, first + 1, ...; their lengths
+                    k = len(batch)
+                    if splitting:
+                        records = []
+                        for occ, source, length in zip(range(occurrence, occurrence + k),
+                                                       range(first, first + k), batch, strict=True):
+                            arrival = new(Arrival, (occ, source, pass_index, length))
+                            if cols is None:
+                                yield arrival
+                            else:
+                                cols.add(arrival)
+                            if length > R:
+                                chunks = segment(length, R)
+                                added = BosAdded(occ, source, len(chunks) - 1)
+                                if cols is None:
+                                    yield added
+                                else:
+                                    cols.add(added)
+                                records += [(occ, source, start, n, bos) for start, n, bos in chunks]
+                            else:
+                                records.append((occ, source, 0, length, False))
+                    else:
+                        occs, sources = range(occurrence, occurrence + k), range(first, first + k)
+                        records = list(zip(occs, sources, repeat(0), batch, repeat(False)))
+                        if cols is None:
+                            for fields in zip(occs, sources, repeat(pass_index), batch):
+                                yield new(Arrival, fields)
                         else:
-                            records.append((occurrence, source, 0, length, False))
-                        occurrence += 1
+                            cols.arrivals(occurrence, first, pass_index, batch)
+                    occurrence += k
                     buf.extend(records)
                     size += len(records)
                 if size < B:
@@ -141,7 +200,11 @@ class Packer(PackingEngine):
                         break
                     if not announced:
                         announced = True
-                        yield Exhausted(row, pos, size)
+                        exhausted = Exhausted(row, pos, size)
+                        if cols is None:
+                            yield exhausted
+                        else:
+                            cols.add(exhausted)
                     if not size:
                         stop_reason = "drained"
                         break
@@ -151,7 +214,11 @@ class Packer(PackingEngine):
                 if pos == 0:  # every span is longer than R: every further row is padding
                     stop_reason = "starved"
                     break
-                yield Padding(row, pos, remaining)
+                padding = Padding(row, pos, remaining)
+                if cols is None:
+                    yield padding
+                else:
+                    cols.add(padding)
                 row += 1
                 pos = 0
                 continue
@@ -177,7 +244,11 @@ class Packer(PackingEngine):
             # ---- end bounded-wait --------------------------------------------------------
             size -= 1
             if not crop:
-                yield new(Placement, (row, pos, occ, src, start, n, bos, False))
+                if cols is None:
+                    yield new(Placement, (row, pos, occ, src, start, n, bos, False))
+                else:
+                    kinds_append(placement_code)
+                    placements_extend(pack_placement(row, pos, occ, src, start, n, bos, False))
                 pos += n
                 if pos == R:
                     row += 1
@@ -185,7 +256,12 @@ class Packer(PackingEngine):
                 continue
             crop_events, keep, requeue = apply_crop(policy, row, pos, occ, src, (start, n, bos), remaining,
                                                     rng)
-            yield from crop_events
+            if cols is None:
+                yield from crop_events
+            else:  # the crop's Placement first, then its Discard / BosAdded events (apply_crop's order)
+                kinds_append(placement_code)
+                placements_extend(pack_placement(*crop_events[0]))
+                cols.extend(crop_events[1:])
             if keep is not None:
                 buf.replace(seq, (occ, src, *keep))
                 size += 1
@@ -196,7 +272,11 @@ class Packer(PackingEngine):
             pos = 0
         if run is not None and pos == 0 and run._wants():
             run._capture(_state(cfg, row, occurrence, cursor, buf, rng, announced, waiting, synced))
-        yield Horizon(row, pos, stop_reason, buf.snapshot())
+        horizon = Horizon(row, pos, stop_reason, buf.snapshot())
+        if cols is None:
+            yield horizon
+        else:
+            yield from cols.finish(horizon)
 
 
 def _state(cfg: PackerConfig, row: int, occurrence: int, cursor: RefillCursor, buf: FastBuffer,

@@ -489,6 +489,8 @@ def segment(length: int, capacity: int) -> list[tuple[int, int, bool]]:
 
 # --------------------------------------------------------------------------- crops
 
+_new = tuple.__new__  # a named tuple without its Python-level __new__: crops are one selection in five
+
 
 class CropOutcome(NamedTuple):
     """What a crop of ``m`` tokens from a span produces.
@@ -538,11 +540,11 @@ def crop_outcome(
     left = length - m
     rule = STREAMING_POLICIES[policy].crop
     if rule == "continue":
-        return CropOutcome(start, bos_inserted, (), (rest, left, False), None)
+        return _new(CropOutcome, (start, bos_inserted, (), (rest, left, False), None))
     if rule == "requeue-bos":
         if left > 1:
-            return CropOutcome(start, bos_inserted, (), None, (rest, left + 1, True))
-        return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
+            return _new(CropOutcome, (start, bos_inserted, (), None, (rest, left + 1, True)))
+        return _new(CropOutcome, (start, bos_inserted, ((rest, left),), None, None))
     if rule == "random-span" and m >= 2:
         if rng is None:
             raise InputError("random-span crops need an rng, got None")
@@ -550,8 +552,8 @@ def crop_outcome(
         if a > 1:
             tail = a + m - 1
             discards = ((1, a - 1),) if tail == length else ((1, a - 1), (tail, length - tail))
-            return CropOutcome(a, True, discards, None, None)
-    return CropOutcome(start, bos_inserted, ((rest, left),), None, None)
+            return _new(CropOutcome, (a, True, discards, None, None))
+    return _new(CropOutcome, (start, bos_inserted, ((rest, left),), None, None))
 
 
 Span = tuple[int, int, bool]
@@ -586,12 +588,13 @@ def apply_crop(
     (['Placement', 'BosAdded'], None, (2, 8, True))
     """
     start, n, bos = span
-    out = crop_outcome(policy, start, n, bos, m, rng)
-    placed = Placement(row, offset, occurrence, source, out.start, m, out.bos_inserted, True)
-    events: tuple[Event, ...] = (placed,)
-    if out.discards:
-        events += tuple(Discard(occurrence, source, a, k) for a, k in out.discards)
-    if out.requeue is not None:
-        events += (BosAdded(occurrence, source, 1),)
-    return events, out.keep, out.requeue
+    first, bos_inserted, discards, keep, requeue = crop_outcome(policy, start, n, bos, m, rng)
+    placed = _new(Placement, (row, offset, occurrence, source, first, m, bos_inserted, True))
+    if len(discards) == 1 and requeue is None:  # discard's crop: the common case
+        ((a, k),) = discards
+        return (placed, _new(Discard, (occurrence, source, a, k))), keep, None
+    events: tuple[Event, ...] = (placed, *[_new(Discard, (occurrence, source, a, k)) for a, k in discards])
+    if requeue is not None:
+        events += (_new(BosAdded, (occurrence, source, 1)),)
+    return events, keep, requeue
 

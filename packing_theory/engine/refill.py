@@ -8,6 +8,7 @@ of an engine's state for exact resume (:mod:`packing_theory.engine.state`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -142,37 +143,50 @@ class RefillCursor:
         return CursorState(self.pass_index, self.position, self.batch_index, self.done)
 
     def next_batch(self) -> list[tuple[int, int, int]] | None:
-        """The next refill batch, or ``None`` when the stream is exhausted. O(batch)."""
+        """The next refill batch as ``(source, pass_index, length)`` arrivals, or ``None`` when the
+        stream is exhausted. O(batch)."""
+        block = self.next_block()
+        if block is None:
+            return None
+        first, p, lengths = block
+        return [(s, p, n) for s, n in enumerate(lengths, first)]
+
+    def next_block(self) -> tuple[int, int, list[int]] | None:
+        """The next refill batch as ``(first source, pass_index, lengths)``, or ``None`` when the stream
+        is exhausted: the batch's sources are ``first, first + 1, ...`` (a batch never crosses a pass).
+        O(batch).
+
+        >>> cur = RefillCursor([5, 3, 9], PackerConfig(refill=2))
+        >>> cur.next_block(), cur.next_block(), cur.next_block()
+        ((0, 0, [5, 3]), (2, 0, [9]), None)
+        """
         if self.done:
             return None
         size = self._sizes[self.batch_index % len(self._sizes)]
-        if self._array is not None:
-            return self._array_batch(self._array, size)
-        assert self._iter is not None
         first = self.position
-        batch = [(first + j, 0, n) for j, n in zip(range(size), self._iter, strict=False)]
-        if not batch:
+        p = self.pass_index
+        if self._array is not None:
+            arr = self._array
+            j = min(arr.size, first + size)
+            lengths: list[int] = arr[first:j].tolist()
+            self.position = j
+            self.batch_index += 1
+            if j == arr.size:  # the pass ends: the next batch starts the next pass afresh
+                self.pass_index += 1
+                self.position = 0
+                self.batch_index = 0
+                self.done = self.pass_index >= self._passes
+            return first, p, lengths
+        assert self._iter is not None
+        lengths = list(itertools.islice(self._iter, size))
+        if not lengths:
             self.done = True
             if first == 0:
                 raise InputError("lengths is empty: a replay needs at least one document")
             return None
-        self.position += len(batch)
+        self.position += len(lengths)
         self.batch_index += 1
-        return batch
-
-    def _array_batch(self, arr: npt.NDArray[np.int64], size: int) -> list[tuple[int, int, int]]:
-        i = self.position
-        j = min(arr.size, i + size)
-        p = self.pass_index
-        batch = [(s, p, n) for s, n in enumerate(arr[i:j].tolist(), i)]
-        self.position = j
-        self.batch_index += 1
-        if j == arr.size:  # the pass ends: the next batch starts the next pass afresh
-            self.pass_index += 1
-            self.position = 0
-            self.batch_index = 0
-            self.done = self.pass_index >= self._passes
-        return batch
+        return first, p, lengths
 
 
 def refill_batches(lengths: object, config: PackerConfig) -> Iterator[list[tuple[int, int, int]]]:

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InputError
-from .compiled import CompiledPacker
 from .events import Arrival, Event, Horizon, Placement
-from .packer import Packer
 from .policies import LengthsInput, PackerConfig
-from .reference import ReferencePacker
-from .rows import group_rows
 from .summary import ReplaySummary, summarize
+
+if TYPE_CHECKING:  # each engine is imported when it is built (a replay loads one of them)
+    from .compiled import CompiledPacker
+    from .packer import Packer
+    from .reference import ReferencePacker
 
 __all__ = ["ENGINES", "Engine", "Replay", "make_packer", "replay"]
 
@@ -39,10 +40,16 @@ def make_packer(
     packing_theory.InputError: engine must be one of fast, compiled, reference; got 'nope'
     """
     if engine == "fast":
+        from .packer import Packer
+
         return Packer(config, **kwargs)
     if engine == "reference":
+        from .reference import ReferencePacker
+
         return ReferencePacker(config, **kwargs)
     if engine == "compiled":
+        from .compiled import CompiledPacker
+
         return CompiledPacker(config, **kwargs)
     raise InputError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 
@@ -78,6 +85,8 @@ class Replay:
 
     def rows(self) -> list[list[Placement]]:
         """Complete rows as lists of placements."""
+        from .rows import group_rows
+
         return list(group_rows(self.events, self.config.capacity))
 
     def summary(self) -> ReplaySummary:

@@ -42,91 +42,96 @@ module                 job
 [True, True]
 """
 
-from .bootstrap import (
-    BOOTSTRAP_TARGET,
-    ContrastResult,
-    Interval,
-    ModelComparison,
-    compare,
-    percentile_interval,
-)
-from .family import (
-    SEED_000_FAMILY_STRATA,
-    Contrast,
-    ContrastFamily,
-    Dropped,
-    bonferroni_quantiles,
-    contrast_value,
-    declare_family,
-    family_from_dict,
-    family_of_pairs,
-    interaction_family,
-    parse_pair,
-    read_family,
-)
-from .metrics import (
-    POSITION_BINS,
-    Fingerprint,
-    Metrics,
-    WindowScores,
-    bin_labels,
-    fingerprint,
-    score,
-    validate_token_bytes,
-)
-from .natural import NATURAL_CONTEXTS, NaturalCell, NaturalContextAssay, natural_context_assay
-from .ngram import NGramModel
-from .population import (
-    DEFAULT_PER_STRATUM,
-    DEFAULT_SAMPLE_SEED,
-    EVAL_BOUNDARIES,
-    Population,
-    SupportStatement,
-    normalise_text,
-    sample_population,
-    support_statement,
-    text_digest,
-    token_hash,
-)
-from .protocol import NllFn
-from .published import PublishedCheck, reproduce
-from .ranking import (
-    DEFAULT_SUBSETS,
-    PAPER_PREFIXES,
-    PrefixContrast,
-    PrefixResult,
-    RankingCheck,
-    RowStatistics,
-    rank,
-    ranking_check,
-    reversals,
-    row_statistics,
-)
-from .results import (
-    CENSUS_TARGET,
-    WINDOW_TARGET,
-    Accounting,
-    CensusSummary,
-    EvaluationSummary,
-    account,
-    census_summary,
-    summarize_scores,
-)
-from .synthetic import LazyDocuments, PlantedProcess
-from .windows import (
-    KINDS,
-    NATURAL_KINDS,
-    Window,
-    WindowSpec,
-    beginning_window,
-    census_windows,
-    check_census,
-    natural_tail_window,
-    pad_batch,
-    prefix_region_window,
-    source_windows,
-    tail_window,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .bootstrap import (
+        BOOTSTRAP_TARGET,
+        ContrastResult,
+        Interval,
+        ModelComparison,
+        compare,
+        percentile_interval,
+    )
+    from .family import (
+        SEED_000_FAMILY_STRATA,
+        Contrast,
+        ContrastFamily,
+        Dropped,
+        bonferroni_quantiles,
+        contrast_value,
+        declare_family,
+        family_from_dict,
+        family_of_pairs,
+        interaction_family,
+        parse_pair,
+        read_family,
+    )
+    from .metrics import (
+        POSITION_BINS,
+        Fingerprint,
+        Metrics,
+        WindowScores,
+        bin_labels,
+        fingerprint,
+        score,
+        validate_token_bytes,
+    )
+    from .natural import NATURAL_CONTEXTS, NaturalCell, NaturalContextAssay, natural_context_assay
+    from .ngram import NGramModel
+    from .population import (
+        DEFAULT_PER_STRATUM,
+        DEFAULT_SAMPLE_SEED,
+        EVAL_BOUNDARIES,
+        Population,
+        SupportStatement,
+        normalise_text,
+        sample_population,
+        support_statement,
+        text_digest,
+        token_hash,
+    )
+    from .protocol import NllFn
+    from .published import PublishedCheck, reproduce
+    from .ranking import (
+        DEFAULT_SUBSETS,
+        PAPER_PREFIXES,
+        PrefixContrast,
+        PrefixResult,
+        RankingCheck,
+        RowStatistics,
+        rank,
+        ranking_check,
+        reversals,
+        row_statistics,
+    )
+    from .results import (
+        CENSUS_TARGET,
+        WINDOW_TARGET,
+        Accounting,
+        CensusSummary,
+        EvaluationSummary,
+        account,
+        census_summary,
+        summarize_scores,
+    )
+    from .synthetic import LazyDocuments, PlantedProcess
+    from .windows import (
+        KINDS,
+        NATURAL_KINDS,
+        Window,
+        WindowSpec,
+        beginning_window,
+        census_windows,
+        check_census,
+        natural_tail_window,
+        pad_batch,
+        prefix_region_window,
+        source_windows,
+        tail_window,
+    )
 
 __all__ = [
     "BOOTSTRAP_TARGET",
@@ -206,3 +211,28 @@ __all__ = [
     "token_hash",
     "validate_token_bytes",
 ]
+
+lazy_package(__name__, {
+    ".bootstrap": ("BOOTSTRAP_TARGET", "ContrastResult", "Interval", "ModelComparison", "compare",
+                   "percentile_interval"),
+    ".family": ("SEED_000_FAMILY_STRATA", "Contrast", "ContrastFamily", "Dropped", "bonferroni_quantiles",
+                "contrast_value", "declare_family", "family_from_dict", "family_of_pairs",
+                "interaction_family", "parse_pair", "read_family"),
+    ".metrics": ("POSITION_BINS", "Fingerprint", "Metrics", "WindowScores", "bin_labels", "fingerprint",
+                 "score", "validate_token_bytes"),
+    ".natural": ("NATURAL_CONTEXTS", "NaturalCell", "NaturalContextAssay", "natural_context_assay"),
+    ".ngram": ("NGramModel",),
+    ".population": ("DEFAULT_PER_STRATUM", "DEFAULT_SAMPLE_SEED", "EVAL_BOUNDARIES", "Population",
+                    "SupportStatement", "normalise_text", "sample_population", "support_statement",
+                    "text_digest", "token_hash"),
+    ".protocol": ("NllFn",),
+    ".published": ("PublishedCheck", "reproduce"),
+    ".ranking": ("DEFAULT_SUBSETS", "PAPER_PREFIXES", "PrefixContrast", "PrefixResult", "RankingCheck",
+                 "RowStatistics", "rank", "ranking_check", "reversals", "row_statistics"),
+    ".results": ("CENSUS_TARGET", "WINDOW_TARGET", "Accounting", "CensusSummary", "EvaluationSummary",
+                 "account", "census_summary", "summarize_scores"),
+    ".synthetic": ("LazyDocuments", "PlantedProcess"),
+    ".windows": ("KINDS", "NATURAL_KINDS", "Window", "WindowSpec", "beginning_window", "census_windows",
+                 "check_census", "natural_tail_window", "pad_batch", "prefix_region_window",
+                 "source_windows", "tail_window"),
+})

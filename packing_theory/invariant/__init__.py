@@ -37,24 +37,29 @@ Imports: the engine and the foundation only.
 
 from __future__ import annotations
 
-from .embedding import MonitoredBuffer
-from .misuse import Misuse, MonitorMisuse, MonitorTypeError
-from .monitor import InvariantMonitor
-from .protected import (
-    VIOLATION_KINDS,
-    BufferSummary,
-    InvariantViolation,
-    ProtectedSet,
-    Violation,
-    ViolationKind,
-    protected_invariant_holds,
-    protected_keys,
-    protected_set,
-    protected_violations,
-    summarize_buffer,
-)
-from .report import OUTSIDE_FAMILY, MonitorReport
-from .tracker import BufferTracker
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .embedding import MonitoredBuffer
+    from .misuse import Misuse, MonitorMisuse, MonitorTypeError
+    from .monitor import InvariantMonitor
+    from .protected import (
+        VIOLATION_KINDS,
+        BufferSummary,
+        InvariantViolation,
+        ProtectedSet,
+        Violation,
+        ViolationKind,
+        protected_invariant_holds,
+        protected_keys,
+        protected_set,
+        protected_violations,
+        summarize_buffer,
+    )
+    from .report import OUTSIDE_FAMILY, MonitorReport
+    from .tracker import BufferTracker
 
 __all__ = [
     "OUTSIDE_FAMILY",
@@ -77,3 +82,14 @@ __all__ = [
     "protected_violations",
     "summarize_buffer",
 ]
+
+lazy_package(__name__, {
+    ".embedding": ("MonitoredBuffer",),
+    ".misuse": ("Misuse", "MonitorMisuse", "MonitorTypeError"),
+    ".monitor": ("InvariantMonitor",),
+    ".protected": ("VIOLATION_KINDS", "BufferSummary", "InvariantViolation", "ProtectedSet", "Violation",
+                   "ViolationKind", "protected_invariant_holds", "protected_keys", "protected_set",
+                   "protected_violations", "summarize_buffer"),
+    ".report": ("OUTSIDE_FAMILY", "MonitorReport"),
+    ".tracker": ("BufferTracker",),
+})

@@ -36,26 +36,31 @@ reporting and the foundation.
 
 from __future__ import annotations
 
-from .audit import AUDIT_FILES, AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit_corpus
-from .compare import Comparison, compare_corpus, default_packers
-from .compare_report import COMPARE_FILES
-from .corpus import Corpus, CorpusSummary, corpus_summary, open_corpus
-from .demo import (
-    COMPARE_DEMO_DOCUMENTS,
-    DEMO_EVAL_DOCUMENTS,
-    DEMO_EVAL_SEED,
-    DEMO_POLICIES,
-    PAPER_5_1,
-    AuditDemo,
-    CompareDemo,
-    audit_demo,
-    audit_demo_budget,
-    compare_demo,
-)
-from .measure import HORIZON_RULES, Measurement, PackerRun, measure
-from .settings import DEFAULT_SEQ_LENGTH, Settings
-from .sources import SourcePlan, SourcesResult
-from .verdicts import packer_verdict, shrunk_counterexample
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .audit import AUDIT_FILES, AUTORESEARCH_ROWS, DOCUMENTS_FILES, AuditResult, EvalStream, audit_corpus
+    from .compare import Comparison, compare_corpus, default_packers
+    from .compare_report import COMPARE_FILES
+    from .corpus import Corpus, CorpusSummary, corpus_summary, open_corpus
+    from .demo import (
+        COMPARE_DEMO_DOCUMENTS,
+        DEMO_EVAL_DOCUMENTS,
+        DEMO_EVAL_SEED,
+        DEMO_POLICIES,
+        PAPER_5_1,
+        AuditDemo,
+        CompareDemo,
+        audit_demo,
+        audit_demo_budget,
+        compare_demo,
+    )
+    from .measure import HORIZON_RULES, Measurement, PackerRun, measure
+    from .settings import DEFAULT_SEQ_LENGTH, Settings
+    from .sources import SourcePlan, SourcesResult
+    from .verdicts import packer_verdict, shrunk_counterexample
 
 __all__ = [
     "AUDIT_FILES",
@@ -93,3 +98,17 @@ __all__ = [
     "packer_verdict",
     "shrunk_counterexample",
 ]
+
+lazy_package(__name__, {
+    ".audit": ("AUDIT_FILES", "AUTORESEARCH_ROWS", "DOCUMENTS_FILES", "AuditResult", "EvalStream",
+               "audit_corpus"),
+    ".compare": ("Comparison", "compare_corpus", "default_packers"),
+    ".compare_report": ("COMPARE_FILES",),
+    ".corpus": ("Corpus", "CorpusSummary", "corpus_summary", "open_corpus"),
+    ".demo": ("COMPARE_DEMO_DOCUMENTS", "DEMO_EVAL_DOCUMENTS", "DEMO_EVAL_SEED", "DEMO_POLICIES",
+              "PAPER_5_1", "AuditDemo", "CompareDemo", "audit_demo", "audit_demo_budget", "compare_demo"),
+    ".measure": ("HORIZON_RULES", "Measurement", "PackerRun", "measure"),
+    ".settings": ("DEFAULT_SEQ_LENGTH", "Settings"),
+    ".sources": ("SourcePlan", "SourcesResult"),
+    ".verdicts": ("packer_verdict", "shrunk_counterexample"),
+})

@@ -23,29 +23,21 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..audit.declared import DeclaredMixture, read_mixture
-from ..audit.documents import census_names
-from ..audit.identity import DocumentIdentity, FileNames, NameSource, as_names, document_identity
 from ..audit.strata import STRATA_BOUNDARIES, stratum_index
-from ..corpus.funnel import Funnel, FunnelResult
-from ..corpus.labels import (
-    SOURCE_FROM,
-    SourceLabels,
-    labels_from_census,
-    labels_from_column,
-    labels_from_file,
-    labels_from_manifest,
-    labels_from_paths,
-)
 from ..corpus.readers import expand_inputs, open_data
-from ..corpus.textcount import load_tokenizer
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
+
+if TYPE_CHECKING:  # imported where used: a corpus of plain lengths needs none of them
+    from ..audit.declared import DeclaredMixture
+    from ..audit.identity import DocumentIdentity, NameSource
+    from ..corpus.funnel import Funnel, FunnelResult
+    from ..corpus.labels import SourceLabels
 
 __all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "corpus_summary", "open_corpus"]
 
@@ -122,6 +114,8 @@ class Corpus:
         mixture: DeclaredMixture | None = None,
     ) -> Corpus:
         """A corpus from a length array (``funnel`` may be a declaration: it is applied here)."""
+        from ..corpus.funnel import Funnel
+
         raw = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
         applied = funnel.apply(raw) if isinstance(funnel, Funnel) else funnel
         return cls(raw, label, names, sources, applied, mixture)
@@ -149,12 +143,16 @@ class Corpus:
         """Who every replayed document is: its raw index, name and data source, with the documents the
         funnel removed and the stage that removed each (the per-document tables' rows). O(documents)
         small integers; names stay lazy."""
+        from ..audit.identity import document_identity
+
         return document_identity(self.raw_lengths, names=self.names, labels=self.sources, funnel=self.funnel)
 
     def name(self, raw: int) -> str:
         """The name of raw document ``raw`` (its index when the corpus has no names)."""
         if not 0 <= raw < self.raw_lengths.size:
             raise InputError(f"document must be a raw index in [0, {self.raw_lengths.size}), got {raw}")
+        from ..audit.identity import as_names
+
         names = as_names(self.names)
         return str(raw) if names is None else names.take(np.asarray([raw], np.int64))[0]
 
@@ -183,6 +181,17 @@ def _labels(
     ]
     if len(given) > 1:
         raise InputError(f"give one origin of source labels, got {', '.join(given)}")
+    if not (given or source_from):
+        return None
+    from ..corpus.labels import (
+        SOURCE_FROM,
+        labels_from_census,
+        labels_from_column,
+        labels_from_file,
+        labels_from_manifest,
+        labels_from_paths,
+    )
+
     if labels:
         return labels_from_file(labels, documents=documents)
     if labels_manifest:
@@ -219,11 +228,18 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> Name
     """One name per document where the input knows them (a dataset's own name column, read lazily;
     files; a census's inputs), else ``None``."""
     if fmt == "lengths" and len(paths) == 1:
-        return census_names(Path(paths[0]).parent / "census.json", int(lengths.size))
+        census = Path(paths[0]).parent / "census.json"
+        if not census.is_file():  # no census beside the lengths: no names (and no census reader to load)
+            return None
+        from ..audit.documents import census_names
+
+        return census_names(census, int(lengths.size))
     own = getattr(reader, "names", None)
     if callable(own):
         found = own()
         if found is not None and len(found) == lengths.size:
+            from ..audit.identity import NameSource
+
             return found if isinstance(found, NameSource) else list(found)
     files, codes = reader.sources()
     if not len(codes):
@@ -232,6 +248,8 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> Name
     if not ordered or codes.size != lengths.size:
         return None
     counts = np.bincount(codes, minlength=len(files)).tolist()
+    from ..audit.identity import FileNames
+
     return FileNames(list(files), counts)
 
 
@@ -298,6 +316,8 @@ def open_corpus(
         )
     options: dict[str, Any] = {"bos": bos, "eos_id": eos_id, "dtype": dtype, "field": column, "split": split}
     if fmt in ("jsonl", "text", "parquet") or tokenizer != "bytes":
+        from ..corpus.textcount import load_tokenizer
+
         options["tokenizer"] = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     if per_line:
         options["per_line"] = True
@@ -319,10 +339,21 @@ def open_corpus(
         source_from=source_from,
         split=split,
     )
-    declared = read_mixture(mixture) if isinstance(mixture, (str, os.PathLike)) else mixture
-    if declared is not None and not isinstance(declared, DeclaredMixture):
-        raise InputTypeError(f"mixture must be a file or a DeclaredMixture, got {type(declared).__name__}")
-    stages = Funnel.read(funnel) if isinstance(funnel, (str, os.PathLike)) else funnel
+    declared = mixture
+    if declared is not None:  # the declaration's modules are imported only for a declared mixture
+        from ..audit.declared import DeclaredMixture, read_mixture
+
+        declared = read_mixture(mixture) if isinstance(mixture, (str, os.PathLike)) else mixture
+        if not isinstance(declared, DeclaredMixture):
+            raise InputTypeError(f"mixture must be a file or a DeclaredMixture, got "
+                                 f"{type(declared).__name__}")
+    stages: Funnel | None = None
+    if isinstance(funnel, (str, os.PathLike)):
+        from ..corpus.funnel import Funnel
+
+        stages = Funnel.read(funnel)
+    else:
+        stages = funnel
     applied = stages.apply(raw) if stages is not None else None
     first = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
     opened = {

@@ -22,10 +22,14 @@ This subpackage may import the engine's events and the foundation
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_package
 from ._base import PeerPacker
-from ._common import SPLIT_BUDGET, Piece, RowEmitter
-from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
+
+if TYPE_CHECKING:
+    from ._common import SPLIT_BUDGET, Piece, RowEmitter
+    from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
 
 __all__ = [
     "PEER_MODULES",
@@ -74,3 +78,9 @@ def peer_policies() -> dict[str, type[PeerPacker]]:
                 raise ImportError(f"{name}.PEERS declares {key!r}, already declared by {out[key].__module__}")
             out[key] = cls
     return out
+
+
+lazy_package(__name__, {
+    "._common": ("SPLIT_BUDGET", "Piece", "RowEmitter"),
+    "._figures": ("TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TrainerRule"),
+})

@@ -33,33 +33,38 @@ functions that need them.
 
 from __future__ import annotations
 
-from .files import ReportBusy, ReportError
-from .lock import LOCK_NAME, DirectoryLock
-from .manifest import (
-    MANIFEST_SCHEMA,
-    PNG_CONFIG_KEY,
-    PNG_RUN_KEY,
-    REPORT_MANIFEST_NAME,
-    config_hash,
-    png_text,
-)
-from .model import (
-    Amount,
-    Attachment,
-    Bars,
-    Column,
-    Plot,
-    PlotFile,
-    Report,
-    Section,
-    Table,
-    Text,
-)
-from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
-from .progress import ProgressBar, progress_bar
-from .publish import stage_report, write_report
-from .verify import ReportCheck, verify_report
-from .writer import ReportFiles, ReportWriter, recover
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .files import ReportBusy, ReportError
+    from .lock import LOCK_NAME, DirectoryLock
+    from .manifest import (
+        MANIFEST_SCHEMA,
+        PNG_CONFIG_KEY,
+        PNG_RUN_KEY,
+        REPORT_MANIFEST_NAME,
+        config_hash,
+        png_text,
+    )
+    from .model import (
+        Amount,
+        Attachment,
+        Bars,
+        Column,
+        Plot,
+        PlotFile,
+        Report,
+        Section,
+        Table,
+        Text,
+    )
+    from .plotting import matplotlib_available, pyplot, require_matplotlib, save_figure
+    from .progress import ProgressBar, progress_bar
+    from .publish import stage_report, write_report
+    from .verify import ReportCheck, verify_report
+    from .writer import ReportFiles, ReportWriter, recover
 
 __all__ = [
     "LOCK_NAME",
@@ -96,3 +101,17 @@ __all__ = [
     "verify_report",
     "write_report",
 ]
+
+lazy_package(__name__, {
+    ".files": ("ReportBusy", "ReportError"),
+    ".lock": ("LOCK_NAME", "DirectoryLock"),
+    ".manifest": ("MANIFEST_SCHEMA", "PNG_CONFIG_KEY", "PNG_RUN_KEY", "REPORT_MANIFEST_NAME", "config_hash",
+                  "png_text"),
+    ".model": ("Amount", "Attachment", "Bars", "Column", "Plot", "PlotFile", "Report", "Section", "Table",
+               "Text"),
+    ".plotting": ("matplotlib_available", "pyplot", "require_matplotlib", "save_figure"),
+    ".progress": ("ProgressBar", "progress_bar"),
+    ".publish": ("stage_report", "write_report"),
+    ".verify": ("ReportCheck", "verify_report"),
+    ".writer": ("ReportFiles", "ReportWriter", "recover"),
+})

@@ -27,25 +27,30 @@ the library's replay:
   ``DataLoader`` or a nanochat-style ``(inputs, targets)`` generator.
 """
 
-from .certificates import (
-    CertificateFile,
-    RankAgreement,
-    ResumeCheck,
-    certify,
-    compare_certificates,
-    compare_ranks,
-    index_fingerprint,
-    verify_resume,
-)
-from .index import DocumentIndex
-from .integrations import ledger_callback, model_hook
-from .ledger import TrainingLedger
-from .loops import gather_fingerprints, observe_batches
-from .merge import iter_steps, merge_ledgers
-from .reconcile import reconcile
-from .result import CLASSES, Divergence, Reconciliation, SourceConsumption
-from .schedule import Schedule
-from .tokens import read_token_corpus, write_token_corpus
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_package
+
+if TYPE_CHECKING:
+    from .certificates import (
+        CertificateFile,
+        RankAgreement,
+        ResumeCheck,
+        certify,
+        compare_certificates,
+        compare_ranks,
+        index_fingerprint,
+        verify_resume,
+    )
+    from .index import DocumentIndex
+    from .integrations import ledger_callback, model_hook
+    from .ledger import TrainingLedger
+    from .loops import gather_fingerprints, observe_batches
+    from .merge import iter_steps, merge_ledgers
+    from .reconcile import reconcile
+    from .result import CLASSES, Divergence, Reconciliation, SourceConsumption
+    from .schedule import Schedule
+    from .tokens import read_token_corpus, write_token_corpus
 
 __all__ = [
     "CLASSES",
@@ -73,3 +78,17 @@ __all__ = [
     "verify_resume",
     "write_token_corpus",
 ]
+
+lazy_package(__name__, {
+    ".certificates": ("CertificateFile", "RankAgreement", "ResumeCheck", "certify", "compare_certificates",
+                      "compare_ranks", "index_fingerprint", "verify_resume"),
+    ".index": ("DocumentIndex",),
+    ".integrations": ("ledger_callback", "model_hook"),
+    ".ledger": ("TrainingLedger",),
+    ".loops": ("gather_fingerprints", "observe_batches"),
+    ".merge": ("iter_steps", "merge_ledgers"),
+    ".reconcile": ("reconcile",),
+    ".result": ("CLASSES", "Divergence", "Reconciliation", "SourceConsumption"),
+    ".schedule": ("Schedule",),
+    ".tokens": ("read_token_corpus", "write_token_corpus"),
+})

@@ -116,3 +116,22 @@ def test_unknown_policy_exits_nonzero(lengths_file: Path) -> None:
     )
     assert proc.returncode == 2
     assert "invalid choice: 'nope'" in proc.stderr
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_fast_engine_s_batches_replay_like_the_reference(lengths_file: Path, policy: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``replay`` feeds the fast engine's batches to its consumers (the summary, bounded-wait's delays, the
+    per-source accounting): the JSON is the reference engine's, but for ``seconds``."""
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"src{i % 3}\n" for i in range(4000)))
+    outs = []
+    for engine in ("fast", "reference"):
+        assert main(["replay", "--lengths", str(lengths_file), "--capacity", "65", "--min-buffer", "40",
+                     "--refill", "16", "--policy", policy, "--drain", "--labels", str(labels),
+                     "--engine", engine, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        out.pop("seconds")
+        outs.append(out)
+    assert outs[0] == outs[1]
+    assert set(outs[0]["sources"]) > {"labels"}

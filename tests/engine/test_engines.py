@@ -6,11 +6,13 @@ import itertools
 from typing import Any
 
 import numpy as np
-from hypothesis import given, note
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import packing_theory as pt
+from packing_theory.engine.batches import batched, unbatched
 from packing_theory.engine.policies import POLICIES
+from packing_theory.engine.summary import summarize
 
 
 @st.composite
@@ -158,3 +160,44 @@ def test_streamed_iterator_equals_list() -> None:
     kw = dict(capacity=16, min_buffer=7, refill=[3, 1])
     assert pt.replay(iter(lengths), **kw).events == pt.replay(lengths, **kw).events
     assert pt.replay(np.array(lengths, dtype=np.uint32), **kw).events == pt.replay(lengths, **kw).events
+
+
+def _as(form: str, lengths: list[int]) -> Any:
+    return iter(lengths) if form == "iterator" else np.array(lengths) if form == "array" else lengths
+
+
+@given(packer_cases(), st.integers(1, 40), st.sampled_from(["list", "array", "iterator"]))
+def test_fast_batches_are_its_events_batched(case: tuple[list[int], dict[str, Any]], size: int,
+                                            form: str) -> None:
+    """One replay loop, two ways of emitting: ``Packer.batches`` (columns, no event objects) is exactly
+    ``batched(Packer.events)``, so every consumer, the replay summary first, gets the same stream."""
+    lengths, kwargs = case
+    assume(form != "iterator" or kwargs["passes"] == 1)
+    packer = pt.Packer(**kwargs)
+    got = list(packer.batches(_as(form, lengths), size=size))
+    events = list(packer.events(_as(form, lengths)))
+    want = list(batched(events, size))
+    note(f"events={events}")
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        a._check()
+        assert a == b
+    assert list(unbatched(got)) == events
+    assert summarize(got, packer.config) == summarize(events, packer.config)
+
+
+@given(packer_cases(), st.integers(1, 10), st.data())
+def test_fast_batches_resume_like_its_events(case: tuple[list[int], dict[str, Any]], size: int,
+                                            data: st.DataObject) -> None:
+    """Resumed from a state captured at a row boundary, the batches are the resumed events."""
+    lengths, kwargs = case
+    packer = pt.Packer(**kwargs)
+    total = sum(1 for _ in packer.events(lengths))
+    first = data.draw(st.integers(0, total - 1), label="ask for the state after this many events")
+    run = packer.run(lengths)
+    for k, _ in enumerate(run):
+        if k == first:
+            run.request_state()  # captured at the next row boundary
+    assume(run.state is not None)
+    resumed = list(packer.events(lengths, resume=run.state))
+    assert list(unbatched(packer.batches(lengths, size=size, resume=run.state))) == resumed
