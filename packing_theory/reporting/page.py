@@ -54,6 +54,7 @@ from ..errors import InputError
 from .glossary import Term, term
 from .manifest import PNG_RUN_KEY
 from .model import (
+    Amount,
     Bars,
     Block,
     Column,
@@ -96,6 +97,7 @@ th{background:#f3f3f3;cursor:pointer;user-select:none;font-weight:600}
 th[title]{text-decoration:underline dotted #888}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 td{overflow-wrap:anywhere}td:first-child{min-width:min(10em,30vw)}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td.num:has(span.q){white-space:normal}span.q{white-space:nowrap}
 tbody tr:nth-child(even){background:#fafafa}
 p.note{font-size:13px;color:#444;margin:.2em 0 .8em}
 div.bar{margin:.5em 0 .9em}div.bar-label{font-weight:600}
@@ -215,6 +217,10 @@ class _Builder:
             cells = []
             for c, v in zip(t.columns, row, strict=True):
                 text, label = _e(cell_text(c, v)), _e(c.label)
+                if isinstance(v, Amount) and v.share is not None:
+                    # the count and its share each stay whole; a narrow column puts the share under its count
+                    count, _, share = text.partition(" ")
+                    text = f'<span class="q">{count}</span> <span class="q">{share}</span>'
                 if c.numeric:
                     sort = cell_sort_value(v)
                     data = f' data-v="{sort!r}"' if sort is not None else ""
