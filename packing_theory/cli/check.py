@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                     "long_arrivals", "protected_size", "protected_mass", "violations", "stop_reason",
                     "seconds"):
             print(f"{key:<20}  {payload[key]}")
-        print(f"{'first_violation':<20}  {first.describe() if first is not None else None}")
+        print(f"{'first_violation':<20}  {first.describe() if first is not None else 'none'}")
         if segmented:
             print(f"note: {config.policy} buffers no span longer than R, so the protected set is empty "
                   "(use --originals to check the original documents)")
@@ -143,10 +143,11 @@ def _run_outside_family(args: argparse.Namespace, packer: Any, lengths: Any) -> 
         for key in ("documents", "selections", "start_delay_bound_rows", "max_start_delay_rows"):
             print(f"{key:<24}  {payload[key]}")
         for key in ("max_unstarted_wait_rows", "discarded_tokens", "rows", "rows_full"):
-            print(f"{key:<24}  {getattr(report, key)}")
+            value = getattr(report, key)
+            print(f"{key:<24}  {'none' if value is None else value}")
         print(f"{'violations':<24}  {report.violations}")
         first = delays.violations[0] if delays.violations else None
-        print(f"{'first_violation':<24}  {first.describe() if first is not None else None}")
+        print(f"{'first_violation':<24}  {first.describe() if first is not None else 'none'}")
         print(f"{'stop_reason':<24}  {payload['stop_reason']}")
         print(f"{'seconds':<24}  {payload['seconds']}")
     return 0 if report.ok else 1

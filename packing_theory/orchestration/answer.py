@@ -143,9 +143,12 @@ def packer_answer(run: PackerRun) -> str:
 
 def stop_phrase(run: PackerRun) -> str:
     """Where a packer's run stopped, in words (the unfinished row is a part of its own, not said here):
-    ``reached the horizon of 500 rows at row 500``, ``stopped at row 118 because the stream ran dry``."""
+    ``reached the horizon of 500 rows``, ``reached the horizon of 64,000 tokens at row 500``,
+    ``stopped at row 118 because the stream ran dry``."""
     h = run.horizon
     if h.reason == "budget reached":
+        if h.asked is not None and h.asked.unit == "rows" and h.asked.value == h.stopped_at_row:
+            return f"reached the horizon of {h.asked.describe()}"  # the row it stopped at says nothing more
         asked = f" of {h.asked.describe()}" if h.asked is not None else ""
         return f"reached the horizon{asked} at row {h.stopped_at_row:,}"
     return replace(h, partial_row_tokens=0).sentence()

@@ -17,6 +17,14 @@ from .sources import PackerSources, SourcesResult
 
 __all__ = ["sources_section"]
 
+_STOP_WORDS: dict[str, str] = {
+    "rows": "its row budget reached",
+    "exhausted": "the stream ran dry",
+    "drained": "the stream ran dry and the buffer drained",
+    "starved": "no buffered document fits an empty row",
+}
+"""The engine's stop reasons (:data:`~packing_theory.engine.events.STOP_REASONS`) in words."""
+
 
 def _packer_blocks(p: PackerSources, result: SourcesResult) -> list[Block]:
     cols = (
@@ -39,7 +47,8 @@ def _packer_blocks(p: PackerSources, result: SourcesResult) -> list[Block]:
     )
     blocks: list[Block] = [
         Table(
-            f"{p.policy}: per data source ({p.rows:,} rows, {p.stop_reason}; every source reconciles: "
+            f"{p.policy}: per data source ({p.rows:,} rows, {_STOP_WORDS.get(p.stop_reason, p.stop_reason)}; "
+            "every source reconciles: "
             f"{'yes' if p.reconciles else 'NO'})",
             cols,
             rows,

@@ -209,7 +209,7 @@ class _Builder:
         tid = f"t-{_anchor(t.key)}" if t.key else f"t{self.tables}"
         if len(t.rows) > FILTER_ROWS:
             what = _e(t.caption or "rows")
-            self.add(f'<input class="filter" type="search" data-table="{tid}" placeholder="filter {what}" '
+            self.add(f'<input class="filter" type="search" data-table="{tid}" placeholder="filter these rows" '
                      f'aria-label="filter {what}" hidden>')
         head = "".join(self._th(c) for c in t.columns)
         body = []

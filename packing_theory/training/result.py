@@ -84,7 +84,8 @@ class Divergence:
         say = {
             "duplicated": f"document {d} consumed again (offsets {o[1]}..{o[1] + o[2]})" if o else "",
             "skipped": f"document {d} (replay row {self.expected_row}) never consumed",
-            "reordered": f"document {o[0] if o else '-'} where the replay has document {e[0] if e else '-'}",
+            "reordered": (f"document {o[0] if o else 'none'} where the replay has "
+                          + (f"document {e[0]}" if e else "no document")),
             "truncated": f"document {d} cut to {n_obs} of {n_exp} positions",
             "foreign": (f"{n_obs} positions of no corpus document" if o and o[0] < 0
                         else f"document {d}, which the replay never places"),

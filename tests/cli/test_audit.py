@@ -45,7 +45,7 @@ def test_audit_lengths_two_policies(lengths_file: Path, tmp_path: Path, capsys: 
     assert "## The answer" in (out / "audit.md").read_text()
     (line,) = captured.err.strip().splitlines()  # one summary line
     assert line.startswith(f"audit: {doc['headline']}") and "wrote" in line
-    assert doc["headline"].startswith("discard reached the horizon of 300 rows at row 300")
+    assert doc["headline"].startswith("discard reached the horizon of 300 rows:")
 
 
 @pytest.mark.skipif(not matplotlib_available(), reason="matplotlib (the plots extra) is not installed")

@@ -54,7 +54,7 @@ def test_json_keys_are_stable(result: AuditResult) -> None:
     assert set(doc["evaluation"]) == {"corpus", "populations"}
     assert doc["documents"]["file"] == "documents.csv"
     assert json.loads(json.dumps(doc)) == doc
-    assert doc["headline"].startswith("discard reached the horizon of 900 rows at row 900")
+    assert doc["headline"].startswith("discard reached the horizon of 900 rows:")
 
 
 def test_markdown_and_page_come_from_the_same_sections(result: AuditResult) -> None:
