@@ -53,12 +53,23 @@ COMPARE_FILES: tuple[str, ...] = ("compare.html", "compare.json", "compare.md", 
 """Every file a comparison report directory may hold."""
 
 
+_LOW_REACH = 0.5
+"""A common horizon below this share of the tokens offered is said to be set by an early stop."""
+
+
 def _horizon_words(cmp: Comparison) -> str:
     m = cmp.measurement
     told = m.horizon.describe() if m.horizon is not None else ""
     if m.horizon_rule == "common":
         by = f", set by {', '.join(m.horizon_set_by)}" if m.horizon_set_by else ""
-        return f"at the common horizon of {told.replace('tokens', 'placed tokens')}{by}"
+        words = f"at the common horizon of {told.replace('tokens', 'placed tokens')}{by}"
+        reach = m.horizon.value / m.corpus.tokens if m.horizon is not None and m.corpus.tokens else 1.0
+        if m.horizon_set_by and m.horizon is not None and m.horizon.unit == "tokens" and reach < _LOW_REACH:
+            who = ", ".join(m.horizon_set_by)
+            words += (f" (only {percent(reach)} of the {m.corpus.tokens:,} tokens offered: {who} stops that "
+                      "early on this corpus; --natural-end runs every packer to its own end, or leave "
+                      f"{who} out with --policy)")
+        return words
     if m.horizon_rule == "asked":
         return f"at the horizon of {told}"
     return "each at its own natural end (not like for like)"
@@ -75,7 +86,8 @@ def _equal_words(cmp: Comparison) -> str:
     words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
              "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
     if eq["padded"]:
-        words += f"; {', '.join(eq['padded'])} leave row positions empty and train fewer"
+        verb = "leaves" if len(eq["padded"]) == 1 else "leave"
+        words += f"; {', '.join(eq['padded'])} {verb} row positions empty and train fewer"
     return words
 
 

@@ -209,8 +209,8 @@ class _Builder:
         tid = f"t-{_anchor(t.key)}" if t.key else f"t{self.tables}"
         if len(t.rows) > FILTER_ROWS:
             what = _e(t.caption or "rows")
-            self.add(f'<input class="filter" type="search" data-table="{tid}" placeholder="filter these rows" '
-                     f'aria-label="filter {what}" hidden>')
+            self.add(f'<input class="filter" type="search" data-table="{tid}" '
+                     f'placeholder="filter these rows" aria-label="filter {what}" hidden>')
         head = "".join(self._th(c) for c in t.columns)
         body = []
         for row in t.rows:

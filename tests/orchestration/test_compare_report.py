@@ -10,7 +10,12 @@ import pytest
 
 from packing_theory.orchestration import Comparison, Settings, compare_corpus, default_packers
 from packing_theory.orchestration.answer import RANKED, ranking
-from packing_theory.orchestration.compare_report import PLOT_FILES, _never_started, _retention
+from packing_theory.orchestration.compare_report import (
+    PLOT_FILES,
+    _never_started,
+    _retention,
+    compare_headline,
+)
 from packing_theory.reporting import matplotlib_available, pyplot
 from packing_theory.reporting.model import Table
 from packing_theory.reporting.plotting import PALETTE
@@ -115,3 +120,22 @@ def test_never_started_is_a_ranked_bar_chart(comparison: Comparison) -> None:
     assert widths == sorted(widths) and len(widths) == len(comparison.measurement.runs)
     plt.close(fig)
     assert PLOT_FILES[1] == "compare_never_started.png"
+
+
+def test_a_common_horizon_set_by_an_early_stop_says_so() -> None:
+    # every document but three is longer than a row: bestfit-pad (never crops) starves after a few rows
+    starving = compare_corpus([3, 20, 2, 30, 25, 1, 40, 22, 50, 31, 27, 45] * 3, ["discard", "bestfit-pad"],
+                              Settings(capacity=8, min_buffer=2, refill=2))
+    m = starving.measurement
+    assert m.horizon is not None and m.horizon.unit == "tokens" and m.horizon_set_by == ("bestfit-pad",)
+    reach = m.horizon.value / m.corpus.tokens
+    assert reach < 0.5
+    head = compare_headline(starving)
+    assert (f"set by bestfit-pad (only {reach:.1%} of the {m.corpus.tokens:,} tokens offered: bestfit-pad "
+            "stops that early on this corpus; --natural-end") in head
+    assert "bestfit-pad leaves row positions empty" in head
+    small = Settings(capacity=8, min_buffer=2, refill=2)
+    healthy = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], small)
+    assert healthy.measurement.horizon is not None
+    assert healthy.measurement.horizon.value / healthy.measurement.corpus.tokens >= 0.5
+    assert "stops that early" not in compare_headline(healthy)

@@ -10,4 +10,5 @@ def test_a_reordered_row_past_the_replay_says_the_replay_has_no_document() -> No
     assert both.sentence() == ("step 3, rank 1, micro-batch 0 row 2: reordered: "
                                "document 12 where the replay has document 882")
     past = Divergence("reordered", 3, 1, 0, 2, (12, 0, 40), None, None)
-    assert past.sentence().endswith("document 12 where the replay has no document") and "document -" not in past.sentence()
+    said = past.sentence()
+    assert said.endswith("document 12 where the replay has no document") and "document -" not in said
