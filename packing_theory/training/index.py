@@ -483,8 +483,8 @@ class DocumentIndex:
         for lo, order in self._ordered.items():  # a content-ordered group: its members, in content order
             hi = int(np.searchsorted(self._prefix_keys, self._prefix_keys[lo], side="right"))
             assert np.array_equal(np.sort(order), np.sort(self._prefix_docs[lo:hi]))
-            keys = [self._content(d) for d in order.tolist()]
-            assert all(a <= b for a, b in itertools.pairwise(keys))
+            content = [self._content(d) for d in order.tolist()]
+            assert all(a <= b for a, b in itertools.pairwise(content))
         for doc, end in self.hints.items():
             assert 0 <= end <= int(self.lengths[doc]), (doc, end)
         assert len(self.hints) <= HINTS
