@@ -27,9 +27,15 @@ that by content:
 * **hints**: the documents whose last observed span ended recently (a
   continuation usually follows them, at the next row's start) are tried
   first;
-* **a search**: a shorter mid-document run is found by scanning the
-  corpus's token array for its first token and extending the occurrences
+* **a search**: a shorter mid-document run (or one every candidate
+  diverged from before ``stride + k - 1`` tokens) is found by scanning the
+  corpus's token array for its first token and extending every occurrence
   (O(corpus tokens), only for such runs).
+
+Hints and document starts are tried first; the anchors are consulted unless
+a candidate holds the whole segment or stops at its document's end (a
+candidate that diverges from the segment inside its document is no answer
+while another document may hold more of it).
 
 Within a segment the matcher takes, at each position, the longest match
 (ties: a document start, then a hint, then the lowest index; never a
@@ -183,6 +189,7 @@ class DocumentIndex:
         self._anchor_keys, self._anchor_pos = self._anchors()
         self._ordered: dict[int, Int64Array] = {}  # a large prefix group's start -> its documents by content
         self.hints: OrderedDict[int, int] = OrderedDict()
+        self.uncertain: set[int] = set()  # hinted documents whose last span several documents held
 
     def __len__(self) -> int:
         return int(self.lengths.size)
@@ -341,37 +348,34 @@ class DocumentIndex:
             if keys.size:
                 for doc in self._lookup(keys, docs, kgram_hashes(seg, zero, m)[0]).tolist():
                     add(doc, 0, 0)
-        if any(m >= min(n, k) for m, *_ in out):
+        if self._settled(out, n):
             return out
-        before = len(out)
-        for j in range(min(self.stride, n - k + 1)):
+        for j in range(min(self.stride, n - k + 1)):  # every anchor that may lie in seg's first stride tokens
             lo, hi = self._group(self._anchor_keys, kgram_hashes(seg, np.array([j], np.int64), k)[0])
             for doc, start in self._anchor_starts(lo, hi, j, seg):
                 add(doc, start, 2)
-            if len(out) > before:  # an anchor inside seg's first stride positions: its document
-                return out
-        for doc, start in self._search(seg):  # nothing reached min(len, k): a short mid-document run
+        if self._settled(out, n) or max((m for m, *_ in out), default=0) >= self.stride + k - 1:
+            return out  # a longer run would hold an anchor: the anchors found it
+        for doc, start in self._search(seg):  # a short mid-document run, or one the candidates diverged from
             add(doc, start, 3)
         return out
 
-    def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
-        """Where ``seg``'s first tokens are in the corpus: the longest runs (up to ``k``) inside a document.
+    def _settled(self, cands: list[tuple[int, int, int, int]], n: int) -> bool:
+        """Whether a candidate holds the whole segment or stops at its document's end (not at a mismatch)."""
+        return any(m == n or start + m == int(self.lengths[doc]) for m, _, doc, start in cands)
 
-        A scan of the corpus for ``seg[0]``, then extended token by token while
-        the run stays inside its document. O(corpus + occurrences x k).
+    def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
+        """Where in the corpus ``seg`` is held longest inside a document (lowest positions first, at most
+        :data:`MAX_CANDIDATES`).
+
+        A scan of the corpus for ``seg[0]``, then every occurrence extended
+        over ``seg`` (:func:`_extend`). O(corpus + occurrences + the tokens the
+        longest ones share with ``seg``).
         """
         pos = np.flatnonzero(self.tokens == seg[0])
         if pos.size == 0:
             return []
-        end = self.offsets[self.doc_of(pos) + 1]
-        length = np.ones(pos.size, dtype=np.int64)
-        alive = np.ones(pos.size, dtype=bool)
-        last = self.tokens.size - 1
-        for q in range(1, min(int(seg.size), self.k)):
-            alive &= (pos + q < end) & (self.tokens[np.minimum(pos + q, last)] == seg[q])
-            if not alive.any():
-                break
-            length += alive
+        length = _extend(self.tokens, pos, self.offsets[self.doc_of(pos) + 1], seg)
         best = pos[length == length.max()][:MAX_CANDIDATES]
         doc = self.doc_of(best)
         return list(zip(doc.tolist(), (best - self.offsets[doc]).tolist(), strict=True))
@@ -400,6 +404,8 @@ class DocumentIndex:
         if best is None:
             return None
         doc, start, m, ambiguous = best
+        # the continuation of a span that was itself ambiguous is as uncertain as it was
+        ambiguous = ambiguous or (doc in self.uncertain and self.hints.get(doc) in (start, start + 1))
         return doc, start, m, FLAG_AMBIGUOUS if ambiguous else 0
 
     def match(self, tokens: Sequence[int] | Int64Array) -> list[Span]:
@@ -425,20 +431,30 @@ class DocumentIndex:
                 out.append((FOREIGN, 0, foreign, 0))
                 foreign = 0
             out.append(got)
-            self.note(got[0], got[1] + got[2] - (1 if got[3] & FLAG_BOS_INSERTED else 0))
+            self.note(got[0], got[1] + got[2] - (1 if got[3] & FLAG_BOS_INSERTED else 0),
+                      ambiguous=bool(got[3] & FLAG_AMBIGUOUS))
             j += got[2]
         if foreign:
             out.append((FOREIGN, 0, foreign, 0))
         return out
 
-    def note(self, doc: int, end: int) -> None:
-        """Remember that document ``doc``'s last observed span ended at offset ``end`` (a hint). O(1)."""
+    def note(self, doc: int, end: int, *, ambiguous: bool = False) -> None:
+        """Remember that document ``doc``'s last observed span ended at offset ``end`` (a hint). O(1).
+
+        ``ambiguous``: several documents held that span, so a continuation
+        found through this hint is flagged ambiguous too.
+        """
         if doc < 0:
             return
         self.hints[doc] = min(end, int(self.lengths[doc]))  # a finished one: its last token may repeat
         self.hints.move_to_end(doc)
+        if ambiguous:
+            self.uncertain.add(doc)
+        else:
+            self.uncertain.discard(doc)
         while len(self.hints) > HINTS:
-            self.hints.popitem(last=False)
+            gone, _ = self.hints.popitem(last=False)
+            self.uncertain.discard(gone)
 
     def whole_documents(self, tokens: Int64Array, starts: Int64Array, lengths: Int64Array
                         ) -> tuple[Int64Array, npt.NDArray[np.bool_]]:
@@ -488,3 +504,4 @@ class DocumentIndex:
         for doc, end in self.hints.items():
             assert 0 <= end <= int(self.lengths[doc]), (doc, end)
         assert len(self.hints) <= HINTS
+        assert self.uncertain <= self.hints.keys()
