@@ -361,8 +361,10 @@ class DocumentIndex:
         return out
 
     def _settled(self, cands: list[tuple[int, int, int, int]], n: int) -> bool:
-        """Whether a candidate holds the whole segment or stops at its document's end (not at a mismatch)."""
-        return any(m == n or start + m == int(self.lengths[doc]) for m, _, doc, start in cands)
+        """Whether a candidate holds the whole segment, or holds at least ``k`` tokens and stops at its
+        document's end (not at a mismatch; a shorter whole document may be the start of a longer match)."""
+        return any(m == n or (m >= min(n, self.k) and start + m == int(self.lengths[doc]))
+                   for m, _, doc, start in cands)
 
     def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
         """Where in the corpus ``seg`` is held longest inside a document (lowest positions first, at most

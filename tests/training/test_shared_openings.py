@@ -104,10 +104,7 @@ POLICIES = [("trl-bfd", {}), ("continue", {"min_buffer": 8, "refill": 4})]
 
 
 LONG = STRIDE + K + 5
-CORRECT_RUNS = [(p, o, n) for p, o in POLICIES for n in OPENINGS if (p, n) != ("continue", LONG)] + [
-    pytest.param("continue", POLICIES[1][1], STRIDE + K + 5, marks=pytest.mark.xfail(
-        strict=True, reason="a continuation inside the shared opening at the last step still reads as "
-                            "'duplicated' (under investigation)"))]
+CORRECT_RUNS = [(p, o, n) for p, o in POLICIES for n in OPENINGS]
 
 
 @pytest.mark.parametrize(("policy", "opts", "opening"), CORRECT_RUNS)
