@@ -8,21 +8,38 @@ that by content:
 * **prefixes**: a 64-bit hash of the first ``k`` tokens of every document
   (of the whole document when it is shorter), sorted (``searchsorted``
   lookups); a segment that starts at a document start is found in
-  O(k^2 + log n) and verified token by token;
+  O(k^2 + log n) and verified token by token. Documents that share their
+  first ``k`` tokens share a hash: up to :data:`MAX_CANDIDATES` of them are
+  each verified; a larger group is sorted by content on first use (once,
+  O(B log B) comparisons and O(its tokens) transient bytes for a group of
+  ``B`` documents; 8 bytes per document kept) and binary-searched with the
+  whole segment (O(n log B) for a segment of ``n`` tokens), so the document
+  that holds the segment longest is found whatever the shared opening's length;
 * **anchors**: the hash of the ``k`` tokens at every ``stride``-th position
   of every document; a segment that starts mid-document (the continuation of
   a split or cropped document) and holds at least ``stride + k - 1`` tokens
   has an anchor among its first ``stride`` positions, which gives the
-  document and the offset;
+  document and the offset. An anchor ``k``-gram held at more than
+  :data:`MAX_CANDIDATES` positions (a shared opening longer than
+  ``stride + k``) is resolved by extending every one of its positions over
+  the segment, vectorised (O(B + the tokens the longest ones share with it)
+  for ``B`` positions);
 * **hints**: the documents whose last observed span ended recently (a
   continuation usually follows them, at the next row's start) are tried
   first;
-* **a search**: a shorter mid-document run is found by scanning the
-  corpus's token array for its first token and extending the occurrences
+* **a search**: a shorter mid-document run (or one every candidate
+  diverged from before ``stride + k - 1`` tokens) is found by scanning the
+  corpus's token array for its first token and extending every occurrence
   (O(corpus tokens), only for such runs).
 
+Hints and document starts are tried first; the anchors are consulted unless
+a candidate holds the whole segment or stops at its document's end (a
+candidate that diverges from the segment inside its document is no answer
+while another document may hold more of it).
+
 Within a segment the matcher takes, at each position, the longest match
-(ties: a document start, then a hint, then the lowest index), so one segment
+(ties: a document start, then a hint, then the lowest index; never a
+shorter one because a group of candidates was cut), so one segment
 holding several documents (a row cut across document boundaries) becomes
 several spans. A position no document holds starts a :data:`FOREIGN` run.
 When every document begins with the same id (the BOS), a lone BOS followed
@@ -50,6 +67,8 @@ corpus token) besides the corpus itself.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -71,7 +90,8 @@ Span = tuple[int, int, int, int]
 HINTS = 256
 """Recently ended documents remembered as continuation hints."""
 MAX_CANDIDATES = 64
-"""Candidates verified per lookup; beyond them the span is flagged ambiguous."""
+"""Candidates verified one by one per lookup; a larger group of documents sharing a hashed prefix is
+binary-searched in content order, a larger anchor group extended vectorised (see the module doc)."""
 
 _P = np.uint64(0x100000001B3)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -108,6 +128,37 @@ def as_token_documents(documents: DocumentStore | Sequence[Sequence[int]]) -> To
     return TokenDocuments.from_lists(documents[i] for i in range(len(documents)))
 
 
+def _ordered_bytes(tokens: Int64Array) -> bytes:
+    """Bytes whose order is the order of the token sequences (big-endian, sign bit flipped). O(len)."""
+    flipped = tokens.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+    return flipped.astype(">u8").tobytes()
+
+
+def _extend(tokens: Int64Array, starts: Int64Array, ends: Int64Array, seg: Int64Array) -> Int64Array:
+    """How many leading tokens of ``seg`` equal ``tokens[s : e]`` for every ``(s, e)``, vectorised.
+
+    Blocks of doubling width are compared only for the starts still equal, so
+    the work is O(len(starts) + the tokens the longest ones share with ``seg``).
+
+    >>> t = np.array([1, 2, 3, 1, 2, 4, 1, 2, 3, 5])
+    >>> _extend(t, np.array([0, 3, 6]), np.array([3, 6, 10]), np.array([1, 2, 3, 5])).tolist()
+    [3, 2, 4]
+    """
+    got = np.zeros(starts.size, dtype=np.int64)
+    alive = np.arange(starts.size)
+    last = tokens.size - 1
+    q, width = 0, 8
+    while alive.size and q < seg.size:
+        w = min(width, int(seg.size) - q)
+        pos = starts[alive, None] + q + np.arange(w)
+        eq = (pos < ends[alive, None]) & (tokens[np.minimum(pos, last)] == seg[q : q + w])
+        whole = eq.all(axis=1)
+        got[alive] += np.where(whole, w, np.argmin(eq, axis=1))
+        alive = alive[whole]
+        q, width = q + w, min(2 * width, 1024)
+    return got
+
+
 class DocumentIndex:
     """Find the documents and offsets of token runs (see the module doc).
 
@@ -136,7 +187,9 @@ class DocumentIndex:
         self._short: dict[int, tuple[npt.NDArray[np.uint64], Int64Array]] = {}
         self._whole = {m: self._hashed(np.flatnonzero(self.lengths == m), m) for m in range(1, self.k)}
         self._anchor_keys, self._anchor_pos = self._anchors()
+        self._ordered: dict[int, Int64Array] = {}  # a large prefix group's start -> its documents by content
         self.hints: OrderedDict[int, int] = OrderedDict()
+        self.uncertain: set[int] = set()  # hinted documents whose last span several documents held
 
     def __len__(self) -> int:
         return int(self.lengths.size)
@@ -172,9 +225,80 @@ class DocumentIndex:
         return out
 
     def _lookup(self, keys: npt.NDArray[np.uint64], vals: Int64Array, key: np.uint64) -> Int64Array:
-        lo = int(np.searchsorted(keys, key, side="left"))
-        hi = int(np.searchsorted(keys, key, side="right"))
+        """The first :data:`MAX_CANDIDATES` values under ``key`` (for groups whose members all hold the key's
+        whole run, so that any two tie and the cut loses no longer match)."""
+        lo, hi = self._group(keys, key)
         return vals[lo : min(hi, lo + MAX_CANDIDATES)]
+
+    @staticmethod
+    def _group(keys: npt.NDArray[np.uint64], key: np.uint64) -> tuple[int, int]:
+        return int(np.searchsorted(keys, key, side="left")), int(np.searchsorted(keys, key, side="right"))
+
+    def _content(self, doc: int, n: int | None = None) -> bytes:
+        """Document ``doc``'s first ``n`` tokens (all: ``None``) as bytes that sort as the token sequence."""
+        a, b = int(self.offsets[doc]), int(self.offsets[doc + 1])
+        return _ordered_bytes(self.tokens[a : b if n is None else min(b, a + n)])
+
+    def _by_content(self, lo: int, hi: int) -> Int64Array:
+        """The documents of prefix group ``[lo, hi)`` in content order, sorted on first use and kept."""
+        got = self._ordered.get(lo)
+        if got is None:
+            docs = self._prefix_docs[lo:hi].tolist()
+            got = np.asarray(sorted(docs, key=self._content), dtype=np.int64)
+            self._ordered[lo] = got
+        return got
+
+    def _prefix_starts(self, key: np.uint64, seg: Int64Array) -> Int64Array:
+        """Documents whose start holds ``seg`` longest among those whose first ``k`` tokens hash to ``key``.
+
+        A group of at most :data:`MAX_CANDIDATES` is returned whole (each is
+        verified by the caller). A larger one is binary-searched in content
+        order: the documents holding all of ``seg`` are one run of it; when
+        none does, the longest holders neighbour ``seg``'s place and those
+        sharing that many tokens are again one run. The lowest
+        :data:`MAX_CANDIDATES` indices of the run come back: all tie, so two
+        or more mean the span is ambiguous. O(n log B).
+        """
+        lo, hi = self._group(self._prefix_keys, key)
+        if hi - lo <= MAX_CANDIDATES:
+            return self._prefix_docs[lo:hi]
+        order = self._by_content(lo, hi)
+        docs = order.tolist()
+        n = int(seg.size)
+
+        def run(m: int) -> tuple[int, int]:
+            want = _ordered_bytes(seg[:m])
+            return (bisect.bisect_left(docs, want, key=lambda d: self._content(d, m)),
+                    bisect.bisect_right(docs, want, key=lambda d: self._content(d, m)))
+
+        i, j = run(n)
+        if j == i:
+            m = max((self.common(docs[x], 0, seg) for x in (i - 1, i) if 0 <= x < len(docs)), default=0)
+            if m == 0:
+                return order[:0]
+            i, j = run(m)
+        return np.sort(order[i:j])[:MAX_CANDIDATES]
+
+    def _anchor_starts(self, lo: int, hi: int, j: int, seg: Int64Array) -> list[tuple[int, int]]:
+        """``(doc, start)`` of the anchor positions ``[lo, hi)`` (as ``seg[j]``) holding ``seg`` longest.
+
+        A group of at most :data:`MAX_CANDIDATES` comes back whole (verified by
+        the caller); a larger one is extended over ``seg`` vectorised and only
+        the longest (lowest indices first, at most :data:`MAX_CANDIDATES`)
+        come back. O(B + the tokens the longest ones share with ``seg``).
+        """
+        pos = self._anchor_pos[lo:hi]
+        doc = self.doc_of(pos)
+        start = pos - j
+        keep = start >= self.offsets[doc]
+        pos, doc, start = pos[keep], doc[keep], start[keep]
+        if pos.size > MAX_CANDIDATES:
+            got = _extend(self.tokens, start, self.offsets[doc + 1], seg)
+            best = got == got.max()
+            doc, start = doc[best], start[best]
+            first = np.lexsort((start, doc))[:MAX_CANDIDATES]
+            doc, start = doc[first], start[first]
+        return list(zip(doc.tolist(), (start - self.offsets[doc]).tolist(), strict=True))
 
     def _hashed(self, docs: Int64Array, m: int) -> tuple[npt.NDArray[np.uint64], Int64Array]:
         """Sorted hashes of the first ``m`` tokens of ``docs``, and the documents in that order."""
@@ -213,8 +337,7 @@ class DocumentIndex:
         k, n = self.k, int(seg.size)
         zero = np.zeros(1, np.int64)
         if n >= k:
-            key = kgram_hashes(seg, zero, k)[0]
-            for doc in self._lookup(self._prefix_keys, self._prefix_docs, key).tolist():
+            for doc in self._prefix_starts(kgram_hashes(seg, zero, k)[0], seg).tolist():
                 add(doc, 0, 0)
         else:
             keys, docs = self._short_table(n)
@@ -225,38 +348,36 @@ class DocumentIndex:
             if keys.size:
                 for doc in self._lookup(keys, docs, kgram_hashes(seg, zero, m)[0]).tolist():
                     add(doc, 0, 0)
-        if any(m >= min(n, k) for m, *_ in out):
+        if self._settled(out, n):
             return out
-        before = len(out)
-        for j in range(min(self.stride, n - k + 1)):
-            key = kgram_hashes(seg, np.array([j], np.int64), k)[0]
-            for pos in self._lookup(self._anchor_keys, self._anchor_pos, key).tolist():
-                doc = int(self.doc_of(np.array([pos]))[0])
-                add(doc, pos - int(self.offsets[doc]) - j, 2)
-            if len(out) > before:  # an anchor inside seg's first stride positions: its document
-                return out
-        for doc, start in self._search(seg):  # nothing reached min(len, k): a short mid-document run
+        for j in range(min(self.stride, n - k + 1)):  # every anchor that may lie in seg's first stride tokens
+            lo, hi = self._group(self._anchor_keys, kgram_hashes(seg, np.array([j], np.int64), k)[0])
+            for doc, start in self._anchor_starts(lo, hi, j, seg):
+                add(doc, start, 2)
+        if self._settled(out, n) or max((m for m, *_ in out), default=0) >= self.stride + k - 1:
+            return out  # a longer run would hold an anchor: the anchors found it
+        for doc, start in self._search(seg):  # a short mid-document run, or one the candidates diverged from
             add(doc, start, 3)
         return out
 
-    def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
-        """Where ``seg``'s first tokens are in the corpus: the longest runs (up to ``k``) inside a document.
+    def _settled(self, cands: list[tuple[int, int, int, int]], n: int) -> bool:
+        """Whether a candidate holds the whole segment, or holds at least ``k`` tokens and stops at its
+        document's end (not at a mismatch; a shorter whole document may be the start of a longer match)."""
+        return any(m == n or (m >= min(n, self.k) and start + m == int(self.lengths[doc]))
+                   for m, _, doc, start in cands)
 
-        A scan of the corpus for ``seg[0]``, then extended token by token while
-        the run stays inside its document. O(corpus + occurrences x k).
+    def _search(self, seg: Int64Array) -> list[tuple[int, int]]:
+        """Where in the corpus ``seg`` is held longest inside a document (lowest positions first, at most
+        :data:`MAX_CANDIDATES`).
+
+        A scan of the corpus for ``seg[0]``, then every occurrence extended
+        over ``seg`` (:func:`_extend`). O(corpus + occurrences + the tokens the
+        longest ones share with ``seg``).
         """
         pos = np.flatnonzero(self.tokens == seg[0])
         if pos.size == 0:
             return []
-        end = self.offsets[self.doc_of(pos) + 1]
-        length = np.ones(pos.size, dtype=np.int64)
-        alive = np.ones(pos.size, dtype=bool)
-        last = self.tokens.size - 1
-        for q in range(1, min(int(seg.size), self.k)):
-            alive &= (pos + q < end) & (self.tokens[np.minimum(pos + q, last)] == seg[q])
-            if not alive.any():
-                break
-            length += alive
+        length = _extend(self.tokens, pos, self.offsets[self.doc_of(pos) + 1], seg)
         best = pos[length == length.max()][:MAX_CANDIDATES]
         doc = self.doc_of(best)
         return list(zip(doc.tolist(), (best - self.offsets[doc]).tolist(), strict=True))
@@ -285,6 +406,8 @@ class DocumentIndex:
         if best is None:
             return None
         doc, start, m, ambiguous = best
+        # the continuation of a span that was itself ambiguous is as uncertain as it was
+        ambiguous = ambiguous or (doc in self.uncertain and self.hints.get(doc) in (start, start + 1))
         return doc, start, m, FLAG_AMBIGUOUS if ambiguous else 0
 
     def match(self, tokens: Sequence[int] | Int64Array) -> list[Span]:
@@ -310,20 +433,30 @@ class DocumentIndex:
                 out.append((FOREIGN, 0, foreign, 0))
                 foreign = 0
             out.append(got)
-            self.note(got[0], got[1] + got[2] - (1 if got[3] & FLAG_BOS_INSERTED else 0))
+            self.note(got[0], got[1] + got[2] - (1 if got[3] & FLAG_BOS_INSERTED else 0),
+                      ambiguous=bool(got[3] & FLAG_AMBIGUOUS))
             j += got[2]
         if foreign:
             out.append((FOREIGN, 0, foreign, 0))
         return out
 
-    def note(self, doc: int, end: int) -> None:
-        """Remember that document ``doc``'s last observed span ended at offset ``end`` (a hint). O(1)."""
+    def note(self, doc: int, end: int, *, ambiguous: bool = False) -> None:
+        """Remember that document ``doc``'s last observed span ended at offset ``end`` (a hint). O(1).
+
+        ``ambiguous``: several documents held that span, so a continuation
+        found through this hint is flagged ambiguous too.
+        """
         if doc < 0:
             return
         self.hints[doc] = min(end, int(self.lengths[doc]))  # a finished one: its last token may repeat
         self.hints.move_to_end(doc)
+        if ambiguous:
+            self.uncertain.add(doc)
+        else:
+            self.uncertain.discard(doc)
         while len(self.hints) > HINTS:
-            self.hints.popitem(last=False)
+            gone, _ = self.hints.popitem(last=False)
+            self.uncertain.discard(gone)
 
     def whole_documents(self, tokens: Int64Array, starts: Int64Array, lengths: Int64Array
                         ) -> tuple[Int64Array, npt.NDArray[np.bool_]]:
@@ -359,11 +492,18 @@ class DocumentIndex:
         return doc, ok
 
     def _check(self) -> None:
-        """Assert the index's invariants: sorted keys, prefix docs long enough, hints inside documents."""
+        """Assert the index's invariants: sorted keys, prefix docs long enough, content-ordered groups,
+        hints inside documents."""
         for keys in (self._prefix_keys, self._anchor_keys):
             assert bool((keys[1:] >= keys[:-1]).all())
         assert (self.lengths[self._prefix_docs] >= self.k).all()
         assert self._prefix_docs.size == int((self.lengths >= self.k).sum())
+        for lo, order in self._ordered.items():  # a content-ordered group: its members, in content order
+            hi = int(np.searchsorted(self._prefix_keys, self._prefix_keys[lo], side="right"))
+            assert np.array_equal(np.sort(order), np.sort(self._prefix_docs[lo:hi]))
+            content = [self._content(d) for d in order.tolist()]
+            assert all(a <= b for a, b in itertools.pairwise(content))
         for doc, end in self.hints.items():
             assert 0 <= end <= int(self.lengths[doc]), (doc, end)
         assert len(self.hints) <= HINTS
+        assert self.uncertain <= self.hints.keys()

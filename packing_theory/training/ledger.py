@@ -301,6 +301,7 @@ class TrainingLedger:
             raise InputError(f"ledger state digest must be 32 bytes, got {len(digest)}")
         self.digest = digest
         self.index.hints.clear()
+        self.index.uncertain.clear()
         for doc, end in state.get("hints", []):
             self.index.note(check_int("hint doc", doc, 0, maximum=len(self.index) - 1), int(end))
 
