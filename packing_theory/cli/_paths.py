@@ -17,7 +17,8 @@ __all__ = ["INPUT_OPTIONS", "named_inputs"]
 
 INPUT_OPTIONS: tuple[str, ...] = (
     "data", "files_from", "lengths", "shards", "text", "parquet", "eval_lengths", "eval_shards", "sources",
-    "exclude_shards", "token_bytes", "labels", "labels_manifest", "mixture", "funnel",
+    "exclude_shards", "token_bytes", "labels", "labels_manifest", "mixture", "funnel", "manifest",
+    "reference",
 )
 """The ``argparse`` destinations of every option that names an input file or directory."""
 

@@ -22,13 +22,16 @@ serial scan's result. The module imports the library inside :func:`run` only.
 
 Exit status (the contract of :mod:`packing_theory.cli._exit`): 0 every input
 and reference listed was read and no window matched; 1 everything listed was
-read and overlap was found; 2 bad usage or input (an input named on the
-command line that does not exist, too); 3 not measured (a shard the manifest
-lists or a reference missing or unreadable, a reference with fewer rows than
-declared or no gram, no document or no gram scanned) — "not measured" wins
-over a finding, whose counts and hit documents are still in the report. The
-report is written in cases 0, 1 and 3; the mask only when everything was
-measured.
+read and overlap was found; 2 bad usage or input (an input or ``--reference``
+named on the command line that does not exist or cannot be opened, an
+``--out`` inside an input directory or an input that is one of the report's
+own files: all checked before anything is read or written, so the previous
+report stays); 3 not measured (a shard the manifest lists missing or
+unreadable, a reference that fails while it is read, a reference with fewer
+rows than declared or no gram, no document or no gram scanned) — "not
+measured" wins over a finding, whose counts and hit documents are still in the
+report. The report is written in cases 0, 1 and 3; the mask only when
+everything was measured.
 """
 
 from __future__ import annotations
@@ -118,7 +121,13 @@ def _references(args: argparse.Namespace) -> list[ReferenceSpec]:
                          "file(s): give one per reference, in order")
     if len(set(paths)) != len(paths):
         raise InputError(f"--reference lists {next(p for p in paths if paths.count(p) > 1)!r} twice")
-    distinct_files("--reference", [p for p in paths if os.path.exists(p)])
+    for p in paths:  # a reference the user named is bad input when it cannot be opened, not "not measured"
+        if not os.path.exists(p):
+            raise InputError(f"--reference {p!r} does not exist")
+        if os.path.isfile(p):
+            with _option_path("--reference", p), open(p, "rb"):
+                pass
+    distinct_files("--reference", paths)
     return [ReferenceSpec(p, columns=columns, per_line=args.reference_per_line and not pq,
                           declared_rows=None if rows is None else rows[i])
             for i, (p, pq) in enumerate(zip(paths, parquet, strict=True))]
@@ -314,15 +323,17 @@ def run(args: argparse.Namespace) -> int:
     from ..reporting.files import ReportError
     from ..reporting.publish import stage_report
     from ._common import emit_json
+    from ._paths import named_inputs
 
+    refs = _references(args)  # before --index-dir is made: nothing is written for a bad reference
     _check(args)
-    refs = _references(args)
     inputs, vocab, source_tokenizer, corpus = _inputs(args)
     labels = _labels(args, inputs)
+    read = [*named_inputs(args), *(i.path for i in inputs if args.manifest)]  # and the shards it lists
     try:
         with _option_path("--out", args.out), ReportWriter(
                 args.out, names=REPORT_FILES, config=_config(args, inputs, refs),
-                tool="packing-theory contamination", force=args.force) as writer:
+                tool="packing-theory contamination", force=args.force, inputs=read) as writer:
             report = _scan(args, inputs, refs, vocab, labels)
             report.corpus = corpus if source_tokenizer is None else f"{corpus}; tokenizer {source_tokenizer}"
             stage_report(writer, report, plots=False)
