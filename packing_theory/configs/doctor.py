@@ -272,7 +272,8 @@ def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str]
         ("dropped-batches", "documents dropped whole, never started", dropped, _drop_rule(m)),
     ]
     if not streaming:
-        groups.append(("never-started", "documents held past the horizon, never started", held, _held_rule(m)))
+        groups.append(("never-started", "documents held past the horizon, never started", held,
+                       _held_rule(m)))
     elif not m.build().config.spec.pads:  # bestfit-pad's held long documents are the starvation finding
         groups.append(("never-started", "long documents never started", long_held,
                        "seed 000 §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged and "
@@ -293,8 +294,8 @@ def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str]
     if streaming:
         short = int(np.count_nonzero(held & ~long_held))
         if short:
-            checked.append(f"never-started: {short:,} documents no longer than a row are in the buffer at the "
-                           "horizon (the buffer's ordinary contents)")
+            checked.append(f"never-started: {short:,} documents no longer than a row are in the buffer at "
+                           "the horizon (the buffer's ordinary contents)")
 
 
 def _horizon_words(m: MappedConfig) -> str:

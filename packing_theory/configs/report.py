@@ -28,8 +28,8 @@ KINDS: tuple[str, ...] = ("starvation", "padding", "never-started", "dropped-bat
                           "tails-cut", "no-trainable", "dropped-rows", "blend")
 """The kinds of finding, in the order of the module doc of :mod:`packing_theory.configs.doctor`."""
 
-_OFFERED_TOKEN_KINDS: frozenset[str] = frozenset({"starvation", "never-started", "dropped-batches", "filtered",
-                                                 "tails-cut", "no-trainable"})
+_OFFERED_TOKEN_KINDS: frozenset[str] = frozenset({"starvation", "never-started", "dropped-batches",
+                                                  "filtered", "tails-cut", "no-trainable"})
 """The kinds whose ``tokens`` are tokens of the offered documents: the answer table gives their share of the
 offered tokens (padding and dropped rows count row positions, a blend documents: their shares are in their
 own sentence)."""
@@ -183,8 +183,8 @@ class DoctorReport:
 
         parts = [f"trained {share(nt.trained_tokens)} of the {total:,} tokens offered"]
         if nt.never_started.documents:
-            parts.append(f"{_docs(nt.never_started.documents)} never started ({share(nt.never_started.tokens)} "
-                         "of the tokens)")
+            ns = nt.never_started
+            parts.append(f"{_docs(ns.documents)} never started ({share(ns.tokens)} of the tokens)")
         if nt.dropped.tokens:
             parts.append(f"tails of {_docs(nt.dropped.documents)} that started were cut off "
                          f"({share(nt.dropped.tokens)})")
