@@ -5,8 +5,9 @@ torchtune, Megatron arguments, nanochat / autoresearch / Parcae settings); the
 data is what ``audit --data`` reads. A Megatron blend reads its datasets'
 ``.idx`` files from the config's ``--data-path`` prefixes. The report
 (:class:`~packing_theory.configs.DoctorReport`, kind ``doctor``) is printed as
-Markdown (``--json``: its JSON document; ``--markdown FILE`` writes the
-Markdown there); ``--out DIR`` also writes ``doctor.json``, ``doctor.md`` and
+plain text (:meth:`~packing_theory.configs.DoctorReport.text`; ``--json``: its
+JSON document; ``--markdown``: its Markdown, ``--markdown FILE`` writes it
+there); ``--out DIR`` also writes ``doctor.json``, ``doctor.md`` and
 ``doctor.html`` through :func:`~packing_theory.reporting.stage_report`, the
 directory checked and locked before the replay. Exit status 0: nothing found;
 1: a finding; 2: bad input (a key the replay does not model).
@@ -36,8 +37,8 @@ def register(sub: Any) -> None:
                     "is printed), replay it on the corpus, and rank the findings: starvation, padding, "
                     "documents never started, tails cut, dropped batches, examples with no trainable token, "
                     "a blend's realised shares (a Megatron blend reads its datasets from the config itself; "
-                    "give --bos). Prints the report as Markdown; --out DIR also writes doctor.json, "
-                    "doctor.md and doctor.html. Exit 0: nothing found; 1: a finding.")
+                    "give --bos). Prints the report as plain text (--markdown: as Markdown); --out DIR also "
+                    "writes doctor.json, doctor.md and doctor.html. Exit 0: nothing found; 1: a finding.")
     add_options(parser, "config", "framework", *INPUT_OPTIONS, "prompt-lengths", "max-padding", "max-cut",
                 "max-blend-gap", "out", "force", "json", "markdown", optional=("input",))
     parser.set_defaults(run=run)
@@ -106,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
             fh.write(report.markdown())
     if args.json:
         emit_json(report.to_dict(run_info))
-    else:
+    elif args.markdown == "-":
         print(report.markdown(), end="")
+    else:
+        print(report.text(), end="")
     if writer is not None:
         found = f"{len(report.findings)} finding(s)" if report.found else "nothing found"
         print(writer.summary_line("doctor", found), file=sys.stderr)

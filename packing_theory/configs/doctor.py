@@ -8,6 +8,15 @@ in one pass (:func:`~packing_theory.engine.consumers.feed_all`), and turns what
 they measured into findings. Every number is read off the replay; nothing is
 estimated.
 
+What the run never trained is the one measurement's
+(:func:`~packing_theory.audit.never_trained`, as ``packing-theory audit`` reports it:
+*never started*, *cut off*, *never reached*): :attr:`DoctorReport.untrained`. The
+``filtered``, ``dropped-batches`` and ``never-started`` findings split its
+*never started* documents by cause (each document in one), ``tails-cut`` is its
+*cut off* part (plus the framework's truncation before packing); the documents that
+*never arrived* lie beyond the horizon and are stated, not found. Every share of a
+finding is of the offered documents or tokens, and says so.
+
 ===================  ============================================================================
 kind                 what is measured
 ===================  ============================================================================
@@ -16,9 +25,11 @@ kind                 what is measured
                      :func:`~packing_theory.invariant.starvation.starvation_bound`
 ``padding``          padding positions / row positions (the all-padding rows after a starvation
                      up to the horizon included), above ``Thresholds.padding``
-``never-started``    documents longer than a row held in the buffer and never started
+``never-started``    documents held and never started at the horizon: a streaming packer's buffered
+                     documents longer than a row, an offline packer's documents in rows after the
+                     horizon (the cause names the horizon and the config key that set it)
 ``filtered``         documents removed before packing (``Filtered``: too long, too short, ...)
-``dropped-batches``  documents discarded whole with no token placed: ``drop_last`` and the
+``dropped-batches``  documents discarded whole with no token held: ``drop_last`` and the
                      cross-rank minimum batch count (Axolotl), leftover bins over the limit
 ``tails-cut``        tokens cut from started documents (crops, truncation, the framework's own
                      truncation before packing), above ``Thresholds.tails_cut``
@@ -40,7 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..audit import DocumentRows, Ledger, horizon_statement, never_trained
+from ..audit import DocumentRows, Ledger, NeverTrained, horizon_statement, never_trained
 from ..audit.results import Aggregates
 from ..engine.consumers import feed_all
 from ..engine.events import Horizon
@@ -69,6 +80,7 @@ class _Run:
     trainable: TrainableResult | None
     horizon: Horizon
     sentence: str
+    untrained: NeverTrained
 
 
 def _names(names: Sequence[str] | None, idx: npt.NDArray[np.integer[Any]], stride: int) -> tuple[str, ...]:
@@ -136,13 +148,13 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
     offered = exact_sum(arr) + cut_tokens
     starved_extra = _starvation(m, arr, run, stride, names, findings, checked)
     _padding(m, run, starved_extra, findings, checked, th)
-    _never_started(m, run, stride, names, findings, checked)
+    _never_started(m, run, stride, names, offered, findings, checked)
     _tails(m, run, stride, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
     _trainable(m, run, stride, names, findings, checked)
     _dropped_rows(m, run, findings, checked)
     findings.sort(key=lambda f: -f.severity)
     return DoctorReport(m, data_label or "the data", int(arr.size), offered, run.agg.rows, run.sentence,
-                        tuple(findings), tuple(checked), th)
+                        tuple(findings), tuple(checked), th, run.untrained)
 
 
 def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run:
@@ -164,8 +176,7 @@ def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run
     statement = horizon_statement(agg, m.horizon, streaming=e.kind == "streaming")
     h = Horizon(agg.rows, agg.partial_row_tokens, agg.stop_reason, ())
     cols = ledger.arrays()
-    cols["_never_reached_docs"] = np.array([nt.never_reached.documents])
-    return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence())
+    return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence(), nt)
 
 
 def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: Sequence[str] | None,
@@ -242,44 +253,68 @@ def _padding(m: MappedConfig, run: _Run, extra_rows: int, findings: list[DoctorF
                                                      "all_padding_rows": extra_rows}))
 
 
-def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None,
+def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None, offered: int,
                    findings: list[DoctorFinding], checked: list[str]) -> None:
+    """The measurement's never-started documents, split by cause: filtered, dropped whole, held at the
+    horizon (each document in exactly one group; the groups sum to ``run.untrained.never_started``)."""
     c = run.cols
     ns = c["arrived"] & ~c["started"]
-    offered_docs = int(c["arrived"].sum())
-    groups = (
-        ("filtered", "documents filtered before packing", ns & (c["filtered"] > 0),
+    filtered = ns & (c["filtered"] > 0)
+    held = ns & ~filtered & (c["buffered"] > 0)
+    dropped = ns & ~filtered & ~held
+    offered_docs = run.untrained.offered_documents
+    streaming = entry(m.packer).kind == "streaming"
+    long_held = held & (c["length"] > m.capacity)
+    groups = [
+        ("filtered", "documents filtered before packing, never started", filtered,
          "the framework removes these documents before packing (Filtered events; "
          + entry(m.packer).family + ")"),
-        ("dropped-batches", "documents dropped whole, never started",
-         ns & (c["discarded"] > 0) & (c["filtered"] == 0),
-         _drop_rule(m)),
-    )
+        ("dropped-batches", "documents dropped whole, never started", dropped, _drop_rule(m)),
+    ]
+    if not streaming:
+        groups.append(("never-started", "documents held past the horizon, never started", held,
+                       _held_rule(m)))
+    elif not m.build().config.spec.pads:  # bestfit-pad's held long documents are the starvation finding
+        groups.append(("never-started", "long documents never started", long_held,
+                       "seed 000 §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged and "
+                       "unstarted at every selection (proofs/coq/Invariant.v protected_invariant)"))
     for kind, title, mask, rule in groups:
         idx = np.flatnonzero(mask)
         if not idx.size:
-            checked.append(f"{kind}: none")
+            checked.append(f"{kind}: none" if kind != "never-started" else
+                           "never-started: no document longer than a row is held unstarted" if streaming else
+                           "never-started: no document is held past the horizon")
             continue
         docs = np.unique(c["source"][idx])
         tokens = int(c["length"][idx].sum())
         findings.append(DoctorFinding(
             kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of those offered) "
-            f"are never trained: {tokens:,} tokens", tokens / max(1, int(c["length"][c["arrived"]].sum())),
+            f"are never trained: {tokens:,} tokens", tokens / offered if offered else 0.0,
             int(idx.size), tokens, _names(names, docs, stride), rule=rule))
-    if entry(m.packer).kind == "streaming" and not m.build().config.spec.pads:
-        held = np.flatnonzero(ns & (c["buffered"] > 0) & (c["length"] > m.capacity))
-        if held.size:
-            docs = np.unique(c["source"][held])
-            tokens = int(c["length"][held].sum())
-            findings.append(DoctorFinding(
-                "never-started", "long documents never started",
-                f"{held.size:,} documents longer than R = {m.capacity:,} are held in the buffer and never "
-                f"started at the horizon ({tokens:,} tokens)", tokens / max(1, int(c["length"].sum())),
-                int(held.size), tokens, _names(names, docs, stride),
-                rule="seed 000 §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged and "
-                     "unstarted at every selection (proofs/coq/Invariant.v protected_invariant)"))
-        else:
-            checked.append("never-started: no document longer than a row is held unstarted")
+    if streaming:
+        short = int(np.count_nonzero(held & ~long_held))
+        if short:
+            checked.append(f"never-started: {short:,} documents no longer than a row are in the buffer at "
+                           "the horizon (the buffer's ordinary contents)")
+
+
+def _horizon_words(m: MappedConfig) -> str:
+    """``"the horizon of 2,400 rows (max_steps = 300)"``: the horizon and the config keys that set it."""
+    assert m.horizon is not None
+    keys = [f"{u.key} = {_plain_value(u.value)}" for u in m.used if u.became.startswith("horizon")]
+    return f"the horizon of {m.horizon.describe()}" + (f" ({', '.join(keys)})" if keys else "")
+
+
+def _plain_value(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def _held_rule(m: MappedConfig) -> str:
+    """Why an offline packer's documents are held, never started: they lie in rows after the horizon."""
+    if m.horizon is None:
+        return f"{m.packer} holds these documents at the end of its run ({entry(m.packer).family})"
+    return (f"{m.packer} placed these documents in rows after {_horizon_words(m)}: the trainer stops "
+            f"before it reaches them; without the horizon they are trained ({entry(m.packer).family})")
 
 
 def _drop_rule(m: MappedConfig) -> str:

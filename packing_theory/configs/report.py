@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..reporting.markdown import render_markdown
+from ..audit.untrained import NeverTrained
+from ..reporting.markdown import percent, render_markdown
 from ..reporting.model import Attachment, Block, Column, PlotFile, Section, Table, Text
 from ._base import MappedConfig, _plain, _short
 
@@ -26,6 +27,12 @@ __all__ = ["KINDS", "DoctorFinding", "DoctorReport", "Thresholds"]
 KINDS: tuple[str, ...] = ("starvation", "padding", "never-started", "dropped-batches", "filtered",
                           "tails-cut", "no-trainable", "dropped-rows", "blend")
 """The kinds of finding, in the order of the module doc of :mod:`packing_theory.configs.doctor`."""
+
+_OFFERED_TOKEN_KINDS: frozenset[str] = frozenset({"starvation", "never-started", "dropped-batches",
+                                                  "filtered", "tails-cut", "no-trainable"})
+"""The kinds whose ``tokens`` are tokens of the offered documents: the answer table gives their share of the
+offered tokens (padding and dropped rows count row positions, a blend documents: their shares are in their
+own sentence)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,9 @@ class DoctorReport:
         findings: ranked, most severe first.
         checked: what was checked and found within its threshold.
         thresholds: the thresholds applied.
+        untrained: what the run never trained, the one measurement's parts
+            (:func:`~packing_theory.audit.never_trained`, as ``packing-theory audit`` reports them; ``None``
+            for a Megatron blend).
     """
 
     mapped: MappedConfig
@@ -108,6 +118,7 @@ class DoctorReport:
     findings: tuple[DoctorFinding, ...]
     checked: tuple[str, ...]
     thresholds: Thresholds
+    untrained: NeverTrained | None = None
 
     @property
     def found(self) -> bool:
@@ -149,19 +160,80 @@ class DoctorReport:
                 "documents": self.documents, "tokens": self.tokens, "rows": self.rows,
                 "horizon": self.horizon,
                 "findings": [dict(rank=i + 1, **f.to_dict()) for i, f in enumerate(self.findings)],
-                "checked": list(self.checked), "thresholds": self.thresholds.to_dict()}
+                "checked": list(self.checked), "thresholds": self.thresholds.to_dict(),
+                "untrained": None if self.untrained is None else self.untrained.to_dict()}
+
+    def offered_share(self, finding: DoctorFinding) -> float | None:
+        """``finding.tokens`` over the offered tokens, for a kind that counts offered tokens
+        (:data:`_OFFERED_TOKEN_KINDS`); else ``None``."""
+        if finding.kind not in _OFFERED_TOKEN_KINDS or not self.tokens:
+            return None
+        return finding.tokens / self.tokens
+
+    def untrained_text(self) -> str:
+        """The run's never-trained parts, named as ``packing-theory audit`` names them, each share of the
+        offered tokens: ``"930 documents never started (5.2% of the tokens); ..."`` (empty for a blend)."""
+        nt = self.untrained
+        if nt is None:
+            return ""
+        total = nt.offered_tokens
+
+        def share(v: int) -> str:
+            return percent(v / total) if total else "n/a"
+
+        parts = [f"trained {share(nt.trained_tokens)} of the {total:,} tokens offered"]
+        if nt.never_started.documents:
+            ns = nt.never_started
+            parts.append(f"{_docs(ns.documents)} never started ({share(ns.tokens)} of the tokens)")
+        if nt.dropped.tokens:
+            parts.append(f"tails of {_docs(nt.dropped.documents)} that started were cut off "
+                         f"({share(nt.dropped.tokens)})")
+        if nt.still_buffered.tokens:
+            parts.append(f"{_docs(nt.still_buffered.documents)} that started are still buffered "
+                         f"({share(nt.still_buffered.tokens)})")
+        if nt.partial_row.tokens:
+            parts.append(f"{nt.partial_row.tokens:,} tokens sit in the unfinished last row "
+                         f"({share(nt.partial_row.tokens)})")
+        if nt.never_reached.documents:
+            parts.append(f"{_docs(nt.never_reached.documents)} lie beyond the horizon "
+                         f"({share(nt.never_reached.tokens)})")
+        return "; ".join(parts)
+
+    def text(self) -> str:
+        """The report as plain text (what the command prints): the headline, the findings ranked with their
+        numbers and rules, what the run never trained, and the checks."""
+        lines = [self.headline(), ""]
+        if self.findings:
+            for i, f in enumerate(self.findings, 1):
+                lines.append(f"{i}. {f.title}: {f.number}")
+                if f.examples:
+                    more = f" (of {f.documents:,})" if f.documents > len(f.examples) else ""
+                    lines.append(f"   documents{more}: {', '.join(f.examples)}")
+                if f.sources:
+                    lines.append(f"   sources: {', '.join(f.sources)}")
+                lines.append(f"   rule: {f.rule}")
+        else:
+            lines.append("Nothing found.")
+        m = self.mapped
+        lines += ["", f"run: {m.packer}, R = {m.capacity:,}, on {self.data}: {self.documents:,} documents, "
+                      f"{self.tokens:,} tokens; {self.rows:,} rows; {self.horizon}"]
+        if self.untrained is not None:
+            lines.append(f"never trained: {self.untrained_text()}")
+        lines += [f"checked: {c}" for c in self.checked]
+        return "\n".join(lines) + "\n"
 
     def sections(self) -> Sequence[Section]:
         """The answer card (the findings ranked, or nothing found), each finding, the mapping, the checks."""
         m = self.mapped
         run = Text(f"Data: {self.data}: {self.documents:,} documents, {self.tokens:,} tokens. Packer "
                    f"{m.packer}, row width R = {m.capacity:,} (sequence length {m.seq_length:,}). Run: "
-                   f"{self.rows:,} rows; {self.horizon}.")
+                   f"{self.rows:,} rows; {self.horizon}."
+                   + (f" Never trained: {self.untrained_text()}." if self.untrained is not None else ""))
         if self.findings:
             ranked: Block = Table("findings, most severe first", (
                 Column("rank", "count"), Column("finding"), Column("documents", "count"),
-                Column("tokens or positions", "tokens"), Column("share of the run", "share")),
-                tuple((i, f.title, f.documents or None, f.tokens, f.severity)
+                Column("tokens or positions", "tokens"), Column("share of the offered tokens", "share")),
+                tuple((i, f.title, f.documents or None, f.tokens, self.offered_share(f))
                       for i, f in enumerate(self.findings, 1)), key="findings")
         else:
             ranked = Text("Nothing found.")
@@ -195,6 +267,10 @@ class DoctorReport:
     def markdown(self) -> str:
         """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
         return render_markdown(self)
+
+
+def _docs(n: int) -> str:
+    return f"{n:,} document{'s' if n != 1 else ''}"
 
 
 def _json(value: Any) -> Any:

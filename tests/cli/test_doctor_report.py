@@ -72,8 +72,13 @@ def test_doctor_reads_config_and_data_end_to_end_and_writes_its_report(
     assert md.splitlines()[0] == md_escape(on_disk["headline"]) and on_disk["run"]["id"] in md
     page = (out / "doctor.html").read_text()
     assert on_disk["findings"][0]["title"] in page
-    # without --out nothing is written; the Markdown is printed
+    # without --out nothing is written; standard output is plain text (the path's underscores unescaped),
+    # the Markdown only when asked
+    assert "_" in on_disk["headline"] and md_escape(on_disk["headline"]) != on_disk["headline"]
     assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == on_disk["headline"] and "\\_" not in out and "| rank |" not in out
+    assert main([*argv, "--markdown"]) == 1
     assert capsys.readouterr().out.startswith(md_escape(on_disk["headline"]))
     assert main([*argv, "--force"]) == 2
     assert "--force applies to --out" in capsys.readouterr().err

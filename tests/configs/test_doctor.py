@@ -217,3 +217,92 @@ def test_cli_megatron_blend_reads_the_prefixes(tmp_path: Path, capsys: pytest.Ca
     assert main(["doctor", "--config", str(path), "--bos", "included", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [f["kind"] for f in doc["findings"]] == ["blend"] and doc["documents"] == 460
+
+
+# ------------------------------------------------- what the run never trained: the audit's one measurement
+
+
+def _trl_horizon(tmp_path: Path, max_steps: int | None) -> tuple[Path, np.ndarray]:
+    """A TRL bfd config whose max_steps horizon (2 rows a step) stops inside its one window of bins, and a
+    corpus of one document in four longer than the row of 64 (truncated to it)."""
+    doc: dict[str, Any] = {"packing": True, "packing_strategy": "bfd", "max_length": 64,
+                           "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1}
+    if max_steps is not None:
+        doc["max_steps"] = max_steps
+    rng = np.random.default_rng(11)
+    lengths = np.where(np.arange(600) % 4 == 0, rng.integers(65, 300, 600), rng.integers(5, 60, 600))
+    return _yaml(tmp_path / f"sft_{max_steps}.yaml", doc), lengths
+
+
+def test_never_started_is_the_audits_measurement_split_by_cause(tmp_path: Path) -> None:
+    path, lengths = _trl_horizon(tmp_path, 100)
+    report = doctor(path, lengths)
+    # the one measurement, run as audit runs it, independently of the doctor's replay
+    run = pt.measure(lengths, ["trl-bfd"], pt.Settings(capacity=64), horizon=pt.Budget("rows", 200)).runs[0]
+    nt, mine = run.never_trained, report.untrained
+    assert mine is not None and nt.never_started.documents > 0
+    for part in ("never_started", "dropped", "still_buffered", "partial_row", "never_reached"):
+        assert getattr(mine, part) == getattr(nt, part), part
+    assert (mine.offered_documents, mine.offered_tokens, mine.trained_tokens) == (
+        nt.offered_documents, nt.offered_tokens, nt.trained_tokens)
+    # the never-started findings split exactly those documents, each in one
+    ns = [f for f in report.findings if f.kind in ("filtered", "dropped-batches", "never-started")]
+    assert sum(f.documents for f in ns) == nt.never_started.documents
+    assert sum(f.tokens for f in ns) == nt.never_started.tokens
+    assert f"{nt.never_started.documents:,} documents never started" in report.untrained_text()
+    assert f"tails of {nt.dropped.documents:,} documents that started were cut off" in report.untrained_text()
+    assert next(f for f in report.findings if f.kind == "tails-cut").tokens == nt.dropped.tokens
+
+
+def test_each_share_is_its_own_count_over_the_offered(tmp_path: Path) -> None:
+    path, lengths = _trl_horizon(tmp_path, 100)
+    report = doctor(path, lengths)
+    # by hand from the packer's own placements: rows 0..199 are trained (max_steps 100 x 2 rows)
+    placed = {ev.source for ev in pt.build_packer("trl-bfd", capacity=64).events(lengths)
+              if isinstance(ev, pt.Placement) and ev.row < 200}
+    never = [i for i in range(lengths.size) if i not in placed]
+    tokens = int(lengths[never].sum())
+    f = next(f for f in report.findings if f.kind == "never-started")
+    assert (f.documents, f.tokens) == (len(never), tokens)
+    assert f.examples == tuple(f"document {i}" for i in never[:10])
+    offered = int(lengths.sum())
+    assert report.tokens == offered and report.documents == lengths.size == 600
+    assert f"({100 * len(never) / 600:.1f} % of those offered)" in f.number  # of all 600
+    assert f.severity == report.offered_share(f) == tokens / offered
+    md = report.markdown()
+    assert "| share of the offered tokens |" in md and "share of the run" not in md
+    assert f"| {tokens:,} | {100 * tokens / offered:.1f}% |" in md
+    cut = next(f for f in report.findings if f.kind == "tails-cut")
+    assert f"| {cut.tokens:,} | {100 * cut.tokens / offered:.1f}% |" in md
+
+
+def test_documents_past_the_horizon_name_it_as_their_cause(tmp_path: Path) -> None:
+    path, lengths = _trl_horizon(tmp_path, 100)
+    f = next(f for f in doctor(path, lengths).findings if f.kind == "never-started")
+    assert "after the horizon of 200 rows (max_steps = 100)" in f.rule
+    assert "discards" not in f.rule and "dropped" not in f.title
+    # without max_steps every document is started: no never-started finding
+    free, _ = _trl_horizon(tmp_path, None)
+    report = doctor(free, lengths)
+    assert not {"never-started", "dropped-batches"} & set(_kinds(report))
+    assert report.untrained is not None and report.untrained.never_started.documents == 0
+
+
+def test_cli_doctor_agrees_with_audit_and_prints_plain_text(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path, lengths = _trl_horizon(tmp_path, 100)
+    np.save(tmp_path / "l.npy", lengths)
+    argv = ["--config", str(path), "--lengths", str(tmp_path / "l.npy")]
+    assert main(["doctor", *argv, "--json"]) == 1
+    mine = json.loads(capsys.readouterr().out)["untrained"]
+    assert main(["audit", *argv, "--out", str(tmp_path / "audit")]) == 0
+    capsys.readouterr()
+    theirs = json.loads((tmp_path / "audit" / "audit.json").read_text())["packers"][0]["never_trained"]
+    for key in ("never_started", "dropped", "never_reached", "offered_tokens", "trained_tokens", "documents"):
+        assert mine[key] == theirs[key], key
+    assert main(["doctor", *argv]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(f"from trl config {path}); 1 more finding")  # not sft\_100.yaml
+    assert "\\_" not in out and "|" not in out and "**" not in out
+    started = theirs["never_started"]["documents"]
+    assert "never trained: trained " in out and f"{started:,} documents never started" in out
