@@ -74,6 +74,7 @@ __all__ = [
     "census_names",
     "document_names",
     "document_table",
+    "documents_named",
     "is_document_id",
     "partial_row_tokens",
     "write_documents",
@@ -214,12 +215,14 @@ class DocumentTable:
 
         A name matches exactly, else as a whole-component path suffix
         (``dom/__init__.py`` matches ``a/xml/dom/__init__.py``, not
-        ``a/xdom/__init__.py``); several documents matching that way are
-        ambiguous, never resolved by picking one.
+        ``a/xdom/__init__.py``); several documents of that name (two records
+        with the same ``id``), or several matching by suffix, are ambiguous,
+        never resolved by picking one (:func:`documents_named`). ASCII digits
+        are always a raw index, never a name.
 
         Raises:
-            InputError: an empty ``document``, no document has that id or name, or the name's suffix
-                matches several documents.
+            InputError: an empty ``document``, no document has that id or name, or the name is
+                ambiguous.
 
         Complexity: O(log n) for an index; O(N) name comparisons for a name.
         """
@@ -285,21 +288,47 @@ def is_document_id(text: str) -> bool:
 
 
 def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
-    """Raw documents named ``text`` exactly, else by a path suffix (an InputError when several are)."""
-    names: NameSource | None = identity.names
-    if names is None:
-        return np.zeros(0, np.int64)
-    total = len(names)
+    """Raw documents named ``text`` (:func:`documents_named`; none without names)."""
+    return np.zeros(0, np.int64) if identity.names is None else documents_named(identity.names, text)
+
+
+def documents_named(names: NameSource | Sequence[str], text: str) -> Int64Array:
+    """The raw index of the one document named ``text``: exactly, else as a whole-component path suffix;
+    empty when none is.
+
+    Two documents of the same name (two records with the same ``id``) are
+    ambiguous, as are several that end with the same path: refused, never
+    resolved by picking one.
+
+    >>> documents_named(["a/x.txt", "b/y.txt"], "y.txt").tolist()
+    [1]
+    >>> documents_named(["d-1", "d-2", "d-1"], "d-1")
+    Traceback (most recent call last):
+    packing_theory.InputError: document 'd-1' is ambiguous: 2 documents are named so (documents 0, 2); \
+give the document's index instead
+
+    Raises:
+        InputError: the name is ambiguous.
+
+    Complexity: O(N) name comparisons, names read in blocks.
+    """
+    source = as_names(names)
+    assert source is not None
+    total = len(source)
     exact: list[int] = []
     suffix: list[tuple[int, str]] = []
     want = _parts(text)
     for lo in range(0, total, _BLOCK):
         ids = np.arange(lo, min(total, lo + _BLOCK), dtype=np.int64)
-        for i, n in zip(ids.tolist(), names.take(ids), strict=True):
+        for i, n in zip(ids.tolist(), source.take(ids), strict=True):
             if n == text:
                 exact.append(i)
-            elif want and _parts(n)[-len(want):] == want:
+            elif want and not exact and _parts(n)[-len(want):] == want:
                 suffix.append((i, n))
+    if len(exact) > 1:
+        shown = ", ".join(str(d) for d in exact[:5]) + (", …" if len(exact) > 5 else "")
+        raise InputError(f"document {text!r} is ambiguous: {len(exact):,} documents are named so "
+                         f"(documents {shown}); give the document's index instead")
     if exact:
         return np.asarray(exact, np.int64)
     if len(suffix) > 1:

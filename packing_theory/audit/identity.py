@@ -10,8 +10,9 @@ uses to label every row:
 
 * ``raw_index`` — per replayed document, its raw corpus index (``int64``;
   default: the positions themselves);
-* ``names`` — a :class:`NameSource` over the raw corpus (a file path; a
-  dataset's ``name``/``id`` column; else ``file#row``), or ``None``;
+* ``names`` — a :class:`NameSource` over the raw corpus (a record's own
+  name, its ``id`` / ``name``: :mod:`packing_theory.corpus.readers.names`;
+  else a file path, ``file#k`` for the k-th of several), or ``None``;
 * ``source_labels`` / ``source_codes`` — the data source of each raw document;
 * ``removed_by`` / ``stages`` — per raw document the index of the funnel
   stage that removed it (``-1``: kept), with ``raw_lengths`` for their
@@ -103,8 +104,23 @@ class FileNames:
     def take(self, ids: Int64Array) -> list[str]:
         f = np.searchsorted(self._ends, ids, side="right")
         k = ids - (self._ends[f] - self.counts[f])
-        return [p if n == 1 else f"{p}#{j}" for p, n, j in zip(
+        from ..corpus.readers.names import file_document_name
+
+        return [file_document_name(p, n, j) for p, n, j in zip(
             (self.paths[i] for i in f.tolist()), self.counts[f].tolist(), k.tolist(), strict=True)]
+
+
+class _KeptNames:
+    """Names of the documents a funnel kept, by replayed position (a view of the raw corpus's names)."""
+
+    def __init__(self, names: NameSource, raw_index: Int64Array) -> None:
+        self._names, self._raw = names, raw_index
+
+    def __len__(self) -> int:
+        return int(self._raw.size)
+
+    def take(self, ids: Int64Array) -> list[str]:
+        return self._names.take(self._raw[np.asarray(ids, np.int64)])
 
 
 def as_names(names: NameSource | Sequence[str] | npt.NDArray[Any] | None) -> NameSource | None:
@@ -216,6 +232,18 @@ class DocumentIdentity:
     def name_of(self, raw: Int64Array) -> list[str]:
         """The names of raw documents ``raw`` (``""`` each without names)."""
         return [""] * int(raw.size) if self.names is None else self.names.take(raw)
+
+    def replayed_names(self) -> NameSource | None:
+        """The names of the replayed documents, by replayed position (the raw corpus's names without a
+        funnel, else those of the documents it kept); ``None`` without names.
+
+        >>> DocumentIdentity.from_funnel_masks([5, 7, 9], {"dedup": [False, True, False]},
+        ...     names=["a", "b", "c"]).replayed_names().take(np.array([1]))
+        ['c']
+        """
+        if self.names is None or self.raw_index is None:
+            return self.names
+        return _KeptNames(self.names, self.raw_index)
 
     def source_of(self, raw: Int64Array) -> npt.NDArray[np.int64]:
         """The data source code of raw documents ``raw`` (-1 without labels)."""

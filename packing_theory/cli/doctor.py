@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if args.out:  # checked and locked before the replay
             writer = stack.enter_context(ReportWriter(args.out, names=REPORT_FILES, config={},
                                                       tool="packing-theory doctor", force=args.force))
+        names = None
         if mapped.blend is not None:
             data: Any = _blend_data(args, mapped.blend.prefixes)
             label = f"the {len(data)} datasets of --data-path"
@@ -95,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError("give the corpus: --lengths FILE.npy or --data PATH")
             corpus = corpus_from_args(args)
             data, label = corpus.lengths, corpus.label
+            names = corpus.identity().replayed_names()
         prompt = None if args.prompt_lengths is None else np.load(args.prompt_lengths, allow_pickle=False)
-        report = doctor(mapped, data, prompt_lengths=prompt, data_label=str(label),
+        report = doctor(mapped, data, prompt_lengths=prompt, data_label=str(label), names=names,
                         thresholds=Thresholds(args.max_padding, args.max_cut, args.max_blend_gap))
         if writer is not None:
             stage_report(writer, report, plots=False)

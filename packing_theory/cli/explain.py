@@ -8,7 +8,9 @@ horizon ``audit`` uses (243,968 rows unless ``--rows`` / ``--targets`` /
 :attr:`~packing_theory.audit.Explanation.sentence`; ``--json`` prints the whole
 :class:`~packing_theory.audit.Explanation`. ``DOC`` is a raw index — the
 document's position in the corpus as read, before any ``--funnel`` — or a
-name (exact, else a unique whole-component path suffix). A document the
+name (exact, else a unique whole-component path suffix; a record's own
+name is its ``id`` / ``name``, :mod:`packing_theory.corpus.readers.names`;
+two documents of one name are refused as ambiguous). A document the
 funnel removed is explained by the stage that removed it. Exit 0; an unknown
 or ambiguous document (the error lists candidates) or bad input exits 2.
 """
@@ -51,11 +53,14 @@ def _removed(corpus: Any, raw: int) -> dict[str, Any]:
 
 
 def _removed_by_name(corpus: Any, document: str) -> int | None:
-    """The raw index of the removed document named exactly ``document``, if the funnel removed it."""
+    """The raw index of the document named ``document``, if the funnel removed it (an ambiguous name is
+    refused)."""
     if corpus.funnel is None or corpus.names is None:
         return None
-    hits = [k for k, n in enumerate(corpus.names) if str(n) == document and not corpus.funnel.keep[k]]
-    return hits[0] if len(hits) == 1 else None
+    from ..audit.documents import documents_named
+
+    hits = documents_named(corpus.names, document).tolist()
+    return hits[0] if len(hits) == 1 and not corpus.funnel.keep[hits[0]] else None
 
 
 def run(args: argparse.Namespace) -> int:

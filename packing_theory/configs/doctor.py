@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit import DocumentRows, Ledger, NeverTrained, horizon_statement, never_trained
+from ..audit.identity import NameSource, as_names
 from ..audit.results import Aggregates
 from ..engine.consumers import feed_all
 from ..engine.events import Horizon
@@ -83,13 +84,18 @@ class _Run:
     untrained: NeverTrained
 
 
-def _names(names: Sequence[str] | None, idx: npt.NDArray[np.integer[Any]], stride: int) -> tuple[str, ...]:
+_Names = Sequence[str] | NameSource | None
+
+
+def _names(names: _Names, idx: npt.NDArray[np.integer[Any]],
+           stride: int) -> tuple[str, ...]:
     """Up to ten documents named by ``names`` (indices into the original data) or ``document i``."""
-    out = []
-    for i in idx[:10].tolist():
-        orig = int(i) * stride
-        out.append(names[orig] if names is not None and orig < len(names) else f"document {orig}")
-    return tuple(out)
+    orig = [int(i) * stride for i in idx[:10].tolist()]
+    source = as_names(names)
+    known = [o for o in orig if source is not None and o < len(source)]
+    named = dict(zip(known, source.take(np.asarray(known, np.int64)) if source is not None and known else [],
+                     strict=True))
+    return tuple(named.get(o, f"document {o}") for o in orig)
 
 
 def _share(part: int, whole: int) -> str:
@@ -97,7 +103,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_lengths: Any = None,
-           names: Sequence[str] | None = None, thresholds: Thresholds | None = None,
+           names: Sequence[str] | NameSource | None = None, thresholds: Thresholds | None = None,
            data_label: str = "", framework: str | None = None) -> DoctorReport:
     """Replay ``config`` on ``data`` and rank the findings (see the module doc).
 
@@ -107,7 +113,8 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
             Megatron blend, a mapping from each source's name to its lengths.
         prompt_lengths: per document, the offset of its first trainable token (needed for
             ``no-trainable``; a prompt-masked config without it says so in ``checked``).
-        names: per document, a name for the examples (default ``document i``).
+        names: per document, a name for the examples (a sequence or a lazy
+            :class:`~packing_theory.audit.identity.NameSource`; default ``document i``).
         thresholds: when a measured quantity is a finding (:class:`Thresholds`).
         data_label: how the report names the data.
         framework: the framework, when ``config`` is a file that does not say it.
@@ -179,7 +186,7 @@ def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run
     return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence(), nt)
 
 
-def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: Sequence[str] | None,
+def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: _Names,
                 findings: list[DoctorFinding], checked: list[str]) -> int:
     """The starvation finding; returns the all-padding rows between the starved row and the horizon."""
     e = entry(m.packer)
@@ -253,7 +260,7 @@ def _padding(m: MappedConfig, run: _Run, extra_rows: int, findings: list[DoctorF
                                                      "all_padding_rows": extra_rows}))
 
 
-def _never_started(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None, offered: int,
+def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
                    findings: list[DoctorFinding], checked: list[str]) -> None:
     """The measurement's never-started documents, split by cause: filtered, dropped whole, held at the
     horizon (each document in exactly one group; the groups sum to ``run.untrained.never_started``)."""
@@ -325,7 +332,7 @@ def _drop_rule(m: MappedConfig) -> str:
     return f"{m.packer} discards these documents before placing a token ({entry(m.packer).family})"
 
 
-def _tails(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None, offered: int,
+def _tails(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
            pre: tuple[Int64Array, int, int], findings: list[DoctorFinding], checked: list[str],
            th: Thresholds) -> None:
     c = run.cols
@@ -348,7 +355,7 @@ def _tails(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None,
                                   int(docs.size), tokens, _names(names, docs, stride), rule=rule))
 
 
-def _trainable(m: MappedConfig, run: _Run, stride: int, names: Sequence[str] | None,
+def _trainable(m: MappedConfig, run: _Run, stride: int, names: _Names,
                findings: list[DoctorFinding], checked: list[str]) -> None:
     if run.trainable is None:
         if m.trainable:

@@ -52,6 +52,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ..corpus.readers.names import NAME_COLUMNS, record_name
 from ..corpus.shards import HEADER, read_shard
 from ..corpus.text import Tokenizer, iter_text_files, resolve_bos
 from ..corpus.textcount import BuiltinTokenizer
@@ -75,8 +76,6 @@ INPUT_KINDS: tuple[InputKind, ...] = ("shard", "text", "parquet", "jsonl", "mega
 _SOURCE_KINDS = ("parquet", "jsonl", "hf")
 _TOKEN_KINDS = ("megatron", "olmo")
 
-NAME_COLUMNS: tuple[str, ...] = ("id", "name")
-"""Columns (or JSON Lines fields: ``id``) that name a dataset's documents, first found first."""
 
 BLOCK_TOKENS = 1 << 20
 """Text documents (and stored ones read one by one) are gathered into blocks of about this many tokens."""
@@ -309,20 +308,18 @@ def _texts(inp: CorpusInput, tokenizer: Tokenizer | BuiltinTokenizer) -> Iterato
 
 
 def _jsonl_rows(inp: CorpusInput) -> Iterator[tuple[str, str | None, str | None]]:
-    from ..corpus.readers.jsonl import iter_jsonl
+    """Each record's text, own name and source, in one pass over the file."""
+    from ..corpus.readers.jsonl import iter_jsonl_records
 
-    field = inp.column or "text"
-    named = iter_jsonl(inp.path, field, source_field=NAME_COLUMNS[0])
-    if inp.source_column is None:
-        for text, name in named:
-            yield text, None if name is None else str(name), None
-        return
-    sourced = iter_jsonl(inp.path, field, source_field=inp.source_column)
-    for line, ((text, name), (_, source)) in enumerate(zip(named, sourced, strict=True), 1):
+    rows = iter_jsonl_records(inp.path, inp.column or "text", source_field=inp.source_column)
+    for line, (text, source, name) in enumerate(rows, 1):
+        if inp.source_column is None:
+            yield text, name, None
+            continue
         if source is None:
             raise InputError(f"JSON Lines file {inp.path!r} document {line}: no source field "
                              f"{inp.source_column!r} (--source-column); every document needs a source")
-        yield text, None if name is None else str(name), str(source)
+        yield text, name, str(source)
 
 
 def _columns(inp: CorpusInput, names: Sequence[str], text: str) -> tuple[str | None, str | None]:
@@ -367,19 +364,24 @@ def _values(batch: Any, column: str | None, where: str, *, strings: bool) -> lis
     return values
 
 
+def _own_names(batch: Any) -> list[str | None] | None:
+    """Each row's own name from the batch's first name column (:func:`record_name`), ``None`` without
+    one."""
+    column = next((c for c in NAME_COLUMNS if c in batch.schema.names), None)
+    return None if column is None else [record_name(v) for v in batch.column(column).to_pylist()]
+
+
 def _arrow_rows(inp: CorpusInput, batches: Iterable[Any]) -> Iterator[tuple[str, str | None, str | None]]:
     """Texts of record batches, with each row's name and source."""
     text = inp.column or "text"
     for batch in batches:
-        names = list(batch.schema.names)
-        name = next((c for c in NAME_COLUMNS if c in names), None)
         where = f"{inp.kind} input {inp.path!r}"
         texts = _values(batch, text, where, strings=True)
         assert texts is not None
-        labels = _values(batch, name, where, strings=False)
+        labels = _own_names(batch)
         sources = _values(batch, inp.source_column, where, strings=False)
         for i, t in enumerate(texts):
-            yield (t, None if labels is None else str(labels[i]),
+            yield (t, None if labels is None else labels[i],
                    None if sources is None else str(sources[i]))
 
 
@@ -420,12 +422,10 @@ def _hf(inp: CorpusInput, tokenizer: Tokenizer | BuiltinTokenizer) -> Iterator[B
             raise InputTypeError(f"{where}: column {r.column!r} must hold non-negative integer token ids, "
                                  "got "
                                  f"{values.dtype}")
-        names = _values(batch, next((c for c in NAME_COLUMNS if c in batch.schema.names), None), where,
-                        strings=False)
+        names = _own_names(batch)
         sources = _values(batch, inp.source_column, where, strings=False)
         rel = offsets - offsets[0]
-        yield Block(values, rel[:-1], rel[1:], extra=extra,
-                    names=None if names is None else [str(v) for v in names],
+        yield Block(values, rel[:-1], rel[1:], extra=extra, names=names,
                     sources=None if sources is None else [str(v) for v in sources])
 
 

@@ -52,6 +52,7 @@ import numpy.typing as npt
 from .._checks import check_int, distinct_files
 from ..corpus.documents import run_index
 from ..corpus.labels import SourceLabels
+from ..corpus.readers.names import file_document_name
 from ..corpus.text import Tokenizer
 from ..corpus.textcount import BuiltinTokenizer
 from ..errors import InputError, InputTypeError, NotMeasured
@@ -180,6 +181,7 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
     matched: list[IntArray] = []
     members: list[npt.NDArray[np.uint64]] = []
     found: list[IntArray] = []
+    unnamed: list[tuple[int, int]] = []
     sources: dict[str, int] = {}
     codes: list[npt.NDArray[np.int32]] = []
     refs = table.members.dtype.itemsize * 8  # every bit the table's bitmasks can hold
@@ -200,12 +202,18 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
             docs.append(uniq + out.documents)
             matched.append(m)
             members.append(b)
-            out.hit_names += [_name(inp, block, int(x), out.documents) for x in uniq]
+            for x in uniq.tolist():
+                own = _own_name(block, x)
+                if own is None:  # named by its place once the input's documents are counted
+                    unnamed.append((len(out.hit_names), out.documents + x))
+                out.hit_names.append(own or "")
             for r in range(refs):
                 ref_matched[r] += int(np.count_nonzero((bits >> np.uint64(r)) & np.uint64(1)))
             found.append(np.unique(pos))
         out.documents += block.n_documents
     out.ref_matched = ref_matched
+    for at, doc in unnamed:
+        out.hit_names[at] = _place_name(inp, doc, out.documents)
     if docs:
         out.hit_docs, out.hit_matched = np.concatenate(docs), np.concatenate(matched)
         out.hit_members = np.concatenate(members)
@@ -219,13 +227,18 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
     return out
 
 
-def _name(inp: CorpusInput, block: Block, d: int, before: int) -> str:
-    """Document ``d`` of ``block`` (``before`` documents precede it): its dataset name, else ``FILE#i``."""
-    if block.names is not None and block.names[d] is not None:
-        return str(block.names[d])
+def _own_name(block: Block, d: int) -> str | None:
+    """Document ``d`` of ``block``: its own name (its record's ``id`` / ``name``), else ``None``."""
+    return None if block.names is None or block.names[d] is None else str(block.names[d])
+
+
+def _place_name(inp: CorpusInput, doc: int, documents: int) -> str:
+    """Document ``doc`` of an input of ``documents``, named by its place as the corpus names it: ``FILE``
+    for a file's only document, else ``FILE#i``
+    (:func:`~packing_theory.corpus.readers.names.file_document_name`)."""
     if inp.kind == "text" and not inp.per_line:
         return inp.label
-    return f"{inp.label}#{before + d}"
+    return file_document_name(inp.label, documents, doc)
 
 
 def _unread(exc: BaseException) -> str:

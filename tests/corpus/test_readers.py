@@ -156,23 +156,25 @@ def test_hf_tokenized_dataset_lengths_and_ids(tmp_path: Path) -> None:
         open_data(paths, fmt, bos="add", field="ids")
 
 
-def test_hf_dataset_names_rows_by_its_name_or_id_column(tmp_path: Path) -> None:
-    """``HFDataset.names()``: the ``name`` column (else ``id``), read lazily by file; none without either."""
+def test_hf_dataset_names_rows_by_its_id_or_name_column(tmp_path: Path) -> None:
+    """``HFDataset.names()``: the ``id`` column (else ``name``: the shared NAME_COLUMNS order), read lazily by
+    file; none without either."""
     datasets = _datasets()
     docs = [[1, 2], [3], [4, 5, 6], [7], [8, 9]]
     ds = datasets.Dataset.from_dict({"input_ids": docs, "id": [10, 11, 12, 13, 14],  # type: ignore[attr-defined]
                                      "name": [f"doc-{i}" for i in range(5)]})
     ds.save_to_disk(str(tmp_path / "named"), num_shards=2)
     hf = open_data([str(tmp_path / "named")], "hf", bos="add")
-    names = (hf.readers[0] if hasattr(hf, "readers") else hf).names()
-    assert names is not None and names.column == "name" and len(names) == 5
-    assert names.take(np.array([4, 0, 2])) == ["doc-4", "doc-0", "doc-2"] and names[3] == "doc-3"
-    ds.remove_columns("name").save_to_disk(str(tmp_path / "ids"), num_shards=2)
-    by_id = open_data([str(tmp_path / "ids")], "hf", bos="add")
-    ids = (by_id.readers[0] if hasattr(by_id, "readers") else by_id).names()
-    assert ids is not None and ids.take(np.arange(5)) == ["10", "11", "12", "13", "14"]
+    ids = (hf.readers[0] if hasattr(hf, "readers") else hf).names()
+    assert ids is not None and ids.column == "id" and len(ids) == 5
+    assert ids.take(np.arange(5)) == ["10", "11", "12", "13", "14"] and ids[3] == "13"
     with pytest.raises(InputError, match=r"row ids must be in \[0, 5\), got 0..5"):
         ids.take(np.array([0, 5]))
+    ds.remove_columns("id").save_to_disk(str(tmp_path / "names"), num_shards=2)
+    by_name = open_data([str(tmp_path / "names")], "hf", bos="add")
+    names = (by_name.readers[0] if hasattr(by_name, "readers") else by_name).names()
+    assert names is not None and names.column == "name"
+    assert names.take(np.array([4, 0, 2])) == ["doc-4", "doc-0", "doc-2"]
     ds.remove_columns(["name", "id"]).save_to_disk(str(tmp_path / "plain"))
     plain = open_data([str(tmp_path / "plain")], "hf", bos="add")
     assert (plain.readers[0] if hasattr(plain, "readers") else plain).names() is None
@@ -180,8 +182,8 @@ def test_hf_dataset_names_rows_by_its_name_or_id_column(tmp_path: Path) -> None:
 
 def test_two_named_datasets_are_one_corpus_named_by_their_columns(tmp_path: Path) -> None:
     """``--data a b`` of saved datasets with a name column: the corpus names every document by it (the
-    concatenation's names), the per-document identity too; a second input without one falls back to
-    file names for all."""
+    concatenation's names), the per-document identity too; a second input without one is named by its
+    files while the first keeps its names."""
     from packing_theory.orchestration import open_corpus
 
     datasets = _datasets()
@@ -194,7 +196,7 @@ def test_two_named_datasets_are_one_corpus_named_by_their_columns(tmp_path: Path
     assert both.identity().name_of(np.array([5, 0])) == ["set1-doc2", "set0-doc0"]
     datasets.Dataset.from_dict({"input_ids": [[7, 8]]}).save_to_disk(str(tmp_path / "plain"))  # type: ignore[attr-defined]
     mixed = open_corpus([str(tmp_path / "set0"), str(tmp_path / "plain")], bos="add")
-    assert mixed.name(3).endswith(".arrow") and "set0" in mixed.name(0)
+    assert mixed.name(3).endswith(".arrow") and mixed.name(0) == "set0-doc0"
 
 
 def test_hf_dataset_dict_needs_a_split(tmp_path: Path) -> None:

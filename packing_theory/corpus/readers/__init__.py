@@ -217,8 +217,9 @@ class ArrayReader:
     """Lengths already computed (a lengths file, text, parquet or shards), with their files."""
 
     def __init__(self, fmt: str, paths: Sequence[str], lengths: Int64Array, per_file: Sequence[int],
-                 description: str) -> None:
+                 description: str, names: Any = None) -> None:
         self.format = fmt
+        self._names = names
         self.paths: tuple[str, ...] = tuple(paths)
         self._lengths = lengths
         self._per_file = list(per_file)
@@ -234,6 +235,11 @@ class ArrayReader:
     def sources(self) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
         """Every document's source label: its file."""
         return self.paths, file_codes(self._per_file)
+
+    def names(self) -> Any:
+        """The documents' own names (a parquet file's ``id`` / ``name`` column, read lazily), or ``None``
+        (they are then named by file)."""
+        return self._names
 
     def describe(self) -> str:
         """One line: what was read."""
@@ -268,15 +274,22 @@ class ConcatReader:
         return tuple(labels), np.concatenate(codes)
 
     def names(self) -> Any:
-        """The rows' own names (a dataset's name column, read lazily) when every input has them, as one
-        name source over the concatenation; else ``None`` (the rows are then named by file)."""
+        """The rows' own names (a dataset's name column, read lazily) as one name source over the
+        concatenation, an input without them named by file (``FILE#k``); ``None`` when no input has
+        them (the rows are then all named by file)."""
         parts = []
         for r in self.readers:
             own = getattr(r, "names", None)
-            found = own() if callable(own) else None
-            if found is None:
-                return None
-            parts.append(found)
+            parts.append(own() if callable(own) else None)
+        if all(p is None for p in parts):
+            return None
+        for k, r in enumerate(self.readers):
+            if parts[k] is None:
+                from .names import FileColumnNames
+
+                files, codes = r.sources()
+                parts[k] = FileColumnNames(files, np.bincount(codes, minlength=len(files)).tolist(),
+                                           lambda f: None)
         return parts[0] if len(parts) == 1 else _ConcatNames(parts)
 
     def describe(self) -> str:
@@ -399,8 +412,14 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
     if not counts.size:
         raise InputError(f"{fmt} inputs {paths[:3]!r} hold no documents")
     lengths = bos_inclusive(counts, check_bos(bos, fmt), f"{fmt} input")
-    return ArrayReader(fmt, paths, lengths, [p.size for p in parts],
-                       f"{len(paths)} {fmt} file(s): {lengths.size:,} documents; bos={bos}: {reason}")
+    per_file = [p.size for p in parts]
+    names = None
+    if fmt == "parquet":
+        from .names import parquet_names
+
+        names = parquet_names(paths, per_file)
+    return ArrayReader(fmt, paths, lengths, per_file,
+                       f"{len(paths)} {fmt} file(s): {lengths.size:,} documents; bos={bos}: {reason}", names)
 
 
 def _builtin_counts(path: str, unit: str, opts: dict[str, Any]) -> Int64Array:

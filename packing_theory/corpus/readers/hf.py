@@ -35,12 +35,11 @@ import numpy.typing as npt
 from ..._files import confined, read_json
 from ...errors import InputError, InputTypeError, import_optional
 from ._base import bos_inclusive, check_bos, file_codes
+from .names import NAME_COLUMNS, FileColumnNames
 
 __all__ = ["NAME_COLUMNS", "ColumnNames", "HFDataset", "hf_data_files", "is_hf_dataset", "stream_batches",
            "stream_schema"]
 
-NAME_COLUMNS = ("name", "id")
-"""The columns a saved dataset names its rows by, in order of preference (:meth:`HFDataset.names`)."""
 
 Int64Array = npt.NDArray[np.int64]
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # the Arrow IPC end-of-stream marker
@@ -287,8 +286,11 @@ class HFDataset:
         return self.paths, file_codes(self._per_file)
 
     def names(self) -> ColumnNames | None:
-        """The rows' own names: the dataset's ``name`` column, else its ``id`` column (as text), read lazily
-        one Arrow file at a time; ``None`` when it has neither (the rows are then named by file)."""
+        """The rows' own names: the dataset's first column of
+        :data:`~packing_theory.corpus.readers.names.NAME_COLUMNS` (``id``, else ``name``; see
+        :mod:`~packing_theory.corpus.readers.names`), read lazily one Arrow file at a time, a row whose
+        value is null named ``ARROW_FILE#k``; ``None`` when it has neither (the rows are then named by
+        file)."""
         schema = self._schema(self.paths[0])
         column = next((c for c in NAME_COLUMNS if c in schema.names), None)
         if column is None:
@@ -311,41 +313,17 @@ class HFDataset:
         assert self._counts is None or sum(self._per_file) == self._counts.size
 
 
-class ColumnNames:
+class ColumnNames(FileColumnNames):
     """A dataset column as document names, read on request: :meth:`take` reads the column of the Arrow
     files holding the rows asked for (the last file read is kept). Memory O(rows of one file)."""
 
     def __init__(self, dataset: HFDataset, column: str, per_file: list[int]) -> None:
         self.dataset = dataset
         self.column = column
-        self._ends = np.cumsum(np.asarray(per_file, np.int64))
-        self._cached: tuple[int, list[str]] | None = None
+        super().__init__(dataset.paths, per_file, self._values)
 
-    def __len__(self) -> int:
-        return int(self._ends[-1]) if self._ends.size else 0
-
-    def _file(self, f: int) -> list[str]:
-        if self._cached is None or self._cached[0] != f:
-            values: list[str] = []
-            for batch in self.dataset._batches(self.dataset.paths[f]):
-                values += ["" if v is None else str(v) for v in batch.column(self.column).to_pylist()]
-            self._cached = (f, values)
-        return self._cached[1]
-
-    def __getitem__(self, i: int) -> str:
-        """The name of row ``i``."""
-        return self.take(np.asarray([i], np.int64))[0]
-
-    def take(self, ids: npt.NDArray[np.int64]) -> list[str]:
-        """The names of rows ``ids`` (any order). O(rows of the files they are in)."""
-        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(self)):
-            raise InputError(f"row ids must be in [0, {len(self)}), got {int(ids.min())}..{int(ids.max())}")
-        files = np.searchsorted(self._ends, ids, side="right")
-        out = [""] * int(ids.size)
-        for f in np.unique(files).tolist():
-            at = np.flatnonzero(files == f)
-            start = int(self._ends[f - 1]) if f else 0
-            values = self._file(f)
-            for k, i in zip(at.tolist(), (ids[at] - start).tolist(), strict=True):
-                out[k] = values[i]
-        return out
+    def _values(self, f: int) -> list[Any]:
+        values: list[Any] = []
+        for batch in self.dataset._batches(self.dataset.paths[f]):
+            values += batch.column(self.column).to_pylist()
+        return values

@@ -28,8 +28,9 @@ from ..._files import load_json
 from ...errors import InputError, import_optional
 from ..textcount import binary_failure, decode_failure
 from ._base import bos_inclusive, existing_file, file_codes
+from .names import NAME_COLUMNS, RecordNames, record_name
 
-__all__ = ["JSONL_SUFFIXES", "JsonLines", "iter_jsonl"]
+__all__ = ["JSONL_SUFFIXES", "JsonLines", "iter_jsonl", "iter_jsonl_records"]
 
 JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.zstd", ".json.gz",
                                    ".json.zst", ".ndjson")
@@ -100,7 +101,17 @@ class _ZstdFrames(io.RawIOBase):
 def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = None,
                errors: str = "strict") -> Iterator[tuple[str, Any]]:
     """Yield ``(text, source)`` per non-blank line of one JSON Lines file (``source`` is ``None``
-    without ``source_field``).
+    without ``source_field``). Raises as :func:`iter_jsonl_records`."""
+    for text, source, _ in iter_jsonl_records(path, field, source_field=source_field, errors=errors):
+        yield text, source
+
+
+def iter_jsonl_records(path: str, field: str = "text", *, source_field: str | None = None,
+                       errors: str = "strict") -> Iterator[tuple[str, Any, str | None]]:
+    """Yield ``(text, source, name)`` per non-blank line of one JSON Lines file: ``source`` as
+    :func:`iter_jsonl`, ``name`` the record's own name (the first of
+    :data:`~packing_theory.corpus.readers.names.NAME_COLUMNS` it has, by
+    :func:`~packing_theory.corpus.readers.names.record_name`; ``None`` without one), read in the same pass.
 
     Raises:
         NotText: the file does not decode as UTF-8 (with ``errors="strict"``) or holds a NUL byte.
@@ -130,7 +141,8 @@ def iter_jsonl(path: str, field: str = "text", *, source_field: str | None = Non
         raise
 
 
-def _parse(line: str, name: str, line_no: int, field: str, source_field: str | None) -> tuple[str, Any]:
+def _parse(line: str, name: str, line_no: int, field: str,
+           source_field: str | None) -> tuple[str, Any, str | None]:
     obj = load_json(line, f"JSON Lines file {name!r} line {line_no}")  # deep nesting too: bad input
     if not isinstance(obj, dict):
         raise InputError(f"JSON Lines file {name!r} line {line_no}: a JSON {type(obj).__name__}, "
@@ -149,7 +161,8 @@ def _parse(line: str, name: str, line_no: int, field: str, source_field: str | N
         except UnicodeEncodeError as exc:
             raise InputError(f"JSON Lines file {name!r} line {line_no}: field {field!r} holds a lone "
                              f"surrogate (U+{ord(text[exc.start]):04X}), not text") from None
-    return text, (None if source_field is None else obj.get(source_field))
+    own = next((obj[c] for c in NAME_COLUMNS if c in obj), None)
+    return text, (None if source_field is None else obj.get(source_field)), record_name(own)
 
 
 class JsonLines:
@@ -183,6 +196,7 @@ class JsonLines:
         self._counts: Int64Array | None = None
         self._labels: tuple[str, ...] = ()
         self._codes: npt.NDArray[np.int32] | None = None
+        self._names: RecordNames | None = None
 
     def _read(self) -> None:
         from ..text import text_token_counts
@@ -191,20 +205,23 @@ class JsonLines:
         per_file: list[int] = []
         labels: dict[str, int] = {}
         codes: list[int] = []
+        names = RecordNames(self.paths)
         for path in self.paths:
-            rows = iter_jsonl(path, self.field, source_field=self.source_field, errors=self.errors)
-            if self.source_field is None:
-                counts = text_token_counts((t for t, _ in rows), self.tokenizer, batched=self.batched)
-            else:
-                def texts(it: Iterator[tuple[str, Any]] = rows) -> Iterator[str]:
-                    for text, source in it:
-                        codes.append(labels.setdefault(str(source), len(labels)))
-                        yield text
+            rows = iter_jsonl_records(path, self.field, source_field=self.source_field, errors=self.errors)
 
-                counts = text_token_counts(texts(), self.tokenizer, batched=self.batched)
+            def texts(it: Iterator[tuple[str, Any, str | None]] = rows) -> Iterator[str]:
+                for text, source, name in it:
+                    names.add(name)
+                    if self.source_field is not None:
+                        codes.append(labels.setdefault(str(source), len(labels)))
+                    yield text
+
+            counts = text_token_counts(texts(), self.tokenizer, batched=self.batched)
+            names.end_file()
             parts.append(counts)
             per_file.append(int(counts.size))
         self._counts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        self._names = names if names.named else None  # no record names itself: named by file
         if self.source_field is None:
             self._labels, self._codes = self.paths, file_codes(per_file)
         else:
@@ -232,6 +249,13 @@ class JsonLines:
         self.token_counts()
         assert self._codes is not None
         return self._labels, self._codes
+
+    def names(self) -> RecordNames | None:
+        """The records' own names (:mod:`~packing_theory.corpus.readers.names`: the ``id`` field, else
+        ``name``; ``FILE#k`` for a record without one), collected in the pass that reads the texts;
+        ``None`` when no record names itself (the documents are then named by file)."""
+        self.token_counts()
+        return self._names
 
     def describe(self) -> str:
         """One line: files, documents, field and the BOS rule."""
