@@ -242,7 +242,12 @@ def _place_name(inp: CorpusInput, doc: int, documents: int) -> str:
 
 
 def _unread(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    """Why an input was not read: the system's error class for an OS error (``FileNotFoundError``, not
+    the library's subclass of it), then the message on one line."""
+    kind = type(exc)
+    if isinstance(exc, OSError):
+        kind = next(c for c in kind.__mro__ if c.__module__ == "builtins")
+    return f"{kind.__name__}: {' '.join(str(exc).split())}"
 
 
 # --------------------------------------------------------------------------- references
