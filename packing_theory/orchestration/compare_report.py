@@ -66,9 +66,7 @@ def _horizon_words(cmp: Comparison) -> str:
         reach = m.horizon.value / m.corpus.tokens if m.horizon is not None and m.corpus.tokens else 1.0
         if m.horizon_set_by and m.horizon is not None and m.horizon.unit == "tokens" and reach < _LOW_REACH:
             who = ", ".join(m.horizon_set_by)
-            words += (f" (only {percent(reach)} of the {m.corpus.tokens:,} tokens offered: {who} stops that "
-                      "early on this corpus; --natural-end runs every packer to its own end, or leave "
-                      f"{who} out with --policy)")
+            words += f" ({percent(reach)} of the tokens offered: {who} stops early here; see --natural-end)"
         return words
     if m.horizon_rule == "asked":
         return f"at the horizon of {told}"

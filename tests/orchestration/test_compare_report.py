@@ -131,11 +131,11 @@ def test_a_common_horizon_set_by_an_early_stop_says_so() -> None:
     reach = m.horizon.value / m.corpus.tokens
     assert reach < 0.5
     head = compare_headline(starving)
-    assert (f"set by bestfit-pad (only {reach:.1%} of the {m.corpus.tokens:,} tokens offered: bestfit-pad "
-            "stops that early on this corpus; --natural-end") in head
+    assert (f"set by bestfit-pad ({reach:.1%} of the tokens offered: bestfit-pad stops early here; "
+            "see --natural-end)") in head
     assert "bestfit-pad leaves row positions empty" in head
     small = Settings(capacity=8, min_buffer=2, refill=2)
     healthy = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], small)
     assert healthy.measurement.horizon is not None
     assert healthy.measurement.horizon.value / healthy.measurement.corpus.tokens >= 0.5
-    assert "stops that early" not in compare_headline(healthy)
+    assert "stops early" not in compare_headline(healthy)
