@@ -33,6 +33,15 @@ Method
 * The 100 M run (``--big``, ``W = 2``, under ``nice -n 5``) is there for the
   whole tree's peak RSS (goal: under 8 GiB); it is run only when the 10 M pool run
   projects (x10) to under ``--big-limit-min`` minutes.
+* ``--baseline-code DIR`` adds a ``--workers 2`` run of the same command with
+  ``packing_theory`` imported from ``DIR`` (the code before ``measure`` submitted
+  the per-event packers first: ``git archive 31ae93d packing_theory``), in the
+  same invocation, to show what the task order changes.
+* Before the measured runs, each code's ``compare --workers 2`` runs once,
+  unmeasured, on 20,000 documents, so that numba's on-disk caches are written
+  (a first run of fresh code compiles every kernel: a minute of CPU here).
+* The 100 M run is skipped, and says why, when the 10 M pool run's tree peak
+  times 10 exceeds 80 % of the machine's ``MemAvailable`` (a shared machine).
 * The machine is shared (2 cores, other agents' jobs): the load average is
   recorded before and after every run, and absolute times are provisional; the
   goal "10 M under 2 minutes wall" is stated for a quiet machine.
@@ -168,8 +177,10 @@ def _command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "packing_theory.cli"]
 
 
-def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0) -> dict[str, Any]:
-    """One ``packing-theory compare`` child, measured (see the module doc)."""
+def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0, code: str | None = None,
+                label: str = "") -> dict[str, Any]:
+    """One ``packing-theory compare`` child, measured (see the module doc); ``code``: the directory the
+    child imports ``packing_theory`` from (``PYTHONPATH``), default this checkout's."""
     cmd = [*_command(), "compare", "--lengths", str(lengths), "--workers", str(workers), "--engine",
            "compiled", "--no-plots", "--no-progress", "--force", "--out", str(out)]
     if nice:
@@ -178,7 +189,8 @@ def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0) -> dic
     log = out.with_suffix(".log")
     with open(log, "wb") as err:
         t0 = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        env = dict(os.environ, PYTHONPATH=code or str(Path(__file__).resolve().parents[1]))
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         sampler = TreeSampler(child.pid)
         sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
@@ -188,6 +200,7 @@ def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0) -> dic
     sampler.join()
     rc = child.returncode
     result: dict[str, Any] = {
+        "label": label or "this checkout",
         "documents": int(np.load(lengths, mmap_mode="r").shape[0]),
         "workers": workers,
         "nice": nice,
@@ -235,22 +248,25 @@ def markdown(res: dict[str, Any]) -> str:
         f"Lengths: lognormal(6, 1.3), rounded, clipped to >= 1, seed 0, int64 `.npy` memory-mapped "
         f"(written in {res['write_s']:.1f} s before any run).",
         "",
-        "| documents | --workers | nice | exit | wall s | CPU s (tree) | CPU / wall | tree peak RSS MiB "
+        "| documents | --workers | code | nice | exit | wall s | CPU s (tree) | CPU / wall "
+        "| tree peak RSS MiB "
         "| largest process RSS MiB | load before (1/5/15 min) | load after |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in res["runs"]:
         lb = " / ".join(f"{x:.2f}" for x in r["load_before"])
         la = " / ".join(f"{x:.2f}" for x in r["load_after"])
         lines.append(
-            f"| {r['documents']:,} | {r['workers']} | {r['nice']} | {r['exit']} | {r['wall_s']:.1f} | "
+            f"| {r['documents']:,} | {r['workers']} | {r['label']} | {r['nice']} | {r['exit']} | "
+            f"{r['wall_s']:.1f} | "
             f"{r['cpu_s']:.1f} | {r['cpu_s'] / r['wall_s']:.2f} | {r['tree_peak_rss_mib']:.0f} | "
             f"{r['max_single_rss_mib']:.0f} | {lb} | {la} |")
     if res.get("ratio") is not None:
         lines += ["", "Baseline (`--workers 1`) / pool (`--workers 2`) wall at "
                       f"{res['documents']:,} documents: **{res['ratio']:.2f}x**."]
     for r in res["runs"]:
-        lines += ["", f"### {r['documents']:,} documents, --workers {r['workers']}: processes", "",
+        head = f"### {r['documents']:,} documents, --workers {r['workers']} ({r['label']}): processes"
+        lines += ["", head, "",
                   "| process | CPU s | peak RSS MiB |", "|---|---:|---:|"]
         for p in r["processes"]:
             if p["root"] or p["cpu_s"] >= 0.05:
@@ -273,7 +289,8 @@ def markdown(res: dict[str, Any]) -> str:
 
 def goals(res: dict[str, Any]) -> list[str]:
     out = []
-    pool = [r for r in res["runs"] if r["documents"] == res["documents"] and r["workers"] == 2]
+    pool = [r for r in res["runs"] if r["documents"] == res["documents"] and r["workers"] == 2
+            and r["label"] == "this checkout"]
     if pool:
         r = pool[0]
         met = r["wall_s"] < 120
@@ -291,6 +308,14 @@ def goals(res: dict[str, Any]) -> list[str]:
     return out
 
 
+def _available_mib() -> float:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _brief(run: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in run.items() if k not in ("processes", "stderr_tail", "packers")})
 
@@ -302,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-limit-min", type=float, default=40.0,
                     help="run --big only when the pool run, times its size ratio, projects under this")
     ap.add_argument("--data", default=None, help="directory for the lengths files (default: a temporary one)")
+    ap.add_argument("--baseline-code", default=None,
+                    help="also run --workers 2 with packing_theory imported from this directory (older code)")
     ap.add_argument("--quick", action="store_true", help="200,000 documents, no --big, write nothing")
     args = ap.parse_args(argv)
     n = 200_000 if args.quick else args.documents
@@ -315,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         lengths = write_lengths(data / f"lognormal_{n}.npy", n)
         res["write_s"] = time.perf_counter() - t
+        warm = write_lengths(data / "lognormal_20000.npy", 20_000)
+        for code in (None, args.baseline_code) if args.baseline_code else (None,):  # numba caches written
+            run_compare(warm, 2, work / "warm", code=code)
         for w in (1, 2):
             r = run_compare(lengths, w, work / f"w{w}")
             res["runs"].append(r)
@@ -324,9 +354,21 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         one, two = res["runs"]
         res["ratio"] = one["wall_s"] / two["wall_s"]
+        if args.baseline_code:
+            r = run_compare(lengths, 2, work / "w2base", code=args.baseline_code,
+                            label="before the task order")
+            res["runs"].append(r)
+            print(_brief(r), flush=True)
         big = 0 if args.quick else args.big
         projected_min = two["wall_s"] * big / n / 60 if big else 0.0
-        if big and projected_min <= args.big_limit_min:
+        projected_mib = two["tree_peak_rss_mib"] * big / n if big else 0.0
+        available_mib = _available_mib()
+        if big and projected_mib > 0.8 * available_mib:
+            res["big_skipped"] = (f"the {n:,}-document pool run's tree peak was "
+                                  f"{two['tree_peak_rss_mib']:,.0f} MiB: x{big // n} projects to "
+                                  f"{projected_mib / 1024:,.1f} GiB, more than 80% of "
+                                  f"the {available_mib / 1024:,.1f} GiB available on this shared machine")
+        elif big and projected_min <= args.big_limit_min:
             t = time.perf_counter()
             big_lengths = write_lengths(data / f"lognormal_{big}.npy", big)
             res["big_write_s"] = time.perf_counter() - t
