@@ -180,6 +180,45 @@ class NeverTrained:
         """Never-trained tokens / offered tokens."""
         return self.tokens / self.offered_tokens if self.offered_tokens else None
 
+    def parts_sentence(self) -> str:
+        """Each part of the tokens offered with its own share of them, in words; parts that hold no token
+        are left out and ``trained`` is always said (the sentence every report and the doctor use).
+
+        >>> none = Part(0, 0)
+        >>> NeverTrained("discard", 4, 200, 150, 3, Part(1, 50), 0, 0, none, 0, 0, none, none, True,
+        ...              0, 0, 0).parts_sentence()
+        'trained 75.0% of the 200 tokens offered; 1 document never started (25.0% of the tokens, the largest)'
+        """
+        from ..reporting.model import percent
+
+        total = self.offered_tokens
+
+        def share(v: int) -> str:
+            return percent(v / total) if total else "—"
+
+        def docs(n: int) -> str:
+            return f"{n:,} document{'s' if n != 1 else ''}"
+
+        parts = [f"trained {share(self.trained_tokens)} of the {total:,} tokens offered"]
+        ns = self.never_started
+        if ns.documents:
+            largest = ", the largest" if self.largest and not self.never_reached.documents else ""
+            parts.append(f"{docs(ns.documents)} never started ({share(ns.tokens)} of the tokens{largest})")
+        if self.dropped.tokens:
+            parts.append(f"tails of {docs(self.dropped.documents)} that started were cut off "
+                         f"({share(self.dropped.tokens)})")
+        if self.still_buffered.tokens:
+            verb = "is" if self.still_buffered.documents == 1 else "are"
+            parts.append(f"{docs(self.still_buffered.documents)} that started {verb} still buffered "
+                         f"({share(self.still_buffered.tokens)})")
+        if self.partial_row.tokens:
+            parts.append(f"{self.partial_row.tokens:,} tokens sit in the unfinished last row "
+                         f"({share(self.partial_row.tokens)})")
+        if self.never_reached.documents:
+            parts.append(f"{docs(self.never_reached.documents)} lie beyond the horizon "
+                         f"({share(self.never_reached.tokens)})")
+        return "; ".join(parts)
+
     def mass(self) -> dict[str, int]:
         """The compare view: emitted, dropped (discarded + filtered), buffered and never reached tokens.
 

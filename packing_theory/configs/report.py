@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..audit.untrained import NeverTrained
-from ..reporting.markdown import percent, render_markdown
+from ..reporting.markdown import render_markdown
 from ..reporting.model import Attachment, Block, Column, PlotFile, Section, Table, Text
 from ._base import MappedConfig, _plain, _short
 
@@ -176,28 +176,7 @@ class DoctorReport:
         nt = self.untrained
         if nt is None:
             return ""
-        total = nt.offered_tokens
-
-        def share(v: int) -> str:
-            return percent(v / total) if total else "n/a"
-
-        parts = [f"trained {share(nt.trained_tokens)} of the {total:,} tokens offered"]
-        if nt.never_started.documents:
-            ns = nt.never_started
-            parts.append(f"{_docs(ns.documents)} never started ({share(ns.tokens)} of the tokens)")
-        if nt.dropped.tokens:
-            parts.append(f"tails of {_docs(nt.dropped.documents)} that started were cut off "
-                         f"({share(nt.dropped.tokens)})")
-        if nt.still_buffered.tokens:
-            parts.append(f"{_docs(nt.still_buffered.documents)} that started are still buffered "
-                         f"({share(nt.still_buffered.tokens)})")
-        if nt.partial_row.tokens:
-            parts.append(f"{nt.partial_row.tokens:,} tokens sit in the unfinished last row "
-                         f"({share(nt.partial_row.tokens)})")
-        if nt.never_reached.documents:
-            parts.append(f"{_docs(nt.never_reached.documents)} lie beyond the horizon "
-                         f"({share(nt.never_reached.tokens)})")
-        return "; ".join(parts)
+        return nt.parts_sentence()
 
     def text(self) -> str:
         """The report as plain text (what the command prints): the headline, the findings ranked with their
@@ -268,9 +247,6 @@ class DoctorReport:
         """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
         return render_markdown(self)
 
-
-def _docs(n: int) -> str:
-    return f"{n:,} document{'s' if n != 1 else ''}"
 
 
 def _json(value: Any) -> Any:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..audit.untrained import NeverTrained
-from ..reporting.model import Bars, Column, Table, percent
+from ..reporting.model import Bars, Column, Table
 
 if TYPE_CHECKING:
     from .corpus import Corpus
@@ -97,48 +97,13 @@ def decomposition_bars(runs: Sequence[PackerRun], caption: str) -> Bars:
     )
 
 
-def _docs(n: int) -> str:
-    return f"{n:,} document{'s' if n != 1 else ''}"
-
 
 def packer_answer(run: PackerRun) -> str:
     """One packer's answer: where it stopped, then each part of its tokens with its own share.
 
     Parts that hold no token are left out; ``trained`` is always said.
     """
-    nt = run.never_trained
-    total = nt.offered_tokens
-
-    def share(v: int) -> str:
-        return percent(v / total) if total else "—"
-
-    parts = [f"trained {share(nt.trained_tokens)} of the {total:,} tokens offered"]
-    if nt.never_started.documents:
-        largest = ", the largest" if nt.largest and not nt.never_reached.documents else ""
-        parts.append(
-            f"{_docs(nt.never_started.documents)} never started ({share(nt.never_started.tokens)} "
-            f"of the tokens{largest})"
-        )
-    if nt.dropped.tokens:
-        parts.append(
-            f"tails of {_docs(nt.dropped.documents)} that started were cut off ({share(nt.dropped.tokens)})"
-        )
-    if nt.still_buffered.tokens:
-        verb = "is" if nt.still_buffered.documents == 1 else "are"
-        parts.append(
-            f"{_docs(nt.still_buffered.documents)} that started {verb} still buffered "
-            f"({share(nt.still_buffered.tokens)})"
-        )
-    if nt.partial_row.tokens:
-        parts.append(
-            f"{nt.partial_row.tokens:,} tokens sit in the unfinished last row "
-            f"({share(nt.partial_row.tokens)})"
-        )
-    if nt.never_reached.documents:
-        parts.append(
-            f"{_docs(nt.never_reached.documents)} lie beyond the horizon ({share(nt.never_reached.tokens)})"
-        )
-    return f"{run.packer} {stop_phrase(run)}: " + "; ".join(parts)
+    return f"{run.packer} {stop_phrase(run)}: " + run.never_trained.parts_sentence()
 
 
 def stop_phrase(run: PackerRun) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,6 @@ cloudpickle.register_pickle_by_value(distributed_helpers)  # the workers cannot 
 
 pytestmark = pytest.mark.xdist_group("dask_cluster")  # one pytest worker starts the cluster, once
 
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None)
-    with cluster, distributed.Client(cluster, set_as_default=False) as c:
-        yield c
 
 
 def test_census_on_the_cluster_equals_serial(client: Any, tmp_path: Path) -> None:

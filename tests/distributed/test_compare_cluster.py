@@ -9,7 +9,6 @@ the run id and the timings. Skipped (visibly) without dask.distributed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,6 @@ from tests.distributed_helpers import strip_run_fields  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("dask_cluster")  # one pytest worker starts the cluster, once
 
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None)
-    with cluster, distributed.Client(cluster, set_as_default=False) as c:
-        yield c
 
 
 def _report(out: Path, name: str) -> dict[str, Any]:
