@@ -38,11 +38,14 @@ def _packer_tasks(stream: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for t in stream if str(t["key"]).startswith("packing-theory-packer-")]
 
 
-def test_compare_on_the_cluster_equals_the_local_run(client: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["fast", "compiled"])  # compiled: per-event packers go first
+def test_compare_on_the_cluster_equals_the_local_run(client: Any, tmp_path: Path, engine: str) -> None:
+    if engine == "compiled":
+        pytest.importorskip("numba", reason="the compiled engine needs numba")
     address = client.scheduler.address.replace("tcp://", "dask://")
     np.save(tmp_path / "l.npy", default_lengths(seed=0)[:400])
     args = ["compare", "--lengths", str(tmp_path / "l.npy"), "--seq-length", "512", "--min-buffer", "20",
-            "--no-plots", "--no-progress"]
+            "--engine", engine, "--no-plots", "--no-progress"]
     assert main([*args, "--out", str(tmp_path / "s")]) == 0
     with distributed.get_task_stream(client=client) as stream:
         assert main([*args, "--out", str(tmp_path / "d"), "--executor", address]) == 0
