@@ -62,6 +62,17 @@ def test_audit_reports_the_realised_mixture_per_source(corpus: dict[str, Any],
     # the rest of the report is the audit it always was
     assert [a["packer"] for a in doc["packers"]] == ["discard", "trl-bfd"]
     assert [p["data_sources"]["policy"] for p in doc["packers"]] == ["discard", "trl-bfd"]
+    # a packer that misses the declared mixture is named in the headline with its worst source
+    head = doc["headline"]
+    for p in src["packers"]:
+        reading = next((p["shares"][r] for r in ("tokens", "documents") if p["shares"][r]["missed"]), None)
+        if reading is None:
+            assert f"{p['policy']} (" not in head.partition("the declared mixture was missed by")[2]
+            continue
+        worst = min((s for s in reading["shares"] if s["absolute_error"] is not None),
+                    key=lambda s: (s["absolute_error"], s["source"]))
+        assert f"{p['policy']} ({worst['source']}: {worst['share']:.1%} of the " in head
+    assert any(p["shares"]["tokens"]["missed"] for p in src["packers"])  # the corpus is built to miss
     md = (tmp / "rep" / "audit.md").read_text()
     assert "## Data sources" in md
     # each table's title says where the run stopped in words, not the engine's code word
