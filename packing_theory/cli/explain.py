@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         found = result.to_dict()
     assert found is not None
-    if args.json:
+    if args.json:  # the record on standard output, the sentence beside it as every command's summary line
         emit_json(found)
-    print(f"explain: {found['sentence']}", file=sys.stderr)
+        print(f"explain: {found['sentence']}", file=sys.stderr)
+    else:  # the answer is the output: redirected with '> file' like any command's result
+        print(found["sentence"])
     return 0

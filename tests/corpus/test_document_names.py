@@ -114,7 +114,7 @@ def test_audit_explain_and_contamination_agree_on_names(tmp_path: Path,
     assert sorted(h["name"] for h in hits) == sorted(named[i] for i in (1, 3, 4, 5))
     for name in ("books-00003", "web-00000", f"{web}#1"):
         assert main(["explain", name, *common, *packer]) == 0, name
-        assert f"({name}, length" in capsys.readouterr().err
+        assert f"({name}, length" in capsys.readouterr().out
 
 
 def test_explain_refuses_a_name_two_documents_share(tmp_path: Path,
@@ -125,10 +125,10 @@ def test_explain_refuses_a_name_two_documents_share(tmp_path: Path,
     common = ["--data", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--capacity", "16",
               "--min-buffer", "2"]
     assert main(["explain", "dup", *common]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "document 'dup' is ambiguous: 2 documents are named so (documents 0, 2); give the document's " \
-        "index instead" in err and "explain: document" not in err
+        "index instead" in err and "explain: document" not in err and not out
     assert main(["explain", "2", *common]) == 0
-    assert "document 2 (dup, length" in capsys.readouterr().err
+    assert "document 2 (dup, length" in capsys.readouterr().out
     assert main(["explain", "solo", *common]) == 0
 
