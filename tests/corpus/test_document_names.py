@@ -39,7 +39,7 @@ def test_one_order_of_name_columns_everywhere() -> None:
 
 def test_jsonl_records_are_named_by_their_id_across_files(tmp_path: Path) -> None:
     """Ids over plain, .gz and .zst files; a mixed file's records without a usable id are ``FILE#k``."""
-    pytest.importorskip("zstandard", reason="the .zst file needs zstandard: pip install 'packing-theory[zstd]'")
+    pytest.importorskip("zstandard", reason="the .zst file needs zstandard (the zstd extra)")
     _jsonl(tmp_path / "a.jsonl", [{"id": f"a-{i}", "text": TEXT} for i in range(3)])
     _jsonl(tmp_path / "b.jsonl.gz", [{"id": f"b-{i}", "text": TEXT} for i in range(2)])
     _jsonl(tmp_path / "c.jsonl.zst", [{"name": "c-by-name", "text": TEXT}])
