@@ -2,8 +2,9 @@
 
 Timings are every ``"seconds"`` entry (the report's wall times by stage and
 each packer's); the ``"run"`` block is run metadata (a new id for every run)
-and the per-rank ``"execution"`` block is which executor and worker ran each
-task; everything else — every count, every float, the series, the startup
+the per-rank ``"execution"`` block is which executor and worker ran each
+task, and ``settings.engine`` is which engine ran the replay (the engines must
+agree on everything they measure); everything else — every count, every float, the series, the startup
 delays — must be equal exactly.
 
 Run: ``python benchmarks/diff_audit_json.py A/audit.json B/audit.json``.
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-IGNORED = ("$.run", "$.execution", "$.ranks.execution")
+IGNORED = ("$.run", "$.execution", "$.ranks.execution", "$.settings.engine")
 TIMINGS = "seconds"
 """A key holding wall times wherever it appears."""
 
