@@ -201,14 +201,14 @@ def merge_accounts(parts: Sequence[Sequence[SourceAccount]]) -> tuple[SourceAcco
     """Sum several accounts of the same sources (e.g. one per DDP rank), field by field. O(parts × sources).
 
     Raises:
-        InputError: no part, or parts that list other sources (or in another order).
+        InputError: no account list, or lists that name other sources (or in another order).
     """
     if not parts:
-        raise InputError("merge_accounts needs at least one part")
+        raise InputError("merge_accounts needs at least one list of accounts")
     names = [a.source for a in parts[0]]
     for k, p in enumerate(parts):
         if [a.source for a in p] != names:
-            raise InputError(f"part {k} lists sources {[a.source for a in p]}, part 0 {names}")
+            raise InputError(f"accounts[{k}] lists sources {[a.source for a in p]}, accounts[0] {names}")
     counts = [f.name for f in fields(SourceAccount) if f.name != "source"]
     return tuple(
         SourceAccount(name, **{f: sum(getattr(p[i], f) for p in parts) for f in counts})

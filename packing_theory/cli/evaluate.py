@@ -1,4 +1,5 @@
-"""``packing-theory evaluate``: seed 000's evaluation protocol for two or more models.
+"""``packing-theory evaluate``: the evaluation protocol of *Source Exclusion in Streaming Pretraining*
+(the minimum-crop packing audit) for two or more models.
 
 ``packing-theory evaluate --demo`` packs the default corpus (with planted
 token ids) under ``discard`` and ``segment-first``, fits a trigram model on
@@ -15,7 +16,7 @@ keeps the :class:`~packing_theory.evaluation.NllFn` contract.
 
 ``--contrast MODEL:BASELINE`` (repeat) or ``--family FILE.json`` declares
 the contrast family — e.g. each intervention against its same-seed control,
-seed 000 §5.5's 8 contrasts at 99.375 % — instead of every model against
+the paper's §5.5: 8 contrasts at 99.375 % — instead of every model against
 one baseline; the family's Bonferroni level and every dropped stratum are
 printed. ``--natural-contexts`` runs the §5.7 natural-context assay with its
 prefix-region control; ``--ranking ROWS.npz`` runs the §5.6 prefix ranking
@@ -158,7 +159,7 @@ def _ints(text: str | None, option: str) -> tuple[int, ...]:
 
 
 def _natural_contexts(args: argparse.Namespace) -> tuple[int, ...]:
-    """``--natural-contexts``, by default ``C/2, C`` (seed 000 §5.7's 1,024 and 2,048 at ``C = 2048``)."""
+    """``--natural-contexts``, by default ``C/2, C`` (the paper's §5.7: 1,024 and 2,048 at ``C = 2048``)."""
     if args.natural_contexts is None:
         return (args.context // 2, args.context) if args.context >= 2 else (args.context,)
     return _ints(args.natural_contexts, "--natural-contexts")

@@ -247,9 +247,9 @@ def test_merge_accounts_sums_every_count() -> None:
     b = replace(a, trained_tokens=100)
     (m,) = merge_accounts([[a], [b]])
     assert m == SourceAccount("s", 2, 4, 6, 8, 10, 12, 14, 16, 18, 110, 22, 24, 26)
-    with pytest.raises(InputError, match=r"part 1 lists sources \['t'\], part 0 \['s'\]"):
+    with pytest.raises(InputError, match=r"accounts\[1\] lists sources \['t'\], accounts\[0\] \['s'\]"):
         merge_accounts([[a], [replace(a, source="t")]])
-    with pytest.raises(InputError, match="at least one part"):
+    with pytest.raises(InputError, match="at least one list of accounts"):
         merge_accounts([])
 
 
