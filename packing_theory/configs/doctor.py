@@ -283,8 +283,8 @@ def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offer
                        _held_rule(m)))
     elif not m.build().config.spec.pads:  # bestfit-pad's held long documents are the starvation finding
         groups.append(("never-started", "long documents never started", long_held,
-                       "seed 000 §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged and "
-                       "unstarted at every selection (proofs/coq/Invariant.v protected_invariant)"))
+                       "the paper's §3: the min(B - 1, N_L) largest long documents stay buffered, unchanged "
+                       "and unstarted at every selection (proofs/coq/Invariant.v protected_invariant)"))
     for kind, title, mask, rule in groups:
         idx = np.flatnonzero(mask)
         if not idx.size:

@@ -162,7 +162,8 @@ def protected_table(runs: Sequence[PackerRun]) -> Table:
         "The protected set (the B − 1 largest long documents) and the crops",
         cols,
         rows,
-        note="Members started = 0 is seed 000 §3's proposition for discard and continue.",
+        note="Members started = 0 is the paper's §3 proposition for discard and continue (proved in "
+             "proofs/coq/Invariant.v).",
         key="protected",
     )
 
@@ -218,7 +219,7 @@ def startup_section(result: AuditResult) -> Section | None:
         (
             Text(
                 "Targets before the first document longer than a row is trained, over random permutations of "
-                "the corpus (seed 000 §5.1)."
+                "the corpus (the paper's §5.1)."
             ),
             Table("Startup delay", cols, rows, key="startup"),
             Plot("startup_delay.png"),
