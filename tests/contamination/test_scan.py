@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from packing_theory.contamination import (
@@ -211,6 +211,8 @@ def _shards(d: str, docs: list[list[int]]) -> list[CorpusInput]:
 @given(docs=st.lists(st.lists(st.integers(1, 3), min_size=0, max_size=20), min_size=1, max_size=10),
        refs=refs_st.map(lambda rs: [[x + 1 for x in r] for r in rs]), n=st.integers(1, 4),
        memory_grams=st.sampled_from([2, 10**6]), compiled=st.sampled_from(KERNELS))
+@example(docs=[[], [], [], [], [1] * 4, [1] * 5, [1] * 5, [1] * 8, [1]], refs=[[1]], n=1, memory_grams=2,
+         compiled=False)  # the last document is alone in the second shard: named by that shard's file
 def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[int]], n: int,
                                        memory_grams: int, compiled: bool) -> None:
     docs = [[0, *d] for d in docs]  # BOS-inclusive shard documents
@@ -232,8 +234,10 @@ def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[in
     assert rep.status == (3 if rep.reasons else 1 if sum(expected) else 0)  # "not measured" wins
     assert [h.index for h in rep.hit_documents] == [j for j, x in enumerate(expected) if x]
     assert [h.matched_grams for h in rep.hit_documents] == [x for x in expected if x]
-    # named by place as the corpus names it: the file for its only document, else FILE#i
-    assert all(h.source == "a" and h.name == (h.input if len(docs) == 1 else f"{h.input}#{h.position}")
+    # named by place as the corpus names it: the shard file for its only document, else FILE#i
+    per_input = {r.name: r.documents for r in rep.inputs}
+    assert sum(per_input.values()) == len(docs)
+    assert all(h.source == "a" and h.name == (h.input if per_input[h.input] == 1 else f"{h.input}#{h.position}")
                for h in rep.hit_documents)
     assert rep.index["peak_grams"] <= memory_grams
     if rep.mask is not None:
