@@ -22,8 +22,11 @@ Without either, ``L = 2048`` (autoresearch's ``T``; streaming ``R = 2049``).
 
 **Horizons.** ``horizon`` is a :class:`~packing_theory.engine.horizon.Budget`
 (rows, targets or tokens: the same for every packer), ``"common"`` (the most
-placed tokens every packer reaches: a first pass finds each packer's natural
-end) or ``"natural"`` (each packer to its own end: not like for like). Each run
+placed tokens every packer reaches: the fewest any packer places by its
+natural end; a streaming packer's pass to its end stops once it passes a
+smaller one, and a framework's packer, which packs its whole input anyway,
+finds its end in the same pass as its run) or ``"natural"`` (each packer to
+its own end: not like for like). Each run
 states where it stopped and why (:attr:`PackerRun.horizon`);
 :meth:`Measurement.horizon_note` says when packers stopped at different points.
 
@@ -43,6 +46,9 @@ the result is the same wherever it runs, apart from timings.
 from __future__ import annotations
 
 import contextlib
+import mmap
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -58,7 +64,7 @@ from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
 from ..audit.store import out_of_core_store
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
-from ..distributed.executors import TaskFailed, open_runner
+from ..distributed.executors import TaskFailed, TaskRunner, open_runner
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
@@ -69,7 +75,7 @@ from ..errors import InputError, InputTypeError, MissingDependency
 from ..lengths import validate_lengths
 from ..peers import PeerFigures, PeerPacker
 from ..registry import PackerEntry, entries
-from ._reach import placed_tokens
+from ._reach import ReachBound, Reaching, bounded_reach, placed_tokens
 from .corpus import CorpusSummary, corpus_summary
 from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .verdicts import packer_verdict
@@ -305,8 +311,52 @@ def _per_event_first(names: Sequence[str], engine: str) -> list[str]:
     return sorted(names, key=lambda n: not per_event(n))
 
 
-def _reach_one(name: str, arr: Int64Array, settings: Settings) -> tuple[int, str | None]:
+@dataclass(frozen=True)
+class _MappedLengths:
+    """The lengths of a task as the ``.npy`` file they are read from (pickled as its name, not its data):
+    a local pool's workers map the same file instead of each receiving a copy."""
+
+    path: str
+    offset: int
+    size: int
+
+    def array(self) -> Int64Array:
+        return np.memmap(self.path, dtype=np.int64, mode="r", offset=self.offset, shape=(self.size,))
+
+
+
+def _lengths(arr: Int64Array | _MappedLengths) -> Int64Array:
+    return arr.array() if isinstance(arr, _MappedLengths) else arr
+
+
+@contextlib.contextmanager
+def _shared_lengths(arr: Int64Array, kind: str) -> Iterator[Int64Array | _MappedLengths]:
+    """``arr`` as a local pool's tasks should receive it: the file of a memory-mapped ``.npy`` (the whole
+    file, as ``numpy.load`` maps it), else a temporary ``.npy`` written once (removed after) — not one
+    pickled copy per task. In this process, on a given executor or a Dask cluster (whose workers may not
+    see this machine's disk), the array itself."""
+    if kind != "processes" or arr.size < _SHARE_FROM:
+        yield arr
+        return
+    if (isinstance(arr, np.memmap) and isinstance(arr.base, mmap.mmap) and arr.filename
+            and arr.dtype == np.int64 and arr.ndim == 1 and arr.flags.c_contiguous):
+        yield _MappedLengths(str(arr.filename), int(arr.offset), int(arr.size))
+        return
+    with tempfile.TemporaryDirectory(prefix="packing-theory-lengths-") as d:
+        path = os.path.join(d, "lengths.npy")
+        np.save(path, np.ascontiguousarray(arr, dtype=np.int64))
+        mapped = np.load(path, mmap_mode="r")
+        yield _MappedLengths(path, int(mapped.offset), int(mapped.size))
+        del mapped
+
+
+_SHARE_FROM = 1 << 16
+"""Documents from which a local pool's tasks get the lengths as a file rather than a pickled copy."""
+
+
+def _reach_one(name: str, arr: Int64Array | _MappedLengths, settings: Settings) -> tuple[int, str | None]:
     """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
+    arr = _lengths(arr)
     packer, _, _ = _build(name, settings, None)  # bad options were refused before any task (measure)
     try:
         return placed_tokens(_stream(packer, arr, settings.engine), packer.capacity), None
@@ -316,10 +366,29 @@ def _reach_one(name: str, arr: Int64Array, settings: Settings) -> tuple[int, str
         return 0, str(exc)
 
 
-def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None]:
+def _reach_group(names: Sequence[str], arr: Int64Array | _MappedLengths, settings: Settings,
+                 bound_path: str | None) -> dict[str, tuple[int, bool]]:
+    """The reaches of streaming packers ``names``, replayed in turn and each stopped once it passes a
+    smaller finished reach (:func:`~packing_theory.orchestration._reach.bounded_reach`, the bound shared
+    with the other groups through ``bound_path``)."""
+    arr = _lengths(arr)
+    packers = {n: _build(n, settings, None)[0] for n in names}
+    return bounded_reach({n: _stream(p, arr, settings.engine) for n, p in packers.items()},
+                         {n: p.capacity for n, p in packers.items()}, ReachBound(bound_path))
+
+
+def _run_one(task: _Task, arr: Int64Array | _MappedLengths, reach: bool = False
+             ) -> tuple[PackerRun | None, str | None, tuple[int, bool] | None]:
     """One packer's :class:`PackerRun` (a top-level function: it runs in worker processes), or
-    ``(None, refusal)`` when its framework refuses the corpus."""
+    ``(None, refusal)`` when its framework refuses the corpus; with ``reach`` (a peer's), the same pass
+    also reads its stream on and returns ``(tokens placed, to its natural end)`` (else ``None``).
+
+    An offline peer (it packs its whole input before the first row) is read to its end: its framework
+    refuses a corpus wherever the refused document is. An online peer emits rows as it reads, so, as in
+    training, what lies past the rows taken is never read: its pass stops once it passes the task's budget
+    (the smallest streaming reach), its count then a lower bound above it."""
     t0 = time.perf_counter()
+    arr = _lengths(arr)
     name, settings, budget = task.name, task.settings, task.budget
     packer, e, options = _build(name, settings, budget)  # bad options were refused before any task (measure)
     width = packer.capacity
@@ -346,7 +415,10 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
         store=out_of_core_store(offered) if task.documents else None,
     )
     consumers: list[Any] = [ledger, rows, CostAccumulator(width, name)]
-    counter = None if streaming else packer.figures(arr)
+    try:
+        counter = None if streaming else packer.figures(arr)
+    except ValueError as exc:  # the framework's own rule refuses this corpus (where it reads it whole)
+        return None, str(exc), None
     if counter is not None:
         consumers.append(counter)
     series = None
@@ -354,15 +426,21 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
         series = task.sources.series()
         consumers.append(series)
     events: Any = _stream(packer, arr, settings.engine)
+    reaching = None
     if not streaming:  # a streaming packer honours the budget natively (the same events: tested)
+        if reach:
+            online = isinstance(packer, PeerPacker) and not packer.offline
+            stop = budget.value if online and budget is not None else None
+            events = reaching = Reaching(events, width, stop_above=stop)
         cut = cut_batches_at_horizon if compiled else cut_at_horizon
         events = cut(events, budget, capacity=width)
     try:
         results = feed_all(events, *consumers)
+        reached = None if reaching is None else (reaching.finish(), reaching.whole)
     except ValueError as exc:
         if streaming:
             raise
-        return None, str(exc)  # the framework's own rule refuses this corpus
+        return None, str(exc), None  # the framework's own rule refuses this corpus
     agg, facts, costs = results[0], results[1], results[2]
     figures: PeerFigures | None = None
     if counter is not None:
@@ -397,7 +475,7 @@ def _run_one(task: _Task, arr: Int64Array) -> tuple[PackerRun | None, str | None
         sources=per_source,
         seconds=time.perf_counter() - t0,
     )
-    return run, None
+    return run, None, reached
 
 
 def measure(
@@ -437,7 +515,9 @@ def measure(
         InputError: an unknown or repeated packer, options for a packer that is not measured or that
             it does not take, bad lengths or settings, a row width a packer's framework refuses.
 
-    Complexity: one replay per packer (O(events)); ``"common"`` adds one light pass per packer.
+    Complexity: one replay per packer (O(events)); ``"common"`` adds a counting pass per streaming packer,
+    stopped once it passes the smallest reach found, and for a framework's packer a second replay only
+    when another framework's packer reaches fewer tokens than every streaming packer.
     """
     arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
     settings = Settings() if settings is None else settings
@@ -459,40 +539,33 @@ def measure(
     t0 = time.perf_counter()
     set_by: tuple[str, ...] = ()
     budget = horizon if isinstance(horizon, Budget) else None
-    with open_runner(executor, workers=workers, retries=0) as runner, _user_errors():
+    done: dict[str, tuple[PackerRun | None, str | None]] = {}
+
+    def finished(name: str, value: tuple[PackerRun | None, str | None]) -> None:
+        done[name] = value
+        if progress is not None:
+            progress(len(done))
+
+    def task(name: str, at: Budget | None) -> _Task:
+        return _Task(name, settings, at, documents, unnamed, sources)
+
+    with open_runner(executor, workers=workers, retries=0) as runner, _user_errors(), \
+            _shared_lengths(arr, runner.kind) as shared:
         if horizon == "common":
-            reach: dict[str, tuple[int, str | None]] = {}
             able = [n for n in names if n not in refused]
-            first = _per_event_first(able, settings.engine)
-            runner.run(
-                _reach_one,
-                [(n, arr, settings) for n in first],
-                on_result=lambda i, value: reach.__setitem__(first[i], value),
-                label="packer",
-                names=lambda i: first[i],
-            )
-            reached = {}
-            for n in able:  # in report order: the order of set_by
-                r, why = reach[n]
-                if why is not None:
-                    refused[n] = why
-                else:
-                    reached[n] = r
-            budget = Budget("tokens", min(reached.values())) if reached else None
-            set_by = tuple(n for n, r in reached.items() if budget is not None and r == budget.value)
-        todo = [n for n in names if n not in refused]
-        order = _per_event_first(todo, settings.engine)
-        done: dict[str, tuple[PackerRun | None, str | None]] = {}
-
-        def on_result(i: int, value: tuple[PackerRun | None, str | None]) -> None:
-            done[order[i]] = value
-            if progress is not None:
-                progress(len(done))
-
-        tasks = [(_Task(n, settings, budget, documents, unnamed, sources), arr) for n in order]
-        runner.run(_run_one, tasks, on_result=on_result, label="packer", names=lambda i: order[i])
+            budget, set_by = _common_horizon(runner, able, shared, settings, task, refused, finished)
+        order = _per_event_first([n for n in names if n not in refused and n not in done], settings.engine)
+        runner.run(
+            _run_one,
+            [(task(n, budget), shared) for n in order],
+            on_result=lambda i, value: finished(order[i], value[:2]),
+            label="packer",
+            names=lambda i: order[i],
+        )
     runs = []
-    for n in todo:  # in report order, whatever order the tasks ran in
+    for n in names:  # in report order, whatever order the tasks ran in
+        if n in refused:
+            continue
         run, why = done[n]
         if run is None:
             refused[n] = why or "refused"
@@ -511,6 +584,77 @@ def measure(
         horizon_set_by=set_by,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _common_horizon(
+    runner: TaskRunner,
+    names: Sequence[str],
+    arr: Int64Array | _MappedLengths,
+    settings: Settings,
+    task: Callable[[str, Budget | None], _Task],
+    refused: dict[str, str],
+    finished: Callable[[str, tuple[PackerRun | None, str | None]], None],
+) -> tuple[Budget | None, tuple[str, ...]]:
+    """The common token horizon of ``names`` and the packers that set it (in the order of ``names``).
+
+    The streaming packers' reaches come first, replayed in turn in one group per worker and each stopped
+    once it passes a smaller finished reach (:func:`_reach_group`): only the smallest matters. A peer
+    then runs once, cut at that reach, while the same pass reads its stream on for its own reach (an
+    offline peer to its end, meeting its framework's refusal if any; an online one until it passes that
+    reach: :func:`_run_one`); its run is kept (``finished``) when no peer reaches fewer tokens, and run
+    again at the horizon otherwise. Without streaming packers, every peer's reach is a pass of its own
+    first. A refusal goes to ``refused``.
+    """
+    table = entries()
+    streaming = [n for n in names if table[n].kind != "peer"]
+    peers = [n for n in names if table[n].kind == "peer"]
+    reached: dict[str, int] = {}  # full passes only
+    kept: dict[str, PackerRun] = {}
+    first: int | None = None
+    if streaming:
+        k = 1 if runner.kind == "inprocess" else max(1, min(runner.workers, len(streaming)))
+        groups = [streaming[i::k] for i in range(k)]
+        got: dict[str, tuple[int, bool]] = {}
+        with tempfile.TemporaryDirectory(prefix="packing-theory-reach-") as d:
+            bound = os.path.join(d, "bound")
+            runner.run(_reach_group, [(g, arr, settings, bound) for g in groups],
+                       on_result=lambda i, value: got.update(value), label="packer",
+                       names=lambda i: ", ".join(groups[i]))
+        reached.update((n, r) for n, (r, full) in got.items() if full)
+        first = min(reached.values())  # the smallest reach is never stopped: it passes no smaller one
+    order = _per_event_first(peers, settings.engine)
+    if first is not None:
+        at = Budget("tokens", first)
+        ran: dict[str, tuple[PackerRun | None, str | None, tuple[int, bool] | None]] = {}
+        runner.run(_run_one, [(task(n, at), arr, True) for n in order],
+                   on_result=lambda i, value: ran.__setitem__(order[i], value), label="packer",
+                   names=lambda i: order[i])
+        for n in peers:
+            run, why, r = ran[n]
+            if run is None or r is None:
+                refused[n] = why or "refused"
+            else:
+                kept[n] = run
+                if r[1]:  # else stopped past the streaming packers' smallest reach: not the horizon
+                    reached[n] = r[0]
+    else:
+        plain: dict[str, tuple[int, str | None]] = {}
+        runner.run(_reach_one, [(n, arr, settings) for n in order],
+                   on_result=lambda i, value: plain.__setitem__(order[i], value), label="packer",
+                   names=lambda i: order[i])
+        for n in peers:
+            tokens, why = plain[n]
+            if why is not None:
+                refused[n] = why
+            else:
+                reached[n] = tokens
+    if not reached:
+        return None, ()
+    budget = Budget("tokens", min(reached.values()))
+    if budget.value == first:  # the peers' runs were cut at the horizon itself
+        for n, run in kept.items():
+            finished(n, (run, None))
+    return budget, tuple(n for n in names if reached.get(n) == budget.value)
 
 
 @contextlib.contextmanager

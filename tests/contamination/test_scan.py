@@ -237,7 +237,8 @@ def test_scan_over_shards_equals_naive(docs: list[list[int]], refs: list[list[in
     # named by place as the corpus names it: the shard file for its only document, else FILE#i
     per_input = {r.name: r.documents for r in rep.inputs}
     assert sum(per_input.values()) == len(docs)
-    assert all(h.source == "a" and h.name == (h.input if per_input[h.input] == 1 else f"{h.input}#{h.position}")
+    assert all(h.source == "a" for h in rep.hit_documents)
+    assert all(h.name == (h.input if per_input[h.input] == 1 else f"{h.input}#{h.position}")
                for h in rep.hit_documents)
     assert rep.index["peak_grams"] <= memory_grams
     if rep.mask is not None:

@@ -57,8 +57,15 @@ def test_compare_on_the_cluster_equals_the_local_run(client: Any, tmp_path: Path
     assert sorted(measured + refused) == sorted(entries())  # every registered packer, measured or refused
     assert len(measured) >= len(entries()) // 2 and local["corpus"]["documents"] == 400
     tasks = _packer_tasks(stream.data)
-    # one reach task per packer that builds (the common horizon), one replay per packer that was measured
-    assert len(tasks) == len(entries()) + len(measured)
+    # the common horizon: one task for the streaming packers' reaches (the runner's one worker: one
+    # group), then one pass per peer that builds (its run and its reach); then one replay per streaming
+    # packer, and again per measured peer when a peer's reach set the horizon below the streaming ones'
+    peers = [n for n, e in entries().items() if e.kind == "peer"]
+    unbuilt = {r["packer"] for r in local["refused"] if "rows of at least 2 tokens" in r["reason"]}
+    peer_set = any(n in peers for n in local["horizon"]["set_by"])
+    streaming = len(entries()) - len(peers)
+    again = sum(n in peers for n in measured) if peer_set else 0
+    assert len(tasks) == 1 + (len(peers) - len(unbuilt)) + streaming + again
     assert {t["worker"] for t in tasks} <= set(client.scheduler_info()["workers"])
     assert (tmp_path / "d" / "compare.md").read_text().count("\n") > 10
 

@@ -33,7 +33,9 @@ class RecordingExecutor(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         task_fn, task_args = args  # the runner submits _invoke(fn, args)
         first = task_args[0]
-        self.submitted.append((task_fn.__name__, first if isinstance(first, str) else first.name))
+        phase = task_fn.__name__ + ("+reach" if task_fn.__name__ == "_run_one" and len(task_args) > 2 else "")
+        names = [first] if isinstance(first, str) else first if isinstance(first, list) else [first.name]
+        self.submitted.extend((phase, n) for n in names)
         future: Future[Any] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
@@ -63,7 +65,10 @@ def test_the_compiled_engine_submits_the_per_event_packers_first_and_reports_in_
     settings = Settings(capacity=128, min_buffer=8, engine="compiled")
     spy = RecordingExecutor()
     m = measure(_lengths(), names, settings, horizon="common", executor=spy)
-    for phase in ("_reach_one", "_run_one"):
+    streaming = [n for n in names if entries()[n].kind != "peer"]
+    assert [n for fn, n in spy.submitted if fn == "_reach_group"] == streaming  # one group: one worker
+    assert {n for fn, n in spy.submitted if fn == "_run_one+reach"} == set(names) - set(streaming)
+    for phase in ("_run_one+reach", "_run_one"):
         order = [n for fn, n in spy.submitted if fn == phase]
         assert order, phase
         k = sum(_per_event(n) for n in order)
