@@ -8,11 +8,19 @@ packer (or ``--policy``) cut at the common token horizon by default
 (checked and locked before the computation, swapped in as one unit) — the
 files ``pt.write_report(pt.compare(...), out)`` writes. ``--demo`` compares
 them on the first ``--demo-documents`` documents of the default corpus.
+
+Until the report is written, each finished packer's run (and the common
+horizon) is kept in ``--out/parts``
+(:class:`~packing_theory.orchestration.resume.RunParts`): a comparison that is
+interrupted or fails resumes when rerun into the same ``--out``, replaying
+only the packers not yet done; the parts are removed once the report is in.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 import time
 from typing import Any
@@ -23,6 +31,10 @@ from .audit import HORIZON_OPTIONS
 from .replay import INPUT_OPTIONS, PACKER_OPTIONS, SOURCE_OPTIONS
 
 __all__ = ["DEMO_DOCUMENTS", "compare_corpus", "register", "run"]
+
+PARTS = "parts"
+"""The subdirectory of ``--out`` that keeps the finished packers' runs until the report is written, so
+that a rerun into the same ``--out`` after an interruption replays only the rest."""
 
 DEMO_DOCUMENTS = COMPARE_DEMO_DOCUMENTS
 """Documents of the default corpus ``compare --demo`` replays (``--demo-documents``)."""
@@ -37,7 +49,9 @@ def register(sub: Any) -> None:
                     "placed the most tokens that every packer reaches), and rank them by what differs "
                     "between them there: documents never started, tokens cut off, start delay, prefix bias, "
                     "distance from the declared mixture, unused row positions. Writes compare.json, "
-                    "compare.md, compare.html and PNG plots into --out.",
+                    "compare.md, compare.html and PNG plots into --out. An interrupted comparison "
+                    "resumes when rerun into the same --out: the finished packers' runs wait in "
+                    "--out/parts until the report is written.",
     )
     add_options(parser, "demo", *INPUT_OPTIONS, "demo-documents", "config", "framework", *PACKER_OPTIONS,
                 "engine", *HORIZON_OPTIONS, *SOURCE_OPTIONS, "executor", "workers", "out", "force",
@@ -96,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     horizon = horizon_from_args(args, "common")
     workers = workers_from_args("compare", args, len(packers))
     with ReportWriter(args.out, names=report_names(), config={}, tool="packing-theory compare",
-                      force=args.force, inputs=named_inputs(args)) as writer:
+                      force=args.force, inputs=named_inputs(args), owned=(PARTS,)) as writer:
         if args.demo:
             demo = compare_demo(DEMO_DOCUMENTS if args.demo_documents is None else args.demo_documents)
             corpus = Corpus.from_lengths(demo.lengths, label=demo.label)
@@ -108,18 +122,24 @@ def run(args: argparse.Namespace) -> int:
         try:
             result = compare_corpus(corpus, packers, settings, horizon=horizon,
                                     mixture_blocks=args.mixture_blocks, drift_threshold=args.drift_threshold,
-                                    executor=args.executor, workers=workers, progress=bar)
+                                    executor=args.executor, workers=workers, progress=bar,
+                                    resume=os.path.join(args.out, PARTS))
         finally:
             if bar is not None:
                 bar.close()
         stage_report(writer, result, plots=plots)
         writer.commit()
+        shutil.rmtree(os.path.join(args.out, PARTS), ignore_errors=True)  # they served an interrupted run
     if args.json:
         emit_json(result.to_dict(writer.run_info))
+    resumed = result.measurement.resumed
+    reused = (f"; reused {len(resumed)} packer run(s) from {os.path.join(args.out, PARTS)}, replayed "
+              f"{len(result.measurement.runs) - len(resumed)}") if resumed else ""
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("compare", f"{result.headline()} ({corpus.lengths.size:,} documents, "
-                                         f"{time.perf_counter() - t0:.1f} s{drift})"), file=sys.stderr)
+                                         f"{time.perf_counter() - t0:.1f} s{reused}{drift})"),
+          file=sys.stderr)
     failing = [r.packer for r in result.measurement.runs if not r.aggregates.mass.identity_holds]
     unreconciled = [] if result.sources is None else [p.policy for p in result.sources.packers
                                                       if not p.reconciles]

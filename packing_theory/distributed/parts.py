@@ -51,6 +51,7 @@ __all__ = [
     "InputKind",
     "ShardResult",
     "SkippedInput",
+    "atomic_write",
     "blake2b_64",
     "census_shard",
     "check_shard_result",
@@ -462,10 +463,12 @@ def part_stem(input_sha256: str, options: CensusOptions) -> str:
 
 
 _PARTIAL = re.compile(r".+\.tmp-[0-9]+\Z")
-"""A part file being written (``NAME.tmp-<pid>``) by :func:`_atomic_write`."""
+"""A part file being written (``NAME.tmp-<pid>``) by :func:`atomic_write`."""
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all: a ``NAME.tmp-<pid>`` file, synced, then renamed
+    (an interrupted write leaves at most that file, which :func:`remove_partial_parts` removes)."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as fh:
@@ -508,12 +511,12 @@ def write_part(parts: str, result: ShardResult, options: CensusOptions, source: 
     files = {}
     for name, arr in part_arrays(result).items():
         data = npy_bytes(arr)
-        _atomic_write(os.path.join(parts, f"{stem}.{name}.npy"), data)
+        atomic_write(os.path.join(parts, f"{stem}.{name}.npy"), data)
         files[name] = {"file": f"{stem}.{name}.npy", "sha256": sha256_hex(data)}
     record = {"format": CENSUS_FORMAT + "/part", "version": _VERSION, "source": source,
               "input_sha256": result.input_sha256, "options": options.key(), "n_docs": result.n_docs,
               "n_tokens": result.n_tokens, "row_groups": list(result.row_groups), "files": files}
-    _atomic_write(os.path.join(parts, f"{stem}.json"), (json.dumps(record, indent=1) + "\n").encode())
+    atomic_write(os.path.join(parts, f"{stem}.json"), (json.dumps(record, indent=1) + "\n").encode())
     return record
 
 

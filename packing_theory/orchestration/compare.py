@@ -26,6 +26,7 @@ The per-packer figures are the audit's: the same :class:`~packing_theory.orchest
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,11 +115,13 @@ def compare_corpus(
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
     label: str = "",
+    resume: str | os.PathLike[str] | None = None,
 ) -> Comparison:
     """Every packer of ``packers`` (default: every registered packer) on ``corpus``, at one horizon.
 
     Args are those of :func:`~packing_theory.orchestration.audit.audit`; ``horizon`` defaults to
-    ``"common"``.
+    ``"common"``; ``resume`` is :func:`~packing_theory.orchestration.measure.measure`'s (a directory
+    that keeps the finished packers' runs, so that a rerun replays only the rest).
 
     Raises:
         InputError: see :func:`~packing_theory.orchestration.measure.measure`.
@@ -138,5 +141,6 @@ def compare_corpus(
         workers=workers,
         progress=progress,
         corpus_label=c.label,
+        resume=resume,
     )
     return Comparison(m, None if plan is None else sources_result(plan, m.runs, m.refused), c)

@@ -77,6 +77,7 @@ from ..peers import PeerFigures, PeerPacker
 from ..registry import PackerEntry, entries
 from ._reach import ReachBound, Reaching, bounded_reach, placed_tokens
 from .corpus import CorpusSummary, corpus_summary
+from .resume import RunParts, measurement_key
 from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .verdicts import packer_verdict
 
@@ -185,6 +186,8 @@ class Measurement:
     horizon_set_by: tuple[str, ...] = ()
     """The common horizon: the packers that place the fewest tokens at their natural end (so set it)."""
     seconds: float = 0.0
+    resumed: tuple[str, ...] = ()
+    """Packers whose run was read back from ``resume``'s parts rather than replayed (not in the JSON)."""
 
     def run(self, name: str) -> PackerRun:
         """One packer's run.
@@ -491,6 +494,7 @@ def measure(
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
     corpus_label: str = "",
+    resume: str | os.PathLike[str] | None = None,
 ) -> Measurement:
     """Replay ``lengths`` with every packer of ``packers`` at one horizon (see the module doc).
 
@@ -510,6 +514,9 @@ def measure(
         workers: local processes (0: one per CPU); capped by the CPUs and the packers.
         progress: called with the number of packers done.
         corpus_label: a name for the corpus in the report.
+        resume: a directory that keeps the common horizon and each packer's run as they finish
+            (:class:`~packing_theory.orchestration.resume.RunParts`): a rerun with the same corpus,
+            settings and options reads them back and replays only the rest (not with ``documents``).
 
     Raises:
         InputError: an unknown or repeated packer, options for a packer that is not measured or that
@@ -540,9 +547,18 @@ def measure(
     set_by: tuple[str, ...] = ()
     budget = horizon if isinstance(horizon, Budget) else None
     done: dict[str, tuple[PackerRun | None, str | None]] = {}
+    parts = None
+    if resume is not None:
+        if documents:
+            raise InputError("resume keeps runs without per-document tables; got documents=True (measure "
+                             "the tables without resume)")
+        parts = RunParts(resume, measurement_key(arr, settings, documents=documents, identity=unnamed,
+                                                 sources=sources))
 
-    def finished(name: str, value: tuple[PackerRun | None, str | None]) -> None:
+    def finished(name: str, value: tuple[PackerRun | None, str | None], at: Budget | None) -> None:
         done[name] = value
+        if parts is not None and name not in parts.reused:
+            parts.save(name, at, value)
         if progress is not None:
             progress(len(done))
 
@@ -553,12 +569,26 @@ def measure(
             _shared_lengths(arr, runner.kind) as shared:
         if horizon == "common":
             able = [n for n in names if n not in refused]
-            budget, set_by = _common_horizon(runner, able, shared, settings, task, refused, finished)
+            found = None if parts is None else parts.horizon(able)
+            if found is not None:
+                budget, set_by, more = found
+                refused.update(more)
+            else:
+                budget, set_by, kept = _common_horizon(runner, able, shared, settings, task, refused, parts)
+                if parts is not None:
+                    parts.save_horizon(able, budget, set_by, refused)
+                for n, made in kept.items():
+                    finished(n, (made, None), budget)
+        if parts is not None:
+            for n in [n for n in names if n not in refused and n not in done]:
+                kept = parts.load(n, budget)
+                if kept is not None:
+                    finished(n, kept, budget)
         order = _per_event_first([n for n in names if n not in refused and n not in done], settings.engine)
         runner.run(
             _run_one,
             [(task(n, budget), shared) for n in order],
-            on_result=lambda i, value: finished(order[i], value[:2]),
+            on_result=lambda i, value: finished(order[i], value[:2], budget),
             label="packer",
             names=lambda i: order[i],
         )
@@ -583,6 +613,7 @@ def measure(
         refused=tuple((n, refused[n]) for n in names if n in refused),
         horizon_set_by=set_by,
         seconds=time.perf_counter() - t0,
+        resumed=() if parts is None else tuple(parts.reused),
     )
 
 
@@ -593,17 +624,19 @@ def _common_horizon(
     settings: Settings,
     task: Callable[[str, Budget | None], _Task],
     refused: dict[str, str],
-    finished: Callable[[str, tuple[PackerRun | None, str | None]], None],
-) -> tuple[Budget | None, tuple[str, ...]]:
-    """The common token horizon of ``names`` and the packers that set it (in the order of ``names``).
+    parts: RunParts | None = None,
+) -> tuple[Budget | None, tuple[str, ...], dict[str, PackerRun]]:
+    """The common token horizon of ``names``, the packers that set it (in the order of ``names``), and the
+    peers' runs made at that horizon on the way.
 
     The streaming packers' reaches come first, replayed in turn in one group per worker and each stopped
     once it passes a smaller finished reach (:func:`_reach_group`): only the smallest matters. A peer
     then runs once, cut at that reach, while the same pass reads its stream on for its own reach (an
     offline peer to its end, meeting its framework's refusal if any; an online one until it passes that
-    reach: :func:`_run_one`); its run is kept (``finished``) when no peer reaches fewer tokens, and run
-    again at the horizon otherwise. Without streaming packers, every peer's reach is a pass of its own
-    first. A refusal goes to ``refused``.
+    reach: :func:`_run_one`); its run is returned when no peer reaches fewer tokens (else it runs again at
+    the horizon). Without streaming packers, every peer's reach is a pass of its own
+    first. A refusal goes to ``refused``. With ``parts``, the streaming reaches and each peer's pass are
+    kept as they finish, and read back instead of replayed.
     """
     table = entries()
     streaming = [n for n in names if table[n].kind != "peer"]
@@ -612,23 +645,38 @@ def _common_horizon(
     kept: dict[str, PackerRun] = {}
     first: int | None = None
     if streaming:
-        k = 1 if runner.kind == "inprocess" else max(1, min(runner.workers, len(streaming)))
-        groups = [streaming[i::k] for i in range(k)]
-        got: dict[str, tuple[int, bool]] = {}
-        with tempfile.TemporaryDirectory(prefix="packing-theory-reach-") as d:
-            bound = os.path.join(d, "bound")
-            runner.run(_reach_group, [(g, arr, settings, bound) for g in groups],
-                       on_result=lambda i, value: got.update(value), label="packer",
-                       names=lambda i: ", ".join(groups[i]))
+        group_key = ",".join(streaming)
+        got: dict[str, tuple[int, bool]] = {} if parts is None else parts.load(group_key, None, "reach") or {}
+        if not got:
+            k = 1 if runner.kind == "inprocess" else max(1, min(runner.workers, len(streaming)))
+            groups = [streaming[i::k] for i in range(k)]
+            with tempfile.TemporaryDirectory(prefix="packing-theory-reach-") as d:
+                bound = os.path.join(d, "bound")
+                runner.run(_reach_group, [(g, arr, settings, bound) for g in groups],
+                           on_result=lambda i, value: got.update(value), label="packer",
+                           names=lambda i: ", ".join(groups[i]))
+            if parts is not None:
+                parts.save(group_key, None, got, "reach")
         reached.update((n, r) for n, (r, full) in got.items() if full)
         first = min(reached.values())  # the smallest reach is never stopped: it passes no smaller one
     order = _per_event_first(peers, settings.engine)
     if first is not None:
         at = Budget("tokens", first)
         ran: dict[str, tuple[PackerRun | None, str | None, tuple[int, bool] | None]] = {}
-        runner.run(_run_one, [(task(n, at), arr, True) for n in order],
-                   on_result=lambda i, value: ran.__setitem__(order[i], value), label="packer",
-                   names=lambda i: order[i])
+        if parts is not None:
+            for n in order:
+                found = parts.load(n, at, "pass")
+                if found is not None:
+                    ran[n] = found
+        todo = [n for n in order if n not in ran]
+
+        def passed(i: int, value: tuple[PackerRun | None, str | None, tuple[int, bool] | None]) -> None:
+            ran[todo[i]] = value
+            if parts is not None:
+                parts.save(todo[i], at, value, "pass")
+
+        runner.run(_run_one, [(task(n, at), arr, True) for n in todo], on_result=passed, label="packer",
+                   names=lambda i: todo[i])
         for n in peers:
             run, why, r = ran[n]
             if run is None or r is None:
@@ -649,12 +697,10 @@ def _common_horizon(
             else:
                 reached[n] = tokens
     if not reached:
-        return None, ()
+        return None, (), {}
     budget = Budget("tokens", min(reached.values()))
-    if budget.value == first:  # the peers' runs were cut at the horizon itself
-        for n, run in kept.items():
-            finished(n, (run, None))
-    return budget, tuple(n for n in names if reached.get(n) == budget.value)
+    at_horizon = kept if budget.value == first else {}  # the peers' runs were cut at the horizon itself
+    return budget, tuple(n for n in names if reached.get(n) == budget.value), at_horizon
 
 
 @contextlib.contextmanager

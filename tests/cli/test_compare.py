@@ -91,3 +91,35 @@ def test_huge_numbers_are_bad_input_naming_the_option(argv: list[str], message: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+def test_an_interrupted_comparison_resumes_into_the_same_out(lengths_file: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    measure_module = importlib.import_module("packing_theory.orchestration.measure")
+    real = measure_module._run_one
+    last = PACKERS.split(",")[-1]
+
+    def interrupted(task: Any, *args: Any) -> Any:
+        if task.name == last:
+            raise KeyboardInterrupt
+        return real(task, *args)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(measure_module, "_run_one", interrupted)
+    args = ["compare", "--lengths", str(lengths_file), "--policy", PACKERS, "--capacity", "512",
+            "--min-buffer", "50", "--no-plots", "--out", str(out)]
+    assert main(args) == 3  # interrupted: nothing more was measured
+    kept = sorted((out / "parts").glob("run-*.pkl")) + sorted((out / "parts").glob("pass-*.pkl"))
+    assert 0 < len(kept) < len(PACKERS.split(","))  # the packers done before the interruption
+    assert not (out / "compare.json").exists()
+    monkeypatch.setattr(measure_module, "_run_one", real)
+    capsys.readouterr()
+    assert main(args) == 0
+    said = capsys.readouterr().err
+    assert f"reused {len(kept)} packer run(s) from {out / 'parts'}" in said, said
+    assert not (out / "parts").exists()  # the report is in: the parts are gone
+    fresh = _report(lengths_file, tmp_path / "fresh")
+    assert _timeless(json.loads((out / "compare.json").read_text())) == _timeless(fresh)

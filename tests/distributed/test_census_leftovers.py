@@ -45,5 +45,5 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(os, "replace", full)
     with pytest.raises(OSError, match="No space left"):
-        parts_module._atomic_write(str(tmp_path / "x.json"), b"{}")
+        parts_module.atomic_write(str(tmp_path / "x.json"), b"{}")
     assert os.listdir(tmp_path) == []
