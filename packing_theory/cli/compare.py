@@ -30,7 +30,7 @@ from ._paths import named_inputs
 from .audit import HORIZON_OPTIONS
 from .replay import INPUT_OPTIONS, PACKER_OPTIONS, SOURCE_OPTIONS
 
-__all__ = ["DEMO_DOCUMENTS", "compare_corpus", "register", "run"]
+__all__ = ["DEMO_DOCUMENTS", "PARTS", "compare_corpus", "register", "run"]
 
 PARTS = "parts"
 """The subdirectory of ``--out`` that keeps the finished packers' runs until the report is written, so

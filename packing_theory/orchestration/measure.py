@@ -45,12 +45,10 @@ the result is the same wherever it runs, apart from timings.
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -64,18 +62,29 @@ from ..audit.ledger import Ledger
 from ..audit.results import Aggregates
 from ..audit.store import out_of_core_store
 from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
-from ..distributed.executors import TaskFailed, TaskRunner, open_runner
+from ..distributed.executors import TaskRunner, open_runner
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
 from ..engine.horizon_batches import cut_batches_at_horizon
-from ..engine.policies import PackerConfig
-from ..engine.replay import make_packer
 from ..errors import InputError, InputTypeError, MissingDependency
 from ..lengths import validate_lengths
 from ..peers import PeerFigures, PeerPacker
-from ..registry import PackerEntry, entries
-from ._reach import ReachBound, Reaching, bounded_reach, placed_tokens
+from ..registry import entries
+from ._reach import Reaching
+from ._tasks import (
+    MappedLengths,
+    NoRows,
+    build_packer_for,
+    check_packers,
+    lengths_of,
+    per_event_first,
+    reach_group,
+    reach_one,
+    shared_lengths,
+    stream_of,
+    user_errors,
+)
 from .corpus import CorpusSummary, corpus_summary
 from .resume import RunParts, measurement_key
 from .settings import DEFAULT_SEQ_LENGTH, Settings
@@ -256,131 +265,7 @@ class _Task:
     sources: Any
 
 
-class _NoRows(InputError):
-    """A packer whose framework's row width, for these settings, leaves no room for a target."""
-
-
-def _build(name: str, settings: Settings, budget: Budget | None) -> tuple[Any, PackerEntry, dict[str, Any]]:
-    """Packer ``name`` built for one measurement, its entry, and every knob it runs with (defaults too)."""
-    e = entries()[name]
-    width = settings.width(e)
-    if width < 2:  # the accounting needs a BOS and one more position per row
-        raise _NoRows(
-            f"{name} packs rows of {width} token(s) ({e.row_width.rule}); rows of at least 2 "
-            "tokens are needed"
-        )
-    knobs = settings.knobs(e)
-    if e.kind == "peer":
-        packer = e.build(width, **knobs)
-        return packer, e, packer.options()
-    engine = settings.engine if settings.engine in e.engines else "fast"
-    rows = budget.streaming_rows(width) if budget is not None else None
-    config = PackerConfig(capacity=width, policy=name, rows=rows, **knobs)  # type: ignore[arg-type]
-    return make_packer(engine, config), e, e.options(knobs)
-
-
-def _stream(packer: Any, arr: Int64Array, engine: str) -> Any:
-    """The packer's stream: batches on the compiled engine (a columnar peer's columns), else single events."""
-    if engine != "compiled":
-        return packer.events(arr) if isinstance(packer, PeerPacker) else packer.stream(arr)
-    if isinstance(packer, PeerPacker):
-        return packer.batches(arr) if packer.columnar else packer.events(arr)
-    return packer.stream(arr)
-
-
-def _per_event_first(names: Sequence[str], engine: str) -> list[str]:
-    """``names`` in the order their tasks are submitted: on the compiled engine, the packers that still
-    run event by event in Python first (a peer without a columnar path, a policy without a compiled
-    engine), then the rest, each group in its given order.
-
-    A pool takes the tasks in this order; a long task submitted last leaves the other workers idle
-    while it runs alone (at 1 M lognormal documents, ``parcae-bestfit``'s reach was 38 % of the whole
-    reach pass, and it came last). The order changes no figure: every task is independent, and the
-    results are put back in report order.
-
-    >>> _per_event_first(["discard", "trl-bfd", "parcae-bestfit", "bestfit-pad"], "compiled")
-    ['parcae-bestfit', 'bestfit-pad', 'discard', 'trl-bfd']
-    >>> _per_event_first(["discard", "parcae-bestfit"], "fast")
-    ['discard', 'parcae-bestfit']
-    """
-    if engine != "compiled":  # every packer runs event by event: nothing tells them apart
-        return list(names)
-    table = entries()
-
-    def per_event(name: str) -> bool:
-        e = table[name]
-        return not e.columnar if e.kind == "peer" else "compiled" not in e.engines
-
-    return sorted(names, key=lambda n: not per_event(n))
-
-
-@dataclass(frozen=True)
-class _MappedLengths:
-    """The lengths of a task as the ``.npy`` file they are read from (pickled as its name, not its data):
-    a local pool's workers map the same file instead of each receiving a copy."""
-
-    path: str
-    offset: int
-    size: int
-
-    def array(self) -> Int64Array:
-        return np.memmap(self.path, dtype=np.int64, mode="r", offset=self.offset, shape=(self.size,))
-
-
-
-def _lengths(arr: Int64Array | _MappedLengths) -> Int64Array:
-    return arr.array() if isinstance(arr, _MappedLengths) else arr
-
-
-@contextlib.contextmanager
-def _shared_lengths(arr: Int64Array, kind: str) -> Iterator[Int64Array | _MappedLengths]:
-    """``arr`` as a local pool's tasks should receive it: the file of a memory-mapped ``.npy`` (the whole
-    file, as ``numpy.load`` maps it), else a temporary ``.npy`` written once (removed after) — not one
-    pickled copy per task. In this process, on a given executor or a Dask cluster (whose workers may not
-    see this machine's disk), the array itself."""
-    if kind != "processes" or arr.size < _SHARE_FROM:
-        yield arr
-        return
-    if (isinstance(arr, np.memmap) and isinstance(arr.base, mmap.mmap) and arr.filename
-            and arr.dtype == np.int64 and arr.ndim == 1 and arr.flags.c_contiguous):
-        yield _MappedLengths(str(arr.filename), int(arr.offset), int(arr.size))
-        return
-    with tempfile.TemporaryDirectory(prefix="packing-theory-lengths-") as d:
-        path = os.path.join(d, "lengths.npy")
-        np.save(path, np.ascontiguousarray(arr, dtype=np.int64))
-        mapped = np.load(path, mmap_mode="r")
-        yield _MappedLengths(path, int(mapped.offset), int(mapped.size))
-        del mapped
-
-
-_SHARE_FROM = 1 << 16
-"""Documents from which a local pool's tasks get the lengths as a file rather than a pickled copy."""
-
-
-def _reach_one(name: str, arr: Int64Array | _MappedLengths, settings: Settings) -> tuple[int, str | None]:
-    """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
-    arr = _lengths(arr)
-    packer, _, _ = _build(name, settings, None)  # bad options were refused before any task (measure)
-    try:
-        return placed_tokens(_stream(packer, arr, settings.engine), packer.capacity), None
-    except ValueError as exc:
-        if entries()[name].kind != "peer":
-            raise
-        return 0, str(exc)
-
-
-def _reach_group(names: Sequence[str], arr: Int64Array | _MappedLengths, settings: Settings,
-                 bound_path: str | None) -> dict[str, tuple[int, bool]]:
-    """The reaches of streaming packers ``names``, replayed in turn and each stopped once it passes a
-    smaller finished reach (:func:`~packing_theory.orchestration._reach.bounded_reach`, the bound shared
-    with the other groups through ``bound_path``)."""
-    arr = _lengths(arr)
-    packers = {n: _build(n, settings, None)[0] for n in names}
-    return bounded_reach({n: _stream(p, arr, settings.engine) for n, p in packers.items()},
-                         {n: p.capacity for n, p in packers.items()}, ReachBound(bound_path))
-
-
-def _run_one(task: _Task, arr: Int64Array | _MappedLengths, reach: bool = False
+def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
              ) -> tuple[PackerRun | None, str | None, tuple[int, bool] | None]:
     """One packer's :class:`PackerRun` (a top-level function: it runs in worker processes), or
     ``(None, refusal)`` when its framework refuses the corpus; with ``reach`` (a peer's), the same pass
@@ -391,9 +276,9 @@ def _run_one(task: _Task, arr: Int64Array | _MappedLengths, reach: bool = False
     training, what lies past the rows taken is never read: its pass stops once it passes the task's budget
     (the smallest streaming reach), its count then a lower bound above it."""
     t0 = time.perf_counter()
-    arr = _lengths(arr)
+    arr = lengths_of(arr)
     name, settings, budget = task.name, task.settings, task.budget
-    packer, e, options = _build(name, settings, budget)  # bad options were refused before any task (measure)
+    packer, e, options = build_packer_for(name, settings, budget)  # bad options were refused before any task
     width = packer.capacity
     compiled = settings.engine == "compiled"
     streaming = e.kind != "peer"
@@ -428,7 +313,7 @@ def _run_one(task: _Task, arr: Int64Array | _MappedLengths, reach: bool = False
     if task.sources is not None:
         series = task.sources.series()
         consumers.append(series)
-    events: Any = _stream(packer, arr, settings.engine)
+    events: Any = stream_of(packer, arr, settings.engine)
     reaching = None
     if not streaming:  # a streaming packer honours the budget natively (the same events: tested)
         if reach:
@@ -530,7 +415,7 @@ def measure(
     settings = Settings() if settings is None else settings
     if not isinstance(settings, Settings):
         raise InputTypeError(f"settings must be a Settings, got {type(settings).__name__}")
-    names = _check_packers(packers, settings)
+    names = check_packers(packers, settings)
     if not isinstance(horizon, Budget) and horizon not in ("common", "natural"):
         raise InputError(f"horizon must be 'common', 'natural' or a Budget, got {horizon!r}")
     if settings.engine == "compiled" and not compiled_available():
@@ -540,8 +425,8 @@ def measure(
     refused: dict[str, str] = {}
     for name in names:  # every packer is built once before anything is replayed: a bad option is bad input
         try:
-            _build(name, settings, None)
-        except _NoRows as exc:  # its framework's row for these settings holds no target: listed, not fatal
+            build_packer_for(name, settings, None)
+        except NoRows as exc:  # its framework's row for these settings holds no target: listed, not fatal
             refused[name] = str(exc)
     t0 = time.perf_counter()
     set_by: tuple[str, ...] = ()
@@ -565,8 +450,8 @@ def measure(
     def task(name: str, at: Budget | None) -> _Task:
         return _Task(name, settings, at, documents, unnamed, sources)
 
-    with open_runner(executor, workers=workers, retries=0) as runner, _user_errors(), \
-            _shared_lengths(arr, runner.kind) as shared:
+    with open_runner(executor, workers=workers, retries=0) as runner, user_errors(), \
+            shared_lengths(arr, runner.kind) as shared:
         if horizon == "common":
             able = [n for n in names if n not in refused]
             found = None if parts is None else parts.horizon(able)
@@ -584,7 +469,7 @@ def measure(
                 kept = parts.load(n, budget)
                 if kept is not None:
                     finished(n, kept, budget)
-        order = _per_event_first([n for n in names if n not in refused and n not in done], settings.engine)
+        order = per_event_first([n for n in names if n not in refused and n not in done], settings.engine)
         runner.run(
             _run_one,
             [(task(n, budget), shared) for n in order],
@@ -620,7 +505,7 @@ def measure(
 def _common_horizon(
     runner: TaskRunner,
     names: Sequence[str],
-    arr: Int64Array | _MappedLengths,
+    arr: Int64Array | MappedLengths,
     settings: Settings,
     task: Callable[[str, Budget | None], _Task],
     refused: dict[str, str],
@@ -630,13 +515,13 @@ def _common_horizon(
     peers' runs made at that horizon on the way.
 
     The streaming packers' reaches come first, replayed in turn in one group per worker and each stopped
-    once it passes a smaller finished reach (:func:`_reach_group`): only the smallest matters. A peer
-    then runs once, cut at that reach, while the same pass reads its stream on for its own reach (an
-    offline peer to its end, meeting its framework's refusal if any; an online one until it passes that
-    reach: :func:`_run_one`); its run is returned when no peer reaches fewer tokens (else it runs again at
-    the horizon). Without streaming packers, every peer's reach is a pass of its own
-    first. A refusal goes to ``refused``. With ``parts``, the streaming reaches and each peer's pass are
-    kept as they finish, and read back instead of replayed.
+    once it passes a smaller finished reach (:func:`~packing_theory.orchestration._tasks.reach_group`):
+    only the smallest matters. A peer then runs once, cut at that reach, while the same pass reads its
+    stream on for its own reach (an offline peer to its end, meeting its framework's refusal if any; an
+    online one until it passes that reach: :func:`_run_one`); its run is returned when no peer reaches
+    fewer tokens (else it runs again at the horizon). Without streaming packers, every peer's reach is
+    a pass of its own first. A refusal goes to ``refused``. With ``parts``, the streaming reaches and
+    each peer's pass are kept as they finish, and read back instead of replayed.
     """
     table = entries()
     streaming = [n for n in names if table[n].kind != "peer"]
@@ -652,14 +537,14 @@ def _common_horizon(
             groups = [streaming[i::k] for i in range(k)]
             with tempfile.TemporaryDirectory(prefix="packing-theory-reach-") as d:
                 bound = os.path.join(d, "bound")
-                runner.run(_reach_group, [(g, arr, settings, bound) for g in groups],
+                runner.run(reach_group, [(g, arr, settings, bound) for g in groups],
                            on_result=lambda i, value: got.update(value), label="packer",
                            names=lambda i: ", ".join(groups[i]))
             if parts is not None:
                 parts.save(group_key, None, got, "reach")
         reached.update((n, r) for n, (r, full) in got.items() if full)
         first = min(reached.values())  # the smallest reach is never stopped: it passes no smaller one
-    order = _per_event_first(peers, settings.engine)
+    order = per_event_first(peers, settings.engine)
     if first is not None:
         at = Budget("tokens", first)
         ran: dict[str, tuple[PackerRun | None, str | None, tuple[int, bool] | None]] = {}
@@ -687,7 +572,7 @@ def _common_horizon(
                     reached[n] = r[0]
     else:
         plain: dict[str, tuple[int, str | None]] = {}
-        runner.run(_reach_one, [(n, arr, settings) for n in order],
+        runner.run(reach_one, [(n, arr, settings) for n in order],
                    on_result=lambda i, value: plain.__setitem__(order[i], value), label="packer",
                    names=lambda i: order[i])
         for n in peers:
@@ -701,34 +586,3 @@ def _common_horizon(
     budget = Budget("tokens", min(reached.values()))
     at_horizon = kept if budget.value == first else {}  # the peers' runs were cut at the horizon itself
     return budget, tuple(n for n in names if reached.get(n) == budget.value), at_horizon
-
-
-@contextlib.contextmanager
-def _user_errors() -> Iterator[None]:
-    """A task that failed on the user's input raises that input error, not the runner's wrapper."""
-    try:
-        yield
-    except TaskFailed as exc:
-        if isinstance(exc.__cause__, (InputError, InputTypeError)):
-            raise exc.__cause__ from None
-        raise
-
-
-def _check_packers(packers: Sequence[str], settings: Settings) -> list[str]:
-    if isinstance(packers, str) or not isinstance(packers, Sequence):
-        raise InputTypeError(f"packers must be a sequence of packer names, got {type(packers).__name__}")
-    table = entries()
-    names = list(packers)
-    if not names:
-        raise InputError("packers must name at least one packer, got []")
-    for n in names:
-        if n not in table:
-            raise InputError(f"packers must be among {', '.join(table)}; got {n!r}")
-    if len(set(names)) != len(names):
-        raise InputError(f"packers must not repeat, got {names}")
-    for n in settings.peer_options:
-        if n not in names or table[n].kind != "peer":
-            raise InputError(
-                f"peer_options names {n!r}, which is not a measured peer (measured: {', '.join(names)})"
-            )
-    return names

@@ -17,7 +17,7 @@ import pytest
 from packing_theory.engine.horizon import Budget
 from packing_theory.orchestration import Settings, measure
 from packing_theory.orchestration._reach import placed_tokens
-from packing_theory.orchestration.measure import _lengths, _MappedLengths, _shared_lengths
+from packing_theory.orchestration._tasks import MappedLengths, lengths_of, shared_lengths
 from packing_theory.registry import build_packer
 
 
@@ -66,25 +66,25 @@ def test_a_peer_that_sets_the_horizon_is_found_and_every_run_is_cut_there() -> N
 
 def test_a_local_pool_gets_the_lengths_as_a_file(tmp_path: Path) -> None:
     arr = _lengths_of(1, 70_000)
-    with _shared_lengths(arr, "processes") as shared:  # in memory: written once to a temporary file
-        assert isinstance(shared, _MappedLengths)
-        assert np.array_equal(_lengths(shared), arr)
+    with shared_lengths(arr, "processes") as shared:  # in memory: written once to a temporary file
+        assert isinstance(shared, MappedLengths)
+        assert np.array_equal(lengths_of(shared), arr)
         written = Path(shared.path)
         assert written.is_file()
     assert not written.exists()  # removed after
     np.save(tmp_path / "l.npy", arr)
     mapped = np.load(tmp_path / "l.npy", mmap_mode="r")
-    with _shared_lengths(mapped, "processes") as shared:  # already a file: that file, no copy
-        assert isinstance(shared, _MappedLengths) and shared.path == str(tmp_path / "l.npy")
-        assert np.array_equal(_lengths(shared), arr)
-    with _shared_lengths(mapped[1:], "processes") as shared:  # a view of the file: copied, not misread
-        assert isinstance(shared, _MappedLengths) and shared.path != str(tmp_path / "l.npy")
-        assert np.array_equal(_lengths(shared), arr[1:])
+    with shared_lengths(mapped, "processes") as shared:  # already a file: that file, no copy
+        assert isinstance(shared, MappedLengths) and shared.path == str(tmp_path / "l.npy")
+        assert np.array_equal(lengths_of(shared), arr)
+    with shared_lengths(mapped[1:], "processes") as shared:  # a view of the file: copied, not misread
+        assert isinstance(shared, MappedLengths) and shared.path != str(tmp_path / "l.npy")
+        assert np.array_equal(lengths_of(shared), arr[1:])
     for kind in ("inprocess", "dask", "executor"):  # one process, or workers that may not see this disk
-        with _shared_lengths(arr, kind) as shared:
+        with shared_lengths(arr, kind) as shared:
             assert shared is arr
     small = arr[:100]
-    with _shared_lengths(small, "processes") as shared:
+    with shared_lengths(small, "processes") as shared:
         assert shared is small
 
 

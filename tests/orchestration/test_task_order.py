@@ -18,7 +18,7 @@ import pytest
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.engine.horizon import Budget
 from packing_theory.orchestration import Settings, measure
-from packing_theory.orchestration.measure import _per_event_first
+from packing_theory.orchestration._tasks import per_event_first
 from packing_theory.registry import entries
 
 pytestmark = pytest.mark.skipif(not compiled_available(), reason="the compiled engine needs numba")
@@ -53,7 +53,7 @@ def _without_seconds(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k != "seconds"}
 
 
-def _lengths() -> np.ndarray:
+def lengths_of() -> np.ndarray:
     rng = np.random.default_rng(3)
     return np.maximum(1, np.rint(rng.lognormal(3.5, 1.0, 800))).astype(np.int64)
 
@@ -64,9 +64,9 @@ def test_the_compiled_engine_submits_the_per_event_packers_first_and_reports_in_
     assert slow and names[: len(slow)] != slow  # the registry's order does not put them first already
     settings = Settings(capacity=128, min_buffer=8, engine="compiled")
     spy = RecordingExecutor()
-    m = measure(_lengths(), names, settings, horizon="common", executor=spy)
+    m = measure(lengths_of(), names, settings, horizon="common", executor=spy)
     streaming = [n for n in names if entries()[n].kind != "peer"]
-    assert [n for fn, n in spy.submitted if fn == "_reach_group"] == streaming  # one group: one worker
+    assert [n for fn, n in spy.submitted if fn == "reach_group"] == streaming  # one group: one worker
     assert {n for fn, n in spy.submitted if fn == "_run_one+reach"} == set(names) - set(streaming)
     for phase in ("_run_one+reach", "_run_one"):
         order = [n for fn, n in spy.submitted if fn == phase]
@@ -80,7 +80,7 @@ def test_the_compiled_engine_submits_the_per_event_packers_first_and_reports_in_
     assert [n for n, _ in m.refused] == [n for n in names if n in dict(m.refused)]
     assert m.horizon is not None and m.horizon_set_by == tuple(
         n for n in names if n in m.horizon_set_by)  # set_by in report order too
-    in_process = measure(_lengths(), names, settings, horizon="common")
+    in_process = measure(lengths_of(), names, settings, horizon="common")
     assert [_without_seconds(r.to_dict()) for r in m.runs] == [_without_seconds(r.to_dict())
                                                                for r in in_process.runs]
 
@@ -91,10 +91,10 @@ def test_each_result_lands_under_its_own_packer() -> None:
     names = [n for n in entries() if n in ("discard", "parcae-bestfit", "trl-bfd", "bestfit-pad", "seamless")]
     settings = Settings(capacity=128, min_buffer=8, engine="compiled")
     budget = Budget("rows", 40)
-    together = measure(_lengths(), names, settings, horizon=budget)
+    together = measure(lengths_of(), names, settings, horizon=budget)
     assert [r.packer for r in together.runs] == names
     for run in together.runs:
-        alone = measure(_lengths(), [run.packer], settings, horizon=budget).runs[0]
+        alone = measure(lengths_of(), [run.packer], settings, horizon=budget).runs[0]
         assert _without_seconds(run.to_dict()) == _without_seconds(alone.to_dict()), run.packer
     distinct = {(r.aggregates.mass.emitted_tokens, r.never_trained.never_started.documents)
                 for r in together.runs}
@@ -103,6 +103,6 @@ def test_each_result_lands_under_its_own_packer() -> None:
 
 def test_other_engines_keep_the_given_order() -> None:
     names = ["discard", "parcae-bestfit", "bestfit-pad", "trl-bfd"]
-    assert _per_event_first(names, "fast") == names
-    assert _per_event_first(names, "reference") == names
-    assert _per_event_first(names, "compiled") == ["parcae-bestfit", "bestfit-pad", "discard", "trl-bfd"]
+    assert per_event_first(names, "fast") == names
+    assert per_event_first(names, "reference") == names
+    assert per_event_first(names, "compiled") == ["parcae-bestfit", "bestfit-pad", "discard", "trl-bfd"]
