@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..audit.untrained import NeverTrained
-from ..reporting.markdown import render_markdown
-from ..reporting.model import Attachment, Block, Column, PlotFile, Section, Table, Text
+from ..reporting.markdown import TablesOnly
+from ..reporting.model import Block, Column, Section, Table, Text
 from ._base import MappedConfig, _plain, _short
 
 __all__ = ["KINDS", "DoctorFinding", "DoctorReport", "Thresholds"]
@@ -92,7 +92,7 @@ class DoctorFinding:
 
 
 @dataclass(frozen=True)
-class DoctorReport:
+class DoctorReport(TablesOnly):
     """What ``packing-theory doctor`` found for one configuration on one corpus.
 
     Attributes:
@@ -235,17 +235,8 @@ class DoctorReport:
         out.append(Section("checked", "Checked, within the thresholds", tuple(checked)))
         return out
 
-    def plots(self) -> Sequence[PlotFile]:
-        """None."""
-        return []
 
-    def attachments(self) -> Sequence[Attachment]:
-        """None."""
-        return []
 
-    def markdown(self) -> str:
-        """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
-        return render_markdown(self)
 
 
 

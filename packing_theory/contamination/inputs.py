@@ -57,7 +57,7 @@ from ..corpus.shards import HEADER, read_shard
 from ..corpus.text import Tokenizer, iter_text_files, resolve_bos
 from ..corpus.textcount import BuiltinTokenizer
 from ..errors import InputError, InputTypeError, NotMeasured, import_optional
-from .tokens import text_token_ids
+from .tokens import open_parquet, text_token_ids
 
 __all__ = [
     "BLOCK_TOKENS",
@@ -334,13 +334,7 @@ def _columns(inp: CorpusInput, names: Sequence[str], text: str) -> tuple[str | N
 
 
 def _parquet_batches(inp: CorpusInput) -> Iterator[Any]:
-    pq = import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet")
-    if not os.path.isfile(inp.path):
-        raise FileNotFoundError(f"parquet file {inp.path!r} does not exist")
-    try:
-        pf = pq.ParquetFile(inp.path)
-    except Exception as exc:  # pyarrow raises ArrowInvalid and friends
-        raise InputError(f"parquet file {inp.path!r} cannot be read: {exc}") from exc
+    pf = open_parquet(inp.path, "input")
     names = list(pf.schema_arrow.names)
     text = inp.column or "text"
     name, source = _columns(inp, names, text)

@@ -65,6 +65,7 @@ __all__ = [
     "ReferenceSpec",
     "cut_pieces",
     "cut_rule",
+    "open_parquet",
     "reference_pieces",
     "text_token_ids",
     "tokenizer_label",
@@ -335,14 +336,26 @@ def _line_chunks(fh: Any, checked: Any, limit: int) -> Iterator[str]:
         yield chunk
 
 
-def _parquet_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
-    pq = import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet references")
-    if not os.path.isfile(spec.path):
-        raise FileNotFoundError(f"reference {spec.path!r} does not exist")
+def open_parquet(path: str, role: str) -> Any:
+    """``pyarrow.parquet.ParquetFile(path)``, ``role`` (``"reference"``, ``"input"``) naming the file in
+    the errors.
+
+    Raises:
+        MissingDependency: pyarrow is not installed (the ``parquet`` extra).
+        FileNotFoundError: ``path`` is not a file.
+        InputError: pyarrow cannot read it.
+    """
+    pq = import_optional("pyarrow.parquet", extra="parquet", purpose=f"reading a parquet {role}")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{role} {path!r} does not exist")
     try:
-        pf = pq.ParquetFile(spec.path)
+        return pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises ArrowInvalid and friends
-        raise InputError(f"reference {spec.path!r} cannot be read as parquet: {exc}") from exc
+        raise InputError(f"{role} {path!r} cannot be read as parquet: {exc}") from exc
+
+
+def _parquet_items(spec: ReferenceSpec, tally: ReferenceItems) -> Iterator[str]:
+    pf = open_parquet(spec.path, "reference")
     names = list(pf.schema_arrow.names)
     missing = [c for c in spec.columns if c not in names]
     if missing:

@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.strata import STRATA_BOUNDARIES, stratum_index, stratum_labels
-from ..reporting.model import Amount, Attachment, Block, Column, PlotFile, Section, Table, Text
+from ..reporting.markdown import TablesOnly
+from ..reporting.model import Amount, Block, Column, Section, Table, Text
 
 __all__ = ["INPUTS_SHOWN", "CensusReport", "census_headline"]
 
@@ -42,7 +43,7 @@ def census_headline(manifest: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class CensusReport:
+class CensusReport(TablesOnly):
     """A census manifest and its lengths as a report (see the module doc)."""
 
     manifest: Mapping[str, Any]
@@ -102,10 +103,4 @@ class CensusReport:
             f"{ex.get('reused', 0):,} reused from an earlier run's parts."),), collapsed=True))
         return out
 
-    def plots(self) -> Sequence[PlotFile]:
-        """None."""
-        return []
 
-    def attachments(self) -> Sequence[Attachment]:
-        """None here: the arrays (``lengths.npy``, ...) are staged by the census itself."""
-        return []

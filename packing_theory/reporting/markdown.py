@@ -11,15 +11,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
 
 from ..errors import InputError
 from .model import (
     MISSING,
     Amount,
+    Attachment,
     Bars,
     Block,
     Column,
     Plot,
+    PlotFile,
     Report,
     Section,
     Table,
@@ -28,7 +31,8 @@ from .model import (
     percent,
 )
 
-__all__ = ["count", "csv_cell", "md_escape", "millions", "percent", "render_markdown", "run_line", "table"]
+__all__ = ["TablesOnly", "count", "csv_cell", "md_escape", "millions", "percent", "render_markdown",
+           "run_line", "table"]
 
 
 def count(v: int | float | None) -> str:
@@ -196,3 +200,24 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value
+
+
+class TablesOnly:
+    """The defaults of a report whose every number is in its sections: no plots, no other files, and its
+    Markdown rendered from the sections (:func:`render_markdown`).
+
+    Mix it into a report class (``class DoctorReport(TablesOnly)``); a report that draws or attaches
+    something defines that method itself.
+    """
+
+    def plots(self) -> Sequence[PlotFile]:
+        """None."""
+        return []
+
+    def attachments(self) -> Sequence[Attachment]:
+        """None."""
+        return []
+
+    def markdown(self) -> str:
+        """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
+        return render_markdown(cast("Report", self))

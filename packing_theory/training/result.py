@@ -27,8 +27,8 @@ import numpy.typing as npt
 from ..audit.declared import DeclaredMixture
 from ..audit.sources import RealisedMixture, SourceAccount, realised_mixture
 from ..corpus.labels import SourceLabels
-from ..reporting.markdown import render_markdown
-from ..reporting.model import Amount, Attachment, Column, PlotFile, Section, Table, Text
+from ..reporting.markdown import TablesOnly
+from ..reporting.model import Amount, Column, Section, Table, Text
 from .schedule import Schedule
 
 __all__ = ["CLASSES", "LISTED", "Divergence", "Reconciliation", "SourceConsumption"]
@@ -141,7 +141,7 @@ def _sources(labels: SourceLabels, mixture: DeclaredMixture | None, placed: npt.
 
 
 @dataclass(frozen=True)
-class Reconciliation:
+class Reconciliation(TablesOnly):
     """What :func:`~packing_theory.training.reconcile` found, as a report (see the module doc).
 
     Attributes:
@@ -293,14 +293,5 @@ class Reconciliation:
             out.append(Section("sources", "Sources", tuple(blocks)))
         return out
 
-    def plots(self) -> Sequence[PlotFile]:
-        """None."""
-        return []
 
-    def attachments(self) -> Sequence[Attachment]:
-        """None."""
-        return []
 
-    def markdown(self) -> str:
-        """The report as Markdown (:func:`~packing_theory.reporting.markdown.render_markdown`)."""
-        return render_markdown(self)
