@@ -10,7 +10,7 @@ files ``pt.write_report(pt.compare(...), out)`` writes. ``--demo`` compares
 them on the first ``--demo-documents`` documents of the default corpus.
 
 Until the report is written, each finished packer's run (and the common
-horizon) is kept in ``--out/parts``
+horizon) is kept in ``--out/compare-parts``
 (:class:`~packing_theory.orchestration.resume.RunParts`): a comparison that is
 interrupted or fails resumes when rerun into the same ``--out``, replaying
 only the packers not yet done; the parts are removed once the report is in.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -32,7 +31,7 @@ from .replay import INPUT_OPTIONS, PACKER_OPTIONS, SOURCE_OPTIONS
 
 __all__ = ["DEMO_DOCUMENTS", "PARTS", "compare_corpus", "register", "run"]
 
-PARTS = "parts"
+PARTS = "compare-parts"
 """The subdirectory of ``--out`` that keeps the finished packers' runs until the report is written, so
 that a rerun into the same ``--out`` after an interruption replays only the rest."""
 
@@ -51,7 +50,7 @@ def register(sub: Any) -> None:
                     "distance from the declared mixture, unused row positions. Writes compare.json, "
                     "compare.md, compare.html and PNG plots into --out. An interrupted comparison "
                     "resumes when rerun into the same --out: the finished packers' runs wait in "
-                    "--out/parts until the report is written.",
+                    "--out/compare-parts until the report is written.",
     )
     add_options(parser, "demo", *INPUT_OPTIONS, "demo-documents", "config", "framework", *PACKER_OPTIONS,
                 "engine", *HORIZON_OPTIONS, *SOURCE_OPTIONS, "executor", "workers", "out", "force",
@@ -84,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from ..orchestration.compare import default_packers
     from ..orchestration.corpus import Corpus
     from ..orchestration.demo import compare_demo
+    from ..orchestration.resume import remove_parts
     from ..reporting import ReportWriter, progress_bar, require_matplotlib, stage_report
     from ._common import (
         check_executor,
@@ -109,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
     check_executor(args)
     horizon = horizon_from_args(args, "common")
     workers = workers_from_args("compare", args, len(packers))
+    parts = os.path.join(args.out, PARTS)
+    if os.path.islink(parts) or (os.path.lexists(parts) and not os.path.isdir(parts)):
+        raise InputError(f"--out {args.out!r} holds {PARTS!r}, which is not a directory: compare keeps the "
+                         "finished packers' runs there until the report is written; move it away")
     with ReportWriter(args.out, names=report_names(), config={}, tool="packing-theory compare",
                       force=args.force, inputs=named_inputs(args), owned=(PARTS,)) as writer:
         if args.demo:
@@ -123,18 +127,21 @@ def run(args: argparse.Namespace) -> int:
             result = compare_corpus(corpus, packers, settings, horizon=horizon,
                                     mixture_blocks=args.mixture_blocks, drift_threshold=args.drift_threshold,
                                     executor=args.executor, workers=workers, progress=bar,
-                                    resume=os.path.join(args.out, PARTS))
+                                    resume=parts)
         finally:
             if bar is not None:
                 bar.close()
         stage_report(writer, result, plots=plots)
         writer.commit()
-        shutil.rmtree(os.path.join(args.out, PARTS), ignore_errors=True)  # they served an interrupted run
+        remove_parts(parts)  # they served an interrupted run (only the parts' own files are removed)
     if args.json:
         emit_json(result.to_dict(writer.run_info))
-    resumed = result.measurement.resumed
-    reused = (f"; reused {len(resumed)} packer run(s) from {os.path.join(args.out, PARTS)}, replayed "
-              f"{len(result.measurement.runs) - len(resumed)}") if resumed else ""
+    m = result.measurement
+    results = len(m.runs) + len(m.refused)
+    reused = (f"; read {len(m.resumed)} of the {results} packers' results back from {parts}"
+              if m.resumed else "")
+    if m.resume_problem is not None:
+        reused += f"; could not keep the finished runs in {parts} ({m.resume_problem})"
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("compare", f"{result.headline()} ({corpus.lengths.size:,} documents, "
@@ -144,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     unreconciled = [] if result.sources is None else [p.policy for p in result.sources.packers
                                                       if not p.reconciles]
     if failing or unreconciled:
-        parts = ([f"the mass identity FAILS for {', '.join(failing)}"] if failing else []) + (
+        said = ([f"the mass identity FAILS for {', '.join(failing)}"] if failing else []) + (
             [f"the data sources do not reconcile for {', '.join(unreconciled)}"] if unreconciled else [])
-        raise Finding("; ".join(parts) + " (the report says where)")
+        raise Finding("; ".join(said) + " (the report says where)")
     return 0

@@ -121,14 +121,15 @@ def lengths_of(arr: Int64Array | MappedLengths) -> Int64Array:
 
 @contextlib.contextmanager
 def shared_lengths(arr: Int64Array, kind: str) -> Iterator[Int64Array | MappedLengths]:
-    """``arr`` as a local pool's tasks should receive it: the file of a memory-mapped ``.npy`` (the whole
-    file, as ``numpy.load`` maps it), else a temporary ``.npy`` written once (removed after) — not one
+    """``arr`` as a local pool's tasks should receive it: the file of a read-only memory-mapped ``.npy``
+    (the whole file, as ``numpy.load(..., mmap_mode="r")`` maps it; a copy-on-write map may differ from its
+    file), else a temporary ``.npy`` written once (removed after) — not one
     pickled copy per task. In this process, on a given executor or a Dask cluster (whose workers may not
     see this machine's disk), the array itself."""
     if kind != "processes" or arr.size < SHARE_FROM:
         yield arr
         return
-    if (isinstance(arr, np.memmap) and isinstance(arr.base, mmap.mmap) and arr.filename
+    if (isinstance(arr, np.memmap) and isinstance(arr.base, mmap.mmap) and arr.filename and arr.mode == "r"
             and arr.dtype == np.int64 and arr.ndim == 1 and arr.flags.c_contiguous):
         yield MappedLengths(str(arr.filename), int(arr.offset), int(arr.size))
         return

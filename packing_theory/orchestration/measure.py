@@ -55,13 +55,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..audit.costs import CostAccumulator, PackerCosts
-from ..audit.documents import DocumentRows, DocumentTable, document_table
+from ..audit.costs import CostAccumulator
+from ..audit.documents import DocumentRows, document_table
 from ..audit.identity import DocumentIdentity
 from ..audit.ledger import Ledger
-from ..audit.results import Aggregates
 from ..audit.store import out_of_core_store
-from ..audit.untrained import HorizonStatement, NeverTrained, horizon_statement, never_trained
+from ..audit.untrained import horizon_statement, never_trained
 from ..distributed.executors import TaskRunner, open_runner
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
@@ -71,7 +70,7 @@ from ..errors import InputError, InputTypeError, MissingDependency
 from ..lengths import validate_lengths
 from ..peers import PeerFigures, PeerPacker
 from ..registry import entries
-from ._reach import Reaching
+from ._reach import ReachBound, Reaching
 from ._tasks import (
     MappedLengths,
     NoRows,
@@ -86,6 +85,7 @@ from ._tasks import (
     user_errors,
 )
 from .corpus import CorpusSummary, corpus_summary
+from .packer_run import PackerRun
 from .resume import RunParts, measurement_key
 from .settings import DEFAULT_SEQ_LENGTH, Settings
 from .verdicts import packer_verdict
@@ -112,70 +112,6 @@ HORIZON_RULES: dict[str, str] = {
 Int64Array = npt.NDArray[np.int64]
 
 
-# --------------------------------------------------------------------------- one packer's run
-
-
-@dataclass(frozen=True)
-class PackerRun:
-    """One packer's measurement at its horizon: the one per-packer result of every report."""
-
-    packer: str
-    kind: str
-    framework: str
-    row_width: int
-    seq_length: int
-    options: dict[str, Any]
-    in_family: bool
-    verdict: str
-    trainer_view: str
-    horizon: HorizonStatement
-    aggregates: Aggregates
-    never_trained: NeverTrained
-    costs: PackerCosts
-    start_delays: str = "measured"
-    """``"measured"``, or why start delays are not waits here (an offline peer's emission order)."""
-    documents: DocumentTable | None = None
-    sources: Any = None
-    """The per-source figures (:class:`~packing_theory.orchestration.sources.PackerSources`) when asked."""
-    seconds: float = 0.0
-
-    @property
-    def row_positions(self) -> int:
-        """Row positions emitted: complete rows times the width, plus the unfinished row."""
-        return self.aggregates.rows * self.row_width + self.aggregates.partial_row_tokens
-
-    @property
-    def utilization(self) -> float | None:
-        """Emitted document tokens per row position (padding and repeats lower it)."""
-        return self.aggregates.mass.emitted_tokens / self.row_positions if self.row_positions else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The per-packer JSON of every report (``docs/schemas/packer-run.schema.json``)."""
-        agg = self.aggregates.to_dict()
-        for key in ("policy", "capacity", "stop_reason", "partial_row_tokens", "exhausted_at_row"):
-            agg.pop(key, None)  # said once, in horizon and row_width
-        return {
-            "packer": self.packer,
-            "kind": self.kind,
-            "framework": self.framework,
-            "row_width": self.row_width,
-            "seq_length": self.seq_length,
-            "options": self.options,
-            "in_family": self.in_family,
-            "verdict": self.verdict,
-            "trainer_view": self.trainer_view,
-            "horizon": self.horizon.to_dict(),
-            "never_trained": self.never_trained.to_dict(),
-            "row_positions": self.row_positions,
-            "utilization": self.utilization,
-            **agg,
-            "costs": self.costs.to_dict(),
-            "start_delays": self.start_delays,
-            "data_sources": None if self.sources is None else self.sources.to_dict(),
-            "seconds": round(self.seconds, 3),
-        }
-
-
 # --------------------------------------------------------------------------- the measurement
 
 
@@ -196,7 +132,10 @@ class Measurement:
     """The common horizon: the packers that place the fewest tokens at their natural end (so set it)."""
     seconds: float = 0.0
     resumed: tuple[str, ...] = ()
-    """Packers whose run was read back from ``resume``'s parts rather than replayed (not in the JSON)."""
+    """Packers whose result (run or refusal) was read back from ``resume``'s parts rather than replayed
+    (not in the JSON)."""
+    resume_problem: str | None = None
+    """Why ``resume``'s parts stopped being kept (a full disk...), else ``None`` (not in the JSON)."""
 
     def run(self, name: str) -> PackerRun:
         """One packer's run.
@@ -440,9 +379,14 @@ def measure(
         parts = RunParts(resume, measurement_key(arr, settings, documents=documents, identity=unnamed,
                                                  sources=sources))
 
-    def finished(name: str, value: tuple[PackerRun | None, str | None], at: Budget | None) -> None:
+    resumed: list[str] = []
+
+    def finished(name: str, value: tuple[PackerRun | None, str | None], at: Budget | None,
+                 from_parts: bool = False) -> None:
         done[name] = value
-        if parts is not None and name not in parts.reused:
+        if from_parts:
+            resumed.append(name)
+        elif parts is not None:
             parts.save(name, at, value)
         if progress is not None:
             progress(len(done))
@@ -462,13 +406,17 @@ def measure(
                 budget, set_by, kept = _common_horizon(runner, able, shared, settings, task, refused, parts)
                 if parts is not None:
                     parts.save_horizon(able, budget, set_by, refused)
-                for n, made in kept.items():
-                    finished(n, (made, None), budget)
+                for n, (made, from_parts) in kept.items():
+                    finished(n, (made, None), budget, from_parts)
         if parts is not None:
             for n in [n for n in names if n not in refused and n not in done]:
-                kept = parts.load(n, budget)
-                if kept is not None:
-                    finished(n, kept, budget)
+                found = parts.load(n, budget)
+                if found is None:  # a peer's pass made at this very horizon is its run
+                    passed = parts.load(n, None, "pass")
+                    if passed is not None and passed[0] is not None and passed[3] == budget:
+                        found = passed[:2]
+                if found is not None:
+                    finished(n, found, budget, True)
         order = per_event_first([n for n in names if n not in refused and n not in done], settings.engine)
         runner.run(
             _run_one,
@@ -498,8 +446,24 @@ def measure(
         refused=tuple((n, refused[n]) for n in names if n in refused),
         horizon_set_by=set_by,
         seconds=time.perf_counter() - t0,
-        resumed=() if parts is None else tuple(parts.reused),
+        resumed=tuple(resumed),
+        resume_problem=None if parts is None else parts.problem,
     )
+
+
+def _pass_one(task: _Task, arr: Int64Array | MappedLengths, bound_path: str
+              ) -> tuple[PackerRun | None, str | None, tuple[int, bool] | None, Budget | None]:
+    """A peer's run and its reach in one pass (:func:`_run_one`), cut at the smallest reach known when it
+    starts (the task's budget, or a smaller full reach another peer has written to ``bound_path``);
+    returns the horizon it was cut at last, and writes its own full reach there."""
+    at = task.budget
+    known = ReachBound(bound_path, every_s=0).get()
+    if at is not None and known is not None and known < at.value:
+        at = Budget("tokens", known)
+    run, why, reach = _run_one(replace(task, budget=at), arr, True)
+    if reach is not None and reach[1]:
+        ReachBound(bound_path).offer(reach[0])
+    return run, why, reach, at
 
 
 def _common_horizon(
@@ -510,24 +474,25 @@ def _common_horizon(
     task: Callable[[str, Budget | None], _Task],
     refused: dict[str, str],
     parts: RunParts | None = None,
-) -> tuple[Budget | None, tuple[str, ...], dict[str, PackerRun]]:
+) -> tuple[Budget | None, tuple[str, ...], dict[str, tuple[PackerRun, bool]]]:
     """The common token horizon of ``names``, the packers that set it (in the order of ``names``), and the
-    peers' runs made at that horizon on the way.
+    peers' runs made at that horizon on the way (each with whether it was read back from ``parts``).
 
     The streaming packers' reaches come first, replayed in turn in one group per worker and each stopped
     once it passes a smaller finished reach (:func:`~packing_theory.orchestration._tasks.reach_group`):
-    only the smallest matters. A peer then runs once, cut at that reach, while the same pass reads its
-    stream on for its own reach (an offline peer to its end, meeting its framework's refusal if any; an
-    online one until it passes that reach: :func:`_run_one`); its run is returned when no peer reaches
-    fewer tokens (else it runs again at the horizon). Without streaming packers, every peer's reach is
-    a pass of its own first. A refusal goes to ``refused``. With ``parts``, the streaming reaches and
-    each peer's pass are kept as they finish, and read back instead of replayed.
+    only the smallest matters. A peer then runs once, cut at the smallest reach known when it starts,
+    while the same pass reads its stream on for its own reach (an offline peer to its end, meeting its
+    framework's refusal if any; an online one until it passes that reach: :func:`_pass_one`); a peer whose
+    own reach is smaller lowers the cut for the peers that start after it. A peer's run is returned when
+    it was cut at the final horizon (else it runs again there). Without streaming packers, every peer's
+    reach is a pass of its own first. A refusal goes to ``refused``. With ``parts``, the streaming
+    reaches and each peer's pass are kept as they finish, and read back instead of replayed.
     """
     table = entries()
     streaming = [n for n in names if table[n].kind != "peer"]
     peers = [n for n in names if table[n].kind == "peer"]
     reached: dict[str, int] = {}  # full passes only
-    kept: dict[str, PackerRun] = {}
+    made: dict[str, tuple[PackerRun, Budget | None, bool]] = {}  # a peer's run, its cut, read back or not
     first: int | None = None
     if streaming:
         group_key = ",".join(streaming)
@@ -542,34 +507,42 @@ def _common_horizon(
                            names=lambda i: ", ".join(groups[i]))
             if parts is not None:
                 parts.save(group_key, None, got, "reach")
-        reached.update((n, r) for n, (r, full) in got.items() if full)
+        reached.update((n, tokens) for n, (tokens, full) in got.items() if full)
         first = min(reached.values())  # the smallest reach is never stopped: it passes no smaller one
     order = per_event_first(peers, settings.engine)
     if first is not None:
-        at = Budget("tokens", first)
-        ran: dict[str, tuple[PackerRun | None, str | None, tuple[int, bool] | None]] = {}
+        ran: dict[str, tuple[PackerRun | None, str | None, tuple[int, bool] | None, Budget | None]] = {}
+        read_back = set()
         if parts is not None:
             for n in order:
-                found = parts.load(n, at, "pass")
+                found = parts.load(n, None, "pass")
                 if found is not None:
                     ran[n] = found
+                    read_back.add(n)
         todo = [n for n in order if n not in ran]
+        with tempfile.TemporaryDirectory(prefix="packing-theory-reach-") as d:
+            bound = os.path.join(d, "bound")
+            seed = ReachBound(bound)
+            for known in [first, *(v[2][0] for v in ran.values() if v[2] is not None and v[2][1])]:
+                seed.offer(known)
 
-        def passed(i: int, value: tuple[PackerRun | None, str | None, tuple[int, bool] | None]) -> None:
-            ran[todo[i]] = value
-            if parts is not None:
-                parts.save(todo[i], at, value, "pass")
+            def passed(i: int, value: tuple[PackerRun | None, str | None, tuple[int, bool] | None,
+                                              Budget | None]) -> None:
+                ran[todo[i]] = value
+                if parts is not None:
+                    parts.save(todo[i], None, value, "pass")
 
-        runner.run(_run_one, [(task(n, at), arr, True) for n in todo], on_result=passed, label="packer",
-                   names=lambda i: todo[i])
+            at = Budget("tokens", first)
+            runner.run(_pass_one, [(task(n, at), arr, bound) for n in todo], on_result=passed,
+                       label="packer", names=lambda i: todo[i])
         for n in peers:
-            run, why, r = ran[n]
-            if run is None or r is None:
+            run, why, own, cut = ran[n]
+            if run is None or own is None:
                 refused[n] = why or "refused"
             else:
-                kept[n] = run
-                if r[1]:  # else stopped past the streaming packers' smallest reach: not the horizon
-                    reached[n] = r[0]
+                made[n] = (run, cut, n in read_back)
+                if own[1]:  # else stopped past a smaller reach: not the horizon
+                    reached[n] = own[0]
     else:
         plain: dict[str, tuple[int, str | None]] = {}
         runner.run(reach_one, [(n, arr, settings) for n in order],
@@ -584,5 +557,5 @@ def _common_horizon(
     if not reached:
         return None, (), {}
     budget = Budget("tokens", min(reached.values()))
-    at_horizon = kept if budget.value == first else {}  # the peers' runs were cut at the horizon itself
+    at_horizon = {n: (run, back) for n, (run, cut, back) in made.items() if cut == budget}
     return budget, tuple(n for n in names if reached.get(n) == budget.value), at_horizon

@@ -4,8 +4,8 @@
 writes, as they finish, the common horizon it found (``horizon-*.json``) and
 each packer's run (``run-*.pkl``) into ``DIR``; a later call with the same
 corpus, settings and options reads them back instead of replaying again
-(``packing-theory compare`` keeps them in ``--out/parts``, as ``census``
-does). Every file carries the key it was made under:
+(``packing-theory compare`` keeps them in ``--out/compare-parts`` until its
+report is written). Every file carries the key it was made under:
 
 * the measurement's key (:func:`measurement_key`): a SHA-256 of the lengths'
   bytes, the settings, whether per-document tables were kept, who each document
@@ -17,17 +17,21 @@ A part whose key differs is ignored (and replaced once that packer is
 measured again), so a changed corpus, option or package version never reuses
 a figure; the report of a resumed measurement equals that of an uninterrupted
 one (``tests/orchestration/test_resume.py``). Files are written whole or not at
-all (:func:`~packing_theory.distributed.parts.atomic_write`). A run is stored
-with :mod:`pickle`: read parts only from a directory you own, as you would run
-code from it.
+all (:func:`~packing_theory.distributed.parts.atomic_write`) and carry the
+SHA-256 of their content: a damaged part is replayed, never read. Only this
+module's own files (``horizon-*``, ``reach-*``, ``pass-*``, ``run-*``) are
+ever removed from the directory. A run is stored with :mod:`pickle`: read
+parts only from a directory you own, as you would run code from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import pickle
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,7 @@ from .._version import __version__
 from ..engine.horizon import Budget
 from ..errors import InputError
 
-__all__ = ["RunParts", "measurement_key"]
+__all__ = ["RunParts", "measurement_key", "remove_parts"]
 
 _CHUNK = 1 << 22
 
@@ -70,6 +74,38 @@ def _budget(b: Budget | None) -> list[object] | None:
     return None if b is None else [b.unit, b.value]
 
 
+_OURS = re.compile(r"(horizon|reach|pass|run)-[0-9a-f]{16}\.(json|pkl)(\.tmp-[0-9]+)?\Z")
+"""The files :class:`RunParts` writes (and, with ``.tmp-PID``, a write an interruption left)."""
+
+_MAGIC = b"packing-theory part 1 "
+
+
+def _sealed(data: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
+
+def _unsealed(blob: bytes) -> bytes | None:
+    """The content of a part file, or ``None`` when it is not whole (its SHA-256 does not match)."""
+    head, sep, data = blob.partition(b"\n")
+    digest = hashlib.sha256(data).hexdigest().encode()
+    if not sep or not head.startswith(_MAGIC) or head[len(_MAGIC):] != digest:
+        return None
+    return data
+
+
+def remove_parts(directory: str | os.PathLike[str]) -> None:
+    """Remove the part files :class:`RunParts` writes from ``directory``, then the directory if that left it
+    empty; anything else there is left as it is."""
+    d = Path(directory)
+    if d.is_symlink() or not d.is_dir():
+        return
+    for f in d.iterdir():
+        if _OURS.match(f.name) and f.is_file() and not f.is_symlink():
+            f.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # something else is in it: not ours to remove
+        d.rmdir()
+
+
 class RunParts:
     """The parts of one measurement in ``directory`` (created if missing), under ``key``.
 
@@ -77,31 +113,49 @@ class RunParts:
         directory: where the parts are kept.
         key: :func:`measurement_key` of the measurement.
 
+    A part that cannot be written (a full disk, a read-only directory) is not fatal: the measurement
+    goes on without keeping more, and :attr:`problem` says why.
+
     Raises:
-        InputError: ``directory`` exists and is not a directory.
+        InputError: ``directory`` exists and is not a directory (or is a link).
     """
 
     def __init__(self, directory: str | os.PathLike[str], key: str) -> None:
         self.directory = Path(directory)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise InputError(f"resume must be a directory, got the file {str(directory)!r}")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        from ..distributed.parts import remove_partial_parts
-
-        remove_partial_parts(str(self.directory))  # an interrupted write's leftovers (one writer: ours)
+        if self.directory.is_symlink() or (self.directory.exists() and not self.directory.is_dir()):
+            raise InputError(f"resume must be a directory, got {str(directory)!r}, which is not one")
         self.key = key
-        self.reused: list[str] = []
-        """Packers whose run was read back, in the order asked."""
-        self.written: list[str] = []
-        """Packers whose run was written by this measurement."""
+        self.problem: str | None = None
+        """Why parts stopped being kept (``None``: every part was written)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            for f in self.directory.iterdir():  # an interrupted write's leftovers (ours only)
+                if _OURS.match(f.name) and ".tmp-" in f.name and f.is_file():
+                    f.unlink(missing_ok=True)
+        except OSError as exc:
+            self.problem = f"{type(exc).__name__}: {exc}"
         self._check()
 
     def _check(self) -> None:
         """Assert the parts' invariants."""
-        assert self.directory.is_dir(), self.directory
+        assert self.problem is not None or self.directory.is_dir(), self.directory
         assert len(self.key) == 64 and all(c in "0123456789abcdef" for c in self.key), self.key
-        assert len(set(self.reused)) == len(self.reused), self.reused  # a packer is read back once
-        assert len(set(self.written)) == len(self.written), self.written
+
+    def _write(self, path: Path, data: bytes) -> None:
+        if self.problem is not None:
+            return
+        from ..distributed.parts import atomic_write
+
+        try:
+            atomic_write(str(path), _sealed(data))
+        except OSError as exc:
+            self.problem = f"{type(exc).__name__}: {exc}"
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            return _unsealed(path.read_bytes())
+        except OSError:
+            return None
 
     # ----------------------------------------------------------------- the horizon
 
@@ -111,24 +165,23 @@ class RunParts:
     def horizon(self, packers: Sequence[str]) -> tuple[Budget | None, tuple[str, ...], dict[str, str]] | None:
         """The common horizon of ``packers`` found before (the budget, who set it, the refusals met on the
         way), or ``None``."""
+        data = self._read(self._horizon_path(packers))
         try:
-            doc = json.loads(self._horizon_path(packers).read_text())
-        except (OSError, ValueError):
+            doc = json.loads(data) if data is not None else None
+            if not isinstance(doc, dict) or doc.get("key") != self.key or doc.get("packers") != list(packers):
+                return None
+            b = doc["budget"]
+            budget = None if b is None else Budget(str(b[0]), int(b[1]))  # type: ignore[arg-type]
+            return budget, tuple(doc["set_by"]), {str(k): str(v) for k, v in doc["refused"].items()}
+        except Exception:  # a part made otherwise: not this measurement's
             return None
-        if not isinstance(doc, dict) or doc.get("key") != self.key or doc.get("packers") != list(packers):
-            return None
-        b = doc["budget"]
-        budget = None if b is None else Budget(str(b[0]), int(b[1]))  # type: ignore[arg-type]
-        return budget, tuple(doc["set_by"]), {str(k): str(v) for k, v in doc["refused"].items()}
 
     def save_horizon(self, packers: Sequence[str], budget: Budget | None, set_by: Sequence[str],
                      refused: dict[str, str]) -> None:
         """Keep the common horizon of ``packers``."""
-        from ..distributed.parts import atomic_write
-
         doc = {"key": self.key, "packers": list(packers), "budget": _budget(budget), "set_by": list(set_by),
                "refused": dict(refused)}
-        atomic_write(str(self._horizon_path(packers)), (json.dumps(doc, indent=1) + "\n").encode())
+        self._write(self._horizon_path(packers), (json.dumps(doc, indent=1) + "\n").encode())
 
     # ----------------------------------------------------------------- one packer's run
 
@@ -138,23 +191,19 @@ class RunParts:
     def load(self, packer: str, budget: Budget | None, kind: str = "run") -> Any:
         """The value kept for ``packer`` at ``budget`` (``kind`` ``"run"``: its run or its refusal;
         ``"pass"``: a peer's pass that found its reach too; ``"reach"``: streaming reaches), or ``None``."""
+        data = self._read(self._run_path(packer, budget, kind))
+        if data is None:
+            return None
         try:
-            doc = pickle.loads(self._run_path(packer, budget, kind).read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            doc = pickle.loads(data)
+            if (not isinstance(doc, dict) or doc.get("key") != self.key or doc.get("packer") != packer
+                    or doc.get("budget") != _budget(budget) or doc.get("kind") != kind):
+                return None
+            return doc["value"]
+        except Exception:  # a part of another version of this package, or not a part: replayed
             return None
-        if (not isinstance(doc, dict) or doc.get("key") != self.key or doc.get("packer") != packer
-                or doc.get("budget") != _budget(budget) or doc.get("kind") != kind):
-            return None
-        if kind != "reach":  # a run, or a peer's pass that made its run
-            self.reused.append(packer)
-        return doc["value"]
 
     def save(self, packer: str, budget: Budget | None, value: object, kind: str = "run") -> None:
         """Keep ``value`` (for ``kind`` see :meth:`load`)."""
-        from ..distributed.parts import atomic_write
-
         doc = {"key": self.key, "packer": packer, "budget": _budget(budget), "kind": kind, "value": value}
-        data = pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
-        atomic_write(str(self._run_path(packer, budget, kind)), data)
-        if kind == "run" and packer not in self.reused:
-            self.written.append(packer)
+        self._write(self._run_path(packer, budget, kind), pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))

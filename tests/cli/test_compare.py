@@ -108,18 +108,36 @@ def test_an_interrupted_comparison_resumes_into_the_same_out(lengths_file: Path,
         return real(task, *args)
 
     out = tmp_path / "out"
+    parts = out / "compare-parts"
+    parts.mkdir(parents=True)
+    (parts / "notes.txt").write_text("mine")  # the user's files there are not the comparison's
+    (parts / "thesis.tex.tmp-2").write_text("mine too")
     monkeypatch.setattr(measure_module, "_run_one", interrupted)
     args = ["compare", "--lengths", str(lengths_file), "--policy", PACKERS, "--capacity", "512",
             "--min-buffer", "50", "--no-plots", "--out", str(out)]
     assert main(args) == 3  # interrupted: nothing more was measured
-    kept = sorted((out / "parts").glob("run-*.pkl")) + sorted((out / "parts").glob("pass-*.pkl"))
+    kept = sorted(parts.glob("run-*.pkl")) + sorted(parts.glob("pass-*.pkl"))
     assert 0 < len(kept) < len(PACKERS.split(","))  # the packers done before the interruption
     assert not (out / "compare.json").exists()
     monkeypatch.setattr(measure_module, "_run_one", real)
     capsys.readouterr()
     assert main(args) == 0
     said = capsys.readouterr().err
-    assert f"reused {len(kept)} packer run(s) from {out / 'parts'}" in said, said
-    assert not (out / "parts").exists()  # the report is in: the parts are gone
+    total = len(PACKERS.split(","))
+    assert f"read {len(kept)} of the {total} packers' results back from {parts}" in said, said
+    assert sorted(p.name for p in parts.iterdir()) == ["notes.txt", "thesis.tex.tmp-2"]  # only ours went
     fresh = _report(lengths_file, tmp_path / "fresh")
     assert _timeless(json.loads((out / "compare.json").read_text())) == _timeless(fresh)
+    assert not (tmp_path / "fresh" / "compare-parts").exists()  # nothing else there: the folder went too
+
+
+def test_a_parts_path_that_is_not_a_directory_is_refused_naming_out(
+        lengths_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "compare-parts").write_text("a file")
+    args = ["compare", "--lengths", str(lengths_file), "--policy", "discard", "--no-plots", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"--out {str(out)!r} holds 'compare-parts', which is not a directory" in err, err
+    assert (out / "compare-parts").read_text() == "a file"

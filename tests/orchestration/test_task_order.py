@@ -33,7 +33,7 @@ class RecordingExecutor(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         task_fn, task_args = args  # the runner submits _invoke(fn, args)
         first = task_args[0]
-        phase = task_fn.__name__ + ("+reach" if task_fn.__name__ == "_run_one" and len(task_args) > 2 else "")
+        phase = task_fn.__name__
         names = [first] if isinstance(first, str) else first if isinstance(first, list) else [first.name]
         self.submitted.extend((phase, n) for n in names)
         future: Future[Any] = Future()
@@ -67,8 +67,8 @@ def test_the_compiled_engine_submits_the_per_event_packers_first_and_reports_in_
     m = measure(lengths_of(), names, settings, horizon="common", executor=spy)
     streaming = [n for n in names if entries()[n].kind != "peer"]
     assert [n for fn, n in spy.submitted if fn == "reach_group"] == streaming  # one group: one worker
-    assert {n for fn, n in spy.submitted if fn == "_run_one+reach"} == set(names) - set(streaming)
-    for phase in ("_run_one+reach", "_run_one"):
+    assert {n for fn, n in spy.submitted if fn == "_pass_one"} == set(names) - set(streaming)
+    for phase in ("_pass_one", "_run_one"):
         order = [n for fn, n in spy.submitted if fn == phase]
         assert order, phase
         k = sum(_per_event(n) for n in order)
