@@ -33,6 +33,19 @@ class Stop(Exception):
     """The interruption."""
 
 
+def _count_replays(monkeypatch: Any) -> list[str]:
+    """The packers replayed from now on (every run and every peer's pass goes through ``_run_one``)."""
+    replayed: list[str] = []
+    real = measure_module._run_one
+
+    def counted(task: Any, *args: Any) -> Any:
+        replayed.append(task.name)
+        return real(task, *args)
+
+    monkeypatch.setattr(measure_module, "_run_one", counted)
+    return replayed
+
+
 def _interrupted(parts: Path, after: int) -> None:
     def progress(done: int) -> None:
         if done >= after:
@@ -47,14 +60,7 @@ def test_a_rerun_replays_only_what_an_interruption_left_and_equals_an_uninterrup
                                                                                        ) -> None:
     whole = measure(_lengths(), NAMES, SETTINGS, horizon="common")
     _interrupted(tmp_path / "parts", after=3)
-    replayed: list[str] = []
-    real = measure_module._run_one
-
-    def counted(task: Any, *args: Any) -> Any:
-        replayed.append(task.name)
-        return real(task, *args)
-
-    monkeypatch.setattr(measure_module, "_run_one", counted)
+    replayed = _count_replays(monkeypatch)
     resumed = measure(_lengths(), NAMES, SETTINGS, horizon="common", resume=tmp_path / "parts")
     assert _plain(resumed) == _plain(whole)
     assert resumed.horizon == whole.horizon and resumed.horizon_set_by == whole.horizon_set_by
@@ -128,14 +134,7 @@ def test_when_a_peer_sets_the_horizon_only_what_was_read_back_counts_as_resumed(
 
     with pytest.raises(Stop):
         measure(arr, names, SETTINGS, horizon="common", resume=tmp_path / "p", progress=progress)
-    replayed: list[str] = []
-    real = measure_module._run_one
-
-    def counted(task: Any, *args: Any) -> Any:
-        replayed.append(task.name)
-        return real(task, *args)
-
-    monkeypatch.setattr(measure_module, "_run_one", counted)
+    replayed = _count_replays(monkeypatch)
     resumed = measure(arr, names, SETTINGS, horizon="common", resume=tmp_path / "p")
     assert _plain(resumed) == _plain(whole)
     assert not set(resumed.resumed) & set(replayed)  # read back or replayed, never both
