@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+# A run started with SIGINT ignored (a background job of a non-interactive shell, ``nohup``) inherits
+# SIG_IGN, so Ctrl-C would reach no test and no child. The tests of Ctrl-C need it as a terminal delivers
+# it: Python's own handler here, hence SIG_DFL (and Python's handler again) in every child started after.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
