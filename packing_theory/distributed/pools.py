@@ -18,7 +18,9 @@ __all__ = ["default_signals", "start_pool", "stop_pool"]
 
 
 def default_signals() -> None:
-    """Pool initializer: SIGINT, SIGTERM and SIGHUP back to their default action in a worker process.
+    """Pool initializer: SIGINT, SIGTERM and SIGHUP back to their default action in a worker process, and
+    the report directory locks the command holds closed there
+    (:func:`~packing_theory.reporting.lock.close_inherited_locks`).
 
     A forked worker inherits the command's handlers (:mod:`packing_theory.cli._exit`
     turns SIGTERM into an exception to clean up); when the pool terminates its
@@ -29,10 +31,13 @@ def default_signals() -> None:
     """
     import signal
 
+    from ..reporting.lock import close_inherited_locks
+
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, signal.SIG_DFL)
+    close_inherited_locks()  # a worker that outlives a killed run must not keep its report locked
 
 
 def _started() -> None:

@@ -7,7 +7,10 @@ longer has a name, notices (the path names another inode, or nothing), and
 tries again on the path. So two runs never both believe they hold the
 directory, and a finished run leaves no lock file behind. The kernel drops
 the lock of a killed process: a killed run never blocks the next one (its
-file stays, and the next run locks and reuses it).
+file stays, and the next run locks and reuses it). A process forked while a
+lock is held (a pool's worker) inherits its descriptor, which would keep the
+lock held after its run is killed; :func:`close_inherited_locks`, run first in
+every worker, closes those copies.
 
 >>> import tempfile
 >>> d = tempfile.mkdtemp()
@@ -30,10 +33,13 @@ import stat
 
 from .files import ReportBusy, ReportError, lstat_or_none
 
-__all__ = ["LOCK_NAME", "DirectoryLock"]
+__all__ = ["LOCK_NAME", "DirectoryLock", "close_inherited_locks"]
 
 LOCK_NAME = ".packing-theory.lock"
 """The lock file of a report directory (present only while a run holds it, or after a killed run)."""
+
+_HELD: set[int] = set()
+"""The descriptors of the locks this process holds (a forked child's copies are closed there)."""
 
 _ATTEMPTS = 64  # each retry needs another run to release the lock in between: a handful at most
 
@@ -84,6 +90,7 @@ class DirectoryLock:
                     os.ftruncate(fd, 0)
                     os.write(fd, f"{note}\n".encode())
                 self._fd = fd
+                _HELD.add(fd)
                 self._check()
                 return
             os.close(fd)  # released and unlinked by its holder between our open and our lock: again
@@ -117,6 +124,7 @@ class DirectoryLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        _HELD.discard(fd)
         try:
             if self._names(fd):  # never unlink a file some other run created under that name
                 os.unlink(self.path)
@@ -129,3 +137,16 @@ class DirectoryLock:
         """While held, the lock path names the locked file."""
         if self._fd is not None:
             assert self._names(self._fd), f"{self.path} no longer names the held lock file"
+
+
+def close_inherited_locks() -> None:
+    """In a forked child (a pool's worker): close the copies of the parent's lock descriptors.
+
+    ``flock`` belongs to the open file, which a fork shares: a worker that outlives its run (the run
+    killed with SIGKILL while a task was running) would otherwise keep the report directory locked, and
+    the rerun that should resume would be refused. The child never writes a report itself.
+    """
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
