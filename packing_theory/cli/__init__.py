@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, NoReturn
@@ -30,7 +31,13 @@ from typing import Any, ClassVar, NoReturn
 from ._exit import EPILOG, ExitCode, run_command
 from ._options import add_options
 
-__all__ = ["COMMANDS", "RENAMED", "SUMMARIES", "build_parser", "main"]
+__all__ = ["BLAS_THREAD_VARIABLES", "COMMANDS", "RENAMED", "SUMMARIES", "build_parser", "main"]
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+"""The variables that size numpy's BLAS thread pool. No command does linear algebra, yet OpenBLAS starts
+a pool of one thread per core when numpy is imported, and its idle threads spin: 0.12 CPU s per process
+on 2 cores (``benchmarks/results/replay.md``), paid again by every pool worker. :func:`main` sets
+``OPENBLAS_NUM_THREADS=1`` before numpy is first imported unless one of these is set already."""
 
 COMMANDS: dict[str, str] = {
     "replay": "packing_theory.cli.replay",
@@ -186,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     them); the command itself runs under :func:`~packing_theory.cli._exit.run_command`.
     """
     debug = "--debug" in list(argv or ())
+    _one_blas_thread()
     try:
         parser = build_parser()
         words = sys.argv[1:] if argv is None else list(argv)
@@ -202,3 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_command("startup", reraise, debug=debug)
     return run_command(args.command, lambda: args.run(args), debug=bool(getattr(args, "debug", False)))
+
+
+def _one_blas_thread() -> None:
+    """Ask numpy's BLAS for one thread, if numpy is not imported yet and the user sized it nowhere."""
+    if "numpy" not in sys.modules and not any(os.environ.get(v) for v in BLAS_THREAD_VARIABLES):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"

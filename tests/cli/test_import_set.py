@@ -123,3 +123,35 @@ def test_the_replay_probe_sees_what_another_engine_imports(tmp_path: Path) -> No
     loaded = set(_replay_modules(tmp_path, "--engine", "reference", "--policy", "bounded-wait"))
     assert {"packing_theory.engine.reference", "packing_theory.invariant.wait_bound"} <= loaded
     assert "packing_theory.peers.trl" in _beyond(_replay_modules(tmp_path, "--policy", "trl-bfd"))
+
+
+def _blas_after_replay(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """``OPENBLAS_NUM_THREADS`` and the thread count of a fresh interpreter after a small replay, run with
+    ``env`` (every BLAS variable else removed)."""
+    import os
+
+    path = tmp_path / "lengths.npy"
+    np.save(path, np.arange(1, 300, dtype=np.int64))
+    argv = ["replay", "--lengths", str(path), "--capacity", "64", "--min-buffer", "8", "--json"]
+    code = ("import contextlib, io, json, os, packing_theory.cli as c\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): assert c.main({argv!r}) == 0\n"
+            "print(json.dumps({'openblas': os.environ.get('OPENBLAS_NUM_THREADS', ''),\n"
+            "                  'threads': str(len(os.listdir('/proc/self/task')))}))")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                                "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         timeout=120, env={**clean, **env})
+    found: dict[str, str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_command_asks_numpy_s_blas_for_one_thread(tmp_path: Path) -> None:
+    """No command does linear algebra; OpenBLAS's idle pool of one thread per core cost 0.12 CPU s per
+    process on 2 cores (benchmarks/results/replay.md)."""
+    assert _blas_after_replay(tmp_path, {}) == {"openblas": "1", "threads": "1"}
+
+
+def test_a_blas_size_the_user_set_is_kept(tmp_path: Path) -> None:
+    assert _blas_after_replay(tmp_path, {"OPENBLAS_NUM_THREADS": "3"})["openblas"] == "3"
+    assert _blas_after_replay(tmp_path, {"OMP_NUM_THREADS": "2"})["openblas"] == ""
