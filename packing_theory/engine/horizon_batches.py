@@ -46,7 +46,7 @@ from .batches import (
 from .events import BufferedSpans, Horizon
 from .horizon import Budget, cut_at_horizon
 
-__all__ = ["cut_batches_at_horizon"]
+__all__ = ["cut_batches_at_horizon", "row_fill"]
 
 _STOP = np.zeros(9, np.bool_)
 _STOP[[ARRIVAL, PLACEMENT, PADDING, REPEAT, EXHAUSTED, HORIZON]] = True
@@ -123,8 +123,16 @@ class _HeldColumns:
         return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
 
 
-def _fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Per event of ``b``: the row positions it fills, and the tokens it places."""
+def row_fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per event of ``b``: the row positions it fills (a placement, padding or a repeat), and the tokens it
+    places (a placement). O(len(b)).
+
+    >>> from packing_theory import Packer
+    >>> (b,) = Packer(capacity=8, min_buffer=2, refill=2).batches([5, 3, 9], size=64)
+    >>> fill, placed = row_fill(b)
+    >>> int(fill.sum()) % 8, int(placed.sum()) <= int(fill.sum())
+    (0, True)
+    """
     fill = np.zeros(len(b), np.int64)
     placed = np.zeros(len(b), np.int64)
     fill[b.kinds == PLACEMENT] = b.placement.length
@@ -179,7 +187,7 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
         b = item if type(item) is EventBatch else EventBatch.from_events([item])  # type: ignore[list-item]
         stop_from = 0
         if not reached:
-            fill, took = _fill(b)
+            fill, took = row_fill(b)
             idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
             f = fill[idx]
             cf = filled + np.cumsum(f)

@@ -18,7 +18,6 @@ those of full passes (``tests/orchestration/test_reach.py``).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,8 +25,10 @@ from typing import cast
 
 import numpy as np
 
+from ..distributed.parts import atomic_write
 from ..engine.batches import PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.events import Padding, Placement, Repeat
+from ..engine.horizon_batches import row_fill
 
 __all__ = ["PlacedCounter", "ReachBound", "Reaching", "bounded_reach", "placed_tokens"]
 
@@ -77,15 +78,10 @@ class PlacedCounter:
                 self.done, self.filled, self.placed = self.done + self.placed, 0, 0
 
     def _batch(self, b: EventBatch) -> None:
-        fill = np.zeros(len(b), np.int64)
-        fill[b.kinds == PLACEMENT] = b.placement.length
-        fill[b.kinds == PADDING] = b.padding.length
-        fill[b.kinds == REPEAT] = b.repeat.length
-        take = np.zeros(len(b), np.int64)
-        take[b.kinds == PLACEMENT] = b.placement.length
+        fill, placed = row_fill(b)
         mask = (b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT)
         cf = self.filled + np.cumsum(fill[mask])
-        cp = self.placed + np.cumsum(take[mask])
+        cp = self.placed + np.cumsum(placed[mask])
         if not cf.size:
             return
         ends = np.flatnonzero(cf % self.capacity == 0)
@@ -194,9 +190,7 @@ class ReachBound:
                 except (OSError, ValueError):
                     current = None
                 if current is None or reach < current:
-                    tmp = f"{self.path}.{os.getpid()}"
-                    Path(tmp).write_text(str(reach))
-                    os.replace(tmp, self.path)
+                    atomic_write(self.path, str(reach).encode())
 
 
 def bounded_reach(streams: dict[str, Iterable[EventItem]], capacity: dict[str, int],
