@@ -40,7 +40,6 @@ _READER_OPTIONS = (  # (attribute, flag, the reader's option name)
 )
 
 _ORIGINS = ("labels", "labels_manifest", "source_column", "source_from")
-_TOKEN_FORMATS = ("megatron", "olmo", "hf", "mds")
 
 
 def read_files_from(path: str) -> list[str]:
@@ -115,6 +114,7 @@ def check_source_options(args: argparse.Namespace) -> None:
 def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> None:
     """Refuse the reader options that ``fmt`` does not use (its :data:`FORMAT_OPTIONS`)."""
     from ..corpus.readers import FORMAT_OPTIONS
+    from ..orchestration.corpus import TOKEN_FORMATS
 
     uses = FORMAT_OPTIONS[fmt]
     wrong = []
@@ -131,7 +131,7 @@ def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> 
     if getattr(args, "errors", None) == "skip":
         raise InputError("--errors skip applies to the census (which lists what it skips); use strict or "
                          "replace here")
-    if fmt in _TOKEN_FORMATS and getattr(args, "bos", None) in (None, "auto"):
+    if fmt in TOKEN_FORMATS and getattr(args, "bos", None) in (None, "auto"):
         raise InputError(f"--bos {'auto does not apply' if args.bos else 'is required'}: {fmt} data stores "
                          "token ids, so say how BOS is counted: --bos included (each stored document holds "
                          "its BOS or EOS) or --bos add (one more token per document)")

@@ -45,8 +45,10 @@ Int64Array = npt.NDArray[np.int64]
 
 _SUMMARY_CHUNK = 1 << 16
 
-TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo", "hf", "mds")
-"""Formats that store token ids: how BOS is counted must be said (``bos="included"`` or ``"add"``)."""
+TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo")
+"""Formats that store nothing but token ids: how BOS is counted must be said (``bos="included"`` or
+``"add"``) before they are read. A saved Hugging Face dataset or an MDS dataset holds token ids or text
+by column: its reader asks for ``bos`` when the column holds token ids, and takes ``"auto"`` for text."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -56,6 +56,30 @@ def test_audit_data_on_a_saved_hf_dataset_equals_audit_lengths(tmp_path: Path) -
     assert a["corpus"]["documents"] == 3000
 
 
+def test_a_saved_hf_dataset_s_text_column_needs_no_bos_and_its_token_column_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A text column goes through the tokenizer (``--bos auto``, the default, asks it), as ``docs/data.rst``
+    says; only a column of token ids needs ``--bos`` (``audit`` used to demand it for every saved
+    dataset)."""
+    if importlib.util.find_spec("datasets") is None:
+        pytest.skip("datasets is not installed: pip install datasets")
+    import datasets
+
+    datasets.disable_progress_bars()
+    texts = ["a" * n for n in (5, 300, 41, 2, 170, 64)]
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(tmp_path / "text"), num_shards=2)
+    out = tmp_path / "r"
+    assert main(["replay", "--data", str(tmp_path / "text"), "--capacity", "64", "--min-buffer", "2",
+                 "--json", "--no-progress"]) == 0
+    replay = json.loads(capsys.readouterr().out)
+    assert replay["documents"] == len(texts)
+    assert replay["consumed_tokens"] == sum(len(t) + 1 for t in texts)  # bytes, one BOS counted each
+    datasets.Dataset.from_dict({"input_ids": [[1, 2, 3], [4]]}).save_to_disk(str(tmp_path / "ids"))
+    assert main(["audit", "--data", str(tmp_path / "ids"), "--out", str(out), "--no-plots"]) == 2
+    assert "bos for hf data must be 'included'" in _one_error(capsys)
+    assert not out.exists()
+
+
 def test_data_on_replay_check_compare_states_the_format(tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     lines = ["one two", "three", "four five six"]

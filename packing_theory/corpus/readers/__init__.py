@@ -346,6 +346,8 @@ def open_data(paths: Sequence[str], fmt: str, **options: Any) -> Any:
 
 
 def _open_one(path: str, fmt: str, opts: dict[str, Any]) -> Any:
+    if "bos" not in opts and fmt in ("hf", "mds"):  # by column: text takes "auto", token ids ask for bos
+        opts = {**opts, "bos": "auto"}
     if "bos" not in opts:
         raise InputError(f"{fmt} data holds token ids: say how BOS is counted: bos='included' "
                          "(--bos included: the stored documents hold their BOS or EOS/EOD) or bos='add' "
