@@ -189,3 +189,25 @@ def test_a_dataset_that_changed_during_the_scan_is_not_measured(tmp_path: Path) 
     assert input_names(inp, 10).take(np.array([9]))[0].endswith(".arrow#4")
     with pytest.raises(NotMeasured, match=r"hf input .* names 10 documents, the scan read 11: it changed"):
         input_names(inp, 11)
+
+
+def test_a_text_dataset_is_named_without_tokenizing_it(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    from packing_theory.corpus.readers.hf import HFDataset
+    from packing_theory.corpus.readers.names import reader_names
+
+    p = planted(16, documents=10)
+    root = tmp_path / "hf"
+    datasets.Dataset.from_dict({"text": _texts(p)}).save_to_disk(str(root), num_shards=2)
+    calls: list[str] = []
+
+    def counting(text: str) -> list[int]:
+        calls.append(text)
+        return [1] * len(text.split())
+
+    reader = HFDataset(root, bos="add", tokenizer=counting)
+    names = reader_names(reader)
+    assert len(names) == 10 and names.take(np.array([0, 9]))[1].endswith("data-00001-of-00002.arrow#4")
+    assert calls == []  # the rows are counted from the record batches, never tokenized
+    assert len(reader) == 10 and len(calls) == 10 and reader.rows_per_file() == [5, 5]
+    reader._check()

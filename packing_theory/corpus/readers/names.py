@@ -228,7 +228,8 @@ def reader_names(reader: Any) -> Any:
     when the reader has them (``reader.names()``, which names a record without one by its file), else
     every document by its file and its place in it (:class:`FileNames` over ``reader.sources()``, which
     by default gives each document's file). ``None`` when neither covers the documents (sources that
-    are not files in order).
+    are not files in order). The caller checks that the names cover its documents (``len``): this
+    asks the reader for no lengths, so a text dataset is not tokenized for its names.
 
     Returns:
         an object with ``len`` and ``take(ids) -> list[str]`` (a
@@ -237,11 +238,11 @@ def reader_names(reader: Any) -> Any:
     own = getattr(reader, "names", None)
     if callable(own):
         found = own()
-        if found is not None and len(found) == len(reader):
+        if found is not None:
             return found
     files, codes = reader.sources()
     codes = np.asarray(codes)
-    if not codes.size or codes.size != len(reader) or not bool(np.all(np.diff(codes) >= 0)):
+    if not codes.size or not bool(np.all(np.diff(codes) >= 0)):
         return None
     return FileNames(list(files), np.bincount(codes, minlength=len(files)).tolist())
 
