@@ -26,7 +26,7 @@ from packing_theory.cli import main
 from packing_theory.contamination import CorpusInput
 from packing_theory.contamination.inputs import input_names
 from packing_theory.errors import NotMeasured
-from tests.contamination.corpora import N, Planted, planted, write_megatron
+from tests.contamination.corpora import N, Planted, planted, write_megatron, write_olmo
 
 TOKENIZER = "tests.contamination.corpora:ids_tokenizer"
 HORIZON = ["--seq-length", "64", "--rows", "20"]
@@ -211,3 +211,21 @@ def test_a_text_dataset_is_named_without_tokenizing_it(tmp_path: Path) -> None:
     assert calls == []  # the rows are counted from the record batches, never tokenized
     assert len(reader) == 10 and len(calls) == 10 and reader.rows_per_file() == [5, 5]
     reader._check()
+
+
+def test_token_arrays_and_shards_are_named_by_their_files(tmp_path: Path, capsys: Any) -> None:
+    from packing_theory.corpus.shards import write_shard
+
+    p = planted(17)
+    refs = p.write_references(tmp_path / "refs.txt")
+    olmo = write_olmo(p, tmp_path / "part-0-00000.npy", eos=0)
+    data = ["--data", str(olmo), "--format", "olmo", "--bos", "included", "--eos-id", "0",
+            "--dtype", "uint16"]
+    hits = _agree(data, [*data, "--tokenizer", TOKENIZER], refs, tmp_path / "o", capsys)
+    assert hits == {i: f"{olmo}#{i}" for i in p.planted}
+    shards = [tmp_path / "a.bin", tmp_path / "b.bin"]
+    write_shard(shards[0], [[0, *d] for d in p.docs[:30]], vocab=1000)  # each document opens with BOS 0
+    write_shard(shards[1], [[0, *d] for d in p.docs[30:]], vocab=1000)
+    data = ["--data", *map(str, shards), "--format", "shards"]
+    hits = _agree(data, [*data, "--tokenizer", TOKENIZER], refs, tmp_path / "s", capsys)
+    assert hits == {i: f"{shards[i // 30]}#{i % 30}" for i in p.planted}
