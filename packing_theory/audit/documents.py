@@ -462,9 +462,11 @@ def document_names(paths: Sequence[str], per_file: Sequence[int]) -> list[str]:
     """
     if len(paths) != len(per_file):
         raise InputError(f"document_names got {len(paths)} paths for {len(per_file)} counts")
+    from ..corpus.readers.names import file_document_name
+
     out: list[str] = []
     for path, k in zip(paths, per_file, strict=True):
-        out += [str(path)] if k == 1 else [f"{path}#{i}" for i in range(k)]
+        out += [file_document_name(str(path), k, i) for i in range(k)]
     return out
 
 

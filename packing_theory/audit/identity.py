@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..corpus.readers.names import FileNames
 from ..errors import InputError, InputTypeError
 from ..lengths import validate_lengths
 
@@ -75,39 +76,6 @@ class ListNames:
     def take(self, ids: Int64Array) -> list[str]:
         names = self._names
         return [str(names[i]) for i in ids.tolist()]
-
-
-class FileNames:
-    """Names of documents read from files: the file's path, ``path#k`` for the k-th of several in one file.
-
-    Computed on request from the cumulative counts (O(files) memory), equal to
-    :func:`~packing_theory.audit.documents.document_names` of the same files.
-
-    >>> FileNames(["a.txt", "b.jsonl"], [1, 2]).take(np.array([2, 0]))
-    ['b.jsonl#1', 'a.txt']
-    """
-
-    def __init__(self, paths: Sequence[str], per_file: Sequence[int]) -> None:
-        if len(paths) != len(per_file):
-            raise InputError(f"FileNames got {len(paths)} paths for {len(per_file)} counts")
-        self.paths = [str(p) for p in paths]
-        self.counts = np.asarray(per_file, np.int64)
-        self._ends = np.cumsum(self.counts)
-
-    def __len__(self) -> int:
-        return int(self._ends[-1]) if self._ends.size else 0
-
-    def __getitem__(self, i: int) -> str:
-        """The name of document ``i``."""
-        return self.take(np.asarray([i], np.int64))[0]
-
-    def take(self, ids: Int64Array) -> list[str]:
-        f = np.searchsorted(self._ends, ids, side="right")
-        k = ids - (self._ends[f] - self.counts[f])
-        from ..corpus.readers.names import file_document_name
-
-        return [file_document_name(p, n, j) for p, n, j in zip(
-            (self.paths[i] for i in f.tolist()), self.counts[f].tolist(), k.tolist(), strict=True)]
 
 
 class _KeptNames:

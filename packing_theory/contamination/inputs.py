@@ -6,21 +6,30 @@ token ids with their boundaries, opening the file with the reader of
 :mod:`packing_theory.corpus.readers` (the same classes, options and checks as
 ``audit --data``):
 
-============  ==================================================  ===========================================
-kind          documents and their token ids                       name of a document
-============  ==================================================  ===========================================
-``shard``     seed-002 shard documents, read slice by slice from  ``FILE#i``
+============  ==================================================
+kind          documents and their token ids
+============  ==================================================
+``shard``     seed-002 shard documents, read slice by slice from
               the file; a document's first token (its BOS) is
               skipped
-``megatron``  ``MegatronIndex``: the ``.bin`` read in slices      ``PREFIX.idx#i``
-``olmo``      ``OlmoTokenArray``: EOS or metadata boundaries      ``FILE#i``
-``hf``        ``HFDataset``: a token column as stored, a text     its ``id`` / ``name``, else ``DIR#i``
+``megatron``  ``MegatronIndex``: the ``.bin`` read in slices
+``olmo``      ``OlmoTokenArray``: EOS or metadata boundaries
+``hf``        ``HFDataset``: a token column as stored, a text
               column tokenized; one Arrow record batch at a time
-``mds``       ``MDSDataset``                                      ``DIR#i``
-``jsonl``     ``iter_jsonl`` (plain, ``.gz``, ``.zst``)           its ``id`` field, else ``FILE#i``
-``text``      ``iter_text_files``                                 ``FILE`` (a whole file), else ``FILE#i``
-``parquet``   a text column, one record batch at a time           its ``id`` / ``name``, else ``FILE#i``
-============  ==================================================  ===========================================
+``mds``       ``MDSDataset``
+``jsonl``     ``iter_jsonl`` (plain, ``.gz``, ``.zst``)
+``text``      ``iter_text_files``
+``parquet``   a text column, one record batch at a time
+============  ==================================================
+
+A document is named as ``audit`` and ``explain`` name it
+(:func:`input_names`, through
+:func:`~packing_theory.corpus.readers.names.reader_names`): its record's own
+``id`` / ``name`` (``jsonl``, ``parquet``, ``hf``), else its file and its place
+in it: ``FILE`` for a file's only document, ``FILE#k`` for the ``k``-th; the
+file of an ``hf`` row is its Arrow file (``DIR/data-00000-of-00002.arrow#k``),
+of an ``mds`` sample its shard (``DIR/shard.00000.mds#k``), of a ``megatron``
+document its prefix (``PREFIX#k``).
 
 The readers are :class:`~packing_theory.corpus.readers.megatron.MegatronIndex`,
 :class:`~packing_theory.corpus.readers.olmo.OlmoTokenArray`,
@@ -67,6 +76,7 @@ __all__ = [
     "CorpusInput",
     "TokenSlices",
     "input_blocks",
+    "input_names",
 ]
 
 InputKind = Literal["shard", "text", "parquet", "jsonl", "megatron", "olmo", "hf", "mds"]
@@ -220,6 +230,44 @@ def input_blocks(inp: CorpusInput, tokenizer: Tokenizer | BuiltinTokenizer) -> I
         yield from _mds(inp, tokenizer)
     else:
         yield from _texts(inp, tokenizer)
+
+
+def input_names(inp: CorpusInput, documents: int) -> Any:
+    """The names of the ``documents`` documents of ``inp``, as the per-document table and ``explain``
+    name them: an input read by a reader of several files or a prefix (``hf``, ``mds``, ``megatron``) is
+    opened (its metadata only) and named by
+    :func:`~packing_theory.corpus.readers.names.reader_names`; a single file by
+    :class:`~packing_theory.corpus.readers.names.FileNames` of its label (the scan's blocks carry
+    the records' own names).
+
+    Returns:
+        an object with ``len`` and ``take(ids) -> list[str]``.
+
+    Raises:
+        NotMeasured: the reader names another number of documents than the scan read.
+    """
+    from ..corpus.readers.names import FileNames, reader_names
+
+    reader: Any = None
+    if inp.kind == "hf":
+        from ..corpus.readers.hf import HFDataset
+
+        reader = HFDataset(inp.path, bos=inp.bos or "auto", column=inp.column, split=inp.split)
+    elif inp.kind == "mds":
+        from ..corpus.readers.mds import MDSDataset
+
+        reader = MDSDataset(inp.path, bos=inp.bos or "auto", column=inp.column, dtype=inp.dtype)
+    elif inp.kind == "megatron":
+        from ..corpus.readers.megatron import MegatronIndex
+
+        reader = MegatronIndex(inp.path, bos=inp.bos)  # type: ignore[arg-type]  # checked in CorpusInput
+    if reader is None:
+        return FileNames([inp.label], [documents])
+    names = reader_names(reader)
+    if names is None or len(names) != documents:
+        raise NotMeasured(f"{inp.kind} input {inp.path!r} names {0 if names is None else len(names):,} "
+                          f"documents, the scan read {documents:,}: it changed during the scan")
+    return names
 
 
 def _megatron(inp: CorpusInput) -> Block:

@@ -22,7 +22,8 @@ every input records whether it was read and what it contributed.
 Every hit document is listed (:class:`HitDocument`) by its raw corpus index
 (its position among the documents of the inputs in order; ``None`` after an
 input that was not read), its name (a dataset's id or name, else its file
-and row: ``FILE#i``) and its data source.
+and its place there: ``FILE#k``, as ``audit`` and ``explain`` name it:
+:func:`~packing_theory.corpus.readers.names.reader_names`) and its data source.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class HitDocument:
 
     Attributes:
         index: its raw corpus index (``None`` when an earlier input was not read).
-        name: a dataset's id or name for it, else ``FILE#i`` (a whole-file text: ``FILE``).
+        name: a dataset's id or name for it, else ``FILE#k``, the k-th document of the file holding it
+            (a saved dataset's Arrow file, an MDS shard; a file's only document: ``FILE``).
         source: its data source, when known.
         input: the input it was read from, and ``position`` its index there.
         matched_grams: its matched windows; ``grams`` its windows.

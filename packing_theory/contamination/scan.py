@@ -52,13 +52,12 @@ import numpy.typing as npt
 from .._checks import check_int, distinct_files
 from ..corpus.documents import run_index
 from ..corpus.labels import SourceLabels
-from ..corpus.readers.names import file_document_name
 from ..corpus.text import Tokenizer
 from ..corpus.textcount import BuiltinTokenizer
 from ..errors import InputError, InputTypeError, NotMeasured
 from .hashing import CHUNK_WINDOWS, DEFAULT_N, window_hashes
 from .index import DEFAULT_MEMORY_GRAMS, GramIndex, IndexBuilder, IndexFiles
-from .inputs import Block, CorpusInput, TokenSlices, input_blocks
+from .inputs import Block, CorpusInput, TokenSlices, input_blocks, input_names
 from .report import ContaminationReport, InputRecord, ReferenceRecord
 from .results import InputScan, InputTally
 from .summary import summarise
@@ -212,8 +211,10 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
             found.append(np.unique(pos))
         out.documents += block.n_documents
     out.ref_matched = ref_matched
-    for at, doc in unnamed:
-        out.hit_names[at] = _place_name(inp, doc, out.documents)
+    if unnamed:  # named by their place, as the per-document table names them
+        places = input_names(inp, out.documents).take(np.array([doc for _, doc in unnamed], np.int64))
+        for (at, _), name in zip(unnamed, places, strict=True):
+            out.hit_names[at] = name
     if docs:
         out.hit_docs, out.hit_matched = np.concatenate(docs), np.concatenate(matched)
         out.hit_members = np.concatenate(members)
@@ -230,15 +231,6 @@ def _scan(inp: CorpusInput, table: GramTable, n: int, tokenizer: Tokenizer | Bui
 def _own_name(block: Block, d: int) -> str | None:
     """Document ``d`` of ``block``: its own name (its record's ``id`` / ``name``), else ``None``."""
     return None if block.names is None or block.names[d] is None else str(block.names[d])
-
-
-def _place_name(inp: CorpusInput, doc: int, documents: int) -> str:
-    """Document ``doc`` of an input of ``documents``, named by its place as the corpus names it: ``FILE``
-    for a file's only document, else ``FILE#i``
-    (:func:`~packing_theory.corpus.readers.names.file_document_name`)."""
-    if inp.kind == "text" and not inp.per_line:
-        return inp.label
-    return file_document_name(inp.label, documents, doc)
 
 
 def _unread(exc: BaseException) -> str:

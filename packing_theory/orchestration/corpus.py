@@ -236,23 +236,14 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> Name
         from ..audit.documents import census_names
 
         return census_names(census, int(lengths.size))
-    own = getattr(reader, "names", None)
-    if callable(own):
-        found = own()
-        if found is not None and len(found) == lengths.size:
-            from ..audit.identity import NameSource
+    from ..corpus.readers.names import reader_names
 
-            return found if isinstance(found, NameSource) else list(found)
-    files, codes = reader.sources()
-    if not len(codes):
+    found = reader_names(reader)  # the one rule contamination names documents by too
+    if found is None or len(found) != lengths.size:
         return None
-    ordered = bool(np.all(np.diff(codes) >= 0))
-    if not ordered or codes.size != lengths.size:
-        return None
-    counts = np.bincount(codes, minlength=len(files)).tolist()
-    from ..audit.identity import FileNames
+    from ..audit.identity import NameSource
 
-    return FileNames(list(files), counts)
+    return found if isinstance(found, NameSource) else list(found)
 
 
 def open_corpus(

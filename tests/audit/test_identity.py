@@ -104,6 +104,18 @@ def test_names_are_read_lazily_and_match_document_names() -> None:
         FileNames(["a", "b"], [1])
 
 
+def test_file_names_of_ids_in_any_order_over_many_files() -> None:
+    rng = np.random.default_rng(3)
+    counts = rng.integers(1, 4, size=50).tolist()
+    paths = [f"d/{i}.txt" for i in range(50)]
+    ids = rng.integers(0, sum(counts), size=400).astype(np.int64)  # shuffled, with repeats
+    every = document_names(paths, counts)
+    assert FileNames(paths, counts).take(ids) == [every[i] for i in ids.tolist()]
+    assert FileNames(paths, counts).take(np.zeros(0, np.int64)) == []
+    with pytest.raises(InputError, match=r"row ids must be in \[0, \d+\), got -1\.\.0"):
+        FileNames(paths, counts).take(np.array([0, -1]))
+
+
 def test_a_bad_identity_is_refused_naming_what_is_wrong() -> None:
     with pytest.raises(InputError, match=r"raw_index must be 1-D in \[0, 3\), got 0\.\.5"):
         DocumentIdentity(np.array([0, 5]), ListNames(["a", "b", "c"]))

@@ -476,7 +476,7 @@ def test_data_formats_attribute_hits_per_source(tmp_path: Path) -> None:
     doc = _report(tmp_path / "m")
     assert _per_source(doc) == expected  # the same documents, grouped by directory
     assert doc["corpus"]["label"].startswith("megatron (auto-detected")
-    assert all(h["name"].endswith(f"text_document.idx#{h['position']}")
+    assert all(h["name"].endswith(f"text_document#{h['position']}")  # named as the audit names it
                for h in doc["hit_documents"]["documents"])
 
 

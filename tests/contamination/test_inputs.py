@@ -95,7 +95,7 @@ def test_megatron_indexed_dataset(tmp_path: Path) -> None:
     idx = write_megatron(p, tmp_path / "mix_text_document")
     rep = _scan(p, CorpusInput(str(idx), "megatron", bos="included"), tmp_path)
     prefix = str(tmp_path / "mix_text_document")
-    _check(rep, p, names=[f"{idx}#{i}" for i in range(len(p.docs))], sources=None,
+    _check(rep, p, names=[f"{prefix}#{i}" for i in range(len(p.docs))], sources=None,
            lengths=open_data([str(idx)], "megatron", bos="included").lengths())
     assert prefix in rep.hit_documents[0].name
     blocks = list(input_blocks(CorpusInput(str(idx), "megatron", bos="add"), ids_tokenizer))

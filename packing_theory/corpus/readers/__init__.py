@@ -285,11 +285,10 @@ class ConcatReader:
             return None
         for k, r in enumerate(self.readers):
             if parts[k] is None:
-                from .names import FileColumnNames
+                from .names import FileNames
 
                 files, codes = r.sources()
-                parts[k] = FileColumnNames(files, np.bincount(codes, minlength=len(files)).tolist(),
-                                           lambda f: None)
+                parts[k] = FileNames(files, np.bincount(codes, minlength=len(files)).tolist())
         return parts[0] if len(parts) == 1 else _ConcatNames(parts)
 
     def describe(self) -> str:

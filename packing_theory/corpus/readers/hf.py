@@ -280,10 +280,16 @@ class HFDataset:
                 for k in range(len(col)):
                     yield values[offsets[k] : offsets[k + 1]]
 
+    def rows_per_file(self) -> list[int]:
+        """Rows in each Arrow file, from the record batches' row counts: nothing is tokenized (the
+        names of a text dataset cost O(record batches), not a pass of the tokenizer)."""
+        if not self._per_file:
+            self._per_file = [sum(int(b.num_rows) for b in self._batches(p)) for p in self.paths]
+        return self._per_file
+
     def sources(self) -> tuple[tuple[str, ...], npt.NDArray[np.int32]]:
         """Every row's source label: the Arrow file holding it."""
-        self.token_counts()
-        return self.paths, file_codes(self._per_file)
+        return self.paths, file_codes(self.rows_per_file())
 
     def names(self) -> ColumnNames | None:
         """The rows' own names: the dataset's first column of
@@ -295,8 +301,7 @@ class HFDataset:
         column = next((c for c in NAME_COLUMNS if c in schema.names), None)
         if column is None:
             return None
-        self.token_counts()
-        return ColumnNames(self, column, self._per_file)
+        return ColumnNames(self, column, self.rows_per_file())
 
     def describe(self) -> str:
         """One line: rows, column, files and the BOS rule."""
