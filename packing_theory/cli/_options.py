@@ -234,7 +234,7 @@ _TABLE: tuple[Option, ...] = (
        help="a shard manifest or a census.json: each document's source is its shard's (with --shards, the "
             "manifest's shards in its order; a census's inputs by --source-from, default dir)"),
     _o("--source-column", metavar="NAME", section="sources",
-       help="parquet or Hugging Face data: the column holding each document's source"),
+       help="JSON Lines, parquet or Hugging Face data: the field or column holding each document's source"),
     _o("--source-from", choices=SOURCE_FROM, section="sources",
        help="a document's source is the directory (dir) or the file (file) it was read from"),
     _o("--mixture", type=existing_path("--mixture"), metavar="FILE", section="sources",

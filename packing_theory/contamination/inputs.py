@@ -360,14 +360,8 @@ def _jsonl_rows(inp: CorpusInput) -> Iterator[tuple[str, str | None, str | None]
     from ..corpus.readers.jsonl import iter_jsonl_records
 
     rows = iter_jsonl_records(inp.path, inp.column or "text", source_field=inp.source_column)
-    for line, (text, source, name) in enumerate(rows, 1):
-        if inp.source_column is None:
-            yield text, name, None
-            continue
-        if source is None:
-            raise InputError(f"JSON Lines file {inp.path!r} document {line}: no source field "
-                             f"{inp.source_column!r} (--source-column); every document needs a source")
-        yield text, name, str(source)
+    for text, source, name in rows:  # a record without its source field is refused by the parser
+        yield text, name, None if inp.source_column is None else str(source)
 
 
 def _columns(inp: CorpusInput, names: Sequence[str], text: str) -> tuple[str | None, str | None]:

@@ -187,6 +187,7 @@ def _labels(
         return None
     from ..corpus.labels import (
         SOURCE_FROM,
+        SourceLabels,
         labels_from_census,
         labels_from_column,
         labels_from_file,
@@ -215,8 +216,13 @@ def _labels(
                 )
         return labels_from_manifest(manifest, origin=f"manifest {labels_manifest!r}", documents=documents)
     if source_column:
+        if fmt == "jsonl":  # the reader took the field in the pass that read the texts
+            names, codes = reader.sources()
+            where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+            return SourceLabels.from_codes(names, codes, origin=f"field {source_column!r} of {where!r}")
         if fmt not in ("parquet", "hf"):
-            raise InputError(f"source_column reads a parquet or Hugging Face column; the data is {fmt}")
+            raise InputError(f"source_column reads a JSON Lines field or a parquet or Hugging Face column; "
+                             f"the data is {fmt}")
         return labels_from_column(paths, source_column, split=split, documents=documents)
     if source_from:
         if source_from not in SOURCE_FROM:
@@ -312,6 +318,8 @@ def open_corpus(
         from ..corpus.textcount import load_tokenizer
 
         options["tokenizer"] = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    if source_column and fmt == "jsonl":
+        options["source_field"] = source_column
     if per_line:
         options["per_line"] = True
     if encoding != "utf-8":

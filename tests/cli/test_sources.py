@@ -222,6 +222,35 @@ def test_source_from_dir_and_a_parquet_source_column(tmp_path: Path,
     assert "has no column 'nope'" in _error(capsys)
 
 
+def test_a_json_lines_source_field_labels_the_audit_as_it_labels_contamination(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--source-column`` reads a JSON Lines field (``contamination`` did; ``audit`` refused it): the
+    same accounts as a labels file, the documents still named by file, a record without the field refused
+    naming its file and line."""
+    rows = [{"text": "x" * (5 + 7 * i), "src": "ab"[i % 3 == 0]} for i in range(40)]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "labels.txt").write_text("".join(r["src"] + "\n" for r in rows))
+    docs = ["--documents", "documents.csv"]
+    assert main(["audit", "--data", str(tmp_path / "c.jsonl"), "--source-column", "src", *AUDIT, "--drain",
+                 *docs, "--out", str(tmp_path / "field")]) == 0, capsys.readouterr().err
+    assert main(["audit", "--data", str(tmp_path / "c.jsonl"), "--labels", str(tmp_path / "labels.txt"),
+                 *AUDIT, "--drain", *docs, "--out", str(tmp_path / "file")]) == 0, capsys.readouterr().err
+
+    def accounts(out: str) -> list[dict[str, Any]]:
+        doc = json.loads((tmp_path / out / "audit.json").read_text())
+        return list(doc["sources"]["packers"][0]["accounts"])
+
+    assert accounts("field") == accounts("file")
+    assert {a["source"]: a["documents"] for a in accounts("field")} == {"a": 26, "b": 14}
+    table = (tmp_path / "field" / "documents.csv").read_text().splitlines()
+    assert table[1].split(",")[4:6] == [f"{tmp_path / 'c.jsonl'}#0", "b"]
+    (tmp_path / "c.jsonl").write_text(json.dumps(rows[0]) + "\n" + json.dumps({"text": "y"}) + "\n")
+    capsys.readouterr()
+    assert main(["audit", "--data", str(tmp_path / "c.jsonl"), "--source-column", "src", *AUDIT,
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "c.jsonl' line 2: no source field 'src' (--source-column)" in _error(capsys)
+
+
 def test_census_inputs_label_the_census_lengths(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

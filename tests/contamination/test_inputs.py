@@ -135,7 +135,7 @@ def test_bad_columns_and_fields_name_the_input(tmp_path: Path) -> None:
                                          r"\['id', 'text', 'source'\]"):
         _scan(p, CorpusInput(str(path), "parquet", source_column="origin"), tmp_path)
     jsonl = write_jsonl(p, tmp_path / "c.jsonl")
-    with pytest.raises(InputError, match=r"c\.jsonl' document 1: no source field 'origin'"):
+    with pytest.raises(InputError, match=r"c\.jsonl' line 1: no source field 'origin'"):
         _scan(p, CorpusInput(str(jsonl), "jsonl", source_column="origin"), tmp_path)
     with pytest.raises(InputError, match="a source column applies to parquet, jsonl, hf inputs, not text"):
         CorpusInput("x.txt", "text", source_column="s")

@@ -64,7 +64,7 @@ def test_jsonl_without_ids_is_named_by_file(tmp_path: Path) -> None:
     _jsonl(tmp_path / "a.jsonl", [{"text": TEXT}, {"text": TEXT}])
     _jsonl(tmp_path / "b.jsonl", [{"text": TEXT}])
     reader = open_data([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")], "jsonl")
-    assert reader.names() is None
+    assert reader.names().take(np.array([2, 0])) == [f"{tmp_path}/b.jsonl", f"{tmp_path}/a.jsonl#0"]
     corpus = open_corpus([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
     assert [corpus.name(i) for i in range(3)] == [f"{tmp_path}/a.jsonl#0", f"{tmp_path}/a.jsonl#1",
                                                   f"{tmp_path}/b.jsonl"]

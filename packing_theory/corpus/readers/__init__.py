@@ -67,7 +67,7 @@ FORMAT_OPTIONS: dict[str, frozenset[str]] = {
     "olmo": frozenset({"bos", "eos_id", "dtype"}),
     "hf": frozenset({"bos", "field", "tokenizer", "split"}),
     "mds": frozenset({"bos", "field", "tokenizer", "dtype"}),
-    "jsonl": frozenset({"bos", "field", "tokenizer", "errors"}),
+    "jsonl": frozenset({"bos", "field", "tokenizer", "errors", "source_field"}),
     "text": frozenset({"bos", "tokenizer", "per_line", "encoding", "errors"}),
     "parquet": frozenset({"bos", "field", "tokenizer"}),
     "shards": frozenset(),
@@ -378,7 +378,8 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
         from .jsonl import JsonLines
 
         return JsonLines(paths, tokenizer=tokenizer, field=opts.get("field", "text"),
-                         bos=opts.get("bos", "auto"), errors=opts.get("errors", "strict"))
+                         bos=opts.get("bos", "auto"), errors=opts.get("errors", "strict"),
+                         source_field=opts.get("source_field"))
     if fmt == "lengths":
         from ...lengths import load_lengths
 

@@ -28,7 +28,7 @@ from ..._files import load_json
 from ...errors import InputError, import_optional
 from ..textcount import binary_failure, decode_failure
 from ._base import bos_inclusive, existing_file, file_codes
-from .names import NAME_COLUMNS, RecordNames, record_name
+from .names import NAME_COLUMNS, FileNames, RecordNames, record_name
 
 __all__ = ["JSONL_SUFFIXES", "JsonLines", "iter_jsonl", "iter_jsonl_records"]
 
@@ -115,7 +115,8 @@ def iter_jsonl_records(path: str, field: str = "text", *, source_field: str | No
 
     Raises:
         NotText: the file does not decode as UTF-8 (with ``errors="strict"``) or holds a NUL byte.
-        InputError: a line that is not a JSON object with a string ``field`` (naming file and line).
+        InputError: a line that is not a JSON object with a string ``field``, or (with ``source_field``)
+            whose source is missing, ``null`` or empty (naming file and line).
     """
     name = existing_file(path, "JSON Lines file")
     line_no = 0
@@ -162,7 +163,13 @@ def _parse(line: str, name: str, line_no: int, field: str,
             raise InputError(f"JSON Lines file {name!r} line {line_no}: field {field!r} holds a lone "
                              f"surrogate (U+{ord(text[exc.start]):04X}), not text") from None
     own = next((obj[c] for c in NAME_COLUMNS if c in obj), None)
-    return text, (None if source_field is None else obj.get(source_field)), record_name(own)
+    if source_field is None:
+        return text, None, record_name(own)
+    source = obj.get(source_field)
+    if source is None or not str(source).strip():
+        raise InputError(f"JSON Lines file {name!r} line {line_no}: no source field {source_field!r} "
+                         "(--source-column); every document needs a source")
+    return text, source, record_name(own)
 
 
 class JsonLines:
@@ -197,6 +204,7 @@ class JsonLines:
         self._labels: tuple[str, ...] = ()
         self._codes: npt.NDArray[np.int32] | None = None
         self._names: RecordNames | None = None
+        self._per_file: list[int] = []
 
     def _read(self) -> None:
         from ..text import text_token_counts
@@ -222,6 +230,7 @@ class JsonLines:
             per_file.append(int(counts.size))
         self._counts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         self._names = names if names.named else None  # no record names itself: named by file
+        self._per_file = per_file
         if self.source_field is None:
             self._labels, self._codes = self.paths, file_codes(per_file)
         else:
@@ -250,12 +259,13 @@ class JsonLines:
         assert self._codes is not None
         return self._labels, self._codes
 
-    def names(self) -> RecordNames | None:
+    def names(self) -> RecordNames | FileNames:
         """The records' own names (:mod:`~packing_theory.corpus.readers.names`: the ``id`` field, else
-        ``name``; ``FILE#k`` for a record without one), collected in the pass that reads the texts;
-        ``None`` when no record names itself (the documents are then named by file)."""
+        ``name``; ``FILE#k`` for a record without one), collected in the pass that reads the texts; when
+        no record names itself, every document by its file (:class:`FileNames`, O(files) memory), which
+        :meth:`sources` does not give when a ``source_field`` labels the documents."""
         self.token_counts()
-        return self._names
+        return self._names if self._names is not None else FileNames(self.paths, self._per_file)
 
     def describe(self) -> str:
         """One line: files, documents, field and the BOS rule."""
