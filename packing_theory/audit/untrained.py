@@ -97,6 +97,8 @@ class HorizonStatement:
         'stopped at row 1,055 because the stream ran dry (a partial row of 12 tokens is not trained)'
         >>> HorizonStatement(Budget("rows", 9), 9, "budget reached", 0, None, 64).sentence()
         'stopped at row 9: the horizon of 9 rows was reached'
+        >>> HorizonStatement(None, 0, "stream exhausted", 0, 0, 1000).sentence()  # doctest: +ELLIPSIS
+        'stopped at row 0 because the stream ran dry before the buffer held B = 1,000 documents (...)'
         """
         row = f"row {self.stopped_at_row:,}"
         partial = (f" (a partial row of {self.partial_row_tokens:,} tokens is not trained)"
@@ -104,6 +106,10 @@ class HorizonStatement:
         if self.reason == "budget reached":
             asked = f"the horizon of {self.asked.describe()}" if self.asked else "the horizon"
             return f"stopped at {row}: {asked} was reached"
+        if self.reason == "stream exhausted" and self.stopped_at_row == 0:  # it never held B documents
+            return (f"stopped at {row} because the stream ran dry before the buffer held B = "
+                    f"{self.min_buffer:,} documents (a corpus this small needs --drain, which empties the "
+                    "buffer at the end of the stream, or a smaller --min-buffer)")
         if self.reason == "stream exhausted":
             return f"stopped at {row} because the stream ran dry{partial}"
         if self.reason == "buffer starved":

@@ -65,6 +65,23 @@ def test_a_finite_corpus_that_runs_dry(tmp_path: Path) -> None:
     assert all(r["run"] == doc["run"]["id"] for r in rows)
 
 
+def test_a_corpus_smaller_than_the_buffer_is_told_how_to_replay_it(tmp_path: Path) -> None:
+    """Fewer documents than B: nothing is selected before the stream runs dry; the headline says why and
+    the way out (it said only "trained 0.0% ... the stream ran dry"), and the way out works."""
+    np.save(tmp_path / "L.npy", np.arange(1, 41, dtype=np.int64) * 7)
+    p = run(["audit", "--lengths", "L.npy", "--capacity", "64", "--min-buffer", "50", "--permutations", "0",
+             "--no-plots", "--out", "rep"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "rep" / "audit.json").read_text())
+    assert doc["packers"][0]["rows"] == 0
+    assert doc["headline"].startswith("discard stopped at row 0 because the stream ran dry before the buffer "
+                                      "held B = 50 documents (a corpus this small needs --drain")
+    p = run(["audit", "--lengths", "L.npy", "--capacity", "64", "--min-buffer", "50", "--permutations", "0",
+             "--no-plots", "--drain", "--out", "drained"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "drained" / "audit.json").read_text())["packers"][0]["rows"] > 0
+
+
 def test_a_long_synthetic_corpus_reaches_its_budget(tmp_path: Path) -> None:
     rng = np.random.default_rng(4)
     lengths = np.maximum(1, rng.lognormal(4.0, 1.0, 20_000)).astype(np.int64)
