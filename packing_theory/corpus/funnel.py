@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import is_int
-from .._files import confined, load_json, read_bounded, regular_file
+from .._files import confined, load_json, outside, read_bounded, regular_file
 from .._unique import distinct
 from ..errors import InputError
 from ..lengths import validate_lengths
@@ -346,7 +346,16 @@ class Funnel:
         )
 
     def _path(self, p: str, st: FunnelStage) -> str:
-        return confined(self.base, p, what=f"{self.origin} stage {st.name!r} {st.outcome}")
+        """The stage's file: a path relative to the funnel file's directory, or an absolute one inside it
+        (the user wrote the declaration; any path that leaves that directory is refused)."""
+        what = f"{self.origin} stage {st.name!r} {st.outcome}"
+        if isinstance(p, str) and p and "\x00" not in p and os.path.isabs(p):
+            reason = outside(self.base, os.path.relpath(p, self.base))
+            if reason is None:
+                return p
+            raise InputError(f"{what} {p!r} leaves the directory {self.base!r} ({reason}); a path inside a "
+                             "declaration must stay inside the directory you named")
+        return confined(self.base, p, what=what)
 
     def _stage_mask(self, st: FunnelStage, alive: BoolArray) -> BoolArray:
         """Per raw document: whether ``st`` removes it (only documents still alive)."""

@@ -119,6 +119,18 @@ def test_an_outcome_file_outside_the_declarations_directory_is_refused(tmp_path:
         funnel.apply([4, 5, 6])
 
 
+def test_an_absolute_outcome_path_inside_the_declarations_directory_reads_as_the_relative_one(
+        tmp_path: Path) -> None:
+    """The user wrote the declaration: an absolute path that stays inside its directory is the same file
+    (it was refused as "an absolute path"; found by a review)."""
+    write_mask(tmp_path / "m.u8", [0, 1, 0])
+    kept = []
+    for path in ("m.u8", str(tmp_path / "m.u8")):
+        (tmp_path / "f.json").write_text(json.dumps({"stages": [{"name": "s", "mask": path}]}))
+        kept.append(Funnel.read(tmp_path / "f.json").apply([4, 5, 6]).keep.tolist())
+    assert kept[0] == kept[1] == [True, False, True]
+
+
 def test_outcome_files_must_be_regular_files_and_a_mask_is_sized_before_it_is_read(tmp_path: Path) -> None:
     import os
 
