@@ -334,8 +334,9 @@ def fills_rows(run: PackerRun) -> bool:
 def equal_figures(m: Measurement) -> dict[str, Any]:
     """What every packer that fills its rows shares at the horizon, stated once: the tokens trained (equal
     by construction at a common token horizon, up to the row that crosses it) and so the share of the
-    corpus left untrained. Packers that pad or leave room in their rows train fewer; they are named
-    (``padded``), and their unused positions are ranked, not this total."""
+    corpus left untrained. Packers that pad or leave room in their rows are named apart (``padded``) with
+    the tokens each trains (``padded_trained``): at a horizon in placed tokens they use more rows, so they
+    may train fewer, as many or more; their unused positions are ranked, not this total."""
     if not m.runs:
         return {}
     full = [r for r in m.runs if fills_rows(r)] or list(m.runs)
@@ -346,7 +347,8 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
             "untrained_share_min": min(untrained) / offered if offered else None,
             "untrained_share_max": max(untrained) / offered if offered else None,
             "offered_tokens": offered, "packers": [r.packer for r in full],
-            "padded": [r.packer for r in m.runs if not fills_rows(r)]}
+            "padded": [r.packer for r in m.runs if not fills_rows(r)],
+            "padded_trained": {r.packer: r.never_trained.trained_tokens for r in m.runs if not fills_rows(r)}}
 
 
 # --------------------------------------------------------------------------- which documents

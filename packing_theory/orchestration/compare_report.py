@@ -86,9 +86,32 @@ def _equal_words(cmp: Comparison) -> str:
     words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
              "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
     if eq["padded"]:
-        verb = "leaves" if len(eq["padded"]) == 1 else "leave"
-        words += f"; {', '.join(eq['padded'])} {verb} row positions empty and train fewer"
+        words += "; " + _padded_words(eq["padded_trained"], lo, hi)
     return words
+
+
+def _train_words(trained: Mapping[str, int], names: Sequence[str]) -> str:
+    """``trains 1,234`` or ``train 1,200–1,300``: the tokens ``names`` train."""
+    values = [trained[n] for n in names]
+    verb = "trains" if len(names) == 1 else "train"
+    amount = f"{min(values):,}" if min(values) == max(values) else f"{min(values):,}–{max(values):,}"
+    return f"{verb} {amount}"
+
+
+def _padded_words(trained: Mapping[str, int], lo: int, hi: int) -> str:
+    """The packers that leave row positions empty, each set against the trained tokens of the packers
+    that fill their rows (``lo``–``hi``): fewer, within that range, or more, from their own figures."""
+    names = list(trained)
+    verb = "leaves" if len(names) == 1 else "leave"
+    fewer = [n for n in names if trained[n] < lo]
+    within = [n for n in names if lo <= trained[n] <= hi]
+    more = [n for n in names if trained[n] > hi]
+    groups = [(g, word) for g, word in ((fewer, "fewer"), (within, "within that range"), (more, "more")) if g]
+    if len(groups) == 1:  # one verdict for all of them: said once
+        train = _train_words(trained, names)
+        return f"{', '.join(names)} {verb} row positions empty and {train} ({groups[0][1]})"
+    said = [f"{', '.join(g)} {_train_words(trained, g)} ({word})" for g, word in groups]
+    return f"{', '.join(names)} {verb} row positions empty: " + ", ".join(said)
 
 
 def _natural_trained_words(cmp: Comparison) -> str:

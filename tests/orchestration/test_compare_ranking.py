@@ -4,10 +4,14 @@ each packer's per-document table (or from the lengths), never from the ranking's
 * packers that train the same tokens of every document tie, whatever label (never started, never
   reached) their untrained documents get;
 * packers equal on the first ranked quantity are ordered by the next one that differs among them, and
-  the headline says which quantity that is, with both values; packers equal on everything share a rank.
+  the headline says which quantity that is, with both values; packers equal on everything share a rank;
+* what the headline says of packers that leave row positions empty (fewer, as many, more tokens
+  trained) is what their trained tokens say.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import numpy.typing as npt
@@ -102,3 +106,43 @@ def test_packers_tied_on_the_first_quantity_are_ranked_by_the_next_one_that_diff
     lo = min(trained.values())
     assert f"tokens trained: discard fewest with {lo:,} ({percent(lo / offered)} of the {offered:,}" in head
     assert "torchtune-split most with" in head and trained["torchtune-split"] == max(trained.values())
+
+
+def _padded_clause(head: str) -> str:
+    m = re.search(r"; ([^;]*row positions empty[^;]*);", head)
+    assert m is not None, head
+    return m.group(1)
+
+
+def test_what_the_headline_says_of_padded_packers_is_what_they_trained(
+    lengths: npt.NDArray[np.int64],
+) -> None:
+    full = ["discard", "trl-bfd", "olmo-truncate"]
+    padded = ["bestfit-pad", "foundry-binpack", "axolotl-multipack", "parcae-bestfit"]
+    cmp = Comparison(measure(lengths, full + padded, SETTINGS, documents=True))
+    trained = {n: _trained(cmp, n) for n in full + padded}
+    for n in full + padded:  # a packer fills its rows when every position holds a document token
+        r = cmp.measurement.run(n)
+        mass = r.aggregates.mass
+        assert (mass.padding_tokens + mass.unused_capacity_tokens == 0) == (n in full), n
+    lo, hi = min(trained[n] for n in full), max(trained[n] for n in full)
+    fewer = [n for n in padded if trained[n] < lo]
+    more = [n for n in padded if trained[n] > hi]
+    assert fewer and more  # this corpus has both: the sentence cannot be one verdict for all
+    clause = _padded_clause(cmp.headline())
+    assert clause.startswith(f"{', '.join(padded)} leave row positions empty: ")
+
+    def said(names: list[str], word: str) -> str:
+        v = [trained[n] for n in names]
+        amount = f"{min(v):,}" if min(v) == max(v) else f"{min(v):,}–{max(v):,}"
+        return f"{', '.join(names)} {'trains' if len(names) == 1 else 'train'} {amount} ({word})"
+
+    assert said(fewer, "fewer") in clause and said(more, "more") in clause
+    for n in more:
+        assert n not in clause.split("(fewer)")[0].split(": ", 1)[1]
+    # one padded packer that trains fewer: one verdict, said once
+    alone = Comparison(measure(lengths, ["discard", "bestfit-pad"], SETTINGS, documents=True))
+    t = {n: _trained(alone, n) for n in ("discard", "bestfit-pad")}
+    assert t["bestfit-pad"] < t["discard"]
+    said_alone = f"bestfit-pad leaves row positions empty and trains {t['bestfit-pad']:,} (fewer)"
+    assert said_alone in alone.headline()
