@@ -2,8 +2,9 @@
 
 The answer card states the horizon and, once, what every packer shares there
 (the tokens trained, hence the untrained total), then ranks the packers by the
-first quantity that differs between them, with every ranked quantity beside
-it, and shows each packer's tokens by part as a stacked bar. The JSON is
+first quantity that differs between them, ties by the next that differs among
+the tied packers, with every ranked quantity beside it, and shows each
+packer's tokens by part as a stacked bar. The JSON is
 ``schema`` ``packing-theory/compare`` version :data:`SCHEMA_VERSION`: the
 measurement's entries (the same per-packer documents as ``audit.json``'s),
 ``ranking`` and ``equal``.
@@ -39,7 +40,9 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/compare"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+"""Version 5: ``ranking.by`` is ``untrained_documents`` first (it was ``never_started_documents``), and
+``ranking`` has ``ranks`` and ``then``; ``equal`` has ``padded_trained``."""
 
 PLOT_FILES: tuple[str, ...] = (
     "compare_retention.png",
@@ -100,18 +103,22 @@ def _train_words(trained: Mapping[str, int], names: Sequence[str]) -> str:
 
 def _padded_words(trained: Mapping[str, int], lo: int, hi: int) -> str:
     """The packers that leave row positions empty, each set against the trained tokens of the packers
-    that fill their rows (``lo``–``hi``): fewer, within that range, or more, from their own figures."""
+    that fill their rows (``lo``–``hi``): fewer, within that range, or more, from their own figures.
+    Those within it are counted, not named, when others differ: they train no differently."""
     names = list(trained)
-    verb = "leaves" if len(names) == 1 else "leave"
     fewer = [n for n in names if trained[n] < lo]
     within = [n for n in names if lo <= trained[n] <= hi]
     more = [n for n in names if trained[n] > hi]
     groups = [(g, word) for g, word in ((fewer, "fewer"), (within, "within that range"), (more, "more")) if g]
     if len(groups) == 1:  # one verdict for all of them: said once
+        verb = "leaves" if len(names) == 1 else "leave"
         train = _train_words(trained, names)
         return f"{', '.join(names)} {verb} row positions empty and {train} ({groups[0][1]})"
-    said = [f"{', '.join(g)} {_train_words(trained, g)} ({word})" for g, word in groups]
-    return f"{', '.join(names)} {verb} row positions empty: " + ", ".join(said)
+    said = [f"{', '.join(g)} {_train_words(trained, g)} ({word})" for g, word in groups if g is not within]
+    if within:
+        said.append(f"{len(within)} more {'trains' if len(within) == 1 else 'train'} "
+                    f"{_train_words(trained, within).split(' ', 1)[1]} (within that range)")
+    return "of the packers that leave row positions empty, " + ", ".join(said)
 
 
 def _natural_trained_words(cmp: Comparison) -> str:
@@ -242,7 +249,8 @@ def _ranking_table(cmp: Comparison) -> Table:
         by = "no ranked quantity differs"
     else:
         then = "".join(f", then {q.label}" for q in rk.then)
-        by = f"ranked by {rk.by.label}{then}, fewest first; equal ranks: equal on every one"
+        by = (f"ranked by {rk.by.label}{then}, fewest first; a shared rank: equal on every quantity "
+              "measured for both")
     return Table(
         f"What differs between the packers ({by})",
         cols,
@@ -451,7 +459,7 @@ def _never_started(plt: Any, cmp: Comparison) -> Any:
     """Documents with no token trained per packer (the ranked count), split into never started (the
     packer had read them), never reached (it had not) and placed only in the unfinished row."""
     runs = sorted(cmp.measurement.runs, key=lambda r: (documents_not_trained(r), r.packer))
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(runs) + 1.6))
+    fig, ax = plt.subplots(figsize=(10.5, 0.32 * len(runs) + 1.6))
     names = [r.packer for r in runs]
     parts = (
         ("never started", [r.never_trained.never_started.documents for r in runs], 0),
@@ -467,7 +475,7 @@ def _never_started(plt: Any, cmp: Comparison) -> Any:
     ax.set_xlim(0, max([*left, 1]) * 1.15)
     ax.set_xlabel("documents with no token trained")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title(
         "Documents with no token trained, by packer (fewest first); never started or never reached\n"
         "depends on whether the packer had read the document, not on what it trained",

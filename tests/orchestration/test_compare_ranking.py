@@ -130,7 +130,7 @@ def test_what_the_headline_says_of_padded_packers_is_what_they_trained(
     more = [n for n in padded if trained[n] > hi]
     assert fewer and more  # this corpus has both: the sentence cannot be one verdict for all
     clause = _padded_clause(cmp.headline())
-    assert clause.startswith(f"{', '.join(padded)} leave row positions empty: ")
+    assert clause.startswith("of the packers that leave row positions empty, ")
 
     def said(names: list[str], word: str) -> str:
         v = [trained[n] for n in names]
@@ -139,10 +139,21 @@ def test_what_the_headline_says_of_padded_packers_is_what_they_trained(
 
     assert said(fewer, "fewer") in clause and said(more, "more") in clause
     for n in more:
-        assert n not in clause.split("(fewer)")[0].split(": ", 1)[1]
+        assert n not in clause.split("(fewer)")[0]
     # one padded packer that trains fewer: one verdict, said once
     alone = Comparison(measure(lengths, ["discard", "bestfit-pad"], SETTINGS, documents=True))
     t = {n: _trained(alone, n) for n in ("discard", "bestfit-pad")}
     assert t["bestfit-pad"] < t["discard"]
     said_alone = f"bestfit-pad leaves row positions empty and trains {t['bestfit-pad']:,} (fewer)"
     assert said_alone in alone.headline()
+
+
+def test_padded_packers_within_the_range_are_counted_when_others_differ() -> None:
+    from packing_theory.orchestration.compare_report import _padded_words
+
+    trained = {"a": 5, "b": 10, "c": 20, "d": 11}  # the packers that fill their rows train 9–12
+    assert _padded_words(trained, 9, 12) == ("of the packers that leave row positions empty, a trains 5 "
+                                             "(fewer), c trains 20 (more), 2 more train 10–11 (within "
+                                             "that range)")
+    assert _padded_words({"b": 10, "d": 11}, 9, 12) == ("b, d leave row positions empty and train 10–11 "
+                                                        "(within that range)")
