@@ -46,8 +46,9 @@ def register(sub: Any) -> None:
         description="Replay one corpus with each chosen packer — streaming policies and framework packers — "
                     "cut at one horizon (by default --common-horizon: every packer is cut once it has "
                     "placed the most tokens that every packer reaches), and rank them by what differs "
-                    "between them there: documents never started, tokens cut off, start delay, prefix bias, "
-                    "distance from the declared mixture, unused row positions. Writes compare.json, "
+                    "between them there: documents with no token trained, tokens cut off, start delay, "
+                    "prefix bias, distance from the declared mixture, unused row positions (ties by the "
+                    "next that differs among the tied packers). Writes compare.json, "
                     "compare.md, compare.html and PNG plots into --out. An interrupted comparison "
                     "resumes when rerun into the same --out: the finished packers' runs wait in "
                     "--out/compare-parts until the report is written.",

@@ -10,10 +10,12 @@ One vocabulary for ``audit`` and ``compare`` (``docs/never_trained.rst``):
 * :func:`packer_answer` — that decomposition in one sentence, each share
   beside its own quantity;
 * :data:`RANKED` — the quantities that differ between packers at a common
-  horizon (documents never started, tokens cut off, start delays, prefix bias,
-  distance from the declared mixture, unused row positions) and
+  horizon (documents with no token trained, tokens cut off, start delays,
+  prefix bias, distance from the declared mixture, unused row positions) and
   :func:`ranking`, which ranks by the first of them that is not equal for
-  every packer; the untrained *total* is equal by construction at a common
+  every packer, then breaks ties by the next that differs among the tied
+  packers (:func:`leaders` says how first place was decided); the untrained
+  *total* is equal by construction at a common
   token horizon and is stated once, never ranked (:func:`equal_figures`);
 * :func:`never_started_documents` — the largest documents a packer never
   started, by raw index, name and data source.
@@ -22,7 +24,7 @@ One vocabulary for ``audit`` and ``compare`` (``docs/never_trained.rst``):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,8 +44,10 @@ __all__ = [
     "Ranking",
     "decomposition",
     "decomposition_bars",
+    "documents_not_trained",
     "equal_figures",
     "fills_rows",
+    "leaders",
     "never_started_documents",
     "packer_answer",
     "prefix_bias",
@@ -126,21 +130,23 @@ def prefix_bias(run: PackerRun) -> float | None:
     """How much more of the start than of the end of long documents was trained.
 
     Over the documents longer than the row (the strata whose shortest length
-    exceeds the row width): the trained share of their first tenth of
-    positions minus that of their last tenth (0: no prefix bias; ``discard``'s
-    crops keep prefixes, so it is positive). ``None`` without such documents.
+    exceeds the row width): of their trained tokens, the share from their
+    first tenth of positions minus the share from their last tenth (0: no
+    prefix bias, +1: only first tenths trained; ``discard``'s crops keep
+    prefixes, so it is positive). Only trained tokens enter it, so two packers
+    that train the same tokens have the same prefix bias, whatever they read
+    before emitting. ``None`` when no token of such documents was trained.
     """
     exp = run.aggregates.exposure
     strata = run.aggregates.strata
     emitted = np.zeros(exp.bins, np.int64)
-    positions = np.zeros(exp.bins, np.int64)
     for s, row in enumerate(strata):
         if row.lo > run.row_width:
             emitted += np.asarray(exp.emitted[s], np.int64)
-            positions += np.asarray(exp.positions[s], np.int64)
-    if positions[0] == 0 or positions[-1] == 0:
+    total = int(emitted.sum())
+    if total == 0:
         return None
-    return float(emitted[0] / positions[0] - emitted[-1] / positions[-1])
+    return float((emitted[0] - emitted[-1]) / total)
 
 
 def _mixture_distance(run: PackerRun) -> float | None:
@@ -164,13 +170,22 @@ class Ranked:
     term: str | None = None
 
 
+def documents_not_trained(run: PackerRun) -> int:
+    """Documents offered of which no token was trained at the horizon: never started, never reached, or
+    placed only in the unfinished row. Which of these labels a document gets depends on whether the
+    packer had read it (an offline packer reads its whole input first; an online one reads as it goes);
+    this count does not, so packers that train the same documents tie on it."""
+    nt = run.never_trained
+    return nt.untrained_documents + nt.partial_row_only_documents
+
+
 RANKED: tuple[Ranked, ...] = (
     Ranked(
-        "never_started_documents",
-        "documents never started",
+        "untrained_documents",
+        "documents with no token trained",
         "count",
-        lambda r: r.never_trained.never_started.documents,
-        "never started",
+        documents_not_trained,
+        "never trained",
     ),
     Ranked("cut_off_tokens", "tokens cut off", "tokens", lambda r: r.never_trained.dropped.tokens, "cut off"),
     Ranked(
@@ -209,38 +224,105 @@ shorter, smaller is better for each)."""
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """Packers ranked by one quantity that differs between them (``None`` key: nothing differs)."""
+    """Packers ranked by the quantities of :data:`RANKED`, lexicographically.
+
+    ``by`` is the first quantity that differs between all packers (``None``: nothing differs) and
+    ``values`` its value per packer; packers equal on it are ordered by the next quantity that differs
+    among *them*, and so on (``then`` lists every quantity that broke a tie). ``ranks`` gives each packer
+    its rank: packers equal on every quantity measured for all of them share one (1, 1, 3, ...).
+    """
 
     by: Ranked | None
     order: tuple[str, ...]
     values: dict[str, float | int | None]
+    ranks: dict[str, int] = field(default_factory=dict)
+    then: tuple[Ranked, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"by", "label", "order", "values"}``."""
+        """``{"by", "label", "order", "values", "ranks", "then"}``."""
         return {
             "by": None if self.by is None else self.by.key,
             "label": None if self.by is None else self.by.label,
             "order": list(self.order),
             "values": dict(self.values),
+            "ranks": dict(self.ranks),
+            "then": [q.key for q in self.then],
         }
 
 
-def ranking(runs: Sequence[PackerRun]) -> Ranking:
-    """Rank ``runs`` by the first quantity of :data:`RANKED` measured for every run that is not equal for
-    all of them (fewest first; ties keep the runs' order).
-
-    A quantity equal for every packer never ranks them; when every quantity is, the order is the runs'
-    and ``by`` is ``None``.
-    """
-    for q in RANKED:
+def _separating(qs: Sequence[Ranked], runs: Sequence[PackerRun]) -> tuple[int, list[Any]] | None:
+    """The index in ``qs`` of the first quantity measured for every run of ``runs`` and not equal for all
+    of them, with its values; ``None`` when there is none (or fewer than two runs)."""
+    if len(runs) < 2:
+        return None
+    for k, q in enumerate(qs):
         values = [q.value(r) for r in runs]
-        if len(runs) < 2 or any(v is None for v in values) or len(set(values)) < 2:
-            continue
-        order = sorted(range(len(runs)), key=lambda i: (values[i], i))
-        return Ranking(
-            q, tuple(runs[i].packer for i in order), {r.packer: v for r, v in zip(runs, values, strict=True)}
-        )
-    return Ranking(None, tuple(r.packer for r in runs), {})
+        if not any(v is None for v in values) and len(set(values)) > 1:
+            return k, values
+    return None
+
+
+def _tie_groups(
+    qs: Sequence[Ranked], runs: Sequence[PackerRun], used: list[Ranked]
+) -> list[list[PackerRun]]:
+    """``runs`` in lexicographic order of ``qs`` (fewest first), as groups equal on every quantity that
+    separates them; each quantity that split a group is appended to ``used``."""
+    found = _separating(qs, runs)
+    if found is None:
+        return [list(runs)]
+    k, values = found
+    if qs[k] not in used:
+        used.append(qs[k])
+    out: list[list[PackerRun]] = []
+    for v in sorted(set(values)):
+        out += _tie_groups(qs[k + 1:], [r for r, x in zip(runs, values, strict=True) if x == v], used)
+    return out
+
+
+def ranking(runs: Sequence[PackerRun]) -> Ranking:
+    """Rank ``runs`` by the quantities of :data:`RANKED`, fewest first, lexicographically: by the first
+    quantity measured for every run that is not equal for all of them, then, among runs equal on it, by
+    the next quantity that differs among those runs, and so on. Runs equal on every quantity share a rank
+    (and keep their order).
+
+    A quantity equal for every packer never ranks them; when every quantity is, every run has rank 1
+    and ``by`` is ``None``. O(``len(RANKED)`` × runs) quantity reads per tie group.
+    """
+    used: list[Ranked] = []
+    groups = _tie_groups(RANKED, runs, used)
+    ranks: dict[str, int] = {}
+    order: list[str] = []
+    for group in groups:
+        ranks.update((r.packer, len(order) + 1) for r in group)
+        order += [r.packer for r in group]
+    if not used:
+        return Ranking(None, tuple(order), {}, ranks)
+    by = used[0]
+    return Ranking(by, tuple(order), {r.packer: by.value(r) for r in runs}, ranks, tuple(used[1:]))
+
+
+def leaders(runs: Sequence[PackerRun], rk: Ranking) -> list[tuple[Ranked, list[str], dict[str, Any]]]:
+    """How the first place was decided among the packers tied on ``rk.by``: each step is a quantity that
+    separated the packers still tied, those packers and their values; the last step's fewest are the
+    leaders (several when they are equal on every later quantity). Empty when one packer leads on
+    ``rk.by`` alone."""
+    if rk.by is None:
+        return []
+    by_name = {r.packer: r for r in runs}
+    best = rk.values[rk.order[0]]
+    group = [by_name[n] for n in rk.order if rk.values[n] == best]
+    qs: Sequence[Ranked] = RANKED[RANKED.index(rk.by) + 1:]
+    steps: list[tuple[Ranked, list[str], dict[str, Any]]] = []
+    while True:
+        found = _separating(qs, group)
+        if found is None:
+            return steps
+        k, values = found
+        named = {r.packer: v for r, v in zip(group, values, strict=True)}
+        steps.append((qs[k], list(named), named))
+        low = min(values)
+        group = [r for r, v in zip(group, values, strict=True) if v == low]
+        qs = qs[k + 1:]
 
 
 def fills_rows(run: PackerRun) -> bool:
@@ -252,8 +334,9 @@ def fills_rows(run: PackerRun) -> bool:
 def equal_figures(m: Measurement) -> dict[str, Any]:
     """What every packer that fills its rows shares at the horizon, stated once: the tokens trained (equal
     by construction at a common token horizon, up to the row that crosses it) and so the share of the
-    corpus left untrained. Packers that pad or leave room in their rows train fewer; they are named
-    (``padded``), and their unused positions are ranked, not this total."""
+    corpus left untrained. Packers that pad or leave room in their rows are named apart (``padded``) with
+    the tokens each trains (``padded_trained``): at a horizon in placed tokens they use more rows, so they
+    may train fewer, as many or more; their unused positions are ranked, not this total."""
     if not m.runs:
         return {}
     full = [r for r in m.runs if fills_rows(r)] or list(m.runs)
@@ -264,7 +347,8 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
             "untrained_share_min": min(untrained) / offered if offered else None,
             "untrained_share_max": max(untrained) / offered if offered else None,
             "offered_tokens": offered, "packers": [r.packer for r in full],
-            "padded": [r.packer for r in m.runs if not fills_rows(r)]}
+            "padded": [r.packer for r in m.runs if not fills_rows(r)],
+            "padded_trained": {r.packer: r.never_trained.trained_tokens for r in m.runs if not fills_rows(r)}}
 
 
 # --------------------------------------------------------------------------- which documents

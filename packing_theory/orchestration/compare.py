@@ -10,9 +10,10 @@ untrained *total* is equal by construction: it is stated once
 anything. What differs is which documents and sources those tokens come
 from: :attr:`Comparison.ranking` ranks by the first quantity of
 :data:`~packing_theory.orchestration.answer.RANKED` that is not equal for
-every packer (documents never started, tokens cut off, start delays, prefix
-bias, distance from the declared mixture, unused row positions), and the
-report shows all of them.
+every packer (documents with no token trained, tokens cut off, start delays,
+prefix bias, distance from the declared mixture, unused row positions), packers
+equal on it by the next quantity that differs among them, and the report shows
+all of them.
 
 The per-packer figures are the audit's: the same :class:`~packing_theory.orchestration.measure.PackerRun`
 (``tests/orchestration/test_one_measurement.py`` checks every registered packer).
@@ -21,7 +22,7 @@ The per-packer figures are the audit's: the same :class:`~packing_theory.orchest
 >>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
 ...               Settings(capacity=8, min_buffer=2, refill=2))
 >>> cmp.ranking.by.key, cmp.ranking.order
-('never_started_documents', ('discard', 'trl-bfd'))
+('untrained_documents', ('discard', 'trl-bfd'))
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Comparison:
 
     @property
     def ranking(self) -> Ranking:
-        """The packers ranked by the first quantity that differs between them."""
+        """The packers ranked by the first quantity that differs between them, ties by the next."""
         return ranking(self.measurement.runs)
 
     @property

@@ -2,8 +2,9 @@
 
 The answer card states the horizon and, once, what every packer shares there
 (the tokens trained, hence the untrained total), then ranks the packers by the
-first quantity that differs between them, with every ranked quantity beside
-it, and shows each packer's tokens by part as a stacked bar. The JSON is
+first quantity that differs between them, ties by the next that differs among
+the tied packers, with every ranked quantity beside it, and shows each
+packer's tokens by part as a stacked bar. The JSON is
 ``schema`` ``packing-theory/compare`` version :data:`SCHEMA_VERSION`: the
 measurement's entries (the same per-packer documents as ``audit.json``'s),
 ``ranking`` and ``equal``.
@@ -19,7 +20,7 @@ from .._version import __version__
 from ..audit.costs import PackerCosts
 from ..reporting.model import Block, Column, Plot, PlotFile, Section, Table, Text, percent
 from ..reporting.plotting import color, pyplot, save_figure
-from .answer import RANKED, decomposition_bars, never_started_documents
+from .answer import RANKED, decomposition_bars, documents_not_trained, leaders, never_started_documents
 from .audit_report import plain
 from .measure import HORIZON_RULES, PackerRun
 from .sources_report import sources_section
@@ -39,7 +40,9 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/compare"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+"""Version 5: ``ranking.by`` is ``untrained_documents`` first (it was ``never_started_documents``), and
+``ranking`` has ``ranks`` and ``then``; ``equal`` has ``padded_trained``."""
 
 PLOT_FILES: tuple[str, ...] = (
     "compare_retention.png",
@@ -75,8 +78,10 @@ def _horizon_words(cmp: Comparison) -> str:
 
 def _equal_words(cmp: Comparison) -> str:
     eq = cmp.equal
-    if not eq or cmp.measurement.horizon_rule == "natural":
+    if not eq:
         return ""
+    if cmp.measurement.horizon_rule == "natural":
+        return _natural_trained_words(cmp)
     lo, hi = eq["trained_tokens_min"], eq["trained_tokens_max"]
     trained = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
     share = percent(eq["untrained_share_max"])
@@ -84,26 +89,104 @@ def _equal_words(cmp: Comparison) -> str:
     words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
              "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
     if eq["padded"]:
-        verb = "leaves" if len(eq["padded"]) == 1 else "leave"
-        words += f"; {', '.join(eq['padded'])} {verb} row positions empty and train fewer"
+        words += "; " + _padded_words(eq["padded_trained"], lo, hi)
     return words
+
+
+def _train_words(trained: Mapping[str, int], names: Sequence[str]) -> str:
+    """``trains 1,234`` or ``train 1,200–1,300``: the tokens ``names`` train."""
+    values = [trained[n] for n in names]
+    verb = "trains" if len(names) == 1 else "train"
+    amount = f"{min(values):,}" if min(values) == max(values) else f"{min(values):,}–{max(values):,}"
+    return f"{verb} {amount}"
+
+
+def _padded_words(trained: Mapping[str, int], lo: int, hi: int) -> str:
+    """The packers that leave row positions empty, each set against the trained tokens of the packers
+    that fill their rows (``lo``–``hi``): fewer, within that range, or more, from their own figures.
+    Those within it are counted, not named, when others differ: they train no differently."""
+    names = list(trained)
+    fewer = [n for n in names if trained[n] < lo]
+    within = [n for n in names if lo <= trained[n] <= hi]
+    more = [n for n in names if trained[n] > hi]
+    groups = [(g, word) for g, word in ((fewer, "fewer"), (within, "within that range"), (more, "more")) if g]
+    if len(groups) == 1:  # one verdict for all of them: said once
+        verb = "leaves" if len(names) == 1 else "leave"
+        train = _train_words(trained, names)
+        return f"{', '.join(names)} {verb} row positions empty and {train} ({groups[0][1]})"
+    said = [f"{', '.join(g)} {_train_words(trained, g)} ({word})" for g, word in groups if g is not within]
+    if within:
+        said.append(f"{len(within)} more {'trains' if len(within) == 1 else 'train'} "
+                    f"{_train_words(trained, within).split(' ', 1)[1]} (within that range)")
+    return "of the packers that leave row positions empty, " + ", ".join(said)
+
+
+def _natural_trained_words(cmp: Comparison) -> str:
+    """At their natural ends the packers train different amounts: the fewest and the most, each share
+    beside its own tokens."""
+    runs = cmp.measurement.runs
+    offered = runs[0].never_trained.offered_tokens
+    if not offered:
+        return ""
+    trained = {r.packer: r.never_trained.trained_tokens for r in runs}
+    lo, hi = min(trained.values()), max(trained.values())
+    fewest = ", ".join(n for n, v in trained.items() if v == lo)
+    most = ", ".join(n for n, v in trained.items() if v == hi)
+    if lo == hi:
+        return f"every packer trains {lo:,} of the {offered:,} tokens offered ({percent(lo / offered)})"
+    return (f"tokens trained: {fewest} fewest with {lo:,} ({percent(lo / offered)} of the {offered:,} "
+            f"offered), {most} most with {hi:,} ({percent(hi / offered)})")
 
 
 def _value_words(q: Any, v: Any, run: PackerRun) -> str:
     if v is None:
         return "—"
-    if q.key == "never_started_documents":
-        nt = run.never_trained
-        share = percent(nt.never_started.tokens / nt.offered_tokens) if nt.offered_tokens else "—"
-        return f"{v:,} ({share} of the tokens)"
+    nt = run.never_trained
+    if q.key == "untrained_documents":
+        share = percent(v / nt.offered_documents) if nt.offered_documents else "—"
+        return f"{v:,} ({share} of the documents offered)"
+    if q.kind == "tokens":
+        share = percent(v / nt.offered_tokens) if nt.offered_tokens else "—"
+        return f"{v:,} ({share} of the tokens offered)"
     if q.kind == "number":
         return f"{v:+.3f}" if q.key == "prefix_bias" else f"{v:.3f}"
     return f"{v:,}"
 
 
+def _fewest_most(
+    q: Any, values: Mapping[str, Any], order: Sequence[str], runs: Mapping[str, PackerRun]
+) -> str:
+    """``label: A, B fewest with v, C most with w`` over the packers of ``order`` (ranked fewest first)."""
+    lo, hi = values[order[0]], values[order[-1]]
+    best = [n for n in order if values[n] == lo]
+    worst = [n for n in order if values[n] == hi]
+    return (f"{q.label}: {', '.join(best)} fewest with {_value_words(q, lo, runs[best[0]])}, "
+            f"{', '.join(worst)} most with {_value_words(q, hi, runs[worst[0]])}")
+
+
+def _ranking_words(cmp: Comparison, runs: Mapping[str, PackerRun]) -> str:
+    """The quantity that ranks the packers with the best and the worst, then how first place was decided
+    among the packers tied on it (each quantity that separated them, with the values), or that they tie."""
+    rk = cmp.ranking
+    if rk.by is None:
+        return ("no ranked quantity differs between them (documents with no token trained, tokens cut "
+                "off, start delays, prefix bias, mixture distance, unused positions)")
+    words = [_fewest_most(rk.by, rk.values, rk.order, runs)]
+    steps = leaders(list(runs.values()), rk)
+    group = [n for n in rk.order if rk.values[n] == rk.values[rk.order[0]]]
+    for q, names, values in steps:
+        in_order = sorted(names, key=lambda n: (values[n], rk.order.index(n)))
+        words.append(f"among {', '.join(in_order)}, " + _fewest_most(q, values, in_order, runs))
+        group = [n for n in in_order if values[n] == values[in_order[0]]]
+    if len(group) > 1:
+        words.append(f"{', '.join(group)} tie on every ranked quantity")
+    return "; ".join(words)
+
+
 def compare_headline(cmp: Comparison) -> str:
     """The horizon and what is equal there (once), then the packers that do best and worst on the
-    quantity that ranks them, with their numbers.
+    quantity that ranks them, with their numbers, and how first place was decided among packers tied
+    on it.
 
     >>> from packing_theory.orchestration import Settings, compare_corpus
     >>> cmp = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"],
@@ -112,8 +195,8 @@ def compare_headline(cmp: Comparison) -> str:
     >>> print(textwrap.fill(compare_headline(cmp), 100))
     at the common horizon of 64 placed tokens, set by discard; every packer trains 64 of the 116 tokens
     offered (44.8% untrained by each: equal by construction, up to the row that crosses the horizon, so
-    not ranked); documents never started: discard fewest with 1 (8.6% of the tokens), trl-bfd most with
-    16 (34.5% of the tokens); 2 packers compared
+    not ranked); documents with no token trained: discard fewest with 1 (4.2% of the documents offered),
+    trl-bfd most with 16 (66.7% of the documents offered); 2 packers compared
     """
     m = cmp.measurement
     runs = {r.packer: r for r in m.runs}
@@ -123,19 +206,7 @@ def compare_headline(cmp: Comparison) -> str:
     equal = _equal_words(cmp)
     if equal:
         parts.append(equal)
-    rk = cmp.ranking
-    if rk.by is None:
-        parts.append(
-            "no ranked quantity differs between them (documents never started, tokens cut off, "
-            "start delays, prefix bias, unused positions)"
-        )
-    else:
-        first, last = rk.order[0], rk.order[-1]
-        best = [n for n in rk.order if rk.values[n] == rk.values[first]]
-        worst = [n for n in rk.order if rk.values[n] == rk.values[last]]
-        fv = _value_words(rk.by, rk.values[first], runs[first])
-        lv = _value_words(rk.by, rk.values[last], runs[last])
-        parts.append(f"{rk.by.label}: {', '.join(best)} fewest with {fv}, {', '.join(worst)} most with {lv}")
+    parts.append(_ranking_words(cmp, runs))
     note = m.horizon_note()
     if note:
         parts.append(note)
@@ -173,8 +244,13 @@ def _ranking_table(cmp: Comparison) -> Table:
         Column("packer"),
         *(Column(q.label, "count" if q.kind in ("count", "tokens") else "number", q.term) for q in shown),
     )
-    rows = tuple((i + 1, name, *(q.value(runs[name]) for q in shown)) for i, name in enumerate(rk.order))
-    by = f"ranked by {rk.by.label}, fewest first" if rk.by is not None else "no ranked quantity differs"
+    rows = tuple((rk.ranks[name], name, *(q.value(runs[name]) for q in shown)) for name in rk.order)
+    if rk.by is None:
+        by = "no ranked quantity differs"
+    else:
+        then = "".join(f", then {q.label}" for q in rk.then)
+        by = (f"ranked by {rk.by.label}{then}, fewest first; a shared rank: equal on every quantity "
+              "measured for both")
     return Table(
         f"What differs between the packers ({by})",
         cols,
@@ -263,7 +339,10 @@ def _details(cmp: Comparison) -> Section:
                 "positions the trainer predicts.",
             ),
             Plot("compare_retention.png", "Share of each length stratum's tokens trained on, per packer"),
-            Plot("compare_never_started.png", "Documents never started, per packer"),
+            Plot(
+                "compare_never_started.png",
+                "Documents with no token trained, per packer: never started or never reached",
+            ),
             Plot("compare_start_delay.png", "Start delay, per packer"),
         ),
     )
@@ -377,18 +456,30 @@ def _retention(plt: Any, cmp: Comparison) -> Any:
 
 
 def _never_started(plt: Any, cmp: Comparison) -> Any:
-    runs = sorted(cmp.measurement.runs, key=lambda r: (r.never_trained.never_started.documents, r.packer))
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(runs) + 1.4))
-    vals = [r.never_trained.never_started.documents for r in runs]
-    ax.barh([r.packer for r in runs], vals, color=[color(0 if r.in_family else 1) for r in runs])
-    for y, v in enumerate(vals):
+    """Documents with no token trained per packer (the ranked count), split into never started (the
+    packer had read them), never reached (it had not) and placed only in the unfinished row."""
+    runs = sorted(cmp.measurement.runs, key=lambda r: (documents_not_trained(r), r.packer))
+    fig, ax = plt.subplots(figsize=(10.5, 0.32 * len(runs) + 1.6))
+    names = [r.packer for r in runs]
+    parts = (
+        ("never started", [r.never_trained.never_started.documents for r in runs], 0),
+        ("never reached", [r.never_trained.never_reached.documents for r in runs], 2),
+        ("only in the unfinished row", [r.never_trained.partial_row_only_documents for r in runs], 4),
+    )
+    left = [0] * len(runs)
+    for label, vals, c in parts:
+        ax.barh(names, vals, left=left, color=color(c), label=label)
+        left = [a + b for a, b in zip(left, vals, strict=True)]
+    for y, v in enumerate(left):
         ax.text(v, y, f" {v:,}", va="center", fontsize=7)
-    ax.set_xscale("symlog")
-    ax.set_xlim(0, max([*vals, 1]) * 3)
-    ax.set_xlabel("documents never started (log scale)")
+    ax.set_xlim(0, max([*left, 1]) * 1.15)
+    ax.set_xlabel("documents with no token trained")
     ax.invert_yaxis()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title(
-        "Documents never started, by packer (fewest first)\nblue: family member, orange: outside", fontsize=10
+        "Documents with no token trained, by packer (fewest first); never started or never reached\n"
+        "depends on whether the packer had read the document, not on what it trained",
+        fontsize=10,
     )
     return fig
 

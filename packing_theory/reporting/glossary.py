@@ -67,8 +67,8 @@ GLOSSARY: tuple[Term, ...] = (
          "Never trained", ("never_reached",)),
     Term("start delay", "rows from a document's arrival to its first trained token", *_AUDIT,
          ("start_delay_max", "start_delay_p50")),
-    Term("prefix bias", "the trained share of the first tenth of long documents' positions minus that of "
-         "their last tenth (0: none)", *_AUDIT, ("prefix_bias",)),
+    Term("prefix bias", "of the trained tokens of long documents, the share from their first tenth of "
+         "positions minus the share from their last tenth (0: none)", *_AUDIT, ("prefix_bias",)),
     Term("mixture distance", "total variation between the realised share of each data source and the "
          "declared one (0: the declared mixture exactly)", "sources",
          "The realised mixture, in both readings", ("mixture_distance",)),

@@ -73,8 +73,10 @@ def test_a_quantity_equal_for_every_packer_is_never_the_ranking_key(comparison: 
 def _flatten(run, key):  # type: ignore[no-untyped-def]
     """``run`` with the ranked quantity ``key`` set to one value for every run."""
     nt, costs, agg = run.never_trained, run.costs, run.aggregates
-    if key == "never_started_documents":
-        return replace(run, never_trained=replace(nt, never_started=replace(nt.never_started, documents=0)))
+    if key == "untrained_documents":
+        return replace(run, never_trained=replace(
+            nt, never_started=replace(nt.never_started, documents=0),
+            never_reached=replace(nt.never_reached, documents=0), partial_row_only_documents=0))
     if key == "cut_off_tokens":
         return replace(run, never_trained=replace(nt, dropped=replace(nt.dropped, tokens=0)))
     if key in ("start_delay_max", "start_delay_p50"):
@@ -91,10 +93,18 @@ def test_the_answer_card_ranks_with_every_number(comparison: Comparison) -> None
     answer = comparison.sections()[0]
     assert answer.answer
     table = next(b for b in answer.blocks if isinstance(b, Table) and b.key == "ranking")
-    assert [row[1] for row in table.rows] == list(comparison.ranking.order)
-    assert [row[0] for row in table.rows] == list(range(1, len(table.rows) + 1))
+    rk = comparison.ranking
+    assert [row[1] for row in table.rows] == list(rk.order)
+    ranks = [row[0] for row in table.rows]
+    assert ranks[0] == 1 and ranks == sorted(ranks) and ranks == [rk.ranks[n] for n in rk.order]
+    # a shared rank means equal on every ranked quantity measured for both; a new rank is the position
+    for i in range(1, len(ranks)):
+        assert ranks[i] in (ranks[i - 1], i + 1)
+        if ranks[i] == ranks[i - 1]:
+            pairs = zip(table.rows[i][2:], table.rows[i - 1][2:], strict=True)
+            assert all(a == b for a, b in pairs if a is not None and b is not None)
     labels = [c.label for c in table.columns]
-    assert "documents never started" in labels and "tokens cut off" in labels
+    assert "documents with no token trained" in labels and "tokens cut off" in labels
 
 
 @needs_plots
@@ -116,8 +126,17 @@ def test_retention_is_one_panel_per_packer(comparison: Comparison) -> None:
 def test_never_started_is_a_ranked_bar_chart(comparison: Comparison) -> None:
     plt = pyplot()
     fig = _never_started(plt, comparison)
-    widths = [p.get_width() for p in fig.axes[0].patches]
-    assert widths == sorted(widths) and len(widths) == len(comparison.measurement.runs)
+    ax = fig.axes[0]
+    runs = comparison.measurement.runs
+    bars = [[p.get_width() for p in c.patches] for c in ax.containers]
+    assert [c.get_label() for c in ax.containers] == ["never started", "never reached",
+                                                       "only in the unfinished row"]
+    totals = [sum(v) for v in zip(*bars, strict=True)]
+    assert totals == sorted(totals) and len(totals) == len(runs)
+    # each bar is the ranked count: documents with no token trained, whatever their label
+    by_name = {r.packer: r.never_trained for r in runs}
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert totals == [by_name[n].untrained_documents + by_name[n].partial_row_only_documents for n in names]
     plt.close(fig)
     assert PLOT_FILES[1] == "compare_never_started.png"
 
