@@ -183,27 +183,39 @@ def _buffered(plt: Any, result: AuditResult) -> Any:
     return fig
 
 
+SOURCE_PANELS_PER_ROW = 3
+"""Packers side by side in the source-mixture plot; more go on further rows (21 packers in one row made
+a 9,240-pixel-wide figure that a page shows 1,170 pixels wide)."""
+
+
 def _sources_plot(plt: Any, result: AuditResult) -> Any:
-    """The trained-token share of each source per block of rows, one panel per packer, targets dashed."""
+    """The trained-token share of each source per block of rows, one panel per packer (at most
+    :data:`SOURCE_PANELS_PER_ROW` a row), the declared token targets dashed."""
     assert result.sources is not None
     packers = result.sources.packers
-    fig, axes = plt.subplots(1, len(packers), figsize=(4.4 * len(packers), 3.6), squeeze=False, sharey=True)
+    cols = min(len(packers), SOURCE_PANELS_PER_ROW)
+    nrows = -(-len(packers) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols + 1.6, 3.2 * nrows + 0.8), squeeze=False,
+                             sharey=True)
     mixture = result.sources.mixture
     alpha: Mapping[str, float] = {} if mixture is None else mixture.target_shares or {}
-    for ax, p in zip(axes[0], packers, strict=True):
+    flat = [ax for row in axes for ax in row]
+    for ax, p in zip(flat, packers, strict=False):
         d = p.drift
         xs = [s + d.block_rows / 2 for s in d.block_starts]
         for k, src in enumerate(d.sources):
             line = ax.plot(xs, [sh[k] for sh in d.shares], marker=".", label=src)
             if src in alpha:
                 ax.axhline(alpha[src], linestyle="--", color=line[0].get_color(), linewidth=0.8)
-        ax.set_title(f"{p.policy}: D = {'–' if d.drift is None else f'{d.drift:.2f}'}")
+        ax.set_title(f"{p.policy}: D = {'–' if d.drift is None else f'{d.drift:.2f}'}", fontsize=9)
         ax.set_xlabel("row")
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("share of trained tokens")
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle("Realised token mixture over training time (dashed: declared token targets)")
-    return fig
+    for ax in flat[len(packers):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("share of trained tokens")
+    axes[0][cols - 1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    return fig  # its title is the page's caption (a suptitle overlapped the first row of panels)
 
 
 _DRAW: dict[str, Callable[[Any, AuditResult], Any]] = {

@@ -138,7 +138,7 @@ def sources_section(result: SourcesResult, *, plot: str | None = None) -> Sectio
     for p in result.packers:
         blocks += _packer_blocks(p, result)
     if plot:
-        blocks.append(
-            Plot(plot, "Realised token mixture over training time (dashed: declared token targets)")
-        )
+        declared = result.mixture is not None and bool(result.mixture.target_shares)
+        blocks.append(Plot(plot, "Realised token mixture over training time, one panel per packer"
+                                 + (" (dashed: declared token targets)" if declared else "")))
     return Section("sources", "Data sources", tuple(blocks))

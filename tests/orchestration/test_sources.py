@@ -242,3 +242,26 @@ def test_every_rank_is_accounted_and_the_merge_is_the_sum_over_ranks():
     # the ranks partition the corpus
     seen = np.sort(np.concatenate([rank_documents(sizes, k, 3) for k in range(3)]))
     assert np.array_equal(seen, np.arange(lengths.size))
+
+
+def test_the_mixture_plot_puts_at_most_three_packers_a_row(mixed, tmp_path):
+    """Seven packers: a grid of 3 columns (one row of 21 panels was 9,240 pixels wide, unreadable on a
+    page 1,170 wide); the caption mentions dashed targets only when the mixture declares them."""
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from packing_theory.orchestration.audit_plots import SOURCES_PLOT, audit_plot_files
+    from packing_theory.reporting.model import Plot
+
+    lengths, labels = three_sources(seed=3, tokens=60_000)
+    corpus = Corpus.from_lengths(lengths, sources=labels)
+    packers = ["discard", "continue", "requeue-bos", "bounded-wait", "trl-bfd", "olmo-truncate", "seamless"]
+    res = audit_corpus(corpus, packers, Settings(capacity=R, min_buffer=8, refill=8), permutations=0)
+    (plot,) = [p for p in audit_plot_files(res) if p.name == SOURCES_PLOT]
+    assert plot.draw is not None
+    plot.draw(tmp_path / SOURCES_PLOT, {})
+    width, height = Image.open(tmp_path / SOURCES_PLOT).size
+    assert width < 1700 and height > 900  # 3 columns, 3 rows (one row: 3,080 x 360)
+    captions = [b.caption for s in res.sections() for b in s.blocks if isinstance(b, Plot)
+                and b.name == SOURCES_PLOT]
+    assert captions and "dashed" not in captions[0]
