@@ -61,8 +61,9 @@ from browser import Page
 __all__ = ["NUMBER_PATTERN", "VIEWPORTS", "PageCheck", "check_page", "save_screenshots",
            "visibility_problems"]
 
-VIEWPORTS: tuple[tuple[int, int], ...] = ((1280, 800), (390, 844))
-"""The viewports a report page is checked and photographed at: a laptop and a phone (CSS pixels)."""
+VIEWPORTS: tuple[tuple[int, int], ...] = ((1280, 800), (800, 1000), (390, 844))
+"""The viewports a report page is checked and photographed at: a laptop, a narrow window (tables stack as
+cards below 1,040 pixels) and a phone (CSS pixels)."""
 
 _NUM = (r"(?:[~≈<>≤≥]\s?)?[+\-−±]?(?=\.?\d)(?:\d{1,3}(?:[, \u00a0\u2009\u202f]\d{3})+|\d*)"
         r"(?:\.\d+)?(?:[eE][+\-−]?\d+)?")

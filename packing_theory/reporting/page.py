@@ -110,7 +110,7 @@ figcaption{font-size:13px;color:#444}p.empty-plot{font-style:italic;color:#5a5a5
 padding:.6em}input.filter{margin:.4em 0 0;padding:.2em .4em;width:22em;max-width:100%}
 details{margin:.3em 0 .8em}summary{cursor:pointer;font-weight:600}dt{font-weight:600}
 dd{margin:0 0 .5em 1.5em}
-@media (max-width:640px){
+@media (max-width:1040px){
  table,tbody,tr,td{display:block;border:0}thead{display:none}caption{display:block}
  tr{border-top:1px solid #d4d4d4;padding:.2em 0}
  td{padding:.05em 0;text-align:left}td.num{text-align:left;white-space:normal}

@@ -22,7 +22,7 @@ from tests.tool_modules import load_tool
 browser = load_tool("browser")
 page_check = load_tool("page_check")
 
-LAPTOP, PHONE = page_check.VIEWPORTS
+LAPTOP, NARROW, PHONE = page_check.VIEWPORTS
 
 HEAD = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -76,7 +76,7 @@ def test_page_check_invariants_hold_and_catch_a_broken_record() -> None:
         page_check.PageCheck((390, 844), problems=["a", "b"], counts=Counter(clipped=1))._check()
 
 
-def test_a_clean_page_passes_at_both_viewports(session: Any, tmp_path: Path) -> None:
+def test_a_clean_page_passes_at_every_viewport(session: Any, tmp_path: Path) -> None:
     page = open_page(session, tmp_path, "<h1>Audit</h1>" + CARD + SMALL_TABLE)
     for width, height in page_check.VIEWPORTS:
         check = page_check.check_page(page, width, height, require_answer=True)
@@ -219,10 +219,10 @@ def _png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_screenshots_are_full_pages_at_both_viewports(session: Any, tmp_path: Path) -> None:
+def test_screenshots_are_full_pages_at_every_viewport(session: Any, tmp_path: Path) -> None:
     page = open_page(session, tmp_path, CARD + '<div style="height:2000px"></div>' + SMALL_TABLE)
     paths = page_check.save_screenshots(page, tmp_path / "shots", "clean")
-    assert [p.name for p in paths] == ["clean-1280x800.png", "clean-390x844.png"]
-    (w1, h1), (w2, h2) = (_png_size(p) for p in paths)
-    assert w1 == 1280 and w2 == 390
-    assert h1 > 2000 and h2 > h1  # the whole page, taller on the phone where the text wraps
+    assert [p.name for p in paths] == ["clean-1280x800.png", "clean-800x1000.png", "clean-390x844.png"]
+    (w1, h1), (w2, h2), (w3, h3) = (_png_size(p) for p in paths)
+    assert (w1, w2, w3) == (1280, 800, 390)
+    assert h1 > 2000 and h3 > h1  # the whole page, taller on the phone where the text wraps
