@@ -264,16 +264,14 @@ class _Part:
     lengths_sha256: str
     row_groups: tuple[int, ...]
     files: dict[str, str]  # array name -> SHA-256 of its .npy file in parts/
-    named: int = 0  # documents with their own name
-    name_bytes: int = 0  # the UTF-8 bytes of those names
+    named: int = 0  # documents with their own name (their names are in the part's names arrays)
 
     @classmethod
     def of(cls, result: ShardResult, digest: str, options: CensusOptions) -> _Part:
         files = {name: sha256_hex(npy_bytes(arr)) for name, arr in part_arrays(result).items()}
         named = 0 if result.name_offsets is None else int(np.count_nonzero(np.diff(result.name_offsets)))
-        size = 0 if result.names is None else int(result.names.size)
         return cls(part_stem(digest, options), result.n_docs, result.n_tokens, result.lengths_sha256,
-                   result.row_groups, files, named, size)
+                   result.row_groups, files, named)
 
 
 def _assemble(writer: ReportWriter, parts: str, ordered: list[_Part], options: CensusOptions,
