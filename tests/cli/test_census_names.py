@@ -112,6 +112,13 @@ def test_census_names_every_document_as_data_does(tmp_path: Path, make: object,
         assert f"({document}, " in line
         assert _explained(capsys, [document, *lengths]) == line
 
+    # lengths away from their census: the census given as --labels-manifest names them
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "lengths.npy").write_bytes((tmp_path / "census" / "lengths.npy").read_bytes())
+    moved = open_corpus("elsewhere/lengths.npy", format="lengths", labels_manifest="census/census.json")
+    assert [moved.name(i) for i in range(len(expected))] == expected
+    assert open_corpus("elsewhere/lengths.npy", format="lengths").names is None
+
     # resumed: every part reused, the names the same
     assert main(["census", "--data", rel, "--out", "census", "--workers", "2"]) == 0
     assert "reused" in capsys.readouterr().err
