@@ -330,7 +330,7 @@ def _assemble_names(writer: ReportWriter, parts: str, ordered: list[_Part], tota
             if part.named:
                 own = _part_array(parts, part, "name_offsets")
                 offsets[at : at + part.n_docs + 1] = own + size
-                data = _part_array(parts, part, "names").tobytes()
+                data = _part_array(parts, part, "name_bytes").tobytes()
                 fh.write(data)
                 size += len(data)
             else:

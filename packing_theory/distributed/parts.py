@@ -268,7 +268,7 @@ class ShardResult:
         input_sha256: SHA-256 of the input file's bytes, as the worker read it.
         lengths_sha256: SHA-256 of ``lengths`` in ``.npy`` form (the part file's digest).
         row_groups: documents per parquet row group (empty for other inputs).
-        names, name_offsets: the records' own names (JSON Lines, parquet:
+        name_bytes, name_offsets: the records' own names (JSON Lines, parquet:
             :class:`~packing_theory.corpus.readers.names.RecordNames`), UTF-8 bytes and ``n_docs + 1``
             offsets; ``None`` when no record of the input names itself (named by place).
     """
@@ -281,7 +281,7 @@ class ShardResult:
     input_sha256: str
     lengths_sha256: str
     row_groups: tuple[int, ...] = ()
-    names: npt.NDArray[np.uint8] | None = None
+    name_bytes: npt.NDArray[np.uint8] | None = None
     name_offsets: Int64Array | None = None
 
 
@@ -478,10 +478,10 @@ def check_shard_result(value: object, expected_input_sha256: str, options: Censu
                 raise ResultRejected(f"census {name} must have one entry per document ({arr.size})")
     if value.row_groups and sum(value.row_groups) != arr.size:
         raise ResultRejected(f"row groups hold {sum(value.row_groups)} documents, lengths {arr.size}")
-    if (value.names is None) != (value.name_offsets is None):
+    if (value.name_bytes is None) != (value.name_offsets is None):
         raise ResultRejected("census names come with their offsets")
-    if value.names is not None and value.name_offsets is not None:
-        buf, offsets = value.names, value.name_offsets
+    if value.name_bytes is not None and value.name_offsets is not None:
+        buf, offsets = value.name_bytes, value.name_offsets
         if (not isinstance(buf, np.ndarray) or buf.dtype != np.uint8 or buf.ndim != 1
                 or not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64
                 or offsets.shape != (arr.size + 1,) or int(offsets[0]) != 0 or int(offsets[-1]) != buf.size
@@ -533,13 +533,13 @@ def remove_partial_parts(parts: str) -> list[str]:
 
 
 def part_arrays(result: ShardResult) -> dict[str, npt.NDArray[Any]]:
-    """The arrays a part stores: ``lengths``, and ``doc_bytes`` / ``doc_hashes``, ``names`` /
+    """The arrays a part stores: ``lengths``, and ``doc_bytes`` / ``doc_hashes``, ``name_bytes`` /
     ``name_offsets`` when present."""
     out: dict[str, npt.NDArray[Any]] = {"lengths": result.lengths}
     if result.doc_bytes is not None and result.doc_hashes is not None:
         out.update(doc_bytes=result.doc_bytes, doc_hashes=result.doc_hashes)
-    if result.names is not None and result.name_offsets is not None:
-        out.update(names=result.names, name_offsets=result.name_offsets)
+    if result.name_bytes is not None and result.name_offsets is not None:
+        out.update(name_bytes=result.name_bytes, name_offsets=result.name_offsets)
     return out
 
 
@@ -578,7 +578,7 @@ def load_part(parts: str, input_sha256: str, options: CensusOptions) -> ShardRes
         result = ShardResult(lengths, arrays.get("doc_bytes"), arrays.get("doc_hashes"),
                              int(record["n_docs"]), int(record["n_tokens"]), input_sha256,
                              record["files"]["lengths"]["sha256"],
-                             tuple(int(g) for g in record["row_groups"]), arrays.get("names"),
+                             tuple(int(g) for g in record["row_groups"]), arrays.get("name_bytes"),
                              arrays.get("name_offsets"))
         return check_shard_result(result, input_sha256, options)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, ResultRejected):

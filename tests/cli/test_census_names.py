@@ -200,22 +200,22 @@ def test_a_part_keeps_its_names_and_bad_names_are_rejected(tmp_path: Path) -> No
     result = census_shard(path, options)
     assert isinstance(result, ShardResult)
     checked = check_shard_result(result, result.input_sha256, options)
-    assert checked.names is not None and checked.name_offsets is not None
+    assert checked.name_bytes is not None and checked.name_offsets is not None
     parts = tmp_path / "parts"
     parts.mkdir()
     write_part(str(parts), checked, options, path)
     loaded = load_part(str(parts), checked.input_sha256, options)
-    assert loaded is not None and loaded.names is not None and loaded.name_offsets is not None
-    assert bytes(loaded.names) == bytes(checked.names)
+    assert loaded is not None and loaded.name_bytes is not None and loaded.name_offsets is not None
+    assert bytes(loaded.name_bytes) == bytes(checked.name_bytes)
     assert np.array_equal(loaded.name_offsets, checked.name_offsets)
     bad = checked.name_offsets.copy()
     bad[-1] += 1
     for wrong, message in ((dataclasses.replace(checked, name_offsets=bad), "increasing int64 offsets"),
-                           (dataclasses.replace(checked, names=None), "names come with their offsets")):
+                           (dataclasses.replace(checked, name_bytes=None), "names come with their offsets")):
         with pytest.raises(ResultRejected, match=message):
             check_shard_result(wrong, checked.input_sha256, options)
     unnamed = census_shard(str(data / "books" / "books.jsonl"), options)
-    assert isinstance(unnamed, ShardResult) and unnamed.names is None and unnamed.n_docs == 7
+    assert isinstance(unnamed, ShardResult) and unnamed.name_bytes is None and unnamed.n_docs == 7
 
 
 def test_record_names_stored_round_trip() -> None:
