@@ -470,12 +470,21 @@ def document_names(paths: Sequence[str], per_file: Sequence[int]) -> list[str]:
     return out
 
 
-def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | None:
+def census_names(path: str | os.PathLike[str], documents: int) -> NameSource | None:
     """The document names of a ``packing-theory census`` report (its ``census.json``), or ``None``.
 
-    ``None`` when the file is missing, is not a census, or counts another number
-    of documents than ``documents`` (the lengths it is meant to name). Names are
-    :func:`document_names` of the census inputs in their order.
+    ``None`` when the file is missing, is not a census (its ``format``), or counts another number
+    of documents than ``documents`` (the lengths it is meant to name). A census
+    that kept its records' own names (``census.json``'s ``names`` entry:
+    ``doc_names.bin`` and ``doc_name_offsets.npy`` beside it) names each document
+    as the ``--data`` readers do: its ``id`` / ``name``, else by place (a
+    :class:`~packing_theory.corpus.readers.names.RecordNames` over a memory map:
+    only the names asked for are read). A census without that entry (written
+    before censuses kept names), or where no record names itself, names every
+    document by place: ``FILE``, ``FILE#k`` of its inputs in their order.
+
+    Raises:
+        InputError: the names files the census lists are missing or do not fit its documents.
     """
     p = Path(path)
     if not p.is_file():
@@ -485,8 +494,42 @@ def census_names(path: str | os.PathLike[str], documents: int) -> list[str] | No
         shards = doc["shards"]
         paths = [str(s["path"]) for s in shards]
         counts = [int(s["n_docs"]) for s in shards]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        entry = doc.get("names")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    if sum(counts) != documents:
+    if doc.get("format") != "packing-theory/census" or sum(counts) != documents:
         return None
-    return document_names(paths, counts)
+    if isinstance(entry, dict) and entry.get("offsets") is not None:
+        return _stored_names(p, entry, paths, counts)
+    from .identity import FileNames
+
+    return FileNames(paths, counts)
+
+
+def _stored_names(census: Path, entry: dict[str, Any], paths: list[str], counts: list[int]) -> NameSource:
+    """The records' own names a census stored beside its ``census.json`` (memory-mapped, read lazily)."""
+    import mmap
+
+    from .._files import confined
+    from ..corpus.readers.names import RecordNames
+
+    where = f"census {str(census)!r}"
+    root = str(census.parent)
+    names_file = confined(root, entry.get("bytes"), what=f"{where} names.bytes")
+    offsets_file = confined(root, entry.get("offsets"), what=f"{where} names.offsets")
+    n = sum(counts)
+    try:
+        offsets = np.load(offsets_file, mmap_mode="r", allow_pickle=False)
+        size = os.path.getsize(names_file)
+        with open(names_file, "rb") as fh:
+            buffer: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{where}: its names files cannot be read ({type(exc).__name__}: {exc}); rerun "
+                         "the census") from exc
+    if (offsets.dtype != np.int64 or offsets.shape != (n + 1,) or int(offsets[0]) != 0
+            or int(offsets[-1]) != size):
+        raise InputError(f"{where}: {offsets_file!r} holds {offsets.dtype} {offsets.shape} offsets over "
+                         f"{size:,} bytes of names, expected int64 ({n + 1},) from 0 to {size:,}; rerun the "
+                         "census")
+    named = entry.get("named")
+    return RecordNames.stored(paths, counts, buffer, offsets, named if isinstance(named, int) else 0)

@@ -15,7 +15,13 @@ checked and locked first, files swapped in together):
     many attempts, and which parts were reused;
 ``doc_bytes.npy``, ``doc_hashes.npy`` (``hashes=True``)
     per-document UTF-8 byte length (2 bytes per id for shards) and a 64-bit
-    BLAKE2b hash of the text (of the ids for shards), for duplicate exclusion.
+    BLAKE2b hash of the text (of the ids for shards), for duplicate exclusion;
+``doc_names.bin``, ``doc_name_offsets.npy`` (when a record names itself)
+    the records' own names (JSON Lines and parquet ``id`` / ``name``: the rule of
+    :mod:`packing_theory.corpus.readers.names`), their UTF-8 bytes in one file and
+    ``n_docs + 1`` ``int64`` offsets; an empty span is a document named by place
+    (``FILE#k``). ``census.json``'s ``names`` entry names the two files;
+    :func:`~packing_theory.audit.documents.census_names` reads them lazily.
 
 **Resumable** (seed 002 §11: an interrupted build loses at most the shards in
 flight; verify before accept). Each task's result is checked when it arrives
@@ -93,7 +99,7 @@ __all__ = [
 ]
 
 CENSUS_FILES: tuple[str, ...] = ("census.html", "census.json", "census.md", "lengths.npy", "doc_bytes.npy",
-                                 "doc_hashes.npy")
+                                 "doc_hashes.npy", "doc_names.bin", "doc_name_offsets.npy")
 """The files of a census report directory (``parts/`` beside them holds the resumable parts)."""
 PARTS = "parts"
 _VERSION = 1
@@ -258,12 +264,14 @@ class _Part:
     lengths_sha256: str
     row_groups: tuple[int, ...]
     files: dict[str, str]  # array name -> SHA-256 of its .npy file in parts/
+    named: int = 0  # documents with their own name (their names are in the part's names arrays)
 
     @classmethod
     def of(cls, result: ShardResult, digest: str, options: CensusOptions) -> _Part:
         files = {name: sha256_hex(npy_bytes(arr)) for name, arr in part_arrays(result).items()}
+        named = 0 if result.name_offsets is None else int(np.count_nonzero(np.diff(result.name_offsets)))
         return cls(part_stem(digest, options), result.n_docs, result.n_tokens, result.lengths_sha256,
-                   result.row_groups, files)
+                   result.row_groups, files, named)
 
 
 def _assemble(writer: ReportWriter, parts: str, ordered: list[_Part], options: CensusOptions,
@@ -280,22 +288,60 @@ def _assemble(writer: ReportWriter, parts: str, ordered: list[_Part], options: C
                                         shape=(total,))
         at = 0
         for part in ordered:
-            path = os.path.join(parts, f"{part.stem}.{name}.npy")
-            with open(path, "rb") as fh:
-                data = fh.read()
-            if sha256_hex(data) != part.files[name]:
-                raise InputError(f"census part {path!r} changed since it was verified; rerun the census")
-            arr = np.load(io.BytesIO(data), allow_pickle=False)
+            arr = _part_array(parts, part, name)
             out[at : at + arr.size] = arr
             at += arr.size
         out.flush()
         del out
     summary: dict[str, Any] = {"n_docs": total, "n_tokens": sum(p.n_tokens for p in ordered),
-                               "lengths_sha256": file_sha256(writer.path("lengths.npy"))}
+                               "lengths_sha256": file_sha256(writer.path("lengths.npy")),
+                               "names": _assemble_names(writer, parts, ordered, total)}
     if options.hashes:
         hashes = np.load(writer.path("doc_hashes.npy"), mmap_mode="r")
         summary["duplicate_documents"] = int(total - distinct(hashes).size)
     return summary
+
+
+def _part_array(parts: str, part: _Part, name: str) -> npt.NDArray[Any]:
+    """One array of a verified part, checked against its SHA-256 again as it is read."""
+    path = os.path.join(parts, f"{part.stem}.{name}.npy")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if sha256_hex(data) != part.files[name]:
+        raise InputError(f"census part {path!r} changed since it was verified; rerun the census")
+    arr: npt.NDArray[Any] = np.load(io.BytesIO(data), allow_pickle=False)
+    return arr
+
+
+def _assemble_names(writer: ReportWriter, parts: str, ordered: list[_Part], total: int) -> dict[str, Any]:
+    """The parts' own names, in input order, into ``doc_names.bin`` (their UTF-8 bytes) and
+    ``doc_name_offsets.npy`` (``total + 1`` offsets; a part without names gives empty spans: named by
+    place); the manifest's ``names`` entry. Nothing is written when no record names itself. Memory: one
+    part's names."""
+    named = sum(p.named for p in ordered)
+    if not named:
+        return {"named": 0}
+    offsets = np.lib.format.open_memmap(writer.path("doc_name_offsets.npy"), mode="w+", dtype=np.int64,
+                                        shape=(total + 1,))
+    offsets[0] = 0
+    at = size = 0
+    with open(writer.path("doc_names.bin"), "wb") as fh:
+        for part in ordered:
+            if part.named:
+                own = _part_array(parts, part, "name_offsets")
+                offsets[at : at + part.n_docs + 1] = own + size
+                data = _part_array(parts, part, "name_bytes").tobytes()
+                fh.write(data)
+                size += len(data)
+            else:
+                offsets[at + 1 : at + part.n_docs + 1] = size
+            at += part.n_docs
+    if int(offsets[-1]) != size:
+        raise InputError("census part names do not add up to the names written; rerun the census")
+    offsets.flush()
+    del offsets
+    return {"named": named, "bytes": "doc_names.bin", "offsets": "doc_name_offsets.npy", "size": size,
+            "rule": "a record's own id / name; an empty span: FILE#k (FILE for a file's only document)"}
 
 
 def _manifest(writer: ReportWriter, paths: list[str], digests: list[str], ordered: list[_Part],
@@ -312,7 +358,8 @@ def _manifest(writer: ReportWriter, paths: list[str], digests: list[str], ordere
         "ordering": "input order: the documents of inputs[0], then inputs[1], ...",
         "tokenizer": options.tokenizer_identity(), "options": options.key(),
         "n_inputs": len(paths), "n_docs": summary["n_docs"], "n_tokens": summary["n_tokens"],
-        "lengths_sha256": summary["lengths_sha256"], "shards": shards, "execution": execution,
+        "lengths_sha256": summary["lengths_sha256"], "names": summary["names"], "shards": shards,
+        "execution": execution,
         "run": {"id": writer.run_id, "config_hash": writer.config_hash},
     }
     if "duplicate_documents" in summary:

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from .._checks import check_bool, check_int
 from .._files import confined
 from ..corpus.manifest import file_sha256
+from ..corpus.readers.names import NAME_COLUMNS, RecordNames, record_name
 from ..corpus.shards import read_shard
 from ..corpus.text import (
     _batch_ids,
@@ -247,7 +248,7 @@ class CensusOptions:
         if self.kind == "jsonl":
             out.update(decode=self.decode_errors)
         if self.kind in ("parquet", "jsonl"):
-            out["column"] = self.column
+            out.update(column=self.column, names="own")  # parts before records kept their names: recomputed
         return out
 
     @property
@@ -267,6 +268,9 @@ class ShardResult:
         input_sha256: SHA-256 of the input file's bytes, as the worker read it.
         lengths_sha256: SHA-256 of ``lengths`` in ``.npy`` form (the part file's digest).
         row_groups: documents per parquet row group (empty for other inputs).
+        name_bytes, name_offsets: the records' own names (JSON Lines, parquet:
+            :class:`~packing_theory.corpus.readers.names.RecordNames`), UTF-8 bytes and ``n_docs + 1``
+            offsets; ``None`` when no record of the input names itself (named by place).
     """
 
     lengths: Int64Array
@@ -277,6 +281,8 @@ class ShardResult:
     input_sha256: str
     lengths_sha256: str
     row_groups: tuple[int, ...] = ()
+    name_bytes: npt.NDArray[np.uint8] | None = None
+    name_offsets: Int64Array | None = None
 
 
 @dataclass(frozen=True)
@@ -354,6 +360,7 @@ def census_shard(path: str, options: CensusOptions) -> ShardResult | SkippedInpu
 def _census(path: str, options: CensusOptions, digest: str) -> ShardResult:
     doc_bytes = doc_hashes = None
     groups: tuple[int, ...] = ()
+    names = RecordNames([path])  # the records' own names, read in the same pass as their texts
     if options.kind == "shards":
         shard = read_shard(path)
         lengths = shard.lengths()
@@ -372,16 +379,24 @@ def _census(path: str, options: CensusOptions, digest: str) -> ShardResult:
             if options.hashes:
                 doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
     elif options.kind == "jsonl":
-        from ..corpus.readers.jsonl import iter_jsonl
+        from ..corpus.readers.jsonl import iter_jsonl_records
 
-        texts = [t for t, _ in iter_jsonl(path, options.column, errors=options.decode_errors)]
+        texts = []
+        for text, _, name in iter_jsonl_records(path, options.column, errors=options.decode_errors):
+            texts.append(text)
+            names.add(name)
         lengths = _text_lengths(texts, options, f"JSON Lines file {path!r}")
         if options.hashes:
             doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
     else:
-        lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options)
+        lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options, names)
+    own: tuple[Any, Any] = (None, None)
+    if names.named:
+        names.end_file()
+        buffer, offsets = names.arrays()
+        own = (np.frombuffer(buffer, np.uint8).copy(), offsets)
     return ShardResult(lengths, doc_bytes, doc_hashes, int(lengths.size), int(lengths.sum(dtype=np.int64)),
-                       digest, sha256_hex(npy_bytes(lengths)), groups)
+                       digest, sha256_hex(npy_bytes(lengths)), groups, *own)
 
 
 def _only(group: int) -> Callable[[int, int], tuple[int, ...]]:
@@ -393,11 +408,14 @@ def _only(group: int) -> Callable[[int, int], tuple[int, ...]]:
     return select
 
 
-def _parquet_census(path: str, opts: CensusOptions
+def _parquet_census(path: str, opts: CensusOptions, names: RecordNames
                     ) -> tuple[Int64Array, Int64Array | None, UInt64Array | None, tuple[int, ...]]:
     pq = import_optional("pyarrow.parquet", extra="parquet", purpose="reading parquet")
     iter_parquet_texts(path, opts.column)  # validates the file and the column before anything is read
-    n_groups = int(pq.ParquetFile(path).num_row_groups)
+    file = pq.ParquetFile(path)
+    n_groups = int(file.num_row_groups)
+    schema = list(file.schema_arrow.names)
+    name_column = next((c for c in NAME_COLUMNS if c in schema), None)
     parts: list[Int64Array] = []
     sizes: list[Int64Array] = []
     digests: list[UInt64Array] = []
@@ -405,6 +423,13 @@ def _parquet_census(path: str, opts: CensusOptions
     for g in range(n_groups):
         texts = list(iter_parquet_texts(path, opts.column, row_groups=_only(g)))
         groups.append(len(texts))
+        if name_column is not None:
+            values = file.read_row_group(g, columns=[name_column]).column(name_column).to_pylist()
+            if len(values) != len(texts):
+                raise InputError(f"parquet file {path!r} row group {g}: {len(values):,} names for "
+                                 f"{len(texts):,} texts")
+            for value in values:
+                names.add(record_name(value))
         parts.append(_text_lengths(texts, opts, f"parquet file {path!r} row group {g}"))
         if opts.hashes:
             s, h = _hashes_of(t.encode("utf-8") for t in texts)
@@ -453,6 +478,16 @@ def check_shard_result(value: object, expected_input_sha256: str, options: Censu
                 raise ResultRejected(f"census {name} must have one entry per document ({arr.size})")
     if value.row_groups and sum(value.row_groups) != arr.size:
         raise ResultRejected(f"row groups hold {sum(value.row_groups)} documents, lengths {arr.size}")
+    if (value.name_bytes is None) != (value.name_offsets is None):
+        raise ResultRejected("census names come with their offsets")
+    if value.name_bytes is not None and value.name_offsets is not None:
+        buf, offsets = value.name_bytes, value.name_offsets
+        if (not isinstance(buf, np.ndarray) or buf.dtype != np.uint8 or buf.ndim != 1
+                or not isinstance(offsets, np.ndarray) or offsets.dtype != np.int64
+                or offsets.shape != (arr.size + 1,) or int(offsets[0]) != 0 or int(offsets[-1]) != buf.size
+                or bool(np.any(np.diff(offsets) < 0))):
+            raise ResultRejected(f"census names must be uint8 bytes with {arr.size + 1} increasing int64 "
+                                 "offsets from 0 to their size")
     return value
 
 
@@ -498,10 +533,13 @@ def remove_partial_parts(parts: str) -> list[str]:
 
 
 def part_arrays(result: ShardResult) -> dict[str, npt.NDArray[Any]]:
-    """The arrays a part stores: ``lengths``, and ``doc_bytes`` / ``doc_hashes`` when present."""
+    """The arrays a part stores: ``lengths``, and ``doc_bytes`` / ``doc_hashes``, ``name_bytes`` /
+    ``name_offsets`` when present."""
     out: dict[str, npt.NDArray[Any]] = {"lengths": result.lengths}
     if result.doc_bytes is not None and result.doc_hashes is not None:
         out.update(doc_bytes=result.doc_bytes, doc_hashes=result.doc_hashes)
+    if result.name_bytes is not None and result.name_offsets is not None:
+        out.update(name_bytes=result.name_bytes, name_offsets=result.name_offsets)
     return out
 
 
@@ -540,7 +578,8 @@ def load_part(parts: str, input_sha256: str, options: CensusOptions) -> ShardRes
         result = ShardResult(lengths, arrays.get("doc_bytes"), arrays.get("doc_hashes"),
                              int(record["n_docs"]), int(record["n_tokens"]), input_sha256,
                              record["files"]["lengths"]["sha256"],
-                             tuple(int(g) for g in record["row_groups"]))
+                             tuple(int(g) for g in record["row_groups"]), arrays.get("name_bytes"),
+                             arrays.get("name_offsets"))
         return check_shard_result(result, input_sha256, options)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, ResultRejected):
         return None  # an edited or damaged record: recomputed, never trusted and never fatal

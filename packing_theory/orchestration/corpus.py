@@ -232,16 +232,22 @@ def _labels(
     return None
 
 
-def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array) -> NameSource | list[str] | None:
+def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array,
+           labels_manifest: str | None = None) -> NameSource | list[str] | None:
     """One name per document where the input knows them (a dataset's own name column, read lazily;
-    files; a census's inputs), else ``None``."""
+    files; a census: the records' own names it kept, else its inputs), else ``None``. Lengths are named by
+    the census given as ``labels_manifest``, else by the ``census.json`` beside them."""
     if fmt == "lengths" and len(paths) == 1:
-        census = Path(paths[0]).parent / "census.json"
-        if not census.is_file():  # no census beside the lengths: no names (and no census reader to load)
-            return None
         from ..audit.documents import census_names
 
-        return census_names(census, int(lengths.size))
+        beside = Path(paths[0]).parent / "census.json"
+        for census in (labels_manifest, beside):
+            if census is None or not Path(census).is_file():  # no census: no names (and no census reader)
+                continue
+            found = census_names(census, int(lengths.size))
+            if found is not None:
+                return found
+        return None
     from ..corpus.readers.names import reader_names
 
     found = reader_names(reader)  # the one rule contamination names documents by too
@@ -389,7 +395,7 @@ def open_corpus(
     return Corpus(
         raw,
         label or f"{fmt} {first}",
-        _names(fmt, paths, reader, raw),
+        _names(fmt, paths, reader, raw, labels_manifest),
         src,
         applied,
         declared,

@@ -108,6 +108,25 @@ class RecordNames:
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
+    def arrays(self) -> tuple[bytes, Int64Array]:
+        """The names' UTF-8 bytes and their ``int64`` offsets (``len + 1``; an empty span: no own name), to
+        store them (a census part) and give them back with :meth:`stored`."""
+        return bytes(self._buffer), self._frozen().copy()
+
+    @classmethod
+    def stored(cls, paths: Sequence[str], per_file: Sequence[int], buffer: Any, offsets: Int64Array,
+               named: int) -> RecordNames:
+        """Names kept elsewhere (:meth:`arrays` written to disk): ``buffer`` anything whose slices are
+        ``bytes`` (an ``mmap.mmap`` of the names' file: read lazily), ``offsets`` one more than the
+        documents of ``per_file`` (a memory-mapped array). Unchecked beyond the sizes (see :meth:`_check`)."""
+        if len(paths) != len(per_file) or len(offsets) != sum(per_file) + 1:
+            raise InputError(f"stored names of {len(paths)} files, {sum(per_file):,} records: got "
+                             f"{len(per_file)} counts and {len(offsets):,} offsets")
+        names = cls(paths)
+        names._buffer, names._offsets, names.named = buffer, offsets, named
+        names._ends = np.cumsum(np.asarray(per_file, np.int64)).tolist()
+        return names
+
     def _frozen(self) -> Int64Array:
         if isinstance(self._offsets, list):
             if len(self._ends) != len(self.paths):
