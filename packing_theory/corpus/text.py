@@ -200,11 +200,13 @@ def tokenize_batches(
     *,
     batched: bool = False,
     batch_size: int = 128,
+    where: str = "texts[{i}]",
 ) -> Iterator[list[Sequence[int] | npt.NDArray[Any]]]:
     """Yield the token ids of ``texts`` in batches of at most ``batch_size``.
 
     Each item is a sequence of ids or a 1-D array (a mapping's ``"input_ids"``
     is unwrapped); see the module docstring for the accepted tokenizer outputs.
+    ``where`` names text ``i`` (from 0) in errors: a reader says which file and record it came from.
 
     Raises:
         TypeError: a text that is not a ``str``, a non-callable tokenizer, or a
@@ -224,18 +226,19 @@ def tokenize_batches(
             return
         for j, text in enumerate(chunk):
             if not isinstance(text, str):
-                raise InputTypeError(f"texts[{index + j}] must be a str, got {type(text).__name__}")
+                raise InputTypeError(f"{where.format(i=index + j)} must be a str, got {type(text).__name__}")
         if batched:
-            where = f"texts[{index}:{index + len(chunk)}]"
-            result = _batch_ids(_call(tokenizer, chunk, name, where), name, where)
+            span = (f"texts[{index}:{index + len(chunk)}]" if where == "texts[{i}]"
+                    else f"{where.format(i=index)} to {where.format(i=index + len(chunk) - 1)}")
+            result = _batch_ids(_call(tokenizer, chunk, name, span), name, span)
             if len(result) != len(chunk):
                 raise InputError(
                     f"batched tokenizer {name} returned {len(result)} token lists for {len(chunk)} texts "
-                    f"({where})"
+                    f"({span})"
                 )
         else:
-            result = [_call(tokenizer, text, name, f"texts[{index + j}]") for j, text in enumerate(chunk)]
-        yield [_token_ids(tokens, name, f"texts[{index + j}]") for j, tokens in enumerate(result)]
+            result = [_call(tokenizer, text, name, where.format(i=index + j)) for j, text in enumerate(chunk)]
+        yield [_token_ids(tokens, name, where.format(i=index + j)) for j, tokens in enumerate(result)]
         index += len(chunk)
 
 
@@ -346,8 +349,10 @@ def text_token_counts(
     *,
     batched: bool = False,
     batch_size: int = 128,
+    where: str = "texts[{i}]",
 ) -> npt.NDArray[np.int64]:
-    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty.
+    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty. ``where``: as
+    :func:`tokenize_batches`.
 
     >>> text_token_counts(["a b", "c"], "whitespace").tolist()
     [2, 1]
@@ -359,7 +364,8 @@ def text_token_counts(
         unit: BuiltinTokenizer = tokenizer
         return np.fromiter((count_text(t, unit) for t in texts), dtype=np.int64)
     counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
-                                                          batch_size=batch_size) for tokens in batch)
+                                                          batch_size=batch_size, where=where)
+              for tokens in batch)
     return np.fromiter(counts, dtype=np.int64)
 
 

@@ -118,7 +118,19 @@ def test_cli_raising_tokenizer_is_status_2(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err.strip()
     assert status == 2, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert "raising_tok_mod.enc raised RuntimeError on texts[2]: cannot encode" in err
+    assert f"raising_tok_mod.enc raised RuntimeError on text file {str(data)!r} document 2 (from 0): " \
+           "cannot encode" in err  # the file too (it said only texts[2]; found by a review)
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_text('{"text": "fine"}\n\n{"text": "boom"}\n')
+    sys.path.insert(0, str(tmp_path))
+    try:
+        status = main(["audit", "--data", str(jsonl), "--tokenizer", "raising_tok_mod:enc", "--no-plots",
+                       "--out", str(tmp_path / "j"), "--capacity", "8", "--min-buffer", "1"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    err = capsys.readouterr().err.strip()
+    assert status == 2, err
+    assert f"raised RuntimeError on JSON Lines file {str(jsonl)!r} record 1 (from 0): cannot encode" in err
 
 
 def test_tokenize_batches_unwraps_input_ids() -> None:

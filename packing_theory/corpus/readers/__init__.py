@@ -402,13 +402,15 @@ def _open_files(paths: list[str], fmt: str, opts: dict[str, Any]) -> Any:
         from ..text import iter_parquet_texts, text_token_counts
 
         column = opts.get("field", "text")
-        parts = [text_token_counts(iter_parquet_texts(p, column), tokenizer) for p in paths]
+        parts = [text_token_counts(iter_parquet_texts(p, column), tokenizer,
+                                   where=f"parquet file {p!r} row {{i}} (from 0)") for p in paths]
     else:
         from ..text import iter_text_files, text_token_counts
 
         parts = [text_token_counts(iter_text_files(p, per_line=bool(opts.get("per_line")),
                                                    encoding=opts.get("encoding", "utf-8"),
-                                                   errors=opts.get("errors", "strict")), tokenizer)
+                                                   errors=opts.get("errors", "strict")), tokenizer,
+                                   where=f"text file {p!r} document {{i}} (from 0)")
                  if not isinstance(tokenizer, str) else _builtin_counts(p, tokenizer, opts) for p in paths]
     counts = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     if not counts.size:

@@ -238,7 +238,8 @@ class HFDataset:
             return out
         from ..text import text_token_counts
 
-        return text_token_counts(col.to_pylist(), self.tokenizer, batched=self.batched)
+        return text_token_counts(col.to_pylist(), self.tokenizer, batched=self.batched,
+                                 where=f"Arrow file {path!r}, row {{i}} of a record batch")
 
     def __len__(self) -> int:
         return int(self.token_counts().size)

@@ -224,7 +224,8 @@ class JsonLines:
                         codes.append(labels.setdefault(str(source), len(labels)))
                     yield text
 
-            counts = text_token_counts(texts(), self.tokenizer, batched=self.batched)
+            counts = text_token_counts(texts(), self.tokenizer, batched=self.batched,
+                                       where=f"JSON Lines file {path!r} record {{i}} (from 0)")
             names.end_file()
             parts.append(counts)
             per_file.append(int(counts.size))

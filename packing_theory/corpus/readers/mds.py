@@ -251,7 +251,8 @@ class MDSDataset:
             else:
                 from ..text import text_token_counts
 
-                self._counts = text_token_counts(self.iter_values(), self.tokenizer, batched=self.batched)
+                self._counts = text_token_counts(self.iter_values(), self.tokenizer, batched=self.batched,
+                                                 where=f"MDS dataset {self.root!r} sample {{i}} (from 0)")
         return self._counts
 
     def __len__(self) -> int:
