@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -239,6 +239,7 @@ def audit_corpus(
             progress=progress,
             corpus_label=c.label,
         )
+        m = replace(m, corpus=replace(m.corpus, read=c.described))  # how it was read, for the report
         asked = m.horizon if isinstance(budget, Budget) else None
         configs = [streaming_config(settings, n, asked) for n in streaming]
         spreads: list[StartupSpread] = []

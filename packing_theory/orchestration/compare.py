@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy.typing as npt
@@ -144,4 +144,5 @@ def compare_corpus(
         corpus_label=c.label,
         resume=resume,
     )
+    m = replace(m, corpus=replace(m.corpus, read=c.described))  # how it was read, for the report
     return Comparison(m, None if plan is None else sources_result(plan, m.runs, m.refused), c)

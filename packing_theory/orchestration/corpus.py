@@ -416,6 +416,9 @@ class CorpusSummary:
     max_length: int
     strata_sources: tuple[int, ...]
     strata_tokens: tuple[int, ...]
+    read: str = ""
+    """How the corpus was read (:attr:`Corpus.described`: the format, how it was found, what the reader
+    read and its BOS rule); empty for lengths given in Python."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

@@ -99,7 +99,13 @@ def test_data_on_replay_check_compare_states_the_format(tmp_path: Path,
     (tmp_path / "list.txt").write_text(f"# the corpus\n{tmp_path / 'a.jsonl'}\n")
     assert main(["compare", "--files-from", str(tmp_path / "list.txt"), "--policy", "discard",
                  "--capacity", "8", "--min-buffer", "1", "--no-plots", "--out", str(tmp_path / "c")]) == 0
-    assert json.loads((tmp_path / "c" / "compare.json").read_text())["corpus"]["documents"] == 3
+    corpus = json.loads((tmp_path / "c" / "compare.json").read_text())["corpus"]
+    assert corpus["documents"] == 3
+    assert corpus["read"].startswith("jsonl (auto-detected: a JSON Lines file name (.jsonl)): JSON Lines: "
+                                     "1 file(s), 3 documents")  # the report records what replay prints
+    assert main(["audit", "--lengths", str(tmp_path / "l.npy"), "--capacity", "8", "--min-buffer", "1",
+                 "--no-plots", "--out", str(tmp_path / "a")]) == 0
+    assert json.loads((tmp_path / "a" / "audit.json").read_text())["corpus"]["read"].startswith("lengths")
 
 
 def test_options_that_do_not_apply_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
