@@ -62,6 +62,7 @@ from ..invariant.starvation import starvation_bound
 from ..lengths import exact_sum, validate_lengths
 from ..registry import build_packer, entry
 from ._base import MappedConfig
+from .blend import train_split_range
 from .blend_doctor import blend_findings
 from .read import read_config
 from .report import DoctorFinding, DoctorReport, Thresholds
@@ -88,9 +89,10 @@ _Names = Sequence[str] | NameSource | None
 
 
 def _names(names: _Names, idx: npt.NDArray[np.integer[Any]],
-           stride: int) -> tuple[str, ...]:
-    """Up to ten documents named by ``names`` (indices into the original data) or ``document i``."""
-    orig = [int(i) * stride for i in idx[:10].tolist()]
+           positions: Int64Array) -> tuple[str, ...]:
+    """Up to ten replayed documents ``idx`` named by ``names`` (indexed by their ``positions`` in the
+    original data) or ``document i``."""
+    orig = [int(i) for i in positions[np.asarray(idx[:10], np.int64)].tolist()]
     source = as_names(names)
     known = [o for o in orig if source is not None and o < len(source)]
     named = dict(zip(known, source.take(np.asarray(known, np.int64)) if source is not None and known else [],
@@ -134,14 +136,15 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
     if isinstance(data, Mapping):
         raise InputError(f"{m.packer} replays one corpus: pass its lengths, not a mapping")
     arr = validate_lengths(data if isinstance(data, np.ndarray) else np.asarray(data))
-    stride = m.rank_stride
+    checked: list[str] = []
+    positions = _replayed(m, arr, checked)
     prompt = None
     if prompt_lengths is not None:
         full = np.asarray(prompt_lengths)
         if full.ndim != 1 or full.size != arr.size:
             raise InputError(f"prompt_lengths has {full.size} entries for {arr.size} documents")
-        prompt = full[::stride].astype(np.int64)
-    arr = arr[::stride]
+        prompt = full[positions].astype(np.int64)
+    arr = arr[positions]
     cut_docs, cut_tokens = 0, 0
     cut_idx = np.zeros(0, np.int64)
     if m.pre_truncate is not None:
@@ -151,17 +154,34 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
         arr = np.minimum(arr, m.pre_truncate)
     run = _replay(m, arr, prompt)
     findings: list[DoctorFinding] = []
-    checked: list[str] = []
     offered = exact_sum(arr) + cut_tokens
-    starved_extra = _starvation(m, arr, run, stride, names, findings, checked)
+    starved_extra = _starvation(m, arr, run, positions, names, findings, checked)
     _padding(m, run, starved_extra, findings, checked, th)
-    _never_started(m, run, stride, names, offered, findings, checked)
-    _tails(m, run, stride, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
-    _trainable(m, run, stride, names, findings, checked)
+    _never_started(m, run, positions, names, offered, findings, checked)
+    _tails(m, run, positions, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
+    _trainable(m, run, positions, names, findings, checked)
     _dropped_rows(m, run, findings, checked)
     findings.sort(key=lambda f: -f.severity)
     return DoctorReport(m, data_label or "the data", int(arr.size), offered, run.agg.rows, run.sentence,
                         tuple(findings), tuple(checked), th, run.untrained)
+
+
+def _replayed(m: MappedConfig, arr: Int64Array, checked: list[str]) -> Int64Array:
+    """The positions in ``arr`` of the documents the trainer reads: Megatron's training split of ``--split``
+    (the documents outside it said in ``checked``), then every ``rank_stride``-th for rank 0."""
+    positions = np.arange(arr.size, dtype=np.int64)
+    if m.train_split is not None:
+        begin, end = train_split_range(m.train_split, int(arr.size))
+        if begin >= end:
+            raise InputError(f"--split {m.train_split}: its training split holds none of the {arr.size:,} "
+                             "documents")
+        positions = positions[begin:end]
+        if positions.size < arr.size:
+            out = int(arr.size - positions.size)
+            checked.append(f"split: --split {m.train_split} trains documents [{begin:,}, {end:,}) of "
+                           f"{arr.size:,}; the other {out:,} ({exact_sum(arr) - exact_sum(arr[begin:end]):,} "
+                           "tokens) are outside the training split (validation and test), not offered")
+    return positions[::m.rank_stride]
 
 
 def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run:
@@ -186,7 +206,7 @@ def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run
     return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence(), nt)
 
 
-def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: _Names,
+def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, positions: Int64Array, names: _Names,
                 findings: list[DoctorFinding], checked: list[str]) -> int:
     """The starvation finding; returns the all-padding rows between the starved row and the horizon."""
     e = entry(m.packer)
@@ -231,7 +251,7 @@ def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names:
             f"; {extra:,} of the horizon's {limit:,} rows are all padding" if limit is not None
             else "; without a row budget the run never ends"),
         1.0 + (extra / limit if limit else 0.0), int(docs.size), int(cols["length"][held].sum()),
-        _names(names, docs, stride),
+        _names(names, docs, positions),
         rule="bestfit-pad pads instead of cropping, so a document longer than the row never leaves the "
              "buffer; once the buffer holds only such documents nothing fits an empty row "
              "(proofs/coq/BestFitPad.v bfp_starvation; nanochat PR #811)",
@@ -260,7 +280,7 @@ def _padding(m: MappedConfig, run: _Run, extra_rows: int, findings: list[DoctorF
                                                      "all_padding_rows": extra_rows}))
 
 
-def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
+def _never_started(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, offered: int,
                    findings: list[DoctorFinding], checked: list[str]) -> None:
     """The measurement's never-started documents, split by cause: filtered, dropped whole, held at the
     horizon (each document in exactly one group; the groups sum to ``run.untrained.never_started``)."""
@@ -297,7 +317,7 @@ def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offer
         findings.append(DoctorFinding(
             kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of those offered) "
             f"are never trained: {tokens:,} tokens", tokens / offered if offered else 0.0,
-            int(idx.size), tokens, _names(names, docs, stride), rule=rule))
+            int(idx.size), tokens, _names(names, docs, positions), rule=rule))
     if streaming:
         short = int(np.count_nonzero(held & ~long_held))
         if short:
@@ -332,7 +352,7 @@ def _drop_rule(m: MappedConfig) -> str:
     return f"{m.packer} discards these documents before placing a token ({entry(m.packer).family})"
 
 
-def _tails(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
+def _tails(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, offered: int,
            pre: tuple[Int64Array, int, int], findings: list[DoctorFinding], checked: list[str],
            th: Thresholds) -> None:
     c = run.cols
@@ -352,10 +372,10 @@ def _tails(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
         rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing "
                 f"({pre_docs:,} documents, {pre_tokens:,} tokens); " + rule)
     findings.append(DoctorFinding("tails-cut", "tails cut from started documents", text, share,
-                                  int(docs.size), tokens, _names(names, docs, stride), rule=rule))
+                                  int(docs.size), tokens, _names(names, docs, positions), rule=rule))
 
 
-def _trainable(m: MappedConfig, run: _Run, stride: int, names: _Names,
+def _trainable(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names,
                findings: list[DoctorFinding], checked: list[str]) -> None:
     if run.trainable is None:
         if m.trainable:
@@ -374,7 +394,7 @@ def _trainable(m: MappedConfig, run: _Run, stride: int, names: _Names,
         "no-trainable", "examples with no trainable token",
         f"{empty.size:,} started examples ({_share(int(empty.size), started)} of the {started:,} started) "
         f"keep no trainable token in a trained row: their {tokens:,} placed tokens train nothing",
-        tokens / max(1, int(c["emitted"].sum())), int(empty.size), tokens, _names(names, empty, stride),
+        tokens / max(1, int(c["emitted"].sum())), int(empty.size), tokens, _names(names, empty, positions),
         rule=("TRL pack_dataset keeps an example's first max_length tokens (list_slice(0, max_length)): "
               "an example whose prompt fills them keeps no completion token, and its labels are all -100 "
               "(TRL PR #6025; TRL 1.16.0 drops such examples only without packing, PR #6320)")
