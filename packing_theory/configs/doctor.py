@@ -13,9 +13,12 @@ What the run never trained is the one measurement's
 *never started*, *cut off*, *never reached*): :attr:`DoctorReport.untrained`. The
 ``filtered``, ``dropped-batches`` and ``never-started`` findings split its
 *never started* documents by cause (each document in one), ``tails-cut`` is its
-*cut off* part (plus the framework's truncation before packing); the documents that
+*cut off* part (plus what the framework's truncation before packing cut from the documents
+that started; a document that never started is counted there, whole); the documents that
 *never arrived* lie beyond the horizon and are stated, not found. Every share of a
-finding is of the offered documents or tokens, and says so.
+finding names its whole: the offered documents or tokens (what the packer is offered, as
+``packing-theory audit`` counts them), or for tokens cut from started documents the tokens
+read (before a framework's own truncation; the offered ones when it truncates nothing first).
 
 ===================  ============================================================================
 kind                 what is measured
@@ -145,25 +148,24 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
             raise InputError(f"prompt_lengths has {full.size} entries for {arr.size} documents")
         prompt = full[positions].astype(np.int64)
     arr = arr[positions]
-    cut_docs, cut_tokens = 0, 0
-    cut_idx = np.zeros(0, np.int64)
+    read = exact_sum(arr)  # as read, before the framework's own truncation
+    excess = np.zeros(arr.size, np.int64)
     if m.pre_truncate is not None:
-        over = arr > m.pre_truncate
-        cut_idx = np.flatnonzero(over)
-        cut_docs, cut_tokens = int(cut_idx.size), exact_sum(arr[over] - m.pre_truncate) if over.any() else 0
+        excess = np.maximum(arr - m.pre_truncate, 0)
         arr = np.minimum(arr, m.pre_truncate)
     run = _replay(m, arr, prompt)
     findings: list[DoctorFinding] = []
-    offered = exact_sum(arr) + cut_tokens
+    offered = exact_sum(arr)  # what the packer is offered: audit's offered tokens
     starved_extra = _starvation(m, arr, run, positions, names, findings, checked)
     _padding(m, run, starved_extra, findings, checked, th)
     _never_started(m, run, positions, names, offered, findings, checked)
-    _tails(m, run, positions, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
+    _tails(m, run, positions, names, (offered, read), excess, findings, checked, th)
     _trainable(m, run, positions, names, findings, checked)
     _dropped_rows(m, run, findings, checked)
     findings.sort(key=lambda f: -f.severity)
     return DoctorReport(m, data_label or "the data", int(arr.size), offered, run.agg.rows, run.sentence,
-                        tuple(findings), tuple(checked), th, run.untrained)
+                        tuple(findings), tuple(checked), th, run.untrained,
+                        read_tokens=read if read != offered else None)
 
 
 def _replayed(m: MappedConfig, arr: Int64Array, checked: list[str]) -> Int64Array:
@@ -315,9 +317,10 @@ def _never_started(m: MappedConfig, run: _Run, positions: Int64Array, names: _Na
         docs = np.unique(c["source"][idx])
         tokens = int(c["length"][idx].sum())
         findings.append(DoctorFinding(
-            kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of those offered) "
-            f"are never trained: {tokens:,} tokens", tokens / offered if offered else 0.0,
-            int(idx.size), tokens, _names(names, docs, positions), rule=rule))
+            kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of the "
+            f"{offered_docs:,} offered) are never trained: {tokens:,} tokens ({_share(tokens, offered)} "
+            f"of the {offered:,} tokens offered)", tokens / offered if offered else 0.0,
+            int(idx.size), tokens, _names(names, docs, positions), rule=rule, whole=offered))
     if streaming:
         short = int(np.count_nonzero(held & ~long_held))
         if short:
@@ -352,27 +355,40 @@ def _drop_rule(m: MappedConfig) -> str:
     return f"{m.packer} discards these documents before placing a token ({entry(m.packer).family})"
 
 
-def _tails(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, offered: int,
-           pre: tuple[Int64Array, int, int], findings: list[DoctorFinding], checked: list[str],
-           th: Thresholds) -> None:
+def _tails(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, totals: tuple[int, int],
+           excess: Int64Array, findings: list[DoctorFinding], checked: list[str], th: Thresholds) -> None:
+    """Tokens cut from the documents that started within the horizon, whoever cut them: the packer (its
+    discarded and filtered tails) or the framework before packing (``excess``: each document's tokens
+    beyond its truncation). Their share is of the tokens read (the offered ones, when the framework
+    truncates nothing first): the cut tokens are among them."""
+    offered, read = totals
     c = run.cols
     lost = c["discarded"] + c["filtered"]
-    idx = np.flatnonzero(c["arrived"] & c["started"] & (lost > 0))
-    pre_idx, pre_docs, pre_tokens = pre
-    tokens = int(lost[idx].sum()) + pre_tokens
-    docs = np.union1d(np.unique(c["source"][idx]), pre_idx)
-    share = tokens / offered if offered else 0.0
-    text = (f"{tokens:,} tokens ({_share(tokens, offered)} of those offered) are cut from {docs.size:,} "
-            "started documents")
+    started = c["arrived"] & c["started"]
+    packer_docs = np.unique(c["source"][started & (lost > 0)])
+    packer_tokens = int(lost[started].sum())
+    began = np.unique(c["source"][started])
+    pre_docs = began[excess[began] > 0]
+    pre_tokens = int(excess[pre_docs].sum())
+    tokens = packer_tokens + pre_tokens
+    docs = np.union1d(packer_docs, pre_docs)
+    whole, of = (read, "read") if read != offered else (offered, "offered")
+    share = tokens / whole if whole else 0.0
+    text = (f"{tokens:,} tokens ({_share(tokens, whole)} of the {whole:,} tokens {of}) are cut from "
+            f"{docs.size:,} of the {began.size:,} documents that started")
     if share <= th.tails_cut:
         checked.append(f"tails-cut: {text}")
         return
     rule = f"{m.packer}: {entry(m.packer).family}"
-    if pre_docs:
-        rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing "
-                f"({pre_docs:,} documents, {pre_tokens:,} tokens); " + rule)
+    over = int(np.count_nonzero(excess))
+    if over:
+        rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing: "
+                f"{pre_docs.size:,} of the started documents lost {pre_tokens:,} tokens that way (of the "
+                f"{over:,} documents longer in all, those that never started are counted as never "
+                "started); " + rule)
     findings.append(DoctorFinding("tails-cut", "tails cut from started documents", text, share,
-                                  int(docs.size), tokens, _names(names, docs, positions), rule=rule))
+                                  int(docs.size), tokens, _names(names, docs, positions), rule=rule,
+                                  whole=whole))
 
 
 def _trainable(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names,
