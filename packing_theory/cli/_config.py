@@ -19,7 +19,10 @@ printed on standard error as one block.
 
 What no option says is applied or refused here: a framework that truncates
 every document before packing (torchtune) has the corpus truncated the same
-way (:func:`truncate_corpus`, the corpus's label says how many); a Megatron
+way (:func:`truncate_corpus`, the corpus's label says how many); Megatron's
+``--split`` for one dataset keeps only the training split's documents, the others
+removed by a stage of the corpus's funnel (:func:`split_corpus`: a report names
+them *removed by* ``--split ...``, not *never started*); a Megatron
 blend (several datasets, read from the config) and a rank that reads every
 ``W``-th document (nanochat's ``world_size``) are refused, pointing at
 ``packing-theory doctor``, which replays them.
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
     from ..configs import ConfigSettings
     from ..orchestration.corpus import Corpus
 
-__all__ = ["CONFIG_COMMANDS", "apply_config", "truncate_corpus"]
+__all__ = ["CONFIG_COMMANDS", "apply_config", "split_corpus", "truncate_corpus"]
 
 CONFIG_COMMANDS = ("audit", "compare", "replay", "check")
 """The commands that take ``--config`` as options (``doctor`` takes it as its subject)."""
@@ -217,6 +220,9 @@ def apply_config(args: argparse.Namespace, command: str) -> None:
     args.pre_truncate = cs.pre_truncate
     if cs.pre_truncate is not None:
         also.append(f"every document truncated to {cs.pre_truncate:,} tokens first")
+    args.train_split = cs.train_split
+    if cs.train_split is not None:
+        also.append(f"only the documents of --split {cs.train_split}'s training split")
     print(f"{command}: {cs.text}\n{command}: the same as {' '.join(set_it)}{''.join('; ' + a for a in also)}",
           file=sys.stderr)
 
@@ -245,3 +251,30 @@ def truncate_corpus(corpus: Corpus, limit: int | None) -> Corpus:
              f"config's framework does ({tokens:,} tokens cut)")
     return replace(corpus, raw_lengths=np.minimum(raw, limit), label=label,
                    options={**corpus.options, "pre_truncate": limit})
+
+
+def split_corpus(corpus: Corpus, split: str | None) -> Corpus:
+    """``corpus`` with the documents outside Megatron's ``--split`` training split removed, by a stage after
+    its funnel (:func:`~packing_theory.configs.megatron.train_split_funnel`); the label says how many.
+    ``split`` ``None``, or every document in the training split: ``corpus`` itself.
+
+    Raises:
+        InputError: the split removes every document the funnel kept.
+    """
+    if split is None:
+        return corpus
+    from dataclasses import replace
+
+    from ..configs.megatron import split_stage_name, train_split_funnel
+
+    funnel = train_split_funnel(split, corpus.raw_lengths, corpus.funnel)
+    if funnel is None or funnel is corpus.funnel:
+        return corpus
+    out = funnel.stages[-1]
+    if not funnel.keep.any():
+        raise InputError(f"--config --split {split}: its training split holds none of the "
+                         f"{corpus.lengths.size:,} documents replayed")
+    label = (f"{corpus.label}; {out.removed_documents:,} document(s) ({out.removed_tokens:,} tokens) outside "
+             f"the training split of --split {split}, as Megatron's builder splits them")
+    return replace(corpus, funnel=funnel, label=label,
+                   options={**corpus.options, "train_split": split, "split_stage": split_stage_name(split)})

@@ -176,6 +176,10 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         from ._config import truncate_corpus
 
         corpus = truncate_corpus(corpus, args.pre_truncate)
+    if getattr(args, "train_split", None) is not None:  # --config: Megatron's --split of one dataset
+        from ._config import split_corpus
+
+        corpus = split_corpus(corpus, args.train_split)
     if say is not None and given_by in ("--data", "--files-from"):
         print(f"{say}: {corpus.described}", file=sys.stderr)
     return corpus

@@ -9,7 +9,10 @@ plain text (:meth:`~packing_theory.configs.DoctorReport.text`; ``--json``: its
 JSON document; ``--markdown``: its Markdown, ``--markdown FILE`` writes it
 there); ``--out DIR`` also writes ``doctor.json``, ``doctor.md`` and
 ``doctor.html`` through :func:`~packing_theory.reporting.stage_report`, the
-directory checked and locked before the replay. Exit status 0: nothing found;
+directory checked and locked before the replay: like every report, it stays
+apart from the inputs (an ``--out`` inside an input directory, or an input
+that is one of its files, is refused with exit 2 before anything is written;
+:func:`~packing_theory.reporting.writer.inputs_problem`). Exit status 0: nothing found;
 1: a finding; 2: bad input (a key the replay does not model).
 """
 
@@ -21,6 +24,7 @@ import sys
 from typing import Any
 
 from ._options import add_options
+from ._paths import named_inputs
 from .replay import INPUT_OPTIONS
 
 __all__ = ["REPORT_FILES", "register", "run"]
@@ -44,6 +48,18 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def _prefix_path(args: argparse.Namespace, prefix: str) -> str:
+    """A blend prefix as a path: relative to the config's directory."""
+    return prefix if os.path.isabs(prefix) else os.path.join(os.path.dirname(os.path.abspath(args.config)),
+                                                             prefix)
+
+
+def _inputs(args: argparse.Namespace, prefixes: tuple[str, ...]) -> list[str]:
+    """Every path the run reads: the data options, the config, the prompt lengths, a blend's datasets."""
+    blend = [_prefix_path(args, p) + ext for p in prefixes for ext in (".idx", ".bin")]
+    return [*named_inputs(args), args.config, *([args.prompt_lengths] if args.prompt_lengths else []), *blend]
+
+
 def _blend_data(args: argparse.Namespace, prefixes: tuple[str, ...]) -> dict[str, Any]:
     from ..configs.megatron import source_name
     from ..corpus.readers import open_data
@@ -55,11 +71,10 @@ def _blend_data(args: argparse.Namespace, prefixes: tuple[str, ...]) -> dict[str
     if args.bos is None:
         raise InputError("--bos is required for a Megatron blend's token ids: 'included' (each document "
                          "holds its EOD) or 'add'")
-    base = os.path.dirname(os.path.abspath(args.config))
     out = {}
     for prefix in prefixes:
-        path = prefix if os.path.isabs(prefix) else os.path.join(base, prefix)
-        out[source_name(prefix)] = open_data([path + ".idx"], "megatron", bos=args.bos).lengths()
+        out[source_name(prefix)] = open_data([_prefix_path(args, prefix) + ".idx"], "megatron",
+                                             bos=args.bos).lengths()
     return out
 
 
@@ -81,12 +96,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json and args.markdown == "-":
         raise InputError("give one of --json and --markdown (both print on standard output)")
     mapped = read_config(args.config, args.framework)
-    print(mapped.mapping_text(), file=sys.stderr)
     with contextlib.ExitStack() as stack:
         writer = None
-        if args.out:  # checked and locked before the replay
+        if args.out:  # checked (apart from every input) and locked before the replay
+            prefixes = () if mapped.blend is None else mapped.blend.prefixes
             writer = stack.enter_context(ReportWriter(args.out, names=REPORT_FILES, config={},
-                                                      tool="packing-theory doctor", force=args.force))
+                                                      tool="packing-theory doctor", force=args.force,
+                                                      inputs=_inputs(args, prefixes)))
+        print(mapped.mapping_text(), file=sys.stderr)
         names = None
         if mapped.blend is not None:
             data: Any = _blend_data(args, mapped.blend.prefixes)

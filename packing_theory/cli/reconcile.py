@@ -3,19 +3,29 @@
 Exit status (the CLI's contract): 0 every step equals the replay, 1 a
 divergence (named: step, rank, row, document, class), 2 bad usage or input
 (a ledger of another corpus, an unknown packer option), 3 could not measure
-(a ledger with no step).
+(a ledger with no step). ``--out DIR`` writes ``reconcile.json``, ``reconcile.md``
+and ``reconcile.html``; the directory is checked and locked before anything is
+read, and like every report it stays apart from the inputs (an ``--out`` inside
+an input directory, or an input that is one of its files, is exit 2 with one
+line; :func:`~packing_theory.reporting.writer.inputs_problem`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._options import add_options
 from .replay import PACKER_OPTIONS
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from ..training.result import Reconciliation
+
+__all__ = ["REPORT_FILES", "register", "run"]
+
+REPORT_FILES = ("reconcile.html", "reconcile.json", "reconcile.md")
+"""The files of a reconcile report directory."""
 
 
 def register(sub: Any) -> None:
@@ -39,18 +49,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Reconcile and print; return 0 (reconciled) or 1 (a divergence)."""
-    import numpy as np
+    import contextlib
 
-    from ..audit.declared import read_mixture
-    from ..corpus.labels import labels_from_file
     from ..errors import InputError
-    from ..registry import entry
-    from ..reporting import write_report
-    from ..training.reconcile import reconcile
-    from ..training.schedule import Schedule
-    from ..training.tokens import read_token_corpus
-    from ._common import emit_json, packers_from_args, settings_from_args
-    from ._packers import check_width
+    from ..reporting import ReportWriter, stage_report
+    from ._common import emit_json, packers_from_args
 
     if not args.policy:
         raise InputError("--policy is required: the packer the run used (see `packing-theory policies`)")
@@ -61,6 +64,45 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give one of --json and --markdown (both print on standard output)")
     if args.mixture and not args.labels:
         raise InputError("--mixture compares each source's share: give the documents' sources with --labels")
+    with contextlib.ExitStack() as stack:
+        writer = None
+        if args.out:  # checked (apart from every input) and locked before anything is read
+            inputs = [*args.ledgers, args.corpus, args.labels, args.mixture, args.permutation]
+            writer = stack.enter_context(ReportWriter(args.out, names=REPORT_FILES, config={},
+                                                      tool="packing-theory reconcile", force=args.force,
+                                                      inputs=[str(p) for p in inputs if p]))
+        result = _reconcile(args, name)
+        if writer is not None:
+            stage_report(writer, result, plots=False)
+            writer.commit()
+    if args.markdown not in (None, "-"):
+        with open(args.markdown, "w", encoding="utf-8") as fh:
+            fh.write(result.markdown())
+    if writer is not None:
+        print(writer.summary_line("reconcile", "reconciled" if result.exit_code == 0 else "a divergence"),
+              file=sys.stderr)
+    if args.json:
+        emit_json(result.to_dict())
+    elif args.markdown == "-":
+        print(result.markdown(), end="")
+    else:
+        print(f"reconcile: {result.headline()}")
+    return result.exit_code
+
+
+def _reconcile(args: argparse.Namespace, name: str) -> Reconciliation:
+    """Read the ledgers, the corpus, the labels and the mixture, and reconcile (a ``Reconciliation``)."""
+    import numpy as np
+
+    from ..audit.declared import read_mixture
+    from ..corpus.labels import labels_from_file
+    from ..registry import entry
+    from ..training.reconcile import reconcile
+    from ..training.schedule import Schedule
+    from ..training.tokens import read_token_corpus
+    from ._common import settings_from_args
+    from ._packers import check_width
+
     settings = settings_from_args(args, [name])
     width = check_width(settings, name)
     documents = read_token_corpus(args.corpus)
@@ -71,20 +113,6 @@ def run(args: argparse.Namespace) -> int:
                         permutation=permutation)
     labels = labels_from_file(args.labels, documents=len(documents)) if args.labels else None
     mixture = read_mixture(args.mixture) if args.mixture else None
-    result = reconcile(list(args.ledgers), documents, name, capacity=width,
-                       options=settings.knobs(entry(name)), schedule=schedule, labels=labels,
-                       mixture=mixture, unit=args.unit)
-    if args.markdown not in (None, "-"):
-        with open(args.markdown, "w", encoding="utf-8") as fh:
-            fh.write(result.markdown())
-    if args.out:
-        files = write_report(result, args.out, force=args.force)
-        print(f"reconcile: wrote {files.markdown}, {files.json}"
-              + (f" and {files.html}" if files.html is not None else ""), file=sys.stderr)
-    if args.json:
-        emit_json(result.to_dict())
-    elif args.markdown == "-":
-        print(result.markdown(), end="")
-    else:
-        print(f"reconcile: {result.headline()}")
-    return result.exit_code
+    return reconcile(list(args.ledgers), documents, name, capacity=width,
+                     options=settings.knobs(entry(name)), schedule=schedule, labels=labels,
+                     mixture=mixture, unit=args.unit)

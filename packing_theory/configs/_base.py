@@ -72,6 +72,9 @@ class MappedConfig:
             is masked): the doctor then needs each example's first trained offset.
         pre_truncate: the framework cuts every document to this many tokens before packing.
         rank_stride: the trainer's rank 0 reads every ``rank_stride``-th document.
+        train_split: Megatron's ``--split`` for one dataset: only the documents of its training split
+            (:func:`~packing_theory.configs.blend.train_split_range`) are replayed (a blend carries its
+            own).
         drop_last_rows: the trainer drops a final batch of fewer rows than this.
         used: every key used and what it became.
         ignored: every key not used, with why.
@@ -91,6 +94,7 @@ class MappedConfig:
     pre_truncate: int | None = None
     rank_stride: int = 1
     drop_last_rows: int | None = None
+    train_split: str | None = None
     used: tuple[KeyUse, ...] = ()
     ignored: tuple[tuple[str, str], ...] = ()
 
@@ -128,7 +132,7 @@ class MappedConfig:
             "mixture": None if self.mixture is None else self.mixture.to_dict(),
             "blend": None if self.blend is None else self.blend.to_dict(),
             "trainable": self.trainable, "pre_truncate": self.pre_truncate, "rank_stride": self.rank_stride,
-            "drop_last_rows": self.drop_last_rows,
+            "drop_last_rows": self.drop_last_rows, "train_split": self.train_split,
             "used": [u.to_dict() for u in self.used],
             "ignored": [{"key": k, "why": why} for k, why in self.ignored],
         }

@@ -47,7 +47,7 @@ import numpy.typing as npt
 from .._checks import check_int
 from ..errors import InputError
 
-__all__ = ["MID_LEVEL_SURPLUS", "MegatronBlend", "blending_indices", "split_bookends"]
+__all__ = ["MID_LEVEL_SURPLUS", "MegatronBlend", "blending_indices", "split_bookends", "train_split_range"]
 
 MID_LEVEL_SURPLUS = 0.005
 """``GPTDatasetConfig.mid_level_dataset_surplus``: the extra samples built per source."""
@@ -73,6 +73,25 @@ def split_bookends(split: str) -> tuple[float, float]:
     parts += [0.0] * (3 - len(parts))
     norm = _normalize(parts)
     return 0.0, norm[0]
+
+
+def train_split_range(split: str, documents: int) -> tuple[int, int]:
+    """``[begin, end)``: the documents of ``--split``'s training split, of a dataset of ``documents``.
+
+    Megatron's builder takes the training split's book-ends ``(lo, hi)``
+    (:func:`split_bookends`) and keeps the documents ``round(lo * n)`` to
+    ``round(hi * n)`` (Python's ``round``, halves to even), whatever their
+    lengths: the split is of documents, in the dataset's order.
+
+    >>> train_split_range("50,25,25", 2000), train_split_range("969, 30, 1", 10)
+    ((0, 1000), (0, 10))
+
+    Raises:
+        InputError: a bad ``split`` or ``documents``.
+    """
+    lo, hi = split_bookends(split)
+    n = float(check_int("documents", documents, 0))
+    return round(lo * n), round(hi * n)
 
 
 def blending_indices(weights: Sequence[float], size: int
@@ -153,10 +172,9 @@ class MegatronBlend:
                 for w in self.normalized]
 
     def train_documents(self, documents: int) -> tuple[int, int]:
-        """``[begin, end)`` of a source's training split, for ``documents`` documents."""
-        lo, hi = split_bookends(self.split)
-        n = float(check_int("documents", documents, 0))
-        return round(lo * n), round(hi * n)
+        """``[begin, end)`` of a source's training split, for ``documents`` documents
+        (:func:`train_split_range`)."""
+        return train_split_range(self.split, documents)
 
     def indices(self) -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int64]]:
         """The blend's ``dataset_index`` and ``dataset_sample_index`` (``sum(t_i)`` samples)."""

@@ -35,7 +35,8 @@ def realised_blend(m: MappedConfig, data: Mapping[str, Any]) -> list[dict[str, A
     Keys: ``source``, ``weight`` (normalised), ``samples`` (drawn), ``sample_share``,
     ``tokens`` (placed), ``documents`` (appearances started), ``distinct`` (documents of its
     training split started), ``repeated`` (appearances after the first epoch), ``split_documents``,
-    ``epochs`` (of its dataset as built).
+    ``split_tokens``, ``outside_documents`` and ``outside_tokens`` (outside the training split, never
+    offered), ``epochs`` (of its dataset as built).
 
     Raises:
         InputError: a source missing from ``data``.
@@ -64,7 +65,8 @@ def realised_blend(m: MappedConfig, data: Mapping[str, Any]) -> list[dict[str, A
             "sample_share": drawn[i] / blend.num_samples, "tokens": agg.mass.emitted_tokens,
             "documents": int(started.sum()), "distinct": int(np.unique(cols["source"][started]).size),
             "repeated": int((started & (cols["pass_index"] > 0)).sum()), "split_documents": int(sub.size),
-            "split_tokens": exact_sum(sub) if sub.size else 0,
+            "split_tokens": exact_sum(sub) if sub.size else 0, "outside_documents": int(arr.size - sub.size),
+            "outside_tokens": exact_sum(arr) - (exact_sum(sub) if sub.size else 0),
             "epochs": packer.horizon_figures(sub)["epochs"] if sub.size else 0,
         })
     docs = sum(r["documents"] for r in out) or 1
@@ -105,6 +107,13 @@ def blend_findings(m: MappedConfig, data: Mapping[str, Any], th: Thresholds, lab
     if repeats:
         checked.append("blend: repeated sources (each appearance after its first epoch counted): "
                        + ", ".join(f"{r['source']} {r['repeated']:,}" for r in repeats))
+    outside = [r for r in rows if r["outside_documents"]]
+    if outside:
+        checked.append(f"split: --split {blend.split} trains each dataset's training split; outside it "
+                       "(validation and test), not offered: " + ", ".join(
+                           f"{r['source']} {r['outside_documents']:,} of "
+                           f"{r['split_documents'] + r['outside_documents']:,} documents "
+                           f"({r['outside_tokens']:,} tokens)" for r in outside))
     documents = sum(r["split_documents"] for r in rows)
     return DoctorReport(m, label, documents, sum(r["split_tokens"] for r in rows), blend.num_samples,
                         f"{blend.num_samples:,} samples drawn from a blend of {len(rows)} datasets",

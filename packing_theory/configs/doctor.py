@@ -13,9 +13,12 @@ What the run never trained is the one measurement's
 *never started*, *cut off*, *never reached*): :attr:`DoctorReport.untrained`. The
 ``filtered``, ``dropped-batches`` and ``never-started`` findings split its
 *never started* documents by cause (each document in one), ``tails-cut`` is its
-*cut off* part (plus the framework's truncation before packing); the documents that
+*cut off* part (plus what the framework's truncation before packing cut from the documents
+that started; a document that never started is counted there, whole); the documents that
 *never arrived* lie beyond the horizon and are stated, not found. Every share of a
-finding is of the offered documents or tokens, and says so.
+finding names its whole: the offered documents or tokens (what the packer is offered, as
+``packing-theory audit`` counts them), or for tokens cut from started documents the tokens
+read (before a framework's own truncation; the offered ones when it truncates nothing first).
 
 ===================  ============================================================================
 kind                 what is measured
@@ -62,6 +65,7 @@ from ..invariant.starvation import starvation_bound
 from ..lengths import exact_sum, validate_lengths
 from ..registry import build_packer, entry
 from ._base import MappedConfig
+from .blend import train_split_range
 from .blend_doctor import blend_findings
 from .read import read_config
 from .report import DoctorFinding, DoctorReport, Thresholds
@@ -88,9 +92,10 @@ _Names = Sequence[str] | NameSource | None
 
 
 def _names(names: _Names, idx: npt.NDArray[np.integer[Any]],
-           stride: int) -> tuple[str, ...]:
-    """Up to ten documents named by ``names`` (indices into the original data) or ``document i``."""
-    orig = [int(i) * stride for i in idx[:10].tolist()]
+           positions: Int64Array) -> tuple[str, ...]:
+    """Up to ten replayed documents ``idx`` named by ``names`` (indexed by their ``positions`` in the
+    original data) or ``document i``."""
+    orig = [int(i) for i in positions[np.asarray(idx[:10], np.int64)].tolist()]
     source = as_names(names)
     known = [o for o in orig if source is not None and o < len(source)]
     named = dict(zip(known, source.take(np.asarray(known, np.int64)) if source is not None and known else [],
@@ -134,34 +139,51 @@ def doctor(config: MappedConfig | str | os.PathLike[str], data: Any, *, prompt_l
     if isinstance(data, Mapping):
         raise InputError(f"{m.packer} replays one corpus: pass its lengths, not a mapping")
     arr = validate_lengths(data if isinstance(data, np.ndarray) else np.asarray(data))
-    stride = m.rank_stride
+    checked: list[str] = []
+    positions = _replayed(m, arr, checked)
     prompt = None
     if prompt_lengths is not None:
         full = np.asarray(prompt_lengths)
         if full.ndim != 1 or full.size != arr.size:
             raise InputError(f"prompt_lengths has {full.size} entries for {arr.size} documents")
-        prompt = full[::stride].astype(np.int64)
-    arr = arr[::stride]
-    cut_docs, cut_tokens = 0, 0
-    cut_idx = np.zeros(0, np.int64)
+        prompt = full[positions].astype(np.int64)
+    arr = arr[positions]
+    read = exact_sum(arr)  # as read, before the framework's own truncation
+    excess = np.zeros(arr.size, np.int64)
     if m.pre_truncate is not None:
-        over = arr > m.pre_truncate
-        cut_idx = np.flatnonzero(over)
-        cut_docs, cut_tokens = int(cut_idx.size), exact_sum(arr[over] - m.pre_truncate) if over.any() else 0
+        excess = np.maximum(arr - m.pre_truncate, 0)
         arr = np.minimum(arr, m.pre_truncate)
     run = _replay(m, arr, prompt)
     findings: list[DoctorFinding] = []
-    checked: list[str] = []
-    offered = exact_sum(arr) + cut_tokens
-    starved_extra = _starvation(m, arr, run, stride, names, findings, checked)
+    offered = exact_sum(arr)  # what the packer is offered: audit's offered tokens
+    starved_extra = _starvation(m, arr, run, positions, names, findings, checked)
     _padding(m, run, starved_extra, findings, checked, th)
-    _never_started(m, run, stride, names, offered, findings, checked)
-    _tails(m, run, stride, names, offered, (cut_idx, cut_docs, cut_tokens), findings, checked, th)
-    _trainable(m, run, stride, names, findings, checked)
+    _never_started(m, run, positions, names, offered, findings, checked)
+    _tails(m, run, positions, names, (offered, read), excess, findings, checked, th)
+    _trainable(m, run, positions, names, findings, checked)
     _dropped_rows(m, run, findings, checked)
     findings.sort(key=lambda f: -f.severity)
     return DoctorReport(m, data_label or "the data", int(arr.size), offered, run.agg.rows, run.sentence,
-                        tuple(findings), tuple(checked), th, run.untrained)
+                        tuple(findings), tuple(checked), th, run.untrained,
+                        read_tokens=read if read != offered else None)
+
+
+def _replayed(m: MappedConfig, arr: Int64Array, checked: list[str]) -> Int64Array:
+    """The positions in ``arr`` of the documents the trainer reads: Megatron's training split of ``--split``
+    (the documents outside it said in ``checked``), then every ``rank_stride``-th for rank 0."""
+    positions = np.arange(arr.size, dtype=np.int64)
+    if m.train_split is not None:
+        begin, end = train_split_range(m.train_split, int(arr.size))
+        if begin >= end:
+            raise InputError(f"--split {m.train_split}: its training split holds none of the {arr.size:,} "
+                             "documents")
+        positions = positions[begin:end]
+        if positions.size < arr.size:
+            out = int(arr.size - positions.size)
+            checked.append(f"split: --split {m.train_split} trains documents [{begin:,}, {end:,}) of "
+                           f"{arr.size:,}; the other {out:,} ({exact_sum(arr) - exact_sum(arr[begin:end]):,} "
+                           "tokens) are outside the training split (validation and test), not offered")
+    return positions[::m.rank_stride]
 
 
 def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run:
@@ -186,7 +208,7 @@ def _replay(m: MappedConfig, arr: Int64Array, prompt: Int64Array | None) -> _Run
     return _Run(agg, cols, results[2] if prompt is not None else None, h, statement.sentence(), nt)
 
 
-def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names: _Names,
+def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, positions: Int64Array, names: _Names,
                 findings: list[DoctorFinding], checked: list[str]) -> int:
     """The starvation finding; returns the all-padding rows between the starved row and the horizon."""
     e = entry(m.packer)
@@ -231,7 +253,7 @@ def _starvation(m: MappedConfig, arr: Int64Array, run: _Run, stride: int, names:
             f"; {extra:,} of the horizon's {limit:,} rows are all padding" if limit is not None
             else "; without a row budget the run never ends"),
         1.0 + (extra / limit if limit else 0.0), int(docs.size), int(cols["length"][held].sum()),
-        _names(names, docs, stride),
+        _names(names, docs, positions),
         rule="bestfit-pad pads instead of cropping, so a document longer than the row never leaves the "
              "buffer; once the buffer holds only such documents nothing fits an empty row "
              "(proofs/coq/BestFitPad.v bfp_starvation; nanochat PR #811)",
@@ -260,7 +282,7 @@ def _padding(m: MappedConfig, run: _Run, extra_rows: int, findings: list[DoctorF
                                                      "all_padding_rows": extra_rows}))
 
 
-def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
+def _never_started(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, offered: int,
                    findings: list[DoctorFinding], checked: list[str]) -> None:
     """The measurement's never-started documents, split by cause: filtered, dropped whole, held at the
     horizon (each document in exactly one group; the groups sum to ``run.untrained.never_started``)."""
@@ -295,9 +317,10 @@ def _never_started(m: MappedConfig, run: _Run, stride: int, names: _Names, offer
         docs = np.unique(c["source"][idx])
         tokens = int(c["length"][idx].sum())
         findings.append(DoctorFinding(
-            kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of those offered) "
-            f"are never trained: {tokens:,} tokens", tokens / offered if offered else 0.0,
-            int(idx.size), tokens, _names(names, docs, stride), rule=rule))
+            kind, title, f"{idx.size:,} documents ({_share(int(idx.size), offered_docs)} of the "
+            f"{offered_docs:,} offered) are never trained: {tokens:,} tokens ({_share(tokens, offered)} "
+            f"of the {offered:,} tokens offered)", tokens / offered if offered else 0.0,
+            int(idx.size), tokens, _names(names, docs, positions), rule=rule, whole=offered))
     if streaming:
         short = int(np.count_nonzero(held & ~long_held))
         if short:
@@ -332,30 +355,43 @@ def _drop_rule(m: MappedConfig) -> str:
     return f"{m.packer} discards these documents before placing a token ({entry(m.packer).family})"
 
 
-def _tails(m: MappedConfig, run: _Run, stride: int, names: _Names, offered: int,
-           pre: tuple[Int64Array, int, int], findings: list[DoctorFinding], checked: list[str],
-           th: Thresholds) -> None:
+def _tails(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names, totals: tuple[int, int],
+           excess: Int64Array, findings: list[DoctorFinding], checked: list[str], th: Thresholds) -> None:
+    """Tokens cut from the documents that started within the horizon, whoever cut them: the packer (its
+    discarded and filtered tails) or the framework before packing (``excess``: each document's tokens
+    beyond its truncation). Their share is of the tokens read (the offered ones, when the framework
+    truncates nothing first): the cut tokens are among them."""
+    offered, read = totals
     c = run.cols
     lost = c["discarded"] + c["filtered"]
-    idx = np.flatnonzero(c["arrived"] & c["started"] & (lost > 0))
-    pre_idx, pre_docs, pre_tokens = pre
-    tokens = int(lost[idx].sum()) + pre_tokens
-    docs = np.union1d(np.unique(c["source"][idx]), pre_idx)
-    share = tokens / offered if offered else 0.0
-    text = (f"{tokens:,} tokens ({_share(tokens, offered)} of those offered) are cut from {docs.size:,} "
-            "started documents")
+    started = c["arrived"] & c["started"]
+    packer_docs = np.unique(c["source"][started & (lost > 0)])
+    packer_tokens = int(lost[started].sum())
+    began = np.unique(c["source"][started])
+    pre_docs = began[excess[began] > 0]
+    pre_tokens = int(excess[pre_docs].sum())
+    tokens = packer_tokens + pre_tokens
+    docs = np.union1d(packer_docs, pre_docs)
+    whole, of = (read, "read") if read != offered else (offered, "offered")
+    share = tokens / whole if whole else 0.0
+    text = (f"{tokens:,} tokens ({_share(tokens, whole)} of the {whole:,} tokens {of}) are cut from "
+            f"{docs.size:,} of the {began.size:,} documents that started")
     if share <= th.tails_cut:
         checked.append(f"tails-cut: {text}")
         return
     rule = f"{m.packer}: {entry(m.packer).family}"
-    if pre_docs:
-        rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing "
-                f"({pre_docs:,} documents, {pre_tokens:,} tokens); " + rule)
+    over = int(np.count_nonzero(excess))
+    if over:
+        rule = (f"the framework truncates every document to {m.pre_truncate:,} tokens before packing: "
+                f"{pre_docs.size:,} of the started documents lost {pre_tokens:,} tokens that way (of the "
+                f"{over:,} documents longer in all, those that never started are counted as never "
+                "started); " + rule)
     findings.append(DoctorFinding("tails-cut", "tails cut from started documents", text, share,
-                                  int(docs.size), tokens, _names(names, docs, stride), rule=rule))
+                                  int(docs.size), tokens, _names(names, docs, positions), rule=rule,
+                                  whole=whole))
 
 
-def _trainable(m: MappedConfig, run: _Run, stride: int, names: _Names,
+def _trainable(m: MappedConfig, run: _Run, positions: Int64Array, names: _Names,
                findings: list[DoctorFinding], checked: list[str]) -> None:
     if run.trainable is None:
         if m.trainable:
@@ -374,7 +410,7 @@ def _trainable(m: MappedConfig, run: _Run, stride: int, names: _Names,
         "no-trainable", "examples with no trainable token",
         f"{empty.size:,} started examples ({_share(int(empty.size), started)} of the {started:,} started) "
         f"keep no trainable token in a trained row: their {tokens:,} placed tokens train nothing",
-        tokens / max(1, int(c["emitted"].sum())), int(empty.size), tokens, _names(names, empty, stride),
+        tokens / max(1, int(c["emitted"].sum())), int(empty.size), tokens, _names(names, empty, positions),
         rule=("TRL pack_dataset keeps an example's first max_length tokens (list_slice(0, max_length)): "
               "an example whose prompt fills them keeps no completion token, and its labels are all -100 "
               "(TRL PR #6025; TRL 1.16.0 drops such examples only without packing, PR #6320)")

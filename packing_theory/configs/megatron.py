@@ -8,7 +8,9 @@ argument                            becomes
                                     blend (:class:`~packing_theory.configs.blend.MegatronBlend`), the
                                     normalised weights the declared mixture
 ``--train-data-path``               the same, for the training split only (``--split`` is then 1)
-``--split`` (``969, 30, 1``)        each source's training documents (the first book-ends)
+``--split`` (``969, 30, 1``)        each dataset's training documents (the first book-ends): only
+                                    they are replayed, one dataset or a blend; the others are
+                                    outside the training split
 ``--train-samples N`` or            ``N`` samples drawn: knob ``num_samples`` (one prefix), the
 ``--train-iters I`` x               blend's ``N``, and the horizon ``N`` rows
 ``--global-batch-size G``
@@ -28,15 +30,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audit.declared import DeclaredMixture
 from ..engine.horizon import Budget
 from ..errors import InputError
 from ._base import Keys, MappedConfig
-from .blend import MegatronBlend
+from .blend import MegatronBlend, split_bookends, train_split_range
 
-__all__ = ["read_megatron", "source_name"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..corpus.funnel import FunnelResult
+
+__all__ = ["read_megatron", "source_name", "split_stage_name", "train_split_funnel"]
 
 _NOT_DATA = "not a setting of the data pipeline"
 DEFAULT_SPLIT = "969, 30, 1"
@@ -46,6 +53,39 @@ def source_name(prefix: str) -> str:
     """A blend source's name: the prefix's file name (``/data/web_text_document`` -> ``web_text_document``).
     """
     return os.path.basename(prefix.rstrip("/")) or prefix
+
+
+def split_stage_name(split: str) -> str:
+    """The name of the stage that removes a dataset's documents outside ``--split``'s training split."""
+    return f"--split {split} (outside the training split)"
+
+
+def train_split_funnel(split: str, lengths: npt.ArrayLike,
+                       funnel: FunnelResult | None = None) -> FunnelResult | None:
+    """``funnel`` (or none) followed by Megatron's ``--split``: a stage removing the raw documents outside
+    the training split ``[round(lo * n), round(hi * n))``
+    (:func:`~packing_theory.configs.blend.train_split_range`),
+    so that a report names them *removed by* it, not *never started*; ``None`` when every document is in it.
+    O(n).
+
+    >>> r = train_split_funnel("50,25,25", [3, 4, 5, 6])
+    >>> r.keep.tolist(), r.stages[0].stage.name
+    ([True, True, False, False], '--split 50,25,25 (outside the training split)')
+    """
+    import numpy as np
+
+    from ..corpus.funnel import FunnelResult, FunnelStage
+    from ..lengths import validate_lengths
+
+    arr = validate_lengths(lengths)
+    begin, end = train_split_range(split, int(arr.size))
+    if (begin, end) == (0, int(arr.size)):
+        return funnel
+    outside = np.ones(arr.size, np.bool_)
+    outside[begin:end] = False
+    stage = FunnelStage(split_stage_name(split), "any", "ids", f"raw documents outside [{begin}, {end})",
+                        {"split": split, "training documents": [begin, end]})
+    return (funnel or FunnelResult.nothing_removed(arr)).then(stage, outside, arr)
 
 
 def _data_path(k: Keys, key: str) -> tuple[list[str], list[float] | None]:
@@ -89,6 +129,9 @@ def read_megatron(doc: Mapping[str, Any], source: str) -> MappedConfig:
     options: dict[str, Any] = {"seed": seed}
     k.use("seed", seed, "knob seed")
     horizon = None if n is None else Budget("rows", n)
+    lo, hi = split_bookends(split)
+    if hi <= lo:
+        raise k.refuse("split", split, "the training split is empty: Megatron builds no training dataset")
     blend = mixture = None
     if weights is None and len(prefixes) == 1:
         k.use(key, prefixes, "one dataset: megatron-gpt over its training split")
@@ -110,7 +153,8 @@ def read_megatron(doc: Mapping[str, Any], source: str) -> MappedConfig:
         shares = ", ".join(f"{nm} {w:.4g}" for nm, w in zip(names, blend.normalized, strict=True))
         k.use(key, list(zip(weights, prefixes, strict=True)),
               f"a blend of {len(prefixes)} datasets, declared sample shares {shares}")
-    k.use("split", split, "each dataset's training split: documents [round(lo * n), round(hi * n))")
+    k.use("split", split, f"each dataset's training split: documents [round({lo:.6g} * n), "
+          f"round({hi:.6g} * n)) of its n are replayed; the others are outside the training split")
     k.ignore("micro_batch_size", "splits a batch for the forward pass; the samples do not change")
     for flag in ("reset_position_ids", "reset_attention_mask", "eod_mask_loss"):
         k.ignore(flag, "what the model sees of a sample (attention, positions, loss mask), not which tokens")
@@ -119,7 +163,8 @@ def read_megatron(doc: Mapping[str, Any], source: str) -> MappedConfig:
         k.use("global_batch_size", per_step, "samples per optimizer step")
     used, ignored = k.finish(_NOT_DATA)
     return MappedConfig("megatron", source, "megatron-gpt", L, L + 1, options, horizon, per_step,
-                        mixture=mixture, blend=blend, used=used, ignored=ignored)
+                        mixture=mixture, blend=blend, train_split=split if blend is None else None, used=used,
+                        ignored=ignored)
 
 
 def _typed(value: Any) -> Any:

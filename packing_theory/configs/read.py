@@ -125,6 +125,7 @@ class ConfigSettings:
         mixture: the declared mixture (``--mixture``), if any.
         pre_truncate: documents are cut to this length before packing (torchtune).
         rank_stride: rank 0 reads every ``rank_stride``-th document (nanochat with several ranks).
+        train_split: Megatron's ``--split`` for one dataset: only its training split is replayed.
         text: ``"mapping used: ...; ignored keys: ..."`` to print.
         mapped: the full :class:`~packing_theory.configs.MappedConfig`.
     """
@@ -138,6 +139,7 @@ class ConfigSettings:
     mixture: DeclaredMixture | None
     pre_truncate: int | None
     rank_stride: int
+    train_split: str | None
     text: str
     mapped: MappedConfig
 
@@ -170,4 +172,4 @@ def config_settings(path: str | os.PathLike[str], framework: str | None = None) 
         policies=(m.packer,), capacity=m.capacity, seq_length=m.seq_length,
         peer_options=tuple(f"{k}={_spell(v)}" for k, v in m.options.items()), options=dict(m.options),
         horizon=m.horizon, mixture=m.mixture, pre_truncate=m.pre_truncate, rank_stride=m.rank_stride,
-        text=m.mapping_text(), mapped=m)
+        train_split=m.train_split, text=m.mapping_text(), mapped=m)

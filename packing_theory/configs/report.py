@@ -70,6 +70,8 @@ class DoctorFinding:
         sources: the data sources concerned (a blend's datasets).
         rule: the rule it comes from (the framework's code, the proof, the issue).
         detail: the measured numbers behind ``number``.
+        whole: the tokens its share of tokens is of, as ``number`` names them (0: the report's offered
+            tokens).
     """
 
     kind: str
@@ -82,13 +84,14 @@ class DoctorFinding:
     sources: tuple[str, ...] = ()
     rule: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    whole: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (numpy scalars in ``detail`` as Python numbers)."""
         return {"kind": self.kind, "title": self.title, "number": self.number,
                 "severity": float(self.severity), "documents": int(self.documents),
                 "tokens": int(self.tokens), "examples": list(self.examples), "sources": list(self.sources),
-                "rule": self.rule, "detail": _json(self.detail)}
+                "rule": self.rule, "detail": _json(self.detail), "whole": int(self.whole)}
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ class DoctorReport(TablesOnly):
     Attributes:
         mapped: the configuration as mapped (:class:`~packing_theory.configs.MappedConfig`).
         data: a label for the corpus.
-        documents, tokens: the corpus offered (after the framework's own truncation and rank split).
+        documents, tokens: the corpus offered to the packer (after the framework's own truncation, rank
+            split and ``--split``), as ``packing-theory audit`` counts it.
         rows: the rows the replay emitted (all-padding rows after a starvation counted in ``detail``).
         horizon: where the run stopped, in words.
         findings: ranked, most severe first.
@@ -107,6 +111,8 @@ class DoctorReport(TablesOnly):
         untrained: what the run never trained, the one measurement's parts
             (:func:`~packing_theory.audit.never_trained`, as ``packing-theory audit`` reports them; ``None``
             for a Megatron blend).
+        read_tokens: the tokens as read, before the framework's own truncation (``None`` when it cuts
+            nothing first: then they are ``tokens``).
     """
 
     mapped: MappedConfig
@@ -119,6 +125,7 @@ class DoctorReport(TablesOnly):
     checked: tuple[str, ...]
     thresholds: Thresholds
     untrained: NeverTrained | None = None
+    read_tokens: int | None = None
 
     @property
     def found(self) -> bool:
@@ -128,7 +135,7 @@ class DoctorReport(TablesOnly):
     def headline(self) -> str:
         """One sentence: nothing found, or the most severe finding's number and how many more."""
         m = self.mapped
-        what = (f"{self.documents:,} documents ({self.tokens:,} tokens) replayed with {m.packer} "
+        what = (f"{self.documents:,} documents ({self._tokens_words()}) replayed with {m.packer} "
                 f"(R = {m.capacity:,}) from {m.framework} config {m.source}")
         if not self.findings:
             return f"nothing found: {what}"
@@ -138,6 +145,13 @@ class DoctorReport(TablesOnly):
         return f"{top.title}: {top.number} ({what}){tail}"
 
     kind = "doctor"
+
+    def _tokens_words(self) -> str:
+        """``"5,000 tokens"``, or with a truncation before packing ``"1,800 tokens offered, 5,600 read
+        before the framework's truncation"``."""
+        if self.read_tokens is None:
+            return f"{self.tokens:,} tokens"
+        return f"{self.tokens:,} tokens offered, {self.read_tokens:,} read before the framework's truncation"
 
     @property
     def title(self) -> str:
@@ -155,7 +169,8 @@ class DoctorReport(TablesOnly):
                 "settings": {"framework": m.framework, "packer": m.packer, "capacity": m.capacity,
                              "seq_length": m.seq_length, "options": _plain(m.options),
                              "thresholds": self.thresholds.to_dict()},
-                "corpus": {"label": self.data, "documents": self.documents, "tokens": self.tokens},
+                "corpus": {"label": self.data, "documents": self.documents, "tokens": self.tokens,
+                           "read_tokens": self.read_tokens},
                 "config": m.to_dict(), "mapping": m.mapping_text(), "data": self.data,
                 "documents": self.documents, "tokens": self.tokens, "rows": self.rows,
                 "horizon": self.horizon,
@@ -164,11 +179,13 @@ class DoctorReport(TablesOnly):
                 "untrained": None if self.untrained is None else self.untrained.to_dict()}
 
     def offered_share(self, finding: DoctorFinding) -> float | None:
-        """``finding.tokens`` over the offered tokens, for a kind that counts offered tokens
-        (:data:`_OFFERED_TOKEN_KINDS`); else ``None``."""
-        if finding.kind not in _OFFERED_TOKEN_KINDS or not self.tokens:
+        """``finding.tokens`` over the tokens its sentence names (:attr:`DoctorFinding.whole`: the offered
+        tokens, or the tokens read for cuts with a truncation before packing), for a kind that counts
+        tokens of the documents (:data:`_OFFERED_TOKEN_KINDS`); else ``None``."""
+        whole = finding.whole or self.tokens
+        if finding.kind not in _OFFERED_TOKEN_KINDS or not whole:
             return None
-        return finding.tokens / self.tokens
+        return finding.tokens / whole
 
     def untrained_text(self) -> str:
         """The run's never-trained parts, named as ``packing-theory audit`` names them, each share of the
@@ -195,7 +212,7 @@ class DoctorReport(TablesOnly):
             lines.append("Nothing found.")
         m = self.mapped
         lines += ["", f"run: {m.packer}, R = {m.capacity:,}, on {self.data}: {self.documents:,} documents, "
-                      f"{self.tokens:,} tokens; {self.rows:,} rows; {self.horizon}"]
+                      f"{self._tokens_words()}; {self.rows:,} rows; {self.horizon}"]
         if self.untrained is not None:
             lines.append(f"never trained: {self.untrained_text()}")
         lines += [f"checked: {c}" for c in self.checked]
@@ -204,14 +221,16 @@ class DoctorReport(TablesOnly):
     def sections(self) -> Sequence[Section]:
         """The answer card (the findings ranked, or nothing found), each finding, the mapping, the checks."""
         m = self.mapped
-        run = Text(f"Data: {self.data}: {self.documents:,} documents, {self.tokens:,} tokens. Packer "
+        run = Text(f"Data: {self.data}: {self.documents:,} documents, {self._tokens_words()}. Packer "
                    f"{m.packer}, row width R = {m.capacity:,} (sequence length {m.seq_length:,}). Run: "
                    f"{self.rows:,} rows; {self.horizon}."
                    + (f" Never trained: {self.untrained_text()}." if self.untrained is not None else ""))
         if self.findings:
             ranked: Block = Table("findings, most severe first", (
                 Column("rank", "count"), Column("finding"), Column("documents", "count"),
-                Column("tokens or positions", "tokens"), Column("share of the offered tokens", "share")),
+                Column("tokens or positions", "tokens"), Column(
+                    "share of the offered tokens" if self.read_tokens is None else
+                    "share of the offered tokens (tails cut: of the tokens read)", "share")),
                 tuple((i, f.title, f.documents or None, f.tokens, self.offered_share(f))
                       for i, f in enumerate(self.findings, 1)), key="findings")
         else:

@@ -215,6 +215,35 @@ class FunnelResult:
                         f"the stages {int(gone[s]):,}")))
         return tuple(out)
 
+    @classmethod
+    def nothing_removed(cls, lengths: npt.ArrayLike) -> FunnelResult:
+        """The result of no stage on the raw corpus of ``lengths``: every document kept. O(n)."""
+        arr = validate_lengths(lengths)
+        return cls(int(arr.size), int(arr.sum()), (), np.ones(arr.size, np.bool_))
+
+    def then(self, stage: FunnelStage, removes: npt.ArrayLike, lengths: npt.ArrayLike) -> FunnelResult:
+        """This result with ``stage`` after its stages: it removes the raw documents of the mask
+        ``removes`` that are still kept. O(n).
+
+        >>> r = FunnelResult.nothing_removed([5, 6, 7]).then(FunnelStage("s", "any", "ids", "two"),
+        ...                                                  [False, True, True], [5, 6, 7])
+        >>> r.keep.tolist(), r.stages[0].removed_documents, r.stages[0].removed_tokens
+        ([True, False, False], 2, 13)
+
+        Raises:
+            InputError: a mask or lengths that do not cover the raw corpus.
+        """
+        arr = validate_lengths(lengths)
+        mask = np.asarray(removes, np.bool_)
+        if arr.size != self.raw_documents or mask.shape != (self.raw_documents,):
+            raise InputError(f"stage {stage.name!r}: its mask and lengths must cover the "
+                             f"{self.raw_documents:,} raw documents, got {mask.size:,} and {arr.size:,}")
+        alive = np.asarray(self.keep, np.bool_)
+        removed = mask & alive
+        outcome = StageOutcome(stage, int(alive.sum()), int(removed.sum()), int(arr[alive].sum()),
+                               int(arr[removed].sum()), removed)
+        return FunnelResult(self.raw_documents, self.raw_tokens, (*self.stages, outcome), alive & ~removed)
+
     def _check(self) -> None:
         """Assert that the stages remove disjoint documents and that ``keep`` is what none removed."""
         removed = np.zeros(self.raw_documents, np.bool_)

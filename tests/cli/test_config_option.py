@@ -112,7 +112,8 @@ CONFIGS = {  # framework: (writer, the options the config stands for)
     "torchtune": (_torchtune, "--policy torchtune-split --seq-length 8 --rows 40; every document truncated "
                               "to 8 tokens first"),
     "megatron": (_megatron, "--policy megatron-gpt --seq-length 8 --peer-option megatron-gpt:seed=1234 "
-                            "--peer-option megatron-gpt:num_samples=32 --rows 32"),
+                            "--peer-option megatron-gpt:num_samples=32 --rows 32; only the documents of "
+                            "--split 969, 30, 1's training split"),
     "nanochat": (_nanochat, "--policy bestfit-pad --seq-length 16 --min-buffer 20 --refill 1 --passes 2 "
                             "--rows 40"),
     "autoresearch": (_autoresearch, "--policy continue --seq-length 16 --min-buffer 30 --refill 8 --rows 20"),
@@ -137,9 +138,13 @@ def test_replay_with_a_config_is_replay_with_its_options(framework: str, lengths
         raw = np.load(lengths)
         assert (raw > 8).any()
         np.save(data, np.minimum(raw, 8))
+    if framework == "megatron":  # the default --split 969,30,1: the training split is the first 96.9 %
+        options = options.split(";")[0]
+        data = tmp_path / "train_split.npy"
+        np.save(data, np.load(lengths)[: round(0.969 * N_DOCS)])
     by_hand = _run(["replay", *options.split(), "--lengths", str(data), "--json"], capsys)
     assert (status, doc) == by_hand[:2]
-    assert doc["documents"] == N_DOCS and doc["rows"] > 0
+    assert doc["documents"] == (388 if framework == "megatron" else N_DOCS) and doc["rows"] > 0
 
 
 @pytest.mark.parametrize("framework", ["trl", "nanochat"])

@@ -84,3 +84,26 @@ def test_doctor_reads_config_and_data_end_to_end_and_writes_its_report(
     assert "--force applies to --out" in capsys.readouterr().err
     assert main([*argv, "--json", "--markdown"]) == 2
     assert "give one of --json and --markdown" in capsys.readouterr().err
+
+
+def test_the_doctor_report_stays_apart_from_its_inputs(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --out`` takes the rule of every report (``audit``, ``census``, ``contamination``): an
+    ``--out`` that is (or is inside) an input directory is exit 2 with one line before anything is
+    written, ``--force`` or not. Before the fix ``--data cj --out cj`` wrote ``cj/doctor.*`` into the
+    corpus, and the next doctor run failed reading ``cj/doctor.html`` as a document."""
+    corpus = tmp_path / "corpus"
+    (corpus / "web").mkdir(parents=True)
+    (corpus / "web" / "docs.jsonl").write_text("".join(json.dumps({"text": "w " * n}) + "\n"
+                                                       for n in [700, 30, 682] * 20))
+    before = sorted(p.relative_to(corpus) for p in corpus.rglob("*"))
+    argv = ["doctor", "--config", str(_parcae(tmp_path)), "--data", str(corpus), "--tokenizer", "whitespace"]
+    cases = [([str(corpus)], "is the input directory"), ([str(corpus / "web"), "--force"],
+                                                         "is inside the input directory")]
+    for out, where in cases:
+        assert main([*argv, "--out", *out]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"the report directory {out[0]!r} {where} {str(corpus)!r}" in err[0], err
+        assert "choose an --out outside the inputs" in err[0]
+        assert sorted(p.relative_to(corpus) for p in corpus.rglob("*")) == before
+    assert main([*argv, "--out", str(tmp_path / "rep")]) == 1 and verify_report(tmp_path / "rep").ok

@@ -107,7 +107,7 @@ def test_the_report_files(files: dict[str, Path], tmp_path: Path, capsys: pytest
     from packing_theory.reporting import Report
 
     assert main(_args(files, "bad", "--out", str(tmp_path / "rep"))) == 1
-    assert "reconcile: wrote" in capsys.readouterr().err
+    assert "reconcile: a divergence; wrote" in capsys.readouterr().err
     doc = json.loads((tmp_path / "rep" / "reconcile.json").read_text())
     assert doc["kind"] == "reconcile" and doc["divergence"]["class"] == "skipped" and doc["run"]["id"]
     page = (tmp_path / "rep" / "reconcile.html").read_text()
@@ -119,6 +119,27 @@ def test_the_report_files(files: dict[str, Path], tmp_path: Path, capsys: pytest
 
     res = reconcile(files["good"], DOCS, "trl-bfd", capacity=32, schedule=Schedule(rows_per_step=4))
     assert isinstance(res, Report)
+
+
+def test_the_report_stays_apart_from_its_inputs(files: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Like every report (``audit``'s rule, :func:`~packing_theory.reporting.writer.inputs_problem`): an
+    input that is one of the report's own files is exit 2 with one line before anything is read or
+    written, ``--force`` or not. Before the fix the report was written only after the replay, by a writer
+    that was not told the inputs: the previous report was read as a ledger (or labels) instead."""
+    rep = tmp_path / "rep"
+    assert main(_args(files, "good", "--out", str(rep))) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in rep.iterdir()}
+    own_ledger = _args(files, "good", "--out", str(rep), "--force")
+    own_ledger[1:2] = [str(files["good"]), str(rep / "reconcile.json")]
+    for argv in (own_ledger, _args(files, "good", "--out", str(rep), "--force", "--labels",
+                                   str(rep / "reconcile.md"))):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is the report's own reconcile." in err[0], err
+        assert "a report never reads" in err[0]
+        assert {p.name: p.read_bytes() for p in rep.iterdir()} == before
 
 
 def test_an_empty_ledger_is_not_measured(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

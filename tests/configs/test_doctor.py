@@ -115,7 +115,8 @@ def test_axolotl_drop_last_losses(tmp_path: Path) -> None:
     assert (f.documents, f.tokens) == (3, 120)
     assert f.examples == ("document 200", "document 201", "document 202")
     assert "drop_last" in f.rule and "#2040" in f.rule
-    assert f.number == "3 documents (1.5 % of those offered) are never trained: 120 tokens"
+    assert f.number == ("3 documents (1.5 % of the 203 offered) are never trained: 120 tokens (1.5 % of the "
+                        "8,120 tokens offered)")
 
 
 def test_megatron_blend_realised_share_misses_its_weight(tmp_path: Path) -> None:
@@ -267,7 +268,8 @@ def test_each_share_is_its_own_count_over_the_offered(tmp_path: Path) -> None:
     assert f.examples == tuple(f"document {i}" for i in never[:10])
     offered = int(lengths.sum())
     assert report.tokens == offered and report.documents == lengths.size == 600
-    assert f"({100 * len(never) / 600:.1f} % of those offered)" in f.number  # of all 600
+    assert f"({100 * len(never) / 600:.1f} % of the 600 offered)" in f.number  # of all 600
+    assert f"({100 * tokens / offered:.1f} % of the {offered:,} tokens offered)" in f.number
     assert f.severity == report.offered_share(f) == tokens / offered
     md = report.markdown()
     assert "| share of the offered tokens |" in md and "share of the run" not in md
@@ -306,3 +308,58 @@ def test_cli_doctor_agrees_with_audit_and_prints_plain_text(tmp_path: Path,
     assert "\\_" not in out and "|" not in out and "**" not in out
     started = theirs["never_started"]["documents"]
     assert "never trained: trained " in out and f"{started:,} documents never started" in out
+
+
+# ------------------------------------- a framework that truncates before packing: the same counts as audit's
+
+TORCHTUNE = """\
+tokenizer:
+  _component_: torchtune.models.llama3.llama3_tokenizer
+  path: /tmp/tokenizer.model
+  max_seq_len: 64
+dataset:
+  _component_: torchtune.datasets.text_completion_dataset
+  packed: true
+batch_size: 4
+epochs: 1
+max_steps_per_epoch: 10
+"""
+
+
+def test_truncation_before_packing_counts_only_started_documents(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """torchtune truncates every document to max_seq_len before packing. Before the fix the tails-cut
+    finding counted every document longer than that, started or not ("cut from 917 started documents" where
+    267 started), over the tokens read, while the never-trained line used the offered tokens."""
+    path = tmp_path / "tt.yaml"
+    path.write_text(TORCHTUNE)
+    rng = np.random.default_rng(3)
+    raw = np.where(np.arange(400) % 3 == 0, rng.integers(65, 400, 400), rng.integers(5, 60, 400))
+    report = doctor(path, raw)
+    offered_lengths = np.minimum(raw, 64)
+    offered, read = int(offered_lengths.sum()), int(raw.sum())
+    # by hand from the packer's own placements: the 40 rows of max_steps_per_epoch 10 x batch_size 4
+    placed = {ev.source for ev in pt.build_packer("torchtune-split", capacity=64).events(offered_lengths)
+              if isinstance(ev, pt.Placement) and ev.row < 40}
+    cut = sorted(d for d in placed if raw[d] > 64)
+    assert 0 < len(cut) < int(np.count_nonzero(raw > 64))  # some long documents never started
+    f = next(f for f in report.findings if f.kind == "tails-cut")
+    tokens = int((raw[cut] - 64).sum())
+    assert (f.documents, f.tokens) == (len(cut), tokens)
+    assert f.number == (f"{tokens:,} tokens ({100 * tokens / read:.1f} % of the {read:,} tokens read) are "
+                        f"cut from {len(cut):,} of the {len(placed):,} documents that started")
+    assert f.severity == report.offered_share(f) == tokens / read
+    assert (report.tokens, report.read_tokens) == (offered, read)
+    ns = next(f for f in report.findings if f.kind == "never-started")
+    assert f"of the {offered:,} tokens offered)" in ns.number and ns.severity == ns.tokens / offered
+    text = report.text()
+    assert f"{report.documents:,} documents, {offered:,} tokens offered, {read:,} read before" in text
+    # the same config through audit: the same offered tokens, started and never-started documents
+    np.save(tmp_path / "l.npy", raw)
+    assert main(["audit", "--config", str(path), "--lengths", str(tmp_path / "l.npy"), "--out",
+                 str(tmp_path / "audit")]) in (0, 1)
+    capsys.readouterr()
+    theirs = json.loads((tmp_path / "audit" / "audit.json").read_text())["packers"][0]["never_trained"]
+    assert report.untrained is not None
+    assert theirs["offered_tokens"] == offered == report.untrained.offered_tokens
+    assert theirs["never_started"]["documents"] == report.untrained.never_started.documents == ns.documents
