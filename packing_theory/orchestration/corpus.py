@@ -238,12 +238,12 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array,
     files; a census: the records' own names it kept, else its inputs), else ``None``. Lengths are named by
     the census given as ``labels_manifest``, else by the ``census.json`` beside them."""
     if fmt == "lengths" and len(paths) == 1:
-        from ..audit.documents import census_names
-
         beside = Path(paths[0]).parent / "census.json"
         for census in (labels_manifest, beside):
             if census is None or not Path(census).is_file():  # no census: no names (and no census reader)
                 continue
+            from ..audit.documents import census_names
+
             found = census_names(census, int(lengths.size))
             if found is not None:
                 return found
