@@ -1,11 +1,10 @@
 """Text inputs: parquet columns or plain files, through any tokenizer callable.
 
-A *tokenizer* is any callable ``str -> tokens`` (``batched=False``, the
-default) or ``list[str] -> batch`` (``batched=True``, e.g. nanochat's
-``tokenizer.encode`` on a list or a Hugging Face fast tokenizer's batch call).
-It is called on batches of ``batch_size`` texts (128, like the loaders) in the
-batched form. What a tokenizer may return (anything else is a ``TypeError``
-naming the tokenizer and the text index):
+A *tokenizer* is any callable ``str -> tokens`` (``batched=False``, the default) or ``list[str] ->
+batch`` (``batched=True``, e.g. nanochat's ``tokenizer.encode`` on a list or a Hugging Face fast
+tokenizer's batch call). It is called on batches of ``batch_size`` texts (128, like the loaders) in the
+batched form. What a tokenizer may return (anything else is a ``TypeError`` naming the tokenizer and the
+text index):
 
 * for one text: a sequence of token ids (``list``, ``tuple``...), a 1-D numpy
   integer array, or a mapping with an ``"input_ids"`` entry holding one of
@@ -13,29 +12,25 @@ naming the tokenizer and the text index):
 * for a batch: a sequence of the above, a 2-D numpy array (one row per
   text), or a mapping whose ``"input_ids"`` holds one of those.
 
-A ``str``, ``bytes``, a set, a mapping without ``"input_ids"``, or a
-sequence of sequences where ids are expected is refused: its ``len`` is not a
-token count. A tokenizer that raises is reported as a ``ValueError`` naming
-it and the text index. The built-in tokenizers ``"bytes"``, ``"chars"`` and
-``"whitespace"`` may be passed by name to :func:`lengths_from_texts` and
-:func:`lengths_from_text_files`, which then count tokens in chunks
+A ``str``, ``bytes``, a set, a mapping without ``"input_ids"``, or a sequence of sequences where ids are
+expected is refused: its ``len`` is not a token count. A tokenizer that raises is reported as a
+``ValueError`` naming it and the text (its index, or the file and record a reader names). The built-in
+tokenizers ``"bytes"``, ``"chars"`` and ``"whitespace"`` may be passed by name to
+:func:`lengths_from_texts` and :func:`lengths_from_text_files`, which then count tokens in chunks
 (:mod:`packing_theory.corpus.textcount`) instead of materialising them.
 
-Lengths are BOS-inclusive. With ``bos=True`` (the default) the tokenizer is
-assumed *not* to prepend BOS and one is counted per document; with ``bos=False``
-its output is taken to already start with BOS. :func:`detect_bos` asks a
-tokenizer on a fixed probe whether it prepends BOS itself, and
-:func:`resolve_bos` turns ``"auto"`` / ``"add"`` / ``"included"`` into that
-choice, so a BOS-adding tokenizer is counted once.
+Lengths are BOS-inclusive. With ``bos=True`` (the default) the tokenizer is assumed *not* to prepend BOS
+and one is counted per document; with ``bos=False`` its output is taken to already start with BOS.
+:func:`detect_bos` asks a tokenizer on a fixed probe whether it prepends BOS itself, and
+:func:`resolve_bos` turns ``"auto"`` / ``"add"`` / ``"included"`` into that choice, so a BOS-adding
+tokenizer is counted once.
 
-Plain text files are read **without newline translation** by default: a
-whole-file document is exactly the file's characters (``\\r\\n`` stays two
-characters, so the ``bytes`` tokenizer counts the file's bytes), and with
-``per_line=True`` a line ends at ``\\n`` (its ``\\r\\n`` or ``\\n`` ending
-removed; a lone ``\\r`` is content). ``universal_newlines=True`` restores
-Python's translation (``\\r\\n`` and ``\\r`` read as ``\\n``). A file that does
-not decode in ``encoding``, or that holds a NUL character (a binary file), raises
-:class:`NotText` naming it; ``errors="replace"`` decodes bad bytes as U+FFFD
+Plain text files are read **without newline translation** by default: a whole-file document is exactly
+the file's characters (``\\r\\n`` stays two characters, so the ``bytes`` tokenizer counts the file's
+bytes), and with ``per_line=True`` a line ends at ``\\n`` (its ``\\r\\n`` or ``\\n`` ending removed; a
+lone ``\\r`` is content). ``universal_newlines=True`` restores Python's translation (``\\r\\n`` and
+``\\r`` read as ``\\n``). A file that does not decode in ``encoding``, or that holds a NUL character (a
+binary file), raises :class:`NotText` naming it; ``errors="replace"`` decodes bad bytes as U+FFFD
 (counted after replacement) and leaves only binary files refused.
 
 >>> toy = lambda s: [ord(c) % 250 + 1 for c in s]
@@ -351,8 +346,8 @@ def text_token_counts(
     batch_size: int = 128,
     where: str = "texts[{i}]",
 ) -> npt.NDArray[np.int64]:
-    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty. ``where``: as
-    :func:`tokenize_batches`.
+    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty (``where``: as
+    :func:`tokenize_batches`).
 
     >>> text_token_counts(["a b", "c"], "whitespace").tolist()
     [2, 1]

@@ -23,7 +23,7 @@ def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
 
 def _without_run_fields(doc: dict[str, object]) -> dict[str, object]:
     """The report minus what names the input or the run (label, timings, run id, config hash)."""
-    drop = {"label", "seconds", "run", "config_hash", "run_id", "inputs", "generated", "name"}
+    drop = {"label", "read", "seconds", "run", "config_hash", "run_id", "inputs", "generated", "name"}
 
     def clean(value: object) -> object:
         if isinstance(value, dict):
