@@ -373,6 +373,7 @@ class MegatronGPT(PeerPacker):
                     {"arrival": (occ, src, occ // max(n_docs, 1), every)}),
             Section(zero[gone], np.full(int(gone.sum()), FILTERED, np.uint8),
                     {"filtered": (occ[gone], src[gone], zero[gone], zero[gone])})], ("empty",))
+        del occ, zero, src, every, gone  # the arrivals' columns: not held while the rows are built
         starts = np.concatenate((np.zeros(1, np.int64), np.cumsum(occ_len)))
         when = np.full(total, total, np.int64)
         when[order] = np.arange(drawn, dtype=np.int64)
