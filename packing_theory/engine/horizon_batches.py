@@ -67,8 +67,7 @@ class _HeldColumns:
         size = self.source.size
         if n <= size:
             return
-        while size < n:
-            size *= 2
+        size = max(n, 2 * size)  # amortised doubling; a batch of many arrivals (an offline peer's) exactly
         for name in ("source", "amount", "markers", "start", "alive"):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
@@ -173,7 +172,15 @@ def cut_batches_at_horizon(items: Iterable[EventItem], budget: Budget | None, *,
     if type(first) is not EventBatch:
         yield from cut_at_horizon(itertools.chain([first], it), budget, capacity=capacity)
         return
-    yield from _cut(itertools.chain([first], it), budget, capacity)
+    box: list[EventItem] = [first]
+    del first  # not held to the end (as a chain's arguments would): an offline peer's holds every arrival
+    yield from _cut(_popped_then(box, it), budget, capacity)
+
+
+def _popped_then(box: list[EventItem], rest: Iterator[EventItem]) -> Iterator[EventItem]:
+    """The item in ``box`` (taken out of it), then ``rest``: nothing holds the first once it is passed on."""
+    yield box.pop()
+    yield from rest
 
 
 def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[EventItem]:
@@ -218,9 +225,12 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
             if stops.size:
                 head = b.head(stop_from + int(stops[0]))
                 held.account(head)
+                del b, item  # the cut batch is not held while its head is consumed
                 if len(head):
                     yield head
-                yield Horizon(rows, 0, "rows", held.spans())
+                spans = held.spans()
+                del held, head  # the columns are not held while the Horizon is consumed
+                yield Horizon(rows, 0, "rows", spans)
                 return
         held.account(b)
         yield b

@@ -122,13 +122,13 @@ def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops
     (``pieces``, padded on the right), the discards, the Horizon.
     """
     n = values.size
-    occ = np.arange(n, dtype=np.int64)
     reasons = ("empty",)
     for lo in range(0, n, size):
-        arr, _ = arrival_sections(occ[lo:lo + size], values[lo:lo + size], _zeros(min(size, n - lo)),
+        hi = min(n, lo + size)
+        arr, _ = arrival_sections(np.arange(lo, hi, dtype=np.int64), values[lo:hi], _zeros(hi - lo),
                                   empty=False)
         yield assemble(1, [arr], reasons)
-    empty = occ[values == 0]
+    empty = np.flatnonzero(values == 0).astype(np.int64)
     for lo in range(0, empty.size, size):
         part = empty[lo:lo + size]
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
@@ -157,17 +157,23 @@ def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size
     checked (:func:`~packing_theory.peers._columns.peer_array`); the split
     budget is asked here, before any batch.
     """
-    L = capacity
-    check_split_budget(values, L, name)
+    check_split_budget(values, capacity, name)
+    rows, pieces = _fewer_truncations_rows(values, capacity, compiled)
+    yield from _batches(values, capacity, rows, pieces, Drops(_zeros(), _zeros(), _zeros()), size, False)
+
+
+def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, Pieces]:
+    """The rows and pieces of :func:`fewer_truncations_batches` (a function of its own: its intermediate
+    columns are released before the first batch, not held by the generator while it yields)."""
     c_occ, c_start, c_len = fragments(np.arange(values.size, dtype=np.int64), values, L)
     order = np.argsort(-c_len, kind="stable").astype(np.int64)
     bins = first_opened_bins(c_len, order, L, compiled=compiled)
     by_row = np.argsort(bins, kind="stable")
     items = order[by_row]
+    del order
     rows = int(bins.max()) + 1 if bins.size else 0
     none = np.zeros(items.size, np.bool_)
-    pieces = Pieces(bins[by_row], c_occ[items], c_start[items], c_len[items], none, none)
-    yield from _batches(values, L, rows, pieces, Drops(_zeros(), _zeros(), _zeros()), size, False)
+    return rows, Pieces(bins[by_row], c_occ[items], c_start[items], c_len[items], none, none)
 
 
 class Windows(NamedTuple):
@@ -287,8 +293,15 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     windows, the bins' overflow, the unfinished last row. First fit is
     :func:`~packing_theory.peers._columns.first_fit_bins` (compiled when asked).
     """
-    L = capacity
-    check_split_budget(values, L, name)
+    check_split_budget(values, capacity, name)
+    rows, pieces, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
+    yield from _batches(values, capacity, rows, pieces, drops, size, True)
+
+
+def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, padding: bool,
+                   compiled: bool | None) -> tuple[int, Pieces, Drops]:
+    """The rows, pieces and discards of :func:`seamless_batches` (a function of its own: its intermediate
+    columns are released before the first batch, not held by the generator while it yields)."""
     occ = np.arange(values.size, dtype=np.int64)
     long = np.flatnonzero(values >= L).astype(np.int64)
     windows = window_columns(values[long], L, repetition)
@@ -315,6 +328,4 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     row += int(cut.sum())
     streamed = ~cut[item_bin] & (length > 0)
     s_pieces, s_drops, s_rows = _stream_rows(doc[streamed], start[streamed], length[streamed], L, row)
-    pieces = _cat_pieces(w_pieces, c_pieces, s_pieces)
-    drops = _cat_drops(w_drops, c_drops, s_drops)
-    yield from _batches(values, L, row + s_rows, pieces, drops, size, True)
+    return row + s_rows, _cat_pieces(w_pieces, c_pieces, s_pieces), _cat_drops(w_drops, c_drops, s_drops)

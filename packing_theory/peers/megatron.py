@@ -351,6 +351,9 @@ class MegatronGPT(PeerPacker):
         L = self.sequence_length
         ix = megatron_index(sizes, L, self.seed, self.num_samples)
         docs = ix.document_index.astype(np.int64)
+        total, drawn = ix.num_samples_total, self.drawn(ix)
+        order = ix.shuffle_index[:drawn].astype(np.int64)
+        del ix  # its indices are copied: not held while the rows are built
         n_docs = sizes.size
         occ_len = sizes[docs]
         if docs.size == n_docs:  # one epoch: every document appears once, as occurrence = document
@@ -370,10 +373,8 @@ class MegatronGPT(PeerPacker):
                     {"arrival": (occ, src, occ // max(n_docs, 1), every)}),
             Section(zero[gone], np.full(int(gone.sum()), FILTERED, np.uint8),
                     {"filtered": (occ[gone], src[gone], zero[gone], zero[gone])})], ("empty",))
+        del occ, zero, src, every, gone  # the arrivals' columns: not held while the rows are built
         starts = np.concatenate((np.zeros(1, np.int64), np.cumsum(occ_len)))
-        total = ix.num_samples_total
-        drawn = self.drawn(ix)
-        order = ix.shuffle_index[:drawn].astype(np.int64)
         when = np.full(total, total, np.int64)
         when[order] = np.arange(drawn, dtype=np.int64)
         for lo in range(0, drawn, max(size, 1)):

@@ -190,6 +190,7 @@ class OlmoPacker(PeerPacker):
             crop = long[p_occ - lo]
             if windows == 1:  # one large window: its rows a batch of about `size` pieces at a time
                 yield assemble(1, sections, ("empty",))
+                del sections, occ, window, long, p_window, order, items  # not held while the rows are emitted
                 for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, p_len, crop, size):
                     yield assemble(1, [sec])
             else:

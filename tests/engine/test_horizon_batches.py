@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -65,3 +67,23 @@ def test_occurrences_out_of_arrival_order_are_refused() -> None:
     events = [Arrival(1, 1, 0, 2)]
     with pytest.raises(InputError, match="occurrence ids 0, 1, 2"):
         list(cut_batches_at_horizon(batched(events, 5), Budget("rows", 3), capacity=4))
+
+
+def test_the_cut_holds_no_batch_it_has_passed_on() -> None:
+    # an offline peer's first batch holds every arrival: the cut must not keep it to the end of the stream
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 400) % 23 + 1
+    alive: list[weakref.ref[Any]] = []
+
+    def source() -> Iterator[Any]:
+        for b in packer.batches(lengths, 64, compiled=False):
+            alive.append(weakref.ref(b.kinds))
+            yield b
+
+    got = 0
+    for item in cut_batches_at_horizon(source(), Budget("rows", 20), capacity=8):
+        got += 1
+        del item
+        if got >= 2:
+            assert alive[0]() is None, "the first batch is still held by the cut"
+    assert got >= 3 and len(alive) >= 3

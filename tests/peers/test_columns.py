@@ -9,6 +9,7 @@ numba is installed) with the compiled kernel.
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,16 @@ def test_megatron_s_index_takes_a_uint64_length_past_int64_as_its_events_do() ->
     packer = MegatronGPT(2**62 + 1)
     assert packer.horizon_figures(lengths) == packer.horizon_figures(lengths.tolist())
     assert packer.horizon_figures(lengths)["samples_in_index"] == 2
+
+
+@pytest.mark.parametrize(("name", "width"), [("megatron-gpt", 9), ("olmo-fragment", 8), ("olmo-truncate", 8)])
+def test_an_offline_peer_holds_no_arrival_column_while_it_emits_rows(name: str, width: int) -> None:
+    # the first batch holds every arrival; once a consumer drops it, the peer must not keep its columns
+    g = build_packer(name, capacity=width).batches(np.arange(1, 3000) % 37 + 1, 64, compiled=False)
+    first = next(g)
+    assert first.arrival.occurrence.size == 2999
+    held = weakref.ref(first.arrival.occurrence)  # an array of the peer's own (the lengths may be a view)
+    del first
+    rows = next(g)
+    assert rows.placement.occurrence.size > 0
+    assert held() is None
