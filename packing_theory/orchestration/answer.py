@@ -326,20 +326,30 @@ def leaders(runs: Sequence[PackerRun], rk: Ranking) -> list[tuple[Ranked, list[s
 
 
 def fills_rows(run: PackerRun) -> bool:
-    """Whether every position of the packer's rows holds a document token (no padding, no free space)."""
-    m = run.aggregates.mass
-    return run.row_positions == m.emitted_tokens + m.repeated_tokens
+    """Whether every position of the packer's rows holds a document token placed for the first time (no
+    padding, no free space, no repeated tokens)."""
+    return run.row_positions == run.aggregates.mass.emitted_tokens
+
+
+def reached_horizon(run: PackerRun) -> bool:
+    """Whether the run went on to the horizon (it did not stop first because its stream ran dry, its buffer
+    starved or its framework's packing ended)."""
+    return run.horizon.reason == "budget reached"
 
 
 def equal_figures(m: Measurement) -> dict[str, Any]:
-    """What every packer that fills its rows shares at the horizon, stated once: the tokens trained (equal
-    by construction at a common token horizon, up to the row that crosses it) and so the share of the
-    corpus left untrained. Packers that pad or leave room in their rows are named apart (``padded``) with
-    the tokens each trains (``padded_trained``): at a horizon in placed tokens they use more rows, so they
-    may train fewer, as many or more; their unused positions are ranked, not this total."""
+    """What every packer that fills its rows with first-time document tokens and reaches the horizon
+    shares, stated once: the tokens trained (equal by construction at a common token horizon, up to the row
+    that crosses it) and so the share of the corpus left untrained. Packers whose rows also hold padding,
+    free space or repeated tokens are named apart (``padded``, with ``padded_trained``): at a horizon in
+    placed tokens they use more rows, so they may train fewer, as many or more. Packers that stopped before
+    the horizon are named apart too (``short``, with ``short_trained``)."""
     if not m.runs:
         return {}
-    full = [r for r in m.runs if fills_rows(r)] or list(m.runs)
+    short = [r for r in m.runs if not reached_horizon(r)] if m.horizon is not None else []
+    rest = [r for r in m.runs if r not in short] or list(m.runs)
+    full = [r for r in rest if fills_rows(r)] or rest
+    padded = [r for r in rest if r not in full]
     trained = [r.never_trained.trained_tokens for r in full]
     offered = m.runs[0].never_trained.offered_tokens
     untrained = [r.never_trained.tokens for r in full]
@@ -347,8 +357,11 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
             "untrained_share_min": min(untrained) / offered if offered else None,
             "untrained_share_max": max(untrained) / offered if offered else None,
             "offered_tokens": offered, "packers": [r.packer for r in full],
-            "padded": [r.packer for r in m.runs if not fills_rows(r)],
-            "padded_trained": {r.packer: r.never_trained.trained_tokens for r in m.runs if not fills_rows(r)}}
+            "padded": [r.packer for r in padded],
+            "padded_trained": {r.packer: r.never_trained.trained_tokens for r in padded},
+            "short": [r.packer for r in short],
+            "short_trained": {r.packer: r.never_trained.trained_tokens for r in short},
+            "short_at_row_0": any(r.horizon.stopped_at_row == 0 for r in short)}
 
 
 # --------------------------------------------------------------------------- which documents

@@ -84,12 +84,21 @@ def _equal_words(cmp: Comparison) -> str:
         return _natural_trained_words(cmp)
     lo, hi = eq["trained_tokens_min"], eq["trained_tokens_max"]
     trained = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
-    share = percent(eq["untrained_share_max"])
-    who = "every packer" if not eq["padded"] else "every packer that fills its rows"
-    words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained "
-             "by each: equal by construction, up to the row that crosses the horizon, so not ranked)")
+    low, high = percent(eq["untrained_share_min"]), percent(eq["untrained_share_max"])
+    share = low if low == high else f"{low}–{high}"
+    apart = eq["padded"] or eq.get("short")
+    who = "every packer" if not apart else "every packer that fills its rows and reaches the horizon"
+    words = (f"{who} trains {trained} of the {eq['offered_tokens']:,} tokens offered ({share} untrained: "
+             "equal by construction, up to the row that crosses the horizon, so not ranked)")
     if eq["padded"]:
         words += "; " + _padded_words(eq["padded_trained"], lo, hi)
+    if eq.get("short"):
+        names = eq["short"]
+        words += (f"; {', '.join(names)} {'stops' if len(names) == 1 else 'stop'} before the horizon and "
+                  f"{_train_words(eq['short_trained'], names)}")
+        if eq.get("short_at_row_0"):
+            words += (" (a corpus smaller than the buffer's B: give --drain, or a smaller --min-buffer, "
+                      "to replay it)")
     return words
 
 
@@ -102,7 +111,7 @@ def _train_words(trained: Mapping[str, int], names: Sequence[str]) -> str:
 
 
 def _padded_words(trained: Mapping[str, int], lo: int, hi: int) -> str:
-    """The packers that leave row positions empty, each set against the trained tokens of the packers
+    """The packers that pad or repeat in their rows, each set against the trained tokens of the packers
     that fill their rows (``lo``–``hi``): fewer, within that range, or more, from their own figures.
     Those within it are counted, not named, when others differ: they train no differently."""
     names = list(trained)
@@ -111,14 +120,14 @@ def _padded_words(trained: Mapping[str, int], lo: int, hi: int) -> str:
     more = [n for n in names if trained[n] > hi]
     groups = [(g, word) for g, word in ((fewer, "fewer"), (within, "within that range"), (more, "more")) if g]
     if len(groups) == 1:  # one verdict for all of them: said once
-        verb = "leaves" if len(names) == 1 else "leave"
+        verb = "pads or repeats in its rows" if len(names) == 1 else "pad or repeat in their rows"
         train = _train_words(trained, names)
-        return f"{', '.join(names)} {verb} row positions empty and {train} ({groups[0][1]})"
+        return f"{', '.join(names)} {verb} and {train} ({groups[0][1]})"
     said = [f"{', '.join(g)} {_train_words(trained, g)} ({word})" for g, word in groups if g is not within]
     if within:
         said.append(f"{len(within)} more {'trains' if len(within) == 1 else 'train'} "
                     f"{_train_words(trained, within).split(' ', 1)[1]} (within that range)")
-    return "of the packers that leave row positions empty, " + ", ".join(said)
+    return "of the packers that pad or repeat in their rows, " + ", ".join(said)
 
 
 def _natural_trained_words(cmp: Comparison) -> str:

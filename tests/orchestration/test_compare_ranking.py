@@ -5,7 +5,7 @@ each packer's per-document table (or from the lengths), never from the ranking's
   reached) their untrained documents get;
 * packers equal on the first ranked quantity are ordered by the next one that differs among them, and
   the headline says which quantity that is, with both values; packers equal on everything share a rank;
-* what the headline says of packers that leave row positions empty (fewer, as many, more tokens
+* what the headline says of packers that pad or repeat in their rows (fewer, as many, more tokens
   trained) is what their trained tokens say.
 """
 
@@ -109,7 +109,7 @@ def test_packers_tied_on_the_first_quantity_are_ranked_by_the_next_one_that_diff
 
 
 def _padded_clause(head: str) -> str:
-    m = re.search(r"; ([^;]*row positions empty[^;]*);", head)
+    m = re.search(r"; ([^;]*pad or repeat in their rows[^;]*);", head)
     assert m is not None, head
     return m.group(1)
 
@@ -130,7 +130,7 @@ def test_what_the_headline_says_of_padded_packers_is_what_they_trained(
     more = [n for n in padded if trained[n] > hi]
     assert fewer and more  # this corpus has both: the sentence cannot be one verdict for all
     clause = _padded_clause(cmp.headline())
-    assert clause.startswith("of the packers that leave row positions empty, ")
+    assert clause.startswith("of the packers that pad or repeat in their rows, ")
 
     def said(names: list[str], word: str) -> str:
         v = [trained[n] for n in names]
@@ -144,7 +144,7 @@ def test_what_the_headline_says_of_padded_packers_is_what_they_trained(
     alone = Comparison(measure(lengths, ["discard", "bestfit-pad"], SETTINGS, documents=True))
     t = {n: _trained(alone, n) for n in ("discard", "bestfit-pad")}
     assert t["bestfit-pad"] < t["discard"]
-    said_alone = f"bestfit-pad leaves row positions empty and trains {t['bestfit-pad']:,} (fewer)"
+    said_alone = f"bestfit-pad pads or repeats in its rows and trains {t['bestfit-pad']:,} (fewer)"
     assert said_alone in alone.headline()
 
 
@@ -152,8 +152,32 @@ def test_padded_packers_within_the_range_are_counted_when_others_differ() -> Non
     from packing_theory.orchestration.compare_report import _padded_words
 
     trained = {"a": 5, "b": 10, "c": 20, "d": 11}  # the packers that fill their rows train 9–12
-    assert _padded_words(trained, 9, 12) == ("of the packers that leave row positions empty, a trains 5 "
+    assert _padded_words(trained, 9, 12) == ("of the packers that pad or repeat in their rows, a trains 5 "
                                              "(fewer), c trains 20 (more), 2 more train 10–11 (within "
                                              "that range)")
-    assert _padded_words({"b": 10, "d": 11}, 9, 12) == ("b, d leave row positions empty and train 10–11 "
+    assert _padded_words({"b": 10, "d": 11}, 9, 12) == ("b, d pad or repeat in their rows and train 10–11 "
                                                         "(within that range)")
+
+
+def test_the_equal_group_holds_only_packers_that_fill_rows_with_new_tokens_and_reach_the_horizon(
+    lengths: npt.NDArray[np.int64],
+) -> None:
+    """A packer that repeats tokens (seamless) trains fewer at the same placed tokens, and a packer that
+    stops first trains what it reached: neither is "equal by construction" (both were, found by a review);
+    the untrained share is the group's range, not its largest value said of each."""
+    from packing_theory.engine.horizon import Budget
+
+    names = ["discard", "trl-bfd", "seamless"]
+    cmp = Comparison(measure(lengths, names, SETTINGS))
+    eq = cmp.equal
+    repeats = cmp.measurement.run("seamless").aggregates.mass.repeated_tokens
+    assert repeats > 0 and "seamless" not in eq["packers"] and "seamless" in eq["padded"]
+    low, high = percent(eq["untrained_share_min"]), percent(eq["untrained_share_max"])
+    assert f"({low if low == high else f'{low}–{high}'} untrained: equal by construction" in cmp.headline()
+    small = lengths[:10]  # fewer documents than B = 16: the streaming packer stops at row 0
+    short = Comparison(measure(small, ["discard", "trl-bfd"], SETTINGS, horizon=Budget("rows", 3)))
+    assert short.equal["short"] == ["discard"] and short.measurement.run("discard").horizon.stopped_at_row == 0
+    head = short.headline()
+    assert "discard stops before the horizon and trains 0" in head
+    assert "give --drain, or a smaller --min-buffer" in head
+    assert "every packer that fills its rows and reaches the horizon trains" in head

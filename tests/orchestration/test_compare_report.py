@@ -152,7 +152,7 @@ def test_a_common_horizon_set_by_an_early_stop_says_so() -> None:
     head = compare_headline(starving)
     assert (f"set by bestfit-pad ({reach:.1%} of the tokens offered: bestfit-pad stops early here; "
             "see --natural-end)") in head
-    assert "bestfit-pad leaves row positions empty" in head
+    assert "bestfit-pad pads or repeats in its rows" in head
     small = Settings(capacity=8, min_buffer=2, refill=2)
     healthy = compare_corpus([3, 9, 2, 4, 10, 1] * 4, ["discard", "trl-bfd"], small)
     assert healthy.measurement.horizon is not None
