@@ -176,7 +176,8 @@ def test_the_equal_group_holds_only_packers_that_fill_rows_with_new_tokens_and_r
     assert f"({low if low == high else f'{low}–{high}'} untrained: equal by construction" in cmp.headline()
     small = lengths[:10]  # fewer documents than B = 16: the streaming packer stops at row 0
     short = Comparison(measure(small, ["discard", "trl-bfd"], SETTINGS, horizon=Budget("rows", 3)))
-    assert short.equal["short"] == ["discard"] and short.measurement.run("discard").horizon.stopped_at_row == 0
+    assert short.equal["short"] == ["discard"]
+    assert short.measurement.run("discard").horizon.stopped_at_row == 0
     head = short.headline()
     assert "discard stops before the horizon and trains 0" in head
     assert "give --drain, or a smaller --min-buffer" in head
