@@ -43,6 +43,8 @@ def _megatron_train(prefix: str, split: str) -> Any:
 
 
 def _dataset(tmp_path: Path, split: str) -> tuple[str, list[int], Path]:
+    _helpers()  # megatron-core writes the dataset (and torch, its tensors): without them, skipped
+    pytest.importorskip("torch")
     rng = np.random.default_rng(5)
     lengths = [int(x) for x in rng.integers(3, 3 * L, size=1000)]  # each split holds documents
     prefix = _indexed(tmp_path, "wiki_text_document", lengths)
