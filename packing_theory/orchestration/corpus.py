@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # imported where used: a corpus of plain lengths needs none o
     from ..corpus.funnel import Funnel, FunnelResult
     from ..corpus.labels import SourceLabels
 
-__all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "corpus_summary", "open_corpus"]
+__all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "census_of", "corpus_summary", "open_corpus"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -203,6 +203,8 @@ def _labels(
 
         doc = read_json(labels_manifest, "labels_manifest")  # a regular file, bounded, strict JSON
         if isinstance(doc, dict) and doc.get("format") == "packing-theory/census":
+            if fmt == "lengths" and len(paths) == 1:
+                census_of(labels_manifest, doc, paths[0])
             return labels_from_census(
                 doc, source_from or "dir", origin=f"census {labels_manifest!r}", documents=documents
             )
@@ -232,6 +234,26 @@ def _labels(
     return None
 
 
+def census_of(census: str | os.PathLike[str], doc: dict[str, Any], lengths_file: str) -> None:
+    """Refuse a census that describes other lengths than ``lengths_file``: its names and source labels
+    would be pinned to the wrong documents whenever the count agrees. The census records the SHA-256 of the
+    ``lengths.npy`` it wrote; the file is hashed (O(file)). A census without that digest is taken as is.
+
+    Raises:
+        InputError: the digests differ (naming both files).
+    """
+    recorded = doc.get("lengths_sha256")
+    if not isinstance(recorded, str):
+        return
+    from ..corpus.manifest import file_sha256
+
+    if file_sha256(lengths_file) != recorded:
+        raise InputError(f"census {os.fspath(census)!r} describes other lengths than {lengths_file!r} (their "
+                         "SHA-256 differs from the census's lengths_sha256): its names and source labels "
+                         "would belong to other documents; give the census that wrote these lengths, or "
+                         "move this one away")
+
+
 def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array,
            labels_manifest: str | None = None) -> NameSource | list[str] | None:
     """One name per document where the input knows them (a dataset's own name column, read lazily;
@@ -242,8 +264,15 @@ def _names(fmt: str, paths: list[str], reader: Any, lengths: Int64Array,
         for census in (labels_manifest, beside):
             if census is None or not Path(census).is_file():  # no census: no names (and no census reader)
                 continue
+            from .._files import read_json
             from ..audit.documents import census_names
 
+            try:
+                doc = read_json(census, "census")
+            except InputError:  # not a census: census_names says so (no names)
+                doc = None
+            if isinstance(doc, dict) and doc.get("format") == "packing-theory/census":
+                census_of(census, doc, paths[0])
             found = census_names(census, int(lengths.size))
             if found is not None:
                 return found

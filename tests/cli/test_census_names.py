@@ -232,3 +232,28 @@ def test_record_names_stored_round_trip() -> None:
     assert stored.take(ids) == names.take(ids) == ["b.jsonl", "ü-2", "a.jsonl#1", "x-0"]
     with pytest.raises(InputError, match=r"stored names of 2 files, 4 records: got 2 counts and 4 offsets"):
         RecordNames.stored(["a.jsonl", "b.jsonl"], [3, 1], buffer, offsets[:-1], 2)
+
+
+def test_a_census_of_other_lengths_is_refused_not_pinned_to_them(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The same number of documents in another order: the census's names and sources would belong to other
+    documents; only the count was checked (found by a review). Given as --labels-manifest, or lying
+    beside the lengths, it is refused naming both files; the census's own lengths still read."""
+    data = _jsonl_corpus(tmp_path)
+    assert main(["census", "--data", str(data), "--out", str(tmp_path / "cen")]) == 0
+    lengths = np.load(tmp_path / "cen" / "lengths.npy")
+    (tmp_path / "other").mkdir()
+    np.save(tmp_path / "other" / "lengths.npy", lengths[::-1].copy())
+    census = str(tmp_path / "cen" / "census.json")
+    common = ["--no-plots", "--min-buffer", "2", "--capacity", "64"]
+    capsys.readouterr()
+    assert main(["audit", "--lengths", str(tmp_path / "other" / "lengths.npy"), "--labels-manifest", census,
+                 "--out", str(tmp_path / "a"), *common]) == 2
+    err = capsys.readouterr().err
+    assert f"census {census!r} describes other lengths than" in err and not (tmp_path / "a").exists()
+    (tmp_path / "other" / "census.json").write_bytes(Path(census).read_bytes())
+    assert main(["explain", "0", "--lengths", str(tmp_path / "other" / "lengths.npy"), "--min-buffer", "2",
+                 "--capacity", "64"]) == 2
+    assert "describes other lengths than" in capsys.readouterr().err
+    assert main(["audit", "--lengths", str(tmp_path / "cen" / "lengths.npy"), "--labels-manifest", census,
+                 "--out", str(tmp_path / "b"), *common]) in (0, 1)
