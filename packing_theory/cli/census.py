@@ -59,9 +59,10 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
     paths, kind, why = expand_inputs(specs, asked)
     distinct_files(given_by, paths)
     if kind not in CENSUS_FORMATS:
+        held = ("holds token ids or text by column" if kind in ("hf", "mds") else "already holds token ids")
         raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task "
-                         f"per file); {kind} data already holds token ids: read it with audit/replay/check "
-                         f"--data (--format {kind})")
+                         f"per file); {kind} data {held}: read it with audit/replay/check --data "
+                         f"(--format {kind}), which tokenize a text column themselves")
     for name in ("eos_id", "dtype", "split"):
         if getattr(args, name) is not None:
             raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")

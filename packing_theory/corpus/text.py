@@ -196,12 +196,13 @@ def tokenize_batches(
     batched: bool = False,
     batch_size: int = 128,
     where: str = "texts[{i}]",
+    first: int = 0,
 ) -> Iterator[list[Sequence[int] | npt.NDArray[Any]]]:
     """Yield the token ids of ``texts`` in batches of at most ``batch_size``.
 
     Each item is a sequence of ids or a 1-D array (a mapping's ``"input_ids"``
     is unwrapped); see the module docstring for the accepted tokenizer outputs.
-    ``where`` names text ``i`` (from 0) in errors: a reader says which file and record it came from.
+    ``where`` names text ``i`` (from ``first``) in errors: a reader says which file and record it is.
 
     Raises:
         TypeError: a text that is not a ``str``, a non-callable tokenizer, or a
@@ -214,7 +215,7 @@ def tokenize_batches(
     size = _check_batch_size(batch_size)
     name = tokenizer_name(tokenizer)
     it = iter(texts)
-    index = 0
+    index = first
     while True:
         chunk = list(islice(it, size))
         if not chunk:
@@ -262,12 +263,10 @@ def lengths_from_texts(
 ) -> npt.NDArray[np.int64]:
     """BOS-inclusive token lengths of ``texts`` (``int64``).
 
-    ``bos=True`` adds one BOS per document (the tokenizer does not prepend it).
-    ``tokenizer`` is a callable (see the module docstring for what it may
-    return) or the name of a built-in tokenizer (``"bytes"``, ``"chars"``,
-    ``"whitespace"``), which is counted without building token lists.
-    Complexity: one tokenizer call per text (or per batch); memory 8 bytes per
-    document plus one text's tokens at a time.
+    ``bos=True`` adds one BOS per document (the tokenizer does not prepend it). ``tokenizer`` is a callable
+    (see the module docstring for what it may return) or the name of a built-in tokenizer (``"bytes"``,
+    ``"chars"``, ``"whitespace"``), which is counted without building token lists. Complexity: one tokenizer
+    call per text (or per batch); memory 8 bytes per document plus one text's tokens at a time.
 
     Raises:
         ValueError: no texts ("empty"), a zero-length document (only
@@ -345,9 +344,10 @@ def text_token_counts(
     batched: bool = False,
     batch_size: int = 128,
     where: str = "texts[{i}]",
+    first: int = 0,
 ) -> npt.NDArray[np.int64]:
-    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty (``where``: as
-    :func:`tokenize_batches`).
+    """Tokens per text as the tokenizer gives them (no BOS added), ``int64``; may be empty (``where``,
+    ``first``: as :func:`tokenize_batches`).
 
     >>> text_token_counts(["a b", "c"], "whitespace").tolist()
     [2, 1]
@@ -359,8 +359,8 @@ def text_token_counts(
         unit: BuiltinTokenizer = tokenizer
         return np.fromiter((count_text(t, unit) for t in texts), dtype=np.int64)
     counts = (len(tokens) for batch in tokenize_batches(texts, tokenizer, batched=batched,
-                                                          batch_size=batch_size, where=where)
-              for tokens in batch)
+                                                          batch_size=batch_size, where=where,
+                                                          first=first) for tokens in batch)
     return np.fromiter(counts, dtype=np.int64)
 
 

@@ -131,6 +131,20 @@ def test_cli_raising_tokenizer_is_status_2(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err.strip()
     assert status == 2, err
     assert f"raised RuntimeError on JSON Lines file {str(jsonl)!r} record 1 (from 0): cannot encode" in err
+    datasets = pytest.importorskip("datasets")
+    datasets.disable_progress_bars()
+    rows = ["fine"] * 2500
+    rows[2200] = "boom"
+    datasets.Dataset.from_dict({"text": rows}).save_to_disk(str(tmp_path / "hf"))  # record batches of 1,000
+    sys.path.insert(0, str(tmp_path))
+    try:
+        status = main(["audit", "--data", str(tmp_path / "hf"), "--tokenizer", "raising_tok_mod:enc",
+                       "--no-plots", "--out", str(tmp_path / "h"), "--capacity", "8", "--min-buffer", "1"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    err = capsys.readouterr().err.strip()
+    assert status == 2, err
+    assert "data-00000-of-00001.arrow' row 2200 (from 0): cannot encode" in err  # the file's row, not a batch's
 
 
 def test_tokenize_batches_unwraps_input_ids() -> None:

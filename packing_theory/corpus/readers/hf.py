@@ -219,27 +219,28 @@ class HFDataset:
             parts: list[Int64Array] = []
             per_file: list[int] = []
             for path in self.paths:
-                before = sum(p.size for p in parts)
+                row = 0  # the file's rows before this batch: errors name a row of the file
                 for batch in self._batches(path):
-                    parts.append(self._batch_counts(batch, path))
-                per_file.append(sum(p.size for p in parts) - before)
+                    parts.append(self._batch_counts(batch, path, row))
+                    row += parts[-1].size
+                per_file.append(row)
             self._counts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             self._per_file = per_file
         return self._counts
 
-    def _batch_counts(self, batch: Any, path: str) -> Int64Array:
+    def _batch_counts(self, batch: Any, path: str, row: int) -> Int64Array:
         col = batch.column(self.column)
         if col.null_count:
-            first = int(np.flatnonzero(np.asarray(col.is_null()))[0])
-            raise InputError(f"Arrow file {path!r}: column {self.column!r} has a null row ({first} of its "
-                             "batch)")
+            first = row + int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise InputError(f"Arrow file {path!r}: column {self.column!r} has a null row (row {first} of "
+                             "the file, from 0)")
         if self.tokenized:
             out: Int64Array = np.asarray(self.pc.list_value_length(col)).astype(np.int64)
             return out
         from ..text import text_token_counts
 
         return text_token_counts(col.to_pylist(), self.tokenizer, batched=self.batched,
-                                 where=f"Arrow file {path!r}, row {{i}} of a record batch")
+                                 where=f"Arrow file {path!r} row {{i}} (from 0)", first=row)
 
     def __len__(self) -> int:
         return int(self.token_counts().size)
