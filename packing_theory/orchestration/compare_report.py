@@ -220,7 +220,8 @@ def compare_headline(cmp: Comparison) -> str:
     if note:
         parts.append(note)
     parts.append(
-        f"{len(m.runs)} packers compared" + (f", {len(m.refused)} refused the corpus" if m.refused else "")
+        f"{len(m.runs)} {'packer' if len(m.runs) == 1 else 'packers'} compared"
+        + (f", {len(m.refused)} refused the corpus" if m.refused else "")
     )
     return "; ".join(parts)
 
