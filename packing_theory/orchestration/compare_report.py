@@ -69,7 +69,8 @@ def _horizon_words(cmp: Comparison) -> str:
         reach = m.horizon.value / m.corpus.tokens if m.horizon is not None and m.corpus.tokens else 1.0
         if m.horizon_set_by and m.horizon is not None and m.horizon.unit == "tokens" and reach < _LOW_REACH:
             who = ", ".join(m.horizon_set_by)
-            words += f" ({percent(reach)} of the tokens offered: {who} stops early here; see --natural-end)"
+            stops = "stops" if len(m.horizon_set_by) == 1 else "stop"
+            words += f" ({percent(reach)} of the tokens offered: {who} {stops} early here; see --natural-end)"
         return words
     if m.horizon_rule == "asked":
         return f"at the horizon of {told}"
