@@ -249,6 +249,10 @@ def test_a_json_lines_source_field_labels_the_audit_as_it_labels_contamination(
     assert main(["audit", "--data", str(tmp_path / "c.jsonl"), "--source-column", "src", *AUDIT,
                  "--out", str(tmp_path / "bad")]) == 2
     assert "c.jsonl' line 2: no source field 'src' (--source-column)" in _error(capsys)
+    (tmp_path / "c.jsonl").write_text(json.dumps({"text": "y", "src": ["a"]}) + "\n")
+    assert main(["audit", "--data", str(tmp_path / "c.jsonl"), "--source-column", "src", *AUDIT,
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "line 1: source field 'src' is a list; a source is a string or a number" in _error(capsys)
 
 
 def test_census_inputs_label_the_census_lengths(tmp_path: Path, capsys: pytest.CaptureFixture[str],

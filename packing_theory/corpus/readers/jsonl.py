@@ -169,6 +169,9 @@ def _parse(line: str, name: str, line_no: int, field: str,
     if source is None or not str(source).strip():
         raise InputError(f"JSON Lines file {name!r} line {line_no}: no source field {source_field!r} "
                          "(--source-column); every document needs a source")
+    if isinstance(source, (bool, list, dict)):
+        raise InputError(f"JSON Lines file {name!r} line {line_no}: source field {source_field!r} is a "
+                         f"{type(source).__name__}; a source is a string or a number")
     return text, source, record_name(own)
 
 
