@@ -144,7 +144,7 @@ def test_cli_raising_tokenizer_is_status_2(tmp_path: Path, capsys: pytest.Captur
         sys.path.remove(str(tmp_path))
     err = capsys.readouterr().err.strip()
     assert status == 2, err
-    assert "data-00000-of-00001.arrow' row 2200 (from 0): cannot encode" in err  # the file's row, not a batch's
+    assert "data-00000-of-00001.arrow' row 2200 (from 0): cannot encode" in err  # the file's row
 
 
 def test_tokenize_batches_unwraps_input_ids() -> None:
