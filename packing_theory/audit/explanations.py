@@ -166,6 +166,8 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
         return f"{head}; the packer filtered it before packing ({reason})"
     if row["fate"] == "never started":
         arrived = f"it arrived in row {arrival_row:,}"
+        if h.reason == "stream exhausted" and h.stopped_at_row == 0:  # no selection was ever made
+            return (f"{head}; nothing was selected: {h.sentence()}")
         if row["protected"] and e.in_family and e.protected_set and h.reason != "drained":
             others = f"{larger:,} larger over-capacity document{'s' if larger != 1 else ''}"
             return (f"{head}; at every selection it was among the B − 1 = {B - 1:,} largest over-capacity "

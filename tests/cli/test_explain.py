@@ -54,3 +54,16 @@ def test_an_empty_document_is_refused_not_document_0(tmp_path: Path) -> None:
     for document in ("", "   ", "²"):
         assert main(["explain", document, *common]) == 2, repr(document)
     assert main(["explain", "0", *common]) == 0
+
+
+def test_a_corpus_smaller_than_the_buffer_is_explained_as_such(tmp_path: Path) -> None:
+    """No selection was ever made: the long document was not 'among the B - 1 largest at every selection'
+    (explain said so; found by a review); the stop and the way out are said."""
+    for i, name in enumerate(TREE):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x" * (100 + 7 * i), encoding="utf-8")
+    p = run(["explain", "0", "--text", *TREE, "--capacity", "64", "--min-buffer", "10"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    line = p.stdout.strip()
+    assert "never started; nothing was selected: stopped at row 0 because the stream ran dry before the "\
+           "buffer held B = 10 documents" in line and "protected set" not in line
