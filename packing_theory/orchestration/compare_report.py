@@ -204,8 +204,8 @@ def compare_headline(cmp: Comparison) -> str:
     >>> import textwrap
     >>> print(textwrap.fill(compare_headline(cmp), 100))
     at the common horizon of 64 placed tokens, set by discard; every packer trains 64 of the 116 tokens
-    offered (44.8% untrained by each: equal by construction, up to the row that crosses the horizon, so
-    not ranked); documents with no token trained: discard fewest with 1 (4.2% of the documents offered),
+    offered (44.8% untrained: equal by construction, up to the row that crosses the horizon, so not
+    ranked); documents with no token trained: discard fewest with 1 (4.2% of the documents offered),
     trl-bfd most with 16 (66.7% of the documents offered); 2 packers compared
     """
     m = cmp.measurement
