@@ -37,6 +37,7 @@ __all__ = [
     "compare_headline",
     "compare_plot_files",
     "compare_sections",
+    "ranked_runs",
 ]
 
 SCHEMA = "packing-theory/compare"
@@ -466,10 +467,18 @@ def _retention(plt: Any, cmp: Comparison) -> Any:
     return fig
 
 
+def ranked_runs(cmp: Comparison) -> list[PackerRun]:
+    """The runs in the ranking's order (a packer the ranking leaves out last, fewest untrained first), as
+    the table lists them: the plots draw them in that order."""
+    order = {name: i for i, name in enumerate(cmp.ranking.order)}
+    return sorted(cmp.measurement.runs,
+                  key=lambda r: (order.get(r.packer, len(order)), documents_not_trained(r), r.packer))
+
+
 def _never_started(plt: Any, cmp: Comparison) -> Any:
     """Documents with no token trained per packer (the ranked count), split into never started (the
     packer had read them), never reached (it had not) and placed only in the unfinished row."""
-    runs = sorted(cmp.measurement.runs, key=lambda r: (documents_not_trained(r), r.packer))
+    runs = ranked_runs(cmp)
     fig, ax = plt.subplots(figsize=(10.5, 0.32 * len(runs) + 1.6))
     names = [r.packer for r in runs]
     parts = (
@@ -479,6 +488,8 @@ def _never_started(plt: Any, cmp: Comparison) -> Any:
     )
     left = [0] * len(runs)
     for label, vals, c in parts:
+        if not any(vals):  # a part no packer has is not in the legend
+            continue
         ax.barh(names, vals, left=left, color=color(c), label=label)
         left = [a + b for a, b in zip(left, vals, strict=True)]
     for y, v in enumerate(left):
@@ -488,7 +499,7 @@ def _never_started(plt: Any, cmp: Comparison) -> Any:
     ax.invert_yaxis()
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title(
-        "Documents with no token trained, by packer (fewest first); never started or never reached\n"
+        "Documents with no token trained, by packer in rank order; never started or never reached\n"
         "depends on whether the packer had read the document, not on what it trained",
         fontsize=10,
     )

@@ -182,3 +182,15 @@ def test_the_equal_group_holds_only_packers_that_fill_rows_with_new_tokens_and_r
     assert "discard stops before the horizon and trains 0" in head
     assert "give --drain, or a smaller --min-buffer" in head
     assert "every packer that fills its rows and reaches the horizon trains" in head
+
+
+def test_the_plots_draw_the_packers_in_the_ranking_s_order(lengths: npt.NDArray[np.int64]) -> None:
+    """The plot of documents with no token trained listed packers by that count alone, so a tie broken by
+    the next quantity came out in another order than the table's (found by a review)."""
+    from packing_theory.orchestration.compare_report import ranked_runs
+
+    names = ["discard", "continue", "trl-bfd", "olmo-truncate", "foundry-concat-wrap", "bestfit-pad"]
+    cmp = Comparison(measure(lengths, names, SETTINGS))
+    drawn = [r.packer for r in ranked_runs(cmp)]
+    assert drawn[: len(cmp.ranking.order)] == list(cmp.ranking.order)
+    assert sorted(drawn) == sorted(names)
