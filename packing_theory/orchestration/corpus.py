@@ -19,6 +19,7 @@ line opens its input through this function.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -234,6 +235,15 @@ def _labels(
     return None
 
 
+@functools.lru_cache(maxsize=4)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of a file, once per version of it (its size and mtime are in the key): the labels and the
+    names of one ``open_corpus`` check the same census against the same lengths."""
+    from ..corpus.manifest import file_sha256
+
+    return file_sha256(path)
+
+
 def census_of(census: str | os.PathLike[str], doc: dict[str, Any], lengths_file: str) -> None:
     """Refuse a census that describes other lengths than ``lengths_file``: its names and source labels
     would be pinned to the wrong documents whenever the count agrees. The census records the SHA-256 of the
@@ -245,9 +255,8 @@ def census_of(census: str | os.PathLike[str], doc: dict[str, Any], lengths_file:
     recorded = doc.get("lengths_sha256")
     if not isinstance(recorded, str):
         return
-    from ..corpus.manifest import file_sha256
-
-    if file_sha256(lengths_file) != recorded:
+    st = os.stat(lengths_file)
+    if _file_digest(lengths_file, st.st_size, st.st_mtime_ns) != recorded:
         raise InputError(f"census {os.fspath(census)!r} describes other lengths than {lengths_file!r} (their "
                          "SHA-256 differs from the census's lengths_sha256): its names and source labels "
                          "would belong to other documents; give the census that wrote these lengths, or "

@@ -77,7 +77,9 @@ def _budget(b: Budget | None) -> list[object] | None:
 _OURS = re.compile(r"(horizon|reach|pass|run)-[0-9a-f]{16}\.(json|pkl)(\.tmp-[0-9]+)?\Z")
 """The files :class:`RunParts` writes (and, with ``.tmp-PID``, a write an interruption left)."""
 
-_MAGIC = b"packing-theory part 1 "
+_MAGIC = b"packing-theory resume-file format-1 "
+"""What every file of :class:`RunParts` starts with: this module's file format (version 1), then the
+SHA-256 of the content."""
 
 
 def _sealed(data: bytes) -> bytes:
