@@ -123,3 +123,17 @@ def test_what_names_no_document_is_refused_naming_the_parameter_and_value(
         out = capsys.readouterr()
         assert message in out.err and not out.out, (argv, out.err)
         assert len(out.err.strip().splitlines()) == 1, out.err
+
+
+def test_a_document_the_funnel_removed_is_found_by_its_all_digit_id(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _jsonl(tmp_path / "c.jsonl", ["a", "b", "1", "c"])
+    stages = [{"name": "dedup", "kind": "any", "ids": [2]}]
+    (tmp_path / "funnel.json").write_text(json.dumps({"stages": stages}))
+    funnel = ["--funnel", str(tmp_path / "funnel.json")]
+    got, err = _explain(["1", *data, *funnel], capsys)
+    assert (got["document"], got["name"], got["fate"]) == (2, "1", "removed by dedup")
+    assert "DOC 1 is the name of document 2, explained here" in err
+    assert "document 2 (1, length 14): removed by the cleaning funnel at stage 'dedup'" in err  # BOS + 13
+    got, _ = _explain(["--index", "1", *data, *funnel], capsys)
+    assert (got["document"], got["name"]) == (1, "b") and not got["fate"].startswith("removed")
