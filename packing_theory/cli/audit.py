@@ -119,14 +119,15 @@ def report_names() -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Audit and write the report; exit status 0, or 1 (a Finding) when a mass identity fails or a
-    source does not reconcile (the report is still written, so the failure can be read).
+    source does not reconcile (the report is still written, so the failure can be read); 3 (NotMeasured)
+    when every packer asked refused the corpus (the report says why).
 
     The options and ``--out`` are checked before anything is computed.
     """
     from dataclasses import replace
 
     from ..engine.horizon import Budget
-    from ..errors import Finding, import_optional
+    from ..errors import Finding, NotMeasured, import_optional
     from ..orchestration.corpus import Corpus
     from ..orchestration.demo import DEMO_POLICIES, PAPER_5_1, audit_demo
     from ..registry import entry
@@ -194,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict(writer.run_info))
     runs = result.measurement.runs
+    if not runs:  # exit 3: "nothing found" cannot be claimed when nothing was measured
+        raise NotMeasured(f"{result.headline()} (the report in {args.out} says so too)")
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
     print(writer.summary_line("audit", f"{result.headline()} ({corpus.lengths.size:,} documents, "
