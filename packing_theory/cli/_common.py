@@ -142,7 +142,13 @@ def settings_from_args(args: argparse.Namespace, packers: Sequence[str]) -> Sett
     for name in packers:
         check_width(settings, name)
         if name in settings.peer_options:  # a framework's constructor checks its options: bad input, now
-            build_one(settings, name)
+            try:
+                build_one(settings, name)
+            except InputError as exc:  # name the options the user gave, and where they are given
+                given_options = ", ".join(f"{k}={v}" for k, v in settings.peer_options[name].items()
+                                          if k != "framework_version")
+                raise InputError(f"{name}'s options ({given_options}; from --peer-option or their own "
+                                 f"flags): {exc}") from exc
     return settings
 
 
