@@ -9,8 +9,10 @@ and answers for one document — by id or by name — with an
 ``documents.csv`` holds), the rows holding its tokens, and a sentence saying
 why. A document that never started is explained by the protected set when
 the theorem applies ("at every selection it was among the B − 1 = 63 largest
-over-capacity documents"), by the filter that removed it, by the horizon when
-it was still buffered, or by the horizon when it never arrived.
+over-capacity documents", with the longer ones and the ones as long, which the
+set's key (length, arrival) ranks above it when they arrived later), by the
+filter that removed it, by the horizon when it was still buffered, by a stream
+that ran dry before any selection, or by the horizon when it never arrived.
 
 >>> e = explain([3, 40, 5, 50, 2, 60, 4, 70] * 2, 7, policy="discard", capacity=8, min_buffer=4, refill=2)
 >>> e.fate, e.protected, e.larger_arrived, e.longer_arrived, e.as_long_arrived
@@ -81,8 +83,8 @@ class Explanation:
     buffered: int
     never_reached: int
     larger_arrived: int
-    """Over-capacity documents ranked above it by the protected set's key (length, arrival): longer, or
-    as long and arrived later, arrived by the horizon (0 if not long)."""
+    """Over-capacity documents arrived by the horizon that the protected set's key ranks above it
+    (longer, or as long and arrived later; 0 if not long)."""
     horizon: HorizonStatement
     sentence: str
     longer_arrived: int = 0
@@ -123,7 +125,8 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
         capacity: the row width ``R``; ``min_buffer`` is ``B`` (for a peer,
             only the protected-set columns use it).
         horizon: where to cut the run (``None``: the packer's natural end).
-        pass_index: which pass of a multi-pass run.
+        pass_index: which pass of a multi-pass run; with several passes the sentence names it
+            (``pass 1 of 2``) and says the document's fate in the others.
         identity: who each document of ``lengths`` is in the raw corpus
             (:class:`~packing_theory.audit.identity.DocumentIdentity`: its raw index when a cleaning
             funnel kept only some documents, names and sources over the raw corpus); a numeric

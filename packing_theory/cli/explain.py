@@ -20,6 +20,15 @@ one and say so on standard error, with the ``--index`` that asks for the
 other; ``--index N`` is always the raw index. A document the funnel removed
 is explained by the stage that removed it.
 
+``DOC`` or ``--index``, one of them, is checked before the corpus is read:
+``--data`` takes every word up to the next option, so a ``DOC`` written after
+it is named in the error with the fix (put it before ``--data``, or last after
+``--``). The data-source options ``--labels``, ``--labels-manifest``,
+``--source-column``, ``--source-from`` and ``--mixture`` are taken as ``audit``
+takes them (a command line copied from ``audit`` runs): the sentence says the
+document's source. With ``--passes`` above 1 the sentence names the pass it
+explains (``--pass K``, default 0) and the document's fate in the others.
+
 ``--config FILE`` applies a framework's config as ``audit --config`` does
 (:func:`~packing_theory.cli._config.apply_config`): its packer, row width,
 knobs and horizon, a torchtune truncation, and Megatron's ``--split``, whose
