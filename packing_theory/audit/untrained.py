@@ -82,6 +82,22 @@ class HorizonStatement:
     partial_row_tokens: int
     exhausted_at_row: int | None
     min_buffer: int
+    selected: bool = True
+    """Whether any selection was made before the stop (each places a token: a started document);
+    ``False`` only when the stream ran dry before the buffer ever held ``B`` documents."""
+
+    @property
+    def never_selected(self) -> bool:
+        """Whether the stream ran dry before the buffer ever held ``B`` documents, so that no selection
+        was made (a corpus of fewer than ``B`` documents without ``--drain``). Stopping at row 0 is not
+        enough: a corpus smaller than one row stops there after its selections.
+
+        >>> HorizonStatement(None, 0, "stream exhausted", 903, 0, 2).never_selected
+        False
+        >>> HorizonStatement(None, 0, "stream exhausted", 0, 0, 2, selected=False).never_selected
+        True
+        """
+        return self.reason == "stream exhausted" and not self.selected
 
     def to_dict(self) -> dict[str, Any]:
         """``{"asked", "unit", "stopped_at_row", "reason", "partial_row_tokens", "exhausted_at_row"}``."""
@@ -97,8 +113,11 @@ class HorizonStatement:
         'stopped at row 1,055 because the stream ran dry (a partial row of 12 tokens is not trained)'
         >>> HorizonStatement(Budget("rows", 9), 9, "budget reached", 0, None, 64).sentence()
         'stopped at row 9: the horizon of 9 rows was reached'
-        >>> HorizonStatement(None, 0, "stream exhausted", 0, 0, 1000).sentence()  # doctest: +ELLIPSIS
+        >>> dry = HorizonStatement(None, 0, "stream exhausted", 0, 0, 1000, selected=False)  # no selection
+        >>> dry.sentence()  # doctest: +ELLIPSIS
         'stopped at row 0 because the stream ran dry before the buffer held B = 1,000 documents (...)'
+        >>> HorizonStatement(None, 0, "stream exhausted", 903, 0, 2).sentence()  # selections, no full row
+        'stopped at row 0 because the stream ran dry (a partial row of 903 tokens is not trained)'
         """
         row = f"row {self.stopped_at_row:,}"
         partial = (f" (a partial row of {self.partial_row_tokens:,} tokens is not trained)"
@@ -106,7 +125,7 @@ class HorizonStatement:
         if self.reason == "budget reached":
             asked = f"the horizon of {self.asked.describe()}" if self.asked else "the horizon"
             return f"stopped at {row}: {asked} was reached"
-        if self.reason == "stream exhausted" and self.stopped_at_row == 0:  # it never held B documents
+        if self.never_selected:
             return (f"stopped at {row} because the stream ran dry before the buffer held B = "
                     f"{self.min_buffer:,} documents (a corpus this small needs --drain, which empties the "
                     "buffer at the end of the stream, or a smaller --min-buffer)")
@@ -129,7 +148,7 @@ def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool)
     if reason is None:
         reason = "drained" if streaming else "natural end"
     return HorizonStatement(asked, agg.rows, reason, agg.partial_row_tokens, agg.exhausted_at_row,
-                            agg.min_buffer)
+                            agg.min_buffer, selected=agg.started_sources > 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,7 +105,7 @@ def _equal_words(cmp: Comparison) -> str:
         names = eq["short"]
         words += (f"; {', '.join(names)} {'stops' if len(names) == 1 else 'stop'} before the horizon and "
                   f"{_train_words(eq['short_trained'], names)}")
-        if eq.get("short_at_row_0"):
+        if eq.get("short_never_selected"):
             words += (" (a corpus smaller than the buffer's B: give --drain, or a smaller --min-buffer, "
                       "to replay it)")
     return words

@@ -191,3 +191,20 @@ def test_reached_keys_equal_a_boolean_array(chunks: list[list[int]], in_order: b
         assert np.array_equal(r.mask(0, 50), model) and np.array_equal(r.mask(7, 19), model[7:19])
     if in_order:
         assert r.prefix == int(model.sum())
+
+
+def test_a_corpus_smaller_than_one_row_stops_at_row_0_after_its_selections() -> None:
+    """4 documents of 301 tokens at B = 2 in rows of 2,049: every document was buffered and three placed
+    in the unfinished row 0. The stop said "ran dry before the buffer held B = 2 documents", because it
+    took stopping at row 0 for "no selection was ever made" (found by a review); fewer documents than B
+    is the case that sentence is for."""
+    for lengths, selected in (([301] * 4, True), ([301], False), ([5000, 301, 301], True)):
+        packer = Packer(capacity=2049, min_buffer=2, refill=1)
+        (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer))
+        h = horizon_statement(agg, None, streaming=True)
+        assert (h.reason, h.stopped_at_row) == ("stream exhausted", 0), lengths
+        assert h.selected is selected and h.never_selected is not selected, lengths
+        assert ("before the buffer held B = 2 documents" in h.sentence()) is not selected, h.sentence()
+    assert "a partial row of 903 tokens is not trained" in horizon_statement(
+        feed_all(Packer(capacity=2049, min_buffer=2, refill=1).stream([301] * 4),
+                 Ledger(2049, 2))[0], None, streaming=True).sentence()
