@@ -192,6 +192,9 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
     if row["partial_row"]:
         lost.append(f"{row['partial_row']:,} in the partial row {h.stopped_at_row:,}, which is never trained")
     rest = f"; {', '.join(lost)}" if lost else ""
+    if row["fate"] == "never trained (unfinished row)":
+        return (f"{head}; it started only in the unfinished last row {h.stopped_at_row:,}, which is never "
+                f"delivered, so none of its {row['length']:,} tokens was trained{rest}")
     where = f" in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}" if rows else ""
     return (f"{head}; started in row {row['first_row']:,} and emitted {row['emitted']:,} of its "
             f"{row['length']:,} tokens{where}{rest}")
