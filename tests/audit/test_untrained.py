@@ -145,7 +145,12 @@ def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> Non
     assert agg.partial_row_tokens > 0 and only.any()
     assert nt.partial_row_only_documents == int(only.sum())
     assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
-    assert all(f == "partly trained" for f in table.column("fate")[only])
+    assert all(f == "never trained (unfinished row)" for f in table.column("fate")[only])
+    assert nt.partial_row_only_tokens == int(table.column("length")[only].sum())
+    assert nt.no_token_trained.documents == nt.never_started.documents + int(only.sum())
+    listed, count = table.largest_untrained(10, ("never trained (unfinished row)",))
+    assert count == int(only.sum()) and {r["fate"] for r in listed} == {"never trained (unfinished row)"}
+    assert "placed only there has no token trained" in nt.parts_sentence()
 
 
 @given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
