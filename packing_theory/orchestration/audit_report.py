@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/audit"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOP_LEVEL_KEYS: tuple[str, ...] = (
     "schema",
     "version",
@@ -78,7 +78,8 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     "seconds",
 )
 """Top-level keys of ``audit.json``, in order (version 4: one ``packers`` entry per packer, the same
-per-packer document as ``compare.json``'s)."""
+per-packer document as ``compare.json``'s; version 5: a stratum's ``retention`` counts trained tokens only,
+``ranks.row_group_size`` is ``None`` where the parquet files' own row groups were used)."""
 
 
 

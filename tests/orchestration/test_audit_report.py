@@ -42,7 +42,7 @@ def result() -> AuditResult:
 def test_json_keys_are_stable(result: AuditResult) -> None:
     doc = result.to_dict()
     assert tuple(doc) == TOP_LEVEL_KEYS
-    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 4)
+    assert (doc["schema"], doc["version"]) == (SCHEMA, SCHEMA_VERSION) == ("packing-theory/audit", 5)
     assert doc["run"] is None  # a document built outside a writer has no run
     p0 = doc["packers"][0]
     assert p0["packer"] == "discard" and p0["row_width"] == 64
