@@ -172,7 +172,8 @@ class DocumentBlocks:
             arrived = occ >= 0
             started = arrived & led["started"]
             emitted = np.where(arrived, led["emitted"], 0)
-        only_partial = started & (emitted == self._sparse(a, occ, self.partial[0], self.partial[1]))
+        partial = self._sparse(a, occ, self.partial[0], self.partial[1])
+        only_partial = started & (emitted == partial) & (partial > 0)
         idx = np.flatnonzero(~started | only_partial)
         fate = np.where(only_partial[idx], UNFINISHED_ROW,
                         np.where(arrived[idx], NEVER_STARTED, NEVER_REACHED))
@@ -201,7 +202,7 @@ class DocumentBlocks:
         fate[reached & ~started] = NEVER_STARTED
         fate[started] = PARTLY
         fate[started & (emitted == length)] = TRAINED
-        fate[started & (emitted == 0)] = UNFINISHED_ROW  # placed only in the unfinished row
+        fate[started & (emitted == 0) & (partial > 0)] = UNFINISHED_ROW  # placed only in the unfinished row
         protected = self._sparse(a, occ, self.protected, np.ones(self.protected.size, np.int64)) > 0
         rows = np.arange(a, b, dtype=np.int64)
         pos = rows % self.n
