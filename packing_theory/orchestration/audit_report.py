@@ -288,7 +288,8 @@ def _answer(result: AuditResult) -> Section:
         blocks.append(Text(f"{ranks[0].upper()}{ranks[1:]} (see Per rank). Every other figure of this report "
                            f"is {SINGLE_STREAM}."))
     if runs:
-        blocks.append(decomposition_bars(runs, "What happened to the tokens offered"))
+        single = ", as a single stream" if result.ranks is not None else ""
+        blocks.append(decomposition_bars(runs, f"What happened to the tokens offered{single}"))
     table, _ = never_started_documents(runs, result.corpus)
     if table is not None:
         blocks.append(table)

@@ -305,7 +305,7 @@ def documents_section(result: AuditResult) -> Section | None:
     more = f"every document and packer is in {result.documents_file}" if result.documents_file else ""
     return Section(
         "documents",
-        "Documents not trained",
+        "Documents not trained" + (", as a single stream" if result.ranks is not None else ""),
         (
             Text(
                 f"{total:,} (document, packer) pairs have no token trained (never started, never reached, "
