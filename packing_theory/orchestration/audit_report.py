@@ -92,9 +92,10 @@ def theorem_prediction(run: PackerRun) -> int | None:
 
 
 def _never_filled(run: PackerRun) -> bool:
-    """The buffer never held B documents, so no selection was made: the theorem's hypothesis fails."""
+    """The buffer never held B documents (fewer arrived), so no selection was made: the theorem's hypothesis
+    fails."""
     h = run.horizon
-    return h.reason == "stream exhausted" and h.stopped_at_row == 0
+    return h.reason == "stream exhausted" and run.aggregates.arrived_sources < h.min_buffer
 
 
 def _theorem_sentence(run: PackerRun) -> str:
