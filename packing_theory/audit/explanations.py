@@ -290,6 +290,11 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
     if row["partial_row"]:
         lost.append(f"{row['partial_row']:,} in the partial row {h.stopped_at_row:,}, which is never trained")
     rest = f"; {', '.join(lost)}" if lost else ""
+    if row["fate"] == "never trained (unfinished row)":  # its partial-row tokens are the sentence itself
+        others = f"; {', '.join(lost[:-1])}" if len(lost) > 1 else ""
+        return (f"{head}; all {row['partial_row']:,} tokens it had placed are in the unfinished last row "
+                f"{h.stopped_at_row:,}, which is never delivered, so none of its {row['length']:,} tokens "
+                f"was trained{others}")
     where = f" in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}" if rows else ""
     return (f"{head}; started in row {row['first_row']:,} and emitted {row['emitted']:,} of its "
             f"{row['length']:,} tokens{where}{rest}")

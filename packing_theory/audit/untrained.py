@@ -166,8 +166,12 @@ class NeverTrained:
     :attr:`untrained_documents` counts documents no row holds a token of (never started or
     never reached); :attr:`partial_row_only_documents` more, started only in the partial
     row, have no token trained either, and count among :attr:`trained_documents` (the
-    documents started) and the partial row's documents; ``largest`` is true when they are exactly the largest
-    documents offered (no trained document is longer than any of them).
+    documents started) and the partial row's documents (:attr:`partial_row_only_tokens`: their
+    lengths); :attr:`no_token_trained` is all of them. ``largest`` is true when the never-started and
+    never-reached documents are exactly the largest documents offered (no trained document is longer than
+    any of them). With several passes every count of documents counts occurrences (a document once per
+    pass); :attr:`never_started_distinct` then counts the distinct documents that never started in any
+    pass they arrived in (``None`` for one pass).
     """
 
     packer: str
@@ -189,6 +193,16 @@ class NeverTrained:
     filtered_tokens: int
     partial_row: Part = Part(0, 0)
     partial_row_only_documents: int = 0
+    partial_row_only_tokens: int = 0
+    never_started_distinct: int | None = None
+
+    @property
+    def no_token_trained(self) -> Part:
+        """Documents of which no token was trained — never started, never reached, or placed only in the
+        unfinished row — and the tokens they hold (their lengths): the one count ``audit`` and
+        ``compare`` give as "documents with no token trained"."""
+        return Part(self.untrained_documents + self.partial_row_only_documents,
+                    self.never_started.tokens + self.never_reached.tokens + self.partial_row_only_tokens)
 
     @property
     def tokens(self) -> int:
@@ -221,14 +235,21 @@ class NeverTrained:
         def share(v: int) -> str:
             return percent(v / total) if total else "—"
 
+        unit = "document" if self.never_started_distinct is None else "occurrence"  # several passes
+
         def docs(n: int) -> str:
-            return f"{n:,} document{'s' if n != 1 else ''}"
+            return f"{n:,} {unit}{'s' if n != 1 else ''}"
 
         parts = [f"trained {share(self.trained_tokens)} of the {total:,} tokens offered"]
         ns = self.never_started
         if ns.documents:
             largest = ", the largest" if self.largest and not self.never_reached.documents else ""
-            parts.append(f"{docs(ns.documents)} never started ({share(ns.tokens)} of the tokens{largest})")
+            distinct = ""
+            if self.never_started_distinct is not None:
+                d = self.never_started_distinct
+                distinct = f"; {d:,} distinct document{'s' if d != 1 else ''} never started in any pass"
+            parts.append(f"{docs(ns.documents)} never started ({share(ns.tokens)} of the tokens{largest}"
+                         f"{distinct})")
         if self.dropped.tokens:
             parts.append(f"tails of {docs(self.dropped.documents)} that started were cut off "
                          f"({share(self.dropped.tokens)})")
@@ -237,8 +258,11 @@ class NeverTrained:
             parts.append(f"{docs(self.still_buffered.documents)} that started {verb} still buffered "
                          f"({share(self.still_buffered.tokens)})")
         if self.partial_row.tokens:
+            only = self.partial_row_only_documents
+            alone = (f"; {docs(only)} placed only there {'has' if only == 1 else 'have'} no token trained"
+                     if only else "")
             parts.append(f"{self.partial_row.tokens:,} tokens sit in the unfinished last row "
-                         f"({share(self.partial_row.tokens)})")
+                         f"({share(self.partial_row.tokens)}{alone})")
         if self.never_reached.documents:
             parts.append(f"{docs(self.never_reached.documents)} lie beyond the horizon "
                          f"({share(self.never_reached.tokens)})")
@@ -266,6 +290,10 @@ class NeverTrained:
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
         assert self.trained_documents + self.untrained_documents == self.offered_documents
         assert self.partial_row_only_documents <= min(self.partial_row.documents, self.trained_documents)
+        assert self.partial_row_only_tokens >= self.partial_row_only_documents  # each holds >= 1 token
+        assert (self.partial_row_only_tokens > 0) == bool(self.partial_row_only_documents)
+        d = self.never_started_distinct
+        assert d is None or d <= self.never_started.documents
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
@@ -316,6 +344,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
                          "which never arrived")
     seen = Reached(n * P)
     acc = _Sums()
+    # with several passes: which documents arrived / started in some pass (one byte each)
+    arrived_any = np.zeros(n if P > 1 else 0, np.bool_)
+    started_any = np.zeros(n if P > 1 else 0, np.bool_)
     for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
         arrived = c["arrived"]
         partial = _partial_block(pp, c, a)
@@ -323,6 +354,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
             c, partial = {k: v[arrived] for k, v in c.items()}, partial[arrived]
         seen.add(c["pass_index"] * n + c["source"])
         acc.add(c, partial)
+        if P > 1:
+            arrived_any[c["source"]] = True
+            started_any[c["source"][c["started"]]] = True
     unreached = _unreached(arr, seen, P)
     untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
     largest = untrained_min is not None and (acc.trained_max is None or untrained_min >= acc.trained_max)
@@ -347,6 +381,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         filtered_tokens=t["filtered"],
         partial_row=Part(t["partial_docs"], t["partial"]),
         partial_row_only_documents=t["only_partial"],
+        partial_row_only_tokens=t["only_partial_length"],
+        never_started_distinct=int(np.count_nonzero(arrived_any & ~started_any)) if P > 1 else None,
     )
     out._check()
     return out
@@ -381,7 +417,7 @@ class _Sums:
 
     KEYS = ("emitted", "partial", "started", "ns", "ns_length", "ns_buffered", "ns_filtered", "dropped_docs",
             "dropped", "dropped_discarded", "dropped_filtered", "held_docs", "held", "buffered", "discarded",
-            "filtered", "partial_docs", "only_partial")
+            "filtered", "partial_docs", "only_partial", "only_partial_length")
 
     def __init__(self) -> None:
         self.total: dict[str, int] = dict.fromkeys(self.KEYS, 0)
@@ -416,8 +452,10 @@ class _Sums:
             "held_docs": count(held_pos) - count(held_pos[ns]),
             "held": total(buffered) - total(buffered[ns]), "buffered": total(buffered),
             "discarded": total(discarded), "filtered": total(filtered), "partial_docs": count(partial_pos),
-            "only_partial": count(started & partial_pos & (emitted == partial)) if partial_pos.any() else 0,
         }
+        only = started & partial_pos & (emitted == partial) if partial_pos.any() else None
+        parts["only_partial"] = 0 if only is None else count(only)
+        parts["only_partial_length"] = 0 if only is None else total(length[only])
         for k, v in parts.items():
             self.total[k] += int(v)
         if ns.size:

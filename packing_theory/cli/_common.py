@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_executor",
+    "counted",
     "emit_json",
     "horizon_from_args",
     "note",
@@ -34,6 +35,12 @@ __all__ = [
     "with_row_progress",
     "workers_from_args",
 ]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` with ``noun``, plural unless ``n`` is 1: ``counted(1, "document") == "1 document"``,
+    ``counted(4400, "document") == "4,400 documents"``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def note(command: str, message: str) -> None:

@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from ..reporting import ReportWriter, progress_bar, require_matplotlib, stage_report
     from ._common import (
         check_executor,
+        counted,
         emit_json,
         horizon_from_args,
         packers_from_args,
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         reused += f"; could not keep the finished runs in {parts} ({m.resume_problem})"
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
-    print(writer.summary_line("compare", f"{result.headline()} ({corpus.lengths.size:,} documents, "
+    print(writer.summary_line("compare", f"{result.headline()} "
+                                       f"({counted(int(corpus.lengths.size), 'document')}, "
                                          f"{time.perf_counter() - t0:.1f} s{reused}{drift})"),
           file=sys.stderr)
     failing = [r.packer for r in result.measurement.runs if not r.aggregates.mass.identity_holds]

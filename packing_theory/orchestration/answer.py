@@ -174,9 +174,9 @@ def documents_not_trained(run: PackerRun) -> int:
     """Documents offered of which no token was trained at the horizon: never started, never reached, or
     placed only in the unfinished row. Which of these labels a document gets depends on whether the
     packer had read it (an offline packer reads its whole input first; an online one reads as it goes);
-    this count does not, so packers that train the same documents tie on it."""
-    nt = run.never_trained
-    return nt.untrained_documents + nt.partial_row_only_documents
+    this count does not, so packers that train the same documents tie on it
+    (:attr:`~packing_theory.audit.untrained.NeverTrained.no_token_trained`, which also holds their tokens)."""
+    return run.never_trained.no_token_trained.documents
 
 
 RANKED: tuple[Ranked, ...] = (

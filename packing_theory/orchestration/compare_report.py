@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/compare"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version 5: ``ranking.by`` is ``untrained_documents`` first (it was ``never_started_documents``), and
 ``ranking`` has ``ranks`` and ``then``; ``equal`` has ``padded_trained``."""
 

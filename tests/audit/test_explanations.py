@@ -107,6 +107,15 @@ def test_tokens_in_the_partial_row_are_named_never_trained_and_not_among_the_row
     assert f"{e.partial_row} in the partial row 3, which is never trained" in e.sentence
 
 
+def test_a_document_placed_only_in_the_unfinished_row_is_explained_as_never_trained() -> None:
+    """continue at R = 8, B = 2: document 7 is placed alone in the last row, which the stream never fills."""
+    e = explain([3, 5, 3, 5, 3, 5, 3, 5], 7, policy="continue", capacity=8, min_buffer=2, refill=2)
+    assert e.fate == "never trained (unfinished row)" and e.emitted == 0 and e.partial_row == 5
+    assert e.sentence == ("document 7 (length 5) under continue: never trained (unfinished row); all 5 "
+                          "tokens it had placed are in the unfinished last row 3, which is never delivered, "
+                          "so none of its 5 tokens was trained")
+
+
 def test_digits_are_the_document_named_so_before_a_raw_index() -> None:
     """A record's id ``"3"`` is the document ``documents.csv`` names 3, not raw document 3; digits no
     document is named exactly are the raw index, never a path suffix; an ``int`` is always the index.
