@@ -234,7 +234,7 @@ def compare_headline(cmp: Comparison) -> str:
     note = m.horizon_note()
     if note:
         parts.append(note)
-    refused = ", ".join(n for n, _ in m.refused)
+    refused = ", ".join(n for n, _ in m.refused) if len(m.refused) <= 2 else f"{len(m.refused)} packers"
     parts.append(
         f"{len(m.runs)} {'packer' if len(m.runs) == 1 else 'packers'} compared"
         + (", so nothing is ranked" if len(m.runs) == 1 else "")
