@@ -299,16 +299,18 @@ def is_document_id(text: str) -> bool:
 
 def lookup_document(names: NameSource | Sequence[str] | None, document: str | int) -> Int64Array:
     """The raw index of the document ``document`` means, one rule for the per-document table and
-    ``explain``: an ``int`` is a raw index; a string of ASCII digits is the document whose name is exactly
-    that string (a record's ``id`` ``"12345"``) when one is, else a raw index; any other string is a name
-    (:func:`documents_named`: exact, else a whole-component path suffix). Empty when no document is named
-    so; a raw index is not checked against the corpus's size.
+    ``explain``: an ``int`` is a raw index; a string is a name (:func:`documents_named`: exact, else a
+    whole-component path suffix, so a file ``data/7`` is ``7``), and a string of ASCII digits no document is
+    named so is a raw index. Empty when no document is named so; a raw index is not checked against the
+    corpus's size.
 
-    >>> names = ["a.txt", "7", "b.txt"]
+    >>> names = ["a.txt", "7", "b.txt", "d/12"]
     >>> lookup_document(names, "7").tolist(), lookup_document(names, 7).tolist()
     ([1], [7])
-    >>> lookup_document(names, "2").tolist(), lookup_document(names, "b.txt").tolist()
-    ([2], [2])
+    >>> lookup_document(names, "12").tolist(), lookup_document(names, "2").tolist()
+    ([3], [2])
+    >>> lookup_document(names, "b.txt").tolist()
+    [2]
     >>> lookup_document(None, "1").tolist(), lookup_document(None, "a.txt").tolist()
     ([1], [])
 
@@ -320,14 +322,13 @@ def lookup_document(names: NameSource | Sequence[str] | None, document: str | in
     if isinstance(document, (int, np.integer)):
         return np.asarray([int(document)], np.int64)
     digits = is_document_id(document)
-    named = (np.zeros(0, np.int64) if names is None
-             else documents_named(names, document, by_suffix=not digits))
+    named = np.zeros(0, np.int64) if names is None else documents_named(names, document)
     return np.asarray([int(document)], np.int64) if digits and not named.size else named
 
 
-def documents_named(names: NameSource | Sequence[str], text: str, *, by_suffix: bool = True) -> Int64Array:
-    """The raw index of the one document named ``text``: exactly, else (``by_suffix``) as a whole-component
-    path suffix; empty when none is.
+def documents_named(names: NameSource | Sequence[str], text: str) -> Int64Array:
+    """The raw index of the one document named ``text``: exactly, else as a whole-component path suffix;
+    empty when none is.
 
     Two documents of the same name (two records with the same ``id``) are
     ambiguous, as are several that end with the same path: refused, never
@@ -356,7 +357,7 @@ give the document's index instead (explain --index N)
         for i, n in zip(ids.tolist(), source.take(ids), strict=True):
             if n == text:
                 exact.append(i)
-            elif by_suffix and want and not exact and _parts(n)[-len(want):] == want:
+            elif want and not exact and _parts(n)[-len(want):] == want:
                 suffix.append((i, n))
     if len(exact) > 1:
         shown = ", ".join(str(d) for d in exact[:5]) + (", …" if len(exact) > 5 else "")

@@ -171,7 +171,8 @@ class NeverTrained:
     never-reached documents are exactly the largest documents offered (no trained document is longer than
     any of them). With several passes every count of documents counts occurrences (a document once per
     pass); :attr:`never_started_distinct` then counts the distinct documents that never started in any
-    pass they arrived in (``None`` for one pass).
+    pass they arrived in, and :attr:`no_token_trained_distinct` the distinct documents of which no
+    token was trained in any pass, with their lengths (both ``None`` for one pass).
     """
 
     packer: str
@@ -195,6 +196,25 @@ class NeverTrained:
     partial_row_only_documents: int = 0
     partial_row_only_tokens: int = 0
     never_started_distinct: int | None = None
+    passes: int = 1
+    no_token_trained_distinct: Part | None = None
+
+    def documents_without_training(self) -> tuple[Part, int, int]:
+        """``(documents with no token trained and their tokens, documents offered, tokens offered)``, each
+        document counted once: :attr:`no_token_trained` for one pass; with several, the distinct
+        documents no pass trained a token of (:attr:`no_token_trained_distinct`), out of the distinct
+        documents offered. The quantity ``compare`` ranks by and ``audit`` names: comparable between a
+        packer that makes several passes and one that makes one.
+
+        >>> nt = NeverTrained("p", 6, 60, 20, 2, Part(4, 40), 0, 0, Part(0, 0), 0, 0, Part(0, 0), Part(0, 0),
+        ...                   True, 0, 0, 0, passes=2, no_token_trained_distinct=Part(1, 10))
+        >>> nt.documents_without_training()
+        (Part(documents=1, tokens=10), 3, 30)
+        """
+        if self.no_token_trained_distinct is None:
+            return self.no_token_trained, self.offered_documents, self.offered_tokens
+        return (self.no_token_trained_distinct, self.offered_documents // self.passes,
+                self.offered_tokens // self.passes)
 
     @property
     def no_token_trained(self) -> Part:
@@ -294,6 +314,10 @@ class NeverTrained:
         assert (self.partial_row_only_tokens > 0) == bool(self.partial_row_only_documents)
         d = self.never_started_distinct
         assert d is None or d <= self.never_started.documents
+        assert self.passes >= 1 and self.offered_documents % self.passes == 0
+        nd = self.no_token_trained_distinct
+        assert nd is None or (self.passes > 1 and nd.documents <= self.offered_documents // self.passes
+                              and nd.tokens <= self.offered_tokens // self.passes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
@@ -347,6 +371,7 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
     # with several passes: which documents arrived / started in some pass (one byte each)
     arrived_any = np.zeros(n if P > 1 else 0, np.bool_)
     started_any = np.zeros(n if P > 1 else 0, np.bool_)
+    trained_any = np.zeros(n if P > 1 else 0, np.bool_)  # a token of it trained in some pass
     for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
         arrived = c["arrived"]
         partial = _partial_block(pp, c, a)
@@ -357,6 +382,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         if P > 1:
             arrived_any[c["source"]] = True
             started_any[c["source"][c["started"]]] = True
+            only_partial = (partial > 0) & (c["emitted"] == partial)  # as no_token_trained counts them
+            trained_any[c["source"][c["started"] & ~only_partial]] = True
     unreached = _unreached(arr, seen, P)
     untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
     largest = untrained_min is not None and (acc.trained_max is None or untrained_min >= acc.trained_max)
@@ -383,6 +410,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         partial_row_only_documents=t["only_partial"],
         partial_row_only_tokens=t["only_partial_length"],
         never_started_distinct=int(np.count_nonzero(arrived_any & ~started_any)) if P > 1 else None,
+        passes=P,
+        no_token_trained_distinct=(Part(int(np.count_nonzero(~trained_any)), exact_sum(arr[~trained_any]))
+                                   if P > 1 else None),
     )
     out._check()
     return out

@@ -175,6 +175,8 @@ def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: 
     sizes = [g for file in groups for g in file]
     section: dict[str, Any] = {
         "world_size": args.world_size, "passes": settings.passes,
+        # the audit's horizon, as the rows each rank is cut at (every rank gets that budget)
+        "horizon": None if horizon is None else {"asked": horizon.describe(), "rows_per_rank": config.rows},
         # what cut the row groups: the parquet files' own groups, or --row-group-size documents
         "row_group_size": None if parquet else args.row_group_size,
         "row_groups": {"from": "parquet" if parquet else "row_group_size", "count": len(sizes),

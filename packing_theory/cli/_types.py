@@ -180,7 +180,8 @@ def policy_list(text: str) -> list[str]:
     if not any(out):
         raise argparse.ArgumentTypeError(f"--policy must name a packer, got {text!r}")
     if not all(out):  # 'discard,,continue' or a trailing comma: a name left out, or a typo
-        raise argparse.ArgumentTypeError(f"--policy {text!r} has an empty name between its commas")
+        raise argparse.ArgumentTypeError(f"--policy {text!r} has an empty name (two commas in a row, or a "
+                                         "comma at an end)")
     for name in out:
         if name not in known:
             raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(known)}; see "

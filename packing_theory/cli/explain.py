@@ -81,8 +81,7 @@ def _check_document_given(args: argparse.Namespace) -> None:
     from ..errors import InputError
 
     if args.document is not None and args.index is not None:
-        raise InputError(f"DOC {args.document!r} and --index {args.index} both name the document: give "
-                         "one of them")
+        raise InputError(f"give DOC or --index, not both (DOC {args.document!r}, --index {args.index})")
     if args.document is not None or args.index is not None:
         return
     data = getattr(args, "data", None) or []

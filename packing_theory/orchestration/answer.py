@@ -52,6 +52,7 @@ __all__ = [
     "packer_answer",
     "prefix_bias",
     "ranking",
+    "refused_words",
     "stop_phrase",
 ]
 
@@ -170,13 +171,28 @@ class Ranked:
     term: str | None = None
 
 
+def refused_words(refused: Sequence[tuple[str, str]]) -> str:
+    """``"nemo-first_fit refused the corpus (the report says why)"``: the packers whose framework refused
+    the corpus, named when one or two (a count beyond: the headline stays short), or ``""``.
+
+    >>> refused_words([("a", "why")]), refused_words([("a", ""), ("b", ""), ("c", "")]), refused_words([])
+    ('a refused the corpus (the report says why)', '3 packers refused the corpus (the report says why)', '')
+    """
+    if not refused:
+        return ""
+    who = ", ".join(n for n, _ in refused) if len(refused) <= 2 else f"{len(refused)} packers"
+    return f"{who} refused the corpus (the report says why)"
+
+
 def documents_not_trained(run: PackerRun) -> int:
     """Documents offered of which no token was trained at the horizon: never started, never reached, or
     placed only in the unfinished row. Which of these labels a document gets depends on whether the
     packer had read it (an offline packer reads its whole input first; an online one reads as it goes);
-    this count does not, so packers that train the same documents tie on it
-    (:attr:`~packing_theory.audit.untrained.NeverTrained.no_token_trained`, which also holds their tokens)."""
-    return run.never_trained.no_token_trained.documents
+    this count does not, so packers that train the same documents tie on it. Each document counts once
+    whatever the passes: with several, those no pass trained a token of
+    (:meth:`~packing_theory.audit.untrained.NeverTrained.documents_without_training`, which also holds
+    their tokens and what was offered)."""
+    return run.never_trained.documents_without_training()[0].documents
 
 
 RANKED: tuple[Ranked, ...] = (

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..registry import entries
 from ..reporting.model import Attachment, Block, Plot, Section, Text, percent
-from .answer import RANKED, decomposition_bars, documents_not_trained, never_started_documents, packer_answer
+from .answer import (
+    RANKED,
+    decomposition_bars,
+    documents_not_trained,
+    never_started_documents,
+    packer_answer,
+    refused_words,
+)
 from .audit_plots import SOURCES_PLOT
 from .audit_sections import (
     DOCUMENTS_SHOWN,
@@ -138,13 +145,14 @@ def audit_headline(result: AuditResult) -> str:
     if ranks:
         first = f"{ranks}; {SINGLE_STREAM}: {first}"
     missed = _mixture_missed(result)
+    refused = refused_words(result.measurement.refused)
+    missed += f"; {refused}" if refused else ""
     if len(runs) == 1:
         return first + missed
     each = []
     for r in runs:
-        nt = r.never_trained
-        held = nt.no_token_trained.tokens
-        share = percent(held / nt.offered_tokens) if nt.offered_tokens else "—"
+        part, _, offered_tokens = r.never_trained.documents_without_training()
+        share = percent(part.tokens / offered_tokens) if offered_tokens else "—"
         each.append(f"{r.packer} {documents_not_trained(r):,} ({share} of the tokens)")
     return f"{first}; {RANKED[0].label}: {', '.join(each)}{missed}"
 
@@ -165,6 +173,10 @@ def rank_headline(ranks: Mapping[str, Any] | None) -> str:
     'with --world-size 2, discard trains 3 rows on each rank (ranks step in lockstep: rank 0 has 3, rank 1
     has 5), 40 of the 100 tokens offered (40.0%); 4 of the 10 documents have no token trained then; 2
     documents never started on any rank'
+
+    With a horizon, each rank is cut at its rows, which is said first: ``with --world-size 2 and the
+    horizon of 1,000,000 tokens, as 489 rows, on each rank (the ranks together may train up to
+    world-size times it), ...``.
     """
     if not ranks or not ranks.get("policies"):
         return ""
@@ -186,7 +198,14 @@ def rank_headline(ranks: Mapping[str, Any] | None) -> str:
         parts.append(words)
     if not parts:
         return ""
-    return f"with --world-size {ranks['world_size']}, " + "; ".join(parts)
+    horizon = ranks.get("horizon")
+    budget = ""
+    if horizon:
+        rows = f"{horizon['rows_per_rank']:,} rows"
+        asked = "" if horizon["asked"] == rows else f" of {horizon['asked']}, as {rows},"
+        budget = (f" and the horizon{asked} on each rank (the ranks together may train up to world-size "
+                  f"times {'it' if asked else 'as many rows'})")
+    return f"with --world-size {ranks['world_size']}{budget}, " + "; ".join(parts)
 
 
 def _mixture_missed(result: AuditResult) -> str:

@@ -27,6 +27,7 @@ from .answer import (
     leaders,
     never_started_documents,
     packer_answer,
+    refused_words,
 )
 from .audit_report import plain
 from .measure import HORIZON_RULES, PackerRun
@@ -161,8 +162,9 @@ def _value_words(q: Any, v: Any, run: PackerRun, digits: int = 4) -> str:
     if v is None:
         return "—"
     nt = run.never_trained
-    if q.key == "untrained_documents":
-        share = percent(v / nt.offered_documents) if nt.offered_documents else "—"
+    if q.key == "untrained_documents":  # each document once, whatever the passes
+        offered = nt.documents_without_training()[1]
+        share = percent(v / offered) if offered else "—"
         return f"{v:,} ({share} of the documents offered)"
     if q.kind == "tokens":
         share = percent(v / nt.offered_tokens) if nt.offered_tokens else "—"
@@ -234,11 +236,11 @@ def compare_headline(cmp: Comparison) -> str:
     note = m.horizon_note()
     if note:
         parts.append(note)
-    refused = ", ".join(n for n, _ in m.refused) if len(m.refused) <= 2 else f"{len(m.refused)} packers"
+    refused = refused_words(m.refused)
     parts.append(
         f"{len(m.runs)} {'packer' if len(m.runs) == 1 else 'packers'} compared"
         + (", so nothing is ranked" if len(m.runs) == 1 else "")
-        + (f"; {refused} refused the corpus (the report says why)" if m.refused else "")
+        + (f"; {refused}" if refused else "")
     )
     return "; ".join(parts)
 

@@ -118,13 +118,15 @@ def test_a_document_placed_only_in_the_unfinished_row_is_explained_as_never_trai
 
 def test_digits_are_the_document_named_so_before_a_raw_index() -> None:
     """A record's id ``"3"`` is the document ``documents.csv`` names 3, not raw document 3; digits no
-    document is named exactly are the raw index, never a path suffix; an ``int`` is always the index.
+    document is named (exactly, or as a path suffix: a file ``data/7``) are the raw index; an ``int`` is
+    always the index.
     Before, a string of digits was always the raw index."""
     lengths = np.array([10, 20, 30, 40, 50], dtype=np.int64)
     names = ["3", "a/2", "b.txt", "c", "3x"]
     table = _table(lengths, "discard", names, min_buffer=2, refill=2)
     assert table.find("3") == [0] and table.find(3) == [3]
-    assert table.find("2") == [2]  # 'a/2' ends with the component '2': digits match a whole name only
+    assert table.find("2") == [1]  # 'a/2' ends with the component '2': a file named 2 (it was index 2)
+    assert table.find("1") == [1]  # no document is named 1: the raw index
     assert table.find("4") == [4] and table.find("b.txt") == [2]
     e = explain(lengths, "3", policy="discard", capacity=64, min_buffer=2, names=names, options={"refill": 2})
     assert (e.document, e.name, e.length) == (0, "3", 10)

@@ -57,6 +57,23 @@ def _reconciles(table, nt, agg) -> None:  # type: ignore[no-untyped-def]
         started = set(table.column("document")[table.column("started")].tolist())
         never = set(table.column("document")[fate == "never started"].tolist())
         assert nt.never_started_distinct == len(never - started)
+        # the distinct documents no pass trained a token of: the count compare ranks and audit names
+        trained = set(table.column("document")[~none].tolist())
+        untrained = set(range(nt.offered_documents // nt.passes)) - trained
+        assert nt.no_token_trained_distinct == Part(len(untrained), sum(lengths_of(table, untrained)))
+        assert nt.documents_without_training() == (nt.no_token_trained_distinct,
+                                                   nt.offered_documents // nt.passes,
+                                                   nt.offered_tokens // nt.passes)
+    else:
+        assert nt.no_token_trained_distinct is None and nt.passes == 1
+        assert nt.documents_without_training() == (nt.no_token_trained, nt.offered_documents,
+                                                   nt.offered_tokens)
+
+
+def lengths_of(table, documents: set[int]) -> list[int]:  # type: ignore[no-untyped-def]
+    """Each document's length once (the table has a row per occurrence)."""
+    doc, length = table.column("document").tolist(), table.column("length").tolist()
+    return list(dict((d, n) for d, n in zip(doc, length, strict=True) if d in documents).values())
 
 
 @given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), capacity=st.integers(2, 10),

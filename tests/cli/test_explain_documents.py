@@ -115,7 +115,7 @@ def test_what_names_no_document_is_refused_naming_the_parameter_and_value(
                              "of the 3 documents (0..2)",
         ("3", *lengths): "DOC 3 is not a raw index of the 3 documents (0..2)",
         ("--index", "-1", *lengths): "--index must be >= 0",
-        ("1", "--index", "1", *lengths): "DOC '1' and --index 1 both name the document: give one of them",
+        ("1", "--index", "1", *lengths): "give DOC or --index, not both (DOC '1', --index 1)",
         tuple(lengths): "DOC is missing: give the document's name or raw index (DOC), or --index N",
     }
     for argv, message in refused.items():

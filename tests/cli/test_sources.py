@@ -341,7 +341,9 @@ def test_world_size_on_parquet_row_groups(tmp_path: Path, capsys: pytest.Capture
                                           "documents_max": 20}
     # the headline leads with what the ranks train in lockstep; the single-stream figures say so
     g = doc["ranks"]["policies"]["discard"]["global"]
-    lead = f"with --world-size 3, discard trains {g['min_rows']:,} rows on each rank (ranks step in lockstep"
+    lead = ("with --world-size 3 and the horizon on each rank (the ranks together may train up to "
+            f"world-size times as many rows), discard trains {g['min_rows']:,} rows on each rank (ranks "
+            "step in lockstep")
     assert doc["headline"].startswith(lead) and doc["ranks"]["answer"] in doc["headline"]
     assert "; as a single stream (one process reading the whole corpus, not what the ranks train): " \
         "discard " in doc["headline"]

@@ -103,3 +103,47 @@ def test_the_rank_headline_says_what_lockstep_ranks_train() -> None:
         "rank 1 has 390), 1,598,220 of the 7,559,245 tokens offered (21.1%); 2,386 of the 4,400 documents "
         "have no token trained then; 1,998 documents never started on any rank")
     assert rank_headline(None) == "" and rank_headline({"world_size": 2, "policies": {}}) == ""
+
+
+def test_with_several_passes_packers_are_compared_on_distinct_documents() -> None:
+    """With --passes 2 the headline's "documents with no token trained" counted occurrences (a document
+    once per pass), so a streaming packer's count was not comparable with a framework packer's single pass."""
+    lengths = _lengths(7, 400)
+    res = audit_corpus(lengths, ["discard", "continue"], Settings(capacity=65, min_buffer=16, refill=4,
+                                                                 passes=2), permutations=0, documents=True)
+    for run in res.measurement.runs:
+        table = run.documents
+        assert table is not None
+        fate = np.asarray(table.column("fate"))
+        doc = np.asarray(table.column("document"))
+        trained = set(doc[~np.char.startswith(fate.astype(str), "never")].tolist())
+        distinct = len(lengths) - len(trained)
+        occurrences = run.never_trained.no_token_trained.documents
+        assert documents_not_trained(run) == distinct < occurrences
+        held = sum(n for d, n in enumerate(lengths) if d not in trained)
+        assert f"{run.packer} {distinct:,} ({percent(held / sum(lengths))} of the tokens)" in res.headline()
+
+
+def test_a_packer_that_refused_the_corpus_is_named_in_the_headline() -> None:
+    """The refusal was only in the report's body; compare's headline said it, audit's did not."""
+    res = audit_corpus([5, 40, 3, 7] * 10, ["nemo-first_fit", "discard"], Settings(capacity=16, min_buffer=4),
+                       permutations=0)
+    assert [r.packer for r in res.measurement.runs] == ["discard"]
+    assert res.headline().endswith("; nemo-first_fit refused the corpus (the report says why)")
+
+
+def test_a_horizon_with_ranks_is_said_to_be_each_rank_s_budget() -> None:
+    """With --tokens and --world-size the ranks together trained more than the tokens asked, unsaid."""
+    g = {"documents": 10, "started_any_rank": 8, "never_started_anywhere": 2, "min_rows": 3,
+         "started_at_min_rows": 6, "trained_tokens_at_min_rows": 40, "tokens": 100}
+    ranks = {"world_size": 2, "passes": 1, "horizon": {"asked": "30 tokens", "rows_per_rank": 4},
+             "policies": {"discard": {"global": g, "ranks": [{"rank": 0, "rows": 3},
+                                                             {"rank": 1, "rows": 4}]}}}
+    assert rank_headline(ranks).startswith(
+        "with --world-size 2 and the horizon of 30 tokens, as 4 rows, on each rank (the ranks together may "
+        "train up to world-size times it), discard trains 3 rows on each rank")
+    rows = {**ranks, "horizon": {"asked": "4 rows", "rows_per_rank": 4}}
+    assert rank_headline(rows).startswith(
+        "with --world-size 2 and the horizon on each rank (the ranks together may train up to world-size "
+        "times as many rows), discard trains 3 rows on each rank")
+    assert rank_headline({**ranks, "horizon": None}).startswith("with --world-size 2, discard trains 3 rows")
