@@ -20,13 +20,15 @@ arrived occurrence still holds is kept in columns indexed by occurrence
 them) and updated per batch with ``numpy.ufunc.at``.
 
 Complexity: O(events) numpy work per batch, O(1) Python work per batch;
-memory 33 bytes per arrived occurrence.
+memory 17 bytes per arrived occurrence (33 once a
+document index or a length passes ``int32``: :data:`NARROW_MAX`).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,61 +48,97 @@ from .batches import (
 from .events import BufferedSpans, Horizon
 from .horizon import Budget, cut_at_horizon
 
-__all__ = ["cut_batches_at_horizon", "row_fill"]
+__all__ = ["NARROW_MAX", "cut_batches_at_horizon", "row_fill"]
 
 _STOP = np.zeros(9, np.bool_)
 _STOP[[ARRIVAL, PLACEMENT, PADDING, REPEAT, EXHAUSTED, HORIZON]] = True
 
 
+NARROW_MAX = int(np.iinfo(np.int32).max)
+"""The largest value the held columns keep in ``int32``: past it (a document index or a document's length
+plus the BOS markers added to it) they are widened to ``int64``."""
+
+_INT_COLUMNS = ("source", "amount", "markers", "start")
+
+
 class _HeldColumns:
-    """What each arrived occurrence still holds, in columns indexed by occurrence id."""
+    """What each arrived occurrence still holds, in columns indexed by occurrence id.
+
+    The four integer columns are ``int32`` (17 bytes per occurrence with the ``alive`` flag) while every
+    value provably fits: a source is a document index, and in a packer's stream an occurrence's held
+    amount, held markers and next start lie in ``[0, length + markers added]``, so the bound is the
+    largest source and the largest arrival length plus every BOS marker added so far. Once the bound
+    passes :data:`NARROW_MAX` the columns are widened to ``int64`` (33 bytes per occurrence), before any
+    value that would not fit is written.
+    """
 
     def __init__(self) -> None:
         self.arrived = 0
-        self.source = np.zeros(1024, np.int64)
-        self.amount = np.zeros(1024, np.int64)
-        self.markers = np.zeros(1024, np.int64)
-        self.start = np.zeros(1024, np.int64)
+        self.bound = 0
+        """The largest value any integer column can hold (see the class doc)."""
+        self.source = np.zeros(1024, np.int32)
+        self.amount = np.zeros(1024, np.int32)
+        self.markers = np.zeros(1024, np.int32)
+        self.start = np.zeros(1024, np.int32)
         self.alive = np.zeros(1024, np.bool_)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The integer columns' type: ``int32``, or ``int64`` once widened."""
+        return self.source.dtype
 
     def _grow(self, n: int) -> None:
         size = self.source.size
         if n <= size:
             return
         size = max(n, 2 * size)  # amortised doubling; a batch of many arrivals (an offline peer's) exactly
-        for name in ("source", "amount", "markers", "start", "alive"):
+        for name in (*_INT_COLUMNS, "alive"):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: old.size] = old
             setattr(self, name, new)
 
+    def _widen(self, bound: int) -> None:
+        """Record ``bound``; past :data:`NARROW_MAX` the integer columns become ``int64`` (once)."""
+        self.bound = max(self.bound, bound)
+        if self.bound > NARROW_MAX and self.dtype != np.int64:
+            for name in _INT_COLUMNS:
+                setattr(self, name, getattr(self, name).astype(np.int64))
+
     def account(self, b: EventBatch) -> None:
         """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
         a = b.arrival
+        ba = b.bos_added
         if a.occurrence.size:
             want = self.arrived + np.arange(a.occurrence.size, dtype=np.int64)
             if not np.array_equal(a.occurrence, want):
                 raise InputError("cutting batches at a horizon needs occurrence ids 0, 1, 2, ... in arrival "
                                  f"order; got {a.occurrence[:5].tolist()} after {self.arrived} arrivals")
+            del want
+            self._widen(max(int(np.abs(a.source).max()), int(np.abs(a.length).max())))
+        if ba.markers.size:
+            self._widen(self.bound + int(np.abs(ba.markers).sum()))
+        t = self.dtype
+        if a.occurrence.size:
             self.arrived += a.occurrence.size
             self._grow(self.arrived)
-            occ = a.occurrence
+            occ = slice(self.arrived - a.occurrence.size, self.arrived)
             self.source[occ], self.amount[occ], self.markers[occ], self.start[occ] = a.source, a.length, 0, 0
             self.alive[occ] = True
-        ba = b.bos_added
-        np.add.at(self.markers, ba.occurrence, ba.markers)
-        np.add.at(self.amount, ba.occurrence, ba.markers)
+        np.add.at(self.markers, ba.occurrence, ba.markers.astype(t))
+        np.add.at(self.amount, ba.occurrence, ba.markers.astype(t))
         p = b.placement
-        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(np.int64))
-        np.subtract.at(self.amount, p.occurrence, p.length)
-        np.maximum.at(self.start, p.occurrence, p.start + p.length - p.bos_inserted.astype(np.int64))
+        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(t))
+        np.subtract.at(self.amount, p.occurrence, p.length.astype(t))
+        np.maximum.at(self.start, p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
         d = b.discard
-        np.subtract.at(self.amount, d.occurrence, d.length)
-        np.maximum.at(self.start, d.occurrence, d.start + d.length)
+        np.subtract.at(self.amount, d.occurrence, d.length.astype(t))
+        np.maximum.at(self.start, d.occurrence, (d.start + d.length).astype(t))
         self.alive[b.filtered.occurrence] = False
 
     def spans(self) -> BufferedSpans:
-        """The buffered spans of every arrived occurrence still holding tokens, in arrival order.
+        """The buffered spans of every arrived occurrence still holding tokens, in arrival order; the
+        columns are emptied on the way (each is released once read: the cut's last use of them).
 
         :func:`~packing_theory.engine.horizon.held_spans` in columns: per
         occurrence its head span, then one single-token span per held BOS
@@ -108,8 +146,10 @@ class _HeldColumns:
         """
         n = self.arrived
         live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
-        src, start, amount, markers = (self.source[live], self.start[live], self.amount[live],
-                                       self.markers[live])
+        src, amount, markers, start = (self._release(name, live) for name in _INT_COLUMNS)
+        self.alive = np.zeros(0, np.bool_)
+        if not markers.size or int(markers.max()) <= 1:  # one span per occurrence (every packer's usual case)
+            return BufferedSpans(live, src, start, amount, markers > 0)
         extra = np.maximum(markers - 1, 0)
         per = 1 + extra
         first = np.cumsum(per) - per  # each occurrence's head span
@@ -120,6 +160,21 @@ class _HeldColumns:
         bos = np.ones(total, np.bool_)
         bos[first] = markers > 0
         return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
+
+    def _release(self, name: str, live: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Column ``name`` at ``live`` (``int64``); the column itself is released."""
+        got: npt.NDArray[np.int64] = getattr(self, name)[live].astype(np.int64, copy=False)
+        setattr(self, name, np.zeros(0, self.dtype))
+        return got
+
+    def _check(self) -> None:
+        """Assert the invariants: columns of one size and one integer type, ``int32`` only within the
+        bound, at least the arrived occurrences."""
+        sizes = {getattr(self, name).size for name in (*_INT_COLUMNS, "alive")}
+        assert len(sizes) == 1 and sizes.pop() >= self.arrived, sizes
+        assert {getattr(self, name).dtype for name in _INT_COLUMNS} == {self.dtype}
+        assert self.dtype == np.int64 or self.bound <= NARROW_MAX, (self.dtype, self.bound)
+        assert self.alive.dtype == np.bool_
 
 
 def row_fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
