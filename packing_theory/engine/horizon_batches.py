@@ -115,9 +115,10 @@ class _HeldColumns:
                 raise InputError("cutting batches at a horizon needs occurrence ids 0, 1, 2, ... in arrival "
                                  f"order; got {a.occurrence[:5].tolist()} after {self.arrived} arrivals")
             del want
-            self._widen(max(int(np.abs(a.source).max()), int(np.abs(a.length).max())))
+            self._widen(max(-int(a.source.min()), int(a.source.max()), -int(a.length.min()),
+                            int(a.length.max())))
         if ba.markers.size:
-            self._widen(self.bound + int(np.abs(ba.markers).sum()))
+            self._widen(self.bound + int(np.abs(ba.markers).sum(dtype=np.int64)))
         t = self.dtype
         if a.occurrence.size:
             self.arrived += a.occurrence.size
@@ -248,33 +249,9 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
     for item in items:
         b = item if type(item) is EventBatch else EventBatch.from_events([item])  # type: ignore[list-item]
         stop_from = 0
-        if not reached:
-            fill, took = row_fill(b)
-            idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
-            f = fill[idx]
-            cf = filled + np.cumsum(f)
-            cp = placed + np.cumsum(took[idx])
-            if not broken:
-                over = np.flatnonzero((cf - f) % capacity + f > capacity)
-                usable = idx.size if not over.size else int(over[0])
-            else:
-                usable = 0
-            done = np.flatnonzero((f[:usable] > 0) & (cf[:usable] % capacity == 0))
-            hits = (np.flatnonzero(rows + 1 + np.arange(done.size) >= limit) if limit is not None
-                    else np.flatnonzero(cp[done] >= budget.value))
-            if hits.size:
-                k = int(hits[0])
-                rows += k + 1
-                reached = True
-                stop_from = int(idx[done[k]]) + 1
-            else:
-                rows += int(done.size)
-                if usable < idx.size:
-                    broken = True
-                if idx.size:
-                    last_done = int(done[-1]) if done.size else -1
-                    filled = int(cf[-1] - cf[last_done]) if last_done >= 0 else int(cf[-1])
-                    placed = int(cp[-1])
+        if not reached:  # the per-event temporaries live in _scan: none is held across a yield
+            rows, filled, placed, broken, reached, stop_from = _scan(b, budget, capacity, limit, rows, filled,
+                                                                     placed, broken)
         if reached:
             stops = np.flatnonzero(_STOP[b.kinds[stop_from:]])
             if stops.size:
@@ -288,7 +265,49 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
                 yield Horizon(rows, 0, "rows", spans)
                 return
         held.account(b)
-        yield b
-        if b.horizon is not None:
+        last = b.horizon is not None
+        box = [b]
+        del b, item  # not held while the stream builds its next item (an offline peer: after every arrival)
+        yield box.pop()
+        if last:
             return
     raise InputError("the event stream ended without a Horizon event")
+
+
+def _scan(b: EventBatch, budget: Budget, capacity: int, limit: int | None, rows: int, filled: int,
+          placed: int, broken: bool) -> tuple[int, int, int, bool, bool, int]:
+    """One batch of :func:`_cut` before the budget is reached: the rows completed, the fill and placed tokens
+    carried, whether a row overfilled, whether the budget is reached and the event after the row that
+    reaches it. O(len(b))."""
+    reached = False
+    stop_from = 0
+    idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
+    if not idx.size:  # no position filled (a batch of arrivals): nothing completes
+        return rows, filled, placed, broken, reached, stop_from
+    fill, took = row_fill(b)
+    f = fill[idx]
+    cf = filled + np.cumsum(f)
+    cp = placed + np.cumsum(took[idx])
+    del fill
+    if not broken:
+        over = np.flatnonzero((cf - f) % capacity + f > capacity)
+        usable = idx.size if not over.size else int(over[0])
+    else:
+        usable = 0
+    done = np.flatnonzero((f[:usable] > 0) & (cf[:usable] % capacity == 0))
+    hits = (np.flatnonzero(rows + 1 + np.arange(done.size) >= limit) if limit is not None
+            else np.flatnonzero(cp[done] >= budget.value))
+    if hits.size:
+        k = int(hits[0])
+        rows += k + 1
+        reached = True
+        stop_from = int(idx[done[k]]) + 1
+    else:
+        rows += int(done.size)
+        if usable < idx.size:
+            broken = True
+        if idx.size:
+            last_done = int(done[-1]) if done.size else -1
+            filled = int(cf[-1] - cf[last_done]) if last_done >= 0 else int(cf[-1])
+            placed = int(cp[-1])
+    return rows, filled, placed, broken, reached, stop_from

@@ -280,7 +280,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     figures: PeerFigures | None = None
     if counter is not None:
         figures = results[3]
-        agg = agg.with_peer_figures(figures, counter.occurrence_targets())
+        agg = agg.with_peer_figures(figures, counter.occurrence_target_columns())
     delays = "measured" if figures is None else figures.start_delays
     if delays != "measured":  # row positions of an offline packer, not waits
         costs = replace(
