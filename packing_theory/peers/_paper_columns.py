@@ -36,6 +36,7 @@ from ._columns import (
     first_fit_bins,
     fragments,
     horizon_batch,
+    narrow,
     row_section,
 )
 from ._common import best_fit, check_split_budget
@@ -73,24 +74,6 @@ class Drops(NamedTuple):
 
 def _zeros(n: int = 0) -> Int64Array:
     return np.zeros(n, np.int64)
-
-
-_NARROW = np.iinfo(np.int32)
-
-
-def narrow(cols: tuple[npt.NDArray[Any], ...]) -> list[npt.NDArray[Any]]:
-    """``cols`` with every integer column ``int32`` when all of its values fit (else as it is): a peer's
-    pieces and discards are held until its last batch, and are made ``int64`` again batch by batch.
-
-    >>> [c.dtype.name for c in narrow((np.array([1, 2]), np.array([2**31]), np.array([True])))]
-    ['int32', 'int64', 'bool']
-    """
-    out = []
-    for c in cols:
-        if c.dtype == np.int64 and (not c.size or _NARROW.min <= int(c.min()) <= int(c.max()) <= _NARROW.max):
-            c = c.astype(np.int32)
-        out.append(c)
-    return out
 
 
 def _cat(parts: list[list[npt.NDArray[Any]]]) -> list[npt.NDArray[Any]]:
