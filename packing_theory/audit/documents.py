@@ -76,6 +76,7 @@ __all__ = [
     "document_table",
     "documents_named",
     "is_document_id",
+    "lookup_document",
     "partial_row_tokens",
     "write_documents",
 ]
@@ -217,24 +218,23 @@ class DocumentTable:
         (``dom/__init__.py`` matches ``a/xml/dom/__init__.py``, not
         ``a/xdom/__init__.py``); several documents of that name (two records
         with the same ``id``), or several matching by suffix, are ambiguous,
-        never resolved by picking one (:func:`documents_named`). ASCII digits
-        are always a raw index, never a name.
+        never resolved by picking one (:func:`documents_named`). An ``int`` is
+        a raw index; a string of ASCII digits is the document named exactly so
+        when there is one, else a raw index (:func:`lookup_document`).
 
         Raises:
             InputError: an empty ``document``, no document has that id or name, or the name is
                 ambiguous.
 
-        Complexity: O(log n) for an index; O(N) name comparisons for a name.
+        Complexity: O(log n) for an ``int``; O(N) name comparisons for a string (digits too, when the
+        corpus has names).
         """
         b = self._b
         text = str(document).strip()
         if not text:  # an empty name would equal every unnamed document's empty name
             raise InputError(f"document {document!r} is empty: give an id 0..N-1 or a file name the corpus "
                              "knows")
-        if isinstance(document, int) or is_document_id(text):
-            raw = np.asarray([int(text)], np.int64)
-        else:
-            raw = _name_matches(b.identity, text)
+        raw = lookup_document(b.identity.names, int(document) if isinstance(document, int) else text)
         hits: list[int] = []
         for d in raw.tolist():
             pos = b.identity.positions_of(d)
@@ -287,14 +287,37 @@ def is_document_id(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _name_matches(identity: DocumentIdentity, text: str) -> Int64Array:
-    """Raw documents named ``text`` (:func:`documents_named`; none without names)."""
-    return np.zeros(0, np.int64) if identity.names is None else documents_named(identity.names, text)
+def lookup_document(names: NameSource | Sequence[str] | None, document: str | int) -> Int64Array:
+    """The raw index of the document ``document`` means, one rule for the per-document table and
+    ``explain``: an ``int`` is a raw index; a string of ASCII digits is the document whose name is exactly
+    that string (a record's ``id`` ``"12345"``) when one is, else a raw index; any other string is a name
+    (:func:`documents_named`: exact, else a whole-component path suffix). Empty when no document is named
+    so; a raw index is not checked against the corpus's size.
+
+    >>> names = ["a.txt", "7", "b.txt"]
+    >>> lookup_document(names, "7").tolist(), lookup_document(names, 7).tolist()
+    ([1], [7])
+    >>> lookup_document(names, "2").tolist(), lookup_document(names, "b.txt").tolist()
+    ([2], [2])
+    >>> lookup_document(None, "1").tolist(), lookup_document(None, "a.txt").tolist()
+    ([1], [])
+
+    Raises:
+        InputError: two documents are named so (:func:`documents_named`).
+
+    Complexity: O(1) for an ``int``; O(N) name comparisons for a string when ``names`` is given.
+    """
+    if isinstance(document, (int, np.integer)):
+        return np.asarray([int(document)], np.int64)
+    digits = is_document_id(document)
+    named = (np.zeros(0, np.int64) if names is None
+             else documents_named(names, document, by_suffix=not digits))
+    return np.asarray([int(document)], np.int64) if digits and not named.size else named
 
 
-def documents_named(names: NameSource | Sequence[str], text: str) -> Int64Array:
-    """The raw index of the one document named ``text``: exactly, else as a whole-component path suffix;
-    empty when none is.
+def documents_named(names: NameSource | Sequence[str], text: str, *, by_suffix: bool = True) -> Int64Array:
+    """The raw index of the one document named ``text``: exactly, else (``by_suffix``) as a whole-component
+    path suffix; empty when none is.
 
     Two documents of the same name (two records with the same ``id``) are
     ambiguous, as are several that end with the same path: refused, never
@@ -305,7 +328,7 @@ def documents_named(names: NameSource | Sequence[str], text: str) -> Int64Array:
     >>> documents_named(["d-1", "d-2", "d-1"], "d-1")
     Traceback (most recent call last):
     packing_theory.InputError: document 'd-1' is ambiguous: 2 documents are named so (documents 0, 2); \
-give the document's index instead
+give the document's index instead (explain --index N)
 
     Raises:
         InputError: the name is ambiguous.
@@ -323,12 +346,12 @@ give the document's index instead
         for i, n in zip(ids.tolist(), source.take(ids), strict=True):
             if n == text:
                 exact.append(i)
-            elif want and not exact and _parts(n)[-len(want):] == want:
+            elif by_suffix and want and not exact and _parts(n)[-len(want):] == want:
                 suffix.append((i, n))
     if len(exact) > 1:
         shown = ", ".join(str(d) for d in exact[:5]) + (", …" if len(exact) > 5 else "")
         raise InputError(f"document {text!r} is ambiguous: {len(exact):,} documents are named so "
-                         f"(documents {shown}); give the document's index instead")
+                         f"(documents {shown}); give the document's index instead (explain --index N)")
     if exact:
         return np.asarray(exact, np.int64)
     if len(suffix) > 1:

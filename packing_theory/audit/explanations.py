@@ -90,8 +90,11 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
 
     Args:
         lengths: BOS-inclusive document lengths (the corpus).
-        document: a document id (``0 .. N - 1``) or a name from ``names``
-            (exact, else the base name).
+        document: an ``int`` is a document id (``0 .. N - 1``); a string is a
+            name from ``names`` (exact, else a unique whole-component path
+            suffix), and a string of ASCII digits is the document named
+            exactly so when there is one, else an id
+            (:func:`~packing_theory.audit.documents.lookup_document`).
         policy: a streaming policy or a peer (``packing-theory policies``).
         capacity: the row width ``R``; ``min_buffer`` is ``B`` (for a peer,
             only the protected-set columns use it).

@@ -1,5 +1,5 @@
 """``--config FILE``: a framework's training config as the options of ``audit``, ``compare``, ``replay``,
-``check``.
+``check``, ``explain``.
 
 :func:`apply_config` reads the config with
 :func:`packing_theory.configs.config_settings` (``--framework`` where its
@@ -10,7 +10,8 @@ the streaming knobs (``--min-buffer``, ``--refill``, ``--passes``,
 ``--seed``, ``--max-wait``, ``--drain``), every framework knob as
 ``--peer-option PACKER:KEY=VALUE``, and the horizon (``--rows`` / ``--tokens``;
 a config that implies none runs to the packer's natural end, the trainer
-reading every row). An option also given on the command line stays only if it
+reading every row: ``--natural-end`` where the command's default is
+another). An option also given on the command line stays only if it
 agrees with the config (``--capacity`` with the config's row width,
 ``--policy`` naming the config's packer, ...); a conflict is refused naming
 both, before anything is printed or read. Then the mapping (every key used and
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CONFIG_COMMANDS", "apply_config", "split_corpus", "truncate_corpus"]
 
-CONFIG_COMMANDS = ("audit", "compare", "replay", "check")
+CONFIG_COMMANDS = ("audit", "compare", "replay", "check", "explain")
 """The commands that take ``--config`` as options (``doctor`` takes it as its subject)."""
 
 _STREAMING_FLAGS = {"min_buffer": "--min-buffer", "refill": "--refill", "passes": "--passes",
@@ -168,7 +169,7 @@ def _peer_knobs(args: argparse.Namespace, cs: ConfigSettings, set_it: list[str])
 def _horizon(args: argparse.Namespace, command: str, cs: ConfigSettings, set_it: list[str]) -> None:
     given = [(attr, flag) for attr, flag in _HORIZONS if getattr(args, attr, None) not in (None, False)]
     if cs.horizon is None:
-        if not given and command in ("audit", "compare"):  # replay and check end there by default
+        if not given and command in ("audit", "compare", "explain"):  # replay and check end there anyway
             args.natural_end = True
             set_it.append("--natural-end")
         return

@@ -1,18 +1,31 @@
 """``packing-theory explain DOC``: what one packer did to one document, and why, in one line.
 
-``packing-theory explain 1733 --lengths L.npy --policy discard --min-buffer 64``
-(or a name: ``explain typing.py --text lib/*.py``, ``explain a.txt --lengths
-census/lengths.npy`` next to its ``census.json``) replays the corpus to the same
+``packing-theory explain books-00481 --data corpus/ --policy discard --min-buffer 64``
+(or a file name: ``explain typing.py --text lib/*.py``; a raw index:
+``explain --index 1733 --lengths L.npy``) replays the corpus to the same
 horizon ``audit`` uses (243,968 rows unless ``--rows`` / ``--targets`` /
 ``--tokens`` / ``--natural-end`` says otherwise) and prints
 :attr:`~packing_theory.audit.Explanation.sentence`; ``--json`` prints the whole
-:class:`~packing_theory.audit.Explanation`. ``DOC`` is a raw index — the
-document's position in the corpus as read, before any ``--funnel`` — or a
-name (exact, else a unique whole-component path suffix; a record's own
-name is its ``id`` / ``name``, :mod:`packing_theory.corpus.readers.names`;
-two documents of one name are refused as ambiguous). A document the
-funnel removed is explained by the stage that removed it. Exit 0; an unknown
-or ambiguous document (the error lists candidates) or bad input exits 2.
+:class:`~packing_theory.audit.Explanation`.
+
+``DOC`` is looked up by :func:`~packing_theory.audit.documents.lookup_document`,
+in the names ``documents.csv`` writes (a record's own ``id`` / ``name``,
+:func:`~packing_theory.corpus.readers.names.reader_names`): a name (exact, else
+a unique whole-component path suffix; two documents of one name are refused
+as ambiguous); ASCII digits are the document whose name is exactly those
+digits (a JSON Lines ``"id": "12345"``) when there is one, else the raw index
+— the document's position in the corpus as read, before any ``--funnel``.
+Digits that are one document's name and another's index explain the named
+one and say so on standard error, with the ``--index`` that asks for the
+other; ``--index N`` is always the raw index. A document the funnel removed
+is explained by the stage that removed it.
+
+``--config FILE`` applies a framework's config as ``audit --config`` does
+(:func:`~packing_theory.cli._config.apply_config`): its packer, row width,
+knobs and horizon, a torchtune truncation, and Megatron's ``--split``, whose
+documents outside the training split are explained as removed by it, as
+``documents.csv`` says. Exit 0; an unknown or ambiguous document (the error
+lists candidates) or bad input exits 2.
 """
 
 from __future__ import annotations
@@ -32,49 +45,82 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "explain",
         description="Replay the corpus with one packer to the audit's horizon and say, for one document (its "
-                    "raw index or its name), whether it trained, which rows hold its tokens, or why it never "
-                    "started, was never reached or was removed by the cleaning funnel (--funnel).",
+                    "name, or its raw index: --index), whether it trained, which rows hold its tokens, or "
+                    "why it never started, was never reached or was removed by the cleaning funnel "
+                    "(--funnel) or by the training split of a Megatron --config.",
     )
-    add_options(parser, "document", *INPUT_OPTIONS, *PACKER_OPTIONS, "rows", "targets", "tokens",
-                "natural-end", "funnel", "pass", "json")
+    add_options(parser, "document", "index", *INPUT_OPTIONS, "config", "framework", *PACKER_OPTIONS, "rows",
+                "targets", "tokens", "natural-end", "funnel", "pass", "json", optional=("config",))
     parser.set_defaults(run=run)
 
 
+def _document(args: argparse.Namespace, corpus: Any) -> tuple[int, str | None]:
+    """The raw index ``DOC`` / ``--index`` means, and a note when digits are both a document's name and
+    another document's raw index (the named one is taken).
+
+    Raises:
+        InputError: an index out of range, a name no document has, an ambiguous name.
+    """
+    from ..audit.documents import is_document_id, lookup_document
+    from ..errors import InputError
+
+    n = int(corpus.raw_lengths.size)
+    indices = f"the {n:,} documents (0..{n - 1:,})"
+    if args.index is not None:
+        if args.index >= n:
+            raise InputError(f"--index {args.index} is not a raw index of {indices}")
+        return int(args.index), None
+    text: str = args.document
+    hits = lookup_document(corpus.names, text).tolist()
+    digits = is_document_id(text)
+    if not hits and corpus.names is None:
+        raise InputError(f"DOC {text!r}: this corpus names no document (lengths alone); give a raw index of "
+                         f"{indices}")
+    if not hits:
+        raise InputError(f"DOC {text!r} is not the name of any of the {n:,} documents (a name as "
+                         "documents.csv's name column writes it: exact, else a whole-component path suffix); "
+                         f"a raw index is --index N (0..{n - 1:,})")
+    raw = int(hits[0])
+    if raw >= n:  # digits no document is named
+        named = " nor any document's name" if corpus.names is not None else ""
+        raise InputError(f"DOC {text} is not a raw index of {indices}{named}")
+    note = None
+    if digits and raw != int(text) and int(text) < n:
+        note = (f"DOC {text} is the name of document {raw:,}, explained here; the document at raw index "
+                f"{int(text):,} (named {corpus.name(int(text))}) is --index {int(text)}")
+    return raw, note
+
+
 def _removed(corpus: Any, raw: int) -> dict[str, Any]:
-    """A document the funnel removed: its identity and the stage that removed it."""
-    stage = next(st.stage.name for st in corpus.funnel.stages if st.removed[raw])
+    """A document the funnel (or a Megatron config's ``--split``) removed: its identity and the stage that
+    removed it, its ``fate`` as ``documents.csv`` writes it."""
+    stage = next(st.stage for st in corpus.funnel.stages if st.removed[raw])
     name = corpus.name(raw)
     length = int(corpus.raw_lengths[raw])
-    sentence = (f"document {raw}" + (f" ({name}, length {length:,})" if corpus.names is not None
-                                     else f" (length {length:,})")
-                + f": removed by the cleaning funnel at stage {stage!r}, so no packer saw it")
+    who = f"document {raw}" + (f" ({name}, length {length:,})" if corpus.names is not None
+                               else f" (length {length:,})")
+    if stage.name == corpus.options.get("split_stage"):  # --config: Megatron's --split
+        begin, end = stage.parameters["training documents"]
+        why = (f"outside the training split of the config's --split {stage.parameters['split']} (Megatron "
+               f"trains documents {begin:,}..{end - 1:,} of this dataset), so no packer saw it")
+    else:
+        why = f"removed by the cleaning funnel at stage {stage.name!r}, so no packer saw it"
     return {"document": raw, "name": name if corpus.names is not None else "", "length": length,
-            "fate": "removed by the funnel", "stage": stage, "sentence": sentence}
-
-
-def _removed_by_name(corpus: Any, document: str) -> int | None:
-    """The raw index of the document named ``document``, if the funnel removed it (an ambiguous name is
-    refused)."""
-    if corpus.funnel is None or corpus.names is None:
-        return None
-    from ..audit.documents import documents_named
-
-    hits = documents_named(corpus.names, document).tolist()
-    return hits[0] if len(hits) == 1 and not corpus.funnel.keep[hits[0]] else None
+            "fate": f"removed by {stage.name}", "stage": stage.name, "sentence": f"{who}: {why}"}
 
 
 def run(args: argparse.Namespace) -> int:
     """Explain the document; print one line (exit 0)."""
-    from ..audit.documents import is_document_id
     from ..audit.explanations import explain
     from ..engine.horizon import Budget
-    from ..errors import InputError
     from ..registry import entry
     from ._common import emit_json, horizon_from_args, packers_from_args, settings_from_args
+    from ._config import apply_config
     from ._inputs import corpus_from_args
     from ._options import AUTORESEARCH_ROWS
     from ._packers import check_width
 
+    apply_config(args, "explain")
     (name,) = packers_from_args(args, ["discard"], one=True)
     settings = settings_from_args(args, [name])
     horizon = horizon_from_args(args, Budget("rows", AUTORESEARCH_ROWS))
@@ -82,30 +128,16 @@ def run(args: argparse.Namespace) -> int:
     knobs.pop("min_buffer", None)  # explain's own argument (B of the protected set, for every packer)
     width = check_width(settings, name)
     corpus = corpus_from_args(args)
-    document: str = args.document
-    found: dict[str, Any] | None = None
-    if is_document_id(document):  # ASCII digits: '²' is a digit to isdigit() that int() refuses
-        raw = int(document)
-        if raw >= corpus.raw_lengths.size:
-            n = int(corpus.raw_lengths.size)
-            raise InputError(f"document {raw} is not a raw index of the {n:,} documents (0..{n - 1:,}); or "
-                             "give its name")
-        if corpus.funnel is not None and not corpus.funnel.keep[raw]:
-            found = _removed(corpus, raw)
-    try:
-        result = None if found is not None else explain(
-            corpus.lengths, document, policy=name, capacity=width, min_buffer=settings.min_buffer,
-            horizon=horizon if isinstance(horizon, Budget) else None, identity=corpus.identity(),
-            pass_index=args.pass_index, options=knobs)
-    except InputError:
-        raw_removed = None if is_document_id(document) else _removed_by_name(corpus, document)
-        if raw_removed is None:
-            raise
-        found = _removed(corpus, raw_removed)
-        result = None
-    if result is not None:
-        found = result.to_dict()
-    assert found is not None
+    raw, note = _document(args, corpus)
+    if note is not None:
+        print(f"explain: {note}", file=sys.stderr)
+    found: dict[str, Any]
+    if corpus.funnel is not None and not corpus.funnel.keep[raw]:
+        found = _removed(corpus, raw)
+    else:
+        found = explain(corpus.lengths, raw, policy=name, capacity=width, min_buffer=settings.min_buffer,
+                        horizon=horizon if isinstance(horizon, Budget) else None, identity=corpus.identity(),
+                        pass_index=args.pass_index, options=knobs).to_dict()
     if args.json:  # the record on standard output, the sentence beside it as every command's summary line
         emit_json(found)
         print(f"explain: {found['sentence']}", file=sys.stderr)

@@ -7,7 +7,9 @@ O(log n) without scanning, in memory proportional to what is buffered —
 never to the row capacity ``R``:
 
 * spans of length ``<= R`` (the only ones that can ever fit) live in one heap
-  of buffer sequence numbers per distinct length (a dict), and the distinct
+  of buffer sequence numbers per distinct length (a dict; a length held by one
+  span alone, the common case, maps to its sequence number itself, with no
+  list to allocate, push or pop), and the distinct
   lengths present are kept sorted. "Largest length <= r" is a binary search
   (``bisect``, in C) and "shortest" is the first entry. While few distinct
   lengths are buffered (at most :data:`SMALL_DISTINCT`, the common case:
@@ -73,7 +75,7 @@ class FastBuffer:
         self._R = check_int("capacity", capacity, 2)
         self._lens: Any = []  # sorted distinct lengths <= R with a non-empty bucket
         self._big = False  # _lens is a SortedList
-        self._buckets: dict[int, list[int]] = {}
+        self._buckets: dict[int, int | list[int]] = {}  # length -> seq, or a heap of >= 2 seqs
         self._long: list[tuple[int, int]] = []
         self._spans: dict[int, Record] = {}
         self._next = 0
@@ -93,22 +95,25 @@ class FastBuffer:
     def extend(self, records: list[Record]) -> None:
         """Append several spans at the end, in order. O(k log n) for k records."""
         buckets = self._buckets
+        get = buckets.get
         long = self._long
         R = self._R
-        first = seq = self._next
+        first = self._next
         fresh = []  # lengths that got a bucket: added to the sorted index at once, below
-        for record in records:
+        for seq, record in enumerate(records, first):
             length = record[3]
             if length <= R:
-                bucket = buckets.get(length)
+                bucket = get(length)
                 if bucket is None:
-                    buckets[length] = [seq]
+                    buckets[length] = seq
                     fresh.append(length)
-                else:  # seq is the largest number issued: appending it keeps the heap a heap
-                    bucket.append(seq)
+                elif bucket.__class__ is int:  # seq is the largest number issued: [bucket, seq] is a heap
+                    buckets[length] = [bucket, seq]
+                else:  # appending the largest number keeps the heap a heap
+                    bucket.append(seq)  # type: ignore[union-attr]
             else:
                 heapq.heappush(long, (length, seq))
-            seq += 1
+        seq = first + len(records)
         self._spans.update(zip(range(first, seq), records, strict=True))
         self._next = seq
         if fresh:
@@ -137,8 +142,10 @@ class FastBuffer:
         if length <= self._R:
             bucket = self._buckets.get(length)
             if bucket is None:
-                self._buckets[length] = [seq]
+                self._buckets[length] = seq
                 self._new_length(length)
+            elif isinstance(bucket, int):
+                self._buckets[length] = [bucket, seq] if bucket < seq else [seq, bucket]
             else:
                 heapq.heappush(bucket, seq)
         else:
@@ -173,11 +180,16 @@ class FastBuffer:
                 i = 0
                 crop = True
             length = lens[i]
-            bucket = self._buckets[length]
-            seq = heappop(bucket)
-            if not bucket:
-                del self._buckets[length]
+            buckets = self._buckets
+            bucket = buckets[length]
+            if bucket.__class__ is int:  # the length's only span
+                seq: int = bucket
+                del buckets[length]
                 del lens[i]
+            else:
+                seq = heappop(bucket)  # type: ignore[arg-type]
+                if len(bucket) == 1:  # type: ignore[arg-type]
+                    buckets[length] = bucket[0]  # type: ignore[index]
             return seq, self._spans.pop(seq), crop
         long = self._long
         spans = self._spans
@@ -206,14 +218,17 @@ class FastBuffer:
         length = record[3]
         if length <= self._R:
             bucket = self._buckets[length]
-            if bucket[0] == seq:
-                heapq.heappop(bucket)
-            else:
-                bucket.remove(seq)
-                heapq.heapify(bucket)
-            if not bucket:
+            if isinstance(bucket, int):  # the length's only span
                 del self._buckets[length]
                 self._lens.remove(length)
+            else:
+                if bucket[0] == seq:
+                    heapq.heappop(bucket)
+                else:
+                    bucket.remove(seq)
+                    heapq.heapify(bucket)
+                if len(bucket) == 1:
+                    self._buckets[length] = bucket[0]
         else:
             self._stale += 1
             if 2 * self._stale > len(self._long):
@@ -251,10 +266,14 @@ class FastBuffer:
 
         assert self._big == isinstance(self._lens, SortedList)
         assert self._big or len(lens) <= SMALL_DISTINCT
-        for length, bucket in self._buckets.items():
-            assert bucket, f"empty bucket {length} kept"
+        for length, held in self._buckets.items():
             assert 1 <= length <= self._R, f"bucket length {length} outside 1..R"
-            assert _is_heap(bucket), f"bucket {length} not a heap"
+            if isinstance(held, int):
+                bucket = [held]
+            else:
+                assert len(held) >= 2, f"bucket {length} is {held}: a lone span is held as its seq"
+                assert _is_heap(held), f"bucket {length} not a heap"
+                bucket = held
             for seq in bucket:
                 assert seq in self._spans and self._spans[seq][3] == length, (seq, length)
                 assert seq not in seen

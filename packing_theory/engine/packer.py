@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from itertools import repeat
 
 from .base import PackingEngine
-from .batches import DEFAULT_BATCH_EVENTS, PLACEMENT, EventBatch
+from .batches import DEFAULT_BATCH_EVENTS, DISCARD, PLACEMENT, EventBatch
 from .buffer import FastBuffer
 from .columns import ColumnBuilder
 from .events import (
@@ -32,7 +32,7 @@ from .events import (
     Padding,
     Placement,
 )
-from .policies import LengthsInput, PackerConfig, apply_crop, overdue, segment
+from .policies import LengthsInput, PackerConfig, apply_crop, crop_outcome, overdue, segment
 from .refill import RefillCursor
 from .state import EngineState, PackerRun, check_state, config_fingerprint
 
@@ -150,6 +150,9 @@ class Packer(PackingEngine):
             placement_code = PLACEMENT
             placements_extend = cols.flat[PLACEMENT].extend
             pack_placement = cols.pack[PLACEMENT].pack
+            discard_code = DISCARD
+            discards_extend = cols.flat[DISCARD].extend
+            pack_discard = cols.pack[DISCARD].pack
         while budget is None or row < budget:
             if pos == 0:
                 if run is not None and run._wants():
@@ -254,14 +257,21 @@ class Packer(PackingEngine):
                     row += 1
                     pos = 0
                 continue
-            crop_events, keep, requeue = apply_crop(policy, row, pos, occ, src, (start, n, bos), remaining,
-                                                    rng)
             if cols is None:
+                crop_events, keep, requeue = apply_crop(policy, row, pos, occ, src, (start, n, bos),
+                                                        remaining, rng)
                 yield from crop_events
-            else:  # the crop's Placement first, then its Discard / BosAdded events (apply_crop's order)
+            else:  # apply_crop's events in its order, their fields written straight into the columns:
+                # the crop's Placement, its Discards, the requeued BOS (tests: batches == batched(events))
+                first, bos_inserted, discards, keep, requeue = crop_outcome(policy, start, n, bos, remaining,
+                                                                            rng)
                 kinds_append(placement_code)
-                placements_extend(pack_placement(*crop_events[0]))
-                cols.extend(crop_events[1:])
+                placements_extend(pack_placement(row, pos, occ, src, first, remaining, bos_inserted, True))
+                for a, k in discards:
+                    kinds_append(discard_code)
+                    discards_extend(pack_discard(occ, src, a, k))
+                if requeue is not None:
+                    cols.add(BosAdded(occ, src, 1))
             if keep is not None:
                 buf.replace(seq, (occ, src, *keep))
                 size += 1

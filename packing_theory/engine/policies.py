@@ -572,8 +572,10 @@ def apply_crop(
 ) -> tuple[tuple[Event, ...], Span | None, Span | None]:
     """Crop ``m`` tokens of a buffered span into ``row`` at ``offset``: the events and the leftover.
 
-    The one place where a crop becomes events, shared by both engines and
-    the variants: the crop :class:`~packing_theory.engine.events.Placement`,
+    The one place where a crop becomes event objects, shared by both engines
+    and the variants (the fast engine's columnar batches write these events'
+    fields straight into columns, in this order, from :func:`crop_outcome`):
+    the crop :class:`~packing_theory.engine.events.Placement`,
     its :class:`~packing_theory.engine.events.Discard` events, and for
     ``requeue-bos`` the :class:`~packing_theory.engine.events.BosAdded` of
     the requeued marker. Returns ``(events, keep, requeue)``: the span a

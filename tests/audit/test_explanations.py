@@ -105,3 +105,22 @@ def test_tokens_in_the_partial_row_are_named_never_trained_and_not_among_the_row
     assert 0 < e.partial_row <= 20 and e.emitted + e.partial_row == 200
     assert e.to_dict()["partial_row"] == e.partial_row
     assert f"{e.partial_row} in the partial row 3, which is never trained" in e.sentence
+
+
+def test_digits_are_the_document_named_so_before_a_raw_index() -> None:
+    """A record's id ``"3"`` is the document ``documents.csv`` names 3, not raw document 3; digits no
+    document is named exactly are the raw index, never a path suffix; an ``int`` is always the index.
+    Before, a string of digits was always the raw index."""
+    lengths = np.array([10, 20, 30, 40, 50], dtype=np.int64)
+    names = ["3", "a/2", "b.txt", "c", "3x"]
+    table = _table(lengths, "discard", names, min_buffer=2, refill=2)
+    assert table.find("3") == [0] and table.find(3) == [3]
+    assert table.find("2") == [2]  # 'a/2' ends with the component '2': digits match a whole name only
+    assert table.find("4") == [4] and table.find("b.txt") == [2]
+    e = explain(lengths, "3", policy="discard", capacity=64, min_buffer=2, names=names, options={"refill": 2})
+    assert (e.document, e.name, e.length) == (0, "3", 10)
+    assert explain(lengths, 3, policy="discard", capacity=64, min_buffer=2, names=names,
+                   options={"refill": 2}).document == 3
+    with pytest.raises(InputError, match=r"document '7' is ambiguous: 2 documents are named so \(documents "
+                                         r"1, 3\); give the document's index instead \(explain --index N\)"):
+        _table(lengths, "discard", ["x", "7", "y", "7", "z"], min_buffer=2, refill=2).find("7")

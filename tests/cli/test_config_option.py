@@ -272,3 +272,33 @@ def test_bad_configs_and_frameworks_are_exit_2(lengths: Path, tmp_path: Path,
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and message in err, (argv, err)
+
+
+@pytest.mark.parametrize("framework", ["trl", "torchtune", "megatron", "nanochat"])
+def test_explain_with_a_config_says_what_audit_s_documents_csv_says(
+        framework: str, lengths: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One document of each fate in audit's table, explained with the same config: the same row (torchtune
+    truncates first, Megatron's default --split 969,30,1 removes the last 3.1 %, nanochat runs two
+    passes). Before, ``explain`` had no ``--config``."""
+    import csv
+
+    config = CONFIGS[framework][0](tmp_path)
+    common = ["--config", str(config), "--lengths", str(lengths)]
+    assert main(["audit", *common, "--documents", "documents.csv", "--no-plots", "--no-progress",
+                 "--permutations", "0", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "a" / "documents.csv", newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["pass"] in ("0", "-1")]
+    first: dict[str, dict[str, str]] = {}
+    for r in rows:
+        first.setdefault(r["fate"], r)
+    assert "trained" in first and len(first) >= 2, sorted(first)
+    split = "removed by --split 969, 30, 1 (outside the training split)"
+    assert (framework == "megatron") == (split in first)
+    longest = int(np.argmax(np.load(lengths)))  # torchtune: longer than the 8 tokens the config truncates to
+    for row in [*first.values(), next(r for r in rows if r["document"] == str(longest))]:
+        assert main(["explain", "--index", row["document"], *common, "--json"]) == 0, row
+        got = json.loads(capsys.readouterr().out)
+        columns = ["document", "length", "fate"] + ([] if row["pass"] == "-1" else [
+            "first_row", "emitted", "partial_row", "discarded", "filtered", "buffered", "never_reached"])
+        assert {c: str(got[c]) for c in columns} == {c: row[c] for c in columns}, row

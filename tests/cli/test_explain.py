@@ -36,7 +36,8 @@ def test_explain_never_explains_another_file_with_the_same_base_name(tmp_path: P
     for missing in ("collections/abc.py", "html/dom/__init__.py"):
         p = run(["explain", missing, *common], tmp_path)
         assert p.returncode == 2, (missing, p.stderr)
-        assert f"document {missing!r} is not among the 6 documents offered" in p.stderr
+        assert f"DOC {missing!r} is not the name of any of the 6 documents" in p.stderr
+        assert "a raw index is --index N (0..5)" in p.stderr
     p = run(["explain", "__init__.py", *common], tmp_path)
     assert p.returncode == 2, p.stderr
     assert "'__init__.py' is ambiguous: 3 documents end with that path" in p.stderr

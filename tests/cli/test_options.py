@@ -221,9 +221,12 @@ def test_explain_numbers_documents_by_their_raw_index_under_a_funnel(
     out = capsys.readouterr()
     removed = json.loads(out.out)
     assert removed["document"] == 6 and removed["stage"] == "drop-some"
+    assert removed["fate"] == "removed by drop-some"  # as documents.csv writes it
     assert "removed by the cleaning funnel at stage 'drop-some'" in out.err
     assert main(["explain", "300", *common]) == 2
-    assert "document 300 is not a raw index of the 300 documents" in capsys.readouterr().err
+    assert "DOC 300 is not a raw index of the 300 documents (0..299)" in capsys.readouterr().err
+    assert main(["explain", "--index", "300", *common]) == 2
+    assert "--index 300 is not a raw index of the 300 documents (0..299)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("doc", ["", "  "])

@@ -99,3 +99,46 @@ def test_the_whole_dataset_or_an_empty_training_split(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"megatron.args: split: '0,1,0' — the training split is empty: "
                                          "Megatron builds no training dataset"):
         read_config(args, "megatron")
+
+
+EXPLAINED = ("name", "length", "fate")
+"""``documents.csv`` columns every explanation carries (a replayed document's: also :data:`REPLAYED`)."""
+REPLAYED = ("first_row", "emitted", "partial_row", "discarded", "filtered", "buffered", "never_reached")
+
+
+def test_explain_with_the_config_agrees_with_audit_s_documents_csv(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``explain --config`` applies what ``audit --config`` applies: a document outside the training split
+    is removed by ``--split``, one inside it has its ``documents.csv`` row. Before, ``explain`` had no
+    ``--config`` (exit 2), and given the options by hand it replayed every document of the dataset."""
+    split = "50,25,25"
+    prefix, lengths, args = _dataset(tmp_path, split)
+    begin, end = train_split_range(split, len(lengths))
+    common = ["--config", str(args), "--framework", "megatron", "--data", prefix + ".idx", "--bos",
+              "included"]
+    assert main(["audit", *common, "--out", str(tmp_path / "audit"), "--documents", "documents.csv",
+                 "--no-plots"]) in (0, 1)
+    capsys.readouterr()
+    with open(tmp_path / "audit" / "documents.csv", newline="", encoding="utf-8") as fh:
+        rows = {int(r["document"]): r for r in csv.DictReader(fh) if r["pass"] in ("0", "-1")}
+    started = [d for d, r in rows.items() if r["started"] == "true"]
+    unstarted = [d for d, r in rows.items() if r["pass"] == "0" and r["started"] == "false"]
+    assert started and unstarted
+    chosen = [end, len(lengths) - 1, started[0], started[-1], unstarted[0]]
+    assert rows[chosen[0]]["fate"] == rows[chosen[1]]["fate"] == f"removed by {split_stage_name(split)}"
+    for document in chosen:
+        assert main(["explain", "--index", str(document), *common, "--json"]) == 0, document
+        out = capsys.readouterr()
+        assert f"; only the documents of --split {split}'s training split" in out.err  # the mapping
+        got, want = json.loads(out.out), rows[document]
+        assert got["document"] == document
+        replayed = want["pass"] == "0"
+        for column in EXPLAINED + (REPLAYED if replayed else ()):
+            assert str(got[column]) == want[column], (document, column, got[column], want[column])
+        if not replayed:
+            assert (f"document {document} ({want['name']}, length {int(want['length']):,}): outside the "
+                    f"training split of the config's --split {split} (Megatron trains documents "
+                    f"{begin:,}..{end - 1:,} of this dataset)") in out.err
+    # the same document by its name, as documents.csv writes it
+    assert main(["explain", rows[started[0]]["name"], *common]) == 0
+    assert capsys.readouterr().out.startswith(f"document {started[0]} ({rows[started[0]]['name']}, length ")

@@ -64,6 +64,14 @@ class BufferMachine(RuleBasedStateMachine):
                 self.model.append((self.buf.append(new), new))
                 self.next_seq += 1
 
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        """The bounded-wait forced start: one given span leaves, wherever it is."""
+        i = data.draw(st.integers(0, len(self.model) - 1), label="position")
+        seq, rec = self.model.pop(i)
+        assert self.buf.remove(seq) == rec
+
     @invariant()
     def consistent(self) -> None:
         self.buf._check()
@@ -112,6 +120,28 @@ def test_check_detects_corruption() -> None:
     buf.append((0, 0, 0, 3, False))
     buf._lens.clear()  # corrupt the index
     with pytest.raises(AssertionError):
+        buf._check()
+
+
+def test_a_length_held_once_is_its_seq_and_twice_a_heap() -> None:
+    """A length's lone span is kept as its sequence number (no list); a second span makes a heap, and the
+    heap goes back to the bare number when one is left, whichever way the spans leave."""
+    buf = FastBuffer(8)
+    a = buf.append((0, 0, 0, 5, False))
+    assert buf._buckets[5] == a
+    b = buf.append((1, 1, 0, 5, False))
+    assert buf._buckets[5] == [a, b]
+    buf._check()
+    assert buf.take(5)[0] == a  # the earlier of the two
+    assert buf._buckets[5] == b
+    buf.extend([(2, 2, 0, 5, False), (3, 3, 0, 5, False)])
+    assert buf._buckets[5] == [b, 2, 3]
+    buf.remove(2)
+    buf.remove(b)
+    assert buf._buckets[5] == 3
+    buf._check()
+    buf._buckets[5] = [3]  # a one-element heap is not the representation
+    with pytest.raises(AssertionError, match="lone span"):
         buf._check()
 
 
