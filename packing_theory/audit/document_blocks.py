@@ -47,9 +47,11 @@ COLUMNS: tuple[str, ...] = (
 )
 """The table's columns, in order (:data:`~packing_theory.audit.documents.DOCUMENT_COLUMNS`)."""
 
-FATES: tuple[str, ...] = ("trained", "partly trained", "never started", "never reached")
-"""Fate codes 0..3; code ``4 + k`` is ``removed by <stage k>``."""
-TRAINED, PARTLY, NEVER_STARTED, NEVER_REACHED = range(4)
+FATES: tuple[str, ...] = ("trained", "partly trained", "never started", "never reached",
+                          "never trained (unfinished row)")
+"""Fate codes 0..4; code ``5 + k`` is ``removed by <stage k>``. ``never trained (unfinished row)``: a document
+that started, but every token it had placed is in the unfinished last row, which is never delivered."""
+TRAINED, PARTLY, NEVER_STARTED, NEVER_REACHED, UNFINISHED_ROW = range(5)
 
 NUMERIC = ("document", "pass", "occurrence", "length", "first_row", "emitted", "partial_row", "discarded",
            "filtered", "removed", "buffered", "never_reached")
@@ -148,26 +150,34 @@ class DocumentBlocks:
             out[hit] = values[at[hit]]
         return out
 
-    def untrained(self, a: int, b: int) -> tuple[Int64Array, Int64Array, npt.NDArray[np.bool_]]:
-        """The offered rows of ``[a, b)`` with no token emitted, their lengths and whether each arrived
-        (never started) or not (never reached): what the fate column says, from the ledger's arrived and
-        started flags alone. O(b - a)."""
+    def untrained(self, a: int, b: int) -> tuple[Int64Array, Int64Array, npt.NDArray[np.int16]]:
+        """The offered rows of ``[a, b)`` with no token trained, their lengths and fate codes (never
+        started, never reached, or never trained (unfinished row)): what the fate column says, from the
+        ledger's arrived, started and emitted columns and the unfinished row. O(b - a)."""
         b = min(b, self.offered)
         if a >= b:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.bool_)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int16)
         if self.occurrence is None:
             hi = min(b, self.view.n)
             started = np.zeros(b - a, np.bool_)
             arrived = np.zeros(b - a, np.bool_)
+            emitted = np.zeros(b - a, np.int64)
             if a < hi:
-                got = self.view.range(a, hi, ("arrived", "started"))
+                got = self.view.range(a, hi, ("arrived", "started", "emitted"))
                 started[: hi - a], arrived[: hi - a] = got["started"], got["arrived"]
+                emitted[: hi - a] = got["emitted"]
+            occ = np.where(arrived, np.arange(a, b, dtype=np.int64), -1)
         else:
             occ, led, _ = self._ledger(a, b)
             arrived = occ >= 0
             started = arrived & led["started"]
-        idx = np.flatnonzero(~started)
-        return a + idx, self.read_lengths(a, b)[idx], arrived[idx]
+            emitted = np.where(arrived, led["emitted"], 0)
+        partial = self._sparse(a, occ, self.partial[0], self.partial[1])
+        only_partial = started & (emitted == partial) & (partial > 0)
+        idx = np.flatnonzero(~started | only_partial)
+        fate = np.where(only_partial[idx], UNFINISHED_ROW,
+                        np.where(arrived[idx], NEVER_STARTED, NEVER_REACHED))
+        return a + idx, self.read_lengths(a, b)[idx], fate.astype(np.int16)
 
     def block(self, a: int, b: int, *, strings: bool = True) -> dict[str, npt.NDArray[Any]]:
         """Rows ``[a, b)``: every column but ``packer``, string columns as codes (``name`` only with
@@ -192,6 +202,7 @@ class DocumentBlocks:
         fate[reached & ~started] = NEVER_STARTED
         fate[started] = PARTLY
         fate[started & (emitted == length)] = TRAINED
+        fate[started & (emitted == 0) & (partial > 0)] = UNFINISHED_ROW  # placed only in the unfinished row
         protected = self._sparse(a, occ, self.protected, np.ones(self.protected.size, np.int64)) > 0
         rows = np.arange(a, b, dtype=np.int64)
         pos = rows % self.n

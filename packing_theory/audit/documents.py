@@ -13,13 +13,19 @@ tokens reconcile exactly::
 (source tokens; added BOS markers are not a document's tokens). ``emitted``
 counts tokens in complete rows only; ``partial_row`` counts those placed in
 the incomplete last row of a stream that ran dry, which is never delivered and
-so never trained. ``fate`` says it in one word: ``trained`` (every token in
-complete rows), ``partly trained`` (started, some tokens dropped, still
-buffered or in the partial row — even all of them), ``never started`` (arrived,
-no token emitted: still buffered or filtered), ``never reached`` (the run
-stopped before it arrived) or ``removed by <stage>`` (the funnel removed it
-before packing). A row names its document by its raw corpus index
-(``document``), its ``name`` and its data ``source``.
+so never trained. ``fate`` says it in a few words: ``trained`` (every token in
+complete rows), ``partly trained`` (placed in a complete row — for a packer
+that inserts BOS markers possibly only its inserted BOS — the rest dropped,
+still buffered or in the partial row), ``never trained (unfinished
+row)`` (started, but every token placed is in the partial row: no token
+trained), ``never started`` (arrived, no token emitted: still buffered or
+filtered), ``never reached`` (the run stopped before it arrived) or ``removed
+by <stage>`` (the funnel removed it before packing). The documents with no
+token trained — :data:`UNTRAINED_FATES` — are exactly those ``compare`` ranks
+by (:attr:`NeverTrained.no_token_trained
+<packing_theory.audit.untrained.NeverTrained.no_token_trained>`). A row names
+its document by its raw corpus index (``document``), its ``name`` and its data
+``source``.
 
 The table holds no per-row state: its rows are computed block by block from
 the ledger's columns (in memory or in its store) when read
@@ -56,7 +62,7 @@ import numpy.typing as npt
 from .._unique import distinct
 from ..errors import InputError
 from ..lengths import validate_lengths
-from .document_blocks import COLUMNS, FATES, NEVER_REACHED, NEVER_STARTED, DocumentBlocks
+from .document_blocks import COLUMNS, FATES, NEVER_REACHED, NEVER_STARTED, UNFINISHED_ROW, DocumentBlocks
 from .document_file import write_documents
 from .identity import DocumentIdentity, NameSource, as_names
 from .ledger import Ledger
@@ -77,6 +83,7 @@ __all__ = [
     "documents_named",
     "is_document_id",
     "lookup_document",
+    "partial_row_by_stratum",
     "partial_row_tokens",
     "write_documents",
 ]
@@ -99,8 +106,9 @@ UNTRAINED_KEPT = 1000
 """The largest never-started and never-reached documents :func:`document_table` finds while it builds
 the table."""
 
-UNTRAINED_FATES: tuple[str, ...] = ("never started", "never reached")
-"""The fates of a document no row holds a token of (:meth:`DocumentTable.largest_untrained`)."""
+UNTRAINED_FATES: tuple[str, ...] = ("never started", "never reached", "never trained (unfinished row)")
+"""The fates of a document with no token trained (:meth:`DocumentTable.largest_untrained`); a row of the
+first two holds no token of it, the last means its only tokens placed are in the unfinished row."""
 
 _BLOCK = 1 << 16
 _BOOL = ("started", "protected")
@@ -196,8 +204,8 @@ class DocumentTable:
 
     def largest_untrained(self, limit: int, fates: Sequence[str] = UNTRAINED_FATES
                           ) -> tuple[list[dict[str, Any]], int]:
-        """The ``limit`` largest documents of ``fates`` (``never started`` and/or ``never reached``: no
-        token emitted), largest first (ties by row), as rows; and how many there are. O(limit) rows when
+        """The ``limit`` largest documents of ``fates`` (any of :data:`UNTRAINED_FATES`: no token
+        trained), largest first (ties by row), as rows; and how many there are. O(limit) rows when
         ``limit`` is at most :data:`UNTRAINED_KEPT` (found while the table was built), else one pass
         over the ledger's flags and the lengths."""
         wanted = tuple(dict.fromkeys(fates))
@@ -264,6 +272,8 @@ class DocumentTable:
             assert np.all(~c["started"][~reached]) and np.all(~c["protected"][~reached])
             fate = c["fate"]
             assert np.all((fate == 0) == (c["started"] & (c["emitted"] == c["length"])))
+            only_partial = c["started"] & (c["emitted"] == 0) & (c["partial_row"] > 0)
+            assert np.all((fate == UNFINISHED_ROW) == only_partial)
             assert np.all((fate == NEVER_STARTED) == (reached & ~c["started"]))
             assert np.all((fate == NEVER_REACHED) == (offered & ~reached))
             assert np.all((fate >= len(FATES)) == ~offered)
@@ -363,14 +373,15 @@ give the document's index instead (explain --index N)
 
 
 def _largest_untrained(table: DocumentTable, keep: int) -> dict[str, tuple[Int64Array, Int64Array, int]]:
-    """Per fate (never started, never reached): the rows and lengths of its ``keep`` largest documents
-    (largest first, ties by row) and its count, in one pass over the ledger's flags and the lengths.
+    """Per fate of :data:`UNTRAINED_FATES`: the rows and lengths of its ``keep`` largest documents
+    (largest first, ties by row) and its count, in one pass over the ledger's columns and the lengths.
     O(rows) time, O(block + keep) memory."""
     tops = {f: (np.zeros(0, np.int64), np.zeros(0, np.int64), 0) for f in UNTRAINED_FATES}
+    codes = (NEVER_STARTED, NEVER_REACHED, UNFINISHED_ROW)
     blocks = table._b
     for a in range(0, blocks.offered, 1 << 20):
-        idx_all, ln_all, arrived = blocks.untrained(a, a + (1 << 20))
-        for fate, sel in zip(UNTRAINED_FATES, (arrived, ~arrived), strict=True):
+        idx_all, ln_all, code = blocks.untrained(a, a + (1 << 20))
+        for fate, sel in zip(UNTRAINED_FATES, (code == c for c in codes), strict=True):
             rows, lengths, count = tops[fate]
             idx, ln = idx_all[sel], ln_all[sel]
             count += int(idx.size)
@@ -418,6 +429,20 @@ def _partial(ledger: Ledger, rows: RowFacts) -> tuple[Int64Array, Int64Array]:
     tokens = np.zeros(ids.size, np.int64)
     np.add.at(tokens, at, pp[:, 1] - ((pp[:, 2] > 0) & (added[at] > 0)))
     return ids, tokens
+
+
+def partial_row_by_stratum(ledger: Ledger, rows: RowFacts, boundaries: Sequence[int]) -> tuple[int, ...]:
+    """Source tokens of the unfinished last row per length stratum of ``boundaries`` (the ledger's
+    strata). O(one row's placements)."""
+    from .strata import stratum_index
+
+    out = np.zeros(len(boundaries) + 1, np.int64)
+    ids, tokens = _partial(ledger, rows)
+    if ids.size:
+        view = ledger.columns_view()
+        lengths = np.asarray([int(view.range(o, o + 1, ("length",))["length"][0]) for o in ids.tolist()])
+        np.add.at(out, stratum_index(lengths, boundaries), tokens)
+    return tuple(int(v) for v in out)
 
 
 def document_table(ledger: Ledger, rows: RowFacts, lengths: npt.ArrayLike, *, passes: int | None = None,

@@ -9,19 +9,33 @@ and answers for one document — by id or by name — with an
 ``documents.csv`` holds), the rows holding its tokens, and a sentence saying
 why. A document that never started is explained by the protected set when
 the theorem applies ("at every selection it was among the B − 1 = 63 largest
-over-capacity documents"), by the filter that removed it, by the horizon when
-it was still buffered, or by the horizon when it never arrived.
+over-capacity documents", with the longer ones and the ones as long, which the
+set's key (length, arrival) ranks above it when they arrived later), by the
+filter that removed it, by the horizon when it was still buffered, by a stream
+that ran dry before any selection, or by the horizon when it never arrived.
 
 >>> e = explain([3, 40, 5, 50, 2, 60, 4, 70] * 2, 7, policy="discard", capacity=8, min_buffer=4, refill=2)
->>> e.fate, e.protected, e.larger_arrived
-('never started', True, 1)
+>>> e.fate, e.protected, e.larger_arrived, e.longer_arrived, e.as_long_arrived
+('never started', True, 1, 0, 1)
 >>> parts = e.sentence.split("; ")
 >>> parts[0]
 'document 7 (length 70) under discard: never started'
 >>> parts[1][:78]
 'at every selection it was among the B − 1 = 3 largest over-capacity documents '
->>> parts[2:]
-['1 larger over-capacity document had arrived by the horizon (row 6)', 'it arrived in row 1']
+>>> print(*parts[2:], sep=chr(10))  # doctest: +ELLIPSIS
+0 longer over-capacity documents had arrived by the horizon (row 6), and 1 as long that arrived after it ...
+it arrived in row 1
+
+Document 15, as long, arrived after it and ranks above it in ``K``. With
+several passes the sentence names the pass it explains and says the others:
+
+>>> e = explain([3, 40, 5, 50, 2, 60, 4, 70], 5, policy="discard", capacity=8, min_buffer=4, refill=2,
+...             passes=2)
+>>> print(*e.sentence.split("; "), sep=chr(10))
+document 5 (length 60) under discard, pass 0 of 2: partly trained
+started in row 5 and emitted 4 of its 60 tokens in row 5
+56 discarded
+in pass 1 it never started (--pass 1 explains that pass)
 """
 
 from __future__ import annotations
@@ -69,14 +83,26 @@ class Explanation:
     buffered: int
     never_reached: int
     larger_arrived: int
-    """Over-capacity documents with a larger key (length, arrival) arrived by the horizon (0 if not long)."""
+    """Over-capacity documents arrived by the horizon that the protected set's key ranks above it
+    (longer, or as long and arrived later; 0 if not long)."""
     horizon: HorizonStatement
     sentence: str
+    longer_arrived: int = 0
+    """Of them, the longer ones (the rest of :attr:`larger_arrived` are as long and arrived later)."""
+    as_long_arrived: int = 0
+    """Other over-capacity occurrences of exactly its length arrived by the horizon, before or after it."""
+    source: str = ""
+    """Its data source (empty without source labels)."""
+    passes: int = 1
+    """The passes of the run; the sentence names :attr:`pass_index` when there are several."""
+    other_passes: tuple[tuple[int, str], ...] = ()
+    """``(pass, fate)`` of the document in each other pass of the run."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "horizon"}
         out["rows"] = list(self.rows)
+        out["other_passes"] = [{"pass": q, "fate": f} for q, f in self.other_passes]
         out["horizon"] = self.horizon.to_dict()
         return out
 
@@ -99,7 +125,8 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
         capacity: the row width ``R``; ``min_buffer`` is ``B`` (for a peer,
             only the protected-set columns use it).
         horizon: where to cut the run (``None``: the packer's natural end).
-        pass_index: which pass of a multi-pass run.
+        pass_index: which pass of a multi-pass run; with several passes the sentence names it
+            (``pass 1 of 2``) and says the document's fate in the others.
         identity: who each document of ``lengths`` is in the raw corpus
             (:class:`~packing_theory.audit.identity.DocumentIdentity`: its raw index when a cleaning
             funnel kept only some documents, names and sources over the raw corpus); a numeric
@@ -124,32 +151,61 @@ def explain(lengths: npt.ArrayLike, document: str | int, *, policy: str = "disca
     rows = DocumentRows(packer.capacity)
     agg, facts = feed_all(cut_at_horizon(packer.events(arr), horizon, capacity=packer.capacity), ledger, rows)
     table = document_table(ledger, facts, arr, passes=passes, names=names, identity=identity)
-    hits = [i for i in table.find(document) if int(table.row(i)["pass"]) == pass_index]
+    found = [table.row(i) for i in table.find(document)]
+    offered = [r for r in found if int(r["pass"]) >= 0]
+    hits = [r for r in offered if int(r["pass"]) == pass_index]
     if not hits:
         raise InputError(f"document {document!r} has no pass {pass_index} in this run")
-    row = table.row(hits[0])
+    row = hits[0]
+    others = tuple((int(r["pass"]), str(r["fate"])) for r in offered if int(r["pass"]) != pass_index)
     h = horizon_statement(agg, horizon, streaming=e.kind == "streaming")
     occ = int(row["occurrence"])
     held_rows: tuple[int, ...] = ()
     arrival_row = -1
-    larger = 0
+    rivals = _Rivals(0, 0, 0, 0)
     if occ >= 0:
         held_rows = tuple(sorted({iv.row for iv in ledger.record(occ).intervals} - {agg.rows}))
         arrival_row = int(facts.arrival_rows(occ, occ + 1)[0])
-        a = ledger.arrays()
-        long_arrived = a["arrived"] & (a["length"] > packer.capacity)
         if row["length"] > packer.capacity:
-            idx = np.flatnonzero(long_arrived)
-            L, mine = a["length"][idx], int(row["length"])
-            larger = int((np.greater(L, mine) | (np.equal(L, mine) & (idx > occ))).sum())
+            rivals = _rivals(ledger.arrays(), occ, packer.capacity)
     reason = facts.filtered_reason.get(occ) if occ >= 0 else None
-    sentence = _sentence(row, e, h, packer.capacity, min_buffer, held_rows, arrival_row, larger, reason)
+    passes_run = max(len(offered), 1)
+    which = f", pass {pass_index} of {passes_run}" if passes_run > 1 else ""
+    sentence = _sentence(row, e, h, packer.capacity, min_buffer, held_rows, arrival_row, rivals, reason,
+                         which)
+    if others:
+        sentence += f"; {_others_text(others)}"
     return Explanation(policy, int(row["document"]), int(row["pass"]), str(row["name"]), int(row["length"]),
                        str(row["fate"]), bool(row["protected"]), int(row["first_row"]), arrival_row,
                        held_rows,
                        int(row["emitted"]), int(row["partial_row"]), int(row["discarded"]),
                        int(row["filtered"]), int(row["buffered"]),
-                       int(row["never_reached"]), larger, h, sentence)
+                       int(row["never_reached"]), rivals.longer + rivals.after, h, sentence,
+                       longer_arrived=rivals.longer, as_long_arrived=rivals.after + rivals.before,
+                       source=str(row["source"]), passes=passes_run, other_passes=others)
+
+
+@dataclass(frozen=True)
+class _Rivals:
+    """The other over-capacity occurrences arrived by the horizon, against one of them: ``longer``; as long
+    and arrived ``after`` it (ranked above it: the protected set's key is (length, arrival), so a length
+    tie goes to the later arrival) or ``before`` it (ranked below); ``own``: of the as long, its own
+    occurrences in other passes."""
+
+    longer: int
+    after: int
+    before: int
+    own: int
+
+
+def _rivals(a: Mapping[str, npt.NDArray[Any]], occ: int, capacity: int) -> _Rivals:
+    """The :class:`_Rivals` of occurrence ``occ`` among the ledger's columns ``a``. O(occurrences)."""
+    idx = np.flatnonzero(a["arrived"] & (a["length"] > capacity))
+    lengths, mine = a["length"][idx], int(a["length"][occ])
+    tied = idx[(lengths == mine) & (idx != occ)]
+    own = int(np.count_nonzero(a["source"][tied] == a["source"][occ]))
+    return _Rivals(int(np.count_nonzero(lengths > mine)), int(np.count_nonzero(tied > occ)),
+                   int(np.count_nonzero(tied < occ)), own)
 
 
 def _rows_text(rows: tuple[int, ...]) -> str:
@@ -157,11 +213,54 @@ def _rows_text(rows: tuple[int, ...]) -> str:
     return shown + (f", … ({len(rows):,} rows)" if len(rows) > 12 else "")
 
 
+def _who(row: Mapping[str, Any]) -> str:
+    """``document 7 (book-7, source books, length 70)``: its index, name and source when known, length."""
+    known = [str(row["name"])] if row["name"] else []
+    if row["source"]:
+        known.append(f"source {row['source']}")
+    known.append(f"length {row['length']:,}")
+    return f"document {row['document']} ({', '.join(known)})"
+
+
+def _others_text(others: tuple[tuple[int, str], ...]) -> str:
+    """The document's fate in the other passes of the run, and how to ask about one."""
+    def fate_words(fate: str) -> str:
+        return f"it {fate}" if fate == "never started" else f"it was {fate}"
+
+    if len(others) == 1:
+        q, fate = others[0]
+        return f"in pass {q} {fate_words(fate)} (--pass {q} explains that pass)"
+    by_fate: dict[str, list[int]] = {}
+    for q, fate in others:
+        by_fate.setdefault(fate, []).append(q)
+    said = [f"pass{'es' if len(qs) > 1 else ''} {_rows_text(tuple(qs))} {fate}"
+            for fate, qs in by_fate.items()]
+    return f"in the other passes: {', '.join(said)} (--pass K explains pass K)"
+
+
+def _rivals_text(r: _Rivals, stop_row: int) -> str:
+    """The over-capacity documents that arrived by the horizon against this one, ties by arrival."""
+    text = (f"{r.longer:,} longer over-capacity document{'s' if r.longer != 1 else ''} had arrived by the "
+            f"horizon (row {stop_row:,})")
+    if not (r.after or r.before):
+        return text
+    mine = ("its own occurrence in another pass" if r.own == 1
+            else f"its own occurrences in {r.own:,} other passes")
+    own = "" if not r.own else f" ({mine})" if r.own == r.after + r.before else f" ({r.own:,} of them {mine})"
+    if r.after and r.before:
+        text += (f", and {r.after + r.before:,} as long{own}: {r.after:,} arrived after it and rank"
+                 f"{'s' if r.after == 1 else ''} above it, {r.before:,} before it and rank"
+                 f"{'s' if r.before == 1 else ''} below it")
+    else:
+        n, when, rank = (r.after, "after", "above") if r.after else (r.before, "before", "below")
+        verb = "ranks" if n == 1 else "rank"
+        text += f", and {n:,} as long{own} that arrived {when} it and so {verb} {rank} it"
+    return f"{text} (K breaks a length tie by arrival, the later first)"
+
+
 def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, rows: tuple[int, ...],
-              arrival_row: int, larger: int, reason: str | None) -> str:
-    who = f"document {row['document']}" + (f" ({row['name']}, length {row['length']:,})" if row["name"]
-                                            else f" (length {row['length']:,})")
-    head = f"{who} under {e.name}: {row['fate']}"
+              arrival_row: int, rivals: _Rivals, reason: str | None, which: str = "") -> str:
+    head = f"{_who(row)} under {e.name}{which}: {row['fate']}"
     stop = f"the run stopped at row {h.stopped_at_row:,} ({h.reason})"
     if row["fate"] == "never reached":
         return f"{head}; {stop} before it arrived"
@@ -169,13 +268,12 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
         return f"{head}; the packer filtered it before packing ({reason})"
     if row["fate"] == "never started":
         arrived = f"it arrived in row {arrival_row:,}"
-        if h.reason == "stream exhausted" and h.stopped_at_row == 0:  # no selection was ever made
+        if h.never_selected:
             return (f"{head}; nothing was selected: {h.sentence()}")
         if row["protected"] and e.in_family and e.protected_set and h.reason != "drained":
-            others = f"{larger:,} larger over-capacity document{'s' if larger != 1 else ''}"
             return (f"{head}; at every selection it was among the B − 1 = {B - 1:,} largest over-capacity "
                     f"documents (the protected set K), which seed 000 §3 keeps buffered and unstarted; "
-                    f"{others} had arrived by the horizon (row {h.stopped_at_row:,}); {arrived}")
+                    f"{_rivals_text(rivals, h.stopped_at_row)}; {arrived}")
         if row["protected"]:
             return (f"{head}; it is in the protected set K at the horizon, but the theorem does not cover "
                     f"this run ({'--drain' if h.reason == 'drained' else e.status}); still buffered when "
@@ -192,6 +290,11 @@ def _sentence(row: dict[str, Any], e: Any, h: HorizonStatement, R: int, B: int, 
     if row["partial_row"]:
         lost.append(f"{row['partial_row']:,} in the partial row {h.stopped_at_row:,}, which is never trained")
     rest = f"; {', '.join(lost)}" if lost else ""
+    if row["fate"] == "never trained (unfinished row)":  # its partial-row tokens are the sentence itself
+        others = f"; {', '.join(lost[:-1])}" if len(lost) > 1 else ""
+        return (f"{head}; all {row['partial_row']:,} tokens it had placed are in the unfinished last row "
+                f"{h.stopped_at_row:,}, which is never delivered, so none of its {row['length']:,} tokens "
+                f"was trained{others}")
     where = f" in row{'s' if len(rows) != 1 else ''} {_rows_text(rows)}" if rows else ""
     return (f"{head}; started in row {row['first_row']:,} and emitted {row['emitted']:,} of its "
             f"{row['length']:,} tokens{where}{rest}")

@@ -103,6 +103,9 @@ class StratumRow:
     targets: int
     filtered_sources: int = 0
     filtered_tokens: int = 0
+    partial_row_tokens: int = 0
+    """Of ``emitted_tokens``, those in the unfinished last row (never delivered, so never trained); filled
+    in by the measurement (:func:`~packing_theory.audit.documents.partial_row_by_stratum`)."""
 
     @property
     def never_started_sources(self) -> int:
@@ -110,14 +113,20 @@ class StratumRow:
         return self.arrived_sources - self.started_sources
 
     @property
+    def trained_tokens(self) -> int:
+        """Emitted tokens in complete rows (the unfinished row's are not trained)."""
+        return self.emitted_tokens - self.partial_row_tokens
+
+    @property
     def retention(self) -> float | None:
-        """Emitted share of the stratum's loaded (arrived) source-token mass."""
-        return self.emitted_tokens / self.arrived_tokens if self.arrived_tokens else None
+        """Trained share of the stratum's loaded (arrived) source-token mass: tokens in complete rows, the
+        unfinished row left out."""
+        return self.trained_tokens / self.arrived_tokens if self.arrived_tokens else None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the derived fields."""
         return {**asdict(self), "never_started_sources": self.never_started_sources,
-                "retention": self.retention}
+                "trained_tokens": self.trained_tokens, "retention": self.retention}
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,22 @@ class HorizonStatement:
     partial_row_tokens: int
     exhausted_at_row: int | None
     min_buffer: int
+    selected: bool = True
+    """Whether any selection was made before the stop (each places a token: a started document);
+    ``False`` only when the stream ran dry before the buffer ever held ``B`` documents."""
+
+    @property
+    def never_selected(self) -> bool:
+        """Whether the stream ran dry before the buffer ever held ``B`` documents, so that no selection
+        was made (a corpus of fewer than ``B`` documents without ``--drain``). Stopping at row 0 is not
+        enough: a corpus smaller than one row stops there after its selections.
+
+        >>> HorizonStatement(None, 0, "stream exhausted", 903, 0, 2).never_selected
+        False
+        >>> HorizonStatement(None, 0, "stream exhausted", 0, 0, 2, selected=False).never_selected
+        True
+        """
+        return self.reason == "stream exhausted" and not self.selected
 
     def to_dict(self) -> dict[str, Any]:
         """``{"asked", "unit", "stopped_at_row", "reason", "partial_row_tokens", "exhausted_at_row"}``."""
@@ -97,8 +113,11 @@ class HorizonStatement:
         'stopped at row 1,055 because the stream ran dry (a partial row of 12 tokens is not trained)'
         >>> HorizonStatement(Budget("rows", 9), 9, "budget reached", 0, None, 64).sentence()
         'stopped at row 9: the horizon of 9 rows was reached'
-        >>> HorizonStatement(None, 0, "stream exhausted", 0, 0, 1000).sentence()  # doctest: +ELLIPSIS
+        >>> dry = HorizonStatement(None, 0, "stream exhausted", 0, 0, 1000, selected=False)  # no selection
+        >>> dry.sentence()  # doctest: +ELLIPSIS
         'stopped at row 0 because the stream ran dry before the buffer held B = 1,000 documents (...)'
+        >>> HorizonStatement(None, 0, "stream exhausted", 903, 0, 2).sentence()  # selections, no full row
+        'stopped at row 0 because the stream ran dry (a partial row of 903 tokens is not trained)'
         """
         row = f"row {self.stopped_at_row:,}"
         partial = (f" (a partial row of {self.partial_row_tokens:,} tokens is not trained)"
@@ -106,7 +125,7 @@ class HorizonStatement:
         if self.reason == "budget reached":
             asked = f"the horizon of {self.asked.describe()}" if self.asked else "the horizon"
             return f"stopped at {row}: {asked} was reached"
-        if self.reason == "stream exhausted" and self.stopped_at_row == 0:  # it never held B documents
+        if self.never_selected:
             return (f"stopped at {row} because the stream ran dry before the buffer held B = "
                     f"{self.min_buffer:,} documents (a corpus this small needs --drain, which empties the "
                     "buffer at the end of the stream, or a smaller --min-buffer)")
@@ -129,7 +148,7 @@ def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool)
     if reason is None:
         reason = "drained" if streaming else "natural end"
     return HorizonStatement(asked, agg.rows, reason, agg.partial_row_tokens, agg.exhausted_at_row,
-                            agg.min_buffer)
+                            agg.min_buffer, selected=agg.started_sources > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +166,12 @@ class NeverTrained:
     :attr:`untrained_documents` counts documents no row holds a token of (never started or
     never reached); :attr:`partial_row_only_documents` more, started only in the partial
     row, have no token trained either, and count among :attr:`trained_documents` (the
-    documents started) and the partial row's documents; ``largest`` is true when they are exactly the largest
-    documents offered (no trained document is longer than any of them).
+    documents started) and the partial row's documents (:attr:`partial_row_only_tokens`: their
+    lengths); :attr:`no_token_trained` is all of them. ``largest`` is true when the never-started and
+    never-reached documents are exactly the largest documents offered (no trained document is longer than
+    any of them). With several passes every count of documents counts occurrences (a document once per
+    pass); :attr:`never_started_distinct` then counts the distinct documents that never started in any
+    pass they arrived in (``None`` for one pass).
     """
 
     packer: str
@@ -170,6 +193,16 @@ class NeverTrained:
     filtered_tokens: int
     partial_row: Part = Part(0, 0)
     partial_row_only_documents: int = 0
+    partial_row_only_tokens: int = 0
+    never_started_distinct: int | None = None
+
+    @property
+    def no_token_trained(self) -> Part:
+        """Documents of which no token was trained — never started, never reached, or placed only in the
+        unfinished row — and the tokens they hold (their lengths): the one count ``audit`` and
+        ``compare`` give as "documents with no token trained"."""
+        return Part(self.untrained_documents + self.partial_row_only_documents,
+                    self.never_started.tokens + self.never_reached.tokens + self.partial_row_only_tokens)
 
     @property
     def tokens(self) -> int:
@@ -202,14 +235,21 @@ class NeverTrained:
         def share(v: int) -> str:
             return percent(v / total) if total else "—"
 
+        unit = "document" if self.never_started_distinct is None else "occurrence"  # several passes
+
         def docs(n: int) -> str:
-            return f"{n:,} document{'s' if n != 1 else ''}"
+            return f"{n:,} {unit}{'s' if n != 1 else ''}"
 
         parts = [f"trained {share(self.trained_tokens)} of the {total:,} tokens offered"]
         ns = self.never_started
         if ns.documents:
             largest = ", the largest" if self.largest and not self.never_reached.documents else ""
-            parts.append(f"{docs(ns.documents)} never started ({share(ns.tokens)} of the tokens{largest})")
+            distinct = ""
+            if self.never_started_distinct is not None:
+                d = self.never_started_distinct
+                distinct = f"; {d:,} distinct document{'s' if d != 1 else ''} never started in any pass"
+            parts.append(f"{docs(ns.documents)} never started ({share(ns.tokens)} of the tokens{largest}"
+                         f"{distinct})")
         if self.dropped.tokens:
             parts.append(f"tails of {docs(self.dropped.documents)} that started were cut off "
                          f"({share(self.dropped.tokens)})")
@@ -218,8 +258,11 @@ class NeverTrained:
             parts.append(f"{docs(self.still_buffered.documents)} that started {verb} still buffered "
                          f"({share(self.still_buffered.tokens)})")
         if self.partial_row.tokens:
+            only = self.partial_row_only_documents
+            alone = (f"; {docs(only)} placed only there {'has' if only == 1 else 'have'} no token trained"
+                     if only else "")
             parts.append(f"{self.partial_row.tokens:,} tokens sit in the unfinished last row "
-                         f"({share(self.partial_row.tokens)})")
+                         f"({share(self.partial_row.tokens)}{alone})")
         if self.never_reached.documents:
             parts.append(f"{docs(self.never_reached.documents)} lie beyond the horizon "
                          f"({share(self.never_reached.tokens)})")
@@ -247,6 +290,10 @@ class NeverTrained:
         assert m["emitted"] + m["dropped"] + m["buffered"] + m["never_reached"] == m["offered"]
         assert self.trained_documents + self.untrained_documents == self.offered_documents
         assert self.partial_row_only_documents <= min(self.partial_row.documents, self.trained_documents)
+        assert self.partial_row_only_tokens >= self.partial_row_only_documents  # each holds >= 1 token
+        assert (self.partial_row_only_tokens > 0) == bool(self.partial_row_only_documents)
+        d = self.never_started_distinct
+        assert d is None or d <= self.never_started.documents
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with ``tokens``, ``documents``, ``share`` and ``mass``."""
@@ -297,6 +344,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
                          "which never arrived")
     seen = Reached(n * P)
     acc = _Sums()
+    # with several passes: which documents arrived / started in some pass (one byte each)
+    arrived_any = np.zeros(n if P > 1 else 0, np.bool_)
+    started_any = np.zeros(n if P > 1 else 0, np.bool_)
     for a, c in ledger.array_blocks(_BLOCK, columns=_COLUMNS):
         arrived = c["arrived"]
         partial = _partial_block(pp, c, a)
@@ -304,6 +354,9 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
             c, partial = {k: v[arrived] for k, v in c.items()}, partial[arrived]
         seen.add(c["pass_index"] * n + c["source"])
         acc.add(c, partial)
+        if P > 1:
+            arrived_any[c["source"]] = True
+            started_any[c["source"][c["started"]]] = True
     unreached = _unreached(arr, seen, P)
     untrained_min = min([x for x in (acc.never_started_min, unreached[2]) if x is not None], default=None)
     largest = untrained_min is not None and (acc.trained_max is None or untrained_min >= acc.trained_max)
@@ -328,6 +381,8 @@ def never_trained(ledger: Ledger, lengths: npt.ArrayLike, *, passes: int | None 
         filtered_tokens=t["filtered"],
         partial_row=Part(t["partial_docs"], t["partial"]),
         partial_row_only_documents=t["only_partial"],
+        partial_row_only_tokens=t["only_partial_length"],
+        never_started_distinct=int(np.count_nonzero(arrived_any & ~started_any)) if P > 1 else None,
     )
     out._check()
     return out
@@ -362,7 +417,7 @@ class _Sums:
 
     KEYS = ("emitted", "partial", "started", "ns", "ns_length", "ns_buffered", "ns_filtered", "dropped_docs",
             "dropped", "dropped_discarded", "dropped_filtered", "held_docs", "held", "buffered", "discarded",
-            "filtered", "partial_docs", "only_partial")
+            "filtered", "partial_docs", "only_partial", "only_partial_length")
 
     def __init__(self) -> None:
         self.total: dict[str, int] = dict.fromkeys(self.KEYS, 0)
@@ -397,8 +452,10 @@ class _Sums:
             "held_docs": count(held_pos) - count(held_pos[ns]),
             "held": total(buffered) - total(buffered[ns]), "buffered": total(buffered),
             "discarded": total(discarded), "filtered": total(filtered), "partial_docs": count(partial_pos),
-            "only_partial": count(started & partial_pos & (emitted == partial)) if partial_pos.any() else 0,
         }
+        only = started & partial_pos & (emitted == partial) if partial_pos.any() else None
+        parts["only_partial"] = 0 if only is None else count(only)
+        parts["only_partial_length"] = 0 if only is None else total(length[only])
         for k, v in parts.items():
             self.total[k] += int(v)
         if ns.size:

@@ -76,7 +76,8 @@ SUMMARIES: dict[str, str] = {
 
 
 RENAMED: dict[tuple[str, str], str] = {
-    ("compare", "--documents"): "compare --demo takes its corpus size as --demo-documents N",
+    ("compare", "--documents"): "compare writes no per-document table (audit --documents does); "
+                                "compare --demo takes its corpus size as --demo-documents N",
 }
 """Options a command no longer takes under an old name: ``(command, old flag) -> what to write instead``."""
 
@@ -92,7 +93,10 @@ class _OneLineParser(argparse.ArgumentParser):
                  if message.startswith("unrecognized arguments") and flag in message.split()
                  and command in self.argv[:1]]
         hint = f"; {hints[0]}" if hints else ""
-        self.exit(2, f"{self.prog}: error: {message}{hint} (see --help)\n")
+        prog = self.prog
+        if self.argv[:1] and self.argv[0] in SUMMARIES and prog.split()[-1] != self.argv[0]:
+            prog = f"{prog} {self.argv[0]}"  # the top parser reports a command's unknown options
+        self.exit(2, f"{prog}: error: {message}{hint} (see --help)\n")
 
 
 class _Registrar:

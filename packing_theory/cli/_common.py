@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_executor",
+    "counted",
     "emit_json",
     "horizon_from_args",
     "note",
@@ -34,6 +35,12 @@ __all__ = [
     "with_row_progress",
     "workers_from_args",
 ]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` with ``noun``, plural unless ``n`` is 1: ``counted(1, "document") == "1 document"``,
+    ``counted(4400, "document") == "4,400 documents"``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def note(command: str, message: str) -> None:
@@ -142,7 +149,13 @@ def settings_from_args(args: argparse.Namespace, packers: Sequence[str]) -> Sett
     for name in packers:
         check_width(settings, name)
         if name in settings.peer_options:  # a framework's constructor checks its options: bad input, now
-            build_one(settings, name)
+            try:
+                build_one(settings, name)
+            except InputError as exc:  # name the options the user gave, and where they are given
+                given_options = ", ".join(f"{k}={v}" for k, v in settings.peer_options[name].items()
+                                          if k != "framework_version")
+                raise InputError(f"{name}'s options ({given_options}; from --peer-option or their own "
+                                 f"flags): {exc}") from exc
     return settings
 
 

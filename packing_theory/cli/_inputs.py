@@ -18,6 +18,7 @@ user makes — with the reader options (``--column --bos --eos-id --dtype --spli
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,14 @@ def read_files_from(path: str) -> list[str]:
         if os.path.isdir(path):
             raise InputError(f"--files-from {path!r} is a directory; give a file listing one path per line")
         lines = [line for _, line in read_lines(path, "--files-from", max_line=1 << 16)]
-    out = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    out = []
+    for number, line in enumerate(lines, 1):
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        if not glob.has_magic(entry) and not os.path.lexists(entry):  # named by its line, not as --data
+            raise InputError(f"--files-from {path!r} line {number}: {entry!r} does not exist")
+        out.append(entry)
     if not out:
         raise InputError(f"--files-from {path!r} lists no paths")
     return out

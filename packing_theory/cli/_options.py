@@ -115,7 +115,7 @@ OUT_DEFAULTS: dict[str, str | None] = {"reconcile": None, "doctor": None}
 """``--out``'s default where it is not ``<command>-report`` (``None``: no report directory unless asked)."""
 
 EXCLUSIVE: dict[str, bool] = {"input": True, "width": False, "horizon": False, "documents": False,
-                              "family": False, "document": True}
+                              "family": False}
 """Mutually exclusive groups, and whether one of each is required."""
 
 
@@ -369,12 +369,12 @@ _TABLE: tuple[Option, ...] = (
     _o("--no-progress", action="store_true", default=False, section="report",
        help="never show a progress bar (shown by default on a terminal)"),
     # ------------------------------------------------------------------ one command's own options
-    _o("document", type=document_id, metavar="DOC", nargs="?", exclusive="document",
+    _o("document", type=document_id, metavar="DOC", nargs="?",
        help="the document: its name (a record's id, as documents.csv's name column writes it: exact, else a "
             "unique whole-component path suffix) or its raw index (0-based, its position in the corpus as "
             "read, before any funnel). Digits are the document of that name when one has it exactly, else "
             "the raw index; --index N always means the index"),
-    _o("--index", type=int_range("--index", 0), metavar="N", exclusive="document",
+    _o("--index", type=int_range("--index", 0), metavar="N",
        help="the document by its raw index (0-based, before any funnel), never by name: instead of DOC"),
     _o("manifest", type=existing_path("MANIFEST.json"), metavar="MANIFEST.json",
        help="the shard manifest (written by write_shards)"),

@@ -147,7 +147,7 @@ def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: 
 
     ``horizon``: the audit's budget (each rank is cut at its rows), or ``None``.
     """
-    from ..distributed.ranks import audit_ranks
+    from ..distributed.ranks import ParquetSource, audit_ranks
     from ..engine.policies import PackerConfig
 
     R = settings.streaming_capacity
@@ -160,19 +160,25 @@ def rank_section(args: argparse.Namespace, corpus: Any, settings: Any, packers: 
                             row_group_size=args.row_group_size, engine=settings.engine,
                             executor=args.executor, workers=workers, execution=execution)
     failing = [f"{s.policy} (a rank)" for s in summaries if not s.identity_holds]
+    groups = _row_group_sizes(source, args.row_group_size)  # as the ranks were cut
     sources = None
     if corpus.sources is not None:
         from ..orchestration.sources import rank_sources
 
         extra = {k: v for k, v in (("blocks", args.mixture_blocks), ("threshold", args.drift_threshold))
                  if v is not None}
-        groups = _row_group_sizes(source, args.row_group_size)
         sources = rank_sources(corpus.raw_lengths, corpus.sources, groups, args.world_size, config,
                                policies=list(packers), engine=settings.engine, mixture=corpus.mixture,
                                **extra)
         failing += [f"{r.policy} (a rank's data sources)" for r in sources if not r.reconciles]
+    parquet = isinstance(source, ParquetSource)
+    sizes = [g for file in groups for g in file]
     section: dict[str, Any] = {
-        "world_size": args.world_size, "row_group_size": args.row_group_size,
+        "world_size": args.world_size, "passes": settings.passes,
+        # what cut the row groups: the parquet files' own groups, or --row-group-size documents
+        "row_group_size": None if parquet else args.row_group_size,
+        "row_groups": {"from": "parquet" if parquet else "row_group_size", "count": len(sizes),
+                       "documents_min": min(sizes, default=0), "documents_max": max(sizes, default=0)},
         "summary": _summary_text(summaries, sources),
         "policies": {s.policy: s.to_dict() for s in summaries},
         "execution": execution,

@@ -176,9 +176,11 @@ def policy_list(text: str) -> list[str]:
     from ..registry import names
 
     known = names()
-    out = [p.strip() for p in text.split(",") if p.strip()]
-    if not out:
+    out = [p.strip() for p in text.split(",")]
+    if not any(out):
         raise argparse.ArgumentTypeError(f"--policy must name a packer, got {text!r}")
+    if not all(out):  # 'discard,,continue' or a trailing comma: a name left out, or a typo
+        raise argparse.ArgumentTypeError(f"--policy {text!r} has an empty name between its commas")
     for name in out:
         if name not in known:
             raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (choose from {', '.join(known)}; see "

@@ -119,20 +119,22 @@ def report_names() -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Audit and write the report; exit status 0, or 1 (a Finding) when a mass identity fails or a
-    source does not reconcile (the report is still written, so the failure can be read).
+    source does not reconcile (the report is still written, so the failure can be read); 3 (NotMeasured)
+    when every packer asked refused the corpus (the report says why).
 
     The options and ``--out`` are checked before anything is computed.
     """
     from dataclasses import replace
 
     from ..engine.horizon import Budget
-    from ..errors import Finding, import_optional
+    from ..errors import Finding, NotMeasured, import_optional
     from ..orchestration.corpus import Corpus
     from ..orchestration.demo import DEMO_POLICIES, PAPER_5_1, audit_demo
     from ..registry import entry
     from ..reporting import ReportWriter, progress_bar, require_matplotlib, stage_report
     from ._common import (
         check_executor,
+        counted,
         emit_json,
         horizon_from_args,
         packers_from_args,
@@ -194,9 +196,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict(writer.run_info))
     runs = result.measurement.runs
+    if not runs:  # exit 3: "nothing found" cannot be claimed when nothing was measured
+        raise NotMeasured(f"{result.headline()} (the report in {args.out} says so too)")
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
-    print(writer.summary_line("audit", f"{result.headline()} ({corpus.lengths.size:,} documents, "
+    print(writer.summary_line("audit", f"{result.headline()} "
+                                       f"({counted(int(corpus.lengths.size), 'document')}, "
                                        f"{time.perf_counter() - t0:.1f} s{drift})"), file=sys.stderr)
     failing += [r.packer for r in runs if not r.aggregates.mass.identity_holds
                 or r.aggregates.conservation_violations]

@@ -75,12 +75,13 @@ def report_names() -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     """Compare and write the report; exit status 0, or 1 (a Finding) when a mass identity fails or a
-    source does not reconcile.
+    source does not reconcile; 3 (NotMeasured) when every packer asked refused the corpus (the report
+    says why).
 
     The options and ``--out`` are checked before anything is computed.
     """
     from .._allocator import keep_freed_memory
-    from ..errors import Finding, InputError
+    from ..errors import Finding, InputError, NotMeasured
     from ..orchestration.compare import default_packers
     from ..orchestration.corpus import Corpus
     from ..orchestration.demo import compare_demo
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from ..reporting import ReportWriter, progress_bar, require_matplotlib, stage_report
     from ._common import (
         check_executor,
+        counted,
         emit_json,
         horizon_from_args,
         packers_from_args,
@@ -138,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict(writer.run_info))
     m = result.measurement
+    if not m.runs:  # exit 3: "nothing found" cannot be claimed when nothing was measured
+        raise NotMeasured(f"{result.headline()} (the report in {args.out} says so too)")
     results = len(m.runs) + len(m.refused)
     reused = (f"; read {len(m.resumed)} of the {results} packers' results back from {parts}"
               if m.resumed else "")
@@ -145,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         reused += f"; could not keep the finished runs in {parts} ({m.resume_problem})"
     drift = "" if result.sources is None else "; source drift flagged: " + (
         ", ".join(p.policy for p in result.sources.packers if p.drift.drifted) or "none")
-    print(writer.summary_line("compare", f"{result.headline()} ({corpus.lengths.size:,} documents, "
+    print(writer.summary_line("compare", f"{result.headline()} "
+                                       f"({counted(int(corpus.lengths.size), 'document')}, "
                                          f"{time.perf_counter() - t0:.1f} s{reused}{drift})"),
           file=sys.stderr)
     failing = [r.packer for r in result.measurement.runs if not r.aggregates.mass.identity_holds]

@@ -20,6 +20,15 @@ one and say so on standard error, with the ``--index`` that asks for the
 other; ``--index N`` is always the raw index. A document the funnel removed
 is explained by the stage that removed it.
 
+``DOC`` or ``--index``, one of them, is checked before the corpus is read:
+``--data`` takes every word up to the next option, so a ``DOC`` written after
+it is named in the error with the fix (put it before ``--data``, or last after
+``--``). The data-source options ``--labels``, ``--labels-manifest``,
+``--source-column``, ``--source-from`` and ``--mixture`` are taken as ``audit``
+takes them (a command line copied from ``audit`` runs): the sentence says the
+document's source. With ``--passes`` above 1 the sentence names the pass it
+explains (``--pass K``, default 0) and the document's fate in the others.
+
 ``--config FILE`` applies a framework's config as ``audit --config`` does
 (:func:`~packing_theory.cli._config.apply_config`): its packer, row width,
 knobs and horizon, a torchtune truncation, and Megatron's ``--split``, whose
@@ -37,6 +46,10 @@ from typing import Any
 from ._options import add_options
 from .replay import INPUT_OPTIONS, PACKER_OPTIONS
 
+LABEL_OPTIONS = ("labels", "labels-manifest", "source-column", "source-from", "mixture")
+"""The data-source options ``explain`` honours as ``audit`` does (with ``--funnel``): the document's source
+is said, and a declared mixture is checked against the sources."""
+
 __all__ = ["register", "run"]
 
 
@@ -50,8 +63,34 @@ def register(sub: Any) -> None:
                     "(--funnel) or by the training split of a Megatron --config.",
     )
     add_options(parser, "document", "index", *INPUT_OPTIONS, "config", "framework", *PACKER_OPTIONS, "rows",
-                "targets", "tokens", "natural-end", "funnel", "pass", "json", optional=("config",))
+                "targets", "tokens", "natural-end", *LABEL_OPTIONS, "funnel", "pass", "json",
+                optional=("config",))
     parser.set_defaults(run=run)
+
+
+def _check_document_given(args: argparse.Namespace) -> None:
+    """Exactly one of ``DOC`` and ``--index``, checked before anything is read; a ``DOC`` that ``--data``
+    took as a path (``--data`` takes every word up to the next option) is named.
+
+    Raises:
+        InputError: both or neither given.
+    """
+    import glob
+    import os
+
+    from ..errors import InputError
+
+    if args.document is not None and args.index is not None:
+        raise InputError(f"DOC {args.document!r} and --index {args.index} both name the document: give "
+                         "one of them")
+    if args.document is not None or args.index is not None:
+        return
+    data = getattr(args, "data", None) or []
+    last = data[-1] if len(data) > 1 else None
+    if last is not None and not os.path.exists(last) and not glob.glob(last):
+        raise InputError(f"DOC is missing: {last!r} was read as a --data path (--data takes every word up to "
+                         "the next option): put DOC before --data, or last after --")
+    raise InputError("DOC is missing: give the document's name or raw index (DOC), or --index N")
 
 
 def _document(args: argparse.Namespace, corpus: Any) -> tuple[int, str | None]:
@@ -97,16 +136,19 @@ def _removed(corpus: Any, raw: int) -> dict[str, Any]:
     stage = next(st.stage for st in corpus.funnel.stages if st.removed[raw])
     name = corpus.name(raw)
     length = int(corpus.raw_lengths[raw])
-    who = f"document {raw}" + (f" ({name}, length {length:,})" if corpus.names is not None
-                               else f" (length {length:,})")
+    source = "" if corpus.sources is None else str(corpus.sources.names[int(corpus.sources.codes[raw])])
+    known = [name] if corpus.names is not None else []
+    known += [f"source {source}"] if source else []
+    who = f"document {raw} ({', '.join([*known, f'length {length:,}'])})"
     if stage.name == corpus.options.get("split_stage"):  # --config: Megatron's --split
         begin, end = stage.parameters["training documents"]
         why = (f"outside the training split of the config's --split {stage.parameters['split']} (Megatron "
                f"trains documents {begin:,}..{end - 1:,} of this dataset), so no packer saw it")
     else:
         why = f"removed by the cleaning funnel at stage {stage.name!r}, so no packer saw it"
-    return {"document": raw, "name": name if corpus.names is not None else "", "length": length,
-            "fate": f"removed by {stage.name}", "stage": stage.name, "sentence": f"{who}: {why}"}
+    return {"document": raw, "name": name if corpus.names is not None else "", "source": source,
+            "length": length, "fate": f"removed by {stage.name}", "stage": stage.name,
+            "sentence": f"{who}: {why}"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from ._options import AUTORESEARCH_ROWS
     from ._packers import check_width
 
+    _check_document_given(args)
     apply_config(args, "explain")
     (name,) = packers_from_args(args, ["discard"], one=True)
     settings = settings_from_args(args, [name])

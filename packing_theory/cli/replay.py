@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
                    "identity_holds": summary.identity_holds(),
                    "row_identity_holds": summary.row_identity_holds(packer.capacity),
                    "in_family": e.in_family}
+        if summary.stop_reason == "drained":  # a framework packer's end: all it was given is packed (as the
+            payload["stop_reason"] = "natural end"  # audit says, audit.untrained.horizon_statement)
         if args.json:  # the rule, options and horizon in full (too wide for the text table)
             payload["peer_figures"] = fig.to_dict()
     else:

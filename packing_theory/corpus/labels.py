@@ -146,10 +146,11 @@ def labels_from_file(path: str | os.PathLike[str], *, documents: int | None = No
     """A labels file: one label per line (``.txt``, any name) or a JSON list of strings (``.json``).
 
     Lines are stripped of their line ending and surrounding spaces; a blank
-    line is an error (every document has a source). The file must be a regular
-    file (a FIFO or a device is refused before reading); a label is at most
-    :data:`MAX_LABEL` characters, and with ``documents`` a file holding more
-    lines is refused as soon as the extra line is read. O(n).
+    line is an error (every document has a source) unless only blank lines
+    follow it (the end of the file). The file must be a regular file (a FIFO or
+    a device is refused before reading); a label is at most :data:`MAX_LABEL`
+    characters, and with ``documents`` a file holding more labels is refused as
+    soon as the extra label is read. O(n).
 
     Raises:
         FileNotFoundError: no such file.
@@ -165,10 +166,16 @@ def labels_from_file(path: str | os.PathLike[str], *, documents: int | None = No
             raise InputError(f"{origin} must hold a JSON list of strings (one label per document)")
     else:
         values = []
-        for number, line in read_lines(name, "labels file", max_line=MAX_LABEL, max_lines=documents):
+        blank = 0  # the first blank line not yet followed by a label (blank lines may only end the file)
+        for number, line in read_lines(name, "labels file", max_line=MAX_LABEL):
             value = line.strip()
             if not value:
-                raise InputError(f"{origin}: line {number} is blank; give one label per document")
+                blank = blank or number
+                continue
+            if blank:
+                raise InputError(f"{origin}: line {blank} is blank; give one label per document")
+            if documents is not None and len(values) == documents:  # refused as soon as it is read
+                raise InputError(f"{origin} has more than {documents:,} labels, one per document")
             values.append(value)
     labels = SourceLabels.from_strings(values, origin=origin)
     return labels if documents is None else labels.check_documents(documents)
@@ -239,10 +246,15 @@ def labels_from_paths(
 
     ``source_from="file"``: the source is the file, named relative to the
     inputs' common directory; ``"dir"``: the directory holding the file,
-    relative to the same root (``.`` for a file at the root). O(n).
+    relative to the same root (a file at the root: the root directory's own
+    name, so one file's source is its folder, not ``.``). O(n).
 
     >>> labels_from_paths(["d/web/a.jsonl", "d/web/b.jsonl", "d/code/c.jsonl"], [0, 1, 2], "dir").names
     ('code', 'web')
+    >>> labels_from_paths(["d/web/a.jsonl"], [0], "dir").names
+    ('web',)
+    >>> labels_from_paths(["d/a", "d/w/b"], [0, 1], "dir").names
+    ('d', 'w')
     """
     if source_from not in SOURCE_FROM:
         raise InputError(f"--source-from must be one of {', '.join(SOURCE_FROM)}, got {source_from!r}")
@@ -253,7 +265,8 @@ def labels_from_paths(
     if len(full) > 1 and root in full:
         root = os.path.dirname(root)
     rel = [os.path.relpath(p, root) for p in full]
-    names = rel if source_from == "file" else [os.path.dirname(r) or "." for r in rel]
+    at_root = os.path.basename(root) or root  # the filesystem root has no name of its own
+    names = rel if source_from == "file" else [os.path.dirname(r) or at_root for r in rel]
     labels = SourceLabels.from_codes(names, codes, origin=f"--source-from {source_from}")
     return labels if documents is None else labels.check_documents(documents)
 

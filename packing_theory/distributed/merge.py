@@ -59,6 +59,8 @@ class RankSummary:
         emitted_tokens, discarded_tokens, buffered_tokens, identity_holds: the mass partition.
         starts_per_row: ``starts_per_row[i]`` occurrences got their first token in row ``i``
             (``rows + 1`` entries; the last is the partial row after the horizon).
+        tokens_per_row: source tokens placed in each row (the same ``rows + 1`` entries), or ``None``
+            when not counted.
     """
 
     rank: int
@@ -79,13 +81,20 @@ class RankSummary:
     discarded_tokens: int = 0
     buffered_tokens: int = 0
     identity_holds: bool = True
+    tokens_per_row: Int64Array | None = None
 
     @classmethod
     def from_counts(cls, *, rank: int, world_size: int, policy: str, documents: int, tokens: int,
                     rows: int, start_rows: Sequence[int] | Int64Array, distinct_started: int,
-                    **kwargs: Any) -> RankSummary:
+                    row_tokens: Sequence[int] | Int64Array | None = None, **kwargs: Any) -> RankSummary:
         """Build one from plain values: ``start_rows`` lists the first row of each started occurrence
-        (any order); ``arrived`` defaults to ``documents``. O(started + rows)."""
+        (any order); ``row_tokens`` the source tokens placed in each row (rows beyond it: none);
+        ``arrived`` defaults to ``documents``. O(started + rows)."""
+        if row_tokens is not None:
+            per = np.zeros(rows + 1, np.int64)
+            got = np.asarray(row_tokens, np.int64)[: rows + 1]
+            per[: got.size] = got
+            kwargs["tokens_per_row"] = per
         first = np.asarray(start_rows, dtype=np.int64)
         if first.size and (int(first.min()) < 0 or int(first.max()) > rows):
             raise InputError(f"start_rows must lie in 0..rows={rows}, got "
@@ -111,6 +120,12 @@ class RankSummary:
         """Occurrences whose first token lies in rows ``0 .. rows - 1``. O(rows)."""
         return int(self.starts_per_row[: check_int("rows", rows, 0)].sum())
 
+    def trained_within(self, rows: int) -> int | None:
+        """Source tokens placed in rows ``0 .. rows - 1`` (``None`` when not counted). O(rows)."""
+        if self.tokens_per_row is None:
+            return None
+        return int(self.tokens_per_row[: check_int("rows", rows, 0)].sum())
+
     def _check(self) -> None:
         """Check the summary's invariants; ``AssertionError`` naming the first that fails.
 
@@ -123,6 +138,9 @@ class RankSummary:
             (s.dtype == np.int64 and s.ndim == 1, "starts_per_row is a 1-D int64 array"),
             (s.size == self.rows + 1, "starts_per_row has one count per row and one for the partial row"),
             (bool((s >= 0).all()), "starts_per_row >= 0"),
+            (self.tokens_per_row is None or (self.tokens_per_row.shape == s.shape
+                                             and bool((self.tokens_per_row >= 0).all())),
+             "tokens_per_row has one count >= 0 per row and one for the partial row"),
             (0 <= self.distinct_started <= min(self.documents, self.started),
              "0 <= distinct_started <= min(documents, started)"),
             (self.started <= self.arrived, "started <= arrived"),
@@ -139,7 +157,8 @@ class RankSummary:
         return (self.rank, self.world_size, self.policy, self.settings, self.documents, self.tokens,
                 self.row_groups, self.rows, self.stop_reason, self.arrived, self.distinct_started,
                 self.protected_members, self.protected_started, self.emitted_tokens, self.discarded_tokens,
-                self.buffered_tokens, self.identity_holds, self.starts_per_row.tobytes())
+                self.buffered_tokens, self.identity_holds, self.starts_per_row.tobytes(),
+                None if self.tokens_per_row is None else self.tokens_per_row.tobytes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RankSummary) and self._key() == other._key()
@@ -257,6 +276,14 @@ class RanksSummary:
         return 0 if m is None else sum(s.started_within(m) for s in self.ranks)
 
     @property
+    def trained_at_min_rows(self) -> int | None:
+        """Source tokens in the rows every rank trains (each truncated to :attr:`min_rows`); ``None``
+        without ranks or when a rank did not count its tokens per row."""
+        m = self.min_rows
+        got = [s.trained_within(m) for s in self.ranks] if m is not None else [None]
+        return None if any(v is None for v in got) else sum(v for v in got if v is not None)
+
+    @property
     def identity_holds(self) -> bool:
         """The mass identity holds on every rank."""
         return all(s.identity_holds for s in self.ranks)
@@ -267,11 +294,14 @@ class RanksSummary:
         return {
             "world_size": self.world_size, "policy": self.policy, "settings": dict(self.settings),
             "complete": self.complete,
-            "global": {"documents": self.documents, "started_any_rank": self.started_any,
+            "global": {"documents": self.documents, "tokens": sum(s.tokens for s in self.ranks),
+                       "started_any_rank": self.started_any,
                        "never_started_anywhere": self.never_started_anywhere,
                        "started_occurrences": sum(s.started for s in self.ranks),
                        "min_rows": m, "started_at_min_rows": self.started_at_min_rows,
+                       "trained_tokens_at_min_rows": self.trained_at_min_rows,
                        "identity_holds": self.identity_holds},
-            "ranks": [dict(s.to_dict(), started_at_min_rows=s.started_within(m) if m is not None else 0)
+            "ranks": [dict(s.to_dict(), started_at_min_rows=s.started_within(m) if m is not None else 0,
+                           trained_tokens_at_min_rows=None if m is None else s.trained_within(m))
                       for s in self.ranks],
         }

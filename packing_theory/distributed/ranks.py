@@ -118,43 +118,58 @@ def _settings(config: PackerConfig, row_group_size: int | None, engine: str) -> 
 
 
 class _StartRows:
-    """Per occurrence, the earliest row of its placements (8 bytes per occurrence); a stream consumer.
+    """Per occurrence, the earliest row of its placements (8 bytes per occurrence), and per row the
+    source tokens placed in it (an inserted BOS marker is not a source token); a stream consumer.
 
-    :meth:`result`: the start rows of the started occurrences, by occurrence id.
+    :meth:`result`: the start rows of the started occurrences, by occurrence id, and the tokens per row.
     """
 
     _UNSET = np.iinfo(np.int64).max
 
     def __init__(self, occurrences: int) -> None:
         self._first: Int64Array = np.full(occurrences, self._UNSET, dtype=np.int64)
+        self._tokens: Int64Array = np.zeros(0, np.int64)
+
+    def _add(self, rows: Int64Array, tokens: Int64Array) -> None:
+        top = int(rows.max()) + 1
+        if top > self._tokens.size:
+            self._tokens = np.concatenate([self._tokens, np.zeros(max(top, 2 * self._tokens.size)
+                                                                  - self._tokens.size, np.int64)])
+        np.add.at(self._tokens, rows, tokens)
 
     def feed(self, item: EventItem) -> None:
         if type(item) is Placement:
             if item.row < self._first[item.occurrence]:
                 self._first[item.occurrence] = item.row
+            self._add(np.asarray([item.row], np.int64),
+                      np.asarray([item.length - item.bos_inserted], np.int64))
         elif type(item) is EventBatch and item.placement.occurrence.size:
-            np.minimum.at(self._first, item.placement.occurrence, item.placement.row)
+            p = item.placement
+            np.minimum.at(self._first, p.occurrence, p.row)
+            self._add(p.row, p.length - p.bos_inserted)
 
-    def result(self) -> Int64Array:
+    def result(self) -> tuple[Int64Array, Int64Array]:
         started: Int64Array = self._first[self._first != self._UNSET]
-        return started
+        return started, self._tokens
 
     def _check(self) -> None:
         assert (self._first >= 0).all(), "a negative start row"
+        assert (self._tokens >= 0).all(), "a negative token count"
 
 
 def _replay_one(stream: RankStream, config: PackerConfig, engine: Engine,
                 settings: tuple[tuple[str, Any], ...]) -> RankSummary:
     cfg = replace(config, refill=stream.refill)
     packer = make_packer(engine, cfg)
-    agg, start_rows = feed_all(packer.stream(stream.lengths), Ledger.for_packer(packer),
-                               _StartRows(int(stream.lengths.size) * cfg.passes))
+    agg, (start_rows, row_tokens) = feed_all(packer.stream(stream.lengths), Ledger.for_packer(packer),
+                                             _StartRows(int(stream.lengths.size) * cfg.passes))
     if start_rows.size != agg.started_sources:
         raise InputError(f"rank {stream.rank}: {start_rows.size} occurrences placed, the ledger counts "
                          f"{agg.started_sources} started")
     return RankSummary.from_counts(
         rank=stream.rank, world_size=stream.world_size, policy=cfg.policy, documents=int(stream.lengths.size),
         tokens=int(stream.lengths.sum(dtype=np.int64)), rows=agg.rows, start_rows=start_rows,
+        row_tokens=row_tokens[: agg.rows + 1],
         distinct_started=agg.distinct_sources_started, settings=settings, row_groups=len(stream.row_groups),
         stop_reason=agg.stop_reason, arrived=agg.arrived_sources, protected_members=agg.protected.members,
         protected_started=agg.protected.started_members, emitted_tokens=agg.mass.emitted_tokens,

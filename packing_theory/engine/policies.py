@@ -572,15 +572,13 @@ def apply_crop(
 ) -> tuple[tuple[Event, ...], Span | None, Span | None]:
     """Crop ``m`` tokens of a buffered span into ``row`` at ``offset``: the events and the leftover.
 
-    The one place where a crop becomes event objects, shared by both engines
-    and the variants (the fast engine's columnar batches write these events'
-    fields straight into columns, in this order, from :func:`crop_outcome`):
-    the crop :class:`~packing_theory.engine.events.Placement`,
-    its :class:`~packing_theory.engine.events.Discard` events, and for
-    ``requeue-bos`` the :class:`~packing_theory.engine.events.BosAdded` of
-    the requeued marker. Returns ``(events, keep, requeue)``: the span a
-    ``continue`` crop keeps in place, or the span ``requeue-bos`` appends at
-    the end of the buffer (each engine applies them to its own buffer).
+    The one place where a crop becomes event objects, shared by both engines and the variants (the
+    fast engine's batches write these events' fields, in this order, from :func:`crop_outcome`): the
+    crop :class:`~packing_theory.engine.events.Placement`, its
+    :class:`~packing_theory.engine.events.Discard` events, and for ``requeue-bos`` the
+    :class:`~packing_theory.engine.events.BosAdded` of the requeued marker. Returns ``(events,
+    keep, requeue)``: the span a ``continue`` crop keeps in place, or the span ``requeue-bos``
+    appends at the end of the buffer (each engine applies them to its own buffer).
 
     >>> events, keep, requeue = apply_crop("continue", 3, 2, 7, 7, (0, 9, False), 2, None)
     >>> [type(e).__name__ for e in events], events[0].length, keep, requeue

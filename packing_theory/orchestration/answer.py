@@ -174,9 +174,9 @@ def documents_not_trained(run: PackerRun) -> int:
     """Documents offered of which no token was trained at the horizon: never started, never reached, or
     placed only in the unfinished row. Which of these labels a document gets depends on whether the
     packer had read it (an offline packer reads its whole input first; an online one reads as it goes);
-    this count does not, so packers that train the same documents tie on it."""
-    nt = run.never_trained
-    return nt.untrained_documents + nt.partial_row_only_documents
+    this count does not, so packers that train the same documents tie on it
+    (:attr:`~packing_theory.audit.untrained.NeverTrained.no_token_trained`, which also holds their tokens)."""
+    return run.never_trained.no_token_trained.documents
 
 
 RANKED: tuple[Ranked, ...] = (
@@ -343,7 +343,8 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
     that crosses it) and so the share of the corpus left untrained. Packers whose rows also hold padding,
     free space or repeated tokens are named apart (``padded``, with ``padded_trained``): at a horizon in
     placed tokens they use more rows, so they may train fewer, as many or more. Packers that stopped before
-    the horizon are named apart too (``short``, with ``short_trained``)."""
+    the horizon are named apart too (``short``, with ``short_trained``, and ``short_never_selected`` when one
+    of them never made a selection: :attr:`~packing_theory.audit.HorizonStatement.never_selected`)."""
     if not m.runs:
         return {}
     short = [r for r in m.runs if not reached_horizon(r)] if m.horizon is not None else []
@@ -361,7 +362,7 @@ def equal_figures(m: Measurement) -> dict[str, Any]:
             "padded_trained": {r.packer: r.never_trained.trained_tokens for r in padded},
             "short": [r.packer for r in short],
             "short_trained": {r.packer: r.never_trained.trained_tokens for r in short},
-            "short_at_row_0": any(r.horizon.stopped_at_row == 0 for r in short)}
+            "short_never_selected": any(r.horizon.never_selected for r in short)}
 
 
 # --------------------------------------------------------------------------- which documents

@@ -104,7 +104,7 @@ def _retention(plt: Any, result: AuditResult) -> Any:
         vals = [s.retention if s.retention is not None else 0.0 for s in a.strata]
         ax.bar([x + i * width for x in range(len(labels))], vals, width, label=a.policy, color=color(i))
     ax.set_xticks([x + width * (len(aggs) - 1) / 2 for x in range(len(labels))], labels, rotation=30)
-    ax.set_ylabel("emitted / arrived tokens")
+    ax.set_ylabel("trained / arrived tokens")
     ax.set_xlabel("original document length, BOS included (tokens)")
     ax.set_ylim(0, 1.05)
     ax.set_title("Share of each length stratum's tokens that was trained on")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..registry import entries
 from ..reporting.model import Attachment, Block, Plot, Section, Text, percent
-from .answer import decomposition_bars, never_started_documents, packer_answer
+from .answer import RANKED, decomposition_bars, documents_not_trained, never_started_documents, packer_answer
 from .audit_plots import SOURCES_PLOT
 from .audit_sections import (
     DOCUMENTS_SHOWN,
@@ -53,10 +53,11 @@ __all__ = [
     "audit_headline",
     "audit_sections",
     "plain",
+    "rank_headline",
 ]
 
 SCHEMA = "packing-theory/audit"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOP_LEVEL_KEYS: tuple[str, ...] = (
     "schema",
     "version",
@@ -77,16 +78,24 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     "seconds",
 )
 """Top-level keys of ``audit.json``, in order (version 4: one ``packers`` entry per packer, the same
-per-packer document as ``compare.json``'s)."""
+per-packer document as ``compare.json``'s; version 5: a stratum's ``retention`` counts trained tokens only,
+``ranks.row_group_size`` is ``None`` where the parquet files' own row groups were used)."""
 
 
 
 def theorem_prediction(run: PackerRun) -> int | None:
     """Documents seed 000 §3 predicts never start at this horizon, or ``None`` where it does not apply."""
     e = entries()[run.packer]
-    if not (e.in_family and e.protected_set) or run.horizon.reason == "drained":
+    if not (e.in_family and e.protected_set) or run.horizon.reason == "drained" or _never_filled(run):
         return None
     return run.aggregates.protected.members
+
+
+def _never_filled(run: PackerRun) -> bool:
+    """The buffer never held B documents (fewer arrived), so no selection was made: the theorem's hypothesis
+    fails."""
+    h = run.horizon
+    return h.reason == "stream exhausted" and run.aggregates.arrived_sources < h.min_buffer
 
 
 def _theorem_sentence(run: PackerRun) -> str:
@@ -94,6 +103,9 @@ def _theorem_sentence(run: PackerRun) -> str:
     e = entries()[run.packer]
     if predicted is not None:
         return f"the theorem predicts ≥ {predicted:,} never start at B = {run.horizon.min_buffer:,}"
+    if e.in_family and e.protected_set and _never_filled(run):
+        return (f"the theorem does not apply: the buffer never held B = {run.horizon.min_buffer:,} "
+                "documents")
     if run.horizon.reason == "drained":
         return (
             f"{run.aggregates.protected.started_members:,} protected documents started during the drain, "
@@ -103,8 +115,11 @@ def _theorem_sentence(run: PackerRun) -> str:
 
 
 def audit_headline(result: AuditResult) -> str:
-    """The first packer's answer and the theorem's prediction; for the others, the documents each never
-    started, with the share of the tokens they hold.
+    """The answer in one sentence: with ``--world-size`` what the ranks trained first
+    (:func:`rank_headline`), then the first packer's answer and the theorem's prediction; with several
+    packers, each packer's documents with no token trained (the quantity ``compare`` ranks by:
+    :func:`~packing_theory.orchestration.answer.documents_not_trained`), with the share of the tokens
+    they hold.
 
     >>> from packing_theory.orchestration import Settings, audit_corpus
     >>> res = audit_corpus([3, 40, 5, 50, 2, 60, 4, 70] * 3, ["discard"], Settings(capacity=8, min_buffer=4,
@@ -118,16 +133,60 @@ def audit_headline(result: AuditResult) -> str:
     runs = result.measurement.runs
     if not runs:
         return "no packer could be audited: " + "; ".join(f"{n}: {w}" for n, w in result.measurement.refused)
+    ranks = rank_headline(result.ranks)
     first = f"{packer_answer(runs[0])}; {_theorem_sentence(runs[0])}"
+    if ranks:
+        first = f"{ranks}; {SINGLE_STREAM}: {first}"
     missed = _mixture_missed(result)
     if len(runs) == 1:
         return first + missed
-    others = []
-    for r in runs[1:]:
+    each = []
+    for r in runs:
         nt = r.never_trained
-        share = percent(nt.never_started.tokens / nt.offered_tokens) if nt.offered_tokens else "—"
-        others.append(f"{r.packer} {nt.never_started.documents:,} ({share} of the tokens)")
-    return f"{first}; the others never started: {', '.join(others)}{missed}"
+        held = nt.no_token_trained.tokens
+        share = percent(held / nt.offered_tokens) if nt.offered_tokens else "—"
+        each.append(f"{r.packer} {documents_not_trained(r):,} ({share} of the tokens)")
+    return f"{first}; {RANKED[0].label}: {', '.join(each)}{missed}"
+
+
+SINGLE_STREAM = "as a single stream (one process reading the whole corpus, not what the ranks train)"
+"""How the audit labels its single-stream figures when ``--world-size`` replays the ranks."""
+
+
+def rank_headline(ranks: Mapping[str, Any] | None) -> str:
+    """What data-parallel ranks train (``--world-size``), per packer, from the per-rank section: the rows
+    every rank trains (ranks step in lockstep, so the fewest rows of any rank), the tokens they hold,
+    the documents with no token trained then and those never started on any rank; ``""`` without ranks.
+
+    >>> g = {"documents": 10, "started_any_rank": 8, "never_started_anywhere": 2, "min_rows": 3,
+    ...      "started_at_min_rows": 6, "trained_tokens_at_min_rows": 40, "tokens": 100}
+    >>> rank_headline({"world_size": 2, "passes": 1, "policies": {"discard": {"global": g, "ranks": [
+    ...     {"rank": 0, "rows": 3}, {"rank": 1, "rows": 5}]}}})  # doctest: +NORMALIZE_WHITESPACE
+    'with --world-size 2, discard trains 3 rows on each rank (ranks step in lockstep: rank 0 has 3, rank 1
+    has 5), 40 of the 100 tokens offered (40.0%); 4 of the 10 documents have no token trained then; 2
+    documents never started on any rank'
+    """
+    if not ranks or not ranks.get("policies"):
+        return ""
+    passes = int(ranks.get("passes", 1))
+    unit = "documents" if passes == 1 else "occurrences"
+    parts = []
+    for policy, summary in ranks["policies"].items():
+        g = summary["global"]
+        if g.get("min_rows") is None:
+            continue
+        per = ", ".join(f"rank {r['rank']} has {r['rows']:,}" for r in summary["ranks"])
+        offered = int(g["documents"]) * passes
+        words = (f"{policy} trains {g['min_rows']:,} rows on each rank (ranks step in lockstep: {per})")
+        trained, tokens = g.get("trained_tokens_at_min_rows"), int(g.get("tokens") or 0) * passes
+        if trained is not None and tokens:
+            words += f", {trained:,} of the {tokens:,} tokens offered ({percent(trained / tokens)})"
+        words += (f"; {offered - int(g['started_at_min_rows']):,} of the {offered:,} {unit} have no token "
+                  f"trained then; {g['never_started_anywhere']:,} documents never started on any rank")
+        parts.append(words)
+    if not parts:
+        return ""
+    return f"with --world-size {ranks['world_size']}, " + "; ".join(parts)
 
 
 def _mixture_missed(result: AuditResult) -> str:
@@ -193,7 +252,9 @@ def audit_document(result: AuditResult, run: Mapping[str, str] | None = None) ->
         "evaluation": evaluation,
         "sources": None if result.sources is None else result.sources.to_dict(),
         "documents": documents,
-        "ranks": None if result.ranks is None else dict(result.ranks),
+        "ranks": None if result.ranks is None else {
+            **result.ranks, "answer": rank_headline(result.ranks),
+            "note": f"corpus, horizon, packers, sources and documents are {SINGLE_STREAM}"},
         "reference": None if result.reference is None else dict(result.reference),
         "seconds": {k: round(v, 3) for k, v in result.seconds.items()},
     }
@@ -223,8 +284,13 @@ def _answer(result: AuditResult) -> Section:
     largest documents never started, then each packer's answer in words."""
     runs = result.measurement.runs
     blocks: list[Block] = [Text(_corpus_text(result))]
+    ranks = rank_headline(result.ranks)
+    if ranks:
+        blocks.append(Text(f"{ranks[0].upper()}{ranks[1:]} (see Per rank). Every other figure of this report "
+                           f"is {SINGLE_STREAM}."))
     if runs:
-        blocks.append(decomposition_bars(runs, "What happened to the tokens offered"))
+        single = ", as a single stream" if result.ranks is not None else ""
+        blocks.append(decomposition_bars(runs, f"What happened to the tokens offered{single}"))
     table, _ = never_started_documents(runs, result.corpus)
     if table is not None:
         blocks.append(table)
@@ -244,11 +310,13 @@ def audit_sections(result: AuditResult) -> list[Section]:
     """Every section of the audit, the answer card first."""
     runs = result.measurement.runs
     out = [_answer(result)]
+    if result.ranks is not None:  # what data-parallel training sees comes right after the answer
+        out.append(Section("ranks", "Per rank", (Text(str(result.ranks.get("summary", ""))),)))
     if runs:
         out.append(
             Section(
                 "packers",
-                "Per packer",
+                "Per packer" + (", as a single stream" if result.ranks is not None else ""),
                 (
                     untrained_table(runs),
                     stop_table(runs),
@@ -270,10 +338,6 @@ def audit_sections(result: AuditResult) -> list[Section]:
     ):
         if extra is not None:
             out.append(extra)
-    if result.ranks is not None:
-        out.append(
-            Section("ranks", "Per rank", (Text(str(result.ranks.get("summary", ""))),), collapsed=True)
-        )
     return out
 
 

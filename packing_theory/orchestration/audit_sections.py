@@ -305,14 +305,13 @@ def documents_section(result: AuditResult) -> Section | None:
     more = f"every document and packer is in {result.documents_file}" if result.documents_file else ""
     return Section(
         "documents",
-        "Documents not trained",
+        "Documents not trained" + (", as a single stream" if result.ranks is not None else ""),
         (
             Text(
-                f"{total:,} (document, packer) pairs never started or were never reached; "
+                f"{total:,} (document, packer) pairs have no token trained (never started, never reached, "
+                f"or placed only in the unfinished last row: fate \"never trained (unfinished row)\"); "
                 f"the largest are shown here, by raw index (the document's position in the corpus as read), "
                 f"name and data source. {cut:,} more pairs started and had tails cut off"
-                + (", and the documents in an unfinished last row started but have those tokens untrained "
-                   "(fate \"partly trained\")" if any(r.horizon.partial_row_tokens for r in runs) else "")
                 + (f"; every pair is in {result.documents_file}." if result.documents_file else ".")
             ),
             Table("Documents not trained, largest first", cols, tuple(rows), more=more, key="documents"),

@@ -18,9 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..audit.costs import PackerCosts
-from ..reporting.model import Block, Column, Plot, PlotFile, Section, Table, Text, percent
+from ..reporting.model import Block, Column, Plot, PlotFile, Section, Table, Text, distinct_digits, percent
 from ..reporting.plotting import color, pyplot, save_figure
-from .answer import RANKED, decomposition_bars, documents_not_trained, leaders, never_started_documents
+from .answer import (
+    RANKED,
+    decomposition_bars,
+    documents_not_trained,
+    leaders,
+    never_started_documents,
+    packer_answer,
+)
 from .audit_report import plain
 from .measure import HORIZON_RULES, PackerRun
 from .sources_report import sources_section
@@ -41,7 +48,7 @@ __all__ = [
 ]
 
 SCHEMA = "packing-theory/compare"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version 5: ``ranking.by`` is ``untrained_documents`` first (it was ``never_started_documents``), and
 ``ranking`` has ``ranks`` and ``then``; ``equal`` has ``padded_trained``."""
 
@@ -98,7 +105,7 @@ def _equal_words(cmp: Comparison) -> str:
         names = eq["short"]
         words += (f"; {', '.join(names)} {'stops' if len(names) == 1 else 'stop'} before the horizon and "
                   f"{_train_words(eq['short_trained'], names)}")
-        if eq.get("short_at_row_0"):
+        if eq.get("short_never_selected"):
             words += (" (a corpus smaller than the buffer's B: give --drain, or a smaller --min-buffer, "
                       "to replay it)")
     return words
@@ -149,7 +156,8 @@ def _natural_trained_words(cmp: Comparison) -> str:
             f"offered), {most} most with {hi:,} ({percent(hi / offered)})")
 
 
-def _value_words(q: Any, v: Any, run: PackerRun) -> str:
+def _value_words(q: Any, v: Any, run: PackerRun, digits: int = 4) -> str:
+    """``v`` of quantity ``q`` in words; a number with ``digits`` significant digits."""
     if v is None:
         return "—"
     nt = run.never_trained
@@ -160,7 +168,7 @@ def _value_words(q: Any, v: Any, run: PackerRun) -> str:
         share = percent(v / nt.offered_tokens) if nt.offered_tokens else "—"
         return f"{v:,} ({share} of the tokens offered)"
     if q.kind == "number":
-        return f"{v:+.3f}" if q.key == "prefix_bias" else f"{v:.3f}"
+        return f"{v:+.{digits}g}" if q.key == "prefix_bias" else f"{v:.{digits}g}"
     return f"{v:,}"
 
 
@@ -171,8 +179,9 @@ def _fewest_most(
     lo, hi = values[order[0]], values[order[-1]]
     best = [n for n in order if values[n] == lo]
     worst = [n for n in order if values[n] == hi]
-    return (f"{q.label}: {', '.join(best)} fewest with {_value_words(q, lo, runs[best[0]])}, "
-            f"{', '.join(worst)} most with {_value_words(q, hi, runs[worst[0]])}")
+    digits = distinct_digits(values[n] for n in order)  # as many as tell the ranked values apart
+    return (f"{q.label}: {', '.join(best)} fewest with {_value_words(q, lo, runs[best[0]], digits)}, "
+            f"{', '.join(worst)} most with {_value_words(q, hi, runs[worst[0]], digits)}")
 
 
 def _ranking_words(cmp: Comparison, runs: Mapping[str, PackerRun]) -> str:
@@ -214,16 +223,22 @@ def compare_headline(cmp: Comparison) -> str:
     if not runs:
         return "no packer could be compared: " + "; ".join(f"{n}: {w}" for n, w in m.refused)
     parts = [_horizon_words(cmp)]
-    equal = _equal_words(cmp)
-    if equal:
-        parts.append(equal)
-    parts.append(_ranking_words(cmp, runs))
+    if len(runs) == 1:  # nothing to compare it with: its own answer
+        (run,) = runs.values()
+        parts.append(packer_answer(run))
+    else:
+        equal = _equal_words(cmp)
+        if equal:
+            parts.append(equal)
+        parts.append(_ranking_words(cmp, runs))
     note = m.horizon_note()
     if note:
         parts.append(note)
+    refused = ", ".join(n for n, _ in m.refused) if len(m.refused) <= 2 else f"{len(m.refused)} packers"
     parts.append(
         f"{len(m.runs)} {'packer' if len(m.runs) == 1 else 'packers'} compared"
-        + (f", {len(m.refused)} refused the corpus" if m.refused else "")
+        + (", so nothing is ranked" if len(m.runs) == 1 else "")
+        + (f"; {refused} refused the corpus (the report says why)" if m.refused else "")
     )
     return "; ".join(parts)
 
@@ -254,7 +269,8 @@ def _ranking_table(cmp: Comparison) -> Table:
     cols = (
         Column("rank", "count"),
         Column("packer"),
-        *(Column(q.label, "count" if q.kind in ("count", "tokens") else "number", q.term) for q in shown),
+        *(Column(q.label, "count" if q.kind in ("count", "tokens") else "number", q.term,
+                 digits=distinct_digits(q.value(r) for r in runs.values())) for q in shown),
     )
     rows = tuple((rk.ranks[name], name, *(q.value(runs[name]) for q in shown)) for name in rk.order)
     if rk.by is None:

@@ -56,7 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.costs import CostAccumulator
-from ..audit.documents import DocumentRows, document_table
+from ..audit.documents import DocumentRows, document_table, partial_row_by_stratum
 from ..audit.identity import DocumentIdentity
 from ..audit.ledger import Ledger
 from ..audit.store import out_of_core_store
@@ -287,6 +287,10 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
             costs, start_delay_max=None, start_delay_p50=None, start_delay_p99=None, unstarted_wait_max=None
         )
     nt = never_trained(ledger, arr, passes=passes, rows=facts)
+    if facts.partial_placements.size:  # the unfinished row's tokens are emitted, never trained
+        by = partial_row_by_stratum(ledger, facts, settings.boundaries)
+        agg = replace(agg, strata=tuple(replace(s, partial_row_tokens=v)
+                                        for s, v in zip(agg.strata, by, strict=True)))
     table = (
         document_table(ledger, facts, arr, passes=passes, identity=task.identity) if task.documents else None
     )

@@ -93,7 +93,8 @@ GLOSSARY: tuple[Term, ...] = (
          ("protected", "protected_tokens")),
     Term("length stratum", "a band of original document lengths (BOS included), such as 1025–2049",
          *_AUDIT, ("strata", "labels", "boundaries")),
-    Term("retention", "the share of a stratum's arrived tokens that were emitted", *_AUDIT, ("retention",)),
+    Term("retention", "the share of a stratum's arrived tokens that were trained (in complete rows: the "
+         "unfinished row's are not)", *_AUDIT, ("retention",)),
     Term("exposure", "which relative positions inside documents of a stratum were emitted (prefix bias)",
          *_AUDIT, ("exposure",)),
     Term("startup delay", "targets until the first token of a document longer than R is trained", *_AUDIT,

@@ -37,7 +37,7 @@ count with its share, shown together (``1,234 (5.0%)``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, Union, runtime_checkable
@@ -61,6 +61,7 @@ __all__ = [
     "Text",
     "cell_sort_value",
     "cell_text",
+    "distinct_digits",
     "percent",
     "walk_blocks",
 ]
@@ -89,10 +90,15 @@ class Column:
     kind: ColumnKind = "text"
     term: str | None = None
     """A term of :data:`~packing_theory.reporting.glossary.GLOSSARY` (the page shows it on hover)."""
+    digits: int = 4
+    """Significant digits of a ``number`` cell that is not a whole number: a table whose rows are ranked
+    by the column gives enough to tell its distinct values apart (:func:`distinct_digits`)."""
 
     def __post_init__(self) -> None:
         if self.kind not in COLUMN_KINDS:
             raise InputError(f"Column kind must be one of {', '.join(COLUMN_KINDS)}; got {self.kind!r}")
+        if isinstance(self.digits, bool) or not isinstance(self.digits, int) or not 1 <= self.digits <= 17:
+            raise InputError(f"Column digits must be an int in 1..17; got {self.digits!r}")
 
     @property
     def numeric(self) -> bool:
@@ -263,12 +269,28 @@ def percent(v: float | None, digits: int = 1) -> str:
     return f"{100 * v:.{digits}f}%"
 
 
-def _number(v: float) -> str:
+def _number(v: float, digits: int = 4) -> str:
     if not math.isfinite(v):
         return MISSING
     if v == int(v) and abs(v) < 1e15:
         return f"{int(v):,}"
-    return f"{v:,.4g}" if abs(v) >= 1 else f"{v:.4g}"
+    return f"{v:,.{digits}g}" if abs(v) >= 1 else f"{v:.{digits}g}"
+
+
+def distinct_digits(values: Iterable[object], least: int = 4, most: int = 17) -> int:
+    """The fewest significant digits, at least ``least``, at which the distinct finite numbers of ``values``
+    all read differently (``None`` and text are left out): a ranking never rests on a difference its
+    reader cannot see. O(k · (most − least)) for k values.
+
+    >>> distinct_digits([0.039598, 0.039604, None]), distinct_digits([0.5, 0.25]), distinct_digits([1.0, 1.0])
+    (5, 4, 4)
+    """
+    numbers = {float(v) for v in values
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    for d in range(least, most):
+        if len({f"{v:.{d}g}" for v in numbers}) == len(numbers):
+            return d
+    return most
 
 
 def cell_text(column: Column, v: Any) -> str:
@@ -280,6 +302,8 @@ def cell_text(column: Column, v: Any) -> str:
     ('—', 'yes')
     >>> cell_text(Column("BPB", "decimal"), 1.23456), cell_text(Column("Δ", "delta"), 0.000123)
     ('1.2346', '+0.00012')
+    >>> cell_text(Column("x", "number", digits=6), 0.0123456)
+    '0.0123456'
     """
     if v is None:
         return MISSING
@@ -297,7 +321,7 @@ def cell_text(column: Column, v: Any) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):
-        return _number(v)
+        return _number(v, column.digits)
     return str(v)
 
 

@@ -157,6 +157,6 @@ def test_largest_untrained_by_fate_equals_whole_columns(fates: tuple[str, ...],
         got, count = table.largest_untrained(limit, fates)
         assert count == idx.size and [r["document"] for r in got] == order[:limit].tolist()
         assert all(r["fate"] in fates for r in got)
-    with pytest.raises(InputError, match=r"fates must be among never started, never reached; "
-                                         r"got \['trained'\]"):
+    with pytest.raises(InputError, match=r"fates must be among never started, never reached, never trained "
+                                         r"\(unfinished row\); got \['trained'\]"):
         table.largest_untrained(3, ("trained",))

@@ -107,6 +107,15 @@ def test_tokens_in_the_partial_row_are_named_never_trained_and_not_among_the_row
     assert f"{e.partial_row} in the partial row 3, which is never trained" in e.sentence
 
 
+def test_a_document_placed_only_in_the_unfinished_row_is_explained_as_never_trained() -> None:
+    """continue at R = 8, B = 2: document 7 is placed alone in the last row, which the stream never fills."""
+    e = explain([3, 5, 3, 5, 3, 5, 3, 5], 7, policy="continue", capacity=8, min_buffer=2, refill=2)
+    assert e.fate == "never trained (unfinished row)" and e.emitted == 0 and e.partial_row == 5
+    assert e.sentence == ("document 7 (length 5) under continue: never trained (unfinished row); all 5 "
+                          "tokens it had placed are in the unfinished last row 3, which is never delivered, "
+                          "so none of its 5 tokens was trained")
+
+
 def test_digits_are_the_document_named_so_before_a_raw_index() -> None:
     """A record's id ``"3"`` is the document ``documents.csv`` names 3, not raw document 3; digits no
     document is named exactly are the raw index, never a path suffix; an ``int`` is always the index.
@@ -124,3 +133,75 @@ def test_digits_are_the_document_named_so_before_a_raw_index() -> None:
     with pytest.raises(InputError, match=r"document '7' is ambiguous: 2 documents are named so \(documents "
                                          r"1, 3\); give the document's index instead \(explain --index N\)"):
         _table(lengths, "discard", ["x", "7", "y", "7", "z"], min_buffer=2, refill=2).find("7")
+
+
+def test_a_corpus_smaller_than_one_row_was_selected_from() -> None:
+    """4 documents of 301 tokens at B = 2 in rows of 2,049: three were selected into the unfinished row 0
+    and the fourth stayed buffered. explain said "nothing was selected: ... before the buffer held B = 2
+    documents" of the fourth (found by a review): it took stopping at row 0 for no selection."""
+    e = explain([301] * 4, 3, policy="discard", capacity=2049, min_buffer=2, options={"refill": 1})
+    assert e.fate == "never started" and e.horizon.selected and not e.horizon.never_selected
+    assert "nothing was selected" not in e.sentence and "before the buffer held" not in e.sentence
+    assert e.sentence == ("document 3 (length 301) under discard: never started; still buffered when the "
+                          "run stopped at row 0 (stream exhausted): no selection took it before the horizon "
+                          "(it is not in K, so the theorem does not force this); it arrived in row 0")
+    one = explain([301], 0, policy="discard", capacity=2049, min_buffer=2, options={"refill": 1})
+    assert one.horizon.never_selected
+    assert "nothing was selected: stopped at row 0 because the stream ran dry before the buffer held B = 2 " \
+           "documents" in one.sentence
+
+
+def test_a_length_tie_is_ranked_by_arrival_as_the_protected_set_ranks_it() -> None:
+    """Two over-capacity documents of one length: the protected set's key (length, arrival) puts the later
+    one above. explain said of the earlier "1 larger over-capacity document had arrived" and of the later
+    "0 larger" (found by a review): it is as long, not larger. The count above it equals its rank in
+    :func:`~packing_theory.invariant.protected.protected_keys` (the naive specification)."""
+    from packing_theory.invariant.protected import protected_keys
+
+    lengths = [3, 90, 5, 70, 2, 90, 4, 120, 6, 3, 2, 5, 1, 2]
+    keys = protected_keys(lengths, 8, 5)
+    said = {}
+    for d in (1, 5):
+        e = explain(lengths, d, policy="discard", capacity=8, min_buffer=5, options={"refill": 2})
+        assert e.fate == "never started" and e.protected, d
+        assert keys.index((90, d)) == e.larger_arrived, d  # its rank in K, from 0
+        assert (e.longer_arrived, e.as_long_arrived) == (1, 1) and "larger" not in e.sentence, d
+        said[d] = e.sentence.split("; ")[2]
+    row = f"(row {e.horizon.stopped_at_row})"
+    assert said[1] == (f"1 longer over-capacity document had arrived by the horizon {row}, and 1 as long "
+                       "that arrived after it and so ranks above it (K breaks a length tie by arrival, the "
+                       "later first)")
+    assert said[5].startswith(f"1 longer over-capacity document had arrived by the horizon {row}, and 1 as "
+                              "long that arrived before it and so ranks below it (")
+
+
+def test_several_passes_name_the_pass_explained_and_the_others() -> None:
+    """With two passes explain explained pass 0 without saying so; pass 1 of the same document may have
+    another fate (found by a review: partly trained, then never started). The sentence names the pass
+    and gives the other passes' fates, which are the per-document table's."""
+    lengths = np.array([3, 40, 5, 50, 2, 60, 4, 70], dtype=np.int64)
+    for passes in (2, 3):
+        knobs = {"refill": 2, "passes": passes}
+        packer = build_packer("discard", capacity=8, min_buffer=4, **knobs)
+        ledger, rows = Ledger(8, 4, policy="discard"), DocumentRows(8)
+        feed_all(packer.events(lengths), ledger, rows)
+        table = document_table(ledger, rows.result(), lengths, passes=passes)
+        fates = {p: table.row(p * 8 + 5)["fate"] for p in range(passes)}
+        for p in range(passes):
+            e = explain(lengths, 5, policy="discard", capacity=8, min_buffer=4, pass_index=p, options=knobs)
+            assert (e.pass_index, e.passes, e.fate) == (p, passes, fates[p])
+            assert e.other_passes == tuple((q, fates[q]) for q in range(passes) if q != p)
+            assert e.sentence.startswith(f"document 5 (length 60) under discard, pass {p} of {passes}: "
+                                         f"{fates[p]}; "), e.sentence
+            if passes == 2:
+                q = 1 - p
+                said = "it never started" if fates[q] == "never started" else f"it was {fates[q]}"
+                tail = f"; in pass {q} {said} (--pass {q} explains that pass)"
+                assert e.sentence.endswith(tail), e.sentence
+    assert fates == {0: "partly trained", 1: "partly trained", 2: "partly trained"}
+    assert e.sentence.endswith("; in the other passes: passes 0, 1 partly trained (--pass K explains pass K)")
+    two = [explain(lengths, 5, policy="discard", capacity=8, min_buffer=4, pass_index=p,
+                   options={"refill": 2, "passes": 2}).fate for p in (0, 1)]
+    assert two == ["partly trained", "never started"]  # the fates differ: naming the pass matters
+    one = explain(lengths, 5, policy="discard", capacity=8, min_buffer=4, options={"refill": 2})
+    assert one.passes == 1 and one.other_passes == () and "pass" not in one.sentence

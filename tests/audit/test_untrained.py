@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from packing_theory import Packer, build_packer, feed_all
 from packing_theory.audit import Ledger
-from packing_theory.audit.documents import DocumentRows, document_table
+from packing_theory.audit.documents import UNTRAINED_FATES, DocumentRows, document_table
 from packing_theory.audit.untrained import Part, horizon_statement, never_trained
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.policies import POLICIES
@@ -47,6 +47,16 @@ def _reconciles(table, nt, agg) -> None:  # type: ignore[no-untyped-def]
     assert int((fate == "never reached").sum()) == nt.never_reached.documents
     assert int(table.column("length")[fate == "never started"].sum()) == nt.never_started.tokens
     assert int(table.column("protected").sum()) == agg.protected.members
+    # one definition of "no token trained": the fates that start with "never", the count compare ranks by
+    none = np.isin(fate, UNTRAINED_FATES)
+    assert [f for f in UNTRAINED_FATES if not f.startswith("never")] == []
+    assert int(none.sum()) == nt.no_token_trained.documents
+    assert int(table.column("length")[none].sum()) == nt.no_token_trained.tokens
+    assert not (table.column("emitted")[none]).any()
+    if nt.never_started_distinct is not None:  # several passes: distinct documents never started
+        started = set(table.column("document")[table.column("started")].tolist())
+        never = set(table.column("document")[fate == "never started"].tolist())
+        assert nt.never_started_distinct == len(never - started)
 
 
 @given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), capacity=st.integers(2, 10),
@@ -145,7 +155,12 @@ def test_a_document_placed_only_in_the_partial_row_has_no_token_trained() -> Non
     assert agg.partial_row_tokens > 0 and only.any()
     assert nt.partial_row_only_documents == int(only.sum())
     assert nt.untrained_documents == nt.never_started.documents  # documents no row holds a token of
-    assert all(f == "partly trained" for f in table.column("fate")[only])
+    assert all(f == "never trained (unfinished row)" for f in table.column("fate")[only])
+    assert nt.partial_row_only_tokens == int(table.column("length")[only].sum())
+    assert nt.no_token_trained.documents == nt.never_started.documents + int(only.sum())
+    listed, count = table.largest_untrained(10, ("never trained (unfinished row)",))
+    assert count == int(only.sum()) and {r["fate"] for r in listed} == {"never trained (unfinished row)"}
+    assert "placed only there has no token trained" in nt.parts_sentence()
 
 
 @given(lengths=st.lists(st.integers(1, 30), min_size=1, max_size=40), rows=st.none() | st.integers(0, 15),
@@ -191,3 +206,20 @@ def test_reached_keys_equal_a_boolean_array(chunks: list[list[int]], in_order: b
         assert np.array_equal(r.mask(0, 50), model) and np.array_equal(r.mask(7, 19), model[7:19])
     if in_order:
         assert r.prefix == int(model.sum())
+
+
+def test_a_corpus_smaller_than_one_row_stops_at_row_0_after_its_selections() -> None:
+    """4 documents of 301 tokens at B = 2 in rows of 2,049: every document was buffered and three placed
+    in the unfinished row 0. The stop said "ran dry before the buffer held B = 2 documents", because it
+    took stopping at row 0 for "no selection was ever made" (found by a review); fewer documents than B
+    is the case that sentence is for."""
+    for lengths, selected in (([301] * 4, True), ([301], False), ([5000, 301, 301], True)):
+        packer = Packer(capacity=2049, min_buffer=2, refill=1)
+        (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer))
+        h = horizon_statement(agg, None, streaming=True)
+        assert (h.reason, h.stopped_at_row) == ("stream exhausted", 0), lengths
+        assert h.selected is selected and h.never_selected is not selected, lengths
+        assert ("before the buffer held B = 2 documents" in h.sentence()) is not selected, h.sentence()
+    assert "a partial row of 903 tokens is not trained" in horizon_statement(
+        feed_all(Packer(capacity=2049, min_buffer=2, refill=1).stream([301] * 4),
+                 Ledger(2049, 2))[0], None, streaming=True).sentence()

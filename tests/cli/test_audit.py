@@ -207,3 +207,13 @@ def test_demo_honours_eval_options(tmp_path: Path) -> None:
     assert pop["targets"] == 4096
     assert [p["targets"] for p in pop["prefixes"]] == [2048]
     assert main(["audit", "--demo", "--eval-lengths", "x.npy", "--out", str(out)]) == 2
+
+
+def test_the_summary_line_counts_one_document_in_the_singular(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "one.txt").write_text("a single short document\n")
+    status = main(["audit", "--text", str(tmp_path / "one.txt"), "--min-buffer", "1", "--drain",
+                   "--no-plots", "--permutations", "0", "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "(1 document, " in err and "(1 documents" not in err

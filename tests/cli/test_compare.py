@@ -74,6 +74,35 @@ def test_a_peer_whose_row_would_hold_one_token_is_refused_naming_it(tmp_path: Pa
         "sequence length); rows of at least 2 tokens are needed")}]
 
 
+@pytest.mark.parametrize("command", ["compare", "audit"])
+def test_every_packer_refusing_the_corpus_exits_3_naming_why(tmp_path: Path, command: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing measured is not "nothing found": both commands exited 0 when every packer asked refused."""
+    path = tmp_path / "l.npy"
+    np.save(path, np.array([5, 40, 3, 7] * 10))  # 40 > the row: NeMo's first-fit has no slot for it
+    out = tmp_path / "r"
+    assert main([command, "--lengths", str(path), "--capacity", "16", "--min-buffer", "4", "--policy",
+                 "nemo-first_fit", "--no-plots", "--out", str(out)]) == 3
+    err = capsys.readouterr().err
+    done = {"compare": "compared", "audit": "audited"}[command]
+    assert f"could not measure: no packer could be {done}: nemo-first_fit: lengths[1] = 40" in err
+    assert (out / f"{command}.json").is_file()  # the report that says so is written
+
+
+def test_one_packer_compared_gets_its_own_answer_not_a_ranking(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """With one packer left the headline said "every packer trains ... no ranked quantity differs between
+    them"; it now gives that packer's answer and names the packer that refused."""
+    path = tmp_path / "l.npy"
+    np.save(path, np.array([5, 40, 3, 7] * 10))
+    assert main(["compare", "--lengths", str(path), "--capacity", "16", "--min-buffer", "4", "--policy",
+                 "nemo-first_fit,discard", "--no-plots", "--out", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err
+    assert "every packer" not in err and "between them" not in err
+    assert "discard stopped at row" in err or "discard reached" in err
+    assert "1 packer compared, so nothing is ranked; nemo-first_fit refused the corpus" in err
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["audit", "--capacity", "99999999999999999999999"], "--capacity must be <= 16,777,216"),
     (["audit", "--seq-length", "99999999999999999999999"], "--seq-length must be <= 16,777,215"),

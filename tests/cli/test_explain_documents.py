@@ -115,8 +115,8 @@ def test_what_names_no_document_is_refused_naming_the_parameter_and_value(
                              "of the 3 documents (0..2)",
         ("3", *lengths): "DOC 3 is not a raw index of the 3 documents (0..2)",
         ("--index", "-1", *lengths): "--index must be >= 0",
-        ("1", "--index", "1", *lengths): "argument --index: not allowed with argument DOC",
-        tuple(lengths): "one of the arguments DOC --index is required",
+        ("1", "--index", "1", *lengths): "DOC '1' and --index 1 both name the document: give one of them",
+        tuple(lengths): "DOC is missing: give the document's name or raw index (DOC), or --index N",
     }
     for argv, message in refused.items():
         assert main(["explain", *argv, *PACKER]) == 2, argv
@@ -137,3 +137,48 @@ def test_a_document_the_funnel_removed_is_found_by_its_all_digit_id(
     assert "document 2 (1, length 14): removed by the cleaning funnel at stage 'dedup'" in err  # BOS + 13
     got, _ = _explain(["--index", "1", *data, *funnel], capsys)
     assert (got["document"], got["name"]) == (1, "b") and not got["fate"].startswith("removed")
+
+
+def test_a_doc_taken_by_data_is_named_and_data_source_options_are_honoured(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``explain --data DIR 5`` failed "one of the arguments DOC --index is required" (--data took 5), and
+    ``explain --index 5 --data DIR --source-from dir`` failed "argument DOC: not allowed with argument
+    --index" (explain had no --source-from, so ``dir`` became DOC). Found by a review."""
+    for source in ("books", "web"):
+        (tmp_path / "c" / source).mkdir(parents=True)
+        _jsonl(tmp_path / "c" / source / "part.jsonl", [f"{source}-{k}" for k in range(3)])
+    data = ["--data", str(tmp_path / "c"), "--tokenizer", "whitespace"]
+    assert main(["explain", *data[2:], *data[:2], "4", *PACKER]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("packing-theory explain: error: DOC is missing: '4' was read as a --data path "
+                           "(--data takes every word up to the next option): put DOC before --data, or last "
+                           "after --")
+    assert main(["explain", *data[2:], *PACKER, *data[:2], "--", "web-1"]) == 0
+    assert capsys.readouterr().out.startswith("document 4 (web-1, length 9)")
+    got, _ = _explain(["--index", "4", *data, "--source-from", "dir"], capsys)
+    assert (got["name"], got["source"]) == ("web-1", "web")
+    assert str(got["sentence"]).startswith("document 4 (web-1, source web, length 9) under discard: ")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"{s}\n" for s in ["a", "a", "a", "b", "b", "b"]))
+    got, _ = _explain(["web-1", *data, "--labels", str(labels)], capsys)
+    assert got["source"] == "b"
+    assert main(["explain", "--index", "4", *data, "--mixture-blocks", "3", *PACKER]) == 2
+    assert "unrecognized arguments: --mixture-blocks" in capsys.readouterr().err
+
+
+def test_a_corpus_smaller_than_one_row_is_explained_by_what_was_selected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """4 files of 301 tokens at B = 2 in rows of 2,049: three documents were selected into the unfinished
+    row 0. ``explain --index 3`` said "nothing was selected ... before the buffer held B = 2 documents (a
+    corpus this small needs --drain ...)" and audit's headline the same (found by a review)."""
+    for name in "abcd":
+        (tmp_path / name).write_text("x" * 300, encoding="utf-8")
+    data = ["--data", *(str(tmp_path / n) for n in "abcd"), "--format", "text", "--min-buffer", "2"]
+    assert main(["explain", "--index", "3", *data]) == 0
+    line = capsys.readouterr().out
+    assert "length 301) under discard: never started; still buffered when the run stopped at row 0" in line
+    assert "nothing was selected" not in line and "--drain" not in line
+    assert main(["audit", *data, "--no-plots", "--no-progress", "--permutations", "0",
+                 "--out", str(tmp_path / "rep")]) in (0, 1)
+    headline = json.loads((tmp_path / "rep" / "audit.json").read_text())["headline"]
+    assert headline.startswith("discard stopped at row 0 because the stream ran dry: trained 0.0%"), headline

@@ -241,3 +241,44 @@ def test_compare_refuses_the_old_documents_count_with_a_hint(lengths: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", "--demo", "--documents", "5"]) == 2
     assert "--demo-documents" in capsys.readouterr().err
+
+
+def test_an_unknown_option_names_its_command(lengths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The top parser reported a command's unknown option as 'packing-theory: error: ...'."""
+    assert main(["audit", "--lengths", str(lengths), "--bogus"]) == 2
+    assert capsys.readouterr().err.startswith("packing-theory audit: error: unrecognized arguments: --bogus")
+
+
+def test_compare_documents_says_compare_writes_no_document_table(lengths: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --demo the hint spoke only of compare --demo's --demo-documents."""
+    assert main(["compare", "--lengths", str(lengths), "--documents"]) == 2
+    assert "compare writes no per-document table (audit --documents does)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("policy", ["discard,,continue", "discard,", ",discard"])
+def test_an_empty_packer_name_is_refused(policy: str, lengths: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """'discard,,continue' was read as discard and continue without a word."""
+    assert main(["replay", "--lengths", str(lengths), "--policy", policy]) == 2
+    assert f"--policy {policy!r} has an empty name between its commas" in capsys.readouterr().err
+
+
+def test_a_missing_path_of_files_from_names_the_list_and_its_line(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "--data 'nonexist.jsonl' does not exist", an option the user never gave."""
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"# inputs\n{tmp_path / 'a.jsonl'}\n\n{tmp_path / 'gone.jsonl'}\n")
+    assert main(["replay", "--files-from", str(listing), "--min-buffer", "1"]) == 2
+    assert (f"--files-from {str(listing)!r} line 4: {str(tmp_path / 'gone.jsonl')!r} does not exist"
+            in capsys.readouterr().err)
+
+
+def test_a_framework_option_its_constructor_refuses_names_the_packer_and_the_option(
+        lengths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'window must be >= 1, got -3' named neither trl-bfd nor --peer-option."""
+    assert main(["replay", "--lengths", str(lengths), "--policy", "trl-bfd", "--peer-option",
+                 "trl-bfd:window=-3"]) == 2
+    assert ("trl-bfd's options (window=-3; from --peer-option or their own flags): window must be >= 1"
+            in capsys.readouterr().err)

@@ -48,6 +48,9 @@ def test_a_peer_replay_stops_at_the_rows_asked(tmp_path: Path, capsys: pytest.Ca
     whole = _replay(tmp_path, capsys, "--policy", peer, "--capacity", "9")
     cut = _replay(tmp_path, capsys, "--policy", peer, "--capacity", "9", "--rows", "7")
     assert int(whole["rows"]) > 7 and cut["rows"] == 7 and cut["stop_reason"] == "rows"  # type: ignore[operator]
+    # at its own end a framework packer has packed all it was given: said as audit says it, not as the
+    # streaming policies' --drain ("drained")
+    assert whole["stop_reason"] == "natural end"
     # nothing is lost at the cut: what was not emitted is still held (buffered) or never arrived
     assert cut["consumed_tokens"] + cut["added_bos_tokens"] == (  # type: ignore[operator]
         cut["emitted_tokens"] + cut["discarded_tokens"] + cut["buffered_tokens"])  # type: ignore[operator]

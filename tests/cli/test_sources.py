@@ -335,6 +335,19 @@ def test_world_size_on_parquet_row_groups(tmp_path: Path, capsys: pytest.Capture
     for mine, theirs in zip(ranks["ranks"], doc["ranks"]["policies"]["discard"]["ranks"], strict=True):
         assert sum(a["documents"] for a in mine["accounts"]) == theirs["documents"] == 40
         assert sum(a["trained_tokens"] for a in mine["accounts"]) == theirs["mass"]["emitted_tokens"]
+    # the row groups used are the parquet files' own (20 documents each), not --row-group-size's 1024
+    assert doc["ranks"]["row_group_size"] is None
+    assert doc["ranks"]["row_groups"] == {"from": "parquet", "count": 6, "documents_min": 20,
+                                          "documents_max": 20}
+    # the headline leads with what the ranks train in lockstep; the single-stream figures say so
+    g = doc["ranks"]["policies"]["discard"]["global"]
+    lead = f"with --world-size 3, discard trains {g['min_rows']:,} rows on each rank (ranks step in lockstep"
+    assert doc["headline"].startswith(lead) and doc["ranks"]["answer"] in doc["headline"]
+    assert "; as a single stream (one process reading the whole corpus, not what the ranks train): " \
+        "discard " in doc["headline"]
+    assert f"{g['never_started_anywhere']:,} documents never started on any rank" in doc["headline"]
+    assert "single stream" in doc["ranks"]["note"]
+    assert f"audit: {lead}" in capsys.readouterr().err
 
 
 def test_the_documents_file_names_raw_documents_through_a_funnel(corpus: dict[str, Any],

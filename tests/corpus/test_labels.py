@@ -50,6 +50,12 @@ def test_a_labels_file_text_or_json_with_its_length_checked(tmp_path: Path) -> N
     (tmp_path / "b.txt").write_text("web\n\ncode\n")
     with pytest.raises(InputError, match="line 2 is blank"):
         labels_from_file(tmp_path / "b.txt")
+    # blank lines that only end the file (an editor's extra newline) were refused as "more than 3 lines"
+    (tmp_path / "t.txt").write_text("web\ncode\n web \n\n  \n")
+    assert labels_from_file(tmp_path / "t.txt", documents=3).codes.tolist() == [1, 0, 1]
+    (tmp_path / "m.txt").write_text("web\ncode\n\nweb\n\n")
+    with pytest.raises(InputError, match="line 3 is blank"):
+        labels_from_file(tmp_path / "m.txt", documents=3)
     (tmp_path / "l.json").write_text(json.dumps(["a", "b"]))
     assert labels_from_file(tmp_path / "l.json").names == ("a", "b")
     (tmp_path / "n.json").write_text(json.dumps([1, 2]))
@@ -75,7 +81,10 @@ def test_paths_give_the_file_or_the_directory() -> None:
     assert labels_from_paths(paths, codes, "file").names == ("code/c.jsonl", "web/a.jsonl", "web/b.jsonl")
     d = labels_from_paths(paths, codes, "dir", documents=4)
     assert d.names == ("code", "web") and d.codes.tolist() == [1, 1, 1, 0]
-    assert labels_from_paths(["/d/x.txt"], [0, 0], "dir").names == (".",)
+    # a file at the root is from the root's folder (it was '.': a one-file corpus read "sources: .")
+    assert labels_from_paths(["/d/x.txt"], [0, 0], "dir").names == ("d",)
+    assert labels_from_paths(["/d/x.txt", "/d/web/y.txt"], [0, 1], "dir").names == ("d", "web")
+    assert labels_from_paths(["/x.txt"], [0], "dir").names == ("/",)
     with pytest.raises(InputError, match="--source-from must be one of dir, file"):
         labels_from_paths(paths, codes, "row")
 
@@ -113,7 +122,7 @@ def test_a_labels_file_is_a_regular_file_read_no_further_than_its_documents(tmp_
     error = raised_within(labels_from_file, tmp_path / "pipe.txt", fifos=[tmp_path / "pipe.txt"])
     assert isinstance(error, InputError) and "pipe.txt' is not a regular file (a pipe" in str(error)
     (tmp_path / "long.txt").write_text("web\n" * 1000)
-    with pytest.raises(InputError, match="has more than 3 lines"):
+    with pytest.raises(InputError, match="has more than 3 labels, one per document"):
         labels_from_file(tmp_path / "long.txt", documents=3)
     (tmp_path / "wide.txt").write_text("x" * 10_000)
     with pytest.raises(InputError, match="a line longer than 4,096 characters"):

@@ -204,3 +204,42 @@ def test_rank_streams_are_built_when_their_task_is_submitted() -> None:
     assert got == {0: 0, 1: 1, 2: 4} and built == [0, 1, 2]
     with pytest.raises(IndexError, match="task index 3 out of range for 3 tasks"):
         items[3]
+
+
+def naive_row_tokens(lengths: np.ndarray, cfg: PackerConfig) -> np.ndarray:
+    """Source tokens per row from the reference engine's placement events, one event at a time."""
+    from packing_theory.engine.events import Placement
+
+    per: dict[int, int] = {}
+    for ev in make_packer("reference", cfg).events(lengths):
+        if isinstance(ev, Placement):
+            per[ev.row] = per.get(ev.row, 0) + ev.length - int(ev.bos_inserted)
+    out = np.zeros(max(per, default=-1) + 1, np.int64)
+    for row, n in per.items():
+        out[row] = n
+    return out
+
+
+@pytest.mark.parametrize("policy", ["discard", "requeue-bos"])
+def test_tokens_trained_in_lockstep_equal_a_naive_count_of_placements(policy: str) -> None:
+    """Each rank's tokens per row are its placements' source tokens (an inserted BOS is not one); what the
+    ranks train in lockstep is the sum of their first ``min_rows`` rows."""
+    lengths = np.maximum(default_lengths(seed=1)[:3000], 2)
+    cfg = PackerConfig(capacity=257, min_buffer=24, exhausted="stop", policy=policy)
+    (s,) = audit_ranks(lengths, 3, cfg, policies=[policy], row_group_size=200)
+    groups = [length_row_groups(lengths, 200)]
+    m = s.min_rows
+    assert m is not None and m < max(r.rows for r in s.ranks)
+    expected = 0
+    for r in s.ranks:
+        stream = rank_stream(groups, r.rank, 3)
+        naive = naive_row_tokens(stream.lengths, replace(cfg, refill=stream.refill))
+        assert r.tokens_per_row is not None
+        assert np.array_equal(r.tokens_per_row[: naive.size], naive[: r.rows + 1])
+        assert r.trained_within(m) == int(naive[:m].sum())
+        expected += int(naive[:m].sum())
+    assert s.trained_at_min_rows == expected > 0
+    assert s.to_dict()["global"]["trained_tokens_at_min_rows"] == expected
+    bare = RankSummary.from_counts(rank=0, world_size=1, policy=policy, documents=2, tokens=4, rows=1,
+                                   start_rows=[0], distinct_started=1)
+    assert bare.trained_within(1) is None and RanksSummary.of(bare).trained_at_min_rows is None

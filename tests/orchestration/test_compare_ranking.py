@@ -194,3 +194,28 @@ def test_the_plots_draw_the_packers_in_the_ranking_s_order(lengths: npt.NDArray[
     drawn = [r.packer for r in ranked_runs(cmp)]
     assert drawn[: len(cmp.ranking.order)] == list(cmp.ranking.order)
     assert sorted(drawn) == sorted(names)
+
+
+def test_a_corpus_smaller_than_one_row_is_not_called_smaller_than_the_buffer() -> None:
+    """Rows of 128 and 20 documents of 5 tokens at B = 16: the streaming packer selects 5 of them into the
+    unfinished row 0, until its buffer falls below B. Stopping at row 0 was taken for "a corpus smaller
+    than the buffer's B: give --drain" (found by a review); the audit's headline said "ran dry before the
+    buffer held B"; both now say that only when no selection was made."""
+    from packing_theory.engine.horizon import Budget
+    from packing_theory.orchestration import audit_corpus
+    from packing_theory.orchestration.audit_report import audit_headline
+
+    tiny = np.full(20, 5, dtype=np.int64)
+    short = Comparison(measure(tiny, ["discard", "trl-bfd"], SETTINGS, horizon=Budget("rows", 3)))
+    run = short.measurement.run("discard")
+    assert run.horizon.stopped_at_row == 0 and run.horizon.selected and run.aggregates.started_sources == 5
+    assert "discard" in short.equal["short"] and short.equal["short_never_selected"] is False
+    assert "give --drain" not in short.headline()
+    dry = Comparison(measure(tiny[:10], ["discard", "trl-bfd"], SETTINGS, horizon=Budget("rows", 3)))
+    assert dry.equal["short_never_selected"] is True and "give --drain" in dry.headline()
+    res = audit_corpus(tiny, ["discard"], SETTINGS, permutations=0)
+    line = audit_headline(res)
+    assert line.startswith("discard stopped at row 0 because the stream ran dry: trained 0.0%"), line
+    assert "before the buffer held" not in line
+    dry = audit_headline(audit_corpus(tiny[:10], ["discard"], SETTINGS, permutations=0))
+    assert dry.startswith("discard stopped at row 0 because the stream ran dry before the buffer held B = 16")
