@@ -552,7 +552,7 @@ class AxolotlMultipack(PeerPacker):
             emitted.append(bins.items[: bins.bounds[shown]])
             bounds.append(bins.bounds[: shown + 1])
         cache.clear()  # the draws' columns and sizes are not held while the batches are emitted
-        sizes = sizes[:0]
+        sizes = np.zeros(0, np.int64)  # not a view: that would hold the whole column
         del packed, refused
         yield from multipack_batches(ls, kept, gone, reason, emitted, bounds, sequence_len=L,
                                      capacity=self.bin_capacity,
