@@ -21,28 +21,36 @@ Method
   ``ru_maxrss`` of ``wait4`` is the largest single process, not the tree.
 * Memory and balance: a sampler thread reads ``/proc`` every 0.2 s, finds every
   descendant of the child (``PPid`` links), and records the tree's summed RSS
-  (its maximum over the samples is the **tree peak**) and, per process, its
-  peak RSS and its last CPU seconds (``utime + stime`` of ``/proc/PID/stat``).
-  A process shorter than one period can be missed, so the tree peak is a lower
-  bound (the command's processes live for the whole run).
+  and summed PSS (``Pss`` of ``/proc/PID/smaps_rollup``: a page shared by
+  several processes, such as the memory-mapped lengths, divided among them;
+  the RSS sum counts it once per process) — their maxima over the samples are
+  the **tree peaks** — and, per process, its peak RSS and PSS and its last CPU
+  seconds (``utime + stime`` of ``/proc/PID/stat``). A process shorter than
+  one period can be missed, so the tree peaks are lower bounds (the command's
+  processes live for the whole run). The 100 M goal is judged on the PSS sum
+  (what the tree really holds); the RSS sum is reported beside it.
+* Watchdog: once a sample's RSS sum passes ``--kill-above-gib`` (14 GiB), every
+  process of the tree is killed (SIGKILL, workers first) and the run is marked
+  so: the shared machine is never at risk.
 * Which packer ran where: ``compare.json`` records each packer's replay seconds
   (``packers[].seconds``) but not the process that ran it, and a local pool keeps
   no task log, so the per-worker packer lists are not reported; the per-packer
   seconds are (sorted), with the pool's lower bound ``max(sum / W, longest)``
   beside the measured wall.
-* The 100 M run (``--big``, ``W = 2``, under ``nice -n 5``) is there for the
-  whole tree's peak RSS (goal: under 8 GiB); it is run only when the 10 M pool run
-  projects (x10) to under ``--big-limit-min`` minutes.
-* ``--baseline-code DIR`` adds a ``--workers 2`` run of the same command with
-  ``packing_theory`` imported from ``DIR`` (older code, named in the table by
-  ``--baseline-label``; the committed results use the code before the common
-  horizon's bounded reaches and one-pass peers: ``git worktree add DIR 5d424f0``),
-  in the same invocation, to show what the change does.
+* The 100 M run (``--big``, ``W = --big-workers``, default 1, under ``nice -n 5``)
+  is there for the whole tree's peak (goal: under 8 GiB); it is run only when
+  the 10 M run with the same ``W`` projects (x10) to under ``--big-limit-min``
+  minutes and its PSS peak (x10) to under ``--big-project-gib`` (8 GiB).
+* ``--baseline-code DIR`` adds runs of the same command at each ``--workers`` of
+  ``--baseline-workers`` (default 2) with ``packing_theory`` imported from
+  ``DIR`` (older code, named in the table by ``--baseline-label``; the committed
+  results use main's head, ``git archive main | tar -x -C DIR``), in the same
+  invocation, to show what the change does.
 * Before the measured runs, each code's ``compare --workers 2`` runs once,
   unmeasured, on 20,000 documents, so that numba's on-disk caches are written
   (a first run of fresh code compiles every kernel: a minute of CPU here).
-* The 100 M run is skipped, and says why, when the 10 M pool run's tree peak
-  times 10 exceeds 80 % of the machine's ``MemAvailable`` (a shared machine).
+* The 100 M run is skipped, and says why, when the 10 M run's PSS peak times 10
+  exceeds 8 GiB or 80 % of the machine's ``MemAvailable`` (a shared machine).
 * The machine is shared (2 cores, other agents' jobs): the load average is
   recorded before and after every run, and absolute times are provisional; the
   goal "10 M under 2 minutes wall" is stated for a quiet machine.
@@ -55,6 +63,7 @@ documents and writes nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -127,8 +136,21 @@ def _tree(root: int) -> list[int]:
     return out
 
 
-def _proc(pid: int) -> tuple[int, float, str] | None:
-    """(RSS bytes, CPU seconds, command line) of one process, or None once it is gone."""
+def _pss(pid: int) -> int:
+    """The proportional set size of one process in bytes (``Pss`` of ``/proc/PID/smaps_rollup``: each
+    shared page divided by the processes that map it), or 0 where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def _proc(pid: int) -> tuple[int, float, str, int] | None:
+    """(RSS bytes, CPU seconds, command line, PSS bytes) of one process, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/statm") as f:
             rss = int(f.read().split()[1]) * PAGE
@@ -138,35 +160,46 @@ def _proc(pid: int) -> tuple[int, float, str] | None:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except (OSError, IndexError, ValueError):
         return None
-    return rss, (int(fields[11]) + int(fields[12])) / TICK, cmd
+    return rss, (int(fields[11]) + int(fields[12])) / TICK, cmd, _pss(pid)
 
 
 class TreeSampler(threading.Thread):
     """Polls the process tree under ``root`` every ``period`` seconds (see the module doc)."""
 
-    def __init__(self, root: int, period: float = 0.2) -> None:
+    def __init__(self, root: int, period: float = 0.2, kill_above: int = 0) -> None:
         super().__init__(daemon=True)
-        self.root, self.period = root, period
+        self.root, self.period, self.kill_above = root, period, kill_above
         self.stop = threading.Event()
         self.tree_peak = 0
+        self.tree_peak_pss = 0
         self.samples = 0
+        self.killed = ""
         self.procs: dict[int, dict[str, Any]] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
-            total = 0
-            for pid in _tree(self.root):
+            total = total_pss = 0
+            pids = _tree(self.root)
+            for pid in pids:
                 seen = _proc(pid)
                 if seen is None:
                     continue
-                rss, cpu, cmd = seen
+                rss, cpu, cmd, pss = seen
                 total += rss
-                p = self.procs.setdefault(pid, {"pid": pid, "peak_rss": 0, "cpu_s": 0.0, "cmd": cmd[:120],
-                                                "root": pid == self.root})
+                total_pss += pss
+                p = self.procs.setdefault(pid, {"pid": pid, "peak_rss": 0, "peak_pss": 0, "cpu_s": 0.0,
+                                                "cmd": cmd[:120], "root": pid == self.root})
                 p["peak_rss"] = max(p["peak_rss"], rss)
+                p["peak_pss"] = max(p["peak_pss"], pss)
                 p["cpu_s"] = max(p["cpu_s"], cpu)
             self.tree_peak = max(self.tree_peak, total)
+            self.tree_peak_pss = max(self.tree_peak_pss, total_pss)
             self.samples += 1
+            if self.kill_above and total > self.kill_above and not self.killed:
+                self.killed = f"killed by the watchdog: tree RSS sum {total / 2**30:.2f} GiB"
+                for pid in reversed(pids):  # the workers first, then the command
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, 9)
             self.stop.wait(self.period)
 
 
@@ -179,7 +212,7 @@ def _command() -> list[str]:
 
 
 def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0, code: str | None = None,
-                label: str = "") -> dict[str, Any]:
+                label: str = "", kill_above: int = 0) -> dict[str, Any]:
     """One ``packing-theory compare`` child, measured (see the module doc); ``code``: the directory the
     child imports ``packing_theory`` from (``PYTHONPATH``), default this checkout's."""
     cmd = [*_command(), "compare", "--lengths", str(lengths), "--workers", str(workers), "--engine",
@@ -192,7 +225,7 @@ def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0, code: 
         t0 = time.perf_counter()
         env = dict(os.environ, PYTHONPATH=code or str(Path(__file__).resolve().parents[1]))
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        sampler = TreeSampler(child.pid)
+        sampler = TreeSampler(child.pid, kill_above=kill_above)
         sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
@@ -212,10 +245,13 @@ def run_compare(lengths: Path, workers: int, out: Path, *, nice: int = 0, code: 
         "sys_s": usage.ru_stime,
         "max_single_rss_mib": usage.ru_maxrss / 1024,
         "tree_peak_rss_mib": sampler.tree_peak / 2**20,
+        "tree_peak_pss_mib": sampler.tree_peak_pss / 2**20,
+        "killed": sampler.killed,
         "samples": sampler.samples,
         "load_before": list(load_before),
         "load_after": list(os.getloadavg()),
-        "processes": sorted(({**p, "peak_rss_mib": p.pop("peak_rss") / 2**20}
+        "processes": sorted(({**p, "peak_rss_mib": p.pop("peak_rss") / 2**20,
+                              "peak_pss_mib": p.pop("peak_pss") / 2**20}
                              for p in sampler.procs.values()), key=lambda p: (not p["root"], -p["cpu_s"])),
         "stderr_tail": log.read_text(errors="replace")[-600:],
     }
@@ -250,9 +286,9 @@ def markdown(res: dict[str, Any]) -> str:
         f"(written in {res['write_s']:.1f} s before any run).",
         "",
         "| documents | --workers | code | nice | exit | wall s | CPU s (tree) | CPU / wall "
-        "| tree peak RSS MiB "
+        "| tree peak PSS MiB | tree peak RSS MiB "
         "| largest process RSS MiB | load before (1/5/15 min) | load after |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in res["runs"]:
         lb = " / ".join(f"{x:.2f}" for x in r["load_before"])
@@ -260,7 +296,8 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(
             f"| {r['documents']:,} | {r['workers']} | {r['label']} | {r['nice']} | {r['exit']} | "
             f"{r['wall_s']:.1f} | "
-            f"{r['cpu_s']:.1f} | {r['cpu_s'] / r['wall_s']:.2f} | {r['tree_peak_rss_mib']:.0f} | "
+            f"{r['cpu_s']:.1f} | {r['cpu_s'] / r['wall_s']:.2f} | {r['tree_peak_pss_mib']:.0f} | "
+            f"{r['tree_peak_rss_mib']:.0f} | "
             f"{r['max_single_rss_mib']:.0f} | {lb} | {la} |")
     if res.get("ratio") is not None:
         lines += ["", "Baseline (`--workers 1`) / pool (`--workers 2`) wall at "
@@ -268,11 +305,14 @@ def markdown(res: dict[str, Any]) -> str:
     for r in res["runs"]:
         head = f"### {r['documents']:,} documents, --workers {r['workers']} ({r['label']}): processes"
         lines += ["", head, "",
-                  "| process | CPU s | peak RSS MiB |", "|---|---:|---:|"]
+                  "| process | CPU s | peak RSS MiB | peak PSS MiB |", "|---|---:|---:|---:|"]
         for p in r["processes"]:
             if p["root"] or p["cpu_s"] >= 0.05:
                 role = "command (root)" if p["root"] else ("pool worker" if p in workers_of(r) else "helper")
-                lines.append(f"| {role}, pid {p['pid']} | {p['cpu_s']:.1f} | {p['peak_rss_mib']:.0f} |")
+                lines.append(f"| {role}, pid {p['pid']} | {p['cpu_s']:.1f} | {p['peak_rss_mib']:.0f} | "
+                             f"{p['peak_pss_mib']:.0f} |")
+        if r.get("killed"):
+            lines += ["", f"**{r['killed']}**"]
         if "packers" in r:
             secs = [s for _, s in r["packers"]]
             bound = max(sum(secs) / r["workers"], max(secs)) if secs else 0.0
@@ -301,9 +341,14 @@ def goals(res: dict[str, Any]) -> list[str]:
     big = [r for r in res["runs"] if r["documents"] >= 100_000_000]
     if big:
         r = big[0]
-        ok = r["exit"] in (0, 1) and r["tree_peak_rss_mib"] < 8 * 1024
-        out.append(f"{r['documents']:,} documents under 8 GiB whole tree: {'met' if ok else 'NOT met'} "
-                   f"(tree peak {r['tree_peak_rss_mib'] / 1024:.2f} GiB, exit {r['exit']})")
+        ok = r["exit"] in (0, 1) and r["tree_peak_pss_mib"] < 8 * 1024
+        out.append(f"{r['documents']:,} documents under 8 GiB whole tree (judged on the PSS sum): "
+                   f"{'met' if ok else 'NOT met'} (--workers {r['workers']}: tree peak PSS "
+                   f"{r['tree_peak_pss_mib'] / 1024:.2f} GiB, RSS sum "
+                   f"{r['tree_peak_rss_mib'] / 1024:.2f} GiB, "
+                   f"exit {r['exit']}{', ' + r['killed'] if r.get('killed') else ''})")
+    elif res.get("big_skipped"):
+        out.append(f"100,000,000 documents under 8 GiB whole tree: NOT met (not run: {res['big_skipped']})")
     else:
         out.append("100,000,000 documents under 8 GiB whole tree: not measured")
     return out
@@ -332,6 +377,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run --workers 2 with packing_theory imported from this directory (older code)")
     ap.add_argument("--baseline-label", default="before the one-pass common horizon",
                     help="how the table names the --baseline-code run")
+    ap.add_argument("--baseline-workers", default="2",
+                    help="the --workers of the --baseline-code runs (a comma-separated list)")
+    ap.add_argument("--big-workers", type=int, default=1, help="--workers of the --big run")
+    ap.add_argument("--big-project-gib", type=float, default=8.0,
+                    help="run --big only when the run with --big-workers projects (PSS x size ratio) "
+                         "under this")
+    ap.add_argument("--kill-above-gib", type=float, default=14.0,
+                    help="the watchdog kills a run's tree once its RSS sum passes this")
     ap.add_argument("--quick", action="store_true", help="200,000 documents, no --big, write nothing")
     args = ap.parse_args(argv)
     n = 200_000 if args.quick else args.documents
@@ -349,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         for code in (None, args.baseline_code) if args.baseline_code else (None,):  # numba caches written
             run_compare(warm, 2, work / "warm", code=code)
         for w in (1, 2):
-            r = run_compare(lengths, w, work / f"w{w}")
+            r = run_compare(lengths, w, work / f"w{w}", kill_above=int(args.kill_above_gib * 2**30))
             res["runs"].append(r)
             print(_brief(r), flush=True)
             if r["exit"] not in (0, 1):
@@ -357,25 +410,28 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         one, two = res["runs"]
         res["ratio"] = one["wall_s"] / two["wall_s"]
-        if args.baseline_code:
-            r = run_compare(lengths, 2, work / "w2base", code=args.baseline_code,
-                            label=args.baseline_label)
+        for w in [int(x) for x in args.baseline_workers.split(",")] if args.baseline_code else []:
+            r = run_compare(lengths, w, work / f"w{w}base", code=args.baseline_code,
+                            label=args.baseline_label, kill_above=int(args.kill_above_gib * 2**30))
             res["runs"].append(r)
             print(_brief(r), flush=True)
         big = 0 if args.quick else args.big
-        projected_min = two["wall_s"] * big / n / 60 if big else 0.0
-        projected_mib = two["tree_peak_rss_mib"] * big / n if big else 0.0
+        sized = one if args.big_workers == 1 else two
+        projected_min = sized["wall_s"] * big / n / 60 if big else 0.0
+        projected_mib = sized["tree_peak_pss_mib"] * big / n if big else 0.0
         available_mib = _available_mib()
-        if big and projected_mib > 0.8 * available_mib:
-            res["big_skipped"] = (f"the {n:,}-document pool run's tree peak was "
-                                  f"{two['tree_peak_rss_mib']:,.0f} MiB: x{big // n} projects to "
-                                  f"{projected_mib / 1024:,.1f} GiB, more than 80% of "
-                                  f"the {available_mib / 1024:,.1f} GiB available on this shared machine")
+        if big and projected_mib > min(0.8 * available_mib, args.big_project_gib * 1024):
+            res["big_skipped"] = (f"the {n:,}-document --workers {args.big_workers} run's tree peak PSS was "
+                                  f"{sized['tree_peak_pss_mib']:,.0f} MiB: x{big // n} projects to "
+                                  f"{projected_mib / 1024:,.1f} GiB, more than {args.big_project_gib:g} GiB "
+                                  f"or 80% of the {available_mib / 1024:,.1f} GiB available on this shared "
+                                  "machine")
         elif big and projected_min <= args.big_limit_min:
             t = time.perf_counter()
             big_lengths = write_lengths(data / f"lognormal_{big}.npy", big)
             res["big_write_s"] = time.perf_counter() - t
-            r = run_compare(big_lengths, 2, work / "big", nice=5)
+            r = run_compare(big_lengths, args.big_workers, work / "big", nice=5,
+                            kill_above=int(args.kill_above_gib * 2**30))
             res["runs"].append(r)
             print(_brief(r), flush=True)
         elif big:

@@ -125,6 +125,18 @@ COST_COLUMNS: tuple[tuple[str, str], ...] = (
 """The default columns of :func:`costs_table`: (field, header)."""
 
 
+_NARROW = np.iinfo(np.int32)
+_DTYPE = {"i": np.int32, "q": np.int64}  # an array's typecode: its numpy type
+assert array("i").itemsize == 4
+
+
+def _widened(a: array[int]) -> array[int]:
+    """The ``int32`` array ``a`` as ``int64``."""
+    out = array("q")
+    out.frombytes(np.frombuffer(a, np.int32).astype(np.int64).tobytes())
+    return out
+
+
 class CostAccumulator:
     """Consume an event stream, one event or batch at a time, and compute :class:`PackerCosts`.
 
@@ -141,16 +153,19 @@ class CostAccumulator:
 
     Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
     each event from the running sum of the positions filled before it); memory
-    about 33 bytes per occurrence plus one dict entry per distinct source.
+    about 17 bytes per occurrence (``int32`` fragment counts, sources and rows: a column is widened to
+    ``int64`` before a value that would not fit is written — a fragment count is at most the
+    placements so far) plus one dict entry per distinct source.
     """
 
     def __init__(self, capacity: int, label: str = "") -> None:
         self.capacity = check_int("capacity", capacity, 1)
         self.label = str(label)
         self.starts = StartTracker()
-        self._frag = array("q")  # placements per occurrence
+        self._frag = array("i")  # placements per occurrence (each at most self._placements)
         self._long = bytearray()
-        self._source: array[int] = array("q")
+        self._source: array[int] = array("i")
+        self._placements = 0
         self.rows = 0
         self.fill = 0
         self.placed = 0
@@ -182,6 +197,7 @@ class CostAccumulator:
             occ = ev.occurrence
             n = ev.length
             self.starts.start(occ, self.rows)
+            self._count_placements(1)
             self._frag[occ] += 1
             targets = n - 1 if ev.offset == 0 else n
             self.targets += targets
@@ -193,6 +209,7 @@ class CostAccumulator:
             self.starts.arrive(ev.occurrence, self.rows)
             self._frag.append(0)
             self._long.append(1 if ev.length > self.capacity else 0)
+            self._fit_sources(ev.source, ev.source)
             self._source.append(ev.source)
         elif type(ev) is Discard:
             self.discarded += ev.length
@@ -237,12 +254,15 @@ class CostAccumulator:
         done = self.fill + filled - advance  # positions of the current row filled before each event
         R = self.capacity
         self.starts.arrive_all(ar.occurrence, self.rows + done[a_pos] // R)
-        self._frag.frombytes(np.zeros(a_pos.size, dtype=np.int64).tobytes())
+        self._frag.frombytes(bytes(a_pos.size * self._frag.itemsize))
         self._long.extend((ar.length > R).astype(np.uint8).tobytes())
-        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=np.int64).tobytes())
+        if ar.source.size:
+            self._fit_sources(int(ar.source.min()), int(ar.source.max()))
+        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=_DTYPE[self._source.typecode]).tobytes())
         if p_pos.size:
             self.starts.start_all(occ, self.rows + done[p_pos] // R)
-            frag = np.frombuffer(self._frag, dtype=np.int64)
+            self._count_placements(int(p_pos.size))
+            frag = np.frombuffer(self._frag, dtype=_DTYPE[self._frag.typecode])
             np.add.at(frag, occ, 1)  # O(k) whatever the ids' spread
             del frag
             targets = pl.length - (pl.offset == 0)
@@ -259,6 +279,18 @@ class CostAccumulator:
         if b.horizon is not None:
             self.horizon = b.horizon
 
+    def _count_placements(self, k: int) -> None:
+        """``k`` more placements: the fragment counts are widened to ``int64`` first if one could pass
+        ``int32`` (every count is at most the placements so far)."""
+        self._placements += k
+        if self._frag.typecode == "i" and self._placements >= _NARROW.max:
+            self._frag = _widened(self._frag)
+
+    def _fit_sources(self, lo: int, hi: int) -> None:
+        """Widen the sources to ``int64`` first if ``lo`` or ``hi`` does not fit ``int32``."""
+        if self._source.typecode == "i" and not (_NARROW.min <= lo and hi <= _NARROW.max):
+            self._source = _widened(self._source)
+
     def _advance(self, n: int) -> None:
         self.fill += n
         while self.fill >= self.capacity:
@@ -268,8 +300,10 @@ class CostAccumulator:
     def result(self) -> PackerCosts:
         """The costs of the events consumed so far. O(occurrences) numpy work (a sort of the sources)."""
         starts = self.starts
-        frag = np.frombuffer(self._frag, dtype=np.int64) if self._frag else np.zeros(0, np.int64)
-        source = np.frombuffer(self._source, dtype=np.int64) if self._source else np.zeros(0, np.int64)
+        frag = (np.frombuffer(self._frag, dtype=_DTYPE[self._frag.typecode]) if self._frag
+                else np.zeros(0, np.int64))
+        source = (np.frombuffer(self._source, dtype=_DTYPE[self._source.typecode]) if self._source
+                  else np.zeros(0, np.int64))
         long = (np.frombuffer(self._long, dtype=np.uint8).astype(np.bool_) if self._long
                 else np.zeros(0, np.bool_))
         arrived = int(frag.size)
@@ -318,6 +352,9 @@ class CostAccumulator:
         starts._check()
         n = starts.arrivals
         assert len(self._frag) == len(self._long) == len(self._source) == n
+        assert {self._frag.typecode, self._source.typecode} <= {"i", "q"}
+        assert self._frag.typecode == "q" or self._placements < _NARROW.max
+        assert sum(self._frag) <= self._placements
         assert starts.started == sum(1 for f in self._frag if f)
         assert all(bool(f) == starts.is_started(o) for o, f in enumerate(self._frag))
         assert 0 <= self.fill < self.capacity

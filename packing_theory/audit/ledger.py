@@ -341,8 +341,8 @@ class Ledger(OccurrenceViews):
             occ, _, _, ln, bos = span_columns(h.buffered)
             slots = self._slots(occ, "buffered span")
             added = bos & ((self._t.flags[slots] & ADDED) != 0)
-            self._buf_occ, inv = np.unique(occ, return_inverse=True)
-            self._buf_amt = np.bincount(inv.ravel(), weights=ln - added).round().astype(np.int64)
+            del slots
+            self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added)
             self._buffered_tokens = int(ln.sum())
             self._buffered_added = int(added.sum())
         self._series.end(h.rows, self._buffered_tokens, int(self._prot_len.sum()))
@@ -470,3 +470,23 @@ def audit_lengths(
     options = {"compiled": engine == "compiled", **(ledger_kwargs or {})}
     (agg,) = feed_all(packer.stream(lengths), Ledger.for_packer(packer, **options), progress=progress)
     return agg
+
+
+def _per_occurrence(occ: Int64Array, amount: Int64Array) -> tuple[Int64Array, Int64Array]:
+    """The distinct occurrences of the spans ``occ`` (sorted) and the sum of ``amount`` over each one's spans.
+
+    Spans in occurrence order (a horizon cut's: each occurrence's spans together, in arrival order) are
+    summed in place, O(n) and O(n) bytes; any other order is sorted first (``numpy.unique``).
+
+    >>> [a.tolist() for a in _per_occurrence(np.array([2, 5, 5, 9]), np.array([3, 1, 1, 4]))]
+    [[2, 5, 9], [3, 2, 4]]
+    >>> [a.tolist() for a in _per_occurrence(np.array([5, 2, 5]), np.array([1, 3, 1]))]
+    [[2, 5], [3, 2]]
+    """
+    if occ.size < 2 or bool((occ[1:] > occ[:-1]).all()):  # one span per occurrence (the usual case)
+        return occ, amount.astype(np.int64, copy=False)
+    if bool((occ[1:] >= occ[:-1]).all()):
+        first = np.flatnonzero(np.concatenate(([True], occ[1:] != occ[:-1])))
+        return occ[first], np.add.reduceat(amount.astype(np.int64, copy=False), first)
+    uniq, inv = np.unique(occ, return_inverse=True)
+    return uniq, np.bincount(inv.ravel(), weights=amount).round().astype(np.int64)

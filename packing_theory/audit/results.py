@@ -15,9 +15,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from ..peers import PeerFigures
 from .strata import stratum_index
+
+_Ints = Sequence[int] | npt.NDArray[np.int64]
 
 __all__ = [
     "Aggregates",
@@ -278,14 +281,14 @@ class Aggregates:
         return self.arrived_sources - self.started_sources
 
     def with_peer_figures(
-        self, figures: PeerFigures, occurrence_targets: tuple[Sequence[int], Sequence[int]] | None = None,
+        self, figures: PeerFigures, occurrence_targets: tuple[_Ints, _Ints] | None = None,
     ) -> Aggregates:
         """These aggregates with a peer's framework-true targets and padding (and the figures kept).
 
         The row-position counts stay (``mass.unused_capacity_tokens``); ``targets``
         and ``mass.padding_tokens`` become the framework's (see
         :mod:`packing_theory.peers._figures`). ``occurrence_targets`` (the
-        accumulator's :meth:`~packing_theory.peers.FigureAccumulator.occurrence_targets`:
+        accumulator's :meth:`~packing_theory.peers.FigureAccumulator.occurrence_target_columns`:
         arrived lengths and targets per occurrence) re-splits the strata's
         ``targets`` by the same rule, so that they sum to ``targets``.
         """
@@ -293,8 +296,10 @@ class Aggregates:
         if occurrence_targets is not None:
             lengths, targets = occurrence_targets
             by = np.zeros(len(self.strata), dtype=np.int64)
-            if len(lengths):
-                np.add.at(by, stratum_index(lengths, self.boundaries), np.asarray(targets, dtype=np.int64))
+            step = 1 << 20  # in slices: O(slice) temporaries, whatever the occurrences
+            for lo in range(0, len(lengths), step):
+                np.add.at(by, stratum_index(lengths[lo : lo + step], self.boundaries),
+                          np.asarray(targets[lo : lo + step], dtype=np.int64))
             strata = tuple(replace(s, targets=int(t)) for s, t in zip(self.strata, by.tolist(), strict=True))
         return replace(self, targets=figures.targets, peer_figures=figures, strata=strata,
                        mass=replace(self.mass, padding_tokens=figures.padding_tokens,

@@ -91,7 +91,8 @@ class SourceTable:
         store: a :class:`~packing_theory.audit.store.ColumnStore` for the settled
             records (``None``: all in memory).
         window: occurrence ids per chunk written to the store.
-        reserve: ids to make room for at once (in memory only).
+        reserve: ids to make room for at once (in memory; with a store, the ids expected:
+            :class:`~packing_theory.audit.window.OccurrenceWindow`).
 
     The column attributes (``flags``, ``length``, ...) are arrays indexed by
     *slot* (:meth:`slots`); without a store, slot = occurrence id.

@@ -70,7 +70,10 @@ class OccurrenceWindow:
         window: occurrence ids per chunk written to the store.
         fills: a column's value for an id that never got one (default 0;
             ``None``: the id itself).
-        reserve: ids to make room for at once (memory form only).
+        reserve: ids to make room for at once (memory form); with a store, the ids expected: a window
+            that outgrows its first three chunks before any id settles (a stream that keeps its corpus
+            pending: an offline packer) is then given room for all of them at once, not a chunk at a
+            time.
 
     ``cols[name]`` are the slot arrays a consumer indexes (with the slots of
     :meth:`slots`); ``n`` is one past the largest id covered.
@@ -92,7 +95,8 @@ class OccurrenceWindow:
         self._old = np.zeros(0, np.int64)  # ids of the old slots [0, k)
         self._sorted = np.zeros(0, np.int64)  # the same ids, sorted, and their slots
         self._sorted_slots = np.zeros(0, np.int64)
-        cap = max(check_int("reserve", reserve, 0), 0) if store is None else 0
+        self.expect = max(check_int("reserve", reserve, 0), 0)
+        cap = self.expect if store is None else 0
         self.cols: dict[str, npt.NDArray[Any]] = {}
         for name, dt in columns.items():
             self.cols[name] = np.zeros(cap, np.dtype(dt))
@@ -166,8 +170,11 @@ class OccurrenceWindow:
         if need > self.cap:  # with a store the window settles near three chunks: allocate them at once
             if self.store is None:
                 self._reshape(self.off, max(need, 2 * self.cap, 1024))
-            else:  # and grows by a chunk at a time (an offline packer's window grows with its corpus)
-                self._reshape(self.off, max(need + self.window, 3 * self.window + self.off))
+            else:  # and grows by a chunk at a time (an offline packer's window grows with its corpus) ...
+                cap = max(need + self.window, 3 * self.window + self.off)
+                if self.base == 0 and self.cap >= 3 * self.window + self.off:  # ... or, past three chunks
+                    cap = max(cap, self.off + self.expect)  # none settled, to the ids expected at once
+                self._reshape(self.off, cap)
         self.n = top
 
     def truncate(self, n: int) -> None:

@@ -91,6 +91,7 @@ __all__ = [
     "RepeatColumns",
     "batched",
     "iter_batches",
+    "split_batches",
     "unbatched",
 ]
 
@@ -342,6 +343,29 @@ class EventBatch:
         return EventBatch(self.kinds[:n], horizon=self.horizon if counts[HORIZON] else None,
                           reasons=self.reasons, **parts)
 
+    def piece(self, a: int, b: int) -> EventBatch:
+        """Events ``a`` to ``b - 1`` of the batch (a stretch of its stream), as views of its columns.
+        O(a + b) to count the events of each type before ``a`` and ``b``.
+
+        >>> from packing_theory import Packer
+        >>> b = EventBatch.from_events(Packer(capacity=8, min_buffer=2, refill=2).events([5, 3, 9, 4]))
+        >>> list(b.piece(2, 5).events()) == list(b.events())[2:5]
+        True
+        """
+        a, b = max(0, min(int(a), len(self))), max(0, min(int(b), len(self)))
+        return self._piece(a, max(a, b), np.bincount(self.kinds[:a], minlength=9))[0]
+
+    def _piece(self, a: int, b: int, before: Int64Array) -> tuple[EventBatch, Int64Array]:
+        """Events ``a`` to ``b - 1`` given ``before``, the events of each kind code before ``a``; and the
+        counts before ``b``. O(b - a)."""
+        hi = before + np.bincount(self.kinds[a:b], minlength=9)
+        parts = {name: cols(*(c[int(before[KIND_CODES[t]]): int(hi[KIND_CODES[t]])]
+                              for c in getattr(self, name)))
+                 for name, t, cols, _ in _GROUPS}
+        piece = EventBatch(self.kinds[a:b], horizon=self.horizon if hi[HORIZON] > before[HORIZON] else None,
+                           reasons=self.reasons, **parts)
+        return piece, hi
+
     def _validate(self) -> None:
         counts = np.bincount(self.kinds, minlength=9) if self.kinds.size else np.zeros(9, np.int64)
         if self.kinds.size and int(self.kinds.max()) > HORIZON:
@@ -399,6 +423,41 @@ def batched(events: Iterable[Event], size: int = DEFAULT_BATCH_EVENTS) -> Iterat
             chunk = []
     if chunk:
         yield EventBatch.from_events(chunk)
+
+
+def split_batches(items: Iterable[EventItem], size: int = DEFAULT_BATCH_EVENTS) -> Iterator[EventItem]:
+    """The same stream with every batch of more than ``size`` events split into consecutive pieces of
+    ``size`` (:meth:`EventBatch.piece`; single events and smaller batches pass as they are).
+
+    Batch boundaries carry no meaning (the module doc), so every consumer's result is the same; what a
+    consumer builds per batch (its numpy temporaries) is then O(``size``) instead of O(the batch): an
+    offline framework's packer emits every arrival of the corpus in one batch. The pieces are views: the
+    batch they come from is held until its last piece is passed on, then released.
+
+    >>> from packing_theory import Packer
+    >>> (b,) = Packer(capacity=8, min_buffer=2, refill=2).batches([5, 3, 9, 4], size=64)
+    >>> [len(p) for p in split_batches([b], 5)], list(unbatched(split_batches([b], 5))) == list(b.events())
+    ([5, 3], True)
+
+    Raises:
+        InputError: ``size < 1``.
+    """
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise InputError(f"size must be a positive int, got {size!r}")
+    for item in items:
+        if type(item) is not EventBatch or len(item) <= size:
+            yield item
+            continue
+        box = [item]
+        del item  # only box holds the batch: released once its last piece is passed on
+        n = len(box[0])
+        before = np.zeros(9, np.int64)
+        for a in range(0, n, size):
+            piece, before = box[0]._piece(a, min(a + size, n), before)
+            if a + size >= n:
+                box.clear()
+            yield piece
+            del piece
 
 
 def unbatched(items: Iterable[EventItem]) -> Iterator[Event]:

@@ -222,13 +222,15 @@ def feed_all(items: Iterable[EventItem], *consumers: Consumer[Any],
         feeds.append(_Progress(progress).feed)
     if len(feeds) == 1:
         collections.deque(map(feeds[0], items), maxlen=0)
-    elif len(feeds) == 2:
+    elif len(feeds) == 2:  # an item is dropped before the next is read: the stream may build it then
         a, b = feeds
         for item in items:
             a(item)
             b(item)
+            del item
     else:
         for item in items:
             for feed in feeds:
                 feed(item)
+            del item
     return tuple(c.result() for c in consumers)

@@ -20,13 +20,15 @@ arrived occurrence still holds is kept in columns indexed by occurrence
 them) and updated per batch with ``numpy.ufunc.at``.
 
 Complexity: O(events) numpy work per batch, O(1) Python work per batch;
-memory 33 bytes per arrived occurrence.
+memory 17 bytes per arrived occurrence (33 once a
+document index or a length passes ``int32``: :data:`NARROW_MAX`).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,61 +48,98 @@ from .batches import (
 from .events import BufferedSpans, Horizon
 from .horizon import Budget, cut_at_horizon
 
-__all__ = ["cut_batches_at_horizon", "row_fill"]
+__all__ = ["NARROW_MAX", "cut_batches_at_horizon", "row_fill"]
 
 _STOP = np.zeros(9, np.bool_)
 _STOP[[ARRIVAL, PLACEMENT, PADDING, REPEAT, EXHAUSTED, HORIZON]] = True
 
 
+NARROW_MAX = int(np.iinfo(np.int32).max)
+"""The largest value the held columns keep in ``int32``: past it (a document index or a document's length
+plus the BOS markers added to it) they are widened to ``int64``."""
+
+_INT_COLUMNS = ("source", "amount", "markers", "start")
+
+
 class _HeldColumns:
-    """What each arrived occurrence still holds, in columns indexed by occurrence id."""
+    """What each arrived occurrence still holds, in columns indexed by occurrence id.
+
+    The four integer columns are ``int32`` (17 bytes per occurrence with the ``alive`` flag) while every
+    value provably fits: a source is a document index, and in a packer's stream an occurrence's held
+    amount, held markers and next start lie in ``[0, length + markers added]``, so the bound is the
+    largest source and the largest arrival length plus every BOS marker added so far. Once the bound
+    passes :data:`NARROW_MAX` the columns are widened to ``int64`` (33 bytes per occurrence), before any
+    value that would not fit is written.
+    """
 
     def __init__(self) -> None:
         self.arrived = 0
-        self.source = np.zeros(1024, np.int64)
-        self.amount = np.zeros(1024, np.int64)
-        self.markers = np.zeros(1024, np.int64)
-        self.start = np.zeros(1024, np.int64)
+        self.bound = 0
+        """The largest value any integer column can hold (see the class doc)."""
+        self.source = np.zeros(1024, np.int32)
+        self.amount = np.zeros(1024, np.int32)
+        self.markers = np.zeros(1024, np.int32)
+        self.start = np.zeros(1024, np.int32)
         self.alive = np.zeros(1024, np.bool_)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The integer columns' type: ``int32``, or ``int64`` once widened."""
+        return self.source.dtype
 
     def _grow(self, n: int) -> None:
         size = self.source.size
         if n <= size:
             return
         size = max(n, 2 * size)  # amortised doubling; a batch of many arrivals (an offline peer's) exactly
-        for name in ("source", "amount", "markers", "start", "alive"):
+        for name in (*_INT_COLUMNS, "alive"):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: old.size] = old
             setattr(self, name, new)
 
+    def _widen(self, bound: int) -> None:
+        """Record ``bound``; past :data:`NARROW_MAX` the integer columns become ``int64`` (once)."""
+        self.bound = max(self.bound, bound)
+        if self.bound > NARROW_MAX and self.dtype != np.int64:
+            for name in _INT_COLUMNS:
+                setattr(self, name, getattr(self, name).astype(np.int64))
+
     def account(self, b: EventBatch) -> None:
         """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
         a = b.arrival
+        ba = b.bos_added
         if a.occurrence.size:
             want = self.arrived + np.arange(a.occurrence.size, dtype=np.int64)
             if not np.array_equal(a.occurrence, want):
                 raise InputError("cutting batches at a horizon needs occurrence ids 0, 1, 2, ... in arrival "
                                  f"order; got {a.occurrence[:5].tolist()} after {self.arrived} arrivals")
+            del want
+            self._widen(max(-int(a.source.min()), int(a.source.max()), -int(a.length.min()),
+                            int(a.length.max())))
+        if ba.markers.size:
+            self._widen(self.bound + int(np.abs(ba.markers).sum(dtype=np.int64)))
+        t = self.dtype
+        if a.occurrence.size:
             self.arrived += a.occurrence.size
             self._grow(self.arrived)
-            occ = a.occurrence
+            occ = slice(self.arrived - a.occurrence.size, self.arrived)
             self.source[occ], self.amount[occ], self.markers[occ], self.start[occ] = a.source, a.length, 0, 0
             self.alive[occ] = True
-        ba = b.bos_added
-        np.add.at(self.markers, ba.occurrence, ba.markers)
-        np.add.at(self.amount, ba.occurrence, ba.markers)
+        np.add.at(self.markers, ba.occurrence, ba.markers.astype(t))
+        np.add.at(self.amount, ba.occurrence, ba.markers.astype(t))
         p = b.placement
-        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(np.int64))
-        np.subtract.at(self.amount, p.occurrence, p.length)
-        np.maximum.at(self.start, p.occurrence, p.start + p.length - p.bos_inserted.astype(np.int64))
+        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(t))
+        np.subtract.at(self.amount, p.occurrence, p.length.astype(t))
+        np.maximum.at(self.start, p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
         d = b.discard
-        np.subtract.at(self.amount, d.occurrence, d.length)
-        np.maximum.at(self.start, d.occurrence, d.start + d.length)
+        np.subtract.at(self.amount, d.occurrence, d.length.astype(t))
+        np.maximum.at(self.start, d.occurrence, (d.start + d.length).astype(t))
         self.alive[b.filtered.occurrence] = False
 
     def spans(self) -> BufferedSpans:
-        """The buffered spans of every arrived occurrence still holding tokens, in arrival order.
+        """The buffered spans of every arrived occurrence still holding tokens, in arrival order; the
+        columns are emptied on the way (each is released once read: the cut's last use of them).
 
         :func:`~packing_theory.engine.horizon.held_spans` in columns: per
         occurrence its head span, then one single-token span per held BOS
@@ -108,8 +147,10 @@ class _HeldColumns:
         """
         n = self.arrived
         live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
-        src, start, amount, markers = (self.source[live], self.start[live], self.amount[live],
-                                       self.markers[live])
+        src, amount, markers, start = (self._release(name, live) for name in _INT_COLUMNS)
+        self.alive = np.zeros(0, np.bool_)
+        if not markers.size or int(markers.max()) <= 1:  # one span per occurrence (every packer's usual case)
+            return BufferedSpans(live, src, start, amount, markers > 0)
         extra = np.maximum(markers - 1, 0)
         per = 1 + extra
         first = np.cumsum(per) - per  # each occurrence's head span
@@ -120,6 +161,21 @@ class _HeldColumns:
         bos = np.ones(total, np.bool_)
         bos[first] = markers > 0
         return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
+
+    def _release(self, name: str, live: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Column ``name`` at ``live`` (``int64``); the column itself is released."""
+        got: npt.NDArray[np.int64] = getattr(self, name)[live].astype(np.int64, copy=False)
+        setattr(self, name, np.zeros(0, self.dtype))
+        return got
+
+    def _check(self) -> None:
+        """Assert the invariants: columns of one size and one integer type, ``int32`` only within the
+        bound, at least the arrived occurrences."""
+        sizes = {getattr(self, name).size for name in (*_INT_COLUMNS, "alive")}
+        assert len(sizes) == 1 and sizes.pop() >= self.arrived, sizes
+        assert {getattr(self, name).dtype for name in _INT_COLUMNS} == {self.dtype}
+        assert self.dtype == np.int64 or self.bound <= NARROW_MAX, (self.dtype, self.bound)
+        assert self.alive.dtype == np.bool_
 
 
 def row_fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -193,33 +249,9 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
     for item in items:
         b = item if type(item) is EventBatch else EventBatch.from_events([item])  # type: ignore[list-item]
         stop_from = 0
-        if not reached:
-            fill, took = row_fill(b)
-            idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
-            f = fill[idx]
-            cf = filled + np.cumsum(f)
-            cp = placed + np.cumsum(took[idx])
-            if not broken:
-                over = np.flatnonzero((cf - f) % capacity + f > capacity)
-                usable = idx.size if not over.size else int(over[0])
-            else:
-                usable = 0
-            done = np.flatnonzero((f[:usable] > 0) & (cf[:usable] % capacity == 0))
-            hits = (np.flatnonzero(rows + 1 + np.arange(done.size) >= limit) if limit is not None
-                    else np.flatnonzero(cp[done] >= budget.value))
-            if hits.size:
-                k = int(hits[0])
-                rows += k + 1
-                reached = True
-                stop_from = int(idx[done[k]]) + 1
-            else:
-                rows += int(done.size)
-                if usable < idx.size:
-                    broken = True
-                if idx.size:
-                    last_done = int(done[-1]) if done.size else -1
-                    filled = int(cf[-1] - cf[last_done]) if last_done >= 0 else int(cf[-1])
-                    placed = int(cp[-1])
+        if not reached:  # the per-event temporaries live in _scan: none is held across a yield
+            rows, filled, placed, broken, reached, stop_from = _scan(b, budget, capacity, limit, rows, filled,
+                                                                     placed, broken)
         if reached:
             stops = np.flatnonzero(_STOP[b.kinds[stop_from:]])
             if stops.size:
@@ -233,7 +265,49 @@ def _cut(items: Iterable[EventItem], budget: Budget, capacity: int) -> Iterator[
                 yield Horizon(rows, 0, "rows", spans)
                 return
         held.account(b)
-        yield b
-        if b.horizon is not None:
+        last = b.horizon is not None
+        box = [b]
+        del b, item  # not held while the stream builds its next item (an offline peer: after every arrival)
+        yield box.pop()
+        if last:
             return
     raise InputError("the event stream ended without a Horizon event")
+
+
+def _scan(b: EventBatch, budget: Budget, capacity: int, limit: int | None, rows: int, filled: int,
+          placed: int, broken: bool) -> tuple[int, int, int, bool, bool, int]:
+    """One batch of :func:`_cut` before the budget is reached: the rows completed, the fill and placed tokens
+    carried, whether a row overfilled, whether the budget is reached and the event after the row that
+    reaches it. O(len(b))."""
+    reached = False
+    stop_from = 0
+    idx = np.flatnonzero((b.kinds == PLACEMENT) | (b.kinds == PADDING) | (b.kinds == REPEAT))
+    if not idx.size:  # no position filled (a batch of arrivals): nothing completes
+        return rows, filled, placed, broken, reached, stop_from
+    fill, took = row_fill(b)
+    f = fill[idx]
+    cf = filled + np.cumsum(f)
+    cp = placed + np.cumsum(took[idx])
+    del fill
+    if not broken:
+        over = np.flatnonzero((cf - f) % capacity + f > capacity)
+        usable = idx.size if not over.size else int(over[0])
+    else:
+        usable = 0
+    done = np.flatnonzero((f[:usable] > 0) & (cf[:usable] % capacity == 0))
+    hits = (np.flatnonzero(rows + 1 + np.arange(done.size) >= limit) if limit is not None
+            else np.flatnonzero(cp[done] >= budget.value))
+    if hits.size:
+        k = int(hits[0])
+        rows += k + 1
+        reached = True
+        stop_from = int(idx[done[k]]) + 1
+    else:
+        rows += int(done.size)
+        if usable < idx.size:
+            broken = True
+        if idx.size:
+            last_done = int(done[-1]) if done.size else -1
+            filled = int(cf[-1] - cf[last_done]) if last_done >= 0 else int(cf[-1])
+            placed = int(cp[-1])
+    return rows, filled, placed, broken, reached, stop_from

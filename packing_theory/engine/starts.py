@@ -31,7 +31,9 @@ from ..errors import InputError
 
 __all__ = ["StartTracker"]
 
-_UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row)
+_UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row), int64 ...
+_NARROW = np.iinfo(np.int32)  # ... and int32 rows: _NARROW.min is the sentinel, _NARROW.max a scratch mark
+assert array("i").itemsize == 4
 
 
 class StartTracker:
@@ -47,17 +49,19 @@ class StartTracker:
     Complexity: O(1) per arrival and per start (:meth:`arrive_all` and
     :meth:`start_all` take a batch's columns in bulk); :meth:`oldest_unstarted`
     O(1) amortised (a cursor over the dense ids: every id below it has started).
-    Memory 16 bytes per occurrence plus the delay histogram: a dense count per
+    Memory 8 bytes per occurrence (two ``int32`` rows; 16 once a row passes ``int32``: the columns are
+    widened to ``int64`` before such a row is written) plus the delay histogram: a dense count per
     delay ``0, 1, ...`` up to ``4 * occurrences + 65,536`` delays at most
     (:attr:`delay_histogram`), a ``Counter`` for any other (negative or farther:
     a broken stream's row, or rows much longer than documents).
     """
 
-    __slots__ = ("_arow", "_cursor", "_hist", "_other", "_srow", "max_delay", "started")
+    __slots__ = ("_arow", "_cursor", "_hist", "_other", "_srow", "_unset", "max_delay", "started")
 
     def __init__(self) -> None:
-        self._arow = array("q")
-        self._srow = array("q")
+        self._arow = array("i")
+        self._srow = array("i")
+        self._unset = int(_NARROW.min)  # the start row of an unstarted occurrence in _srow
         self._cursor = 0  # every occurrence below it has started
         self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d ...
         self._other: collections.Counter[int] = collections.Counter()  # ... and every delay past it
@@ -81,6 +85,24 @@ class StartTracker:
         if self._other:
             return None
         return np.frombuffer(self._hist, dtype=np.int64).copy() if self._hist else np.zeros(0, np.int64)
+
+    @property
+    def row_dtype(self) -> type[np.int32] | type[np.int64]:
+        """The type the rows are kept in: ``int32`` while every row fits, else ``int64``."""
+        return np.int32 if self._arow.typecode == "i" else np.int64
+
+    def _fit(self, lo: int, hi: int) -> None:
+        """Widen the rows to ``int64`` (once) if a row in ``[lo, hi]`` does not fit ``int32`` (whose
+        smallest and largest values are the sentinel and a scratch mark)."""
+        if self._arow.typecode == "q" or (_NARROW.min < lo and hi < _NARROW.max):
+            return
+        arow, srow = array("q"), array("q")
+        arow.frombytes(np.frombuffer(self._arow, np.int32).astype(np.int64).tobytes())
+        wide = np.frombuffer(self._srow, np.int32).astype(np.int64)
+        wide[wide == self._unset] = _UNSTARTED
+        srow.frombytes(wide.tobytes())
+        del wide
+        self._arow, self._srow, self._unset = arow, srow, _UNSTARTED
 
     def _dense_limit(self) -> int:
         """Delays below this are counted in the dense histogram (it grows with the occurrences)."""
@@ -117,8 +139,9 @@ class StartTracker:
         if occurrence != len(self._arow):
             raise InputError(f"arrival of occurrence {occurrence}, expected {len(self._arow)} "
                              "(ids must be dense)")
+        self._fit(row, row)
         self._arow.append(row)
-        self._srow.append(_UNSTARTED)
+        self._srow.append(self._unset)
 
     def start(self, occurrence: int, row: int) -> int | None:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
@@ -128,8 +151,9 @@ class StartTracker:
         """
         if not 0 <= occurrence < len(self._arow):
             raise InputError(f"placement of occurrence {occurrence}, which has not arrived")
-        if self._srow[occurrence] != _UNSTARTED:
+        if self._srow[occurrence] != self._unset:
             return None
+        self._fit(row, row)
         delay = row - self._arow[occurrence]
         self._srow[occurrence] = row
         self._count(delay)
@@ -154,8 +178,10 @@ class StartTracker:
             i = int(bad[0])
             raise InputError(f"arrival of occurrence {int(occurrences[i])}, expected {lo + i} "
                              "(ids must be dense)")
-        self._arow.frombytes(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
-        self._srow.frombytes(np.full(k, _UNSTARTED, dtype=np.int64).tobytes())
+        self._fit(int(rows.min()), int(rows.max()))
+        dt = self.row_dtype
+        self._arow.frombytes(np.ascontiguousarray(rows, dtype=dt).tobytes())
+        self._srow.frombytes(np.full(k, self._unset, dtype=dt).tobytes())
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
@@ -175,14 +201,19 @@ class StartTracker:
         bad = np.flatnonzero((occurrences < 0) | (occurrences >= n))
         if bad.size:
             raise InputError(f"placement of occurrence {int(occurrences[bad[0]])}, which has not arrived")
-        srow = np.frombuffer(self._srow, dtype=np.int64)  # views: released before any append
-        arow = np.frombuffer(self._arow, dtype=np.int64)
-        fresh = np.flatnonzero(srow[occurrences] == _UNSTARTED)  # placements of unstarted occurrences
+        self._fit(int(rows.min()), int(rows.max()))
+        dt = self.row_dtype
+        if dt == np.int32 and occurrences.size >= _NARROW.max:  # a scratch position would not fit
+            self._fit(_NARROW.max, _NARROW.max)
+            dt = self.row_dtype
+        srow = np.frombuffer(self._srow, dtype=dt)  # views: released before any append
+        arow = np.frombuffer(self._arow, dtype=dt)
+        fresh = np.flatnonzero(srow[occurrences] == self._unset)  # placements of unstarted occurrences
         occ = occurrences[fresh]
         # each one's first placement in this batch, in O(k): the smallest position lands in its
         # start-row slot (free until the start is recorded), and only that placement matches it
-        srow[occ] = np.iinfo(np.int64).max
-        np.minimum.at(srow, occ, fresh)
+        srow[occ] = np.iinfo(dt).max
+        np.minimum.at(srow, occ, fresh.astype(dt))
         first = fresh[srow[occ] == fresh]
         occ, at = occurrences[first], rows[first]
         srow[occ] = at
@@ -206,7 +237,7 @@ class StartTracker:
 
     def is_started(self, occurrence: int) -> bool:
         """Whether ``occurrence`` has a recorded start. O(1)."""
-        return self._srow[occurrence] != _UNSTARTED
+        return self._srow[occurrence] != self._unset
 
     def arrival_row(self, occurrence: int) -> int:
         """The row ``occurrence`` arrived in. O(1)."""
@@ -215,7 +246,7 @@ class StartTracker:
     def start_row(self, occurrence: int) -> int | None:
         """The row of the first placement of ``occurrence``, ``None`` if it has not started. O(1)."""
         row = self._srow[occurrence]
-        return None if row == _UNSTARTED else row
+        return None if row == self._unset else row
 
     def oldest_unstarted(self) -> int | None:
         """The earliest-arrived occurrence without a start, or ``None``. O(1) amortised.
@@ -227,12 +258,12 @@ class StartTracker:
         srow = self._srow
         n = len(srow)
         cur = self._cursor
-        if cur < n and srow[cur] == _UNSTARTED:
+        if cur < n and srow[cur] == self._unset:
             return cur
-        view = np.frombuffer(srow, dtype=np.int64)  # released before any append
+        view = np.frombuffer(srow, dtype=self.row_dtype)  # released before any append
         block = 64
         while cur < n:
-            hit = np.flatnonzero(view[cur : cur + block] == _UNSTARTED)
+            hit = np.flatnonzero(view[cur : cur + block] == self._unset)
             if hit.size:
                 cur += int(hit[0])
                 break
@@ -250,8 +281,9 @@ class StartTracker:
     def _check(self) -> None:
         """Assert the internal invariants (used by tests)."""
         n = len(self._arow)
-        assert len(self._srow) == n
-        started = [i for i in range(n) if self._srow[i] != _UNSTARTED]
+        assert len(self._srow) == n and self._arow.typecode == self._srow.typecode
+        assert self._unset == (_UNSTARTED if self._arow.typecode == "q" else _NARROW.min)
+        started = [i for i in range(n) if self._srow[i] != self._unset]
         assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist) + sum(
             self._other.values())
         assert not any(0 <= d < len(self._hist) for d in self._other), "a delay counted in both parts"
@@ -260,9 +292,9 @@ class StartTracker:
         assert self.max_delay == (max(self.delays) if self.delays else None)
         assert all(x <= y for x, y in itertools.pairwise(self._arow)), "arrival rows decrease"
         assert 0 <= self._cursor <= n
-        assert all(self._srow[i] != _UNSTARTED for i in range(self._cursor)), "unstarted below the cursor"
+        assert all(self._srow[i] != self._unset for i in range(self._cursor)), "unstarted below the cursor"
         oldest = self.oldest_unstarted()
         if oldest is not None:
-            assert all(self._srow[i] != _UNSTARTED for i in range(oldest))
+            assert all(self._srow[i] != self._unset for i in range(oldest))
         else:
             assert len(started) == n

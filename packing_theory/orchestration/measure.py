@@ -62,6 +62,7 @@ from ..audit.ledger import Ledger
 from ..audit.store import out_of_core_store
 from ..audit.untrained import horizon_statement, never_trained
 from ..distributed.executors import TaskRunner, open_runner
+from ..engine.batches import split_batches
 from ..engine.compiled import compiled_available
 from ..engine.consumers import feed_all
 from ..engine.horizon import Budget, cut_at_horizon
@@ -110,6 +111,10 @@ HORIZON_RULES: dict[str, str] = {
 """How a measurement's horizon was chosen, in words (:attr:`Measurement.horizon_rule`)."""
 
 Int64Array = npt.NDArray[np.int64]
+
+FEED_BATCH_EVENTS = 1 << 18
+"""The most events of one batch the consumers of a packer's run are fed at once (a larger batch is split:
+:func:`~packing_theory.engine.batches.split_batches`)."""
 
 
 # --------------------------------------------------------------------------- the measurement
@@ -261,6 +266,9 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
             events = reaching = Reaching(events, width, stop_above=stop)
         cut = cut_batches_at_horizon if compiled else cut_at_horizon
         events = cut(events, budget, capacity=width)
+    # an offline peer emits every arrival in one batch: the consumers take it in pieces, so that what they
+    # build per batch is O(FEED_BATCH_EVENTS), not O(corpus) (the same stream: the same figures)
+    events = split_batches(events, FEED_BATCH_EVENTS)
     try:
         results = feed_all(events, *consumers)
         reached = None if reaching is None else (reaching.finish(), reaching.whole)
@@ -272,7 +280,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     figures: PeerFigures | None = None
     if counter is not None:
         figures = results[3]
-        agg = agg.with_peer_figures(figures, counter.occurrence_targets())
+        agg = agg.with_peer_figures(figures, counter.occurrence_target_columns())
     delays = "measured" if figures is None else figures.start_delays
     if delays != "measured":  # row positions of an offline packer, not waits
         costs = replace(

@@ -45,8 +45,8 @@ from ..errors import InputError
 from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
 __all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "int64_lengths", "packed_rows",
-           "peer_array", "row_chunks", "row_section", "wrapped_rows"]
+           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "int64_lengths", "narrow",
+           "packed_rows", "peer_array", "row_chunks", "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -65,6 +65,24 @@ class Section(NamedTuple):
     window: Int64Array
     kinds: npt.NDArray[np.uint8]
     groups: dict[str, tuple[npt.NDArray[Any], ...]]
+
+
+_NARROW = np.iinfo(np.int32)
+
+
+def narrow(cols: tuple[npt.NDArray[Any], ...]) -> list[npt.NDArray[Any]]:
+    """``cols`` with every integer column ``int32`` when all of its values fit (else as it is): a peer's
+    pieces and discards are held until its last batch, and are made ``int64`` again batch by batch.
+
+    >>> [c.dtype.name for c in narrow((np.array([1, 2]), np.array([2**31]), np.array([True])))]
+    ['int32', 'int64', 'bool']
+    """
+    out = []
+    for c in cols:
+        if c.dtype == np.int64 and (not c.size or _NARROW.min <= int(c.min()) <= int(c.max()) <= _NARROW.max):
+            c = c.astype(np.int32)
+        out.append(c)
+    return out
 
 
 def _zeros(n: int = 0) -> Int64Array:
@@ -194,8 +212,10 @@ def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, o
     r0 = 0
     for a, b in itertools.pairwise(bounds):
         r1 = rows if b == n else int(piece_row[b])
-        yield row_section(capacity, r1 - r0, row_base + r0, np.zeros(r1 - r0, np.int64), piece_row[a:b] - r0,
-                          occurrence[a:b], source[a:b], start[a:b], length[a:b], crop[a:b])
+        yield row_section(capacity, r1 - r0, row_base + r0, np.zeros(r1 - r0, np.int64),
+                          piece_row[a:b].astype(np.int64) - r0, occurrence[a:b].astype(np.int64, copy=False),
+                          source[a:b].astype(np.int64, copy=False), start[a:b].astype(np.int64, copy=False),
+                          length[a:b].astype(np.int64, copy=False), crop[a:b])
         r0 = r1
 
 

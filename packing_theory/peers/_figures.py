@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
 from .._unique import group_min
@@ -136,6 +137,11 @@ class PeerFigures:
         return out
 
 
+_NARROW = np.iinfo(np.int32)
+_DTYPE = {"i": np.int32, "q": np.int64}  # an array's typecode: its numpy type
+assert array("i").itemsize == 4
+
+
 class FigureAccumulator:
     """Consume a peer's event stream and count its :class:`PeerFigures` under a :class:`TrainerRule`.
 
@@ -162,7 +168,7 @@ class FigureAccumulator:
         self._row_seen = bytearray()  # row -> 1 once one of its pieces was seen
         self._rows = 0  # rows seen
         self._targets = 0
-        self._length = array("q")  # occurrence -> arrived length (0: not arrived)
+        self._length = array("i")  # occurrence -> arrived length (0: not arrived); "q" once one passes int32
         self._occ_targets = array("q")  # occurrence -> targets its tokens hold
         self._occ_has = bytearray()  # occurrence -> 1 once it placed or repeated a piece
         self._horizon: Horizon | None = None
@@ -215,6 +221,7 @@ class FigureAccumulator:
             self._occ_has[o] = 1
         elif isinstance(item, Arrival):
             o = _index("occurrence", item.occurrence)
+            self._fit_lengths(item.length, item.length)
             _grow_ints(self._length, o + 1)
             self._length[o] = item.length
         elif isinstance(item, Padding):
@@ -242,6 +249,7 @@ class FigureAccumulator:
             _grow_ints(self._occ_targets, int(occs.max()) + 1)
             _grow_bytes(self._occ_has, int(occs.max()) + 1)
         if arr.occurrence.size:
+            self._fit_lengths(int(arr.length.min()), int(arr.length.max()))
             _grow_ints(self._length, int(arr.occurrence.max()) + 1)
         seen = np.frombuffer(self._row_seen, np.uint8)
         uniq, first_at = group_min(rows, np.arange(rows.size, dtype=np.int64))
@@ -260,7 +268,7 @@ class FigureAccumulator:
         self._targets += int(t.sum())
         np.add.at(np.frombuffer(self._occ_targets, np.int64), occs, t)
         np.frombuffer(self._occ_has, np.uint8)[occs] = 1
-        np.frombuffer(self._length, np.int64)[arr.occurrence] = arr.length
+        np.frombuffer(self._length, _DTYPE[self._length.typecode])[arr.occurrence] = arr.length
         self._unused += int(b.padding.length.sum())
         del seen
         if b.horizon is not None:
@@ -279,16 +287,33 @@ class FigureAccumulator:
             sequences=sequences, targets=targets, rule=self.rule, options=dict(self.options),
             start_delays=self.start_delays, horizon=dict(self.horizon_figures))
 
+    def _fit_lengths(self, lo: int, hi: int) -> None:
+        """Widen the arrived lengths to ``int64`` (once) before a length outside ``int32`` is kept."""
+        if self._length.typecode == "i" and not (_NARROW.min <= lo and hi <= _NARROW.max):
+            wide = array("q")
+            wide.frombytes(np.frombuffer(self._length, np.int32).astype(np.int64).tobytes())
+            self._length = wide
+
     def occurrence_targets(self) -> tuple[list[int], list[int]]:
         """``(lengths, targets)``: each occurrence holding targets, its arrived length and its targets.
+
+        Complexity: O(occurrences holding tokens).
+        """
+        lengths, targets = self.occurrence_target_columns()
+        return lengths.tolist(), targets.tolist()
+
+    def occurrence_target_columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """:meth:`occurrence_targets` as two ``int64`` arrays (16 bytes per occurrence, where the lists
+        hold Python ints: about 70).
 
         Complexity: O(occurrences holding tokens).
         """
         occs = np.flatnonzero(np.frombuffer(self._occ_has, np.uint8))
         lengths = np.zeros(occs.size, np.int64)
         known = occs < len(self._length)
-        lengths[known] = np.frombuffer(self._length, np.int64)[occs[known]]
-        return lengths.tolist(), np.frombuffer(self._occ_targets, np.int64)[occs].tolist()
+        lengths[known] = np.frombuffer(self._length, _DTYPE[self._length.typecode])[occs[known]]
+        del known
+        return lengths, np.frombuffer(self._occ_targets, np.int64)[occs]
 
     def _check(self) -> None:
         """Assert the counts' invariants: non-negative, the sequence rule, targets credited to occurrences."""
@@ -308,10 +333,10 @@ def _index(name: str, value: int) -> int:
 
 
 def _grow_bytes(buf: bytearray, n: int) -> None:
-    if len(buf) < n:
-        buf.extend(bytes(max(n, 2 * len(buf)) - len(buf)))
+    if len(buf) < n:  # by a quarter at least (amortised O(1)), not doubling: a batch of arrivals grows it
+        buf.extend(bytes(max(n, len(buf) + len(buf) // 4 + 1024) - len(buf)))
 
 
 def _grow_ints(buf: array[int], n: int) -> None:
     if len(buf) < n:
-        buf.frombytes(bytes(8 * (max(n, 2 * len(buf)) - len(buf))))
+        buf.frombytes(bytes(buf.itemsize * (max(n, len(buf) + len(buf) // 4 + 1024) - len(buf))))

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, EventBatch
-from ._columns import Section, assemble, first_fit_bins, horizon_batch, row_section
+from ._columns import Section, assemble, first_fit_bins, horizon_batch, narrow, row_section
 
 __all__ = ["REASONS", "DrawBins", "draw_bins", "filter_rows", "grouped_first_fit", "multipack_batches",
            "nemo_batches", "nemo_packs", "next_fit_starts"]
@@ -156,25 +156,28 @@ def multipack_batches(ls: Int64Array, kept: Int64Array, gone: Int64Array, reason
     n = ls.size
     L = sequence_len
     for e in range(len(emitted)):
-        ids = np.arange(n, dtype=np.int64)
         for lo, hi in _chunks(n, size):
-            yield _one(ARRIVAL, "arrival", (ids[lo:hi] + e * n, ids[lo:hi], np.full(hi - lo, e, np.int64),
-                                            ls[lo:hi]))
+            ids = np.arange(lo, hi, dtype=np.int64)
+            yield _one(ARRIVAL, "arrival", (ids + e * n, ids, np.full(hi - lo, e, np.int64), ls[lo:hi]))
         for lo, hi in _chunks(gone.size, size):
             g = gone[lo:hi]
             yield _one(FILTERED, "filtered", (g + e * n, g, ls[g], reason[lo:hi]), REASONS)
     row = 0
     for e, (items, b) in enumerate(zip(emitted, bounds, strict=True)):
-        src = kept[items]
-        length = np.minimum(ls[src], L)
+        # held until the epoch's last row: int32 where the values fit (narrow), int64 again per batch
+        (src,) = narrow((kept[items],))
+        (length,) = narrow((np.minimum(ls[src], L),))
         crop = ls[src] > L
-        piece_row = np.repeat(np.arange(b.size - 1, dtype=np.int64), np.diff(b))
+        (piece_row,) = narrow((np.repeat(np.arange(b.size - 1, dtype=np.int64), np.diff(b)),))
         for r0, r1 in _row_chunks(b, size):
             p0, p1 = int(b[r0]), int(b[r1])
+            p_src = src[p0:p1].astype(np.int64)
             yield assemble(1, [row_section(capacity, r1 - r0, row + r0, np.zeros(r1 - r0, np.int64),
-                                           piece_row[p0:p1] - r0, src[p0:p1] + e * n, src[p0:p1],
-                                           np.zeros(p1 - p0, np.int64), length[p0:p1], crop[p0:p1])])
+                                           piece_row[p0:p1].astype(np.int64) - r0, p_src + e * n, p_src,
+                                           np.zeros(p1 - p0, np.int64), length[p0:p1].astype(np.int64),
+                                           crop[p0:p1])])
         row += b.size - 1
+        del src, length, crop, piece_row
     if truncate_low is not None:
         cut = np.flatnonzero((ls > L) & (ls >= truncate_low)).astype(np.int64)
         for e in range(len(emitted)):

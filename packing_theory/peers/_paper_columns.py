@@ -22,7 +22,7 @@ O(items log items) first fit, compiled).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,7 @@ from ._columns import (
     first_fit_bins,
     fragments,
     horizon_batch,
+    narrow,
     row_section,
 )
 from ._common import best_fit, check_split_budget
@@ -75,12 +76,21 @@ def _zeros(n: int = 0) -> Int64Array:
     return np.zeros(n, np.int64)
 
 
-def _cat_pieces(*parts: Pieces) -> Pieces:
-    return Pieces(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
+def _cat(parts: list[list[npt.NDArray[Any]]]) -> list[npt.NDArray[Any]]:
+    """The columns of ``parts`` concatenated, column by column, each part's column released once copied
+    (``parts`` is emptied): at most one column is held twice."""
+    out = []
+    for i in range(len(parts[0])):
+        out.append(np.concatenate([p[i] for p in parts]))
+        for p in parts:
+            p[i] = p[i][:0]
+    parts.clear()
+    return out
 
 
-def _cat_drops(*parts: Drops) -> Drops:
-    return Drops(*(np.concatenate(cols) for cols in zip(*parts, strict=True)))
+def _wide(c: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """An integer column as ``int64`` (a bool column as it is)."""
+    return c if c.dtype == np.bool_ else c.astype(np.int64, copy=False)
 
 
 def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
@@ -133,17 +143,17 @@ def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops
         part = empty[lo:lo + size]
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
         yield assemble(1, [filt], reasons)
-    for r0 in range(0, rows, size):
+    for r0 in range(0, rows, size):  # the pieces and discards may be held narrow (narrow): int64 per batch
         r1 = min(rows, r0 + size)
         a, b = np.searchsorted(pieces.row, [r0, r1]).tolist()
-        p_occ = pieces.occurrence[a:b]
-        yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), pieces.row[a:b] - r0, p_occ,
-                                       p_occ, pieces.start[a:b], pieces.length[a:b], pieces.crop[a:b],
-                                       pieces.repeat[a:b] if repeats else None)], reasons)
+        p_occ = _wide(pieces.occurrence[a:b])
+        yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), _wide(pieces.row[a:b]) - r0,
+                                       p_occ, p_occ, _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
+                                       pieces.crop[a:b], pieces.repeat[a:b] if repeats else None)], reasons)
     for lo in range(0, drops.occurrence.size, size):
-        d_occ = drops.occurrence[lo:lo + size]
-        yield assemble(1, [discard_section(d_occ, drops.start[lo:lo + size], drops.length[lo:lo + size],
-                                           _zeros(d_occ.size))], reasons)
+        d_occ = _wide(drops.occurrence[lo:lo + size])
+        yield assemble(1, [discard_section(d_occ, _wide(drops.start[lo:lo + size]),
+                                           _wide(drops.length[lo:lo + size]), _zeros(d_occ.size))], reasons)
     yield horizon_batch(rows)
 
 
@@ -173,7 +183,10 @@ def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -
     del order
     rows = int(bins.max()) + 1 if bins.size else 0
     none = np.zeros(items.size, np.bool_)
-    return rows, Pieces(bins[by_row], c_occ[items], c_start[items], c_len[items], none, none)
+    (row,) = narrow((bins[by_row],))
+    del bins, by_row
+    (occ,), (start,), (length,) = (narrow((col[items],)) for col in (c_occ, c_start, c_len))
+    return rows, Pieces(row, occ, start, length, none, none)
 
 
 class Windows(NamedTuple):
@@ -211,8 +224,9 @@ def window_columns(lengths: Int64Array, capacity: int, repetition: float) -> Win
     return Windows(text, start, np.where(defer, q * L, -1))
 
 
-def _window_rows(occ: Int64Array, windows: Windows, L: int) -> tuple[Pieces, Drops]:
-    """Each window a row: the tokens the previous window of its text showed (Repeat), then the new ones.
+def _window_rows(windows: Windows, L: int) -> tuple[Pieces, Drops]:
+    """Each window a row: the tokens the previous window of its text showed (Repeat), then the new ones
+    (a text's occurrence is its document).
 
     Tokens skipped between two windows of a text are discarded.
     """
@@ -230,7 +244,7 @@ def _window_rows(occ: Int64Array, windows: Windows, L: int) -> tuple[Pieces, Dro
     new = np.maximum(s, frontier)[row]
     p_start = np.where(is_rep, s[row], new)
     p_len = np.where(is_rep, frontier[row] - s[row], s[row] + L - new)
-    o = occ[windows.text]
+    o = windows.text
     pieces = Pieces(row, o[row], p_start, p_len, np.zeros(row.size, np.bool_), is_rep)
     return pieces, Drops(o[gap], frontier[gap], (s - frontier)[gap])
 
@@ -302,30 +316,47 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
                    compiled: bool | None) -> tuple[int, Pieces, Drops]:
     """The rows, pieces and discards of :func:`seamless_batches` (a function of its own: its intermediate
     columns are released before the first batch, not held by the generator while it yields)."""
-    occ = np.arange(values.size, dtype=np.int64)
     long = np.flatnonzero(values >= L).astype(np.int64)
     windows = window_columns(values[long], L, repetition)
     windows = Windows(long[windows.text], windows.start, windows.rest)
-    w_pieces, w_drops = _window_rows(occ, windows, L)
+    w_pieces, w_drops = _window_rows(windows, L)
+    pieces, drops = [narrow(w_pieces)], [narrow(w_drops)]
+    del w_pieces, w_drops
     row = windows.start.size
     doc, start, length = _short_items(values, long, windows.rest)
+    del long, windows
     order = np.argsort(-length, kind="stable").astype(np.int64)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
     room = L if padding else min(L + extra, max(L, int(length.sum())))
     bins = first_fit_bins(length[order], room, compiled=compiled)
     by_bin = np.argsort(bins, kind="stable")
     item, item_bin = order[by_bin], bins[by_bin]
+    del order, bins, by_bin
     doc, start, length = doc[item], start[item], length[item]
-    first = np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item.size else _zeros()
+    del item
+    first = (np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item_bin.size
+             else _zeros())
     c = np.cumsum(length) - length
     within = c - c[first][item_bin]
-    totals = np.add.reduceat(length, first) if item.size else _zeros()
+    totals = np.add.reduceat(length, first) if item_bin.size else _zeros()
     cut = (totals > L) | padding
     cut_row = row + np.cumsum(cut) - cut
     on_row = cut[item_bin] & (length > 0)
+    del first, c, totals
     c_pieces, c_drops = _cut_rows(doc[on_row], start[on_row], length[on_row], within[on_row],
                                   cut_row[item_bin][on_row], L)
+    del on_row, within, cut_row
+    pieces.append(narrow(c_pieces))
+    drops.append(narrow(c_drops))
+    del c_pieces, c_drops
     row += int(cut.sum())
     streamed = ~cut[item_bin] & (length > 0)
-    s_pieces, s_drops, s_rows = _stream_rows(doc[streamed], start[streamed], length[streamed], L, row)
-    return row + s_rows, _cat_pieces(w_pieces, c_pieces, s_pieces), _cat_drops(w_drops, c_drops, s_drops)
+    del cut, item_bin
+    doc, start, length = doc[streamed], start[streamed], length[streamed]
+    del streamed
+    s_pieces, s_drops, s_rows = _stream_rows(doc, start, length, L, row)
+    del doc, start, length
+    pieces.append(narrow(s_pieces))
+    drops.append(narrow(s_drops))
+    del s_pieces, s_drops
+    return row + s_rows, Pieces(*_cat(pieces)), Drops(*_cat(drops))

@@ -551,6 +551,9 @@ class AxolotlMultipack(PeerPacker):
             shown = min(bins.bins, self.batch_size * (min(count, limit) if limit else count))
             emitted.append(bins.items[: bins.bounds[shown]])
             bounds.append(bins.bounds[: shown + 1])
+        cache.clear()  # the draws' columns and sizes are not held while the batches are emitted
+        sizes = np.zeros(0, np.int64)  # not a view: that would hold the whole column
+        del packed, refused
         yield from multipack_batches(ls, kept, gone, reason, emitted, bounds, sequence_len=L,
                                      capacity=self.bin_capacity,
                                      truncate_low=low if strategy == "truncate" else None, size=size)

@@ -56,6 +56,7 @@ from ._columns import (
     discard_section,
     fragments,
     horizon_batch,
+    narrow,
     packed_rows,
     peer_array,
     row_chunks,
@@ -186,11 +187,16 @@ class OlmoPacker(PeerPacker):
             order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
                                     itertools.pairwise(bounds.tolist())]).astype(np.int64)
             items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
+            del p_window, order, bounds
             p_occ, p_start, p_len = p_occ[items], p_start[items], p_len[items]
+            del items
             crop = long[p_occ - lo]
             if windows == 1:  # one large window: its rows a batch of about `size` pieces at a time
-                yield assemble(1, sections, ("empty",))
-                del sections, occ, window, long, p_window, order, items  # not held while the rows are emitted
+                box = [assemble(1, sections, ("empty",))]
+                del sections, occ, window, long  # not held while the rows are emitted
+                # held until the last row: int32 where the values fit (row_chunks makes each batch int64)
+                item_row, p_occ, p_start, p_len = narrow((item_row, p_occ, p_start, p_len))
+                yield box.pop()
                 for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, p_len, crop, size):
                     yield assemble(1, [sec])
             else:

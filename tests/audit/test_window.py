@@ -135,3 +135,39 @@ def test_without_a_store_the_slot_is_the_id() -> None:
     w.finish()
     assert w.base == 0 and w.cap >= 8
     w._check()
+
+
+def _reshapes(w: OccurrenceWindow) -> list[int]:
+    seen: list[int] = []
+    reshape = w._reshape
+
+    def spy(off: int, cap: int) -> None:
+        seen.append(cap)
+        reshape(off, cap)
+
+    w._reshape = spy  # type: ignore[method-assign]
+    return seen
+
+
+def test_a_window_that_keeps_every_id_pending_grows_to_the_ids_expected_at_once() -> None:
+    # an offline packer arrives its whole corpus before any of it settles: one allocation past three chunks,
+    # not one per chunk (each a copy of everything held, and for a moment twice the memory)
+    w = OccurrenceWindow({"left": np.int32}, store=ColumnStore(), window=4, reserve=100)
+    caps = _reshapes(w)
+    for top in range(5, 101, 5):
+        w.grow(top)
+        s = w.slots(np.arange(top - 5, top))
+        w.cols["left"][s] = 1
+        w.evict(_pending)
+    assert w.base == 0 and caps == [12, 100] and w.cap == 100
+    w._check()
+
+
+def test_a_settling_window_still_grows_a_chunk_at_a_time() -> None:
+    w = OccurrenceWindow({"left": np.int32}, store=ColumnStore(), window=4, reserve=10_000)
+    caps = _reshapes(w)
+    for top in range(5, 101, 5):
+        w.grow(top)
+        w.evict(_pending)  # every record settled (left 0): chunks go to the store
+    assert w.base > 0 and max(caps) < 100
+    w._check()

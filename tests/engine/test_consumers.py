@@ -405,7 +405,7 @@ def test_start_all_counts_delays_far_apart() -> None:
     lambda t: t._srow.__setitem__(0, 2),
     lambda t: t._arow.__setitem__(0, 3),
     lambda t: setattr(t, "_cursor", 4),
-    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, -(1 << 63)), t._hist.__delitem__(slice(None)),
+    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, t._unset), t._hist.__delitem__(slice(None)),
                setattr(t, "started", 0), setattr(t, "max_delay", None)),
 ])
 def test_start_tracker_check_detects_corruption(corrupt: Callable[[StartTracker], None]) -> None:

@@ -1,0 +1,211 @@
+"""Per-occurrence columns kept narrow while their values provably fit, widened before one would not.
+
+The horizon cut's held columns, the start tracker's rows, the costs' fragment
+counts and sources and a peer's arrived lengths are ``int32`` below the bound
+and ``int64`` at it, with the same results either way; and the consumers of a
+stream hold no batch while the stream builds its next item.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from packing_theory import build_packer
+from packing_theory.audit.costs import CostAccumulator
+from packing_theory.engine.batches import EventBatch, split_batches, unbatched
+from packing_theory.engine.consumers import feed_all
+from packing_theory.engine.events import Arrival, BufferedSpan, Horizon, Placement
+from packing_theory.engine.horizon import Budget, cut_at_horizon
+from packing_theory.engine.horizon_batches import NARROW_MAX, _HeldColumns, cut_batches_at_horizon
+from packing_theory.engine.starts import StartTracker
+from packing_theory.errors import InputError
+from packing_theory.peers import FigureAccumulator
+
+BIG = NARROW_MAX + 1
+
+
+# --------------------------------------------------------------------------- the horizon cut's held columns
+
+
+def _held(*events: Any) -> _HeldColumns:
+    h = _HeldColumns()
+    h.account(EventBatch.from_events(events))
+    h._check()
+    return h
+
+
+@pytest.mark.parametrize(("length", "source", "dtype"), [
+    (NARROW_MAX, 7, np.int32), (BIG, 7, np.int64), (5, NARROW_MAX, np.int32), (5, BIG, np.int64),
+])
+def test_held_columns_are_int32_up_to_the_bound_and_int64_past_it(length: int, source: int,
+                                                                  dtype: type) -> None:
+    h = _held(Arrival(0, source, 0, length), Placement(0, 0, 0, source, 0, 3, False, True))
+    assert h.dtype == dtype
+    spans = h.spans()  # the values survive: nothing wrapped
+    assert tuple(spans) == (BufferedSpan(0, source, 3, length - 3, False),)
+
+
+def test_held_columns_widen_before_the_markers_added_pass_the_bound() -> None:
+    from packing_theory.engine.events import BosAdded
+    h = _held(Arrival(0, 0, 0, NARROW_MAX))
+    assert h.dtype == np.int32
+    h.account(EventBatch.from_events([BosAdded(0, 0, 1)]))
+    h._check()
+    assert h.dtype == np.int64 and int(h.amount[0]) == BIG
+
+
+def test_held_spans_release_the_columns() -> None:
+    h = _held(Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4))
+    assert len(h.spans()) == 2
+    assert h.source.size == h.amount.size == h.markers.size == h.start.size == h.alive.size == 0
+
+
+# --------------------------------------------------------------------------- the start tracker
+
+
+def test_start_rows_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    t = StartTracker()
+    t.arrive_all(np.arange(3, dtype=np.int64), np.array([0, 5, NARROW_MAX - 1], np.int64))
+    t.start_all(np.array([1], np.int64), np.array([NARROW_MAX - 1], np.int64))
+    t._check()
+    assert t.row_dtype == np.int32
+    t.start_all(np.array([0], np.int64), np.array([NARROW_MAX], np.int64))  # the scratch mark: widened
+    t._check()
+    assert t.row_dtype == np.int64
+    assert (t.start_row(0), t.start_row(1), t.start_row(2)) == (NARROW_MAX, NARROW_MAX - 1, None)
+    assert dict(t.delays) == {NARROW_MAX: 1, NARROW_MAX - 6: 1}
+    assert t.oldest_unstarted() == 2
+
+
+def test_single_event_start_rows_widen_too() -> None:
+    t = StartTracker()
+    t.arrive(0, 0)
+    t.arrive(1, 2)
+    assert t.row_dtype == np.int32
+    assert t.start(1, 3 * NARROW_MAX) == 3 * NARROW_MAX - 2
+    t._check()
+    assert t.row_dtype == np.int64 and t.start_row(1) == 3 * NARROW_MAX and not t.is_started(0)
+
+
+# --------------------------------------------------------------------------- the costs
+
+
+def test_cost_sources_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    narrow, wide = CostAccumulator(8), CostAccumulator(8)
+    narrow.feed(EventBatch.from_events([Arrival(0, NARROW_MAX, 0, 3)]))
+    wide.feed(EventBatch.from_events([Arrival(0, NARROW_MAX, 0, 3), Arrival(1, BIG, 0, 3)]))
+    assert (narrow._source.typecode, wide._source.typecode) == ("i", "q")
+    assert wide._source.tolist() == [NARROW_MAX, BIG]
+    single = CostAccumulator(8)
+    single.feed(Arrival(0, BIG, 0, 3))
+    assert single._source.typecode == "q" and single._source[0] == BIG
+
+
+def test_fragment_counts_widen_before_the_placements_could_pass_the_bound() -> None:
+    c = CostAccumulator(8)
+    c.feed(EventBatch.from_events([Arrival(0, 0, 0, 30)]))
+    c._placements = NARROW_MAX - 2  # as if that many placements had been counted
+    c.feed(EventBatch.from_events([Placement(0, 0, 0, 0, 0, 8, False, True)]))
+    assert c._frag.typecode == "i"
+    c.feed(EventBatch.from_events([Placement(1, 0, 0, 0, 8, 8, False, True)]))
+    assert c._frag.typecode == "q" and c._frag.tolist() == [2]
+
+
+def test_narrow_costs_are_the_same_costs() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 300) % 29 + 1
+    batch = CostAccumulator(8)
+    feed_all(packer.batches(lengths, 50, compiled=False), batch)
+    one = CostAccumulator(8)
+    feed_all(packer.events(lengths), one)
+    assert batch.result() == one.result()
+    assert batch._frag.typecode == batch._source.typecode == "i"
+    batch._check()
+
+
+# --------------------------------------------------------------------------- a peer's figures
+
+
+def test_figure_lengths_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    acc = FigureAccumulator.for_packer(packer)
+    acc.feed(EventBatch.from_events([Arrival(0, 0, 0, NARROW_MAX)]))
+    assert acc._length.typecode == "i"
+    acc.feed(Arrival(1, 1, 0, BIG))
+    assert acc._length.typecode == "q" and acc._length[:2].tolist() == [NARROW_MAX, BIG]
+
+
+def test_occurrence_target_columns_are_the_lists_as_arrays() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 300) % 29 + 1
+    acc = FigureAccumulator.for_packer(packer)
+    feed_all(packer.batches(lengths, 50, compiled=False), acc)
+    cols = acc.occurrence_target_columns()
+    assert all(type(c) is np.ndarray and c.dtype == np.int64 for c in cols)
+    assert (cols[0].tolist(), cols[1].tolist()) == acc.occurrence_targets()
+    assert cols[0].size > 0
+
+
+# --------------------------------------------------------------------------- batches in pieces
+
+
+def test_split_batches_gives_the_same_stream_in_pieces_of_at_most_size() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 200) % 31 + 1
+    items = list(packer.batches(lengths, 10_000, compiled=False))
+    for size in (1, 7, 64, 10_000):
+        pieces = list(split_batches(iter(items), size))
+        assert all(len(p) <= size for p in pieces if type(p) is EventBatch)
+        assert list(unbatched(pieces)) == list(unbatched(items))
+        assert sum(p.horizon is not None for p in pieces if type(p) is EventBatch) == 1
+    with pytest.raises(InputError, match="size must be a positive int, got 0"):
+        list(split_batches(iter(items), 0))
+
+
+def test_piece_is_the_events_of_its_stretch() -> None:
+    packer = build_packer("seamless", capacity=8)
+    (b, *_) = list(packer.batches(np.arange(1, 60) % 13 + 1, 10_000, compiled=False))
+    events = list(b.events())
+    for a, z in ((0, 5), (3, 17), (10, 10), (len(b) - 4, len(b) + 9)):
+        got = b.piece(a, z)
+        got._check()
+        assert list(got.events()) == events[a:z]
+
+
+def _tracked(items: Iterator[Any], alive: list[weakref.ref[Any]]) -> Iterator[Any]:
+    for item in items:
+        if type(item) is EventBatch:
+            assert all(r() is None for r in alive), "a batch passed on is still held"
+            alive.append(weakref.ref(item.kinds))
+        yield item
+
+
+@pytest.mark.parametrize("consumers", [2, 3])
+def test_feed_all_holds_no_item_while_the_next_is_built(consumers: int) -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 400) % 23 + 1
+    alive: list[weakref.ref[Any]] = []
+    stream = split_batches(packer.batches(lengths, 10_000, compiled=False), 50)
+    got = feed_all(_tracked(stream, alive), *[CostAccumulator(8) for _ in range(consumers)])
+    assert len(alive) > 3 and got[0].rows > 0
+
+
+def test_the_cut_holds_no_batch_while_the_next_is_built() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 400) % 23 + 1
+    alive: list[weakref.ref[Any]] = []
+    events = list(packer.events(lengths))
+    want = list(cut_at_horizon(events, Budget("rows", 30), capacity=8))
+    cut = cut_batches_at_horizon(_tracked(packer.batches(lengths, 64, compiled=False), alive),
+                                 Budget("rows", 30), capacity=8)
+    got = []
+    for item in cut:
+        got.extend(unbatched([item]))
+        del item
+    assert got == want and len(alive) > 3
+    assert isinstance(got[-1], Horizon)
