@@ -13,13 +13,18 @@ the tokenizer; memory one record batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import numpy.typing as npt
 
 from ..corpus.readers.hf import stream_batches, stream_schema
 from ..corpus.readers.names import NAME_COLUMNS, RecordNames, record_name
 from ..errors import InputError
-from .parts import CensusOptions, _hashes_of, _text_lengths
+
+if TYPE_CHECKING:  # the census task (parts.py) calls this module: no import back at run time
+    from .parts import CensusOptions
 
 __all__ = ["arrow_census"]
 
@@ -27,10 +32,13 @@ Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 
 
-def arrow_census(path: str, opts: CensusOptions, names: RecordNames
+def arrow_census(path: str, opts: CensusOptions, names: RecordNames,
+                 count: Callable[[list[str], str], Int64Array],
+                 hashes_of: Callable[[Iterable[bytes]], tuple[Int64Array, UInt64Array]],
                  ) -> tuple[Int64Array, Int64Array | None, UInt64Array | None]:
     """``(lengths, doc_bytes, doc_hashes)`` of the text column of the Arrow stream file ``path``; the
-    rows' own names are added to ``names``.
+    rows' own names are added to ``names``. ``count(texts, where)`` gives BOS-inclusive lengths and
+    ``hashes_of(encoded texts)`` byte lengths and hashes: the census's own rules, as for every kind.
 
     Raises:
         InputError: not an Arrow stream, no such column, a column of token ids or of another type, a
@@ -62,9 +70,9 @@ def arrow_census(path: str, opts: CensusOptions, names: RecordNames
         if name_column is not None:
             for value in batch.column(name_column).to_pylist():
                 names.add(record_name(value))
-        parts.append(_text_lengths(texts, opts, f"Arrow file {path!r} rows {row}.."))
+        parts.append(count(texts, f"Arrow file {path!r} rows {row}.."))
         if opts.hashes:
-            s, h = _hashes_of(t.encode("utf-8") for t in texts)
+            s, h = hashes_of(t.encode("utf-8") for t in texts)
             sizes.append(s)
             digests.append(h)
         row += len(texts)

@@ -391,7 +391,8 @@ def _census(path: str, options: CensusOptions, digest: str) -> ShardResult:
     elif options.kind == "hf":  # one Arrow file of a saved dataset
         from .census_arrow import arrow_census
 
-        lengths, doc_bytes, doc_hashes = arrow_census(path, options, names)
+        lengths, doc_bytes, doc_hashes = arrow_census(
+            path, options, names, lambda texts, where: _text_lengths(texts, options, where), _hashes_of)
     else:
         lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options, names)
     own: tuple[Any, Any] = (None, None)
