@@ -152,8 +152,8 @@ def run_census(
 ) -> CensusResult:
     """Census ``inputs`` (one task per file) into the report directory ``out``; resume from ``out/parts``.
 
-    ``options``: one :class:`CensusOptions` for every input, or one per input
-    (inputs of several kinds; they share ``hashes``, ``errors`` and the
+    ``options``: one :class:`~packing_theory.distributed.parts.CensusOptions` for every input, or one
+    per input (inputs of several kinds; they share ``hashes``, ``errors`` and the
     tokenizer); ``census.json``'s ``kind`` is then ``"mixed"`` and each input's
     entry names its own.
 
