@@ -1,8 +1,12 @@
 """The corpus a command reads: ``--data PATH... [--format F]`` (or an alias) through ``open_corpus``.
 
-``--data`` takes files, directories and glob patterns; ``--files-from FILE``
-reads them from a file (one per line); ``--format`` names the format or, by
-default, it is detected from the paths. The aliases name ``--data`` with its
+``--data`` takes files, directories and glob patterns, of one format or
+several (each input read by its own reader, in order:
+:func:`~packing_theory.corpus.readers.plan_inputs`; the files a directory walk
+skips as not data are listed on standard error in one line);
+``--files-from FILE`` reads them from a file (one per line); ``--format``
+names the format of every input or, by default, each input's is detected
+from its path. The aliases name ``--data`` with its
 format: ``--lengths F`` is ``--data F --format lengths``, ``--shards S...``
 ``--format shards``, ``--parquet F...`` ``--format parquet`` and ``--text F...``
 ``--format text`` (``--format parquet`` for ``.parquet`` files).
@@ -12,7 +16,8 @@ user makes — with the reader options (``--column --bos --eos-id --dtype --spli
 --tokenizer --per-line --encoding --errors``) and the data-source options
 (``--labels --labels-manifest --source-column --source-from --mixture
 --funnel``). A reader option the format does not use is refused, naming it
-(the formats' options are :data:`packing_theory.corpus.readers.FORMAT_OPTIONS`).
+(the formats' options are :data:`packing_theory.corpus.readers.FORMAT_OPTIONS`); with inputs of several
+formats, an option none of them uses.
 """
 
 from __future__ import annotations
@@ -119,12 +124,17 @@ def check_source_options(args: argparse.Namespace) -> None:
                          "funnel without --world-size")
 
 
-def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> None:
-    """Refuse the reader options that ``fmt`` does not use (its :data:`FORMAT_OPTIONS`)."""
+def _check_reader_options(args: argparse.Namespace, fmt: str | list[str], given_by: str,
+                          first: dict[str, str] | None = None) -> None:
+    """Refuse the reader options that ``fmt`` does not use (its :data:`FORMAT_OPTIONS`); with several
+    formats, the options none of them uses (``first``: the first input of each, named when ``--bos`` is
+    missing for a token format)."""
     from ..corpus.readers import FORMAT_OPTIONS
     from ..orchestration.corpus import TOKEN_FORMATS
 
-    uses = FORMAT_OPTIONS[fmt]
+    kinds = [fmt] if isinstance(fmt, str) else list(fmt)
+    data = ", ".join(kinds)
+    uses = frozenset().union(*(FORMAT_OPTIONS[k] for k in kinds))
     wrong = []
     for attr, flag, key in _READER_OPTIONS:
         value = getattr(args, attr, None)
@@ -134,15 +144,18 @@ def _check_reader_options(args: argparse.Namespace, fmt: str, given_by: str) -> 
     if wrong:
         named = sorted(opt for _, opt, k in _READER_OPTIONS if k in uses)
         what = f"it takes {', '.join(named)}" if named else "it takes no reader option"
-        raise InputError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to {fmt} data "
+        raise InputError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to {data} data "
                          f"({given_by}); {what}")
     if getattr(args, "errors", None) == "skip":
         raise InputError("--errors skip applies to the census (which lists what it skips); use strict or "
                          "replace here")
-    if fmt in TOKEN_FORMATS and getattr(args, "bos", None) in (None, "auto"):
-        raise InputError(f"--bos {'auto does not apply' if args.bos else 'is required'}: {fmt} data stores "
-                         "token ids, so say how BOS is counted: --bos included (each stored document holds "
-                         "its BOS or EOS) or --bos add (one more token per document)")
+    for kind in kinds:  # a token format needs --bos, mixed or not
+        if kind in TOKEN_FORMATS and getattr(args, "bos", None) in (None, "auto"):
+            where = f" ({given_by} {first[kind]!r})" if first and len(kinds) > 1 else ""
+            raise InputError(f"--bos {'auto does not apply' if args.bos else 'is required'}: {kind} data"
+                             f"{where} stores token ids, so say how BOS is counted: --bos included (each "
+                             "stored document holds its BOS or EOS) or --bos add (one more token per "
+                             "document)")
 
 
 def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Corpus:
@@ -155,14 +168,18 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         InputError: see :func:`data_spec` and :func:`check_source_options`; a reader option the format
             does not use; the readers' own errors.
     """
-    from ..corpus.readers import expand_inputs
+    from ..corpus.readers import plan_inputs
     from ..orchestration.corpus import open_corpus
 
     check_source_options(args)
     specs, asked, given_by = data_spec(args)
-    paths, fmt, _ = expand_inputs(specs, asked)
-    distinct_files(given_by, paths)
-    _check_reader_options(args, fmt, given_by)
+    plan = plan_inputs(specs, asked)
+    distinct_files(given_by, plan.paths)
+    _check_reader_options(args, plan.formats, given_by, {k: plan.first(k) for k in plan.formats})
+    if plan.format == "mixed" and getattr(args, "source_column", None):
+        raise InputError(f"--source-column reads one format's field or column; {given_by} holds "
+                         f"{', '.join(plan.formats)} inputs: label them with --source-from dir|file or "
+                         "--labels")
     options: dict[str, Any] = {}
     for attr, _, key in _READER_OPTIONS:
         value = getattr(args, attr, None)
@@ -180,6 +197,8 @@ def corpus_from_args(args: argparse.Namespace, *, say: str | None = None) -> Cor
         if value is not None:
             options[key] = value
     corpus = open_corpus(specs, format=asked, **options)
+    if plan.skipped:  # never dropped silently: one line, and the report's corpus.read (Corpus.described)
+        print(f"{given_by}: {plan.skipped_line()}", file=sys.stderr)
     if getattr(args, "pre_truncate", None) is not None:  # --config: a framework that truncates first
         from ._config import truncate_corpus
 

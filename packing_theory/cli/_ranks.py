@@ -44,14 +44,15 @@ def rank_source(args: argparse.Namespace, corpus: Any) -> Any:
 
     if getattr(args, "demo", False):
         return corpus.raw_lengths
-    from ..corpus.readers import expand_inputs
+    from ..corpus.readers import plan_inputs
     from ..corpus.textcount import load_tokenizer
     from ..distributed.ranks import ParquetSource
     from ..orchestration.corpus import open_corpus
     from ._inputs import data_spec
 
     specs, asked, _ = data_spec(args)
-    paths, fmt, _ = expand_inputs(specs, asked)
+    plan = plan_inputs(specs, asked)
+    paths, fmt = plan.paths, plan.format  # inputs of several formats: the corpus's lengths, as read
     if fmt == "parquet":
         return ParquetSource(tuple(paths), load_tokenizer(args.tokenizer or "bytes"), args.column or "text")
     if fmt not in ("shards", "text") or len(paths) == 1:

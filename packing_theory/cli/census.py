@@ -25,8 +25,9 @@ from ..errors import InputError
 from ._options import add_options
 from ._paths import named_inputs
 
-CENSUS_FORMATS = ("text", "jsonl", "parquet", "shards")
-"""The --data formats a census reads (one task per file)."""
+CENSUS_FORMATS = ("text", "jsonl", "parquet", "hf", "shards")
+"""The --data formats a census reads (one task per file; a saved Hugging Face dataset: per Arrow file), in
+one run or mixed (each input in its own)."""
 
 __all__ = ["register", "run"]
 
@@ -47,8 +48,11 @@ def register(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
+    from dataclasses import replace
+
     from .._checks import distinct_files
-    from ..corpus.readers import expand_inputs
+    from ..corpus.readers import plan_inputs
+    from ..corpus.readers.hf import hf_data_files
     from ..corpus.text import resolve_bos
     from ..corpus.textcount import load_tokenizer
     from ..distributed.census import CensusOptions
@@ -56,47 +60,64 @@ def _options(args: argparse.Namespace) -> tuple[list[str], Any, str]:
     from ._inputs import data_spec
 
     specs, asked, given_by = data_spec(args)
-    paths, kind, why = expand_inputs(specs, asked)
-    distinct_files(given_by, paths)
-    if kind not in CENSUS_FORMATS:
-        held = ("holds token ids or text by column" if kind in ("hf", "mds") else "already holds token ids")
-        raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task "
-                         f"per file); {kind} data {held}: read it with audit/replay/check --data "
-                         f"(--format {kind}), which tokenize a text column themselves")
-    for name in ("eos_id", "dtype", "split"):
+    plan = plan_inputs(specs, asked)
+    distinct_files(given_by, plan.paths)
+    kinds = plan.formats
+    kind = plan.format  # the one kind, or "mixed" (each input read in its own)
+    for other in kinds:
+        if other not in CENSUS_FORMATS:
+            held = ("holds token ids or text by column" if other in ("mds",) else "already holds token ids")
+            named = f" ({plan.first(other)!r})" if kind == "mixed" else ""
+            raise InputError(f"census reads {', '.join(CENSUS_FORMATS)} inputs (it tokenizes text, one task "
+                             f"per file); {other} data{named} {held}: read it with audit/replay/check --data "
+                             f"(--format {other}), which tokenize a text column themselves")
+    for name in ("eos_id", "dtype"):
         if getattr(args, name) is not None:
             raise InputError(f"--{name.replace('_', '-')} does not apply to {kind} input")
+    if args.split is not None and "hf" not in kinds:
+        raise InputError(f"--split applies to a saved Hugging Face DatasetDict, not {kind} input")
     column = args.column or "text"
-    if args.column is not None and kind not in ("jsonl", "parquet"):
-        raise InputError(f"--column applies to jsonl and parquet input, not {kind}")
+    if args.column is not None and not set(kinds) & {"jsonl", "parquet", "hf"}:
+        raise InputError(f"--column applies to jsonl, parquet and hf input, not {kind}")
     if given_by in ("--data", "--files-from"):
-        note("census", f"{given_by} read as {kind} ({why}): {len(paths):,} file(s)")
-    if args.per_line and kind != "text":
+        note("census", f"{given_by} read as {kind} ({plan.reason}): {len(plan.inputs):,} input(s)")
+    if args.per_line and "text" not in kinds:
         raise InputError(f"--per-line applies to text input, not {kind}")
     tokenizer_spec = "bytes" if args.tokenizer is None else args.tokenizer
-    if args.tokenizer is not None and kind == "shards":
+    if args.tokenizer is not None and kinds == ["shards"]:
         raise InputError(f"--tokenizer {args.tokenizer!r} does not apply to shards (already token ids)")
     encoding = "utf-8" if args.encoding is None else args.encoding
     errors = "strict" if args.errors is None else args.errors
     text_options = {"encoding": args.encoding is not None, "errors": args.errors is not None,
                     "universal-newlines": args.universal_newlines}
-    wrong = [f"--{k}" for k, v in text_options.items() if v and (kind not in ("text", "jsonl") or (
-        kind == "jsonl" and k != "errors"))]
+    wrong = [f"--{k}" for k, v in text_options.items()
+             if v and "text" not in kinds and not ("jsonl" in kinds and k == "errors")]
     if wrong:
         raise InputError(f"{', '.join(wrong)} does not apply to {kind} input")
-    if kind == "shards":
+    inputs: list[tuple[str, str]] = []
+    for path, fmt in plan.inputs:  # a saved dataset: one task per Arrow file, in its order
+        inputs += [(f, fmt) for f in hf_data_files(path, args.split)[1]] if fmt == "hf" else [(path, fmt)]
+    paths = [p for p, _ in inputs]
+    shards = CensusOptions("shards", "bytes", hashes=args.hashes)
+    skipped = f"; {given_by} {plan.skipped_line()}" if plan.skipped else ""  # in the summary line
+    if kinds == ["shards"]:
         if args.bos is not None:
             raise InputError("--bos does not apply to shards (their documents store their BOS)")
-        return paths, CensusOptions("shards", "bytes", hashes=args.hashes), ""
+        return paths, shards, skipped
     try:
         tokenizer = load_tokenizer(tokenizer_spec)
     except InputError as exc:  # "tokenizer 'x': ..." names the option as the command spells it
         raise InputError(f"--{exc}") from exc
     bos, reason = resolve_bos(args.bos or "auto", tokenizer)
-    counted = f"; bos={bos}: {reason}" if not isinstance(tokenizer, str) else ""
-    return paths, CensusOptions(kind, tokenizer, per_line=args.per_line, column=column,  # type: ignore[arg-type]
-                                hashes=args.hashes, bos=bos == "add", encoding=encoding,
-                                errors=errors, universal_newlines=args.universal_newlines), counted
+    counted = (f"; bos={bos}: {reason}" if not isinstance(tokenizer, str) else "") + skipped
+    first: Any = next(k for k in kinds if k != "shards")
+    text = CensusOptions(first, tokenizer,
+                         per_line=args.per_line, column=column, hashes=args.hashes, bos=bos == "add",
+                         encoding=encoding, errors=errors, universal_newlines=args.universal_newlines)
+    if len(kinds) == 1:
+        return paths, text, counted
+    each = [shards if fmt == "shards" else replace(text, kind=fmt) for _, fmt in inputs]  # type: ignore[arg-type]
+    return paths, each, counted
 
 
 def run(args: argparse.Namespace) -> int:

@@ -198,7 +198,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[CorpusInput], int | None, An
     """The training inputs, the shards' vocabulary (or ``None``), the manifest's tokenizer, the corpus's
     description."""
     from ..contamination import CorpusInput
-    from ..corpus.readers import expand_inputs
+    from ..corpus.readers import plan_inputs
     from ._inputs import data_spec
 
     if args.manifest:
@@ -209,7 +209,14 @@ def _inputs(args: argparse.Namespace) -> tuple[list[CorpusInput], int | None, An
         return listed, shards_vocab, tokenizer, "shards (--manifest)"
     with _option_path("--files-from", args.files_from or ""):
         specs, asked, given_by = data_spec(args)
-    paths, fmt, why = expand_inputs(specs, asked)
+    plan = plan_inputs(specs, asked)
+    if plan.format == "mixed":
+        example = ", ".join(f"{k}: {plan.first(k)!r}" for k in plan.formats)
+        raise InputError(f"{given_by} holds inputs of several formats ({example}); contamination reads one "
+                         "format per run: scan each format's inputs in its own run")
+    paths, fmt, why = plan.paths, plan.format, plan.reason
+    if plan.skipped:  # never dropped silently: one line
+        print(f"{given_by}: {plan.skipped_line()}", file=sys.stderr)
     if fmt == "lengths":
         raise InputError(f"{given_by} {paths[0]!r} is a lengths array ({why}): it holds document lengths, "
                          "not token ids; contamination reads token ids or text (a raw or .npy token array "

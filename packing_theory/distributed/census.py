@@ -1,7 +1,8 @@
 """A resumable, parallel census: document lengths (and byte lengths, text hashes) of many input shards.
 
-One task per input file (a plain text file, a parquet file or a seed-002
-token shard) runs :func:`census_shard` on any executor
+One task per input file (a plain text file, a JSON Lines file, a parquet file,
+an Arrow file of a saved Hugging Face dataset or a seed-002 token shard; inputs
+of several kinds take one :class:`CensusOptions` each) runs :func:`census_shard` on any executor
 (:func:`~packing_theory.distributed.executors.open_runner`). :func:`run_census`
 writes, into one report directory (:class:`~packing_theory.reporting.ReportWriter`:
 checked and locked first, files swapped in together):
@@ -138,7 +139,7 @@ def _as_inputs(inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
 
 def run_census(
     inputs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-    options: CensusOptions,
+    options: CensusOptions | Sequence[CensusOptions],
     out: str | os.PathLike[str],
     *,
     executor: object = "local",
@@ -150,6 +151,11 @@ def run_census(
     named: Sequence[str | os.PathLike[str]] = (),
 ) -> CensusResult:
     """Census ``inputs`` (one task per file) into the report directory ``out``; resume from ``out/parts``.
+
+    ``options``: one :class:`~packing_theory.distributed.parts.CensusOptions` for every input, or one
+    per input (inputs of several kinds; they share ``hashes``, ``errors`` and the
+    tokenizer); ``census.json``'s ``kind`` is then ``"mixed"`` and each input's
+    entry names its own.
 
     ``executor`` is anything :func:`~packing_theory.distributed.executors.open_runner`
     accepts (``"local"``, ``"dask://HOST:PORT"``, a ``dask.distributed.Client``,
@@ -167,8 +173,10 @@ def run_census(
         TaskFailed: a task failed on every attempt (the parts of the others are kept for a rerun).
     """
     paths = _as_inputs(inputs)
+    each = _per_input(options, len(paths))
+    options = each[0]  # what every input shares: hashes, errors, the tokenizer
     t0 = time.perf_counter()
-    config = {"command": "census", "inputs": paths, "options": options.key()}
+    config = {"command": "census", "inputs": paths, "options": _options_key(each)}
     with ReportWriter(out, names=CENSUS_FILES, config=config, tool=tool, force=force,
                       inputs=[*paths, *named], owned=(PARTS,)) as writer:
         parts = os.path.join(os.fspath(out), PARTS)
@@ -183,15 +191,15 @@ def run_census(
             digests = [hashed[i] for i in range(len(paths))]
             infos: dict[int, _Part] = {}  # what the driver keeps of each part: counts and digests
             for i, digest in enumerate(digests):
-                found = load_part(parts, digest, options)
+                found = load_part(parts, digest, each[i])
                 if found is not None:
-                    infos[i] = _Part.of(found, digest, options)
+                    infos[i] = _Part.of(found, digest, each[i])
             reused = sorted(infos)
             todo = [i for i in range(len(paths)) if i not in infos]
             t_tasks = time.perf_counter()
 
             def accept(j: int, value: Any) -> None:
-                check_shard_result(value, digests[todo[j]], options)
+                check_shard_result(value, digests[todo[j]], each[todo[j]])
 
             skipped: dict[int, SkippedInput] = {}
 
@@ -201,12 +209,13 @@ def run_census(
                     _not_text(value, options)  # raises under errors="strict": no further file is started
                     skipped[todo[j]] = value
                     return
-                write_part(parts, value, options, paths[todo[j]])
-                infos[todo[j]] = _Part.of(value, digests[todo[j]], options)  # the arrays are on disk now
+                write_part(parts, value, each[todo[j]], paths[todo[j]])
+                infos[todo[j]] = _Part.of(value, digests[todo[j]], each[todo[j]])  # arrays on disk now
                 if progress is not None:
                     progress(len(infos), len(paths))
 
-            records = runner.run(census_shard, [(where[i], options) for i in todo], on_result=on_result,
+            tasks = [(where[i], each[i]) for i in todo]
+            records = runner.run(census_shard, tasks, on_result=on_result,
                                  accept=accept, label="census",
                                  names=lambda j: f"census of {paths[todo[j]]!r}")
         seconds = {"hash_inputs": t_tasks - t0, "tasks": time.perf_counter() - t_tasks}
@@ -218,8 +227,8 @@ def run_census(
             raise InputError(f"census inputs {paths[:5]!r} hold no documents{more}")
         summary = _assemble(writer, parts, ordered, options, total)
         execution = _execution(spec, paths, reused, todo, records)
-        manifest = _manifest(writer, [paths[i] for i in kept], [digests[i] for i in kept], ordered, options,
-                             summary, execution)
+        manifest = _manifest(writer, [paths[i] for i in kept], [digests[i] for i in kept], ordered,
+                             [each[i] for i in kept], summary, execution)
         manifest["errors"] = options.errors
         manifest["n_skipped"] = len(skipped)
         manifest["skipped"] = [{"path": s.path, "sha256": s.input_sha256, "reason": s.reason}
@@ -233,6 +242,27 @@ def run_census(
         writer.commit()
     lengths = np.load(os.path.join(os.fspath(out), "lengths.npy"), mmap_mode="r", allow_pickle=False)
     return CensusResult(lengths, manifest, len(reused), len(todo), tuple(records))
+
+
+def _per_input(options: CensusOptions | Sequence[CensusOptions], n: int) -> list[CensusOptions]:
+    """One :class:`CensusOptions` per input (inputs of several kinds: one each, sharing ``hashes``,
+    ``errors`` and the tokenizer)."""
+    if isinstance(options, CensusOptions):
+        return [options] * n
+    each = list(options)
+    if len(each) != n or not all(isinstance(o, CensusOptions) for o in each):
+        raise InputError(f"options must be one CensusOptions or one per input ({n}), got {len(each)}")
+    shared = {(o.errors, o.tokenizer if isinstance(o.tokenizer, str) else id(o.tokenizer))
+              for o in each if o.kind != "shards"}
+    if len({o.hashes for o in each}) != 1 or len(shared) > 1:
+        raise InputError("the inputs' CensusOptions must share hashes, errors and the tokenizer")
+    return each
+
+
+def _options_key(each: list[CensusOptions]) -> dict[str, Any]:
+    """The census's options: the one kind's :meth:`~CensusOptions.key`, or one per kind (in order)."""
+    keys = {o.kind: o.key() for o in each}
+    return next(iter(keys.values())) if len(keys) == 1 else {"kinds": keys}
 
 
 def _not_text(value: SkippedInput, options: CensusOptions) -> None:
@@ -345,18 +375,23 @@ def _assemble_names(writer: ReportWriter, parts: str, ordered: list[_Part], tota
 
 
 def _manifest(writer: ReportWriter, paths: list[str], digests: list[str], ordered: list[_Part],
-              options: CensusOptions, summary: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
+              each: list[CensusOptions], summary: dict[str, Any], execution: dict[str, Any]
+              ) -> dict[str, Any]:
+    kinds = list(dict.fromkeys(o.kind for o in each))
+    options = next((o for o in each if o.kind != "shards"), each[0])  # whose tokenizer is named
     shards = []
-    for path, digest, r in zip(paths, digests, ordered, strict=True):
+    for path, digest, r, opts in zip(paths, digests, ordered, each, strict=True):
         entry: dict[str, Any] = {"path": path, "sha256": digest, "n_docs": r.n_docs, "n_tokens": r.n_tokens,
                                  "part": r.stem, "part_sha256": r.lengths_sha256}
+        if len(kinds) > 1:
+            entry["kind"] = opts.kind
         if r.row_groups:
             entry["row_groups"] = list(r.row_groups)
         shards.append(entry)
     doc: dict[str, Any] = {
-        "format": CENSUS_FORMAT, "version": _VERSION, "kind": options.kind,
+        "format": CENSUS_FORMAT, "version": _VERSION, "kind": kinds[0] if len(kinds) == 1 else "mixed",
         "ordering": "input order: the documents of inputs[0], then inputs[1], ...",
-        "tokenizer": options.tokenizer_identity(), "options": options.key(),
+        "tokenizer": options.tokenizer_identity(), "options": _options_key(each),
         "n_inputs": len(paths), "n_docs": summary["n_docs"], "n_tokens": summary["n_tokens"],
         "lengths_sha256": summary["lengths_sha256"], "names": summary["names"], "shards": shards,
         "execution": execution,

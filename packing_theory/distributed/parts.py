@@ -67,7 +67,7 @@ __all__ = [
     "write_part",
 ]
 
-InputKind = Literal["text", "parquet", "shards", "jsonl"]
+InputKind = Literal["text", "parquet", "shards", "jsonl", "hf"]
 ERRORS = ("strict", "replace", "skip")
 """What the census does with a file that is not text: stop (naming it), decode with U+FFFD, or skip it."""
 CENSUS_FORMAT = "packing-theory/census"
@@ -203,8 +203,8 @@ class CensusOptions:
     universal_newlines: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in ("text", "parquet", "shards", "jsonl"):
-            raise InputError(f"kind must be text, parquet, shards or jsonl, got {self.kind!r}")
+        if self.kind not in ("text", "parquet", "shards", "jsonl", "hf"):
+            raise InputError(f"kind must be text, parquet, shards, jsonl or hf, got {self.kind!r}")
         if self.errors not in ERRORS:
             raise InputError(f"errors must be one of {', '.join(ERRORS)}, got {self.errors!r}")
         if not isinstance(self.encoding, str) or not self.encoding:
@@ -247,7 +247,7 @@ class CensusOptions:
                        newlines="universal" if self.universal_newlines else "kept")
         if self.kind == "jsonl":
             out.update(decode=self.decode_errors)
-        if self.kind in ("parquet", "jsonl"):
+        if self.kind in ("parquet", "jsonl", "hf"):
             out.update(column=self.column, names="own")  # parts before records kept their names: recomputed
         return out
 
@@ -388,6 +388,11 @@ def _census(path: str, options: CensusOptions, digest: str) -> ShardResult:
         lengths = _text_lengths(texts, options, f"JSON Lines file {path!r}")
         if options.hashes:
             doc_bytes, doc_hashes = _hashes_of(t.encode("utf-8") for t in texts)
+    elif options.kind == "hf":  # one Arrow file of a saved dataset
+        from .census_arrow import arrow_census
+
+        lengths, doc_bytes, doc_hashes = arrow_census(
+            path, options, names, lambda texts, where: _text_lengths(texts, options, where), _hashes_of)
     else:
         lengths, doc_bytes, doc_hashes, groups = _parquet_census(path, options, names)
     own: tuple[Any, Any] = (None, None)

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..audit.strata import STRATA_BOUNDARIES, stratum_index
-from ..corpus.readers import expand_inputs, open_data
+from ..corpus.readers import open_inputs, plan_inputs
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
 
@@ -320,9 +320,12 @@ def open_corpus(
     """Read a corpus (see the module doc): its lengths, names, sources, funnel and mixture.
 
     Args:
-        data: files, directories or glob patterns (one or a list).
-        format: one of :data:`~packing_theory.corpus.readers.FORMATS`, or ``"auto"`` (detected from
-            the paths; :attr:`Corpus.described` says what was found).
+        data: files, directories or glob patterns (one or a list), of one format or several
+            (:func:`~packing_theory.corpus.readers.plan_inputs`: each input read by its own reader, in
+            order; a directory walk skips files that are not data and :attr:`Corpus.described` lists them).
+        format: one of :data:`~packing_theory.corpus.readers.FORMATS` (every input read in it), or
+            ``"auto"`` (each input's detected from its path; :attr:`Corpus.described` says what was
+            found).
         bos: how BOS is counted: ``"included"`` or ``"add"`` (token formats must say), ``"auto"`` for
             text (the tokenizer is asked on a probe).
         eos_id, dtype: OLMo-core arrays: the EOS id ending each document, the ids' dtype.
@@ -350,15 +353,23 @@ def open_corpus(
         raise InputError(
             "errors='skip' applies to the census (which lists what it skips); use strict or replace here"
         )
-    paths, fmt, why = expand_inputs(specs, format)
-    if fmt in TOKEN_FORMATS and bos in (None, "auto"):
+    plan = plan_inputs(specs, format)
+    paths, fmt, why = plan.paths, plan.format, plan.reason
+    for kind in plan.formats:
+        if kind in TOKEN_FORMATS and bos in (None, "auto"):
+            named = f" input {plan.first(kind)!r}" if fmt == "mixed" else ""
+            raise InputError(
+                f"bos {'auto' if bos else 'must be given'}: {kind}{named} stores token ids, so say how BOS "
+                "is counted: bos='included' (each stored document holds its BOS or EOS) or "
+                "bos='add' (one more token per document)"
+            )
+    if source_column and fmt == "mixed":
         raise InputError(
-            f"bos {'auto' if bos else 'must be given'}: {fmt} stores token ids, so say how BOS "
-            "is counted: bos='included' (each stored document holds its BOS or EOS) or "
-            "bos='add' (one more token per document)"
+            f"source_column reads one format's field or column; the data holds {', '.join(plan.formats)} "
+            "inputs: label them with source_from='dir' or 'file', or a labels file"
         )
     options: dict[str, Any] = {"bos": bos, "eos_id": eos_id, "dtype": dtype, "field": column, "split": split}
-    if fmt in ("jsonl", "text", "parquet") or tokenizer != "bytes":
+    if set(plan.formats) & {"jsonl", "text", "parquet"} or tokenizer != "bytes":
         from ..corpus.textcount import load_tokenizer
 
         options["tokenizer"] = load_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -370,7 +381,7 @@ def open_corpus(
         options["encoding"] = encoding
     if errors != "strict":
         options["errors"] = errors
-    reader = open_data(paths, fmt, **options)
+    reader = open_inputs(plan, **options)
     raw = reader.lengths() if fmt != "lengths" or len(paths) != 1 else load_lengths(paths[0])
     n = int(raw.size)
     src = _labels(
@@ -438,7 +449,7 @@ def open_corpus(
         applied,
         declared,
         tuple(inputs),
-        f"{fmt} ({why}): {reader.describe()}",
+        f"{fmt} ({why}): {reader.describe()}" + (f"; {plan.skipped_line()}" if plan.skipped else ""),
         opened,
     )
 

@@ -220,7 +220,7 @@ def test_census_and_world_size_refusals_name_the_option(tmp_path: Path, capsys: 
     cases = [
         (["census", "--text", texts[0], texts[0]], "is given twice"),
         (["census", "--text", *texts, "--text-column", "body"],
-         "--column applies to jsonl and parquet input, not text"),
+         "--column applies to jsonl, parquet and hf input, not text"),
         (["census", "--shards", *shards, "--tokenizer", "chars"],
          "--tokenizer 'chars' does not apply to shards"),
         (["audit", "--lengths", str(tmp_path / "l.npy"), "--world-size", "4", "--row-group-size", "1024",

@@ -198,7 +198,7 @@ def test_runner_and_spec_errors_name_the_value(tmp_path: Path, texts: list[str])
         TaskRunner("gpu", None, workers=1, retries=0, spec="x")
     with pytest.raises(ValueError, match="tokenizer must be a callable or one of"):
         CensusOptions("text", "words")
-    with pytest.raises(ValueError, match="kind must be text, parquet, shards or jsonl, got 'csv'"):
+    with pytest.raises(ValueError, match="kind must be text, parquet, shards, jsonl or hf, got 'csv'"):
         CensusOptions("csv")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="batch_size must be an int"):
         CensusOptions("text", batch_size=1.5)  # type: ignore[arg-type]

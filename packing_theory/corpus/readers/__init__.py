@@ -15,10 +15,13 @@ format         what                                               reader (extra)
 =============  =================================================  ==========================================
 
 :func:`detect_format` names the format of a path and says why;
-:func:`expand_inputs` turns directories and glob patterns into the files of
-a format; :func:`open_data` opens one or more inputs as one
-:class:`~._base.DataReader` (several inputs are read in the order given and
-concatenated). Token-id formats need an explicit ``bos`` (see
+:func:`plan_inputs` turns paths, directories and glob patterns into the
+inputs to read, each with its format, and lists the files a directory walk
+skipped as not data (:mod:`~packing_theory.corpus.readers.inputs`);
+:func:`open_data` opens inputs of one format as one
+:class:`~._base.DataReader` and :func:`open_inputs` inputs of any formats
+(each run of one format by its reader; several inputs are read in the order
+given and concatenated). Token-id formats need an explicit ``bos`` (see
 :mod:`packing_theory.corpus.readers._base`); the options a format does not
 use are refused, never ignored.
 
@@ -30,7 +33,6 @@ use are refused, never ignored.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -38,10 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._checks import distinct_files
 from ...errors import InputError
 from ._base import BOS_MODES, BosMode, DataReader, bos_inclusive, check_bos, file_codes
-from .jsonl import JSONL_SUFFIXES
+from .inputs import FORMATS, InputPlan, detect_format, expand_inputs, plan_inputs
 
 __all__ = [
     "BOS_MODES",
@@ -51,15 +52,16 @@ __all__ = [
     "BosMode",
     "ConcatReader",
     "DataReader",
+    "InputPlan",
+    "MixedReader",
     "bos_inclusive",
     "check_bos",
     "detect_format",
     "expand_inputs",
     "open_data",
+    "open_inputs",
+    "plan_inputs",
 ]
-
-FORMATS: tuple[str, ...] = ("lengths", "megatron", "olmo", "hf", "mds", "jsonl", "text", "parquet", "shards")
-"""Every format :func:`open_data` reads."""
 
 FORMAT_OPTIONS: dict[str, frozenset[str]] = {
     "lengths": frozenset(),
@@ -74,143 +76,7 @@ FORMAT_OPTIONS: dict[str, frozenset[str]] = {
 }
 """The options each format uses; :func:`open_data` refuses any other."""
 
-_DIRECTORY_FORMATS = ("hf", "mds")
-_TEXT_SUFFIXES = (".txt", ".text", ".md", ".rst")
 Int64Array = npt.NDArray[np.int64]
-
-
-def _has_npy_header(path: str) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(6) == b"\x93NUMPY"
-
-
-def detect_format(path: str | os.PathLike[str]) -> tuple[str, str]:
-    """``(format, reason)`` for one path, from its name and (for ``.npy``) its first bytes.
-
-    Raises:
-        InputError: a path whose format cannot be told (the message says to pass ``--format``).
-    """
-    name = os.fspath(path)
-    if os.path.isdir(name):
-        from .hf import is_hf_dataset
-        from .mds import is_mds_dataset
-
-        if is_hf_dataset(name):
-            return "hf", "a directory written by datasets' save_to_disk (state.json / dataset_dict.json)"
-        if is_mds_dataset(name):
-            return "mds", "a directory with an MDS index.json"
-        raise InputError(f"cannot tell the format of directory {name!r}; pass --format (one of "
-                         f"{', '.join(FORMATS)})")
-    low = name.lower()
-    if low.endswith(".idx") or (low.endswith(".bin") and os.path.isfile(name[:-4] + ".idx")):
-        return "megatron", "the .idx of a Megatron indexed dataset"
-    if low.endswith(".npy"):
-        if os.path.isfile(name) and not _has_npy_header(name):
-            return "olmo", "a .npy file without a NumPy header: a raw OLMo-core/Dolma token array"
-        return "lengths", "a .npy array with a NumPy header: BOS-inclusive lengths"
-    for suffix in JSONL_SUFFIXES:
-        if low.endswith(suffix):
-            return "jsonl", f"a JSON Lines file name ({suffix})"
-    if low.endswith(".parquet"):
-        return "parquet", "a .parquet file"
-    if low.endswith(".bin"):
-        return "shards", "a .bin file with no .idx beside it: a seed-002 token shard"
-    if low.endswith(_TEXT_SUFFIXES):
-        return "text", "a plain text file name"
-    raise InputError(f"cannot tell the format of {name!r} from its name; pass --format (one of "
-                     f"{', '.join(FORMATS)})")
-
-
-def _is_glob(spec: str) -> bool:
-    return any(c in spec for c in "*?[")
-
-
-def _files_under(root: str) -> list[str]:
-    out: list[str] = []
-    for base, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        out.extend(os.path.join(base, f) for f in sorted(files) if not f.startswith("."))
-    return out
-
-
-def _members(files: list[str], fmt: str) -> list[str]:
-    """The files of a directory that are inputs of ``fmt`` (the others, e.g. metadata, are not)."""
-    if fmt == "megatron":
-        return [f for f in files if f.endswith(".idx")]
-    if fmt == "olmo":
-        return [f for f in files if f.endswith(".npy")]
-    return files
-
-
-def expand_inputs(specs: Sequence[str], fmt: str = "auto") -> tuple[list[str], str, str]:
-    """Paths, directories and glob patterns -> ``(inputs, format, reason)``, inputs sorted per spec.
-
-    A glob (``*``, ``?``, ``[``; ``**`` recursive) expands to its sorted
-    matches; a directory that is not itself a dataset (a saved HF dataset, an
-    MDS directory) to the files below it (sorted, hidden ones skipped; for
-    ``megatron`` its ``.idx`` files, for ``olmo`` its ``.npy`` files). With
-    ``fmt="auto"`` every input must have the same detected format.
-
-    Raises:
-        InputError: no inputs, a pattern matching nothing, inputs of mixed formats, a path given twice.
-        FileNotFoundError: a path that does not exist.
-    """
-    if fmt != "auto" and fmt not in FORMATS:
-        raise InputError(f"--format must be auto or one of {', '.join(FORMATS)}, got {fmt!r}")
-    inputs: list[str] = []
-    for spec in specs:
-        if _is_glob(spec):
-            found = sorted(glob.glob(spec, recursive=True))
-            if not found:
-                raise InputError(f"--data pattern {spec!r} matches no file")
-            inputs.extend(found)
-        elif not os.path.exists(spec):
-            raise FileNotFoundError(f"--data {spec!r} does not exist")
-        else:
-            inputs.append(spec)
-    expanded: list[str] = []
-    for path in inputs:
-        dataset_dir = os.path.isdir(path) and (fmt in _DIRECTORY_FORMATS or (
-            fmt == "auto" and _detect_dir(path) is not None))
-        if os.path.isdir(path) and not dataset_dir:
-            files = _files_under(path)
-            if fmt == "auto":
-                kinds = {_detect_quiet(f) for f in files} - {None}
-                if len(kinds) == 1:
-                    files = _members(files, next(iter(kinds)))  # type: ignore[arg-type]
-            else:
-                files = _members(files, fmt)
-            if not files:
-                raise InputError(f"--data directory {path!r} holds no input files")
-            expanded.extend(files)
-        else:
-            expanded.append(path)
-    if not expanded:
-        raise InputError("--data is empty: give at least one path")
-    distinct_files("--data input", expanded)
-    if fmt != "auto":
-        return expanded, fmt, "given with --format"
-    found_formats = {p: detect_format(p) for p in expanded}
-    names: list[str] = sorted({f for f, _ in found_formats.values()})
-    if len(names) != 1:
-        example = {f: p for p, (f, _) in found_formats.items()}
-        raise InputError(f"--data mixes formats {names} (e.g. {sorted(example.items())[:3]}); give one kind, "
-                         "or --format")
-    return expanded, names[0], f"auto-detected: {found_formats[expanded[0]][1]}"
-
-
-def _detect_dir(path: str) -> str | None:
-    try:
-        return detect_format(path)[0]
-    except InputError:
-        return None
-
-
-def _detect_quiet(path: str) -> str | None:
-    try:
-        return detect_format(path)[0]
-    except (InputError, OSError):
-        return None
 
 
 class ArrayReader:
@@ -295,6 +161,19 @@ class ConcatReader:
         """One line: the first input's line and how many inputs there are."""
         first = self.readers[0].describe()
         return first if len(self.readers) == 1 else f"{len(self.readers)} inputs; first: {first}"
+
+
+class MixedReader(ConcatReader):
+    """Inputs of several formats read as one corpus: one reader per run of inputs of one format, in
+    order (:func:`open_inputs`). Lengths, sources and names are the readers', concatenated."""
+
+    def __init__(self, readers: Sequence[Any]) -> None:
+        super().__init__(readers)
+        self.format = "mixed"
+
+    def describe(self) -> str:
+        """One line: every reader's line, in order."""
+        return " | ".join(f"{r.format}: {r.describe()}" for r in self.readers)
 
 
 class _ConcatNames:
@@ -432,3 +311,46 @@ def _builtin_counts(path: str, unit: str, opts: dict[str, Any]) -> Int64Array:
     counts = count_text_files([path], unit, per_line=bool(opts.get("per_line")),  # type: ignore[arg-type]
                               encoding=opts.get("encoding", "utf-8"), errors=opts.get("errors", "strict"))
     return np.frombuffer(counts, dtype=np.int64).copy() if len(counts) else np.zeros(0, np.int64)
+
+
+def open_inputs(plan: InputPlan | Sequence[tuple[str, str]], **options: Any) -> Any:
+    """Open inputs of any formats (an :class:`InputPlan`, or ``(path, format)`` pairs) as one reader.
+
+    Inputs of one format are :func:`open_data`'s reader, exactly. Inputs of several formats: each run
+    of consecutive inputs of one format is opened by :func:`open_data` with the options its format
+    uses (:data:`FORMAT_OPTIONS`), and a :class:`MixedReader` reads them in order. An option that no
+    input's format uses is refused; ``bos`` is required while a token-id input (``megatron``,
+    ``olmo``) is among them, and the message names that input (as does any reader's error). The
+    built-in ``bytes`` tokenizer (the default) is not passed to a dataset (``hf``, ``mds``): its text
+    column counts bytes without it, and a token column takes no tokenizer.
+
+    Raises:
+        InputError: an option no format uses, a missing ``bos``, the readers' own errors.
+    """
+    plan = plan if isinstance(plan, InputPlan) else InputPlan(tuple((os.fspath(p), f) for p, f in plan))
+    runs = plan.runs()
+    if len(runs) == 1:
+        return open_data(runs[0][1], runs[0][0], **options)
+    given = {k: v for k, v in options.items() if v is not None}
+    used = set().union(*(FORMAT_OPTIONS[f] for f in plan.formats))
+    extra = sorted(set(given) - used)
+    if extra:
+        raise InputError(f"{', '.join(extra)} does not apply to any input ({', '.join(plan.formats)} data; "
+                         f"they use {', '.join(sorted(used)) or 'no options'})")
+    for fmt in plan.formats:
+        if fmt in ("megatron", "olmo") and given.get("bos") in (None, "auto"):
+            raise InputError(f"bos must be 'included' or 'add': {fmt} input {plan.first(fmt)!r} holds token "
+                             "ids, so say how BOS is counted (it applies to every input that takes it)")
+    readers = []
+    for fmt, paths in runs:
+        opts = {k: v for k, v in given.items() if k in FORMAT_OPTIONS[fmt]}
+        if fmt in ("hf", "mds") and opts.get("tokenizer") == "bytes":  # default; a token column takes none
+            del opts["tokenizer"]
+        try:
+            readers.append(open_data(paths, fmt, **opts))
+        except InputError as exc:  # say which of the inputs, where the reader's message does not
+            if any(repr(p) in str(exc) for p in paths):
+                raise
+            more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+            raise type(exc)(f"{fmt} input {paths[0]!r}{more}: {exc}") from exc
+    return MixedReader(readers)
