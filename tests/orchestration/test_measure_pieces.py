@@ -25,6 +25,7 @@ def _json(m: Any) -> str:
 
 
 def test_the_consumers_take_batches_in_pieces_with_the_same_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")  # the compiled engine (the fast extra) emits the large batches cut here
     lengths = np.random.default_rng(3).integers(1, 90, 600)
     settings = Settings(capacity=32, min_buffer=4, refill=4, engine="compiled")
     whole = measure(lengths, PACKERS, settings, horizon="common")
