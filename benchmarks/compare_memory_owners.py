@@ -22,14 +22,17 @@ first ``N`` lengths; all by default).
 
 from __future__ import annotations
 
-import collections
 import importlib
 import sys
 import tracemalloc
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' own module beside this one
+from peer_memory_owners import owners
 
 
 def main() -> None:
@@ -62,12 +65,7 @@ def main() -> None:
     peak = tracemalloc.get_traced_memory()[1]
     print(f"{peer}, {n:,} documents: tracemalloc peak {peak / n:.1f} B/doc; snapshot "
           f"{best['current'] / n:.1f} B/doc, taken at the return in {best['where']}")
-    owners: collections.Counter[str] = collections.Counter()
-    for stat in best["snapshot"].statistics("traceback"):
-        mine = [f for f in stat.traceback if "packing_theory" in f.filename]
-        key = f"{mine[-1].filename.split('packing_theory/')[-1]}:{mine[-1].lineno}" if mine else "other"
-        owners[key] += stat.size
-    for owner, size in owners.most_common():
+    for owner, size in owners(best["snapshot"]).most_common():
         if size / n >= 1:
             print(f"{size / n:8.1f} B/doc  {owner}")
 

@@ -27,6 +27,17 @@ from typing import Any
 import numpy as np
 
 
+def owners(snapshot: tracemalloc.Snapshot) -> collections.Counter[str]:
+    """Bytes of ``snapshot`` by owner: the innermost ``packing_theory`` line of each allocation's traceback
+    (``"other"`` when none of its frames is the package's)."""
+    out: collections.Counter[str] = collections.Counter()
+    for stat in snapshot.statistics("traceback"):
+        ours = [f for f in stat.traceback if "packing_theory" in f.filename]
+        key = f"{ours[-1].filename.split('packing_theory/')[-1]}:{ours[-1].lineno}" if ours else "other"
+        out[key] += stat.size
+    return out
+
+
 def main() -> None:
     measure_module = importlib.import_module("packing_theory.orchestration.measure")
     from packing_theory.orchestration.settings import Settings
@@ -60,12 +71,7 @@ def main() -> None:
     n = lengths.size
     print(f"{peer}: N={n:,} tracemalloc peak {peak / 2**20:.0f} MiB = {peak / n:.0f} B/doc; largest snapshot "
           f"({best['where']}): {best['current'] / 2**20:.0f} MiB = {best['current'] / n:.0f} B/doc")
-    owners: collections.Counter[str] = collections.Counter()
-    for stat in best["snapshot"].statistics("traceback"):
-        ours = [f for f in stat.traceback if "packing_theory" in f.filename]
-        key = f"{ours[-1].filename.split('packing_theory/')[-1]}:{ours[-1].lineno}" if ours else "other"
-        owners[key] += stat.size
-    for key, size in owners.most_common(30):
+    for key, size in owners(best["snapshot"]).most_common(30):
         if size > n:
             print(f"  {size / n:7.1f} B/doc  {size / 2**20:7.1f} MiB  {key}")
 
