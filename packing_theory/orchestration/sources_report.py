@@ -35,14 +35,17 @@ def _packer_blocks(p: PackerSources, result: SourcesResult) -> list[Block]:
         Column("trained tokens", "tokens", "trained"),
         Column("unfinished row", "tokens", "unfinished row"),
         Column("cut off", "tokens", "cut off"),
-        Column("buffered", "tokens", "still buffered"),
+        Column("buffered (started or not)", "tokens"),
         Column("started", "count"),
+        Column("only in the unfinished row", "count", "unfinished row"),
         Column("never started", "count", "never started"),
         Column("never reached", "count", "never reached"),
     )
+    # started + only in the unfinished row + never started + never reached = documents, per source
     rows = tuple(
         (a.source, a.documents, a.arrived, a.arrived_tokens, a.trained_tokens, a.unfinished_row_tokens,
-         a.dropped_tokens, a.buffered_tokens, a.started, a.never_started, a.never_reached)
+         a.dropped_tokens, a.buffered_tokens, a.started, a.unfinished_row_only, a.never_started,
+         a.never_reached)
         for a in p.accounts
     )
     blocks: list[Block] = [
