@@ -23,8 +23,8 @@ LAYERS: list[set[str]] = [
     {"peers", "corpus", "contamination"},
     {"engine"},
     {"reporting"},
-    {"_allocator", "_checks", "_deprecation", "_files", "_lazy", "_unique", "lengths", "errors", "_version",
-     "_startup"},
+    {"_allocator", "_arrays", "_checks", "_deprecation", "_files", "_lazy", "_unique", "lengths", "errors",
+     "_version", "_startup"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import INT32, as_numpy, widened
 from .._checks import check_int
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
@@ -125,16 +126,6 @@ COST_COLUMNS: tuple[tuple[str, str], ...] = (
 """The default columns of :func:`costs_table`: (field, header)."""
 
 
-_NARROW = np.iinfo(np.int32)
-_DTYPE = {"i": np.int32, "q": np.int64}  # an array's typecode: its numpy type
-assert array("i").itemsize == 4
-
-
-def _widened(a: array[int]) -> array[int]:
-    """The ``int32`` array ``a`` as ``int64``."""
-    out = array("q")
-    out.frombytes(np.frombuffer(a, np.int32).astype(np.int64).tobytes())
-    return out
 
 
 class CostAccumulator:
@@ -258,11 +249,11 @@ class CostAccumulator:
         self._long.extend((ar.length > R).astype(np.uint8).tobytes())
         if ar.source.size:
             self._fit_sources(int(ar.source.min()), int(ar.source.max()))
-        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=_DTYPE[self._source.typecode]).tobytes())
+        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=as_numpy(self._source).dtype).tobytes())
         if p_pos.size:
             self.starts.start_all(occ, self.rows + done[p_pos] // R)
             self._count_placements(int(p_pos.size))
-            frag = np.frombuffer(self._frag, dtype=_DTYPE[self._frag.typecode])
+            frag = as_numpy(self._frag)
             np.add.at(frag, occ, 1)  # O(k) whatever the ids' spread
             del frag
             targets = pl.length - (pl.offset == 0)
@@ -283,13 +274,13 @@ class CostAccumulator:
         """``k`` more placements: the fragment counts are widened to ``int64`` first if one could pass
         ``int32`` (every count is at most the placements so far)."""
         self._placements += k
-        if self._frag.typecode == "i" and self._placements >= _NARROW.max:
-            self._frag = _widened(self._frag)
+        if self._frag.typecode == "i" and self._placements >= INT32.max:
+            self._frag = widened(self._frag)
 
     def _fit_sources(self, lo: int, hi: int) -> None:
         """Widen the sources to ``int64`` first if ``lo`` or ``hi`` does not fit ``int32``."""
-        if self._source.typecode == "i" and not (_NARROW.min <= lo and hi <= _NARROW.max):
-            self._source = _widened(self._source)
+        if self._source.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
+            self._source = widened(self._source)
 
     def _advance(self, n: int) -> None:
         self.fill += n
@@ -300,9 +291,9 @@ class CostAccumulator:
     def result(self) -> PackerCosts:
         """The costs of the events consumed so far. O(occurrences) numpy work (a sort of the sources)."""
         starts = self.starts
-        frag = (np.frombuffer(self._frag, dtype=_DTYPE[self._frag.typecode]) if self._frag
+        frag = (as_numpy(self._frag) if self._frag
                 else np.zeros(0, np.int64))
-        source = (np.frombuffer(self._source, dtype=_DTYPE[self._source.typecode]) if self._source
+        source = (as_numpy(self._source) if self._source
                   else np.zeros(0, np.int64))
         long = (np.frombuffer(self._long, dtype=np.uint8).astype(np.bool_) if self._long
                 else np.zeros(0, np.bool_))
@@ -353,7 +344,7 @@ class CostAccumulator:
         n = starts.arrivals
         assert len(self._frag) == len(self._long) == len(self._source) == n
         assert {self._frag.typecode, self._source.typecode} <= {"i", "q"}
-        assert self._frag.typecode == "q" or self._placements < _NARROW.max
+        assert self._frag.typecode == "q" or self._placements < INT32.max
         assert sum(self._frag) <= self._placements
         assert starts.started == sum(1 for f in self._frag if f)
         assert all(bool(f) == starts.is_started(o) for o, f in enumerate(self._frag))

@@ -26,14 +26,14 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32, widened
 from .._unique import distinct_counts
 from ..errors import InputError
 
 __all__ = ["StartTracker"]
 
 _UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row), int64 ...
-_NARROW = np.iinfo(np.int32)  # ... and int32 rows: _NARROW.min is the sentinel, _NARROW.max a scratch mark
-assert array("i").itemsize == 4
+# ... and in int32 rows INT32.min is that sentinel and INT32.max a scratch mark
 
 
 class StartTracker:
@@ -61,7 +61,7 @@ class StartTracker:
     def __init__(self) -> None:
         self._arow = array("i")
         self._srow = array("i")
-        self._unset = int(_NARROW.min)  # the start row of an unstarted occurrence in _srow
+        self._unset = int(INT32.min)  # the start row of an unstarted occurrence in _srow
         self._cursor = 0  # every occurrence below it has started
         self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d ...
         self._other: collections.Counter[int] = collections.Counter()  # ... and every delay past it
@@ -94,10 +94,9 @@ class StartTracker:
     def _fit(self, lo: int, hi: int) -> None:
         """Widen the rows to ``int64`` (once) if a row in ``[lo, hi]`` does not fit ``int32`` (whose
         smallest and largest values are the sentinel and a scratch mark)."""
-        if self._arow.typecode == "q" or (_NARROW.min < lo and hi < _NARROW.max):
+        if self._arow.typecode == "q" or (INT32.min < lo and hi < INT32.max):
             return
-        arow, srow = array("q"), array("q")
-        arow.frombytes(np.frombuffer(self._arow, np.int32).astype(np.int64).tobytes())
+        arow, srow = widened(self._arow), array("q")
         wide = np.frombuffer(self._srow, np.int32).astype(np.int64)
         wide[wide == self._unset] = _UNSTARTED
         srow.frombytes(wide.tobytes())
@@ -203,8 +202,8 @@ class StartTracker:
             raise InputError(f"placement of occurrence {int(occurrences[bad[0]])}, which has not arrived")
         self._fit(int(rows.min()), int(rows.max()))
         dt = self.row_dtype
-        if dt == np.int32 and occurrences.size >= _NARROW.max:  # a scratch position would not fit
-            self._fit(_NARROW.max, _NARROW.max)
+        if dt == np.int32 and occurrences.size >= INT32.max:  # a scratch position would not fit
+            self._fit(INT32.max, INT32.max)
             dt = self.row_dtype
         srow = np.frombuffer(self._srow, dtype=dt)  # views: released before any append
         arow = np.frombuffer(self._arow, dtype=dt)
@@ -282,7 +281,7 @@ class StartTracker:
         """Assert the internal invariants (used by tests)."""
         n = len(self._arow)
         assert len(self._srow) == n and self._arow.typecode == self._srow.typecode
-        assert self._unset == (_UNSTARTED if self._arow.typecode == "q" else _NARROW.min)
+        assert self._unset == (_UNSTARTED if self._arow.typecode == "q" else INT32.min)
         started = [i for i in range(n) if self._srow[i] != self._unset]
         assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist) + sum(
             self._other.values())

@@ -47,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32, as_numpy, widened
 from .._checks import check_int
 from .._unique import group_min
 from ..engine.batches import PLACEMENT, REPEAT, EventBatch, EventItem
@@ -137,8 +138,6 @@ class PeerFigures:
         return out
 
 
-_NARROW = np.iinfo(np.int32)
-_DTYPE = {"i": np.int32, "q": np.int64}  # an array's typecode: its numpy type
 assert array("i").itemsize == 4
 
 
@@ -268,7 +267,7 @@ class FigureAccumulator:
         self._targets += int(t.sum())
         np.add.at(np.frombuffer(self._occ_targets, np.int64), occs, t)
         np.frombuffer(self._occ_has, np.uint8)[occs] = 1
-        np.frombuffer(self._length, _DTYPE[self._length.typecode])[arr.occurrence] = arr.length
+        as_numpy(self._length)[arr.occurrence] = arr.length
         self._unused += int(b.padding.length.sum())
         del seen
         if b.horizon is not None:
@@ -289,10 +288,8 @@ class FigureAccumulator:
 
     def _fit_lengths(self, lo: int, hi: int) -> None:
         """Widen the arrived lengths to ``int64`` (once) before a length outside ``int32`` is kept."""
-        if self._length.typecode == "i" and not (_NARROW.min <= lo and hi <= _NARROW.max):
-            wide = array("q")
-            wide.frombytes(np.frombuffer(self._length, np.int32).astype(np.int64).tobytes())
-            self._length = wide
+        if self._length.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
+            self._length = widened(self._length)
 
     def occurrence_targets(self) -> tuple[list[int], list[int]]:
         """``(lengths, targets)``: each occurrence holding targets, its arrived length and its targets.
@@ -311,7 +308,7 @@ class FigureAccumulator:
         occs = np.flatnonzero(np.frombuffer(self._occ_has, np.uint8))
         lengths = np.zeros(occs.size, np.int64)
         known = occs < len(self._length)
-        lengths[known] = np.frombuffer(self._length, _DTYPE[self._length.typecode])[occs[known]]
+        lengths[known] = as_numpy(self._length)[occs[known]]
         del known
         return lengths, np.frombuffer(self._occ_targets, np.int64)[occs]
 
