@@ -63,6 +63,7 @@ __all__ = [
     "NeverTrained",
     "Part",
     "Reached",
+    "end_reason",
     "horizon_statement",
     "never_trained",
 ]
@@ -141,12 +142,22 @@ class HorizonStatement:
         return f"ran to its natural end at {row} (every document it was given was packed)"
 
 
+def end_reason(stop_reason: str, *, streaming: bool) -> str:
+    """``stop_reason`` of a stream's Horizon, with a framework packer's ``"drained"`` (everything it was
+    given is packed) said as its ``"natural end"``: ``"drained"`` is the streaming policies' ``--drain``.
+
+    >>> end_reason("drained", streaming=False), end_reason("drained", streaming=True)
+    ('natural end', 'drained')
+    >>> end_reason("rows", streaming=False)
+    'rows'
+    """
+    return "natural end" if stop_reason == "drained" and not streaming else stop_reason
+
+
 def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool) -> HorizonStatement:
     """The :class:`HorizonStatement` of one replay (``streaming``: a streaming policy, else a peer)."""
-    reason = {"rows": "budget reached", "exhausted": "stream exhausted",
-              "starved": "buffer starved"}.get(agg.stop_reason)
-    if reason is None:
-        reason = "drained" if streaming else "natural end"
+    words = {"rows": "budget reached", "exhausted": "stream exhausted", "starved": "buffer starved"}
+    reason = words.get(agg.stop_reason) or end_reason(agg.stop_reason, streaming=streaming)
     return HorizonStatement(asked, agg.rows, reason, agg.partial_row_tokens, agg.exhausted_at_row,
                             agg.min_buffer, selected=agg.started_sources > 0)
 

@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
+    from ..audit.untrained import end_reason
     from ..engine.consumers import feed_all
     from ..engine.horizon import Budget, cut_at_horizon
     from ..engine.summary import SummaryAccumulator
@@ -111,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
                    "identity_holds": summary.identity_holds(),
                    "row_identity_holds": summary.row_identity_holds(packer.capacity),
                    "in_family": e.in_family}
-        if summary.stop_reason == "drained":  # a framework packer's end: all it was given is packed (as the
-            payload["stop_reason"] = "natural end"  # audit says, audit.untrained.horizon_statement)
+        payload["stop_reason"] = end_reason(summary.stop_reason, streaming=False)  # as audit says it
         if args.json:  # the rule, options and horizon in full (too wide for the text table)
             payload["peer_figures"] = fig.to_dict()
     else:
