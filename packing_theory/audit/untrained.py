@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.events import end_reason
 from ..engine.horizon import Budget
 from ..errors import InputError
 from ..lengths import VALIDATE_CHUNK, exact_sum, release_pages, validate_lengths
@@ -63,7 +64,6 @@ __all__ = [
     "NeverTrained",
     "Part",
     "Reached",
-    "end_reason",
     "horizon_statement",
     "never_trained",
 ]
@@ -140,18 +140,6 @@ class HorizonStatement:
             return (f"ran to {row}: the stream ran dry{at} and --drain then emptied the buffer with fewer "
                     f"than B = {self.min_buffer:,} documents, outside the theorem's hypotheses")
         return f"ran to its natural end at {row} (every document it was given was packed)"
-
-
-def end_reason(stop_reason: str, *, streaming: bool) -> str:
-    """``stop_reason`` of a stream's Horizon, with a framework packer's ``"drained"`` (everything it was
-    given is packed) said as its ``"natural end"``: ``"drained"`` is the streaming policies' ``--drain``.
-
-    >>> end_reason("drained", streaming=False), end_reason("drained", streaming=True)
-    ('natural end', 'drained')
-    >>> end_reason("rows", streaming=False)
-    'rows'
-    """
-    return "natural end" if stop_reason == "drained" and not streaming else stop_reason
 
 
 def horizon_statement(agg: Aggregates, asked: Budget | None, *, streaming: bool) -> HorizonStatement:

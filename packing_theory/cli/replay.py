@@ -41,8 +41,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay and print; exit status 0."""
-    from ..audit.untrained import end_reason
     from ..engine.consumers import feed_all
+    from ..engine.events import end_reason
     from ..engine.horizon import Budget, cut_at_horizon
     from ..engine.summary import SummaryAccumulator
     from ..registry import entry

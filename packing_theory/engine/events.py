@@ -82,6 +82,7 @@ __all__ = [
     "Placement",
     "Repeat",
     "buffered_length",
+    "end_reason",
     "fill_length",
     "first_target",
     "span_columns",
@@ -354,6 +355,18 @@ class Exhausted(NamedTuple):
 
 
 STOP_REASONS = ("rows", "exhausted", "drained", "starved")
+
+
+def end_reason(stop_reason: str, *, streaming: bool) -> str:
+    """``stop_reason`` of a stream's Horizon, with a framework packer's ``"drained"`` (everything it was
+    given is packed) said as its ``"natural end"``: ``"drained"`` is the streaming policies' ``--drain``.
+
+    >>> end_reason("drained", streaming=False), end_reason("drained", streaming=True)
+    ('natural end', 'drained')
+    >>> end_reason("rows", streaming=False)
+    'rows'
+    """
+    return "natural end" if stop_reason == "drained" and not streaming else stop_reason
 
 
 class Horizon(NamedTuple):
