@@ -40,7 +40,10 @@ Method
 * The 100 M run (``--big``, ``W = --big-workers``, default 1, under ``nice -n 5``)
   is there for the whole tree's peak (goal: under 8 GiB); it is run only when
   the 10 M run with the same ``W`` projects (x10) to under ``--big-limit-min``
-  minutes and its PSS peak (x10) to under ``--big-project-gib`` (8 GiB).
+  minutes and its PSS peak to under ``--big-project-gib`` (8 GiB): the peak is
+  projected along the line through the 10 M run and a run of the same ``W`` on a
+  tenth of its documents (so the fixed part, the interpreter and numba's
+  kernels, is not multiplied).
 * ``--baseline-code DIR`` adds runs of the same command at each ``--workers`` of
   ``--baseline-workers`` (default 2) with ``packing_theory`` imported from
   ``DIR`` (older code, named in the table by ``--baseline-label``; the committed
@@ -49,8 +52,8 @@ Method
 * Before the measured runs, each code's ``compare --workers 2`` runs once,
   unmeasured, on 20,000 documents, so that numba's on-disk caches are written
   (a first run of fresh code compiles every kernel: a minute of CPU here).
-* The 100 M run is skipped, and says why, when the 10 M run's PSS peak times 10
-  exceeds 8 GiB or 80 % of the machine's ``MemAvailable`` (a shared machine).
+* The 100 M run is skipped, and says why, when that projection exceeds 8 GiB or
+  80 % of the machine's ``MemAvailable`` (a shared machine).
 * The machine is shared (2 cores, other agents' jobs): the load average is
   recorded before and after every run, and absolute times are provisional; the
   goal "10 M under 2 minutes wall" is stated for a quiet machine.
@@ -322,6 +325,9 @@ def markdown(res: dict[str, Any]) -> str:
                           f"{', '.join(r['refused']) or 'none'}). A pool of {r['workers']} cannot replay "
                           f"them in under {bound:.1f} s; compare's own measure took "
                           f"{r.get('measure_s') or 0:.1f} s."]
+    if res.get("big_projected_mib"):
+        lines += ["", f"Projected tree peak PSS of the big run (the line through the two runs of its "
+                      f"--workers): {res['big_projected_mib'] / 1024:.2f} GiB."]
     if res.get("big_skipped"):
         lines += ["", f"100,000,000 documents: not run ({res['big_skipped']})."]
     lines += ["", "## Goals", ""] + [f"* {g}" for g in res["goals"]]
@@ -418,12 +424,23 @@ def main(argv: list[str] | None = None) -> int:
         big = 0 if args.quick else args.big
         sized = one if args.big_workers == 1 else two
         projected_min = sized["wall_s"] * big / n / 60 if big else 0.0
-        projected_mib = sized["tree_peak_pss_mib"] * big / n if big else 0.0
+        projected_mib = 0.0
+        if big:  # a line through this size and a tenth of it: the fixed part is not multiplied
+            tenth = write_lengths(data / f"lognormal_{n // 10}.npy", n // 10)
+            small = run_compare(tenth, args.big_workers, work / "tenth",
+                                kill_above=int(args.kill_above_gib * 2**30))
+            res["runs"].append(small)
+            print(_brief(small), flush=True)
+            slope = (sized["tree_peak_pss_mib"] - small["tree_peak_pss_mib"]) / (n - n // 10)
+            projected_mib = sized["tree_peak_pss_mib"] + slope * (big - n)
+            res["big_projected_mib"] = projected_mib
         available_mib = _available_mib()
         if big and projected_mib > min(0.8 * available_mib, args.big_project_gib * 1024):
             res["big_skipped"] = (f"the {n:,}-document --workers {args.big_workers} run's tree peak PSS was "
-                                  f"{sized['tree_peak_pss_mib']:,.0f} MiB: x{big // n} projects to "
-                                  f"{projected_mib / 1024:,.1f} GiB, more than {args.big_project_gib:g} GiB "
+                                  f"{sized['tree_peak_pss_mib']:,.0f} MiB ({small['tree_peak_pss_mib']:,.0f} "
+                                  f"at {n // 10:,}): the line through them reaches "
+                                  f"{projected_mib / 1024:,.1f} GiB at {big:,}, more than "
+                                  f"{args.big_project_gib:g} GiB "
                                   f"or 80% of the {available_mib / 1024:,.1f} GiB available on this shared "
                                   "machine")
         elif big and projected_min <= args.big_limit_min:
