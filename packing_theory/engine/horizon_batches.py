@@ -45,7 +45,7 @@ from .batches import (
     EventBatch,
     EventItem,
 )
-from .events import BufferedSpans, Horizon
+from .events import BufferedSpans, Horizon, IntColumn
 from .horizon import Budget, cut_at_horizon
 
 __all__ = ["NARROW_MAX", "cut_batches_at_horizon", "row_fill"]
@@ -59,6 +59,16 @@ NARROW_MAX = int(np.iinfo(np.int32).max)
 plus the BOS markers added to it) they are widened to ``int64``."""
 
 _INT_COLUMNS = ("source", "amount", "markers", "start")
+
+_CHUNK = 1 << 20
+"""Entries handled at a time while the held columns are turned into spans (bounds the temporaries)."""
+
+
+def _constant(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``col``, or where every entry has one value a read-only broadcast of it (no memory per entry)."""
+    if col.size and col.min() == col.max():  # two reductions: no temporary per entry
+        return np.broadcast_to(col[:1].copy(), col.shape)
+    return col
 
 
 class _HeldColumns:
@@ -144,27 +154,69 @@ class _HeldColumns:
         :func:`~packing_theory.engine.horizon.held_spans` in columns: per
         occurrence its head span, then one single-token span per held BOS
         marker beyond the first.
+
+        The spans' columns keep the held columns' type (``int32`` while every value fits), and the
+        occurrence index is ``int32`` while the arrivals are at most :data:`NARROW_MAX`. A source
+        column equal to the occurrence ids (one pass over the corpus) is that same array, and a
+        start column or BOS flags with one value for every span are a broadcast scalar. Memory: the
+        columns plus one column and a chunk in flight: an ``int32`` cut of ``n`` arrivals holding
+        ``m`` peaks at ``17 n + 8 m`` bytes, and ends at ``8 m`` to ``17 m``. O(n) time.
         """
         n = self.arrived
-        live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
-        src, amount, markers, start = (self._release(name, live) for name in _INT_COLUMNS)
-        self.alive = np.zeros(0, np.bool_)
-        if not markers.size or int(markers.max()) <= 1:  # one span per occurrence (every packer's usual case)
-            return BufferedSpans(live, src, start, amount, markers > 0)
+        live = self._live(n)
+        src = self._release("source", live, same_as=live)
+        amount = self._release("amount", live)
+        if int(self.markers[:n].max(initial=0)) <= 0:  # no BOS marker held (every packer's usual case)
+            self.markers = np.zeros(0, self.dtype)
+            start = _constant(self._release("start", live))
+            return BufferedSpans(live, src, start, amount, np.broadcast_to(np.False_, live.shape))
+        markers = self._release("markers", live)
+        start = _constant(self._release("start", live))
+        if int(markers.max(initial=0)) <= 1:  # one span per occurrence
+            return BufferedSpans(live, src, start, amount, _constant(markers > 0))
         extra = np.maximum(markers - 1, 0)
-        per = 1 + extra
+        per = (1 + extra).astype(np.int64)
         first = np.cumsum(per) - per  # each occurrence's head span
         total = int(per.sum())
         occ_of = np.repeat(live, per)
-        length = np.ones(total, np.int64)
+        length = np.ones(total, amount.dtype)
         length[first] = amount - extra
         bos = np.ones(total, np.bool_)
         bos[first] = markers > 0
-        return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
+        return BufferedSpans(occ_of, occ_of if src is live else np.repeat(src, per), np.repeat(start, per),
+                             length, bos)
 
-    def _release(self, name: str, live: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Column ``name`` at ``live`` (``int64``); the column itself is released."""
-        got: npt.NDArray[np.int64] = getattr(self, name)[live].astype(np.int64, copy=False)
+    def _live(self, n: int) -> IntColumn:
+        """The arrived occurrences still alive and holding tokens, ascending: ``int32`` while ``n`` is at
+        most :data:`NARROW_MAX`. The ``alive`` flags are released (used as the mask on the way). O(n)
+        time; ``4 m`` bytes (``8 m`` past the bound) and one chunk besides."""
+        mask, amount = self.alive[:n], self.amount[:n]
+        for a in range(0, n, _CHUNK):
+            mask[a : a + _CHUNK] &= amount[a : a + _CHUNK] > 0
+        m = np.count_nonzero(mask)
+        live: IntColumn = np.empty(m, np.int32) if n <= NARROW_MAX else np.empty(m, np.int64)
+        k = 0
+        for a in range(0, n, _CHUNK):
+            got = np.flatnonzero(mask[a : a + _CHUNK])
+            live[k : k + got.size] = got + a
+            k += got.size
+        del mask, amount
+        self.alive = np.zeros(0, np.bool_)
+        return live
+
+    def _release(self, name: str, live: npt.NDArray[Any], same_as: npt.NDArray[Any] | None = None
+                 ) -> npt.NDArray[Any]:
+        """Column ``name`` at ``live`` (in the column's type), gathered a chunk at a time; the column itself
+        is released. ``same_as``: an array returned instead where the values equal it (no copy kept)."""
+        col = getattr(self, name)
+        if same_as is not None and all(np.array_equal(col[live[a : a + _CHUNK]], same_as[a : a + _CHUNK])
+                                       for a in range(0, live.size, _CHUNK)):
+            setattr(self, name, np.zeros(0, self.dtype))
+            return same_as
+        got = np.empty(live.size, col.dtype)
+        for a in range(0, live.size, _CHUNK):
+            got[a : a + _CHUNK] = col[live[a : a + _CHUNK]]
+        del col
         setattr(self, name, np.zeros(0, self.dtype))
         return got
 
