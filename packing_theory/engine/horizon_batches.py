@@ -60,7 +60,7 @@ plus the BOS markers added to it) they are widened to ``int64``."""
 
 _INT_COLUMNS = ("source", "amount", "markers", "start")
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16
 """Entries handled at a time while the held columns are turned into spans (bounds the temporaries)."""
 
 
@@ -74,11 +74,15 @@ def _constant(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
 class _HeldColumns:
     """What each arrived occurrence still holds, in columns indexed by occurrence id.
 
-    The four integer columns are ``int32`` (17 bytes per occurrence with the ``alive`` flag) while every
-    value provably fits: a source is a document index, and in a packer's stream an occurrence's held
-    amount, held markers and next start lie in ``[0, length + markers added]``, so the bound is the
-    largest source and the largest arrival length plus every BOS marker added so far. Once the bound
-    passes :data:`NARROW_MAX` the columns are widened to ``int64`` (33 bytes per occurrence), before any
+    ``amount`` (tokens held, its BOS markers included; 0 once filtered) and ``start`` (the first offset
+    not yet placed or discarded) are kept for every occurrence; ``source`` only once a source differs
+    from its occurrence id (``None`` before: one pass over a corpus, as an offline peer's), and
+    ``markers`` (the BOS markers held) only once a marker is (``None`` before: no framework packer adds
+    one). The integer columns are ``int32`` (8 to 16 bytes per occurrence) while every value provably
+    fits: a source is a document index, and in a packer's stream an occurrence's held amount, held
+    markers and next start lie in ``[0, length + markers added]``, so the bound is the largest source
+    and the largest arrival length plus every BOS marker added so far. Once the bound passes
+    :data:`NARROW_MAX` the columns are widened to ``int64`` (16 to 32 bytes per occurrence), before any
     value that would not fit is written.
     """
 
@@ -86,23 +90,28 @@ class _HeldColumns:
         self.arrived = 0
         self.bound = 0
         """The largest value any integer column can hold (see the class doc)."""
-        self.source = np.zeros(1024, np.int32)
-        self.amount = np.zeros(1024, np.int32)
-        self.markers = np.zeros(1024, np.int32)
-        self.start = np.zeros(1024, np.int32)
-        self.alive = np.zeros(1024, np.bool_)
+        self.amount: npt.NDArray[Any] = np.zeros(1024, np.int32)
+        self.start: npt.NDArray[Any] = np.zeros(1024, np.int32)
+        self.source: npt.NDArray[Any] | None = None
+        """``None`` while every source is its occurrence id."""
+        self.markers: npt.NDArray[Any] | None = None
+        """``None`` while no BOS marker has been held."""
 
     @property
     def dtype(self) -> np.dtype[Any]:
         """The integer columns' type: ``int32``, or ``int64`` once widened."""
-        return self.source.dtype
+        return self.amount.dtype
+
+    def _present(self) -> list[str]:
+        """The integer columns kept (``source`` and ``markers`` only once needed)."""
+        return [name for name in _INT_COLUMNS if getattr(self, name) is not None]
 
     def _grow(self, n: int) -> None:
-        size = self.source.size
+        size = self.amount.size
         if n <= size:
             return
         size = max(n, 2 * size)  # amortised doubling; a batch of many arrivals (an offline peer's) exactly
-        for name in (*_INT_COLUMNS, "alive"):
+        for name in self._present():
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: old.size] = old
@@ -112,8 +121,21 @@ class _HeldColumns:
         """Record ``bound``; past :data:`NARROW_MAX` the integer columns become ``int64`` (once)."""
         self.bound = max(self.bound, bound)
         if self.bound > NARROW_MAX and self.dtype != np.int64:
-            for name in _INT_COLUMNS:
+            for name in self._present():
                 setattr(self, name, getattr(self, name).astype(np.int64))
+
+    def _sources(self, before: int) -> npt.NDArray[Any]:
+        """The ``source`` column, made (the first ``before`` arrivals' occurrence ids) if not kept yet."""
+        if self.source is None:
+            self.source = np.zeros(self.amount.size, self.dtype)
+            self.source[:before] = np.arange(before, dtype=self.dtype)  # < arrived - 1 <= bound: fits
+        return self.source
+
+    def _markers(self) -> npt.NDArray[Any]:
+        """The ``markers`` column, made (all 0) if not kept yet."""
+        if self.markers is None:
+            self.markers = np.zeros(self.amount.size, self.dtype)
+        return self.markers
 
     def account(self, b: EventBatch) -> None:
         """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
@@ -130,22 +152,28 @@ class _HeldColumns:
         if ba.markers.size:
             self._widen(self.bound + int(np.abs(ba.markers).sum(dtype=np.int64)))
         t = self.dtype
+        p = b.placement
         if a.occurrence.size:
+            before = self.arrived
             self.arrived += a.occurrence.size
             self._grow(self.arrived)
-            occ = slice(self.arrived - a.occurrence.size, self.arrived)
-            self.source[occ], self.amount[occ], self.markers[occ], self.start[occ] = a.source, a.length, 0, 0
-            self.alive[occ] = True
-        np.add.at(self.markers, ba.occurrence, ba.markers.astype(t))
+            occ = slice(before, self.arrived)
+            if self.source is not None or not np.array_equal(a.source, a.occurrence):
+                self._sources(before)[occ] = a.source
+            self.amount[occ], self.start[occ] = a.length, 0
+            if self.markers is not None:
+                self.markers[occ] = 0
+        if ba.occurrence.size or p.bos_inserted.any():
+            markers = self._markers()
+            np.add.at(markers, ba.occurrence, ba.markers.astype(t))
+            np.subtract.at(markers, p.occurrence, p.bos_inserted.astype(t))
         np.add.at(self.amount, ba.occurrence, ba.markers.astype(t))
-        p = b.placement
-        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(t))
         np.subtract.at(self.amount, p.occurrence, p.length.astype(t))
         np.maximum.at(self.start, p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
         d = b.discard
         np.subtract.at(self.amount, d.occurrence, d.length.astype(t))
         np.maximum.at(self.start, d.occurrence, (d.start + d.length).astype(t))
-        self.alive[b.filtered.occurrence] = False
+        self.amount[b.filtered.occurrence] = 0  # holds nothing (no event of it follows its Filtered)
 
     def spans(self) -> BufferedSpans:
         """The buffered spans of every arrived occurrence still holding tokens, in arrival order; the
@@ -156,24 +184,23 @@ class _HeldColumns:
         marker beyond the first.
 
         The spans' columns keep the held columns' type (``int32`` while every value fits), and the
-        occurrence index is ``int32`` while the arrivals are at most :data:`NARROW_MAX`. A source
-        column equal to the occurrence ids (one pass over the corpus) is that same array, and a
-        start column or BOS flags with one value for every span are a broadcast scalar. Memory: the
-        columns plus one column and a chunk in flight: an ``int32`` cut of ``n`` arrivals holding
-        ``m`` peaks at ``17 n + 8 m`` bytes, and ends at ``8 m`` to ``17 m``. O(n) time.
+        occurrence index is ``int32`` while the arrivals are at most :data:`NARROW_MAX`. Sources that
+        are the occurrence ids are that same array, and a start column or BOS flags with one value
+        for every span are a broadcast scalar. Memory: the columns, plus one column gathered and a
+        chunk in flight: an offline peer's ``int32`` cut of ``n`` arrivals holding ``m`` peaks at
+        ``8 n + 8 m`` bytes and ends at ``8 m`` (``12 m`` where the starts differ). O(n) time.
         """
         n = self.arrived
         live = self._live(n)
-        src = self._release("source", live, same_as=live)
+        src = live if self.source is None else self._release("source", live, same_as=live)
         amount = self._release("amount", live)
-        if int(self.markers[:n].max(initial=0)) <= 0:  # no BOS marker held (every packer's usual case)
-            self.markers = np.zeros(0, self.dtype)
-            start = _constant(self._release("start", live))
-            return BufferedSpans(live, src, start, amount, np.broadcast_to(np.False_, live.shape))
-        markers = self._release("markers", live)
+        markers = None if self.markers is None else self._release("markers", live)
         start = _constant(self._release("start", live))
+        self.source = self.markers = None
+        if markers is None or int(markers.max(initial=0)) <= 0:  # no BOS marker held (the usual case)
+            return BufferedSpans(live, src, start, amount, np.broadcast_to(np.False_, live.shape))
         if int(markers.max(initial=0)) <= 1:  # one span per occurrence
-            return BufferedSpans(live, src, start, amount, _constant(markers > 0))
+            return BufferedSpans(live, src, start, amount, markers > 0)
         extra = np.maximum(markers - 1, 0)
         per = (1 + extra).astype(np.int64)
         first = np.cumsum(per) - per  # each occurrence's head span
@@ -187,21 +214,18 @@ class _HeldColumns:
                              length, bos)
 
     def _live(self, n: int) -> IntColumn:
-        """The arrived occurrences still alive and holding tokens, ascending: ``int32`` while ``n`` is at
-        most :data:`NARROW_MAX`. The ``alive`` flags are released (used as the mask on the way). O(n)
-        time; ``4 m`` bytes (``8 m`` past the bound) and one chunk besides."""
-        mask, amount = self.alive[:n], self.amount[:n]
-        for a in range(0, n, _CHUNK):
-            mask[a : a + _CHUNK] &= amount[a : a + _CHUNK] > 0
-        m = np.count_nonzero(mask)
+        """The arrived occurrences holding tokens, ascending: ``int32`` while ``n`` is at most
+        :data:`NARROW_MAX`. O(n) time in two passes over ``amount`` (count, then fill): ``4 m`` bytes
+        (``8 m`` past the bound) and one chunk besides."""
+        amount = self.amount[:n]
+        m = sum(int(np.count_nonzero(amount[a : a + _CHUNK] > 0)) for a in range(0, n, _CHUNK))
         live: IntColumn = np.empty(m, np.int32) if n <= NARROW_MAX else np.empty(m, np.int64)
         k = 0
         for a in range(0, n, _CHUNK):
-            got = np.flatnonzero(mask[a : a + _CHUNK])
-            live[k : k + got.size] = got + a
+            got = np.flatnonzero(amount[a : a + _CHUNK] > 0)
+            got += a
+            live[k : k + got.size] = got
             k += got.size
-        del mask, amount
-        self.alive = np.zeros(0, np.bool_)
         return live
 
     def _release(self, name: str, live: npt.NDArray[Any], same_as: npt.NDArray[Any] | None = None
@@ -211,23 +235,25 @@ class _HeldColumns:
         col = getattr(self, name)
         if same_as is not None and all(np.array_equal(col[live[a : a + _CHUNK]], same_as[a : a + _CHUNK])
                                        for a in range(0, live.size, _CHUNK)):
-            setattr(self, name, np.zeros(0, self.dtype))
-            return same_as
-        got = np.empty(live.size, col.dtype)
-        for a in range(0, live.size, _CHUNK):
-            got[a : a + _CHUNK] = col[live[a : a + _CHUNK]]
+            got = same_as
+        else:
+            got = np.empty(live.size, col.dtype)
+            for a in range(0, live.size, _CHUNK):
+                got[a : a + _CHUNK] = col[live[a : a + _CHUNK]]
         del col
         setattr(self, name, np.zeros(0, self.dtype))
         return got
 
     def _check(self) -> None:
-        """Assert the invariants: columns of one size and one integer type, ``int32`` only within the
-        bound, at least the arrived occurrences."""
-        sizes = {getattr(self, name).size for name in (*_INT_COLUMNS, "alive")}
+        """Assert the invariants: the columns kept of one size and one integer type, ``int32`` only within
+        the bound, at least the arrived occurrences."""
+        kept = self._present()
+        assert {"amount", "start"} <= set(kept), kept
+        sizes = {getattr(self, name).size for name in kept}
         assert len(sizes) == 1 and sizes.pop() >= self.arrived, sizes
-        assert {getattr(self, name).dtype for name in _INT_COLUMNS} == {self.dtype}
+        assert {getattr(self, name).dtype for name in kept} == {self.dtype}
+        assert self.dtype in (np.int32, np.int64)
         assert self.dtype == np.int64 or self.bound <= NARROW_MAX, (self.dtype, self.bound)
-        assert self.alive.dtype == np.bool_
 
 
 def row_fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
