@@ -74,15 +74,17 @@ def _constant(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
 class _HeldColumns:
     """What each arrived occurrence still holds, in columns indexed by occurrence id.
 
-    ``amount`` (tokens held, its BOS markers included; 0 once filtered) and ``start`` (the first offset
-    not yet placed or discarded) are kept for every occurrence; ``source`` only once a source differs
-    from its occurrence id (``None`` before: one pass over a corpus, as an offline peer's), and
-    ``markers`` (the BOS markers held) only once a marker is (``None`` before: no framework packer adds
-    one). The integer columns are ``int32`` (8 to 16 bytes per occurrence) while every value provably
-    fits: a source is a document index, and in a packer's stream an occurrence's held amount, held
-    markers and next start lie in ``[0, length + markers added]``, so the bound is the largest source
-    and the largest arrival length plus every BOS marker added so far. Once the bound passes
-    :data:`NARROW_MAX` the columns are widened to ``int64`` (16 to 32 bytes per occurrence), before any
+    ``amount`` (tokens held, its BOS markers included; 0 once filtered) is kept for every occurrence.
+    ``start`` (the first offset not yet placed or discarded) is kept as the stops of the placements and
+    discards so far, (occurrence, stop) pairs (12 bytes each), while they are few (a horizon early in an
+    offline peer's run), and as a column once their buffer would outweigh it. ``source`` is kept only
+    once a source differs from its occurrence id (``None`` before: one pass over a corpus, as an offline
+    peer's), and ``markers`` (the BOS markers held) only once a marker is (``None`` before: no framework
+    packer adds one). The integer columns are ``int32`` (4 to 16 bytes per occurrence) while every value
+    provably fits: a source is a document index, and in a packer's stream an occurrence's held amount,
+    held markers and next start lie in ``[0, length + markers added]``, so the bound is the largest
+    source and the largest arrival length plus every BOS marker added so far. Once the bound passes
+    :data:`NARROW_MAX` the columns are widened to ``int64`` (8 to 32 bytes per occurrence), before any
     value that would not fit is written.
     """
 
@@ -91,7 +93,12 @@ class _HeldColumns:
         self.bound = 0
         """The largest value any integer column can hold (see the class doc)."""
         self.amount: npt.NDArray[Any] = np.zeros(1024, np.int32)
-        self.start: npt.NDArray[Any] = np.zeros(1024, np.int32)
+        self.start: npt.NDArray[Any] | None = None
+        """``None`` while the stops are kept as pairs (:attr:`stop_occ`, :attr:`stop_at`)."""
+        self.stop_occ = np.zeros(64, np.int64)
+        self.stop_at: npt.NDArray[Any] = np.zeros(64, np.int32)
+        self.stops = 0
+        """Pairs in use: ``stop_occ[:stops]`` (occurrences) and ``stop_at[:stops]`` (their stops)."""
         self.source: npt.NDArray[Any] | None = None
         """``None`` while every source is its occurrence id."""
         self.markers: npt.NDArray[Any] | None = None
@@ -121,7 +128,7 @@ class _HeldColumns:
         """Record ``bound``; past :data:`NARROW_MAX` the integer columns become ``int64`` (once)."""
         self.bound = max(self.bound, bound)
         if self.bound > NARROW_MAX and self.dtype != np.int64:
-            for name in self._present():
+            for name in (*self._present(), "stop_at"):
                 setattr(self, name, getattr(self, name).astype(np.int64))
 
     def _sources(self, before: int) -> npt.NDArray[Any]:
@@ -160,20 +167,57 @@ class _HeldColumns:
             occ = slice(before, self.arrived)
             if self.source is not None or not np.array_equal(a.source, a.occurrence):
                 self._sources(before)[occ] = a.source
-            self.amount[occ], self.start[occ] = a.length, 0
-            if self.markers is not None:
-                self.markers[occ] = 0
+            self.amount[occ] = a.length
+            for col in (self.start, self.markers):
+                if col is not None:
+                    col[occ] = 0
         if ba.occurrence.size or p.bos_inserted.any():
             markers = self._markers()
             np.add.at(markers, ba.occurrence, ba.markers.astype(t))
             np.subtract.at(markers, p.occurrence, p.bos_inserted.astype(t))
         np.add.at(self.amount, ba.occurrence, ba.markers.astype(t))
         np.subtract.at(self.amount, p.occurrence, p.length.astype(t))
-        np.maximum.at(self.start, p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
+        self._stop(p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
         d = b.discard
         np.subtract.at(self.amount, d.occurrence, d.length.astype(t))
-        np.maximum.at(self.start, d.occurrence, (d.start + d.length).astype(t))
+        self._stop(d.occurrence, (d.start + d.length).astype(t))
         self.amount[b.filtered.occurrence] = 0  # holds nothing (no event of it follows its Filtered)
+
+    def _stop(self, occ: npt.NDArray[np.int64], stop: npt.NDArray[Any]) -> None:
+        """Record that ``occ`` were placed or discarded up to ``stop`` (their starts become at least that)."""
+        if self.start is not None:
+            np.maximum.at(self.start, occ, stop)
+            return
+        k = self.stops + occ.size
+        if k > self.stop_occ.size:
+            size = max(k, 2 * self.stop_occ.size)
+            if 12 * size > 4 * self.amount.size:  # the pairs would outweigh a column: make it
+                self.start = np.zeros(self.amount.size, self.dtype)
+                np.maximum.at(self.start, self.stop_occ[: self.stops], self.stop_at[: self.stops])
+                np.maximum.at(self.start, occ, stop)
+                self.stop_occ, self.stop_at, self.stops = np.zeros(0, np.int64), np.zeros(0, self.dtype), 0
+                return
+            for name in ("stop_occ", "stop_at"):
+                old = getattr(self, name)
+                new = np.zeros(size, old.dtype)
+                new[: self.stops] = old[: self.stops]
+                setattr(self, name, new)
+        self.stop_occ[self.stops : k], self.stop_at[self.stops : k] = occ, stop
+        self.stops = k
+
+    def _starts(self, live: IntColumn) -> npt.NDArray[Any]:
+        """The start of each of ``live`` (ascending); the column or the pairs are released. O(n) with the
+        column, O(pairs log m) with the pairs."""
+        if self.start is not None:
+            return self._release("start", live)
+        start = np.zeros(live.size, self.dtype)
+        occ, stop = self.stop_occ[: self.stops], self.stop_at[: self.stops]
+        at = np.searchsorted(live, occ)
+        hit = at < live.size
+        hit[hit] = live[at[hit]] == occ[hit]
+        np.maximum.at(start, at[hit], stop[hit])
+        self.stop_occ, self.stop_at, self.stops = np.zeros(0, np.int64), np.zeros(0, self.dtype), 0
+        return start
 
     def spans(self) -> BufferedSpans:
         """The buffered spans of every arrived occurrence still holding tokens, in arrival order; the
@@ -188,15 +232,16 @@ class _HeldColumns:
         are the occurrence ids are that same array, and a start column or BOS flags with one value
         for every span are a broadcast scalar. Memory: the columns, plus one column gathered and a
         chunk in flight: an offline peer's ``int32`` cut of ``n`` arrivals holding ``m`` peaks at
-        ``8 n + 8 m`` bytes and ends at ``8 m`` (``12 m`` where the starts differ). O(n) time.
+        ``4 n + 8 m`` bytes (and the stops' pairs) and ends at ``8 m`` (``12 m`` where the starts
+        differ). O(n) time.
         """
         n = self.arrived
         live = self._live(n)
         src = live if self.source is None else self._release("source", live, same_as=live)
         amount = self._release("amount", live)
         markers = None if self.markers is None else self._release("markers", live)
-        start = _constant(self._release("start", live))
-        self.source = self.markers = None
+        start = _constant(self._starts(live))
+        self.source = self.markers = self.start = None
         if markers is None or int(markers.max(initial=0)) <= 0:  # no BOS marker held (the usual case)
             return BufferedSpans(live, src, start, amount, np.broadcast_to(np.False_, live.shape))
         if int(markers.max(initial=0)) <= 1:  # one span per occurrence
@@ -248,7 +293,10 @@ class _HeldColumns:
         """Assert the invariants: the columns kept of one size and one integer type, ``int32`` only within
         the bound, at least the arrived occurrences."""
         kept = self._present()
-        assert {"amount", "start"} <= set(kept), kept
+        assert "amount" in kept, kept
+        assert self.stop_occ.size == self.stop_at.size >= self.stops and self.stop_at.dtype == self.dtype
+        assert self.start is None or self.stops == 0, "pairs kept beside the start column"
+        assert self.stop_occ.dtype == np.int64 and bool((self.stop_occ[: self.stops] < self.arrived).all())
         sizes = {getattr(self, name).size for name in kept}
         assert len(sizes) == 1 and sizes.pop() >= self.arrived, sizes
         assert {getattr(self, name).dtype for name in kept} == {self.dtype}

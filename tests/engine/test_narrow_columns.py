@@ -19,7 +19,15 @@ from packing_theory import build_packer
 from packing_theory.audit.costs import CostAccumulator
 from packing_theory.engine.batches import EventBatch, split_batches, unbatched
 from packing_theory.engine.consumers import feed_all
-from packing_theory.engine.events import Arrival, BosAdded, BufferedSpan, Filtered, Horizon, Placement
+from packing_theory.engine.events import (
+    Arrival,
+    BosAdded,
+    BufferedSpan,
+    Discard,
+    Filtered,
+    Horizon,
+    Placement,
+)
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.horizon_batches import NARROW_MAX, _HeldColumns, cut_batches_at_horizon
 from packing_theory.engine.starts import StartTracker
@@ -61,7 +69,21 @@ def test_held_columns_widen_before_the_markers_added_pass_the_bound() -> None:
 def test_held_spans_release_the_columns() -> None:
     h = _held(Arrival(0, 5, 0, 9), Arrival(1, 1, 0, 4), BosAdded(0, 5, 1))
     assert len(h.spans()) == 2
-    assert h.amount.size == h.start.size == 0 and h.source is None and h.markers is None
+    assert h.amount.size == h.stops == 0 and h.start is None and h.source is None and h.markers is None
+
+
+@pytest.mark.parametrize("placed", [10, 1500])
+def test_held_starts_are_pairs_while_few_and_a_column_once_many(placed: int) -> None:
+    n = 3000
+    h = _held(*(Arrival(i, i, 0, 5) for i in range(n)))
+    for lo in range(0, placed, 100):  # batches of crops: 2 tokens of each of 100 occurrences, then 1 more
+        crops = [Placement(0, 0, i, i, 0, 2, False, True) for i in range(lo, lo + 100)]
+        h.account(EventBatch.from_events([*crops, Discard(lo, lo, 2, 1)]))
+        h._check()
+    assert (h.start is None) == (placed == 10) and (h.stops == 0) == (placed != 10)
+    want = tuple(BufferedSpan(i, i, (3 if i % 100 == 0 else 2) if i < lo + 100 else 0,
+                              (2 if i % 100 == 0 else 3) if i < lo + 100 else 5, False) for i in range(n))
+    assert tuple(h.spans()) == want
 
 
 def test_held_columns_keep_sources_and_markers_only_once_needed() -> None:
