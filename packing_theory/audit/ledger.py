@@ -76,6 +76,9 @@ __all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "count
 
 Int64Array = npt.NDArray[np.int64]
 
+_SPANS_AT_ONCE = 1 << 16
+"""Buffered spans looked up at a time at the Horizon (bounds the ``int64`` ids and slots in flight)."""
+
 # --------------------------------------------------------------------------- the ledger
 
 
@@ -340,9 +343,11 @@ class Ledger(OccurrenceViews):
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
             occ, _, _, ln, bos = span_columns(h.buffered)  # int32 or int64 columns
-            slots = self._slots(occ.astype(np.int64), "buffered span")  # int64: slot arithmetic cannot wrap
-            added = bos & ((self._t.flags[slots] & ADDED) != 0)
-            del slots
+            added = np.zeros(occ.size, np.bool_)
+            for i in range(0, occ.size, _SPANS_AT_ONCE):  # ids in int64 (slot arithmetic cannot wrap), a
+                part = slice(i, i + _SPANS_AT_ONCE)        # chunk at a time (not a copy of them all)
+                slots = self._slots(occ[part].astype(np.int64), "buffered span")
+                added[part] = bos[part] & ((self._t.flags[slots] & ADDED) != 0)
             self._buffered_added = int(added.sum())
             # no added marker buffered (the usual case): the span lengths themselves, not a copy
             self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added if self._buffered_added else ln)

@@ -14,6 +14,7 @@ import pytest
 
 import packing_theory as pt
 from packing_theory.audit import Ledger
+from packing_theory.audit import ledger as ledger_module
 from packing_theory.audit.stream import StreamLedger
 from packing_theory.engine.events import Arrival, BosAdded, BufferedSpan, BufferedSpans, Horizon, Placement
 
@@ -43,8 +44,10 @@ def test_int32_span_columns_are_the_spans() -> None:
     assert narrow.total_length() == 2 * TOP + 2 == pt.engine.events.buffered_length(WIDE)
 
 
-@pytest.mark.parametrize("chunk", [2, 1 << 20])
-def test_the_ledger_accounts_int32_spans_as_int64_ones(chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "at_once"), [(2, 2), (1 << 20, 1 << 16)])
+def test_the_ledger_accounts_int32_spans_as_int64_ones(chunk: int, at_once: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger_module, "_SPANS_AT_ONCE", at_once)  # spans looked up in pieces, or at once
     got = Ledger(8, 2, chunk=chunk)
     pt.feed_all(_stream(_narrow(WIDE)), got)
     want = Ledger(8, 2, chunk=chunk)
@@ -61,3 +64,13 @@ def test_the_stream_ledger_accounts_int32_spans_as_int64_ones() -> None:
     want = StreamLedger(8, 2)
     pt.feed_all(_stream(WIDE), want)
     assert got.result() == want.result()
+
+
+def test_the_ledger_names_a_buffered_span_of_no_arrival_in_a_later_piece(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger_module, "_SPANS_AT_ONCE", 2)
+    spans = (*WIDE, BufferedSpan(7, 7, 0, 1, False))
+    led = Ledger(8, 2)
+    with pytest.raises(pt.InputError, match=(r"^inconsistent event stream: buffered span for occurrence 7 "
+                                             r"before its Arrival$")):
+        pt.feed_all(_stream(_narrow(spans)), led)
