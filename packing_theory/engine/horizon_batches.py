@@ -20,8 +20,14 @@ arrived occurrence still holds is kept in columns indexed by occurrence
 them) and updated per batch with ``numpy.ufunc.at``.
 
 Complexity: O(events) numpy work per batch, O(1) Python work per batch;
-memory 17 bytes per arrived occurrence (33 once a
-document index or a length passes ``int32``: :data:`NARROW_MAX`).
+memory 4 bytes per arrived occurrence while its source is its occurrence id
+and no BOS marker is held (an offline peer's one pass), up to 16 (twice that
+once a document index or a length passes ``int32``: :data:`NARROW_MAX`),
+and 12 per placement or discard while few occurrences have one
+(:class:`_HeldColumns`). The Horizon's spans are ``int32`` columns while the
+values fit: 8 bytes per held occurrence for an offline peer (occurrence and
+length; its sources are its occurrence ids, its starts and BOS flags one
+value each), up to 17.
 """
 
 from __future__ import annotations
