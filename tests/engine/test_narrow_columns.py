@@ -8,6 +8,7 @@ stream hold no batch while the stream builds its next item.
 
 from __future__ import annotations
 
+import pickle
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -112,6 +113,7 @@ def test_held_spans_are_int32_up_to_the_bound_and_int64_past_it(length: int, sou
     assert tuple(spans) == (BufferedSpan(0, source, 0, length, False), BufferedSpan(1, 1, 0, length, False))
     assert spans.total_length() == 2 * length  # summed in int64: nothing wrapped
     assert start.strides == bos.strides == (0,)  # one value for every span: a broadcast, no memory per span
+    assert pickle.loads(pickle.dumps(spans)) == spans  # a worker's Horizon crosses processes
 
 
 def test_held_spans_share_the_occurrence_ids_as_sources() -> None:
