@@ -73,6 +73,15 @@ def test_held_spans_release_the_columns() -> None:
     assert h.amount.size == h.stops == 0 and h.start is None and h.source is None and h.markers is None
 
 
+def test_held_stops_widen_with_the_columns() -> None:
+    h = _held(Arrival(0, 0, 0, 5), Placement(0, 0, 0, 0, 0, 2, False, True))
+    assert h.stops == 1 and h.stop_at.dtype == np.int32
+    h.account(EventBatch.from_events([Arrival(1, 1, 0, BIG)]))
+    h._check()  # the pairs' stops are widened with the columns
+    assert h.stop_at.dtype == h.dtype == np.int64
+    assert tuple(h.spans()) == (BufferedSpan(0, 0, 2, 3, False), BufferedSpan(1, 1, 0, BIG, False))
+
+
 @pytest.mark.parametrize("placed", [10, 1500])
 def test_held_starts_are_pairs_while_few_and_a_column_once_many(placed: int) -> None:
     n = 3000
