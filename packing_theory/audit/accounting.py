@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from .._unique import distinct_counts
-from ..engine.events import Arrival, BosAdded, Discard, Horizon, Placement, first_target
+from ..engine.events import Arrival, BosAdded, Discard, Horizon, IntColumn, Placement, first_target
 from ..errors import InputError, InputTypeError
 from ..lengths import INT64_MAX, exact_sum
 from .detail import DetailRows
@@ -145,8 +145,10 @@ class ChunkAccounts:
         self._series = SeriesSampler(self.capacity, self.min_buffer)
         self._exhausted_at_row: int | None = None
         self._horizon: Horizon | None = None
-        self._buf_occ = np.zeros(0, dtype=np.int64)  # occurrences buffered at the horizon (sorted)
-        self._buf_amt = np.zeros(0, dtype=np.int64)  # their buffered source tokens
+        # occurrences buffered at the horizon (sorted) and their buffered source tokens: int32 or int64,
+        # as the Horizon's span columns give them (often those very arrays)
+        self._buf_occ: IntColumn = np.zeros(0, dtype=np.int64)
+        self._buf_amt: IntColumn = np.zeros(0, dtype=np.int64)
         self._buffered_tokens = 0
         self._buffered_added = 0
         self._result: Aggregates | None = None

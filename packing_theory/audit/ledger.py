@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,7 @@ from ..engine.events import (
     Exhausted,
     Filtered,
     Horizon,
+    IntColumn,
     Padding,
     Placement,
     Repeat,
@@ -74,6 +75,9 @@ from .window import WINDOW
 __all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median", "exact_total"]
 
 Int64Array = npt.NDArray[np.int64]
+
+_SPANS_AT_ONCE = 1 << 16
+"""Buffered spans looked up at a time at the Horizon (bounds the ``int64`` ids and slots in flight)."""
 
 # --------------------------------------------------------------------------- the ledger
 
@@ -338,13 +342,16 @@ class Ledger(OccurrenceViews):
         if self._exhausted_at_row is None and h.stop_reason == "exhausted":
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
-            occ, _, _, ln, bos = span_columns(h.buffered)
-            slots = self._slots(occ, "buffered span")
-            added = bos & ((self._t.flags[slots] & ADDED) != 0)
-            del slots
-            self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added)
-            self._buffered_tokens = int(ln.sum())
+            occ, _, _, ln, bos = span_columns(h.buffered)  # int32 or int64 columns
+            added = np.zeros(occ.size, np.bool_)
+            for i in range(0, occ.size, _SPANS_AT_ONCE):  # ids in int64 (slot arithmetic cannot wrap), a
+                part = slice(i, i + _SPANS_AT_ONCE)        # chunk at a time (not a copy of them all)
+                slots = self._slots(occ[part].astype(np.int64), "buffered span")
+                added[part] = bos[part] & ((self._t.flags[slots] & ADDED) != 0)
             self._buffered_added = int(added.sum())
+            # no added marker buffered (the usual case): the span lengths themselves, not a copy
+            self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added if self._buffered_added else ln)
+            self._buffered_tokens = int(ln.sum())
         self._series.end(h.rows, self._buffered_tokens, int(self._prot_len.sum()))
         self._detail.close()
         self._t.finish()
@@ -472,11 +479,12 @@ def audit_lengths(
     return agg
 
 
-def _per_occurrence(occ: Int64Array, amount: Int64Array) -> tuple[Int64Array, Int64Array]:
+def _per_occurrence(occ: IntColumn, amount: IntColumn) -> tuple[IntColumn, IntColumn]:
     """The distinct occurrences of the spans ``occ`` (sorted) and the sum of ``amount`` over each one's spans.
 
     Spans in occurrence order (a horizon cut's: each occurrence's spans together, in arrival order) are
-    summed in place, O(n) and O(n) bytes; any other order is sorted first (``numpy.unique``).
+    summed in place, O(n) and O(n) bytes; any other order is sorted first (``numpy.unique``). One span per
+    occurrence gives ``occ`` and ``amount`` themselves (``int32`` or ``int64`` as given); sums are ``int64``.
 
     >>> [a.tolist() for a in _per_occurrence(np.array([2, 5, 5, 9]), np.array([3, 1, 1, 4]))]
     [[2, 5, 9], [3, 2, 4]]
@@ -484,9 +492,9 @@ def _per_occurrence(occ: Int64Array, amount: Int64Array) -> tuple[Int64Array, In
     [[2, 5], [3, 2]]
     """
     if occ.size < 2 or bool((occ[1:] > occ[:-1]).all()):  # one span per occurrence (the usual case)
-        return occ, amount.astype(np.int64, copy=False)
+        return occ, amount
     if bool((occ[1:] >= occ[:-1]).all()):
         first = np.flatnonzero(np.concatenate(([True], occ[1:] != occ[:-1])))
         return occ[first], np.add.reduceat(amount.astype(np.int64, copy=False), first)
     uniq, inv = np.unique(occ, return_inverse=True)
-    return uniq, np.bincount(inv.ravel(), weights=amount).round().astype(np.int64)
+    return cast("IntColumn", uniq), np.bincount(inv.ravel(), weights=amount).round().astype(np.int64)

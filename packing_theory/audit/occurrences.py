@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from ..engine.events import IntColumn
 from ..errors import InputError
 from .accounting import ChunkAccounts
 from .results import EmittedInterval, SourceRecord
@@ -40,7 +41,7 @@ class OccurrenceColumns:
     """The per-occurrence columns of a ledger's table, read by occurrence range (see
     :meth:`OccurrenceViews.columns_view`). ``range(a, b, names)`` gives :data:`ARRAY_KEYS` columns."""
 
-    def __init__(self, table: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array,
+    def __init__(self, table: SourceTable, buf_occ: IntColumn, buf_amt: IntColumn,
                  boundaries: tuple[int, ...]) -> None:
         self._t = table
         self._buf_occ = buf_occ
@@ -76,7 +77,7 @@ class OccurrenceColumns:
         def buffered() -> Int64Array:
             col = np.zeros(n, np.int64)
             lo, hi = np.searchsorted(self._buf_occ, [a, b])
-            col[self._buf_occ[lo:hi] - a] = self._buf_amt[lo:hi]
+            col[self._buf_occ[lo:hi].astype(np.int64) - a] = self._buf_amt[lo:hi]
             return col
 
         def first_target() -> Int64Array:

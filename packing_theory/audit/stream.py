@@ -365,7 +365,7 @@ class StreamLedger:
         self.horizon = h
         if h.buffered:
             occ, _, _, ln, bos = span_columns(h.buffered)
-            i = self._idx(occ, "buffered span")
+            i = self._idx(occ.astype(np.int64), "buffered span")  # the columns may be int32
             added = bos & ((self._flags[i] & _ADDED) != 0)
             strat = self._strat[i]
             self._buffered_by = np.bincount(strat, weights=ln - added, minlength=self._S

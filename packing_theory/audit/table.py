@@ -48,6 +48,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.events import IntColumn
 from .coverage import CoverageSummary
 from .store import ColumnStore
 from .strata import stratum_index
@@ -357,14 +358,14 @@ def _coverage_values(L: Int64Array, em: Int64Array, strat: npt.NDArray[np.intp],
     return [cov[strat == s] for s in range(S)]
 
 
-def _block_buffered(a: int, b: int, buf_occ: Int64Array, buf_amt: Int64Array) -> Int64Array:
+def _block_buffered(a: int, b: int, buf_occ: IntColumn, buf_amt: IntColumn) -> Int64Array:
     out = np.zeros(b - a, np.int64)
     lo, hi = np.searchsorted(buf_occ, [a, b])
-    out[buf_occ[lo:hi] - a] = buf_amt[lo:hi]
+    out[buf_occ[lo:hi].astype(np.int64) - a] = buf_amt[lo:hi]  # int64: an int32 id minus a cannot wrap
     return out
 
 
-def table_aggregates(t: SourceTable, buf_occ: Int64Array, buf_amt: Int64Array, boundaries: tuple[int, ...],
+def table_aggregates(t: SourceTable, buf_occ: IntColumn, buf_amt: IntColumn, boundaries: tuple[int, ...],
                      capacity: int, block: int | None = None, *, counts: Sequence[int] | None = None,
                      kernels: BlockReducer | None = None) -> TableAggregates:
     """Reduce the table (``buf_occ`` sorted, with ``buf_amt`` source tokens buffered at the horizon).

@@ -90,6 +90,9 @@ __all__ = [
 
 
 Int64Array = npt.NDArray[np.int64]
+IntColumn = npt.NDArray[np.int32] | npt.NDArray[np.int64]
+"""An integer column of :class:`BufferedSpans`: ``int32`` where its producer knew every value fits, else
+``int64``."""
 
 
 @overload
@@ -244,19 +247,29 @@ class BufferedSpans(Sequence[BufferedSpan]):
     equal to the tuple of the same spans (and hashes as it), and consumers
     that account spans with numpy read :meth:`columns` (:func:`span_columns`).
 
+    An integer column given as ``int32`` stays ``int32`` (4 bytes a span: a producer
+    gives ``int32`` only when every value fits, as the horizon cut does); any other is
+    kept as ``int64``. Columns are read-only views: two may share one array (a source
+    equal to its occurrence id) and a constant one may be a broadcast scalar (taking no
+    memory). A consumer that does arithmetic on a column that may be ``int32`` does it
+    in ``int64`` (:meth:`total_length` does).
+
     >>> spans = BufferedSpans([4, 7], [4, 7], [0, 3], [5, 2], [False, True])
     >>> spans == (BufferedSpan(4, 4, 0, 5, False), BufferedSpan(7, 7, 3, 2, True)), len(spans)
     (True, 2)
     >>> spans[1], spans.total_length()
     (BufferedSpan(occurrence=7, source=7, start=3, length=2, bos_inserted=True), 7)
+    >>> narrow = BufferedSpans(*(np.array(c, np.int32) for c in ([4, 7], [4, 7], [0, 3], [5, 2])), [0, 1])
+    >>> narrow == spans, hash(narrow) == hash(spans), narrow.columns()[0].dtype.name
+    (True, True, 'int32')
 
-    Complexity: O(1) to build from columns, O(n) to iterate or compare.
+    Complexity: O(1) to build from ``int32`` or ``int64`` columns, O(n) to iterate or compare.
     """
 
     __slots__ = ("_cols",)
 
     def __init__(self, occurrence: Any, source: Any, start: Any, length: Any, bos_inserted: Any) -> None:
-        cols = tuple(np.asarray(c, dtype=np.int64) for c in (occurrence, source, start, length))
+        cols = tuple(_int_column(c) for c in (occurrence, source, start, length))
         bos = np.asarray(bos_inserted, dtype=np.bool_)
         n = cols[0].size
         if any(c.ndim != 1 or c.size != n for c in (*cols, bos)):
@@ -278,9 +291,9 @@ class BufferedSpans(Sequence[BufferedSpan]):
         occ, src, start, length, bos = zip(*rows, strict=True)
         return cls(occ, src, start, length, bos)
 
-    def columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
-                               npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """``(occurrence, source, start, length, bos_inserted)``, in buffer order (not copies)."""
+    def columns(self) -> tuple[IntColumn, IntColumn, IntColumn, IntColumn, npt.NDArray[np.bool_]]:
+        """``(occurrence, source, start, length, bos_inserted)``, in buffer order (not copies; read-only;
+        the integer columns ``int32`` or ``int64``, see the class doc)."""
         occ, src, start, length, bos = self._cols
         return occ, src, start, length, bos
 
@@ -320,15 +333,22 @@ class BufferedSpans(Sequence[BufferedSpan]):
         return f"BufferedSpans({len(self)} spans, {self.total_length():,} tokens)"
 
 
-def span_columns(spans: Sequence[BufferedSpan]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
-                                                         npt.NDArray[np.int64], npt.NDArray[np.int64],
+def span_columns(spans: Sequence[BufferedSpan]) -> tuple[IntColumn, IntColumn, IntColumn, IntColumn,
                                                          npt.NDArray[np.bool_]]:
-    """A Horizon's buffered spans as columns ``(occurrence, source, start, length, bos_inserted)``.
+    """A Horizon's buffered spans as columns ``(occurrence, source, start, length, bos_inserted)``
+    (:meth:`BufferedSpans.columns`: ``int32`` or ``int64``).
 
     >>> [c.tolist() for c in span_columns((BufferedSpan(2, 2, 1, 3, True),))]
     [[2], [2], [1], [3], [True]]
     """
     return BufferedSpans.of(spans).columns()
+
+
+def _int_column(c: Any) -> IntColumn:
+    """``c`` as an integer column: an ``int32`` array as it is, anything else as ``int64``."""
+    if isinstance(c, np.ndarray) and c.dtype == np.int32:
+        return c
+    return np.asarray(c, dtype=np.int64)
 
 
 def buffered_length(spans: Sequence[BufferedSpan]) -> int:

@@ -20,8 +20,14 @@ arrived occurrence still holds is kept in columns indexed by occurrence
 them) and updated per batch with ``numpy.ufunc.at``.
 
 Complexity: O(events) numpy work per batch, O(1) Python work per batch;
-memory 17 bytes per arrived occurrence (33 once a
-document index or a length passes ``int32``: :data:`NARROW_MAX`).
+memory 4 bytes per arrived occurrence while its source is its occurrence id
+and no BOS marker is held (an offline peer's one pass), up to 16 (twice that
+once a document index or a length passes ``int32``: :data:`NARROW_MAX`),
+and 12 per placement or discard while few occurrences have one
+(:class:`_HeldColumns`). The Horizon's spans are ``int32`` columns while the
+values fit: 8 bytes per held occurrence for an offline peer (occurrence and
+length; its sources are its occurrence ids, its starts and BOS flags one
+value each), up to 17.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from .batches import (
     EventBatch,
     EventItem,
 )
-from .events import BufferedSpans, Horizon
+from .events import BufferedSpans, Horizon, IntColumn
 from .horizon import Budget, cut_at_horizon
 
 __all__ = ["NARROW_MAX", "cut_batches_at_horizon", "row_fill"]
@@ -60,15 +66,31 @@ plus the BOS markers added to it) they are widened to ``int64``."""
 
 _INT_COLUMNS = ("source", "amount", "markers", "start")
 
+_CHUNK = 1 << 16
+"""Entries handled at a time while the held columns are turned into spans (bounds the temporaries)."""
+
+
+def _constant(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``col``, or where every entry has one value a read-only broadcast of it (no memory per entry)."""
+    if col.size and col.min() == col.max():  # two reductions: no temporary per entry
+        return np.broadcast_to(col[:1].copy(), col.shape)
+    return col
+
 
 class _HeldColumns:
     """What each arrived occurrence still holds, in columns indexed by occurrence id.
 
-    The four integer columns are ``int32`` (17 bytes per occurrence with the ``alive`` flag) while every
-    value provably fits: a source is a document index, and in a packer's stream an occurrence's held
-    amount, held markers and next start lie in ``[0, length + markers added]``, so the bound is the
-    largest source and the largest arrival length plus every BOS marker added so far. Once the bound
-    passes :data:`NARROW_MAX` the columns are widened to ``int64`` (33 bytes per occurrence), before any
+    ``amount`` (tokens held, its BOS markers included; 0 once filtered) is kept for every occurrence.
+    ``start`` (the first offset not yet placed or discarded) is kept as the stops of the placements and
+    discards so far, (occurrence, stop) pairs (12 bytes each), while they are few (a horizon early in an
+    offline peer's run), and as a column once their buffer would outweigh it. ``source`` is kept only
+    once a source differs from its occurrence id (``None`` before: one pass over a corpus, as an offline
+    peer's), and ``markers`` (the BOS markers held) only once a marker is (``None`` before: no framework
+    packer adds one). The integer columns are ``int32`` (4 to 16 bytes per occurrence) while every value
+    provably fits: a source is a document index, and in a packer's stream an occurrence's held amount,
+    held markers and next start lie in ``[0, length + markers added]``, so the bound is the largest
+    source and the largest arrival length plus every BOS marker added so far. Once the bound passes
+    :data:`NARROW_MAX` the columns are widened to ``int64`` (8 to 32 bytes per occurrence), before any
     value that would not fit is written.
     """
 
@@ -76,23 +98,33 @@ class _HeldColumns:
         self.arrived = 0
         self.bound = 0
         """The largest value any integer column can hold (see the class doc)."""
-        self.source = np.zeros(1024, np.int32)
-        self.amount = np.zeros(1024, np.int32)
-        self.markers = np.zeros(1024, np.int32)
-        self.start = np.zeros(1024, np.int32)
-        self.alive = np.zeros(1024, np.bool_)
+        self.amount: npt.NDArray[Any] = np.zeros(1024, np.int32)
+        self.start: npt.NDArray[Any] | None = None
+        """``None`` while the stops are kept as pairs (:attr:`stop_occ`, :attr:`stop_at`)."""
+        self.stop_occ = np.zeros(64, np.int64)
+        self.stop_at: npt.NDArray[Any] = np.zeros(64, np.int32)
+        self.stops = 0
+        """Pairs in use: ``stop_occ[:stops]`` (occurrences) and ``stop_at[:stops]`` (their stops)."""
+        self.source: npt.NDArray[Any] | None = None
+        """``None`` while every source is its occurrence id."""
+        self.markers: npt.NDArray[Any] | None = None
+        """``None`` while no BOS marker has been held."""
 
     @property
     def dtype(self) -> np.dtype[Any]:
         """The integer columns' type: ``int32``, or ``int64`` once widened."""
-        return self.source.dtype
+        return self.amount.dtype
+
+    def _present(self) -> list[str]:
+        """The integer columns kept (``source`` and ``markers`` only once needed)."""
+        return [name for name in _INT_COLUMNS if getattr(self, name) is not None]
 
     def _grow(self, n: int) -> None:
-        size = self.source.size
+        size = self.amount.size
         if n <= size:
             return
         size = max(n, 2 * size)  # amortised doubling; a batch of many arrivals (an offline peer's) exactly
-        for name in (*_INT_COLUMNS, "alive"):
+        for name in self._present():
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: old.size] = old
@@ -102,8 +134,21 @@ class _HeldColumns:
         """Record ``bound``; past :data:`NARROW_MAX` the integer columns become ``int64`` (once)."""
         self.bound = max(self.bound, bound)
         if self.bound > NARROW_MAX and self.dtype != np.int64:
-            for name in _INT_COLUMNS:
+            for name in (*self._present(), "stop_at"):
                 setattr(self, name, getattr(self, name).astype(np.int64))
+
+    def _sources(self, before: int) -> npt.NDArray[Any]:
+        """The ``source`` column, made (the first ``before`` arrivals' occurrence ids) if not kept yet."""
+        if self.source is None:
+            self.source = np.zeros(self.amount.size, self.dtype)
+            self.source[:before] = np.arange(before, dtype=self.dtype)  # < arrived - 1 <= bound: fits
+        return self.source
+
+    def _markers(self) -> npt.NDArray[Any]:
+        """The ``markers`` column, made (all 0) if not kept yet."""
+        if self.markers is None:
+            self.markers = np.zeros(self.amount.size, self.dtype)
+        return self.markers
 
     def account(self, b: EventBatch) -> None:
         """Account the batch: its arrivals first (the events of an occurrence follow its arrival)."""
@@ -120,22 +165,65 @@ class _HeldColumns:
         if ba.markers.size:
             self._widen(self.bound + int(np.abs(ba.markers).sum(dtype=np.int64)))
         t = self.dtype
+        p = b.placement
         if a.occurrence.size:
+            before = self.arrived
             self.arrived += a.occurrence.size
             self._grow(self.arrived)
-            occ = slice(self.arrived - a.occurrence.size, self.arrived)
-            self.source[occ], self.amount[occ], self.markers[occ], self.start[occ] = a.source, a.length, 0, 0
-            self.alive[occ] = True
-        np.add.at(self.markers, ba.occurrence, ba.markers.astype(t))
+            occ = slice(before, self.arrived)
+            if self.source is not None or not np.array_equal(a.source, a.occurrence):
+                self._sources(before)[occ] = a.source
+            self.amount[occ] = a.length
+            for col in (self.start, self.markers):
+                if col is not None:
+                    col[occ] = 0
+        if ba.occurrence.size or p.bos_inserted.any():
+            markers = self._markers()
+            np.add.at(markers, ba.occurrence, ba.markers.astype(t))
+            np.subtract.at(markers, p.occurrence, p.bos_inserted.astype(t))
         np.add.at(self.amount, ba.occurrence, ba.markers.astype(t))
-        p = b.placement
-        np.subtract.at(self.markers, p.occurrence, p.bos_inserted.astype(t))
         np.subtract.at(self.amount, p.occurrence, p.length.astype(t))
-        np.maximum.at(self.start, p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
+        self._stop(p.occurrence, (p.start + p.length - p.bos_inserted).astype(t))
         d = b.discard
         np.subtract.at(self.amount, d.occurrence, d.length.astype(t))
-        np.maximum.at(self.start, d.occurrence, (d.start + d.length).astype(t))
-        self.alive[b.filtered.occurrence] = False
+        self._stop(d.occurrence, (d.start + d.length).astype(t))
+        self.amount[b.filtered.occurrence] = 0  # holds nothing (no event of it follows its Filtered)
+
+    def _stop(self, occ: npt.NDArray[np.int64], stop: npt.NDArray[Any]) -> None:
+        """Record that ``occ`` were placed or discarded up to ``stop`` (their starts become at least that)."""
+        if self.start is not None:
+            np.maximum.at(self.start, occ, stop)
+            return
+        k = self.stops + occ.size
+        if k > self.stop_occ.size:
+            size = max(k, 2 * self.stop_occ.size)
+            if 12 * size > 4 * self.amount.size:  # the pairs would outweigh a column: make it
+                self.start = np.zeros(self.amount.size, self.dtype)
+                np.maximum.at(self.start, self.stop_occ[: self.stops], self.stop_at[: self.stops])
+                np.maximum.at(self.start, occ, stop)
+                self.stop_occ, self.stop_at, self.stops = np.zeros(0, np.int64), np.zeros(0, self.dtype), 0
+                return
+            for name in ("stop_occ", "stop_at"):
+                old = getattr(self, name)
+                new = np.zeros(size, old.dtype)
+                new[: self.stops] = old[: self.stops]
+                setattr(self, name, new)
+        self.stop_occ[self.stops : k], self.stop_at[self.stops : k] = occ, stop
+        self.stops = k
+
+    def _starts(self, live: IntColumn) -> npt.NDArray[Any]:
+        """The start of each of ``live`` (ascending); the column or the pairs are released. O(n) with the
+        column, O(pairs log m) with the pairs."""
+        if self.start is not None:
+            return self._release("start", live)
+        start = np.zeros(live.size, self.dtype)
+        occ, stop = self.stop_occ[: self.stops], self.stop_at[: self.stops]
+        at = np.searchsorted(live, occ)
+        hit = at < live.size
+        hit[hit] = live[at[hit]] == occ[hit]
+        np.maximum.at(start, at[hit], stop[hit])
+        self.stop_occ, self.stop_at, self.stops = np.zeros(0, np.int64), np.zeros(0, self.dtype), 0
+        return start
 
     def spans(self) -> BufferedSpans:
         """The buffered spans of every arrived occurrence still holding tokens, in arrival order; the
@@ -144,38 +232,82 @@ class _HeldColumns:
         :func:`~packing_theory.engine.horizon.held_spans` in columns: per
         occurrence its head span, then one single-token span per held BOS
         marker beyond the first.
+
+        The spans' columns keep the held columns' type (``int32`` while every value fits), and the
+        occurrence index is ``int32`` while the arrivals are at most :data:`NARROW_MAX`. Sources that
+        are the occurrence ids are that same array, and a start column or BOS flags with one value
+        for every span are a broadcast scalar. Memory: the columns, plus one column gathered and a
+        chunk in flight: an offline peer's ``int32`` cut of ``n`` arrivals holding ``m`` peaks at
+        ``4 n + 8 m`` bytes (and the stops' pairs) and ends at ``8 m`` (``12 m`` where the starts
+        differ). O(n) time.
         """
         n = self.arrived
-        live = np.flatnonzero(self.alive[:n] & (self.amount[:n] > 0))
-        src, amount, markers, start = (self._release(name, live) for name in _INT_COLUMNS)
-        self.alive = np.zeros(0, np.bool_)
-        if not markers.size or int(markers.max()) <= 1:  # one span per occurrence (every packer's usual case)
+        live = self._live(n)
+        src = live if self.source is None else self._release("source", live, same_as=live)
+        amount = self._release("amount", live)
+        markers = None if self.markers is None else self._release("markers", live)
+        start = _constant(self._starts(live))
+        self.source = self.markers = self.start = None
+        if markers is None or int(markers.max(initial=0)) <= 0:  # no BOS marker held (the usual case)
+            return BufferedSpans(live, src, start, amount, np.broadcast_to(np.False_, live.shape))
+        if int(markers.max(initial=0)) <= 1:  # one span per occurrence
             return BufferedSpans(live, src, start, amount, markers > 0)
         extra = np.maximum(markers - 1, 0)
-        per = 1 + extra
+        per = (1 + extra).astype(np.int64)
         first = np.cumsum(per) - per  # each occurrence's head span
         total = int(per.sum())
         occ_of = np.repeat(live, per)
-        length = np.ones(total, np.int64)
+        length = np.ones(total, amount.dtype)
         length[first] = amount - extra
         bos = np.ones(total, np.bool_)
         bos[first] = markers > 0
-        return BufferedSpans(occ_of, np.repeat(src, per), np.repeat(start, per), length, bos)
+        return BufferedSpans(occ_of, occ_of if src is live else np.repeat(src, per), np.repeat(start, per),
+                             length, bos)
 
-    def _release(self, name: str, live: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Column ``name`` at ``live`` (``int64``); the column itself is released."""
-        got: npt.NDArray[np.int64] = getattr(self, name)[live].astype(np.int64, copy=False)
+    def _live(self, n: int) -> IntColumn:
+        """The arrived occurrences holding tokens, ascending: ``int32`` while ``n`` is at most
+        :data:`NARROW_MAX`. O(n) time in two passes over ``amount`` (count, then fill): ``4 m`` bytes
+        (``8 m`` past the bound) and one chunk besides."""
+        amount = self.amount[:n]
+        m = sum(int(np.count_nonzero(amount[a : a + _CHUNK] > 0)) for a in range(0, n, _CHUNK))
+        live: IntColumn = np.empty(m, np.int32) if n <= NARROW_MAX else np.empty(m, np.int64)
+        k = 0
+        for a in range(0, n, _CHUNK):
+            got = np.flatnonzero(amount[a : a + _CHUNK] > 0)
+            got += a
+            live[k : k + got.size] = got
+            k += got.size
+        return live
+
+    def _release(self, name: str, live: npt.NDArray[Any], same_as: npt.NDArray[Any] | None = None
+                 ) -> npt.NDArray[Any]:
+        """Column ``name`` at ``live`` (in the column's type), gathered a chunk at a time; the column itself
+        is released. ``same_as``: an array returned instead where the values equal it (no copy kept)."""
+        col = getattr(self, name)
+        if same_as is not None and all(np.array_equal(col[live[a : a + _CHUNK]], same_as[a : a + _CHUNK])
+                                       for a in range(0, live.size, _CHUNK)):
+            got = same_as
+        else:
+            got = np.empty(live.size, col.dtype)
+            for a in range(0, live.size, _CHUNK):
+                got[a : a + _CHUNK] = col[live[a : a + _CHUNK]]
+        del col
         setattr(self, name, np.zeros(0, self.dtype))
         return got
 
     def _check(self) -> None:
-        """Assert the invariants: columns of one size and one integer type, ``int32`` only within the
-        bound, at least the arrived occurrences."""
-        sizes = {getattr(self, name).size for name in (*_INT_COLUMNS, "alive")}
+        """Assert the invariants: the columns kept of one size and one integer type, ``int32`` only within
+        the bound, at least the arrived occurrences."""
+        kept = self._present()
+        assert "amount" in kept, kept
+        assert self.stop_occ.size == self.stop_at.size >= self.stops and self.stop_at.dtype == self.dtype
+        assert self.start is None or self.stops == 0, "pairs kept beside the start column"
+        assert self.stop_occ.dtype == np.int64 and bool((self.stop_occ[: self.stops] < self.arrived).all())
+        sizes = {getattr(self, name).size for name in kept}
         assert len(sizes) == 1 and sizes.pop() >= self.arrived, sizes
-        assert {getattr(self, name).dtype for name in _INT_COLUMNS} == {self.dtype}
+        assert {getattr(self, name).dtype for name in kept} == {self.dtype}
+        assert self.dtype in (np.int32, np.int64)
         assert self.dtype == np.int64 or self.bound <= NARROW_MAX, (self.dtype, self.bound)
-        assert self.alive.dtype == np.bool_
 
 
 def row_fill(b: EventBatch) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -187,3 +187,16 @@ def test_buffered_spans_refuse_ragged_columns_and_index_past_the_end() -> None:
     with pytest.raises(ValueError, match="read-only"):
         spans.columns()[0][0] = 9
     mine[0] = 5  # the caller's array is not frozen
+
+
+def test_buffered_spans_keep_int32_columns_and_widen_any_other() -> None:
+    top = int(np.iinfo(np.int32).max)
+    narrow = np.array([top, 1], np.int32)
+    spans = BufferedSpans(narrow, narrow, np.array([0, 0], np.int16), [top, 2], np.array([0, 1], np.uint8))
+    occ, src, start, length, bos = spans.columns()
+    names = [c.dtype.name for c in (occ, src, start, length, bos)]
+    assert names == ["int32", "int32", "int64", "int64", "bool"]
+    assert np.shares_memory(occ, narrow) and not occ.flags.writeable  # a read-only view, not a copy
+    assert spans == (BufferedSpan(top, top, 0, top, False), BufferedSpan(1, 1, 0, 2, True))
+    assert spans.total_length() == top + 2 and spans[0] == BufferedSpan(top, top, 0, top, False)
+    assert BufferedSpans([], [], [], [], []).columns()[0].dtype == np.int64

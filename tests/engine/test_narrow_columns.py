@@ -8,6 +8,7 @@ stream hold no batch while the stream builds its next item.
 
 from __future__ import annotations
 
+import pickle
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,15 @@ from packing_theory import build_packer
 from packing_theory.audit.costs import CostAccumulator
 from packing_theory.engine.batches import EventBatch, split_batches, unbatched
 from packing_theory.engine.consumers import feed_all
-from packing_theory.engine.events import Arrival, BufferedSpan, Horizon, Placement
+from packing_theory.engine.events import (
+    Arrival,
+    BosAdded,
+    BufferedSpan,
+    Discard,
+    Filtered,
+    Horizon,
+    Placement,
+)
 from packing_theory.engine.horizon import Budget, cut_at_horizon
 from packing_theory.engine.horizon_batches import NARROW_MAX, _HeldColumns, cut_batches_at_horizon
 from packing_theory.engine.starts import StartTracker
@@ -51,7 +60,6 @@ def test_held_columns_are_int32_up_to_the_bound_and_int64_past_it(length: int, s
 
 
 def test_held_columns_widen_before_the_markers_added_pass_the_bound() -> None:
-    from packing_theory.engine.events import BosAdded
     h = _held(Arrival(0, 0, 0, NARROW_MAX))
     assert h.dtype == np.int32
     h.account(EventBatch.from_events([BosAdded(0, 0, 1)]))
@@ -60,9 +68,88 @@ def test_held_columns_widen_before_the_markers_added_pass_the_bound() -> None:
 
 
 def test_held_spans_release_the_columns() -> None:
-    h = _held(Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4))
+    h = _held(Arrival(0, 5, 0, 9), Arrival(1, 1, 0, 4), BosAdded(0, 5, 1))
     assert len(h.spans()) == 2
-    assert h.source.size == h.amount.size == h.markers.size == h.start.size == h.alive.size == 0
+    assert h.amount.size == h.stops == 0 and h.start is None and h.source is None and h.markers is None
+
+
+def test_held_stops_widen_with_the_columns() -> None:
+    h = _held(Arrival(0, 0, 0, 5), Placement(0, 0, 0, 0, 0, 2, False, True))
+    assert h.stops == 1 and h.stop_at.dtype == np.int32
+    h.account(EventBatch.from_events([Arrival(1, 1, 0, BIG)]))
+    h._check()  # the pairs' stops are widened with the columns
+    assert h.stop_at.dtype == h.dtype == np.int64
+    assert tuple(h.spans()) == (BufferedSpan(0, 0, 2, 3, False), BufferedSpan(1, 1, 0, BIG, False))
+
+
+@pytest.mark.parametrize("placed", [10, 1500])
+def test_held_starts_are_pairs_while_few_and_a_column_once_many(placed: int) -> None:
+    n = 3000
+    h = _held(*(Arrival(i, i, 0, 5) for i in range(n)))
+    for lo in range(0, placed, 100):  # batches of crops: 2 tokens of each of 100 occurrences, then 1 more
+        crops = [Placement(0, 0, i, i, 0, 2, False, True) for i in range(lo, lo + 100)]
+        h.account(EventBatch.from_events([*crops, Discard(lo, lo, 2, 1)]))
+        h._check()
+    assert (h.start is None) == (placed == 10) and (h.stops == 0) == (placed != 10)
+    want = tuple(BufferedSpan(i, i, (3 if i % 100 == 0 else 2) if i < lo + 100 else 0,
+                              (2 if i % 100 == 0 else 3) if i < lo + 100 else 5, False) for i in range(n))
+    assert tuple(h.spans()) == want
+
+
+def test_held_columns_keep_sources_and_markers_only_once_needed() -> None:
+    h = _held(Arrival(0, 0, 0, 9), Arrival(1, 1, 0, 4))
+    assert h.source is None and h.markers is None  # sources are the occurrence ids; no marker held
+    h.account(EventBatch.from_events([Arrival(2, 7, 0, 3), Filtered(1, 1, 4, "empty")]))
+    h._check()
+    assert h.source is not None and h.source[:3].tolist() == [0, 1, 7] and h.markers is None
+    h.account(EventBatch.from_events([Placement(0, 0, 2, 7, 0, 2, True, True)]))  # a BOS moved in front
+    h._check()
+    assert h.markers is not None and h.markers[:3].tolist() == [0, 0, -1]
+    assert tuple(h.spans()) == (BufferedSpan(0, 0, 0, 9, False), BufferedSpan(2, 7, 1, 1, False))
+
+
+@pytest.mark.parametrize(("length", "source", "dtype"), [
+    (NARROW_MAX, NARROW_MAX, np.int32), (BIG, NARROW_MAX, np.int64), (NARROW_MAX, BIG, np.int64),
+])
+def test_held_spans_are_int32_up_to_the_bound_and_int64_past_it(length: int, source: int,
+                                                                dtype: type) -> None:
+    h = _held(Arrival(0, source, 0, length), Arrival(1, 1, 0, length), Arrival(2, 2, 0, 5),
+              Placement(0, 0, 2, 2, 0, 5, False, False))
+    spans = h.spans()
+    occ, src, start, ln, bos = spans.columns()
+    assert occ.dtype == np.int32  # three arrivals: the index fits whatever the values
+    assert src.dtype == start.dtype == ln.dtype == dtype
+    assert tuple(spans) == (BufferedSpan(0, source, 0, length, False), BufferedSpan(1, 1, 0, length, False))
+    assert spans.total_length() == 2 * length  # summed in int64: nothing wrapped
+    assert start.strides == bos.strides == (0,)  # one value for every span: a broadcast, no memory per span
+    assert pickle.loads(pickle.dumps(spans)) == spans  # a worker's Horizon crosses processes
+
+
+def test_held_spans_share_the_occurrence_ids_as_sources() -> None:
+    h = _held(*(Arrival(i, i, 0, 3) for i in range(5)), Placement(0, 0, 1, 1, 0, 2, False, True))
+    occ, src, start, ln, _ = h.spans().columns()
+    assert np.shares_memory(occ, src) and occ.tolist() == [0, 1, 2, 3, 4]
+    assert start.tolist() == [0, 2, 0, 0, 0] and start.strides != (0,) and ln.tolist() == [3, 1, 3, 3, 3]
+
+
+def test_held_spans_index_is_int64_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    import packing_theory.engine.horizon_batches as hb
+    monkeypatch.setattr(hb, "NARROW_MAX", 2)  # three arrivals pass a bound of 2
+    h = _held(Arrival(0, 0, 0, 1), Arrival(1, 1, 0, 2), Arrival(2, 2, 0, 1))
+    assert h.dtype == np.int32  # the values (at most 2) are within the bound
+    occ, src, _, ln, _ = h.spans().columns()
+    assert occ.dtype == np.int64 and occ.tolist() == [0, 1, 2] and ln.tolist() == [1, 2, 1]
+    assert np.shares_memory(occ, src)
+
+
+def test_held_spans_chunk_by_chunk_are_the_spans_in_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    import packing_theory.engine.horizon_batches as hb
+    events: list[Any] = [Arrival(i, (i * 7) % 11, 0, i % 5 + 1) for i in range(40)]
+    events += [Placement(0, 0, i, (i * 7) % 11, 0, 1, False, True) for i in range(0, 40, 3)]
+    want = tuple(_held(*events).spans())
+    monkeypatch.setattr(hb, "_CHUNK", 3)
+    emptied = len(range(0, 40, 15))  # length 1 and its one token placed
+    assert tuple(_held(*events).spans()) == want and len(want) == 40 - emptied
 
 
 # --------------------------------------------------------------------------- the start tracker
