@@ -74,6 +74,10 @@ from .window import WINDOW
 __all__ = ["MAX_EXACT_TOKENS", "Ledger", "audit_events", "audit_lengths", "counts_median", "exact_total"]
 
 Int64Array = npt.NDArray[np.int64]
+IntArray = npt.NDArray[np.signedinteger[Any]]
+
+_SPAN_BLOCK = 1 << 20
+"""Buffered spans checked against the table at a time when the Horizon is accounted."""
 
 # --------------------------------------------------------------------------- the ledger
 
@@ -339,12 +343,18 @@ class Ledger(OccurrenceViews):
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
             occ, _, _, ln, bos = span_columns(h.buffered)
-            slots = self._slots(occ, "buffered span")
-            added = bos & ((self._t.flags[slots] & ADDED) != 0)
-            del slots
-            self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added)
-            self._buffered_tokens = int(ln.sum())
-            self._buffered_added = int(added.sum())
+            # checked (and the added BOS markers read) a block at a time: O(block) scratch, not O(spans)
+            added = np.zeros(occ.size, np.bool_) if bos.any() else None
+            for a in range(0, occ.size, _SPAN_BLOCK):
+                b = min(a + _SPAN_BLOCK, occ.size)
+                slots = self._slots(occ[a:b], "buffered span")  # first: a slot lookup may move the columns
+                if added is not None:
+                    added[a:b] = bos[a:b] & ((self._t.flags[slots] & ADDED) != 0)
+                del slots
+            amount = ln if added is None or not added.any() else ln - added  # the spans' own column: no copy
+            self._buf_occ, self._buf_amt = _per_occurrence(occ, amount)
+            self._buffered_tokens = int(ln.sum(dtype=np.int64))
+            self._buffered_added = 0 if added is None else int(added.sum())
         self._series.end(h.rows, self._buffered_tokens, int(self._prot_len.sum()))
         self._detail.close()
         self._t.finish()
@@ -472,11 +482,12 @@ def audit_lengths(
     return agg
 
 
-def _per_occurrence(occ: Int64Array, amount: Int64Array) -> tuple[Int64Array, Int64Array]:
+def _per_occurrence(occ: IntArray, amount: IntArray) -> tuple[IntArray, IntArray]:
     """The distinct occurrences of the spans ``occ`` (sorted) and the sum of ``amount`` over each one's spans.
 
     Spans in occurrence order (a horizon cut's: each occurrence's spans together, in arrival order) are
-    summed in place, O(n) and O(n) bytes; any other order is sorted first (``numpy.unique``).
+    summed in place, O(n) and O(n) bytes; any other order is sorted first (``numpy.unique``). With one span
+    per occurrence (the usual case) both are returned as given, whatever their integer dtype: no copy.
 
     >>> [a.tolist() for a in _per_occurrence(np.array([2, 5, 5, 9]), np.array([3, 1, 1, 4]))]
     [[2, 5, 9], [3, 2, 4]]
@@ -484,7 +495,7 @@ def _per_occurrence(occ: Int64Array, amount: Int64Array) -> tuple[Int64Array, In
     [[2, 5], [3, 2]]
     """
     if occ.size < 2 or bool((occ[1:] > occ[:-1]).all()):  # one span per occurrence (the usual case)
-        return occ, amount.astype(np.int64, copy=False)
+        return occ, amount
     if bool((occ[1:] >= occ[:-1]).all()):
         first = np.flatnonzero(np.concatenate(([True], occ[1:] != occ[:-1])))
         return occ[first], np.add.reduceat(amount.astype(np.int64, copy=False), first)

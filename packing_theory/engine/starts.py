@@ -238,6 +238,12 @@ class StartTracker:
         """Whether ``occurrence`` has a recorded start. O(1)."""
         return self._srow[occurrence] != self._unset
 
+    def started_mask(self) -> npt.NDArray[np.bool_]:
+        """Per occurrence, whether it has a recorded start (a new array). O(occurrences)."""
+        if not self._srow:
+            return np.zeros(0, np.bool_)
+        return np.frombuffer(self._srow, dtype=self.row_dtype) != self._unset
+
     def arrival_row(self, occurrence: int) -> int:
         """The row ``occurrence`` arrived in. O(1)."""
         return self._arow[occurrence]

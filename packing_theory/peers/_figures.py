@@ -168,7 +168,7 @@ class FigureAccumulator:
         self._rows = 0  # rows seen
         self._targets = 0
         self._length = array("i")  # occurrence -> arrived length (0: not arrived); "q" once one passes int32
-        self._occ_targets = array("q")  # occurrence -> targets its tokens hold
+        self._occ_targets = array("i")  # occurrence -> targets its tokens hold; "q" once one could pass int32
         self._occ_has = bytearray()  # occurrence -> 1 once it placed or repeated a piece
         self._horizon: Horizon | None = None
 
@@ -216,7 +216,9 @@ class FigureAccumulator:
             self._targets += t
             _grow_ints(self._occ_targets, o + 1)
             _grow_bytes(self._occ_has, o + 1)
-            self._occ_targets[o] += t
+            value = self._occ_targets[o] + t
+            self._fit_targets(value, value)
+            self._occ_targets[o] = value
             self._occ_has[o] = 1
         elif isinstance(item, Arrival):
             o = _index("occurrence", item.occurrence)
@@ -265,7 +267,13 @@ class FigureAccumulator:
         self._pieces += int(isp.sum())
         self._repeated += int(lens[~isp].sum())
         self._targets += int(t.sum())
-        np.add.at(np.frombuffer(self._occ_targets, np.int64), occs, t)
+        if n:  # every touched count ends within its old value plus the batch's negative / positive sum
+            old = as_numpy(self._occ_targets)[occs]
+            self._fit_targets(int(old.min()) + int(t[t < 0].sum()), int(old.max()) + int(t[t > 0].sum()))
+            del old
+            occ_targets = as_numpy(self._occ_targets)
+            np.add.at(occ_targets, occs, t.astype(occ_targets.dtype))
+            del occ_targets
         np.frombuffer(self._occ_has, np.uint8)[occs] = 1
         as_numpy(self._length)[arr.occurrence] = arr.length
         self._unused += int(b.padding.length.sum())
@@ -285,6 +293,11 @@ class FigureAccumulator:
             padding_tokens=self._unused if self.rule.stores_padding else 0,
             sequences=sequences, targets=targets, rule=self.rule, options=dict(self.options),
             start_delays=self.start_delays, horizon=dict(self.horizon_figures))
+
+    def _fit_targets(self, lo: int, hi: int) -> None:
+        """Widen the per-occurrence targets to ``int64`` (once) before a count outside ``int32`` is kept."""
+        if self._occ_targets.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
+            self._occ_targets = widened(self._occ_targets)
 
     def _fit_lengths(self, lo: int, hi: int) -> None:
         """Widen the arrived lengths to ``int64`` (once) before a length outside ``int32`` is kept."""
@@ -310,7 +323,7 @@ class FigureAccumulator:
         known = occs < len(self._length)
         lengths[known] = as_numpy(self._length)[occs[known]]
         del known
-        return lengths, np.frombuffer(self._occ_targets, np.int64)[occs]
+        return lengths, as_numpy(self._occ_targets)[occs].astype(np.int64)
 
     def _check(self) -> None:
         """Assert the counts' invariants: non-negative, the sequence rule, targets credited to occurrences."""
@@ -320,6 +333,7 @@ class FigureAccumulator:
             assert self._targets == self._placed + self._repeated - starts
         assert self._rows == sum(self._row_seen) <= self._pieces + self._repeated
         assert sum(self._occ_targets) == self._targets
+        assert {self._length.typecode, self._occ_targets.typecode} <= {"i", "q"}
 
 
 def _index(name: str, value: int) -> int:

@@ -25,6 +25,7 @@ from packing_theory.engine.horizon_batches import NARROW_MAX, _HeldColumns, cut_
 from packing_theory.engine.starts import StartTracker
 from packing_theory.errors import InputError
 from packing_theory.peers import FigureAccumulator
+from packing_theory.peers._figures import SEED_RULE
 
 BIG = NARROW_MAX + 1
 
@@ -124,8 +125,36 @@ def test_narrow_costs_are_the_same_costs() -> None:
     one = CostAccumulator(8)
     feed_all(packer.events(lengths), one)
     assert batch.result() == one.result()
-    assert batch._frag.typecode == batch._source.typecode == "i"
+    assert batch._frag.typecode == batch._long_ids.typecode == "i"
+    assert batch._source is None and one._source is None  # every source is its occurrence id: not stored
     batch._check()
+
+
+def test_cost_sources_are_stored_from_the_first_that_is_not_its_occurrence_id() -> None:
+    c = CostAccumulator(8)
+    c.feed(EventBatch.from_events([Arrival(0, 0, 0, 3), Arrival(1, 1, 0, 3)]))
+    assert c._source is None
+    c.feed(Arrival(2, 0, 1, 3))  # a second pass of source 0
+    assert c._source is not None and c._source.tolist() == [0, 1, 0]
+    c.feed(EventBatch.from_events([Arrival(3, 1, 1, 3), Placement(0, 0, 3, 1, 0, 3, False, False)]))
+    assert c._source.tolist() == [0, 1, 0, 1]
+    r = c.result()
+    assert (r.arrived_occurrences, r.arrived_sources, r.never_started_sources) == (4, 2, 1)
+    c._check()
+
+
+def test_long_ids_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    c = CostAccumulator(8)
+    c.feed(EventBatch.from_events([Arrival(0, 0, 0, 30), Arrival(1, 1, 0, 3), Arrival(2, 2, 0, 9)]))
+    assert c._long_ids.tolist() == [0, 2] and c._frag.tolist() == [0, 0]
+    c._fit_ids(NARROW_MAX)
+    assert c._long_ids.typecode == "i"
+    c._fit_ids(NARROW_MAX + 1)
+    assert c._long_ids.typecode == "q" and c._long_ids.tolist() == [0, 2]
+    c.feed(Placement(0, 0, 2, 2, 0, 8, False, True))
+    c.feed(EventBatch.from_events([Placement(1, 0, 2, 2, 8, 1, False, False)]))
+    assert c._frag.tolist() == [0, 2]
+    c._check()
 
 
 # --------------------------------------------------------------------------- a peer's figures
@@ -138,6 +167,22 @@ def test_figure_lengths_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     assert acc._length.typecode == "i"
     acc.feed(Arrival(1, 1, 0, BIG))
     assert acc._length.typecode == "q" and acc._length[:2].tolist() == [NARROW_MAX, BIG]
+
+
+def test_figure_targets_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    for batched in (False, True):
+        acc = FigureAccumulator(SEED_RULE, capacity=8)
+        pieces = [Arrival(0, 0, 0, 3), Placement(0, 0, 0, 0, 0, 3, False, False)]
+        acc.feed(EventBatch.from_events(pieces) if batched else pieces[1])
+        assert acc._occ_targets.typecode == "i" and acc._occ_targets[0] == 2
+        acc._occ_targets[0] = NARROW_MAX - 3  # as if that many targets had been credited to it
+        more = Placement(1, 0, 0, 0, 0, 4, False, False)  # 3 more targets: exactly the bound
+        acc.feed(EventBatch.from_events([more]) if batched else more)
+        assert acc._occ_targets.typecode == "i" and acc._occ_targets[0] == NARROW_MAX
+        acc.feed(EventBatch.from_events([more]) if batched else more)
+        assert acc._occ_targets.typecode == "q" and acc._occ_targets[0] == BIG + 3  # row 1 seen: all 4 are targets
+        lengths, targets = acc.occurrence_target_columns()
+        assert targets.dtype == np.int64 and targets.tolist() == [BIG + 3]
 
 
 def test_occurrence_target_columns_are_the_lists_as_arrays() -> None:
