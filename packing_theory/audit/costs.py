@@ -292,7 +292,7 @@ class CostAccumulator:
             self._frag = widened(self._frag)
 
     def _fit_ids(self, top: int) -> None:
-        """Widen the long occurrences' ids to ``int64`` first if ``top`` (the largest) does not fit ``int32``."""
+        """Widen the long occurrences' ids to ``int64`` first if ``top`` (the largest) passes ``int32``."""
         if self._long_ids.typecode == "i" and top > INT32.max:
             self._long_ids = widened(self._long_ids)
 

@@ -174,7 +174,8 @@ class RowFacts:
         self._arrival = None if arrival_row is None else np.asarray(arrival_row, np.int64)
         if window is None and self._first is None:
             self._first = self._arrival = np.zeros(0, np.int64)
-        self.filtered_reason: Mapping[int, str] = (filtered_reason if isinstance(filtered_reason, FilteredReasons)
+        kept = isinstance(filtered_reason, FilteredReasons)
+        self.filtered_reason: Mapping[int, str] = (filtered_reason if kept and filtered_reason is not None
                                                    else dict(filtered_reason or {}))
         self.partial_placements: Int64Array = (np.zeros((0, 3), np.int64) if partial_placements is None
                                                else np.asarray(partial_placements, np.int64).reshape(-1, 3))

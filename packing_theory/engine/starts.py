@@ -242,7 +242,8 @@ class StartTracker:
         """Per occurrence, whether it has a recorded start (a new array). O(occurrences)."""
         if not self._srow:
             return np.zeros(0, np.bool_)
-        return np.frombuffer(self._srow, dtype=self.row_dtype) != self._unset
+        out: npt.NDArray[np.bool_] = np.frombuffer(self._srow, dtype=self.row_dtype) != self._unset
+        return out
 
     def arrival_row(self, occurrence: int) -> int:
         """The row ``occurrence`` arrived in. O(1)."""
