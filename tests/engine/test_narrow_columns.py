@@ -83,6 +83,29 @@ def test_start_rows_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     assert t.oldest_unstarted() == 2
 
 
+def test_arrival_rows_are_kept_as_runs() -> None:
+    t = StartTracker()
+    t.arrive_all(np.arange(5, dtype=np.int64), np.zeros(5, np.int64))  # an offline packer: one run
+    t.arrive(5, 0)
+    assert t.runs == 1
+    t.arrive_all(np.arange(6, 10, dtype=np.int64), np.array([0, 2, 2, 7], np.int64))
+    t.arrive(10, 9)
+    t._check()
+    assert t.runs == 4 and (t._run_at.tolist(), t._run_row.tolist()) == ([0, 7, 9, 10], [0, 2, 7, 9])
+    want = [0] * 7 + [2, 2, 7, 9]
+    assert [t.arrival_row(o) for o in range(11)] == want
+    assert t.arrival_rows(np.arange(11, dtype=np.int64)).tolist() == want
+
+
+def test_run_starts_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    t = StartTracker()
+    t._add_runs(NARROW_MAX, np.array([5], np.int64))
+    assert t._run_at.typecode == "i"
+    t._add_runs(BIG, np.array([6], np.int64))
+    assert t._run_at.typecode == "q" and t._run_at.tolist() == [NARROW_MAX, BIG]
+    assert t.arrival_rows(np.array([NARROW_MAX, BIG, BIG + 9], np.int64)).tolist() == [5, 6, 6]
+
+
 def test_single_event_start_rows_widen_too() -> None:
     t = StartTracker()
     t.arrive(0, 0)
@@ -173,7 +196,8 @@ def test_figure_targets_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     for batched in (False, True):
         acc = FigureAccumulator(SEED_RULE, capacity=8)
         pieces = [Arrival(0, 0, 0, 3), Placement(0, 0, 0, 0, 0, 3, False, False)]
-        acc.feed(EventBatch.from_events(pieces) if batched else pieces[1])
+        for item in [EventBatch.from_events(pieces)] if batched else pieces:
+            acc.feed(item)
         assert acc._occ_targets.typecode == "i" and acc._occ_targets[0] == 2
         acc._occ_targets[0] = NARROW_MAX - 3  # as if that many targets had been credited to it
         more = Placement(1, 0, 0, 0, 0, 4, False, False)  # 3 more targets: exactly the bound
