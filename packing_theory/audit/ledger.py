@@ -427,6 +427,23 @@ class Ledger(OccurrenceViews):
         )
         return self._result
 
+    def lengths_of(self, occurrences: Int64Array) -> Int64Array:
+        """The arrived length of each of ``occurrences`` (any order; 0 for an id that never arrived), from
+        memory or the store. O(k log k).
+
+        >>> from packing_theory import Packer
+        >>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+        >>> ledger = Ledger.for_packer(packer)
+        >>> _ = feed_all(packer.stream([5, 3, 9, 4]), ledger)
+        >>> ledger.lengths_of(np.array([2, 0, 7])).tolist()
+        [9, 5, 0]
+        """
+        occ = np.asarray(occurrences, np.int64)
+        out = np.zeros(occ.size, np.int64)
+        known = (occ >= 0) & (occ < self._t.n)
+        out[known] = self._t.get("length", occ[known])
+        return out
+
     def _protected_mass(self) -> ProtectedMass:
         prot_occ = self._prot_occ
         prot_tokens = int(self._prot_len.sum())

@@ -41,6 +41,7 @@ stream, :mod:`packing_theory.engine.consumers`) applies it:
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +59,8 @@ from ..errors import InputError, InputTypeError
 __all__ = ["SEED_RULE", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TargetUnit", "TrainerRule"]
 
 TargetUnit = Literal["row", "sequence", "position"]
+LengthsOf = Callable[[npt.NDArray[np.int64]], npt.NDArray[Any]]
+"""The arrived length of each of the given occurrence ids."""
 TARGET_UNITS: tuple[TargetUnit, ...] = ("row", "sequence", "position")
 """How a collator turns placed positions into targets (see the module doc)."""
 
@@ -148,6 +151,12 @@ class FigureAccumulator:
     row's events together); the counts are per event, the sequences per row.
     ``options``, ``start_delays`` and ``horizon`` are copied into the result.
 
+    :attr:`keep_lengths` (default ``True``): keep each occurrence's arrived length (4 bytes per
+    occurrence) for :meth:`occurrence_target_columns`; a caller that reads the lengths from another
+    consumer of the same stream (the :class:`~packing_theory.audit.ledger.Ledger`'s
+    :meth:`~packing_theory.audit.ledger.Ledger.lengths_of`) sets it to ``False`` before the first
+    event and passes ``lengths=`` there.
+
     Complexity: O(1) per event.
     """
 
@@ -171,6 +180,7 @@ class FigureAccumulator:
         self._occ_targets = array("i")  # occurrence -> targets its tokens hold; "q" once one could pass int32
         self._occ_has = bytearray()  # occurrence -> 1 once it placed or repeated a piece
         self._horizon: Horizon | None = None
+        self.keep_lengths = True
 
     @classmethod
     def for_packer(cls, packer: object) -> FigureAccumulator:
@@ -220,7 +230,7 @@ class FigureAccumulator:
             self._fit_targets(value, value)
             self._occ_targets[o] = value
             self._occ_has[o] = 1
-        elif isinstance(item, Arrival):
+        elif isinstance(item, Arrival) and self.keep_lengths:
             o = _index("occurrence", item.occurrence)
             self._fit_lengths(item.length, item.length)
             _grow_ints(self._length, o + 1)
@@ -249,7 +259,7 @@ class FigureAccumulator:
             _grow_bytes(self._row_seen, int(rows.max()) + 1)
             _grow_ints(self._occ_targets, int(occs.max()) + 1)
             _grow_bytes(self._occ_has, int(occs.max()) + 1)
-        if arr.occurrence.size:
+        if arr.occurrence.size and self.keep_lengths:
             self._fit_lengths(int(arr.length.min()), int(arr.length.max()))
             _grow_ints(self._length, int(arr.occurrence.max()) + 1)
         seen = np.frombuffer(self._row_seen, np.uint8)
@@ -275,7 +285,8 @@ class FigureAccumulator:
             np.add.at(occ_targets, occs, t.astype(occ_targets.dtype))
             del occ_targets
         np.frombuffer(self._occ_has, np.uint8)[occs] = 1
-        as_numpy(self._length)[arr.occurrence] = arr.length
+        if self.keep_lengths:
+            as_numpy(self._length)[arr.occurrence] = arr.length
         self._unused += int(b.padding.length.sum())
         del seen
         if b.horizon is not None:
@@ -312,18 +323,30 @@ class FigureAccumulator:
         lengths, targets = self.occurrence_target_columns()
         return lengths.tolist(), targets.tolist()
 
-    def occurrence_target_columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def occurrence_target_columns(self, lengths: LengthsOf | None = None
+                                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """:meth:`occurrence_targets` as two ``int64`` arrays (16 bytes per occurrence, where the lists
         hold Python ints: about 70).
+
+        ``lengths``: the arrived lengths of given occurrence ids, read from another consumer of the
+        stream (needed when :attr:`keep_lengths` is ``False``; an id that never arrived has length 0).
 
         Complexity: O(occurrences holding tokens).
         """
         occs = np.flatnonzero(np.frombuffer(self._occ_has, np.uint8))
-        lengths = np.zeros(occs.size, np.int64)
+        if lengths is not None:
+            out = np.asarray(lengths(occs), np.int64)
+            if out.shape != occs.shape:
+                raise InputError(f"lengths must give one length per occurrence: {out.size} for {occs.size}")
+            return out, as_numpy(self._occ_targets)[occs].astype(np.int64)
+        if not self.keep_lengths:
+            raise InputError("occurrence_target_columns() needs lengths=: this accumulator was told not to "
+                             "keep the arrived lengths (keep_lengths=False)")
+        out = np.zeros(occs.size, np.int64)
         known = occs < len(self._length)
-        lengths[known] = as_numpy(self._length)[occs[known]]
+        out[known] = as_numpy(self._length)[occs[known]]
         del known
-        return lengths, as_numpy(self._occ_targets)[occs].astype(np.int64)
+        return out, as_numpy(self._occ_targets)[occs].astype(np.int64)
 
     def _check(self) -> None:
         """Assert the counts' invariants: non-negative, the sequence rule, targets credited to occurrences."""
@@ -334,6 +357,7 @@ class FigureAccumulator:
         assert self._rows == sum(self._row_seen) <= self._pieces + self._repeated
         assert sum(self._occ_targets) == self._targets
         assert {self._length.typecode, self._occ_targets.typecode} <= {"i", "q"}
+        assert self.keep_lengths or not self._length, "lengths kept while keep_lengths is False"
 
 
 def _index(name: str, value: int) -> int:

@@ -17,6 +17,7 @@ import pytest
 
 from packing_theory import build_packer
 from packing_theory.audit.costs import CostAccumulator
+from packing_theory.audit.ledger import Ledger
 from packing_theory.engine.batches import EventBatch, split_batches, unbatched
 from packing_theory.engine.consumers import feed_all
 from packing_theory.engine.events import Arrival, BufferedSpan, Horizon, Placement
@@ -208,6 +209,25 @@ def test_figure_targets_are_int32_up_to_the_bound_and_int64_past_it() -> None:
         # (row 1 was seen: all 4 positions are targets)
         lengths, targets = acc.occurrence_target_columns()
         assert targets.dtype == np.int64 and (lengths.tolist(), targets.tolist()) == ([3], [BIG + 3])
+
+
+def test_lengths_read_from_the_ledger_are_the_lengths_kept() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 300) % 29 + 1
+    kept, told = FigureAccumulator.for_packer(packer), FigureAccumulator.for_packer(packer)
+    told.keep_lengths = False
+    ledger = Ledger.for_packer(packer, min_buffer=1)
+    feed_all(packer.batches(lengths, 50, compiled=False), kept, told, ledger)
+    assert len(told._length) == 0 and len(kept._length) > 0
+    told._check()
+    want = kept.occurrence_target_columns()
+    got = told.occurrence_target_columns(lengths=ledger.lengths_of)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True)) and want[0].size > 0
+    with pytest.raises(InputError, match="needs lengths=: this accumulator was told not to keep"):
+        told.occurrence_target_columns()
+    with pytest.raises(InputError, match="lengths must give one length per occurrence: 0 for"):
+        told.occurrence_target_columns(lengths=lambda occ: np.zeros(0, np.int64))
+    assert ledger.lengths_of(np.array([-1, 0, 10**9])).tolist() == [0, int(lengths[0]), 0]
 
 
 def test_occurrence_target_columns_are_the_lists_as_arrays() -> None:
