@@ -181,6 +181,7 @@ class FigureAccumulator:
         self._occ_has = bytearray()  # occurrence -> 1 once it placed or repeated a piece
         self._horizon: Horizon | None = None
         self.keep_lengths = True
+        self._arrived = 0  # one past the largest occurrence id arrived: the per-occurrence columns grow to it
 
     @classmethod
     def for_packer(cls, packer: object) -> FigureAccumulator:
@@ -224,14 +225,17 @@ class FigureAccumulator:
                 input_only = False
             t = item.length - input_only
             self._targets += t
-            _grow_ints(self._occ_targets, o + 1)
-            _grow_bytes(self._occ_has, o + 1)
+            _grow_ints(self._occ_targets, o + 1, self._arrived)
+            _grow_bytes(self._occ_has, o + 1, self._arrived)
             value = self._occ_targets[o] + t
             self._fit_targets(value, value)
             self._occ_targets[o] = value
             self._occ_has[o] = 1
-        elif isinstance(item, Arrival) and self.keep_lengths:
+        elif isinstance(item, Arrival):
             o = _index("occurrence", item.occurrence)
+            self._arrived = max(self._arrived, o + 1)
+            if not self.keep_lengths:
+                return
             self._fit_lengths(item.length, item.length)
             _grow_ints(self._length, o + 1)
             self._length[o] = item.length
@@ -255,10 +259,12 @@ class FigureAccumulator:
         for name, col in (("row", rows), ("occurrence", occs), ("occurrence", arr.occurrence)):
             if col.size and int(col.min()) < 0:
                 _index(name, int(col.min()))
+        if arr.occurrence.size:
+            self._arrived = max(self._arrived, int(arr.occurrence.max()) + 1)
         if n:
             _grow_bytes(self._row_seen, int(rows.max()) + 1)
-            _grow_ints(self._occ_targets, int(occs.max()) + 1)
-            _grow_bytes(self._occ_has, int(occs.max()) + 1)
+            _grow_ints(self._occ_targets, int(occs.max()) + 1, self._arrived)
+            _grow_bytes(self._occ_has, int(occs.max()) + 1, self._arrived)
         if arr.occurrence.size and self.keep_lengths:
             self._fit_lengths(int(arr.length.min()), int(arr.length.max()))
             _grow_ints(self._length, int(arr.occurrence.max()) + 1)
@@ -367,11 +373,18 @@ def _index(name: str, value: int) -> int:
     return value
 
 
-def _grow_bytes(buf: bytearray, n: int) -> None:
-    if len(buf) < n:  # by a quarter at least (amortised O(1)), not doubling: a batch of arrivals grows it
-        buf.extend(bytes(max(n, len(buf) + len(buf) // 4 + 1024) - len(buf)))
+def _grown(size: int, n: int, most: int | None) -> int:
+    """The size to grow to for index ``n - 1``: by a quarter at least (amortised O(1)), not doubling, but not
+    past ``most`` (the occurrences arrived: a valid stream names no other) unless ``n`` is."""
+    step = size + size // 4 + 1024
+    return max(n, step if most is None else min(step, most))
 
 
-def _grow_ints(buf: array[int], n: int) -> None:
+def _grow_bytes(buf: bytearray, n: int, most: int | None = None) -> None:
     if len(buf) < n:
-        buf.frombytes(bytes(buf.itemsize * (max(n, len(buf) + len(buf) // 4 + 1024) - len(buf))))
+        buf.extend(bytes(_grown(len(buf), n, most) - len(buf)))
+
+
+def _grow_ints(buf: array[int], n: int, most: int | None = None) -> None:
+    if len(buf) < n:
+        buf.frombytes(bytes(buf.itemsize * (_grown(len(buf), n, most) - len(buf))))

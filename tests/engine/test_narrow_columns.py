@@ -211,6 +211,17 @@ def test_figure_targets_are_int32_up_to_the_bound_and_int64_past_it() -> None:
         assert targets.dtype == np.int64 and (lengths.tolist(), targets.tolist()) == ([3], [BIG + 3])
 
 
+def test_figure_columns_grow_no_further_than_the_occurrences_arrived() -> None:
+    acc = FigureAccumulator(SEED_RULE, capacity=8)
+    acc.keep_lengths = False
+    acc.feed(EventBatch.from_events([Arrival(o, o, 0, 3) for o in range(5000)]))
+    acc.feed(EventBatch.from_events([Placement(0, 0, 3999, 3999, 0, 3, False, False)]))
+    assert len(acc._occ_targets) == len(acc._occ_has) == 4000
+    acc.feed(Placement(1, 0, 4500, 4500, 0, 3, False, False))  # a quarter more would be 6,024
+    assert len(acc._occ_targets) == len(acc._occ_has) == 5000 and len(acc._length) == 0
+    acc._check()
+
+
 def test_lengths_read_from_the_ledger_are_the_lengths_kept() -> None:
     packer = build_packer("fewer-truncations", capacity=8)
     lengths = np.arange(1, 300) % 29 + 1
