@@ -146,7 +146,8 @@ class CostAccumulator:
 
     Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
     each event from the running sum of the positions filled before it); memory
-    the :class:`~packing_theory.engine.starts.StartTracker`'s (8 bytes per occurrence), 8 per long
+    the :class:`~packing_theory.engine.starts.StartTracker`'s (``rows=False``: 1 byte per occurrence and
+    8 per run of arrivals in one row), 8 per long
     occurrence (its id and its fragment count), and 4 per occurrence for the sources only once one
     differs from its occurrence id (a second pass, a funnel): while every source is its occurrence id
     (one pass) they are not stored. Columns are ``int32``, widened to ``int64`` before a value that
@@ -156,7 +157,7 @@ class CostAccumulator:
     def __init__(self, capacity: int, label: str = "") -> None:
         self.capacity = check_int("capacity", capacity, 1)
         self.label = str(label)
-        self.starts = StartTracker()
+        self.starts = StartTracker(rows=False)  # the delays, not each start row
         self._long_ids: array[int] = array("i")  # the long occurrences (length > R), in arrival order ...
         self._frag: array[int] = array("i")  # ... and each one's placements (at most self._placements)
         self._source: array[int] | None = None  # None while every source is its occurrence id
