@@ -49,12 +49,14 @@ engines this is the index of the row being filled).
 
 from __future__ import annotations
 
+import bisect
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._arrays import INT32, as_numpy, widened
 from .._checks import check_int
@@ -144,18 +146,21 @@ class CostAccumulator:
 
     Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
     each event from the running sum of the positions filled before it); memory
-    about 17 bytes per occurrence (``int32`` fragment counts, sources and rows: a column is widened to
-    ``int64`` before a value that would not fit is written — a fragment count is at most the
-    placements so far) plus one dict entry per distinct source.
+    the :class:`~packing_theory.engine.starts.StartTracker`'s (``rows=False``: 1 byte per occurrence and
+    8 per run of arrivals in one row), 8 per long
+    occurrence (its id and its fragment count), and 4 per occurrence for the sources only once one
+    differs from its occurrence id (a second pass, a funnel): while every source is its occurrence id
+    (one pass) they are not stored. Columns are ``int32``, widened to ``int64`` before a value that
+    would not fit is written (a fragment count is at most the placements so far).
     """
 
     def __init__(self, capacity: int, label: str = "") -> None:
         self.capacity = check_int("capacity", capacity, 1)
         self.label = str(label)
-        self.starts = StartTracker()
-        self._frag = array("i")  # placements per occurrence (each at most self._placements)
-        self._long = bytearray()
-        self._source: array[int] = array("i")
+        self.starts = StartTracker(rows=False)  # the delays, not each start row
+        self._long_ids: array[int] = array("i")  # the long occurrences (length > R), in arrival order ...
+        self._frag: array[int] = array("i")  # ... and each one's placements (at most self._placements)
+        self._source: array[int] | None = None  # None while every source is its occurrence id
         self._placements = 0
         self.rows = 0
         self.fill = 0
@@ -189,7 +194,9 @@ class CostAccumulator:
             n = ev.length
             self.starts.start(occ, self.rows)
             self._count_placements(1)
-            self._frag[occ] += 1
+            i = bisect.bisect_left(self._long_ids, occ)
+            if i < len(self._long_ids) and self._long_ids[i] == occ:
+                self._frag[i] += 1
             targets = n - 1 if ev.offset == 0 else n
             self.targets += targets
             if ev.start > 0:
@@ -198,10 +205,11 @@ class CostAccumulator:
             self._advance(n)
         elif type(ev) is Arrival:
             self.starts.arrive(ev.occurrence, self.rows)
-            self._frag.append(0)
-            self._long.append(1 if ev.length > self.capacity else 0)
-            self._fit_sources(ev.source, ev.source)
-            self._source.append(ev.source)
+            if ev.length > self.capacity:
+                self._fit_ids(ev.occurrence)
+                self._long_ids.append(ev.occurrence)
+                self._frag.append(0)
+            self._add_sources(ev.occurrence, np.asarray([ev.source], np.int64))
         elif type(ev) is Discard:
             self.discarded += ev.length
         elif type(ev) is Padding:
@@ -245,17 +253,24 @@ class CostAccumulator:
         done = self.fill + filled - advance  # positions of the current row filled before each event
         R = self.capacity
         self.starts.arrive_all(ar.occurrence, self.rows + done[a_pos] // R)
-        self._frag.frombytes(bytes(a_pos.size * self._frag.itemsize))
-        self._long.extend((ar.length > R).astype(np.uint8).tobytes())
+        long_ids = ar.occurrence[ar.length > R]
+        if long_ids.size:
+            self._fit_ids(int(long_ids[-1]))
+            self._long_ids.frombytes(np.ascontiguousarray(long_ids, as_numpy(self._long_ids).dtype).tobytes())
+            self._frag.frombytes(bytes(long_ids.size * self._frag.itemsize))
         if ar.source.size:
-            self._fit_sources(int(ar.source.min()), int(ar.source.max()))
-        self._source.frombytes(np.ascontiguousarray(ar.source, dtype=as_numpy(self._source).dtype).tobytes())
+            self._add_sources(before, ar.source)
         if p_pos.size:
             self.starts.start_all(occ, self.rows + done[p_pos] // R)
             self._count_placements(int(p_pos.size))
-            frag = as_numpy(self._frag)
-            np.add.at(frag, occ, 1)  # O(k) whatever the ids' spread
-            del frag
+            if self._long_ids:  # the placements of long occurrences, by their rank among the long ones
+                ids = as_numpy(self._long_ids)
+                at = np.searchsorted(ids, occ)
+                hit = at < ids.size
+                hit[hit] = ids[at[hit]] == occ[hit]
+                frag = as_numpy(self._frag)
+                np.add.at(frag, at[hit], 1)  # O(k log long) whatever the ids' spread
+                del ids, frag
             targets = pl.length - (pl.offset == 0)
             self.targets += int(targets.sum())
             self.targets_without_context += int(targets[pl.start > 0].sum())
@@ -277,10 +292,24 @@ class CostAccumulator:
         if self._frag.typecode == "i" and self._placements >= INT32.max:
             self._frag = widened(self._frag)
 
-    def _fit_sources(self, lo: int, hi: int) -> None:
-        """Widen the sources to ``int64`` first if ``lo`` or ``hi`` does not fit ``int32``."""
+    def _fit_ids(self, top: int) -> None:
+        """Widen the long occurrences' ids to ``int64`` first if ``top`` (the largest) passes ``int32``."""
+        if self._long_ids.typecode == "i" and top > INT32.max:
+            self._long_ids = widened(self._long_ids)
+
+    def _add_sources(self, first: int, sources: npt.NDArray[np.int64]) -> None:
+        """The sources of occurrences ``first, first + 1, ...`` (arrived in order). Not stored while each
+        is its occurrence id; the first that is not makes the column (``int32``, widened to ``int64``
+        first if a source does not fit)."""
+        if self._source is None:
+            if np.array_equal(sources, np.arange(first, first + sources.size, dtype=np.int64)):
+                return
+            self._source = array("i" if first + sources.size <= INT32.max else "q")
+            self._source.frombytes(np.arange(first, dtype=as_numpy(self._source).dtype).tobytes())
+        lo, hi = int(sources.min()), int(sources.max())
         if self._source.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
             self._source = widened(self._source)
+        self._source.frombytes(np.ascontiguousarray(sources, dtype=as_numpy(self._source).dtype).tobytes())
 
     def _advance(self, n: int) -> None:
         self.fill += n
@@ -291,20 +320,20 @@ class CostAccumulator:
     def result(self) -> PackerCosts:
         """The costs of the events consumed so far. O(occurrences) numpy work (a sort of the sources)."""
         starts = self.starts
-        frag = (as_numpy(self._frag) if self._frag
-                else np.zeros(0, np.int64))
-        source = (as_numpy(self._source) if self._source
-                  else np.zeros(0, np.int64))
-        long = (np.frombuffer(self._long, dtype=np.uint8).astype(np.bool_) if self._long
-                else np.zeros(0, np.bool_))
-        arrived = int(frag.size)
-        sources = distinct(source)
-        started_sources = distinct(source[frag > 0])
-        long_frag = frag[long & (frag > 0)]
-        long_n, long_started = int(np.count_nonzero(long)), int(long_frag.size)
+        arrived = starts.arrivals
+        if self._source is None:  # each source its own occurrence id: as many sources as occurrences
+            n_sources, n_started_sources = arrived, starts.started
+        else:
+            source = as_numpy(self._source)
+            n_sources = int(distinct(source).size)
+            n_started_sources = int(distinct(source[starts.started_mask()]).size)
+            del source  # a view of the growing buffer: released before any append
+        frag = as_numpy(self._frag) if self._frag else np.zeros(0, np.int64)
+        long_frag = frag[frag > 0]
+        long_n, long_started = len(self._frag), int(long_frag.size)
         frag_sum = int(long_frag.sum(dtype=np.int64)) if long_started else 0
         frag_max = int(long_frag.max()) if long_started else 0
-        del frag, source, long  # views of the growing buffers: released before any append
+        del frag  # a view of the growing buffer: released before any append
         positions = self.rows * self.capacity + self.fill
         dense = starts.delay_histogram
         delays = starts.delays if dense is None else dense
@@ -321,8 +350,8 @@ class CostAccumulator:
             arrived_occurrences=arrived,
             started_occurrences=starts.started,
             never_started_occurrences=arrived - starts.started,
-            arrived_sources=int(sources.size),
-            never_started_sources=int(sources.size - started_sources.size),
+            arrived_sources=n_sources,
+            never_started_sources=n_sources - n_started_sources,
             start_delay_max=starts.max_delay,
             start_delay_p50=nearest_rank(delays, 0.5),
             start_delay_p99=nearest_rank(delays, 0.99),
@@ -342,12 +371,17 @@ class CostAccumulator:
         starts = self.starts
         starts._check()
         n = starts.arrivals
-        assert len(self._frag) == len(self._long) == len(self._source) == n
-        assert {self._frag.typecode, self._source.typecode} <= {"i", "q"}
+        assert len(self._frag) == len(self._long_ids) <= n
+        assert self._source is None or len(self._source) == n
+        assert {self._frag.typecode, self._long_ids.typecode} <= {"i", "q"}
+        assert self._source is None or self._source.typecode in ("i", "q")
         assert self._frag.typecode == "q" or self._placements < INT32.max
         assert sum(self._frag) <= self._placements
-        assert starts.started == sum(1 for f in self._frag if f)
-        assert all(bool(f) == starts.is_started(o) for o, f in enumerate(self._frag))
+        ids = list(self._long_ids)
+        assert ids == sorted(set(ids)) and all(0 <= o < n for o in ids), "long ids not distinct arrivals"
+        assert all(bool(f) == starts.is_started(o) for o, f in zip(ids, self._frag, strict=True))
+        assert self._source is None or any(s != o for o, s in enumerate(self._source)), \
+            "a source column kept while every source is its occurrence id"
         assert 0 <= self.fill < self.capacity
         assert self.targets_without_context <= self.targets <= self.placed
         assert all(starts.arrival_row(o) <= self.rows for o in range(n))

@@ -343,15 +343,20 @@ class Ledger(OccurrenceViews):
             self._exhausted_at_row = h.rows  # stop mode: the replay ended at the failed refill
         if h.buffered:
             occ, _, _, ln, bos = span_columns(h.buffered)  # int32 or int64 columns
-            added = np.zeros(occ.size, np.bool_)
-            for i in range(0, occ.size, _SPANS_AT_ONCE):  # ids in int64 (slot arithmetic cannot wrap), a
-                part = slice(i, i + _SPANS_AT_ONCE)        # chunk at a time (not a copy of them all)
+            # checked (and the added BOS markers read) a chunk at a time, the ids in int64 (slot arithmetic
+            # cannot wrap): O(chunk) scratch, not an int64 copy of them all
+            added = np.zeros(occ.size, np.bool_) if bos.any() else None
+            for i in range(0, occ.size, _SPANS_AT_ONCE):
+                part = slice(i, i + _SPANS_AT_ONCE)
                 slots = self._slots(occ[part].astype(np.int64), "buffered span")
-                added[part] = bos[part] & ((self._t.flags[slots] & ADDED) != 0)
-            self._buffered_added = int(added.sum())
+                if added is not None:
+                    added[part] = bos[part] & ((self._t.flags[slots] & ADDED) != 0)
+                del slots
+            self._buffered_added = 0 if added is None else int(added.sum())
             # no added marker buffered (the usual case): the span lengths themselves, not a copy
-            self._buf_occ, self._buf_amt = _per_occurrence(occ, ln - added if self._buffered_added else ln)
-            self._buffered_tokens = int(ln.sum())
+            amount = ln - added if added is not None and self._buffered_added else ln
+            self._buf_occ, self._buf_amt = _per_occurrence(occ, amount)
+            self._buffered_tokens = int(ln.sum(dtype=np.int64))
         self._series.end(h.rows, self._buffered_tokens, int(self._prot_len.sum()))
         self._detail.close()
         self._t.finish()
@@ -423,6 +428,23 @@ class Ledger(OccurrenceViews):
             filtered_sources=self._filtered_sources,
         )
         return self._result
+
+    def lengths_of(self, occurrences: Int64Array) -> Int64Array:
+        """The arrived length of each of ``occurrences`` (any order; 0 for an id that never arrived), from
+        memory or the store. O(k log k).
+
+        >>> from packing_theory import Packer
+        >>> packer = Packer(capacity=8, min_buffer=2, refill=2, exhausted="drain")
+        >>> ledger = Ledger.for_packer(packer)
+        >>> _ = feed_all(packer.stream([5, 3, 9, 4]), ledger)
+        >>> ledger.lengths_of(np.array([2, 0, 7])).tolist()
+        [9, 5, 0]
+        """
+        occ = np.asarray(occurrences, np.int64)
+        out = np.zeros(occ.size, np.int64)
+        known = (occ >= 0) & (occ < self._t.n)
+        out[known] = self._t.get("length", occ[known])
+        return out
 
     def _protected_mass(self) -> ProtectedMass:
         prot_occ = self._prot_occ

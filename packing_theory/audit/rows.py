@@ -19,11 +19,14 @@ whole (:attr:`RowFacts.first_row`, O(occurrences)).
 from __future__ import annotations
 
 import os
+from array import array
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32, as_numpy, widened
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings
 from ..engine.events import Arrival, Filtered, Horizon, Padding, Placement, Repeat
@@ -32,7 +35,7 @@ from .accounting import open_store
 from .store import ColumnStore
 from .window import WINDOW, OccurrenceWindow
 
-__all__ = ["DocumentRows", "RowFacts"]
+__all__ = ["DocumentRows", "FilteredReasons", "RowFacts"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -45,6 +48,105 @@ def _unplaced(columns: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.bool_]:
     return np.asarray(columns["first_inv"] == 0, np.bool_)
 
 
+class FilteredReasons(Mapping[int, str]):
+    """Occurrence -> the reason it was filtered, kept as columns: an ``int32`` occurrence (``int64`` once
+    one would not fit: :func:`~packing_theory._arrays.widened`) and a ``uint8`` code into a table of the
+    distinct reason strings (``int32`` past 255 of them): 5 bytes per filtered occurrence, where a dict
+    entry takes about 100. A read-only :class:`~collections.abc.Mapping` (``==`` a dict of the same items).
+
+    An occurrence filtered twice keeps its last reason (as a dict assignment would).
+
+    >>> r = FilteredReasons()
+    >>> r.add(7, "too long"); r.add(2, "empty"); r.add(7, "dropped")
+    >>> len(r), r[7], r.get(3), sorted(r.items())
+    (2, 'dropped', None, [(2, 'empty'), (7, 'dropped')])
+
+    Complexity: :meth:`add` O(1) amortised; the first lookup after an add sorts the columns,
+    O(filtered log filtered); a lookup then O(log filtered).
+    """
+
+    def __init__(self) -> None:
+        self._occ: array[int] = array("i")
+        self._code: array[int] = array("B")
+        self._table: list[str] = []
+        self._index: dict[str, int] = {}
+        self._keys: npt.NDArray[np.int64] | None = None  # the distinct occurrences, sorted, and ...
+        self._codes: npt.NDArray[np.int64] | None = None  # ... each one's last code (built on demand)
+
+    def _code_of(self, reason: str) -> int:
+        code = self._index.get(reason)
+        if code is None:
+            code = self._index[reason] = len(self._table)
+            self._table.append(reason)
+            if code > 255 and self._code.typecode == "B":
+                self._code = array("i", self._code)
+        return code
+
+    def _fit(self, lo: int, hi: int) -> None:
+        if self._occ.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
+            self._occ = widened(self._occ)
+
+    def add(self, occurrence: int, reason: str) -> None:
+        """Occurrence ``occurrence`` was filtered for ``reason``. O(1) amortised."""
+        code = self._code_of(reason)
+        self._fit(occurrence, occurrence)
+        self._occ.append(occurrence)
+        self._code.append(code)
+        self._keys = self._codes = None
+
+    def add_all(self, occurrences: npt.NDArray[np.int64], codes: npt.NDArray[Any],
+                reasons: tuple[str, ...]) -> None:
+        """:meth:`add` for each ``(occurrences[i], reasons[codes[i]])`` in order, in bulk. O(k)."""
+        if not occurrences.size:
+            return
+        lut = np.array([self._code_of(r) for r in reasons], np.int64)
+        self._fit(int(occurrences.min()), int(occurrences.max()))
+        self._occ.frombytes(np.ascontiguousarray(occurrences, as_numpy(self._occ).dtype).tobytes())
+        mine = lut[np.asarray(codes, np.int64)]
+        self._code.frombytes(mine.astype(np.uint8 if self._code.typecode == "B" else np.int32).tobytes())
+        self._keys = self._codes = None
+
+    def _sorted(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        if self._keys is None or self._codes is None:
+            occ = as_numpy(self._occ).astype(np.int64)
+            code = np.frombuffer(self._code, np.uint8 if self._code.typecode == "B" else np.int32)
+            order = np.argsort(occ, kind="stable")
+            occ = occ[order]
+            last = np.ones(occ.size, np.bool_)  # the last of each occurrence's entries (stable: in order)
+            last[:-1] = occ[1:] != occ[:-1]
+            self._keys, self._codes = occ[last], code[order[last]].astype(np.int64)
+        return self._keys, self._codes
+
+    def __getitem__(self, occurrence: int) -> str:
+        keys, codes = self._sorted()
+        i = int(np.searchsorted(keys, occurrence))
+        if i < keys.size and keys[i] == occurrence:
+            return self._table[int(codes[i])]
+        raise KeyError(occurrence)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._sorted()[0].tolist())
+
+    def __len__(self) -> int:
+        return int(self._sorted()[0].size)
+
+    def nbytes(self) -> int:
+        """Bytes of the columns (not of the sorted index a lookup builds)."""
+        return len(self._occ) * self._occ.itemsize + len(self._code) * self._code.itemsize
+
+    def _check(self) -> None:
+        """Columns of one length, codes within the table, the table's strings distinct and indexed."""
+        assert len(self._occ) == len(self._code)
+        assert len(self._table) == len(self._index) == len(set(self._table))
+        assert all(self._index[r] == i for i, r in enumerate(self._table))
+        assert self._code.typecode == "B" or len(self._table) > 256 or not self._code
+        if self._code:
+            code = np.frombuffer(self._code, np.uint8 if self._code.typecode == "B" else np.int32)
+            assert int(code.min()) >= 0 and int(code.max()) < len(self._table)
+        keys, _ = self._sorted()
+        assert keys.size == 0 or bool((keys[1:] > keys[:-1]).all())
+
+
 class RowFacts:
     """What :class:`DocumentRows` measured, per occurrence id (``-1`` where none). ``==`` compares values.
 
@@ -53,7 +155,8 @@ class RowFacts:
             tokens (a BOS-only placement counts).
         arrival_row: per occurrence, the complete rows emitted, in stream
             order, when it arrived (the row its refill fed).
-        filtered_reason: occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason.
+        filtered_reason: occurrence -> the :class:`~packing_theory.engine.events.Filtered` reason (a
+            dict, or the :class:`FilteredReasons` columns, kept as given).
         partial_placements: the placements of the incomplete last row, never
             trained: ``(occurrence, length, bos_inserted)``.
         window: instead of the two arrays, the finished window holding them
@@ -61,7 +164,7 @@ class RowFacts:
     """
 
     def __init__(self, first_row: Int64Array | None = None, arrival_row: Int64Array | None = None,
-                 filtered_reason: dict[int, str] | None = None,
+                 filtered_reason: Mapping[int, str] | None = None,
                  partial_placements: Int64Array | None = None, *,
                  window: OccurrenceWindow | None = None) -> None:
         if window is not None and (first_row is not None or arrival_row is not None):
@@ -71,7 +174,9 @@ class RowFacts:
         self._arrival = None if arrival_row is None else np.asarray(arrival_row, np.int64)
         if window is None and self._first is None:
             self._first = self._arrival = np.zeros(0, np.int64)
-        self.filtered_reason: dict[int, str] = dict(filtered_reason or {})
+        kept = isinstance(filtered_reason, FilteredReasons)
+        self.filtered_reason: Mapping[int, str] = (filtered_reason if kept and filtered_reason is not None
+                                                   else dict(filtered_reason or {}))
         self.partial_placements: Int64Array = (np.zeros((0, 3), np.int64) if partial_placements is None
                                                else np.asarray(partial_placements, np.int64).reshape(-1, 3))
 
@@ -174,7 +279,7 @@ class DocumentRows:
             columns["arrival_row"] = np.int64
         self._w = OccurrenceWindow(columns, store=open_store(store) if per_occurrence else None,
                                    window=window, fills={"first_inv": 0, "arrival_row": -1})
-        self._reasons: dict[int, str] = {}
+        self._reasons = FilteredReasons()
         self._filled = 0  # row positions filled so far, in stream order
         self._done = False
         self._last_row = -1  # the highest row placed into so far, and its placements
@@ -219,7 +324,7 @@ class DocumentRows:
                 self._last.append((p.occurrence, p.length, int(p.bos_inserted)))
         elif t is Filtered:
             f = cast(Filtered, item)
-            self._reasons[f.occurrence] = f.reason
+            self._reasons.add(f.occurrence, f.reason)
         elif t is Horizon:
             self._end(item)  # type: ignore[arg-type]
         if t is Placement or t is Padding or t is Repeat:
@@ -251,8 +356,7 @@ class DocumentRows:
                 at = prow == top
                 self._last += list(zip(pocc[at].tolist(), b.placement.length[at].tolist(),
                                        b.placement.bos_inserted[at].astype(np.int64).tolist(), strict=True))
-        for o, code in zip(b.filtered.occurrence.tolist(), b.filtered.reason.tolist(), strict=True):
-            self._reasons[o] = b.reasons[code]
+        self._reasons.add_all(b.filtered.occurrence, b.filtered.reason, b.reasons)
         self._filled += filled
         self._w.evict(_unplaced)
         if b.horizon is not None:
@@ -275,6 +379,7 @@ class DocumentRows:
 
     def _check(self) -> None:
         self._w._check()
+        self._reasons._check()
         assert self.per_occurrence or self._w.n == 0
         assert self._filled >= 0
         for _, c in self._w.blocks(1 << 16):

@@ -252,6 +252,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     except ValueError as exc:  # the framework's own rule refuses this corpus (where it reads it whole)
         return None, str(exc), None
     if counter is not None:
+        counter.keep_lengths = False  # the ledger's table holds each occurrence's arrived length
         consumers.append(counter)
     series = None
     if task.sources is not None:
@@ -280,7 +281,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     figures: PeerFigures | None = None
     if counter is not None:
         figures = results[3]
-        agg = agg.with_peer_figures(figures, counter.occurrence_target_columns())
+        agg = agg.with_peer_figures(figures, counter.occurrence_target_columns(lengths=ledger.lengths_of))
     delays = "measured" if figures is None else figures.start_delays
     if delays != "measured":  # row positions of an offline packer, not waits
         costs = replace(

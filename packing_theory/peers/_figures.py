@@ -41,6 +41,7 @@ stream, :mod:`packing_theory.engine.consumers`) applies it:
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +59,8 @@ from ..errors import InputError, InputTypeError
 __all__ = ["SEED_RULE", "TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TargetUnit", "TrainerRule"]
 
 TargetUnit = Literal["row", "sequence", "position"]
+LengthsOf = Callable[[npt.NDArray[np.int64]], npt.NDArray[Any]]
+"""The arrived length of each of the given occurrence ids."""
 TARGET_UNITS: tuple[TargetUnit, ...] = ("row", "sequence", "position")
 """How a collator turns placed positions into targets (see the module doc)."""
 
@@ -148,6 +151,12 @@ class FigureAccumulator:
     row's events together); the counts are per event, the sequences per row.
     ``options``, ``start_delays`` and ``horizon`` are copied into the result.
 
+    :attr:`keep_lengths` (default ``True``): keep each occurrence's arrived length (4 bytes per
+    occurrence) for :meth:`occurrence_target_columns`; a caller that reads the lengths from another
+    consumer of the same stream (the :class:`~packing_theory.audit.ledger.Ledger`'s
+    :meth:`~packing_theory.audit.ledger.Ledger.lengths_of`) sets it to ``False`` before the first
+    event and passes ``lengths=`` there.
+
     Complexity: O(1) per event.
     """
 
@@ -168,9 +177,11 @@ class FigureAccumulator:
         self._rows = 0  # rows seen
         self._targets = 0
         self._length = array("i")  # occurrence -> arrived length (0: not arrived); "q" once one passes int32
-        self._occ_targets = array("q")  # occurrence -> targets its tokens hold
+        self._occ_targets = array("i")  # occurrence -> targets its tokens hold; "q" once one could pass int32
         self._occ_has = bytearray()  # occurrence -> 1 once it placed or repeated a piece
         self._horizon: Horizon | None = None
+        self.keep_lengths = True
+        self._arrived = 0  # one past the largest occurrence id arrived: the per-occurrence columns grow to it
 
     @classmethod
     def for_packer(cls, packer: object) -> FigureAccumulator:
@@ -214,12 +225,17 @@ class FigureAccumulator:
                 input_only = False
             t = item.length - input_only
             self._targets += t
-            _grow_ints(self._occ_targets, o + 1)
-            _grow_bytes(self._occ_has, o + 1)
-            self._occ_targets[o] += t
+            _grow_ints(self._occ_targets, o + 1, self._arrived)
+            _grow_bytes(self._occ_has, o + 1, self._arrived)
+            value = self._occ_targets[o] + t
+            self._fit_targets(value, value)
+            self._occ_targets[o] = value
             self._occ_has[o] = 1
         elif isinstance(item, Arrival):
             o = _index("occurrence", item.occurrence)
+            self._arrived = max(self._arrived, o + 1)
+            if not self.keep_lengths:
+                return
             self._fit_lengths(item.length, item.length)
             _grow_ints(self._length, o + 1)
             self._length[o] = item.length
@@ -243,11 +259,13 @@ class FigureAccumulator:
         for name, col in (("row", rows), ("occurrence", occs), ("occurrence", arr.occurrence)):
             if col.size and int(col.min()) < 0:
                 _index(name, int(col.min()))
+        if arr.occurrence.size:
+            self._arrived = max(self._arrived, int(arr.occurrence.max()) + 1)
         if n:
             _grow_bytes(self._row_seen, int(rows.max()) + 1)
-            _grow_ints(self._occ_targets, int(occs.max()) + 1)
-            _grow_bytes(self._occ_has, int(occs.max()) + 1)
-        if arr.occurrence.size:
+            _grow_ints(self._occ_targets, int(occs.max()) + 1, self._arrived)
+            _grow_bytes(self._occ_has, int(occs.max()) + 1, self._arrived)
+        if arr.occurrence.size and self.keep_lengths:
             self._fit_lengths(int(arr.length.min()), int(arr.length.max()))
             _grow_ints(self._length, int(arr.occurrence.max()) + 1)
         seen = np.frombuffer(self._row_seen, np.uint8)
@@ -265,9 +283,16 @@ class FigureAccumulator:
         self._pieces += int(isp.sum())
         self._repeated += int(lens[~isp].sum())
         self._targets += int(t.sum())
-        np.add.at(np.frombuffer(self._occ_targets, np.int64), occs, t)
+        if n:  # every touched count ends within its old value plus the batch's negative / positive sum
+            old = as_numpy(self._occ_targets)[occs]
+            self._fit_targets(int(old.min()) + int(t[t < 0].sum()), int(old.max()) + int(t[t > 0].sum()))
+            del old
+            occ_targets = as_numpy(self._occ_targets)
+            np.add.at(occ_targets, occs, t.astype(occ_targets.dtype))
+            del occ_targets
         np.frombuffer(self._occ_has, np.uint8)[occs] = 1
-        as_numpy(self._length)[arr.occurrence] = arr.length
+        if self.keep_lengths:
+            as_numpy(self._length)[arr.occurrence] = arr.length
         self._unused += int(b.padding.length.sum())
         del seen
         if b.horizon is not None:
@@ -286,6 +311,11 @@ class FigureAccumulator:
             sequences=sequences, targets=targets, rule=self.rule, options=dict(self.options),
             start_delays=self.start_delays, horizon=dict(self.horizon_figures))
 
+    def _fit_targets(self, lo: int, hi: int) -> None:
+        """Widen the per-occurrence targets to ``int64`` (once) before a count outside ``int32`` is kept."""
+        if self._occ_targets.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
+            self._occ_targets = widened(self._occ_targets)
+
     def _fit_lengths(self, lo: int, hi: int) -> None:
         """Widen the arrived lengths to ``int64`` (once) before a length outside ``int32`` is kept."""
         if self._length.typecode == "i" and not (INT32.min <= lo and hi <= INT32.max):
@@ -299,18 +329,30 @@ class FigureAccumulator:
         lengths, targets = self.occurrence_target_columns()
         return lengths.tolist(), targets.tolist()
 
-    def occurrence_target_columns(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def occurrence_target_columns(self, lengths: LengthsOf | None = None
+                                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """:meth:`occurrence_targets` as two ``int64`` arrays (16 bytes per occurrence, where the lists
         hold Python ints: about 70).
+
+        ``lengths``: the arrived lengths of given occurrence ids, read from another consumer of the
+        stream (needed when :attr:`keep_lengths` is ``False``; an id that never arrived has length 0).
 
         Complexity: O(occurrences holding tokens).
         """
         occs = np.flatnonzero(np.frombuffer(self._occ_has, np.uint8))
-        lengths = np.zeros(occs.size, np.int64)
+        if lengths is not None:
+            out = np.asarray(lengths(occs), np.int64)
+            if out.shape != occs.shape:
+                raise InputError(f"lengths must give one length per occurrence: {out.size} for {occs.size}")
+            return out, as_numpy(self._occ_targets)[occs].astype(np.int64)
+        if not self.keep_lengths:
+            raise InputError("occurrence_target_columns() needs lengths=: this accumulator was told not to "
+                             "keep the arrived lengths (keep_lengths=False)")
+        out = np.zeros(occs.size, np.int64)
         known = occs < len(self._length)
-        lengths[known] = as_numpy(self._length)[occs[known]]
+        out[known] = as_numpy(self._length)[occs[known]]
         del known
-        return lengths, np.frombuffer(self._occ_targets, np.int64)[occs]
+        return out, as_numpy(self._occ_targets)[occs].astype(np.int64)
 
     def _check(self) -> None:
         """Assert the counts' invariants: non-negative, the sequence rule, targets credited to occurrences."""
@@ -320,6 +362,8 @@ class FigureAccumulator:
             assert self._targets == self._placed + self._repeated - starts
         assert self._rows == sum(self._row_seen) <= self._pieces + self._repeated
         assert sum(self._occ_targets) == self._targets
+        assert {self._length.typecode, self._occ_targets.typecode} <= {"i", "q"}
+        assert self.keep_lengths or not self._length, "lengths kept while keep_lengths is False"
 
 
 def _index(name: str, value: int) -> int:
@@ -329,11 +373,18 @@ def _index(name: str, value: int) -> int:
     return value
 
 
-def _grow_bytes(buf: bytearray, n: int) -> None:
-    if len(buf) < n:  # by a quarter at least (amortised O(1)), not doubling: a batch of arrivals grows it
-        buf.extend(bytes(max(n, len(buf) + len(buf) // 4 + 1024) - len(buf)))
+def _grown(size: int, n: int, most: int | None) -> int:
+    """The size to grow to for index ``n - 1``: by a quarter at least (amortised O(1)), not doubling, but not
+    past ``most`` (the occurrences arrived: a valid stream names no other) unless ``n`` is."""
+    step = size + size // 4 + 1024
+    return max(n, step if most is None else min(step, most))
 
 
-def _grow_ints(buf: array[int], n: int) -> None:
+def _grow_bytes(buf: bytearray, n: int, most: int | None = None) -> None:
     if len(buf) < n:
-        buf.frombytes(bytes(buf.itemsize * (max(n, len(buf) + len(buf) // 4 + 1024) - len(buf))))
+        buf.extend(bytes(_grown(len(buf), n, most) - len(buf)))
+
+
+def _grow_ints(buf: array[int], n: int, most: int | None = None) -> None:
+    if len(buf) < n:
+        buf.frombytes(bytes(buf.itemsize * (_grown(len(buf), n, most) - len(buf))))

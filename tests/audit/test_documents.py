@@ -11,8 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from packing_theory import Packer, PackerConfig, feed_all
+from packing_theory._arrays import INT32
 from packing_theory.audit import Ledger
 from packing_theory.audit.documents import DOCUMENT_COLUMNS, DocumentRows, document_table, write_documents
+from packing_theory.audit.rows import FilteredReasons
 from packing_theory.engine.horizon import Budget
 from packing_theory.engine.policies import POLICIES
 from packing_theory.errors import InputError, InputTypeError
@@ -160,3 +162,28 @@ def test_largest_untrained_by_fate_equals_whole_columns(fates: tuple[str, ...],
     with pytest.raises(InputError, match=r"fates must be among never started, never reached, never trained "
                                          r"\(unfinished row\); got \['trained'\]"):
         table.largest_untrained(3, ("trained",))
+
+
+def test_filtered_reasons_are_columns_that_read_as_the_dict() -> None:
+    r = FilteredReasons()
+    want: dict[int, str] = {}
+    for o, why in [(5, "too long"), (1, "empty"), (5, "dropped"), (9, "too long")]:
+        r.add(o, why)
+        want[o] = why
+    r.add_all(np.array([3, 1]), np.array([1, 0], np.uint8), ("a", "empty"))
+    want.update({3: "empty", 1: "a"})
+    assert r == want and dict(r) == want and len(r) == 4 and r.get(2) is None and r[1] == "a"
+    assert r.nbytes() == 6 * 5 and r._code.typecode == "B" and r._occ.typecode == "i"
+    r._check()
+    with pytest.raises(KeyError):
+        r[4]
+    wide = FilteredReasons()
+    wide.add(int(INT32.max), "x")
+    assert wide._occ.typecode == "i"
+    wide.add(int(INT32.max) + 1, "y")
+    assert wide._occ.typecode == "q" and dict(wide) == {int(INT32.max): "x", int(INT32.max) + 1: "y"}
+    many = FilteredReasons()
+    for i in range(300):
+        many.add(i, f"reason {i}")
+    assert many._code.typecode == "i" and many[299] == "reason 299" and many[0] == "reason 0"
+    many._check()

@@ -337,6 +337,11 @@ def test_start_tracker_by_hand() -> None:
         t.start(-1, 5)
 
 
+def _seen(t: StartTracker) -> tuple[object, ...]:
+    return (t.started, t.max_delay, dict(t.delays), t.started_mask().tolist(), t.oldest_unstarted(),
+            t.unstarted_wait(99))
+
+
 @given(st.integers(1, 12).flatmap(lambda n: st.tuples(
     st.lists(st.integers(0, 5), min_size=n, max_size=n),
     st.lists(st.lists(st.tuples(st.integers(0, n - 1),
@@ -348,20 +353,39 @@ def test_start_all_is_start_one_by_one(case: tuple[list[int], list[list[tuple[in
     arrival_rows = sorted(case[0])  # rows only grow along the stream
     batches = [[(o, arrival_rows[o] + d) for o, d in batch] for batch in case[1]]
     bulk, single = StartTracker(), StartTracker()
-    bulk.arrive_all(np.arange(len(arrival_rows), dtype=np.int64), np.array(arrival_rows, np.int64))
+    flags, flags_single = StartTracker(rows=False), StartTracker(rows=False)  # whether started, no rows
+    for t in (bulk, flags):
+        t.arrive_all(np.arange(len(arrival_rows), dtype=np.int64), np.array(arrival_rows, np.int64))
     for o, r in enumerate(arrival_rows):
         single.arrive(o, r)
+        flags_single.arrive(o, r)
     for batch in batches:
         occ = np.array([o for o, _ in batch], np.int64)
         rows = np.array([r for _, r in batch], np.int64)
         bulk.start_all(occ, rows)
+        flags.start_all(occ, rows)
         for o, r in batch:
             single.start(o, r)
+            flags_single.start(o, r)
         bulk._check()
-        assert (bulk.started, bulk.max_delay, dict(bulk.delays)) == (single.started, single.max_delay,
-                                                                     dict(single.delays))
+        flags._check()
+        flags_single._check()
+        for t in (single, flags, flags_single):
+            assert _seen(bulk) == _seen(t)
         assert [bulk.start_row(o) for o in range(len(arrival_rows))] == [
             single.start_row(o) for o in range(len(arrival_rows))]
+
+
+def test_a_tracker_without_rows_refuses_start_row() -> None:
+    t = StartTracker(rows=False)
+    t.arrive_all(np.arange(3, dtype=np.int64), np.array([0, 0, 4], np.int64))
+    t.start(1, 7)
+    assert t.is_started(1) and not t.is_started(0) and t._srow.tolist() == [0, 1, 0]
+    with pytest.raises(InputError, match=r"^start_row\(\) needs the start rows: this tracker was made"):
+        t.start_row(1)
+    with pytest.raises(InputTypeError, match="rows must be a bool, got int 1"):
+        StartTracker(rows=1)  # type: ignore[arg-type]
+    t._check()
 
 
 def test_start_all_refuses_rows_that_are_not_one_per_occurrence() -> None:
@@ -403,7 +427,9 @@ def test_start_all_counts_delays_far_apart() -> None:
     lambda t: t._hist.__setitem__(0, t._hist[0] + 1),
     lambda t: setattr(t, "max_delay", 99),
     lambda t: t._srow.__setitem__(0, 2),
-    lambda t: t._arow.__setitem__(0, 3),
+    lambda t: t._run_row.__setitem__(0, 3),
+    lambda t: t._run_at.__setitem__(1, 0),
+    lambda t: (t._run_at.append(2), t._run_row.append(2)),
     lambda t: setattr(t, "_cursor", 4),
     lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, t._unset), t._hist.__delitem__(slice(None)),
                setattr(t, "started", 0), setattr(t, "max_delay", None)),

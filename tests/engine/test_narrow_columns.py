@@ -18,6 +18,7 @@ import pytest
 
 from packing_theory import build_packer
 from packing_theory.audit.costs import CostAccumulator
+from packing_theory.audit.ledger import Ledger
 from packing_theory.engine.batches import EventBatch, split_batches, unbatched
 from packing_theory.engine.consumers import feed_all
 from packing_theory.engine.events import (
@@ -34,6 +35,7 @@ from packing_theory.engine.horizon_batches import NARROW_MAX, _HeldColumns, cut_
 from packing_theory.engine.starts import StartTracker
 from packing_theory.errors import InputError
 from packing_theory.peers import FigureAccumulator
+from packing_theory.peers._figures import SEED_RULE
 
 BIG = NARROW_MAX + 1
 
@@ -169,6 +171,29 @@ def test_start_rows_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     assert t.oldest_unstarted() == 2
 
 
+def test_arrival_rows_are_kept_as_runs() -> None:
+    t = StartTracker()
+    t.arrive_all(np.arange(5, dtype=np.int64), np.zeros(5, np.int64))  # an offline packer: one run
+    t.arrive(5, 0)
+    assert t.runs == 1
+    t.arrive_all(np.arange(6, 10, dtype=np.int64), np.array([0, 2, 2, 7], np.int64))
+    t.arrive(10, 9)
+    t._check()
+    assert t.runs == 4 and (t._run_at.tolist(), t._run_row.tolist()) == ([0, 7, 9, 10], [0, 2, 7, 9])
+    want = [0] * 7 + [2, 2, 7, 9]
+    assert [t.arrival_row(o) for o in range(11)] == want
+    assert t.arrival_rows(np.arange(11, dtype=np.int64)).tolist() == want
+
+
+def test_run_starts_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    t = StartTracker()
+    t._add_runs(NARROW_MAX, np.array([5], np.int64))
+    assert t._run_at.typecode == "i"
+    t._add_runs(BIG, np.array([6], np.int64))
+    assert t._run_at.typecode == "q" and t._run_at.tolist() == [NARROW_MAX, BIG]
+    assert t.arrival_rows(np.array([NARROW_MAX, BIG, BIG + 9], np.int64)).tolist() == [5, 6, 6]
+
+
 def test_single_event_start_rows_widen_too() -> None:
     t = StartTracker()
     t.arrive(0, 0)
@@ -211,8 +236,36 @@ def test_narrow_costs_are_the_same_costs() -> None:
     one = CostAccumulator(8)
     feed_all(packer.events(lengths), one)
     assert batch.result() == one.result()
-    assert batch._frag.typecode == batch._source.typecode == "i"
+    assert batch._frag.typecode == batch._long_ids.typecode == "i"
+    assert batch._source is None and one._source is None  # every source is its occurrence id: not stored
     batch._check()
+
+
+def test_cost_sources_are_stored_from_the_first_that_is_not_its_occurrence_id() -> None:
+    c = CostAccumulator(8)
+    c.feed(EventBatch.from_events([Arrival(0, 0, 0, 3), Arrival(1, 1, 0, 3)]))
+    assert c._source is None
+    c.feed(Arrival(2, 0, 1, 3))  # a second pass of source 0
+    assert c._source is not None and c._source.tolist() == [0, 1, 0]
+    c.feed(EventBatch.from_events([Arrival(3, 1, 1, 3), Placement(0, 0, 3, 1, 0, 3, False, False)]))
+    assert c._source.tolist() == [0, 1, 0, 1]
+    r = c.result()
+    assert (r.arrived_occurrences, r.arrived_sources, r.never_started_sources) == (4, 2, 1)
+    c._check()
+
+
+def test_long_ids_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    c = CostAccumulator(8)
+    c.feed(EventBatch.from_events([Arrival(0, 0, 0, 30), Arrival(1, 1, 0, 3), Arrival(2, 2, 0, 9)]))
+    assert c._long_ids.tolist() == [0, 2] and c._frag.tolist() == [0, 0]
+    c._fit_ids(NARROW_MAX)
+    assert c._long_ids.typecode == "i"
+    c._fit_ids(NARROW_MAX + 1)
+    assert c._long_ids.typecode == "q" and c._long_ids.tolist() == [0, 2]
+    c.feed(Placement(0, 0, 2, 2, 0, 8, False, True))
+    c.feed(EventBatch.from_events([Placement(1, 0, 2, 2, 8, 1, False, False)]))
+    assert c._frag.tolist() == [0, 2]
+    c._check()
 
 
 # --------------------------------------------------------------------------- a peer's figures
@@ -225,6 +278,54 @@ def test_figure_lengths_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     assert acc._length.typecode == "i"
     acc.feed(Arrival(1, 1, 0, BIG))
     assert acc._length.typecode == "q" and acc._length[:2].tolist() == [NARROW_MAX, BIG]
+
+
+def test_figure_targets_are_int32_up_to_the_bound_and_int64_past_it() -> None:
+    for batched in (False, True):
+        acc = FigureAccumulator(SEED_RULE, capacity=8)
+        pieces = [Arrival(0, 0, 0, 3), Placement(0, 0, 0, 0, 0, 3, False, False)]
+        for item in [EventBatch.from_events(pieces)] if batched else pieces:
+            acc.feed(item)
+        assert acc._occ_targets.typecode == "i" and acc._occ_targets[0] == 2
+        acc._occ_targets[0] = NARROW_MAX - 3  # as if that many targets had been credited to it
+        more = Placement(1, 0, 0, 0, 0, 4, False, False)  # 3 more targets: exactly the bound
+        acc.feed(EventBatch.from_events([more]) if batched else more)
+        assert acc._occ_targets.typecode == "i" and acc._occ_targets[0] == NARROW_MAX
+        acc.feed(EventBatch.from_events([more]) if batched else more)
+        assert acc._occ_targets.typecode == "q" and acc._occ_targets[0] == BIG + 3
+        # (row 1 was seen: all 4 positions are targets)
+        lengths, targets = acc.occurrence_target_columns()
+        assert targets.dtype == np.int64 and (lengths.tolist(), targets.tolist()) == ([3], [BIG + 3])
+
+
+def test_figure_columns_grow_no_further_than_the_occurrences_arrived() -> None:
+    acc = FigureAccumulator(SEED_RULE, capacity=8)
+    acc.keep_lengths = False
+    acc.feed(EventBatch.from_events([Arrival(o, o, 0, 3) for o in range(5000)]))
+    acc.feed(EventBatch.from_events([Placement(0, 0, 3999, 3999, 0, 3, False, False)]))
+    assert len(acc._occ_targets) == len(acc._occ_has) == 4000
+    acc.feed(Placement(1, 0, 4500, 4500, 0, 3, False, False))  # a quarter more would be 6,024
+    assert len(acc._occ_targets) == len(acc._occ_has) == 5000 and len(acc._length) == 0
+    acc._check()
+
+
+def test_lengths_read_from_the_ledger_are_the_lengths_kept() -> None:
+    packer = build_packer("fewer-truncations", capacity=8)
+    lengths = np.arange(1, 300) % 29 + 1
+    kept, told = FigureAccumulator.for_packer(packer), FigureAccumulator.for_packer(packer)
+    told.keep_lengths = False
+    ledger = Ledger.for_packer(packer, min_buffer=1)
+    feed_all(packer.batches(lengths, 50, compiled=False), kept, told, ledger)
+    assert len(told._length) == 0 and len(kept._length) > 0
+    told._check()
+    want = kept.occurrence_target_columns()
+    got = told.occurrence_target_columns(lengths=ledger.lengths_of)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True)) and want[0].size > 0
+    with pytest.raises(InputError, match="needs lengths=: this accumulator was told not to keep"):
+        told.occurrence_target_columns()
+    with pytest.raises(InputError, match="lengths must give one length per occurrence: 0 for"):
+        told.occurrence_target_columns(lengths=lambda occ: np.zeros(0, np.int64))
+    assert ledger.lengths_of(np.array([-1, 0, 10**9])).tolist() == [0, int(lengths[0]), 0]
 
 
 def test_occurrence_target_columns_are_the_lists_as_arrays() -> None:
