@@ -405,35 +405,41 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
     """
     c = np.cumsum(ls) - ls
     wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
-    t0 = c - c[wfirst][window]  # a document's first token within its window
+    t0 = c - c[wfirst][window]  # a document's first token within its window (int64: a window's tokens)
     del c
     rows_w = -(-np.add.reduceat(ls, wfirst) // L)
     base = np.cumsum(rows_w) - rows_w
-    r0 = t0 // L
-    per = np.where(ls > 0, (t0 + ls - 1) // L - r0 + 1, 0)  # pieces per document
     rows = int(rows_w.sum())
-    row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
-    cum = np.cumsum(per)
+    (row_window,) = narrow((np.repeat(np.arange(windows, dtype=np.int64), rows_w),))
     n = int(ls.size)
     if size is None or not n:
         cuts = [0, n]
     else:  # document blocks of about `size` pieces
+        cum = np.cumsum(_pieces_per(ls, t0, L))
         cuts = [*distinct(np.concatenate(([0], np.searchsorted(cum, np.arange(size, int(cum[-1]), size)) + 1,
                                           [n])).clip(0, n)).tolist()]
+        del cum
+    # held until the last section: the starts, and the ids int32 where they fit (narrow); a block's
+    # pieces per document and first rows are computed from them block by block
+    occ, window = narrow((occ, window if windows > 1 else window[:0]))  # one window: no column needed
 
     def sections() -> Iterator[Section]:
         done = 0  # rows given so far
         held: list[npt.NDArray[Any]] | None = None  # the pieces of a row the next block may continue
         for a, b in itertools.pairwise(cuts):
-            k_per = per[a:b]
-            doc = a + np.repeat(np.arange(b - a, dtype=np.int64), k_per)
-            k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)
-            r = r0[doc] + k
-            td = t0[doc]
+            ls_b, t0_b = ls[a:b], t0[a:b]
+            k_per = _pieces_per(ls_b, t0_b, L)
+            d = np.repeat(np.arange(b - a, dtype=np.int64), k_per)
+            k = np.arange(d.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)
+            r = t0_b[d] // L + k
+            td, ld = t0_b[d], ls_b[d]
             g0 = np.maximum(td, r * L)
-            length = np.minimum(td + ls[doc], (r + 1) * L) - g0
-            cropped = (length < ls[doc]) if crop else np.zeros(length.size, np.bool_)
-            cols: list[npt.NDArray[Any]] = [base[window[doc]] + r, occ[doc], g0 - td, length, cropped]
+            length = np.minimum(td + ld, (r + 1) * L) - g0
+            cropped = (length < ld) if crop else np.zeros(length.size, np.bool_)
+            doc = a + d
+            first_row = base[window[doc]] if windows > 1 else base[0]
+            cols: list[npt.NDArray[Any]] = [first_row + r, occ[doc].astype(np.int64), g0 - td, length,
+                                            cropped]
             if held is not None:
                 cols = [np.concatenate((h, x)) for h, x in zip(held, cols, strict=True)]
             piece_row = cols[0]
@@ -443,8 +449,14 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
             held = None if last else [x[cut:] for x in cols]
             if upto > done or (last and size is None):
                 pr, o, st, ln, cr = (x[:cut] for x in cols)
-                yield row_section(L, upto - done, row + done, row_window[done:upto], pr - done, o, o, st, ln,
-                                  cr)
+                in_window = row_window[done:upto].astype(np.int64)
+                yield row_section(L, upto - done, row + done, in_window, pr - done, o, o, st, ln, cr)
                 done = upto
 
     return sections(), rows
+
+
+def _pieces_per(ls: Int64Array, t0: Int64Array, L: int) -> Int64Array:
+    """Pieces of each document of ``ls`` starting at token ``t0`` of its window cut every ``L``."""
+    out: Int64Array = np.where(ls > 0, (t0 + ls - 1) // L - t0 // L + 1, 0)
+    return out
