@@ -84,6 +84,8 @@ from ._columns import Section, assemble, horizon_batch, int64_lengths, peer_arra
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
+IntArray = npt.NDArray[np.integer[Any]]
+
 __all__ = ["INDEX_BUDGET", "MEGATRON_SAMPLES", "MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex",
            "index_dtype", "megatron_index"]
 
@@ -357,11 +359,12 @@ class MegatronGPT(PeerPacker):
         L = self.sequence_length
         ix = megatron_index(sizes, L, self.seed, self.num_samples)
         ids = index_dtype(ix.document_index.size)  # occurrence and document ids are < the index's entries
-        docs = ix.document_index.astype(ids, copy=False)
+        docs: IntArray = ix.document_index.astype(ids, copy=False)
         total, drawn = ix.num_samples_total, self.drawn(ix)
         order = ix.shuffle_index[:drawn].astype(index_dtype(total), copy=drawn < total)
         del ix  # its indices are taken: the samples never drawn are not held while the rows are built
         n_docs = sizes.size
+        occ_of: IntArray
         if docs.size == n_docs:  # one epoch: every document appears once, as occurrence = document
             occ_of = docs
         else:  # the k-th appearance of each document is occurrence k * n_docs + document
@@ -369,7 +372,7 @@ class MegatronGPT(PeerPacker):
             rank = np.empty(docs.size, np.int64)
             rank[by_doc] = np.arange(docs.size, dtype=np.int64) - np.searchsorted(docs[by_doc], docs[by_doc])
             del by_doc
-            occ_of = (rank * n_docs + docs).astype(ids)
+            occ_of = (rank * n_docs + docs.astype(np.int64)).astype(ids)
             del rank
         yield _arrivals(sizes, docs.size)
         starts = np.zeros(docs.size + 1, np.int64)  # flat start of each occurrence; its length is the step
@@ -378,8 +381,8 @@ class MegatronGPT(PeerPacker):
         when[order] = np.arange(drawn, dtype=when.dtype)
         for lo in range(0, drawn, max(size, 1)):
             hi = min(drawn, lo + max(size, 1))
-            yield assemble(1, [self._sample_rows(order[lo:hi].astype(np.int64), lo, when, total, starts, occ_of,
-                                                 docs)])
+            samples = order[lo:hi].astype(np.int64)
+            yield assemble(1, [self._sample_rows(samples, lo, when, total, starts, occ_of, docs)])
         covered = total * L + 1 if total else 0
         first = max(int(np.searchsorted(starts, covered, side="right")) - 1, 0)
         k = np.arange(first, docs.size, dtype=np.int64)
@@ -395,9 +398,9 @@ class MegatronGPT(PeerPacker):
             spans = unshown_spans(order.tolist(), covered, L, starts.tolist(), occ_of.tolist(), docs.tolist())
             yield EventBatch.from_columns(np.array([HORIZON], np.uint8), Horizon(drawn, 0, "rows", spans))
 
-    def _sample_rows(self, samples: npt.NDArray[np.int64], row: int, when: npt.NDArray[np.integer[Any]],
-                     total: int, starts: npt.NDArray[np.int64], occ_of: npt.NDArray[np.integer[Any]],
-                     docs: npt.NDArray[np.integer[Any]]) -> Section:
+    def _sample_rows(self, samples: npt.NDArray[np.int64], row: int, when: IntArray,
+                     total: int, starts: npt.NDArray[np.int64], occ_of: IntArray,
+                     docs: IntArray) -> Section:
         """Rows from ``row``: the samples' flat token ranges cut at occurrences, overlaps as repeats."""
         L = self.sequence_length
         i = row + np.arange(samples.size, dtype=np.int64)
@@ -429,8 +432,9 @@ class MegatronGPT(PeerPacker):
         start = np.where(is_head, a[idx], np.where(is_tail, b2[idx], a2[idx])) - starts[j[idx]]
         length = np.where(is_head | is_tail, 1, b2[idx] - a2[idx])
         crop = ~(is_head | is_tail) & (length < whole[idx])
+        piece = j[idx]
         return row_section(L + 1, samples.size, row, np.zeros(samples.size, np.int64), smp[idx],
-                           occ_of[j[idx]].astype(np.int64), docs[j[idx]].astype(np.int64), start, length, crop,
+                           occ_of[piece].astype(np.int64), docs[piece].astype(np.int64), start, length, crop,
                            is_head | is_tail)
 
 
