@@ -123,8 +123,8 @@ def test_a_peer_s_reach_is_read_on_after_its_consumers_are_released(monkeypatch:
         alive_at_finish.append(sum(r() is not None for r in ledgers))
         return finish(self)
 
-    # the module, not the function the package exports under the same name
-    monkeypatch.setattr(importlib.import_module("packing_theory.orchestration.measure"), "Ledger", TrackedLedger)
+    module = importlib.import_module("packing_theory.orchestration.measure")  # not the function of that name
+    monkeypatch.setattr(module, "Ledger", TrackedLedger)
     monkeypatch.setattr(Reaching, "finish", finish_after_release)
     lengths = np.random.default_rng(0).lognormal(4, 1, 3000).astype(np.int64) + 1
     m = measure(lengths, ["bestfit-pad", "megatron-gpt"], Settings(capacity=129), horizon="common")
