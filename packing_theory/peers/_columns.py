@@ -31,7 +31,7 @@ Complexity: O(events) numpy work per batch, plus the packing algorithm
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,12 +44,16 @@ from ..engine.events import Horizon
 from ..errors import InputError
 from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
-__all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "int64_lengths", "narrow",
-           "packed_rows", "peer_array", "row_chunks", "row_section", "wrapped_rows"]
+__all__ = ["PieceRule", "Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds",
+           "concat_no_wrap_takes", "discard_section", "first_fit_bins", "fragments", "horizon_batch",
+           "int64_lengths", "narrow", "packed_rows", "peer_array", "row_chunks", "row_section",
+           "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+PieceRule = Callable[[Int64Array, Int64Array], tuple[Int64Array, BoolArray]]
+"""A piece's length and crop from its occurrence and start (:func:`row_chunks`)."""
 
 _GROUP_OF = {ARRIVAL: "arrival", PLACEMENT: "placement", DISCARD: "discard", FILTERED: "filtered",
              PADDING: "padding", REPEAT: "repeat"}
@@ -198,13 +202,17 @@ def row_section(capacity: int, rows: int, row_base: int, row_window: Int64Array,
     return Section(np.repeat(row_window, per_event), kinds, groups)
 
 
-def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, occurrence: Int64Array,
-               source: Int64Array, start: Int64Array, length: Int64Array, crop: BoolArray, size: int
-               ) -> Iterator[Section]:
+def row_chunks(capacity: int, rows: int, row_base: int, piece_row: npt.NDArray[Any],
+               occurrence: npt.NDArray[Any], source: npt.NDArray[Any], start: npt.NDArray[Any],
+               length: npt.NDArray[Any] | PieceRule,
+               crop: BoolArray | None, size: int) -> Iterator[Section]:
     """:func:`row_section` of one window's rows, about ``size`` pieces at a time (whole rows).
 
     The same events in the same order as one section of all the rows; a large
-    window's batch is never built whole.
+    window's batch is never built whole. The columns may be held ``int32``
+    (:func:`narrow`); ``length`` may instead be a :data:`PieceRule` giving a
+    chunk's lengths and crops from its occurrences and starts (``crop``
+    ``None``), so that neither is held.
     """
     n = piece_row.size
     starts = np.searchsorted(piece_row, piece_row[np.arange(0, n, max(size, 1))])  # cuts at row starts
@@ -212,10 +220,15 @@ def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, o
     r0 = 0
     for a, b in itertools.pairwise(bounds):
         r1 = rows if b == n else int(piece_row[b])
+        occ, st = occurrence[a:b].astype(np.int64, copy=False), start[a:b].astype(np.int64, copy=False)
+        if callable(length):
+            ln, cr = length(occ, st)
+        else:
+            assert crop is not None
+            ln, cr = length[a:b].astype(np.int64, copy=False), crop[a:b]
         yield row_section(capacity, r1 - r0, row_base + r0, np.zeros(r1 - r0, np.int64),
-                          piece_row[a:b].astype(np.int64) - r0, occurrence[a:b].astype(np.int64, copy=False),
-                          source[a:b].astype(np.int64, copy=False), start[a:b].astype(np.int64, copy=False),
-                          length[a:b].astype(np.int64, copy=False), crop[a:b])
+                          piece_row[a:b].astype(np.int64) - r0, occ, source[a:b].astype(np.int64, copy=False),
+                          st, ln, cr)
         r0 = r1
 
 
@@ -342,24 +355,33 @@ def fragments(occurrence: Int64Array, lengths: Int64Array, width: int) -> tuple[
     return occ, start, np.minimum(width, np.repeat(lengths, per) - start)
 
 
-def packed_rows(sizes: Int64Array, window: Int64Array, order: Int64Array, capacity: int,
-                compiled: bool | None) -> tuple[Int64Array, Int64Array, Int64Array, int]:
+def packed_rows(sizes: Int64Array, window: Int64Array | None, order: Int64Array, capacity: int,
+                compiled: bool | None) -> tuple[Int64Array, npt.NDArray[Any], Int64Array, int]:
     """Best fit (first-to-reach ties) of items processed in ``order``, window by window.
 
     ``window``: each item's window (the items of a window contiguous in
-    ``order``). Returns the items row by row (rows in creation order, items in
-    insertion order), the row of each of them, the window of each row and the number of rows.
+    ``order``; ``None``: one window). Returns the items row by row (rows in
+    creation order, items in insertion order), the row of each of them
+    (``int32`` where the rows fit: :func:`narrow`), the window of each row and
+    the number of rows.
     """
     if not order.size:
         return _zeros(), _zeros(), _zeros(), 0
-    wseq = window[order]
-    starts = np.flatnonzero(np.concatenate(([True], wseq[1:] != wseq[:-1]))).astype(np.int64)
+    if window is None:
+        starts = _zeros(1)
+    else:
+        wseq = window[order]
+        starts = np.flatnonzero(np.concatenate(([True], wseq[1:] != wseq[:-1]))).astype(np.int64)
     bins = best_fit_fifo(sizes, order, starts, capacity, compiled=compiled)
-    by_row = np.argsort(bins, kind="stable")
     rows = int(bins.max()) + 1
-    row_window = np.empty(rows, np.int64)
-    row_window[bins] = wseq
-    return order[by_row], bins[by_row], row_window, rows
+    row_window = np.zeros(rows, np.int64)
+    if window is not None:
+        row_window[bins] = wseq
+        del wseq
+    by_row = np.argsort(bins, kind="stable")
+    (item_row,) = narrow((bins[by_row],))
+    del bins
+    return order[by_row], item_row, row_window, rows
 
 
 def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compiled: bool | None = None
