@@ -272,11 +272,30 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     events = split_batches(events, FEED_BATCH_EVENTS)
     try:
         results = feed_all(events, *consumers)
-        reached = None if reaching is None else (reaching.finish(), reaching.whole)
     except ValueError as exc:
         if streaming:
             raise
         return None, str(exc), None  # the framework's own rule refuses this corpus
+    del events, consumers
+    # the consumers' per-document state is reduced to the run before the stream is read on for its reach:
+    # what the peer builds past the horizon is then never held beside the ledger, the costs and the figures
+    run = _reduced(task, e, options, width, arr, ledger, rows, counter, results, t0)
+    del ledger, rows, counter, series, results
+    if reaching is None:
+        return run, None, None
+    try:
+        reached = (reaching.finish(), reaching.whole)
+    except ValueError as exc:  # the framework's own rule refuses this corpus past the horizon
+        return None, str(exc), None
+    return replace(run, seconds=time.perf_counter() - t0), None, reached
+
+
+def _reduced(task: _Task, e: Any, options: dict[str, Any], width: int, arr: Int64Array, ledger: Ledger,
+             rows: DocumentRows, counter: Any, results: tuple[Any, ...], t0: float) -> PackerRun:
+    """The :class:`PackerRun` of a packer's consumers fed its stream to the horizon (:func:`_run_one`)."""
+    name, settings, budget = task.name, task.settings, task.budget
+    streaming = e.kind != "peer"
+    passes = settings.passes if streaming else None
     agg, facts, costs = results[0], results[1], results[2]
     figures: PeerFigures | None = None
     if counter is not None:
@@ -296,7 +315,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
         document_table(ledger, facts, arr, passes=passes, identity=task.identity) if task.documents else None
     )
     per_source = None if task.sources is None else task.sources.account(name, ledger, results[-1], agg)
-    run = PackerRun(
+    return PackerRun(
         packer=name,
         kind=e.kind,
         framework=e.framework,
@@ -315,7 +334,6 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
         sources=per_source,
         seconds=time.perf_counter() - t0,
     )
-    return run, None, reached
 
 
 def measure(

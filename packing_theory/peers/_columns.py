@@ -31,7 +31,7 @@ Complexity: O(events) numpy work per batch, plus the packing algorithm
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,12 +44,16 @@ from ..engine.events import Horizon
 from ..errors import InputError
 from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
-__all__ = ["Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds", "concat_no_wrap_takes",
-           "discard_section", "first_fit_bins", "fragments", "horizon_batch", "int64_lengths", "narrow",
-           "packed_rows", "peer_array", "row_chunks", "row_section", "wrapped_rows"]
+__all__ = ["PieceRule", "Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds",
+           "concat_no_wrap_takes", "discard_section", "first_fit_bins", "fragments", "horizon_batch",
+           "int64_lengths", "narrow", "packed_rows", "peer_array", "row_chunks", "row_section",
+           "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+PieceRule = Callable[[Int64Array, Int64Array], tuple[Int64Array, BoolArray]]
+"""A piece's length and crop from its occurrence and start (:func:`row_chunks`)."""
 
 _GROUP_OF = {ARRIVAL: "arrival", PLACEMENT: "placement", DISCARD: "discard", FILTERED: "filtered",
              PADDING: "padding", REPEAT: "repeat"}
@@ -198,13 +202,17 @@ def row_section(capacity: int, rows: int, row_base: int, row_window: Int64Array,
     return Section(np.repeat(row_window, per_event), kinds, groups)
 
 
-def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, occurrence: Int64Array,
-               source: Int64Array, start: Int64Array, length: Int64Array, crop: BoolArray, size: int
-               ) -> Iterator[Section]:
+def row_chunks(capacity: int, rows: int, row_base: int, piece_row: npt.NDArray[Any],
+               occurrence: npt.NDArray[Any], source: npt.NDArray[Any], start: npt.NDArray[Any],
+               length: npt.NDArray[Any] | PieceRule,
+               crop: BoolArray | None, size: int) -> Iterator[Section]:
     """:func:`row_section` of one window's rows, about ``size`` pieces at a time (whole rows).
 
     The same events in the same order as one section of all the rows; a large
-    window's batch is never built whole.
+    window's batch is never built whole. The columns may be held ``int32``
+    (:func:`narrow`); ``length`` may instead be a :data:`PieceRule` giving a
+    chunk's lengths and crops from its occurrences and starts (``crop``
+    ``None``), so that neither is held.
     """
     n = piece_row.size
     starts = np.searchsorted(piece_row, piece_row[np.arange(0, n, max(size, 1))])  # cuts at row starts
@@ -212,10 +220,15 @@ def row_chunks(capacity: int, rows: int, row_base: int, piece_row: Int64Array, o
     r0 = 0
     for a, b in itertools.pairwise(bounds):
         r1 = rows if b == n else int(piece_row[b])
+        occ, st = occurrence[a:b].astype(np.int64, copy=False), start[a:b].astype(np.int64, copy=False)
+        if callable(length):
+            ln, cr = length(occ, st)
+        else:
+            assert crop is not None
+            ln, cr = length[a:b].astype(np.int64, copy=False), crop[a:b]
         yield row_section(capacity, r1 - r0, row_base + r0, np.zeros(r1 - r0, np.int64),
-                          piece_row[a:b].astype(np.int64) - r0, occurrence[a:b].astype(np.int64, copy=False),
-                          source[a:b].astype(np.int64, copy=False), start[a:b].astype(np.int64, copy=False),
-                          length[a:b].astype(np.int64, copy=False), crop[a:b])
+                          piece_row[a:b].astype(np.int64) - r0, occ, source[a:b].astype(np.int64, copy=False),
+                          st, ln, cr)
         r0 = r1
 
 
@@ -342,24 +355,33 @@ def fragments(occurrence: Int64Array, lengths: Int64Array, width: int) -> tuple[
     return occ, start, np.minimum(width, np.repeat(lengths, per) - start)
 
 
-def packed_rows(sizes: Int64Array, window: Int64Array, order: Int64Array, capacity: int,
-                compiled: bool | None) -> tuple[Int64Array, Int64Array, Int64Array, int]:
+def packed_rows(sizes: Int64Array, window: Int64Array | None, order: Int64Array, capacity: int,
+                compiled: bool | None) -> tuple[Int64Array, npt.NDArray[Any], Int64Array, int]:
     """Best fit (first-to-reach ties) of items processed in ``order``, window by window.
 
     ``window``: each item's window (the items of a window contiguous in
-    ``order``). Returns the items row by row (rows in creation order, items in
-    insertion order), the row of each of them, the window of each row and the number of rows.
+    ``order``; ``None``: one window). Returns the items row by row (rows in
+    creation order, items in insertion order), the row of each of them
+    (``int32`` where the rows fit: :func:`narrow`), the window of each row and
+    the number of rows.
     """
     if not order.size:
         return _zeros(), _zeros(), _zeros(), 0
-    wseq = window[order]
-    starts = np.flatnonzero(np.concatenate(([True], wseq[1:] != wseq[:-1]))).astype(np.int64)
+    if window is None:
+        starts = _zeros(1)
+    else:
+        wseq = window[order]
+        starts = np.flatnonzero(np.concatenate(([True], wseq[1:] != wseq[:-1]))).astype(np.int64)
     bins = best_fit_fifo(sizes, order, starts, capacity, compiled=compiled)
-    by_row = np.argsort(bins, kind="stable")
     rows = int(bins.max()) + 1
-    row_window = np.empty(rows, np.int64)
-    row_window[bins] = wseq
-    return order[by_row], bins[by_row], row_window, rows
+    row_window = np.zeros(rows, np.int64)
+    if window is not None:
+        row_window[bins] = wseq
+        del wseq
+    by_row = np.argsort(bins, kind="stable")
+    (item_row,) = narrow((bins[by_row],))
+    del bins
+    return order[by_row], item_row, row_window, rows
 
 
 def concat_no_wrap_takes(lengths: Int64Array, capacity: int, used: int, *, compiled: bool | None = None
@@ -405,35 +427,41 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
     """
     c = np.cumsum(ls) - ls
     wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
-    t0 = c - c[wfirst][window]  # a document's first token within its window
+    t0 = c - c[wfirst][window]  # a document's first token within its window (int64: a window's tokens)
     del c
     rows_w = -(-np.add.reduceat(ls, wfirst) // L)
     base = np.cumsum(rows_w) - rows_w
-    r0 = t0 // L
-    per = np.where(ls > 0, (t0 + ls - 1) // L - r0 + 1, 0)  # pieces per document
     rows = int(rows_w.sum())
-    row_window = np.repeat(np.arange(windows, dtype=np.int64), rows_w)
-    cum = np.cumsum(per)
+    (row_window,) = narrow((np.repeat(np.arange(windows, dtype=np.int64), rows_w),))
     n = int(ls.size)
     if size is None or not n:
         cuts = [0, n]
     else:  # document blocks of about `size` pieces
+        cum = np.cumsum(_pieces_per(ls, t0, L))
         cuts = [*distinct(np.concatenate(([0], np.searchsorted(cum, np.arange(size, int(cum[-1]), size)) + 1,
                                           [n])).clip(0, n)).tolist()]
+        del cum
+    # held until the last section: the starts, and the ids int32 where they fit (narrow); a block's
+    # pieces per document and first rows are computed from them block by block
+    occ, window = narrow((occ, window if windows > 1 else window[:0]))  # one window: no column needed
 
     def sections() -> Iterator[Section]:
         done = 0  # rows given so far
         held: list[npt.NDArray[Any]] | None = None  # the pieces of a row the next block may continue
         for a, b in itertools.pairwise(cuts):
-            k_per = per[a:b]
-            doc = a + np.repeat(np.arange(b - a, dtype=np.int64), k_per)
-            k = np.arange(doc.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)
-            r = r0[doc] + k
-            td = t0[doc]
+            ls_b, t0_b = ls[a:b], t0[a:b]
+            k_per = _pieces_per(ls_b, t0_b, L)
+            d = np.repeat(np.arange(b - a, dtype=np.int64), k_per)
+            k = np.arange(d.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)
+            r = t0_b[d] // L + k
+            td, ld = t0_b[d], ls_b[d]
             g0 = np.maximum(td, r * L)
-            length = np.minimum(td + ls[doc], (r + 1) * L) - g0
-            cropped = (length < ls[doc]) if crop else np.zeros(length.size, np.bool_)
-            cols: list[npt.NDArray[Any]] = [base[window[doc]] + r, occ[doc], g0 - td, length, cropped]
+            length = np.minimum(td + ld, (r + 1) * L) - g0
+            cropped = (length < ld) if crop else np.zeros(length.size, np.bool_)
+            doc = a + d
+            first_row = base[window[doc]] if windows > 1 else base[0]
+            cols: list[npt.NDArray[Any]] = [first_row + r, occ[doc].astype(np.int64), g0 - td, length,
+                                            cropped]
             if held is not None:
                 cols = [np.concatenate((h, x)) for h, x in zip(held, cols, strict=True)]
             piece_row = cols[0]
@@ -443,8 +471,14 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
             held = None if last else [x[cut:] for x in cols]
             if upto > done or (last and size is None):
                 pr, o, st, ln, cr = (x[:cut] for x in cols)
-                yield row_section(L, upto - done, row + done, row_window[done:upto], pr - done, o, o, st, ln,
-                                  cr)
+                in_window = row_window[done:upto].astype(np.int64)
+                yield row_section(L, upto - done, row + done, in_window, pr - done, o, o, st, ln, cr)
                 done = upto
 
     return sections(), rows
+
+
+def _pieces_per(ls: Int64Array, t0: Int64Array, L: int) -> Int64Array:
+    """Pieces of each document of ``ls`` starting at token ``t0`` of its window cut every ``L``."""
+    out: Int64Array = np.where(ls > 0, (t0 + ls - 1) // L - t0 // L + 1, 0)
+    return out

@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, EventBatch
-from ._columns import Section, assemble, first_fit_bins, horizon_batch, narrow, row_section
+from ._columns import Section, assemble, first_fit_bins, horizon_batch, row_section
 
 __all__ = ["REASONS", "DrawBins", "draw_bins", "filter_rows", "grouped_first_fit", "multipack_batches",
            "nemo_batches", "nemo_packs", "next_fit_starts"]
 
 Int64Array = npt.NDArray[np.int64]
+IntArray = npt.NDArray[np.integer[Any]]
 
 REASONS = ("empty", "too-short", "over-capacity")
 """The filter's reasons, in the order of their codes in :func:`filter_rows`."""
@@ -143,15 +144,19 @@ def _discards(occ: Int64Array, src: Int64Array, start: Int64Array, length: Int64
         yield _one(DISCARD, "discard", (occ[lo:hi], src[lo:hi], start[lo:hi], length[lo:hi]))
 
 
-def multipack_batches(ls: Int64Array, kept: Int64Array, gone: Int64Array, reason: Int64Array,
-                      emitted: Sequence[Int64Array], bounds: Sequence[Int64Array], *, sequence_len: int,
+def multipack_batches(ls: Int64Array, kept: IntArray, gone: IntArray, reason: IntArray,
+                      emitted: Sequence[IntArray], bounds: Sequence[Int64Array], *, sequence_len: int,
                       capacity: int, truncate_low: int | None, size: int) -> Iterator[EventBatch]:
     """The events of a plan, in ``events``' order, about ``size`` documents (or pieces) per batch.
 
-    ``emitted[e]``: the kept positions of epoch ``e``'s emitted bins, bin by
-    bin, with ``bounds[e]`` the bins' bounds into them. ``truncate_low``: the
-    shortest row ``truncate`` keeps (``None``: not ``truncate``; its cut tails
-    are discarded).
+    ``emitted[e]``: the documents (positions in ``ls``) of epoch ``e``'s
+    emitted bins, bin by bin, with ``bounds[e]`` the bins' bounds into them;
+    ``kept``: the documents the filter kept, ``gone`` and ``reason`` the others
+    and their reason codes. Any integer dtype (a caller holds them ``int32``
+    where they fit: :func:`~packing_theory.peers._columns.narrow`); a batch's
+    columns are ``int64``, and each piece's length and crop are read from ``ls``
+    batch by batch, not held. ``truncate_low``: the shortest row ``truncate``
+    keeps (``None``: not ``truncate``; its cut tails are discarded).
     """
     n = ls.size
     L = sequence_len
@@ -160,32 +165,28 @@ def multipack_batches(ls: Int64Array, kept: Int64Array, gone: Int64Array, reason
             ids = np.arange(lo, hi, dtype=np.int64)
             yield _one(ARRIVAL, "arrival", (ids + e * n, ids, np.full(hi - lo, e, np.int64), ls[lo:hi]))
         for lo, hi in _chunks(gone.size, size):
-            g = gone[lo:hi]
-            yield _one(FILTERED, "filtered", (g + e * n, g, ls[g], reason[lo:hi]), REASONS)
+            g = gone[lo:hi].astype(np.int64)
+            yield _one(FILTERED, "filtered", (g + e * n, g, ls[g], reason[lo:hi].astype(np.int64)), REASONS)
     row = 0
-    for e, (items, b) in enumerate(zip(emitted, bounds, strict=True)):
-        # held until the epoch's last row: int32 where the values fit (narrow), int64 again per batch
-        (src,) = narrow((kept[items],))
-        (length,) = narrow((np.minimum(ls[src], L),))
-        crop = ls[src] > L
-        (piece_row,) = narrow((np.repeat(np.arange(b.size - 1, dtype=np.int64), np.diff(b)),))
+    for e, (src, b) in enumerate(zip(emitted, bounds, strict=True)):
         for r0, r1 in _row_chunks(b, size):
             p0, p1 = int(b[r0]), int(b[r1])
             p_src = src[p0:p1].astype(np.int64)
+            p_len = ls[p_src]
+            piece_row = np.repeat(np.arange(r1 - r0, dtype=np.int64), np.diff(b[r0 : r1 + 1]))
             yield assemble(1, [row_section(capacity, r1 - r0, row + r0, np.zeros(r1 - r0, np.int64),
-                                           piece_row[p0:p1].astype(np.int64) - r0, p_src + e * n, p_src,
-                                           np.zeros(p1 - p0, np.int64), length[p0:p1].astype(np.int64),
-                                           crop[p0:p1])])
+                                           piece_row, p_src + e * n, p_src, np.zeros(p1 - p0, np.int64),
+                                           np.minimum(p_len, L), p_len > L)])
         row += b.size - 1
-        del src, length, crop, piece_row
     if truncate_low is not None:
         cut = np.flatnonzero((ls > L) & (ls >= truncate_low)).astype(np.int64)
         for e in range(len(emitted)):
             yield from _discards(cut + e * n, cut, np.full(cut.size, L, np.int64), ls[cut] - L, size)
-    for e, items in enumerate(emitted):
-        shown = np.zeros(kept.size, np.bool_)
-        shown[items] = True
-        dropped = kept[~shown]
+    for e, src in enumerate(emitted):
+        shown = np.zeros(n, np.bool_)
+        shown[src] = True
+        dropped = kept[~shown[kept]].astype(np.int64)
+        del shown
         yield from _discards(dropped + e * n, dropped, np.zeros(dropped.size, np.int64),
                              np.minimum(ls[dropped], L), size)
     yield horizon_batch(row)

@@ -270,9 +270,10 @@ def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: In
     take = np.clip(L - within, 0, length)
     kept = take > 0
     cut = take < length
-    pieces = Pieces(row[kept], doc[kept], start[kept], take[kept], cut[kept],
-                    np.zeros(int(kept.sum()), np.bool_))
-    return pieces, Drops(doc[cut], (start + take)[cut], (length - take)[cut])
+    pieces = Pieces(*narrow((row[kept], doc[kept], start[kept], take[kept], cut[kept],
+                             np.zeros(int(kept.sum()), np.bool_))))
+    del kept
+    return pieces, Drops(*narrow((doc[cut], (start + take)[cut], (length - take)[cut])))
 
 
 def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int, row: int
@@ -281,20 +282,32 @@ def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int,
 
     A piece that stops before its item's (or its remainder's) end is a crop.
     """
-    c = np.cumsum(length) - length
+    c = np.cumsum(length, dtype=np.int64) - length
     end = c + length
     rows = int(end[-1]) // L if end.size else 0
+    tail = end > rows * L
+    t0 = np.maximum(c[tail], rows * L)
+    drops = Drops(*narrow((doc[tail], start[tail] + t0 - c[tail], end[tail] - t0)))
+    del tail, t0
     r0 = c // L
     per = np.maximum(np.minimum((end - 1) // L, rows - 1) - r0 + 1, 0)
     item = np.repeat(np.arange(length.size, dtype=np.int64), per)
     r = r0[item] + np.arange(item.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-    g0 = np.maximum(c[item], r * L)
-    g1 = np.minimum(end[item], (r + 1) * L)
-    pieces = Pieces(row + r, doc[item], start[item] + g0 - c[item], g1 - g0, g1 < end[item],
-                    np.zeros(item.size, np.bool_))
-    tail = end > rows * L
-    t0 = np.maximum(c, rows * L)
-    return pieces, Drops(doc[tail], (start + t0 - c)[tail], (end - t0)[tail]), rows
+    del r0, per
+    ci, ei = c[item], end[item]
+    del c, end
+    g0 = np.maximum(ci, r * L)
+    g1 = np.minimum(ei, (r + 1) * L)
+    (p_row,) = narrow((row + r,))
+    del r
+    (p_start,) = narrow((start[item] + g0 - ci,))
+    del ci
+    (p_len,) = narrow((g1 - g0,))
+    crop = g1 < ei
+    del g0, g1, ei
+    (p_doc,) = narrow((doc[item],))
+    pieces = Pieces(p_row, p_doc, p_start, p_len, crop, np.zeros(item.size, np.bool_))
+    return pieces, drops, rows
 
 
 def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int,
@@ -323,31 +336,35 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     pieces, drops = [narrow(w_pieces)], [narrow(w_drops)]
     del w_pieces, w_drops
     row = windows.start.size
-    doc, start, length = _short_items(values, long, windows.rest)
+    # stage 2's items held int32 where they fit (narrow): the sums below are int64
+    doc, start, length = narrow(_short_items(values, long, windows.rest))
     del long, windows
     order = np.argsort(-length, kind="stable").astype(np.int64)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
-    room = L if padding else min(L + extra, max(L, int(length.sum())))
+    room = L if padding else min(L + extra, max(L, int(length.sum(dtype=np.int64))))
     bins = first_fit_bins(length[order], room, compiled=compiled)
     by_bin = np.argsort(bins, kind="stable")
-    item, item_bin = order[by_bin], bins[by_bin]
-    del order, bins, by_bin
+    item = order[by_bin]
+    del order
+    (item_bin,) = narrow((bins[by_bin],))
+    del bins, by_bin
     doc, start, length = doc[item], start[item], length[item]
     del item
     first = (np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item_bin.size
              else _zeros())
-    c = np.cumsum(length) - length
-    within = c - c[first][item_bin]
-    totals = np.add.reduceat(length, first) if item_bin.size else _zeros()
+    c = np.cumsum(length, dtype=np.int64) - length
+    within = c - c[first][item_bin]  # int64: L - within is taken below
+    del c
+    totals = np.add.reduceat(length, first, dtype=np.int64) if item_bin.size else _zeros()
     cut = (totals > L) | padding
     cut_row = row + np.cumsum(cut) - cut
     on_row = cut[item_bin] & (length > 0)
-    del first, c, totals
+    del first, totals
     c_pieces, c_drops = _cut_rows(doc[on_row], start[on_row], length[on_row], within[on_row],
-                                  cut_row[item_bin][on_row], L)
+                                  cut_row[item_bin[on_row]], L)
     del on_row, within, cut_row
-    pieces.append(narrow(c_pieces))
-    drops.append(narrow(c_drops))
+    pieces.append(list(c_pieces))
+    drops.append(list(c_drops))
     del c_pieces, c_drops
     row += int(cut.sum())
     streamed = ~cut[item_bin] & (length > 0)
@@ -356,7 +373,7 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     del streamed
     s_pieces, s_drops, s_rows = _stream_rows(doc, start, length, L, row)
     del doc, start, length
-    pieces.append(narrow(s_pieces))
-    drops.append(narrow(s_drops))
+    pieces.append(list(s_pieces))
+    drops.append(list(s_drops))
     del s_pieces, s_drops
     return row + s_rows, Pieces(*_cat(pieces)), Drops(*_cat(drops))

@@ -62,7 +62,7 @@ from ..engine.events import Event
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError, InputTypeError
 from ._base import PeerPacker
-from ._columns import peer_array
+from ._columns import narrow, peer_array
 from ._common import EventLog, Piece, arrivals, check_choice, check_optional_int, first_fit, peer_lengths
 from ._figures import TrainerRule
 from ._first_fit_columns import DrawBins, draw_bins, filter_rows, multipack_batches
@@ -546,11 +546,14 @@ class AxolotlMultipack(PeerPacker):
 
         limit = min(packed(d)[1] for d in range(1, 1 + self.estimate_draws))
         emitted, bounds = [], []
+        kept, gone, reason = narrow((kept, gone, reason))  # held to the last batch: int32 where they fit
         for e in range(self.epochs):
             bins, count = packed(1 + self.estimate_draws + e)
             shown = min(bins.bins, self.batch_size * (min(count, limit) if limit else count))
-            emitted.append(bins.items[: bins.bounds[shown]])
-            bounds.append(bins.bounds[: shown + 1])
+            (docs,) = narrow((kept[bins.items[: bins.bounds[shown]]],))  # the emitted documents, bin by bin
+            emitted.append(docs)
+            bounds.append(narrow((bins.bounds[: shown + 1],))[0].copy())
+            del bins, docs
         cache.clear()  # the draws' columns and sizes are not held while the batches are emitted
         sizes = np.zeros(0, np.int64)  # not a view: that would hold the whole column
         del packed, refused

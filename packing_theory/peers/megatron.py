@@ -84,8 +84,10 @@ from ._columns import Section, assemble, horizon_batch, int64_lengths, peer_arra
 from ._common import Piece, arrivals, check_choice, peer_lengths, row_events
 from ._figures import TrainerRule
 
+IntArray = npt.NDArray[np.integer[Any]]
+
 __all__ = ["INDEX_BUDGET", "MEGATRON_SAMPLES", "MEGATRON_VERSIONS", "PEERS", "MegatronGPT", "MegatronIndex",
-           "megatron_index"]
+           "index_dtype", "megatron_index"]
 
 MEGATRON_VERSIONS: tuple[str, ...] = ("0.16.1", "29515183a63c")
 """Supported ``framework_version`` values (same behaviour; see the module doc)."""
@@ -346,58 +348,59 @@ class MegatronGPT(PeerPacker):
 
 
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
-        """:meth:`events` in columns: the arrivals, the drawn samples ``size`` rows a batch, the discards."""
+        """:meth:`events` in columns: the arrivals, the drawn samples ``size`` rows a batch, the discards.
+
+        What is held while the rows are built: the flat start of each occurrence (``int64``: token offsets),
+        its document and occurrence ids, the drawn samples and the dataset index of each sample, the last
+        four ``int32`` (:func:`index_dtype`: :data:`INDEX_BUDGET` bounds them) — 16 bytes an occurrence and
+        8 a sample; a batch's columns are made ``int64`` as it is built.
+        """
         sizes = peer_array(lengths)
         L = self.sequence_length
         ix = megatron_index(sizes, L, self.seed, self.num_samples)
-        docs = ix.document_index.astype(np.int64)
+        ids = index_dtype(ix.document_index.size)  # occurrence and document ids are < the index's entries
+        docs: IntArray = ix.document_index.astype(ids, copy=False)
         total, drawn = ix.num_samples_total, self.drawn(ix)
-        order = ix.shuffle_index[:drawn].astype(np.int64)
-        del ix  # its indices are copied: not held while the rows are built
+        order = ix.shuffle_index[:drawn].astype(index_dtype(total), copy=drawn < total)
+        del ix  # its indices are taken: the samples never drawn are not held while the rows are built
         n_docs = sizes.size
-        occ_len = sizes[docs]
+        occ_of: IntArray
         if docs.size == n_docs:  # one epoch: every document appears once, as occurrence = document
             occ_of = docs
         else:  # the k-th appearance of each document is occurrence k * n_docs + document
             by_doc = np.argsort(docs, kind="stable")
             rank = np.empty(docs.size, np.int64)
             rank[by_doc] = np.arange(docs.size, dtype=np.int64) - np.searchsorted(docs[by_doc], docs[by_doc])
-            occ_of = rank * n_docs + docs
-        occ = np.arange(docs.size, dtype=np.int64)
-        zero = np.zeros(occ.size, np.int64)
-        src = occ % max(n_docs, 1)
-        every = sizes[src]
-        gone = every == 0
-        yield assemble(1, [
-            Section(zero, np.full(occ.size, ARRIVAL, np.uint8),
-                    {"arrival": (occ, src, occ // max(n_docs, 1), every)}),
-            Section(zero[gone], np.full(int(gone.sum()), FILTERED, np.uint8),
-                    {"filtered": (occ[gone], src[gone], zero[gone], zero[gone])})], ("empty",))
-        del occ, zero, src, every, gone  # the arrivals' columns: not held while the rows are built
-        starts = np.concatenate((np.zeros(1, np.int64), np.cumsum(occ_len)))
-        when = np.full(total, total, np.int64)
-        when[order] = np.arange(drawn, dtype=np.int64)
+            del by_doc
+            occ_of = (rank * n_docs + docs.astype(np.int64)).astype(ids)
+            del rank
+        yield _arrivals(sizes, docs.size)
+        starts = np.zeros(docs.size + 1, np.int64)  # flat start of each occurrence; its length is the step
+        np.cumsum(sizes[docs], out=starts[1:])
+        when = np.full(total, total, index_dtype(total))  # dataset index of each sample (total: never drawn)
+        when[order] = np.arange(drawn, dtype=when.dtype)
         for lo in range(0, drawn, max(size, 1)):
             hi = min(drawn, lo + max(size, 1))
-            rows = self._sample_rows(order[lo:hi], lo, when, total, starts, occ_len, occ_of, docs)
-            yield assemble(1, [rows])
+            samples = order[lo:hi].astype(np.int64)
+            yield assemble(1, [self._sample_rows(samples, lo, when, total, starts, occ_of, docs)])
         covered = total * L + 1 if total else 0
         first = max(int(np.searchsorted(starts, covered, side="right")) - 1, 0)
-        k = np.arange(first, occ_len.size, dtype=np.int64)
+        k = np.arange(first, docs.size, dtype=np.int64)
         a = np.maximum(covered, starts[k])
         keep = starts[k + 1] > a
         k, a = k[keep], a[keep]
         yield assemble(1, [Section(np.zeros(k.size, np.int64), np.full(k.size, DISCARD, np.uint8),
-                                   {"discard": (occ_of[k], docs[k], a - starts[k], starts[k + 1] - a)})])
+                                   {"discard": (occ_of[k].astype(np.int64), docs[k].astype(np.int64),
+                                                a - starts[k], starts[k + 1] - a)})])
         if drawn == total:
             yield horizon_batch(total)
         else:
             spans = unshown_spans(order.tolist(), covered, L, starts.tolist(), occ_of.tolist(), docs.tolist())
             yield EventBatch.from_columns(np.array([HORIZON], np.uint8), Horizon(drawn, 0, "rows", spans))
 
-    def _sample_rows(self, samples: npt.NDArray[np.int64], row: int, when: npt.NDArray[np.int64], total: int,
-                     starts: npt.NDArray[np.int64], occ_len: npt.NDArray[np.int64],
-                     occ_of: npt.NDArray[np.int64], docs: npt.NDArray[np.int64]) -> Section:
+    def _sample_rows(self, samples: npt.NDArray[np.int64], row: int, when: IntArray,
+                     total: int, starts: npt.NDArray[np.int64], occ_of: IntArray,
+                     docs: IntArray) -> Section:
         """Rows from ``row``: the samples' flat token ranges cut at occurrences, overlaps as repeats."""
         L = self.sequence_length
         i = row + np.arange(samples.size, dtype=np.int64)
@@ -412,8 +415,9 @@ class MegatronGPT(PeerPacker):
         per = j1 - j0
         smp = np.repeat(np.arange(samples.size, dtype=np.int64), per)
         j = j0[smp] + np.arange(smp.size, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-        full = occ_len[j] > 0
-        smp, j = smp[full], j[full]
+        whole = starts[j + 1] - starts[j]  # each piece's occurrence length
+        full = whole > 0
+        smp, j, whole = smp[full], j[full], whole[full]
         a = np.maximum(lo[smp], starts[j])
         b = np.minimum(hi[smp], starts[j + 1])
         head = first_repeat[smp] & (a == lo[smp])
@@ -427,9 +431,37 @@ class MegatronGPT(PeerPacker):
         is_tail = tail[idx] & (k == parts[idx] - 1)
         start = np.where(is_head, a[idx], np.where(is_tail, b2[idx], a2[idx])) - starts[j[idx]]
         length = np.where(is_head | is_tail, 1, b2[idx] - a2[idx])
-        crop = ~(is_head | is_tail) & (length < occ_len[j[idx]])
+        crop = ~(is_head | is_tail) & (length < whole[idx])
+        piece = j[idx]
         return row_section(L + 1, samples.size, row, np.zeros(samples.size, np.int64), smp[idx],
-                           occ_of[j[idx]], docs[j[idx]], start, length, crop, is_head | is_tail)
+                           occ_of[piece].astype(np.int64), docs[piece].astype(np.int64), start, length, crop,
+                           is_head | is_tail)
+
+
+def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
+    """``int32`` for values in ``[0, bound]`` when ``bound`` fits it, else ``int64``.
+
+    >>> index_dtype(2**31 - 1).__name__, index_dtype(2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if bound <= np.iinfo(np.int32).max else np.int64
+
+
+def _arrivals(sizes: npt.NDArray[np.int64], entries: int) -> EventBatch:
+    """Every occurrence's arrival (occurrence ``o`` is document ``o % n``, pass ``o // n``), then the empty
+    ones as filtered: one batch. One epoch's source column is its occurrence column, its pass column zeros."""
+    n_docs = max(sizes.size, 1)
+    occ = np.arange(entries, dtype=np.int64)
+    zero = np.zeros(occ.size, np.int64)
+    one_epoch = entries <= n_docs
+    src = occ if one_epoch else occ % n_docs
+    every = sizes[src]
+    gone = np.flatnonzero(every == 0)
+    return assemble(1, [
+        Section(zero, np.full(occ.size, ARRIVAL, np.uint8),
+                {"arrival": (occ, src, zero if one_epoch else occ // n_docs, every)}),
+        Section(zero[gone], np.full(gone.size, FILTERED, np.uint8),
+                {"filtered": (occ[gone], src[gone], zero[gone], zero[gone])})], ("empty",))
 
 
 def unshown_spans(order: list[int], covered: int, L: int, starts: list[int], occ_of: list[int],

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_int
 from ..engine.batches import EventBatch
@@ -50,6 +51,7 @@ from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
 from ._columns import (
+    PieceRule,
     arrival_sections,
     assemble,
     chunk_bounds,
@@ -160,6 +162,18 @@ class OlmoPacker(PeerPacker):
                 row += 1
         yield Horizon(row, 0, "drained", ())
 
+    def _piece(self, values: npt.NDArray[np.int64]) -> PieceRule:
+        """A piece's length and crop from its document and start: the document's tokens from the start, at
+        most a row (truncate: the start is 0), cropped when the document is longer than a row."""
+        L = self.capacity
+
+        def rule(occ: npt.NDArray[np.int64], start: npt.NDArray[np.int64]
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+            whole = values[occ]
+            return np.minimum(L, whole - start), whole > L
+
+        return rule
+
     def _columns(self, lengths: Any, size: int, compiled: bool | None) -> Iterator[EventBatch]:
         """:meth:`events` in columns: whole source groups at a time, best fit compiled (:meth:`batches`)."""
         values = peer_array(lengths, allow_empty=False, who="OLMo-core")
@@ -182,26 +196,36 @@ class OlmoPacker(PeerPacker):
                 p_occ, p_start, p_len = occ, np.zeros(ls.size, np.int64), np.minimum(ls, L)
             else:
                 p_occ, p_start, p_len = fragments(occ, ls, L)
-            p_window = (p_occ - lo) // max(per_group, 1)
-            bounds = np.searchsorted(p_window, np.arange(windows + 1))
-            order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
-                                    itertools.pairwise(bounds.tolist())]).astype(np.int64)
+            if windows == 1:  # every piece in window 0: no window column
+                p_window = None
+                order = np.argsort(-1 * p_len)
+            else:
+                p_window = (p_occ - lo) // max(per_group, 1)
+                bounds = np.searchsorted(p_window, np.arange(windows + 1))
+                order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
+                                        itertools.pairwise(bounds.tolist())]).astype(np.int64, copy=False)
+                del bounds
             items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
-            del p_window, order, bounds
-            p_occ, p_start, p_len = p_occ[items], p_start[items], p_len[items]
+            del p_window, order
+            # the pieces row by row, one column at a time (int32 where the values fit: narrow)
+            (p_occ,) = narrow((p_occ[items],))
+            (p_start,) = narrow((p_start[items],))
+            (p_len,) = narrow((p_len[items],))
             del items
-            crop = long[p_occ - lo]
             if windows == 1:  # one large window: its rows a batch of about `size` pieces at a time
                 box = [assemble(1, sections, ("empty",))]
-                del sections, occ, window, long  # not held while the rows are emitted
-                # held until the last row: int32 where the values fit (row_chunks makes each batch int64)
-                item_row, p_occ, p_start, p_len = narrow((item_row, p_occ, p_start, p_len))
+                del sections, occ, window, long, row_window, p_len  # not held while the rows are emitted
+                # held until the last row: rows, occurrences and starts, int32 where the values fit; a
+                # chunk's lengths and crops come from the lengths (row_chunks makes each batch int64)
                 yield box.pop()
-                for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, p_len, crop, size):
+                rule = self._piece(values)
+                for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, rule, None, size):
                     yield assemble(1, [sec])
             else:
-                sections.append(row_section(L, rows, row, row_window, item_row, p_occ, p_occ, p_start, p_len,
-                                            crop))
+                crop = long[p_occ - np.int64(lo)]  # int64 whatever p_occ's width
+                p_occ, p_start, p_len = (c.astype(np.int64) for c in (p_occ, p_start, p_len))
+                sections.append(row_section(L, rows, row, row_window, item_row.astype(np.int64), p_occ, p_occ,
+                                            p_start, p_len, crop))
                 yield assemble(windows, sections, ("empty",))
             row += rows
         yield horizon_batch(row)

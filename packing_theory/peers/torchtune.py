@@ -258,7 +258,9 @@ class TorchtuneSplit(TorchtunePacker):
         window = np.zeros(ls.size, np.int64)
         if ls.size:  # one window: its rows a batch of about `size` pieces at a time
             rows_sections, rows = wrapped_rows(self.capacity, ls, occ, window, 1, 0, crop=False, size=size)
-            yield assemble(1, list(arrival_sections(occ, ls, window)), ("empty",))
+            box = [assemble(1, list(arrival_sections(occ, ls, window)), ("empty",))]
+            del occ, window  # the rows hold their own (narrow) copies: not held while the rows are emitted
+            yield box.pop()
             for sec in rows_sections:
                 yield assemble(1, [sec])
         else:

@@ -233,8 +233,8 @@ class TrlPacker(PeerPacker):
                 f"TRL's _pack_bfd fails on such a batch (pyarrow 'take' of an empty index list)")
         order = np.lexsort((np.arange(p_len.size), -p_len, p_window)).astype(np.int64)
         items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
-        sections.append(row_section(L, rows, row, row_window, item_row, p_occ[items], p_occ[items],
-                                    p_start[items], p_len[items], p_crop[items]))
+        sections.append(row_section(L, rows, row, row_window, item_row.astype(np.int64), p_occ[items],
+                                    p_occ[items], p_start[items], p_len[items], p_crop[items]))
         return assemble(windows, sections, ("empty",)), rows
 
     def _wrapped(self, batch: list[int], lo: int) -> list[list[Piece]]:

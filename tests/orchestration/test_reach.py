@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import weakref
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -98,3 +101,32 @@ def test_a_counted_stream_with_a_bound_stops_once_it_passes_it() -> None:
     assert r.finish() == 6 and not r.whole  # past 5 at the third row: a lower bound of the reach (20)
     short = Reaching(iter(events[:2]), 2, stop_above=5)
     assert short.finish() == 4 and short.whole  # it ended first: its reach
+
+
+def test_a_peer_s_reach_is_read_on_after_its_consumers_are_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an offline peer's stream past the horizon is read for its reach only once the ledger (and every other
+    # consumer's per-document state) is gone: what the peer builds there is never held beside it
+    from packing_theory.audit.ledger import Ledger
+    from packing_theory.orchestration import Settings, measure
+
+    ledgers: list[weakref.ref[Ledger]] = []
+    alive_at_finish: list[int] = []
+
+    class TrackedLedger(Ledger):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            ledgers.append(weakref.ref(self))
+
+    finish = Reaching.finish
+
+    def finish_after_release(self: Reaching) -> int:
+        alive_at_finish.append(sum(r() is not None for r in ledgers))
+        return finish(self)
+
+    module = importlib.import_module("packing_theory.orchestration.measure")  # not the function of that name
+    monkeypatch.setattr(module, "Ledger", TrackedLedger)
+    monkeypatch.setattr(Reaching, "finish", finish_after_release)
+    lengths = np.random.default_rng(0).lognormal(4, 1, 3000).astype(np.int64) + 1
+    m = measure(lengths, ["bestfit-pad", "megatron-gpt"], Settings(capacity=129), horizon="common")
+    assert m.horizon_set_by == ("bestfit-pad",)  # the peer was cut before its end, so it read on
+    assert len(ledgers) == 2 and alive_at_finish == [0]
