@@ -62,7 +62,9 @@ ALLOCATORS = {
                "kernel)",
 }
 HERE = Path(__file__).resolve().parent.parent
-PEERS = ("seamless", "fewer-truncations", "olmo-fragment", "olmo-truncate", "megatron-gpt", "torchtune-split")
+PEERS = ("seamless", "fewer-truncations", "olmo-fragment", "olmo-truncate", "megatron-gpt", "torchtune-split",
+         "axolotl-multipack", "trl-bfd", "trl-bfd_split", "trl-wrapped", "foundry-binpack",
+         "foundry-concat-wrap", "foundry-concat-no_wrap", "parcae-bestfit")
 
 CHILD = r"""
 import hashlib, json, resource, sys, time
