@@ -46,8 +46,8 @@ from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
 __all__ = ["PieceRule", "Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds",
            "concat_no_wrap_takes", "discard_section", "first_fit_bins", "fragments", "horizon_batch",
-           "int64_lengths", "narrow", "packed_rows", "peer_array", "row_chunks", "row_section",
-           "wrapped_rows"]
+           "int64_lengths", "kernel_width", "narrow", "packed_rows", "peer_array", "row_chunks",
+           "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -274,7 +274,10 @@ def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Arra
     across windows. ``compiled``: ``True`` the numba kernel
     (:class:`~packing_theory.MissingDependency` without numba), ``False`` the
     pure Python :func:`~packing_theory.peers._common.best_fit`, ``None`` the
-    kernel when numba is installed.
+    kernel when numba is installed. ``sizes`` and ``order`` may be ``int32``
+    (taken as they are); the kernel's bins and work arrays are ``int32`` where
+    the items and ``capacity`` fit (:func:`narrow`'s bound), so its transient
+    is 12 bytes per item, not 24 (the pure Python path returns ``int64``).
 
     >>> best_fit_fifo(np.array([2, 4, 2, 1, 1]), np.arange(5), np.array([0]), 5, compiled=False).tolist()
     [0, 1, 0, 1, 0]
@@ -282,9 +285,12 @@ def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Arra
     use = compiled_available() if compiled is None else compiled
     if use:
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled bin packing")
-        bins: Int64Array = kernel.best_fit_fifo(np.ascontiguousarray(sizes, np.int64),
-                                                np.ascontiguousarray(order, np.int64),
-                                                np.ascontiguousarray(window_starts, np.int64), int(capacity))
+        n = int(order.size)
+        width = kernel_width(n, capacity)
+        bins: Int64Array = kernel.best_fit_fifo(_as_index(sizes), _as_index(order),
+                                                np.ascontiguousarray(window_starts, np.int64), int(capacity),
+                                                np.full(n + 1, -1, width), np.zeros(n + 1, width),
+                                                np.empty(n, width))
         return bins
     out = np.empty(order.size, np.int64)
     size_list = sizes.tolist()
@@ -299,6 +305,21 @@ def best_fit_fifo(sizes: Int64Array, order: Int64Array, window_starts: Int64Arra
                 out[lo + where[item]] = base + b
         base += len(packed)
     return out
+
+
+def kernel_width(items: int, capacity: int) -> type[np.signedinteger[Any]]:
+    """The width of :func:`best_fit_fifo`'s bins and work arrays: ``int32`` where ``items + 1`` bins and
+    the spaces ``0..capacity`` fit it, else ``int64``.
+
+    >>> kernel_width(2**31 - 2, 2**31 - 1).__name__, kernel_width(2**31 - 1, 8).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if items + 1 <= _NARROW.max and capacity <= _NARROW.max else np.int64
+
+
+def _as_index(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``a`` contiguous, ``int32`` or ``int64`` as it is (any other integer type made ``int64``)."""
+    return np.ascontiguousarray(a, a.dtype if a.dtype in (np.int32, np.int64) else np.int64)
 
 
 def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = None, *,

@@ -43,7 +43,8 @@ def _mark(tree, leaves, space, delta):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def best_fit_fifo(sizes, order, window_starts, capacity):  # pragma: no cover - compiled
+def best_fit_fifo(sizes, order, window_starts, capacity,  # pragma: no cover - compiled
+                  nxt, space_of, bin_of):
     """Best fit with first-to-reach ties, window by window; the bin of each item, in processing order.
 
     ``order`` lists the items (indices into ``sizes``) in processing order;
@@ -56,6 +57,11 @@ def best_fit_fifo(sizes, order, window_starts, capacity):  # pragma: no cover - 
     space, a FIFO of the bins holding it as a linked list (``head``, ``tail``,
     ``nxt``): the same answers as :func:`packing_theory.peers._common.best_fit`'s
     sorted list and deques.
+
+    The caller gives the work arrays (their width is its choice: ``int32``
+    where ``len(order) + 1`` and ``capacity`` fit): ``nxt`` and ``space_of``
+    of ``len(order) + 1`` entries, ``nxt`` all ``-1`` and ``space_of`` all
+    ``0``; ``bin_of`` of ``len(order)`` entries, filled and returned.
     """
     n = order.size
     leaves = 1
@@ -64,9 +70,7 @@ def best_fit_fifo(sizes, order, window_starts, capacity):  # pragma: no cover - 
     tree = np.zeros(2 * leaves, np.int32)
     head = np.full(capacity + 1, -1, np.int64)
     tail = np.full(capacity + 1, -1, np.int64)
-    nxt = np.full(n + 1, -1, np.int64)
-    bin_of = np.empty(n, np.int64)
-    space_of = np.zeros(n + 1, np.int64)  # bin -> its remaining space (0: full or closed)
+    # nxt: bin -> the next bin of its space's FIFO; space_of: bin -> its remaining space (0: full or closed)
     bins = 0
     first_bin = 0
     nw = window_starts.size

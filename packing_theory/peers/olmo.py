@@ -38,14 +38,14 @@ truncation before placement — so the proposition does not apply.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
-from ..engine.batches import EventBatch
+from ..engine.batches import ARRIVAL, DISCARD, EventBatch
 from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
@@ -54,6 +54,7 @@ from ._columns import (
     PieceRule,
     arrival_sections,
     assemble,
+    best_fit_fifo,
     chunk_bounds,
     discard_section,
     fragments,
@@ -184,6 +185,10 @@ class OlmoPacker(PeerPacker):
                      else self.documents_per_file * self.source_group_size)
         row = 0
         for lo, hi in chunk_bounds(values.size, per_group, size):
+            if hi - lo <= per_group:  # one source group (the default: one file): narrow columns, in chunks
+                row += yield from self._group_batches(values, lo, hi, row, size, compiled)
+                continue
+            # several whole source groups of at most `size` documents: one batch, int64 columns
             ls = values[lo:hi]
             occ = lo + np.arange(ls.size, dtype=np.int64)
             window = (occ - lo) // max(per_group, 1)
@@ -196,39 +201,113 @@ class OlmoPacker(PeerPacker):
                 p_occ, p_start, p_len = occ, np.zeros(ls.size, np.int64), np.minimum(ls, L)
             else:
                 p_occ, p_start, p_len = fragments(occ, ls, L)
-            if windows == 1:  # every piece in window 0: no window column
-                p_window = None
-                order = np.argsort(-1 * p_len)
-            else:
-                p_window = (p_occ - lo) // max(per_group, 1)
-                bounds = np.searchsorted(p_window, np.arange(windows + 1))
-                order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
-                                        itertools.pairwise(bounds.tolist())]).astype(np.int64, copy=False)
-                del bounds
+            p_window = (p_occ - lo) // max(per_group, 1)  # several windows, each a source group
+            bounds = np.searchsorted(p_window, np.arange(windows + 1))
+            order = np.concatenate([a + np.argsort(-1 * p_len[a:b]) for a, b in
+                                    itertools.pairwise(bounds.tolist())]).astype(np.int64, copy=False)
+            del bounds
             items, item_row, row_window, rows = packed_rows(p_len, p_window, order, L, compiled)
             del p_window, order
-            # the pieces row by row, one column at a time (int32 where the values fit: narrow)
-            (p_occ,) = narrow((p_occ[items],))
-            (p_start,) = narrow((p_start[items],))
-            (p_len,) = narrow((p_len[items],))
+            p_occ, p_start, p_len = p_occ[items], p_start[items], p_len[items]
             del items
-            if windows == 1:  # one large window: its rows a batch of about `size` pieces at a time
-                box = [assemble(1, sections, ("empty",))]
-                del sections, occ, window, long, row_window, p_len  # not held while the rows are emitted
-                # held until the last row: rows, occurrences and starts, int32 where the values fit; a
-                # chunk's lengths and crops come from the lengths (row_chunks makes each batch int64)
-                yield box.pop()
-                rule = self._piece(values)
-                for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, rule, None, size):
-                    yield assemble(1, [sec])
-            else:
-                crop = long[p_occ - np.int64(lo)]  # int64 whatever p_occ's width
-                p_occ, p_start, p_len = (c.astype(np.int64) for c in (p_occ, p_start, p_len))
-                sections.append(row_section(L, rows, row, row_window, item_row.astype(np.int64), p_occ, p_occ,
-                                            p_start, p_len, crop))
-                yield assemble(windows, sections, ("empty",))
+            sections.append(row_section(L, rows, row, row_window, item_row.astype(np.int64), p_occ, p_occ,
+                                        p_start, p_len, long[p_occ - lo]))
+            yield assemble(windows, sections, ("empty",))
             row += rows
         yield horizon_batch(row)
+
+    def _group_batches(self, values: npt.NDArray[np.int64], lo: int, hi: int, row: int, size: int,
+                       compiled: bool | None) -> Generator[EventBatch, None, int]:
+        """One source group's batches (documents ``lo..hi-1``, rows from ``row``); returns its rows.
+
+        The events of the group's window as :meth:`_columns`' other path gives
+        them (arrivals, discards, rows), in batches of about ``size`` events.
+        Planning holds, per piece, OLMo-core's ``int64`` sort key (the same
+        array it argsorts, so the same ties) and then ``int32`` columns where
+        they fit: the order, the sizes and bins of :func:`best_fit_fifo`, the
+        rows, the occurrences and starts (at most 16 bytes per piece at once,
+        plus the sort's and the stable sort's own). Nothing is built for the
+        arrivals until the plan is made. O(pieces log pieces).
+        """
+        L = self.capacity
+        ls = values[lo:hi]
+        n = int(ls.size)
+        fragment = self.long_doc_strategy == "fragment"
+        per = -(-ls // L) if fragment else None  # pieces per document (truncate: one)
+        ends = np.cumsum(per) if per is not None else None  # a document's pieces end here
+        pieces = n if ends is None else int(ends[-1])
+        key = _piece_lengths(ls, L, per, ends, pieces)
+        np.negative(key, out=key)  # = -1 * lengths: OLMo-core's argsort key
+        order = np.argsort(key)
+        del key
+        (order,) = narrow((order,))
+        (sizes,) = narrow((_piece_lengths(ls, L, per, ends, pieces),))
+        bins = best_fit_fifo(sizes, order, np.zeros(1, np.int64), L, compiled=compiled)
+        del sizes
+        rows = int(bins.max()) + 1
+        by_row = np.argsort(bins, kind="stable")  # the pieces row by row, each row's in insertion order
+        (item_row,) = narrow((bins[by_row],))
+        del bins
+        items = order[by_row]  # the pieces (indices in document order) row by row
+        del order, by_row
+        index = np.int32 if hi <= _INT32_MAX else np.int64
+        if per is None or ends is None:  # truncate: a piece is its document, from its start
+            p_occ: npt.NDArray[Any] = items.astype(index, copy=False)
+            np.add(p_occ, np.asarray(lo, index), out=p_occ)
+            p_start: npt.NDArray[Any] = np.broadcast_to(np.zeros(1, np.int32), (pieces,))
+        else:
+            doc = np.repeat(np.arange(n, dtype=index), per)  # each piece's document, in document order
+            p_occ = doc[items]
+            del doc
+            (first,) = narrow((ends - per,))  # a document's first piece
+            items -= first[p_occ]  # now each piece's rank in its document
+            del first
+            np.add(p_occ, np.asarray(lo, index), out=p_occ)
+            p_start = (narrow((items.astype(np.int64) * L,))[0] if int(items.max(initial=0)) * L > _INT32_MAX
+                       else np.multiply(items, L, out=items))
+        del per, ends, items
+        yield from _arrival_batches(ls, lo, size)
+        if not fragment:
+            yield from _discard_batches(ls, lo, L, size)
+        rule = self._piece(values)
+        for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, rule, None, size):
+            yield assemble(1, [sec])
+        return rows
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[np.int64] | None,
+                   ends: npt.NDArray[np.int64] | None, pieces: int) -> npt.NDArray[np.int64]:
+    """Each piece's length (``int64``), pieces in document order: a document's first ``L`` tokens
+    (``per`` ``None``: truncate), or ``per`` fragments of ``L`` tokens, the last one shorter."""
+    if per is None or ends is None:
+        return np.minimum(ls, L)
+    out = np.full(pieces, L, np.int64)
+    out[ends - 1] = ls - (per - 1) * L
+    return out
+
+
+def _arrival_batches(ls: npt.NDArray[np.int64], lo: int, size: int) -> Iterator[EventBatch]:
+    """The Arrival of each document of ``ls`` (occurrences from ``lo``), ``size`` at a time."""
+    step = max(size, 1)
+    for a in range(0, ls.size, step):
+        part = ls[a : a + step]
+        occ = np.arange(lo + a, lo + a + part.size, dtype=np.int64)
+        yield EventBatch.from_columns(np.full(part.size, ARRIVAL, np.uint8), None, ("empty",),
+                                      arrival=(occ, occ, np.zeros(part.size, np.int64), part))
+
+
+def _discard_batches(ls: npt.NDArray[np.int64], lo: int, L: int, size: int) -> Iterator[EventBatch]:
+    """The Discard of the tokens past ``L`` of each longer document of ``ls``, ``size`` at a time."""
+    long = np.flatnonzero(ls > L)
+    step = max(size, 1)
+    for a in range(0, long.size, step):
+        docs = long[a : a + step]
+        occ = docs + lo
+        yield EventBatch.from_columns(np.full(docs.size, DISCARD, np.uint8), None, (),
+                                      discard=(occ, occ, np.full(docs.size, L, np.int64), ls[docs] - L))
 
 
 class OlmoTruncate(OlmoPacker):

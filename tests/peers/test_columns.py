@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from packing_theory import InputError, build_packer
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, peer_array, row_section
+from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, kernel_width, peer_array, row_section
 from packing_theory.peers._common import first_fit, peer_lengths
 from packing_theory.peers.axolotl import VERSIONS as AXOLOTL_VERSIONS
 from packing_theory.registry import entries
@@ -166,6 +166,15 @@ def test_compiled_best_fit_is_the_pure_one(capacity: int, sizes: list[int], cuts
     starts = np.unique(np.asarray([0, *[c for c in cuts if c < max(arr.size, 1)]], dtype=np.int64))
     pure = best_fit_fifo(arr, order, starts, capacity, compiled=False)
     assert best_fit_fifo(arr, order, starts, capacity, compiled=True).tolist() == pure.tolist()
+    narrow_bins = best_fit_fifo(arr.astype(np.int32), order.astype(np.int32), starts, capacity, compiled=True)
+    assert narrow_bins.dtype == np.int32 and narrow_bins.tolist() == pure.tolist()  # int32 in, int32 work
+
+
+def test_the_kernel_works_int32_up_to_the_bound_then_int64() -> None:
+    top = 2**31 - 1
+    assert kernel_width(top - 1, top) is np.int32  # top - 1 items: bins 0..top - 1 and a sentinel slot
+    assert kernel_width(top, 8) is np.int64
+    assert kernel_width(8, top + 1) is np.int64  # a space past int32
 
 
 @pytest.mark.parametrize("compiled", MODES)
@@ -309,12 +318,15 @@ def test_megatron_s_index_takes_a_uint64_length_past_int64_as_its_events_do() ->
 
 @pytest.mark.parametrize(("name", "width"), [("megatron-gpt", 9), ("olmo-fragment", 8), ("olmo-truncate", 8)])
 def test_an_offline_peer_holds_no_arrival_column_while_it_emits_rows(name: str, width: int) -> None:
-    # the first batch holds every arrival; once a consumer drops it, the peer must not keep its columns
+    # the batches before the rows hold every arrival; once a consumer drops them, the peer must not keep
+    # their columns (arrays of the peer's own: the lengths may be a view)
     g = build_packer(name, capacity=width).batches(np.arange(1, 3000) % 37 + 1, 64, compiled=False)
-    first = next(g)
-    assert first.arrival.occurrence.size == 2999
-    held = weakref.ref(first.arrival.occurrence)  # an array of the peer's own (the lengths may be a view)
-    del first
-    rows = next(g)
-    assert rows.placement.occurrence.size > 0
-    assert held() is None
+    held, arrived = [], 0
+    batch = next(g)
+    while not batch.placement.occurrence.size:
+        arrived += batch.arrival.occurrence.size
+        if batch.arrival.occurrence.size:
+            held.append(weakref.ref(batch.arrival.occurrence))
+        batch = next(g)
+    assert arrived == 2999 and held
+    assert all(ref() is None for ref in held)
