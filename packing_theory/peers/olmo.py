@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import check_int
+from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, EventBatch
 from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
@@ -62,7 +63,6 @@ from ._columns import (
     narrow,
     packed_rows,
     peer_array,
-    row_chunks,
     row_section,
 )
 from ._common import Piece, arrivals, best_fit, check_split_budget, peer_lengths, row_events
@@ -245,16 +245,15 @@ class OlmoPacker(PeerPacker):
         bins = best_fit_fifo(sizes, order, np.zeros(1, np.int64), L, compiled=compiled)
         del sizes
         rows = int(bins.max()) + 1
+        (row_end,) = narrow((np.cumsum(np.bincount(bins, minlength=rows)),))  # a row's pieces end here
         by_row = np.argsort(bins, kind="stable")  # the pieces row by row, each row's in insertion order
-        (item_row,) = narrow((bins[by_row],))
         del bins
         items = order[by_row]  # the pieces (indices in document order) row by row
         del order, by_row
         index = np.int32 if hi <= _INT32_MAX else np.int64
         if per is None or ends is None:  # truncate: a piece is its document, from its start
             p_occ: npt.NDArray[Any] = items.astype(index, copy=False)
-            np.add(p_occ, np.asarray(lo, index), out=p_occ)
-            p_start: npt.NDArray[Any] = np.broadcast_to(np.zeros(1, np.int32), (pieces,))
+            cont = cont_start = np.zeros(0, np.int32)
         else:
             doc = np.repeat(np.arange(n, dtype=index), per)  # each piece's document, in document order
             p_occ = doc[items]
@@ -262,16 +261,30 @@ class OlmoPacker(PeerPacker):
             (first,) = narrow((ends - per,))  # a document's first piece
             items -= first[p_occ]  # now each piece's rank in its document
             del first
-            np.add(p_occ, np.asarray(lo, index), out=p_occ)
-            p_start = (narrow((items.astype(np.int64) * L,))[0] if int(items.max(initial=0)) * L > _INT32_MAX
-                       else np.multiply(items, L, out=items))
+            # a piece's start: 0 but for a long document's later fragments (their positions, row by row)
+            (cont,) = narrow((np.flatnonzero(items),))
+            (cont_start,) = narrow((items[cont].astype(np.int64) * L,))
+        np.add(p_occ, np.asarray(lo, index), out=p_occ)
         del per, ends, items
         yield from _arrival_batches(ls, lo, size)
         if not fragment:
             yield from _discard_batches(ls, lo, L, size)
+        # held until the last row: each row's end, each piece's occurrence, the later fragments' starts
         rule = self._piece(values)
-        for sec in row_chunks(L, rows, row, item_row, p_occ, p_occ, p_start, rule, None, size):
-            yield assemble(1, [sec])
+        step = max(size, 1)
+        cut_at = np.searchsorted(row_end, np.arange(step, pieces, step), "right")  # each step-th piece's row
+        cuts = distinct(np.concatenate(([0], cut_at, [rows]))).tolist()
+        for r0, r1 in itertools.pairwise(cuts):  # whole rows, about `size` pieces each
+            a, b = (int(row_end[r0 - 1]) if r0 else 0), int(row_end[r1 - 1])
+            per_row = np.diff(row_end[r0:r1], prepend=a).astype(np.int64)
+            occ = p_occ[a:b].astype(np.int64)
+            start = np.zeros(b - a, np.int64)
+            j0, j1 = np.searchsorted(cont, (a, b)).tolist()
+            start[cont[j0:j1] - a] = cont_start[j0:j1]
+            length, crop = rule(occ, start)
+            yield assemble(1, [row_section(L, r1 - r0, row + r0, np.zeros(r1 - r0, np.int64),
+                                           np.repeat(np.arange(r1 - r0, dtype=np.int64), per_row),
+                                           occ, occ, start, length, crop)])
         return rows
 
 

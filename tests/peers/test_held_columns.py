@@ -78,7 +78,7 @@ def test_axolotl_holds_its_kept_and_emitted_documents_int32() -> None:
 
 
 @pytest.mark.parametrize("name", ["olmo-fragment", "olmo-truncate"])
-def test_olmo_holds_rows_occurrences_and_starts_int32_and_no_lengths(name: str) -> None:
+def test_olmo_holds_its_occurrences_int32_and_no_lengths_rows_or_starts_per_piece(name: str) -> None:
     g = build_packer(name, capacity=64).batches(LENGTHS, 64, compiled=False)
     _rows_started(g)
     assert not {"occ", "window", "p_occ"} & set(g.gi_frame.f_locals)  # one source group: planned below
@@ -87,9 +87,16 @@ def test_olmo_holds_rows_occurrences_and_starts_int32_and_no_lengths(name: str) 
     assert {k for k, v in held.items() if v.dtype.itemsize > 4} == {"values", "ls"}, held.keys()
     assert np.shares_memory(held["ls"], LENGTHS)
     assert np.shares_memory(held["values"], LENGTHS)
-    assert {held[k].dtype.name for k in ("item_row", "p_occ", "p_start")} == {"int32"}
-    if name == "olmo-truncate":  # every start is 0: a broadcast zero, no column
-        assert held["p_start"].strides == (0,)
-    gone = {"p_len", "crop", "row_window", "occ", "window", "key", "order", "sizes", "bins", "by_row",
+    local = plan.gi_frame.f_locals
+    pieces = local["pieces"]
+    assert held["p_occ"].dtype == np.int32 and held["p_occ"].size == pieces
+    # per row its end, not per piece its row; per later fragment its start, not per piece
+    assert local["row_end"].dtype == np.int32 and local["row_end"].size == local["rows"] < pieces
+    long = LENGTHS > 64
+    later = int((-(-LENGTHS[long] // 64) - 1).sum()) if name == "olmo-fragment" else 0
+    assert local["cont"].size == local["cont_start"].size == later > 0 or name == "olmo-truncate"
+    assert {local["cont"].dtype.name, local["cont_start"].dtype.name} == {"int32"}
+    assert set(held) <= {"values", "ls", "p_occ", "row_end", "cont", "cont_start"}  # + a batch's own
+    gone = {"p_len", "p_start", "item_row", "row_window", "window", "key", "order", "sizes", "bins", "by_row",
             "items", "doc", "first", "per", "ends"}
-    assert not gone & set(plan.gi_frame.f_locals)
+    assert not gone & set(local)
