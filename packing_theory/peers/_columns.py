@@ -44,10 +44,10 @@ from ..engine.events import Horizon
 from ..errors import InputError
 from ._common import best_fit, check_short_lengths, first_fit, peer_lengths
 
-__all__ = ["PieceRule", "Section", "arrival_sections", "assemble", "best_fit_fifo", "chunk_bounds",
-           "concat_no_wrap_takes", "discard_section", "first_fit_bins", "fragments", "horizon_batch",
-           "int64_lengths", "kernel_width", "narrow", "packed_rows", "peer_array", "row_chunks",
-           "row_section", "wrapped_rows"]
+__all__ = ["PieceRule", "Section", "arrival_batches", "arrival_sections", "assemble", "best_fit_fifo",
+           "chunk_bounds", "concat_no_wrap_takes", "discard_section", "first_fit_bins", "fragments",
+           "horizon_batch", "int64_lengths", "kernel_width", "narrow", "packed_rows", "peer_array",
+           "row_chunks", "row_section", "wrapped_rows"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -142,6 +142,27 @@ def arrival_sections(occurrence: Int64Array, lengths: Int64Array, window: Int64A
     filt = Section(window[gone], np.full(occ.size, FILTERED, np.uint8),
                    {"filtered": (occ, occ, _zeros(occ.size), _zeros(occ.size))})
     return arr, filt
+
+
+def arrival_batches(lengths: Int64Array, lo: int, size: int, *, empty: bool = True) -> Iterator[EventBatch]:
+    """One window's :func:`arrival_sections` as batches of about ``size`` events (occurrences from ``lo``).
+
+    The same events in the same order as :func:`assemble` of the two sections
+    (every Arrival, then a Filtered ``"empty"`` for each empty document; none
+    with ``empty=False``), but never a column of every document at once:
+    O(``size``) memory besides the lengths.
+    """
+    step = max(size, 1)
+    for a in range(0, lengths.size, step):
+        part = lengths[a : a + step]
+        occ = np.arange(lo + a, lo + a + part.size, dtype=np.int64)
+        yield EventBatch.from_columns(np.full(part.size, ARRIVAL, np.uint8), None, ("empty",),
+                                      arrival=(occ, occ, _zeros(part.size), part))
+    gone = np.flatnonzero(lengths == 0) if empty else _zeros()
+    for a in range(0, gone.size, step):
+        occ = gone[a : a + step] + lo
+        yield EventBatch.from_columns(np.full(occ.size, FILTERED, np.uint8), None, ("empty",),
+                                      filtered=(occ, occ, _zeros(occ.size), _zeros(occ.size)))
 
 
 def discard_section(occurrence: Int64Array, start: Int64Array, length: Int64Array,

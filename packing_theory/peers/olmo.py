@@ -46,13 +46,14 @@ import numpy.typing as npt
 
 from .._checks import check_int
 from .._unique import distinct
-from ..engine.batches import ARRIVAL, DISCARD, EventBatch
+from ..engine.batches import DISCARD, EventBatch
 from ..engine.events import Discard, Event, Horizon
 from ..engine.knobs import Knob, RowWidth
 from ..errors import InputError
 from ._base import PeerPacker
 from ._columns import (
     PieceRule,
+    arrival_batches,
     arrival_sections,
     assemble,
     best_fit_fifo,
@@ -266,7 +267,7 @@ class OlmoPacker(PeerPacker):
             (cont_start,) = narrow((items[cont].astype(np.int64) * L,))
         np.add(p_occ, np.asarray(lo, index), out=p_occ)
         del per, ends, items
-        yield from _arrival_batches(ls, lo, size)
+        yield from arrival_batches(ls, lo, size, empty=False)  # OLMo-core takes no empty document
         if not fragment:
             yield from _discard_batches(ls, lo, L, size)
         # held until the last row: each row's end, each piece's occurrence, the later fragments' starts
@@ -300,16 +301,6 @@ def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[np.int64]
     out = np.full(pieces, L, np.int64)
     out[ends - 1] = ls - (per - 1) * L
     return out
-
-
-def _arrival_batches(ls: npt.NDArray[np.int64], lo: int, size: int) -> Iterator[EventBatch]:
-    """The Arrival of each document of ``ls`` (occurrences from ``lo``), ``size`` at a time."""
-    step = max(size, 1)
-    for a in range(0, ls.size, step):
-        part = ls[a : a + step]
-        occ = np.arange(lo + a, lo + a + part.size, dtype=np.int64)
-        yield EventBatch.from_columns(np.full(part.size, ARRIVAL, np.uint8), None, ("empty",),
-                                      arrival=(occ, occ, np.zeros(part.size, np.int64), part))
 
 
 def _discard_batches(ls: npt.NDArray[np.int64], lo: int, L: int, size: int) -> Iterator[EventBatch]:

@@ -42,7 +42,7 @@ from ..engine.events import Event
 from ..engine.knobs import Knob
 from ..errors import InputError
 from ._base import PeerPacker
-from ._columns import arrival_sections, assemble, horizon_batch, peer_array, wrapped_rows
+from ._columns import arrival_batches, assemble, horizon_batch, peer_array, wrapped_rows
 from ._common import (
     SPLIT_BUDGET,
     EventLog,
@@ -254,13 +254,10 @@ class TorchtuneSplit(TorchtunePacker):
             return
         ls = peer_array(lengths)
         check_split_budget(ls, self.capacity, self.name)  # as events(): no max_packs bounds the cut
-        occ = np.arange(ls.size, dtype=np.int64)
-        window = np.zeros(ls.size, np.int64)
-        if ls.size:  # one window: its rows a batch of about `size` pieces at a time
-            rows_sections, rows = wrapped_rows(self.capacity, ls, occ, window, 1, 0, crop=False, size=size)
-            box = [assemble(1, list(arrival_sections(occ, ls, window)), ("empty",))]
-            del occ, window  # the rows hold their own (narrow) copies: not held while the rows are emitted
-            yield box.pop()
+        if ls.size:  # one window: its arrivals and its rows a batch of about `size` events at a time
+            rows_sections, rows = wrapped_rows(self.capacity, ls, np.arange(ls.size, dtype=np.int64),
+                                               np.zeros(ls.size, np.int64), 1, 0, crop=False, size=size)
+            yield from arrival_batches(ls, 0, size)  # (the rows hold their own narrow occurrences)
             for sec in rows_sections:
                 yield assemble(1, [sec])
         else:
