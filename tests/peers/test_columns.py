@@ -21,7 +21,16 @@ from hypothesis import strategies as st
 from packing_theory import InputError, build_packer
 from packing_theory.engine.batches import EventBatch, batched
 from packing_theory.engine.compiled import compiled_available
-from packing_theory.peers._columns import best_fit_fifo, first_fit_bins, kernel_width, peer_array, row_section
+from packing_theory.peers._columns import (
+    arrival_batches,
+    arrival_sections,
+    assemble,
+    best_fit_fifo,
+    first_fit_bins,
+    kernel_width,
+    peer_array,
+    row_section,
+)
 from packing_theory.peers._common import first_fit, peer_lengths
 from packing_theory.peers.axolotl import VERSIONS as AXOLOTL_VERSIONS
 from packing_theory.registry import entries
@@ -330,3 +339,15 @@ def test_an_offline_peer_holds_no_arrival_column_while_it_emits_rows(name: str, 
         batch = next(g)
     assert arrived == 2999 and held
     assert all(ref() is None for ref in held)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 100])
+def test_arrival_batches_are_the_arrival_sections_in_batches(size: int) -> None:
+    ls = np.array([3, 0, 2, 0, 0, 5, 1], np.int64)
+    occ = 10 + np.arange(ls.size, dtype=np.int64)
+    whole = assemble(1, list(arrival_sections(occ, ls, np.zeros(ls.size, np.int64))), ("empty",))
+    got = list(arrival_batches(ls, 10, size))
+    assert max(b.kinds.size for b in got) <= size
+    assert [e for b in got for e in b.events()] == list(whole.events())
+    kept = list(arrival_batches(ls, 10, size, empty=False))
+    assert [e for b in kept for e in b.events()] == list(whole.events())[: ls.size]  # arrivals, no Filtered
