@@ -234,8 +234,9 @@ class OlmoPacker(PeerPacker):
         ls = values[lo:hi]
         n = int(ls.size)
         fragment = self.long_doc_strategy == "fragment"
-        per = -(-ls // L) if fragment else None  # pieces per document (truncate: one)
-        ends = np.cumsum(per) if per is not None else None  # a document's pieces end here
+        # pieces per document (truncate: one) and where a document's pieces end, int32 where they fit
+        per = narrow((-(-ls // L),))[0] if fragment else None
+        ends = narrow((np.cumsum(per, dtype=np.int64),))[0] if per is not None else None
         pieces = n if ends is None else int(ends[-1])
         key = _piece_lengths(ls, L, per, ends, pieces)
         np.negative(key, out=key)  # = -1 * lengths: OLMo-core's argsort key
@@ -292,14 +293,14 @@ class OlmoPacker(PeerPacker):
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[np.int64] | None,
-                   ends: npt.NDArray[np.int64] | None, pieces: int) -> npt.NDArray[np.int64]:
+def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[Any] | None,
+                   ends: npt.NDArray[Any] | None, pieces: int) -> npt.NDArray[np.int64]:
     """Each piece's length (``int64``), pieces in document order: a document's first ``L`` tokens
     (``per`` ``None``: truncate), or ``per`` fragments of ``L`` tokens, the last one shorter."""
     if per is None or ends is None:
         return np.minimum(ls, L)
     out = np.full(pieces, L, np.int64)
-    out[ends - 1] = ls - (per - 1) * L
+    out[ends - 1] = ls - (per.astype(np.int64) - 1) * L  # int64: a document's tokens
     return out
 
 
