@@ -469,7 +469,8 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
     """
     c = np.cumsum(ls) - ls
     wfirst = np.flatnonzero(np.concatenate(([True], window[1:] != window[:-1])))
-    t0 = c - c[wfirst][window]  # a document's first token within its window (int64: a window's tokens)
+    w_c = c[wfirst]  # each window's first token in the stream
+    t0 = c - w_c[window] if windows > 1 else c  # a document's first token within its window (int64)
     del c
     rows_w = -(-np.add.reduceat(ls, wfirst) // L)
     base = np.cumsum(rows_w) - rows_w
@@ -483,15 +484,20 @@ def wrapped_rows(L: int, ls: Int64Array, occ: Int64Array, window: Int64Array, wi
         cuts = [*distinct(np.concatenate(([0], np.searchsorted(cum, np.arange(size, int(cum[-1]), size)) + 1,
                                           [n])).clip(0, n)).tolist()]
         del cum
-    # held until the last section: the starts, and the ids int32 where they fit (narrow); a block's
-    # pieces per document and first rows are computed from them block by block
+    # held until the last section: the ids int32 where they fit (narrow) and each block's first start; a
+    # block's starts, pieces per document and first rows are computed from them block by block
+    block_t0 = t0[cuts[:-1]] if n else _zeros(len(cuts) - 1)
+    del t0
     occ, window = narrow((occ, window if windows > 1 else window[:0]))  # one window: no column needed
 
     def sections() -> Iterator[Section]:
         done = 0  # rows given so far
         held: list[npt.NDArray[Any]] | None = None  # the pieces of a row the next block may continue
-        for a, b in itertools.pairwise(cuts):
-            ls_b, t0_b = ls[a:b], t0[a:b]
+        for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+            ls_b = ls[a:b]
+            t0_b = np.cumsum(ls_b) - ls_b + block_t0[i]  # the block's starts within their windows
+            if windows > 1:  # a window that begins inside the block starts its tokens at 0
+                t0_b += w_c[int(window[a])] - w_c[window[a:b]]
             k_per = _pieces_per(ls_b, t0_b, L)
             d = np.repeat(np.arange(b - a, dtype=np.int64), k_per)
             k = np.arange(d.size, dtype=np.int64) - np.repeat(np.cumsum(k_per) - k_per, k_per)

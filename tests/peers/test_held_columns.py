@@ -54,13 +54,14 @@ def test_megatron_holds_its_ids_int32_and_only_its_starts_int64(num_samples: int
         assert int(held["occ_of"].max()) >= N  # a later epoch's occurrences are in it
 
 
-def test_the_wrapped_rows_hold_only_their_starts_int64() -> None:
+def test_the_wrapped_rows_hold_their_ids_int32_and_no_start_per_document() -> None:
     g = build_packer("torchtune-split", capacity=64).batches(LENGTHS, 64, compiled=False)
     _rows_started(g)
     sections = g.gi_frame.f_locals["rows_sections"]
     held = _held(sections.gi_frame)
-    assert {k for k, v in held.items() if v.dtype.itemsize > 4} == {"t0", "ls"}, held.keys()
+    assert {k for k, v in held.items() if v.dtype.itemsize > 4} == {"ls"}, held.keys()
     closure = sections.gi_frame.f_locals
+    assert "t0" not in closure and closure["block_t0"].size < N // 2  # a start per block, not per document
     assert held["occ"].dtype == np.int32 and closure["window"].size == 0  # one window: no window column
     assert "occ" not in _held(g.gi_frame)  # the peer's own int64 ids went with the arrivals
 
