@@ -21,6 +21,7 @@ O(items log items) first fit, compiled).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -41,11 +42,15 @@ from ._columns import (
 )
 from ._common import best_fit, check_split_budget
 
-__all__ = ["KERNEL_SPACES", "Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins",
-           "seamless_batches", "window_columns"]
+__all__ = ["KERNEL_SPACES", "PLAN_CHUNK", "Drops", "Pieces", "Windows", "fewer_truncations_batches",
+           "first_opened_bins", "seamless_batches", "window_columns"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+PLAN_CHUNK = 1 << 17
+"""Documents (or stage-2 items) whose temporary columns the planners hold at once: the planners' peak
+is their narrow plan plus one chunk's temporaries, not a dozen ``int64`` columns of every document."""
 
 KERNEL_SPACES = 1 << 22
 """The largest capacity the first-opened kernel packs: it holds O(capacity) arrays (about 40 MB here).
@@ -93,6 +98,17 @@ def _wide(c: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return c if c.dtype == np.bool_ else c.astype(np.int64, copy=False)
 
 
+def _sort_order(keys: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``np.argsort(keys, kind="stable")``, ``int32`` where it fits (``_columns.narrow``)."""
+    (order,) = narrow((np.argsort(keys, kind="stable"),))
+    return order
+
+
+def _kernel_ints(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``a`` contiguous for a kernel: ``int32`` kept (no ``int64`` copy of a narrow column), else int64."""
+    return np.ascontiguousarray(a) if a.dtype == np.int32 else np.ascontiguousarray(a, np.int64)
+
+
 def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
                       compiled: bool | None = None) -> Int64Array:
     """The bin of each item of ``order`` (processing order) under best fit with first-opened ties.
@@ -112,8 +128,8 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
         kernel = load_numba_module("packing_theory.peers._best_fit_kernel",
                                    "the peers' compiled best fit (first-opened ties)")
         if capacity <= KERNEL_SPACES:
-            bins: Int64Array = kernel.best_fit_first_opened(
-                np.ascontiguousarray(sizes, np.int64), np.ascontiguousarray(order, np.int64), int(capacity))
+            bins: Int64Array = kernel.best_fit_first_opened(_kernel_ints(sizes), _kernel_ints(order),
+                                                            int(capacity))
             return bins
     out = np.empty(order.size, np.int64)
     seq = order.tolist()
@@ -174,18 +190,33 @@ def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size
 
 def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, Pieces]:
     """The rows and pieces of :func:`fewer_truncations_batches` (a function of its own: its intermediate
-    columns are released before the first batch, not held by the generator while it yields)."""
-    c_occ, c_start, c_len = fragments(np.arange(values.size, dtype=np.int64), values, L)
-    order = np.argsort(-c_len, kind="stable").astype(np.int64)
+    columns are released before the first batch, not held by the generator while it yields).
+
+    The chunks are cut :data:`PLAN_CHUNK` documents at a time and held narrow
+    (:func:`~packing_theory.peers._columns.narrow`); the sort orders are
+    ``int32`` where they fit, and the two permutations (longest first, then
+    row by row) are composed before the chunks' columns are gathered once.
+    """
+    parts = [narrow(fragments(np.arange(lo, min(values.size, lo + PLAN_CHUNK), dtype=np.int64),
+                              values[lo:lo + PLAN_CHUNK], L)) for lo in range(0, values.size, PLAN_CHUNK)]
+    c_occ, c_start, c_len = _cat(parts) if parts else [_zeros(), _zeros(), _zeros()]
+    del parts
+    order = _sort_order(-c_len)
     bins = first_opened_bins(c_len, order, L, compiled=compiled)
+    rows = int(bins.max()) + 1 if bins.size else 0
+    (bins,) = narrow((bins,))
     by_row = np.argsort(bins, kind="stable")
     items = order[by_row]
     del order
-    rows = int(bins.max()) + 1 if bins.size else 0
-    none = np.zeros(items.size, np.bool_)
     (row,) = narrow((bins[by_row],))
     del bins, by_row
-    (occ,), (start,), (length,) = (narrow((col[items],)) for col in (c_occ, c_start, c_len))
+    none = np.zeros(items.size, np.bool_)
+    occ = c_occ[items]
+    del c_occ
+    start = c_start[items]
+    del c_start
+    length = c_len[items]
+    del c_len, items
     return rows, Pieces(row, occ, start, length, none, none)
 
 
@@ -249,16 +280,23 @@ def _window_rows(windows: Windows, L: int) -> tuple[Pieces, Drops]:
     return pieces, Drops(o[gap], frontier[gap], (s - frontier)[gap])
 
 
-def _short_items(values: Int64Array, long: Int64Array, rest: Int64Array
-                 ) -> tuple[Int64Array, Int64Array, Int64Array]:
-    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder."""
-    rest_of = np.full(values.size, -1, np.int64)
-    rest_of[long] = rest
-    is_short = np.ones(values.size, np.bool_)
-    is_short[long] = False
-    doc = np.flatnonzero(is_short | (rest_of >= 0)).astype(np.int64)
-    start = np.where(is_short[doc], 0, rest_of[doc])
-    return doc, start, values[doc] - start
+def _short_items(values: Int64Array, L: int, long: Int64Array, rest: Int64Array) -> list[npt.NDArray[Any]]:
+    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder.
+
+    Held narrow (:func:`~packing_theory.peers._columns.narrow`): the document, its first token, its length.
+    """
+    keep = values < L
+    deferred = rest >= 0
+    keep[long[deferred]] = True
+    (doc,) = narrow((np.flatnonzero(keep),))
+    del keep
+    at = np.searchsorted(doc, long[deferred])
+    (first,) = narrow((rest[deferred],))
+    start = np.zeros(doc.size, first.dtype)
+    start[at] = first
+    length = values[doc]
+    length[at] -= first
+    return [doc, start, *narrow((length,))]
 
 
 def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: Int64Array, row: Int64Array,
@@ -310,6 +348,49 @@ def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int,
     return pieces, drops, rows
 
 
+def _bin_rows(doc: npt.NDArray[Any], start: npt.NDArray[Any], length: npt.NDArray[Any],
+              item: npt.NDArray[Any], item_bin: npt.NDArray[Any], L: int, padding: bool, row: int,
+              pieces: list[list[npt.NDArray[Any]]], drops: list[list[npt.NDArray[Any]]],
+              streamed: list[list[npt.NDArray[Any]]]) -> int:
+    """Stage 2's bins, :data:`PLAN_CHUNK` items of whole bins at a time: a bin over ``L`` tokens (every
+    bin with ``padding``) is cut to a row (:func:`_cut_rows`, appended to ``pieces`` and ``drops``,
+    rows numbered from ``row``), the other bins' non-empty items go to ``streamed`` (text columns held
+    narrow). ``item``: the items (indices into the text-order columns) bin by bin; ``item_bin``: their
+    bins. Returns the next row.
+    """
+    n = item.size
+    if not n:
+        return row
+    first = np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1])))
+    bounds = np.unique(np.searchsorted(first, np.arange(0, n, PLAN_CHUNK), side="right") - 1).tolist()
+    bounds.append(first.size)
+    for b0, b1 in itertools.pairwise(bounds):
+        lo = int(first[b0])
+        hi = int(first[b1]) if b1 < first.size else n
+        it = item[lo:hi]
+        d, s, ln = doc[it], start[it], length[it].astype(np.int64)
+        del it
+        f = first[b0:b1] - lo
+        ib = np.repeat(np.arange(f.size), np.diff(f, append=hi - lo))
+        c = np.cumsum(ln)
+        c -= ln
+        within = c - c[f][ib]  # int64: L - within is taken below
+        del c
+        cut = (np.add.reduceat(ln, f) > L) | padding
+        cut_row = row + np.cumsum(cut) - cut
+        row += int(cut.sum())
+        on = cut[ib] & (ln > 0)
+        c_pieces, c_drops = _cut_rows(d[on], s[on], ln[on], within[on], cut_row[ib[on]], L)
+        del within, cut_row
+        pieces.append(list(c_pieces))
+        drops.append(list(c_drops))
+        del c_pieces, c_drops
+        on = ~cut[ib] & (ln > 0)
+        if on.any():
+            streamed.append(narrow((d[on], s[on], ln[on])))
+    return row
+
+
 def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int,
                      padding: bool, size: int, compiled: bool | None) -> Iterator[EventBatch]:
     """:meth:`~packing_theory.peers.paper.Seamless.events` in columns.
@@ -336,43 +417,24 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     pieces, drops = [narrow(w_pieces)], [narrow(w_drops)]
     del w_pieces, w_drops
     row = windows.start.size
-    # stage 2's items held int32 where they fit (narrow): the sums below are int64
-    doc, start, length = narrow(_short_items(values, long, windows.rest))
+    doc, start, length = _short_items(values, L, long, windows.rest)
     del long, windows
-    order = np.argsort(-length, kind="stable").astype(np.int64)
+    order = _sort_order(-length)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
     room = L if padding else min(L + extra, max(L, int(length.sum(dtype=np.int64))))
-    bins = first_fit_bins(length[order], room, compiled=compiled)
+    (bins,) = narrow((first_fit_bins(length[order], room, compiled=compiled),))
     by_bin = np.argsort(bins, kind="stable")
-    item = order[by_bin]
+    item = order[by_bin]  # the items bin by bin (bins in opening order, items in processing order)
     del order
-    (item_bin,) = narrow((bins[by_bin],))
+    item_bin = bins[by_bin]
     del bins, by_bin
-    doc, start, length = doc[item], start[item], length[item]
-    del item
-    first = (np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item_bin.size
-             else _zeros())
-    c = np.cumsum(length, dtype=np.int64) - length
-    within = c - c[first][item_bin]  # int64: L - within is taken below
-    del c
-    totals = np.add.reduceat(length, first, dtype=np.int64) if item_bin.size else _zeros()
-    cut = (totals > L) | padding
-    cut_row = row + np.cumsum(cut) - cut
-    on_row = cut[item_bin] & (length > 0)
-    del first, totals
-    c_pieces, c_drops = _cut_rows(doc[on_row], start[on_row], length[on_row], within[on_row],
-                                  cut_row[item_bin[on_row]], L)
-    del on_row, within, cut_row
-    pieces.append(list(c_pieces))
-    drops.append(list(c_drops))
-    del c_pieces, c_drops
-    row += int(cut.sum())
-    streamed = ~cut[item_bin] & (length > 0)
-    del cut, item_bin
-    doc, start, length = doc[streamed], start[streamed], length[streamed]
+    streamed: list[list[npt.NDArray[Any]]] = []
+    row = _bin_rows(doc, start, length, item, item_bin, L, padding, row, pieces, drops, streamed)
+    del doc, start, length, item, item_bin
+    s_doc, s_start, s_len = _cat(streamed) if streamed else [_zeros(), _zeros(), _zeros()]
     del streamed
-    s_pieces, s_drops, s_rows = _stream_rows(doc, start, length, L, row)
-    del doc, start, length
+    s_pieces, s_drops, s_rows = _stream_rows(s_doc, s_start, s_len, L, row)
+    del s_doc, s_start, s_len
     pieces.append(list(s_pieces))
     drops.append(list(s_drops))
     del s_pieces, s_drops

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from packing_theory import build_packer
 from packing_theory.engine.compiled import compiled_available
+from packing_theory.peers import _paper_columns as paper_columns
 from packing_theory.peers._common import best_fit, best_fit_decreasing
 from packing_theory.peers._paper_columns import first_opened_bins, window_columns
 from packing_theory.peers.paper import seamless_windows
@@ -95,6 +96,29 @@ HAND_PICKED = [
     ("seamless", 10, {"padding": True}, [0, 0, 3]),  # the empty texts join the first bin
     ("seamless", 10, {"padding": True}, [0, 0]),  # a bin of empty texts only: an all-padding row
 ]
+
+
+@pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("name", ["fewer-truncations", "seamless"])
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(data=st.data())
+@example(data=None)
+def test_planning_in_small_chunks_gives_the_same_events(name: str, compiled: bool, data: Any) -> None:
+    """The planners cut documents and stage-2 bins ``PLAN_CHUNK`` at a time: chunks of 1, 2, 3 items
+    (bins split across chunk ends, rows numbered across chunks) give the pure events."""
+    if data is None:  # bins over L, bins under L (streamed), a deferred remainder, empties, ties
+        width, ls, chunk = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1, 3, 3], 2
+        opts = {"extra": 3} if name == "seamless" else {}
+    else:
+        width = data.draw(st.sampled_from(WIDTHS))
+        ls = data.draw(lengths_near(width))
+        opts = seamless_options(data.draw) if name == "seamless" else {}
+        chunk = data.draw(st.sampled_from([1, 2, 3, 5]))
+    packer = build_packer(name, capacity=width, **opts)
+    want = outcome(lambda: packer.events(ls))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
+        assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), 3, compiled)) == want
 
 
 @pytest.mark.parametrize("compiled", MODES)
