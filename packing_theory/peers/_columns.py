@@ -321,7 +321,8 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
     use = compiled_available() if compiled is None else compiled
     if use:
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
-        bins: Int64Array = kernel.first_fit(np.ascontiguousarray(sizes, np.int64), int(capacity),
+        kind = np.int32 if sizes.dtype == np.int32 else np.int64  # a narrow column is not copied to int64
+        bins: Int64Array = kernel.first_fit(np.ascontiguousarray(sizes, kind), int(capacity),
                                             0 if max_items is None else int(max_items))
         return bins
     out = np.empty(sizes.size, np.int64)

@@ -130,6 +130,19 @@ def concat_no_wrap_takes(lengths, capacity, used):  # pragma: no cover - compile
 
 
 @njit(cache=True)
+def _first_fit_tree(free, count, bins, size, closed, max_items):  # pragma: no cover - compiled
+    """A max segment tree of ``size`` leaves over the first ``bins`` bins (a full bin, or none, closed)."""
+    tree = np.full(2 * size, closed, np.int64)
+    for b in range(bins):
+        tree[size + b] = closed if max_items > 0 and count[b] >= max_items else free[b]
+    for i in range(size - 1, 0, -1):
+        a = tree[2 * i]
+        c = tree[2 * i + 1]
+        tree[i] = a if a >= c else c
+    return tree
+
+
+@njit(cache=True)
 def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
     """First fit in the given order: the bin of each item (bins numbered in opening order).
 
@@ -137,16 +150,16 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
     item that fits none opens a bin (free ``capacity - size``, negative for an
     item larger than the capacity). A bin holding ``max_items`` items
     (``max_items <= 0``: no cap) takes no more. A max segment tree over the
-    bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`.
+    bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`;
+    the tree and the per-bin arrays are sized by the bins opened so far
+    (doubled when full, O(items) in all), not by the items.
     """
     n = sizes.size
-    size = 1
-    while size < max(n, 1):
-        size *= 2
+    size = 1024
     closed = -(1 << 62)
     tree = np.full(2 * size, closed, np.int64)
-    free = np.zeros(max(n, 1), np.int64)
-    count = np.zeros(max(n, 1), np.int64)
+    free = np.zeros(size, np.int64)
+    count = np.zeros(size, np.int64)
     out = np.empty(n, np.int64)
     bins = 0
     for k in range(n):
@@ -160,6 +173,15 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
         else:
             b = bins
             bins += 1
+            if b == size:
+                size *= 2
+                grown = np.zeros(size, np.int64)
+                grown[:b] = free[:b]
+                free = grown
+                grown = np.zeros(size, np.int64)
+                grown[:b] = count[:b]
+                count = grown
+                tree = _first_fit_tree(free, count, b, size, closed, max_items)
             free[b] = capacity - need
         count[b] += 1
         out[k] = b

@@ -113,7 +113,8 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
                       compiled: bool | None = None) -> Int64Array:
     """The bin of each item of ``order`` (processing order) under best fit with first-opened ties.
 
-    Sizes lie in ``1..capacity``; bins are numbered in opening order.
+    Sizes lie in ``1..capacity``; bins are numbered in opening order (``int32``
+    from the kernel when ``order`` is ``int32``, else ``int64``).
     ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
     without numba), ``False`` the pure Python
     :func:`~packing_theory.peers._common.best_fit`, ``None`` the kernel when
@@ -142,7 +143,7 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
 
 def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops: Drops, size: int,
              repeats: bool) -> Iterator[EventBatch]:
-    """One offline window's events in batches of about ``size`` documents, rows or discards each.
+    """One offline window's events in batches of about ``size`` documents, pieces (whole rows) or discards.
 
     Every Arrival, the Filtered (``"empty"``) of each empty document, the rows
     (``pieces``, padded on the right), the discards, the Horizon.
@@ -159,13 +160,18 @@ def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops
         part = empty[lo:lo + size]
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
         yield assemble(1, [filt], reasons)
-    for r0 in range(0, rows, size):  # the pieces and discards may be held narrow (narrow): int64 per batch
+    a, r0 = 0, 0
+    while r0 < rows:  # about size pieces (whole rows, at most size) a batch: a row holds many short pieces
         r1 = min(rows, r0 + size)
-        a, b = np.searchsorted(pieces.row, [r0, r1]).tolist()
+        if a + size < pieces.row.size:
+            r1 = min(r1, max(r0 + 1, int(pieces.row[a + size])))
+        b = int(np.searchsorted(pieces.row, r1))
+        # the pieces and discards may be held narrow (narrow): int64 per batch
         p_occ = _wide(pieces.occurrence[a:b])
         yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), _wide(pieces.row[a:b]) - r0,
                                        p_occ, p_occ, _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
                                        pieces.crop[a:b], pieces.repeat[a:b] if repeats else None)], reasons)
+        a, r0 = b, r1
     for lo in range(0, drops.occurrence.size, size):
         d_occ = _wide(drops.occurrence[lo:lo + size])
         yield assemble(1, [discard_section(d_occ, _wide(drops.start[lo:lo + size]),

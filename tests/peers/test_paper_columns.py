@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from packing_theory import build_packer
 from packing_theory.engine.compiled import compiled_available
 from packing_theory.peers import _paper_columns as paper_columns
+from packing_theory.peers._columns import first_fit_bins
 from packing_theory.peers._common import best_fit, best_fit_decreasing
 from packing_theory.peers._paper_columns import first_opened_bins, window_columns
 from packing_theory.peers.paper import seamless_windows
@@ -143,6 +144,21 @@ def test_huge_knobs_agree_on_both_paths(compiled: bool, name: str, width: int,
     assert columnar_events(packer, ls, 3, compiled) == list(packer.events(ls))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("max_items", [None, 2])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_fit_bins_past_the_kernels_first_tree(dtype: Any, max_items: int | None, seed: int) -> None:
+    """Seamless's first fit over thousands of bins: the compiled kernel grows its tree (1,024 leaves at
+    first, doubled as bins open) and gives the pure bins, for an ``int32`` column as for an ``int64`` one."""
+    if not compiled_available():
+        pytest.skip(NO_NUMBA)
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate((np.full(1500, 8), rng.integers(0, 10, 3000), np.full(1100, 9))).astype(dtype)
+    bins = first_fit_bins(sizes, 8, max_items, compiled=True)
+    assert bins.max() + 1 > 2048
+    assert bins.tolist() == first_fit_bins(sizes, 8, max_items, compiled=False).tolist()
+
+
 def test_the_tie_case_tells_the_rules_apart() -> None:
     """The hand-picked tie input packs differently under first-to-reach ties (so it pins first-opened)."""
     sizes = [2, 10, 8, 1, 5, 13]
@@ -184,12 +200,14 @@ def test_window_columns_of_several_texts_keep_text_order() -> None:
 
 @pytest.mark.parametrize("compiled", MODES)
 @settings(max_examples=scaled_examples(150), deadline=None)
-@given(st.integers(1, 16), st.lists(st.integers(1, 16), max_size=80), st.booleans())
+@given(st.integers(1, 16), st.lists(st.integers(1, 16), max_size=80), st.booleans(),
+       st.sampled_from([np.int32, np.int64]))
 def test_first_opened_bins_are_the_pure_best_fit(compiled: bool, capacity: int, sizes: list[int],
-                                                 decreasing: bool) -> None:
-    """The bin of each item in processing order, as :func:`best_fit` with first-opened ties packs it."""
-    arr = np.minimum(np.asarray(sizes, dtype=np.int64), capacity)
-    order = (np.argsort(-arr, kind="stable") if decreasing else np.arange(arr.size)).astype(np.int64)
+                                                 decreasing: bool, dtype: Any) -> None:
+    """The bin of each item in processing order, as :func:`best_fit` with first-opened ties packs it
+    (the planner hands the kernel ``int32`` columns as they are)."""
+    arr = np.minimum(np.asarray(sizes, dtype=np.int64), capacity).astype(dtype)
+    order = (np.argsort(-arr, kind="stable") if decreasing else np.arange(arr.size)).astype(dtype)
     got = first_opened_bins(arr, order, capacity, compiled=compiled).tolist()
     rank = {item: j for j, item in enumerate(order.tolist())}
     want = [0] * arr.size
