@@ -42,7 +42,7 @@ from ._columns import (
 )
 from ._common import best_fit, check_split_budget
 
-__all__ = ["KERNEL_SPACES", "PLAN_CHUNK", "Drops", "Pieces", "Windows", "fewer_truncations_batches",
+__all__ = ["KERNEL_SPACES", "PLAN_CHUNK", "Block", "Drops", "Pieces", "Windows", "fewer_truncations_batches",
            "first_opened_bins", "seamless_batches", "window_columns"]
 
 Int64Array = npt.NDArray[np.int64]
@@ -77,8 +77,33 @@ class Drops(NamedTuple):
     length: Int64Array
 
 
+class Block(NamedTuple):
+    """The pieces of rows ``r0 <= row < r1`` (a row may hold none): a part of a plan, released once its
+    rows' batches are out."""
+
+    r0: int
+    r1: int
+    pieces: Pieces
+
+
 def _zeros(n: int = 0) -> Int64Array:
     return np.zeros(n, np.int64)
+
+
+def _blocks(r0: int, r1: int, cols: list[npt.NDArray[Any]]) -> list[Block]:
+    """The pieces ``cols`` (:class:`Pieces`' columns, rows ``r0..r1-1``) as blocks of about
+    :data:`PLAN_CHUNK` pieces (whole rows), copied column by column (``cols`` is emptied: at most one
+    column is held twice)."""
+    row, n = cols[0], cols[0].size
+    cuts = [c for c in np.unique(np.searchsorted(row, row[PLAN_CHUNK::PLAN_CHUNK])).tolist() if c > 0]
+    at = [0, *cuts, n]
+    bounds = [r0, *(int(row[c]) for c in cuts), r1]
+    split: list[list[npt.NDArray[Any]]] = []
+    for i in range(len(cols)):
+        split.append([cols[i][a:b].copy() if len(at) > 2 else cols[i] for a, b in itertools.pairwise(at)])
+        cols[i] = cols[i][:0]
+    del row
+    return [Block(bounds[k], bounds[k + 1], Pieces(*(c[k] for c in split))) for k in range(len(at) - 1)]
 
 
 def _cat(parts: list[list[npt.NDArray[Any]]]) -> list[npt.NDArray[Any]]:
@@ -141,12 +166,13 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
     return out
 
 
-def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops: Drops, size: int,
+def _batches(values: Int64Array, capacity: int, rows: int, blocks: list[Block], drops: Drops, size: int,
              repeats: bool) -> Iterator[EventBatch]:
     """One offline window's events in batches of about ``size`` documents, pieces (whole rows) or discards.
 
     Every Arrival, the Filtered (``"empty"``) of each empty document, the rows
-    (``pieces``, padded on the right), the discards, the Horizon.
+    (``blocks``, padded on the right; each block taken off the list once its rows are out, so that
+    the plan held shrinks as the stream goes), the discards, the Horizon.
     """
     n = values.size
     reasons = ("empty",)
@@ -160,18 +186,23 @@ def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops
         part = empty[lo:lo + size]
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
         yield assemble(1, [filt], reasons)
-    a, r0 = 0, 0
-    while r0 < rows:  # about size pieces (whole rows, at most size) a batch: a row holds many short pieces
-        r1 = min(rows, r0 + size)
-        if a + size < pieces.row.size:
-            r1 = min(r1, max(r0 + 1, int(pieces.row[a + size])))
-        b = int(np.searchsorted(pieces.row, r1))
-        # the pieces and discards may be held narrow (narrow): int64 per batch
-        p_occ = _wide(pieces.occurrence[a:b])
-        yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), _wide(pieces.row[a:b]) - r0,
-                                       p_occ, p_occ, _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
-                                       pieces.crop[a:b], pieces.repeat[a:b] if repeats else None)], reasons)
-        a, r0 = b, r1
+    while blocks:
+        r0, end, pieces = blocks.pop(0)
+        a = 0
+        while r0 < end:  # about size pieces (whole rows, at most size) a batch: a row holds many short pieces
+            r1 = min(end, r0 + size)
+            if a + size < pieces.row.size:
+                r1 = min(r1, max(r0 + 1, int(pieces.row[a + size])))
+            b = int(np.searchsorted(pieces.row, r1))
+            # the pieces and discards may be held narrow (narrow): int64 per batch
+            p_occ, p_rep = _wide(pieces.occurrence[a:b]), pieces.repeat[a:b] if repeats else None
+            p_row = _wide(pieces.row[a:b]) - r0
+            yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), p_row, p_occ, p_occ,
+                                           _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
+                                           pieces.crop[a:b], p_rep)], reasons)
+            del p_occ, p_rep, p_row
+            a, r0 = b, r1
+        del pieces
     for lo in range(0, drops.occurrence.size, size):
         d_occ = _wide(drops.occurrence[lo:lo + size])
         yield assemble(1, [discard_section(d_occ, _wide(drops.start[lo:lo + size]),
@@ -190,11 +221,11 @@ def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size
     budget is asked here, before any batch.
     """
     check_split_budget(values, capacity, name)
-    rows, pieces = _fewer_truncations_rows(values, capacity, compiled)
-    yield from _batches(values, capacity, rows, pieces, Drops(_zeros(), _zeros(), _zeros()), size, False)
+    rows, blocks = _fewer_truncations_rows(values, capacity, compiled)
+    yield from _batches(values, capacity, rows, blocks, Drops(_zeros(), _zeros(), _zeros()), size, False)
 
 
-def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, Pieces]:
+def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, list[Block]]:
     """The rows and pieces of :func:`fewer_truncations_batches` (a function of its own: its intermediate
     columns are released before the first batch, not held by the generator while it yields).
 
@@ -223,7 +254,7 @@ def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -
     del c_start
     length = c_len[items]
     del c_len, items
-    return rows, Pieces(row, occ, start, length, none, none)
+    return rows, _blocks(0, rows, [row, occ, start, length, none, none])
 
 
 class Windows(NamedTuple):
@@ -356,13 +387,13 @@ def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int,
 
 def _bin_rows(doc: npt.NDArray[Any], start: npt.NDArray[Any], length: npt.NDArray[Any],
               item: npt.NDArray[Any], item_bin: npt.NDArray[Any], L: int, padding: bool, row: int,
-              pieces: list[list[npt.NDArray[Any]]], drops: list[list[npt.NDArray[Any]]],
+              blocks: list[Block], drops: list[list[npt.NDArray[Any]]],
               streamed: list[list[npt.NDArray[Any]]]) -> int:
     """Stage 2's bins, :data:`PLAN_CHUNK` items of whole bins at a time: a bin over ``L`` tokens (every
-    bin with ``padding``) is cut to a row (:func:`_cut_rows`, appended to ``pieces`` and ``drops``,
-    rows numbered from ``row``), the other bins' non-empty items go to ``streamed`` (text columns held
-    narrow). ``item``: the items (indices into the text-order columns) bin by bin; ``item_bin``: their
-    bins. Returns the next row.
+    bin with ``padding``) is cut to a row (:func:`_cut_rows`: a block appended to ``blocks``, its
+    discards to ``drops``, rows numbered from ``row``), the other bins' non-empty items go to
+    ``streamed`` (text columns held narrow). ``item``: the items (indices into the text-order
+    columns) bin by bin; ``item_bin``: their bins. Returns the next row.
     """
     n = item.size
     if not n:
@@ -384,11 +415,11 @@ def _bin_rows(doc: npt.NDArray[Any], start: npt.NDArray[Any], length: npt.NDArra
         del c
         cut = (np.add.reduceat(ln, f) > L) | padding
         cut_row = row + np.cumsum(cut) - cut
-        row += int(cut.sum())
         on = cut[ib] & (ln > 0)
         c_pieces, c_drops = _cut_rows(d[on], s[on], ln[on], within[on], cut_row[ib[on]], L)
         del within, cut_row
-        pieces.append(list(c_pieces))
+        blocks.append(Block(row, row + int(cut.sum()), c_pieces))
+        row = blocks[-1].r1
         drops.append(list(c_drops))
         del c_pieces, c_drops
         on = ~cut[ib] & (ln > 0)
@@ -408,21 +439,21 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     :func:`~packing_theory.peers._columns.first_fit_bins` (compiled when asked).
     """
     check_split_budget(values, capacity, name)
-    rows, pieces, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
-    yield from _batches(values, capacity, rows, pieces, drops, size, True)
+    rows, blocks, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
+    yield from _batches(values, capacity, rows, blocks, drops, size, True)
 
 
 def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, padding: bool,
-                   compiled: bool | None) -> tuple[int, Pieces, Drops]:
+                   compiled: bool | None) -> tuple[int, list[Block], Drops]:
     """The rows, pieces and discards of :func:`seamless_batches` (a function of its own: its intermediate
     columns are released before the first batch, not held by the generator while it yields)."""
     long = np.flatnonzero(values >= L).astype(np.int64)
     windows = window_columns(values[long], L, repetition)
     windows = Windows(long[windows.text], windows.start, windows.rest)
     w_pieces, w_drops = _window_rows(windows, L)
-    pieces, drops = [narrow(w_pieces)], [narrow(w_drops)]
-    del w_pieces, w_drops
     row = windows.start.size
+    blocks, drops = _blocks(0, row, narrow(w_pieces)), [narrow(w_drops)]
+    del w_pieces, w_drops
     doc, start, length = _short_items(values, L, long, windows.rest)
     del long, windows
     order = _sort_order(-length)
@@ -435,13 +466,13 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     item_bin = bins[by_bin]
     del bins, by_bin
     streamed: list[list[npt.NDArray[Any]]] = []
-    row = _bin_rows(doc, start, length, item, item_bin, L, padding, row, pieces, drops, streamed)
+    row = _bin_rows(doc, start, length, item, item_bin, L, padding, row, blocks, drops, streamed)
     del doc, start, length, item, item_bin
     s_doc, s_start, s_len = _cat(streamed) if streamed else [_zeros(), _zeros(), _zeros()]
     del streamed
     s_pieces, s_drops, s_rows = _stream_rows(s_doc, s_start, s_len, L, row)
     del s_doc, s_start, s_len
-    pieces.append(list(s_pieces))
+    blocks += _blocks(row, row + s_rows, list(s_pieces))
     drops.append(list(s_drops))
     del s_pieces, s_drops
-    return row + s_rows, Pieces(*_cat(pieces)), Drops(*_cat(drops))
+    return row + s_rows, blocks, Drops(*_cat(drops))
