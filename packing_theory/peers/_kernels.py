@@ -143,7 +143,7 @@ def _first_fit_tree(free, count, bins, size, closed, max_items):  # pragma: no c
 
 
 @njit(cache=True)
-def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
+def first_fit(sizes, capacity, max_items, out):  # pragma: no cover - compiled
     """First fit in the given order: the bin of each item (bins numbered in opening order).
 
     The leftmost open bin whose free space is ``>= size`` takes the item; an
@@ -152,7 +152,8 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
     (``max_items <= 0``: no cap) takes no more. A max segment tree over the
     bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`;
     the tree and the per-bin arrays are sized by the bins opened so far
-    (doubled when full, O(items) in all), not by the items.
+    (doubled when full, O(items) in all), not by the items. The bins are
+    written to ``out`` (one per item; ``int32`` where the caller knows they fit).
     """
     n = sizes.size
     size = 1024
@@ -160,7 +161,6 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
     tree = np.full(2 * size, closed, np.int64)
     free = np.zeros(size, np.int64)
     count = np.zeros(size, np.int64)
-    out = np.empty(n, np.int64)
     bins = 0
     for k in range(n):
         need = sizes[k]

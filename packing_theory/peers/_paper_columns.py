@@ -447,15 +447,26 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
                    compiled: bool | None) -> tuple[int, list[Block], Drops]:
     """The rows, pieces and discards of :func:`seamless_batches` (a function of its own: its intermediate
     columns are released before the first batch, not held by the generator while it yields)."""
-    long = np.flatnonzero(values >= L).astype(np.int64)
-    windows = window_columns(values[long], L, repetition)
-    windows = Windows(long[windows.text], windows.start, windows.rest)
-    w_pieces, w_drops = _window_rows(windows, L)
-    row = windows.start.size
-    blocks, drops = _blocks(0, row, narrow(w_pieces)), [narrow(w_drops)]
-    del w_pieces, w_drops
-    doc, start, length = _short_items(values, L, long, windows.rest)
-    del long, windows
+    long = np.flatnonzero(values >= L)
+    blocks: list[Block] = []
+    drops: list[list[npt.NDArray[Any]]] = []
+    rests = []
+    row = 0
+    for lo in range(0, long.size, PLAN_CHUNK):  # stage 1, PLAN_CHUNK long texts at a time (their windows)
+        texts = long[lo:lo + PLAN_CHUNK]
+        windows = window_columns(values[texts], L, repetition)
+        rests.append(windows.rest)
+        w_pieces, w_drops = _window_rows(Windows(texts[windows.text], windows.start, windows.rest), L)
+        w = windows.start.size
+        del windows
+        blocks.append(Block(row, row + w, Pieces(*narrow((w_pieces.row + row, *w_pieces[1:])))))
+        drops.append(narrow(w_drops))
+        del w_pieces, w_drops
+        row += w
+    rest = np.concatenate(rests) if rests else _zeros()
+    del rests
+    doc, start, length = _short_items(values, L, long, rest)
+    del long, rest
     order = _sort_order(-length)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
     room = L if padding else min(L + extra, max(L, int(length.sum(dtype=np.int64))))
