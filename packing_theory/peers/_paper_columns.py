@@ -79,31 +79,53 @@ class Drops(NamedTuple):
 
 class Block(NamedTuple):
     """The pieces of rows ``r0 <= row < r1`` (a row may hold none): a part of a plan, released once its
-    rows' batches are out."""
+    rows' batches are out.
+
+    Held compact: ``pieces.row`` counts from ``r0`` (``uint16`` when the block has fewer than 65,535
+    rows), ``pieces.length`` is ``uint16`` when every piece's length fits (a piece lies in one row).
+    """
 
     r0: int
     r1: int
     pieces: Pieces
 
 
+_SHORT = int(np.iinfo(np.uint16).max)
+
+
 def _zeros(n: int = 0) -> Int64Array:
     return np.zeros(n, np.int64)
 
 
+def _compact(i: int, col: npt.NDArray[Any], r0: int, r1: int, copy: bool) -> npt.NDArray[Any]:
+    """Column ``i`` of :class:`Pieces` (rows ``r0..r1-1``, rows counted from ``r0`` in the block) as a
+    :class:`Block` holds it (a copy when ``copy``, so that the column it is a slice of can be released)."""
+    if i == 0:
+        if r1 - r0 < _SHORT:
+            return (col - r0).astype(np.uint16)
+        (rel,) = narrow((col.astype(np.int64) - r0,))
+        return rel
+    if i == 3 and col.size and 0 <= int(col.min()) <= int(col.max()) <= _SHORT:
+        return col.astype(np.uint16)
+    return col.copy() if copy else col
+
+
 def _blocks(r0: int, r1: int, cols: list[npt.NDArray[Any]]) -> list[Block]:
-    """The pieces ``cols`` (:class:`Pieces`' columns, rows ``r0..r1-1``) as blocks of about
-    :data:`PLAN_CHUNK` pieces (whole rows), copied column by column (``cols`` is emptied: at most one
-    column is held twice)."""
+    """The pieces ``cols`` (:class:`Pieces`' columns, rows ``r0..r1-1`` numbered from 0) as blocks of
+    about :data:`PLAN_CHUNK` pieces (whole rows), held compact (:class:`Block`), built column by column
+    (``cols`` is emptied: at most one column is held twice)."""
     row, n = cols[0], cols[0].size
     cuts = [c for c in np.unique(np.searchsorted(row, row[PLAN_CHUNK::PLAN_CHUNK])).tolist() if c > 0]
     at = [0, *cuts, n]
-    bounds = [r0, *(int(row[c]) for c in cuts), r1]
+    bounds = [0, *(int(row[c]) for c in cuts), r1 - r0]
+    del row
     split: list[list[npt.NDArray[Any]]] = []
     for i in range(len(cols)):
-        split.append([cols[i][a:b].copy() if len(at) > 2 else cols[i] for a, b in itertools.pairwise(at)])
+        split.append([_compact(i, cols[i][at[k]:at[k + 1]], bounds[k], bounds[k + 1], len(at) > 2)
+                      for k in range(len(at) - 1)])
         cols[i] = cols[i][:0]
-    del row
-    return [Block(bounds[k], bounds[k + 1], Pieces(*(c[k] for c in split))) for k in range(len(at) - 1)]
+    return [Block(r0 + bounds[k], r0 + bounds[k + 1], Pieces(*(c[k] for c in split)))
+            for k in range(len(at) - 1)]
 
 
 def _cat(parts: list[list[npt.NDArray[Any]]]) -> list[npt.NDArray[Any]]:
@@ -187,16 +209,16 @@ def _batches(values: Int64Array, capacity: int, rows: int, blocks: list[Block], 
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
         yield assemble(1, [filt], reasons)
     while blocks:
-        r0, end, pieces = blocks.pop(0)
-        a = 0
+        base, end, pieces = blocks.pop(0)
+        a, r0 = 0, base
         while r0 < end:  # about size pieces (whole rows, at most size) a batch: a row holds many short pieces
             r1 = min(end, r0 + size)
             if a + size < pieces.row.size:
-                r1 = min(r1, max(r0 + 1, int(pieces.row[a + size])))
-            b = int(np.searchsorted(pieces.row, r1))
-            # the pieces and discards may be held narrow (narrow): int64 per batch
+                r1 = min(r1, max(r0 + 1, base + int(pieces.row[a + size])))
+            b = int(np.searchsorted(pieces.row, r1 - base))
+            # the pieces and discards are held narrow (Block, narrow): int64 per batch
             p_occ, p_rep = _wide(pieces.occurrence[a:b]), pieces.repeat[a:b] if repeats else None
-            p_row = _wide(pieces.row[a:b]) - r0
+            p_row = _wide(pieces.row[a:b]) - (r0 - base)
             yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), p_row, p_occ, p_occ,
                                            _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
                                            pieces.crop[a:b], p_rep)], reasons)
@@ -418,8 +440,10 @@ def _bin_rows(doc: npt.NDArray[Any], start: npt.NDArray[Any], length: npt.NDArra
         on = cut[ib] & (ln > 0)
         c_pieces, c_drops = _cut_rows(d[on], s[on], ln[on], within[on], cut_row[ib[on]], L)
         del within, cut_row
-        blocks.append(Block(row, row + int(cut.sum()), c_pieces))
-        row = blocks[-1].r1
+        c_rows = int(cut.sum())
+        c_pieces = c_pieces._replace(row=c_pieces.row - row)
+        blocks += _blocks(row, row + c_rows, list(c_pieces))
+        row += c_rows
         drops.append(list(c_drops))
         del c_pieces, c_drops
         on = ~cut[ib] & (ln > 0)
@@ -459,7 +483,7 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
         w_pieces, w_drops = _window_rows(Windows(texts[windows.text], windows.start, windows.rest), L)
         w = windows.start.size
         del windows
-        blocks.append(Block(row, row + w, Pieces(*narrow((w_pieces.row + row, *w_pieces[1:])))))
+        blocks += _blocks(row, row + w, narrow(w_pieces))
         drops.append(narrow(w_drops))
         del w_pieces, w_drops
         row += w
@@ -483,7 +507,7 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     del streamed
     s_pieces, s_drops, s_rows = _stream_rows(s_doc, s_start, s_len, L, row)
     del s_doc, s_start, s_len
-    blocks += _blocks(row, row + s_rows, list(s_pieces))
+    blocks += _blocks(row, row + s_rows, [s_pieces.row - row, *s_pieces[1:]])
     drops.append(list(s_drops))
     del s_pieces, s_drops
     return row + s_rows, blocks, Drops(*_cat(drops))

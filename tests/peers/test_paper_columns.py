@@ -159,6 +159,25 @@ def test_first_fit_bins_past_the_kernels_first_tree(dtype: Any, max_items: int |
     assert bins.tolist() == first_fit_bins(sizes, 8, max_items, compiled=False).tolist()
 
 
+@pytest.mark.parametrize(("rows", "longest", "row_type", "length_type"), [
+    (65_534, 65_535, np.uint16, np.uint16),  # at the bounds: uint16
+    (65_535, 65_536, np.int32, np.int32),  # one past: the narrow int32 columns
+])
+def test_a_block_holds_rows_and_lengths_compact_up_to_the_uint16_bound(rows: int, longest: int, row_type: Any,
+                                                                       length_type: Any) -> None:
+    """A plan's block counts its rows from its first row and holds them, and the pieces' lengths, in
+    ``uint16`` while they fit; the batches widen them back to the same values."""
+    row = np.arange(rows, dtype=np.int32)
+    length = np.ones(rows, np.int32)
+    length[-1] = longest
+    flags = np.zeros(rows, np.bool_)
+    (block,) = paper_columns._blocks(7, 7 + rows, [row, row.copy(), row.copy(), length, flags, flags])
+    assert (block.r0, block.r1) == (7, 7 + rows)
+    assert block.pieces.row.dtype == row_type and block.pieces.length.dtype == length_type
+    assert block.pieces.row.astype(np.int64).tolist() == list(range(rows))
+    assert int(block.pieces.length[-1]) == longest and int(block.pieces.length[:-1].max()) == 1
+
+
 def test_the_tie_case_tells_the_rules_apart() -> None:
     """The hand-picked tie input packs differently under first-to-reach ties (so it pins first-opened)."""
     sizes = [2, 10, 8, 1, 5, 13]
