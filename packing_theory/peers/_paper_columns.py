@@ -43,7 +43,7 @@ from ._columns import (
 from ._common import best_fit, check_split_budget
 
 __all__ = ["KERNEL_SPACES", "PLAN_CHUNK", "Block", "Drops", "Pieces", "Windows", "fewer_truncations_batches",
-           "first_opened_bins", "seamless_batches", "window_columns"]
+           "first_opened_bins", "longest_first", "seamless_batches", "window_columns"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -91,6 +91,7 @@ class Block(NamedTuple):
 
 
 _SHORT = int(np.iinfo(np.uint16).max)
+_NARROW_MAX = int(np.iinfo(np.int32).max)
 
 
 def _zeros(n: int = 0) -> Int64Array:
@@ -148,6 +149,34 @@ def _wide(c: npt.NDArray[Any]) -> npt.NDArray[Any]:
 def _sort_order(keys: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``np.argsort(keys, kind="stable")``, ``int32`` where it fits (``_columns.narrow``)."""
     (order,) = narrow((np.argsort(keys, kind="stable"),))
+    return order
+
+
+def longest_first(length: npt.NDArray[Any], top: int) -> npt.NDArray[Any]:
+    """``np.argsort(-length, kind="stable")`` for lengths in ``0..top``: ``int32`` where it fits.
+
+    With ``top < 2**16`` a counting sort, :data:`PLAN_CHUNK` items at a time,
+    writes the order straight into its ``int32`` column (no ``int64`` order of
+    every item); else the argsort, narrowed (``narrow``). O(n + top * chunks).
+
+    >>> longest_first(np.array([3, 5, 3, 0, 5]), 5).tolist()
+    [1, 4, 0, 2, 3]
+    """
+    n = length.size
+    if top >= 1 << 16 or n > _NARROW_MAX:
+        return _sort_order(-length)
+    count = np.bincount(length, minlength=top + 1)
+    offset = np.cumsum(count[::-1])[::-1] - count  # items longer than each length
+    del count
+    order = np.empty(n, np.int32)
+    for lo in range(0, n, PLAN_CHUNK):
+        part = length[lo:lo + PLAN_CHUNK]
+        local = np.argsort(-part, kind="stable")
+        key = -part[local]
+        rank = np.arange(local.size) - np.searchsorted(key, key, side="left")
+        order[offset[-key] + rank] = local + lo
+        offset += np.bincount(part, minlength=top + 1)
+        del part, local, key, rank
     return order
 
 
@@ -260,7 +289,7 @@ def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -
                               values[lo:lo + PLAN_CHUNK], L)) for lo in range(0, values.size, PLAN_CHUNK)]
     c_occ, c_start, c_len = _cat(parts) if parts else [_zeros(), _zeros(), _zeros()]
     del parts
-    order = _sort_order(-c_len)
+    order = longest_first(c_len, L)
     bins = first_opened_bins(c_len, order, L, compiled=compiled)
     rows = int(bins.max()) + 1 if bins.size else 0
     (bins,) = narrow((bins,))
@@ -342,20 +371,32 @@ def _window_rows(windows: Windows, L: int) -> tuple[Pieces, Drops]:
 def _short_items(values: Int64Array, L: int, long: Int64Array, rest: Int64Array) -> list[npt.NDArray[Any]]:
     """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder.
 
-    Held narrow (:func:`~packing_theory.peers._columns.narrow`): the document, its first token, its length.
+    Held narrow (``int32`` where they fit), found :data:`PLAN_CHUNK` texts at a time (no ``int64``
+    column of every item): the document, its first token, its length.
     """
     keep = values < L
     deferred = rest >= 0
     keep[long[deferred]] = True
-    (doc,) = narrow((np.flatnonzero(keep),))
+    count = int(np.count_nonzero(keep))
+    n = values.size
+    fits = n <= _NARROW_MAX and (not n or int(values.max()) <= _NARROW_MAX)
+    doc = np.empty(count, np.int32 if fits else np.int64)
+    length = np.empty(count, doc.dtype)
+    at = 0
+    for lo in range(0, n, PLAN_CHUNK):
+        part = np.flatnonzero(keep[lo:lo + PLAN_CHUNK])
+        part += lo
+        doc[at:at + part.size] = part
+        length[at:at + part.size] = values[part]
+        at += part.size
+        del part
     del keep
-    at = np.searchsorted(doc, long[deferred])
+    where = np.searchsorted(doc, long[deferred])
     (first,) = narrow((rest[deferred],))
-    start = np.zeros(doc.size, first.dtype)
-    start[at] = first
-    length = values[doc]
-    length[at] -= first
-    return [doc, start, *narrow((length,))]
+    start = np.zeros(count, first.dtype)
+    start[where] = first
+    length[where] -= first
+    return [doc, start, length]
 
 
 def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: Int64Array, row: Int64Array,
@@ -491,7 +532,7 @@ def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, pa
     del rests
     doc, start, length = _short_items(values, L, long, rest)
     del long, rest
-    order = _sort_order(-length)
+    order = longest_first(length, L)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
     room = L if padding else min(L + extra, max(L, int(length.sum(dtype=np.int64))))
     (bins,) = narrow((first_fit_bins(length[order], room, compiled=compiled),))

@@ -178,6 +178,19 @@ def test_a_block_holds_rows_and_lengths_compact_up_to_the_uint16_bound(rows: int
     assert int(block.pieces.length[-1]) == longest and int(block.pieces.length[:-1].max()) == 1
 
 
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=60), st.sampled_from([1, 2, 7, 1 << 17]),
+       st.sampled_from([9, 12, (1 << 16) - 1, 1 << 16]))
+def test_longest_first_is_the_stable_argsort(lengths: list[int], chunk: int, top: int) -> None:
+    """The planners' longest-first order (a counting sort by chunks below ``2**16``, else the argsort)."""
+    arr = np.asarray(lengths, dtype=np.int32)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
+        got = paper_columns.longest_first(arr, top)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.argsort(-arr.astype(np.int64), kind="stable").tolist()
+
+
 def test_the_tie_case_tells_the_rules_apart() -> None:
     """The hand-picked tie input packs differently under first-to-reach ties (so it pins first-opened)."""
     sizes = [2, 10, 8, 1, 5, 13]
