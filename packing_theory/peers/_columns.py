@@ -324,8 +324,10 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
         kind = np.int32 if sizes.dtype == np.int32 else np.int64  # a narrow column is not copied to int64
         bins: Int64Array = np.empty(sizes.size, np.int32 if sizes.size <= _NARROW.max else np.int64)
+        small = kind == np.int32 and capacity <= _NARROW.max  # every free space fits int32, above its min
+        tree = np.full(2 * 1024, _NARROW.min if small else -(1 << 62), np.int32 if small else np.int64)
         kernel.first_fit(np.ascontiguousarray(sizes, kind), int(capacity),
-                         0 if max_items is None else int(max_items), bins)
+                         0 if max_items is None else int(max_items), bins, tree)
         return bins
     out = np.empty(sizes.size, np.int64)
     for b, items in enumerate(first_fit(sizes.tolist(), capacity, max_items)):

@@ -132,8 +132,8 @@ def concat_no_wrap_takes(lengths, capacity, used):  # pragma: no cover - compile
 @njit(cache=True)
 def _first_fit_grown(tree, size, bins, closed):  # pragma: no cover - compiled
     """The max segment tree of ``2 * size`` leaves holding the leaves of ``tree`` (``size`` leaves, the
-    first ``bins`` in use; the others closed)."""
-    grown = np.full(4 * size, closed, np.int64)
+    first ``bins`` in use; the others closed), of ``tree``'s integer type."""
+    grown = np.full(4 * size, closed, tree.dtype)
     grown[2 * size:2 * size + bins] = tree[size:size + bins]
     for i in range(2 * size - 1, 0, -1):
         a = grown[2 * i]
@@ -143,7 +143,7 @@ def _first_fit_grown(tree, size, bins, closed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def first_fit(sizes, capacity, max_items, out):  # pragma: no cover - compiled
+def first_fit(sizes, capacity, max_items, out, tree):  # pragma: no cover - compiled
     """First fit in the given order: the bin of each item, written to ``out`` (bins in opening order).
 
     The leftmost open bin whose free space is ``>= size`` takes the item; an
@@ -155,12 +155,13 @@ def first_fit(sizes, capacity, max_items, out):  # pragma: no cover - compiled
     never read again), so no other per-bin array is kept but the item counts
     under a cap; the tree is sized by the bins opened so far (doubled when
     full, O(items) in all), not by the items. ``out``: one bin per item
-    (``int32`` where the caller knows they fit).
+    (``int32`` where the caller knows they fit). ``tree``: the first tree,
+    every node closed (its value, below any free space, is read from it),
+    1,024 leaves, ``int32`` where the caller knows every free space fits.
     """
     n = sizes.size
-    size = 1024
-    closed = -(1 << 62)
-    tree = np.full(2 * size, closed, np.int64)
+    size = tree.size // 2
+    closed = tree[1]
     count = np.zeros(n if max_items > 0 else 1, np.int64)
     bins = 0
     for k in range(n):
