@@ -109,7 +109,7 @@ def test_planning_in_small_chunks_gives_the_same_events(name: str, compiled: boo
     (bins split across chunk ends, rows numbered across chunks) give the pure events."""
     if data is None:  # bins over L, bins under L (streamed), a deferred remainder, empties, ties
         width, ls, chunk = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1, 3, 3], 2
-        opts = {"extra": 3} if name == "seamless" else {}
+        opts: dict[str, Any] = {"extra": 3} if name == "seamless" else {}
     else:
         width = data.draw(st.sampled_from(WIDTHS))
         ls = data.draw(lengths_near(width))
