@@ -68,6 +68,8 @@ def best_fit_first_opened(sizes, order, capacity):  # pragma: no cover - compile
     skew heap of the bins holding it, its nodes the bins themselves (``left``,
     ``right``: a bin is in one heap at a time) — the same answers as
     :func:`packing_theory.peers._common.best_fit`'s sorted list and min-heaps.
+    The per-bin arrays and the answer are of ``order``'s integer type (an
+    ``int32`` order indexes fewer than ``2**31`` items, so fewer bins).
     """
     n = order.size
     leaves = 1
@@ -75,9 +77,9 @@ def best_fit_first_opened(sizes, order, capacity):  # pragma: no cover - compile
         leaves *= 2
     tree = np.zeros(2 * leaves, np.uint8)
     root = np.full(capacity + 1, -1, np.int64)
-    left = np.full(max(n, 1), -1, np.int64)
-    right = np.full(max(n, 1), -1, np.int64)
-    bin_of = np.empty(n, np.int64)
+    left = np.full(max(n, 1), -1, order.dtype)  # bins < items: held in the order's integer type
+    right = np.full(max(n, 1), -1, order.dtype)
+    bin_of = np.empty(n, order.dtype)
     bins = 0
     for j in range(n):
         size = sizes[order[j]]

@@ -348,7 +348,8 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
     """The bin of each item under :func:`~packing_theory.peers._common.first_fit` (in the given order).
 
     Bins are numbered in opening order, and a bin's items are in processing
-    order, so ``np.argsort(bins, kind="stable")`` lists the items bin by bin.
+    order, so ``np.argsort(bins, kind="stable")`` lists the items bin by bin
+    (``int32`` from the kernel where the items' count fits, else ``int64``).
     ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
     without numba), ``False`` the pure Python ``first_fit``, ``None`` the
     kernel when numba is installed. Complexity: O(n log n).
@@ -363,8 +364,12 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
     use = compiled_available() if compiled is None else compiled
     if use:
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
-        bins: Int64Array = kernel.first_fit(np.ascontiguousarray(sizes, np.int64), int(capacity),
-                                            0 if max_items is None else int(max_items))
+        kind = np.int32 if sizes.dtype == np.int32 else np.int64  # a narrow column is not copied to int64
+        bins: Int64Array = np.empty(sizes.size, np.int32 if sizes.size <= _NARROW.max else np.int64)
+        small = kind == np.int32 and capacity <= _NARROW.max  # every free space fits int32, above its min
+        tree = np.full(2 * 1024, _NARROW.min if small else -(1 << 62), np.int32 if small else np.int64)
+        kernel.first_fit(np.ascontiguousarray(sizes, kind), int(capacity),
+                         0 if max_items is None else int(max_items), bins, tree)
         return bins
     out = np.empty(sizes.size, np.int64)
     for b, items in enumerate(first_fit(sizes.tolist(), capacity, max_items)):

@@ -134,24 +134,39 @@ def concat_no_wrap_takes(lengths, capacity, used):  # pragma: no cover - compile
 
 
 @njit(cache=True)
-def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
-    """First fit in the given order: the bin of each item (bins numbered in opening order).
+def _first_fit_grown(tree, size, bins, closed):  # pragma: no cover - compiled
+    """The max segment tree of ``2 * size`` leaves holding the leaves of ``tree`` (``size`` leaves, the
+    first ``bins`` in use; the others closed), of ``tree``'s integer type."""
+    grown = np.full(4 * size, closed, tree.dtype)
+    grown[2 * size:2 * size + bins] = tree[size:size + bins]
+    for i in range(2 * size - 1, 0, -1):
+        a = grown[2 * i]
+        c = grown[2 * i + 1]
+        grown[i] = a if a >= c else c
+    return grown
+
+
+@njit(cache=True)
+def first_fit(sizes, capacity, max_items, out, tree):  # pragma: no cover - compiled
+    """First fit in the given order: the bin of each item, written to ``out`` (bins in opening order).
 
     The leftmost open bin whose free space is ``>= size`` takes the item; an
     item that fits none opens a bin (free ``capacity - size``, negative for an
     item larger than the capacity). A bin holding ``max_items`` items
     (``max_items <= 0``: no cap) takes no more. A max segment tree over the
-    bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`.
+    bins' free space, as :class:`packing_theory.peers._common.FirstFitTree`:
+    a leaf is its bin's free space (closed once the bin is full, when it is
+    never read again), so no other per-bin array is kept but the item counts
+    under a cap; the tree is sized by the bins opened so far (doubled when
+    full, O(items) in all), not by the items. ``out``: one bin per item
+    (``int32`` where the caller knows they fit). ``tree``: the first tree,
+    every node closed (its value, below any free space, is read from it),
+    1,024 leaves, ``int32`` where the caller knows every free space fits.
     """
     n = sizes.size
-    size = 1
-    while size < max(n, 1):
-        size *= 2
-    closed = -(1 << 62)
-    tree = np.full(2 * size, closed, np.int64)
-    free = np.zeros(max(n, 1), np.int64)
-    count = np.zeros(max(n, 1), np.int64)
-    out = np.empty(n, np.int64)
+    size = tree.size // 2
+    closed = tree[1]
+    count = np.zeros(n if max_items > 0 else 1, np.int64)
     bins = 0
     for k in range(n):
         need = sizes[k]
@@ -160,14 +175,19 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
             while i < size:
                 i = 2 * i if tree[2 * i] >= need else 2 * i + 1
             b = i - size
-            free[b] -= need
+            value = tree[i] - need
         else:
             b = bins
             bins += 1
-            free[b] = capacity - need
-        count[b] += 1
+            if b == size:
+                tree = _first_fit_grown(tree, size, b, closed)
+                size *= 2
+            value = capacity - need
         out[k] = b
-        value = closed if max_items > 0 and count[b] >= max_items else free[b]
+        if max_items > 0:
+            count[b] += 1
+            if count[b] >= max_items:
+                value = closed
         i = b + size
         tree[i] = value
         i //= 2
@@ -176,4 +196,3 @@ def first_fit(sizes, capacity, max_items):  # pragma: no cover - compiled
             c = tree[2 * i + 1]
             tree[i] = a if a >= c else c
             i //= 2
-    return out

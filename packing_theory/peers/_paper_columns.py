@@ -21,6 +21,7 @@ O(items log items) first fit, compiled).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -41,11 +42,15 @@ from ._columns import (
 )
 from ._common import best_fit, check_split_budget
 
-__all__ = ["KERNEL_SPACES", "Drops", "Pieces", "Windows", "fewer_truncations_batches", "first_opened_bins",
-           "seamless_batches", "window_columns"]
+__all__ = ["KERNEL_SPACES", "PLAN_CHUNK", "Block", "Drops", "Pieces", "Windows", "fewer_truncations_batches",
+           "first_opened_bins", "longest_first", "seamless_batches", "window_columns"]
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+PLAN_CHUNK = 1 << 17
+"""Documents (or stage-2 items) whose temporary columns the planners hold at once: the planners' peak
+is their narrow plan plus one chunk's temporaries, not a dozen ``int64`` columns of every document."""
 
 KERNEL_SPACES = 1 << 22
 """The largest capacity the first-opened kernel packs: it holds O(capacity) arrays (about 40 MB here).
@@ -72,8 +77,56 @@ class Drops(NamedTuple):
     length: Int64Array
 
 
+class Block(NamedTuple):
+    """The pieces of rows ``r0 <= row < r1`` (a row may hold none): a part of a plan, released once its
+    rows' batches are out.
+
+    Held compact: ``pieces.row`` counts from ``r0`` (``uint16`` when the block has fewer than 65,535
+    rows), ``pieces.length`` is ``uint16`` when every piece's length fits (a piece lies in one row).
+    """
+
+    r0: int
+    r1: int
+    pieces: Pieces
+
+
+_SHORT = int(np.iinfo(np.uint16).max)
+_NARROW_MAX = int(np.iinfo(np.int32).max)
+
+
 def _zeros(n: int = 0) -> Int64Array:
     return np.zeros(n, np.int64)
+
+
+def _compact(i: int, col: npt.NDArray[Any], r0: int, r1: int, copy: bool) -> npt.NDArray[Any]:
+    """Column ``i`` of :class:`Pieces` (rows ``r0..r1-1``, rows counted from ``r0`` in the block) as a
+    :class:`Block` holds it (a copy when ``copy``, so that the column it is a slice of can be released)."""
+    if i == 0:
+        if r1 - r0 < _SHORT:
+            return (col - r0).astype(np.uint16)
+        (rel,) = narrow((col.astype(np.int64) - r0,))
+        return rel
+    if i == 3 and col.size and 0 <= int(col.min()) <= int(col.max()) <= _SHORT:
+        return col.astype(np.uint16)
+    return col.copy() if copy else col
+
+
+def _blocks(r0: int, r1: int, cols: list[npt.NDArray[Any]]) -> list[Block]:
+    """The pieces ``cols`` (:class:`Pieces`' columns, rows ``r0..r1-1`` numbered from 0) as blocks of
+    about :data:`PLAN_CHUNK` pieces (whole rows), held compact (:class:`Block`), built column by column
+    (``cols`` is emptied: at most one column is held twice)."""
+    row, n = cols[0], cols[0].size
+    cuts = [c for c in np.unique(np.searchsorted(row, row[PLAN_CHUNK::PLAN_CHUNK])).tolist() if c > 0]
+    at = [0, *cuts, n]
+    bounds = [0, *(int(row[c]) for c in cuts), r1 - r0]
+    del row
+    split: list[list[npt.NDArray[Any]]] = []
+    for i in range(len(cols)):
+        split.append([_compact(i, cols[i][at[k]:at[k + 1]], bounds[k], bounds[k + 1], len(at) > 2)
+                      for k in range(len(at) - 1)])
+        cols[i] = cols[i][:0]
+    return [Block(r0 + bounds[k], r0 + bounds[k + 1], Pieces(*(c[k] for c in split)))
+            for k in range(len(at) - 1)]
 
 
 def _cat(parts: list[list[npt.NDArray[Any]]]) -> list[npt.NDArray[Any]]:
@@ -93,11 +146,51 @@ def _wide(c: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return c if c.dtype == np.bool_ else c.astype(np.int64, copy=False)
 
 
+def _sort_order(keys: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``np.argsort(keys, kind="stable")``, ``int32`` where it fits (``_columns.narrow``)."""
+    (order,) = narrow((np.argsort(keys, kind="stable"),))
+    return order
+
+
+def longest_first(length: npt.NDArray[Any], top: int) -> npt.NDArray[Any]:
+    """``np.argsort(-length, kind="stable")`` for lengths in ``0..top``: ``int32`` where it fits.
+
+    With ``top < 2**16`` a counting sort, :data:`PLAN_CHUNK` items at a time,
+    writes the order straight into its ``int32`` column (no ``int64`` order of
+    every item); else the argsort, narrowed (``narrow``). O(n + top * chunks).
+
+    >>> longest_first(np.array([3, 5, 3, 0, 5]), 5).tolist()
+    [1, 4, 0, 2, 3]
+    """
+    n = length.size
+    if top >= 1 << 16 or n > _NARROW_MAX:
+        return _sort_order(-length)
+    count = np.bincount(length, minlength=top + 1)
+    offset = np.cumsum(count[::-1])[::-1] - count  # items longer than each length
+    del count
+    order = np.empty(n, np.int32)
+    for lo in range(0, n, PLAN_CHUNK):
+        part = length[lo:lo + PLAN_CHUNK]
+        local = np.argsort(-part, kind="stable")
+        key = -part[local]
+        rank = np.arange(local.size) - np.searchsorted(key, key, side="left")
+        order[offset[-key] + rank] = local + lo
+        offset += np.bincount(part, minlength=top + 1)
+        del part, local, key, rank
+    return order
+
+
+def _kernel_ints(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``a`` contiguous for a kernel: ``int32`` kept (no ``int64`` copy of a narrow column), else int64."""
+    return np.ascontiguousarray(a) if a.dtype == np.int32 else np.ascontiguousarray(a, np.int64)
+
+
 def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
                       compiled: bool | None = None) -> Int64Array:
     """The bin of each item of ``order`` (processing order) under best fit with first-opened ties.
 
-    Sizes lie in ``1..capacity``; bins are numbered in opening order.
+    Sizes lie in ``1..capacity``; bins are numbered in opening order (``int32``
+    from the kernel when ``order`` is ``int32``, else ``int64``).
     ``compiled``: ``True`` the numba kernel (:class:`~packing_theory.MissingDependency`
     without numba), ``False`` the pure Python
     :func:`~packing_theory.peers._common.best_fit`, ``None`` the kernel when
@@ -112,8 +205,8 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
         kernel = load_numba_module("packing_theory.peers._best_fit_kernel",
                                    "the peers' compiled best fit (first-opened ties)")
         if capacity <= KERNEL_SPACES:
-            bins: Int64Array = kernel.best_fit_first_opened(
-                np.ascontiguousarray(sizes, np.int64), np.ascontiguousarray(order, np.int64), int(capacity))
+            bins: Int64Array = kernel.best_fit_first_opened(_kernel_ints(sizes), _kernel_ints(order),
+                                                            int(capacity))
             return bins
     out = np.empty(order.size, np.int64)
     seq = order.tolist()
@@ -124,12 +217,13 @@ def first_opened_bins(sizes: Int64Array, order: Int64Array, capacity: int, *,
     return out
 
 
-def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops: Drops, size: int,
+def _batches(values: Int64Array, capacity: int, rows: int, blocks: list[Block], drops: Drops, size: int,
              repeats: bool) -> Iterator[EventBatch]:
-    """One offline window's events in batches of about ``size`` documents, rows or discards each.
+    """One offline window's events in batches of about ``size`` documents, pieces (whole rows) or discards.
 
     Every Arrival, the Filtered (``"empty"``) of each empty document, the rows
-    (``pieces``, padded on the right), the discards, the Horizon.
+    (``blocks``, padded on the right; each block taken off the list once its rows are out, so that
+    the plan held shrinks as the stream goes), the discards, the Horizon.
     """
     n = values.size
     reasons = ("empty",)
@@ -143,13 +237,23 @@ def _batches(values: Int64Array, capacity: int, rows: int, pieces: Pieces, drops
         part = empty[lo:lo + size]
         _, filt = arrival_sections(part, _zeros(part.size), _zeros(part.size))
         yield assemble(1, [filt], reasons)
-    for r0 in range(0, rows, size):  # the pieces and discards may be held narrow (narrow): int64 per batch
-        r1 = min(rows, r0 + size)
-        a, b = np.searchsorted(pieces.row, [r0, r1]).tolist()
-        p_occ = _wide(pieces.occurrence[a:b])
-        yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), _wide(pieces.row[a:b]) - r0,
-                                       p_occ, p_occ, _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
-                                       pieces.crop[a:b], pieces.repeat[a:b] if repeats else None)], reasons)
+    while blocks:
+        base, end, pieces = blocks.pop(0)
+        a, r0 = 0, base
+        while r0 < end:  # about size pieces (whole rows, at most size) a batch: a row holds many short pieces
+            r1 = min(end, r0 + size)
+            if a + size < pieces.row.size:
+                r1 = min(r1, max(r0 + 1, base + int(pieces.row[a + size])))
+            b = int(np.searchsorted(pieces.row, r1 - base))
+            # the pieces and discards are held narrow (Block, narrow): int64 per batch
+            p_occ, p_rep = _wide(pieces.occurrence[a:b]), pieces.repeat[a:b] if repeats else None
+            p_row = _wide(pieces.row[a:b]) - (r0 - base)
+            yield assemble(1, [row_section(capacity, r1 - r0, r0, _zeros(r1 - r0), p_row, p_occ, p_occ,
+                                           _wide(pieces.start[a:b]), _wide(pieces.length[a:b]),
+                                           pieces.crop[a:b], p_rep)], reasons)
+            del p_occ, p_rep, p_row
+            a, r0 = b, r1
+        del pieces
     for lo in range(0, drops.occurrence.size, size):
         d_occ = _wide(drops.occurrence[lo:lo + size])
         yield assemble(1, [discard_section(d_occ, _wide(drops.start[lo:lo + size]),
@@ -168,25 +272,40 @@ def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size
     budget is asked here, before any batch.
     """
     check_split_budget(values, capacity, name)
-    rows, pieces = _fewer_truncations_rows(values, capacity, compiled)
-    yield from _batches(values, capacity, rows, pieces, Drops(_zeros(), _zeros(), _zeros()), size, False)
+    rows, blocks = _fewer_truncations_rows(values, capacity, compiled)
+    yield from _batches(values, capacity, rows, blocks, Drops(_zeros(), _zeros(), _zeros()), size, False)
 
 
-def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, Pieces]:
+def _fewer_truncations_rows(values: Int64Array, L: int, compiled: bool | None) -> tuple[int, list[Block]]:
     """The rows and pieces of :func:`fewer_truncations_batches` (a function of its own: its intermediate
-    columns are released before the first batch, not held by the generator while it yields)."""
-    c_occ, c_start, c_len = fragments(np.arange(values.size, dtype=np.int64), values, L)
-    order = np.argsort(-c_len, kind="stable").astype(np.int64)
+    columns are released before the first batch, not held by the generator while it yields).
+
+    The chunks are cut :data:`PLAN_CHUNK` documents at a time and held narrow
+    (:func:`~packing_theory.peers._columns.narrow`); the sort orders are
+    ``int32`` where they fit, and the two permutations (longest first, then
+    row by row) are composed before the chunks' columns are gathered once.
+    """
+    parts = [narrow(fragments(np.arange(lo, min(values.size, lo + PLAN_CHUNK), dtype=np.int64),
+                              values[lo:lo + PLAN_CHUNK], L)) for lo in range(0, values.size, PLAN_CHUNK)]
+    c_occ, c_start, c_len = _cat(parts) if parts else [_zeros(), _zeros(), _zeros()]
+    del parts
+    order = longest_first(c_len, L)
     bins = first_opened_bins(c_len, order, L, compiled=compiled)
+    rows = int(bins.max()) + 1 if bins.size else 0
+    (bins,) = narrow((bins,))
     by_row = np.argsort(bins, kind="stable")
     items = order[by_row]
     del order
-    rows = int(bins.max()) + 1 if bins.size else 0
-    none = np.zeros(items.size, np.bool_)
     (row,) = narrow((bins[by_row],))
     del bins, by_row
-    (occ,), (start,), (length,) = (narrow((col[items],)) for col in (c_occ, c_start, c_len))
-    return rows, Pieces(row, occ, start, length, none, none)
+    none = np.zeros(items.size, np.bool_)
+    occ = c_occ[items]
+    del c_occ
+    start = c_start[items]
+    del c_start
+    length = c_len[items]
+    del c_len, items
+    return rows, _blocks(0, rows, [row, occ, start, length, none, none])
 
 
 class Windows(NamedTuple):
@@ -249,16 +368,35 @@ def _window_rows(windows: Windows, L: int) -> tuple[Pieces, Drops]:
     return pieces, Drops(o[gap], frontier[gap], (s - frontier)[gap])
 
 
-def _short_items(values: Int64Array, long: Int64Array, rest: Int64Array
-                 ) -> tuple[Int64Array, Int64Array, Int64Array]:
-    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder."""
-    rest_of = np.full(values.size, -1, np.int64)
-    rest_of[long] = rest
-    is_short = np.ones(values.size, np.bool_)
-    is_short[long] = False
-    doc = np.flatnonzero(is_short | (rest_of >= 0)).astype(np.int64)
-    start = np.where(is_short[doc], 0, rest_of[doc])
-    return doc, start, values[doc] - start
+def _short_items(values: Int64Array, L: int, long: Int64Array, rest: Int64Array) -> list[npt.NDArray[Any]]:
+    """Stage 2's items in text order: each text under ``L`` (an empty one too), each deferred remainder.
+
+    Held narrow (``int32`` where they fit), found :data:`PLAN_CHUNK` texts at a time (no ``int64``
+    column of every item): the document, its first token, its length.
+    """
+    keep = values < L
+    deferred = rest >= 0
+    keep[long[deferred]] = True
+    count = int(np.count_nonzero(keep))
+    n = values.size
+    fits = n <= _NARROW_MAX and (not n or int(values.max()) <= _NARROW_MAX)
+    doc = np.empty(count, np.int32 if fits else np.int64)
+    length = np.empty(count, doc.dtype)
+    at = 0
+    for lo in range(0, n, PLAN_CHUNK):
+        part = np.flatnonzero(keep[lo:lo + PLAN_CHUNK])
+        part += lo
+        doc[at:at + part.size] = part
+        length[at:at + part.size] = values[part]
+        at += part.size
+        del part
+    del keep
+    where = np.searchsorted(doc, long[deferred])
+    (first,) = narrow((rest[deferred],))
+    start = np.zeros(count, first.dtype)
+    start[where] = first
+    length[where] -= first
+    return [doc, start, length]
 
 
 def _cut_rows(doc: Int64Array, start: Int64Array, length: Int64Array, within: Int64Array, row: Int64Array,
@@ -310,6 +448,51 @@ def _stream_rows(doc: Int64Array, start: Int64Array, length: Int64Array, L: int,
     return pieces, drops, rows
 
 
+def _bin_rows(doc: npt.NDArray[Any], start: npt.NDArray[Any], length: npt.NDArray[Any],
+              item: npt.NDArray[Any], item_bin: npt.NDArray[Any], L: int, padding: bool, row: int,
+              blocks: list[Block], drops: list[list[npt.NDArray[Any]]],
+              streamed: list[list[npt.NDArray[Any]]]) -> int:
+    """Stage 2's bins, :data:`PLAN_CHUNK` items of whole bins at a time: a bin over ``L`` tokens (every
+    bin with ``padding``) is cut to a row (:func:`_cut_rows`: a block appended to ``blocks``, its
+    discards to ``drops``, rows numbered from ``row``), the other bins' non-empty items go to
+    ``streamed`` (text columns held narrow). ``item``: the items (indices into the text-order
+    columns) bin by bin; ``item_bin``: their bins. Returns the next row.
+    """
+    n = item.size
+    if not n:
+        return row
+    first = np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1])))
+    bounds = np.unique(np.searchsorted(first, np.arange(0, n, PLAN_CHUNK), side="right") - 1).tolist()
+    bounds.append(first.size)
+    for b0, b1 in itertools.pairwise(bounds):
+        lo = int(first[b0])
+        hi = int(first[b1]) if b1 < first.size else n
+        it = item[lo:hi]
+        d, s, ln = doc[it], start[it], length[it].astype(np.int64)
+        del it
+        f = first[b0:b1] - lo
+        ib = np.repeat(np.arange(f.size), np.diff(f, append=hi - lo))
+        c = np.cumsum(ln)
+        c -= ln
+        within = c - c[f][ib]  # int64: L - within is taken below
+        del c
+        cut = (np.add.reduceat(ln, f) > L) | padding
+        cut_row = row + np.cumsum(cut) - cut
+        on = cut[ib] & (ln > 0)
+        c_pieces, c_drops = _cut_rows(d[on], s[on], ln[on], within[on], cut_row[ib[on]], L)
+        del within, cut_row
+        c_rows = int(cut.sum())
+        c_pieces = c_pieces._replace(row=c_pieces.row - row)
+        blocks += _blocks(row, row + c_rows, list(c_pieces))
+        row += c_rows
+        drops.append(list(c_drops))
+        del c_pieces, c_drops
+        on = ~cut[ib] & (ln > 0)
+        if on.any():
+            streamed.append(narrow((d[on], s[on], ln[on])))
+    return row
+
+
 def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: float, extra: int,
                      padding: bool, size: int, compiled: bool | None) -> Iterator[EventBatch]:
     """:meth:`~packing_theory.peers.paper.Seamless.events` in columns.
@@ -321,59 +504,51 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     :func:`~packing_theory.peers._columns.first_fit_bins` (compiled when asked).
     """
     check_split_budget(values, capacity, name)
-    rows, pieces, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
-    yield from _batches(values, capacity, rows, pieces, drops, size, True)
+    rows, blocks, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
+    yield from _batches(values, capacity, rows, blocks, drops, size, True)
 
 
 def _seamless_rows(values: Int64Array, L: int, repetition: float, extra: int, padding: bool,
-                   compiled: bool | None) -> tuple[int, Pieces, Drops]:
+                   compiled: bool | None) -> tuple[int, list[Block], Drops]:
     """The rows, pieces and discards of :func:`seamless_batches` (a function of its own: its intermediate
     columns are released before the first batch, not held by the generator while it yields)."""
-    long = np.flatnonzero(values >= L).astype(np.int64)
-    windows = window_columns(values[long], L, repetition)
-    windows = Windows(long[windows.text], windows.start, windows.rest)
-    w_pieces, w_drops = _window_rows(windows, L)
-    pieces, drops = [narrow(w_pieces)], [narrow(w_drops)]
-    del w_pieces, w_drops
-    row = windows.start.size
-    # stage 2's items held int32 where they fit (narrow): the sums below are int64
-    doc, start, length = narrow(_short_items(values, long, windows.rest))
-    del long, windows
-    order = np.argsort(-length, kind="stable").astype(np.int64)
+    long = np.flatnonzero(values >= L)
+    blocks: list[Block] = []
+    drops: list[list[npt.NDArray[Any]]] = []
+    rests = []
+    row = 0
+    for lo in range(0, long.size, PLAN_CHUNK):  # stage 1, PLAN_CHUNK long texts at a time (their windows)
+        texts = long[lo:lo + PLAN_CHUNK]
+        windows = window_columns(values[texts], L, repetition)
+        rests.append(windows.rest)
+        w_pieces, w_drops = _window_rows(Windows(texts[windows.text], windows.start, windows.rest), L)
+        w = windows.start.size
+        del windows
+        blocks += _blocks(row, row + w, narrow(w_pieces))
+        drops.append(narrow(w_drops))
+        del w_pieces, w_drops
+        row += w
+    rest = np.concatenate(rests) if rests else _zeros()
+    del rests
+    doc, start, length = _short_items(values, L, long, rest)
+    del long, rest
+    order = longest_first(length, L)
     # a bin of at least every short token holds them all, as L + extra would: the same bins, no int64 overflow
     room = L if padding else min(L + extra, max(L, int(length.sum(dtype=np.int64))))
-    bins = first_fit_bins(length[order], room, compiled=compiled)
+    (bins,) = narrow((first_fit_bins(length[order], room, compiled=compiled),))
     by_bin = np.argsort(bins, kind="stable")
-    item = order[by_bin]
+    item = order[by_bin]  # the items bin by bin (bins in opening order, items in processing order)
     del order
-    (item_bin,) = narrow((bins[by_bin],))
+    item_bin = bins[by_bin]
     del bins, by_bin
-    doc, start, length = doc[item], start[item], length[item]
-    del item
-    first = (np.flatnonzero(np.concatenate(([True], item_bin[1:] != item_bin[:-1]))) if item_bin.size
-             else _zeros())
-    c = np.cumsum(length, dtype=np.int64) - length
-    within = c - c[first][item_bin]  # int64: L - within is taken below
-    del c
-    totals = np.add.reduceat(length, first, dtype=np.int64) if item_bin.size else _zeros()
-    cut = (totals > L) | padding
-    cut_row = row + np.cumsum(cut) - cut
-    on_row = cut[item_bin] & (length > 0)
-    del first, totals
-    c_pieces, c_drops = _cut_rows(doc[on_row], start[on_row], length[on_row], within[on_row],
-                                  cut_row[item_bin[on_row]], L)
-    del on_row, within, cut_row
-    pieces.append(list(c_pieces))
-    drops.append(list(c_drops))
-    del c_pieces, c_drops
-    row += int(cut.sum())
-    streamed = ~cut[item_bin] & (length > 0)
-    del cut, item_bin
-    doc, start, length = doc[streamed], start[streamed], length[streamed]
+    streamed: list[list[npt.NDArray[Any]]] = []
+    row = _bin_rows(doc, start, length, item, item_bin, L, padding, row, blocks, drops, streamed)
+    del doc, start, length, item, item_bin
+    s_doc, s_start, s_len = _cat(streamed) if streamed else [_zeros(), _zeros(), _zeros()]
     del streamed
-    s_pieces, s_drops, s_rows = _stream_rows(doc, start, length, L, row)
-    del doc, start, length
-    pieces.append(list(s_pieces))
+    s_pieces, s_drops, s_rows = _stream_rows(s_doc, s_start, s_len, L, row)
+    del s_doc, s_start, s_len
+    blocks += _blocks(row, row + s_rows, [s_pieces.row - row, *s_pieces[1:]])
     drops.append(list(s_drops))
     del s_pieces, s_drops
-    return row + s_rows, Pieces(*_cat(pieces)), Drops(*_cat(drops))
+    return row + s_rows, blocks, Drops(*_cat(drops))

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from packing_theory import build_packer
 from packing_theory.engine.compiled import compiled_available
+from packing_theory.peers import _paper_columns as paper_columns
+from packing_theory.peers._columns import first_fit_bins
 from packing_theory.peers._common import best_fit, best_fit_decreasing
 from packing_theory.peers._paper_columns import first_opened_bins, window_columns
 from packing_theory.peers.paper import seamless_windows
@@ -98,6 +100,29 @@ HAND_PICKED = [
 
 
 @pytest.mark.parametrize("compiled", MODES)
+@pytest.mark.parametrize("name", ["fewer-truncations", "seamless"])
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(data=st.data())
+@example(data=None)
+def test_planning_in_small_chunks_gives_the_same_events(name: str, compiled: bool, data: Any) -> None:
+    """The planners cut documents and stage-2 bins ``PLAN_CHUNK`` at a time: chunks of 1, 2, 3 items
+    (bins split across chunk ends, rows numbered across chunks) give the pure events."""
+    if data is None:  # bins over L, bins under L (streamed), a deferred remainder, empties, ties
+        width, ls, chunk = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1, 3, 3], 2
+        opts: dict[str, Any] = {"extra": 3} if name == "seamless" else {}
+    else:
+        width = data.draw(st.sampled_from(WIDTHS))
+        ls = data.draw(lengths_near(width))
+        opts = seamless_options(data.draw) if name == "seamless" else {}
+        chunk = data.draw(st.sampled_from([1, 2, 3, 5]))
+    packer = build_packer(name, capacity=width, **opts)
+    want = outcome(lambda: packer.events(ls))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
+        assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), 3, compiled)) == want
+
+
+@pytest.mark.parametrize("compiled", MODES)
 @pytest.mark.parametrize(("name", "width", "options", "lengths"), HAND_PICKED)
 def test_hand_picked_inputs_agree(compiled: bool, name: str, width: int, options: dict[str, Any],
                                   lengths: list[int]) -> None:
@@ -117,6 +142,53 @@ def test_huge_knobs_agree_on_both_paths(compiled: bool, name: str, width: int,
     packer = build_packer(name, capacity=width, **options)
     ls = [9, 3, 0, 25, 7, 7, 12] + ([2**40 + 5, width, width + 1, width - 1] if width > 2**20 else [])
     assert columnar_events(packer, ls, 3, compiled) == list(packer.events(ls))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("max_items", [None, 2])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_fit_bins_past_the_kernels_first_tree(dtype: Any, max_items: int | None, seed: int) -> None:
+    """Seamless's first fit over thousands of bins: the compiled kernel grows its tree (1,024 leaves at
+    first, doubled as bins open) and gives the pure bins, for an ``int32`` column as for an ``int64`` one."""
+    if not compiled_available():
+        pytest.skip(NO_NUMBA)
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate((np.full(1500, 8), rng.integers(0, 10, 3000), np.full(1100, 9))).astype(dtype)
+    bins = first_fit_bins(sizes, 8, max_items, compiled=True)
+    assert bins.max() + 1 > 2048
+    assert bins.tolist() == first_fit_bins(sizes, 8, max_items, compiled=False).tolist()
+
+
+@pytest.mark.parametrize(("rows", "longest", "row_type", "length_type"), [
+    (65_534, 65_535, np.uint16, np.uint16),  # at the bounds: uint16
+    (65_535, 65_536, np.int32, np.int32),  # one past: the narrow int32 columns
+])
+def test_a_block_holds_rows_and_lengths_compact_up_to_the_uint16_bound(rows: int, longest: int, row_type: Any,
+                                                                       length_type: Any) -> None:
+    """A plan's block counts its rows from its first row and holds them, and the pieces' lengths, in
+    ``uint16`` while they fit; the batches widen them back to the same values."""
+    row = np.arange(rows, dtype=np.int32)
+    length = np.ones(rows, np.int32)
+    length[-1] = longest
+    flags = np.zeros(rows, np.bool_)
+    (block,) = paper_columns._blocks(7, 7 + rows, [row, row.copy(), row.copy(), length, flags, flags])
+    assert (block.r0, block.r1) == (7, 7 + rows)
+    assert block.pieces.row.dtype == row_type and block.pieces.length.dtype == length_type
+    assert block.pieces.row.astype(np.int64).tolist() == list(range(rows))
+    assert int(block.pieces.length[-1]) == longest and int(block.pieces.length[:-1].max()) == 1
+
+
+@settings(max_examples=scaled_examples(100), deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=60), st.sampled_from([1, 2, 7, 1 << 17]),
+       st.sampled_from([9, 12, (1 << 16) - 1, 1 << 16]))
+def test_longest_first_is_the_stable_argsort(lengths: list[int], chunk: int, top: int) -> None:
+    """The planners' longest-first order (a counting sort by chunks below ``2**16``, else the argsort)."""
+    arr = np.asarray(lengths, dtype=np.int32)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
+        got = paper_columns.longest_first(arr, top)
+    assert got.dtype == np.int32
+    assert got.tolist() == np.argsort(-arr.astype(np.int64), kind="stable").tolist()
 
 
 def test_the_tie_case_tells_the_rules_apart() -> None:
@@ -160,12 +232,14 @@ def test_window_columns_of_several_texts_keep_text_order() -> None:
 
 @pytest.mark.parametrize("compiled", MODES)
 @settings(max_examples=scaled_examples(150), deadline=None)
-@given(st.integers(1, 16), st.lists(st.integers(1, 16), max_size=80), st.booleans())
+@given(st.integers(1, 16), st.lists(st.integers(1, 16), max_size=80), st.booleans(),
+       st.sampled_from([np.int32, np.int64]))
 def test_first_opened_bins_are_the_pure_best_fit(compiled: bool, capacity: int, sizes: list[int],
-                                                 decreasing: bool) -> None:
-    """The bin of each item in processing order, as :func:`best_fit` with first-opened ties packs it."""
-    arr = np.minimum(np.asarray(sizes, dtype=np.int64), capacity)
-    order = (np.argsort(-arr, kind="stable") if decreasing else np.arange(arr.size)).astype(np.int64)
+                                                 decreasing: bool, dtype: Any) -> None:
+    """The bin of each item in processing order, as :func:`best_fit` with first-opened ties packs it
+    (the planner hands the kernel ``int32`` columns as they are)."""
+    arr = np.minimum(np.asarray(sizes, dtype=np.int64), capacity).astype(dtype)
+    order = (np.argsort(-arr, kind="stable") if decreasing else np.arange(arr.size)).astype(dtype)
     got = first_opened_bins(arr, order, capacity, compiled=compiled).tolist()
     rank = {item: j for j, item in enumerate(order.tolist())}
     want = [0] * arr.size
