@@ -62,17 +62,24 @@ def seamless_options(draw: Any) -> dict[str, Any]:
 @given(data=st.data())
 @example(data=None)
 def test_batches_are_the_events(name: str, compiled: bool, data: Any) -> None:
+    """The columnar batches are the pure events, whatever the batch size and however many documents and
+    stage-2 bins the planners take at a time (``PLAN_CHUNK``: bins split across chunk ends, rows numbered
+    across chunks)."""
     if data is None:  # a window gap (59 = 5 * 10 + 9), a deferred remainder (22), ties, empties
-        width, ls, opts, size = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1], {}, 2
+        width, ls, opts, size, chunk = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1, 3, 3], {}, 2, 2
     else:
         width = data.draw(st.sampled_from(WIDTHS))
         ls = data.draw(lengths_near(width))
         opts = seamless_options(data.draw) if name == "seamless" else {}
         size = data.draw(st.sampled_from([1, 3, 64, 65_536]))
+        chunk = data.draw(st.sampled_from([1, 2, 3, 5, paper_columns.PLAN_CHUNK]))
     packer = build_packer(name, capacity=width, **opts)
     want = outcome(lambda: packer.events(ls))
-    assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), size, compiled)) == want
-    assert outcome(lambda: columnar_events(packer, ls, size, compiled)) == want
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
+        arr = np.asarray(ls, dtype=np.int64)
+        assert outcome(lambda: columnar_events(packer, arr, size, compiled)) == want
+        assert outcome(lambda: columnar_events(packer, ls, size, compiled)) == want
 
 
 @pytest.mark.parametrize("compiled", MODES)
@@ -97,29 +104,6 @@ HAND_PICKED = [
     ("seamless", 10, {"padding": True}, [0, 0, 3]),  # the empty texts join the first bin
     ("seamless", 10, {"padding": True}, [0, 0]),  # a bin of empty texts only: an all-padding row
 ]
-
-
-@pytest.mark.parametrize("compiled", MODES)
-@pytest.mark.parametrize("name", ["fewer-truncations", "seamless"])
-@settings(max_examples=scaled_examples(60), deadline=None)
-@given(data=st.data())
-@example(data=None)
-def test_planning_in_small_chunks_gives_the_same_events(name: str, compiled: bool, data: Any) -> None:
-    """The planners cut documents and stage-2 bins ``PLAN_CHUNK`` at a time: chunks of 1, 2, 3 items
-    (bins split across chunk ends, rows numbered across chunks) give the pure events."""
-    if data is None:  # bins over L, bins under L (streamed), a deferred remainder, empties, ties
-        width, ls, chunk = 10, [59, 22, 0, 10, 20, 6, 6, 4, 0, 25, 9, 1, 3, 3], 2
-        opts: dict[str, Any] = {"extra": 3} if name == "seamless" else {}
-    else:
-        width = data.draw(st.sampled_from(WIDTHS))
-        ls = data.draw(lengths_near(width))
-        opts = seamless_options(data.draw) if name == "seamless" else {}
-        chunk = data.draw(st.sampled_from([1, 2, 3, 5]))
-    packer = build_packer(name, capacity=width, **opts)
-    want = outcome(lambda: packer.events(ls))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(paper_columns, "PLAN_CHUNK", chunk)
-        assert outcome(lambda: columnar_events(packer, np.asarray(ls, dtype=np.int64), 3, compiled)) == want
 
 
 @pytest.mark.parametrize("compiled", MODES)
