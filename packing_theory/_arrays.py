@@ -12,12 +12,21 @@ from array import array
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INT32", "as_numpy", "widened"]
+__all__ = ["INT32", "as_numpy", "index_dtype", "widened"]
 
 INT32 = np.iinfo(np.int32)
 """The bounds a value must lie within to be kept in an ``array("i")``."""
 
 _DTYPE = {"i": np.int32, "q": np.int64}
+
+
+def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
+    """``int32`` for values in ``[0, bound]`` when ``bound`` fits it, else ``int64``.
+
+    >>> index_dtype(2**31 - 1).__name__, index_dtype(2**31).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if bound <= INT32.max else np.int64
 assert array("i").itemsize == 4 and array("q").itemsize == 8
 
 

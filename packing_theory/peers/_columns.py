@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import index_dtype
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACEMENT, REPEAT, EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
@@ -335,7 +336,7 @@ def kernel_width(items: int, capacity: int) -> type[np.signedinteger[Any]]:
     >>> kernel_width(2**31 - 2, 2**31 - 1).__name__, kernel_width(2**31 - 1, 8).__name__
     ('int32', 'int64')
     """
-    return np.int32 if items + 1 <= _NARROW.max and capacity <= _NARROW.max else np.int64
+    return index_dtype(max(items + 1, capacity))
 
 
 def _as_index(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -365,7 +366,7 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
     if use:
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
         kind = np.int32 if sizes.dtype == np.int32 else np.int64  # a narrow column is not copied to int64
-        bins: Int64Array = np.empty(sizes.size, np.int32 if sizes.size <= _NARROW.max else np.int64)
+        bins: Int64Array = np.empty(sizes.size, index_dtype(sizes.size))
         small = kind == np.int32 and capacity <= _NARROW.max  # every free space fits int32, above its min
         tree = np.full(2 * 1024, _NARROW.min if small else -(1 << 62), np.int32 if small else np.int64)
         kernel.first_fit(np.ascontiguousarray(sizes, kind), int(capacity),

@@ -73,6 +73,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import index_dtype
 from .._checks import check_int
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, EventBatch
 from ..engine.events import BufferedSpan, Discard, Event, Horizon
@@ -436,15 +437,6 @@ class MegatronGPT(PeerPacker):
         return row_section(L + 1, samples.size, row, np.zeros(samples.size, np.int64), smp[idx],
                            occ_of[piece].astype(np.int64), docs[piece].astype(np.int64), start, length, crop,
                            is_head | is_tail)
-
-
-def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
-    """``int32`` for values in ``[0, bound]`` when ``bound`` fits it, else ``int64``.
-
-    >>> index_dtype(2**31 - 1).__name__, index_dtype(2**31).__name__
-    ('int32', 'int64')
-    """
-    return np.int32 if bound <= np.iinfo(np.int32).max else np.int64
 
 
 def _arrivals(sizes: npt.NDArray[np.int64], entries: int) -> EventBatch:

@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import index_dtype
 from .._checks import check_int
 from .._unique import distinct
 from ..engine.batches import DISCARD, EventBatch
@@ -252,7 +253,7 @@ class OlmoPacker(PeerPacker):
         del bins
         items = order[by_row]  # the pieces (indices in document order) row by row
         del order, by_row
-        index = np.int32 if hi <= _INT32_MAX else np.int64
+        index = index_dtype(hi)
         if per is None or ends is None:  # truncate: a piece is its document, from its start
             p_occ: npt.NDArray[Any] = items.astype(index, copy=False)
             cont = cont_start = np.zeros(0, np.int32)
@@ -290,7 +291,6 @@ class OlmoPacker(PeerPacker):
         return rows
 
 
-_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[Any] | None,
