@@ -28,7 +28,7 @@ from .._lazy import lazy_package
 from ._base import PeerPacker
 
 if TYPE_CHECKING:
-    from ._common import SPLIT_BUDGET, Piece, RowEmitter
+    from ._common import SPLIT_BUDGET, Piece, RowEmitter, column_split_budget
     from ._figures import TARGET_UNITS, FigureAccumulator, PeerFigures, TrainerRule
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "Piece",
     "RowEmitter",
     "TrainerRule",
+    "column_split_budget",
     "peer_policies",
 ]
 
@@ -81,6 +82,6 @@ def peer_policies() -> dict[str, type[PeerPacker]]:
 
 
 lazy_package(__name__, {
-    "._common": ("SPLIT_BUDGET", "Piece", "RowEmitter"),
+    "._common": ("SPLIT_BUDGET", "Piece", "RowEmitter", "column_split_budget"),
     "._figures": ("TARGET_UNITS", "FigureAccumulator", "PeerFigures", "TrainerRule"),
 })

@@ -271,7 +271,7 @@ def fewer_truncations_batches(values: Int64Array, capacity: int, name: str, size
     checked (:func:`~packing_theory.peers._columns.peer_array`); the split
     budget is asked here, before any batch.
     """
-    check_split_budget(values, capacity, name)
+    check_split_budget(values, capacity, name, columns=True)
     rows, blocks = _fewer_truncations_rows(values, capacity, compiled)
     yield from _batches(values, capacity, rows, blocks, Drops(_zeros(), _zeros(), _zeros()), size, False)
 
@@ -503,7 +503,7 @@ def seamless_batches(values: Int64Array, capacity: int, name: str, repetition: f
     windows, the bins' overflow, the unfinished last row. First fit is
     :func:`~packing_theory.peers._columns.first_fit_bins` (compiled when asked).
     """
-    check_split_budget(values, capacity, name)
+    check_split_budget(values, capacity, name, columns=True)
     rows, blocks, drops = _seamless_rows(values, capacity, repetition, extra, padding, compiled)
     yield from _batches(values, capacity, rows, blocks, drops, size, True)
 

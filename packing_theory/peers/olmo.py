@@ -182,7 +182,7 @@ class OlmoPacker(PeerPacker):
         values = peer_array(lengths, allow_empty=False, who="OLMo-core")
         L = self.capacity
         if self.long_doc_strategy == "fragment":  # as events()
-            check_split_budget(values, L, self.name)
+            check_split_budget(values, L, self.name, columns=True)
         per_group = (values.size if self.documents_per_file is None
                      else self.documents_per_file * self.source_group_size)
         row = 0

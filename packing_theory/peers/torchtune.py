@@ -253,7 +253,7 @@ class TorchtuneSplit(TorchtunePacker):
             yield from batched(self.events(lengths), size)
             return
         ls = peer_array(lengths)
-        check_split_budget(ls, self.capacity, self.name)  # as events(): no max_packs bounds the cut
+        check_split_budget(ls, self.capacity, self.name, columns=True)  # no max_packs bounds the cut
         if ls.size:  # one window: its arrivals and its rows a batch of about `size` events at a time
             rows_sections, rows = wrapped_rows(self.capacity, ls, np.arange(ls.size, dtype=np.int64),
                                                np.zeros(ls.size, np.int64), 1, 0, crop=False, size=size)

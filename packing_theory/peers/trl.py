@@ -194,7 +194,7 @@ class TrlPacker(PeerPacker):
         values = peer_array(lengths)
         self._refuse_an_empty_dataset(int(values.size))
         if self.strategy != "bfd":  # as events(): bfd truncates, one piece per document
-            check_split_budget(values, self.capacity, self.name)
+            check_split_budget(values, self.capacity, self.name, columns=True)
         step = values.size if self.window is None else self.window
         row = 0
         for lo, hi in chunk_bounds(values.size, step, size):

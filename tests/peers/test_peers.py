@@ -29,7 +29,7 @@ from packing_theory.engine.events import (
 )
 from packing_theory.engine.rows import token_rows as _token_rows
 from packing_theory.errors import InputError
-from packing_theory.peers import peer_policies
+from packing_theory.peers import SPLIT_BUDGET, _common, column_split_budget, peer_policies
 from packing_theory.peers._common import (
     TIE_RULES,
     EventLog,
@@ -334,12 +334,50 @@ def test_a_length_near_2_63_is_refused_before_it_is_cut(name: str) -> None:
         next(iter(packer.events([5, 2**63 - 1, 3])))
 
 
-@pytest.mark.parametrize("name", [n for n in SPLITTING if build_packer(n, capacity=64).columnar])
+COLUMNAR_SPLITTING = [n for n in SPLITTING if build_packer(n, capacity=64).columnar]
+
+
+@pytest.mark.parametrize("name", COLUMNAR_SPLITTING)
 def test_a_length_near_2_63_is_refused_on_the_columnar_path_too(name: str) -> None:
     """The columnar path allocated the pieces at once (a numpy MemoryError, exit 3) before it asked."""
     packer = build_packer(name, capacity=64)
-    with pytest.raises(InputError, match=rf"lengths\[1\] = 9223372036854775807 is cut by {name} into "):
+    with pytest.raises(InputError, match=rf"lengths\[1\] = 9223372036854775807 is cut by {name} into .* "
+                                         r"over the budget of 10,000,000 \(the columnar path's, "
+                                         r"peers.column_split_budget: the larger of 10,000,000 and one per "
+                                         r"document, 3 here\)"):
         next(iter(packer.batches(np.array([5, 2**63 - 1, 3], dtype=np.int64), compiled=False)))
+
+
+@pytest.mark.parametrize("name", COLUMNAR_SPLITTING)
+def test_the_columnar_budget_is_one_extra_piece_per_document(name: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With SPLIT_BUDGET at 3: 4 extra pieces among 8 documents are refused by the event path and packed by
+    the columnar path (what measure and compare run), with the same events; 9 extra are refused by both."""
+    defaults = _common.check_split_budget.__kwdefaults__
+    monkeypatch.setitem(defaults, "budget", 3)
+    lengths = [1, 2, 3, 200, 70, 6, 7, 8]  # 200 = 4 pieces of 64, 70 = 2: 3 + 1 beyond one per document
+    packer = build_packer(name, capacity=64)
+    with pytest.raises(InputError, match=r"lengths\[4\] = 70 .* 4 beyond one per document so far: over the "
+                                         r"budget of 3 \(peers.SPLIT_BUDGET, about 400 bytes a piece\)"):
+        next(iter(packer.events(lengths)))
+    batches = packer.batches(np.array(lengths, dtype=np.int64), compiled=False)
+    columns = [e for b in batches for e in b.events()]
+    monkeypatch.setitem(defaults, "budget", 10**6)
+    assert columns == list(packer.events(lengths))
+    monkeypatch.setitem(defaults, "budget", 3)
+    lengths[7] = 64 * 5 + 1  # 5 more: 9 beyond one per document, over the 8 documents
+    with pytest.raises(InputError, match=r"lengths\[7\] = 321 .* 9 beyond one per document so far: over the "
+                                         r"budget of 8 \(the columnar path's, peers.column_split_budget: the "
+                                         r"larger of 3 and one per document, 8 here\)"):
+        next(iter(packer.batches(np.array(lengths, dtype=np.int64), compiled=False)))
+
+
+def test_the_columnar_split_budget_grows_with_the_documents() -> None:
+    assert column_split_budget(0) == column_split_budget(SPLIT_BUDGET) == SPLIT_BUDGET
+    assert column_split_budget(SPLIT_BUDGET + 1) == SPLIT_BUDGET + 1
+    check_split_budget([9, 9, 1, 1], 4, "p", budget=3, columns=True)  # 2 + 2 extra, 4 documents
+    with pytest.raises(InputError, match=r"lengths\[1\] = 9 is cut by p into 3 pieces of capacity 4, 4 "):
+        check_split_budget([9, 9, 1], 4, "p", budget=3, columns=True)
 
 
 @settings(max_examples=scaled_examples(60), deadline=None)
