@@ -16,10 +16,11 @@ code   meaning
 
 An interrupt is status 3 however it reaches the command: a signal whose
 exception Python swallowed (raised inside a ``__del__`` or an at-fork hook, as
-while a process pool starts) still ends the command with status 3 and one
-line, and a forked worker that gets the signal before it resets its handlers
-just ends. Ctrl-C *before* a command runs (while the package is imported or the
-arguments are parsed) is one line and status 130, the shell's status for
+while a process pool starts) is sent again once Python is out of that place,
+so the command still stops at once with status 3 and one line, and a forked
+worker that gets the signal before it resets its handlers just ends. Ctrl-C
+*before* a command runs (while the package is imported or the arguments are
+parsed) is one line and status 130, the shell's status for
 SIGINT (:mod:`packing_theory._startup`).
 
 Every command is run through :func:`run_command` by
@@ -48,10 +49,13 @@ How an exception maps to a status (:func:`classify`) depends on its class only
 
 from __future__ import annotations
 
+import _thread
 import errno
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -163,6 +167,25 @@ def classify(exc: BaseException) -> tuple[ExitCode, str]:
 _SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
+class _Handler:
+    """The signal handler of :func:`signals_as_exceptions` (a class, so that :func:`_quiet_unraisable` can
+    tell whether it is installed)."""
+
+    def __init__(self, owner: int, received: list[int]) -> None:
+        self.owner = owner
+        self.received = received
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self.owner:  # a forked worker that has not reset its handlers yet: just end
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        self.received.append(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signum)
+
+
 @contextmanager
 def signals_as_exceptions(received: list[int] | None = None) -> Iterator[list[int]]:
     """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` and SIGINT ``KeyboardInterrupt``.
@@ -185,26 +208,13 @@ def signals_as_exceptions(received: list[int] | None = None) -> Iterator[list[in
     process is ending with status 3, so further signals are ignored rather than
     printing a second line or a traceback.
     """
-    import threading
-
     from .._startup import IS_COMMAND_LINE, interrupted_while_starting
 
     got = received if received is not None else []
     if threading.current_thread() is not threading.main_thread():
         yield got
         return
-    owner = os.getpid()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != owner:  # a forked worker that has not reset its handlers yet: just end
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        got.append(signum)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(signum)
-
+    handler = _Handler(os.getpid(), got)
     previous: dict[int, object] = {}
     for name in _SIGNAL_NAMES:
         sig = getattr(signal, name, None)
@@ -213,29 +223,80 @@ def signals_as_exceptions(received: list[int] | None = None) -> Iterator[list[in
     try:
         yield got
     finally:
-        for sig, old in previous.items():
-            if got and IS_COMMAND_LINE:
-                signal.signal(sig, signal.SIG_IGN)
-            elif old is interrupted_while_starting:
-                signal.signal(sig, signal.default_int_handler)
-            else:
-                signal.signal(sig, old)  # type: ignore[arg-type]
+        while True:  # waiting for the lock, the main thread runs the handler: a signal then is in `got` too
+            try:
+                with _REDELIVERY:
+                    _restore(previous, bool(got) and IS_COMMAND_LINE, interrupted_while_starting)
+                break
+            except (Terminated, KeyboardInterrupt):
+                continue
+
+
+def _restore(previous: dict[int, object], ignore: bool, startup_guard: object) -> None:
+    """Put back the handlers of :func:`signals_as_exceptions` (ignore the signals instead with ``ignore``)."""
+    for sig, old in previous.items():
+        if ignore:
+            signal.signal(sig, signal.SIG_IGN)
+        elif old is startup_guard:
+            signal.signal(sig, signal.default_int_handler)
+        else:
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+_REDELIVERY = threading.Lock()
+"""Held while :func:`signals_as_exceptions` restores the handlers and while a swallowed signal is sent
+again, so that it is sent only to :class:`_Handler`."""
+
+
+def _redeliver_later(signum: int, delay: float = 0.01) -> None:
+    """Send ``signum`` to this process again from a thread, ``delay`` seconds from now, if the same
+    :class:`_Handler` is still installed for it then (the main thread runs it where it is by then; a later
+    command's handler is never sent an earlier command's signal).
+
+    A bare ``_thread`` thread: ``threading.Thread.start`` waits for the thread to start, and a signal
+    handled in that wait would break it.
+    """
+    handler = signal.getsignal(signum)
+    if not isinstance(handler, _Handler):
+        return
+
+    def send() -> None:
+        time.sleep(delay)
+        with _REDELIVERY:
+            if signal.getsignal(signum) is handler:
+                os.kill(os.getpid(), signum)
+
+    _thread.start_new_thread(send, ())
 
 
 @contextmanager
 def _quiet_unraisable(debug: bool) -> Iterator[None]:
-    """Within the block, an interrupt swallowed as "Exception ignored" prints nothing (unless ``debug``).
+    """Within the block, an interrupt swallowed as "Exception ignored" prints nothing (unless ``debug``) and
+    is delivered again, so that the command stops at once rather than at its end.
 
-    :func:`run_command` reports it once, on one line; any other unraisable
-    exception goes to the previous hook.
+    Python swallows the handler's exception where it cannot propagate (a
+    ``__del__``, a generator closed as it is collected, a weakref callback, an
+    at-fork hook) and calls this hook from there; the hook sends the same signal
+    again a moment later (:func:`_redeliver_later`), when the main thread is back
+    in the command's own code, where the handler's exception propagates. Should
+    it land in another such place, it is sent again. :func:`run_command` reports
+    the interrupt once, on one line; any other unraisable exception goes to the
+    previous hook.
     """
     previous = sys.unraisablehook
 
     def hook(unraisable: sys.UnraisableHookArgs) -> None:
-        kind = unraisable.exc_type
-        if not debug and isinstance(kind, type) and issubclass(kind, (Terminated, KeyboardInterrupt)):
-            return
-        previous(unraisable)
+        try:
+            exc = unraisable.exc_value
+            if isinstance(exc, (Terminated, KeyboardInterrupt)):
+                _redeliver_later(exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT))
+                if not debug:
+                    return
+            previous(unraisable)
+        except Terminated as late:  # the signal sent again landed in this hook: once more, a moment later
+            _redeliver_later(late.signum)
+        except KeyboardInterrupt:
+            _redeliver_later(int(signal.SIGINT))
 
     sys.unraisablehook = hook
     try:

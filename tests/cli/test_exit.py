@@ -293,6 +293,32 @@ def test_an_interrupt_python_swallows_is_still_status_3_on_one_line(
     assert line == f"packing-theory x: {expected}; nothing more was measured"
 
 
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_an_interrupt_python_swallows_stops_the_command_at_once(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the fix the swallowed interrupt was only reported when the command ended by itself: a long
+    replay ran on for minutes after SIGTERM. Now the signal is sent again and stops the body where it is."""
+    import signal
+    import time
+
+    steps: list[int] = []
+
+    def body() -> int:
+        _RaisesSignalWhenCollected(getattr(signal, name))  # swallowed in __del__
+        for i in range(6000):  # 60 s of work if nothing stops it
+            steps.append(i)
+            time.sleep(0.01)
+        return 0
+
+    assert run_command("x", body) == 3
+    assert len(steps) < 6000, "the command ran to its end after the interrupt"
+    expected = "interrupted (SIGINT)" if name == "SIGINT" else "interrupted (terminated by SIGTERM)"
+    assert stderr_line(capsys) == f"packing-theory x: {expected}; nothing more was measured"
+    from packing_theory.cli._exit import _Handler
+
+    assert not any(isinstance(signal.getsignal(s), _Handler) for s in (signal.SIGTERM, signal.SIGINT))
+
+
 def test_an_interrupt_turned_into_another_error_is_reported_as_the_interrupt(
         capsys: pytest.CaptureFixture[str]) -> None:
     import signal
