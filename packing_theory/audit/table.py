@@ -48,6 +48,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32
 from ..engine.events import IntColumn
 from .coverage import CoverageSummary
 from .store import ColumnStore
@@ -71,7 +72,7 @@ BYTES_PER_OCCURRENCE = 13
 ``length``, ``emitted`` and ``discarded`` (4 each); ``first_inv`` adds 8 when kept."""
 
 _NARROW = np.int32
-_NARROW_MAX = int(np.iinfo(np.int32).max)
+_NARROW_MAX = int(INT32.max)
 _LAZY_FILL: dict[str, tuple[Any, int | None]] = {"source": (np.int64, None), "pass_index": (np.int32, 0),
                                                  "added": (np.int32, 0)}
 

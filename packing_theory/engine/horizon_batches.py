@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32
 from .._checks import check_int
 from ..errors import InputError
 from .batches import (
@@ -60,7 +61,7 @@ _STOP = np.zeros(9, np.bool_)
 _STOP[[ARRIVAL, PLACEMENT, PADDING, REPEAT, EXHAUSTED, HORIZON]] = True
 
 
-NARROW_MAX = int(np.iinfo(np.int32).max)
+NARROW_MAX = int(INT32.max)
 """The largest value the held columns keep in ``int32``: past it (a document index or a document's length
 plus the BOS markers added to it) they are widened to ``int64``."""
 

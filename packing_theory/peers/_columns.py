@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .._arrays import index_dtype
+from .._arrays import INT32, index_dtype
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, DISCARD, FILTERED, HORIZON, PADDING, PLACEMENT, REPEAT, EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
@@ -72,7 +72,7 @@ class Section(NamedTuple):
     groups: dict[str, tuple[npt.NDArray[Any], ...]]
 
 
-_NARROW = np.iinfo(np.int32)
+_NARROW = INT32
 
 
 def narrow(cols: tuple[npt.NDArray[Any], ...]) -> list[npt.NDArray[Any]]:

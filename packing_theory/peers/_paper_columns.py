@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._arrays import INT32
 from ..engine.batches import EventBatch
 from ..engine.compiled import compiled_available, load_numba_module
 from ._columns import (
@@ -91,7 +92,7 @@ class Block(NamedTuple):
 
 
 _SHORT = int(np.iinfo(np.uint16).max)
-_NARROW_MAX = int(np.iinfo(np.int32).max)
+_NARROW_MAX = int(INT32.max)
 
 
 def _zeros(n: int = 0) -> Int64Array:
