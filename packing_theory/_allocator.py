@@ -11,6 +11,14 @@ user time). :func:`keep_freed_memory` turns glibc's own ``mmap`` off
 the heap and are reused; the process keeps its peak resident size until it
 exits. ``packing-theory compare`` calls it before it starts its worker
 processes (forked, they inherit it). Elsewhere (not glibc) it does nothing.
+
+Kept blocks have a cost across a sequence of runs: each packer lays out arrays
+of other sizes, so the heap's holes do not fit the next one's and the process
+grows past any one run's peak (at 100 M documents ``compare --workers 1`` peaked
+about 1 GiB above its largest packer run alone). :func:`release_freed_memory`
+(glibc ``malloc_trim(0)``), called before each packer's run, hands the free
+pages back to the kernel: each run then starts from what is live, and its own
+pages are faulted in once, not once per array.
 """
 
 from __future__ import annotations
@@ -18,24 +26,53 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+from typing import Any
 
-__all__ = ["keep_freed_memory"]
+__all__ = ["keep_freed_memory", "release_freed_memory"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 
 
+_kept = False
+"""Whether :func:`keep_freed_memory` took effect in this process (a forked worker inherits it)."""
+
+
+def _libc_function(name: str) -> Any:
+    """glibc's function ``name`` (``None``: not Linux, no C library found, or it has no such function)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    path = ctypes.util.find_library("c")
+    if path is None:
+        return None
+    try:
+        return getattr(ctypes.CDLL(path), name)
+    except (OSError, AttributeError):  # a libc without it (musl)
+        return None
+
+
 def keep_freed_memory() -> bool:
     """Whether glibc now keeps freed blocks for reuse (``False``: not glibc, or ``mallopt`` refused)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # a libc without mallopt (musl)
+    global _kept
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, -1))  # -1: never trim
+    _kept = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, -1))  # -1: never trim
+    return _kept
+
+
+def release_freed_memory() -> bool:
+    """Hand the heap's free pages back to the kernel once, where :func:`keep_freed_memory` keeps them.
+
+    Whether any memory was released (``False`` also when freed blocks are not
+    kept: glibc then trims by itself). O(heap) to walk the free blocks; the
+    pages handed back are faulted in again when next used.
+    """
+    if not _kept:
+        return False
+    trim = _libc_function("malloc_trim")
+    if trim is None:
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return bool(trim(0))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._allocator import release_freed_memory
 from ..distributed.executors import TaskFailed
 from ..engine.horizon import Budget
 from ..engine.policies import PackerConfig
@@ -147,6 +148,7 @@ SHARE_FROM = 1 << 16
 
 def reach_one(name: str, arr: Int64Array | MappedLengths, settings: Settings) -> tuple[int, str | None]:
     """The tokens packer ``name`` places in complete rows to its natural end, or its framework's refusal."""
+    release_freed_memory()  # as every task: from what is live, not the previous task's high-water mark
     arr = lengths_of(arr)
     packer, _, _ = build_packer_for(name, settings, None)  # bad options were refused before any task
     try:
@@ -162,6 +164,7 @@ def reach_group(names: Sequence[str], arr: Int64Array | MappedLengths, settings:
     """The reaches of streaming packers ``names``, replayed in turn and each stopped once it passes a
     smaller finished reach (:func:`~packing_theory.orchestration._reach.bounded_reach`, the bound shared
     with the other groups through ``bound_path``)."""
+    release_freed_memory()
     arr = lengths_of(arr)
     packers = {n: build_packer_for(n, settings, None)[0] for n in names}
     return bounded_reach({n: stream_of(p, arr, settings.engine) for n, p in packers.items()},

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._allocator import release_freed_memory
 from ..audit.costs import CostAccumulator
 from ..audit.documents import DocumentRows, document_table, partial_row_by_stratum
 from ..audit.identity import DocumentIdentity
@@ -219,6 +220,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
     refuses a corpus wherever the refused document is. An online peer emits rows as it reads, so, as in
     training, what lies past the rows taken is never read: its pass stops once it passes the task's budget
     (the smallest streaming reach), its count then a lower bound above it."""
+    release_freed_memory()  # the previous task's freed blocks: this run starts from what is live
     t0 = time.perf_counter()
     arr = lengths_of(arr)
     name, settings, budget = task.name, task.settings, task.budget
