@@ -259,12 +259,14 @@ A peer that cuts a document of ``n`` tokens at the row width ``R`` into
 ``ceil(n / R)`` pieces before it emits a row (TRL ``bfd_split`` and ``wrapped``,
 OLMo-core ``fragment``, torchtune ``split``, ``fewer-truncations``, ``seamless``)
 holds every piece of :meth:`~packing_theory.peers.PeerPacker.events` as a Python
-object, about 400 bytes with its events: a length near 2**63 would grow memory
-without bound (about 100 MB/s). These 10,000,000 extra pieces are about 4 GB;
+object, 400-670 bytes with its events (measured through ``compare`` on the
+fast engine): a length near 2**63 would grow memory without bound (about
+100 MB/s). These 10,000,000 extra pieces are 4-7 GB;
 :func:`check_split_budget` refuses more before anything is allocated. A
 document's first piece is not counted: those are bounded by the input itself.
 The columnar path (:meth:`~packing_theory.peers.PeerPacker.batches`, what
-``measure`` and ``compare`` run) has a budget of its own: :func:`column_split_budget`.
+``measure`` and ``compare`` run on the compiled engine, ``--engine compiled``)
+has a budget of its own: :func:`column_split_budget`.
 """
 
 
@@ -272,7 +274,8 @@ def column_split_budget(documents: int) -> int:
     """The split budget of the columnar path for ``documents`` documents: the larger of :data:`SPLIT_BUDGET`
     and one extra piece per document.
 
-    The columnar path holds a piece in numpy columns: measured with ``measure``,
+    The columnar path holds a piece in numpy columns: measured with ``measure`` on
+    the compiled engine,
     about 20-35 bytes per extra piece when the pieces are spread over the corpus
     (a million documents of eleven rows each) and up to about 280 bytes when a
     few documents make them all (TRL builds a map batch's pieces at once). The
@@ -288,8 +291,9 @@ def column_split_budget(documents: int) -> int:
 
 
 def check_split_budget(lengths: Sequence[int] | npt.NDArray[np.integer[Any]], capacity: int, who: str, *,
-                       budget: int = SPLIT_BUDGET, columns: bool = False) -> None:
-    """Refuse ``lengths`` if cutting them at ``capacity`` makes more than ``budget`` extra pieces.
+                       budget: int | None = None, columns: bool = False) -> None:
+    """Refuse ``lengths`` if cutting them at ``capacity`` makes more than ``budget`` extra pieces
+    (default :data:`SPLIT_BUDGET`).
 
     With ``columns`` (the columnar path) the budget is the larger of ``budget``
     and ``len(lengths)``: :func:`column_split_budget` by default.
@@ -307,38 +311,57 @@ def check_split_budget(lengths: Sequence[int] | npt.NDArray[np.integer[Any]], ca
         InputError: over the budget, naming the first length that crosses it, its
             piece count, ``capacity`` and the budget.
     """
-    which = "peers.SPLIT_BUDGET, about 400 bytes a piece"
+    which = "the budget given"
+    if budget is None:
+        which, budget = "peers.SPLIT_BUDGET, the event path's: 400-670 bytes a piece", SPLIT_BUDGET
     if columns:
         which = (f"the columnar path's, peers.column_split_budget: the larger of {budget:,} and one per "
                  f"document, {len(lengths):,} here")
         budget = max(budget, len(lengths))
     if isinstance(lengths, np.ndarray) and lengths.dtype.kind in "iu":
-        lengths = _split_budget_prefix(lengths, capacity, budget)
+        crossing = _split_budget_crossing(lengths, capacity, budget)
+        if crossing is not None:
+            raise _over_split_budget(*crossing, capacity, who, budget, which)
+        return
     extra = 0
     for i, n in enumerate(lengths):
         if n > capacity:
             pieces = -(-n // capacity)
             extra += pieces - 1
             if extra > budget:
-                raise InputError(
-                    f"lengths[{i}] = {n} is cut by {who} into {pieces:,} pieces of capacity {capacity}, "
-                    f"{extra:,} beyond one per document so far: over the budget of {budget:,} ({which}); "
-                    f"use a larger capacity or leave the document out")
+                raise _over_split_budget(i, n, pieces, extra, capacity, who, budget, which)
 
 
-def _split_budget_prefix(lengths: npt.NDArray[Any], capacity: int, budget: int) -> list[int]:
-    """The lengths of an integer array up to the first that crosses ``budget`` (O(N) numpy over its long
-    documents; empty when none does), for :func:`check_split_budget`'s loop to name it in its message."""
+def _over_split_budget(i: int, n: int, pieces: int, extra: int, capacity: int, who: str, budget: int,
+                       which: str) -> InputError:
+    """The refusal of :func:`check_split_budget` (one message for lists and arrays)."""
+    return InputError(
+        f"lengths[{i}] = {n} is cut by {who} into {pieces:,} pieces of capacity {capacity}, "
+        f"{extra:,} beyond one per document so far: over the budget of {budget:,} ({which}); "
+        f"use a larger capacity or leave the document out")
+
+
+def _split_budget_crossing(lengths: npt.NDArray[Any], capacity: int, budget: int
+                           ) -> tuple[int, int, int, int] | None:
+    """Where an integer array's pieces beyond one per document first pass ``budget``: the index, the
+    length, its pieces and the running count then (``None``: they never do). O(N) numpy over the long
+    documents, nothing per piece; unsigned lengths are cut as they are (no wrap through ``int64``)."""
     long = np.flatnonzero(lengths > capacity)
     if long.size == 0:
-        return []
-    n = lengths[long].astype(np.int64)
-    extra = n // capacity + (n % capacity != 0) - 1  # pieces - 1 per long document, no overflow
+        return None
+    n = lengths[long]
+    n = n if n.dtype.kind == "u" else n.astype(np.int64)
+    extra = n // capacity + (n % capacity != 0) - 1  # pieces - 1 per long document (>= 1), no overflow
     over = np.flatnonzero(extra > budget)  # one document alone over the budget: the running sum wraps no more
     upto = long.size if over.size == 0 else int(over[0]) + 1
     running = np.cumsum(np.minimum(extra[:upto], budget + 1), dtype=np.int64)  # each term <= budget + 1
     first = np.flatnonzero(running > budget)
-    return lengths[: int(long[first[0]]) + 1].tolist() if first.size else []
+    if not first.size:
+        return None
+    k = int(first[0])
+    before = int(running[k - 1]) if k else 0  # <= budget: the sum is exact up to the crossing
+    pieces = int(extra[k]) + 1
+    return int(long[k]), int(n[k]), pieces, before + pieces - 1
 
 
 def check_choice(name: str, value: object, choices: Sequence[T]) -> T:

@@ -353,23 +353,49 @@ def test_the_columnar_budget_is_one_extra_piece_per_document(name: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """With SPLIT_BUDGET at 3: 4 extra pieces among 8 documents are refused by the event path and packed by
     the columnar path (what measure and compare run), with the same events; 9 extra are refused by both."""
-    defaults = _common.check_split_budget.__kwdefaults__
-    monkeypatch.setitem(defaults, "budget", 3)
+    monkeypatch.setattr(_common, "SPLIT_BUDGET", 3)
     lengths = [1, 2, 3, 200, 70, 6, 7, 8]  # 200 = 4 pieces of 64, 70 = 2: 3 + 1 beyond one per document
     packer = build_packer(name, capacity=64)
     with pytest.raises(InputError, match=r"lengths\[4\] = 70 .* 4 beyond one per document so far: over the "
-                                         r"budget of 3 \(peers.SPLIT_BUDGET, about 400 bytes a piece\)"):
+                                         r"budget of 3 \(peers.SPLIT_BUDGET, the event path's: 400-670"):
         next(iter(packer.events(lengths)))
     batches = packer.batches(np.array(lengths, dtype=np.int64), compiled=False)
     columns = [e for b in batches for e in b.events()]
-    monkeypatch.setitem(defaults, "budget", 10**6)
+    monkeypatch.setattr(_common, "SPLIT_BUDGET", 10**6)
     assert columns == list(packer.events(lengths))
-    monkeypatch.setitem(defaults, "budget", 3)
+    monkeypatch.setattr(_common, "SPLIT_BUDGET", 3)
     lengths[7] = 64 * 5 + 1  # 5 more: 9 beyond one per document, over the 8 documents
     with pytest.raises(InputError, match=r"lengths\[7\] = 321 .* 9 beyond one per document so far: over the "
                                          r"budget of 8 \(the columnar path's, peers.column_split_budget: the "
                                          r"larger of 3 and one per document, 8 here\)"):
         next(iter(packer.batches(np.array(lengths, dtype=np.int64), compiled=False)))
+
+
+def test_unsigned_lengths_past_2_63_are_refused_as_in_a_list() -> None:
+    """Before, an unsigned array went through int64 and wrapped to a negative count: accepted."""
+    for value in (2**63, 2**64 - 1):
+        with pytest.raises(InputError) as from_list:
+            check_split_budget([value], 4, "x")
+        with pytest.raises(InputError) as from_array:
+            check_split_budget(np.array([value], dtype=np.uint64), 4, "x")
+        assert str(from_array.value) == str(from_list.value)
+
+
+def test_refusing_a_large_array_builds_nothing_per_document() -> None:
+    """Before, the refusal turned every length up to the crossing one into a Python list (at 100 M
+    documents with the long one last, gigabytes and minutes); now it allocates less than the input."""
+    import tracemalloc
+
+    lengths = np.ones(2_000_000, dtype=np.int64)
+    lengths[-1] = 2**62
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=r"lengths\[1999999\] = 4611686018427387904 is cut"):
+            check_split_budget(lengths, 64, "x", columns=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < lengths.nbytes, peak
 
 
 def test_the_columnar_split_budget_grows_with_the_documents() -> None:
