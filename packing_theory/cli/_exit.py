@@ -174,6 +174,8 @@ class _Handler:
     def __init__(self, owner: int, received: list[int]) -> None:
         self.owner = owner
         self.received = received
+        self.active = True
+        """Whether its block still runs (set under :data:`_REDELIVERY` as the block ends)."""
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         if os.getpid() != self.owner:  # a forked worker that has not reset its handlers yet: just end
@@ -214,22 +216,31 @@ def signals_as_exceptions(received: list[int] | None = None) -> Iterator[list[in
     if threading.current_thread() is not threading.main_thread():
         yield got
         return
-    handler = _Handler(os.getpid(), got)
+    global _current
+    handler, outer = _Handler(os.getpid(), got), _current
     previous: dict[int, object] = {}
     for name in _SIGNAL_NAMES:
         sig = getattr(signal, name, None)
         if sig is not None:
             previous[sig] = signal.signal(sig, handler)
+    _current = handler
     try:
         yield got
     finally:
-        while True:  # waiting for the lock, the main thread runs the handler: a signal then is in `got` too
+        late: BaseException | None = None
+        while True:
+            seen = len(got)
             try:
                 with _REDELIVERY:
+                    handler.active = False
+                    _current = outer
                     _restore(previous, bool(got) and IS_COMMAND_LINE, interrupted_while_starting)
                 break
-            except (Terminated, KeyboardInterrupt):
-                continue
+            except (Terminated, KeyboardInterrupt) as exc:  # awaiting the lock or putting the handlers back
+                if len(got) == seen:  # raised by a handler put back already, not this block's: the caller's
+                    late = exc
+        if late is not None:
+            raise late
 
 
 def _restore(previous: dict[int, object], ignore: bool, startup_guard: object) -> None:
@@ -244,26 +255,31 @@ def _restore(previous: dict[int, object], ignore: bool, startup_guard: object) -
 
 
 _REDELIVERY = threading.Lock()
-"""Held while :func:`signals_as_exceptions` restores the handlers and while a swallowed signal is sent
-again, so that it is sent only to :class:`_Handler`."""
+"""Held while :func:`signals_as_exceptions` ends its block and while a swallowed signal is sent again, so
+that it is sent only while the block runs."""
+
+_current: _Handler | None = None
+"""The handler of the innermost :func:`signals_as_exceptions` block running in this process."""
 
 
 def _redeliver_later(signum: int, delay: float = 0.01) -> None:
-    """Send ``signum`` to this process again from a thread, ``delay`` seconds from now, if the same
-    :class:`_Handler` is still installed for it then (the main thread runs it where it is by then; a later
-    command's handler is never sent an earlier command's signal).
+    """Send ``signum`` to this process again from a thread, ``delay`` seconds from now, if the block of
+    :func:`signals_as_exceptions` that got it still runs then (its handler, or a
+    :func:`~packing_theory.reporting.files.signals_held` block within it that hands the signal on
+    to it, then raises in the main thread where it is by then; a later command never gets an earlier
+    command's signal).
 
     A bare ``_thread`` thread: ``threading.Thread.start`` waits for the thread to start, and a signal
     handled in that wait would break it.
     """
-    handler = signal.getsignal(signum)
-    if not isinstance(handler, _Handler):
+    handler = _current
+    if handler is None:
         return
 
     def send() -> None:
         time.sleep(delay)
         with _REDELIVERY:
-            if signal.getsignal(signum) is handler:
+            if handler.active:
                 os.kill(os.getpid(), signum)
 
     _thread.start_new_thread(send, ())

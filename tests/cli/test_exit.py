@@ -319,6 +319,58 @@ def test_an_interrupt_python_swallows_stops_the_command_at_once(
     assert not any(isinstance(signal.getsignal(s), _Handler) for s in (signal.SIGTERM, signal.SIGINT))
 
 
+def test_an_interrupt_swallowed_just_before_signals_are_held_still_stops_the_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A report's files are written with the signals held back: a swallowed signal sent again then is
+    held and handed on after the block, not dropped (before, the command ran on to its end)."""
+    import signal
+    import time
+
+    from packing_theory.reporting.files import signals_held
+
+    steps: list[int] = []
+
+    def body() -> int:
+        _RaisesSignalWhenCollected(signal.SIGTERM)
+        with signals_held():
+            time.sleep(0.05)  # the signal is sent again in here
+        for i in range(6000):
+            steps.append(i)
+            time.sleep(0.01)
+        return 0
+
+    assert run_command("x", body) == 3
+    assert not steps, "the command went on after the signals were handed on"
+    assert stderr_line(capsys) == ("packing-theory x: interrupted (terminated by SIGTERM); "
+                                   "nothing more was measured")
+
+
+def test_a_signal_as_the_handlers_are_put_back_is_not_lost(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A Ctrl-C that lands just after the block's handlers are put back raises in the restored handler;
+    before, the retry around the restore swallowed it and the command returned 0."""
+    import signal
+
+    from packing_theory.cli import _exit
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    restore = _exit._restore
+    sent: list[int] = []
+
+    def restore_then_interrupt(*args: Any) -> None:
+        restore(*args)
+        if not sent:
+            sent.append(1)
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(_exit, "_restore", restore_then_interrupt)
+    try:
+        assert run_command("x", lambda: 0) == 3
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sent and stderr_line(capsys) == "packing-theory x: interrupted (SIGINT); nothing more was measured"
+
+
 def test_an_interrupt_turned_into_another_error_is_reported_as_the_interrupt(
         capsys: pytest.CaptureFixture[str]) -> None:
     import signal
