@@ -168,8 +168,8 @@ _SIGNAL_NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 class _Handler:
-    """The signal handler of :func:`signals_as_exceptions` (a class, so that :func:`_quiet_unraisable` can
-    tell whether it is installed)."""
+    """The signal handler of :func:`signals_as_exceptions`, with the flag :func:`_redeliver_later` reads:
+    whether its block still runs."""
 
     def __init__(self, owner: int, received: list[int]) -> None:
         self.owner = owner

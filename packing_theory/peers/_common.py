@@ -275,13 +275,12 @@ def column_split_budget(documents: int) -> int:
     and one extra piece per document.
 
     The columnar path holds a piece in numpy columns: measured with ``measure`` on
-    the compiled engine,
-    about 20-35 bytes per extra piece when the pieces are spread over the corpus
-    (a million documents of eleven rows each) and up to about 280 bytes when a
-    few documents make them all (TRL builds a map batch's pieces at once). The
-    documents themselves cost a measurement 50-70 bytes each, so one extra piece
-    per document keeps the run's memory a small multiple of its input's, while a
-    length near 2**63 is still refused before anything is allocated. A corpus of
+    the compiled engine, about 20-35 bytes per extra piece when the pieces are
+    spread over the corpus (a million documents of eleven rows each) and 33-280
+    bytes when ten documents make them all (TRL builds a map batch's pieces at
+    once). The documents themselves cost a measurement 50-70 bytes each, so one
+    extra piece per document adds at most about five times that, while a length
+    near 2**63 is still refused before anything is allocated. A corpus of
     100,000,000 lognormal(6, 1.3) lengths cut at 2,048 tokens makes 19,663,384.
 
     >>> column_split_budget(1_000), column_split_budget(100_000_000)
