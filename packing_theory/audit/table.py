@@ -72,7 +72,6 @@ BYTES_PER_OCCURRENCE = 13
 ``length``, ``emitted`` and ``discarded`` (4 each); ``first_inv`` adds 8 when kept."""
 
 _NARROW = np.int32
-_NARROW_MAX = int(INT32.max)
 _LAZY_FILL: dict[str, tuple[Any, int | None]] = {"source": (np.int64, None), "pass_index": (np.int32, 0),
                                                  "added": (np.int32, 0)}
 
@@ -171,7 +170,7 @@ class SourceTable:
 
     def widen(self, top: int) -> None:
         """Switch the length-valued columns to ``int64`` when ``top`` does not fit ``int32``."""
-        if top > _NARROW_MAX and self.length.dtype != np.int64:
+        if top > INT32.max and self.length.dtype != np.int64:
             for name in ("length", "emitted", "discarded"):
                 self.w.widen(name, np.int64)
 

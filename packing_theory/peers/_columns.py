@@ -72,9 +72,6 @@ class Section(NamedTuple):
     groups: dict[str, tuple[npt.NDArray[Any], ...]]
 
 
-_NARROW = INT32
-
-
 def narrow(cols: tuple[npt.NDArray[Any], ...]) -> list[npt.NDArray[Any]]:
     """``cols`` with every integer column ``int32`` when all of its values fit (else as it is): a peer's
     pieces and discards are held until its last batch, and are made ``int64`` again batch by batch.
@@ -84,7 +81,7 @@ def narrow(cols: tuple[npt.NDArray[Any], ...]) -> list[npt.NDArray[Any]]:
     """
     out = []
     for c in cols:
-        if c.dtype == np.int64 and (not c.size or _NARROW.min <= int(c.min()) <= int(c.max()) <= _NARROW.max):
+        if c.dtype == np.int64 and (not c.size or INT32.min <= int(c.min()) <= int(c.max()) <= INT32.max):
             c = c.astype(np.int32)
         out.append(c)
     return out
@@ -367,8 +364,8 @@ def first_fit_bins(sizes: Int64Array, capacity: int, max_items: int | None = Non
         kernel = load_numba_module("packing_theory.peers._kernels", "the peers' compiled first fit")
         kind = np.int32 if sizes.dtype == np.int32 else np.int64  # a narrow column is not copied to int64
         bins: Int64Array = np.empty(sizes.size, index_dtype(sizes.size))
-        small = kind == np.int32 and capacity <= _NARROW.max  # every free space fits int32, above its min
-        tree = np.full(2 * 1024, _NARROW.min if small else -(1 << 62), np.int32 if small else np.int64)
+        small = kind == np.int32 and capacity <= INT32.max  # every free space fits int32, above its min
+        tree = np.full(2 * 1024, INT32.min if small else -(1 << 62), np.int32 if small else np.int64)
         kernel.first_fit(np.ascontiguousarray(sizes, kind), int(capacity),
                          0 if max_items is None else int(max_items), bins, tree)
         return bins

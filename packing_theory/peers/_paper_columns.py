@@ -92,7 +92,6 @@ class Block(NamedTuple):
 
 
 _SHORT = int(np.iinfo(np.uint16).max)
-_NARROW_MAX = int(INT32.max)
 
 
 def _zeros(n: int = 0) -> Int64Array:
@@ -164,7 +163,7 @@ def longest_first(length: npt.NDArray[Any], top: int) -> npt.NDArray[Any]:
     [1, 4, 0, 2, 3]
     """
     n = length.size
-    if top >= 1 << 16 or n > _NARROW_MAX:
+    if top >= 1 << 16 or n > INT32.max:
         return _sort_order(-length)
     count = np.bincount(length, minlength=top + 1)
     offset = np.cumsum(count[::-1])[::-1] - count  # items longer than each length
@@ -380,7 +379,7 @@ def _short_items(values: Int64Array, L: int, long: Int64Array, rest: Int64Array)
     keep[long[deferred]] = True
     count = int(np.count_nonzero(keep))
     n = values.size
-    fits = n <= _NARROW_MAX and (not n or int(values.max()) <= _NARROW_MAX)
+    fits = n <= INT32.max and (not n or int(values.max()) <= INT32.max)
     doc = np.empty(count, np.int32 if fits else np.int64)
     length = np.empty(count, doc.dtype)
     at = 0

@@ -291,8 +291,6 @@ class OlmoPacker(PeerPacker):
         return rows
 
 
-
-
 def _piece_lengths(ls: npt.NDArray[np.int64], L: int, per: npt.NDArray[Any] | None,
                    ends: npt.NDArray[Any] | None, pieces: int) -> npt.NDArray[np.int64]:
     """Each piece's length (``int64``), pieces in document order: a document's first ``L`` tokens
