@@ -81,6 +81,7 @@ class SeriesSampler:
         self.row: int | None = None  # the row of the last placement
         self.rows_started = 0  # rows begun so far (the series' clock)
         self.marks: list[tuple[int, int, int, int, int]] = []  # (row j, pending ar, ba, pl, dc) to sample
+        self.stale = False  # a sample off the current stride may be kept (marked before the stride grew)
 
     def new_row(self, row: int, pending: tuple[int, int, int, int]) -> None:
         """A placement starts a new row: mark a sample there (every stride-th row); ``pending`` counts the
@@ -104,6 +105,7 @@ class SeriesSampler:
         for (j, na, nb, npl, nd), prot in zip(self.marks, protected, strict=True):
             buffered = base + int(ca[na]) + int(cb[nb]) - int(cp[npl]) - int(cd[nd])  # exact (Python ints)
             self.samples.append(SeriesSample(j * (R - 1), buffered, prot))
+            self.stale = self.stale or j % self.stride != 0
         self.marks.clear()
         self.thin()
 
@@ -139,12 +141,16 @@ class SeriesSampler:
     def end(self, rows: int, buffered: int, protected: int) -> None:
         """The last sample, at the Horizon."""
         self.samples.append(SeriesSample(rows * (self.capacity - 1), buffered, protected))
+        self.stale = self.stale or rows % self.stride != 0
 
     def thin(self, pending: Int64Array | None = None) -> None:
         """Past :data:`MAX_SERIES` samples keep the rows that are multiples of twice the stride, counting
         the ``pending`` rows about to be sampled (so the samples it would drop are never built)."""
         if pending is None and len(self.samples) < MAX_SERIES:
             return
+        if (pending is not None and not self.stale
+                and len(self.samples) + np.count_nonzero(pending % self.stride == 0) < MAX_SERIES):
+            return  # every sample on the stride, and fewer than the bound with the pending: nothing to drop
         step = self.capacity - 1
         rows = np.asarray([s.targets // step for s in self.samples], dtype=np.int64)
         todo = np.zeros(0, np.int64) if pending is None else pending
@@ -153,9 +159,12 @@ class SeriesSampler:
             self.stride *= 2
         stride = self.stride
         self.samples = [s for s, r in zip(self.samples, rows.tolist(), strict=True) if r % stride == 0]
+        self.stale = False
 
     def _check(self, pending_placements: bool) -> None:
         assert all(m[0] < self.rows_started for m in self.marks), "a mark of a row not yet started"
         assert not self.marks or pending_placements, "marks pending without pending placements"
         assert all(a.targets <= b.targets for a, b in itertools.pairwise(self.samples)), "series out of order"
         assert len(self.samples) <= MAX_SERIES, "series not thinned"
+        assert self.stale or all(s.targets // (self.capacity - 1) % self.stride == 0 for s in self.samples), \
+            "a sample off the stride while none is marked stale"
