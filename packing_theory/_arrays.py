@@ -8,11 +8,12 @@ Per-document state kept in an ``array("i")`` costs 4 bytes a value while every v
 from __future__ import annotations
 
 from array import array
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["INT32", "as_numpy", "index_dtype", "widened"]
+__all__ = ["INT32", "as_numpy", "index_dtype", "search_sorted", "widened"]
 
 INT32 = np.iinfo(np.int32)
 """The bounds a value must lie within to be kept in an ``array("i")``."""
@@ -28,6 +29,29 @@ def index_dtype(bound: int) -> type[np.int32] | type[np.int64]:
     """
     return np.int32 if bound <= INT32.max else np.int64
 assert array("i").itemsize == 4 and array("q").itemsize == 8
+
+
+def search_sorted(a: npt.NDArray[np.integer[Any]], keys: npt.ArrayLike,
+                  side: Literal["left", "right"] = "left") -> npt.NDArray[np.intp]:
+    """``numpy.searchsorted(a, keys, side=side)`` for a sorted integer ``a``, without converting ``a``.
+
+    numpy searches in the common type of ``a`` and ``keys``: an ``int32`` column searched for an
+    ``int64`` array or a Python ``int`` is first copied whole to ``int64`` (1.7 ms for 4 M values
+    here, per call). The keys take ``a``'s type instead when every one fits it (exact); else numpy's
+    own conversion runs. O(k log n).
+
+    >>> search_sorted(np.array([2, 5, 9], np.int32), np.array([5, 10**12]), side="right").tolist()
+    [2, 3]
+    >>> search_sorted(np.array([2, 5, 9], np.int32), 6).tolist()
+    2
+    """
+    k = np.asarray(keys)
+    if k.dtype != a.dtype and k.dtype.kind in "iu" and a.dtype.kind in "iu" and k.size:
+        box = np.iinfo(a.dtype)
+        if box.min <= int(k.min()) and int(k.max()) <= box.max:
+            k = k.astype(a.dtype)
+    out: npt.NDArray[np.intp] = np.asarray(np.searchsorted(a, k, side=side))
+    return out
 
 
 def as_numpy(a: array[int]) -> npt.NDArray[np.int32] | npt.NDArray[np.int64]:

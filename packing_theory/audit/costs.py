@@ -58,14 +58,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._arrays import INT32, as_numpy, widened
+from .._arrays import INT32, as_numpy, search_sorted, widened
 from .._checks import check_int
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
+from ..engine.compiled import load_numba_module
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
 from ..engine.starts import StartTracker
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from .histograms import nearest_rank
 
 __all__ = [
@@ -136,6 +137,9 @@ class CostAccumulator:
     Args:
         capacity: row capacity ``R`` (long = original length ``> R``).
         label: a name for the result (policy or packer).
+        compiled: take a batch's rows and first starts with the numba kernels of
+            ``audit/_costs_kernel.py`` (the ``fast`` extra), one loop each instead of a dozen numpy
+            temporaries; the same results (the numpy path is the oracle).
 
     Build it from a packer with :meth:`for_packer`. Occurrence ids must be
     ``0, 1, 2, ...`` in arrival order. Start delays are kept by a
@@ -147,17 +151,21 @@ class CostAccumulator:
     Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
     each event from the running sum of the positions filled before it); memory
     the :class:`~packing_theory.engine.starts.StartTracker`'s (``rows=False``: 1 byte per occurrence and
-    8 per run of arrivals in one row), 8 per long
+    8 per run of arrivals in one row that holds an unstarted occurrence, or is recent), 8 per long
     occurrence (its id and its fragment count), and 4 per occurrence for the sources only once one
     differs from its occurrence id (a second pass, a funnel): while every source is its occurrence id
     (one pass) they are not stored. Columns are ``int32``, widened to ``int64`` before a value that
     would not fit is written (a fragment count is at most the placements so far).
     """
 
-    def __init__(self, capacity: int, label: str = "") -> None:
+    def __init__(self, capacity: int, label: str = "", *, compiled: bool = False) -> None:
         self.capacity = check_int("capacity", capacity, 1)
         self.label = str(label)
-        self.starts = StartTracker(rows=False)  # the delays, not each start row
+        if not isinstance(compiled, bool):
+            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
+        self.starts = StartTracker(rows=False, compiled=compiled)  # the delays, not each start row
+        self._kernels = load_numba_module("packing_theory.audit._costs_kernel", "the compiled costs") \
+            if compiled else None
         self._long_ids: array[int] = array("i")  # the long occurrences (length > R), in arrival order ...
         self._frag: array[int] = array("i")  # ... and each one's placements (at most self._placements)
         self._source: array[int] | None = None  # None while every source is its occurrence id
@@ -174,13 +182,14 @@ class CostAccumulator:
         self.horizon: Horizon | None = None
 
     @classmethod
-    def for_packer(cls, packer: object, label: str | None = None) -> CostAccumulator:
+    def for_packer(cls, packer: object, label: str | None = None, *,
+                   compiled: bool = False) -> CostAccumulator:
         """An accumulator for the stream of ``packer``: its ``R``, labelled with its policy or name.
 
         ``packer``: an engine, a peer or a :class:`~packing_theory.engine.policies.PackerConfig`.
         """
         settings = consumer_settings(packer)
-        return cls(settings.capacity, settings.label if label is None else label)
+        return cls(settings.capacity, settings.label if label is None else label, compiled=compiled)
 
     def feed(self, ev: EventItem) -> None:
         """Consume one event, or each event of a batch in stream order. O(1) per event.
@@ -245,14 +254,9 @@ class CostAccumulator:
             for e in b.events():
                 self.feed(e)
             return
-        advance = np.zeros(kinds.size, dtype=np.int64)
-        advance[p_pos] = pl.length
-        advance[kinds == PADDING] = b.padding.length
-        advance[kinds == REPEAT] = b.repeat.length
-        filled = np.cumsum(advance, dtype=np.int64)
-        done = self.fill + filled - advance  # positions of the current row filled before each event
         R = self.capacity
-        self.starts.arrive_all(ar.occurrence, self.rows + done[a_pos] // R)
+        a_rows, p_rows, rows, fill = self._event_rows(b, a_pos, p_pos)
+        self.starts.arrive_all(ar.occurrence, a_rows)
         long_ids = ar.occurrence[ar.length > R]
         if long_ids.size:
             self._fit_ids(int(long_ids[-1]))
@@ -261,13 +265,12 @@ class CostAccumulator:
         if ar.source.size:
             self._add_sources(before, ar.source)
         if p_pos.size:
-            self.starts.start_all(occ, self.rows + done[p_pos] // R)
+            self.starts.start_all(occ, p_rows)
             self._count_placements(int(p_pos.size))
             if self._long_ids:  # the placements of long occurrences, by their rank among the long ones
                 ids = as_numpy(self._long_ids)
-                at = np.searchsorted(ids, occ)
+                at = _ranks(ids, occ, before - _RECENT)
                 hit = at < ids.size
-                hit[hit] = ids[at[hit]] == occ[hit]
                 frag = as_numpy(self._frag)
                 np.add.at(frag, at[hit], 1)  # O(k log long) whatever the ids' spread
                 del ids, frag
@@ -279,11 +282,33 @@ class CostAccumulator:
         self.repeated += int(b.repeat.length.sum())
         self.discarded += int(b.discard.length.sum())
         self.filtered += int(b.filtered.length.sum())
-        total = self.fill + (int(filled[-1]) if filled.size else 0)
-        self.rows += total // R
-        self.fill = total % R
+        self.rows, self.fill = rows, fill
         if b.horizon is not None:
             self.horizon = b.horizon
+
+    def _event_rows(self, b: EventBatch, a_pos: npt.NDArray[np.intp], p_pos: npt.NDArray[np.intp]
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int]:
+        """The rows completed before each arrival and each placement of ``b``, and ``(rows, fill)``
+        after it: from the running sum of the positions filled (placements, padding, repeats)."""
+        R = self.capacity
+        if self._kernels is not None:
+            a_rows = np.empty(a_pos.size, np.int64)
+            p_rows = np.empty(p_pos.size, np.int64)
+            rows, fill = self._kernels.event_rows(
+                b.kinds, b.placement.length, b.padding.length, b.repeat.length, R, self.rows, self.fill,
+                ARRIVAL, PLACEMENT, PADDING, REPEAT, a_rows, p_rows)
+            return a_rows, p_rows, int(rows), int(fill)
+        kinds = b.kinds
+        advance = np.zeros(kinds.size, dtype=np.int64)
+        advance[p_pos] = b.placement.length
+        if b.padding.length.size:
+            advance[kinds == PADDING] = b.padding.length
+        if b.repeat.length.size:
+            advance[kinds == REPEAT] = b.repeat.length
+        filled = np.cumsum(advance, dtype=np.int64)
+        done = self.fill + filled - advance  # positions of the current row filled before each event
+        total = self.fill + (int(filled[-1]) if filled.size else 0)
+        return self.rows + done[a_pos] // R, self.rows + done[p_pos] // R, self.rows + total // R, total % R
 
     def _count_placements(self, k: int) -> None:
         """``k`` more placements: the fragment counts are widened to ``int64`` first if one could pass
@@ -335,8 +360,7 @@ class CostAccumulator:
         frag_max = int(long_frag.max()) if long_started else 0
         del frag  # a view of the growing buffer: released before any append
         positions = self.rows * self.capacity + self.fill
-        dense = starts.delay_histogram
-        delays = starts.delays if dense is None else dense
+        delays = starts.delay_counts
         return PackerCosts(
             label=self.label,
             capacity=self.capacity,
@@ -384,7 +408,36 @@ class CostAccumulator:
             "a source column kept while every source is its occurrence id"
         assert 0 <= self.fill < self.capacity
         assert self.targets_without_context <= self.targets <= self.placed
-        assert all(starts.arrival_row(o) <= self.rows for o in range(n))
+        assert all(starts.arrival_row(o) <= self.rows for o in range(n) if not starts.is_started(o))
+
+
+_RECENT = 4096
+"""Placements of the occurrences that arrived at most this many before a batch, or in it, are looked up
+by a table over their span (the rest, long waiters, by a binary search)."""
+
+
+def _ranks(ids: npt.NDArray[Any], occ: npt.NDArray[np.int64], recent: int) -> npt.NDArray[np.int64]:
+    """The rank of each of ``occ`` among the sorted distinct ``ids``, ``ids.size`` where it is not one.
+
+    A batch's placements are mostly of recent occurrences: those from ``recent`` on are looked up in a
+    table of their span (O(k + span)), the few older ones by a binary search over the ids."""
+    out = np.full(occ.size, ids.size, np.int64)
+    late = occ >= recent
+    cut = int(search_sorted(ids, recent))
+    if late.any():
+        top = int(occ.max()) + 1
+        tail = ids[cut:]
+        tail = tail[: int(search_sorted(tail, top))]
+        table = np.full(top - recent, ids.size, np.int64)
+        table[tail.astype(np.int64) - recent] = np.arange(cut, cut + tail.size)
+        out[late] = table[occ[late] - recent]
+    if not late.all():
+        early = np.flatnonzero(~late)
+        at = search_sorted(ids[:cut], occ[early])
+        found = at < cut
+        found[found] = ids[at[found]] == occ[early][found]
+        out[early[found]] = at[found]
+    return out
 
 
 def packer_costs(events: Iterable[EventItem], capacity: int, *, label: str = "") -> PackerCosts:

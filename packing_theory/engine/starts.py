@@ -23,18 +23,156 @@ import bisect
 import collections
 import itertools
 from array import array
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .._arrays import INT32, widened
-from .._unique import distinct_counts
+from .._arrays import INT32, search_sorted, widened
+from .._unique import distinct_counts, group_min
 from ..errors import InputError, InputTypeError
+from .compiled import load_numba_module
 
-__all__ = ["StartTracker"]
+__all__ = ["PRUNE_RUNS", "DelayCounts", "StartTracker"]
+
+PRUNE_RUNS = 1 << 16
+"""A tracker without rows drops its started runs once it keeps this many runs (or twice those it kept)."""
 
 _UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row), int64 ...
 # ... and in int32 rows INT32.min is that sentinel and INT32.max a scratch mark
+
+
+def _array_of(typecode: str, values: npt.NDArray[Any]) -> array[int]:
+    """``values`` as a new ``array(typecode)``."""
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(values, dtype=np.dtype(typecode)).tobytes())
+    return out
+
+
+def _first_of_each(keys: npt.NDArray[np.int64], arrivals: int) -> npt.NDArray[np.int64]:
+    """The position of the first occurrence of each distinct key (in no order).
+
+    The keys of the recent arrivals (``arrivals - 4 * size - 1,024`` on) are counted in a table of their
+    span, and only the repeated ones are grouped; the few older keys (long waiters) are grouped by a
+    sort. O(size + span) for a batch of placements, most of them each occurrence's only one."""
+    pos = np.arange(keys.size, dtype=np.int64)
+    old = keys < arrivals - 4 * keys.size - 1024
+    recent, at = (keys, pos) if not old.any() else (keys[~old], pos[~old])
+    parts = []
+    if recent.size:
+        low = int(recent.min())
+        repeated = np.bincount(recent - low)[recent - low] > 1
+        parts.append(at[~repeated])
+        if repeated.any():
+            parts.append(group_min(recent[repeated], at[repeated])[1])
+    if old.any():
+        parts.append(group_min(keys[old], pos[old])[1])
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else pos
+
+
+class DelayCounts:
+    """A histogram of integer delays in memory proportional to the delays it holds, not to the largest.
+
+    Delays ``0 .. dense - 1`` are counted in a dense table; every other one (negative, or past the
+    table) is kept sparse, as sorted distinct values with their counts, merged in bulk. A merge moves
+    the longest prefix of the sparse values at least half as dense as a table into the table, so the
+    memory is at most about twice the smaller of a table up to the largest delay (8 bytes a delay)
+    and a sparse list (16 bytes a distinct delay): a stream whose delays are mostly short with a thin
+    tail of long waits keeps the tail sparse (a 100 M-document audit: delays up to 27 M rows in a few
+    hundred thousand distinct values), an offline packer's row positions fill the table.
+
+    Complexity: :meth:`add` O(k) plus amortised O(1) per distinct delay for the merges (pending values
+    are merged once they outnumber the sparse list).
+
+    >>> h = DelayCounts()
+    >>> h.add(np.array([0, 1, 2, 900]), np.array([5, 1, 1, 1])); h.one(-3)
+    >>> [x.tolist() for x in h.counts()], h.total
+    ([[-3, 0, 1, 2, 900], [1, 5, 1, 1, 1]], 9)
+    """
+
+    __slots__ = ("_pending", "_pending_n", "_sc", "_sv", "dense", "total")
+
+    _MERGE_AT = 1 << 12
+    """Pending values merged at least this many at a time."""
+
+    def __init__(self) -> None:
+        self.dense = array("q")  # dense[d]: the count of delay d, for 0 <= d < len(dense) ...
+        self._sv = np.zeros(0, np.int64)  # ... and the other delays, sorted and distinct ...
+        self._sc = np.zeros(0, np.int64)  # ... with their counts
+        self._pending: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._pending_n = 0
+        self.total = 0
+
+    def add(self, values: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
+        """Count ``counts[i]`` delays of ``values[i]`` (``values`` distinct)."""
+        values = np.asarray(values, np.int64)
+        counts = np.asarray(counts, np.int64)
+        self.total += int(counts.sum())
+        inside = (values >= 0) & (values < len(self.dense))
+        if inside.any():
+            table = np.frombuffer(self.dense, np.int64)
+            table[values[inside]] += counts[inside]
+            del table  # a view: released before the table grows
+        if not inside.all():
+            self._pending.append((values[~inside], counts[~inside]))
+            self._pending_n += int((~inside).sum())
+            if self._pending_n >= max(self._MERGE_AT, self._sv.size):
+                self._merge()
+
+    def one(self, delay: int) -> None:
+        """Count one delay."""
+        self.add(np.array([delay], np.int64), np.ones(1, np.int64))
+
+    def _merge(self) -> None:
+        """Merge the pending values into the sparse list, then move its densest prefix into the table."""
+        if self._pending:
+            v = np.concatenate([self._sv, *(p[0] for p in self._pending)])
+            c = np.concatenate([self._sc, *(p[1] for p in self._pending)])
+            self._pending, self._pending_n = [], 0
+            order = np.argsort(v, kind="stable")
+            v, c = v[order], c[order]
+            new = np.ones(v.size, np.bool_)
+            np.not_equal(v[1:], v[:-1], out=new[1:])
+            starts = np.flatnonzero(new)
+            self._sv, self._sc = v[starts], np.add.reduceat(c, starts) if v.size else c
+        low = len(self.dense)
+        ahead = np.flatnonzero(self._sv >= low)
+        if not ahead.size:
+            return
+        first = int(ahead[0])
+        gap = self._sv[first:] - low + 1  # the table's growth to take each value in
+        worth = np.flatnonzero(2 * np.arange(1, gap.size + 1) >= gap)  # at least half as dense as a table
+        if not worth.size:
+            return
+        last = first + int(worth[-1])
+        top = int(self._sv[last])
+        self.dense.frombytes(bytes(8 * (top + 1 - low)))
+        table = np.frombuffer(self.dense, np.int64)
+        table[self._sv[first:last + 1]] += self._sc[first:last + 1]
+        del table
+        self._sv = np.concatenate([self._sv[:first], self._sv[last + 1:]])
+        self._sc = np.concatenate([self._sc[:first], self._sc[last + 1:]])
+
+    def counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``(distinct delays, their counts)``, sorted. O(table + distinct)."""
+        self._merge()
+        table = np.frombuffer(self.dense, np.int64) if self.dense else np.zeros(0, np.int64)
+        at = np.flatnonzero(table)
+        values = np.concatenate([at.astype(np.int64), self._sv])
+        counts = np.concatenate([table[at], self._sc])
+        order = np.argsort(values, kind="stable")
+        return values[order], counts[order]
+
+    def _check(self) -> None:
+        """Assert the internal invariants (used by tests)."""
+        low = len(self.dense)
+        assert self._sv.shape == self._sc.shape and (self._sc > 0).all()
+        assert (np.diff(self._sv) > 0).all(), "sparse delays not sorted and distinct"
+        assert not ((self._sv >= 0) & (self._sv < low)).any(), "a delay both in the table and sparse"
+        assert all(not ((v >= 0) & (v < low)).any() and (c > 0).all() for v, c in self._pending)
+        assert self._pending_n == sum(v.size for v, _ in self._pending)
+        pending = sum(int(c.sum()) for _, c in self._pending)
+        assert self.total == sum(self.dense) + int(self._sc.sum()) + pending
 
 
 class StartTracker:
@@ -46,6 +184,8 @@ class StartTracker:
     Args:
         rows: keep each occurrence's start row (:meth:`start_row`); ``False`` keeps only whether it
             started (the delays, :meth:`oldest_unstarted` and :meth:`unstarted_wait` are the same).
+        compiled: with ``rows=False``, find a batch's first starts (:meth:`start_all`) in one numba loop
+            (the ``fast`` extra) instead of numpy's gathers and grouping; the same starts.
 
     Attributes:
         started: occurrences with a recorded start.
@@ -58,45 +198,53 @@ class StartTracker:
     widened to ``int64`` before such a row is written; 1, whether it started, with ``rows=False``), 8
     per *run* of arrival rows (the first occurrence of each stretch that arrived in one row, and that
     row: an offline packer, which arrives its corpus before its first row, has one run; a streaming one
-    at most one per row) plus the delay histogram: a dense count per delay ``0, 1, ...`` up to
-    ``4 * occurrences + 65,536`` delays at most (:attr:`delay_histogram`), a ``Counter`` for any other
-    (negative or farther: a broken stream's row, or rows much longer than documents).
+    at most one per row) plus the delay histogram (:class:`DelayCounts`: proportional to the distinct
+    delays, at most about twice a table up to the largest).
+
+    With ``rows=False`` the tracker keeps only what the starts still to come need: a run whose
+    occurrences have all started is dropped (checked in bulk once the runs have doubled, at least
+    :data:`PRUNE_RUNS` of them), so the runs are those of the recent rows and of the rows where an
+    unstarted occurrence arrived (a streaming packer's never-started documents), not one per row of the
+    stream; :meth:`arrival_row` then answers for an unstarted occurrence only.
     """
 
-    __slots__ = ("_cursor", "_hist", "_other", "_run_at", "_run_row", "_srow", "_unset", "keeps_rows",
-                 "max_delay", "started")
+    __slots__ = ("_cursor", "_hist", "_kernels", "_last_at", "_last_rows", "_old_end", "_prune_at", "_run_at",
+                 "_run_row", "_srow", "_unset", "keeps_rows", "max_delay", "started")
 
-    def __init__(self, rows: bool = True) -> None:
+    def __init__(self, rows: bool = True, *, compiled: bool = False) -> None:
         if not isinstance(rows, bool):
             raise InputTypeError(f"rows must be a bool, got {type(rows).__name__} {rows!r}")
+        if not isinstance(compiled, bool):
+            raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
+        # rows=False: a batch's first starts in one numba loop (audit/_costs_kernel.py), the same ones
+        self._kernels = (load_numba_module("packing_theory.audit._costs_kernel", "the compiled start tracker")
+                         if compiled and not rows else None)
         self.keeps_rows = rows  # False: one byte per occurrence (whether it started) instead of its row
         self._run_at = array("i")  # the first occurrence of each run of arrivals in one row ("q" past int32)
         self._run_row = array("i")  # and that row
         self._srow = array("i" if rows else "b")  # the start row (the type of _run_row), or 1 once started
         self._unset = int(INT32.min) if rows else 0  # the value of an unstarted occurrence in _srow
         self._cursor = 0  # every occurrence below it has started
-        self._hist = array("q")  # _hist[d]: started occurrences whose start delay is d ...
-        self._other: collections.Counter[int] = collections.Counter()  # ... and every delay past it
+        self._hist = DelayCounts()  # the started occurrences per start delay
+        # rows=False: the first len(_old_end) runs are those kept by a pruning, each ending at its
+        # _old_end (the runs dropped between them had started); the runs after them are contiguous
+        self._old_end = array("q")
+        self._prune_at = PRUNE_RUNS  # prune once this many runs are kept
+        self._last_at, self._last_rows = 0, np.zeros(0, np.int64)  # the last arrive_all's first id and rows
         self.started = 0
         self.max_delay: int | None = None
 
     @property
     def delays(self) -> collections.Counter[int]:
-        """Histogram ``{start delay: occurrences}`` of the started (a new Counter). O(dense span)."""
-        h = np.frombuffer(self._hist, dtype=np.int64) if self._hist else np.zeros(0, np.int64)
-        at = np.flatnonzero(h)
-        out = collections.Counter(dict(zip(at.tolist(), h[at].tolist(), strict=True)))
-        out.update(self._other)
-        return out
+        """Histogram ``{start delay: occurrences}`` of the started (a new Counter). O(distinct delays)."""
+        values, counts = self._hist.counts()
+        return collections.Counter(dict(zip(values.tolist(), counts.tolist(), strict=True)))
 
     @property
-    def delay_histogram(self) -> npt.NDArray[np.int64] | None:
-        """The started occurrences per start delay ``0, 1, ...`` (a copy, as long as the largest
-        delay), or ``None`` when a delay lies outside the dense span (then :attr:`delays` only).
-        O(max delay)."""
-        if self._other:
-            return None
-        return np.frombuffer(self._hist, dtype=np.int64).copy() if self._hist else np.zeros(0, np.int64)
+    def delay_counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``(distinct start delays, occurrences with each)``, sorted (new arrays). O(distinct delays);
+        :func:`~packing_theory.audit.histograms.nearest_rank` takes the pair."""
+        return self._hist.counts()
 
     @property
     def row_dtype(self) -> type[np.int32] | type[np.int64]:
@@ -135,32 +283,24 @@ class StartTracker:
         self._run_row.frombytes(rows[change].astype(self.row_dtype).tobytes())
 
     def arrival_rows(self, occurrences: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """The row each of ``occurrences`` (arrived ids) arrived in. O(k log runs)."""
-        at = np.frombuffer(self._run_at, np.dtype(self._run_at.typecode))
-        rows = np.frombuffer(self._run_row, self.row_dtype)
-        out: npt.NDArray[np.int64] = rows[np.searchsorted(at, occurrences, side="right") - 1].astype(np.int64)
+        """The row each of ``occurrences`` (arrived ids) arrived in: those of the last :meth:`arrive_all`
+        batch from its rows (most of a batch's starts), the others from the runs. O(k log runs)."""
+        first, last = self._last_at, self._last_at + self._last_rows.size
+        recent = (occurrences >= first) & (occurrences < last)
+        if recent.all():
+            return self._last_rows[occurrences - first]
+        out = np.empty(occurrences.size, np.int64)
+        out[recent] = self._last_rows[occurrences[recent] - first]
+        older = ~recent
+        out[older] = self._run_rows(occurrences[older])
         return out
 
-    def _dense_limit(self) -> int:
-        """Delays below this are counted in the dense histogram (it grows with the occurrences)."""
-        return 4 * len(self._srow) + (1 << 16)
-
-    def _widen(self, top: int) -> None:
-        """Make room in the dense histogram for delay ``top``, moving in the counts it now covers."""
-        n = len(self._hist)
-        if top < n:
-            return
-        self._hist.frombytes(bytes(8 * (top + 1 - n)))
-        for d in [d for d in self._other if n <= d <= top]:
-            self._hist[d] += self._other.pop(d)
-
-    def _count(self, delay: int) -> None:
-        """One start with ``delay``."""
-        if 0 <= delay < self._dense_limit():
-            self._widen(delay)
-            self._hist[delay] += 1
-        else:
-            self._other[delay] += 1
+    def _run_rows(self, occurrences: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The arrival rows of ``occurrences`` looked up in the runs. O(k log runs)."""
+        at = np.frombuffer(self._run_at, np.dtype(self._run_at.typecode))
+        rows = np.frombuffer(self._run_row, self.row_dtype)
+        out: npt.NDArray[np.int64] = rows[search_sorted(at, occurrences, side="right") - 1].astype(np.int64)
+        return out
 
     @property
     def arrivals(self) -> int:
@@ -185,6 +325,37 @@ class StartTracker:
         if not self._run_row or self._run_row[-1] != row:
             self._add_runs(occurrence, np.asarray([row], np.int64))
         self._srow.append(self._unset)
+        if len(self._run_at) >= self._prune_at and not self.keeps_rows:
+            self._prune()
+
+    def _prune(self) -> None:
+        """``rows=False``: drop the runs whose occurrences have all started (never the last: it may
+        grow). Each occurrence of the runs added since the last pruning is read once; the runs kept
+        before are read again (each over its own occurrences). O(occurrences read + runs)."""
+        m, kept_before = len(self._run_at), len(self._old_end)
+        at = np.frombuffer(self._run_at, dtype=np.dtype(self._run_at.typecode)).astype(np.int64)
+        flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
+        keep = np.zeros(m, np.bool_)
+        keep[m - 1] = True
+        if kept_before:  # the runs kept before, each over [its first occurrence, its end)
+            ends = np.frombuffer(self._old_end, dtype=np.int64)
+            sizes = ends - at[:kept_before]
+            offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            ids = np.repeat(at[:kept_before] - offsets, sizes) + np.arange(int(sizes.sum()))
+            keep[:kept_before] = np.logical_or.reduceat(flags[ids] == 0, offsets)
+        lo, hi = int(at[kept_before]), int(at[m - 1])  # the contiguous runs since: [lo, hi)
+        unstarted = np.flatnonzero(flags[lo:hi] == 0) + lo
+        del flags
+        keep[np.searchsorted(at, unstarted, side="right") - 1] = True
+        ends = np.empty(m, np.int64)
+        ends[:kept_before] = np.frombuffer(self._old_end, dtype=np.int64)
+        ends[kept_before:m - 1] = at[kept_before + 1:]
+        kept = np.flatnonzero(keep)
+        rows = np.frombuffer(self._run_row, dtype=self.row_dtype)
+        self._run_at = _array_of(self._run_at.typecode, at[kept])
+        self._run_row = _array_of(self._run_row.typecode, rows[kept])
+        self._old_end = _array_of("q", ends[kept[:-1]])
+        self._prune_at = max(PRUNE_RUNS, 2 * int(kept.size))
 
     def start(self, occurrence: int, row: int) -> int | None:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
@@ -199,7 +370,7 @@ class StartTracker:
         self._fit(row, row)
         delay = row - self.arrival_row(occurrence)
         self._srow[occurrence] = row if self.keeps_rows else 1
-        self._count(delay)
+        self._hist.one(delay)
         self.started += 1
         if self.max_delay is None or delay > self.max_delay:
             self.max_delay = delay
@@ -224,6 +395,9 @@ class StartTracker:
         self._fit(int(rows.min()), int(rows.max()))
         self._add_runs(lo, np.asarray(rows, np.int64))
         self._srow.frombytes(np.full(k, self._unset, dtype=self._sdtype()).tobytes())
+        self._last_at, self._last_rows = lo, np.array(rows, dtype=np.int64)  # its own copy
+        if len(self._run_at) >= self._prune_at and not self.keeps_rows:
+            self._prune()
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
@@ -246,26 +420,23 @@ class StartTracker:
         self._fit(int(rows.min()), int(rows.max()))
         if self.keeps_rows:
             occ, at = self._first_starts(occurrences, rows)
-        else:  # each unstarted occurrence's first placement in this batch: O(k log k)
+        else:  # each unstarted occurrence's first placement in this batch
             flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
-            fresh = np.flatnonzero(flags[occurrences] == 0)
-            _, at_first = np.unique(occurrences[fresh], return_index=True)
-            first = fresh[at_first]
-            occ, at = occurrences[first], rows[first]
-            flags[occ] = 1
+            if self._kernels is not None:
+                occ, at = np.empty(occurrences.size, np.int64), np.empty(occurrences.size, np.int64)
+                m = self._kernels.first_starts(occurrences, rows, flags, occ, at)
+                occ, at = occ[:m], at[:m]
+            else:
+                fresh = np.flatnonzero(flags[occurrences] == 0)
+                first = fresh[_first_of_each(occurrences[fresh], n)]
+                occ, at = occurrences[first], rows[first]
+                flags[occ] = 1
             del flags
         delays = at - self.arrival_rows(occ)
         if delays.size == 0:
             return
         values, counts = distinct_counts(delays)  # sorted; a batch's delays are near each other
-        dense = (values >= 0) & (values < self._dense_limit())
-        for d, c in zip(values[~dense].tolist(), counts[~dense].tolist(), strict=True):
-            self._other[d] += c  # a broken stream's rows, or rows far longer than documents
-        if dense.any():
-            self._widen(int(values[dense][-1]))
-            hist = np.frombuffer(self._hist, dtype=np.int64)
-            hist[values[dense]] += counts[dense]
-            del hist
+        self._hist.add(values, counts)
         self.started += int(delays.size)
         top = int(values[-1])
         if self.max_delay is None or top > self.max_delay:
@@ -304,7 +475,14 @@ class StartTracker:
         return out
 
     def arrival_row(self, occurrence: int) -> int:
-        """The row ``occurrence`` arrived in. O(log runs)."""
+        """The row ``occurrence`` arrived in. O(log runs).
+
+        Raises:
+            InputError: with ``rows=False``, ``occurrence`` has started (its row is not kept).
+        """
+        if not self.keeps_rows and self._srow[occurrence] != self._unset:
+            raise InputError(f"arrival_row({occurrence}): a tracker made with rows=False keeps the arrival "
+                             "rows of unstarted occurrences only")
         return self._run_row[bisect.bisect_right(self._run_at, occurrence) - 1]
 
     def start_row(self, occurrence: int) -> int | None:
@@ -349,7 +527,7 @@ class StartTracker:
         n = len(self._srow)
         assert len(self._run_at) == len(self._run_row) and self._run_row.typecode in ("i", "q")
         assert self._srow.typecode == (self._run_row.typecode if self.keeps_rows else "b")
-        assert (n == 0) == (not self._run_at) and (n == 0 or self._run_at[0] == 0)
+        assert (n == 0) == (not self._run_at) and (n == 0 or self._run_at[0] == 0 or not self.keeps_rows)
         assert all(a < b < n for a, b in itertools.pairwise(self._run_at)), "runs not in occurrence order"
         assert all(a != b for a, b in itertools.pairwise(self._run_row)), "two runs of one row side by side"
         if self.keeps_rows:
@@ -357,10 +535,21 @@ class StartTracker:
         else:
             assert self._unset == 0 and set(self._srow) <= {0, 1}
         started = [i for i in range(n) if self._srow[i] != self._unset]
-        assert self.started == len(started) == sum(self.delays.values()) == sum(self._hist) + sum(
-            self._other.values())
-        assert not any(0 <= d < len(self._hist) for d in self._other), "a delay counted in both parts"
-        assert not self._hist or self._hist[-1] > 0
+        self._hist._check()
+        assert self.started == len(started) == sum(self.delays.values()) == self._hist.total
+        kept_before = len(self._old_end)
+        assert not self.keeps_rows or not kept_before, "a tracker with rows prunes nothing"
+        assert kept_before < len(self._run_at) or n == 0
+        for i in range(kept_before):  # a run kept by a pruning ends before the next run
+            assert self._run_at[i] < self._old_end[i] <= self._run_at[i + 1]
+        covered = [range(a, b) for a, b in zip(self._run_at, self._old_end, strict=False)]
+        covered.append(range(self._run_at[kept_before], n) if n else range(0))
+        unstarted = [i for i in range(n) if self._srow[i] == self._unset]
+        assert self._last_at + self._last_rows.size <= n, "the last batch's rows past the arrivals"
+        span = range(self._last_at, self._last_at + self._last_rows.size)  # rows=False: runs of the unstarted
+        last = np.array([i for i in span if self.keeps_rows or self._srow[i] == self._unset], np.int64)
+        assert (self._last_rows[last - self._last_at] == self._run_rows(last)).all(), "last rows unlike runs"
+        assert all(any(i in r for r in covered) for i in unstarted), "an unstarted occurrence lost its run"
         if self.keeps_rows:
             assert collections.Counter(self._srow[i] - self.arrival_row(i) for i in started) == self.delays
         assert self.max_delay == (max(self.delays) if self.delays else None)

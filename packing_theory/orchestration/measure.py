@@ -248,7 +248,7 @@ def _run_one(task: _Task, arr: Int64Array | MappedLengths, reach: bool = False
         arrival_rows=False,
         store=out_of_core_store(offered) if task.documents else None,
     )
-    consumers: list[Any] = [ledger, rows, CostAccumulator(width, name)]
+    consumers: list[Any] = [ledger, rows, CostAccumulator(width, name, compiled=compiled)]
     try:
         counter = None if streaming else packer.figures(arr)
     except ValueError as exc:  # the framework's own rule refuses this corpus (where it reads it whole)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +13,9 @@ import packing_theory as pt
 from packing_theory import build_packer
 from packing_theory.audit.costs import COST_COLUMNS, CostAccumulator, costs_table, nearest_rank, packer_costs
 from packing_theory.engine.batches import EventBatch, batched
-from packing_theory.errors import InputError
+from packing_theory.engine.compiled import compiled_available
+from packing_theory.engine.starts import PRUNE_RUNS
+from packing_theory.errors import InputError, InputTypeError
 from packing_theory.invariant import strategies as pst
 from packing_theory.invariant.wait_bound import StartDelayMonitor
 from packing_theory.registry import names
@@ -128,8 +131,9 @@ def test_costs_of_each_policy_differ_as_expected() -> None:
     assert out["bounded-wait"].start_delay_max <= 2 + 12 + 4 - 2
 
 
-def _costs_both_ways(events: list[Any], capacity: int, size: int) -> tuple[Any, Any, CostAccumulator]:
-    one, bulk = CostAccumulator(capacity), CostAccumulator(capacity)
+def _costs_both_ways(events: list[Any], capacity: int, size: int, compiled: bool = False
+                     ) -> tuple[Any, Any, CostAccumulator]:
+    one, bulk = CostAccumulator(capacity), CostAccumulator(capacity, compiled=compiled)
     for e in events:
         one.feed(e)
     for b in batched(iter(events), size):
@@ -152,6 +156,29 @@ def test_a_batch_in_bulk_is_its_events_one_by_one(name: str, lengths: list[int],
     one, bulk, acc = _costs_both_ways(events, capacity, size)
     assert bulk == one
     assert acc.starts.delays == _costs_both_ways(events, capacity, 1)[2].starts.delays
+    if compiled_available():  # the kernels' rows and first starts: the same costs as the oracle's
+        _, fast, fast_acc = _costs_both_ways(events, capacity, size, compiled=True)
+        assert fast == one and fast_acc.starts.delays == acc.starts.delays
+
+
+@pytest.mark.skipif(not compiled_available(), reason="numba (the fast extra) is not installed")
+def test_the_compiled_costs_of_a_long_stream_are_the_oracle_s() -> None:
+    """300,000 documents of the compiled engine in batches (past 65,536 rows the tracker prunes its
+    started runs; the long ids are looked up by recency): the compiled and numpy accounting agree."""
+    rng = np.random.default_rng(3)
+    lengths = np.minimum(rng.lognormal(6, 1.3, 300_000).astype(np.int64) + 1, 50_000)
+    packer = build_packer("discard", capacity=2049, engine="compiled")
+    fast, slow = CostAccumulator(2049, compiled=True), CostAccumulator(2049)
+    for b in packer.stream(lengths):
+        fast.feed(b)
+        slow.feed(b)
+    assert fast.result() == slow.result() and fast.rows > PRUNE_RUNS > fast.starts.runs
+    assert fast.result().start_delay_max is not None and fast.result().long_occurrences > 1000
+
+
+def test_compiled_must_be_a_bool() -> None:
+    with pytest.raises(InputTypeError, match="compiled must be a bool, got int 1"):
+        CostAccumulator(8, compiled=1)  # type: ignore[arg-type]
 
 
 def test_a_batch_the_rules_refuse_raises_at_the_same_event() -> None:
@@ -187,5 +214,5 @@ def test_a_broken_stream_s_start_delays_are_recorded_not_refused() -> None:
     far = StartDelayMonitor(4)
     far.feed(pt.Arrival(0, 0, 0, 1))
     far.feed(pt.Placement(10**15, 0, 0, 0, 0, 1, False, False))
-    assert dict(far.delay_counts) == {10**15: 1} and far.starts.delay_histogram is None
+    assert dict(far.delay_counts) == {10**15: 1} and len(far.starts._hist.dense) == 0  # kept sparse
     far.starts._check()

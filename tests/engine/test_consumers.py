@@ -27,6 +27,7 @@ import packing_theory as pt
 from packing_theory.adapters.stream import RemainderTracker
 from packing_theory.audit import DocumentRows, Ledger, StreamLedger
 from packing_theory.audit.costs import CostAccumulator
+from packing_theory.audit.histograms import nearest_rank
 from packing_theory.audit.population import ScoredTargets
 from packing_theory.engine import EventSource
 from packing_theory.engine import consumers as consumers_module
@@ -35,7 +36,7 @@ from packing_theory.engine.batches import EventBatch, batched, unbatched
 from packing_theory.engine.compiled import COMPILED_POLICIES, compiled_available
 from packing_theory.engine.consumers import Consumer, consumer_settings, feed_all
 from packing_theory.engine.replay import ENGINES, make_packer
-from packing_theory.engine.starts import StartTracker
+from packing_theory.engine.starts import PRUNE_RUNS, DelayCounts, StartTracker
 from packing_theory.engine.summary import SummaryAccumulator
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.invariant import BufferTracker, InvariantMonitor
@@ -397,18 +398,44 @@ def test_start_all_refuses_rows_that_are_not_one_per_occurrence() -> None:
     assert t.started == 0 and t.start_row(0) is None
 
 
-def test_a_delay_past_the_dense_histogram_moves_in_when_it_grows() -> None:
-    """A delay beyond the dense span is kept aside, then counted densely once the span covers it."""
-    t = StartTracker()
-    t.arrive(0, 0)
-    t.start(0, 70_000)  # beyond 4 * 1 + 65,536
-    assert t.delay_histogram is None and dict(t.delays) == {70_000: 1}
-    t.arrive_all(np.arange(1, 5001, dtype=np.int64), np.zeros(5000, np.int64))
-    t.start(1, 70_001)  # now inside the span: the histogram widens over 70,000 as well
-    t._check()
-    h = t.delay_histogram
-    assert h is not None and h.size == 70_002 and h[70_000] == 1 and h[70_001] == 1
-    assert dict(t.delays) == {70_000: 1, 70_001: 1} and t.max_delay == 70_001
+def test_delay_counts_keep_a_thin_tail_sparse_and_a_dense_run_in_the_table() -> None:
+    """Short delays fill the table; a few waits far out stay sparse (memory follows the distinct
+    delays, not the largest); a run of delays at least half as dense as a table moves in."""
+    h = DelayCounts()
+    h.add(np.arange(0, 50, dtype=np.int64), np.full(50, 3, np.int64))
+    h.add(np.array([-4, 27_000_000], np.int64), np.array([1, 2], np.int64))
+    h._merge()
+    h._check()
+    assert len(h.dense) == 50 and h._sv.tolist() == [-4, 27_000_000]
+    h.add(np.arange(50, 5000, 2, dtype=np.int64), np.ones(2475, np.int64))  # half as dense as a table
+    h._merge()
+    h._check()
+    assert len(h.dense) == 4999 and h._sv.tolist() == [-4, 27_000_000]
+    values, counts = h.counts()
+    assert values[0] == -4 and values[-1] == 27_000_000 and int(counts.sum()) == h.total == 150 + 3 + 2475
+    as_dict = dict(zip(values.tolist(), counts.tolist(), strict=True))
+    for q in (1e-4, 0.01, 0.5, 0.99, 1.0):
+        assert nearest_rank((values, counts), q) == nearest_rank(as_dict, q)
+    assert nearest_rank((values, counts), 1.0) == 27_000_000 and nearest_rank((values, counts), 1e-4) == -4
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(-5, 3000) | st.integers(0, 10**12), st.integers(1, 4)),
+                         max_size=30), max_size=8))
+def test_delay_counts_are_a_counter(batches: list[list[tuple[int, int]]]) -> None:
+    h, want = DelayCounts(), collections.Counter[int]()
+    for batch in batches:
+        merged = collections.Counter[int]()
+        for v, c in batch:
+            merged[v] += c
+        values = np.array(sorted(merged), np.int64)
+        h.add(values, np.array([merged[v] for v in sorted(merged)], np.int64))
+        want.update(merged)
+        h._check()
+    h._merge()
+    h._check()
+    values, counts = h.counts()
+    assert dict(zip(values.tolist(), counts.tolist(), strict=True)) == dict(want)
+    assert len(h.dense) <= 2 * max(len(want), 1)  # a table at least half full
 
 
 def test_start_all_counts_delays_far_apart() -> None:
@@ -418,20 +445,64 @@ def test_start_all_counts_delays_far_apart() -> None:
     t.start_all(np.array([2, 0, 3, 2], np.int64), np.array([5000, 1, 5000, 7], np.int64))
     t._check()
     assert (dict(t.delays), t.max_delay, t.started) == ({1: 1, 5000: 2}, 5000, 3)
-    h = t.delay_histogram
-    assert h is not None and h.size == 5001 and int(h.sum()) == 3
+    assert [x.tolist() for x in t.delay_counts] == [[1, 5000], [1, 2]]
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 2), st.lists(st.integers(0, 60), max_size=12),
+                          st.integers(0, 3)), max_size=25))
+def test_a_tracker_without_rows_prunes_its_started_runs(steps: list[tuple[int, int, list[int], int]]) -> None:
+    """Arrivals and starts interleaved: a tracker without rows that drops its started runs (pruning
+    after every second run) records what the tracker with every row records."""
+    full, pruned = StartTracker(), StartTracker(rows=False)
+    pruned._prune_at = 2
+    row = 0
+    for arrivals, step, picks, late in steps:
+        row += step
+        n = full.arrivals
+        if arrivals:
+            occ = np.arange(n, n + arrivals, dtype=np.int64)
+            for t in (full, pruned):
+                t.arrive_all(occ, np.full(arrivals, row, np.int64))
+        n = full.arrivals
+        if n and picks:
+            occ = np.array([p % n for p in picks], np.int64)
+            rows = np.full(occ.size, row + late, np.int64)
+            for t in (full, pruned):
+                t.start_all(occ, rows)
+        pruned._check()
+        assert _seen(pruned) == _seen(full)
+        for o in range(n):
+            if not full.is_started(o):
+                assert pruned.arrival_row(o) == full.arrival_row(o)
+    assert pruned.runs <= full.runs
+
+
+def test_a_tracker_without_rows_keeps_the_runs_of_its_unstarted_occurrences_only() -> None:
+    """A stream of 200,000 rows whose every tenth row leaves one occurrence unstarted keeps those rows'
+    runs and the recent ones, not a run per row; a started occurrence's arrival row is refused."""
+    t = StartTracker(rows=False)
+    for lo in range(0, 600_000, 30_000):  # 10,000 rows at a time: their arrivals, then their starts
+        occ = np.arange(lo, lo + 30_000, dtype=np.int64)
+        t.arrive_all(occ, occ // 3)
+        placed = occ[occ % 30 != 0]
+        t.start_all(placed, placed // 3 + 2)
+    t._check()
+    assert t.runs < PRUNE_RUNS + 30_000 and t.oldest_unstarted() == 0 and t.unstarted_wait(200_005) == 200_005
+    assert t.arrival_row(599_970) == 199_990 and dict(t.delays) == {2: 580_000}
+    with pytest.raises(InputError, match=r"^arrival_row\(1\): a tracker made with rows=False keeps"):
+        t.arrival_row(1)
 
 
 @pytest.mark.parametrize("corrupt", [
     lambda t: setattr(t, "started", t.started + 1),
-    lambda t: t._hist.__setitem__(0, t._hist[0] + 1),
+    lambda t: setattr(t._hist, "total", t._hist.total + 1),
     lambda t: setattr(t, "max_delay", 99),
     lambda t: t._srow.__setitem__(0, 2),
     lambda t: t._run_row.__setitem__(0, 3),
     lambda t: t._run_at.__setitem__(1, 0),
     lambda t: (t._run_at.append(2), t._run_row.append(2)),
     lambda t: setattr(t, "_cursor", 4),
-    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, t._unset), t._hist.__delitem__(slice(None)),
+    lambda t: (t.oldest_unstarted(), t._srow.__setitem__(0, t._unset), setattr(t, "_hist", DelayCounts()),
                setattr(t, "started", 0), setattr(t, "max_delay", None)),
 ])
 def test_start_tracker_check_detects_corruption(corrupt: Callable[[StartTracker], None]) -> None:
