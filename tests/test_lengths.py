@@ -123,6 +123,21 @@ def test_corpus_summary_is_exact() -> None:
     assert s.strata_tokens == (3005, HUGE_TOTAL - 3005)
 
 
+@given(st.lists(st.integers(1, 5000), min_size=1, max_size=60),
+       st.lists(st.integers(1, 3000), max_size=4, unique=True), st.integers(1, 4000))
+def test_corpus_summary_is_the_per_length_census(lengths: list[int], bounds: list[int],
+                                                 capacity: int) -> None:
+    """The histogram path (lengths clipped past the last boundary) against a census length by length."""
+    boundaries = tuple(sorted(bounds))
+    s = corpus_summary(np.array(lengths, np.int64), capacity=capacity, boundaries=boundaries)
+    stratum = [sum(length > b for b in boundaries) for length in lengths]
+    assert s.strata_sources == tuple(stratum.count(k) for k in range(len(boundaries) + 1))
+    assert s.strata_tokens == tuple(sum(x for x, k in zip(lengths, stratum, strict=True) if k == j)
+                                    for j in range(len(boundaries) + 1))
+    assert (s.tokens, s.over_capacity_documents, s.max_length) == (
+        sum(lengths), sum(x > capacity for x in lengths), max(lengths))
+
+
 def test_lengths_past_int64_are_refused_by_the_readers(tmp_path: Path) -> None:
     path = tmp_path / "u.npy"
     np.save(path, np.array([3, 2**63], dtype=np.uint64))

@@ -54,6 +54,27 @@ def test_corpus_summary_of_a_mapped_array_is_chunked(big_npy: Path) -> None:
         np.bincount(np.searchsorted(np.array(STRATA_BOUNDARIES), full), minlength=9).tolist())
 
 
+def test_a_mapped_array_validated_whole_is_not_read_again(big_npy: Path, monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """An audit's steps each validate the mapped input: the same read-only map is read once; an array
+    that owns its memory is read every time (it could be made writeable and changed in between)."""
+    import packing_theory.lengths as lengths_module
+
+    chunks: list[int] = []
+    monkeypatch.setattr(lengths_module, "release_pages", lambda part: chunks.append(part.size))
+    arr = load_lengths(big_npy)
+    assert sum(chunks) == N
+    assert validate_lengths(arr) is arr and validate_lengths(arr[5:]) is not None and sum(chunks) == 2 * N - 5
+    assert validate_lengths(arr) is arr and sum(chunks) == 2 * N - 5  # the same map: not read again
+    owned = np.load(big_npy)
+    owned.setflags(write=False)
+    validate_lengths(owned)
+    owned.setflags(write=True)
+    owned[7] = 0
+    with pytest.raises(InputError, match=r"lengths\[7\] must be a positive"):
+        validate_lengths(owned)
+
+
 def test_in_memory_load_still_available(big_npy: Path) -> None:
     arr = load_lengths(big_npy, mmap=False)
     assert not isinstance(arr, np.memmap)

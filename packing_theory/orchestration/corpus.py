@@ -45,6 +45,8 @@ __all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "census_of", "corpus_summ
 Int64Array = npt.NDArray[np.int64]
 
 _SUMMARY_CHUNK = 1 << 16
+_SUMMARY_BINS = 1 << 20
+"""The corpus summary counts lengths in a histogram up to this last stratum boundary (past it, per length)."""
 
 TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo")
 """Formats that store nothing but token ids: how BOS is counted must be said (``bos="included"`` or
@@ -491,20 +493,31 @@ def corpus_summary(
     sources = [0] * S
     tokens = [0] * S
     over = top = 0
+    # a histogram of the lengths clipped past the last boundary (its bins fall in the strata in order):
+    # two bincounts a chunk instead of a binary search per length
+    clip = int(boundaries[-1]) + 1 if boundaries else 1
+    by_bin = clip <= _SUMMARY_BINS
+    counts = np.zeros(clip + 1, np.int64)
+    sums = np.zeros(clip + 1, np.int64)
     for lo in range(0, arr.size, _SUMMARY_CHUNK):
         part = arr[lo : lo + _SUMMARY_CHUNK]
-        s = stratum_index(part, boundaries)
         over += int((part > capacity).sum())
         top = max(top, int(part.max()))
-        for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
-            sources[k] += v
-        if exact_sum(part) < 2**53:  # float64 weights are exact
-            sums = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+        if by_bin and exact_sum(part) < 2**53:  # float64 weights are exact
+            clipped = np.minimum(part, clip)
+            counts += np.bincount(clipped, minlength=clip + 1)
+            sums += np.bincount(clipped, weights=part, minlength=clip + 1).round().astype(np.int64)
         else:
-            sums = [exact_sum(part[s == k]) for k in range(S)]
-        for k, v in enumerate(sums):
-            tokens[k] += v
+            s = stratum_index(part, boundaries)
+            for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
+                sources[k] += v
+            for k in range(S):
+                tokens[k] += exact_sum(part[s == k])
         release_pages(part)
+    edges = [0, *(int(b) + 1 for b in boundaries), clip + 1]  # stratum k: bins edges[k] .. edges[k + 1] - 1
+    for k in range(S):
+        sources[k] += int(counts[edges[k] : edges[k + 1]].sum())
+        tokens[k] += int(sums[edges[k] : edges[k + 1]].sum())
     return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
 
 
