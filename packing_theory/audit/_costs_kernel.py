@@ -19,23 +19,31 @@ __all__ = ["event_rows", "first_starts"]
 
 
 @njit(cache=True)
-def event_rows(kinds, placed, padded, repeated, capacity, rows, fill, arrival, placement, padding, repeat,
-               arrival_rows, placement_rows):
+def event_rows(kinds, arrived, placed_occurrences, placed, padded, repeated, capacity, rows, fill, before,
+               arrival, placement, padding, repeat, arrival_rows, placement_rows):
     """The rows completed before each arrival and each placement of a batch, in stream order.
 
-    ``kinds`` the batch's event kinds (the codes ``arrival`` ... ``repeat``); ``placed``, ``padded``,
-    ``repeated`` the lengths of its placements, padding and repeats; ``rows`` and ``fill`` the rows
-    completed and the positions of the current row filled before it. Writes ``arrival_rows`` and
-    ``placement_rows``; returns ``(rows, fill)`` after the batch.
+    ``kinds`` the batch's event kinds (the codes ``arrival`` ... ``repeat``); ``arrived`` its arrivals'
+    occurrence ids, which must be ``before, before + 1, ...``; ``placed_occurrences`` and ``placed`` its
+    placements' occurrence ids (each arrived before it) and lengths; ``padded``, ``repeated`` the
+    lengths of its padding and repeats; ``rows`` and ``fill`` the rows completed and the positions of
+    the current row filled before it. Writes ``arrival_rows`` and ``placement_rows``; returns
+    ``(rows, fill, True)`` after the batch, or ``(rows, fill, False)`` at the first event that breaks a
+    rule (the caller then walks the batch event by event, which raises).
     """
     a = p = d = r = 0
     for i in range(kinds.size):
         k = kinds[i]
         n = 0
         if k == arrival:
+            if arrived[a] != before + a:
+                return rows, fill, False
             arrival_rows[a] = rows
             a += 1
         elif k == placement:
+            o = placed_occurrences[p]
+            if o < 0 or o >= before + a:
+                return rows, fill, False
             placement_rows[p] = rows
             n = placed[p]
             p += 1
@@ -50,19 +58,28 @@ def event_rows(kinds, placed, padded, repeated, capacity, rows, fill, arrival, p
             if fill >= capacity:
                 rows += fill // capacity
                 fill = fill % capacity
-    return rows, fill
+    return rows, fill, True
 
 
 @njit(cache=True)
-def first_starts(occurrences, rows, flags, started, start_rows):
+def first_starts(occurrences, rows, flags, last_at, last_rows, started, delays, known):
     """Mark each unstarted occurrence of ``occurrences`` started (``flags``: 1 once started) at its first
-    placement in order, writing it and its row to ``started`` and ``start_rows``; returns how many."""
+    placement in order, writing it to ``started`` and its start row minus its arrival row to ``delays``
+    where the arrival row is among ``last_rows`` (the rows of occurrences ``last_at, last_at + 1, ...``;
+    ``known`` true), else its start row alone (``known`` false: the caller subtracts the arrival row).
+    Returns how many started."""
     m = 0
     for j in range(occurrences.size):
         o = occurrences[j]
         if flags[o] == 0:
             flags[o] = 1
             started[m] = o
-            start_rows[m] = rows[j]
+            i = o - last_at
+            if 0 <= i < last_rows.size:
+                delays[m] = rows[j] - last_rows[i]
+                known[m] = True
+            else:
+                delays[m] = rows[j]
+                known[m] = False
             m += 1
     return m

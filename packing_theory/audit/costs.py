@@ -242,20 +242,15 @@ class CostAccumulator:
         before its arrival) is walked event by event, so it raises at the same event
         with the same message.
         """
-        kinds, ar, pl = b.kinds, b.arrival, b.placement
+        ar, pl = b.arrival, b.placement
         before = self.starts.arrivals
-        a_pos = np.flatnonzero(kinds == ARRIVAL)
-        p_pos = np.flatnonzero(kinds == PLACEMENT)
-        occ = pl.occurrence
-        fresh = occ >= before  # placements of occurrences arriving in this batch: after their arrival?
-        if (not np.array_equal(ar.occurrence, np.arange(before, before + a_pos.size))
-                or (occ < 0).any() or (occ >= before + a_pos.size).any()
-                or (a_pos[occ[fresh] - before] > p_pos[fresh]).any()):
+        found = self._rows_compiled(b, before) if self._kernels is not None else self._rows_numpy(b, before)
+        if found is None:
             for e in b.events():
                 self.feed(e)
             return
+        a_rows, p_rows, rows, fill = found
         R = self.capacity
-        a_rows, p_rows, rows, fill = self._event_rows(b, a_pos, p_pos)
         self.starts.arrive_all(ar.occurrence, a_rows)
         long_ids = ar.occurrence[ar.length > R]
         if long_ids.size:
@@ -264,9 +259,10 @@ class CostAccumulator:
             self._frag.frombytes(bytes(long_ids.size * self._frag.itemsize))
         if ar.source.size:
             self._add_sources(before, ar.source)
-        if p_pos.size:
+        occ = pl.occurrence
+        if occ.size:
             self.starts.start_all(occ, p_rows)
-            self._count_placements(int(p_pos.size))
+            self._count_placements(int(occ.size))
             if self._long_ids:  # the placements of long occurrences, by their rank among the long ones
                 ids = as_numpy(self._long_ids)
                 at = _ranks(ids, occ, before - _RECENT)
@@ -286,19 +282,21 @@ class CostAccumulator:
         if b.horizon is not None:
             self.horizon = b.horizon
 
-    def _event_rows(self, b: EventBatch, a_pos: npt.NDArray[np.intp], p_pos: npt.NDArray[np.intp]
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int]:
+    def _rows_numpy(self, b: EventBatch, before: int
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int] | None:
         """The rows completed before each arrival and each placement of ``b``, and ``(rows, fill)``
-        after it: from the running sum of the positions filled (placements, padding, repeats)."""
+        after it, from the running sum of the positions filled (placements, padding, repeats); ``None``
+        for a batch the per-event rules refuse (an arrival out of order, a placement before its
+        arrival)."""
+        kinds, ar, occ = b.kinds, b.arrival, b.placement.occurrence
+        a_pos = np.flatnonzero(kinds == ARRIVAL)
+        p_pos = np.flatnonzero(kinds == PLACEMENT)
+        fresh = occ >= before  # placements of occurrences arriving in this batch: after their arrival?
+        if (not np.array_equal(ar.occurrence, np.arange(before, before + a_pos.size))
+                or (occ < 0).any() or (occ >= before + a_pos.size).any()
+                or (a_pos[occ[fresh] - before] > p_pos[fresh]).any()):
+            return None
         R = self.capacity
-        if self._kernels is not None:
-            a_rows = np.empty(a_pos.size, np.int64)
-            p_rows = np.empty(p_pos.size, np.int64)
-            rows, fill = self._kernels.event_rows(
-                b.kinds, b.placement.length, b.padding.length, b.repeat.length, R, self.rows, self.fill,
-                ARRIVAL, PLACEMENT, PADDING, REPEAT, a_rows, p_rows)
-            return a_rows, p_rows, int(rows), int(fill)
-        kinds = b.kinds
         advance = np.zeros(kinds.size, dtype=np.int64)
         advance[p_pos] = b.placement.length
         if b.padding.length.size:
@@ -309,6 +307,18 @@ class CostAccumulator:
         done = self.fill + filled - advance  # positions of the current row filled before each event
         total = self.fill + (int(filled[-1]) if filled.size else 0)
         return self.rows + done[a_pos] // R, self.rows + done[p_pos] // R, self.rows + total // R, total % R
+
+    def _rows_compiled(self, b: EventBatch, before: int
+                       ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int] | None:
+        """:meth:`_rows_numpy` in one numba loop, which checks the same rules as it goes."""
+        assert self._kernels is not None
+        a_rows = np.empty(b.arrival.occurrence.size, np.int64)
+        p_rows = np.empty(b.placement.occurrence.size, np.int64)
+        rows, fill, ok = self._kernels.event_rows(
+            b.kinds, b.arrival.occurrence, b.placement.occurrence, b.placement.length, b.padding.length,
+            b.repeat.length, self.capacity, self.rows, self.fill, before, ARRIVAL, PLACEMENT, PADDING, REPEAT,
+            a_rows, p_rows)
+        return (a_rows, p_rows, int(rows), int(fill)) if ok else None
 
     def _count_placements(self, k: int) -> None:
         """``k`` more placements: the fragment counts are widened to ``int64`` first if one could pass

@@ -119,6 +119,18 @@ class DelayCounts:
             if self._pending_n >= max(self._MERGE_AT, self._sv.size):
                 self._merge()
 
+    def add_each(self, delays: npt.NDArray[np.int64]) -> None:
+        """Count each of ``delays`` (repeats allowed): those in the table by one ``bincount``, the rest
+        grouped (:func:`~packing_theory._unique.distinct_counts`). O(k + table)."""
+        inside = (delays >= 0) & (delays < len(self.dense))
+        if inside.any():
+            table = np.frombuffer(self.dense, np.int64)
+            table += np.bincount(delays[inside], minlength=table.size)
+            del table  # a view: released before the table grows
+            self.total += int(np.count_nonzero(inside))
+        if not inside.all():
+            self.add(*distinct_counts(delays[~inside]))
+
     def one(self, delay: int) -> None:
         """Count one delay."""
         self.add(np.array([delay], np.int64), np.ones(1, np.int64))
@@ -394,7 +406,8 @@ class StartTracker:
                              "(ids must be dense)")
         self._fit(int(rows.min()), int(rows.max()))
         self._add_runs(lo, np.asarray(rows, np.int64))
-        self._srow.frombytes(np.full(k, self._unset, dtype=self._sdtype()).tobytes())
+        unset = bytes(k) if self._unset == 0 else np.full(k, self._unset, self._sdtype()).tobytes()
+        self._srow.frombytes(unset)
         self._last_at, self._last_rows = lo, np.array(rows, dtype=np.int64)  # its own copy
         if len(self._run_at) >= self._prune_at and not self.keeps_rows:
             self._prune()
@@ -420,25 +433,34 @@ class StartTracker:
         self._fit(int(rows.min()), int(rows.max()))
         if self.keeps_rows:
             occ, at = self._first_starts(occurrences, rows)
-        else:  # each unstarted occurrence's first placement in this batch
-            flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
-            if self._kernels is not None:
-                occ, at = np.empty(occurrences.size, np.int64), np.empty(occurrences.size, np.int64)
-                m = self._kernels.first_starts(occurrences, rows, flags, occ, at)
-                occ, at = occ[:m], at[:m]
-            else:
-                fresh = np.flatnonzero(flags[occurrences] == 0)
-                first = fresh[_first_of_each(occurrences[fresh], n)]
-                occ, at = occurrences[first], rows[first]
-                flags[occ] = 1
+            self._count_delays(at - self.arrival_rows(occ))
+            return
+        flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
+        if self._kernels is None:  # each unstarted occurrence's first placement in this batch
+            fresh = np.flatnonzero(flags[occurrences] == 0)
+            first = fresh[_first_of_each(occurrences[fresh], n)]
+            occ, at = occurrences[first], rows[first]
+            flags[occ] = 1
             del flags
-        delays = at - self.arrival_rows(occ)
+            self._count_delays(at - self.arrival_rows(occ))
+            return
+        k = occurrences.size  # one loop, with the arrival rows of the last batch's occurrences
+        occ, delays, known = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.bool_)
+        m = self._kernels.first_starts(occurrences, rows, flags, self._last_at, self._last_rows, occ, delays,
+                                       known)
+        del flags
+        occ, delays, known = occ[:m], delays[:m], known[:m]
+        if not known.all():
+            delays[~known] -= self._run_rows(occ[~known])
+        self._count_delays(delays)
+
+    def _count_delays(self, delays: npt.NDArray[np.int64]) -> None:
+        """The start delays of a batch's first starts."""
         if delays.size == 0:
             return
-        values, counts = distinct_counts(delays)  # sorted; a batch's delays are near each other
-        self._hist.add(values, counts)
+        self._hist.add_each(delays)
         self.started += int(delays.size)
-        top = int(values[-1])
+        top = int(delays.max())
         if self.max_delay is None or top > self.max_delay:
             self.max_delay = top
 

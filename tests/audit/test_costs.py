@@ -181,12 +181,14 @@ def test_compiled_must_be_a_bool() -> None:
         CostAccumulator(8, compiled=1)  # type: ignore[arg-type]
 
 
-def test_a_batch_the_rules_refuse_raises_at_the_same_event() -> None:
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not compiled_available(), reason="numba (the fast extra) is not installed"))])
+def test_a_batch_the_rules_refuse_raises_at_the_same_event(compiled: bool) -> None:
     arrive = [pt.Arrival(0, 0, 0, 3), pt.Arrival(2, 2, 0, 3)]  # occurrence 1 skipped
     with pytest.raises(ValueError, match=r"arrival of occurrence 2, expected 1 \(ids must be dense\)"):
-        CostAccumulator(4).feed(EventBatch.from_events(arrive))
+        CostAccumulator(4, compiled=compiled).feed(EventBatch.from_events(arrive))
     early = [pt.Placement(0, 0, 0, 0, 0, 2, False, False), pt.Arrival(0, 0, 0, 2)]  # placed before it arrived
-    acc = CostAccumulator(4)
+    acc = CostAccumulator(4, compiled=compiled)
     with pytest.raises(ValueError, match="placement of occurrence 0, which has not arrived"):
         acc.feed(EventBatch.from_events(early))
 

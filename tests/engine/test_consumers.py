@@ -422,15 +422,18 @@ def test_delay_counts_keep_a_thin_tail_sparse_and_a_dense_run_in_the_table() -> 
 @given(st.lists(st.lists(st.tuples(st.integers(-5, 3000) | st.integers(0, 10**12), st.integers(1, 4)),
                          max_size=30), max_size=8))
 def test_delay_counts_are_a_counter(batches: list[list[tuple[int, int]]]) -> None:
-    h, want = DelayCounts(), collections.Counter[int]()
+    h, each, want = DelayCounts(), DelayCounts(), collections.Counter[int]()
     for batch in batches:
         merged = collections.Counter[int]()
         for v, c in batch:
             merged[v] += c
         values = np.array(sorted(merged), np.int64)
         h.add(values, np.array([merged[v] for v in sorted(merged)], np.int64))
+        each.add_each(np.array([v for v, c in batch for _ in range(c)], np.int64))  # ungrouped, repeated
         want.update(merged)
         h._check()
+        each._check()
+    assert [x.tolist() for x in each.counts()] == [x.tolist() for x in h.counts()]
     h._merge()
     h._check()
     values, counts = h.counts()
@@ -455,22 +458,28 @@ def test_a_tracker_without_rows_prunes_its_started_runs(steps: list[tuple[int, i
     after every second run) records what the tracker with every row records."""
     full, pruned = StartTracker(), StartTracker(rows=False)
     pruned._prune_at = 2
+    fast = StartTracker(rows=False, compiled=True) if compiled_available() else None  # the numba first starts
     row = 0
     for arrivals, step, picks, late in steps:
         row += step
         n = full.arrivals
         if arrivals:
             occ = np.arange(n, n + arrivals, dtype=np.int64)
-            for t in (full, pruned):
-                t.arrive_all(occ, np.full(arrivals, row, np.int64))
+            for t in (full, pruned, fast):
+                if t is not None:
+                    t.arrive_all(occ, np.full(arrivals, row, np.int64))
         n = full.arrivals
         if n and picks:
             occ = np.array([p % n for p in picks], np.int64)
             rows = np.full(occ.size, row + late, np.int64)
-            for t in (full, pruned):
-                t.start_all(occ, rows)
+            for t in (full, pruned, fast):
+                if t is not None:
+                    t.start_all(occ, rows)
         pruned._check()
         assert _seen(pruned) == _seen(full)
+        if fast is not None:
+            fast._check()
+            assert _seen(fast) == _seen(full)
         for o in range(n):
             if not full.is_started(o):
                 assert pruned.arrival_row(o) == full.arrival_row(o)
