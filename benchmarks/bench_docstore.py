@@ -125,8 +125,13 @@ def audit(lengths: Path, out: Path, documents: str | None, code: Path = ROOT,
     r.pop("stdout")
     if not r["timed_out"]:
         report = json.loads((out / "audit.json").read_text())
-        pol = report["policies"][0]
-        r.update(stop_reason=pol["stop_reason"], rows=pol["rows"], identity=pol["mass"]["identity_holds"])
+        if "packers" in report:  # the report model since the audit runs on measure()
+            run = report["packers"][0]
+            stop = run["horizon"]["reason"]
+        else:  # today's code
+            run = report["policies"][0]
+            stop = run["stop_reason"]
+        r.update(stop_reason=stop, rows=run["rows"], identity=run["mass"]["identity_holds"])
         if documents:
             r["documents_mib"] = round((out / documents).stat().st_size / 2**20, 1)
     r["documents_file"] = documents
@@ -221,7 +226,7 @@ def part_json(n: int, scratch: Path, baseline: str, timeout: float) -> dict[str,
 
 
 def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int,
-               baseline_sizes: list[int]) -> list[dict[str, Any]]:
+               baseline_sizes: list[int], pairs: int = 1) -> list[dict[str, Any]]:
     old = export_tree(baseline, scratch / "baseline")
     rows = []
     for n in sizes:
@@ -235,13 +240,20 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
         entry["table"] = audit(lengths, scratch / "scale_table", "documents.parquet")
         print(json.dumps(entry), flush=True)
         shutil.rmtree(scratch / "scale_table", ignore_errors=True)
-        if n <= no_table_max:
+        if n in baseline_sizes:  # this code and today's without the table, alternated, ``pairs`` times each
+            warm(scratch, old)
+            entry["no_table_runs"], entry["today_runs"] = [], []
+            for _ in range(pairs):
+                entry["no_table_runs"].append(audit(lengths, scratch / "scale_plain", None))
+                entry["today_runs"].append(audit(lengths, scratch / "scale_today", None, old))
+                print(json.dumps([entry["no_table_runs"][-1], entry["today_runs"][-1]]), flush=True)
+            entry["no_table"], entry["today_no_table"] = entry["no_table_runs"][0], entry["today_runs"][0]
+            new_cpu = sorted(x["cpu_s"] for x in entry["no_table_runs"])
+            old_cpu = sorted(x["cpu_s"] for x in entry["today_runs"])
+            entry["cpu_ratio_median"] = round(new_cpu[len(new_cpu) // 2] / old_cpu[len(old_cpu) // 2], 3)
+        elif n <= no_table_max:
             entry["no_table"] = audit(lengths, scratch / "scale_plain", None)
             print(json.dumps(entry["no_table"]), flush=True)
-        if n in baseline_sizes:
-            warm(scratch, old)
-            entry["today_no_table"] = audit(lengths, scratch / "scale_today", None, old)
-            print(json.dumps(entry["today_no_table"]), flush=True)
         lengths.unlink()
         rows.append(entry)
     shutil.rmtree(old, ignore_errors=True)
@@ -262,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scale-sizes", default="100000000,1000000000")
     p.add_argument("--no-table-max", type=int, default=100_000_000)
     p.add_argument("--baseline-sizes", default="100000000")
+    p.add_argument("--pairs", type=int, default=3,
+                   help="runs of this code and today's, alternated, at each baseline size (no table)")
     p.add_argument("--baseline", default="e5a9145",
                    help="the commit whose code is today's (default: where this work branched from main)")
     p.add_argument("--baseline-timeout", type=float, default=1800.0)
@@ -303,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     if "scale" in parts:
         sizes = [int(v) for v in args.scale_sizes.split(",") if v]
         result["scale"] = part_scale(sizes, scratch, args.baseline, args.no_table_max,
-                                     [int(v) for v in args.baseline_sizes.split(",") if v])
+                                     [int(v) for v in args.baseline_sizes.split(",") if v], args.pairs)
     for leftover in ("documents_run", "warm", "today_table", "new_table", "today_no_table", "new_no_table",
                      "scale_plain", "scale_today"):
         shutil.rmtree(scratch / leftover, ignore_errors=True)
@@ -366,13 +380,22 @@ def render(r: dict[str, Any]) -> str:
         lines += ["## Scale: memory-mapped int64 `.npy`, compiled engine, to exhaustion", "",
                   "| documents | run | CPU s | user / sys s | wall s | peak RSS MiB | load before / after | "
                   "file MiB |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        ratios = []
         for e in r["scale"]:
-            for key, label in (("table", "documents.parquet"), ("no_table", "no table"),
-                               ("today_no_table", "today's code, no table")):
-                if key in e:
-                    tag = f" ({e['label']})" if e.get("label") else ""
-                    lines.append(f"| {e['documents']:,}{tag} " + row(label, e[key]))
-        lines.append("")
+            tag = f" ({e['label']})" if e.get("label") else ""
+            if "table" in e:
+                lines.append(f"| {e['documents']:,}{tag} " + row("documents.parquet", e["table"]))
+            if "no_table_runs" in e:
+                for i, (new, old) in enumerate(zip(e["no_table_runs"], e["today_runs"], strict=True), 1):
+                    lines.append(f"| {e['documents']:,}{tag} " + row(f"no table, run {i}", new))
+                    lines.append(f"| {e['documents']:,}{tag} " + row(f"today's code, no table, run {i}", old))
+                ratios.append(f"{e['documents']:,} documents: median CPU of this code / today's "
+                              f"{e['cpu_ratio_median']}x ({len(e['no_table_runs'])} runs each, alternated)")
+            else:
+                for key, label in (("no_table", "no table"), ("today_no_table", "today's code, no table")):
+                    if key in e:
+                        lines.append(f"| {e['documents']:,}{tag} " + row(label, e[key]))
+        lines += ["", *(f"{x}." for x in ratios), ""]
     if r.get("note"):
         lines += [str(r["note"]), ""]
     lines.append(f"Peak RSS of the benchmark's own process: {r.get('parent_peak_rss_mib')} MiB.")
