@@ -248,9 +248,10 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
                 entry["today_runs"].append(audit(lengths, scratch / "scale_today", None, old))
                 print(json.dumps([entry["no_table_runs"][-1], entry["today_runs"][-1]]), flush=True)
             entry["no_table"], entry["today_no_table"] = entry["no_table_runs"][0], entry["today_runs"][0]
-            new_cpu = sorted(x["cpu_s"] for x in entry["no_table_runs"])
-            old_cpu = sorted(x["cpu_s"] for x in entry["today_runs"])
-            entry["cpu_ratio_median"] = round(new_cpu[len(new_cpu) // 2] / old_cpu[len(old_cpu) // 2], 3)
+            new_cpu = sorted(x["cpu_s"] for x in entry["no_table_runs"] if x["cpu_s"] is not None)
+            old_cpu = sorted(x["cpu_s"] for x in entry["today_runs"] if x["cpu_s"] is not None)
+            if new_cpu and old_cpu:  # a run past its timeout has no CPU time
+                entry["cpu_ratio_median"] = round(new_cpu[len(new_cpu) // 2] / old_cpu[len(old_cpu) // 2], 3)
         elif n <= no_table_max:
             entry["no_table"] = audit(lengths, scratch / "scale_plain", None)
             print(json.dumps(entry["no_table"]), flush=True)
@@ -284,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--prime", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.pairs < 1:
+        p.error(f"--pairs must be at least 1, got {args.pairs}")
     if args.write:
         write_lengths(args.write[0], int(args.write[1]))
         return 0
@@ -390,7 +393,8 @@ def render(r: dict[str, Any]) -> str:
                     lines.append(f"| {e['documents']:,}{tag} " + row(f"no table, run {i}", new))
                     lines.append(f"| {e['documents']:,}{tag} " + row(f"today's code, no table, run {i}", old))
                 ratios.append(f"{e['documents']:,} documents: median CPU of this code / today's "
-                              f"{e['cpu_ratio_median']}x ({len(e['no_table_runs'])} runs each, alternated)")
+                              f"{e.get('cpu_ratio_median', '-')}x ({len(e['no_table_runs'])} runs each, "
+                              "alternated)")
             else:
                 for key, label in (("no_table", "no table"), ("today_no_table", "today's code, no table")):
                     if key in e:

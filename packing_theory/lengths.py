@@ -147,8 +147,8 @@ def validate_lengths(
     Traceback (most recent call last):
     packing_theory.InputTypeError: lengths must be an ordered sequence of ints ..., got dict: a mapping ...
     """
-    if isinstance(array, np.ndarray) and any(seen() is array for seen in _VALIDATED):
-        return array  # a read-only int64 array validated whole before (a mapped file read by every step)
+    if isinstance(array, np.ndarray) and array.size and any(seen() is array for seen in _VALIDATED):
+        return array  # a read-only mapped int64 array validated whole before (read by every step of a run)
     if not isinstance(array, np.ndarray):
         reject_unordered(name, array)
         if isinstance(array, (str, bytes)) or not isinstance(array, Iterable):
@@ -180,7 +180,7 @@ def validate_lengths(
             raise InputError(f"{name}[{i}] does not fit a signed 64-bit length, got {array[i]}")
         release_pages(part)
     out = array.astype(np.int64, copy=False)
-    if out is array and _immutable(array):
+    if out is array and array.size and _immutable(array):
         _VALIDATED.append(weakref.ref(array))
         del _VALIDATED[:-_VALIDATED_KEPT]
     return out
@@ -193,14 +193,16 @@ _VALIDATED_KEPT = 8
 
 
 def _immutable(array: npt.NDArray[Any]) -> bool:
-    """Whether nothing in this process can write ``array``: a read-only view of a read-only memory map
-    (numpy refuses to make such an array writeable again; an array that owns its memory could be)."""
+    """Whether nothing can write ``array`` through it: read-only views of a memory map opened read-only
+    (``np.load(mmap_mode="r")``: numpy refuses to make them writeable again; an array that owns its
+    memory, or a map opened ``r+``, could be made writeable and changed). The file itself could still
+    be rewritten by another writer, as it could between any two reads of a run."""
     a: object = array
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
         a = a.base
-    return isinstance(a, mmap.mmap)
+    return isinstance(a, mmap.mmap) and memoryview(a).readonly
 
 
 def _check_npy_header(path: str | os.PathLike[str]) -> None:

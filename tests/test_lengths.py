@@ -124,7 +124,7 @@ def test_corpus_summary_is_exact() -> None:
 
 
 @given(st.lists(st.integers(1, 5000), min_size=1, max_size=60),
-       st.lists(st.integers(1, 3000), max_size=4, unique=True), st.integers(1, 4000))
+       st.lists(st.integers(1, 3000), min_size=1, max_size=4, unique=True), st.integers(1, 4000))
 def test_corpus_summary_is_the_per_length_census(lengths: list[int], bounds: list[int],
                                                  capacity: int) -> None:
     """The histogram path (lengths clipped past the last boundary) against a census length by length."""
@@ -136,6 +136,12 @@ def test_corpus_summary_is_the_per_length_census(lengths: list[int], bounds: lis
                                     for j in range(len(boundaries) + 1))
     assert (s.tokens, s.over_capacity_documents, s.max_length) == (
         sum(lengths), sum(x > capacity for x in lengths), max(lengths))
+
+
+@pytest.mark.parametrize("bad", [(8, 4), (8, 8), (), (2.5,)])
+def test_corpus_summary_refuses_boundaries_that_are_not_increasing_ints(bad: tuple[object, ...]) -> None:
+    with pytest.raises((pt.InputError, pt.InputTypeError), match="boundaries"):
+        corpus_summary([3, 40, 5, 6], capacity=8, boundaries=bad)  # type: ignore[arg-type]
 
 
 def test_lengths_past_int64_are_refused_by_the_readers(tmp_path: Path) -> None:

@@ -66,6 +66,18 @@ def test_a_mapped_array_validated_whole_is_not_read_again(big_npy: Path, monkeyp
     assert sum(chunks) == N
     assert validate_lengths(arr) is arr and validate_lengths(arr[5:]) is not None and sum(chunks) == 2 * N - 5
     assert validate_lengths(arr) is arr and sum(chunks) == 2 * N - 5  # the same map: not read again
+    for owner in (np.load(big_npy, mmap_mode="r+"), np.load(big_npy)):  # could be made writeable again
+        owner.setflags(write=False)
+        validate_lengths(owner)
+        owner.setflags(write=True)
+        kept, owner[7] = owner[7], 0
+        with pytest.raises(InputError, match=r"lengths\[7\] must be a positive"):
+            validate_lengths(owner)
+        owner[7] = kept  # the file as it was
+    empty = arr[:0]
+    assert validate_lengths(empty, allow_empty=True).size == 0
+    with pytest.raises(InputError, match="is empty"):
+        validate_lengths(empty)
     owned = np.load(big_npy)
     owned.setflags(write=False)
     validate_lengths(owned)

@@ -29,18 +29,21 @@ def event_rows(kinds, arrived, placed_occurrences, placed, padded, repeated, cap
     lengths of its padding and repeats; ``rows`` and ``fill`` the rows completed and the positions of
     the current row filled before it. Writes ``arrival_rows`` and ``placement_rows``; returns
     ``(rows, fill, True)`` after the batch, or ``(rows, fill, False)`` at the first event that breaks a
-    rule (the caller then walks the batch event by event, which raises).
+    rule, or that a column is too short for (a batch built by hand; the caller then walks the batch
+    event by event, which raises).
     """
     a = p = d = r = 0
     for i in range(kinds.size):
         k = kinds[i]
         n = 0
         if k == arrival:
-            if arrived[a] != before + a:
+            if a >= arrived.size or arrived[a] != before + a:
                 return rows, fill, False
             arrival_rows[a] = rows
             a += 1
         elif k == placement:
+            if p >= placed.size or p >= placed_occurrences.size:
+                return rows, fill, False
             o = placed_occurrences[p]
             if o < 0 or o >= before + a:
                 return rows, fill, False
@@ -48,9 +51,13 @@ def event_rows(kinds, arrived, placed_occurrences, placed, padded, repeated, cap
             n = placed[p]
             p += 1
         elif k == padding:
+            if d >= padded.size:
+                return rows, fill, False
             n = padded[d]
             d += 1
         elif k == repeat:
+            if r >= repeated.size:
+                return rows, fill, False
             n = repeated[r]
             r += 1
         if n:

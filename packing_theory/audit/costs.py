@@ -62,10 +62,9 @@ from .._arrays import INT32, as_numpy, search_sorted, widened
 from .._checks import check_int
 from .._unique import distinct
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
-from ..engine.compiled import load_numba_module
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
-from ..engine.starts import StartTracker
+from ..engine.starts import StartTracker, _costs_kernels
 from ..errors import InputError, InputTypeError
 from .histograms import nearest_rank
 
@@ -150,8 +149,9 @@ class CostAccumulator:
 
     Complexity: O(1) per event; a batch in bulk with numpy (the rows so far at
     each event from the running sum of the positions filled before it); memory
-    the :class:`~packing_theory.engine.starts.StartTracker`'s (``rows=False``: 1 byte per occurrence and
-    8 per run of arrivals in one row that holds an unstarted occurrence, or is recent), 8 per long
+    the :class:`~packing_theory.engine.starts.StartTracker`'s (``rows=False``: 1 byte per occurrence,
+    8-16 per run of arrivals in one row that holds an unstarted occurrence or is recent, and 8 per
+    occurrence of the last batch), 8 per long
     occurrence (its id and its fragment count), and 4 per occurrence for the sources only once one
     differs from its occurrence id (a second pass, a funnel): while every source is its occurrence id
     (one pass) they are not stored. Columns are ``int32``, widened to ``int64`` before a value that
@@ -164,8 +164,7 @@ class CostAccumulator:
         if not isinstance(compiled, bool):
             raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
         self.starts = StartTracker(rows=False, compiled=compiled)  # the delays, not each start row
-        self._kernels = load_numba_module("packing_theory.audit._costs_kernel", "the compiled costs") \
-            if compiled else None
+        self.compiled = compiled
         self._long_ids: array[int] = array("i")  # the long occurrences (length > R), in arrival order ...
         self._frag: array[int] = array("i")  # ... and each one's placements (at most self._placements)
         self._source: array[int] | None = None  # None while every source is its occurrence id
@@ -244,7 +243,7 @@ class CostAccumulator:
         """
         ar, pl = b.arrival, b.placement
         before = self.starts.arrivals
-        found = self._rows_compiled(b, before) if self._kernels is not None else self._rows_numpy(b, before)
+        found = self._rows_compiled(b, before) if self.compiled else self._rows_numpy(b, before)
         if found is None:
             for e in b.events():
                 self.feed(e)
@@ -311,10 +310,9 @@ class CostAccumulator:
     def _rows_compiled(self, b: EventBatch, before: int
                        ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int] | None:
         """:meth:`_rows_numpy` in one numba loop, which checks the same rules as it goes."""
-        assert self._kernels is not None
         a_rows = np.empty(b.arrival.occurrence.size, np.int64)
         p_rows = np.empty(b.placement.occurrence.size, np.int64)
-        rows, fill, ok = self._kernels.event_rows(
+        rows, fill, ok = _costs_kernels().event_rows(
             b.kinds, b.arrival.occurrence, b.placement.occurrence, b.placement.length, b.padding.length,
             b.repeat.length, self.capacity, self.rows, self.fill, before, ARRIVAL, PLACEMENT, PADDING, REPEAT,
             a_rows, p_rows)

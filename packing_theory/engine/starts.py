@@ -23,6 +23,7 @@ import bisect
 import collections
 import itertools
 from array import array
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,12 @@ PRUNE_RUNS = 1 << 16
 
 _UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row), int64 ...
 # ... and in int32 rows INT32.min is that sentinel and INT32.max a scratch mark
+
+
+def _costs_kernels() -> ModuleType:
+    """The numba loops of ``audit/_costs_kernel.py`` (imported once; a holder keeps only whether it uses
+    them, so it pickles)."""
+    return load_numba_module("packing_theory.audit._costs_kernel", "the compiled costs")
 
 
 def _array_of(typecode: str, values: npt.NDArray[Any]) -> array[int]:
@@ -78,11 +85,12 @@ class DelayCounts:
     the longest prefix of the sparse values at least half as dense as a table into the table, so the
     memory is at most about twice the smaller of a table up to the largest delay (8 bytes a delay)
     and a sparse list (16 bytes a distinct delay): a stream whose delays are mostly short with a thin
-    tail of long waits keeps the tail sparse (a 100 M-document audit: delays up to 27 M rows in a few
-    hundred thousand distinct values), an offline packer's row positions fill the table.
+    tail of long waits keeps the tail sparse (a 100 M-document audit: delays up to 27 M rows, a table
+    of 219 MB), an offline packer's row positions fill the table.
 
-    Complexity: :meth:`add` O(k) plus amortised O(1) per distinct delay for the merges (pending values
-    are merged once they outnumber the sparse list).
+    Complexity: :meth:`add` O(k) plus the merges: pending values are merged (sorted with the sparse
+    list) once they outnumber it, so each distinct delay is sorted O(log) times, amortised
+    O(log distinct) each.
 
     >>> h = DelayCounts()
     >>> h.add(np.array([0, 1, 2, 900]), np.array([5, 1, 1, 1])); h.one(-3)
@@ -104,9 +112,18 @@ class DelayCounts:
         self.total = 0
 
     def add(self, values: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
-        """Count ``counts[i]`` delays of ``values[i]`` (``values`` distinct)."""
+        """Count ``counts[i]`` delays of ``values[i]``. O(k) plus the merges.
+
+        Raises:
+            InputError: ``values`` not strictly increasing, or a count below 1, or not one count per value.
+        """
         values = np.asarray(values, np.int64)
         counts = np.asarray(counts, np.int64)
+        if values.shape != counts.shape or values.ndim != 1:
+            raise InputError(f"counts must give one count per value: {counts.shape} for {values.shape}")
+        if (np.diff(values) <= 0).any() or (counts < 1).any():
+            raise InputError("values must be strictly increasing and counts at least 1, got "
+                             f"{values[:8].tolist()} / {counts[:8].tolist()}")
         self.total += int(counts.sum())
         inside = (values >= 0) & (values < len(self.dense))
         if inside.any():
@@ -120,19 +137,18 @@ class DelayCounts:
                 self._merge()
 
     def add_each(self, delays: npt.NDArray[np.int64]) -> None:
-        """Count each of ``delays`` (repeats allowed): those in the table by one ``bincount``, the rest
-        grouped (:func:`~packing_theory._unique.distinct_counts`). O(k + table)."""
-        inside = (delays >= 0) & (delays < len(self.dense))
-        if inside.any():
-            table = np.frombuffer(self.dense, np.int64)
-            table += np.bincount(delays[inside], minlength=table.size)
-            del table  # a view: released before the table grows
-            self.total += int(np.count_nonzero(inside))
-        if not inside.all():
-            self.add(*distinct_counts(delays[~inside]))
+        """Count each of ``delays`` (repeats allowed), grouped first
+        (:func:`~packing_theory._unique.distinct_counts`: a table of their span when they lie close, as
+        a batch's delays do, else a sort). O(k + span) or O(k log k)."""
+        if delays.size:
+            self.add(*distinct_counts(delays))
 
     def one(self, delay: int) -> None:
-        """Count one delay."""
+        """Count one delay. O(1) in the table."""
+        if 0 <= delay < len(self.dense):
+            self.dense[delay] += 1
+            self.total += 1
+            return
         self.add(np.array([delay], np.int64), np.ones(1, np.int64))
 
     def _merge(self) -> None:
@@ -185,6 +201,8 @@ class DelayCounts:
         assert self._pending_n == sum(v.size for v, _ in self._pending)
         pending = sum(int(c.sum()) for _, c in self._pending)
         assert self.total == sum(self.dense) + int(self._sc.sum()) + pending
+        used = np.count_nonzero(np.frombuffer(self.dense, np.int64)) if self.dense else 0
+        assert 2 * used >= len(self.dense), "the table under half full"
 
 
 class StartTracker:
@@ -210,18 +228,20 @@ class StartTracker:
     widened to ``int64`` before such a row is written; 1, whether it started, with ``rows=False``), 8
     per *run* of arrival rows (the first occurrence of each stretch that arrived in one row, and that
     row: an offline packer, which arrives its corpus before its first row, has one run; a streaming one
-    at most one per row) plus the delay histogram (:class:`DelayCounts`: proportional to the distinct
-    delays, at most about twice a table up to the largest).
+    at most one per row), the rows of the last :meth:`arrive_all` batch (8 bytes each: a copy that
+    answers most of the next batch's starts) and the delay histogram (:class:`DelayCounts`:
+    proportional to the distinct delays, at most about twice a table up to the largest).
 
     With ``rows=False`` the tracker keeps only what the starts still to come need: a run whose
     occurrences have all started is dropped (checked in bulk once the runs have doubled, at least
-    :data:`PRUNE_RUNS` of them), so the runs are those of the recent rows and of the rows where an
-    unstarted occurrence arrived (a streaming packer's never-started documents), not one per row of the
-    stream; :meth:`arrival_row` then answers for an unstarted occurrence only.
+    :data:`PRUNE_RUNS` of them; a run kept by such a check also keeps its end, 16 bytes a run), so the
+    runs are those of the recent rows and of the rows where an unstarted occurrence arrived (a streaming
+    packer's never-started documents), not one per row of the stream; :meth:`arrival_row` and
+    :meth:`arrival_rows` then answer for unstarted occurrences only.
     """
 
-    __slots__ = ("_cursor", "_hist", "_kernels", "_last_at", "_last_rows", "_old_end", "_prune_at", "_run_at",
-                 "_run_row", "_srow", "_unset", "keeps_rows", "max_delay", "started")
+    __slots__ = ("_cursor", "_hist", "_last_at", "_last_rows", "_old_end", "_prune_at", "_prune_min",
+                 "_run_at", "_run_row", "_srow", "_unset", "compiled", "keeps_rows", "max_delay", "started")
 
     def __init__(self, rows: bool = True, *, compiled: bool = False) -> None:
         if not isinstance(rows, bool):
@@ -229,8 +249,9 @@ class StartTracker:
         if not isinstance(compiled, bool):
             raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
         # rows=False: a batch's first starts in one numba loop (audit/_costs_kernel.py), the same ones
-        self._kernels = (load_numba_module("packing_theory.audit._costs_kernel", "the compiled start tracker")
-                         if compiled and not rows else None)
+        self.compiled = compiled and not rows
+        if self.compiled:
+            _costs_kernels()  # numba missing: refused here, not at the first batch
         self.keeps_rows = rows  # False: one byte per occurrence (whether it started) instead of its row
         self._run_at = array("i")  # the first occurrence of each run of arrivals in one row ("q" past int32)
         self._run_row = array("i")  # and that row
@@ -241,6 +262,7 @@ class StartTracker:
         # rows=False: the first len(_old_end) runs are those kept by a pruning, each ending at its
         # _old_end (the runs dropped between them had started); the runs after them are contiguous
         self._old_end = array("q")
+        self._prune_min = PRUNE_RUNS
         self._prune_at = PRUNE_RUNS  # prune once this many runs are kept
         self._last_at, self._last_rows = 0, np.zeros(0, np.int64)  # the last arrive_all's first id and rows
         self.started = 0
@@ -295,8 +317,23 @@ class StartTracker:
         self._run_row.frombytes(rows[change].astype(self.row_dtype).tobytes())
 
     def arrival_rows(self, occurrences: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """The row each of ``occurrences`` (arrived ids) arrived in: those of the last :meth:`arrive_all`
-        batch from its rows (most of a batch's starts), the others from the runs. O(k log runs)."""
+        """The row each of ``occurrences`` (arrived ids) arrived in. O(k log runs).
+
+        Raises:
+            InputError: with ``rows=False``, one of ``occurrences`` has started (its row is not kept).
+        """
+        occurrences = np.asarray(occurrences, np.int64)
+        if not self.keeps_rows and occurrences.size:
+            started = np.flatnonzero(np.frombuffer(self._srow, np.int8)[occurrences] != self._unset)
+            if started.size:
+                first = int(occurrences[started[0]])
+                raise InputError(f"arrival_rows(): occurrence {first} has started, and a tracker made with "
+                                 "rows=False keeps the arrival rows of unstarted occurrences only")
+        return self._arrival_rows(occurrences)
+
+    def _arrival_rows(self, occurrences: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """:meth:`arrival_rows` unchecked (a batch's first starts, just marked started): those of the last
+        :meth:`arrive_all` batch from its rows (most of a batch's starts), the others from the runs."""
         first, last = self._last_at, self._last_at + self._last_rows.size
         recent = (occurrences >= first) & (occurrences < last)
         if recent.all():
@@ -367,7 +404,7 @@ class StartTracker:
         self._run_at = _array_of(self._run_at.typecode, at[kept])
         self._run_row = _array_of(self._run_row.typecode, rows[kept])
         self._old_end = _array_of("q", ends[kept[:-1]])
-        self._prune_at = max(PRUNE_RUNS, 2 * int(kept.size))
+        self._prune_at = max(self._prune_min, 2 * int(kept.size))
 
     def start(self, occurrence: int, row: int) -> int | None:
         """A placement of ``occurrence`` in ``row``: its start delay if it is the first, else ``None``. O(1).
@@ -414,7 +451,9 @@ class StartTracker:
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
-        unstarted occurrence is its start. O(k).
+        unstarted occurrence is its start. O(k) to find the starts (a sort of the few placements of long
+        waiters, with ``rows=False`` and numpy), plus grouping their delays (O(k + span) or O(k log k))
+        and looking up the arrival rows of occurrences from before the last batch (O(log runs) each).
 
         Raises:
             InputError: an occurrence that has not arrived, or ``rows`` not one per occurrence
@@ -433,21 +472,21 @@ class StartTracker:
         self._fit(int(rows.min()), int(rows.max()))
         if self.keeps_rows:
             occ, at = self._first_starts(occurrences, rows)
-            self._count_delays(at - self.arrival_rows(occ))
+            self._count_delays(at - self._arrival_rows(occ))
             return
         flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
-        if self._kernels is None:  # each unstarted occurrence's first placement in this batch
+        if not self.compiled:  # each unstarted occurrence's first placement in this batch
             fresh = np.flatnonzero(flags[occurrences] == 0)
             first = fresh[_first_of_each(occurrences[fresh], n)]
             occ, at = occurrences[first], rows[first]
             flags[occ] = 1
             del flags
-            self._count_delays(at - self.arrival_rows(occ))
+            self._count_delays(at - self._arrival_rows(occ))
             return
         k = occurrences.size  # one loop, with the arrival rows of the last batch's occurrences
         occ, delays, known = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.bool_)
-        m = self._kernels.first_starts(occurrences, rows, flags, self._last_at, self._last_rows, occ, delays,
-                                       known)
+        m = _costs_kernels().first_starts(occurrences, rows, flags, self._last_at, self._last_rows, occ,
+                                          delays, known)
         del flags
         occ, delays, known = occ[:m], delays[:m], known[:m]
         if not known.all():

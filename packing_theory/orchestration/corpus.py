@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..audit.strata import STRATA_BOUNDARIES, stratum_index
+from ..audit.strata import STRATA_BOUNDARIES, check_boundaries, stratum_index
 from ..corpus.readers import open_inputs, plan_inputs
 from ..errors import InputError, InputTypeError
 from ..lengths import exact_sum, load_lengths, release_pages, validate_lengths
@@ -45,8 +45,6 @@ __all__ = ["TOKEN_FORMATS", "Corpus", "CorpusSummary", "census_of", "corpus_summ
 Int64Array = npt.NDArray[np.int64]
 
 _SUMMARY_CHUNK = 1 << 16
-_SUMMARY_BINS = 1 << 20
-"""The corpus summary counts lengths in a histogram up to this last stratum boundary (past it, per length)."""
 
 TOKEN_FORMATS: tuple[str, ...] = ("megatron", "olmo")
 """Formats that store nothing but token ids: how BOS is counted must be said (``bos="included"`` or
@@ -489,21 +487,37 @@ def corpus_summary(
     (2, 1)
     """
     arr = validate_lengths(lengths if isinstance(lengths, np.ndarray) else np.asarray(lengths))
+    boundaries = check_boundaries(boundaries)
     S = len(boundaries) + 1
     sources = [0] * S
     tokens = [0] * S
     over = top = 0
     # a histogram of the lengths clipped past the last boundary (its bins fall in the strata in order):
     # two bincounts a chunk instead of a binary search per length
-    clip = int(boundaries[-1]) + 1 if boundaries else 1
-    by_bin = clip <= _SUMMARY_BINS
+    clip = boundaries[-1] + 1
+    by_bin = clip <= _SUMMARY_CHUNK  # a histogram no longer than a chunk: O(chunk) a chunk
     counts = np.zeros(clip + 1, np.int64)
     sums = np.zeros(clip + 1, np.int64)
+    held = 0  # the tokens in sums: moved into the Python ints before an int64 bin could overflow
+    edges = [0, *(b + 1 for b in boundaries), clip + 1]  # stratum k: bins edges[k] .. edges[k + 1] - 1
+
+    def flush() -> None:
+        for k in range(S):
+            sources[k] += int(counts[edges[k] : edges[k + 1]].sum())
+            tokens[k] += int(sums[edges[k] : edges[k + 1]].sum())
+        counts[:] = 0
+        sums[:] = 0
+
     for lo in range(0, arr.size, _SUMMARY_CHUNK):
         part = arr[lo : lo + _SUMMARY_CHUNK]
         over += int((part > capacity).sum())
         top = max(top, int(part.max()))
-        if by_bin and exact_sum(part) < 2**53:  # float64 weights are exact
+        total = exact_sum(part)
+        if by_bin and total < 2**53:  # float64 weights are exact
+            if held + total >= 2**62:
+                flush()
+                held = 0
+            held += total
             clipped = np.minimum(part, clip)
             counts += np.bincount(clipped, minlength=clip + 1)
             sums += np.bincount(clipped, weights=part, minlength=clip + 1).round().astype(np.int64)
@@ -514,10 +528,7 @@ def corpus_summary(
             for k in range(S):
                 tokens[k] += exact_sum(part[s == k])
         release_pages(part)
-    edges = [0, *(int(b) + 1 for b in boundaries), clip + 1]  # stratum k: bins edges[k] .. edges[k + 1] - 1
-    for k in range(S):
-        sources[k] += int(counts[edges[k] : edges[k + 1]].sum())
-        tokens[k] += int(sums[edges[k] : edges[k + 1]].sum())
+    flush()
     return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
 
 

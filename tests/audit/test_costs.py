@@ -176,6 +176,23 @@ def test_the_compiled_costs_of_a_long_stream_are_the_oracle_s() -> None:
     assert fast.result().start_delay_max is not None and fast.result().long_occurrences > 1000
 
 
+def test_an_accumulator_pickles_compiled_or_not() -> None:
+    """A consumer is sent to a worker process whole: the compiled one keeps whether it is, not the kernels."""
+    import pickle
+
+    lengths = [9, 3, 12, 5, 7, 20, 2]
+    events = list(build_packer("discard", capacity=8).events(lengths))
+    for compiled in (False, *((True,) if compiled_available() else ())):
+        acc = CostAccumulator(8, compiled=compiled)
+        for b in batched(iter(events[:6]), 3):
+            acc.feed(b)
+        again = pickle.loads(pickle.dumps(acc))
+        for b in batched(iter(events[6:]), 3):
+            acc.feed(b)
+            again.feed(b)
+        assert again.result() == acc.result() and again.compiled == compiled
+
+
 def test_compiled_must_be_a_bool() -> None:
     with pytest.raises(InputTypeError, match="compiled must be a bool, got int 1"):
         CostAccumulator(8, compiled=1)  # type: ignore[arg-type]

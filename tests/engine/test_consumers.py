@@ -398,6 +398,20 @@ def test_start_all_refuses_rows_that_are_not_one_per_occurrence() -> None:
     assert t.started == 0 and t.start_row(0) is None
 
 
+def test_delay_counts_refuse_values_out_of_order_and_counts_below_one() -> None:
+    h = DelayCounts()
+    for values, counts in (([3, 3], [1, 1]), ([5, 2], [1, 1]), ([1], [0]), ([1, 2], [1])):
+        with pytest.raises(InputError, match=r"values must be strictly increasing|one count per value"):
+            h.add(np.array(values, np.int64), np.array(counts, np.int64))
+    assert h.total == 0
+    h.one(7)
+    h.one(7)
+    h._merge()
+    h.one(7)  # in the table now: counted in place
+    h._check()
+    assert dict(zip(*(x.tolist() for x in h.counts()), strict=True)) == {7: 3}
+
+
 def test_delay_counts_keep_a_thin_tail_sparse_and_a_dense_run_in_the_table() -> None:
     """Short delays fill the table; a few waits far out stay sparse (memory follows the distinct
     delays, not the largest); a run of delays at least half as dense as a table moves in."""
@@ -457,8 +471,10 @@ def test_a_tracker_without_rows_prunes_its_started_runs(steps: list[tuple[int, i
     """Arrivals and starts interleaved: a tracker without rows that drops its started runs (pruning
     after every second run) records what the tracker with every row records."""
     full, pruned = StartTracker(), StartTracker(rows=False)
-    pruned._prune_at = 2
+    pruned._prune_min = pruned._prune_at = 2
     fast = StartTracker(rows=False, compiled=True) if compiled_available() else None  # the numba first starts
+    if fast is not None:
+        fast._prune_min = fast._prune_at = 2
     row = 0
     for arrivals, step, picks, late in steps:
         row += step
@@ -500,6 +516,9 @@ def test_a_tracker_without_rows_keeps_the_runs_of_its_unstarted_occurrences_only
     assert t.arrival_row(599_970) == 199_990 and dict(t.delays) == {2: 580_000}
     with pytest.raises(InputError, match=r"^arrival_row\(1\): a tracker made with rows=False keeps"):
         t.arrival_row(1)
+    with pytest.raises(InputError, match=r"^arrival_rows\(\): occurrence 1 has started, and a tracker made"):
+        t.arrival_rows(np.array([0, 1], np.int64))
+    assert t.arrival_rows(np.array([0, 599_970], np.int64)).tolist() == [0, 199_990]
 
 
 @pytest.mark.parametrize("corrupt", [
