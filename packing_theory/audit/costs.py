@@ -60,7 +60,7 @@ import numpy.typing as npt
 
 from .._arrays import INT32, as_numpy, search_sorted, widened
 from .._checks import check_int
-from .._unique import distinct
+from .._unique import distinct, distinct_counts
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
@@ -248,7 +248,7 @@ class CostAccumulator:
             for e in b.events():
                 self.feed(e)
             return
-        a_rows, p_rows, rows, fill = found
+        a_rows, p_rows, rows, fill, sums = found
         R = self.capacity
         self.starts.arrive_all(ar.occurrence, a_rows)
         long_ids = ar.occurrence[ar.length > R]
@@ -267,12 +267,15 @@ class CostAccumulator:
                 at = _ranks(ids, occ, before - _RECENT)
                 hit = at < ids.size
                 frag = as_numpy(self._frag)
-                np.add.at(frag, at[hit], 1)  # O(k log long) whatever the ids' spread
+                ranks, times = distinct_counts(at[hit])  # recent ranks lie close: a table of their span
+                frag[ranks] += times.astype(frag.dtype, copy=False)
                 del ids, frag
-            targets = pl.length - (pl.offset == 0)
-            self.targets += int(targets.sum())
-            self.targets_without_context += int(targets[pl.start > 0].sum())
-            self.placed += int(pl.length.sum())
+            if sums is None:
+                targets = pl.length - (pl.offset == 0)
+                sums = (int(pl.length.sum()), int(targets.sum()), int(targets[pl.start > 0].sum()))
+            self.placed += sums[0]
+            self.targets += sums[1]
+            self.targets_without_context += sums[2]
         self.padding += int(b.padding.length.sum())
         self.repeated += int(b.repeat.length.sum())
         self.discarded += int(b.discard.length.sum())
@@ -281,8 +284,7 @@ class CostAccumulator:
         if b.horizon is not None:
             self.horizon = b.horizon
 
-    def _rows_numpy(self, b: EventBatch, before: int
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int] | None:
+    def _rows_numpy(self, b: EventBatch, before: int) -> _Rows | None:
         """The rows completed before each arrival and each placement of ``b``, and ``(rows, fill)``
         after it, from the running sum of the positions filled (placements, padding, repeats); ``None``
         for a batch the per-event rules refuse (an arrival out of order, a placement before its
@@ -305,18 +307,24 @@ class CostAccumulator:
         filled = np.cumsum(advance, dtype=np.int64)
         done = self.fill + filled - advance  # positions of the current row filled before each event
         total = self.fill + (int(filled[-1]) if filled.size else 0)
-        return self.rows + done[a_pos] // R, self.rows + done[p_pos] // R, self.rows + total // R, total % R
+        return (self.rows + done[a_pos] // R, self.rows + done[p_pos] // R, self.rows + total // R, total % R,
+                None)
 
-    def _rows_compiled(self, b: EventBatch, before: int
-                       ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int] | None:
-        """:meth:`_rows_numpy` in one numba loop, which checks the same rules as it goes."""
+    def _rows_compiled(self, b: EventBatch, before: int) -> _Rows | None:
+        """:meth:`_rows_numpy` in one numba loop, which checks the same rules as it goes and sums the
+        placed positions and the targets (with and without their preceding context) as well."""
         a_rows = np.empty(b.arrival.occurrence.size, np.int64)
         p_rows = np.empty(b.placement.occurrence.size, np.int64)
+        pl = b.placement
+        sums = np.zeros(3, np.int64)
         rows, fill, ok = _costs_kernels().event_rows(
-            b.kinds, b.arrival.occurrence, b.placement.occurrence, b.placement.length, b.padding.length,
+            b.kinds, b.arrival.occurrence, pl.occurrence, pl.length, pl.offset, pl.start, b.padding.length,
             b.repeat.length, self.capacity, self.rows, self.fill, before, ARRIVAL, PLACEMENT, PADDING, REPEAT,
-            a_rows, p_rows)
-        return (a_rows, p_rows, int(rows), int(fill)) if ok else None
+            a_rows, p_rows, sums)
+        if not ok:
+            return None
+        placed, targets, without = (int(v) for v in sums)
+        return a_rows, p_rows, int(rows), int(fill), (placed, targets, without)
 
     def _count_placements(self, k: int) -> None:
         """``k`` more placements: the fragment counts are widened to ``int64`` first if one could pass
@@ -418,6 +426,10 @@ class CostAccumulator:
         assert self.targets_without_context <= self.targets <= self.placed
         assert all(starts.arrival_row(o) <= self.rows for o in range(n) if not starts.is_started(o))
 
+
+_Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int, int, tuple[int, int, int] | None]
+"""The rows before each arrival and each placement of a batch, ``(rows, fill)`` after it, and the placed
+positions, targets and targets without context when the compiled loop summed them."""
 
 _RECENT = 4096
 """Placements of the occurrences that arrived at most this many before a batch, or in it, are looked up

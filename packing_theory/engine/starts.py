@@ -483,12 +483,20 @@ class StartTracker:
             del flags
             self._count_delays(at - self._arrival_rows(occ))
             return
-        k = occurrences.size  # one loop, with the arrival rows of the last batch's occurrences
+        # one loop, with the arrival rows of the last batch's occurrences: their delays inside the
+        # histogram's table are counted there; the others (and those of older arrivals) come back
+        k = occurrences.size
         occ, delays, known = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.bool_)
-        m = _costs_kernels().first_starts(occurrences, rows, flags, self._last_at, self._last_rows, occ,
-                                          delays, known)
-        del flags
-        occ, delays, known = occ[:m], delays[:m], known[:m]
+        table = np.frombuffer(self._hist.dense, np.int64) if self._hist.dense else np.zeros(0, np.int64)
+        starts, rest, counted, top = _costs_kernels().first_starts(
+            occurrences, rows, flags, self._last_at, self._last_rows, table, occ, delays, known)
+        del flags, table  # views: released before any append
+        assert starts == counted + rest
+        self._hist.total += int(counted)
+        self.started += int(counted)
+        if counted and (self.max_delay is None or int(top) > self.max_delay):
+            self.max_delay = int(top)
+        occ, delays, known = occ[:rest], delays[:rest], known[:rest]
         if not known.all():
             delays[~known] -= self._run_rows(occ[~known])
         self._count_delays(delays)
