@@ -183,7 +183,7 @@ def part_documents(n: int, scratch: Path) -> dict[str, Any]:
     run_child([sys.executable, str(HERE), "--write", str(lengths), str(n)])
     prime(lengths)
     warm(scratch, ROOT)
-    out: dict[str, Any] = {"documents": n, "runs": []}
+    out: dict[str, Any] = {"documents": n, "runs": [], "commit": _head()}
     for documents in (None, "documents.parquet", "documents.csv"):
         r = audit(lengths, scratch / "documents_run", documents)
         out["runs"].append(r)
@@ -205,7 +205,8 @@ def part_json(n: int, scratch: Path, baseline: str, timeout: float) -> dict[str,
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", baseline], capture_output=True, text=True)
     warm(scratch, old)
     warm(scratch, ROOT)
-    out: dict[str, Any] = {"documents": n, "baseline": baseline, "baseline_commit": head.stdout.strip()}
+    out: dict[str, Any] = {"documents": n, "baseline": baseline, "baseline_commit": head.stdout.strip(),
+                           "commit": _head()}
     for documents in (None, "documents.parquet"):
         key = "table" if documents else "no_table"
         today = audit(lengths, scratch / f"today_{key}", documents, old, timeout if documents else None)
@@ -236,7 +237,8 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
         write_s = round(time.perf_counter() - t0, 1)
         prime(lengths)
         warm(scratch, ROOT)
-        entry: dict[str, Any] = {"documents": n, "write_input_s": write_s, "df_before": _df(scratch)}
+        entry: dict[str, Any] = {"documents": n, "write_input_s": write_s, "df_before": _df(scratch),
+                                 "commit": _head()}
         entry["table"] = audit(lengths, scratch / "scale_table", "documents.parquet")
         print(json.dumps(entry), flush=True)
         shutil.rmtree(scratch / "scale_table", ignore_errors=True)
@@ -259,6 +261,11 @@ def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int
         rows.append(entry)
     shutil.rmtree(old, ignore_errors=True)
     return rows
+
+
+def _head() -> str:
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
 
 
 def _df(path: Path) -> str:
@@ -330,8 +337,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=1)[:4000])
         return 0
     path = RESULTS / "docstore.json"
-    if args.update and path.exists():
-        result = {**json.loads(path.read_text()), **result}
+    if args.update and path.exists():  # the parts not run, and the scale sizes not run, are kept
+        before = json.loads(path.read_text())
+        if "scale" in result and "scale" in before:
+            ran = {e["documents"] for e in result["scale"]}
+            kept = [e for e in before["scale"] if e["documents"] not in ran]
+            result["scale"] = sorted(kept + result["scale"], key=lambda e: e["documents"])
+        result = {**before, **result}
     path.write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "docstore.md").write_text(render(result))
     return 0
@@ -357,14 +369,16 @@ def render(r: dict[str, Any]) -> str:
             "|---|---:|---:|---:|---:|---:|---:|"]
     if "documents" in r:
         d = r["documents"]
-        lines += [f"## `audit --documents` at {d['documents']:,} documents", "", *head]
+        at = f" (at {d['commit'][:7]})" if d.get("commit") else ""
+        lines += [f"## `audit --documents` at {d['documents']:,} documents{at}", "", *head]
         for x in d["runs"]:
             lines.append(row(x["documents_file"] or "no table", x))
         lines += ["", f"CPU with the table / without: parquet {d['ratio_parquet']}x, csv {d['ratio_csv']}x.",
                   ""]
     if "json" in r:
         j = r["json"]
-        lines += [f"## The report against today's code at {j['documents']:,} documents", "",
+        at = f" (at {j['commit'][:7]})" if j.get("commit") else ""
+        lines += [f"## The report against today's code at {j['documents']:,} documents{at}", "",
                   f"Today's code: `{j['baseline']}` at {j['baseline_commit'][:10]}.", "", *head]
         for key, label in (("no_table", "no table"), ("table", "documents.parquet")):
             lines.append(row(f"today, {label}", j[key]["today"]))
@@ -386,6 +400,7 @@ def render(r: dict[str, Any]) -> str:
         ratios = []
         for e in r["scale"]:
             tag = f" ({e['label']})" if e.get("label") else ""
+            tag += f" (at {e['commit'][:7]})" if e.get("commit") else ""
             if "table" in e:
                 lines.append(f"| {e['documents']:,}{tag} " + row("documents.parquet", e["table"]))
             if "no_table_runs" in e:
