@@ -5,7 +5,9 @@ Method
 * Corpus: ``lognormal(6, 1.3)`` lengths rounded down, clipped at 1 (seed 0,
   drawn in chunks of 2**20), written as an ``int64`` ``.npy`` into the scratch
   directory (``benchmarks/_scratch/`` by default, git-ignored) by a child
-  process; every audit reads it memory-mapped (``load_lengths``).
+  process; every audit reads it memory-mapped (``load_lengths``). The scale
+  part takes ``--law default`` too: the package's default corpus law
+  (``default_length_chunks``, seed 0), the input of ``bench_corpus_scale.py``.
 * Command: ``packing-theory audit --lengths FILE.npy --policy discard --engine
   compiled --rows 10**15 --permutations 0 --no-plots --no-progress`` (R = 2049,
   B = 1000, refill 128, one pass, to exhaustion), with or without
@@ -34,7 +36,9 @@ Method
 * ``scale`` (at each ``--scale-sizes``): the audit with ``documents.parquet``
   (and, for sizes at most ``--no-table-max``, without the table; and with the
   baseline's code, without the table, at ``--baseline-sizes``), so that the
-  time against today's is measured in the same run. Goals: 100 M documents
+  time against today's is measured in the same run: at a baseline size the
+  audits without the table of this code and today's alternate ``--pairs``
+  times each (the median CPU ratio is given). Goals: 100 M documents
   under 1 GiB peak RSS and no more CPU than today's audit; 1 B documents under
   4 GiB. The scratch files are deleted after each size.
 
@@ -103,14 +107,25 @@ def run_child(argv: list[str], code: Path = ROOT, timeout: float | None = None) 
             "stdout": stdout.strip()}
 
 
-def write_lengths(path: str, n: int) -> None:
-    """``n`` lognormal(6, 1.3) lengths (seed 0, chunks of 2**20) into an int64 ``.npy``, chunk by chunk."""
-    rng = np.random.default_rng(0)
+def write_lengths(path: str, n: int, law: str = "lognormal") -> None:
+    """``n`` lengths into an int64 ``.npy``, chunk by chunk (chunks of 2**20, seed 0): ``lognormal``
+    (6, 1.3), or ``default`` (the package's default corpus law, ``default_length_chunks``: the input of
+    ``bench_corpus_scale.py``, on which today's 24 s 100 M-document audit was measured)."""
     arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.int64, shape=(n,))
-    for lo in range(0, n, 1 << 20):
-        m = min(1 << 20, n - lo)
-        arr[lo : lo + m] = np.maximum(1, rng.lognormal(6.0, 1.3, m)).astype(np.int64)
-        arr.flush()
+    if law == "default":
+        from packing_theory.corpus import default_length_chunks
+
+        pos = 0
+        for part in default_length_chunks(n, seed=0, chunk=1 << 20):
+            arr[pos : pos + part.size] = part
+            pos += part.size
+            arr.flush()
+    else:
+        rng = np.random.default_rng(0)
+        for lo in range(0, n, 1 << 20):
+            m = min(1 << 20, n - lo)
+            arr[lo : lo + m] = np.maximum(1, rng.lognormal(6.0, 1.3, m)).astype(np.int64)
+            arr.flush()
     del arr
 
 
@@ -227,18 +242,18 @@ def part_json(n: int, scratch: Path, baseline: str, timeout: float) -> dict[str,
 
 
 def part_scale(sizes: list[int], scratch: Path, baseline: str, no_table_max: int,
-               baseline_sizes: list[int], pairs: int = 1) -> list[dict[str, Any]]:
+               baseline_sizes: list[int], pairs: int = 1, law: str = "lognormal") -> list[dict[str, Any]]:
     old = export_tree(baseline, scratch / "baseline")
     rows = []
     for n in sizes:
         lengths = scratch / f"lengths_{n}.npy"
         t0 = time.perf_counter()
-        run_child([sys.executable, str(HERE), "--write", str(lengths), str(n)])
+        run_child([sys.executable, str(HERE), "--write", str(lengths), str(n), "--law", law])
         write_s = round(time.perf_counter() - t0, 1)
         prime(lengths)
         warm(scratch, ROOT)
-        entry: dict[str, Any] = {"documents": n, "write_input_s": write_s, "df_before": _df(scratch),
-                                 "commit": _head()}
+        entry: dict[str, Any] = {"documents": n, "law": law, "write_input_s": write_s,
+                                 "df_before": _df(scratch), "commit": _head()}
         entry["table"] = audit(lengths, scratch / "scale_table", "documents.parquet")
         print(json.dumps(entry), flush=True)
         shutil.rmtree(scratch / "scale_table", ignore_errors=True)
@@ -290,12 +305,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scratch", default=str(SCRATCH))
     p.add_argument("--update", action="store_true", help="keep the parts of results/docstore.json not run")
     p.add_argument("--write", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--law", choices=("lognormal", "default"), default="lognormal",
+                   help="the length law of the scale part's inputs (the other parts: lognormal)")
     p.add_argument("--prime", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.pairs < 1:
         p.error(f"--pairs must be at least 1, got {args.pairs}")
     if args.write:
-        write_lengths(args.write[0], int(args.write[1]))
+        write_lengths(args.write[0], int(args.write[1]), args.law)
         return 0
     if args.prime:
         os.sync()
@@ -326,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         result["json"] = part_json(args.json_size, scratch, args.baseline, args.baseline_timeout)
     if "scale" in parts:
         sizes = [int(v) for v in args.scale_sizes.split(",") if v]
-        result["scale"] = part_scale(sizes, scratch, args.baseline, args.no_table_max,
-                                     [int(v) for v in args.baseline_sizes.split(",") if v], args.pairs)
+        baseline_sizes = [int(v) for v in args.baseline_sizes.split(",") if v]
+        result["scale"] = part_scale(sizes, scratch, args.baseline, args.no_table_max, baseline_sizes,
+                                     args.pairs, args.law)
     for leftover in ("documents_run", "warm", "today_table", "new_table", "today_no_table", "new_no_table",
                      "scale_plain", "scale_today"):
         shutil.rmtree(scratch / leftover, ignore_errors=True)
@@ -340,9 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.update and path.exists():  # the parts not run, and the scale sizes not run, are kept
         before = json.loads(path.read_text())
         if "scale" in result and "scale" in before:
-            ran = {e["documents"] for e in result["scale"]}
-            kept = [e for e in before["scale"] if e["documents"] not in ran]
-            result["scale"] = sorted(kept + result["scale"], key=lambda e: e["documents"])
+            def key(e: dict[str, Any]) -> tuple[str, int]:
+                return e.get("law", "lognormal"), e["documents"]
+
+            ran = {key(e) for e in result["scale"]}
+            kept = [e for e in before["scale"] if key(e) not in ran]
+            result["scale"] = sorted(kept + result["scale"], key=key, reverse=False)
         result = {**before, **result}
     path.write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "docstore.md").write_text(render(result))
@@ -400,14 +421,14 @@ def render(r: dict[str, Any]) -> str:
         ratios = []
         for e in r["scale"]:
             tag = f" ({e['label']})" if e.get("label") else ""
-            tag += f" (at {e['commit'][:7]})" if e.get("commit") else ""
+            tag += f" ({e.get('law', 'lognormal')}{', at ' + e['commit'][:7] if e.get('commit') else ''})"
             if "table" in e:
                 lines.append(f"| {e['documents']:,}{tag} " + row("documents.parquet", e["table"]))
             if "no_table_runs" in e:
                 for i, (new, old) in enumerate(zip(e["no_table_runs"], e["today_runs"], strict=True), 1):
                     lines.append(f"| {e['documents']:,}{tag} " + row(f"no table, run {i}", new))
                     lines.append(f"| {e['documents']:,}{tag} " + row(f"today's code, no table, run {i}", old))
-                ratios.append(f"{e['documents']:,} documents: median CPU of this code / today's "
+                ratios.append(f"{e['documents']:,} documents{tag}: median CPU of this code / today's "
                               f"{e.get('cpu_ratio_median', '-')}x ({len(e['no_table_runs'])} runs each, "
                               "alternated)")
             else:
