@@ -14,7 +14,7 @@ OPTIONAL_MODULES = {
     "packing_theory/adapters/torch.py": "torch",
     "packing_theory/engine/_kernel.py": "numba",
     "packing_theory/audit/_ledger_kernel.py": "numba",
-    "packing_theory/audit/_costs_kernel.py": "numba",
+    "packing_theory/engine/_starts_kernel.py": "numba",
     "packing_theory/contamination/_kernel.py": "numba",
     "packing_theory/peers/_kernels.py": "numba",
     "packing_theory/peers/_best_fit_kernel.py": "numba",

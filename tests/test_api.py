@@ -28,7 +28,7 @@ MODULES = sorted(
 
 # modules that import an optional extra at the top (the root conftest.py skips their doctests alike)
 OPTIONAL = {"packing_theory.adapters.torch": "torch", "packing_theory.engine._kernel": "numba",
-            "packing_theory.audit._ledger_kernel": "numba", "packing_theory.audit._costs_kernel": "numba",
+            "packing_theory.audit._ledger_kernel": "numba", "packing_theory.engine._starts_kernel": "numba",
             "packing_theory.peers._kernels": "numba",
             "packing_theory.peers._best_fit_kernel": "numba", "packing_theory.peers._binpack_kernel": "numba",
             "packing_theory.contamination._kernel": "numba"}

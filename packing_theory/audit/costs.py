@@ -62,9 +62,10 @@ from .._arrays import INT32, as_numpy, search_sorted, widened
 from .._checks import check_int
 from .._unique import distinct, distinct_counts
 from ..engine.batches import ARRIVAL, PADDING, PLACEMENT, REPEAT, EventBatch, EventItem
+from ..engine.compiled import load_starts_kernels
 from ..engine.consumers import consumer_settings, feed_all
 from ..engine.events import Arrival, Discard, Filtered, Horizon, Padding, Placement, Repeat
-from ..engine.starts import StartTracker, _costs_kernels
+from ..engine.starts import StartTracker
 from ..errors import InputError, InputTypeError
 from .histograms import nearest_rank
 
@@ -137,7 +138,7 @@ class CostAccumulator:
         capacity: row capacity ``R`` (long = original length ``> R``).
         label: a name for the result (policy or packer).
         compiled: take a batch's rows and first starts with the numba kernels of
-            ``audit/_costs_kernel.py`` (the ``fast`` extra), one loop each instead of a dozen numpy
+            ``engine/_starts_kernel.py`` (the ``fast`` extra), one loop each instead of a dozen numpy
             temporaries; the same results (the numpy path is the oracle).
 
     Build it from a packer with :meth:`for_packer`. Occurrence ids must be
@@ -317,7 +318,7 @@ class CostAccumulator:
         p_rows = np.empty(b.placement.occurrence.size, np.int64)
         pl = b.placement
         sums = np.zeros(3, np.int64)
-        rows, fill, ok = _costs_kernels().event_rows(
+        rows, fill, ok = load_starts_kernels().event_rows(
             b.kinds, b.arrival.occurrence, pl.occurrence, pl.length, pl.offset, pl.start, b.padding.length,
             b.repeat.length, self.capacity, self.rows, self.fill, before, ARRIVAL, PLACEMENT, PADDING, REPEAT,
             a_rows, p_rows, sums)

@@ -18,6 +18,7 @@ module             job
 ``replay``         :func:`make_packer`, :func:`replay` and the in-memory :class:`Replay`
 ``summary``        :class:`SummaryAccumulator`, the replay's mass and source summary
 ``starts``         :class:`StartTracker`, arrival and first-start rows (start delays)
+``delays``         :class:`~packing_theory.engine.delays.DelayCounts`, the start delays' histogram
 ``variants``       out-of-family variants for the invariant's counterexamples
 =================  ===========================================================
 

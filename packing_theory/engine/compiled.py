@@ -76,7 +76,7 @@ from .state import EngineState
 
 __all__ = [
     "COMPILED_POLICIES", "INPUT_CHUNK", "MAX_COMPILED_CAPACITY", "CompiledPacker", "compiled_available",
-    "load_kernel", "load_numba_module"]
+    "load_kernel", "load_numba_module", "load_starts_kernels"]
 
 MAX_COMPILED_CAPACITY = 2**32
 """The widest row the compiled kernel packs: it keeps per-position index arrays (about 16 bytes per
@@ -112,6 +112,12 @@ def load_numba_module(module: str, purpose: str) -> ModuleType:
     if not compiled_available():
         raise MissingDependency(f"{purpose}: numba is not installed (pip install 'packing-theory[fast]')")
     return importlib.import_module(module)
+
+
+def load_starts_kernels() -> ModuleType:
+    """Import the numba loops of the compiled cost accounting and start tracker
+    (``engine/_starts_kernel.py``; :func:`load_numba_module`)."""
+    return load_numba_module("packing_theory.engine._starts_kernel", "the compiled cost accounting")
 
 
 def load_kernel() -> ModuleType:

@@ -23,30 +23,24 @@ import bisect
 import collections
 import itertools
 from array import array
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._arrays import INT32, search_sorted, widened
-from .._unique import distinct_counts, group_min
+from .._unique import group_min
 from ..errors import InputError, InputTypeError
-from .compiled import load_numba_module
+from .compiled import load_starts_kernels
+from .delays import DelayCounts
 
-__all__ = ["PRUNE_RUNS", "DelayCounts", "StartTracker"]
+__all__ = ["PRUNE_RUNS", "StartTracker"]
 
 PRUNE_RUNS = 1 << 16
 """A tracker without rows drops its started runs once it keeps this many runs (or twice those it kept)."""
 
 _UNSTARTED = -(1 << 63)  # the start row of an occurrence without a placement (never a real row), int64 ...
 # ... and in int32 rows INT32.min is that sentinel and INT32.max a scratch mark
-
-
-def _costs_kernels() -> ModuleType:
-    """The numba loops of ``audit/_costs_kernel.py`` (imported once; a holder keeps only whether it uses
-    them, so it pickles)."""
-    return load_numba_module("packing_theory.audit._costs_kernel", "the compiled costs")
 
 
 def _array_of(typecode: str, values: npt.NDArray[Any]) -> array[int]:
@@ -75,134 +69,6 @@ def _first_of_each(keys: npt.NDArray[np.int64], arrivals: int) -> npt.NDArray[np
     if old.any():
         parts.append(group_min(keys[old], pos[old])[1])
     return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else pos
-
-
-class DelayCounts:
-    """A histogram of integer delays in memory proportional to the delays it holds, not to the largest.
-
-    Delays ``0 .. dense - 1`` are counted in a dense table; every other one (negative, or past the
-    table) is kept sparse, as sorted distinct values with their counts, merged in bulk. A merge moves
-    the longest prefix of the sparse values at least half as dense as a table into the table, so the
-    memory is at most about twice the smaller of a table up to the largest delay (8 bytes a delay)
-    and a sparse list (16 bytes a distinct delay): a stream whose delays are mostly short with a thin
-    tail of long waits keeps the tail sparse (a 100 M-document audit: delays up to 27 M rows, a table
-    of 219 MB), an offline packer's row positions fill the table.
-
-    Complexity: :meth:`add` O(k) plus the merges: pending values are merged (sorted with the sparse
-    list) once they outnumber it, so each distinct delay is sorted O(log) times, amortised
-    O(log distinct) each.
-
-    >>> h = DelayCounts()
-    >>> h.add(np.array([0, 1, 2, 900]), np.array([5, 1, 1, 1])); h.one(-3)
-    >>> [x.tolist() for x in h.counts()], h.total
-    ([[-3, 0, 1, 2, 900], [1, 5, 1, 1, 1]], 9)
-    """
-
-    __slots__ = ("_pending", "_pending_n", "_sc", "_sv", "dense", "total")
-
-    _MERGE_AT = 1 << 12
-    """Pending values merged at least this many at a time."""
-
-    def __init__(self) -> None:
-        self.dense = array("q")  # dense[d]: the count of delay d, for 0 <= d < len(dense) ...
-        self._sv = np.zeros(0, np.int64)  # ... and the other delays, sorted and distinct ...
-        self._sc = np.zeros(0, np.int64)  # ... with their counts
-        self._pending: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-        self._pending_n = 0
-        self.total = 0
-
-    def add(self, values: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None:
-        """Count ``counts[i]`` delays of ``values[i]``. O(k) plus the merges.
-
-        Raises:
-            InputError: ``values`` not strictly increasing, or a count below 1, or not one count per value.
-        """
-        values = np.asarray(values, np.int64)
-        counts = np.asarray(counts, np.int64)
-        if values.shape != counts.shape or values.ndim != 1:
-            raise InputError(f"counts must give one count per value: {counts.shape} for {values.shape}")
-        if (np.diff(values) <= 0).any() or (counts < 1).any():
-            raise InputError("values must be strictly increasing and counts at least 1, got "
-                             f"{values[:8].tolist()} / {counts[:8].tolist()}")
-        self.total += int(counts.sum())
-        inside = (values >= 0) & (values < len(self.dense))
-        if inside.any():
-            table = np.frombuffer(self.dense, np.int64)
-            table[values[inside]] += counts[inside]
-            del table  # a view: released before the table grows
-        if not inside.all():
-            self._pending.append((values[~inside], counts[~inside]))
-            self._pending_n += int((~inside).sum())
-            if self._pending_n >= max(self._MERGE_AT, self._sv.size):
-                self._merge()
-
-    def add_each(self, delays: npt.NDArray[np.int64]) -> None:
-        """Count each of ``delays`` (repeats allowed), grouped first
-        (:func:`~packing_theory._unique.distinct_counts`: a table of their span when they lie close, as
-        a batch's delays do, else a sort). O(k + span) or O(k log k)."""
-        if delays.size:
-            self.add(*distinct_counts(delays))
-
-    def one(self, delay: int) -> None:
-        """Count one delay. O(1) in the table."""
-        if 0 <= delay < len(self.dense):
-            self.dense[delay] += 1
-            self.total += 1
-            return
-        self.add(np.array([delay], np.int64), np.ones(1, np.int64))
-
-    def _merge(self) -> None:
-        """Merge the pending values into the sparse list, then move its densest prefix into the table."""
-        if self._pending:
-            v = np.concatenate([self._sv, *(p[0] for p in self._pending)])
-            c = np.concatenate([self._sc, *(p[1] for p in self._pending)])
-            self._pending, self._pending_n = [], 0
-            order = np.argsort(v, kind="stable")
-            v, c = v[order], c[order]
-            new = np.ones(v.size, np.bool_)
-            np.not_equal(v[1:], v[:-1], out=new[1:])
-            starts = np.flatnonzero(new)
-            self._sv, self._sc = v[starts], np.add.reduceat(c, starts) if v.size else c
-        low = len(self.dense)
-        ahead = np.flatnonzero(self._sv >= low)
-        if not ahead.size:
-            return
-        first = int(ahead[0])
-        gap = self._sv[first:] - low + 1  # the table's growth to take each value in
-        worth = np.flatnonzero(2 * np.arange(1, gap.size + 1) >= gap)  # at least half as dense as a table
-        if not worth.size:
-            return
-        last = first + int(worth[-1])
-        top = int(self._sv[last])
-        self.dense.frombytes(bytes(8 * (top + 1 - low)))
-        table = np.frombuffer(self.dense, np.int64)
-        table[self._sv[first:last + 1]] += self._sc[first:last + 1]
-        del table
-        self._sv = np.concatenate([self._sv[:first], self._sv[last + 1:]])
-        self._sc = np.concatenate([self._sc[:first], self._sc[last + 1:]])
-
-    def counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """``(distinct delays, their counts)``, sorted. O(table + distinct)."""
-        self._merge()
-        table = np.frombuffer(self.dense, np.int64) if self.dense else np.zeros(0, np.int64)
-        at = np.flatnonzero(table)
-        values = np.concatenate([at.astype(np.int64), self._sv])
-        counts = np.concatenate([table[at], self._sc])
-        order = np.argsort(values, kind="stable")
-        return values[order], counts[order]
-
-    def _check(self) -> None:
-        """Assert the internal invariants (used by tests)."""
-        low = len(self.dense)
-        assert self._sv.shape == self._sc.shape and (self._sc > 0).all()
-        assert (np.diff(self._sv) > 0).all(), "sparse delays not sorted and distinct"
-        assert not ((self._sv >= 0) & (self._sv < low)).any(), "a delay both in the table and sparse"
-        assert all(not ((v >= 0) & (v < low)).any() and (c > 0).all() for v, c in self._pending)
-        assert self._pending_n == sum(v.size for v, _ in self._pending)
-        pending = sum(int(c.sum()) for _, c in self._pending)
-        assert self.total == sum(self.dense) + int(self._sc.sum()) + pending
-        used = np.count_nonzero(np.frombuffer(self.dense, np.int64)) if self.dense else 0
-        assert 2 * used >= len(self.dense), "the table under half full"
 
 
 class StartTracker:
@@ -248,10 +114,10 @@ class StartTracker:
             raise InputTypeError(f"rows must be a bool, got {type(rows).__name__} {rows!r}")
         if not isinstance(compiled, bool):
             raise InputTypeError(f"compiled must be a bool, got {type(compiled).__name__} {compiled!r}")
-        # rows=False: a batch's first starts in one numba loop (audit/_costs_kernel.py), the same ones
+        # rows=False: a batch's first starts in one numba loop (engine/_starts_kernel.py), the same ones
         self.compiled = compiled and not rows
         if self.compiled:
-            _costs_kernels()  # numba missing: refused here, not at the first batch
+            load_starts_kernels()  # numba missing: refused here, not at the first batch
         self.keeps_rows = rows  # False: one byte per occurrence (whether it started) instead of its row
         self._run_at = array("i")  # the first occurrence of each run of arrivals in one row ("q" past int32)
         self._run_row = array("i")  # and that row
@@ -488,7 +354,7 @@ class StartTracker:
         k = occurrences.size
         occ, delays, known = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.bool_)
         table = np.frombuffer(self._hist.dense, np.int64) if self._hist.dense else np.zeros(0, np.int64)
-        starts, rest, counted, top = _costs_kernels().first_starts(
+        starts, rest, counted, top = load_starts_kernels().first_starts(
             occurrences, rows, flags, self._last_at, self._last_rows, table, occ, delays, known)
         del flags, table  # views: released before any append
         assert starts == counted + rest

@@ -35,8 +35,9 @@ from packing_theory.engine.base import PackingEngine
 from packing_theory.engine.batches import EventBatch, batched, unbatched
 from packing_theory.engine.compiled import COMPILED_POLICIES, compiled_available
 from packing_theory.engine.consumers import Consumer, consumer_settings, feed_all
+from packing_theory.engine.delays import DelayCounts
 from packing_theory.engine.replay import ENGINES, make_packer
-from packing_theory.engine.starts import PRUNE_RUNS, DelayCounts, StartTracker
+from packing_theory.engine.starts import PRUNE_RUNS, StartTracker
 from packing_theory.engine.summary import SummaryAccumulator
 from packing_theory.errors import InputError, InputTypeError
 from packing_theory.invariant import BufferTracker, InvariantMonitor
