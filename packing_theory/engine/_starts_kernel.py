@@ -1,5 +1,5 @@
-"""The numba kernels of the compiled cost accounting (imported only through
-:func:`~packing_theory.engine.compiled.load_numba_module`, by :mod:`packing_theory.audit.costs` and
+"""The numba kernels of the compiled cost accounting and start tracker (imported only through
+:func:`~packing_theory.engine.compiled.load_starts_kernels`, by :mod:`packing_theory.audit.costs` and
 :mod:`packing_theory.engine.starts`).
 
 Typing boundary: numba's ``@njit`` is untyped, so this one module is checked by mypy without
