@@ -138,6 +138,13 @@ def test_corpus_summary_is_the_per_length_census(lengths: list[int], bounds: lis
         sum(lengths), sum(x > capacity for x in lengths), max(lengths))
 
 
+def test_corpus_summary_of_a_far_last_boundary_allocates_no_histogram() -> None:
+    """Past a chunk's length the census goes length by length: a last boundary of 2**40 takes no table
+    of its span (8 TiB)."""
+    s = corpus_summary([3, 40, 5, 10**9], capacity=8, boundaries=(2**40,))
+    assert (s.strata_sources, s.strata_tokens, s.over_capacity_documents) == ((4, 0), (10**9 + 48, 0), 2)
+
+
 @pytest.mark.parametrize("bad", [(8, 4), (8, 8), (), (2.5,)])
 def test_corpus_summary_refuses_boundaries_that_are_not_increasing_ints(bad: tuple[object, ...]) -> None:
     with pytest.raises((pt.InputError, pt.InputTypeError), match="boundaries"):

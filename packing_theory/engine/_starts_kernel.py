@@ -33,8 +33,8 @@ def event_rows(kinds, arrived, placed_occurrences, placed, placed_offsets, place
     targets of placements that do not begin at their document's first token (``placed_starts > 0``,
     with ``placed_offsets`` each placement's row position); returns
     ``(rows, fill, True)`` after the batch, or ``(rows, fill, False)`` at the first event that breaks a
-    rule, or that a column is too short for (a batch built by hand; the caller then walks the batch
-    event by event, which raises).
+    rule, or with a column too short or too long for its events (a batch built by hand; the caller then
+    walks the batch event by event, which raises or accounts what the events say).
     """
     a = p = d = r = 0
     for i in range(kinds.size):
@@ -75,6 +75,8 @@ def event_rows(kinds, arrived, placed_occurrences, placed, placed_offsets, place
             if fill >= capacity:
                 rows += fill // capacity
                 fill = fill % capacity
+    if a != arrived.size or p != placed_occurrences.size or d != padded.size or r != repeated.size:
+        return rows, fill, False  # a column longer than its events in kinds
     return rows, fill, True
 
 

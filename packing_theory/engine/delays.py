@@ -61,7 +61,7 @@ class DelayCounts:
         counts = np.asarray(counts, np.int64)
         if values.shape != counts.shape or values.ndim != 1:
             raise InputError(f"counts must give one count per value: {counts.shape} for {values.shape}")
-        if (np.diff(values) <= 0).any() or (counts < 1).any():
+        if (values[1:] <= values[:-1]).any() or (counts < 1).any():  # no diff: it could overflow
             raise InputError("values must be strictly increasing and counts at least 1, got "
                              f"{values[:8].tolist()} / {counts[:8].tolist()}")
         self.total += int(counts.sum())

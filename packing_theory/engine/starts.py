@@ -188,7 +188,13 @@ class StartTracker:
         Raises:
             InputError: with ``rows=False``, one of ``occurrences`` has started (its row is not kept).
         """
-        occurrences = np.asarray(occurrences, np.int64)
+        occurrences = np.asarray(occurrences)
+        if occurrences.dtype.kind not in "iu":
+            raise InputTypeError(f"occurrences must be integer ids, got dtype {occurrences.dtype}")
+        occurrences = occurrences.astype(np.int64, copy=False)
+        bad = np.flatnonzero((occurrences < 0) | (occurrences >= len(self._srow)))
+        if bad.size:
+            raise InputError(f"arrival_rows(): occurrence {int(occurrences[bad[0]])} has not arrived")
         if not self.keeps_rows and occurrences.size:
             started = np.flatnonzero(np.frombuffer(self._srow, np.int8)[occurrences] != self._unset)
             if started.size:
@@ -415,6 +421,8 @@ class StartTracker:
         Raises:
             InputError: with ``rows=False``, ``occurrence`` has started (its row is not kept).
         """
+        if not 0 <= occurrence < len(self._srow):
+            raise InputError(f"arrival_row({occurrence}): occurrence {occurrence} has not arrived")
         if not self.keeps_rows and self._srow[occurrence] != self._unset:
             raise InputError(f"arrival_row({occurrence}): a tracker made with rows=False keeps the arrival "
                              "rows of unstarted occurrences only")

@@ -496,8 +496,8 @@ def corpus_summary(
     # two bincounts a chunk instead of a binary search per length
     clip = boundaries[-1] + 1
     by_bin = clip <= _SUMMARY_CHUNK  # a histogram no longer than a chunk: O(chunk) a chunk
-    counts = np.zeros(clip + 1, np.int64)
-    sums = np.zeros(clip + 1, np.int64)
+    counts = np.zeros(clip + 1 if by_bin else 0, np.int64)  # a large last boundary: never allocated
+    sums = np.zeros(clip + 1 if by_bin else 0, np.int64)
     held = 0  # the tokens in sums: moved into the Python ints before an int64 bin could overflow
     edges = [0, *(b + 1 for b in boundaries), clip + 1]  # stratum k: bins edges[k] .. edges[k + 1] - 1
 

@@ -405,6 +405,9 @@ def test_delay_counts_refuse_values_out_of_order_and_counts_below_one() -> None:
         with pytest.raises(InputError, match=r"values must be strictly increasing|one count per value"):
             h.add(np.array(values, np.int64), np.array(counts, np.int64))
     assert h.total == 0
+    h.add(np.array([-(2**62), 2**62], np.int64), np.array([1, 1], np.int64))  # 2**63 apart: no overflow
+    assert h.total == 2
+    h = DelayCounts()
     h.one(7)
     h.one(7)
     h._merge()
@@ -520,6 +523,13 @@ def test_a_tracker_without_rows_keeps_the_runs_of_its_unstarted_occurrences_only
     with pytest.raises(InputError, match=r"^arrival_rows\(\): occurrence 1 has started, and a tracker made"):
         t.arrival_rows(np.array([0, 1], np.int64))
     assert t.arrival_rows(np.array([0, 599_970], np.int64)).tolist() == [0, 199_990]
+    for bad in (-1, 600_000):  # not arrived: named, never wrapped around
+        with pytest.raises(InputError, match=rf"occurrence {bad} has not arrived"):
+            t.arrival_rows(np.array([bad], np.int64))
+        with pytest.raises(InputError, match=rf"occurrence {bad} has not arrived"):
+            t.arrival_row(bad)
+    with pytest.raises(InputTypeError, match="occurrences must be integer ids, got dtype float64"):
+        t.arrival_rows(np.array([0.0]))
 
 
 @pytest.mark.parametrize("corrupt", [
