@@ -130,8 +130,8 @@ def test_every_consumer_is_in_the_table() -> None:
     """Every class of the package with feed, result and _check is fed by the tests below."""
     found = set()
     for info in pkgutil.walk_packages(pt.__path__, prefix="packing_theory."):
-        if info.name.endswith(("._kernel", "._ledger_kernel", "._kernels", "._best_fit_kernel",
-                               "._binpack_kernel")):  # numba kernels (the fast extra)
+        if info.name.endswith(("._kernel", "._ledger_kernel", "._starts_kernel", "._kernels",
+                               "._best_fit_kernel", "._binpack_kernel")):  # numba kernels (the fast extra)
             continue
         if info.name == "packing_theory.adapters.torch" and importlib.util.find_spec("torch") is None:
             continue  # the torch extra: its classes are datasets and loaders, no event consumer
