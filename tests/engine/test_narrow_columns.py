@@ -191,7 +191,7 @@ def test_run_starts_are_int32_up_to_the_bound_and_int64_past_it() -> None:
     assert t._run_at.typecode == "i"
     t._add_runs(BIG, np.array([6], np.int64))
     assert t._run_at.typecode == "q" and t._run_at.tolist() == [NARROW_MAX, BIG]
-    assert t.arrival_rows(np.array([NARROW_MAX, BIG, BIG + 9], np.int64)).tolist() == [5, 6, 6]
+    assert t._run_rows(np.array([NARROW_MAX, BIG, BIG + 9], np.int64)).tolist() == [5, 6, 6]  # no arrival
 
 
 def test_single_event_start_rows_widen_too() -> None:
