@@ -67,7 +67,7 @@ class DelayCounts:
         self.total += int(counts.sum())
         inside = (values >= 0) & (values < len(self.dense))
         if inside.any():
-            table = np.frombuffer(self.dense, np.int64)
+            table = self.table()
             table[values[inside]] += counts[inside]
             del table  # a view: released before the table grows
         if not inside.all():
@@ -82,6 +82,16 @@ class DelayCounts:
         a batch's delays do, else a sort). O(k + span) or O(k log k)."""
         if delays.size:
             self.add(*distinct_counts(delays))
+
+    def table(self) -> npt.NDArray[np.int64]:
+        """The table's counts of delays ``0 .. len(dense) - 1``, as a writable view (released by the caller
+        before the table grows: a count written there is counted, then :meth:`counted_in_table` says how
+        many)."""
+        return np.frombuffer(self.dense, np.int64) if self.dense else np.zeros(0, np.int64)
+
+    def counted_in_table(self, n: int) -> None:
+        """``n`` delays were added to :meth:`table`'s counts directly (a compiled loop's)."""
+        self.total += n
 
     def one(self, delay: int) -> None:
         """Count one delay. O(1) in the table."""
@@ -115,7 +125,7 @@ class DelayCounts:
         last = first + int(worth[-1])
         top = int(self._sv[last])
         self.dense.frombytes(bytes(8 * (top + 1 - low)))
-        table = np.frombuffer(self.dense, np.int64)
+        table = self.table()
         table[self._sv[first:last + 1]] += self._sc[first:last + 1]
         del table
         self._sv = np.concatenate([self._sv[:first], self._sv[last + 1:]])
@@ -124,7 +134,7 @@ class DelayCounts:
     def counts(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """``(distinct delays, their counts)``, sorted. O(table + distinct)."""
         self._merge()
-        table = np.frombuffer(self.dense, np.int64) if self.dense else np.zeros(0, np.int64)
+        table = self.table()
         at = np.flatnonzero(table)
         values = np.concatenate([at.astype(np.int64), self._sv])
         counts = np.concatenate([table[at], self._sc])
@@ -141,5 +151,5 @@ class DelayCounts:
         assert self._pending_n == sum(v.size for v, _ in self._pending)
         pending = sum(int(c.sum()) for _, c in self._pending)
         assert self.total == sum(self.dense) + int(self._sc.sum()) + pending
-        used = np.count_nonzero(np.frombuffer(self.dense, np.int64)) if self.dense else 0
+        used = np.count_nonzero(self.table())
         assert 2 * used >= len(self.dense), "the table under half full"

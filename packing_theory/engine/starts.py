@@ -50,27 +50,6 @@ def _array_of(typecode: str, values: npt.NDArray[Any]) -> array[int]:
     return out
 
 
-def _first_of_each(keys: npt.NDArray[np.int64], arrivals: int) -> npt.NDArray[np.int64]:
-    """The position of the first occurrence of each distinct key (in no order).
-
-    The keys of the recent arrivals (``arrivals - 4 * size - 1,024`` on) are counted in a table of their
-    span, and only the repeated ones are grouped; the few older keys (long waiters) are grouped by a
-    sort. O(size + span) for a batch of placements, most of them each occurrence's only one."""
-    pos = np.arange(keys.size, dtype=np.int64)
-    old = keys < arrivals - 4 * keys.size - 1024
-    recent, at = (keys, pos) if not old.any() else (keys[~old], pos[~old])
-    parts = []
-    if recent.size:
-        low = int(recent.min())
-        repeated = np.bincount(recent - low)[recent - low] > 1
-        parts.append(at[~repeated])
-        if repeated.any():
-            parts.append(group_min(recent[repeated], at[repeated])[1])
-    if old.any():
-        parts.append(group_min(keys[old], pos[old])[1])
-    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else pos
-
-
 class StartTracker:
     """Arrival row and first-start row of every occurrence; the start delays (see the module doc).
 
@@ -289,12 +268,10 @@ class StartTracker:
         if self._srow[occurrence] != self._unset:
             return None
         self._fit(row, row)
-        delay = row - self.arrival_row(occurrence)
+        delay = row - self._row_of(occurrence)  # checked above: arrived, not started
         self._srow[occurrence] = row if self.keeps_rows else 1
         self._hist.one(delay)
-        self.started += 1
-        if self.max_delay is None or delay > self.max_delay:
-            self.max_delay = delay
+        self._started(1, delay)
         return delay
 
     def arrive_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
@@ -323,9 +300,10 @@ class StartTracker:
 
     def start_all(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
         """:meth:`start` for each ``(occurrence, row)`` in order, in bulk: the first placement of an
-        unstarted occurrence is its start. O(k) to find the starts (a sort of the few placements of long
-        waiters, with ``rows=False`` and numpy), plus grouping their delays (O(k + span) or O(k log k))
-        and looking up the arrival rows of occurrences from before the last batch (O(log runs) each).
+        unstarted occurrence is its start. O(k) to find the starts (with ``rows=False`` and numpy,
+        :func:`~packing_theory._unique.group_min`: O(k + span), or a sort when long waiters spread the
+        ids), plus grouping their delays (O(k + span) or O(k log k)) and looking up the arrival rows of
+        occurrences from before the last batch (O(log runs) each).
 
         Raises:
             InputError: an occurrence that has not arrived, or ``rows`` not one per occurrence
@@ -349,7 +327,7 @@ class StartTracker:
         flags = np.frombuffer(self._srow, dtype=np.int8)  # a view: released before any append
         if not self.compiled:  # each unstarted occurrence's first placement in this batch
             fresh = np.flatnonzero(flags[occurrences] == 0)
-            first = fresh[_first_of_each(occurrences[fresh], n)]
+            first = fresh[group_min(occurrences[fresh], np.arange(fresh.size, dtype=np.int64))[1]]
             occ, at = occurrences[first], rows[first]
             flags[occ] = 1
             del flags
@@ -359,15 +337,13 @@ class StartTracker:
         # histogram's table are counted there; the others (and those of older arrivals) come back
         k = occurrences.size
         occ, delays, known = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.bool_)
-        table = np.frombuffer(self._hist.dense, np.int64) if self._hist.dense else np.zeros(0, np.int64)
+        table = self._hist.table()
         starts, rest, counted, top = load_starts_kernels().first_starts(
             occurrences, rows, flags, self._last_at, self._last_rows, table, occ, delays, known)
         del flags, table  # views: released before any append
         assert starts == counted + rest
-        self._hist.total += int(counted)
-        self.started += int(counted)
-        if counted and (self.max_delay is None or int(top) > self.max_delay):
-            self.max_delay = int(top)
+        self._hist.counted_in_table(int(counted))
+        self._started(int(counted), int(top))
         occ, delays, known = occ[:rest], delays[:rest], known[:rest]
         if not known.all():
             delays[~known] -= self._run_rows(occ[~known])
@@ -378,10 +354,14 @@ class StartTracker:
         if delays.size == 0:
             return
         self._hist.add_each(delays)
-        self.started += int(delays.size)
-        top = int(delays.max())
-        if self.max_delay is None or top > self.max_delay:
-            self.max_delay = top
+        self._started(int(delays.size), int(delays.max()))
+
+    def _started(self, n: int, top: int) -> None:
+        """``n`` more starts (none when 0), the largest delay among them ``top``."""
+        if n:
+            self.started += n
+            if self.max_delay is None or top > self.max_delay:
+                self.max_delay = top
 
     def _first_starts(self, occurrences: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
                       ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -426,6 +406,10 @@ class StartTracker:
         if not self.keeps_rows and self._srow[occurrence] != self._unset:
             raise InputError(f"arrival_row({occurrence}): a tracker made with rows=False keeps the arrival "
                              "rows of unstarted occurrences only")
+        return self._row_of(occurrence)
+
+    def _row_of(self, occurrence: int) -> int:
+        """:meth:`arrival_row` unchecked."""
         return self._run_row[bisect.bisect_right(self._run_at, occurrence) - 1]
 
     def start_row(self, occurrence: int) -> int | None:

@@ -525,8 +525,12 @@ def corpus_summary(
             s = stratum_index(part, boundaries)
             for k, v in enumerate(np.bincount(s, minlength=S).tolist()):
                 sources[k] += v
-            for k in range(S):
-                tokens[k] += exact_sum(part[s == k])
+            if total < 2**53:  # float64 weights are exact
+                by_stratum = [int(v) for v in np.bincount(s, weights=part, minlength=S).round()]
+            else:
+                by_stratum = [exact_sum(part[s == k]) for k in range(S)]
+            for k, v in enumerate(by_stratum):
+                tokens[k] += v
         release_pages(part)
     flush()
     return CorpusSummary(label, int(arr.size), sum(tokens), over, top, tuple(sources), tuple(tokens))
